@@ -1,0 +1,86 @@
+"""Per-iteration ppo_linen.py vs the same training as ONE jitted loop over all iterations (PureJaxRL style).
+
+The per-iteration design pays a host round trip per iteration (dispatch, one metrics transfer, logging);
+the fused loop pays none. Both use ppo_linen's own rollout and update, so the math is identical.
+Target: the per-iteration script keeps >= 90 % of the fused loop's steady-state throughput.
+
+    python -m benchmarks.fused_loop --env Acrobot-v1 --model-size small --repeats 2
+"""
+
+import time
+from dataclasses import dataclass
+from functools import partial
+
+import jax
+import pandas as pd
+import tyro
+
+import ppo_linen as ppo
+from benchmarks.common import STEADY_FROM, run_script, steady_mean
+
+
+@dataclass
+class Options:
+    env: str = "Acrobot-v1"
+    """the gymnax env"""
+    model_size: str = "small"
+    """small | medium | large"""
+    num_iterations: int = 100
+    """iterations per run"""
+    repeats: int = 2
+    """runs of each design, alternated"""
+
+
+def fused_seconds_per_iteration(args: ppo.Args) -> tuple[float, float]:
+    """(compile seconds, steady seconds per iteration) of the whole training as one jitted lax.scan."""
+    env, env_params = ppo.make_env(args.env)
+    key, env_key, init_key, runner_key, update_key = jax.random.split(jax.random.key(args.seed), 5)
+    obs, env_state = ppo.reset_envs(env, env_params, env_key, args.num_envs)
+    agent = ppo.Agent(ppo.MODEL_SIZES[args.model_size], env.num_actions)
+    num_updates = args.num_iterations * args.update_epochs * args.num_minibatches
+    tx = ppo.optax.chain(ppo.optax.clip_by_global_norm(args.max_grad_norm),
+                         ppo.optax.adam(ppo.optax.linear_schedule(args.learning_rate, 0.0, num_updates), eps=1e-5))
+    state = ppo.TrainState.create(apply_fn=agent.apply, params=agent.init(init_key, obs), tx=tx)
+    runner = ppo.Runner(env_state, obs, jax.numpy.zeros(args.num_envs), jax.numpy.zeros(args.num_envs, "int32"), runner_key)
+
+    def train(state, runner, update_key):
+        def iteration(carry, _):
+            state, runner, update_key = carry
+            runner, batch, episode_stats = ppo.rollout(env, env_params, args, state, runner)
+            state, update_key, losses = ppo.update(args, state, batch, update_key)
+            return (state, runner, update_key), {**episode_stats, **losses}
+
+        return jax.lax.scan(iteration, (state, runner, update_key), length=args.num_iterations)
+
+    start = time.perf_counter()
+    compiled = jax.jit(train).lower(state, runner, update_key).compile()
+    compile_s = time.perf_counter() - start
+    start = time.perf_counter()
+    jax.block_until_ready(compiled(state, runner, update_key))
+    return compile_s, (time.perf_counter() - start) / args.num_iterations
+
+
+def main():
+    opts = tyro.cli(Options)
+    args = ppo.Args(env=opts.env, model_size=opts.model_size, num_iterations=opts.num_iterations, sync_timing=False)
+    rows = []
+    for repeat in range(opts.repeats):
+        run = run_script("ppo_linen.py", "--env", opts.env, "--model-size", opts.model_size,
+                         "--num-iterations", str(opts.num_iterations), "--no-sync-timing")
+        rows.append({"design": "per-iteration", "repeat": repeat, "compile_s": float(run["series"]["time/iteration"][0]),
+                     "steady_s_per_iter": steady_mean(run), "total_s": run["summary"]["total_s"]})
+        compile_s, per_iteration = fused_seconds_per_iteration(args)
+        rows.append({"design": "fused", "repeat": repeat, "compile_s": compile_s,
+                     "steady_s_per_iter": per_iteration, "total_s": compile_s + per_iteration * opts.num_iterations})
+    table = pd.DataFrame(rows)
+    print(table.to_string(index=False, float_format="%.4f"))
+    medians = table.groupby("design")["steady_s_per_iter"].median()
+    batch = args.batch_size
+    print(f"\n{opts.env} {opts.model_size}, {opts.num_iterations} iterations, steady state = iterations {STEADY_FROM}+ "
+          f"(fused: whole loop / iterations)")
+    print(f"steady SPS: per-iteration {batch / medians['per-iteration']:,.0f}, fused {batch / medians['fused']:,.0f}")
+    print(f"per-iteration keeps {medians['fused'] / medians['per-iteration']:.1%} of the fused throughput (target >= 90%)")
+
+
+if __name__ == "__main__":
+    main()
