@@ -16,6 +16,7 @@ Written to --out:
 
 import argparse
 import json
+import re
 import sys
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -63,7 +64,7 @@ CONFIG_COLUMNS = ["env", "framework", "model_size", "compile", "seed", "tag", "s
                   "num_envs", "num_steps", "batch_size", "exp_name", "device", "hostname", "platform", "versions",
                   "start_time"]
 SUMMARY_JSON_COLUMNS = ["status", "iterations_completed", "setup_s", "total_s", "final_return"]
-RUN_COLUMNS = ["run", "run_dir", *CONFIG_COLUMNS, *SUMMARY_JSON_COLUMNS]
+RUN_COLUMNS = ["run", "run_dir", "sweep", *CONFIG_COLUMNS, *SUMMARY_JSON_COLUMNS]
 REQUIRED_CONFIG = ["env", "framework", "model_size", "compile", "seed", "sync_timing", "batch_size"]
 
 
@@ -125,7 +126,9 @@ def read_run(run_dir: Path) -> pd.DataFrame:
     expected = summary.get("iterations_completed") or config.get("num_iterations") or 0
     if len(scalars) < expected:
         raise RunError(f"events hold {len(scalars)} of {expected} iterations")
-    info = {"run": run_dir.name, "run_dir": str(run_dir),
+    # bench.sh writes each experiment into its own folder (exp2 and exp3 both hold Acrobot-v1 small runs)
+    sweep = run_dir.parent.name if re.fullmatch(r"exp\d+", run_dir.parent.name) else ""
+    info = {"run": run_dir.name, "run_dir": str(run_dir), "sweep": sweep,
             **{key: config.get(key) for key in CONFIG_COLUMNS}, **{key: summary.get(key) for key in SUMMARY_JSON_COLUMNS}}
     info["versions"] = format_versions(config.get("versions"))
     iteration = scalars["step"] // config["batch_size"] - 1
@@ -196,20 +199,26 @@ def summarize_run(rows: pd.DataFrame) -> dict:
     return row
 
 
-# The experiments of DESIGN.md, as membership tests on a summary row. A run can be in several.
+# The experiments of DESIGN.md, as membership tests on a summary row. A run can be in several, unless
+# bench.sh put it in an experiment's folder.
+def swept_for(run, experiment: str) -> bool:
+    sweep = run.get("sweep")
+    return not isinstance(sweep, str) or sweep in ("", experiment)
+
+
 def in_exp1(run) -> bool:
     """Overall comparison: sync off, each framework's default compile mode."""
-    return not run["sync_timing"] and run["compile"] == DEFAULT_COMPILE.get(run["framework"])
+    return swept_for(run, "exp1") and not run["sync_timing"] and run["compile"] == DEFAULT_COMPILE.get(run["framework"])
 
 
 def in_exp2(run) -> bool:
     """Rollout vs update: sync on, small model, every compile mode."""
-    return bool(run["sync_timing"]) and run["model_size"] == "small"
+    return swept_for(run, "exp2") and bool(run["sync_timing"]) and run["model_size"] == "small"
 
 
 def in_exp3(run) -> bool:
     """Model size: sync on, Acrobot-v1, every size and compile mode."""
-    return bool(run["sync_timing"]) and run["env"] == EXP3_ENV
+    return swept_for(run, "exp3") and bool(run["sync_timing"]) and run["env"] == EXP3_ENV
 
 
 def experiment_masks(summary: pd.DataFrame) -> dict[str, pd.Series]:
