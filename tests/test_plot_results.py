@@ -222,9 +222,9 @@ def test_no_runs_gives_an_empty_report(tmp_path):
 def test_experiment_folder_of_bench_sh_decides_membership(tmp_path):
     """bench.sh runs Acrobot-v1 small twice, into exp2/ and exp3/: each copy belongs to its own experiment."""
     for experiment in ("exp2", "exp3"):
-        run_dir = write_run(tmp_path / "tmp", "Acrobot-v1", "linen", "small", "jit", 1, sync=True)["run_dir"]
+        run_dir = write_run(tmp_path / experiment, "Acrobot-v1", "linen", "small", "jit", 1, sync=True)["run_dir"]
         (tmp_path / "runs" / experiment).mkdir(parents=True)
-        run_dir.rename(tmp_path / "runs" / experiment / run_dir.name)
+        run_dir.rename(tmp_path / "runs" / experiment / f"{run_dir.name}{experiment[-1]}")  # started at another time
     plot_results.main([str(tmp_path / "runs"), "--out", str(tmp_path / "out"), "--no-figures"])
     summary = pd.read_csv(tmp_path / "out" / "summary.csv")
     assert sorted(summary["experiments"]) == ["exp2", "exp3"]
