@@ -1,0 +1,94 @@
+"""Does Flax NNX cost more than Flax Linen? ppo_nnx.py in every compile mode side by side with ppo_linen.py.
+
+Each run is a fresh process (as in bench.sh). Configurations alternate round by round in a rotating order, so
+that a busy machine slows all of them alike; the table reports medians over rounds, and "paired" ratios are the
+median over rounds of the ratio within one round.
+
+Columns: total and setup = summary.json total_s and setup_s; iter0 = time/iteration of iteration 0
+(compilation); warm-up = mean time/iteration over iterations 1-7; steady = mean over iterations 8+. Ratios
+divide an NNX median by the Linen median of the same kind: `linen jit` for cached_partial and jit, `linen none`
+for none. The `none` modes run only --none-iterations iterations (op by op is ~200x slower); their "steady"
+is the mean over iterations 1+.
+
+    python -m benchmarks.nnx_vs_linen --env Acrobot-v1 --model-size small --rounds 3
+"""
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+
+from benchmarks.common import ROOT, STEADY_FROM, run_script
+
+CONFIGS = {  # name: (script, compile mode, baseline)
+    "linen jit": ("ppo_linen.py", "jit", None),
+    "nnx cached_partial": ("ppo_nnx.py", "cached_partial", "linen jit"),
+    "nnx jit": ("ppo_nnx.py", "jit", "linen jit"),
+    "linen none": ("ppo_linen.py", "none", None),
+    "nnx none": ("ppo_nnx.py", "none", "linen none"),
+}
+COLUMNS = ("total_s", "setup_s", "iter0_s", "warmup_s", "steady_s")
+
+
+def run_config(name: str, opts) -> dict:
+    script, mode, _ = CONFIGS[name]
+    iterations = opts.none_iterations if mode == "none" else opts.num_iterations
+    run = run_script(script, "--env", opts.env, "--model-size", opts.model_size, "--compile", mode,
+                     "--seed", str(opts.seed), "--num-iterations", str(iterations), "--tag", "nnx_vs_linen", *opts.extra)
+    times, summary = run["series"]["time/iteration"], run["summary"]
+    return {
+        "total_s": summary["total_s"],
+        "setup_s": summary["setup_s"],
+        "iter0_s": float(times[0]),
+        "warmup_s": float(times[1:STEADY_FROM].mean()),
+        "steady_s": float(times[STEADY_FROM if len(times) > STEADY_FROM else 1:].mean()),
+        "final_return": summary["final_return"],
+    }
+
+
+def table(results: dict, title: str) -> str:
+    med = {name: {c: statistics.median(r[c] for r in runs) for c in COLUMNS} for name, runs in results.items()}
+
+    def ratio(name, base, c):
+        paired = statistics.median(a[c] / b[c] for a, b in zip(results[name], results[base]))
+        return f"{med[name][c] / med[base][c]:.3f} ({paired:.3f})"
+
+    lines = [title, "", "| config | total s | setup s | iter0 s | warm-up s/it | steady s/it | total ratio (paired) "
+             "| steady ratio (paired) |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for name, m in med.items():
+        base = CONFIGS[name][2]
+        ratios = [ratio(name, base, c) if base in results else "" for c in ("total_s", "steady_s")]
+        lines.append(f"| {name} | {m['total_s']:.2f} | {m['setup_s']:.2f} | {m['iter0_s']:.2f} | {m['warmup_s']:.4f} "
+                     f"| {m['steady_s']:.4f} | {ratios[0]} | {ratios[1]} |")
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--env", default="Acrobot-v1")
+    parser.add_argument("--model-size", default="small", choices=["small", "medium", "large"])
+    parser.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--num-iterations", type=int, default=100, help="iterations of the jit and cached_partial runs")
+    parser.add_argument("--none-iterations", type=int, default=3, help="iterations of the `none` runs")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--out", default=str(ROOT / "runs" / f"nnx_vs_linen_{int(time.time())}.json"))
+    parser.add_argument("extra", nargs="*", help="more flags for every run, after --, e.g. -- --no-sync-timing")
+    opts = parser.parse_args()
+
+    results = {name: [] for name in opts.configs}
+    for r in range(opts.rounds):
+        shift = r % len(opts.configs)
+        for name in opts.configs[shift:] + opts.configs[:shift]:  # rotate the order each round
+            res = run_config(name, opts)
+            results[name].append(res)
+            print(f"round {r + 1}/{opts.rounds} {name:<18} " + " ".join(f"{c} {res[c]:.4f}" for c in COLUMNS), flush=True)
+            Path(opts.out).parent.mkdir(parents=True, exist_ok=True)
+            Path(opts.out).write_text(json.dumps(results, indent=2))
+    print("\n" + table(results, f"**{opts.env}, {opts.model_size}**: medians of {opts.rounds} rounds; "
+                               f"{opts.num_iterations} iterations, `none` modes {opts.none_iterations}"))
+
+
+if __name__ == "__main__":
+    main()
