@@ -16,6 +16,7 @@ from conftest import ROOT, TINY, only_run_dir, read_json, read_scalars, run_scri
 
 SCRIPTS = {
     "ppo_linen.py": ["jit", "none"],
+    "ppo_nnx.py": ["cached_partial", "jit", "none"],
 }
 
 TAGS = [
