@@ -86,8 +86,10 @@ def main():
             print(f"round {r + 1}/{opts.rounds} {name:<18} " + " ".join(f"{c} {res[c]:.4f}" for c in COLUMNS), flush=True)
             Path(opts.out).parent.mkdir(parents=True, exist_ok=True)
             Path(opts.out).write_text(json.dumps(results, indent=2))
+    none = f", `none` modes {opts.none_iterations}" if any(CONFIGS[n][1] == "none" for n in opts.configs) else ""
+    flags = f", flags `{' '.join(opts.extra)}`" if opts.extra else ""
     print("\n" + table(results, f"**{opts.env}, {opts.model_size}**: medians of {opts.rounds} rounds; "
-                               f"{opts.num_iterations} iterations, `none` modes {opts.none_iterations}"))
+                               f"{opts.num_iterations} iterations{none}{flags}"))
 
 
 if __name__ == "__main__":
