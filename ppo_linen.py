@@ -278,25 +278,37 @@ def ppo_loss(params, apply_fn, args: Args, mb: Batch):
 
 
 # ----------------------------------------------------------------------------------------- update
+def make_optimizer(args: Args):
+    """Adam after global-norm clipping; the learning rate decays linearly to 0 over all optimizer steps."""
+    num_updates = args.num_iterations * args.update_epochs * args.num_minibatches
+    lr_schedule = (optax.linear_schedule(args.learning_rate, 0.0, num_updates) if args.anneal_lr
+                   else optax.constant_schedule(args.learning_rate))
+    return optax.chain(optax.clip_by_global_norm(args.max_grad_norm), optax.adam(lr_schedule, eps=1e-5)), lr_schedule
+
+
 def update(args: Args, state: TrainState, batch: Batch, key):
-    """update_epochs passes over the batch, each in a fresh random order of num_minibatches minibatches."""
+    """update_epochs passes over the batch, each in a fresh random order."""
+    key, *epoch_keys = jax.random.split(key, args.update_epochs + 1)
+    permutations = jnp.stack([jax.random.permutation(k, args.batch_size) for k in epoch_keys])
+    state, metrics = train_epochs(args, state, batch, permutations)
+    return state, key, metrics
+
+
+def train_epochs(args: Args, state: TrainState, batch: Batch, permutations):
+    """One epoch per row of permutations: the batch in that order, cut into num_minibatches minibatches."""
 
     def minibatch_step(state: TrainState, mb: Batch):
         grads, metrics = jax.grad(ppo_loss, has_aux=True)(state.params, state.apply_fn, args, mb)
         return state.apply_gradients(grads=grads), metrics
 
-    def epoch(carry, _):
-        state, key = carry
-        key, perm_key = jax.random.split(key)
-        perm = jax.random.permutation(perm_key, args.batch_size)
+    def epoch(state: TrainState, perm):
         minibatches = jax.tree.map(lambda x: x[perm].reshape(args.num_minibatches, -1, *x.shape[1:]), batch)
-        state, metrics = jax.lax.scan(minibatch_step, state, minibatches)
-        return (state, key), metrics
+        return jax.lax.scan(minibatch_step, state, minibatches)
 
-    (state, key), metrics = jax.lax.scan(epoch, (state, key), length=args.update_epochs)
+    state, metrics = jax.lax.scan(epoch, state, permutations)
     metrics = jax.tree.map(jnp.mean, metrics)  # mean over all epochs and minibatches
     metrics["explained_variance"] = 1 - jnp.var(batch.returns - batch.values) / jnp.var(batch.returns)
-    return state, key, metrics
+    return state, metrics
 
 
 # ------------------------------------------------------------------------------------------- main
@@ -357,10 +369,7 @@ def main():
             key, env_key, init_key, runner_key, update_key = jax.random.split(key, 5)
             obs, env_state = reset_envs(env, env_params, env_key, args.num_envs)
             agent = Agent(MODEL_SIZES[args.model_size], env.num_actions)
-            num_updates = args.num_iterations * args.update_epochs * args.num_minibatches
-            lr_schedule = (optax.linear_schedule(args.learning_rate, 0.0, num_updates) if args.anneal_lr
-                           else optax.constant_schedule(args.learning_rate))
-            tx = optax.chain(optax.clip_by_global_norm(args.max_grad_norm), optax.adam(lr_schedule, eps=1e-5))
+            tx, lr_schedule = make_optimizer(args)
             state = TrainState.create(apply_fn=agent.apply, params=agent.init(init_key, obs), tx=tx)
             runner = Runner(env_state, obs, jnp.zeros(args.num_envs), jnp.zeros(args.num_envs, jnp.int32), runner_key)
             rollout_fn = partial(rollout, env, env_params, args)

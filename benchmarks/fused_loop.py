@@ -37,9 +37,7 @@ def fused_seconds_per_iteration(args: ppo.Args) -> tuple[float, float]:
     key, env_key, init_key, runner_key, update_key = jax.random.split(jax.random.key(args.seed), 5)
     obs, env_state = ppo.reset_envs(env, env_params, env_key, args.num_envs)
     agent = ppo.Agent(ppo.MODEL_SIZES[args.model_size], env.num_actions)
-    num_updates = args.num_iterations * args.update_epochs * args.num_minibatches
-    tx = ppo.optax.chain(ppo.optax.clip_by_global_norm(args.max_grad_norm),
-                         ppo.optax.adam(ppo.optax.linear_schedule(args.learning_rate, 0.0, num_updates), eps=1e-5))
+    tx, _ = ppo.make_optimizer(args)
     state = ppo.TrainState.create(apply_fn=agent.apply, params=agent.init(init_key, obs), tx=tx)
     runner = ppo.Runner(env_state, obs, jax.numpy.zeros(args.num_envs), jax.numpy.zeros(args.num_envs, "int32"), runner_key)
 

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -42,3 +43,20 @@ def read_scalars(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
 @pytest.fixture
 def log_dir(tmp_path: Path) -> Path:
     return tmp_path / "runs"
+
+
+def numpy_gae(rewards, values, final_values, terminated, truncated, gamma, lam):
+    """Textbook GAE with one loop per env: bootstrap unless terminated, reset the trace on any episode end."""
+    advantages = np.zeros_like(rewards)
+    for env in range(rewards.shape[1]):
+        gae = 0.0
+        for t in reversed(range(rewards.shape[0])):
+            if terminated[t, env]:
+                delta, gae = rewards[t, env] - values[t, env], 0.0
+            else:
+                delta = rewards[t, env] + gamma * final_values[t, env] - values[t, env]
+                if truncated[t, env]:
+                    gae = 0.0
+            gae = delta + gamma * lam * gae
+            advantages[t, env] = gae
+    return advantages, advantages + values
