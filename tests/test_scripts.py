@@ -12,11 +12,12 @@ import time
 import numpy as np
 import pytest
 
-from conftest import ROOT, TINY, only_run_dir, read_json, read_scalars, run_script
+from conftest import ROOT, TINY, numpy_gae, only_run_dir, read_json, read_scalars, run_script
 
 SCRIPTS = {
     "ppo_linen.py": ["jit", "none"],
     "ppo_nnx.py": ["cached_partial", "jit", "none"],
+    "ppo_torch.py": ["compile", "env-jit", "none"],
 }
 
 TAGS = [
@@ -149,23 +150,6 @@ def test_track_writes_offline_wandb_run(script, log_dir):
 
 
 # ------------------------------------------------------------------------------------------ GAE
-def numpy_gae(rewards, values, final_values, terminated, truncated, gamma, lam):
-    """Textbook GAE with one loop per env: bootstrap unless terminated, reset the trace on any episode end."""
-    advantages = np.zeros_like(rewards)
-    for env in range(rewards.shape[1]):
-        gae = 0.0
-        for t in reversed(range(rewards.shape[0])):
-            if terminated[t, env]:
-                delta, gae = rewards[t, env] - values[t, env], 0.0
-            else:
-                delta = rewards[t, env] + gamma * final_values[t, env] - values[t, env]
-                if truncated[t, env]:
-                    gae = 0.0
-            gae = delta + gamma * lam * gae
-            advantages[t, env] = gae
-    return advantages, advantages + values
-
-
 def to_framework(module, array):
     if module.FRAMEWORK == "torch":
         import torch
