@@ -730,6 +730,18 @@ def write_report(path: Path, study: Study, speedups: pd.DataFrame, skipped: list
 
 
 # ------------------------------------------------------------------------------------------ main
+README_MARKERS = ("<!-- speedups:start -->", "<!-- speedups:end -->")
+
+
+def update_readme(path: Path, block: str) -> None:
+    """Puts block between the README_MARKERS of the file at path (the markers stay)."""
+    text = path.read_text()
+    start, end = (text.find(marker) for marker in README_MARKERS)
+    if start < 0 or end < start:
+        sys.exit(f"error: {path} has no {README_MARKERS[0]} ... {README_MARKERS[1]} block")
+    path.write_text(text[:start + len(README_MARKERS[0])] + "\n" + block + text[end:])
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs_dirs", nargs="*", metavar="RUNS_DIR",
@@ -743,6 +755,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="write the tables and REPORT.md only (fast, e.g. to merge the CSVs of several machines)")
     parser.add_argument("--readme-block", type=Path, metavar="FILE",
                         help="also write just the speedup tables (markdown) to FILE, for the README")
+    parser.add_argument("--update-readme", type=Path, metavar="FILE",
+                        help=f"replace the text between {README_MARKERS[0]} and {README_MARKERS[1]} in FILE "
+                             "with the speedup tables")
     args = parser.parse_args(argv)
     if not args.runs_dirs and not args.csv:
         parser.error("give at least one RUNS_DIR or --csv FILE")
@@ -773,6 +788,8 @@ def main(argv=None) -> None:
     write_report(args.out / "REPORT.md", study, speedups, skipped, drawn, notes, [*args.runs_dirs, *args.csv], timing_info)
     if args.readme_block:
         args.readme_block.write_text(speedup_markdown(speedups))
+    if args.update_readme:
+        update_readme(args.update_readme, speedup_markdown(speedups))
     print(f"{len(summary)} runs ({len(skipped)} skipped), {len(drawn)} figures -> {args.out}/REPORT.md")
 
 

@@ -229,3 +229,16 @@ def test_experiment_folder_of_bench_sh_decides_membership(tmp_path):
     summary = pd.read_csv(tmp_path / "out" / "summary.csv")
     assert sorted(summary["experiments"]) == ["exp2", "exp3"]
     assert sorted(summary["sweep"]) == ["exp2", "exp3"]
+
+
+def test_update_readme_replaces_only_the_marked_block(study, tmp_path):
+    runs, out = study
+    readme = tmp_path / "README.md"
+    start, end = plot_results.README_MARKERS
+    readme.write_text(f"# title\n{start}\nold numbers\n{end}\ntail\n")
+    plot_results.main(["--csv", str(out / "runs.csv"), "--out", str(tmp_path / "out"), "--no-figures",
+                       "--update-readme", str(readme)])
+    text = readme.read_text()
+    block = plot_results.speedup_markdown(pd.read_csv(out / "speedups.csv"))
+    assert text == f"# title\n{start}\n{block}{end}\ntail\n"
+    assert "old numbers" not in text and "nnx → linen" in text
