@@ -1,0 +1,99 @@
+"""ppo_torch.py in every compile mode side by side with ppo_linen.py: rollout, update and compile time.
+
+Each run is a fresh process (as in bench.sh) with a fresh, empty TorchInductor cache, so that iteration 0
+pays the whole torch.compile cost as a first run does. Configurations alternate round by round in a rotating
+order, so that a busy machine slows all of them alike; the tables report medians over rounds.
+
+Columns: iter0 = time/iteration of iteration 0 (compilation); rollout and update = the mean of time/rollout and
+time/update over iterations 8+ (sync timing on); total = summary.json total_s. The `none` modes run
+--none-iterations iterations of --none-steps steps per env (stated in the table title) to fit the time.
+
+    python -m benchmarks.torch_vs_linen --envs Acrobot-v1 Breakout-MinAtar --model-sizes small medium --rounds 3
+"""
+
+import argparse
+import json
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.common import ROOT, STEADY_FROM, run_script
+
+CONFIGS = {  # name: (script, compile mode)
+    "linen jit": ("ppo_linen.py", "jit"),
+    "torch compile": ("ppo_torch.py", "compile"),
+    "torch env-jit": ("ppo_torch.py", "env-jit"),
+    "linen none": ("ppo_linen.py", "none"),
+    "torch none": ("ppo_torch.py", "none"),
+}
+COLUMNS = ("iter0_s", "rollout_s", "update_s", "total_s")
+
+
+def run_config(name: str, env: str, size: str, opts) -> dict:
+    script, mode = CONFIGS[name]
+    length = (["--num-iterations", str(opts.none_iterations), "--num-steps", str(opts.none_steps)] if mode == "none"
+              else ["--num-iterations", str(opts.num_iterations)])
+    with tempfile.TemporaryDirectory() as cache_dir:
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache_dir  # inherited by the run: no compiled kernels from before
+        run = run_script(script, "--env", env, "--model-size", size, "--compile", mode, "--seed", str(opts.seed),
+                         "--tag", "torch_vs_linen", *length)
+    series, summary = run["series"], run["summary"]
+    steady = slice(STEADY_FROM if len(series["time/iteration"]) > STEADY_FROM else 1, None)
+    return {
+        "iter0_s": float(series["time/iteration"][0]),
+        "rollout_s": float(series["time/rollout"][steady].mean()),
+        "update_s": float(series["time/update"][steady].mean()),
+        "total_s": summary["total_s"],
+        "final_return": summary["final_return"],
+    }
+
+
+def table(results: dict, title: str) -> str:
+    med = {name: {c: statistics.median(r[c] for r in runs) for c in COLUMNS} for name, runs in results.items()}
+    lines = [title, "", "| config | iter0 s | rollout s/it | update s/it | total s | rollout vs linen | update vs linen |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for name, m in med.items():
+        base = med.get("linen none" if name.endswith("none") else "linen jit")
+        ratios = [f"{m[c] / base[c]:.2f}x" if base and not name.startswith("linen") else "" for c in ("rollout_s", "update_s")]
+        lines.append(f"| {name} | {m['iter0_s']:.1f} | {m['rollout_s']:.3f} | {m['update_s']:.3f} | {m['total_s']:.1f} | "
+                     f"{ratios[0]} | {ratios[1]} |")
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--envs", nargs="+", default=["Acrobot-v1", "Breakout-MinAtar"])
+    parser.add_argument("--model-sizes", nargs="+", default=["small", "medium"])
+    parser.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--num-iterations", type=int, default=12)
+    parser.add_argument("--none-iterations", type=int, default=10)
+    parser.add_argument("--none-steps", type=int, default=256, help="--num-steps of the `none` runs")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--out", default=str(ROOT / "runs" / f"torch_vs_linen_{int(time.time())}.json"))
+    opts = parser.parse_args()
+
+    all_results, tables = {}, []
+    for env in opts.envs:
+        for size in opts.model_sizes:
+            results = {name: [] for name in opts.configs}
+            for r in range(opts.rounds):
+                shift = r % len(opts.configs)
+                for name in opts.configs[shift:] + opts.configs[:shift]:  # rotate the order each round
+                    res = run_config(name, env, size, opts)
+                    results[name].append(res)
+                    print(f"{env} {size} round {r + 1}/{opts.rounds} {name:<14} " +
+                          " ".join(f"{c} {res[c]:.3f}" for c in COLUMNS), flush=True)
+            all_results[f"{env}/{size}"] = results
+            tables.append(table(results, f"**{env}, {size}**: medians of {opts.rounds} rounds; {opts.num_iterations} "
+                                         f"iterations, `none` modes {opts.none_iterations} x {opts.none_steps} steps"))
+            print("\n" + tables[-1] + "\n", flush=True)
+            Path(opts.out).parent.mkdir(parents=True, exist_ok=True)
+            Path(opts.out).write_text(json.dumps(all_results, indent=2))
+    print("\n\n".join(tables))
+
+
+if __name__ == "__main__":
+    main()
