@@ -281,7 +281,10 @@ execute() {  # execute LOG: runs CMD in the background (so that signals reach us
   local timeout_cmd=()
   if [[ -n $TIMEOUT ]]; then timeout_cmd=("$TIMEOUT_BIN" --kill-after="$KILL_AFTER_S" "$TIMEOUT"); fi
   mkdir -p "$(dirname "$1")"
-  ${timeout_cmd[@]+"${timeout_cmd[@]}"} "${CMD[@]}" >"$1" 2>&1 &
+  # a fresh process also gets a fresh TorchInductor cache: no run reuses kernels another run compiled
+  local cache_dir
+  cache_dir=$(mktemp -d)
+  TORCHINDUCTOR_CACHE_DIR=$cache_dir ${timeout_cmd[@]+"${timeout_cmd[@]}"} "${CMD[@]}" >"$1" 2>&1 &
   CHILD=$!
   RC=0
   wait "$CHILD" || RC=$?
@@ -290,6 +293,7 @@ execute() {  # execute LOG: runs CMD in the background (so that signals reach us
     wait "$CHILD" 2>/dev/null || true
   fi
   CHILD=""
+  rm -rf "$cache_dir"
 }
 
 outcome() {  # outcome RC: words for the progress line
