@@ -190,3 +190,14 @@ def test_gae_matches_numpy_reference(script):
     assert diff[6, 0] == pytest.approx(0.99, rel=1e-5)
     assert diff[5, 0] == pytest.approx(0.99 * 0.99 * 0.95, rel=1e-4)
     assert diff[4, 0] == 0.0
+
+
+def test_torch_device_cuda_without_gpu_is_refused(log_dir):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    proc = run_script("ppo_torch.py", "--device", "cuda", log_dir=log_dir, timeout=120)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "--device cuda" in proc.stderr and "cpu" in proc.stderr
+    assert not log_dir.exists()
