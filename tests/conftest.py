@@ -1,62 +1,10 @@
-"""Helpers shared by the tests: run a script in a fresh process, find its run folder, read its events."""
+"""Fixtures only; the shared helpers live in tests/helpers.py."""
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-ROOT = Path(__file__).resolve().parents[1]
-
-# Tiny runs: 4 envs x 16 steps, 3 iterations, 2 epochs of 2 minibatches.
-TINY = ["--num-envs", "4", "--num-steps", "16", "--num-iterations", "3", "--update-epochs", "2", "--num-minibatches", "2"]
-
-
-def run_script(script: str, *args: str, log_dir: Path, timeout: float = 600, env: dict | None = None):
-    """Runs `python script args --log-dir log_dir` from the project root; returns the CompletedProcess."""
-    cmd = [sys.executable, str(ROOT / script), *args, "--log-dir", str(log_dir)]
-    full_env = {**os.environ, "WANDB_MODE": "disabled", **(env or {})}
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=full_env)
-
-
-def only_run_dir(log_dir: Path) -> Path:
-    runs = [p for p in log_dir.iterdir() if (p / "config.json").exists()]
-    assert len(runs) == 1, f"expected one run folder in {log_dir}, found {runs}"
-    return runs[0]
-
-
-def read_json(path: Path) -> dict:
-    return json.loads(path.read_text())
-
-
-def read_scalars(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
-    """{tag: [(step, value), ...]} from the TensorBoard events directly in run_dir."""
-    acc = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
-    acc.Reload()
-    return {tag: [(e.step, e.value) for e in acc.Scalars(tag)] for tag in acc.Tags()["scalars"]}
 
 
 @pytest.fixture
 def log_dir(tmp_path: Path) -> Path:
     return tmp_path / "runs"
-
-
-def numpy_gae(rewards, values, final_values, terminated, truncated, gamma, lam):
-    """Textbook GAE with one loop per env: bootstrap unless terminated, reset the trace on any episode end."""
-    advantages = np.zeros_like(rewards)
-    for env in range(rewards.shape[1]):
-        gae = 0.0
-        for t in reversed(range(rewards.shape[0])):
-            if terminated[t, env]:
-                delta, gae = rewards[t, env] - values[t, env], 0.0
-            else:
-                delta = rewards[t, env] + gamma * final_values[t, env] - values[t, env]
-                if truncated[t, env]:
-                    gae = 0.0
-            gae = delta + gamma * lam * gae
-            advantages[t, env] = gae
-    return advantages, advantages + values

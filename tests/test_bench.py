@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, read_json
+from helpers import ROOT, read_json
 
 FRAMEWORKS = [name for name in ("linen", "nnx", "torch") if (ROOT / f"ppo_{name}.py").exists()]
 COUNTS = {"exp1": 108, "exp2": 96, "exp3": 24}  # per seed, DESIGN.md

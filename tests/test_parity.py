@@ -16,7 +16,7 @@ from flax import nnx
 import ppo_linen
 import ppo_nnx
 import ppo_torch
-from conftest import numpy_gae, only_run_dir, read_json, run_script
+from helpers import numpy_gae, only_run_dir, read_json, run_script
 
 OBS = {"CartPole-v1": 4, "Breakout-MinAtar": 10 * 10 * 4}  # a classic-control and a flattened MinAtar batch
 NUM_ACTIONS = 3

@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import ROOT, TINY, numpy_gae, only_run_dir, read_json, read_scalars, run_script
+from helpers import ROOT, TINY, numpy_gae, only_run_dir, read_json, read_scalars, run_script
 
 SCRIPTS = {
     "ppo_linen.py": ["jit", "none"],

@@ -1,0 +1,54 @@
+"""Helpers shared by the tests: run a script in a fresh process, find its run folder, read its events."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+import study
+from runlog import read_json, read_scalars  # noqa: F401  (re-exported for the tests)
+
+ROOT = Path(__file__).resolve().parents[1]
+STUDY = study.load()
+
+# Tiny runs: 4 envs x 16 steps, 3 iterations, 2 epochs of 2 minibatches.
+TINY = ["--num-envs", "4", "--num-steps", "16", "--num-iterations", "3", "--update-epochs", "2", "--num-minibatches", "2"]
+
+
+def run_script(script: str, *args: str, log_dir: Path, timeout: float = 600, env: dict | None = None):
+    """Runs `python script args --log-dir log_dir` from the project root; returns the CompletedProcess."""
+    cmd = [sys.executable, str(ROOT / script), *args, "--log-dir", str(log_dir)]
+    full_env = {**os.environ, "WANDB_MODE": "disabled", **(env or {})}
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=full_env)
+
+
+def only_run_dir(log_dir: Path) -> Path:
+    runs = [p for p in log_dir.iterdir() if (p / "config.json").exists()]
+    assert len(runs) == 1, f"expected one run folder in {log_dir}, found {runs}"
+    return runs[0]
+
+
+def scalar_series(run_dir: Path, tag: str) -> list[tuple[int, float]]:
+    """[(step, value), ...] of one TensorBoard tag of a run, skipping steps where it was not logged."""
+    scalars = read_scalars(run_dir)
+    rows = scalars[["step", tag]].dropna()
+    return [(int(step), float(value)) for step, value in rows.itertuples(index=False)]
+
+
+def numpy_gae(rewards, values, final_values, terminated, truncated, gamma, lam):
+    """Textbook GAE with one loop per env: bootstrap unless terminated, reset the trace on any episode end."""
+    advantages = np.zeros_like(rewards)
+    for env in range(rewards.shape[1]):
+        gae = 0.0
+        for t in reversed(range(rewards.shape[0])):
+            if terminated[t, env]:
+                delta, gae = rewards[t, env] - values[t, env], 0.0
+            else:
+                delta = rewards[t, env] + gamma * final_values[t, env] - values[t, env]
+                if truncated[t, env]:
+                    gae = 0.0
+            gae = delta + gamma * lam * gae
+            advantages[t, env] = gae
+    return advantages, advantages + values
