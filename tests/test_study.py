@@ -1,0 +1,70 @@
+"""study.toml, read by study.py: the one definition of the study, and what a new framework changes."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import study
+from helpers import ROOT, STUDY
+
+FAKE_FRAMEWORK = """
+[frameworks.fake]
+script = "ppo_linen.py"
+compile = ["jit", "none"]
+color = "#000000"
+"""
+
+
+def fake_study(tmp_path: Path) -> Path:
+    """A copy of study.toml with a fifth framework appended (it reuses ppo_linen.py as its script)."""
+    path = tmp_path / "study.toml"
+    path.write_text(study.DEFAULT_PATH.read_text() + FAKE_FRAMEWORK)
+    return path
+
+
+def test_the_study_as_committed():
+    assert list(STUDY.frameworks) == ["linen", "nnx", "torch"]
+    for framework in STUDY.frameworks.values():
+        assert (ROOT / framework.script).exists()
+        assert len(set(framework.compile)) == len(framework.compile) >= 2
+    assert STUDY.pair_names == ("nnx->linen", "torch->linen", "torch->nnx")
+    assert len(STUDY.envs) == 12 and STUDY.sizes == ("small", "medium", "large")
+    assert (STUDY.steady.first, STUDY.steady.last) == (8, None)
+    exp3 = STUDY.experiments["exp3"]
+    assert exp3.envs == ("Acrobot-v1",) and exp3.sync and exp3.compile_modes(STUDY.frameworks["nnx"]) == (
+        "cached_partial", "jit", "none")
+    assert STUDY.experiments["exp1"].compile_modes(STUDY.frameworks["torch"]) == ("compile",)
+
+
+def test_a_new_framework_adds_its_pairs(tmp_path):
+    fake = study.parse(fake_study(tmp_path))
+    assert list(fake.frameworks)[-1] == "fake"
+    assert {pair for pair in fake.pairs if "fake" in pair} == {("fake", "linen"), ("fake", "nnx"), ("fake", "torch")}
+    assert len(fake.pairs) == 6 and set(STUDY.pairs) < set(fake.pairs)
+
+
+def test_an_unknown_env_in_an_experiment_is_named(tmp_path):
+    path = tmp_path / "study.toml"
+    path.write_text(study.DEFAULT_PATH.read_text().replace('envs = ["Acrobot-v1"]', 'envs = ["Acrobat-v1"]'))
+    with pytest.raises(ValueError, match="Acrobat-v1"):
+        study.parse(path)
+
+
+def test_the_study_file_can_be_swapped(tmp_path, monkeypatch):
+    monkeypatch.setenv(study.PATH_VARIABLE, str(fake_study(tmp_path)))
+    assert "fake" in study.load().frameworks
+
+
+@pytest.mark.slow
+def test_a_new_framework_is_parametrised_in_the_script_tests(tmp_path):
+    """The script tests take their frameworks and compile modes from the study: a fifth one is collected too."""
+    env = {**os.environ, study.PATH_VARIABLE: str(fake_study(tmp_path))}
+    cmd = [sys.executable, "-m", "pytest", "--collect-only", "-q", "tests/test_scripts.py"]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "fake" in proc.stdout
+    plain = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert "fake" not in plain.stdout
