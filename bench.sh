@@ -1,44 +1,45 @@
 #!/usr/bin/env bash
-# bench.sh: runs the experiment matrix of benchback-rl (see DESIGN.md), one fresh process per run.
-# Resumable (a completed run is skipped) and shardable (--shard K/N). ./bench.sh --help for the options.
+# bench.sh: runs the experiment matrix of benchback-rl (study.toml), one fresh process per run.
+# Resumable (a completed run is skipped) and shardable by cell (--shard K/N). ./bench.sh --help for the options.
+# sweep.py plans the sweep (the matrix from the study, the option checks, the shards, which runs are done);
+# this script does the process work: env timing, one process per run, timeouts, logs, progress, Ctrl-C.
 set -euo pipefail
 
 HERE=$(dirname "$0")
-STUDY_ENVS="CartPole-v1,Acrobot-v1,MountainCar-v0,DiscountingChain-bsuite,MemoryChain-bsuite,UmbrellaChain-bsuite,\
-BernoulliBandit-misc,GaussianBandit-misc,Asterix-MinAtar,Breakout-MinAtar,Freeway-MinAtar,SpaceInvaders-MinAtar"  # = env_timing.STUDY_ENVS
-ALL_EXPERIMENTS="exp1,exp2,exp3"
-ALL_FRAMEWORKS="linen,nnx,torch"
-ALL_SIZES="small,medium,large"
-EXP3_ENV="Acrobot-v1"
 KILL_AFTER_S=60  # after --timeout, a run gets SIGTERM (it saves its summary), then SIGKILL this much later
 
 usage() {
   cat <<'EOF'
 usage: ./bench.sh [options] [-- extra args passed to every run]
 
-Runs the benchback-rl experiments (DESIGN.md), one fresh process per run, into {log-dir}/{exp}/.
-A run whose folder already holds a completed summary.json with the same settings is skipped, so an
-interrupted sweep resumes where it stopped. Each run's output goes to {log-dir}/logs/{exp}/.
+Runs the benchback-rl experiments of study.toml, one fresh process per run, into {log-dir}/{exp}/.
+A run is skipped when a folder in {log-dir}/{exp}/ holds a completed run of the same command (config.json
+"command": the same script and arguments, --log-dir aside), so an interrupted sweep resumes where it stopped.
+Each run's output goes to {log-dir}/logs/{exp}/. Before the runs, the env step costs are measured into
+{log-dir}/env_timing.json when that file is missing, lacks an env of the sweep, or comes from another host
+or device.
 
-  exp1  envs x sizes x frameworks (default compile mode), --no-sync-timing   (12 x 3 x 3 = 108 per seed)
-  exp2  envs x small x the 8 compile modes, sync timing on                   (12 x 1 x 8 =  96 per seed)
-  exp3  Acrobot-v1 x sizes x the 8 compile modes, sync timing on              ( 1 x 3 x 8 =  24 per seed)
+experiments (study.toml; each run is repeated for seeds 1..N):
+EOF
+  "$PYTHON" "$HERE/sweep.py" experiments 2>/dev/null | sed 's/^/  /' || echo "  (see study.toml)"
+  cat <<'EOF'
   exp4  is exp1 under another --tag (e.g. the OS or the machine)
 
 options:
-  --experiments LIST  comma-separated experiments (default exp1,exp2,exp3)
-  --frameworks LIST   comma-separated frameworks (default linen,nnx,torch)
-  --envs LIST         comma-separated gymnax env ids (default: the 12 envs of the study)
-  --sizes LIST        comma-separated model sizes (default small,medium,large)
+  --experiments LIST  comma-separated experiments (default: all of the study)
+  --frameworks LIST   comma-separated frameworks (default: all of the study)
+  --envs LIST         comma-separated gymnax env ids (default: the study's envs)
+  --sizes LIST        comma-separated model sizes (default: all of the study)
   --seeds N           repeats, seeds 1..N (default 3)
-  --iterations N      num_iterations of every run (default: the scripts' own, 100)
-  --tag TAG           label of every run, e.g. the machine (default: the scripts' own, "default")
+  --iterations N      num_iterations of every run (default: the scripts' own)
+  --tag TAG           label of every run, e.g. the machine (default: the scripts' own)
   --log-dir DIR       the runs folder (default runs)
   --timeout SECONDS   stop a run after this long (SIGTERM, so it saves an "interrupted" summary)
-  --shard K/N         run only every N-th run of the matrix, starting at run K (K in 0..N-1)
+  --shard K/N         run only shard K (0..N-1) of N: whole cells (experiment, seed, env, model size), so every
+                      framework and compile mode of a cell runs on the same machine
   --python PATH       the Python interpreter (default python)
-  --no-env-timing     do not run env_timing.py first when results/env_timing.json is missing
-  --dry-run           print one command per run and the count; run nothing
+  --no-env-timing     do not measure the env step costs first
+  --dry-run           print one command per run ("# done: " before those already completed) and the count
   -h, --help          show this help
 
 examples:
@@ -54,38 +55,37 @@ die() {  # one line on stderr, exit 2 (bad input)
 }
 
 # ---------------------------------------------------------------------------------------- options
-EXPERIMENTS=$ALL_EXPERIMENTS FRAMEWORKS=$ALL_FRAMEWORKS ENVS=$STUDY_ENVS SIZES=$ALL_SIZES SEEDS=3
-ITERATIONS="" TAG="" LOG_DIR=runs TIMEOUT="" SHARD=0/1 PYTHON=python ENV_TIMING=1 DRY_RUN=0
+LOG_DIR=runs TIMEOUT="" PYTHON=python ENV_TIMING=1 DRY_RUN=0 HELP=0
+SWEEP_ARGS=()  # the matrix options, for sweep.py
 EXTRA=()
 
+VALUE_OPTIONS=" --experiments --frameworks --envs --sizes --seeds --iterations --tag --log-dir --timeout --shard --python "
+
+check_option() {  # dies on an unknown option
+  [[ $VALUE_OPTIONS == *" $1 "* ]] || die "unknown option '$1'; valid options:${VALUE_OPTIONS% }" \
+    "--no-env-timing --dry-run --help (then -- extra run args)"
+}
+
 set_option() {  # set_option --name value
+  check_option "$1"
   case $1 in
-    --experiments) EXPERIMENTS=$2 ;;
-    --frameworks) FRAMEWORKS=$2 ;;
-    --envs) ENVS=$2 ;;
-    --sizes) SIZES=$2 ;;
-    --seeds) SEEDS=$2 ;;
-    --iterations) ITERATIONS=$2 ;;
-    --tag) TAG=$2 ;;
     --log-dir) LOG_DIR=$2 ;;
     --timeout) TIMEOUT=$2 ;;
-    --shard) SHARD=$2 ;;
     --python) PYTHON=$2 ;;
-    *) die "unknown option '$1'; valid options: --experiments --frameworks --envs --sizes --seeds --iterations" \
-           "--tag --log-dir --timeout --shard --python --no-env-timing --dry-run --help (then -- extra run args)" ;;
+    *) SWEEP_ARGS+=("$1" "$2") ;;  # the matrix options: sweep.py checks them against the study
   esac
 }
 
 parse_args() {
   while (($#)); do
     case $1 in
-      -h | --help) usage; exit 0 ;;
+      -h | --help) HELP=1 ;;
       --dry-run) DRY_RUN=1 ;;
       --no-env-timing) ENV_TIMING=0 ;;
       --) shift; EXTRA=("$@"); return ;;
       --*=*) set_option "${1%%=*}" "${1#*=}" ;;
       *)
-        set_option "$1" ""  # dies on an unknown option
+        check_option "$1"
         (($# >= 2)) || die "option $1 needs a value"
         set_option "$1" "$2"
         shift ;;
@@ -94,167 +94,63 @@ parse_args() {
   done
 }
 
-check_choices() {  # check_choices OPTION LIST VALID: every item of the comma-separated LIST is in VALID
-  local item
-  [[ -n $2 ]] || die "$1 is empty; valid choices: ${3//,/, }"
-  for item in ${2//,/ }; do
-    [[ ,$3, == *,$item,* ]] || die "unknown value '$item' in $1; valid choices: ${3//,/, }"
-  done
-}
-
-check_positive_int() {  # check_positive_int OPTION VALUE
-  [[ $2 =~ ^[1-9][0-9]*$ ]] || die "$1 must be a positive integer, got '$2'"
-}
-
-check_args() {
-  EXPERIMENTS=${EXPERIMENTS// /} FRAMEWORKS=${FRAMEWORKS// /} ENVS=${ENVS// /} SIZES=${SIZES// /}
-  check_choices --experiments "$EXPERIMENTS" "$ALL_EXPERIMENTS"
-  check_choices --frameworks "$FRAMEWORKS" "$ALL_FRAMEWORKS"
-  check_choices --sizes "$SIZES" "$ALL_SIZES"
-  [[ -n $ENVS ]] || die "--envs is empty; give comma-separated gymnax env ids"  # the runs check the names
-  check_positive_int --seeds "$SEEDS"
-  [[ -z $ITERATIONS ]] || check_positive_int --iterations "$ITERATIONS"
-  [[ $SHARD =~ ^([0-9]+)/([1-9][0-9]*)$ ]] || die "--shard must be K/N with 0 <= K < N, got '$SHARD'"
-  SHARD_K=${BASH_REMATCH[1]} SHARD_N=${BASH_REMATCH[2]}
-  ((SHARD_K < SHARD_N)) || die "--shard must be K/N with 0 <= K < N, got '$SHARD'"
+check_args() {  # the process options; sweep.py checks the matrix options
+  [[ -n $LOG_DIR ]] || die "--log-dir is empty"
   if [[ -n $TIMEOUT ]]; then
     [[ $TIMEOUT =~ ^[0-9]*\.?[0-9]+$ && ! $TIMEOUT =~ ^[0.]+$ ]] || die "--timeout must be a positive number of seconds, got '$TIMEOUT'"
     TIMEOUT_BIN=$(command -v timeout || command -v gtimeout) || die "--timeout needs GNU timeout (coreutils), not found"
   fi
-  ((DRY_RUN)) || command -v "$PYTHON" >/dev/null || die "--python '$PYTHON' is not an executable; give a Python interpreter"
+  command -v "$PYTHON" >/dev/null || die "--python '$PYTHON' is not an executable; give a Python interpreter"
 }
 
-# ----------------------------------------------------------------------------------------- matrix
-compile_modes() {  # compile_modes FRAMEWORK: its compile choices, the default first
-  case $1 in
-    linen) echo "jit none" ;;
-    nnx) echo "cached_partial jit none" ;;
-    torch) echo "compile env-jit none" ;;
-  esac
+sweep_py() {  # sweep_py ACTION [ARGS]: sweep.py with the matrix options of this sweep
+  "$PYTHON" "$HERE/sweep.py" "$1" "${@:2}" ${SWEEP_ARGS[@]+"${SWEEP_ARGS[@]}"} --log-dir "$LOG_DIR" \
+    --python "$PYTHON" -- ${EXTRA[@]+"${EXTRA[@]}"}
 }
 
-exp_envs() {  # the envs of an experiment: exp3 is Acrobot-v1 only (when it is among --envs)
-  if [[ $1 != exp3 ]]; then echo "${ENVS//,/ }"; elif [[ ,$ENVS, == *,$EXP3_ENV,* ]]; then echo "$EXP3_ENV"; fi
+# ------------------------------------------------------------------------------------------ plan
+CHILD="" INTERRUPTED=0
+on_signal() {  # Ctrl-C or SIGTERM: stop the current run (it saves an "interrupted" summary), then the sweep
+  INTERRUPTED=1
+  if [[ -n $CHILD ]]; then kill -TERM "$CHILD" 2>/dev/null || true; fi
 }
 
-exp_sizes() {  # the sizes of an experiment: exp2 is small only (when it is among --sizes)
-  if [[ $1 != exp2 ]]; then echo "${SIZES//,/ }"; elif [[ ,$SIZES, == *,small,* ]]; then echo small; fi
+stop_if_interrupted() {
+  if ((INTERRUPTED)); then
+    echo "interrupted: run the same command again to resume" >&2
+    exit 130
+  fi
 }
 
-exp_modes() {  # exp_modes EXP FRAMEWORK: exp1 uses the default compile mode, exp2 and exp3 all of them
-  local modes
-  modes=$(compile_modes "$2")
-  if [[ $1 == exp1 ]]; then echo "${modes%% *}"; else echo "$modes"; fi
+plan() {  # RUNS: one "done|todo<TAB>description<TAB>log stem<TAB>command" per run of this shard
+  local plan rc=0
+  plan=$(sweep_py plan) || rc=$?
+  stop_if_interrupted
+  ((rc == 0)) || exit "$rc"  # sweep.py said why (exit 2: a bad option)
+  mapfile -t RUNS <<<"$plan"
+  read -r NUM_RUNS NUM_TODO NUM_CELLS MATRIX_SIZE SHARD <<<"${RUNS[0]}"
+  RUNS=("${RUNS[@]:1}")
 }
 
-build_matrix() {  # RUNS: one "exp env framework size compile seed" per run, this shard's share
-  local exp seed env size framework mode index=0
-  RUNS=()
-  for exp in ${EXPERIMENTS//,/ }; do
-    for ((seed = 1; seed <= SEEDS; seed++)); do
-      for env in $(exp_envs "$exp"); do
-        for size in $(exp_sizes "$exp"); do
-          for framework in ${FRAMEWORKS//,/ }; do  # innermost: frameworks and modes side by side in time
-            for mode in $(exp_modes "$exp" "$framework"); do
-              if ((index % SHARD_N == SHARD_K)); then RUNS+=("$exp $env $framework $size $mode $seed"); fi
-              index=$((index + 1))
-            done
-          done
-        done
-      done
-    done
-  done
-  MATRIX_SIZE=$index
-}
-
-run_command() {  # run_command EXP ENV FRAMEWORK SIZE MODE SEED: sets CMD, the command of the run
-  CMD=("$PYTHON" "$HERE/ppo_$3.py" --env "$2" --model-size "$4" --compile "$5" --seed "$6" --log-dir "$LOG_DIR/$1")
-  if [[ -n $ITERATIONS ]]; then CMD+=(--num-iterations "$ITERATIONS"); fi
-  if [[ -n $TAG ]]; then CMD+=(--tag "$TAG"); fi
-  if [[ $1 == exp1 ]]; then CMD+=(--no-sync-timing); fi
-  CMD+=(${EXTRA[@]+"${EXTRA[@]}"})
-}
-
-# ----------------------------------------------------------------------------------------- resume
-# A run is done when one of its folders has summary.json status "completed" and its config.json agrees
-# with every setting of the command: the options given, and the script's Args defaults for the others.
-read -r -d '' RESUME_CHECK <<'EOF' || true  # (read returns 1 at the end of the text)
-import ast, json, os, sys
-n = int(sys.argv[1])
-summaries, (script, *cli) = sys.argv[2 : 2 + n], sys.argv[2 + n :]
-IGNORED = {"exp_name", "log_dir", "track", "wandb_project_name", "wandb_entity",
-           "device"}  # config.json "device" is the device used (e.g. "NVIDIA H200"), not the --device choice of ppo_torch.py
-
-def script_defaults(path):  # the literal defaults of the Args dataclass, read without importing the script
-    tree = ast.parse(open(path).read())
-    args = next(node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "Args")
-    out = {}
-    for node in args.body:
-        if isinstance(node, ast.AnnAssign) and node.value is not None:
-            try:
-                out[node.target.id] = ast.literal_eval(node.value)
-            except ValueError:
-                pass
-    return out
-
-def parse_cli(cli, defaults):  # --name value, --name=value, --flag, --no-flag -> {name: value}
-    out, i = {}, 0
-    while i < len(cli):
-        name, eq, value = cli[i][2:].partition("=")
-        name = name.replace("-", "_")
-        if not eq and name.startswith("no_") and isinstance(defaults.get(name[3:]), bool):
-            name, value = name[3:], False
-        elif not eq and isinstance(defaults.get(name), bool):
-            value = True
-        elif not eq:
-            i += 1
-            value = cli[i] if i < len(cli) else ""
-        out[name] = value
-        i += 1
-    return out
-
-def same(have, want):
-    if not isinstance(want, str) or isinstance(have, str) or have is None:
-        return have == want
-    if isinstance(have, bool):
-        return str(have).lower() == want.lower()
-    try:
-        return float(have) == float(want)
-    except ValueError:
-        return False
-
-def completed_with(run_dir, expected):
-    try:
-        with open(os.path.join(run_dir, "summary.json")) as f, open(os.path.join(run_dir, "config.json")) as g:
-            summary, config = json.load(f), json.load(g)
-    except (OSError, ValueError):
-        return False
-    return summary.get("status") == "completed" and all(
-        same(config.get(k), v) for k, v in expected.items() if k not in IGNORED)
-
-defaults = script_defaults(script) if os.path.exists(script) else {}
-expected = {**defaults, **parse_cli(cli, defaults)}
-sys.exit(0 if any(completed_with(os.path.dirname(s), expected) for s in summaries) else 1)
-EOF
-
-is_done() {  # is_done EXP ENV FRAMEWORK SIZE MODE SEED (with CMD set): a completed run with these settings exists
-  local summaries=() summary
-  for summary in "$LOG_DIR/$1/$2__$3__$4__$5__$6__"*/summary.json; do
-    if [[ -e $summary ]]; then summaries+=("$summary"); fi
-  done
-  ((${#summaries[@]})) || return 1
-  "$PYTHON" -c "$RESUME_CHECK" "${#summaries[@]}" "${summaries[@]}" "${CMD[@]:1}"
+time_envs_first() {  # env_timing.py into {log-dir}/env_timing.json when that is missing or from another machine
+  local out=$LOG_DIR/env_timing.json verdict
+  ((ENV_TIMING)) || return 0
+  verdict=$(sweep_py env-timing --file "$out") || {  # nothing: usable; else line 1 says why, line 2 lists the envs
+    stop_if_interrupted
+    echo "bench.sh: warning: could not check $out; the sweep goes on without env timing" >&2
+    return 0
+  }
+  stop_if_interrupted
+  [[ -n $verdict ]] || return 0
+  echo "measuring the env step costs first: ${verdict%%$'\n'*} (--no-env-timing skips this)"
+  "$PYTHON" "$HERE/env_timing.py" --envs "${verdict#*$'\n'}" --out "$out" || {
+    stop_if_interrupted
+    echo "bench.sh: warning: env_timing.py failed; the sweep goes on" >&2
+  }
+  stop_if_interrupted
 }
 
 # ------------------------------------------------------------------------------------------ sweep
-describe() {  # describe EXP ENV FRAMEWORK SIZE MODE SEED
-  echo "$1 $2 $3 $4 $5 seed $6"
-}
-
-log_path() {  # log_path EXP ENV FRAMEWORK SIZE MODE SEED: a new log file of the run
-  echo "$LOG_DIR/logs/$1/$2__$3__$4__$5__$6__$(date +%s).log"
-}
-
 now_ms() {
   if [[ -n ${EPOCHREALTIME:-} ]]; then
     local t=${EPOCHREALTIME/[.,]/}
@@ -271,77 +167,52 @@ fmt_ms() {  # 12.3s, 4m05s, 2h03m
   else printf '%dh%02dm' $((s / 3600)) $((s % 3600 / 60)); fi
 }
 
-CHILD="" INTERRUPTED=0
-on_signal() {  # Ctrl-C or SIGTERM: stop the current run (it saves an "interrupted" summary), then the sweep
-  INTERRUPTED=1
-  if [[ -n $CHILD ]]; then kill -TERM "$CHILD" 2>/dev/null || true; fi
-}
-
 execute() {  # execute LOG: runs CMD in the background (so that signals reach us), output to LOG; sets RC
-  local timeout_cmd=()
+  local timeout_cmd=() cache_dir
   if [[ -n $TIMEOUT ]]; then timeout_cmd=("$TIMEOUT_BIN" --kill-after="$KILL_AFTER_S" "$TIMEOUT"); fi
   mkdir -p "$(dirname "$1")"
-  # a fresh process also gets a fresh TorchInductor cache: no run reuses kernels another run compiled
-  local cache_dir
-  cache_dir=$(mktemp -d)
+  cache_dir=$(mktemp -d)  # a fresh TorchInductor cache: no run reuses kernels another run compiled
   TORCHINDUCTOR_CACHE_DIR=$cache_dir ${timeout_cmd[@]+"${timeout_cmd[@]}"} "${CMD[@]}" >"$1" 2>&1 &
   CHILD=$!
   RC=0
   wait "$CHILD" || RC=$?
-  if ((INTERRUPTED)); then  # wait returned on the signal: wait again for the run to save its summary
-    RC=130
-    wait "$CHILD" 2>/dev/null || true
+  if ((INTERRUPTED)); then  # wait returned on the signal: wait for the run to save its summary, take its exit code
+    RC=0
+    wait "$CHILD" || RC=$?
   fi
   CHILD=""
   rm -rf "$cache_dir"
 }
 
 outcome() {  # outcome RC: words for the progress line
+  if ((INTERRUPTED && $1 != 0)); then echo interrupted; return; fi
   case $1 in
     0) echo completed ;;
     124) echo "timed out (--timeout $TIMEOUT)" ;;
-    130) echo interrupted ;;
     *) echo "failed (exit $1)" ;;
   esac
 }
 
-time_envs_first() {  # env_timing.py when its results are missing
-  local out="$HERE/results/env_timing.json"
-  if ((DRY_RUN || !ENV_TIMING)) || [[ -e $out ]]; then return 0; fi
-  echo "measuring the env step costs first ($out; --no-env-timing skips this)"
-  "$PYTHON" "$HERE/env_timing.py" --out "$out" || echo "bench.sh: warning: env_timing.py failed; the sweep goes on" >&2
-}
-
-dry_run() {
-  local run line done=0
-  for run in ${RUNS[@]+"${RUNS[@]}"}; do
-    run_command $run
-    line=$(printf '%q ' "${CMD[@]}")
-    if is_done $run; then line="# done: $line" done=$((done + 1)); fi
-    echo "${line% }"
-  done
-  echo "dry run: ${#RUNS[@]} runs ($done already completed) of $MATRIX_SIZE in the matrix, shard $SHARD_K/$SHARD_N"
-}
-
 sweep() {
-  local run k=0 total=${#RUNS[@]} completed=0 failed=0 skipped=0 ran_ms=0 ran=0 start end log eta
+  local run state description log_stem cmd k=0 completed=0 failed=0 skipped=0 ran_ms=0 ran=0 start end log
   for run in ${RUNS[@]+"${RUNS[@]}"}; do
     if ((INTERRUPTED)); then break; fi
+    IFS=$'\t' read -r state description log_stem cmd <<<"$run"
     k=$((k + 1))
-    run_command $run
-    printf '[%d/%d] %s ... ' "$k" "$total" "$(describe $run)"
-    if is_done $run; then
+    printf '[%d/%d] %s ... ' "$k" "$NUM_RUNS" "$description"
+    if [[ $state == done ]]; then
       skipped=$((skipped + 1))
       echo "skipped (completed earlier)"
       continue
     fi
-    log=$(log_path $run)
+    if ((INTERRUPTED)); then echo "not started"; break; fi  # right before the run: no new run after Ctrl-C
+    eval "CMD=($cmd)"  # sweep.py quoted it (shlex.join)
+    log=$LOG_DIR/${log_stem}__$(date +%s).log
     start=$(now_ms)
     execute "$log"
     end=$(now_ms)
     ran=$((ran + 1)) ran_ms=$((ran_ms + end - start))
-    eta=$(fmt_ms $((ran_ms / ran * (total - k))))
-    echo "$(outcome "$RC") in $(fmt_ms $((end - start))) | ETA $eta"
+    echo "$(outcome "$RC") in $(fmt_ms $((end - start))) | ETA $(fmt_ms $((ran_ms / ran * (NUM_TODO - ran))))"
     if ((RC == 0)); then completed=$((completed + 1)); else
       if ((!INTERRUPTED)); then failed=$((failed + 1)); fi
       echo "    log: $log"
@@ -349,21 +220,20 @@ sweep() {
     fi
   done
   echo "$completed completed, $failed failed, $skipped skipped"
-  if ((INTERRUPTED)); then
-    echo "interrupted: run the same command again to resume" >&2
-    exit 130
-  fi
+  stop_if_interrupted
   ((failed == 0)) || exit 1
 }
 
 main() {
   parse_args "$@"
+  if ((HELP)); then usage; exit 0; fi
   check_args
-  build_matrix
-  if ((DRY_RUN)); then dry_run; return; fi
+  if ((DRY_RUN)); then sweep_py dry-run; return; fi
   trap on_signal INT TERM
+  plan
   time_envs_first
-  echo "sweep: ${#RUNS[@]} runs of $MATRIX_SIZE in the matrix (shard $SHARD_K/$SHARD_N) into $LOG_DIR"
+  echo "sweep: $NUM_RUNS runs ($NUM_TODO to run) in $NUM_CELLS cells, of $MATRIX_SIZE runs in the matrix," \
+       "into $LOG_DIR (shard $SHARD)"
   sweep
 }
 

@@ -5,7 +5,7 @@ For each env: the jitted, vmapped `env.step` over `--num-envs` envs with random 
 mean (and the median, IQR, mean, std, min, max); `ratio` is the trimmed mean over that of the fastest env.
 Keys and actions are drawn before timing, so only the env step itself is timed.
 
-    python env_timing.py                                  # the 12 envs of the study -> results/env_timing.json
+    python env_timing.py                                  # the study's envs -> results/env_timing.json
     python env_timing.py --envs CartPole-v1,Acrobot-v1 --num-envs 64 --out /tmp/timing.json
 """
 
@@ -25,19 +25,15 @@ import numpy as np
 import tyro
 from scipy import stats
 
-STUDY_ENVS = (
-    "CartPole-v1", "Acrobot-v1", "MountainCar-v0",
-    "DiscountingChain-bsuite", "MemoryChain-bsuite", "UmbrellaChain-bsuite",
-    "BernoulliBandit-misc", "GaussianBandit-misc",
-    "Asterix-MinAtar", "Breakout-MinAtar", "Freeway-MinAtar", "SpaceInvaders-MinAtar",
-)  # fmt: skip
+import study
+
 TRIM = 0.1  # cut 10 % at each end for the trimmed mean
 
 
 @dataclass(frozen=True)
 class Args:
     envs: tyro.conf.UseAppendAction[tuple[str, ...]] = ()
-    """gymnax env ids, comma-separated or repeated (--envs A,B --envs C); empty: the 12 envs of the study"""
+    """gymnax env ids, comma-separated or repeated (--envs A,B --envs C); empty: the envs of the study (study.toml)"""
     num_envs: int = 4096
     """the number of environments stepped at once (vmapped)"""
     warmup_steps: int = 10
@@ -51,9 +47,9 @@ class Args:
 
 
 def env_list(args: Args) -> list[str]:
-    """The envs asked for, in order, without duplicates; STUDY_ENVS when none are given."""
+    """The envs asked for, in order, without duplicates; the study's envs when none are given."""
     names = [name.strip() for item in args.envs for name in item.split(",") if name.strip()]
-    return list(dict.fromkeys(names)) or list(STUDY_ENVS)
+    return list(dict.fromkeys(names)) or list(study.load().envs)
 
 
 def check_args(args: Args, envs: list[str]) -> None:

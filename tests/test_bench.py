@@ -1,36 +1,40 @@
-"""Tests of bench.sh (the experiment matrix: counts, options, shards, resume, failures) and env_timing.py.
+"""Tests of bench.sh and sweep.py (the experiment matrix from the study, options, shards by cell, resume,
+Ctrl-C, failures, env timing) and env_timing.py.
 
-The mini sweeps use the frameworks whose script exists, so they grow as ppo_*.py files are added.
+Expected counts come from the study (study.toml through study.py), never from hard-coded numbers. The mini
+sweeps use the frameworks whose script exists.
 """
 
-import ast
 import json
 import os
 import re
+import shlex
+import signal
+import socket
 import subprocess
 import sys
-from dataclasses import asdict
+from itertools import product
 from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, read_json
+import sweep
+from helpers import ROOT, STUDY, read_json
 
-FRAMEWORKS = [name for name in ("linen", "nnx", "torch") if (ROOT / f"ppo_{name}.py").exists()]
-COUNTS = {"exp1": 108, "exp2": 96, "exp3": 24}  # per seed, DESIGN.md
+FRAMEWORKS = [name for name, fw in STUDY.frameworks.items() if (ROOT / fw.script).exists()]
 TINY = ["--", "--num-envs", "4", "--num-steps", "16"]
 MINI_ENVS = "CartPole-v1,MemoryChain-bsuite"
 
 
-def bench(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    cmd = ["bash", str(ROOT / "bench.sh"), "--python", sys.executable, *args]
-    env = {**os.environ, "WANDB_MODE": "disabled"}
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env)
+def bench(*args: str, timeout: float = 60, env: dict | None = None, python: str = sys.executable):
+    cmd = ["bash", str(ROOT / "bench.sh"), "--python", python, *args]
+    full_env = {**os.environ, "WANDB_MODE": "disabled", **(env or {})}
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=full_env)
 
 
-def dry_run(tmp_path: Path, *args: str) -> list[str]:
+def dry_run(tmp_path: Path, *args: str, env: dict | None = None) -> list[str]:
     """The command lines of a dry run (into an empty log dir); checks the count line."""
-    proc = bench("--dry-run", "--log-dir", str(tmp_path / "runs"), *args)
+    proc = bench("--dry-run", "--log-dir", str(tmp_path / "runs"), *args, env=env)
     assert proc.returncode == 0, proc.stderr
     *lines, count_line = proc.stdout.splitlines()
     assert re.match(rf"dry run: {len(lines)} runs \(0 already completed\)", count_line), count_line
@@ -41,58 +45,98 @@ def option(line: str, name: str) -> str:
     return line.split(f" {name} ")[1].split()[0]
 
 
-def last_line(proc: subprocess.CompletedProcess) -> str:
+def framework_of(line: str, study=STUDY) -> str:
+    script = Path(shlex.split(line)[1]).name
+    return next(name for name, fw in study.frameworks.items() if Path(fw.script).name == script)
+
+
+def cell_of(line: str) -> tuple:
+    """(experiment, seed, env, model size) of a command line; the experiment is its log dir's name."""
+    return (Path(option(line, "--log-dir")).name, *(option(line, name) for name in ("--seed", "--env", "--model-size")))
+
+
+def last_line(proc) -> str:
     return proc.stdout.strip().splitlines()[-1]
 
 
+def expected_count(study=STUDY, experiments=None, frameworks=None, envs=None, sizes=None, seeds=1) -> int:
+    """The number of runs the study defines for a selection (None: all of the study)."""
+    total = 0
+    for exp in study.experiments.values():
+        if experiments is None or exp.name in experiments:
+            cells = [(e, s) for e, s in product(envs or study.envs, sizes or study.sizes)
+                     if (e in exp.envs or exp.envs == study.envs) and s in exp.sizes]  # envs "all": any env given
+            modes = sum(len(exp.compile_modes(fw)) for fw in study.frameworks.values()
+                        if frameworks is None or fw.name in frameworks)
+            total += seeds * len(cells) * modes
+    return total
+
+
+def other_study(tmp_path: Path, extra_toml: str) -> dict:
+    """The env of a process that reads study.toml plus `extra_toml` (through $BENCHBACK_STUDY)."""
+    path = tmp_path / "study.toml"
+    path.write_text((ROOT / "study.toml").read_text() + "\n" + extra_toml)
+    return {"BENCHBACK_STUDY": str(path)}
+
+
 # ------------------------------------------------------------------------------------------ matrix
-@pytest.mark.parametrize("exp,count", COUNTS.items())
-def test_dry_run_counts(tmp_path, exp, count):
-    assert len(dry_run(tmp_path, "--experiments", exp, "--seeds", "1")) == count
-    assert len(dry_run(tmp_path, "--experiments", exp)) == 3 * count  # seeds 1..3 by default
+@pytest.mark.parametrize("exp", STUDY.experiments)
+def test_dry_run_counts(tmp_path, exp):
+    assert len(dry_run(tmp_path, "--experiments", exp, "--seeds", "1")) == expected_count(experiments=[exp])
+    assert len(dry_run(tmp_path, "--experiments", exp)) == expected_count(experiments=[exp], seeds=3)  # default 3 seeds
 
 
 def test_dry_run_all_experiments(tmp_path):
     lines = dry_run(tmp_path, "--seeds", "1")
-    assert len(lines) == sum(COUNTS.values())
-    assert len(set(lines)) == len(lines)  # exp2 and exp3 overlap in settings but not in log dir
+    assert len(lines) == expected_count()
+    assert len(set(lines)) == len(lines)  # exp2 and exp3 overlap in settings but not in log dir or --exp-name
 
 
 def test_dry_run_matrix_contents(tmp_path):
     lines = dry_run(tmp_path, "--seeds", "1")
-    by_exp = {exp: [line for line in lines if option(line, "--log-dir") == f"{tmp_path}/runs/{exp}"] for exp in COUNTS}
-    assert {exp: len(v) for exp, v in by_exp.items()} == COUNTS
-    assert all("--no-sync-timing" in line for line in by_exp["exp1"])
-    assert not any("sync-timing" in line for line in by_exp["exp2"] + by_exp["exp3"])
-    modes = lambda ls: {(re.search(r"ppo_(\w+)\.py", l)[1], option(l, "--compile")) for l in ls}
-    assert modes(by_exp["exp1"]) == {("linen", "jit"), ("nnx", "cached_partial"), ("torch", "compile")}
-    assert len(modes(by_exp["exp2"])) == len(modes(by_exp["exp3"])) == 8
-    assert {option(l, "--model-size") for l in by_exp["exp2"]} == {"small"}
-    assert {option(l, "--env") for l in by_exp["exp3"]} == {"Acrobot-v1"}
-    envs = list(dict.fromkeys(option(l, "--env") for l in by_exp["exp1"]))
-    assert envs == list(study_envs())
+    by_exp = {exp: [line for line in lines if option(line, "--log-dir") == f"{tmp_path}/runs/{exp}"]
+              for exp in STUDY.experiments}
+    for name, exp in STUDY.experiments.items():
+        runs = by_exp[name]
+        assert len(runs) == expected_count(experiments=[name])
+        assert {option(line, "--exp-name") for line in runs} == {name}  # the W&B group
+        assert all(("--no-sync-timing" in line) != exp.sync for line in runs)
+        assert not any("--sync-timing" in line for line in runs)
+        modes = {(framework_of(line), option(line, "--compile")) for line in runs}
+        assert modes == {(fw.name, mode) for fw in STUDY.frameworks.values() for mode in exp.compile_modes(fw)}
+        assert {option(line, "--model-size") for line in runs} == set(exp.sizes)
+        assert list(dict.fromkeys(option(line, "--env") for line in runs)) == list(exp.envs)  # in the study's order
 
 
-def study_envs() -> tuple[str, ...]:
-    """STUDY_ENVS of env_timing.py, read without importing jax."""
-    tree = ast.parse((ROOT / "env_timing.py").read_text())
-    node = next(n for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "STUDY_ENVS")
-    return ast.literal_eval(node.value)
+def test_bench_sh_holds_no_study():
+    """The study lives in study.toml: bench.sh names no compile mode, script, size list or experiment-specific env."""
+    text = (ROOT / "bench.sh").read_text()
+    for fw in STUDY.frameworks.values():
+        assert fw.script not in text
+        named_modes = [mode for mode in fw.compile if mode not in ("none", "compile")]  # the others are words
+        assert not [mode for mode in named_modes if re.search(rf"\b{re.escape(mode)}\b", text)]
+    for exp in STUDY.experiments.values():
+        if exp.envs != STUDY.envs:
+            assert not [env for env in exp.envs if env in text]  # e.g. exp3's Acrobot-v1
+    assert ",".join(STUDY.sizes) not in text and ",".join(STUDY.frameworks) not in text
+    assert "DESIGN.md" not in text and "DESIGN.md" not in (ROOT / "sweep.py").read_text()
 
 
 @pytest.mark.parametrize(
-    "args,count",
+    "args,selection",
     [
         (["--frameworks", "linen", "--envs", "CartPole-v1,Acrobot-v1", "--sizes", "small,large", "--seeds", "2"],
-         8 + 8 + 8),  # exp1 2x2x1, exp2 2x1x2, exp3 1x2x2; x2 seeds
-        (["--experiments", "exp3", "--envs", "CartPole-v1"], 0),  # exp3 is Acrobot-v1 only
-        (["--experiments", "exp2", "--sizes", "medium,large"], 0),  # exp2 is small only
-        (["--experiments", "exp1,exp2", "--frameworks", "nnx,torch", "--sizes", "medium", "--seeds", "1"], 24),
-        (["--experiments", "exp2,exp3", "--frameworks", "torch", "--seeds", "1"], 36 + 9),
+         dict(frameworks=["linen"], envs=["CartPole-v1", "Acrobot-v1"], sizes=["small", "large"], seeds=2)),
+        (["--experiments", "exp3", "--envs", "CartPole-v1"], dict(experiments=["exp3"], envs=["CartPole-v1"], seeds=3)),
+        (["--experiments", "exp2", "--sizes", "medium,large"], dict(experiments=["exp2"], sizes=["medium", "large"], seeds=3)),
+        (["--experiments", "exp1,exp2", "--frameworks", "nnx,torch", "--sizes", "medium", "--seeds", "1"],
+         dict(experiments=["exp1", "exp2"], frameworks=["nnx", "torch"], sizes=["medium"])),
+        (["--experiments", "exp2,exp3", "--frameworks", "torch", "--seeds", "1"],
+         dict(experiments=["exp2", "exp3"], frameworks=["torch"])),
     ],
 )
-def test_dry_run_narrowed(tmp_path, args, count):
-    assert len(dry_run(tmp_path, *args)) == count
+def test_dry_run_narrowed(tmp_path, args, selection):
+    assert len(dry_run(tmp_path, *args)) == expected_count(**selection)
 
 
 def test_dry_run_passes_options(tmp_path):
@@ -102,28 +146,77 @@ def test_dry_run_passes_options(tmp_path):
     for seed, line in enumerate(lines, 1):
         assert line.startswith(f"{sys.executable} {ROOT}/ppo_linen.py --env CartPole-v1 --model-size small ")
         assert f"--seed {seed} " in line and "--num-iterations 7 " in line and "--tag mac " in line
+        assert "--exp-name exp1 " in line
         assert line.endswith("--no-sync-timing --num-envs 4 --num-steps 16")
 
 
+def test_an_env_outside_the_study_that_gymnax_knows_is_allowed(tmp_path):
+    lines = dry_run(tmp_path, "--experiments", "exp1", "--seeds", "1", "--envs", "Catch-bsuite")
+    assert {option(line, "--env") for line in lines} == {"Catch-bsuite"}
+    assert len(lines) == expected_count(experiments=["exp1"], envs=["Catch-bsuite"])
+    assert len(lines) == len(STUDY.sizes) * len(STUDY.frameworks)
+
+
+# ------------------------------------------------------------------------------- a fifth framework
+FAKE_FRAMEWORK = '[frameworks.fake]\nscript = "ppo_fake.py"\ncompile = ["fast", "slow"]\ncolor = "#000000"\n'
+
+
+def test_a_fifth_framework_in_the_study_joins_every_experiment(tmp_path):
+    env = other_study(tmp_path, FAKE_FRAMEWORK)
+    lines = dry_run(tmp_path, "--seeds", "1", env=env)
+    fake = [line for line in lines if "/ppo_fake.py " in line]
+    for name, exp in STUDY.experiments.items():
+        runs = [line for line in fake if option(line, "--exp-name") == name]
+        assert len(runs) == len(exp.envs) * len(exp.sizes) * (2 if exp.all_compile_modes else 1)
+        assert {option(line, "--compile") for line in runs} == ({"fast", "slow"} if exp.all_compile_modes else {"fast"})
+    assert len(lines) - len(fake) == expected_count()
+    assert "fake" in bench("--dry-run", "--frameworks", "fake,linen", "--experiments", "exp3", env=env).stdout
+    # a real sweep refuses a framework whose script is missing, in one line
+    proc = bench("--log-dir", str(tmp_path / "runs"), "--frameworks", "fake", "--no-env-timing", env=env)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "ppo_fake.py" in proc.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+# ------------------------------------------------------------------------------------------ shards
 @pytest.mark.parametrize("shards", [2, 3, 5])
-def test_shards_are_disjoint_and_cover_the_matrix(tmp_path, shards):
-    whole = dry_run(tmp_path, "--seeds", "1", "--experiments", "exp2,exp3")
-    parts = [dry_run(tmp_path, "--seeds", "1", "--experiments", "exp2,exp3", "--shard", f"{k}/{shards}")
-             for k in range(shards)]
-    assert sum(len(part) for part in parts) == len(whole)
-    assert sorted(line for part in parts for line in part) == sorted(whole)
-    assert max(map(len, parts)) - min(map(len, parts)) <= 1
+def test_shards_split_the_matrix_by_cell(tmp_path, shards):
+    whole = dry_run(tmp_path, "--seeds", "2")
+    parts = [dry_run(tmp_path, "--seeds", "2", "--shard", f"{k}/{shards}") for k in range(shards)]
+    assert sorted(line for part in parts for line in part) == sorted(whole)  # disjoint and covering
+    shard_of_cell = {}
+    for k, part in enumerate(parts):
+        for line in part:
+            assert shard_of_cell.setdefault(cell_of(line), k) == k  # every run of a cell on one shard
+    cells_per_shard = [len({cell_of(line) for line in part}) for part in parts]
+    assert max(cells_per_shard) - min(cells_per_shard) <= 1  # balanced to within one cell
+    for part in parts:  # every framework and compile mode of a cell, one after another
+        cells_in_order = [cell_of(line) for line in part]
+        assert cells_in_order == sorted(cells_in_order, key=[c for c in dict.fromkeys(cells_in_order)].index)
+    # no shard gets every cell of one model size (dealing cells in matrix order would when N = number of sizes)
+    assert all(len({option(line, "--model-size") for line in part}) > 1 for part in parts)
 
 
+def test_shard_of_cells_is_balanced_for_any_count():
+    cells = [("exp1", 1, f"env{i}", "small") for i in range(17)]
+    for n in range(1, 9):
+        owner = sweep.shard_of_cells(cells, n)
+        counts = [list(owner.values()).count(k) for k in range(n)]
+        assert sum(counts) == len(cells) and max(counts) - min(counts) <= 1
+
+
+# ------------------------------------------------------------------------------------------ options
 @pytest.mark.parametrize(
     "args,bad",
     [
         (["--experiments", "exp1,exp9"], "exp9"),
         (["--frameworks", "jax"], "jax"),
         (["--sizes", "huge"], "huge"),
+        (["--envs", "CartPole-v1,Nope-v0"], "Nope-v0"),
+        (["--envs", ""], "--envs"),
         (["--seeds", "0"], "0"),
         (["--iterations", "ten"], "ten"),
         (["--shard", "3/3"], "3/3"),
+        (["--shard", "1"], "--shard"),
         (["--timeout", "soon"], "soon"),
         (["--bogus"], "--bogus"),
         (["--seeds"], "--seeds"),
@@ -131,26 +224,41 @@ def test_shards_are_disjoint_and_cover_the_matrix(tmp_path, shards):
 )
 def test_bad_options_exit_2_with_one_line(tmp_path, args, bad):
     proc = bench("--dry-run", "--log-dir", str(tmp_path), *args)
-    assert proc.returncode == 2
+    assert proc.returncode == 2, proc.stdout
     assert len(proc.stderr.strip().splitlines()) == 1 and bad in proc.stderr
     assert not (tmp_path / "exp1").exists()
 
 
-def test_help():
+def test_unknown_choices_name_the_valid_ones(tmp_path):
+    proc = bench("--dry-run", "--frameworks", "jax")
+    assert all(name in proc.stderr for name in STUDY.frameworks)
+    proc = bench("--dry-run", "--envs", "Nope-v0")
+    assert all(name in proc.stderr for name in STUDY.envs) and "gymnax" in proc.stderr
+
+
+def test_help_lists_the_study_experiments():
     proc = bench("--help")
     assert proc.returncode == 0 and "--shard K/N" in proc.stdout and "exp4" in proc.stdout
+    for exp in STUDY.experiments.values():
+        assert re.search(rf"^  {exp.name} +{re.escape(exp.title)}", proc.stdout, re.M)
+    assert "DESIGN.md" not in proc.stdout
 
 
 # ------------------------------------------------------------------------------------------ resume
-def fake_run(log_dir: Path, exp: str, status: str, **config) -> Path:
-    """A linen run folder like the script writes it, without running it."""
-    import ppo_linen
+def planned(log_dir: Path, exp: str = "exp2", env: str = "CartPole-v1", *args: str) -> list[list[str]]:
+    """The commands (python dropped) of a linen dry run of one env, small, seed 1."""
+    proc = bench("--dry-run", "--log-dir", str(log_dir), "--experiments", exp, "--frameworks", "linen",
+                 "--envs", env, "--sizes", "small", "--seeds", "1", *args)
+    assert proc.returncode == 0, proc.stderr
+    return [shlex.split(line.removeprefix("# done: "))[1:] for line in proc.stdout.splitlines()[:-1]]
 
-    args = asdict(ppo_linen.Args(**config))
-    name = f"{args['env']}__linen__{args['model_size']}__{args['compile']}__{args['seed']}__1700000000"
+
+def fake_run(log_dir: Path, exp: str, status: str, command: list[str] | None, name: str) -> Path:
+    """A run folder like the scripts write it (config.json "command" = sys.argv), without running it."""
     run_dir = log_dir / exp / name
     run_dir.mkdir(parents=True)
-    (run_dir / "config.json").write_text(json.dumps({**args, "framework": "linen", "device": "cpu"}))
+    config = {"framework": "linen"} if command is None else {"framework": "linen", "command": command}
+    (run_dir / "config.json").write_text(json.dumps(config))
     (run_dir / "summary.json").write_text(json.dumps({"status": status}))
     return run_dir
 
@@ -162,21 +270,115 @@ def done_lines(log_dir: Path, *args: str, exp: str = "exp2", env: str = "CartPol
     return [line for line in proc.stdout.splitlines() if line.startswith("# done: ")]
 
 
-def test_resume_needs_a_completed_run_with_the_same_settings(tmp_path):
+def test_resume_needs_a_completed_run_of_the_same_command(tmp_path):
     log_dir = tmp_path / "runs"
-    fake_run(log_dir, "exp2", "completed", num_iterations=5, num_envs=4)
-    fake_run(log_dir, "exp2", "failed", compile="none", num_iterations=5, num_envs=4)
-    fake_run(log_dir, "exp3", "completed", env="Acrobot-v1", num_iterations=5, num_envs=4)
-    matching = done_lines(log_dir, "--iterations", "5", "--", "--num-envs", "4")
-    assert len(matching) == 1 and "--compile jit" in matching[0]  # the failed run is not done
-    assert done_lines(log_dir, "--iterations", "5", "--", "--num-envs=4", "--anneal-lr", "--learning-rate", "2.5e-4")
-    assert not done_lines(log_dir, "--iterations", "6", "--", "--num-envs", "4")  # other num_iterations
-    assert not done_lines(log_dir, "--iterations", "5")  # num_envs: the default 32, not 4
-    assert not done_lines(log_dir, "--iterations", "5", "--tag", "mac", "--", "--num-envs", "4")
-    assert not done_lines(log_dir, "--iterations", "5", "--", "--num-envs", "4", "--no-anneal-lr")
     same = ("--iterations", "5", "--", "--num-envs", "4")
-    assert len(done_lines(log_dir, *same, exp="exp3", env="Acrobot-v1")) == 1
-    assert not done_lines(log_dir, *same, exp="exp2", env="Acrobot-v1")  # exp2 and exp3 runs are told apart
+    jit, none = planned(log_dir, "exp2", "CartPole-v1", *same)  # linen's compile modes, in the study's order
+    assert option(" ".join(jit), "--compile") == "jit" and option(" ".join(none), "--compile") == "none"
+    fake_run(log_dir, "exp2", "completed", jit, "a")
+    fake_run(log_dir, "exp2", "failed", none, "b")
+    matching = done_lines(log_dir, *same)
+    assert len(matching) == 1 and "--compile jit" in matching[0]  # the failed run is not done
+    assert not done_lines(log_dir, "--iterations", "6", "--", "--num-envs", "4")  # other num_iterations
+    assert not done_lines(log_dir, "--iterations", "5")  # other extra arguments
+    assert not done_lines(log_dir, "--iterations", "5", "--tag", "mac", "--", "--num-envs", "4")
+    assert not done_lines(log_dir, "--iterations", "5", "--", "--num-envs=4")  # the same command, not the same meaning
+
+
+def test_resume_ignores_the_log_dir_spelling_but_not_the_script(tmp_path):
+    log_dir = tmp_path / "runs"
+    (jit, none) = planned(log_dir)
+    moved = [f"./elsewhere/{v}" if i and jit[i - 1] == "--log-dir" else v for i, v in enumerate(jit)]
+    fake_run(log_dir, "exp2", "completed", moved, "a")  # the folder moved since: still found under the log dir
+    nnx = ["/somewhere/ppo_nnx.py", *none[1:]]
+    fake_run(log_dir, "exp2", "completed", nnx, "b")  # another script with linen's arguments
+    fake_run(log_dir, "exp2", "completed", None, "c")  # an old run without "command"
+    assert [("--compile jit" in line) for line in done_lines(log_dir)] == [True]
+
+
+def test_resume_tells_exp2_and_exp3_copies_apart(tmp_path):
+    log_dir = tmp_path / "runs"
+    (exp3_jit, _) = planned(log_dir, "exp3", "Acrobot-v1")
+    fake_run(log_dir, "exp3", "completed", exp3_jit, "a")
+    fake_run(log_dir, "exp2", "completed", exp3_jit, "b")  # exp3's command in exp2's folder (--exp-name exp3)
+    assert len(done_lines(log_dir, exp="exp3", env="Acrobot-v1")) == 1
+    assert not done_lines(log_dir, exp="exp2", env="Acrobot-v1")
+
+
+# ------------------------------------------------------------------------------------------ Ctrl-C
+FAKE_PYTHON = """#!/usr/bin/env bash
+# A stand-in interpreter: real Python for sweep.py; a run notes itself, presses Ctrl-C, waits for bench's SIGTERM.
+case ${1:-} in
+  */ppo_*.py)
+    echo "$*" >> "$MARKS"
+    trap 'exit $EXIT_ON_TERM' TERM
+    kill -INT 0  # Ctrl-C: SIGINT to the whole process group, as a terminal sends it
+    while :; do sleep 0.05; done ;;
+  */sweep.py)
+    "$REAL_PYTHON" "$@"; rc=$?
+    if [[ $2 == plan && $INTERRUPT_PLAN == 1 ]]; then kill -INT 0; fi
+    exit $rc ;;
+  *) exec "$REAL_PYTHON" "$@" ;;
+esac
+"""
+
+
+def interrupted_sweep(tmp_path: Path, interrupt_plan: bool, exit_on_term: int = 130):
+    """bench.sh (2 runs) with the stand-in interpreter; returns (exit code, stdout, the runs started)."""
+    python = tmp_path / "python"
+    python.write_text(FAKE_PYTHON)
+    python.chmod(0o755)
+    marks = tmp_path / "marks"
+    env = {**os.environ, "MARKS": str(marks), "REAL_PYTHON": sys.executable, "INTERRUPT_PLAN": str(int(interrupt_plan)),
+           "EXIT_ON_TERM": str(exit_on_term)}
+    cmd = ["bash", str(ROOT / "bench.sh"), "--python", str(python), "--log-dir", str(tmp_path / "runs"),
+           "--experiments", "exp1", "--frameworks", "linen", "--envs", "CartPole-v1", "--sizes", "small",
+           "--seeds", "2", "--no-env-timing"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            start_new_session=True)  # its own process group, which the stand-in signals
+    try:
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    runs = marks.read_text().splitlines() if marks.exists() else []
+    return proc.returncode, out + err, runs
+
+
+def test_ctrl_c_while_planning_starts_no_run(tmp_path):
+    rc, out, runs = interrupted_sweep(tmp_path, interrupt_plan=True)
+    assert rc == 130, out
+    assert runs == [] and not (tmp_path / "runs" / "logs").exists()
+    assert "run the same command again to resume" in out
+
+
+@pytest.mark.parametrize("exit_on_term,words,counts", [(130, "interrupted", "0 completed"), (0, "completed", "1 completed")])
+def test_ctrl_c_during_a_run_starts_no_other_run(tmp_path, exit_on_term, words, counts):
+    rc, out, runs = interrupted_sweep(tmp_path, interrupt_plan=False, exit_on_term=exit_on_term)
+    assert rc == 130, out
+    assert len(runs) == 1 and "--seed 1 " in runs[0]  # seed 2 never started
+    assert re.search(rf"\[1/2\] exp1 CartPole-v1 linen small jit seed 1 \.\.\. {words} in ", out), out  # the run's own exit
+    assert f"{counts}, 0 failed, 0 skipped" in out
+
+
+# ------------------------------------------------------------------------------------------ failures
+BROKEN_SCRIPT = "import sys\nprint('broken script ran with', sys.argv[1:], file=sys.stderr)\nsys.exit(3)\n"
+
+
+def test_a_failed_run_is_reported_and_the_sweep_goes_on(tmp_path):
+    script = tmp_path / "ppo_broken.py"
+    script.write_text(BROKEN_SCRIPT)
+    env = other_study(tmp_path, f'[frameworks.broken]\nscript = "{script}"\ncompile = ["jit"]\n')
+    log_dir = tmp_path / "runs"
+    proc = bench("--log-dir", str(log_dir), "--experiments", "exp1", "--frameworks", "broken", "--envs", "CartPole-v1",
+                 "--sizes", "small", "--seeds", "2", "--no-env-timing", env=env)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert last_line(proc) == "0 completed, 2 failed, 0 skipped"
+    assert re.search(r"^\[1/2\] exp1 CartPole-v1 broken small jit seed 1 \.\.\. failed \(exit 3\)", proc.stdout, re.M)
+    assert re.search(r"^\[2/2\] exp1 CartPole-v1 broken small jit seed 2 \.\.\. failed \(exit 3\)", proc.stdout, re.M)
+    log = re.search(r"log: (\S+__1__\d+\.log)", proc.stdout)[1]
+    assert Path(log).parent == log_dir / "logs" / "exp1" and "broken script ran with" in Path(log).read_text()
 
 
 # -------------------------------------------------------------------------------------------- sweeps
@@ -198,27 +400,71 @@ def test_mini_sweep_completes_then_skips_every_run(tmp_path):
     assert len(summaries) == num_runs
     for path in summaries:
         assert read_json(path)["status"] == "completed" and read_json(path)["iterations_completed"] == 2
-        assert read_json(path.parent / "config.json")["sync_timing"] is False
+        config = read_json(path.parent / "config.json")
+        assert config["sync_timing"] is False and config["exp_name"] == "exp1"
     assert len(list((log_dir / "logs" / "exp1").glob("*.log"))) == num_runs
+    assert not (log_dir / "env_timing.json").exists()  # --no-env-timing
 
     again = mini_sweep(log_dir, "--envs", MINI_ENVS, "--frameworks", frameworks)
     assert again.returncode == 0, again.stderr
     assert last_line(again) == f"0 completed, 0 failed, {num_runs} skipped"
 
 
+# ---------------------------------------------------------------------------------------- env timing
+def timing_file(path: Path, hostname: str, device: str, envs=("CartPole-v1",)) -> Path:
+    path.write_text(json.dumps({"hostname": hostname, "device": device, "num_envs": 4096,
+                                "envs": {env: {"ms_per_step": 1.0} for env in envs}}))
+    return path
+
+
+def test_env_timing_check_wants_this_machine(tmp_path):
+    import jax
+
+    device, host = jax.devices()[0].device_kind, socket.gethostname()
+    path = tmp_path / "env_timing.json"
+    reason, envs = sweep.env_timing_reason(path, ["CartPole-v1"])
+    assert "missing" in reason and envs == ["CartPole-v1"]
+    reason, envs = sweep.env_timing_reason(timing_file(path, "elsewhere", device), ["CartPole-v1"])
+    assert "'elsewhere'" in reason and host in reason and envs == ["CartPole-v1"]
+    reason, _ = sweep.env_timing_reason(timing_file(path, host, "TPU v9"), ["CartPole-v1"])
+    assert "'TPU v9'" in reason and device in reason
+    assert sweep.env_timing_reason(timing_file(path, host, device), ["CartPole-v1"]) is None
+    reason, envs = sweep.env_timing_reason(timing_file(path, host, device), ["Acrobot-v1"])
+    assert "lacks Acrobot-v1" in reason and envs == ["CartPole-v1", "Acrobot-v1"]  # keeps what it had
+
+
 @pytest.mark.slow
-def test_a_failed_run_is_reported_and_the_sweep_goes_on(tmp_path):
+def test_bench_re_times_envs_from_another_host_into_its_log_dir(tmp_path):
     log_dir = tmp_path / "runs"
-    proc = mini_sweep(log_dir, "--envs", "Nope-v0,CartPole-v1", "--frameworks", "linen")
-    assert proc.returncode == 1
-    assert last_line(proc) == "1 completed, 1 failed, 0 skipped"
-    assert re.search(r"\[1/2\] exp1 Nope-v0 .* failed \(exit 2\)", proc.stdout)
-    log = re.search(r"log: (\S+Nope-v0\S+\.log)", proc.stdout)[1]
-    assert "unknown env 'Nope-v0'" in Path(log).read_text()
-    assert re.search(r"\[2/2\] exp1 CartPole-v1 .* completed", proc.stdout)
+    log_dir.mkdir()
+    timing = timing_file(log_dir / "env_timing.json", "elsewhere", "cpu")
+    committed = (ROOT / "results" / "env_timing.json").read_bytes()
+    args = ("--experiments", "exp1", "--frameworks", "linen", "--envs", "CartPole-v1", "--sizes", "small", "--seeds", "1")
+    (command,) = planned(log_dir, "exp1", "CartPole-v1")
+    fake_run(log_dir, "exp1", "completed", command, "done")  # the one run is done: only the env timing runs
+    proc = bench("--log-dir", str(log_dir), *args, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert re.search(r"^measuring the env step costs first: .* comes from host 'elsewhere'", proc.stdout, re.M)
+    data = read_json(timing)
+    assert data["hostname"] == socket.gethostname() and list(data["envs"]) == ["CartPole-v1"]
+    assert (ROOT / "results" / "env_timing.json").read_bytes() == committed
+    assert last_line(proc) == "0 completed, 0 failed, 1 skipped"
 
 
-# ---------------------------------------------------------------------------------------- env_timing
+def test_bench_never_writes_the_committed_env_timing():
+    assert "results/env_timing.json" not in (ROOT / "bench.sh").read_text()
+
+
+def test_env_timing_defaults_to_the_study_envs(tmp_path):
+    env = {**os.environ, **other_study(tmp_path, "")}
+    path = Path(env["BENCHBACK_STUDY"])
+    path.write_text(path.read_text().replace('"CartPole-v1", ', ""))  # a study without CartPole-v1
+    code = "import env_timing; print(','.join(env_timing.env_list(env_timing.Args())))"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip().split(",") == [e for e in STUDY.envs if e != "CartPole-v1"]
+
+
 def test_env_timing_writes_json(tmp_path):
     out = tmp_path / "timing.json"
     cmd = [sys.executable, str(ROOT / "env_timing.py"), "--envs", "CartPole-v1,MemoryChain-bsuite", "--num-envs", "64",
@@ -227,6 +473,7 @@ def test_env_timing_writes_json(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     data = read_json(out)
     assert data["num_envs"] == 64 and data["device"] and {"jax", "gymnax"} <= set(data["versions"]) and data["date"]
+    assert data["hostname"] == socket.gethostname()
     envs = data["envs"]
     assert list(envs) == ["CartPole-v1", "MemoryChain-bsuite"]
     assert (envs["CartPole-v1"]["obs_dim"], envs["CartPole-v1"]["num_actions"]) == (4, 2)
@@ -240,3 +487,12 @@ def test_env_timing_bad_env_exits_2():
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert len(proc.stderr.strip().splitlines()) == 1 and "Nope-v0" in proc.stderr and "Acrobot-v1" in proc.stderr
+
+
+# ---------------------------------------------------------------------------------------------- git
+def test_gitignore_lists_no_committed_file():
+    proc = subprocess.run(["git", "ls-files", "--cached", "--ignored", "--exclude-standard"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    if proc.returncode != 0:
+        pytest.skip(f"not a git checkout: {proc.stderr.strip()}")
+    assert proc.stdout.strip() == ""

@@ -1,0 +1,323 @@
+"""The run matrix of bench.sh: which runs the chosen experiments make, which shard runs each, which are done.
+
+bench.sh calls this module once per sweep and keeps the process work (one fresh process per run, timeouts,
+logs, progress). Everything here comes from the study (study.toml, through study.py):
+
+    python sweep.py dry-run --experiments exp1 --seeds 1 --log-dir runs   # one command per run, then a count
+    python sweep.py plan    --log-dir runs --shard 0/2 -- --num-envs 64   # the same, as lines for bench.sh
+    python sweep.py experiments                                           # one line per experiment
+    python sweep.py env-timing --file runs/env_timing.json --envs CartPole-v1  # must the env timing be (re)done?
+
+Matrix: for each experiment, seed, env and model size (a *cell*), every framework and compile mode of the
+experiment, in the study's order. Sharding deals out whole cells, so every run of a cell lands on the same
+shard and a speedup never compares two machines. A run is done when a folder in {log-dir}/{exp}/ has
+summary.json status "completed" and a config.json whose "command" (sys.argv of the run) is the planned
+command: the same script file name and the same arguments, apart from the value of --log-dir.
+"""
+
+import argparse
+import hashlib
+import json
+import shlex
+import socket
+import sys
+from dataclasses import dataclass
+from itertools import product
+from pathlib import Path
+from typing import Optional
+
+import study
+
+PROG = "bench.sh"  # the messages are bench.sh's: it is the entry point that calls this module
+
+
+class BadOption(Exception):
+    """A bad option value; the message names it and the valid choices."""
+
+
+@dataclass(frozen=True)
+class Run:
+    experiment: str
+    seed: int
+    env: str
+    size: str
+    framework: str
+    compile: str
+    command: tuple[str, ...]  # python, script, arguments
+
+    @property
+    def cell(self) -> tuple[str, int, str, str]:
+        return (self.experiment, self.seed, self.env, self.size)
+
+    @property
+    def description(self) -> str:
+        return f"{self.experiment} {self.env} {self.framework} {self.size} {self.compile} seed {self.seed}"
+
+    @property
+    def log_stem(self) -> str:  # bench.sh adds __{unix time}.log
+        return f"logs/{self.experiment}/{self.env}__{self.framework}__{self.size}__{self.compile}__{self.seed}"
+
+
+# ------------------------------------------------------------------------------------------ options
+def choices(option: str, value: Optional[str], valid: tuple[str, ...], extra=None) -> tuple[str, ...]:
+    """The items of a comma-separated option (all of `valid` when not given), each checked against `valid`.
+
+    `extra(name)` may accept a name outside `valid` (the envs: any gymnax env id)."""
+    if value is None:
+        return valid
+    items = tuple(dict.fromkeys(item.strip() for item in value.split(",") if item.strip()))
+    if not items:
+        raise BadOption(f"{option} is empty; valid choices: {', '.join(valid)}")
+    for item in items:
+        if item not in valid and not (extra and extra(item)):
+            more = " or another gymnax env id" if extra else ""
+            raise BadOption(f"unknown value '{item}' in {option}; valid choices: {', '.join(valid)}{more}")
+    return items
+
+
+def gymnax_knows(env: str) -> bool:
+    import gymnax  # only for an env outside the study: importing it takes a few seconds
+
+    return env in gymnax.registered_envs
+
+
+def positive_int(option: str, value: Optional[str]) -> Optional[int]:
+    if value is None:
+        return None
+    if not value.isdigit() or int(value) < 1:
+        raise BadOption(f"{option} must be a positive integer, got '{value}'")
+    return int(value)
+
+
+def shard(value: str) -> tuple[int, int]:
+    k, _, n = value.partition("/")
+    if not (k.isdigit() and n.isdigit() and int(k) < int(n)):
+        raise BadOption(f"--shard must be K/N with 0 <= K < N, got '{value}'")
+    return int(k), int(n)
+
+
+@dataclass(frozen=True)
+class Selection:
+    experiments: tuple[str, ...]
+    frameworks: tuple[str, ...]
+    envs: tuple[str, ...]
+    sizes: tuple[str, ...]
+    seeds: int
+    iterations: Optional[int]
+    tag: Optional[str]
+    log_dir: str
+    shard: tuple[int, int]
+    python: str
+    extra: tuple[str, ...]
+
+
+def select(args: argparse.Namespace, S: study.Study) -> Selection:
+    """Checks the options against the study; BadOption names the first bad value."""
+    return Selection(
+        experiments=choices("--experiments", args.experiments, tuple(S.experiments)),
+        frameworks=choices("--frameworks", args.frameworks, tuple(S.frameworks)),
+        envs=choices("--envs", args.envs, S.envs, extra=gymnax_knows),
+        sizes=choices("--sizes", args.sizes, S.sizes),
+        seeds=positive_int("--seeds", args.seeds),
+        iterations=positive_int("--iterations", args.iterations),
+        tag=args.tag,
+        log_dir=args.log_dir,
+        shard=shard(args.shard),
+        python=args.python,
+        extra=tuple(args.extra),
+    )
+
+
+# ------------------------------------------------------------------------------------------- matrix
+def command(sel: Selection, exp: study.Experiment, fw: study.Framework, env: str, size: str, mode: str,
+            seed: int) -> tuple[str, ...]:
+    cmd = [sel.python, str(study.ROOT / fw.script), "--env", env, "--model-size", size, "--compile", mode,
+           "--seed", str(seed), "--log-dir", f"{sel.log_dir.rstrip('/')}/{exp.name}", "--exp-name", exp.name]
+    if sel.iterations is not None:
+        cmd += ["--num-iterations", str(sel.iterations)]
+    if sel.tag is not None:
+        cmd += ["--tag", sel.tag]
+    if not exp.sync:
+        cmd += ["--no-sync-timing"]
+    return (*cmd, *sel.extra)
+
+
+def matrix(sel: Selection, S: study.Study) -> list[Run]:
+    """Every run of the selection, cell after cell (experiments, seeds, envs, sizes); within a cell, every framework
+    and compile mode of the experiment, one after another. The study's order throughout; envs in the order given."""
+    runs = []
+    frameworks = [fw for name, fw in S.frameworks.items() if name in sel.frameworks]
+    for exp in (exp for name, exp in S.experiments.items() if name in sel.experiments):
+        envs = [env for env in sel.envs if env in exp.envs] if exp.envs != S.envs else sel.envs  # exp3: Acrobot only
+        sizes = [size for size in S.sizes if size in sel.sizes and size in exp.sizes]
+        for seed, env, size, fw in product(range(1, sel.seeds + 1), envs, sizes, frameworks):
+            for mode in exp.compile_modes(fw):
+                runs.append(Run(exp.name, seed, env, size, fw.name, mode, command(sel, exp, fw, env, size, mode, seed)))
+    return runs
+
+
+def cells(runs: list[Run]) -> list[tuple]:
+    return list(dict.fromkeys(run.cell for run in runs))
+
+
+def shard_of_cells(all_cells: list[tuple], n: int) -> dict[tuple, int]:
+    """Each cell's shard: cells are dealt out in turn, in a fixed scrambled order (a hash of the cell).
+
+    So the shards differ by at most one cell, and no shard gets all of one size or env (dealing in matrix
+    order would, e.g. every large cell to one shard when N is the number of sizes)."""
+    order = sorted(all_cells, key=lambda cell: hashlib.sha256(repr(cell).encode()).hexdigest())
+    return {cell: i % n for i, cell in enumerate(order)}
+
+
+def shard_runs(runs: list[Run], k: int, n: int) -> list[Run]:
+    """This shard's runs, in matrix order."""
+    owner = shard_of_cells(cells(runs), n)
+    return [run for run in runs if owner[run.cell] == k]
+
+
+# ------------------------------------------------------------------------------------------- resume
+def without_log_dir(args) -> tuple[str, ...]:
+    """The arguments without the value of --log-dir (a run folder is found under the log dir anyway)."""
+    args, out, i = list(args), [], 0
+    while i < len(args):
+        if args[i] == "--log-dir":
+            i += 2
+            continue
+        if not args[i].startswith("--log-dir="):
+            out.append(args[i])
+        i += 1
+    return tuple(out)
+
+
+def run_key(command) -> tuple[str, tuple[str, ...]]:
+    """What makes two runs the same: the script's file name and its arguments (bar --log-dir)."""
+    return Path(command[0]).name, without_log_dir(command[1:])
+
+
+def completed_runs(exp_dir: Path) -> set:
+    """run_key of every completed run in a folder (runs without config.json "command" are not counted)."""
+    done = set()
+    for summary_path in exp_dir.glob("*/summary.json"):
+        try:
+            summary = json.loads(summary_path.read_text())
+            config = json.loads((summary_path.parent / "config.json").read_text())
+        except (OSError, ValueError):
+            continue
+        cmd = config.get("command") if isinstance(config, dict) else None
+        if isinstance(summary, dict) and summary.get("status") == "completed" and isinstance(cmd, list) and cmd:
+            done.add(run_key([str(c) for c in cmd]))
+    return done
+
+
+def done_flags(runs: list[Run], log_dir: str) -> list[bool]:
+    completed = {exp: completed_runs(Path(log_dir) / exp) for exp in dict.fromkeys(run.experiment for run in runs)}
+    return [run_key(run.command[1:]) in completed[run.experiment] for run in runs]
+
+
+# ---------------------------------------------------------------------------------------- env timing
+def env_timing_reason(path: Path, envs: list[str]) -> Optional[tuple[str, list[str]]]:
+    """Why the env timing at `path` must be (re)done on this machine, and which envs to time; None if usable.
+
+    Usable: it exists, comes from this hostname and device (jax.devices()[0].device_kind), and holds every env
+    of the sweep. Re-timing on the same machine keeps the envs the file already has."""
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        return f"{path} is missing", envs
+    except (OSError, ValueError) as e:
+        return f"{path} is unreadable ({e})", envs
+    host = socket.gethostname()
+    if data.get("hostname") != host:
+        return f"{path} comes from host {data.get('hostname')!r}, this is {host!r}", envs
+    import jax  # only when the hostname matches: importing it takes a few seconds
+
+    device = jax.devices()[0].device_kind
+    if data.get("device") != device:
+        return f"{path} was measured on {data.get('device')!r}, this machine's device is {device!r}", envs
+    have = list(data.get("envs") or {})
+    missing = [env for env in envs if env not in have]
+    if missing:
+        return f"{path} lacks {', '.join(missing)}", list(dict.fromkeys(have + envs))
+    return None
+
+
+# ---------------------------------------------------------------------------------------------- CLI
+class Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit 2
+        print(f"{PROG}: {message}", file=sys.stderr)
+        sys.exit(2)
+
+
+def parser() -> Parser:
+    p = Parser(prog="sweep.py", description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="action", required=True, parser_class=Parser)
+    for action in ("plan", "dry-run", "env-timing"):
+        s = sub.add_parser(action)
+        if action == "env-timing":
+            s.add_argument("--file", required=True, help="the env_timing.json to check")
+        s.add_argument("--experiments", help="comma-separated (default: every experiment of the study)")
+        s.add_argument("--frameworks", help="comma-separated (default: every framework of the study)")
+        s.add_argument("--envs", help="comma-separated gymnax env ids (default: the study's envs)")
+        s.add_argument("--sizes", help="comma-separated (default: every size of the study)")
+        s.add_argument("--seeds", default="3", help="seeds 1..N (default 3)")
+        s.add_argument("--iterations", help="--num-iterations of every run (default: the scripts' own)")
+        s.add_argument("--tag", help="--tag of every run (default: the scripts' own)")
+        s.add_argument("--log-dir", default="runs")
+        s.add_argument("--shard", default="0/1", help="K/N: this shard's cells only")
+        s.add_argument("--python", default="python", help="the interpreter in the commands")
+        s.add_argument("extra", nargs="*", help="after --: arguments added to every run")
+    sub.add_parser("experiments")
+    return p
+
+
+def print_plan(runs: list[Run], done: list[bool], matrix_size: int, k: int, n: int) -> None:
+    """For bench.sh: a header "RUNS TO_RUN CELLS MATRIX_SIZE K/N", then per run one line
+    "done|todo<TAB>description<TAB>log stem<TAB>command" (the command quoted for the shell)."""
+    print(len(runs), done.count(False), len(cells(runs)), matrix_size, f"{k}/{n}")
+    for run, is_done in zip(runs, done):
+        print("done" if is_done else "todo", run.description, run.log_stem, shlex.join(run.command), sep="\t")
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+    S = study.load()
+    if args.action == "experiments":
+        for exp in S.experiments.values():
+            print(f"{exp.name}  {exp.title} (sync timing {'on' if exp.sync else 'off'})")
+        return 0
+    try:
+        sel = select(args, S)
+    except BadOption as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return 2
+    whole = matrix(sel, S)
+    if args.action == "env-timing":
+        verdict = env_timing_reason(Path(args.file), list(dict.fromkeys(run.env for run in whole)))
+        if verdict:  # two lines: why, and the envs to time; nothing when the file is usable
+            print(*verdict[0].splitlines(), sep=" ")
+            print(",".join(verdict[1]))
+        return 0
+    runs = shard_runs(whole, *sel.shard)
+    if args.action == "plan":
+        missing = sorted({str(study.ROOT / S.frameworks[run.framework].script) for run in runs
+                          if not (study.ROOT / S.frameworks[run.framework].script).exists()})
+        if missing:
+            print(f"{PROG}: no script {', '.join(missing)}; check the study's [frameworks]", file=sys.stderr)
+            return 2
+    done = done_flags(runs, sel.log_dir)
+    if args.action == "plan":
+        print_plan(runs, done, len(whole), *sel.shard)
+        return 0
+    for run, is_done in zip(runs, done):
+        print(("# done: " if is_done else "") + shlex.join(run.command))
+    k, n = sel.shard
+    print(f"dry run: {len(runs)} runs ({sum(done)} already completed) in {len(cells(runs))} cells, "
+          f"of {len(whole)} runs in the matrix, shard {k}/{n}")
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        sys.exit(130)
