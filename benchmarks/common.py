@@ -1,16 +1,17 @@
 """Shared by the benchmarks: launch a PPO script in a fresh process and read what its run wrote."""
 
-import json
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+import runlog
+import study
 
 ROOT = Path(__file__).resolve().parents[1]
-STEADY_FROM = 8  # iterations 8+ are the steady state (DESIGN.md)
+STEADY_FROM = study.load().steady.first  # the study's steady state: iterations STEADY_FROM+
 
 
 def run_script(script: str, *args: str) -> dict:
@@ -25,12 +26,11 @@ def run_script(script: str, *args: str) -> dict:
 
 
 def read_run(run_dir: Path) -> dict:
-    acc = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
-    acc.Reload()
-    series = {tag: np.array([e.value for e in acc.Scalars(tag)]) for tag in acc.Tags()["scalars"]}
-    return {"summary": json.loads((run_dir / "summary.json").read_text()), "series": series}
+    """{"summary": summary.json, "series": {tag: the values at the steps where the tag was logged}}, via runlog."""
+    run = runlog.read_run(run_dir)
+    series = {tag: run.scalars[tag].dropna().to_numpy(float) for tag in run.scalars.columns if tag != "step"}
+    return {"summary": run.summary, "series": series}
 
 
 def steady_mean(run: dict, tag: str = "time/iteration") -> float:
-    return float(run["series"][tag][STEADY_FROM:].mean())
-
+    return float(np.mean(run["series"][tag][STEADY_FROM:]))

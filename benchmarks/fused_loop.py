@@ -9,7 +9,6 @@ Target: the per-iteration script keeps >= 90 % of the fused loop's steady-state 
 
 import time
 from dataclasses import dataclass
-from functools import partial
 
 import jax
 import pandas as pd
