@@ -3,20 +3,25 @@
     python plot_results.py runs/ --out results/ --env-timing results/env_timing.json
     python plot_results.py --csv linux/runs.csv --csv mac/runs.csv --out results/   # merge machines
 
-Every folder holding a config.json (at any depth under the given folders) is a run. Completed runs are
-read (config.json, summary.json, TensorBoard scalars); the others are skipped and listed in the report.
-Written to --out:
+The study (frameworks, compile modes, envs, sizes, experiments, iteration windows) is read from study.toml
+through study.py. Every folder holding a config.json (at any depth under the given folders) is a run.
+Completed runs are read (config.json, summary.json, TensorBoard scalars, through runlog.py); the others are
+skipped and listed in the report. Written to --out:
 
     runs.csv      one row per run x iteration: the run's config, its summary and every scalar
     summary.csv   one row per run: config, durations, iteration windows, the experiments it belongs to
-    speedups.csv  speedups A->B = time_A / time_B per metric, model size and framework pair
+    speedups.csv  speedups A->B = time_A / time_B per metric, experiment, model size and framework pair
     *.png         the figures of each experiment (skipped when the experiment has no runs)
     REPORT.md     the tables, the figures, the machines and versions, the skipped runs
+
+Nothing is written (exit status 2) when no completed run is found, and a README block is never replaced
+by an empty one. Figures of this tool left in --out by an earlier call and not drawn now are removed.
 """
 
 import argparse
 import json
 import re
+import shlex
 import sys
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -32,44 +37,32 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
+from scipy.stats import gmean  # noqa: E402
 
-# ------------------------------------------------------------------------------------ the study
-FRAMEWORKS = ("linen", "nnx", "torch")
-SIZES = ("small", "medium", "large")
-COMPILE_MODES = {"linen": ("jit", "none"), "nnx": ("cached_partial", "jit", "none"), "torch": ("compile", "env-jit", "none")}
-DEFAULT_COMPILE = {framework: modes[0] for framework, modes in COMPILE_MODES.items()}
-PAIRS = (("nnx", "linen"), ("torch", "linen"), ("torch", "nnx"))  # A->B = time_A / time_B
-PAIR_NAMES = tuple(f"{a}->{b}" for a, b in PAIRS)
-# Runs are paired when these match; iterations and batch size only guard against mixing different sweeps.
-PAIR_KEYS = ["env", "model_size", "tag", "num_iterations", "batch_size"]
-EXP3_ENV = "Acrobot-v1"
+import study  # noqa: E402
+from runlog import RunError, read_json, read_scalars  # noqa: E402
 
-# Mean time/iteration over iteration windows (first, last), last None = to the end.
-WINDOWS = {"iter0_s": (0, 0), "iters1_7_s": (1, 7), "iters8plus_s": (8, None)}
-WINDOW_LABELS = {"iter0_s": "iteration 0", "iters1_7_s": "iterations 1-7", "iters8plus_s": "iterations 8+"}
-STEADY_START = 8
-# speedup metric -> summary column
-SPEEDUP_METRICS = {"total": "total_s", "steady": "iters8plus_s", "rollout": "rollout8plus_s", "update": "update8plus_s"}
-METRIC_TITLES = {
-    "total": "Total time (exp1: sync off, default compile)",
-    "steady": "Steady state, mean time/iteration over iterations 8+ (exp1)",
-    "rollout": "Rollout, mean over iterations 8+ (sync on, default compile)",
-    "update": "Update, mean over iterations 8+ (sync on, default compile)",
-}
+# The study itself (frameworks, compile modes, pairs, envs, sizes, windows, experiments) comes from
+# study.load(), called where it is used, so that $BENCHBACK_STUDY can point at another study file.
+
+# Runs are paired when these match (within one experiment); iterations and batch size only guard against
+# mixing different sweeps.
+PAIR_KEYS = ["experiment", "env", "model_size", "tag", "num_iterations", "batch_size"]
 BOOTSTRAP_SEED = 0
 BOOTSTRAP_RESAMPLES = 10_000
+BOOTSTRAP_LEVEL = 0.95
+MIN_CLUSTERS = 3  # fewer envs than this: no interval ("–" in the tables, NaN in speedups.csv)
+NO_INTERVAL = "–"
+SPEEDUP_COLUMNS = ["metric", "experiment", "size", "pair", "geomean", "median", "ci_low", "ci_high", "n_pairs",
+                   "n_clusters"]
 
 # ------------------------------------------------------------------------------------ the tables
 CONFIG_COLUMNS = ["env", "framework", "model_size", "compile", "seed", "tag", "sync_timing", "num_iterations",
-                  "num_envs", "num_steps", "batch_size", "exp_name", "device", "hostname", "platform", "versions",
-                  "start_time"]
-SUMMARY_JSON_COLUMNS = ["status", "iterations_completed", "setup_s", "total_s", "final_return"]
+                  "num_envs", "num_steps", "batch_size", "exp_name", "device_name", "hostname", "platform", "versions",
+                  "command", "start_time"]
+SUMMARY_JSON_COLUMNS = ["status", "iterations_completed", "setup_s", "import_s", "total_s", "final_return"]
 RUN_COLUMNS = ["run", "run_dir", "sweep", *CONFIG_COLUMNS, *SUMMARY_JSON_COLUMNS]
 REQUIRED_CONFIG = ["env", "framework", "model_size", "compile", "seed", "sync_timing", "batch_size"]
-
-
-class RunError(Exception):
-    """A run folder that cannot be used; the message says why."""
 
 
 class SkippedRun(NamedTuple):
@@ -77,36 +70,60 @@ class SkippedRun(NamedTuple):
     reason: str
 
 
-def read_json(path: Path) -> dict:
-    try:
-        with open(path) as f:
-            data = json.load(f)
-    except FileNotFoundError:
-        raise RunError(f"no {path.name}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise RunError(f"unreadable {path.name} ({e})") from None
-    if not isinstance(data, dict):
-        raise RunError(f"{path.name} is not a JSON object")
-    return data
+def fail(message: str) -> None:
+    """Stops with exit status 2 and one line on stderr."""
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(2)
 
 
-def read_scalars(run_dir: Path) -> pd.DataFrame:
-    """One row per logged step, one column per scalar tag."""
-    from tensorboard.backend.event_processing.event_accumulator import SCALARS, EventAccumulator
+# ------------------------------------------------------------------------------- windows, metrics
+def window_column(window: study.Window, what: str = "") -> str:
+    """The summary column of a window: iter0_s, iters1_7_s, iters8plus_s (or rollout8plus_s with what='rollout')."""
+    if window.last is None:
+        name = f"iters{window.first}plus_s"
+    elif window.first == window.last:
+        name = f"iter{window.first}_s"
+    else:
+        name = f"iters{window.first}_{window.last}_s"
+    return name.replace("iters", what, 1) if what else name
 
-    accumulator = EventAccumulator(str(run_dir), size_guidance={SCALARS: 0})  # 0 = keep every event
-    accumulator.Reload()
-    tags = accumulator.Tags()["scalars"]
-    if not tags:
-        raise RunError("no TensorBoard scalars")
-    columns = {tag: pd.Series({event.step: event.value for event in accumulator.Scalars(tag)}) for tag in sorted(tags)}
-    return pd.DataFrame(columns).rename_axis("step").reset_index()
+
+def window_columns() -> dict[str, study.Window]:
+    """summary column -> window, in the study's order."""
+    return {window_column(w): w for w in study.load().windows.values()}
 
 
-def format_versions(versions) -> str:
-    if not isinstance(versions, dict):
-        return "" if versions is None else str(versions)
-    return ", ".join(f"{name} {version}" for name, version in versions.items())
+def metric_columns() -> dict[str, str]:
+    """speedup metric -> summary column."""
+    steady = study.load().steady
+    return {"total": "total_s", "steady": window_column(steady), "rollout": window_column(steady, "rollout"),
+            "update": window_column(steady, "update")}
+
+
+def metric_experiments(metric: str) -> list[str]:
+    """The experiments a metric is compared in: total time and steady state without synchronised timers (exp1),
+    rollout and update with them (exp2, exp3), each experiment on its own."""
+    synced = metric in ("rollout", "update")
+    return [name for name, exp in study.load().experiments.items() if exp.sync == synced]
+
+
+def metric_title(metric: str, experiment: str) -> str:
+    S = study.load()
+    exp = S.experiments[experiment]
+    what = {"total": "Total time", "steady": f"Steady state, mean time/iteration over {S.steady.label}",
+            "rollout": f"Rollout, mean over {S.steady.label}", "update": f"Update, mean over {S.steady.label}"}[metric]
+    modes = "; speedups between default compile modes" if exp.all_compile_modes else ""
+    return f"{what} ({experiment}: {exp.title}; sync {'on' if exp.sync else 'off'}{modes})"
+
+
+# ---------------------------------------------------------------------------------- reading runs
+def flat(value):
+    """A config value as one CSV cell: a dict as 'key value, ...', a list (argv) as a shell command line."""
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {v}" for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return shlex.join(str(v) for v in value)
+    return value
 
 
 def read_run(run_dir: Path) -> pd.DataFrame:
@@ -124,13 +141,15 @@ def read_run(run_dir: Path) -> pd.DataFrame:
     if "time/iteration" not in scalars:
         raise RunError("no time/iteration scalar")
     expected = summary.get("iterations_completed") or config.get("num_iterations") or 0
-    if len(scalars) < expected:
-        raise RunError(f"events hold {len(scalars)} of {expected} iterations")
+    logged = int(scalars["time/iteration"].notna().sum())
+    if logged < expected:
+        raise RunError(f"events hold {logged} of {expected} iterations")
     # bench.sh writes each experiment into its own folder (exp2 and exp3 both hold Acrobot-v1 small runs)
     sweep = run_dir.parent.name if re.fullmatch(r"exp\d+", run_dir.parent.name) else ""
+    config = {**config, "device_name": config.get("device_name", config.get("device"))}  # "device" in older runs
     info = {"run": run_dir.name, "run_dir": str(run_dir), "sweep": sweep,
-            **{key: config.get(key) for key in CONFIG_COLUMNS}, **{key: summary.get(key) for key in SUMMARY_JSON_COLUMNS}}
-    info["versions"] = format_versions(config.get("versions"))
+            **{key: flat(config.get(key)) for key in CONFIG_COLUMNS},
+            **{key: summary.get(key) for key in SUMMARY_JSON_COLUMNS}}
     iteration = scalars["step"] // config["batch_size"] - 1
     return pd.concat([pd.DataFrame({**info, "iteration": iteration}), scalars], axis=1)
 
@@ -150,9 +169,11 @@ def read_run_dirs(roots: list[str]) -> tuple[list[pd.DataFrame], list[SkippedRun
 
 def read_runs_csv(path: str) -> pd.DataFrame:
     runs = pd.read_csv(path)
+    if "device_name" not in runs and "device" in runs:  # a runs.csv of an older plot_results.py
+        runs = runs.rename(columns={"device": "device_name"})
     missing = [column for column in ["run", "iteration", "time/iteration", *REQUIRED_CONFIG, "total_s"] if column not in runs]
     if missing:
-        sys.exit(f"error: {path} is not a runs.csv of plot_results.py (no column {', '.join(missing)})")
+        fail(f"{path} is not a runs.csv of plot_results.py (no column {', '.join(missing)})")
     return runs
 
 
@@ -180,59 +201,53 @@ def load_runs(roots: list[str], csvs: list[str]) -> tuple[pd.DataFrame, list[Ski
     return runs[columns].sort_values(["run", "iteration"]).reset_index(drop=True), skipped
 
 
-def window_mean(values: pd.Series, first: int, last: Optional[int]) -> float:
-    """Mean of a per-iteration series (indexed by iteration) over iterations first..last (inclusive)."""
-    selected = values[values.index >= first]
-    if last is not None:
-        selected = selected[selected.index <= last]
+def window_mean(values: pd.Series, window: study.Window) -> float:
+    """Mean of a per-iteration series (indexed by iteration) over the window's iterations (inclusive)."""
+    selected = values.dropna()
+    selected = selected[selected.index >= window.first]
+    if window.last is not None:
+        selected = selected[selected.index <= window.last]
     return float(selected.mean()) if len(selected) else float("nan")
 
 
 def summarize_run(rows: pd.DataFrame) -> dict:
     rows = rows.set_index("iteration")
     row = {column: rows[column].iloc[0] for column in RUN_COLUMNS if column in rows}
-    for column, (first, last) in WINDOWS.items():
-        row[column] = window_mean(rows["time/iteration"], first, last)
+    for column, window in window_columns().items():
+        row[column] = window_mean(rows["time/iteration"], window)
+    steady = study.load().steady
     for part in ("rollout", "update"):  # only meaningful when the timers were synchronised
         exact = row["sync_timing"] and f"time/{part}" in rows
-        row[f"{part}8plus_s"] = window_mean(rows[f"time/{part}"], STEADY_START, None) if exact else float("nan")
+        row[window_column(steady, part)] = window_mean(rows[f"time/{part}"], steady) if exact else float("nan")
     return row
 
 
-# The experiments of DESIGN.md, as membership tests on a summary row. A run can be in several, unless
-# bench.sh put it in an experiment's folder.
-def swept_for(run, experiment: str) -> bool:
+# The experiments of the study, as membership tests on a summary row. A run can be in several, unless bench.sh
+# put it in an experiment's folder (exp1/, exp2/, ...): then it belongs to that experiment only.
+def in_experiment(run, experiment: study.Experiment) -> bool:
     sweep = run.get("sweep")
-    return not isinstance(sweep, str) or sweep in ("", experiment)
-
-
-def in_exp1(run) -> bool:
-    """Overall comparison: sync off, each framework's default compile mode."""
-    return swept_for(run, "exp1") and not run["sync_timing"] and run["compile"] == DEFAULT_COMPILE.get(run["framework"])
-
-
-def in_exp2(run) -> bool:
-    """Rollout vs update: sync on, small model, every compile mode."""
-    return swept_for(run, "exp2") and bool(run["sync_timing"]) and run["model_size"] == "small"
-
-
-def in_exp3(run) -> bool:
-    """Model size: sync on, Acrobot-v1, every size and compile mode."""
-    return swept_for(run, "exp3") and bool(run["sync_timing"]) and run["env"] == EXP3_ENV
+    if isinstance(sweep, str) and sweep not in ("", experiment.name):
+        return False
+    framework = study.load().frameworks.get(run["framework"])
+    return (framework is not None and bool(run["sync_timing"]) == experiment.sync and run["env"] in experiment.envs
+            and run["model_size"] in experiment.sizes and run["compile"] in experiment.compile_modes(framework))
 
 
 def experiment_masks(summary: pd.DataFrame) -> dict[str, pd.Series]:
-    """exp1..exp4 -> boolean mask over summary rows. exp4 (platforms) = exp1 when it spans several tags."""
-    masks = {name: pd.Series([bool(test(row)) for _, row in summary.iterrows()], index=summary.index, dtype=bool)
-             for name, test in (("exp1", in_exp1), ("exp2", in_exp2), ("exp3", in_exp3))}
-    masks["exp4"] = masks["exp1"] & (summary.loc[masks["exp1"], "tag"].nunique() > 1)
+    """exp1..exp3 (the study's experiments), exp4 -> boolean mask over summary rows.
+    exp4 (platforms) = the exp1 runs when they span several tags."""
+    masks = {name: pd.Series([in_experiment(row, exp) for _, row in summary.iterrows()], index=summary.index, dtype=bool)
+             for name, exp in study.load().experiments.items()}
+    if "exp1" in masks:
+        masks["exp4"] = masks["exp1"] & (summary.loc[masks["exp1"], "tag"].nunique() > 1)
     return masks
 
 
 def summarize(runs: pd.DataFrame, timing: pd.DataFrame) -> pd.DataFrame:
     """One row per run: config, durations, window means and the experiments it belongs to."""
-    summary = pd.DataFrame([summarize_run(rows) for _, rows in runs.groupby("run", sort=True)],
-                           columns=[*RUN_COLUMNS, *WINDOWS, "rollout8plus_s", "update8plus_s"])
+    steady = study.load().steady
+    columns = [*RUN_COLUMNS, *window_columns(), window_column(steady, "rollout"), window_column(steady, "update")]
+    summary = pd.DataFrame([summarize_run(rows) for _, rows in runs.groupby("run", sort=True)], columns=columns)
     summary["env_cost"] = summary["env"].map(timing["ratio"]) if "ratio" in timing else float("nan")
     masks = experiment_masks(summary)
     summary["experiments"] = [" ".join(name for name, mask in masks.items() if mask[i]) for i in summary.index]
@@ -240,55 +255,96 @@ def summarize(runs: pd.DataFrame, timing: pd.DataFrame) -> pd.DataFrame:
 
 
 # ------------------------------------------------------------------------------------- speedups
-def pairwise(summary: pd.DataFrame, column: str, mask: pd.Series, op=np.divide) -> pd.DataFrame:
-    """op(A, B) over every pair of runs of frameworks A and B with the same PAIR_KEYS, for each pair A->B."""
-    data = summary.loc[mask & summary[column].notna(), [*PAIR_KEYS, "framework", "run", column]]
+def pairwise(summary: pd.DataFrame, column: str, masks: dict[str, pd.Series], op=np.divide) -> pd.DataFrame:
+    """op(A, B) over every pair of runs of frameworks A and B with the same PAIR_KEYS, for each pair A->B.
+    masks: experiment -> the runs of that experiment to pair; runs are never paired across experiments."""
+    columns = [*PAIR_KEYS, "pair", "run_a", "run_b", "a", "b", "value"]
     frames = []
-    for (a, b), name in zip(PAIRS, PAIR_NAMES):
-        both = data[data["framework"] == a].merge(data[data["framework"] == b], on=PAIR_KEYS, suffixes=("_a", "_b"))
-        value = op(both[f"{column}_a"].to_numpy(float), both[f"{column}_b"].to_numpy(float))
-        frames.append(both[PAIR_KEYS].assign(pair=name, value=value))
-    return pd.concat(frames, ignore_index=True)
+    for experiment, mask in masks.items():
+        data = summary.loc[mask & summary[column].notna(), [*PAIR_KEYS[1:], "framework", "run", column]]
+        data = data.assign(experiment=experiment).sort_values("run")
+        for a, b in study.load().pairs:
+            both = data[data["framework"] == a].merge(data[data["framework"] == b], on=PAIR_KEYS, suffixes=("_a", "_b"))
+            if both.empty:
+                continue
+            values_a, values_b = both[f"{column}_a"].to_numpy(float), both[f"{column}_b"].to_numpy(float)
+            frames.append(both[[*PAIR_KEYS, "run_a", "run_b"]].assign(pair=f"{a}->{b}", a=values_a, b=values_b,
+                                                                       value=op(values_a, values_b)))
+    return pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
 
 
-def geomean(values) -> float:
-    return float(np.exp(np.mean(np.log(values))))
+def cluster_bootstrap_ci(clusters: list[tuple[np.ndarray, np.ndarray]], level: float = BOOTSTRAP_LEVEL,
+                         resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> tuple[float, float]:
+    """Percentile interval of the geometric mean of the ratios A / B over every pair of runs within a cluster.
 
-
-def geomean_ci(values, level: float = 0.95) -> tuple[float, float]:
-    """Percentile bootstrap interval of the geometric mean (resampling pairs; seeded, so deterministic)."""
-    logs = np.log(np.asarray(values, dtype=float))
-    rng = np.random.default_rng(BOOTSTRAP_SEED)
-    means = logs[rng.integers(0, len(logs), size=(BOOTSTRAP_RESAMPLES, len(logs)))].mean(axis=1)
+    clusters: per cluster (an env), the times of the runs of A and of B. Two-stage bootstrap: draw as many
+    clusters with replacement, within each drawn cluster draw its runs of A and its runs of B with
+    replacement, and recompute the geometric mean over that cluster's pairs (each cluster weighted by its
+    number of pairs, as in the point estimate). NaN when there are fewer than MIN_CLUSTERS clusters.
+    Seeded, so deterministic.
+    """
+    if len(clusters) < MIN_CLUSTERS:
+        return float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    logs = [(np.log(np.asarray(a, float)), np.log(np.asarray(b, float))) for a, b in clusters]
+    weights = np.array([len(a) * len(b) for a, b in logs], dtype=float)
+    chosen = rng.integers(0, len(logs), size=(resamples, len(logs)))
+    # the mean log-ratio over a cluster's pairs (i, j) is mean(log a) - mean(log b)
+    cluster_means = np.empty(chosen.shape)
+    for index, (a, b) in enumerate(logs):
+        slots = chosen == index
+        draws = int(slots.sum())
+        cluster_means[slots] = (a[rng.integers(0, len(a), size=(draws, len(a)))].mean(axis=1)
+                                - b[rng.integers(0, len(b), size=(draws, len(b)))].mean(axis=1))
+    w = weights[chosen]
+    means = (w * cluster_means).sum(axis=1) / w.sum(axis=1)
     low, high = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
     return float(np.exp(low)), float(np.exp(high))
 
 
-def metric_runs(summary: pd.DataFrame, metric: str) -> pd.Series:
-    """The runs a speedup metric is computed from: exp1 for total/steady, synced default-compile runs otherwise."""
-    if metric in ("total", "steady"):
-        return experiment_masks(summary)["exp1"]
-    return summary["sync_timing"].astype(bool) & (summary["compile"] == summary["framework"].map(DEFAULT_COMPILE))
+def clusters_of(ratios: pd.DataFrame) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The runs of A and of B of each cluster (same PAIR_KEYS: one env, tag and experiment) of some pair rows."""
+    clusters = []
+    for _, group in ratios.groupby(PAIR_KEYS, sort=True):
+        runs_a = group.drop_duplicates("run_a").sort_values("run_a")["a"].to_numpy(float)
+        runs_b = group.drop_duplicates("run_b").sort_values("run_b")["b"].to_numpy(float)
+        clusters.append((runs_a, runs_b))
+    return clusters
+
+
+def speedup_masks(summary: pd.DataFrame, metric: str, masks: Optional[dict] = None) -> dict[str, pd.Series]:
+    """experiment -> the runs a speedup metric is computed from: the default compile mode of each framework."""
+    S = study.load()
+    masks = experiment_masks(summary) if masks is None else masks
+    default = summary["compile"] == summary["framework"].map(S.default_compile)
+    return {name: masks[name] & default for name in metric_experiments(metric) if name in masks}
 
 
 def speedup_ratios(summary: pd.DataFrame, metric: str) -> pd.DataFrame:
-    return pairwise(summary, SPEEDUP_METRICS[metric], metric_runs(summary, metric))
+    return pairwise(summary, metric_columns()[metric], speedup_masks(summary, metric))
 
 
-def speedup_table(summary: pd.DataFrame, metrics=tuple(SPEEDUP_METRICS)) -> pd.DataFrame:
-    """metric, size, pair, geomean, median, ci_low, ci_high, n_pairs; combinations without pairs are left out."""
+def speedup_table(summary: pd.DataFrame, metrics=("total", "steady", "rollout", "update")) -> pd.DataFrame:
+    """A row per metric, experiment, size and pair (combinations without pairs are left out): geomean, median,
+    ci_low, ci_high (cluster bootstrap; NaN under MIN_CLUSTERS clusters), n_pairs, n_clusters."""
+    S = study.load()
     rows = []
     for metric in metrics:
         ratios = speedup_ratios(summary, metric)
-        for size in SIZES:
-            for pair in PAIR_NAMES:
-                values = ratios.loc[(ratios["model_size"] == size) & (ratios["pair"] == pair), "value"].to_numpy()
-                if len(values):
-                    low, high = geomean_ci(values)
-                    rows.append({"metric": metric, "size": size, "pair": pair, "geomean": geomean(values),
-                                 "median": float(np.median(values)), "ci_low": low, "ci_high": high,
-                                 "n_pairs": len(values)})
-    return pd.DataFrame(rows, columns=["metric", "size", "pair", "geomean", "median", "ci_low", "ci_high", "n_pairs"])
+        for experiment in metric_experiments(metric):
+            for size in S.sizes:
+                for pair in S.pair_names:
+                    cell = ratios[(ratios["experiment"] == experiment) & (ratios["model_size"] == size)
+                                  & (ratios["pair"] == pair)]
+                    if cell.empty:
+                        continue
+                    values = cell["value"].to_numpy(float)
+                    clusters = clusters_of(cell)
+                    low, high = cluster_bootstrap_ci(clusters)
+                    rows.append({"metric": metric, "experiment": experiment, "size": size, "pair": pair,
+                                 "geomean": float(gmean(values)), "median": float(np.median(values)), "ci_low": low,
+                                 "ci_high": high, "n_pairs": len(values), "n_clusters": len(clusters)})
+    return pd.DataFrame(rows, columns=SPEEDUP_COLUMNS)
 
 
 # ------------------------------------------------------------------------------------ env timing
@@ -311,18 +367,46 @@ def read_env_timing(path: Optional[str]) -> tuple[pd.DataFrame, dict]:
 
 
 def env_order(envs, timing: pd.DataFrame) -> list[str]:
-    """Cheapest env first when timed; envs without timing follow, by name."""
+    """Cheapest env first when timed; envs without timing follow in the study's order (others by name)."""
     cost = timing["ratio"].dropna() if "ratio" in timing else pd.Series(dtype=float)
     timed = sorted((env for env in set(envs) if env in cost), key=lambda env: (cost[env], env))
-    return timed + sorted(env for env in set(envs) if env not in cost)
+    return timed + present(study.load().envs, [env for env in set(envs) if env not in cost])
 
 
 # ------------------------------------------------------------------------------------- figures
-FRAMEWORK_COLORS = {"linen": "#1f77b4", "nnx": "#2ca02c", "torch": "#d62728"}
-SIZE_MARKERS = {"small": "o", "medium": "s", "large": "^"}
-SIZE_SHADES = {"small": 0.45, "medium": 0.0, "large": -0.35}  # >0 towards white, <0 towards black
-SIZE_PALETTE = dict(zip(SIZES, sns.color_palette("Blues", 4)[1:]))
-PAIR_PALETTE = dict(zip(PAIR_NAMES, sns.color_palette("Dark2", 3)))
+MARKERS = ("o", "s", "^", "D", "v", "P")
+
+
+def framework_order() -> list[str]:
+    return list(study.load().frameworks)
+
+
+def size_order() -> tuple[str, ...]:
+    return study.load().sizes
+
+
+def framework_colors() -> dict[str, str]:
+    return {name: framework.color for name, framework in study.load().frameworks.items()}
+
+
+def size_markers() -> dict[str, str]:
+    return {size: MARKERS[i % len(MARKERS)] for i, size in enumerate(size_order())}
+
+
+def size_shades() -> dict[str, float]:
+    """Smallest model lightest: >0 towards white, <0 towards black."""
+    return dict(zip(size_order(), np.linspace(0.45, -0.35, len(size_order())) if len(size_order()) > 1 else [0.0]))
+
+
+def size_palette() -> dict:
+    return dict(zip(size_order(), sns.color_palette("Blues", len(size_order()) + 1)[1:]))
+
+
+def pair_palette() -> dict:
+    names = study.load().pair_names
+    return dict(zip(names, sns.color_palette("Dark2", len(names))))
+
+
 SPEEDUP_LABEL = "speedup A → B = time A / time B\n(above 1×: B is faster)"
 
 
@@ -337,8 +421,8 @@ def mode_name(framework: str, compile_mode: str) -> str:
 
 def mode_palette() -> dict[str, tuple]:
     """Each compile mode in its framework's color; the default mode darkest, the others lighter."""
-    return {mode_name(framework, mode): shade(FRAMEWORK_COLORS[framework], 0.3 * i - 0.2)
-            for framework, modes in COMPILE_MODES.items() for i, mode in enumerate(modes)}
+    return {mode_name(name, mode): shade(framework.color, 0.3 * i - 0.2)
+            for name, framework in study.load().frameworks.items() for i, mode in enumerate(framework.compile)}
 
 
 def present(order, values) -> list:
@@ -426,8 +510,9 @@ def modes_pointplot(ax, data, x, part: str, order, title: str, joined: bool) -> 
     """The steady-state time of part (rollout or update): median over seeds per (x, compile mode), bars min to max."""
     modes = present(mode_palette(), data["mode"])
     palette = {mode: mode_palette().get(mode, "0.6") for mode in modes}
-    sns.pointplot(data=data, x=x, y=f"{part}8plus_s", order=order, hue="mode", hue_order=modes, palette=palette, ax=ax, estimator="median", errorbar=("pi", 100), dodge=0.5, markersize=6,
-                  linewidth=1.5, linestyle="-" if joined else "none", log_scale=True)
+    sns.pointplot(data=data, x=x, y=window_column(study.load().steady, part), order=order, hue="mode", hue_order=modes,
+                  palette=palette, ax=ax, estimator="median", errorbar=("pi", 100), dodge=0.5 if len(modes) > 1 else False,
+                  markersize=6, linewidth=1.5, linestyle="-" if joined else "none", log_scale=True)
     log_axis(ax, f"{part} time per iteration (s)")
     ax.set_title(title)
     ax.set_xlabel("")
@@ -435,14 +520,14 @@ def modes_pointplot(ax, data, x, part: str, order, title: str, joined: bool) -> 
 
 def speedup_boxes(ax, ratios: pd.DataFrame, hue: str, hue_order, palette, title: str) -> None:
     """Box plots of speedup ratios per framework pair, split by hue."""
-    box_with_points(ax, ratios, "pair", "value", present(PAIR_NAMES, ratios["pair"]), hue, hue_order, palette)
+    box_with_points(ax, ratios, "pair", "value", present(study.load().pair_names, ratios["pair"]), hue, hue_order, palette)
     ax.set_xticks(ax.get_xticks(), [pretty_pair(label.get_text()) for label in ax.get_xticklabels()])
     ratio_axis(ax)
     ax.set_title(title)
 
 
 @dataclass
-class Study:
+class Analysis:
     """What the figures and the report are drawn from."""
 
     summary: pd.DataFrame
@@ -455,81 +540,85 @@ class Study:
         return runs.assign(mode=[mode_name(f, c) for f, c in zip(runs["framework"], runs["compile"])])
 
 
-def env_positions(study: Study, envs: pd.Series) -> tuple[pd.Series, bool]:
+def env_positions(an: Analysis, envs: pd.Series) -> tuple[pd.Series, bool]:
     """x of each env: its measured step cost when every env has one, else its rank."""
-    cost = study.timing["ratio"].dropna()
+    cost = an.timing["ratio"].dropna()
     if envs.isin(cost.index).all():
         return envs.map(cost), True
-    return envs.map({env: i for i, env in enumerate(study.envs)}), False
+    return envs.map({env: i for i, env in enumerate(an.envs)}), False
 
 
-def draw_against_env_cost(ax, study: Study, runs: pd.DataFrame, y: str) -> list[Line2D]:
+def draw_against_env_cost(ax, an: Analysis, runs: pd.DataFrame, y: str) -> list[Line2D]:
     """Every run against its env's step cost; framework = color, size = marker and shade; lines join medians.
     Returns the legend handles."""
-    x, timed = env_positions(study, runs["env"])
+    x, timed = env_positions(an, runs["env"])
     for (framework, size), group in runs.groupby(["framework", "model_size"]):
-        color = shade(FRAMEWORK_COLORS.get(framework, "0.5"), SIZE_SHADES.get(size, 0.0))
-        ax.scatter(x[group.index], group[y], color=color, marker=SIZE_MARKERS.get(size, "o"), s=28, alpha=0.75)
+        color = shade(framework_colors().get(framework, "0.5"), size_shades().get(size, 0.0))
+        ax.scatter(x[group.index], group[y], color=color, marker=size_markers().get(size, "o"), s=28, alpha=0.75)
         medians = group.groupby(x[group.index])[y].median().sort_index()
         ax.plot(medians.index, medians.to_numpy(), color=color, lw=1.2)
     if timed:
         log_axis(ax, "env step cost relative to the cheapest env", suffix="×", axis="x")
     else:
-        envs = present(study.envs, runs["env"])
-        ax.set_xticks([study.envs.index(env) for env in envs], envs)
+        envs = present(an.envs, runs["env"])
+        ax.set_xticks([an.envs.index(env) for env in envs], envs)
         rotate_xticks(ax)
         ax.set_xlabel("env (no env timing given: by name)")
-    handles = [Line2D([], [], color=FRAMEWORK_COLORS[f], lw=3, label=f) for f in present(FRAMEWORKS, runs["framework"])]
-    return handles + [Line2D([], [], color="0.3", marker=SIZE_MARKERS[s], ls="", label=s)
-                      for s in present(SIZES, runs["model_size"])]
+    handles = [Line2D([], [], color=framework_colors().get(f, "0.5"), lw=3, label=f)
+               for f in present(framework_order(), runs["framework"])]
+    return handles + [Line2D([], [], color="0.3", marker=size_markers().get(s, "o"), ls="", label=s)
+                      for s in present(size_order(), runs["model_size"])]
 
 
-def fig_exp1_total(study: Study):
-    runs = study.runs("exp1")
+def fig_exp1_total(an: Analysis):
+    runs = an.runs("exp1")
     fig, axes = new_figure(2, width=6.5, title="Exp1: total run duration per framework (sync off, default compile)")
-    box_with_points(axes[0, 0], runs, "model_size", "total_s", present(SIZES, runs["model_size"]), "framework",
-                    present(FRAMEWORKS, runs["framework"]), FRAMEWORK_COLORS)
+    box_with_points(axes[0, 0], runs, "model_size", "total_s", present(size_order(), runs["model_size"]), "framework",
+                    present(framework_order(), runs["framework"]), framework_colors())
     log_axis(axes[0, 0], "total duration (s)")
     axes[0, 0].set_title("all envs and seeds, by model size")
-    handles = draw_against_env_cost(axes[0, 1], study, runs, "total_s")
+    handles = draw_against_env_cost(axes[0, 1], an, runs, "total_s")
     log_axis(axes[0, 1], "total duration (s)")
     axes[0, 1].set_title("against env complexity (lines: medians)")
     row_legend(axes[0], "framework / size", handles=handles)
     return fig
 
 
-def speedup_figure(study: Study, metric: str, title: str):
-    ratios = speedup_ratios(study.summary, metric)
+def speedup_figure(an: Analysis, metric: str, title: str):
+    ratios = speedup_ratios(an.summary, metric)
     if ratios.empty:
         return None
     fig, axes = new_figure(1, width=9, title=title)
-    speedup_boxes(axes[0, 0], ratios, "model_size", present(SIZES, ratios["model_size"]), SIZE_PALETTE,
+    speedup_boxes(axes[0, 0], ratios, "model_size", present(size_order(), ratios["model_size"]), size_palette(),
                   "every pair of runs with the same env, size and tag")
     row_legend(axes[0], "model size")
     return fig
 
 
-def fig_exp1_speedups(study: Study):
-    return speedup_figure(study, "total", "Exp1: total-time speedups per framework pair and model size")
+def fig_exp1_speedups(an: Analysis):
+    return speedup_figure(an, "total", "Exp1: total-time speedups per framework pair and model size")
 
 
-def fig_steady_speedups(study: Study):
-    return speedup_figure(study, "steady", "Steady state: speedups of the mean time/iteration over iterations 8+ (exp1)")
+def fig_steady_speedups(an: Analysis):
+    label = study.load().steady.label
+    return speedup_figure(an, "steady", f"Steady state: speedups of the mean time/iteration over {label} (exp1)")
 
 
-def fig_overhead_windows(study: Study):
+def fig_overhead_windows(an: Analysis):
     """Top: mean time/iteration per window and framework. Bottom: A - B per pair (symlog)."""
-    runs = study.runs("exp1")
-    sizes = present(SIZES, runs["model_size"])
-    fig, axes = new_figure(len(sizes), 2, width=6, height=5,
-                           title="Overhead by iteration window: 0 = compilation, 1-7 = warm-up, 8+ = steady state (exp1)")
-    windows = runs.melt(id_vars=["model_size", "framework"], value_vars=list(WINDOWS), var_name="window", value_name="s")
-    differences = pd.concat([pairwise(study.summary, w, study.masks["exp1"], np.subtract).assign(window=w) for w in WINDOWS])
-    labels = [WINDOW_LABELS[w].replace("iterations", "iters") for w in WINDOWS]
+    runs = an.runs("exp1")
+    sizes = present(size_order(), runs["model_size"])
+    windows = window_columns()
+    title = "Overhead by iteration window: " + ", ".join(f"{w.label} = {w.name}" for w in windows.values()) + " (exp1)"
+    fig, axes = new_figure(len(sizes), 2, width=6, height=5, title=title)
+    means = runs.melt(id_vars=["model_size", "framework"], value_vars=list(windows), var_name="window", value_name="s")
+    differences = pd.concat([pairwise(an.summary, w, {"exp1": an.masks["exp1"]}, np.subtract).assign(window=w)
+                             for w in windows])
+    labels = [w.label.replace("iterations", "iters") for w in windows.values()]
     for col, size in enumerate(sizes):
         top, bottom = axes[0, col], axes[1, col]
-        box_with_points(top, windows[windows["model_size"] == size].dropna(), "window", "s", list(WINDOWS), "framework",
-                        present(FRAMEWORKS, runs["framework"]), FRAMEWORK_COLORS)
+        box_with_points(top, means[means["model_size"] == size].dropna(), "window", "s", list(windows), "framework",
+                        present(framework_order(), runs["framework"]), framework_colors())
         top.set_xticks(range(len(labels)), labels)
         top.set_title(f"{size} model")
         log_axis(top, "mean time per iteration (s)")
@@ -537,8 +626,8 @@ def fig_overhead_windows(study: Study):
         if diffs.empty:
             empty_panel(bottom, "no pairs of runs")
             continue
-        box_with_points(bottom, diffs, "window", "value", list(WINDOWS), "pair", present(PAIR_NAMES, diffs["pair"]),
-                        PAIR_PALETTE, log=False)
+        box_with_points(bottom, diffs, "window", "value", list(windows), "pair",
+                        present(study.load().pair_names, diffs["pair"]), pair_palette(), log=False)
         bottom.set_xticks(range(len(labels)), labels)
         symlog_axis(bottom, diffs["value"], "time A - time B per iteration (s)")
     row_legend(axes[0], "framework")
@@ -546,26 +635,28 @@ def fig_overhead_windows(study: Study):
     return fig
 
 
-def fig_exp2_rollout_update(study: Study):
+def fig_exp2_rollout_update(an: Analysis):
     """Top: rollout and update time by env and compile mode. Bottom: speedups between default modes, by env."""
-    runs = study.runs("exp2")
-    envs = present(study.envs, runs["env"])
+    runs = an.runs("exp2")
+    envs = present(an.envs, runs["env"])
     fig, axes = new_figure(2, 2, width=max(6.0, 0.6 * len(envs) + 2.5), height=5.2,
-                           title="Exp2: rollout vs update, small model, sync on (mean over iterations 8+)")
+                           title=f"Exp2: rollout vs update, small model, sync on (mean over {study.load().steady.label})")
     for col, part in enumerate(("rollout", "update")):
         modes_pointplot(axes[0, col], runs, "env", part, envs, f"{part}, every compile mode", joined=False)
         rotate_xticks(axes[0, col])
-        axes[0, col].set_xlabel("env, cheapest step first" if study.timing["ratio"].notna().any() else "env, by name")
-        ratios = speedup_ratios(study.summary, part)
-        ratios = ratios[ratios["model_size"] == "small"]
+        axes[0, col].set_xlabel("env, cheapest step first" if an.timing["ratio"].notna().any() else "env, by name")
+        ratios = speedup_ratios(an.summary, part)
+        ratios = ratios[ratios["experiment"] == "exp2"]
         ax = axes[1, col]
         ax.set_title(f"{part} speedups, default compile modes")
         if ratios.empty:
             empty_panel(ax, "no pairs of default-compile runs")
             continue
-        sns.pointplot(data=ratios, x="env", y="value", order=present(envs, ratios["env"]), hue="pair",
-                      hue_order=present(PAIR_NAMES, ratios["pair"]), palette=PAIR_PALETTE, estimator="mean",  # of logs: geomean
-                      errorbar=("pi", 100), dodge=0.4, linestyle="none", markersize=7, log_scale=True, ax=ax)
+        pairs = present(study.load().pair_names, ratios["pair"])
+        sns.pointplot(data=ratios, x="env", y="value", order=present(envs, ratios["env"]), hue="pair", hue_order=pairs,
+                      palette=pair_palette(), estimator="mean",  # of the logs (log_scale): the geometric mean
+                      errorbar=("pi", 100), dodge=0.4 if len(pairs) > 1 else False, linestyle="none", markersize=7,
+                      log_scale=True, ax=ax)
         ratio_axis(ax)
         rotate_xticks(ax)
         ax.set_xlabel("")
@@ -574,31 +665,32 @@ def fig_exp2_rollout_update(study: Study):
     return fig
 
 
-def fig_exp3_compile_modes(study: Study):
-    runs = study.runs("exp3")
-    fig, axes = new_figure(2, width=6, title=f"Exp3: compile modes by model size ({EXP3_ENV}, sync on)")
+def fig_exp3_compile_modes(an: Analysis):
+    runs = an.runs("exp3")
+    envs = ", ".join(study.load().experiments["exp3"].envs)
+    fig, axes = new_figure(2, width=6, title=f"Exp3: compile modes by model size ({envs}, sync on)")
     for col, part in enumerate(("rollout", "update")):
-        modes_pointplot(axes[0, col], runs, "model_size", part, present(SIZES, runs["model_size"]),
-                        f"{part} (mean over iterations 8+)", joined=True)
+        modes_pointplot(axes[0, col], runs, "model_size", part, present(size_order(), runs["model_size"]),
+                        f"{part} (mean over {study.load().steady.label})", joined=True)
         axes[0, col].set_xlabel("model size")
     row_legend(axes[0], "framework/compile\n(median, min-max)")
     return fig
 
 
-def fig_exp4_tags(study: Study):
+def fig_exp4_tags(an: Analysis):
     """Total duration per framework under each tag (one panel per size), then total-time speedups per tag."""
-    runs = study.runs("exp4")
-    sizes = present(SIZES, runs["model_size"])
+    runs = an.runs("exp4")
+    sizes = present(size_order(), runs["model_size"])
     tags = sorted(runs["tag"].unique())
     palette = dict(zip(tags, sns.color_palette("Set2", len(tags))))
     fig, axes = new_figure(len(sizes) + 1, width=5, title="Exp4: platforms (tags) compared on the exp1 runs")
     for col, size in enumerate(sizes):
         ax = axes[0, col]
         box_with_points(ax, runs[runs["model_size"] == size], "framework", "total_s",
-                        present(FRAMEWORKS, runs["framework"]), "tag", tags, palette)
+                        present(framework_order(), runs["framework"]), "tag", tags, palette)
         log_axis(ax, "total duration (s)")
         ax.set_title(f"{size} model: total duration")
-    speedup_boxes(axes[0, -1], speedup_ratios(study.summary, "total"), "tag", tags, palette, "total-time speedups")
+    speedup_boxes(axes[0, -1], speedup_ratios(an.summary, "total"), "tag", tags, palette, "total-time speedups")
     row_legend(axes[0], "tag")
     return fig
 
@@ -607,15 +699,15 @@ class FigureSpec(NamedTuple):
     file: str
     experiment: str
     caption: str
-    draw: Callable[[Study], Optional[plt.Figure]]
+    draw: Callable[[Analysis], Optional[plt.Figure]]
 
 
 FIGURES = (
     FigureSpec("exp1_total.png", "exp1", "Exp1: total duration per framework, and against env complexity", fig_exp1_total),
     FigureSpec("exp1_speedups.png", "exp1", "Exp1: total-time speedups per pair and model size", fig_exp1_speedups),
-    FigureSpec("overhead_windows.png", "exp1", "Overhead windows (iteration 0, 1-7, 8+) and pairwise differences",
-               fig_overhead_windows),
-    FigureSpec("steady_speedups.png", "exp1", "Steady-state speedups (iterations 8+)", fig_steady_speedups),
+    FigureSpec("overhead_windows.png", "exp1",
+               "Overhead by iteration window (compile, warm-up, steady) and pairwise differences", fig_overhead_windows),
+    FigureSpec("steady_speedups.png", "exp1", "Steady-state speedups (steady window)", fig_steady_speedups),
     FigureSpec("exp2_rollout_update.png", "exp2", "Exp2: rollout and update durations and speedups by env",
                fig_exp2_rollout_update),
     FigureSpec("exp3_compile_modes.png", "exp3", "Exp3: compile modes by model size", fig_exp3_compile_modes),
@@ -623,16 +715,17 @@ FIGURES = (
 )
 
 
-def draw_figures(study: Study, out: Path) -> tuple[list[FigureSpec], list[str]]:
+def draw_figures(an: Analysis, out: Path) -> tuple[list[FigureSpec], list[str]]:
     """Saves each figure whose experiment has runs; returns the drawn figures and a note per skipped one."""
     sns.set_theme(context="notebook", style="whitegrid", font_scale=1.15)
     drawn, notes = [], []
     for spec in FIGURES:
-        if not study.masks[spec.experiment].any():
+        mask = an.masks.get(spec.experiment)
+        if mask is None or not mask.any():
             why = "runs of exp1 under at least two tags" if spec.experiment == "exp4" else f"{spec.experiment} runs"
             notes.append(f"{spec.file} skipped: no {why}")
             continue
-        fig = spec.draw(study)
+        fig = spec.draw(an)
         if fig is None:
             notes.append(f"{spec.file} skipped: no pairs of runs to compare")
             continue
@@ -640,67 +733,91 @@ def draw_figures(study: Study, out: Path) -> tuple[list[FigureSpec], list[str]]:
         fig.savefig(out / spec.file, dpi=110, bbox_inches="tight")
         plt.close(fig)
         drawn.append(spec)
-    for note in notes:
-        print(f"note: {note}")
     return drawn, notes
+
+
+def remove_stale_figures(out: Path, drawn: list[FigureSpec]) -> list[str]:
+    """Removes the figures of this tool in out that this call did not draw (left from an earlier call)."""
+    notes = []
+    for spec in FIGURES:
+        path = out / spec.file
+        if spec not in drawn and path.exists():
+            path.unlink()
+            notes.append(f"{spec.file} removed: left in {out} by an earlier call and not drawn by this one")
+    return notes
 
 
 # ---------------------------------------------------------------------------------------- report
 def markdown_table(table: pd.DataFrame) -> str:
-    """A DataFrame as a GitHub markdown table (floats to 3 significant digits, missing as '-')."""
-    def cell(value) -> str:
-        if value is None or (isinstance(value, float) and np.isnan(value)):
-            return "-"
-        return f"{value:.3g}" if isinstance(value, float) else str(value).replace("|", "\\|")
-
-    lines = ["| " + " | ".join(map(str, table.columns)) + " |", "|" + " --- |" * len(table.columns)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in table.itertuples(index=False)]
-    return "\n".join(lines)
+    """A DataFrame as a markdown table (floats to 3 significant digits, missing as '-')."""
+    cells = table.map(lambda v: v.replace("|", "\\|") if isinstance(v, str) else v)
+    cells = cells.astype(object).where(table.notna(), None)
+    return cells.to_markdown(index=False, floatfmt=".3g", missingval="-")
 
 
-SPEEDUP_INTRO = ("Speedup A → B = time of A / time of B over every pair of runs with the same env, model size and tag "
-                 "(above 1×: B is faster). Cells: geometric mean [95 % bootstrap interval]; median; number of pairs.")
+def speedup_intro() -> str:
+    S = study.load()
+    return (
+        "Speedup A → B = time of A / time of B (above 1×: B is faster), over every pair of runs of A and B with the "
+        "same env, model size and tag within one experiment (runs are never paired across experiments), each "
+        "framework in its default compile mode. Total time and steady state come from exp1 (sync off); rollout and "
+        "update from each sync-on experiment on its own (exp2 and exp3 are not pooled). Cells: geometric mean of "
+        f"the ratios [{BOOTSTRAP_LEVEL:.0%} cluster-bootstrap interval]; median; pairs / envs. The interval resamples "
+        "envs with replacement, then, within each drawn env, the runs of A and of B with replacement, recomputes the "
+        f"geometric mean ({BOOTSTRAP_RESAMPLES:,} resamples, seeded) and takes the percentiles; "
+        f"{NO_INTERVAL} = fewer than {MIN_CLUSTERS} envs, too few for an interval. "
+        f"Steady state = {S.steady.label}."
+    )
+
+
+def speedup_cell(row) -> str:
+    interval = NO_INTERVAL if np.isnan(row.ci_low) else f"{row.ci_low:.2f}, {row.ci_high:.2f}"
+    pairs, envs = int(row.n_pairs), int(row.n_clusters)
+    counts = f"{pairs} pair{'s' * (pairs != 1)} / {envs} env{'s' * (envs != 1)}"
+    return f"**{row.geomean:.2f}×** [{interval}]; median {row.median:.2f}; {counts}"
 
 
 def speedup_markdown(speedups: pd.DataFrame, intro: bool = True) -> str:
-    """The speedup tables: per metric, a row per pair and a column per size, 'geomean× [95 % CI]; median; n'."""
+    """The speedup tables: per metric and experiment, a row per pair and a column per size."""
     if speedups.empty:
         return "_No pairs of runs to compare._\n"
-    blocks = [SPEEDUP_INTRO] if intro else []
-    for metric, table in speedups.groupby("metric", sort=False):
-        cells = table.assign(cell=[f"**{r.geomean:.2f}×** [{r.ci_low:.2f}, {r.ci_high:.2f}]; median {r.median:.2f}; "
-                                   f"n={r.n_pairs}" for r in table.itertuples()])
-        wide = cells.pivot(index="pair", columns="size", values="cell")
-        wide = wide.reindex(index=present(PAIR_NAMES, wide.index), columns=present(SIZES, wide.columns))
+    S = study.load()
+    blocks = [speedup_intro()] if intro else []
+    for (metric, experiment), table in speedups.groupby(["metric", "experiment"], sort=False):
+        wide = table.assign(cell=[speedup_cell(r) for r in table.itertuples()]).pivot(index="pair", columns="size",
+                                                                                      values="cell")
+        wide = wide.reindex(index=present(S.pair_names, wide.index), columns=present(S.sizes, wide.columns))
         wide.index = [pretty_pair(p) for p in wide.index]
-        blocks.append(f"**{METRIC_TITLES[metric]}**\n\n" + markdown_table(wide.rename_axis("pair").reset_index()))
+        blocks.append(f"**{metric_title(metric, experiment)}**\n\n" + markdown_table(wide.rename_axis("pair").reset_index()))
     return "\n\n".join(blocks) + "\n"
 
 
 def machines_table(summary: pd.DataFrame) -> pd.DataFrame:
-    columns = ["tag", "hostname", "device", "platform", "framework", "versions"]
-    return summary.fillna({c: "" for c in columns}).groupby(columns).size().rename("runs").reset_index()
+    columns = ["tag", "hostname", "device_name", "platform", "framework", "versions"]
+    table = summary.fillna({c: "" for c in columns}).groupby(columns).size().rename("runs").reset_index()
+    return table.rename(columns={"device_name": "device"})
 
 
-def windows_table(study: Study) -> pd.DataFrame:
-    runs = study.runs("exp1")
-    columns = {"setup_s": "setup (s)", **{w: f"{WINDOW_LABELS[w]} (s/iter)" for w in WINDOWS}, "total_s": "total (s)"}
+def windows_table(an: Analysis) -> pd.DataFrame:
+    runs = an.runs("exp1")
+    columns = {"setup_s": "setup (s)", **{c: f"{w.label} (s/iter)" for c, w in window_columns().items()},
+               "total_s": "total (s)"}
     table = runs.groupby(["framework", "model_size"])[list(columns)].median().rename(columns=columns).reset_index()
-    key = {v: i for i, v in enumerate(FRAMEWORKS + SIZES)}
+    key = {v: i for i, v in enumerate([*framework_order(), *size_order()])}
     return table.sort_values(["model_size", "framework"], key=lambda s: s.map(key)).rename(columns={"model_size": "size"})
 
 
-def env_table(study: Study) -> pd.DataFrame:
-    table = study.timing.reindex(study.envs).reset_index(names="env")
-    runs = study.summary.groupby("env").size()
+def env_table(an: Analysis) -> pd.DataFrame:
+    table = an.timing.reindex(an.envs).reset_index(names="env")
+    runs = an.summary.groupby("env").size()
     return table.assign(runs=table["env"].map(runs).fillna(0).astype(int)).rename(
         columns={"obs_dim": "obs dim", "num_actions": "actions", "ms_per_step": "ms per step", "ratio": "relative cost"})
 
 
-def write_report(path: Path, study: Study, speedups: pd.DataFrame, skipped: list[SkippedRun], drawn, notes,
+def write_report(path: Path, an: Analysis, speedups: pd.DataFrame, skipped: list[SkippedRun], drawn, notes,
                  sources: list[str], timing_info: dict) -> None:
-    summary = study.summary
-    counts = ", ".join(f"{name}: {int(mask.sum())}" for name, mask in study.masks.items())
+    summary = an.summary
+    counts = ", ".join(f"{name}: {int(mask.sum())}" for name, mask in an.masks.items())
     parts = [
         "# benchback-rl results",
         f"Generated by `plot_results.py` on {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC from "
@@ -711,16 +828,16 @@ def write_report(path: Path, study: Study, speedups: pd.DataFrame, skipped: list
         "## Speedups",
         speedup_markdown(speedups),
     ]
-    if study.masks["exp4"].any():
+    if an.masks.get("exp4", pd.Series(dtype=bool)).any():
         per_tag = [f"Tag `{tag}`:\n\n" + speedup_markdown(speedup_table(runs, ["total"]), intro=False)
                    for tag, runs in summary.groupby("tag")]
         parts += ["### Total-time speedups per tag (exp4)", *per_tag]
-    if study.masks["exp1"].any():
-        parts += ["## Iteration windows (exp1, median over runs)", markdown_table(windows_table(study))]
+    if an.masks["exp1"].any():
+        parts += ["## Iteration windows (exp1, median over runs)", markdown_table(windows_table(an))]
     timing_note = (f"Measured by env_timing.py on {timing_info.get('device') or 'an unnamed device'} "
-                   f"({format_versions(timing_info.get('versions'))})."
-                   if timing_info else "No env timing given (`--env-timing`): envs are ordered by name.")
-    parts += ["## Environment complexity", timing_note, markdown_table(env_table(study))]
+                   f"({flat(timing_info.get('versions')) or 'versions not recorded'})."
+                   if timing_info else "No env timing given (`--env-timing`): envs are in the study's order.")
+    parts += ["## Environment complexity", timing_note, markdown_table(env_table(an))]
     parts += ["## Figures"]
     parts += [f"### {spec.caption}\n\n![{spec.caption}]({spec.file})" for spec in drawn]
     parts += [f"- {note}" for note in notes]
@@ -733,13 +850,13 @@ def write_report(path: Path, study: Study, speedups: pd.DataFrame, skipped: list
 README_MARKERS = ("<!-- speedups:start -->", "<!-- speedups:end -->")
 
 
-def update_readme(path: Path, block: str) -> None:
-    """Puts block between the README_MARKERS of the file at path (the markers stay)."""
+def readme_with(path: Path, block: str) -> str:
+    """The text of the file at path with block between its README_MARKERS (the markers stay); exit 2 without them."""
     text = path.read_text()
     start, end = (text.find(marker) for marker in README_MARKERS)
     if start < 0 or end < start:
-        sys.exit(f"error: {path} has no {README_MARKERS[0]} ... {README_MARKERS[1]} block")
-    path.write_text(text[:start + len(README_MARKERS[0])] + "\n" + block + text[end:])
+        fail(f"{path} has no {README_MARKERS[0]} ... {README_MARKERS[1]} block; nothing written")
+    return text[:start + len(README_MARKERS[0])] + "\n" + block + text[end:]
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -750,14 +867,15 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--csv", action="append", default=[], metavar="FILE",
                         help="a runs.csv written earlier (e.g. on another machine) to merge in; repeatable")
     parser.add_argument("--env-timing", metavar="FILE",
-                        help="env_timing.json from env_timing.py: orders envs by step cost (else by name)")
+                        help="env_timing.json from env_timing.py: orders envs by step cost (else in the study's order)")
     parser.add_argument("--no-figures", dest="figures", action="store_false",
-                        help="write the tables and REPORT.md only (fast, e.g. to merge the CSVs of several machines)")
+                        help="write the tables and REPORT.md only (fast, e.g. to merge the CSVs of several machines); "
+                             "figures of an earlier call in --out are removed")
     parser.add_argument("--readme-block", type=Path, metavar="FILE",
                         help="also write just the speedup tables (markdown) to FILE, for the README")
     parser.add_argument("--update-readme", type=Path, metavar="FILE",
                         help=f"replace the text between {README_MARKERS[0]} and {README_MARKERS[1]} in FILE "
-                             "with the speedup tables")
+                             "with the speedup tables (refused when there are no pairs of runs to compare)")
     args = parser.parse_args(argv)
     if not args.runs_dirs and not args.csv:
         parser.error("give at least one RUNS_DIR or --csv FILE")
@@ -767,29 +885,42 @@ def parse_args(argv=None) -> argparse.Namespace:
     for path in [*args.csv, *([args.env_timing] if args.env_timing else [])]:
         if not Path(path).is_file():
             parser.error(f"no file {path}")
+    if args.update_readme and not args.update_readme.is_file():
+        parser.error(f"no file {args.update_readme}")
     return args
 
 
 def main(argv=None) -> None:
     args = parse_args(argv)
-    args.out.mkdir(parents=True, exist_ok=True)
+    sources = [*args.runs_dirs, *args.csv]
     timing, timing_info = read_env_timing(args.env_timing)
     runs, skipped = load_runs(args.runs_dirs, args.csv)
     for run in skipped:
         print(f"warning: skipped {run.path}: {run.reason}", file=sys.stderr)
+    if runs.empty:  # before anything is created or overwritten
+        fail(f"no completed run in {', '.join(sources)} ({len(skipped)} skipped); nothing written")
     summary = summarize(runs, timing)
-    study = Study(summary, experiment_masks(summary), env_order(summary["env"], timing), timing)
+    an = Analysis(summary, experiment_masks(summary), env_order(summary["env"], timing), timing)
     speedups = speedup_table(summary)
+    block = speedup_markdown(speedups)
+    if speedups.empty and (args.update_readme or args.readme_block):
+        fail("no pairs of runs to compare: the README speedup tables would be empty; nothing written "
+             "(drop --update-readme/--readme-block to write the rest)")
+    readme = readme_with(args.update_readme, block) if args.update_readme else None
 
+    args.out.mkdir(parents=True, exist_ok=True)
     runs.to_csv(args.out / "runs.csv", index=False)
     summary.to_csv(args.out / "summary.csv", index=False)
     speedups.to_csv(args.out / "speedups.csv", index=False)
-    drawn, notes = draw_figures(study, args.out) if args.figures else ([], ["figures not drawn (--no-figures)"])
-    write_report(args.out / "REPORT.md", study, speedups, skipped, drawn, notes, [*args.runs_dirs, *args.csv], timing_info)
+    drawn, notes = draw_figures(an, args.out) if args.figures else ([], ["figures not drawn (--no-figures)"])
+    notes += remove_stale_figures(args.out, drawn)
+    for note in notes:
+        print(f"note: {note}")
+    write_report(args.out / "REPORT.md", an, speedups, skipped, drawn, notes, sources, timing_info)
     if args.readme_block:
-        args.readme_block.write_text(speedup_markdown(speedups))
-    if args.update_readme:
-        update_readme(args.update_readme, speedup_markdown(speedups))
+        args.readme_block.write_text(block)
+    if readme is not None:
+        args.update_readme.write_text(readme)
     print(f"{len(summary)} runs ({len(skipped)} skipped), {len(drawn)} figures -> {args.out}/REPORT.md")
 
 

@@ -4,56 +4,66 @@ The runs are written like the ppo_*.py scripts write them (config.json, summary.
 at step (i + 1) * batch_size), with durations chosen so that every speedup is known in advance.
 """
 
+import importlib
 import itertools
 import json
 import math
 import statistics
-import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from tensorboardX import SummaryWriter
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import plot_results  # noqa: E402
+import plot_results
+import runlog
+import study
+from helpers import ROOT, STUDY
 
 NUM_ENVS, NUM_STEPS, ITERATIONS = 4, 8, 11  # iterations 0, 1-7 and 8-10: every window is populated
 BATCH = NUM_ENVS * NUM_STEPS
-MODES = [(f, c) for f, modes in plot_results.COMPILE_MODES.items() for c in modes]
-DEFAULT_MODES = [(f, plot_results.DEFAULT_COMPILE[f]) for f in plot_results.FRAMEWORKS]
+MODES = [(name, mode) for name, framework in STUDY.frameworks.items() for mode in framework.compile]
+DEFAULT_MODES = [(name, framework.default_compile) for name, framework in STUDY.frameworks.items()]
 ALL_FIGURES = {spec.file for spec in plot_results.FIGURES}
 
 # Duration factors: each run's times are products of these, so every speedup is known.
-FRAMEWORK_FACTOR = {"linen": 1.0, "nnx": 1.25, "torch": 5.0}
+FRAMEWORK_FACTOR = {"linen": 1.0, "nnx": 1.25, "torch": 5.0, "fake": 2.0}
 SEED_FACTOR = {1: 1.0, 2: 1.2}
-ENV_FACTOR = {"CartPole-v1": 1.0, "Acrobot-v1": 2.0}
+ENV_FACTOR = {"CartPole-v1": 1.0, "Acrobot-v1": 2.0, "MountainCar-v0": 3.0}  # three envs: enough for an interval
 SIZE_FACTOR = {"small": 1.0, "medium": 2.0, "large": 4.0}
 TAG_FACTOR = {"linux": 1.0, "mac": 3.0}
 # time/iteration relative to the steady state: iteration 0 compiles, 1-7 warm up, 8+ drift a little
 WINDOW_SHAPE = [20.0] + [3.0] * 7 + [1.0 + 0.1 * (i - 8) for i in range(8, ITERATIONS)]
 
 
-def known_durations(env, framework, size, seed, tag) -> dict:
+def known_durations(env, framework, size, seed, tag, factor=1.0) -> dict:
     """time/iteration per iteration, rollout/update shares and total_s of a synthetic run."""
-    base = 0.01 * FRAMEWORK_FACTOR[framework] * SEED_FACTOR.get(seed, 1.0) * ENV_FACTOR[env] * SIZE_FACTOR[size] * TAG_FACTOR[tag]
+    base = (0.01 * factor * FRAMEWORK_FACTOR[framework] * SEED_FACTOR.get(seed, 1.0) * ENV_FACTOR.get(env, 1.0)
+            * SIZE_FACTOR[size] * TAG_FACTOR[tag])
     iteration = [base * w for w in WINDOW_SHAPE]
     return {"iteration": iteration, "rollout": [0.4 * t for t in iteration], "update": [0.5 * t for t in iteration],
             "total_s": 1.5 + sum(iteration)}
 
 
 def write_run(root: Path, env, framework, size, compile_mode, seed, sync, tag="linux", status="completed",
-              iterations=ITERATIONS, events=True) -> dict:
-    """One run folder as ppo_*.py writes it; returns its config plus its known durations."""
+              iterations=ITERATIONS, events=True, factor=1.0, old_config=False) -> dict:
+    """One run folder as ppo_*.py writes it; returns its config plus its known durations.
+    old_config: as the scripts wrote it before "device_name", "command" and "import_s" existed."""
     name = f"{env}__{framework}__{size}__{compile_mode}__{seed}__{1_700_000_000 + len(list(root.rglob('config.json')))}"
     run_dir = root / tag / name
     run_dir.mkdir(parents=True)
     config = {"exp_name": f"ppo_{framework}", "env": env, "model_size": size, "seed": seed, "num_envs": NUM_ENVS,
               "num_steps": NUM_STEPS, "num_iterations": ITERATIONS, "compile": compile_mode, "sync_timing": sync,
               "tag": tag, "framework": framework, "batch_size": BATCH, "minibatch_size": BATCH // 2,
-              "versions": {"python": "3.11.0", "jax": "0.6.0"}, "device": "cpu", "platform": "Linux-test",
+              "versions": {"python": "3.11.0", "jax": "0.6.0"}, "platform": "Linux-test",
               "hostname": f"{tag}-host", "start_time": "2025-01-01T00:00:00+00:00"}
-    durations = known_durations(env, framework, size, seed, tag)
+    if old_config:
+        config["device"] = "cpu"
+    else:
+        config.update(device="auto", device_name="Test GPU 9000",
+                      command=[f"ppo_{framework}.py", "--env", env, "--exp-name", "two words"])
+    durations = known_durations(env, framework, size, seed, tag, factor)
     (run_dir / "config.json").write_text(json.dumps(config))
     if events:
         writer = SummaryWriter(str(run_dir))
@@ -61,22 +71,25 @@ def write_run(root: Path, env, framework, size, compile_mode, seed, sync, tag="l
             step = (i + 1) * BATCH
             for part in ("iteration", "rollout", "update"):
                 writer.add_scalar(f"time/{part}", durations[part][i], step)
-            writer.add_scalar("charts/episodic_return", 10.0 * i, step)
+            if i % 3 == 2:  # the scripts skip the episode points of an iteration in which no episode ended
+                writer.add_scalar("charts/episodic_return", 10.0 * i, step)
         writer.close()
     summary = {"status": status, "iterations_completed": iterations, "setup_s": 1.5, "total_s": durations["total_s"],
                "final_return": 95.0}
+    if not old_config:
+        summary["import_s"] = 0.7
     (run_dir / "summary.json").write_text(json.dumps(summary))
     return {**config, **durations, "run_dir": run_dir, "steady": statistics.mean(durations["iteration"][8:]),
             "rollout8": statistics.mean(durations["rollout"][8:]), "update8": statistics.mean(durations["update"][8:])}
 
 
 def write_study(root: Path) -> list[dict]:
-    """exp1 (linux) + a small exp4 repeat (mac) + exp2 + exp3, and three runs that must be skipped."""
+    """exp1 (linux) + a small exp4 repeat (mac, old-style configs) + exp2 + exp3, and three runs that must be skipped."""
     runs = []
     for env, size, (framework, mode), seed in itertools.product(ENV_FACTOR, ["small", "large"], DEFAULT_MODES, SEED_FACTOR):
         runs.append(write_run(root, env, framework, size, mode, seed, sync=False))
     for (framework, mode), seed in itertools.product(DEFAULT_MODES, SEED_FACTOR):
-        runs.append(write_run(root, "CartPole-v1", framework, "small", mode, seed, sync=False, tag="mac"))
+        runs.append(write_run(root, "CartPole-v1", framework, "small", mode, seed, sync=False, tag="mac", old_config=True))
     for env, (framework, mode) in itertools.product(ENV_FACTOR, MODES):
         runs.append(write_run(root, env, framework, "small", mode, 1, sync=True))
     for framework, mode in MODES:
@@ -90,32 +103,44 @@ def write_study(root: Path) -> list[dict]:
 
 def write_timing(path: Path) -> Path:
     envs = {"CartPole-v1": {"obs_dim": 4, "num_actions": 2, "ms_per_step": 0.1, "ratio": 1.0},
-            "Acrobot-v1": {"obs_dim": 6, "num_actions": 3, "ms_per_step": 0.3, "ratio": 3.0}}
+            "Acrobot-v1": {"obs_dim": 6, "num_actions": 3, "ms_per_step": 0.3, "ratio": 3.0},
+            "MountainCar-v0": {"obs_dim": 2, "num_actions": 3, "ms_per_step": 0.2, "ratio": 2.0}}
     path.write_text(json.dumps({"device": "cpu", "versions": {"jax": "0.6.0"}, "num_envs": 4096, "envs": envs}))
     return path
 
 
-def expected_speedups(runs: list[dict], metric: str, selects) -> dict:
-    """(size, pair) -> (geomean, median, n) by plain math over every pair with the same env, size and tag."""
-    expected = {}
-    for size in plot_results.SIZES:
-        for a, b in plot_results.PAIRS:
-            ratios = [ra[metric] / rb[metric] for ra, rb in itertools.product(runs, runs)
-                      if selects(ra) and selects(rb) and ra["framework"] == a and rb["framework"] == b
-                      and ra["model_size"] == rb["model_size"] == size
-                      and (ra["env"], ra["tag"]) == (rb["env"], rb["tag"])]
-            if ratios:
-                geomean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
-                expected[(size, f"{a}->{b}")] = (geomean, statistics.median(ratios), len(ratios))
-    return expected
+def experiments_of(run: dict) -> set[str]:
+    """exp1..exp3 of a synthetic run, by the study's definition (runs written outside bench.sh's exp folders)."""
+    framework = STUDY.frameworks[run["framework"]]
+    return {name for name, exp in STUDY.experiments.items()
+            if exp.sync == run["sync_timing"] and run["env"] in exp.envs and run["model_size"] in exp.sizes
+            and run["compile"] in exp.compile_modes(framework)}
 
 
 def is_default(run) -> bool:
-    return run["compile"] == plot_results.DEFAULT_COMPILE[run["framework"]]
+    return run["compile"] == STUDY.default_compile(run["framework"])
+
+
+def expected_speedups(runs: list[dict], metric: str, experiments: list[str]) -> dict:
+    """(experiment, size, pair) -> (geomean, median, n pairs, n envs) by plain math over every pair of
+    default-compile runs of one experiment with the same env, size and tag."""
+    expected = {}
+    for experiment, size, (a, b) in itertools.product(experiments, STUDY.sizes, STUDY.pairs):
+        ratios, envs = [], set()
+        for ra, rb in itertools.product(runs, runs):
+            if (ra["framework"], rb["framework"]) == (a, b) and is_default(ra) and is_default(rb) \
+                    and experiment in experiments_of(ra) and experiment in experiments_of(rb) \
+                    and ra["model_size"] == rb["model_size"] == size and (ra["env"], ra["tag"]) == (rb["env"], rb["tag"]):
+                ratios.append(ra[metric] / rb[metric])
+                envs.add((ra["env"], ra["tag"]))
+        if ratios:
+            geomean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+            expected[(experiment, size, f"{a}->{b}")] = (geomean, statistics.median(ratios), len(ratios), len(envs))
+    return expected
 
 
 @pytest.fixture(scope="module")
-def study(tmp_path_factory):
+def study_out(tmp_path_factory):
     """The synthetic study, analysed once: (its runs, the output folder)."""
     root = tmp_path_factory.mktemp("study")
     runs = write_study(root / "runs")
@@ -125,34 +150,41 @@ def study(tmp_path_factory):
     return runs, out
 
 
-def test_speedups_match_hand_computed_values(study):
-    runs, out = study
+def test_speedups_match_hand_computed_values(study_out):
+    runs, out = study_out
     speedups = pd.read_csv(out / "speedups.csv")
-    assert list(speedups.columns) == ["metric", "size", "pair", "geomean", "median", "ci_low", "ci_high", "n_pairs"]
-    selections = {"total": ("total_s", lambda r: not r["sync_timing"] and is_default(r)),
-                  "steady": ("steady", lambda r: not r["sync_timing"] and is_default(r)),
-                  "rollout": ("rollout8", lambda r: r["sync_timing"] and is_default(r)),
-                  "update": ("update8", lambda r: r["sync_timing"] and is_default(r))}
-    for metric, (key, selects) in selections.items():
-        expected = expected_speedups(runs, key, selects)
-        got = speedups[speedups["metric"] == metric].set_index(["size", "pair"])
+    assert list(speedups.columns) == ["metric", "experiment", "size", "pair", "geomean", "median", "ci_low", "ci_high",
+                                      "n_pairs", "n_clusters"]
+    selections = {"total": ("total_s", ["exp1"]), "steady": ("steady", ["exp1"]),
+                  "rollout": ("rollout8", ["exp2", "exp3"]), "update": ("update8", ["exp2", "exp3"])}
+    for metric, (key, experiments) in selections.items():
+        expected = expected_speedups(runs, key, experiments)
+        got = speedups[speedups["metric"] == metric].set_index(["experiment", "size", "pair"])
         assert set(got.index) == set(expected), metric
-        for (size, pair), (geomean, median, n) in expected.items():
-            row = got.loc[(size, pair)]
-            assert row["geomean"] == pytest.approx(geomean, rel=1e-5), (metric, size, pair)
-            assert row["median"] == pytest.approx(median, rel=1e-5), (metric, size, pair)
-            assert row["n_pairs"] == n
-            assert row["ci_low"] <= row["geomean"] * (1 + 1e-9) and row["geomean"] <= row["ci_high"] * (1 + 1e-9)
+        for cell, (geomean, median, n, envs) in expected.items():
+            row = got.loc[cell]
+            assert row["geomean"] == pytest.approx(geomean, rel=1e-5), (metric, cell)
+            assert row["median"] == pytest.approx(median, rel=1e-5), (metric, cell)
+            assert (row["n_pairs"], row["n_clusters"]) == (n, envs), (metric, cell)
+            if envs < 3:
+                assert math.isnan(row["ci_low"]) and math.isnan(row["ci_high"]), (metric, cell)
+            else:
+                assert row["ci_low"] <= row["geomean"] * (1 + 1e-9) and row["geomean"] <= row["ci_high"] * (1 + 1e-9)
     # The same numbers by hand: seeds 1.0/1.2 give ratios 1.25 x {1, 1.2, 1/1.2, 1} -> geomean and median 1.25
-    steady = speedups.set_index(["metric", "size", "pair"])
-    assert steady.loc[("steady", "large", "nnx->linen"), "geomean"] == pytest.approx(1.25, rel=1e-5)
-    assert steady.loc[("steady", "large", "nnx->linen"), "median"] == pytest.approx(1.25, rel=1e-5)
-    assert steady.loc[("steady", "large", "nnx->linen"), "n_pairs"] == 2 * 4  # 2 envs x 2 x 2 seeds
-    assert steady.loc[("rollout", "large", "torch->linen"), "geomean"] == pytest.approx(5.0, rel=1e-5)
+    table = speedups.set_index(["metric", "experiment", "size", "pair"])
+    steady = table.loc[("steady", "exp1", "large", "nnx->linen")]
+    assert steady["geomean"] == pytest.approx(1.25, rel=1e-5) and steady["median"] == pytest.approx(1.25, rel=1e-5)
+    assert (steady["n_pairs"], steady["n_clusters"]) == (3 * 4, 3)  # 3 envs x 2 x 2 seeds
+    assert steady["ci_low"] < 1.25 < steady["ci_high"]  # the seeds differ within each env
+    assert table.loc[("rollout", "exp3", "large", "torch->linen"), "geomean"] == pytest.approx(5.0, rel=1e-5)
+    # rollout/update per experiment: exp2 = the three envs' small runs, exp3 = Acrobot-v1's
+    assert table.loc[("rollout", "exp2", "small", "nnx->linen"), "n_pairs"] == 3
+    assert table.loc[("rollout", "exp3", "small", "nnx->linen"), "n_pairs"] == 1
+    assert ("rollout", "exp2", "large", "nnx->linen") not in table.index
 
 
-def test_summary_windows_and_experiments(study):
-    runs, out = study
+def test_summary_windows_and_experiments(study_out):
+    runs, out = study_out
     summary = pd.read_csv(out / "summary.csv").set_index("run")
     assert len(summary) == len(runs)
     one = runs[0]  # exp1, sync off
@@ -169,16 +201,30 @@ def test_summary_windows_and_experiments(study):
     assert (summary["experiments"] == "exp3").sum() == len(MODES)  # Acrobot large
 
 
-def test_broken_runs_are_skipped_and_counted(study):
-    runs, out = study
+def test_device_name_command_and_import_time(study_out):
+    """New runs record the resolved device as device_name (device is torch's flag); old runs only have device."""
+    runs, out = study_out
+    summary = pd.read_csv(out / "summary.csv")
+    assert "device" not in summary
+    assert set(summary.loc[summary["tag"] == "linux", "device_name"]) == {"Test GPU 9000"}
+    assert set(summary.loc[summary["tag"] == "mac", "device_name"]) == {"cpu"}
+    new = summary[summary["tag"] == "linux"]
+    assert set(new["import_s"]) == {0.7} and summary.loc[summary["tag"] == "mac", "import_s"].isna().all()
+    assert all(command.endswith("--exp-name 'two words'") for command in new["command"])  # argv as a command line
+    machines = (out / "REPORT.md").read_text().split("## Speedups")[0]
+    assert "Test GPU 9000" in machines and "| cpu " in machines and "auto" not in machines
+
+
+def test_broken_runs_are_skipped_and_counted(study_out):
+    runs, out = study_out
     report = (out / "REPORT.md").read_text()
     assert "3 skipped" in report
     assert "status 'interrupted'" in report and "no TensorBoard scalars" in report and "unreadable config.json" in report
     assert pd.read_csv(out / "runs.csv")["run"].nunique() == len(runs)
 
 
-def test_every_figure_and_the_report(study):
-    runs, out = study
+def test_every_figure_and_the_report(study_out):
+    runs, out = study_out
     assert ALL_FIGURES <= {p.name for p in out.glob("*.png")}
     report = (out / "REPORT.md").read_text()
     for name in ALL_FIGURES:
@@ -188,8 +234,19 @@ def test_every_figure_and_the_report(study):
     assert "nnx → linen" in block and block in report
 
 
-def test_csv_round_trip(study, tmp_path):
-    runs, out = study
+def test_speedup_text_says_what_the_interval_is(study_out):
+    runs, out = study_out
+    block = (out.parent / "block.md").read_text()
+    assert "cluster-bootstrap interval" in block and "resamples envs with replacement" in block
+    assert "– = fewer than 3 envs" in block
+    assert "[–]" in block  # large model: one env (Acrobot-v1) in exp3
+    assert "12 pairs / 3 envs" in block
+    for path in [ROOT / "plot_results.py", *sorted((ROOT / "benchmarks").glob("*.py"))]:
+        assert "DESIGN.md" not in path.read_text(), path
+
+
+def test_csv_round_trip(study_out, tmp_path):
+    runs, out = study_out
     again = tmp_path / "again"
     # runs.csv alone, and runs.csv given twice (as from two machines with overlapping runs)
     plot_results.main(["--csv", str(out / "runs.csv"), "--csv", str(out / "runs.csv"), "--out", str(again),
@@ -199,24 +256,83 @@ def test_csv_round_trip(study, tmp_path):
     assert not list(again.glob("*.png"))
 
 
-def test_figures_of_absent_experiments_are_skipped(tmp_path):
+def test_a_runs_csv_of_the_older_tool_is_read(study_out, tmp_path):
+    """An older runs.csv has a device column (the resolved device) instead of device_name."""
+    runs, out = study_out
+    old = pd.read_csv(out / "runs.csv").drop(columns=["command", "import_s"]).rename(columns={"device_name": "device"})
+    old.to_csv(tmp_path / "old.csv", index=False)
+    plot_results.main(["--csv", str(tmp_path / "old.csv"), "--out", str(tmp_path / "out"), "--no-figures"])
+    summary = pd.read_csv(tmp_path / "out" / "summary.csv")
+    assert set(summary["device_name"]) == {"Test GPU 9000", "cpu"}
+
+
+def test_figures_of_absent_experiments_are_skipped_and_stale_ones_removed(tmp_path, capsys):
+    out = tmp_path / "out"
+    out.mkdir()
+    for name in [*ALL_FIGURES, "my_own.png"]:  # figures of an earlier call, and a file that is not this tool's
+        (out / name).write_bytes(b"old")
     for (framework, mode), seed in itertools.product(MODES, SEED_FACTOR):  # exp2 only
         write_run(tmp_path / "runs", "CartPole-v1", framework, "small", mode, seed, sync=True)
     (tmp_path / "timing.json").write_text('{"envs": {"CartPole-v1": {"ratio": "fast"}, "Acrobot-v1": 3}}')  # unusable
-    plot_results.main([str(tmp_path / "runs"), "--out", str(tmp_path / "out"), "--env-timing", str(tmp_path / "timing.json")])
-    assert {p.name for p in (tmp_path / "out").glob("*.png")} == {"exp2_rollout_update.png"}
-    report = (tmp_path / "out" / "REPORT.md").read_text()
+    plot_results.main([str(tmp_path / "runs"), "--out", str(out), "--env-timing", str(tmp_path / "timing.json")])
+    assert {p.name for p in out.glob("*.png")} == {"exp2_rollout_update.png", "my_own.png"}
+    assert (out / "exp2_rollout_update.png").read_bytes() != b"old"
+    report = (out / "REPORT.md").read_text()
     for name in ALL_FIGURES - {"exp2_rollout_update.png"}:
-        assert f"{name} skipped" in report
-    speedups = pd.read_csv(tmp_path / "out" / "speedups.csv")
-    assert set(speedups["metric"]) == {"rollout", "update"}
+        assert f"{name} skipped" in report and f"{name} removed" in report and f"]({name})" not in report
+    assert "exp1_total.png removed" in capsys.readouterr().out
+    speedups = pd.read_csv(out / "speedups.csv")
+    assert set(speedups["metric"]) == {"rollout", "update"} and set(speedups["experiment"]) == {"exp2"}
 
 
-def test_no_runs_gives_an_empty_report(tmp_path):
+def test_no_figures_removes_the_figures_of_an_earlier_call(study_out, tmp_path):
+    runs, out = study_out
+    again = tmp_path / "again"
+    again.mkdir()
+    (again / "exp1_total.png").write_bytes(b"old")
+    plot_results.main(["--csv", str(out / "runs.csv"), "--out", str(again), "--no-figures"])
+    assert not (again / "exp1_total.png").exists()
+    assert "exp1_total.png removed" in (again / "REPORT.md").read_text()
+
+
+def test_no_completed_run_writes_nothing(tmp_path, capsys):
+    """An empty (or wrong) runs folder: exit 2, one line, --out and the README untouched."""
     (tmp_path / "runs").mkdir()
-    plot_results.main([str(tmp_path / "runs"), "--out", str(tmp_path / "out")])
-    assert "0 completed runs" in (tmp_path / "out" / "REPORT.md").read_text()
-    assert not list((tmp_path / "out").glob("*.png"))
+    write_run(tmp_path / "runs", "CartPole-v1", "linen", "small", "jit", 1, sync=False, status="interrupted")
+    readme = tmp_path / "README.md"
+    start, end = plot_results.README_MARKERS
+    readme.write_text(f"# title\n{start}\nold numbers\n{end}\n")
+    for out in (tmp_path / "new", tmp_path / "old"):
+        if out.name == "old":
+            out.mkdir()
+            (out / "speedups.csv").write_text("old")
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as exit_info:
+            plot_results.main([str(tmp_path / "runs"), "--out", str(out), "--update-readme", str(readme)])
+        assert exit_info.value.code == 2
+        errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+        assert len(errors) == 1 and "no completed run" in errors[0] and "nothing written" in errors[0]
+    assert not (tmp_path / "new").exists()
+    assert [p.name for p in (tmp_path / "old").iterdir()] == ["speedups.csv"]
+    assert (tmp_path / "old" / "speedups.csv").read_text() == "old"
+    assert "old numbers" in readme.read_text()
+
+
+def test_the_readme_tables_are_never_replaced_by_empty_ones(tmp_path, capsys):
+    """Completed runs of one framework only: no pairs to compare, so --update-readme refuses and writes nothing."""
+    for env in ENV_FACTOR:
+        write_run(tmp_path / "runs", env, "linen", "small", "jit", 1, sync=False)
+    readme = tmp_path / "README.md"
+    start, end = plot_results.README_MARKERS
+    readme.write_text(f"# title\n{start}\nold numbers\n{end}\n")
+    with pytest.raises(SystemExit) as exit_info:
+        plot_results.main([str(tmp_path / "runs"), "--out", str(tmp_path / "out"), "--update-readme", str(readme)])
+    assert exit_info.value.code == 2 and "no pairs of runs" in capsys.readouterr().err
+    assert readme.read_text() == f"# title\n{start}\nold numbers\n{end}\n"
+    assert not (tmp_path / "out").exists()
+    # without the README the same runs give their (pairless) tables and report
+    plot_results.main([str(tmp_path / "runs"), "--out", str(tmp_path / "out"), "--no-figures"])
+    assert "No pairs of runs" in (tmp_path / "out" / "REPORT.md").read_text()
 
 
 def test_experiment_folder_of_bench_sh_decides_membership(tmp_path):
@@ -231,8 +347,27 @@ def test_experiment_folder_of_bench_sh_decides_membership(tmp_path):
     assert sorted(summary["sweep"]) == ["exp2", "exp3"]
 
 
-def test_update_readme_replaces_only_the_marked_block(study, tmp_path):
-    runs, out = study
+def test_rollout_and_update_pair_runs_within_one_experiment(tmp_path):
+    """bench.sh's exp2/ and exp3/ copies of Acrobot-v1 small are never paired with each other."""
+    nnx_factor = {"exp2": 1.0, "exp3": 3.0}  # nnx -> linen: 1.25 in exp2, 3.75 in exp3
+    for experiment, framework in itertools.product(nnx_factor, ["linen", "nnx"]):
+        factor = nnx_factor[experiment] if framework == "nnx" else 1.0
+        run_dir = write_run(tmp_path / experiment, "Acrobot-v1", framework, "small", STUDY.default_compile(framework), 1,
+                            sync=True, factor=factor)["run_dir"]
+        (tmp_path / "runs" / experiment).mkdir(parents=True, exist_ok=True)
+        run_dir.rename(tmp_path / "runs" / experiment / f"{run_dir.name}{experiment[-1]}")  # started at another time
+    plot_results.main([str(tmp_path / "runs"), "--out", str(tmp_path / "out"), "--no-figures"])
+    speedups = pd.read_csv(tmp_path / "out" / "speedups.csv").set_index(["metric", "experiment"])
+    for metric in ("rollout", "update"):
+        assert speedups.loc[(metric, "exp2"), "geomean"] == pytest.approx(1.25, rel=1e-6)
+        assert speedups.loc[(metric, "exp3"), "geomean"] == pytest.approx(3.75, rel=1e-6)
+        assert speedups.loc[(metric, "exp2"), "n_pairs"] == speedups.loc[(metric, "exp3"), "n_pairs"] == 1
+    block = plot_results.speedup_markdown(speedups.reset_index())
+    assert block.count("**Rollout") == 2 and "(exp2: " in block and "(exp3: " in block
+
+
+def test_update_readme_replaces_only_the_marked_block(study_out, tmp_path):
+    runs, out = study_out
     readme = tmp_path / "README.md"
     start, end = plot_results.README_MARKERS
     readme.write_text(f"# title\n{start}\nold numbers\n{end}\ntail\n")
@@ -242,3 +377,126 @@ def test_update_readme_replaces_only_the_marked_block(study, tmp_path):
     block = plot_results.speedup_markdown(pd.read_csv(out / "speedups.csv"))
     assert text == f"# title\n{start}\n{block}{end}\ntail\n"
     assert "old numbers" not in text and "nnx → linen" in text
+
+
+# ------------------------------------------------------------------------------ the cluster bootstrap
+def write_runs_csv(path: Path, runs: list[tuple[str, str, int, float]]) -> Path:
+    """A runs.csv of exp1 runs (env, framework, seed, total_s), every iteration taking 1 s."""
+    rows = [{"run": f"{env}__{framework}__{seed}", "iteration": i, "time/iteration": 1.0, "env": env,
+             "framework": framework, "model_size": "small", "compile": STUDY.default_compile(framework), "seed": seed,
+             "sync_timing": False, "batch_size": BATCH, "num_iterations": 10, "tag": "t", "status": "completed",
+             "total_s": total} for env, framework, seed, total in runs for i in range(10)]
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+def nnx_linen_total(tmp_path: Path, name: str, runs) -> pd.Series:
+    out = tmp_path / name
+    plot_results.main(["--csv", str(write_runs_csv(tmp_path / f"{name}.csv", runs)), "--out", str(out), "--no-figures"])
+    speedups = pd.read_csv(out / "speedups.csv")
+    return speedups[(speedups["metric"] == "total") & (speedups["pair"] == "nnx->linen")].iloc[0]
+
+
+ENV_RATIOS = {"CartPole-v1": 1.0, "Acrobot-v1": 1.5, "MountainCar-v0": 2.0, "DiscountingChain-bsuite": 3.0}
+
+
+def test_duplicated_runs_do_not_narrow_the_interval(tmp_path):
+    """Each env's runs repeated three times with identical times: 9x the pairs, but no new information. Resampling
+    pairs as if independent would shrink the interval about 3x; resampling envs, then runs, leaves it as it is."""
+    def runs(copies):
+        return [(env, framework, seed, 10.0 * (ratio if framework == "nnx" else 1.0))
+                for env, ratio in ENV_RATIOS.items() for framework in ("linen", "nnx") for seed in range(copies)]
+
+    once, thrice = nnx_linen_total(tmp_path, "once", runs(1)), nnx_linen_total(tmp_path, "thrice", runs(3))
+    assert (once["n_pairs"], thrice["n_pairs"]) == (4, 36)
+    assert once["geomean"] == pytest.approx(thrice["geomean"], rel=1e-9)
+    assert once["ci_high"] / once["ci_low"] > 1.5  # the envs differ: a wide interval
+    assert thrice["ci_low"] == pytest.approx(once["ci_low"], rel=1e-9)
+    assert thrice["ci_high"] == pytest.approx(once["ci_high"], rel=1e-9)
+    assert once["n_clusters"] == thrice["n_clusters"] == 4
+    # the same again: seeded, so identical
+    pd.testing.assert_series_equal(nnx_linen_total(tmp_path, "thrice_again", runs(3)), thrice)
+
+
+def test_runs_within_an_env_widen_the_interval(tmp_path):
+    """Three envs with the same ratio on average but seeds that differ: the interval comes from the runs."""
+    runs = [(env, framework, seed, 10.0 * (1.25 if framework == "nnx" else 1.0) * (1.0 + 0.2 * seed))
+            for env in list(ENV_RATIOS)[:3] for framework in ("linen", "nnx") for seed in range(2)]
+    row = nnx_linen_total(tmp_path, "seeds", runs)
+    assert row["geomean"] == pytest.approx(1.25, rel=1e-9)
+    assert row["ci_low"] < 1.2 and row["ci_high"] > 1.3
+
+
+def test_fewer_than_three_envs_give_no_interval(tmp_path):
+    runs = [(env, framework, seed, 10.0 * (ENV_RATIOS[env] if framework == "nnx" else 1.0) * (1.0 + 0.2 * seed))
+            for env in list(ENV_RATIOS)[:2] for framework in ("linen", "nnx") for seed in range(3)]
+    row = nnx_linen_total(tmp_path, "two_envs", runs)
+    assert row["n_pairs"] == 18
+    assert math.isnan(row["ci_low"]) and math.isnan(row["ci_high"])
+    assert row["n_clusters"] == 2
+    block = plot_results.speedup_markdown(pd.read_csv(tmp_path / "two_envs" / "speedups.csv"))
+    assert "[–]; median" in block and "18 pairs / 2 envs" in block
+
+
+# ------------------------------------------------------------------------------ the study and the readers
+FAKE_FRAMEWORK = '\n[frameworks.fake]\nscript = "ppo_fake.py"\ncompile = ["fast", "slow"]\ncolor = "#9467bd"\n'
+
+
+def test_a_fifth_framework_of_the_study_is_compared(tmp_path, monkeypatch):
+    path = tmp_path / "study.toml"
+    path.write_text(study.DEFAULT_PATH.read_text() + FAKE_FRAMEWORK)
+    monkeypatch.setenv(study.PATH_VARIABLE, str(path))
+    study._load.cache_clear()
+    for env, (framework, mode) in itertools.product(ENV_FACTOR, [*DEFAULT_MODES, ("fake", "fast")]):
+        write_run(tmp_path / "runs", env, framework, "small", mode, 1, sync=False)
+    write_run(tmp_path / "runs", "CartPole-v1", "fake", "small", "slow", 1, sync=True)  # exp2: every compile mode
+    plot_results.main([str(tmp_path / "runs"), "--out", str(tmp_path / "out")])
+    speedups = pd.read_csv(tmp_path / "out" / "speedups.csv")
+    speedups = speedups[speedups["metric"] == "steady"].set_index("pair")["geomean"]
+    assert list(speedups.index) == ["nnx->linen", "torch->linen", "fake->linen", "torch->nnx", "fake->nnx", "fake->torch"]
+    assert speedups["fake->linen"] == pytest.approx(2.0, rel=1e-6)
+    assert speedups["fake->torch"] == pytest.approx(0.4, rel=1e-6)
+    summary = pd.read_csv(tmp_path / "out" / "summary.csv").set_index(["framework", "compile"])
+    assert set(summary.loc[("fake", "fast"), "experiments"]) == {"exp1"}
+    assert summary.loc[("fake", "slow"), "experiments"] == "exp2"
+    assert (tmp_path / "out" / "exp1_total.png").exists()
+    assert "fake → linen" in (tmp_path / "out" / "REPORT.md").read_text()
+
+
+def test_windows_come_from_the_study(tmp_path, monkeypatch):
+    """Another steady window (iterations 5+) moves plot_results' columns and benchmarks.common's STEADY_FROM."""
+    import benchmarks.common
+
+    path = tmp_path / "study.toml"
+    text = study.DEFAULT_PATH.read_text()
+    text = text.replace("warmup = { first = 1, last = 7, label = \"iterations 1-7\" }",
+                        "warmup = { first = 1, last = 4, label = \"iterations 1-4\" }")
+    text = text.replace("steady = { first = 8, label = \"iterations 8+\" }",
+                        "steady = { first = 5, label = \"iterations 5+\" }")
+    path.write_text(text)
+    monkeypatch.setenv(study.PATH_VARIABLE, str(path))
+    try:
+        assert importlib.reload(benchmarks.common).STEADY_FROM == 5
+        run = write_run(tmp_path / "runs", "CartPole-v1", "linen", "small", "jit", 1, sync=True)
+        plot_results.main([str(tmp_path / "runs"), "--out", str(tmp_path / "out"), "--no-figures"])
+        summary = pd.read_csv(tmp_path / "out" / "summary.csv").iloc[0]
+        assert summary["iters5plus_s"] == pytest.approx(statistics.mean(run["iteration"][5:]), rel=1e-6)
+        assert summary["rollout5plus_s"] == pytest.approx(statistics.mean(run["rollout"][5:]), rel=1e-6)
+        assert "iterations 1-4 (s/iter)" not in (tmp_path / "out" / "REPORT.md").read_text()  # no exp1 runs
+    finally:
+        monkeypatch.undo()
+        assert importlib.reload(benchmarks.common).STEADY_FROM == STUDY.steady.first
+
+
+def test_one_reader_of_run_folders(tmp_path):
+    """plot_results.py and benchmarks/common.py read runs through runlog.py (which skips unlogged points)."""
+    import benchmarks.common
+
+    assert plot_results.read_scalars is runlog.read_scalars
+    for path in (ROOT / "plot_results.py", ROOT / "benchmarks" / "common.py"):
+        assert "EventAccumulator" not in path.read_text(), path
+    run = write_run(tmp_path / "runs", "CartPole-v1", "linen", "small", "jit", 1, sync=True)
+    series = benchmarks.common.read_run(run["run_dir"])["series"]
+    np.testing.assert_allclose(series["time/iteration"], run["iteration"], rtol=1e-6)
+    np.testing.assert_allclose(series["charts/episodic_return"], [20.0, 50.0, 80.0])  # iterations 2, 5, 8
+    assert benchmarks.common.steady_mean({"series": series}) == pytest.approx(run["steady"], rel=1e-6)
