@@ -261,7 +261,8 @@ def pairwise(summary: pd.DataFrame, column: str, masks: dict[str, pd.Series], op
     columns = [*PAIR_KEYS, "pair", "run_a", "run_b", "a", "b", "value"]
     frames = []
     for experiment, mask in masks.items():
-        data = summary.loc[mask & summary[column].notna(), [*PAIR_KEYS[1:], "framework", "run", column]]
+        keys = [key for key in PAIR_KEYS if key != "experiment"]
+        data = summary.loc[mask & summary[column].notna(), [*keys, "framework", "run", column]]
         data = data.assign(experiment=experiment).sort_values("run")
         for a, b in study.load().pairs:
             both = data[data["framework"] == a].merge(data[data["framework"] == b], on=PAIR_KEYS, suffixes=("_a", "_b"))
@@ -305,7 +306,7 @@ def cluster_bootstrap_ci(clusters: list[tuple[np.ndarray, np.ndarray]], level: f
 def clusters_of(ratios: pd.DataFrame) -> list[tuple[np.ndarray, np.ndarray]]:
     """The runs of A and of B of each cluster (same PAIR_KEYS: one env, tag and experiment) of some pair rows."""
     clusters = []
-    for _, group in ratios.groupby(PAIR_KEYS, sort=True):
+    for _, group in ratios.groupby(PAIR_KEYS, sort=True, dropna=False):
         runs_a = group.drop_duplicates("run_a").sort_values("run_a")["a"].to_numpy(float)
         runs_b = group.drop_duplicates("run_b").sort_values("run_b")["b"].to_numpy(float)
         clusters.append((runs_a, runs_b))
@@ -757,16 +758,17 @@ def markdown_table(table: pd.DataFrame) -> str:
 
 def speedup_intro() -> str:
     S = study.load()
+    unsynced, synced = " and ".join(metric_experiments("total")), " and ".join(metric_experiments("rollout"))
     return (
         "Speedup A → B = time of A / time of B (above 1×: B is faster), over every pair of runs of A and B with the "
         "same env, model size and tag within one experiment (runs are never paired across experiments), each "
-        "framework in its default compile mode. Total time and steady state come from exp1 (sync off); rollout and "
-        "update from each sync-on experiment on its own (exp2 and exp3 are not pooled). Cells: geometric mean of "
-        f"the ratios [{BOOTSTRAP_LEVEL:.0%} cluster-bootstrap interval]; median; pairs / envs. The interval resamples "
-        "envs with replacement, then, within each drawn env, the runs of A and of B with replacement, recomputes the "
-        f"geometric mean ({BOOTSTRAP_RESAMPLES:,} resamples, seeded) and takes the percentiles; "
-        f"{NO_INTERVAL} = fewer than {MIN_CLUSTERS} envs, too few for an interval. "
-        f"Steady state = {S.steady.label}."
+        f"framework in its default compile mode. Total time and steady state ({S.steady.label}) come from {unsynced} "
+        f"(sync off); rollout and update from each sync-on experiment on its own ({synced}, never pooled). "
+        f"Cells: geometric mean of the ratios [{BOOTSTRAP_LEVEL:.0%} cluster-bootstrap interval]; median; "
+        "pairs / envs (an env measured under several tags counts once per tag). The interval resamples envs with "
+        "replacement, then, within each drawn env, the runs of A and of B with replacement, recomputes the geometric "
+        f"mean ({BOOTSTRAP_RESAMPLES:,} resamples, seeded) and takes its 2.5th and 97.5th percentiles; "
+        f"{NO_INTERVAL} = fewer than {MIN_CLUSTERS} envs, too few for an interval."
     )
 
 
@@ -794,7 +796,8 @@ def speedup_markdown(speedups: pd.DataFrame, intro: bool = True) -> str:
 
 def machines_table(summary: pd.DataFrame) -> pd.DataFrame:
     columns = ["tag", "hostname", "device_name", "platform", "framework", "versions"]
-    table = summary.fillna({c: "" for c in columns}).groupby(columns).size().rename("runs").reset_index()
+    cells = summary[columns].astype(object).where(summary[columns].notna(), "")
+    table = cells.groupby(columns).size().rename("runs").reset_index()
     return table.rename(columns={"device_name": "device"})
 
 
@@ -832,7 +835,7 @@ def write_report(path: Path, an: Analysis, speedups: pd.DataFrame, skipped: list
         per_tag = [f"Tag `{tag}`:\n\n" + speedup_markdown(speedup_table(runs, ["total"]), intro=False)
                    for tag, runs in summary.groupby("tag")]
         parts += ["### Total-time speedups per tag (exp4)", *per_tag]
-    if an.masks["exp1"].any():
+    if an.masks.get("exp1", pd.Series(dtype=bool)).any():
         parts += ["## Iteration windows (exp1, median over runs)", markdown_table(windows_table(an))]
     timing_note = (f"Measured by env_timing.py on {timing_info.get('device') or 'an unnamed device'} "
                    f"({flat(timing_info.get('versions')) or 'versions not recorded'})."
