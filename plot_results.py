@@ -225,12 +225,16 @@ def summarize_run(rows: pd.DataFrame) -> dict:
 # The experiments of the study, as membership tests on a summary row. A run can be in several, unless bench.sh
 # put it in an experiment's folder (exp1/, exp2/, ...): then it belongs to that experiment only.
 def in_experiment(run, experiment: study.Experiment) -> bool:
+    """A run in bench.sh's folder of the experiment belongs to it whatever its env and size (bench.sh chose them,
+    perhaps outside the study with --envs); any other run must match the experiment's whole matrix."""
     sweep = run.get("sweep")
-    if isinstance(sweep, str) and sweep not in ("", experiment.name):
+    swept = isinstance(sweep, str) and sweep != ""
+    if swept and sweep != experiment.name:
         return False
     framework = study.load().frameworks.get(run["framework"])
-    return (framework is not None and bool(run["sync_timing"]) == experiment.sync and run["env"] in experiment.envs
-            and run["model_size"] in experiment.sizes and run["compile"] in experiment.compile_modes(framework))
+    in_matrix = swept or (run["env"] in experiment.envs and run["model_size"] in experiment.sizes)
+    return (framework is not None and bool(run["sync_timing"]) == experiment.sync and in_matrix
+            and run["compile"] in experiment.compile_modes(framework))
 
 
 def experiment_masks(summary: pd.DataFrame) -> dict[str, pd.Series]:

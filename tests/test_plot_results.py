@@ -347,6 +347,18 @@ def test_experiment_folder_of_bench_sh_decides_membership(tmp_path):
     assert sorted(summary["sweep"]) == ["exp2", "exp3"]
 
 
+def test_bench_sh_folder_admits_envs_outside_the_experiment_matrix(tmp_path):
+    """bench.sh --envs may sweep an env the study's experiment does not list: in its exp folder it still counts."""
+    swept = write_run(tmp_path / "tmp", "CartPole-v1", "linen", "small", "jit", 1, sync=True)["run_dir"]
+    (tmp_path / "runs" / "exp3").mkdir(parents=True)
+    swept.rename(tmp_path / "runs" / "exp3" / swept.name)
+    write_run(tmp_path / "runs" / "loose", "CartPole-v1", "linen", "large", "jit", 1, sync=True)  # no bench folder
+    plot_results.main([str(tmp_path / "runs"), "--out", str(tmp_path / "out"), "--no-figures"])
+    summary = pd.read_csv(tmp_path / "out" / "summary.csv").set_index("model_size")
+    assert summary.loc["small", "experiments"] == "exp3"
+    assert pd.isna(summary.loc["large", "experiments"]) or summary.loc["large", "experiments"] == ""
+
+
 def test_rollout_and_update_pair_runs_within_one_experiment(tmp_path):
     """bench.sh's exp2/ and exp3/ copies of Acrobot-v1 small are never paired with each other."""
     nnx_factor = {"exp2": 1.0, "exp3": 3.0}  # nnx -> linen: 1.25 in exp2, 3.75 in exp3
