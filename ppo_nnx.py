@@ -1,11 +1,14 @@
-"""PPO in Flax NNX on gymnax environments: a single-file starter, part of benchback-rl.
-
-Read it top to bottom: Args, the network, the environment glue, rollout, GAE, loss, update, main().
-ppo_linen.py and ppo_torch.py are written in parallel with this file, so `diff ppo_linen.py ppo_nnx.py`
-shows only what the framework changes.
+"""PPO in Flax NNX on gymnax environments: a single-file starter, part of benchback-rl. Read it top to bottom:
+Args, the network, the environment glue, rollout, GAE, loss, update, main(); a starter copy can drop the benchmark's
+bookkeeping at the bottom. ppo_linen.py and ppo_torch.py are written in parallel with this file, so
+`diff ppo_linen.py ppo_nnx.py` shows only what the framework changes.
 
     python ppo_nnx.py --env Acrobot-v1 --model-size small
 """
+# ruff: noqa: E402  (the clock starts before the heavy imports)
+import time
+
+START = time.perf_counter()  # import_s, setup_s and total_s count from this first line
 
 import json
 import os
@@ -13,12 +16,13 @@ import platform
 import signal
 import socket
 import sys
-import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from functools import partial
 from importlib.metadata import version
-from typing import Literal, NamedTuple, Optional, Sequence
+from pathlib import Path
+from typing import Literal, NamedTuple, Optional, Sequence, get_args, get_origin, get_type_hints
 
 import gymnax
 import jax
@@ -36,7 +40,7 @@ MODEL_SIZES = {"small": (64, 64), "medium": (256, 256, 256), "large": (1024,) * 
 @dataclass(frozen=True)
 class Args:
     exp_name: str = os.path.basename(__file__)[: -len(".py")]
-    """the name of this experiment"""
+    """the name of this experiment (with --track, the W&B group when set; else the group is --tag)"""
     env: str = "CartPole-v1"
     """the gymnax environment id (discrete actions)"""
     model_size: Literal["small", "medium", "large"] = "small"
@@ -77,7 +81,8 @@ class Args:
     """cached_partial: nnx.jit the rollout and the update, modules bound once with nnx.cached_partial;
     jit: the same nnx.jit functions, modules passed on every call; none: op by op under jax.disable_jit()"""
     sync_timing: bool = True
-    """block on the device after the rollout and after the update so that both timers are exact"""
+    """block on the device after the rollout and after the update, so that both timers are exact; --no-sync-timing drops
+    these two barriers, but the one metrics transfer that ends each iteration is still a barrier: iterations never overlap"""
     log_dir: str = "runs"
     """the folder that receives one subfolder per run"""
     track: bool = False
@@ -98,18 +103,22 @@ class Args:
         return self.batch_size // self.num_minibatches
 
 
-def check_args(args: Args) -> None:
-    """Refuses bad input before any work, with one line naming the bad value and the valid choices."""
-    if args.env not in gymnax.registered_envs:
-        raise ValueError(f"unknown env {args.env!r}; valid envs: {', '.join(gymnax.registered_envs)}")
+def parse_args(argv: list[str]) -> Args:
+    """Args from the command line; bad input raises ValueError, one line naming the value and the valid choices."""
+    choices = {f"--{name.replace('_', '-')}": get_args(hint) for name, hint in get_type_hints(Args).items()
+               if get_origin(hint) is Literal}  # checked before tyro, which reports a bad choice in a multi-line box
+    for flag, value in [*zip(argv, argv[1:]), *(arg.split("=", 1) for arg in argv if "=" in arg)]:
+        flag = flag.replace("_", "-")
+        if flag in choices and value not in choices[flag]:
+            raise ValueError(f"{flag} {value!r} is not one of: {', '.join(choices[flag])}")
+    args = tyro.cli(Args, args=argv)
     for name in ("num_envs", "num_steps", "num_iterations", "update_epochs", "num_minibatches"):
         if getattr(args, name) <= 0:
             raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(args, name)}")
     if args.batch_size % args.num_minibatches:
-        raise ValueError(
-            f"--num-minibatches {args.num_minibatches} does not divide the batch size {args.batch_size} "
-            f"(num_envs x num_steps); choose a divisor of {args.batch_size}"
-        )
+        raise ValueError(f"--num-minibatches {args.num_minibatches} does not divide the batch size {args.batch_size} "
+                         f"(num_envs x num_steps); choose a divisor of {args.batch_size}")
+    return args
 
 
 # ---------------------------------------------------------------------------------------- network
@@ -145,40 +154,74 @@ class Agent(nnx.Module):
     def get_value(self, obs):
         return self.critic(obs)[..., 0]
 
+    def get_action_and_value(self, obs, key, action=None):
+        """Samples actions (unless given) with a JAX key; returns them, their log-probabilities and the values."""
+        logits, value = self(obs)
+        if action is None:
+            action = jax.random.categorical(key, logits)
+        return action, jnp.take_along_axis(jax.nn.log_softmax(logits), action[:, None], axis=-1)[:, 0], value
+
 
 # ------------------------------------------------------------------------------- environment glue
-def make_env(env_id: str):
-    env, env_params = gymnax.make(env_id)
-    if not isinstance(env.action_space(env_params), gymnax.environments.spaces.Discrete):
-        kind = type(env.action_space(env_params)).__name__
-        raise ValueError(f"env {env_id!r} has a {kind} action space; only Discrete action spaces are supported")
-    return env, env_params
+def make_env(env_id: str, explain: bool = True):
+    """The env and its params; ValueError (one line that lists the usable envs) when this script cannot train on it."""
+    try:
+        env, env_params = gymnax.make(env_id)
+        space = type(env.action_space(env_params))
+        problem = None if space is gymnax.environments.spaces.Discrete else f"has a {space.__name__} action space"
+    except Exception as e:  # an unknown id; an env that must download its data (MNISTBandit) without network
+        problem = f"cannot be made ({type(e).__name__}: {e})" if env_id in gymnax.registered_envs else "is not a gymnax env"
+    if problem and explain:  # on this error path only, make every registered env to list the usable ones
+        usable = [other for other in gymnax.registered_envs if make_env(other, explain=False)]
+        raise ValueError(f"env {env_id!r} {problem}; usable envs (discrete actions): {', '.join(usable)}")
+    return None if problem else (env, env_params)
 
 
-def reset_envs(env, env_params, key, num_envs: int):
-    obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(key, num_envs), env_params)
-    return obs.reshape(num_envs, -1), env_state  # flatten: MinAtar observations are (10, 10, C)
-
-
-def step_envs(env, env_params, key, env_state, action):
-    """Steps every env (auto-reset); also returns the pre-reset observation for bootstrapping."""
-    num_envs = action.shape[0]
-    obs, env_state, reward, terminated, truncated, info = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
-        jax.random.split(key, num_envs), env_state, action, env_params
-    )
-    final_obs = info["final_observation"].reshape(num_envs, -1)
-    return obs.reshape(num_envs, -1), env_state, reward, terminated, truncated, final_obs
-
-
-# ---------------------------------------------------------------------------------------- rollout
 class Runner(NamedTuple):
-    """What carries over from one rollout to the next."""
-
+    """What carries over from one env step, and from one rollout, to the next."""
     env_state: object
     obs: jax.Array
     episode_return: jax.Array
     episode_length: jax.Array
     key: jax.Array
+
+
+def reset_envs(env, env_params, key, num_envs: int) -> Runner:
+    key, reset_key = jax.random.split(key)
+    obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, num_envs), env_params)
+    obs = obs.reshape(num_envs, -1)  # flatten: MinAtar observations are (10, 10, C)
+    return Runner(env_state, obs, jnp.zeros(num_envs), jnp.zeros(num_envs, jnp.int32), key)
+
+
+def step_envs(env, env_params, runner: Runner, action):
+    """Steps every env (auto-reset) and counts episodes: the next Runner, and the env's fields of a Transition."""
+    num_envs = action.shape[0]
+    key, step_key = jax.random.split(runner.key)
+    obs, env_state, reward, terminated, truncated, info = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
+        jax.random.split(step_key, num_envs), runner.env_state, action, env_params)
+    done = terminated | truncated
+    episode_return, episode_length = runner.episode_return + reward, runner.episode_length + 1
+    next_runner = Runner(env_state, obs.reshape(num_envs, -1), jnp.where(done, 0.0, episode_return),
+                         jnp.where(done, 0, episode_length), key)
+    final_obs = info["final_observation"].reshape(num_envs, -1)  # before the auto-reset, for bootstrapping
+    return next_runner, dict(reward=reward, terminated=terminated, truncated=truncated, final_obs=final_obs,
+                             episode_return=jnp.where(done, episode_return, 0.0),  # of the episode ended here, else 0
+                             episode_length=jnp.where(done, episode_length, 0))
+
+
+# ---------------------------------------------------------------------------------------- rollout
+class Transition(NamedTuple):
+    """One step of every env; the rollout stacks num_steps of them."""
+    obs: jax.Array
+    action: jax.Array
+    logprob: jax.Array
+    value: jax.Array
+    reward: jax.Array
+    terminated: jax.Array
+    truncated: jax.Array
+    final_obs: jax.Array  # the observation reached before any auto-reset
+    episode_return: jax.Array  # of the episode that ended at this step, else 0
+    episode_length: jax.Array
 
 
 class Batch(NamedTuple):
@@ -193,44 +236,27 @@ class Batch(NamedTuple):
 def rollout(env, env_params, args: Args, agent: Agent, runner: Runner):
     """Collects num_steps x num_envs transitions, then computes GAE. Everything stays on the device."""
 
-    def env_step(runner: Runner, _):
-        key, action_key, env_key = jax.random.split(runner.key, 3)
-        logits, value = agent(runner.obs)
-        action = jax.random.categorical(action_key, logits)
-        logprob = jnp.take_along_axis(jax.nn.log_softmax(logits), action[:, None], axis=-1)[:, 0]
-        obs, env_state, reward, terminated, truncated, final_obs = step_envs(
-            env, env_params, env_key, runner.env_state, action
-        )
-        done = terminated | truncated
-        episode_return = runner.episode_return + reward
-        episode_length = runner.episode_length + 1
-        transition = (runner.obs, action, logprob, value, reward, terminated, truncated, final_obs,
-                      done, jnp.where(done, episode_return, 0.0), jnp.where(done, episode_length, 0))
-        runner = Runner(env_state, obs, jnp.where(done, 0.0, episode_return), jnp.where(done, 0, episode_length), key)
-        return runner, transition
+    def rollout_step(runner: Runner, _):
+        key, action_key = jax.random.split(runner.key)
+        action, logprob, value = agent.get_action_and_value(runner.obs, action_key)
+        next_runner, env_fields = step_envs(env, env_params, runner._replace(key=key), action)
+        return next_runner, Transition(runner.obs, action, logprob, value, **env_fields)
 
-    runner, (obs, actions, logprobs, values, rewards, terminated, truncated, final_obs,
-             done, done_return, done_length) = jax.lax.scan(env_step, runner, length=args.num_steps)
+    runner, t = jax.lax.scan(rollout_step, runner, length=args.num_steps)
     # V(pre-reset next observation): the next value within an episode, the bootstrap when truncated.
-    final_values = agent.get_value(final_obs)
-    advantages, returns = compute_gae(rewards, values, final_values, terminated, truncated, args.gamma, args.gae_lambda)
-    flat = lambda x: x.reshape(args.batch_size, *x.shape[2:])
-    batch = Batch(flat(obs), flat(actions), flat(logprobs), flat(values), flat(advantages), flat(returns))
-    num_episodes = done.sum()
-    episode_stats = {  # NaN when no episode ended in this rollout
-        "episodic_return": done_return.sum() / num_episodes,
-        "episodic_length": done_length.sum() / num_episodes,
-    }
-    return runner, batch, episode_stats
+    final_values = agent.get_value(t.final_obs)
+    advantages, returns = compute_gae(t.reward, t.value, final_values, t.terminated, t.truncated, args.gamma, args.gae_lambda)
+    batch = Batch(*(x.reshape(args.batch_size, *x.shape[2:])  # (num_steps, num_envs, ...) -> (batch_size, ...)
+                    for x in (t.obs, t.action, t.logprob, t.value, advantages, returns)))
+    num_episodes = (t.terminated | t.truncated).sum()  # NaN statistics when 0: main() then logs no episodic point
+    return runner, batch, {"episodic_return": t.episode_return.sum() / num_episodes,
+                           "episodic_length": t.episode_length.sum() / num_episodes}
 
 
 # -------------------------------------------------------------------------------------------- GAE
 def compute_gae(rewards, values, final_values, terminated, truncated, gamma: float, gae_lambda: float):
-    """Generalized advantage estimation over (num_steps, num_envs) arrays from auto-resetting envs.
-
-    final_values[t] is V of the observation reached by step t before any reset: a terminated step
-    does not bootstrap, a truncated one bootstraps from it, and either ends the GAE trace.
-    """
+    """GAE over (num_steps, num_envs) arrays of auto-resetting envs. final_values[t]: V of the observation step t reached
+    before any reset; a terminated step does not bootstrap, a truncated one does, and either ends the GAE trace."""
     deltas = rewards + gamma * final_values * (1.0 - terminated) - values
     continues = 1.0 - (terminated | truncated)
 
@@ -252,28 +278,19 @@ def ppo_loss(agent: Agent, args: Args, mb: Batch):
     entropy = -(jnp.exp(log_probs) * log_probs).sum(-1).mean()
     logratio = new_logprobs - mb.logprobs
     ratio = jnp.exp(logratio)
-
     advantages = mb.advantages
     if args.norm_adv:  # population std (ddof=0) in every framework
         advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
     pg_loss = jnp.maximum(-advantages * ratio, -advantages * jnp.clip(ratio, 1 - args.clip_coef, 1 + args.clip_coef)).mean()
-
     v_loss_unclipped = (new_values - mb.returns) ** 2
     if args.clip_vloss:
         v_clipped = mb.values + jnp.clip(new_values - mb.values, -args.clip_coef, args.clip_coef)
         v_loss = 0.5 * jnp.maximum(v_loss_unclipped, (v_clipped - mb.returns) ** 2).mean()
     else:
         v_loss = 0.5 * v_loss_unclipped.mean()
-
     loss = pg_loss - args.ent_coef * entropy + args.vf_coef * v_loss
-    return loss, {
-        "policy_loss": pg_loss,
-        "value_loss": v_loss,
-        "entropy": entropy,
-        "old_approx_kl": (-logratio).mean(),
-        "approx_kl": ((ratio - 1) - logratio).mean(),
-        "clipfrac": (jnp.abs(ratio - 1) > args.clip_coef).mean(),
-    }
+    return loss, {"policy_loss": pg_loss, "value_loss": v_loss, "entropy": entropy, "old_approx_kl": (-logratio).mean(),
+                  "approx_kl": ((ratio - 1) - logratio).mean(), "clipfrac": (jnp.abs(ratio - 1) > args.clip_coef).mean()}
 
 
 # ----------------------------------------------------------------------------------------- update
@@ -285,19 +302,13 @@ def make_optimizer(args: Args):
     return optax.chain(optax.clip_by_global_norm(args.max_grad_norm), optax.adam(lr_schedule, eps=1e-5)), lr_schedule
 
 
-def update(args: Args, agent: Agent, optimizer: nnx.Optimizer, batch: Batch, key):
-    """update_epochs passes over the batch, each in a fresh random order. Updates agent and optimizer in place."""
-    key, *epoch_keys = jax.random.split(key, args.update_epochs + 1)
-    permutations = jnp.stack([jax.random.permutation(k, args.batch_size) for k in epoch_keys])
-    metrics = train_epochs(args, agent, optimizer, batch, permutations)
-    return key, metrics
-
-
-def train_epochs(args: Args, agent: Agent, optimizer: nnx.Optimizer, batch: Batch, permutations):
-    """One epoch per row of permutations: the batch in that order, cut into num_minibatches minibatches.
-
-    jax.lax.scan carries the state of agent and optimizer: split once, merged in each step, updated at the end.
-    """
+def update(args: Args, agent: Agent, optimizer: nnx.Optimizer, batch: Batch, key, permutations=None):
+    """update_epochs epochs, one per row of permutations (by default fresh random orders of the batch), each cut into
+    num_minibatches minibatches. The explained variance is NaN when the returns of the batch have zero variance.
+    Updates agent and optimizer in place: jax.lax.scan carries their state, split once, merged in each step."""
+    if permutations is None:
+        key, *epoch_keys = jax.random.split(key, args.update_epochs + 1)
+        permutations = jnp.stack([jax.random.permutation(k, args.batch_size) for k in epoch_keys])
     graphdef, state = nnx.split((agent, optimizer))
 
     def minibatch_step(state: nnx.State, mb: Batch):
@@ -313,71 +324,40 @@ def train_epochs(args: Args, agent: Agent, optimizer: nnx.Optimizer, batch: Batc
     state, metrics = jax.lax.scan(epoch, state, permutations)
     nnx.update((agent, optimizer), state)
     metrics = jax.tree.map(jnp.mean, metrics)  # mean over all epochs and minibatches
-    metrics["explained_variance"] = 1 - jnp.var(batch.returns - batch.values) / jnp.var(batch.returns)
-    return metrics
+    var_returns = jnp.var(batch.returns)
+    metrics["explained_variance"] = jnp.where(var_returns > 0, 1 - jnp.var(batch.returns - batch.values) / var_returns, np.nan)
+    return key, metrics
 
 
 # ------------------------------------------------------------------------------------------- main
-def run_config(args: Args) -> dict:
-    packages = ("jax", "jaxlib", "flax", "optax", "gymnax")
-    return {
-        **asdict(args),
-        "framework": FRAMEWORK,
-        "batch_size": args.batch_size,
-        "minibatch_size": args.minibatch_size,
-        "versions": {"python": platform.python_version(), **{p: version(p) for p in packages}},
-        "device": jax.devices()[0].device_kind,
-        "platform": platform.platform(),
-        "hostname": socket.gethostname(),
-        "start_time": datetime.now(timezone.utc).isoformat(),
-    }
-
-
-def write_json(path: str, data: dict) -> None:
-    with open(path, "w") as f:
-        json.dump(data, f, indent=2)
-
-
-def raise_interrupt(signum, frame):
-    raise KeyboardInterrupt  # SIGTERM (e.g. from `timeout`) ends the run like Ctrl-C
-
-
 def main():
-    args = tyro.cli(Args)
+    book = Bookkeeping()  # first, so that no signal is lost
     try:
-        check_args(args)
+        args = parse_args(sys.argv[1:])
         env, env_params = make_env(args.env)
-    except ValueError as e:
+        run_name = f"{args.env}__{FRAMEWORK}__{args.model_size}__{args.compile}__{args.seed}__{int(time.time())}"
+        run_dir = os.path.join(args.log_dir, run_name)
+        os.makedirs(run_dir, exist_ok=True)  # OSError when --log-dir is a file or cannot be created
+    except (ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
 
-    run_start = time.perf_counter()
-    run_name = f"{args.env}__{FRAMEWORK}__{args.model_size}__{args.compile}__{args.seed}__{int(time.time())}"
-    run_dir = os.path.join(args.log_dir, run_name)
-    os.makedirs(run_dir, exist_ok=True)
-    config = run_config(args)
-    write_json(os.path.join(run_dir, "config.json"), config)
-    summary = {"status": "failed", "iterations_completed": 0, "setup_s": None, "total_s": None, "final_return": None}
-    episodic_returns = []
-    signal.signal(signal.SIGTERM, raise_interrupt)
-    writer = wandb_run = None
-    try:
+    wandb_run = None
+    with book.run(args, run_dir, device_name=jax.devices()[0].device_kind) as config:
         if args.track:
             import wandb
-
             wandb_run = wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, sync_tensorboard=True,
-                       config=config, name=run_name, dir=run_dir, save_code=True)
-        writer = SummaryWriter(run_dir)
-        writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in asdict(args).items()))
-
-        with jax.disable_jit(args.compile == "none"):
-            key = jax.random.key(args.seed)
-            key, env_key, init_key, runner_key, update_key = jax.random.split(key, 5)
-            obs, env_state = reset_envs(env, env_params, env_key, args.num_envs)
-            agent = Agent(obs.shape[-1], MODEL_SIZES[args.model_size], env.num_actions, rngs=nnx.Rngs(init_key))
+                                   group=args.exp_name if args.exp_name != Args.exp_name else args.tag,
+                                   tags=[FRAMEWORK, args.model_size, args.env, args.compile],
+                                   config=config, name=run_name, dir=run_dir, save_code=True)
+        with SummaryWriter(run_dir) as writer, jax.disable_jit(args.compile == "none"):
+            table = "\n".join(f"|{k}|{v}|" for k, v in asdict(args).items())
+            writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
+            key, env_key, init_key, update_key = jax.random.split(jax.random.key(args.seed), 4)
+            runner = reset_envs(env, env_params, env_key, args.num_envs)
+            agent = Agent(runner.obs.shape[-1], MODEL_SIZES[args.model_size], env.num_actions, rngs=nnx.Rngs(init_key))
             tx, lr_schedule = make_optimizer(args)
             optimizer = nnx.Optimizer(agent, tx, wrt=nnx.Param)
-            runner = Runner(env_state, obs, jnp.zeros(args.num_envs), jnp.zeros(args.num_envs, jnp.int32), runner_key)
             rollout_fn = partial(rollout, env, env_params, args)
             update_fn = partial(update, args)
             if args.compile != "none":
@@ -385,68 +365,102 @@ def main():
             # bind the modules: cached_partial walks their graph once, here; with partial nnx.jit walks it every call
             bind = nnx.cached_partial if args.compile == "cached_partial" else partial
             rollout_fn, update_fn = bind(rollout_fn, agent), bind(update_fn, agent, optimizer)
-            summary["setup_s"] = time.perf_counter() - run_start
-            print(f"{run_name}: setup {summary['setup_s']:.1f}s on {config['device']}", flush=True)
+            book.summary["setup_s"] = time.perf_counter() - START
+            print(f"{run_name}: setup {book.summary['setup_s']:.1f}s on {config['device_name']}", flush=True)
 
-            iteration_times = []
             for iteration in range(args.num_iterations):
+                book.check_signals()  # a SIGINT or SIGTERM stops the run here...
                 iteration_start = time.perf_counter()
                 runner, batch, episode_stats = rollout_fn(runner)
                 if args.sync_timing:
                     jax.block_until_ready(batch)
                 rollout_end = time.perf_counter()
+                book.check_signals()  # ...or here
                 update_key, losses = update_fn(batch, update_key)  # updates agent and optimizer in place
                 if args.sync_timing:
                     jax.block_until_ready((agent, optimizer))
                 update_end = time.perf_counter()
 
                 metrics = jax.device_get({**episode_stats, **losses})  # the one host transfer per iteration
-                global_step = (iteration + 1) * args.batch_size
-                optimizer_steps = (iteration + 1) * args.update_epochs * args.num_minibatches
-                scalars = {
-                    "time/rollout": rollout_end - iteration_start,
-                    "time/update": update_end - rollout_end,
-                    "charts/episodic_return": metrics.pop("episodic_return"),
-                    "charts/episodic_length": metrics.pop("episodic_length"),
-                    "charts/learning_rate": float(lr_schedule(optimizer_steps - 1)),  # the rate of the last step
-                    **{f"losses/{k}": v for k, v in metrics.items()},
-                }
-                for tag, value in scalars.items():
-                    writer.add_scalar(tag, float(value), global_step)
                 iteration_time = time.perf_counter() - iteration_start
-                elapsed = time.perf_counter() - run_start
-                writer.add_scalar("time/iteration", iteration_time, global_step)
-                writer.add_scalar("time/elapsed", elapsed, global_step)
-                writer.add_scalar("charts/SPS", args.batch_size / iteration_time, global_step)
-
-                summary["iterations_completed"] = iteration + 1
-                episodic_returns.append(float(scalars["charts/episodic_return"]))
-                iteration_times.append(iteration_time)
-                steady = iteration_times[1:] or iteration_times  # iteration 0 includes compilation
-                eta = np.mean(steady) * (args.num_iterations - iteration - 1)
-                print(f"iter {iteration + 1}/{args.num_iterations} | step {global_step} | "
-                      f"SPS {args.batch_size / iteration_time:,.0f} | return {episodic_returns[-1]:.1f} | "
-                      f"rollout {scalars['time/rollout']:.3f}s update {scalars['time/update']:.3f}s | "
-                      f"elapsed {elapsed:.1f}s ETA {eta:.1f}s", flush=True)
-        summary["status"] = "completed"
-    except KeyboardInterrupt:
-        summary["status"] = "interrupted"
-    except Exception as e:
-        summary["error"] = f"{type(e).__name__}: {e}"
-        raise
-    finally:
-        summary["total_s"] = time.perf_counter() - run_start
-        last_returns = [r for r in episodic_returns[-10:] if not np.isnan(r)]
-        summary["final_return"] = float(np.mean(last_returns)) if last_returns else None
-        write_json(os.path.join(run_dir, "summary.json"), summary)
-        if writer is not None:
-            writer.close()
-        if wandb_run is not None:
-            wandb_run.finish(exit_code=0 if summary["status"] == "completed" else 1)
-        print(f"{summary['status']}: {summary['iterations_completed']}/{args.num_iterations} iterations, "
-              f"total {summary['total_s']:.1f}s, final return {summary['final_return']}, logs in {run_dir}", flush=True)
-    if summary["status"] == "interrupted":
+                optimizer_steps = (iteration + 1) * args.update_epochs * args.num_minibatches
+                episodic = {f"charts/{k}": metrics.pop(k) for k in ("episodic_return", "episodic_length")}
+                scalars = {"time/rollout": rollout_end - iteration_start, "time/update": update_end - rollout_end,
+                           "time/iteration": iteration_time, "time/elapsed": time.perf_counter() - START,
+                           "charts/SPS": args.batch_size / iteration_time,
+                           "charts/learning_rate": float(lr_schedule(optimizer_steps - 1)),  # the rate of the last step
+                           **{tag: v for tag, v in episodic.items() if not np.isnan(v)},  # NaN: no episode ended, no point
+                           **{f"losses/{k}": v for k, v in metrics.items()}}
+                for tag, value in scalars.items():
+                    writer.add_scalar(tag, float(value), (iteration + 1) * args.batch_size)  # step: env steps so far
+                book.iteration_done(args, iteration, scalars)
+    if wandb_run is not None:
+        wandb_run.finish(exit_code=0 if book.summary["status"] == "completed" else 1)
+    if book.summary["status"] == "interrupted":
         sys.exit(130)
+
+
+# =======================================================================================================
+# Benchmark bookkeeping: signals, config.json metadata, summary.json, progress and ETA. bench.sh and
+# plot_results.py rely on it; a starter copy can drop this section and the `book.` lines of main().
+class Bookkeeping:
+    """SIGINT and SIGTERM only set a flag, which main() checks between iterations and between rollout and update: no
+    signal gets lost in a compiler (torch.compile once swallowed a KeyboardInterrupt), and a run that inherited SIGINT
+    ignored (started in the background) still stops on it. A second signal stops the run at once. Either way
+    summary.json says "interrupted" and the exit code is 130."""
+    packages = ("jax", "jaxlib", "flax", "optax", "gymnax")
+
+    def __init__(self):
+        self.running, self.returns, self.times = False, [], []  # running: a run folder without its summary.json
+        self.summary = {"status": "failed", "iterations_completed": 0, "import_s": time.perf_counter() - START,
+                        "setup_s": None, "total_s": None, "final_return": None, "signals": []}
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, self.on_signal)
+
+    def on_signal(self, signum, frame):
+        self.summary["signals"].append(signal.Signals(signum).name)
+        os.write(2, f"{self.summary['signals'][-1]}: stopping at the next iteration boundary (again: at once)\n".encode())
+        if len(self.summary["signals"]) > 1 and self.running:
+            raise KeyboardInterrupt
+
+    def check_signals(self):
+        if self.summary["signals"]:
+            raise KeyboardInterrupt
+
+    @contextmanager
+    def run(self, args: Args, run_dir: str, **machine):
+        """Writes config.json (every Args field as given, the command line, the versions, the machine), runs the
+        body, then writes summary.json whatever happens; a KeyboardInterrupt ends the body quietly."""
+        self.running = True
+        config = {**asdict(args), "command": sys.argv, "framework": FRAMEWORK, "batch_size": args.batch_size,
+                  "minibatch_size": args.minibatch_size, "versions": {"python": platform.python_version(),
+                  **{p: version(p) for p in self.packages}}, **machine, "platform": platform.platform(),
+                  "hostname": socket.gethostname(), "start_time": datetime.now(timezone.utc).isoformat()}
+        Path(run_dir, "config.json").write_text(json.dumps(config, indent=2))
+        try:
+            yield config
+            self.summary["status"] = "completed"
+        except KeyboardInterrupt:
+            self.summary["status"] = "interrupted"
+        except Exception as e:
+            self.summary["error"] = f"{type(e).__name__}: {e}"
+            raise
+        finally:
+            self.running = False  # a signal from here on must not stop the writing
+            last = [r for r in self.returns[-10:] if not np.isnan(r)]  # final_return: of the last 10 iterations
+            self.summary.update(total_s=time.perf_counter() - START, final_return=float(np.mean(last)) if last else None)
+            Path(run_dir, "summary.json").write_text(json.dumps(self.summary, indent=2))
+            print(f"{self.summary['status']}: {self.summary['iterations_completed']}/{args.num_iterations} iterations, "
+                  f"total {self.summary['total_s']:.1f}s, final return {self.summary['final_return']}, logs in {run_dir}")
+
+    def iteration_done(self, args: Args, iteration: int, scalars: dict):
+        self.summary["iterations_completed"] = iteration + 1
+        self.returns.append(float(scalars.get("charts/episodic_return", np.nan)))  # NaN: no episode ended
+        self.times.append(scalars["time/iteration"])  # the ETA leaves out iteration 0, which compiles
+        eta = np.mean(self.times[1:] or self.times) * (args.num_iterations - iteration - 1)
+        print(f"iter {iteration + 1}/{args.num_iterations} | SPS {scalars['charts/SPS']:,.0f} | "
+              f"return {self.returns[-1]:.1f} | rollout {scalars['time/rollout']:.3f}s update {scalars['time/update']:.3f}s | "
+              f"elapsed {scalars['time/elapsed']:.1f}s ETA {eta:.1f}s", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,12 +1,15 @@
-"""PPO in PyTorch on gymnax environments: a single-file starter, part of benchback-rl.
-
-Read it top to bottom: Args, the network, the environment glue, rollout, GAE, loss, update, main().
-ppo_linen.py and ppo_nnx.py are written in parallel with this file, so `diff ppo_linen.py ppo_torch.py`
-shows only what the framework changes. The environments are JAX (gymnax): each rollout step calls the
-jitted, vmapped env once, and arrays cross between JAX and torch with DLPack, zero-copy, both ways.
+"""PPO in PyTorch on gymnax environments: a single-file starter, part of benchback-rl. Read it top to bottom:
+Args, the network, the environment glue, rollout, GAE, loss, update, main(); a starter copy can drop the benchmark's
+bookkeeping at the bottom. ppo_linen.py and ppo_nnx.py are written in parallel with this file, so
+`diff ppo_linen.py ppo_torch.py` shows only what the framework changes. The envs are JAX (gymnax): each rollout
+step calls the jitted, vmapped env once; arrays cross between JAX and torch with DLPack, zero-copy, both ways.
 
     python ppo_torch.py --env Acrobot-v1 --model-size small
 """
+# ruff: noqa: E402  (the clock starts before the heavy imports)
+import time
+
+START = time.perf_counter()  # import_s, setup_s and total_s count from this first line
 
 import json
 import os
@@ -14,12 +17,13 @@ import platform
 import signal
 import socket
 import sys
-import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from functools import partial
 from importlib.metadata import version
-from typing import Literal, NamedTuple, Optional, Sequence
+from pathlib import Path
+from typing import Literal, NamedTuple, Optional, Sequence, get_args, get_origin, get_type_hints
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # JAX shares the GPU with torch: no 75 % grab
 
@@ -39,7 +43,7 @@ MODEL_SIZES = {"small": (64, 64), "medium": (256, 256, 256), "large": (1024,) * 
 @dataclass(frozen=True)
 class Args:
     exp_name: str = os.path.basename(__file__)[: -len(".py")]
-    """the name of this experiment"""
+    """the name of this experiment (with --track, the W&B group when set; else the group is --tag)"""
     env: str = "CartPole-v1"
     """the gymnax environment id (discrete actions)"""
     model_size: Literal["small", "medium", "large"] = "small"
@@ -77,11 +81,13 @@ class Args:
     norm_adv: bool = True
     """normalise the advantages of each minibatch"""
     compile: Literal["compile", "env-jit", "none"] = "compile"
-    """compile: torch.compile the policy step and the loss, jax.jit the env; env-jit: eager torch, jitted env; none: eager torch, env op by op"""
+    """compile: torch.compile the policy step and the loss, jax.jit the env; env-jit: eager torch, jitted env;
+    none: eager torch, env op by op"""
     device: Literal["auto", "cpu", "cuda"] = "auto"
     """where torch and JAX run (always the same device, so DLPack is zero-copy); auto: cuda when both see a GPU"""
     sync_timing: bool = True
-    """block on the device after the rollout and after the update so that both timers are exact"""
+    """block on the device after the rollout and after the update, so that both timers are exact; --no-sync-timing drops
+    these two barriers, but the one metrics transfer that ends each iteration is still a barrier: iterations never overlap"""
     log_dir: str = "runs"
     """the folder that receives one subfolder per run"""
     track: bool = False
@@ -102,20 +108,22 @@ class Args:
         return self.batch_size // self.num_minibatches
 
 
-def check_args(args: Args) -> None:
-    """Refuses bad input before any work, with one line naming the bad value and the valid choices."""
-    if args.env not in gymnax.registered_envs:
-        raise ValueError(f"unknown env {args.env!r}; valid envs: {', '.join(gymnax.registered_envs)}")
+def parse_args(argv: list[str]) -> Args:
+    """Args from the command line; bad input raises ValueError, one line naming the value and the valid choices."""
+    choices = {f"--{name.replace('_', '-')}": get_args(hint) for name, hint in get_type_hints(Args).items()
+               if get_origin(hint) is Literal}  # checked before tyro, which reports a bad choice in a multi-line box
+    for flag, value in [*zip(argv, argv[1:]), *(arg.split("=", 1) for arg in argv if "=" in arg)]:
+        flag = flag.replace("_", "-")
+        if flag in choices and value not in choices[flag]:
+            raise ValueError(f"{flag} {value!r} is not one of: {', '.join(choices[flag])}")
+    args = tyro.cli(Args, args=argv)
     for name in ("num_envs", "num_steps", "num_iterations", "update_epochs", "num_minibatches"):
         if getattr(args, name) <= 0:
             raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(args, name)}")
     if args.batch_size % args.num_minibatches:
-        raise ValueError(
-            f"--num-minibatches {args.num_minibatches} does not divide the batch size {args.batch_size} "
-            f"(num_envs x num_steps); choose a divisor of {args.batch_size}"
-        )
-    if args.device == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"--device cuda: torch {torch.__version__} sees no CUDA GPU; use --device cpu or auto")
+        raise ValueError(f"--num-minibatches {args.num_minibatches} does not divide the batch size {args.batch_size} "
+                         f"(num_envs x num_steps); choose a divisor of {args.batch_size}")
+    return args
 
 
 def pick_devices(requested: str):
@@ -123,8 +131,9 @@ def pick_devices(requested: str):
     jax_gpus = [d for d in jax.devices() if d.platform == "gpu"]
     if requested == "cpu" or (requested == "auto" and not (torch.cuda.is_available() and jax_gpus)):
         return torch.device("cpu"), jax.devices("cpu")[0]
-    if not jax_gpus:
-        raise ValueError("--device cuda: JAX sees no GPU (install jax[cuda12]); torch and JAX must share the device")
+    if not (torch.cuda.is_available() and jax_gpus):
+        raise ValueError(f"--device cuda: torch sees {torch.cuda.device_count()} CUDA GPUs and JAX {len(jax_gpus)}; "
+                         "both must see it (install jax[cuda12]), or use --device cpu or auto")
     index = torch.cuda.current_device()
     return torch.device("cuda", index), next(d for d in jax_gpus if d.local_hardware_id == index)
 
@@ -158,56 +167,75 @@ class Agent(nn.Module):
     def get_value(self, obs):
         return self.critic(obs)[..., 0]
 
-    def get_action_and_value(self, obs, noise):
-        """Samples actions by Gumbel-max from uniform noise (drawn outside, with a seeded torch.Generator)."""
+    def get_action_and_value(self, obs, noise, action=None):
+        """Samples actions (unless given) by Gumbel-max from noise drawn with a seeded torch.Generator; returns them,
+        their log-probabilities and the values."""
         logits, value = self(obs)
-        action = (logits - torch.log(-torch.log(noise))).argmax(-1)
-        logprob = logits.log_softmax(-1).gather(-1, action[:, None])[:, 0]
-        return action.to(torch.int32), logprob, value  # int32: JAX runs without x64
+        if action is None:
+            action = (logits - torch.log(-torch.log(noise))).argmax(-1).to(torch.int32)  # int32: JAX runs without x64
+        return action, logits.log_softmax(-1).gather(-1, action[:, None].long())[:, 0], value
 
 
 # ------------------------------------------------------------------------------- environment glue
-def make_env(env_id: str):
-    env, env_params = gymnax.make(env_id)
-    if not isinstance(env.action_space(env_params), gymnax.environments.spaces.Discrete):
-        kind = type(env.action_space(env_params)).__name__
-        raise ValueError(f"env {env_id!r} has a {kind} action space; only Discrete action spaces are supported")
-    return env, env_params
+def make_env(env_id: str, explain: bool = True):
+    """The env and its params; ValueError (one line that lists the usable envs) when this script cannot train on it."""
+    try:
+        env, env_params = gymnax.make(env_id)
+        space = type(env.action_space(env_params))
+        problem = None if space is gymnax.environments.spaces.Discrete else f"has a {space.__name__} action space"
+    except Exception as e:  # an unknown id; an env that must download its data (MNISTBandit) without network
+        problem = f"cannot be made ({type(e).__name__}: {e})" if env_id in gymnax.registered_envs else "is not a gymnax env"
+    if problem and explain:  # on this error path only, make every registered env to list the usable ones
+        usable = [other for other in gymnax.registered_envs if make_env(other, explain=False)]
+        raise ValueError(f"env {env_id!r} {problem}; usable envs (discrete actions): {', '.join(usable)}")
+    return None if problem else (env, env_params)
 
 
-def reset_envs(env, env_params, key, num_envs: int):
-    obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(key, num_envs), env_params)
-    return obs.reshape(num_envs, -1), env_state  # flatten: MinAtar observations are (10, 10, C)
-
-
-def step_envs(env, env_params, carry, action):
-    """The JAX half of a rollout step, one (jitted) call: steps every env (auto-reset) and keeps episode
-    statistics; the transition holds the pre-reset observation for bootstrapping."""
-    env_state, episode_return, episode_length, key = carry
-    key, env_key = jax.random.split(key)
-    num_envs = action.shape[0]
-    obs, env_state, reward, terminated, truncated, info = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
-        jax.random.split(env_key, num_envs), env_state, action, env_params
-    )
-    final_obs = info["final_observation"].reshape(num_envs, -1)
-    done = terminated | truncated
-    episode_return = episode_return + reward
-    episode_length = episode_length + 1
-    transition = (reward, terminated, truncated, final_obs, done,
-                  jnp.where(done, episode_return, 0.0), jnp.where(done, episode_length, 0))
-    carry = (env_state, jnp.where(done, 0.0, episode_return), jnp.where(done, 0, episode_length), key)
-    return carry, obs.reshape(num_envs, -1), transition
-
-
-# ---------------------------------------------------------------------------------------- rollout
 class Runner(NamedTuple):
-    """What carries over from one rollout to the next: the JAX side of the env loop, and torch obs."""
-
+    """What carries over from one env step, and from one rollout, to the next."""
     env_state: object
-    obs: torch.Tensor
+    obs: jax.Array
     episode_return: jax.Array
     episode_length: jax.Array
     key: jax.Array
+
+
+def reset_envs(env, env_params, key, num_envs: int) -> Runner:
+    key, reset_key = jax.random.split(key)
+    obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, num_envs), env_params)
+    obs = obs.reshape(num_envs, -1)  # flatten: MinAtar observations are (10, 10, C)
+    return Runner(env_state, obs, jnp.zeros(num_envs), jnp.zeros(num_envs, jnp.int32), key)
+
+
+def step_envs(env, env_params, runner: Runner, action):
+    """Steps every env (auto-reset) and counts episodes: the next Runner, and the env's fields of a Transition."""
+    num_envs = action.shape[0]
+    key, step_key = jax.random.split(runner.key)
+    obs, env_state, reward, terminated, truncated, info = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
+        jax.random.split(step_key, num_envs), runner.env_state, action, env_params)
+    done = terminated | truncated
+    episode_return, episode_length = runner.episode_return + reward, runner.episode_length + 1
+    next_runner = Runner(env_state, obs.reshape(num_envs, -1), jnp.where(done, 0.0, episode_return),
+                         jnp.where(done, 0, episode_length), key)
+    final_obs = info["final_observation"].reshape(num_envs, -1)  # before the auto-reset, for bootstrapping
+    return next_runner, dict(reward=reward, terminated=terminated, truncated=truncated, final_obs=final_obs,
+                             episode_return=jnp.where(done, episode_return, 0.0),  # of the episode ended here, else 0
+                             episode_length=jnp.where(done, episode_length, 0))
+
+
+# ---------------------------------------------------------------------------------------- rollout
+class Transition(NamedTuple):
+    """One step of every env; the rollout stacks num_steps of them."""
+    obs: torch.Tensor
+    action: torch.Tensor
+    logprob: torch.Tensor
+    value: torch.Tensor
+    reward: torch.Tensor
+    terminated: torch.Tensor
+    truncated: torch.Tensor
+    final_obs: torch.Tensor  # the observation reached before any auto-reset
+    episode_return: torch.Tensor  # of the episode that ended at this step, else 0
+    episode_length: torch.Tensor
 
 
 class Batch(NamedTuple):
@@ -222,40 +250,31 @@ class Batch(NamedTuple):
 @torch.no_grad()
 def rollout(env_step_fn, stack_fn, args: Args, agent: Agent, policy_fn, generator: torch.Generator, runner: Runner):
     """Collects num_steps x num_envs transitions, then computes GAE. Everything stays on the device."""
-    noise = torch.rand(args.num_steps, args.num_envs, agent.num_actions, generator=generator, device=runner.obs.device)
+    noise = torch.rand(args.num_steps, args.num_envs, agent.num_actions, generator=generator, device=generator.device)
     noise.clamp_(min=torch.finfo(noise.dtype).tiny)  # log(0) would be -inf in the Gumbel-max sampling
-    carry, next_obs = (runner.env_state, runner.episode_return, runner.episode_length, runner.key), runner.obs
-    steps, transitions = [], []
+    policy_fields, env_fields = [], []
     for step in range(args.num_steps):
-        action, logprob, value = policy_fn(next_obs, noise[step])
-        steps.append((next_obs, action, logprob, value))
-        carry, next_obs, transition = env_step_fn(carry, jnp.from_dlpack(action))  # torch -> JAX, zero-copy
-        next_obs = torch.from_dlpack(next_obs)  # JAX -> torch, zero-copy
-        transitions.append(transition)
-    runner = Runner(carry[0], next_obs, *carry[1:])
-
-    obs, actions, logprobs, values = (torch.stack(x) for x in zip(*steps))
-    rewards, terminated, truncated, final_obs, done, done_return, done_length = map(torch.from_dlpack, stack_fn(transitions))
+        obs = torch.from_dlpack(runner.obs)  # JAX -> torch, zero-copy
+        action, logprob, value = policy_fn(obs, noise[step])
+        runner, fields = env_step_fn(runner, jnp.from_dlpack(action))  # torch -> JAX, zero-copy
+        policy_fields.append((obs, action, logprob, value))
+        env_fields.append(fields)
+    env_fields = {name: torch.from_dlpack(x) for name, x in stack_fn(*env_fields).items()}
+    t = Transition(*(torch.stack(x) for x in zip(*policy_fields)), **env_fields)
     # V(pre-reset next observation): the next value within an episode, the bootstrap when truncated.
-    final_values = agent.get_value(final_obs)
-    advantages, returns = compute_gae(rewards, values, final_values, terminated, truncated, args.gamma, args.gae_lambda)
-    flat = lambda x: x.reshape(args.batch_size, *x.shape[2:])
-    batch = Batch(flat(obs), flat(actions), flat(logprobs), flat(values), flat(advantages), flat(returns))
-    num_episodes = done.sum()
-    episode_stats = {  # NaN when no episode ended in this rollout
-        "episodic_return": done_return.sum() / num_episodes,
-        "episodic_length": done_length.sum() / num_episodes,
-    }
-    return runner, batch, episode_stats
+    final_values = agent.get_value(t.final_obs)
+    advantages, returns = compute_gae(t.reward, t.value, final_values, t.terminated, t.truncated, args.gamma, args.gae_lambda)
+    batch = Batch(*(x.reshape(args.batch_size, *x.shape[2:])  # (num_steps, num_envs, ...) -> (batch_size, ...)
+                    for x in (t.obs, t.action, t.logprob, t.value, advantages, returns)))
+    num_episodes = (t.terminated | t.truncated).sum()  # NaN statistics when 0: main() then logs no episodic point
+    return runner, batch, {"episodic_return": t.episode_return.sum() / num_episodes,
+                           "episodic_length": t.episode_length.sum() / num_episodes}
 
 
 # -------------------------------------------------------------------------------------------- GAE
 def compute_gae(rewards, values, final_values, terminated, truncated, gamma: float, gae_lambda: float):
-    """Generalized advantage estimation over (num_steps, num_envs) arrays from auto-resetting envs.
-
-    final_values[t] is V of the observation reached by step t before any reset: a terminated step
-    does not bootstrap, a truncated one bootstraps from it, and either ends the GAE trace.
-    """
+    """GAE over (num_steps, num_envs) arrays of auto-resetting envs. final_values[t]: V of the observation step t reached
+    before any reset; a terminated step does not bootstrap, a truncated one does, and either ends the GAE trace."""
     deltas = rewards + gamma * final_values * ~terminated - values
     discounts = gamma * gae_lambda * ~(terminated | truncated)
 
@@ -276,49 +295,37 @@ def ppo_loss(agent: Agent, args: Args, mb: Batch):
     entropy = -(log_probs.exp() * log_probs).sum(-1).mean()
     logratio = new_logprobs - mb.logprobs
     ratio = logratio.exp()
-
     advantages = mb.advantages
     if args.norm_adv:  # population std (ddof=0) in every framework
         advantages = (advantages - advantages.mean()) / (advantages.std(correction=0) + 1e-8)
     pg_loss = torch.max(-advantages * ratio, -advantages * ratio.clamp(1 - args.clip_coef, 1 + args.clip_coef)).mean()
-
     v_loss_unclipped = (new_values - mb.returns) ** 2
     if args.clip_vloss:
         v_clipped = mb.values + (new_values - mb.values).clamp(-args.clip_coef, args.clip_coef)
         v_loss = 0.5 * torch.max(v_loss_unclipped, (v_clipped - mb.returns) ** 2).mean()
     else:
         v_loss = 0.5 * v_loss_unclipped.mean()
-
     loss = pg_loss - args.ent_coef * entropy + args.vf_coef * v_loss
-    return loss, {
-        "policy_loss": pg_loss,
-        "value_loss": v_loss,
-        "entropy": entropy,
-        "old_approx_kl": (-logratio).mean(),
-        "approx_kl": ((ratio - 1) - logratio).mean(),
-        "clipfrac": ((ratio - 1).abs() > args.clip_coef).float().mean(),
-    }
+    return loss, {"policy_loss": pg_loss, "value_loss": v_loss, "entropy": entropy, "old_approx_kl": (-logratio).mean(),
+                  "approx_kl": ((ratio - 1) - logratio).mean(),
+                  "clipfrac": ((ratio - 1).abs() > args.clip_coef).float().mean()}
 
 
 # ----------------------------------------------------------------------------------------- update
 def make_optimizer(args: Args, agent: Agent):
-    """Adam (global-norm clipping is in train_epochs); the learning rate decays linearly to 0 over all optimizer steps."""
+    """Adam (global-norm clipping is in update); the learning rate decays linearly to 0 over all optimizer steps."""
     num_updates = args.num_iterations * args.update_epochs * args.num_minibatches
     lr_schedule = lambda step: args.learning_rate * (1.0 - step / num_updates if args.anneal_lr else 1.0)  # noqa: E731
-    return torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, fused=True), lr_schedule  # fused: one kernel per tensor
+    return torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, fused=True), lr_schedule  # fused: 1 kernel
 
 
-def update(args: Args, agent: Agent, optimizer: torch.optim.Optimizer, lr_schedule, loss_fn,
-           generator: torch.Generator, batch: Batch, optimizer_step: int):
-    """update_epochs passes over the batch, each in a fresh random order."""
-    permutations = torch.stack([torch.randperm(args.batch_size, generator=generator, device=batch.obs.device)
-                                for _ in range(args.update_epochs)])
-    return train_epochs(args, agent, optimizer, lr_schedule, loss_fn, batch, permutations, optimizer_step)
-
-
-def train_epochs(args: Args, agent: Agent, optimizer: torch.optim.Optimizer, lr_schedule, loss_fn,
-                 batch: Batch, permutations: torch.Tensor, optimizer_step: int):
-    """One epoch per row of permutations: the batch in that order, cut into num_minibatches minibatches."""
+def update(args: Args, agent: Agent, optimizer: torch.optim.Optimizer, lr_schedule, loss_fn, generator: torch.Generator,
+           batch: Batch, optimizer_step: int, permutations=None):
+    """update_epochs epochs, one per row of permutations (by default fresh random orders of the batch), each cut into
+    num_minibatches minibatches. The explained variance is NaN when the returns of the batch have zero variance."""
+    if permutations is None:
+        permutations = torch.stack([torch.randperm(args.batch_size, generator=generator, device=batch.obs.device)
+                                    for _ in range(args.update_epochs)])
     metrics = []
     for perm in permutations:
         minibatches = Batch(*(x[perm].reshape(args.num_minibatches, -1, *x.shape[1:]) for x in batch))
@@ -333,156 +340,155 @@ def train_epochs(args: Args, agent: Agent, optimizer: torch.optim.Optimizer, lr_
             metrics.append(torch.stack(list(mb_metrics.values())).detach())
 
     metrics = dict(zip(mb_metrics, torch.stack(metrics).mean(0)))  # mean over all epochs and minibatches
-    metrics["explained_variance"] = 1 - (batch.returns - batch.values).var(correction=0) / batch.returns.var(correction=0)
+    var_returns = batch.returns.var(correction=0)
+    explained = 1 - (batch.returns - batch.values).var(correction=0) / var_returns
+    metrics["explained_variance"] = torch.where(var_returns > 0, explained, torch.nan)
     return metrics
 
 
 # ------------------------------------------------------------------------------------------- main
-def run_config(args: Args, device: torch.device) -> dict:
-    packages = ("torch", "jax", "jaxlib", "gymnax")
-    return {
-        **asdict(args),
-        "framework": FRAMEWORK,
-        "batch_size": args.batch_size,
-        "minibatch_size": args.minibatch_size,
-        "versions": {"python": platform.python_version(), **{p: version(p) for p in packages}},
-        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
-        "torch_threads": torch.get_num_threads(),
-        "platform": platform.platform(),
-        "hostname": socket.gethostname(),
-        "start_time": datetime.now(timezone.utc).isoformat(),
-    }
-
-
-def write_json(path: str, data: dict) -> None:
-    with open(path, "w") as f:
-        json.dump(data, f, indent=2)
-
-
-def raise_interrupt(signum, frame):
-    raise KeyboardInterrupt  # SIGTERM (e.g. from `timeout`) ends the run like Ctrl-C
-
-
 def main():
-    args = tyro.cli(Args)
+    book = Bookkeeping()  # first, so that no signal is lost
     try:
-        check_args(args)
+        args = parse_args(sys.argv[1:])
         env, env_params = make_env(args.env)
         device, jax_device = pick_devices(args.device)
-    except ValueError as e:
+        run_name = f"{args.env}__{FRAMEWORK}__{args.model_size}__{args.compile}__{args.seed}__{int(time.time())}"
+        run_dir = os.path.join(args.log_dir, run_name)
+        os.makedirs(run_dir, exist_ok=True)  # OSError when --log-dir is a file or cannot be created
+    except (ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
     jax.config.update("jax_default_device", jax_device)  # env arrays live where torch computes
     if device.type == "cpu" and "OMP_NUM_THREADS" not in os.environ:
         torch.set_num_threads(1)  # small nets: OpenMP barriers cost more than they save, and stall on busy cores
 
-    run_start = time.perf_counter()
-    run_name = f"{args.env}__{FRAMEWORK}__{args.model_size}__{args.compile}__{args.seed}__{int(time.time())}"
-    run_dir = os.path.join(args.log_dir, run_name)
-    os.makedirs(run_dir, exist_ok=True)
-    config = run_config(args, device)
-    write_json(os.path.join(run_dir, "config.json"), config)
-    summary = {"status": "failed", "iterations_completed": 0, "setup_s": None, "total_s": None, "final_return": None}
-    episodic_returns = []
-    signal.signal(signal.SIGTERM, raise_interrupt)
-    writer = wandb_run = None
-    try:
+    wandb_run = None
+    device_name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+    with book.run(args, run_dir, device_name=device_name, torch_threads=torch.get_num_threads()) as config:
         if args.track:
             import wandb
-
             wandb_run = wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, sync_tensorboard=True,
-                       config=config, name=run_name, dir=run_dir, save_code=True)
-        writer = SummaryWriter(run_dir)
-        writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in asdict(args).items()))
-
-        with jax.disable_jit(args.compile == "none"):
+                                   group=args.exp_name if args.exp_name != Args.exp_name else args.tag,
+                                   tags=[FRAMEWORK, args.model_size, args.env, args.compile],
+                                   config=config, name=run_name, dir=run_dir, save_code=True)
+        with SummaryWriter(run_dir) as writer, jax.disable_jit(args.compile == "none"):
+            table = "\n".join(f"|{k}|{v}|" for k, v in asdict(args).items())
+            writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
             torch.manual_seed(args.seed)
             generator = torch.Generator(device).manual_seed(args.seed)  # action sampling and minibatch order
-            key = jax.random.key(args.seed)
-            key, env_key, runner_key = jax.random.split(key, 3)
-            obs, env_state = reset_envs(env, env_params, env_key, args.num_envs)
-            obs = torch.from_dlpack(obs)
-            agent = Agent(obs.shape[-1], MODEL_SIZES[args.model_size], env.num_actions).to(device)
+            runner = reset_envs(env, env_params, jax.random.key(args.seed), args.num_envs)
+            agent = Agent(runner.obs.shape[-1], MODEL_SIZES[args.model_size], env.num_actions).to(device)
             optimizer, lr_schedule = make_optimizer(args, agent)
-            runner = Runner(env_state, obs, jnp.zeros(args.num_envs), jnp.zeros(args.num_envs, jnp.int32), runner_key)
             env_step_fn = partial(step_envs, env, env_params)
-            stack_fn = lambda transitions: jax.tree.map(lambda *x: jnp.stack(x), *transitions)  # one call per rollout
+            stack_fn = partial(jax.tree.map, lambda *x: jnp.stack(x))  # the env fields of a rollout: one call
             policy_fn, loss_fn = agent.get_action_and_value, partial(ppo_loss, agent, args)
             if args.compile != "none":
                 env_step_fn, stack_fn = jax.jit(env_step_fn), jax.jit(stack_fn)
-            if args.compile == "compile":
-                # torch.compile what dominates: the policy step (every env step) and the minibatch loss
-                # (forward + the backward that AOTAutograd compiles with it). Static shapes, so each compiles
-                # once. Clipping and the fused Adam stay eager: compiling them too was slower on CPU.
-                policy_fn = torch.compile(policy_fn, dynamic=False)
-                loss_fn = torch.compile(loss_fn, dynamic=False)
+            if args.compile == "compile":  # what dominates: the policy step and the minibatch loss (with its backward);
+                # static shapes, so each compiles once. Clipping and fused Adam stay eager: compiled, slower on CPU.
+                policy_fn, loss_fn = torch.compile(policy_fn, dynamic=False), torch.compile(loss_fn, dynamic=False)
             rollout_fn = partial(rollout, env_step_fn, stack_fn, args, agent, policy_fn, generator)
             update_fn = partial(update, args, agent, optimizer, lr_schedule, loss_fn, generator)
-            summary["setup_s"] = time.perf_counter() - run_start
-            print(f"{run_name}: setup {summary['setup_s']:.1f}s on {config['device']}", flush=True)
+            book.summary["setup_s"] = time.perf_counter() - START
+            print(f"{run_name}: setup {book.summary['setup_s']:.1f}s on {config['device_name']}", flush=True)
 
-            iteration_times = []
             for iteration in range(args.num_iterations):
+                book.check_signals()  # a SIGINT or SIGTERM stops the run here...
                 iteration_start = time.perf_counter()
                 runner, batch, episode_stats = rollout_fn(runner)
                 if args.sync_timing:
-                    jax.block_until_ready((runner.env_state, runner.key))
+                    jax.block_until_ready(runner)
                     if device.type == "cuda":
                         torch.cuda.synchronize(device)
                 rollout_end = time.perf_counter()
+                book.check_signals()  # ...or here
                 losses = update_fn(batch, iteration * args.update_epochs * args.num_minibatches)
                 if args.sync_timing and device.type == "cuda":
                     torch.cuda.synchronize(device)
                 update_end = time.perf_counter()
 
                 metrics = {**episode_stats, **losses}
-                metrics = dict(zip(metrics, torch.stack(list(metrics.values())).tolist()))  # the one host transfer per iteration
-                global_step = (iteration + 1) * args.batch_size
-                optimizer_steps = (iteration + 1) * args.update_epochs * args.num_minibatches
-                scalars = {
-                    "time/rollout": rollout_end - iteration_start,
-                    "time/update": update_end - rollout_end,
-                    "charts/episodic_return": metrics.pop("episodic_return"),
-                    "charts/episodic_length": metrics.pop("episodic_length"),
-                    "charts/learning_rate": float(lr_schedule(optimizer_steps - 1)),  # the rate of the last step
-                    **{f"losses/{k}": v for k, v in metrics.items()},
-                }
-                for tag, value in scalars.items():
-                    writer.add_scalar(tag, float(value), global_step)
+                metrics = dict(zip(metrics, torch.stack(list(metrics.values())).tolist()))  # the one host transfer
                 iteration_time = time.perf_counter() - iteration_start
-                elapsed = time.perf_counter() - run_start
-                writer.add_scalar("time/iteration", iteration_time, global_step)
-                writer.add_scalar("time/elapsed", elapsed, global_step)
-                writer.add_scalar("charts/SPS", args.batch_size / iteration_time, global_step)
-
-                summary["iterations_completed"] = iteration + 1
-                episodic_returns.append(float(scalars["charts/episodic_return"]))
-                iteration_times.append(iteration_time)
-                steady = iteration_times[1:] or iteration_times  # iteration 0 includes compilation
-                eta = np.mean(steady) * (args.num_iterations - iteration - 1)
-                print(f"iter {iteration + 1}/{args.num_iterations} | step {global_step} | "
-                      f"SPS {args.batch_size / iteration_time:,.0f} | return {episodic_returns[-1]:.1f} | "
-                      f"rollout {scalars['time/rollout']:.3f}s update {scalars['time/update']:.3f}s | "
-                      f"elapsed {elapsed:.1f}s ETA {eta:.1f}s", flush=True)
-        summary["status"] = "completed"
-    except KeyboardInterrupt:
-        summary["status"] = "interrupted"
-    except Exception as e:
-        summary["error"] = f"{type(e).__name__}: {e}"
-        raise
-    finally:
-        summary["total_s"] = time.perf_counter() - run_start
-        last_returns = [r for r in episodic_returns[-10:] if not np.isnan(r)]
-        summary["final_return"] = float(np.mean(last_returns)) if last_returns else None
-        write_json(os.path.join(run_dir, "summary.json"), summary)
-        if writer is not None:
-            writer.close()
-        if wandb_run is not None:
-            wandb_run.finish(exit_code=0 if summary["status"] == "completed" else 1)
-        print(f"{summary['status']}: {summary['iterations_completed']}/{args.num_iterations} iterations, "
-              f"total {summary['total_s']:.1f}s, final return {summary['final_return']}, logs in {run_dir}", flush=True)
-    if summary["status"] == "interrupted":
+                optimizer_steps = (iteration + 1) * args.update_epochs * args.num_minibatches
+                episodic = {f"charts/{k}": metrics.pop(k) for k in ("episodic_return", "episodic_length")}
+                scalars = {"time/rollout": rollout_end - iteration_start, "time/update": update_end - rollout_end,
+                           "time/iteration": iteration_time, "time/elapsed": time.perf_counter() - START,
+                           "charts/SPS": args.batch_size / iteration_time,
+                           "charts/learning_rate": float(lr_schedule(optimizer_steps - 1)),  # the rate of the last step
+                           **{tag: v for tag, v in episodic.items() if not np.isnan(v)},  # NaN: no episode ended, no point
+                           **{f"losses/{k}": v for k, v in metrics.items()}}
+                for tag, value in scalars.items():
+                    writer.add_scalar(tag, float(value), (iteration + 1) * args.batch_size)  # step: env steps so far
+                book.iteration_done(args, iteration, scalars)
+    if wandb_run is not None:
+        wandb_run.finish(exit_code=0 if book.summary["status"] == "completed" else 1)
+    if book.summary["status"] == "interrupted":
         sys.exit(130)
+
+
+# =======================================================================================================
+# Benchmark bookkeeping: signals, config.json metadata, summary.json, progress and ETA. bench.sh and
+# plot_results.py rely on it; a starter copy can drop this section and the `book.` lines of main().
+class Bookkeeping:
+    """SIGINT and SIGTERM only set a flag, which main() checks between iterations and between rollout and update: no
+    signal gets lost in a compiler (torch.compile once swallowed a KeyboardInterrupt), and a run that inherited SIGINT
+    ignored (started in the background) still stops on it. A second signal stops the run at once. Either way
+    summary.json says "interrupted" and the exit code is 130."""
+    packages = ("torch", "jax", "jaxlib", "gymnax")
+
+    def __init__(self):
+        self.running, self.returns, self.times = False, [], []  # running: a run folder without its summary.json
+        self.summary = {"status": "failed", "iterations_completed": 0, "import_s": time.perf_counter() - START,
+                        "setup_s": None, "total_s": None, "final_return": None, "signals": []}
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, self.on_signal)
+
+    def on_signal(self, signum, frame):
+        self.summary["signals"].append(signal.Signals(signum).name)
+        os.write(2, f"{self.summary['signals'][-1]}: stopping at the next iteration boundary (again: at once)\n".encode())
+        if len(self.summary["signals"]) > 1 and self.running:
+            raise KeyboardInterrupt
+
+    def check_signals(self):
+        if self.summary["signals"]:
+            raise KeyboardInterrupt
+
+    @contextmanager
+    def run(self, args: Args, run_dir: str, **machine):
+        """Writes config.json (every Args field as given, the command line, the versions, the machine), runs the
+        body, then writes summary.json whatever happens; a KeyboardInterrupt ends the body quietly."""
+        self.running = True
+        config = {**asdict(args), "command": sys.argv, "framework": FRAMEWORK, "batch_size": args.batch_size,
+                  "minibatch_size": args.minibatch_size, "versions": {"python": platform.python_version(),
+                  **{p: version(p) for p in self.packages}}, **machine, "platform": platform.platform(),
+                  "hostname": socket.gethostname(), "start_time": datetime.now(timezone.utc).isoformat()}
+        Path(run_dir, "config.json").write_text(json.dumps(config, indent=2))
+        try:
+            yield config
+            self.summary["status"] = "completed"
+        except KeyboardInterrupt:
+            self.summary["status"] = "interrupted"
+        except Exception as e:
+            self.summary["error"] = f"{type(e).__name__}: {e}"
+            raise
+        finally:
+            self.running = False  # a signal from here on must not stop the writing
+            last = [r for r in self.returns[-10:] if not np.isnan(r)]  # final_return: of the last 10 iterations
+            self.summary.update(total_s=time.perf_counter() - START, final_return=float(np.mean(last)) if last else None)
+            Path(run_dir, "summary.json").write_text(json.dumps(self.summary, indent=2))
+            print(f"{self.summary['status']}: {self.summary['iterations_completed']}/{args.num_iterations} iterations, "
+                  f"total {self.summary['total_s']:.1f}s, final return {self.summary['final_return']}, logs in {run_dir}")
+
+    def iteration_done(self, args: Args, iteration: int, scalars: dict):
+        self.summary["iterations_completed"] = iteration + 1
+        self.returns.append(float(scalars.get("charts/episodic_return", np.nan)))  # NaN: no episode ended
+        self.times.append(scalars["time/iteration"])  # the ETA leaves out iteration 0, which compiles
+        eta = np.mean(self.times[1:] or self.times) * (args.num_iterations - iteration - 1)
+        print(f"iter {iteration + 1}/{args.num_iterations} | SPS {scalars['charts/SPS']:,.0f} | "
+              f"return {self.returns[-1]:.1f} | rollout {scalars['time/rollout']:.3f}s update {scalars['time/update']:.3f}s | "
+              f"elapsed {scalars['time/elapsed']:.1f}s ETA {eta:.1f}s", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,22 +1,25 @@
 """Parity: the Linen, NNX and Torch scripts compute the same PPO.
 
-One set of weights (NumPy, fixed seed) is loaded into every framework's agent; forward pass, GAE, loss,
-gradients and a whole update (with the minibatch order handed in) must agree to float32 tolerance.
-Each framework is wrapped in a small adapter with one interface, so every check is written once.
+One set of weights (NumPy, fixed seed) is loaded into every framework's agent; forward pass, the rollout's
+log-probabilities and values, the env glue, GAE, loss, gradients and a whole update (with the minibatch order handed
+in) must agree to float32 tolerance, and so must the Args defaults. Each framework is wrapped in a small adapter with
+one interface, so every check is written once; SIDES must cover the study's frameworks.
 """
 
-import numpy as np
-import pytest
+from dataclasses import fields
+from functools import partial
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+import pytest
 import torch
 from flax import nnx
 
 import ppo_linen
 import ppo_nnx
 import ppo_torch
-from helpers import numpy_gae, only_run_dir, read_json, run_script
+from helpers import STUDY, numpy_gae, only_run_dir, read_json, run_script
 
 OBS = {"CartPole-v1": 4, "Breakout-MinAtar": 10 * 10 * 4}  # a classic-control and a flattened MinAtar batch
 NUM_ACTIONS = 3
@@ -64,6 +67,13 @@ class LinenSide:
         logits, values = self.state.apply_fn(self.state.params, jnp.asarray(obs))
         return np.asarray(logits), np.asarray(jax.nn.log_softmax(logits)), np.asarray(values)
 
+    def policy(self, obs, actions=None):
+        """The rollout's policy step: (actions, log-probs, values), for the given actions or sampled ones."""
+        actions = None if actions is None else jnp.asarray(actions)
+        out = self.state.apply_fn(self.state.params, jnp.asarray(obs), jax.random.key(5), actions,
+                                  method=ppo_linen.Agent.get_action_and_value)
+        return tuple(np.asarray(x) for x in out)
+
     def loss_and_grads(self, mb):
         batch = ppo_linen.Batch(**{k: jnp.asarray(v) for k, v in mb.items()})
         (loss, metrics), grads = jax.value_and_grad(ppo_linen.ppo_loss, has_aux=True)(
@@ -72,8 +82,8 @@ class LinenSide:
 
     def update(self, batch, permutations):
         batch = ppo_linen.Batch(**{k: jnp.asarray(v) for k, v in batch.items()})
-        self.state, _ = ppo_linen.train_epochs(self.args, self.state, batch, jnp.asarray(permutations))
-        return self.weights_of(self.state.params)
+        self.state, _, metrics = ppo_linen.update(self.args, self.state, batch, None, jnp.asarray(permutations))
+        return self.weights_of(self.state.params), {k: float(v) for k, v in metrics.items()}
 
     @staticmethod
     def weights_of(params) -> dict:
@@ -111,6 +121,11 @@ class NnxSide:
         logits, values = self.agent(jnp.asarray(obs))
         return np.asarray(logits), np.asarray(jax.nn.log_softmax(logits)), np.asarray(values)
 
+    def policy(self, obs, actions=None):
+        actions = None if actions is None else jnp.asarray(actions)
+        out = self.agent.get_action_and_value(jnp.asarray(obs), jax.random.key(5), actions)
+        return tuple(np.asarray(x) for x in out)
+
     def loss_and_grads(self, mb):
         batch = ppo_nnx.Batch(**{k: jnp.asarray(v) for k, v in mb.items()})
         (loss, metrics), grads = nnx.value_and_grad(ppo_nnx.ppo_loss, has_aux=True)(self.agent, self.args, batch)
@@ -118,8 +133,8 @@ class NnxSide:
 
     def update(self, batch, permutations):
         batch = ppo_nnx.Batch(**{k: jnp.asarray(v) for k, v in batch.items()})
-        ppo_nnx.train_epochs(self.args, self.agent, self.optimizer, batch, jnp.asarray(permutations))
-        return self.weights_of(nnx.state(self.agent, nnx.Param))
+        _, metrics = ppo_nnx.update(self.args, self.agent, self.optimizer, batch, None, jnp.asarray(permutations))
+        return self.weights_of(nnx.state(self.agent, nnx.Param)), {k: float(v) for k, v in metrics.items()}
 
     @staticmethod
     def weights_of(state) -> dict:
@@ -158,6 +173,13 @@ class TorchSide:
             logits, values = self.agent(torch.as_tensor(obs))
         return logits.numpy(), logits.log_softmax(-1).numpy(), values.numpy()
 
+    def policy(self, obs, actions=None):
+        noise = torch.rand(len(obs), NUM_ACTIONS, generator=torch.Generator().manual_seed(5)).clamp(min=1e-30)
+        with torch.no_grad():
+            actions = None if actions is None else torch.as_tensor(actions)
+            out = self.agent.get_action_and_value(torch.as_tensor(obs), noise, actions)
+        return tuple(x.numpy() for x in out)
+
     def loss_and_grads(self, mb):
         batch = ppo_torch.Batch(**{k: torch.as_tensor(v) for k, v in mb.items()})
         self.agent.zero_grad()
@@ -170,10 +192,10 @@ class TorchSide:
 
     def update(self, batch, permutations):
         batch = ppo_torch.Batch(**{k: torch.as_tensor(v) for k, v in batch.items()})
-        loss_fn = lambda mb: ppo_torch.ppo_loss(self.agent, self.args, mb)  # noqa: E731
-        ppo_torch.train_epochs(self.args, self.agent, self.optimizer, self.lr_schedule, loss_fn, batch,
-                               torch.as_tensor(permutations, dtype=torch.int64), 0)
-        return self.own_weights(self.agent)
+        loss_fn = partial(ppo_torch.ppo_loss, self.agent, self.args)
+        metrics = ppo_torch.update(self.args, self.agent, self.optimizer, self.lr_schedule, loss_fn, None, batch, 0,
+                                   torch.as_tensor(permutations, dtype=torch.int64))
+        return self.own_weights(self.agent), {k: float(v) for k, v in metrics.items()}
 
     @staticmethod
     def own_weights(agent) -> dict:
@@ -187,6 +209,13 @@ class TorchSide:
 
 
 SIDES = {"linen": LinenSide, "nnx": NnxSide, "torch": TorchSide}
+OTHERS = [name for name in SIDES if name != "linen"]  # each compared with linen
+
+
+def test_sides_cover_the_study():
+    assert set(SIDES) == set(STUDY.frameworks), "a framework of the study has no parity adapter (or one is left over)"
+    for name, side in SIDES.items():
+        assert side.module.__file__.endswith(STUDY.frameworks[name].script)
 
 
 def assert_weights_close(actual: dict, expected: dict, rtol: float, atol: float, what: str):
@@ -211,7 +240,7 @@ def test_forward_pass_agrees(env_id, size):
     _, _, sides = build_all(env_id, size)
     obs = np.random.default_rng(2).normal(size=(64, OBS[env_id])).astype(np.float32)
     outputs = {name: side.forward(obs) for name, side in sides.items()}
-    for name in ("nnx", "torch"):
+    for name in OTHERS:
         for what, actual, expected in zip(("logits", "log-probs", "values"), outputs[name], outputs["linen"]):
             np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5, err_msg=f"{name} {what} ({size})")
     entropy = {name: -(np.exp(lp) * lp).sum(-1) for name, (_, lp, _) in outputs.items()}
@@ -227,9 +256,9 @@ def test_gae_agrees_across_frameworks_and_numpy():
     truncated = (rng.random((steps, envs)) < 0.05) & ~terminated
     expected = numpy_gae(rewards, values, final_values, terminated, truncated, 0.99, 0.95)
     inputs = (rewards, values, final_values, terminated, truncated)
-    for name, module in (("linen", ppo_linen), ("nnx", ppo_nnx), ("torch", ppo_torch)):
+    for name, side in SIDES.items():
         convert = torch.as_tensor if name == "torch" else jnp.asarray
-        advantages, returns = module.compute_gae(*map(convert, inputs), 0.99, 0.95)
+        advantages, returns = side.module.compute_gae(*map(convert, inputs), 0.99, 0.95)
         np.testing.assert_allclose(np.asarray(advantages), expected[0], rtol=1e-6, atol=1e-5, err_msg=name)
         np.testing.assert_allclose(np.asarray(returns), expected[1], rtol=1e-6, atol=1e-5, err_msg=name)
 
@@ -243,7 +272,7 @@ def test_loss_and_gradients_agree(env_id, clip_vloss):
     loss_ref, metrics_ref, grads_ref = results["linen"]
     assert set(metrics_ref) == {"policy_loss", "value_loss", "entropy", "old_approx_kl", "approx_kl", "clipfrac"}
     assert 0 < metrics_ref["clipfrac"] < 1  # the batch exercises both sides of the clip
-    for name in ("nnx", "torch"):
+    for name in OTHERS:
         loss, metrics, grads = results[name]
         assert loss == pytest.approx(loss_ref, rel=1e-5, abs=1e-6), name
         for key, value in metrics_ref.items():
@@ -263,11 +292,14 @@ def test_one_full_update_agrees(anneal_lr):
     batch = make_batch(OBS["CartPole-v1"], args.batch_size)
     rng = np.random.default_rng(4)
     permutations = np.stack([rng.permutation(args.batch_size) for _ in range(args.update_epochs)]).astype(np.int32)
-    new = {name: side.update(batch, permutations) for name, side in sides.items()}
+    results = {name: side.update(batch, permutations) for name, side in sides.items()}
+    new = {name: weights for name, (weights, _) in results.items()}
     moved = np.abs(new["linen"]["actor"][0][0] - weights["actor"][0][0]).max()
     assert moved > 1e-3, "the update did not change the weights"
-    for name in ("nnx", "torch"):
+    for name in OTHERS:
         assert_weights_close(new[name], new["linen"], rtol=1e-4, atol=1e-5, what=f"{name} after one update")
+        for key, value in results["linen"][1].items():
+            assert results[name][1][key] == pytest.approx(value, rel=1e-3, abs=1e-5), f"{name} {key}"
 
 
 def test_learning_rate_schedules_agree():
@@ -276,7 +308,7 @@ def test_learning_rate_schedules_agree():
     steps = [0, 1, 11, 23]  # 24 optimizer steps in all
     rates = {name: [float(side.lr_schedule(step)) for step in steps] for name, side in sides.items()}
     assert rates["linen"][0] == pytest.approx(2.5e-4) and rates["linen"][-1] == pytest.approx(2.5e-4 / 24)
-    for name in ("nnx", "torch"):
+    for name in OTHERS:
         np.testing.assert_allclose(rates[name], rates["linen"], rtol=1e-6)
 
 
@@ -286,7 +318,8 @@ def test_own_init_is_orthogonal_with_the_right_gains(framework):
     weights = SIDES[framework].own_init(OBS["Breakout-MinAtar"], hidden)
     for name in ("actor", "critic"):
         layers = weights[name]
-        assert [w.shape for w, _ in layers] == [(i, o) for i, o in zip([400, *hidden], [*hidden, NUM_ACTIONS if name == "actor" else 1])]
+        out_dim = NUM_ACTIONS if name == "actor" else 1
+        assert [w.shape for w, _ in layers] == [(i, o) for i, o in zip([400, *hidden], [*hidden, out_dim])]
         for i, (w, b) in enumerate(layers):
             gain = GAINS["hidden"] if i < len(layers) - 1 else GAINS[name]
             # a (semi-)orthogonal matrix scaled by gain has every singular value equal to gain
@@ -298,7 +331,7 @@ def test_own_init_is_orthogonal_with_the_right_gains(framework):
 def test_learning_parity_on_acrobot(tmp_path):
     """Every framework learns Acrobot-v1 with the default configuration, to the same ballpark."""
     finals = {}
-    for script in ("ppo_linen.py", "ppo_nnx.py", "ppo_torch.py"):
+    for script in (fw.script for fw in STUDY.frameworks.values()):
         log_dir = tmp_path / script
         proc = run_script(script, "--env", "Acrobot-v1", log_dir=log_dir)
         assert proc.returncode == 0, proc.stderr[-2000:]
@@ -306,3 +339,78 @@ def test_learning_parity_on_acrobot(tmp_path):
     print("Acrobot-v1 final returns:", finals)
     assert all(r > -200 for r in finals.values()), finals  # random play scores about -500
     assert max(finals.values()) - min(finals.values()) < 100, finals
+
+
+# ------------------------------------------------------------------------- Args, rollout, env glue
+def test_shared_args_have_the_same_defaults():
+    defaults = {name: {f.name: f.default for f in fields(side.module.Args)} for name, side in SIDES.items()}
+    shared = set.intersection(*(set(d) for d in defaults.values())) - {"exp_name", "compile"}
+    assert len(shared) >= 20, shared
+    for name in OTHERS:
+        for field in sorted(shared):
+            assert defaults[name][field] == defaults["linen"][field], f"{name}: --{field} default differs"
+
+
+@pytest.mark.parametrize("env_id", OBS)
+def test_rollout_log_probs_and_values_agree(env_id):
+    """The rollout's policy step: given the same weights, observations and actions, the same log-probs and values;
+    with its own sampled actions, each framework's log-probs and values are those of its forward pass."""
+    _, _, sides = build_all(env_id, "small")
+    rng = np.random.default_rng(6)
+    obs = rng.normal(size=(64, OBS[env_id])).astype(np.float32)
+    actions = rng.integers(0, NUM_ACTIONS, 64).astype(np.int32)
+    given = {name: side.policy(obs, actions) for name, side in sides.items()}
+    for name in OTHERS:
+        np.testing.assert_array_equal(given[name][0], actions)
+        np.testing.assert_allclose(given[name][1], given["linen"][1], rtol=1e-5, atol=1e-6, err_msg=f"{name} log-probs")
+        np.testing.assert_allclose(given[name][2], given["linen"][2], rtol=1e-5, atol=1e-6, err_msg=f"{name} values")
+    for name, side in sides.items():
+        sampled, logprob, value = side.policy(obs)
+        _, log_probs, values = side.forward(obs)
+        assert sampled.dtype == np.int32 and set(np.unique(sampled)) <= set(range(NUM_ACTIONS))
+        np.testing.assert_allclose(logprob, log_probs[np.arange(64), sampled], rtol=1e-5, atol=1e-6, err_msg=name)
+        np.testing.assert_allclose(value, values, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def env_glue_transitions(name: str, env_id: str, actions: np.ndarray) -> list[dict]:
+    """reset_envs, then step_envs once per row of actions (jitted, as in the scripts); every field as NumPy.
+    ppo_torch.py hands actions and observations across with DLPack, so its side does the same."""
+    module = SIDES[name].module
+    env, env_params = module.make_env(env_id)
+    env_params = env_params.replace(max_steps_in_episode=12)  # short episodes: truncations too
+    to_jax = (lambda a: jnp.from_dlpack(torch.as_tensor(a))) if name == "torch" else jnp.asarray
+    to_numpy = (lambda x: torch.from_dlpack(x).numpy()) if name == "torch" else np.asarray
+    step = jax.jit(partial(module.step_envs, env, env_params))
+    runner = module.reset_envs(env, env_params, jax.random.key(7), actions.shape[1])
+    out = [{"obs": to_numpy(runner.obs)}]
+    for action in actions:
+        runner, env_fields = step(runner, to_jax(action))
+        out.append({"obs": to_numpy(runner.obs), **{k: to_numpy(v) for k, v in env_fields.items()}})
+    return out
+
+
+@pytest.mark.parametrize("env_id", ["CartPole-v1", "Breakout-MinAtar"])
+def test_env_glue_agrees(env_id):
+    actions = np.random.default_rng(8).integers(0, 3, (40, 6)).astype(np.int32)
+    runs = {name: env_glue_transitions(name, env_id, actions) for name in SIDES}
+    expected = runs["linen"]
+    assert any(t["terminated"].any() for t in expected[1:]) and any(t["truncated"].any() for t in expected[1:])
+    assert set(expected[1]) == {"obs", "reward", "terminated", "truncated", "final_obs", "episode_return", "episode_length"}
+    for name in OTHERS:
+        for step, (actual, reference) in enumerate(zip(runs[name], expected, strict=True)):
+            assert set(actual) == set(reference)
+            for key in reference:
+                np.testing.assert_array_equal(actual[key], reference[key], err_msg=f"{name} step {step} {key}")
+
+
+def test_explained_variance_is_nan_for_constant_returns():
+    """No crash and no inf when the returns have zero variance: explained variance is NaN in every framework."""
+    overrides = dict(num_envs=4, num_steps=8, update_epochs=1, num_minibatches=2, num_iterations=1)
+    args, _, sides = build_all("CartPole-v1", "small", **overrides)
+    batch = make_batch(OBS["CartPole-v1"], args.batch_size)
+    batch["returns"] = np.full(args.batch_size, 1.5, np.float32)
+    permutations = np.arange(args.batch_size, dtype=np.int32)[None]
+    for name, side in sides.items():
+        _, metrics = side.update(batch, permutations)
+        assert np.isnan(metrics["explained_variance"]), name
+        assert all(np.isfinite(v) for k, v in metrics.items() if k != "explained_variance"), (name, metrics)
