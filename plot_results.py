@@ -798,6 +798,18 @@ def speedup_markdown(speedups: pd.DataFrame, intro: bool = True) -> str:
     return "\n\n".join(blocks) + "\n"
 
 
+HEADLINE_METRICS = ("total", "steady")  # the README's tables; REPORT.md has every metric
+
+
+def readme_markdown(speedups: pd.DataFrame) -> str:
+    """The README's headline: total-time and steady-state tables, with a short intro (REPORT.md has the long one)."""
+    intro = (f"Speedup A → B = time of A / time of B (above 1×: B is faster), each framework in its default compile "
+             f"mode. Cells: geometric mean [{BOOTSTRAP_LEVEL:.0%} cluster-bootstrap interval over envs, then runs; "
+             f"{NO_INTERVAL} below {MIN_CLUSTERS} envs]; median; pairs / envs. METHODOLOGY.md explains the statistics.")
+    headline = speedups[speedups["metric"].isin(HEADLINE_METRICS)]
+    return intro + "\n\n" + speedup_markdown(headline, intro=False)
+
+
 def machines_table(summary: pd.DataFrame) -> pd.DataFrame:
     columns = ["tag", "hostname", "device_name", "platform", "framework", "versions"]
     cells = summary[columns].astype(object).where(summary[columns].notna(), "")
@@ -909,7 +921,7 @@ def main(argv=None) -> None:
     summary = summarize(runs, timing)
     an = Analysis(summary, experiment_masks(summary), env_order(summary["env"], timing), timing)
     speedups = speedup_table(summary)
-    block = speedup_markdown(speedups)
+    block = readme_markdown(speedups)
     if speedups.empty and (args.update_readme or args.readme_block):
         fail("no pairs of runs to compare: the README speedup tables would be empty; nothing written "
              "(drop --update-readme/--readme-block to write the rest)")

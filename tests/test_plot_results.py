@@ -231,16 +231,20 @@ def test_every_figure_and_the_report(study_out):
         assert f"]({name})" in report
     assert "linux-host" in report and "mac-host" in report and "jax 0.6.0" in report
     block = (out.parent / "block.md").read_text()
-    assert "nnx → linen" in block and block in report
+    headline = block.split("\n\n", 1)[1]  # the README block: a short intro, then the total and steady tables
+    assert "nnx → linen" in block and headline in report
+    assert "**Total time" in block and "**Steady state" in block and "**Rollout" not in block
 
 
 def test_speedup_text_says_what_the_interval_is(study_out):
     runs, out = study_out
+    report = (out / "REPORT.md").read_text()
+    assert "cluster-bootstrap interval" in report and "resamples envs with replacement" in report
+    assert "– = fewer than 3 envs" in report
+    assert "[–]" in report  # large model: one env (Acrobot-v1) in exp3
+    assert "12 pairs / 3 envs" in report
     block = (out.parent / "block.md").read_text()
-    assert "cluster-bootstrap interval" in block and "resamples envs with replacement" in block
-    assert "– = fewer than 3 envs" in block
-    assert "[–]" in block  # large model: one env (Acrobot-v1) in exp3
-    assert "12 pairs / 3 envs" in block
+    assert "cluster-bootstrap interval over envs, then runs; – below 3 envs" in block
     for path in [ROOT / "plot_results.py", *sorted((ROOT / "benchmarks").glob("*.py"))]:
         assert "DESIGN.md" not in path.read_text(), path
 
@@ -386,7 +390,7 @@ def test_update_readme_replaces_only_the_marked_block(study_out, tmp_path):
     plot_results.main(["--csv", str(out / "runs.csv"), "--out", str(tmp_path / "out"), "--no-figures",
                        "--update-readme", str(readme)])
     text = readme.read_text()
-    block = plot_results.speedup_markdown(pd.read_csv(out / "speedups.csv"))
+    block = plot_results.readme_markdown(pd.read_csv(out / "speedups.csv"))
     assert text == f"# title\n{start}\n{block}{end}\ntail\n"
     assert "old numbers" not in text and "nnx → linen" in text
 
