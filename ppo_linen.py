@@ -188,10 +188,9 @@ class Runner(NamedTuple):
 
 
 def reset_envs(env, env_params, key, num_envs: int) -> Runner:
-    key, reset_key = jax.random.split(key)
+    key, reset_key = jax.random.split(key)  # obs flattened: MinAtar observations are (10, 10, C)
     obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, num_envs), env_params)
-    obs = obs.reshape(num_envs, -1)  # flatten: MinAtar observations are (10, 10, C)
-    return Runner(env_state, obs, jnp.zeros(num_envs), jnp.zeros(num_envs, jnp.int32), key)
+    return Runner(env_state, obs.reshape(num_envs, -1), jnp.zeros(num_envs), jnp.zeros(num_envs, jnp.int32), key)
 
 
 def step_envs(env, env_params, runner: Runner, action):
@@ -399,8 +398,7 @@ def main():
 class Bookkeeping:
     """SIGINT and SIGTERM only set a flag, which main() checks between iterations and between rollout and update: no
     signal gets lost in a compiler (torch.compile once swallowed a KeyboardInterrupt), and a run that inherited SIGINT
-    ignored (started in the background) still stops on it. A second signal stops the run at once. Either way
-    summary.json says "interrupted" and the exit code is 130."""
+    ignored (started in the background) still stops. A second signal stops at once. Then status "interrupted", exit 130."""
     packages = ("jax", "jaxlib", "flax", "optax", "gymnax")
 
     def __init__(self):
@@ -422,8 +420,7 @@ class Bookkeeping:
 
     @contextmanager
     def run(self, args: Args, run_dir: str, **machine):
-        """Writes config.json (every Args field as given, the command line, the versions, the machine), runs the
-        body, then writes summary.json whatever happens; a KeyboardInterrupt ends the body quietly."""
+        """config.json (Args as given, command, versions, machine), the body, then summary.json whatever happens."""
         self.running = True
         config = {**asdict(args), "command": sys.argv, "framework": FRAMEWORK, "batch_size": args.batch_size,
                   "minibatch_size": args.minibatch_size, "versions": {"python": platform.python_version(),

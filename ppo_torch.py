@@ -1,8 +1,8 @@
 """PPO in PyTorch on gymnax environments: a single-file starter, part of benchback-rl. Read it top to bottom:
 Args, the network, the environment glue, rollout, GAE, loss, update, main(); a starter copy can drop the benchmark's
 bookkeeping at the bottom. ppo_linen.py and ppo_nnx.py are written in parallel with this file, so
-`diff ppo_linen.py ppo_torch.py` shows only what the framework changes. The envs are JAX (gymnax): each rollout
-step calls the jitted, vmapped env once; arrays cross between JAX and torch with DLPack, zero-copy, both ways.
+`diff ppo_linen.py ppo_torch.py` shows only what the framework changes. The envs are JAX (gymnax), one jitted call
+per rollout step, and arrays cross between JAX and torch with DLPack, zero-copy.
 
     python ppo_torch.py --env Acrobot-v1 --model-size small
 """
@@ -81,8 +81,7 @@ class Args:
     norm_adv: bool = True
     """normalise the advantages of each minibatch"""
     compile: Literal["compile", "env-jit", "none"] = "compile"
-    """compile: torch.compile the policy step and the loss, jax.jit the env; env-jit: eager torch, jitted env;
-    none: eager torch, env op by op"""
+    """compile: torch.compile the policy step and the loss, jax.jit the env; env-jit: eager torch; none: env op by op too"""
     device: Literal["auto", "cpu", "cuda"] = "auto"
     """where torch and JAX run (always the same device, so DLPack is zero-copy); auto: cuda when both see a GPU"""
     sync_timing: bool = True
@@ -132,8 +131,7 @@ def pick_devices(requested: str):
     if requested == "cpu" or (requested == "auto" and not (torch.cuda.is_available() and jax_gpus)):
         return torch.device("cpu"), jax.devices("cpu")[0]
     if not (torch.cuda.is_available() and jax_gpus):
-        raise ValueError(f"--device cuda: torch sees {torch.cuda.device_count()} CUDA GPUs and JAX {len(jax_gpus)}; "
-                         "both must see it (install jax[cuda12]), or use --device cpu or auto")
+        raise ValueError(f"--device cuda: torch sees {torch.cuda.device_count()} GPUs, JAX {len(jax_gpus)}; use --device cpu")
     index = torch.cuda.current_device()
     return torch.device("cuda", index), next(d for d in jax_gpus if d.local_hardware_id == index)
 
@@ -168,8 +166,7 @@ class Agent(nn.Module):
         return self.critic(obs)[..., 0]
 
     def get_action_and_value(self, obs, noise, action=None):
-        """Samples actions (unless given) by Gumbel-max from noise drawn with a seeded torch.Generator; returns them,
-        their log-probabilities and the values."""
+        """Actions (sampled by Gumbel-max from uniform noise unless given), their log-probabilities and the values."""
         logits, value = self(obs)
         if action is None:
             action = (logits - torch.log(-torch.log(noise))).argmax(-1).to(torch.int32)  # int32: JAX runs without x64
@@ -201,10 +198,9 @@ class Runner(NamedTuple):
 
 
 def reset_envs(env, env_params, key, num_envs: int) -> Runner:
-    key, reset_key = jax.random.split(key)
+    key, reset_key = jax.random.split(key)  # obs flattened: MinAtar observations are (10, 10, C)
     obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, num_envs), env_params)
-    obs = obs.reshape(num_envs, -1)  # flatten: MinAtar observations are (10, 10, C)
-    return Runner(env_state, obs, jnp.zeros(num_envs), jnp.zeros(num_envs, jnp.int32), key)
+    return Runner(env_state, obs.reshape(num_envs, -1), jnp.zeros(num_envs), jnp.zeros(num_envs, jnp.int32), key)
 
 
 def step_envs(env, env_params, runner: Runner, action):
@@ -434,8 +430,7 @@ def main():
 class Bookkeeping:
     """SIGINT and SIGTERM only set a flag, which main() checks between iterations and between rollout and update: no
     signal gets lost in a compiler (torch.compile once swallowed a KeyboardInterrupt), and a run that inherited SIGINT
-    ignored (started in the background) still stops on it. A second signal stops the run at once. Either way
-    summary.json says "interrupted" and the exit code is 130."""
+    ignored (started in the background) still stops. A second signal stops at once. Then status "interrupted", exit 130."""
     packages = ("torch", "jax", "jaxlib", "gymnax")
 
     def __init__(self):
@@ -457,8 +452,7 @@ class Bookkeeping:
 
     @contextmanager
     def run(self, args: Args, run_dir: str, **machine):
-        """Writes config.json (every Args field as given, the command line, the versions, the machine), runs the
-        body, then writes summary.json whatever happens; a KeyboardInterrupt ends the body quietly."""
+        """config.json (Args as given, command, versions, machine), the body, then summary.json whatever happens."""
         self.running = True
         config = {**asdict(args), "command": sys.argv, "framework": FRAMEWORK, "batch_size": args.batch_size,
                   "minibatch_size": args.minibatch_size, "versions": {"python": platform.python_version(),
