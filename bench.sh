@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # bench.sh: runs the experiment matrix of benchback-rl (study.toml), one fresh process per run.
-# Resumable (a completed run is skipped) and shardable by cell (--shard K/N). ./bench.sh --help for the options.
+# Resumable (a completed run is skipped) and shardable by cell (--shard K/N); --slurm submits it as a Slurm job
+# array (one shard a task). ./bench.sh --help for the options.
 # sweep.py plans the sweep (the matrix from the study, the option checks, the shards, which runs are done);
 # this script does the process work: env timing, one process per run, timeouts, logs, progress, Ctrl-C.
 set -euo pipefail
@@ -39,13 +40,26 @@ options:
                       framework and compile mode of a cell runs on the same machine
   --python PATH       the Python interpreter (default python)
   --no-env-timing     do not measure the env step costs first
+  --env-timing-file F where the env step costs are measured to (default {log-dir}/env_timing.json)
   --dry-run           print one command per run ("# done: " before those already completed) and the count
   -h, --help          show this help
+
+Slurm (the sweep as a job array; every other option above applies to each task):
+  --slurm             write an sbatch script and submit it: array task K of N runs this sweep with --shard K/N,
+                      on a node of its own (--exclusive), its output in {log-dir}/logs/slurm/{job}_{task}.out;
+                      each node measures its env step costs into {log-dir}/env_timing/{hostname}.json
+                      (--no-env-timing skips that). With --dry-run: print the script, submit nothing
+  --slurm-tasks N     array tasks, i.e. shards (default: one per cell of the sweep, at most 1000)
+  --slurm-parallel K  at most K tasks at once (default: as many as Slurm allows)
+  --slurm-args ARGS   sbatch options, e.g. "--partition=gpu --gres=gpu:1 --account=me"; the time limit is
+                      (runs of the largest shard) x (--timeout + 60 s) + 15 min, or without --timeout the
+                      partition's default (ARGS may give --time=...)
 
 examples:
   ./bench.sh --experiments exp1 --tag linux-h200
   ./bench.sh --shard 0/2 & ./bench.sh --shard 1/2    # two machines or GPUs, one sweep
   ./bench.sh --envs CartPole-v1 --sizes small --seeds 1 --iterations 2 -- --num-envs 4 --num-steps 16
+  ./bench.sh --slurm --timeout 1800 --slurm-args "--partition=gpu --gres=gpu:1"   # the study on a cluster
 EOF
 }
 
@@ -55,15 +69,17 @@ die() {  # one line on stderr, exit 2 (bad input)
 }
 
 # ---------------------------------------------------------------------------------------- options
-LOG_DIR=runs TIMEOUT="" PYTHON=python ENV_TIMING=1 DRY_RUN=0 HELP=0
+LOG_DIR=runs TIMEOUT="" PYTHON=python ENV_TIMING=1 ENV_TIMING_FILE="" DRY_RUN=0 HELP=0 SLURM=0 SLURM_OPTION=""
 SWEEP_ARGS=()  # the matrix options, for sweep.py
+SLURM_ARGS=()  # --slurm-tasks, --slurm-parallel, --slurm-args, for sweep.py sbatch
 EXTRA=()
 
-VALUE_OPTIONS=" --experiments --frameworks --envs --sizes --seeds --iterations --tag --log-dir --timeout --shard --python "
+VALUE_OPTIONS=" --experiments --frameworks --envs --sizes --seeds --iterations --tag --log-dir --timeout --shard --python\
+ --env-timing-file --slurm-tasks --slurm-parallel --slurm-args "
 
 check_option() {  # dies on an unknown option
   [[ $VALUE_OPTIONS == *" $1 "* ]] || die "unknown option '$1'; valid options:${VALUE_OPTIONS% }" \
-    "--no-env-timing --dry-run --help (then -- extra run args)"
+    "--no-env-timing --dry-run --slurm --help (then -- extra run args)"
 }
 
 set_option() {  # set_option --name value
@@ -72,6 +88,10 @@ set_option() {  # set_option --name value
     --log-dir) LOG_DIR=$2 ;;
     --timeout) TIMEOUT=$2 ;;
     --python) PYTHON=$2 ;;
+    --env-timing-file) ENV_TIMING_FILE=$2 ;;
+    --slurm-tasks) SLURM_ARGS+=("--tasks=$2") SLURM_OPTION=$1 ;;
+    --slurm-parallel) SLURM_ARGS+=("--parallel=$2") SLURM_OPTION=$1 ;;
+    --slurm-args) SLURM_ARGS+=("--slurm-args=$2") SLURM_OPTION=$1 ;;
     *) SWEEP_ARGS+=("$1" "$2") ;;  # the matrix options: sweep.py checks them against the study
   esac
 }
@@ -82,6 +102,7 @@ parse_args() {
       -h | --help) HELP=1 ;;
       --dry-run) DRY_RUN=1 ;;
       --no-env-timing) ENV_TIMING=0 ;;
+      --slurm) SLURM=1 ;;
       --) shift; EXTRA=("$@"); return ;;
       --*=*) set_option "${1%%=*}" "${1#*=}" ;;
       *)
@@ -101,6 +122,13 @@ check_args() {  # the process options; sweep.py checks the matrix options
     TIMEOUT_BIN=$(command -v timeout || command -v gtimeout) || die "--timeout needs GNU timeout (coreutils), not found"
   fi
   command -v "$PYTHON" >/dev/null || die "--python '$PYTHON' is not an executable; give a Python interpreter"
+  if ((!SLURM)); then
+    [[ -z $SLURM_OPTION ]] || die "$SLURM_OPTION needs --slurm"
+  elif [[ -n $ENV_TIMING_FILE ]]; then
+    die "--env-timing-file does not go with --slurm: each node measures into {log-dir}/env_timing/{hostname}.json"
+  elif ((!DRY_RUN)) && ! command -v sbatch >/dev/null; then
+    die "--slurm: sbatch was not found; run this on a Slurm login node (or start a local one: slurm/local_cluster.sh)"
+  fi
 }
 
 sweep_py() {  # sweep_py ACTION [ARGS]: sweep.py with the matrix options of this sweep
@@ -133,7 +161,7 @@ plan() {  # RUNS: one "done|todo<TAB>description<TAB>log stem<TAB>command" per r
 }
 
 time_envs_first() {  # env_timing.py into {log-dir}/env_timing.json when that is missing or from another machine
-  local out=$LOG_DIR/env_timing.json verdict
+  local out=${ENV_TIMING_FILE:-$LOG_DIR/env_timing.json} verdict
   ((ENV_TIMING)) || return 0
   verdict=$(sweep_py env-timing --file "$out") || {  # nothing: usable; else line 1 says why, line 2 lists the envs
     stop_if_interrupted
@@ -224,10 +252,53 @@ sweep() {
   ((failed == 0)) || exit 1
 }
 
+# ------------------------------------------------------------------------------------------ Slurm
+submit() {  # --slurm: sweep.py writes the sbatch script of the job array; this submits it (or prints it: --dry-run)
+  local out rc=0 script slurm_dir file job
+  out=$(sweep_py sbatch --kill-after "$KILL_AFTER_S" ${ENV_TIMING_ARG[@]+"${ENV_TIMING_ARG[@]}"} ${TIMEOUT:+--timeout "$TIMEOUT"} \
+        ${SLURM_ARGS[@]+"${SLURM_ARGS[@]}"}) || rc=$?
+  ((rc == 0)) || exit "$rc"  # sweep.py said why (exit 2: a bad option)
+  read -r NUM_RUNS NUM_TODO NUM_CELLS NUM_TASKS <<<"${out%%$'\n'*}"
+  script=${out#*$'\n'}
+  if ((DRY_RUN)); then
+    printf '%s\n' "$script"
+    echo "dry run: sbatch script of $NUM_TASKS array tasks for $NUM_RUNS runs ($((NUM_RUNS - NUM_TODO)) already" \
+         "completed) in $NUM_CELLS cells; nothing submitted"
+    return
+  fi
+  if ((NUM_TODO == 0)); then
+    echo "all $NUM_RUNS runs of this sweep are completed in $LOG_DIR: nothing to submit"
+    return
+  fi
+  slurm_dir=$LOG_DIR/logs/slurm
+  mkdir -p "$slurm_dir"  # Slurm writes the tasks' output there: it must exist before a task starts
+  file=$slurm_dir/benchback_$(date +%Y%m%d-%H%M%S).sbatch
+  printf '%s\n' "$script" >"$file"
+  job=$(sbatch --parsable "$file") || {
+    rm -f "$file"
+    rmdir "$slurm_dir" "$LOG_DIR/logs" "$LOG_DIR" 2>/dev/null || true  # only what is empty
+    echo "bench.sh: sbatch refused the job (see its message above); bench.sh --dry-run --slurm prints the script" >&2
+    exit 1
+  }
+  job=${job%%;*}  # "id;cluster" on a multi-cluster setup
+  echo "submitted job array $job: $NUM_TASKS tasks for $NUM_TODO runs to do ($NUM_RUNS in all, $NUM_CELLS cells)"
+  echo "  script: $file"
+  echo "  logs:   $slurm_dir/${job}_{0..$((NUM_TASKS - 1))}.out, one per task; each run's log in $LOG_DIR/logs/{exp}/"
+  echo "  runs:   $LOG_DIR/{exp}/, from every node (the same folder on a shared filesystem)"
+  echo "  follow: squeue -j $job   |   tail -f $slurm_dir/${job}_*.out"
+  echo "  resume: submit the same command again: completed runs are skipped"
+}
+
 main() {
   parse_args "$@"
   if ((HELP)); then usage; exit 0; fi
   check_args
+  if ((SLURM)); then
+    ENV_TIMING_ARG=()
+    if ((!ENV_TIMING)); then ENV_TIMING_ARG=(--no-env-timing); fi
+    submit
+    return
+  fi
   if ((DRY_RUN)); then sweep_py dry-run; return; fi
   trap on_signal INT TERM
   plan

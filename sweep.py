@@ -7,18 +7,25 @@ logs, progress). Everything here comes from the study (study.toml, through study
     python sweep.py plan    --log-dir runs --shard 0/2 -- --num-envs 64   # the same, as lines for bench.sh
     python sweep.py experiments                                           # one line per experiment
     python sweep.py env-timing --file runs/env_timing.json --envs CartPole-v1  # must the env timing be (re)done?
+    python sweep.py sbatch  --log-dir runs --tasks 8 --timeout 900        # the Slurm job array script (bench.sh --slurm)
 
 Matrix: for each experiment, seed, env and model size (a *cell*), every framework and compile mode of the
 experiment, in the study's order. Sharding deals out whole cells, so every run of a cell lands on the same
 shard and a speedup never compares two machines. A run is done when a folder in {log-dir}/{exp}/ has
 summary.json status "completed" and a config.json whose "command" (sys.argv of the run) is the planned
 command: the same script file name and the same arguments, apart from the value of --log-dir.
+
+On Slurm (bench.sh --slurm), array task K of N runs `bench.sh --shard K/N` with the same options; see
+sbatch_script() for the job's settings (exclusive node, time limit, logs, env timing per node).
 """
 
 import argparse
 import hashlib
 import json
+import math
+import os
 import shlex
+import shutil
 import socket
 import sys
 from dataclasses import dataclass
@@ -241,6 +248,113 @@ def env_timing_reason(path: Path, envs: list[str]) -> Optional[tuple[str, list[s
     return None
 
 
+# -------------------------------------------------------------------------------------------- Slurm
+MAX_TASKS = 1000  # the default task count is the number of cells, at most this (Slurm's default MaxArraySize is 1001)
+TIME_MARGIN_S = 15 * 60  # added to a task's time limit: the env timing, imports, the last summary
+SIGNAL_BEFORE_S = 120  # bench.sh gets SIGTERM this long before the time limit: the run in progress saves its summary
+SBATCH_OWN = {"-a": "--slurm-tasks and --slurm-parallel", "--array": "--slurm-tasks and --slurm-parallel",
+              "-o": "the logs", "--output": "the logs", "-e": "the logs", "--error": "the logs",
+              "--wrap": "the script"}
+
+
+def sbatch_lines(value: str) -> list[str]:
+    """--slurm-args as #SBATCH lines, one option (with its value) a line: "-p gpu --gres=gpu:1" -> two lines."""
+    try:
+        words = shlex.split(value)
+    except ValueError as e:
+        raise BadOption(f"--slurm-args is not a valid shell word list ({e}): {value!r}") from None
+    lines: list[list[str]] = []
+    for word in words:
+        if word.startswith("-"):
+            name = word.split("=", 1)[0]
+            if name in SBATCH_OWN:
+                raise BadOption(f"--slurm-args must not set {name}: bench.sh sets it from {SBATCH_OWN[name]}")
+            lines.append([word])
+        elif lines:
+            lines[-1].append(word)
+        else:
+            raise BadOption(f"--slurm-args must be sbatch options such as --partition=gpu, got '{word}'")
+    return [" ".join(f'"{w}"' if any(c.isspace() for c in w) else w for w in line) for line in lines]
+
+
+def time_limit(runs_per_task: int, timeout: Optional[float], kill_after: float) -> Optional[str]:
+    """Slurm's --time for a task: its runs x (--timeout + bench.sh's grace before SIGKILL) + a margin, as D-HH:MM:SS;
+    None without --timeout."""
+    if timeout is None:
+        return None
+    minutes = math.ceil((runs_per_task * (timeout + kill_after) + TIME_MARGIN_S) / 60)
+    return f"{minutes // 1440}-{minutes % 1440 // 60:02d}:{minutes % 60:02d}:00"
+
+
+def absolute_python(python: str) -> str:
+    """The interpreter as an absolute path (symlinks kept, so a venv's python stays the venv's)."""
+    found = shutil.which(python)
+    if found is None:
+        raise BadOption(f"--python '{python}' is not an executable; give a Python interpreter")
+    return os.path.abspath(found)
+
+
+def sbatch_script(sel: Selection, matrix_options: list[str], whole: list[Run], done: list[bool], tasks: int,
+                  parallel: Optional[int], timeout: Optional[float], kill_after: float, env_timing: bool,
+                  slurm_args: list[str]) -> str:
+    """The sbatch script of a job array: task K of `tasks` runs `bench.sh --shard K/tasks` with the options of
+    the sweep (`matrix_options`: bench.sh's matrix options as given, e.g. ["--experiments", "exp1"]).
+
+    - `--exclusive`: no other job shares the node while it is being timed; one node per task.
+    - `--time`: the most runs still to do in one shard x (--timeout + `kill_after`) + 15 min; none without --timeout
+      (then the partition's default limit holds; --slurm-args --time=... sets one). bench.sh gets SIGTERM 2 min
+      before the limit, so the run in progress saves an "interrupted" summary.
+    - `--output`: one file per task, {log-dir}/logs/slurm/{job id}_{task id}.out.
+    - env timing: each task measures into {log-dir}/env_timing/{hostname}.json (skipped when that node's file is
+      already there), so that no two nodes write one file and every node is timed on itself.
+    - the same interpreter, bench.sh, study file ($BENCHBACK_STUDY) and log dir, as absolute paths.
+    """
+    log_dir = os.path.abspath(sel.log_dir)
+    owner = shard_of_cells(cells(whole), tasks)
+    per_task = [0] * tasks
+    for run, is_done in zip(whole, done):
+        per_task[owner[run.cell]] += not is_done
+    limit = time_limit(max(per_task), timeout, kill_after)
+    if limit:
+        time_note = (f"# time limit: {max(per_task)} runs to do in the largest shard x (--timeout {timeout:g} s + "
+                     f"{kill_after:g} s) + {TIME_MARGIN_S // 60} min")
+    else:
+        time_note = "# time limit: the partition's default (no --timeout given; --slurm-args --time=... sets one)"
+    options = [*matrix_options, *(["--timeout", f"{timeout:g}"] if timeout is not None else [])]
+    study_file = os.environ.get(study.PATH_VARIABLE)
+    lines = [
+        "#!/bin/bash",
+        f"# benchback-rl on Slurm, written by bench.sh --slurm: a job array of {tasks} tasks for {len(whole)} runs "
+        f"({done.count(False)} to run)",
+        f"# in {len(cells(whole))} cells. Task K runs shard K/{tasks}: whole cells, every framework of a cell on one node.",
+        "# Submitting the same bench.sh command again skips the completed runs.",
+        time_note,
+        "#SBATCH --job-name=benchback",
+        f"#SBATCH --array=0-{tasks - 1}" + (f"%{parallel}" if parallel else ""),
+        "#SBATCH --exclusive",
+        "#SBATCH --nodes=1",
+        "#SBATCH --ntasks=1",
+        *([f"#SBATCH --time={limit}"] if limit else []),
+        f"#SBATCH --signal=B:TERM@{SIGNAL_BEFORE_S}",
+        f"#SBATCH --output={log_dir}/logs/slurm/%A_%a.out",
+        *(f"#SBATCH {line}" for line in slurm_args),
+        "set -euo pipefail",
+        *([f"export {study.PATH_VARIABLE}={shlex.quote(os.path.abspath(study_file))}"] if study_file else []),
+        f"LOG_DIR={shlex.quote(log_dir)}",
+        f"NUM_TASKS={tasks}",
+        'SHARD="$SLURM_ARRAY_TASK_ID/$NUM_TASKS"  # task K of the array runs shard K/N',
+        'echo "job $SLURM_ARRAY_JOB_ID task $SLURM_ARRAY_TASK_ID: shard $SHARD on $(hostname), $(date)"',
+        f'exec bash {shlex.quote(str(study.ROOT / "bench.sh"))} --shard "$SHARD" --log-dir "$LOG_DIR" \\',
+        f"  --python {shlex.quote(absolute_python(sel.python))} \\",
+        *([f"  {shlex.join(options)} \\"] if options else []),
+        '  --env-timing-file "$LOG_DIR/env_timing/$(hostname).json"' if env_timing else "  --no-env-timing",
+    ]
+    if sel.extra:
+        lines[-1] += " \\"
+        lines.append(f"  -- {shlex.join(sel.extra)}")
+    return "\n".join(lines) + "\n"
+
+
 # ---------------------------------------------------------------------------------------------- CLI
 class Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, exit 2
@@ -251,10 +365,17 @@ class Parser(argparse.ArgumentParser):
 def parser() -> Parser:
     p = Parser(prog="sweep.py", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="action", required=True, parser_class=Parser)
-    for action in ("plan", "dry-run", "env-timing"):
+    for action in ("plan", "dry-run", "env-timing", "sbatch"):
         s = sub.add_parser(action)
         if action == "env-timing":
             s.add_argument("--file", required=True, help="the env_timing.json to check")
+        if action == "sbatch":
+            s.add_argument("--tasks", help=f"array tasks (default: the cells of the sweep, at most {MAX_TASKS})")
+            s.add_argument("--parallel", help="at most this many tasks at once (the array's %%K)")
+            s.add_argument("--timeout", help="bench.sh --timeout (seconds per run): sets the time limit")
+            s.add_argument("--kill-after", type=float, default=60, help="bench.sh's SIGKILL this long after --timeout")
+            s.add_argument("--no-env-timing", dest="env_timing", action="store_false")
+            s.add_argument("--slurm-args", default="", help="sbatch options, e.g. '--partition=gpu --gres=gpu:1'")
         s.add_argument("--experiments", help="comma-separated (default: every experiment of the study)")
         s.add_argument("--frameworks", help="comma-separated (default: every framework of the study)")
         s.add_argument("--envs", help="comma-separated gymnax env ids (default: the study's envs)")
@@ -278,6 +399,32 @@ def print_plan(runs: list[Run], done: list[bool], matrix_size: int, k: int, n: i
         print("done" if is_done else "todo", run.description, run.log_stem, shlex.join(run.command), sep="\t")
 
 
+def print_sbatch(args: argparse.Namespace, sel: Selection, whole: list[Run]) -> int:
+    """For bench.sh: a header "RUNS TO_RUN CELLS TASKS", then the sbatch script."""
+    num_cells = len(cells(whole))
+    try:
+        if sel.shard != (0, 1):
+            raise BadOption("--shard does not go with --slurm: the array tasks are the shards (--slurm-tasks N)")
+        tasks = positive_int("--slurm-tasks", args.tasks) or min(num_cells, MAX_TASKS)
+        if tasks > num_cells:
+            raise BadOption(f"--slurm-tasks {tasks} is more than the {num_cells} cells of this sweep; "
+                            f"valid: 1 to {num_cells}")
+        parallel = positive_int("--slurm-parallel", args.parallel)
+        timeout = float(args.timeout) if args.timeout else None
+        slurm_args = sbatch_lines(args.slurm_args)
+        done = done_flags(whole, sel.log_dir)
+        matrix_options = [item for name in ("experiments", "frameworks", "envs", "sizes", "seeds", "iterations", "tag")
+                          if getattr(args, name) is not None for item in (f"--{name}", getattr(args, name))]
+        script = sbatch_script(sel, matrix_options, whole, done, tasks, parallel, timeout, args.kill_after,
+                               args.env_timing, slurm_args)
+    except BadOption as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return 2
+    print(len(whole), done.count(False), num_cells, tasks)
+    print(script, end="")
+    return 0
+
+
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
     S = study.load()
@@ -297,6 +444,8 @@ def main(argv=None) -> int:
             print(*verdict[0].splitlines(), sep=" ")
             print(",".join(verdict[1]))
         return 0
+    if args.action == "sbatch":
+        return print_sbatch(args, sel, whole)
     runs = shard_runs(whole, *sel.shard)
     if args.action == "plan":
         missing = sorted({str(study.ROOT / S.frameworks[run.framework].script) for run in runs
