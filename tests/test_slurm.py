@@ -1,0 +1,321 @@
+"""Tests of bench.sh --slurm (the sweep as a Slurm job array, written by sweep.py) and slurm/local_cluster.sh,
+against a real single-node Slurm on this machine (Debian's slurm-wlm and munge; .ci/run installs them).
+
+Where slurm-wlm and munge are not installed, or not as root (slurmd starts the jobs), the tests that need a
+cluster skip; the dry runs and the "no sbatch" refusal need no Slurm. Every cluster a test starts is stopped in
+a fixture's teardown or a finally, whatever happens.
+"""
+
+import os
+import re
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import sweep
+from helpers import ROOT, STUDY, read_json
+
+LOCAL_CLUSTER = ROOT / "slurm" / "local_cluster.sh"
+SLURM_BINARIES = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "scontrol", "scancel", "sinfo")
+TINY = ["--", "--num-envs", "4", "--num-steps", "16"]
+# A tiny sweep of two cells (seeds 1 and 2), two frameworks with a quick default compile mode where they exist.
+FRAMEWORKS = [name for name, fw in STUDY.frameworks.items() if (ROOT / fw.script).exists()]
+TWO_FRAMEWORKS = [fw for fw in ("linen", "nnx") if fw in FRAMEWORKS] or FRAMEWORKS[:2]
+SWEEP = ["--experiments", "exp1", "--envs", "CartPole-v1", "--sizes", "small", "--seeds", "2", "--iterations", "2",
+         "--frameworks", ",".join(TWO_FRAMEWORKS)]
+JOB_WAIT_S = 900  # a safety net for a stuck job, not a timing assertion
+
+
+def missing_slurm() -> str:
+    missing = [b for b in SLURM_BINARIES if not shutil.which(b) and not Path("/usr/sbin", b).exists()]
+    if missing:
+        return f"slurm-wlm and munge are not installed ({', '.join(missing)} not found; apt-get install slurm-wlm munge)"
+    if os.geteuid() != 0:
+        return "the local Slurm cluster needs root (slurmd starts the jobs as their user)"
+    return ""
+
+
+needs_slurm = pytest.mark.skipif(bool(missing_slurm()), reason=missing_slurm() or "-")
+
+
+def bench(*args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    cmd = ["bash", str(ROOT / "bench.sh"), "--python", sys.executable, *args]
+    full_env = {**os.environ, "WANDB_MODE": "disabled", **(env or {})}
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=full_env)
+
+
+def local_cluster(action: str, folder: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", str(LOCAL_CLUSTER), action, str(folder)], capture_output=True, text=True, timeout=120)
+
+
+def daemon_pids(folder: Path) -> dict[str, int]:
+    pids = {}
+    for name, path in (("munged", "munge/munged.pid"), ("slurmctld", "slurmctld.pid"), ("slurmd", "slurmd.pid")):
+        if (folder / path).exists():
+            pids[name] = int((folder / path).read_text().split()[0])
+    return pids
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}").exists() and "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
+
+
+def slurm(env: dict, *cmd: str) -> str:
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env={**os.environ, **env})
+    assert proc.returncode == 0, f"{shlex.join(cmd)}: {proc.stderr}"
+    return proc.stdout
+
+
+def wait_for_job(env: dict, job: str, log_dir: Path) -> None:
+    """Until the job array has left the queue; then every task must have completed with exit code 0."""
+    deadline = time.monotonic() + JOB_WAIT_S
+    while slurm(env, "squeue", "-h", "-j", job, "-o", "%i").strip():
+        if time.monotonic() > deadline:
+            logs = "\n".join(p.read_text()[-1500:] for p in sorted((log_dir / "logs" / "slurm").glob(f"{job}_*.out")))
+            pytest.fail(f"job {job} still queued or running after {JOB_WAIT_S} s; its logs:\n{logs}")
+        time.sleep(1)
+    records = slurm(env, "scontrol", "show", "job", job).split("\n\n")
+    states = [(re.search(r"JobState=(\S+)", r)[1], re.search(r"ExitCode=(\S+)", r)[1]) for r in records if r.strip()]
+    assert states and all(state == ("COMPLETED", "0:0") for state in states), states
+
+
+def submitted_job(proc: subprocess.CompletedProcess) -> str:
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return re.search(r"^submitted job array (\d+): ", proc.stdout, re.M)[1]
+
+
+def task_outputs(log_dir: Path, job: str) -> dict[int, str]:
+    return {int(p.stem.split("_")[1]): p.read_text() for p in (log_dir / "logs" / "slurm").glob(f"{job}_*.out")}
+
+
+def cells_run(output: str) -> set[tuple]:
+    """(experiment, seed, env, size) of every run a task's output reports completed."""
+    cells = set()
+    for exp, env, _fw, size, _mode, seed in re.findall(r"^\[\d+/\d+\] (\S+) (\S+) (\S+) (\S+) (\S+) seed (\d+) \.\.\. "
+                                                        r"completed in ", output, re.M):
+        cells.add((exp, int(seed), env, size))
+    return cells
+
+
+# ------------------------------------------------------------------------------------- no Slurm needed
+def dry_run_script(tmp_path: Path, *args: str) -> tuple[str, str]:
+    proc = bench("--dry-run", "--slurm", "--log-dir", str(tmp_path / "runs"), *args)
+    assert proc.returncode == 0, proc.stderr
+    script, _, count_line = proc.stdout.rstrip("\n").rpartition("\n")
+    assert not (tmp_path / "runs").exists()  # a dry run creates nothing
+    return script, count_line
+
+
+def test_dry_run_prints_the_array_script(tmp_path):
+    sel = ["--experiments", "exp3", "--frameworks", "linen", "--seeds", "1"]
+    cells = len(STUDY.experiments["exp3"].envs) * len(STUDY.experiments["exp3"].sizes)
+    runs = cells * len(STUDY.frameworks["linen"].compile)
+    script, count_line = dry_run_script(tmp_path, *sel)  # default: one task per cell
+    assert count_line == f"dry run: sbatch script of {cells} array tasks for {runs} runs (0 already completed) in " \
+                         f"{cells} cells; nothing submitted"
+    assert script.startswith("#!/bin/bash\n")
+    assert f"\n#SBATCH --array=0-{cells - 1}\n" in script and "\n#SBATCH --exclusive\n" in script
+    assert f"\nNUM_TASKS={cells}\n" in script and 'SHARD="$SLURM_ARRAY_TASK_ID/$NUM_TASKS"' in script
+    assert re.search(r'^exec bash \S+/bench\.sh --shard "\$SHARD" ', script, re.M)
+    assert f"#SBATCH --output={tmp_path}/runs/logs/slurm/%A_%a.out" in script
+    assert "#SBATCH --time" not in script and "partition's default" in script  # no --timeout: no time limit
+    assert '--env-timing-file "$LOG_DIR/env_timing/$(hostname).json"' in script  # one file per node
+
+    script, count_line = dry_run_script(tmp_path, *sel, "--slurm-tasks", "2", "--slurm-parallel", "1",
+                                        "--no-env-timing", "--timeout", "100",
+                                        "--slurm-args", '--partition=gpu --gres=gpu:1 --comment "tiny sweep"')
+    assert "\n#SBATCH --array=0-1%1\n" in script and "\nNUM_TASKS=2\n" in script
+    assert "\n#SBATCH --partition=gpu\n#SBATCH --gres=gpu:1\n#SBATCH --comment \"tiny sweep\"\n" in script
+    assert "--no-env-timing" in script and "--env-timing-file" not in script
+    assert "array tasks" in count_line and "nothing submitted" in count_line
+    # the largest of the 2 shards has ceil(cells / 2) cells; each run may take --timeout + bench.sh's grace
+    per_task = -(-cells // 2) * len(STUDY.frameworks["linen"].compile)
+    minutes = -(-(per_task * (100 + 60) + sweep.TIME_MARGIN_S) // 60)
+    assert f"\n#SBATCH --time=0-{minutes // 60:02d}:{minutes % 60:02d}:00\n" in script
+
+
+def test_the_array_tasks_run_disjoint_shards_that_cover_the_sweep(tmp_path):
+    """The printed script, run as each array task would be (with --dry-run slipped into its bench.sh call)."""
+    sel = ["--experiments", "exp3", "--frameworks", "linen", "--seeds", "2", "--iterations", "3"]
+    script, _ = dry_run_script(tmp_path, *sel, "--slurm-tasks", "3", *TINY)
+    whole = bench("--dry-run", "--log-dir", str(tmp_path / "runs"), *sel, *TINY).stdout.splitlines()[:-1]
+    probe = tmp_path / "task.sh"
+    probe.write_text(script.replace('bench.sh --shard "$SHARD"', 'bench.sh --dry-run --shard "$SHARD"'))
+    parts = []
+    for task in range(3):
+        env = {**os.environ, "SLURM_ARRAY_TASK_ID": str(task), "SLURM_ARRAY_JOB_ID": "1"}
+        proc = subprocess.run(["bash", str(probe)], capture_output=True, text=True, timeout=120, env=env)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.splitlines()[-1].endswith(f"shard {task}/3")
+        parts.append(proc.stdout.splitlines()[1:-1])  # the task's echo line first, the count line last
+    assert all(parts) and sorted(sum(parts, [])) == sorted(whole)  # disjoint and covering
+
+
+@pytest.mark.parametrize(
+    "args,bad",
+    [
+        (["--slurm-tasks", "2"], "--slurm-tasks needs --slurm"),
+        (["--slurm", "--slurm-tasks", "0"], "'0'"),
+        (["--slurm", "--slurm-tasks", "99", "--experiments", "exp3", "--seeds", "1"], "99"),
+        (["--slurm", "--slurm-parallel", "many"], "many"),
+        (["--slurm", "--shard", "0/2"], "--shard"),
+        (["--slurm", "--slurm-args", "gpu"], "'gpu'"),
+        (["--slurm", "--slurm-args", "--array=0-3"], "--array"),
+        (["--slurm", "--slurm-args", "--comment 'x"], "--slurm-args"),
+        (["--slurm", "--env-timing-file", "t.json"], "--env-timing-file"),
+    ],
+)
+def test_bad_slurm_options_exit_2_with_one_line(tmp_path, args, bad):
+    proc = bench("--dry-run", "--log-dir", str(tmp_path / "runs"), *args)
+    assert proc.returncode == 2, proc.stdout
+    assert len(proc.stderr.strip().splitlines()) == 1 and bad in proc.stderr, proc.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+def test_slurm_without_sbatch_exits_2_with_one_line(tmp_path):
+    bin_dir = tmp_path / "bin"  # every command of PATH but sbatch
+    bin_dir.mkdir()
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
+        for tool in Path(folder).glob("*") if Path(folder).is_dir() else ():
+            if tool.name != "sbatch" and not (bin_dir / tool.name).exists():
+                (bin_dir / tool.name).symlink_to(tool)
+    proc = bench("--slurm", "--log-dir", str(tmp_path / "runs"), env={"PATH": str(bin_dir)})
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.strip() == "bench.sh: --slurm: sbatch was not found; run this on a Slurm login node " \
+                                  "(or start a local one: slurm/local_cluster.sh)"
+    assert proc.stdout == "" and not (tmp_path / "runs").exists()
+
+
+# --------------------------------------------------------------------------------- the local cluster
+@needs_slurm
+def test_local_cluster_starts_runs_a_job_and_stops_everything(tmp_path):
+    folder = tmp_path / "cluster"
+    env = {"SLURM_CONF": str(folder / "slurm.conf")}
+    pids = {}
+    try:
+        start = local_cluster("start", folder)
+        assert start.returncode == 0, start.stderr
+        assert start.stdout.startswith(f"export SLURM_CONF={folder}/slurm.conf")
+        pids = daemon_pids(folder)
+        assert set(pids) == {"munged", "slurmctld", "slurmd"} and all(map(alive, pids.values()))
+        assert "idle" in slurm(env, "sinfo", "-h", "-o", "%T")
+        out = tmp_path / "job.out"
+        job = slurm(env, "sbatch", "--parsable", f"--output={out}", "--wrap", "echo $SLURM_JOB_ID; exec sleep 300")
+        job = job.strip().split(";")[0]
+        deadline = time.monotonic() + 120
+        while not (out.exists() and out.read_text().strip()):  # the job is running: a process that stop must end
+            assert time.monotonic() < deadline, slurm(env, "squeue")
+            time.sleep(0.5)
+        assert out.read_text().strip() == job
+    finally:
+        stop = local_cluster("stop", folder)
+    assert stop.returncode == 0, stop.stderr
+    assert not [name for name, pid in pids.items() if alive(pid)]
+    sleepers = subprocess.run(["pgrep", "-f", "^sleep 300$"], capture_output=True, text=True).stdout.split()
+    assert not sleepers  # the job was cancelled with the cluster
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """A local Slurm cluster for this module's tests: the environment that points sbatch, squeue, … at it."""
+    reason = missing_slurm()
+    if reason:
+        pytest.skip(reason)
+    folder = tmp_path_factory.mktemp("slurm")
+    try:
+        start = local_cluster("start", folder)
+        assert start.returncode == 0, start.stderr
+        yield {"SLURM_CONF": str(folder / "slurm.conf")}
+    finally:
+        local_cluster("stop", folder)
+
+
+@needs_slurm
+def test_sbatch_refusing_the_job_exits_1_and_leaves_nothing(cluster, tmp_path):
+    proc = bench("--slurm", "--log-dir", str(tmp_path / "runs"), *SWEEP, "--slurm-args", "--partition=nope", env=cluster)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "nope" in proc.stderr and "sbatch refused the job" in proc.stderr  # sbatch's own message, then ours
+    assert not (tmp_path / "runs").exists()
+
+
+@needs_slurm
+@pytest.mark.slow
+def test_a_sweep_on_slurm_runs_each_cell_once_and_resubmitting_skips_completed_runs(cluster, tmp_path):
+    log_dir = tmp_path / "runs"
+    args = ("--slurm", "--slurm-tasks", "2", "--log-dir", str(log_dir), *SWEEP, "--slurm-args",
+            '--comment "benchback test"', *TINY)
+    planned = bench("--dry-run", "--log-dir", str(log_dir), *SWEEP, *TINY).stdout.splitlines()[:-1]
+    num_runs = len(planned)
+    assert num_runs == 2 * len(TWO_FRAMEWORKS)
+
+    first = bench(*args, env=cluster)
+    job = submitted_job(first)
+    assert f"script: {log_dir}/logs/slurm/benchback_" in first.stdout
+    assert f"logs:   {log_dir}/logs/slurm/{job}_{{0..1}}.out" in first.stdout
+    assert "benchback test" in slurm(cluster, "scontrol", "show", "job", job)  # --slurm-args reached sbatch
+    wait_for_job(cluster, job, log_dir)
+
+    outputs = task_outputs(log_dir, job)
+    assert sorted(outputs) == [0, 1]
+    for task, output in outputs.items():
+        assert f"task {task}: shard {task}/2 on {socket.gethostname()}" in output
+        assert re.search(r"^2 completed, 0 failed, 0 skipped$", output, re.M), output[-2000:]
+    cells = [cells_run(output) for output in outputs.values()]
+    assert len(cells[0]) == len(cells[1]) == 1 and not cells[0] & cells[1]  # the two tasks ran disjoint cells
+    assert cells[0] | cells[1] == {("exp1", seed, "CartPole-v1", "small") for seed in (1, 2)}
+    summaries = sorted((log_dir / "exp1").glob("*/summary.json"))
+    assert len(summaries) == num_runs and all(read_json(p)["status"] == "completed" for p in summaries)
+    for path in summaries:  # every run keeps its node's hostname and device
+        config = read_json(path.parent / "config.json")
+        assert config["hostname"] == socket.gethostname() and config["device_name"]
+    # env timing: once per node, into that node's own file (the second task found it there)
+    timing = read_json(log_dir / "env_timing" / f"{socket.gethostname()}.json")
+    assert timing["hostname"] == socket.gethostname() and "CartPole-v1" in timing["envs"]
+    assert not (log_dir / "env_timing.json").exists()
+    assert sum("measuring the env step costs first" in output for output in outputs.values()) == 1
+
+    again = bench(*args, env=cluster)  # every run completed: nothing to submit
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.strip() == f"all {num_runs} runs of this sweep are completed in {log_dir}: nothing to submit"
+    assert len(list((log_dir / "logs" / "slurm").glob("*.out"))) == 2
+
+    lost = summaries[0].parent  # one run lost: the resubmitted array runs it alone and skips the others
+    shutil.rmtree(lost)
+    third = bench(*args, env=cluster)
+    job3 = submitted_job(third)
+    assert "2 tasks for 1 runs to do" in third.stdout
+    wait_for_job(cluster, job3, log_dir)
+    ends = sorted(output.strip().splitlines()[-1] for output in task_outputs(log_dir, job3).values())
+    assert ends == ["0 completed, 0 failed, 2 skipped", "1 completed, 0 failed, 1 skipped"]
+    assert len(list((log_dir / "exp1").glob("*/summary.json"))) == num_runs
+
+    # plot_results.py reads the runs of every node: one shared folder, or one folder per node
+    merged = plot(tmp_path / "merged", log_dir)
+    other_node = tmp_path / "node-b" / "exp1"
+    other_node.mkdir(parents=True)
+    for run_dir in sorted((log_dir / "exp1").iterdir())[:2]:
+        shutil.move(run_dir, other_node / run_dir.name)
+    split = plot(tmp_path / "split", log_dir, other_node.parent)
+    assert merged == split and len(merged) == num_runs
+
+
+def plot(out: Path, *runs_dirs: Path) -> list[tuple]:
+    """plot_results.py (tables only) over the folders; the (framework, seed, hostname, device) of each run read."""
+    cmd = [sys.executable, str(ROOT / "plot_results.py"), *map(str, runs_dirs), "--out", str(out), "--no-figures"]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    import pandas as pd
+
+    summary = pd.read_csv(out / "summary.csv")
+    assert set(summary["hostname"]) == {socket.gethostname()} and summary["device_name"].notna().all()
+    return sorted(summary[["framework", "seed", "hostname", "device_name"]].itertuples(index=False, name=None))
