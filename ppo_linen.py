@@ -1,7 +1,6 @@
-"""PPO in Flax Linen on gymnax environments: a single-file starter, part of benchback-rl. Read it top to bottom:
-Args, the network, the environment glue, rollout, GAE, loss, update, main(); a starter copy can drop the benchmark's
-bookkeeping at the bottom. ppo_nnx.py and ppo_torch.py are written in parallel with this file, so
-`diff ppo_linen.py ppo_nnx.py` shows only what the framework changes.
+"""PPO in Flax Linen on gymnax environments: a single-file starter, part of benchback-rl. Read it top to bottom: Args,
+the network, the environment glue, rollout, GAE, loss, update, main(); a copy can drop the bookkeeping at the bottom.
+The ppo_*.py files are written in parallel: `diff ppo_linen.py ppo_nnx.py` shows only what the framework changes.
 
     python ppo_linen.py --env Acrobot-v1 --model-size small
 """
@@ -94,13 +93,8 @@ class Args:
     tag: str = "default"
     """a free label for the run, e.g. the machine or the OS, used to compare platforms"""
 
-    @property
-    def batch_size(self) -> int:
-        return self.num_envs * self.num_steps
-
-    @property
-    def minibatch_size(self) -> int:
-        return self.batch_size // self.num_minibatches
+    batch_size = property(lambda self: self.num_envs * self.num_steps)
+    minibatch_size = property(lambda self: self.batch_size // self.num_minibatches)
 
 
 def parse_args(argv: list[str]) -> Args:
@@ -124,7 +118,6 @@ def parse_args(argv: list[str]) -> Args:
 # ---------------------------------------------------------------------------------------- network
 class MLP(nn.Module):
     """tanh MLP, orthogonal init (gain sqrt(2) on hidden layers), zero biases."""
-
     hidden_sizes: Sequence[int]
     out_dim: int
     out_gain: float
@@ -140,7 +133,6 @@ class MLP(nn.Module):
 
 class Agent(nn.Module):
     """Separate actor and critic networks."""
-
     hidden_sizes: Sequence[int]
     num_actions: int
 
@@ -235,7 +227,6 @@ class Batch(NamedTuple):
 
 def rollout(env, env_params, args: Args, state: TrainState, runner: Runner):
     """Collects num_steps x num_envs transitions, then computes GAE. Everything stays on the device."""
-
     def rollout_step(runner: Runner, _):
         key, action_key = jax.random.split(runner.key)
         action, logprob, value = state.apply_fn(state.params, runner.obs, action_key, method=Agent.get_action_and_value)
@@ -374,7 +365,7 @@ def main():
                 update_end = time.perf_counter()
 
                 metrics = jax.device_get({**episode_stats, **losses})  # the one host transfer per iteration
-                iteration_time = time.perf_counter() - iteration_start
+                iteration_time = time.perf_counter() - iteration_start  # up to the metrics on the host; the writes follow
                 optimizer_steps = (iteration + 1) * args.update_epochs * args.num_minibatches
                 episodic = {f"charts/{k}": metrics.pop(k) for k in ("episodic_return", "episodic_length")}
                 scalars = {"time/rollout": rollout_end - iteration_start, "time/update": update_end - rollout_end,
@@ -396,9 +387,8 @@ def main():
 # Benchmark bookkeeping: signals, config.json metadata, summary.json, progress and ETA. bench.sh and
 # plot_results.py rely on it; a starter copy can drop this section and the `book.` lines of main().
 class Bookkeeping:
-    """SIGINT and SIGTERM only set a flag, which main() checks between iterations and between rollout and update: no
-    signal gets lost in a compiler (torch.compile once swallowed a KeyboardInterrupt), and a run that inherited SIGINT
-    ignored (started in the background) still stops. A second signal stops at once. Then status "interrupted", exit 130."""
+    """SIGINT/SIGTERM set a flag that main() checks between phases (no signal gets lost in a compiler; a run started
+    with SIGINT ignored still stops); a second signal stops at once. Then status "interrupted", exit 130."""
     packages = ("jax", "jaxlib", "flax", "optax", "gymnax")
 
     def __init__(self):

@@ -1,7 +1,6 @@
-"""PPO in Flax NNX on gymnax environments: a single-file starter, part of benchback-rl. Read it top to bottom:
-Args, the network, the environment glue, rollout, GAE, loss, update, main(); a starter copy can drop the benchmark's
-bookkeeping at the bottom. ppo_linen.py and ppo_torch.py are written in parallel with this file, so
-`diff ppo_linen.py ppo_nnx.py` shows only what the framework changes.
+"""PPO in Flax NNX on gymnax environments: a single-file starter, part of benchback-rl. Read it top to bottom: Args,
+the network, the environment glue, rollout, GAE, loss, update, main(); a copy can drop the bookkeeping at the bottom.
+The ppo_*.py files are written in parallel: `diff ppo_linen.py ppo_nnx.py` shows only what the framework changes.
 
     python ppo_nnx.py --env Acrobot-v1 --model-size small
 """
@@ -94,13 +93,8 @@ class Args:
     tag: str = "default"
     """a free label for the run, e.g. the machine or the OS, used to compare platforms"""
 
-    @property
-    def batch_size(self) -> int:
-        return self.num_envs * self.num_steps
-
-    @property
-    def minibatch_size(self) -> int:
-        return self.batch_size // self.num_minibatches
+    batch_size = property(lambda self: self.num_envs * self.num_steps)
+    minibatch_size = property(lambda self: self.batch_size // self.num_minibatches)
 
 
 def parse_args(argv: list[str]) -> Args:
@@ -124,13 +118,10 @@ def parse_args(argv: list[str]) -> Args:
 # ---------------------------------------------------------------------------------------- network
 class MLP(nnx.Module):
     """tanh MLP, orthogonal init (gain sqrt(2) on hidden layers), zero biases."""
-
     def __init__(self, in_dim: int, hidden_sizes: Sequence[int], out_dim: int, out_gain: float, rngs: nnx.Rngs):
         sizes = (in_dim, *hidden_sizes)
-        self.hidden = nnx.List([
-            nnx.Linear(i, o, kernel_init=nnx.initializers.orthogonal(np.sqrt(2)), bias_init=nnx.initializers.zeros, rngs=rngs)
-            for i, o in zip(sizes[:-1], sizes[1:])
-        ])
+        self.hidden = nnx.List([nnx.Linear(i, o, kernel_init=nnx.initializers.orthogonal(np.sqrt(2)),
+                                           bias_init=nnx.initializers.zeros, rngs=rngs) for i, o in zip(sizes, sizes[1:])])
         self.head = nnx.Linear(sizes[-1], out_dim, kernel_init=nnx.initializers.orthogonal(out_gain),
                                bias_init=nnx.initializers.zeros, rngs=rngs)
 
@@ -142,7 +133,6 @@ class MLP(nnx.Module):
 
 class Agent(nnx.Module):
     """Separate actor and critic networks."""
-
     def __init__(self, obs_dim: int, hidden_sizes: Sequence[int], num_actions: int, rngs: nnx.Rngs):
         self.actor = MLP(obs_dim, hidden_sizes, num_actions, out_gain=0.01, rngs=rngs)
         self.critic = MLP(obs_dim, hidden_sizes, 1, out_gain=1.0, rngs=rngs)
@@ -234,7 +224,6 @@ class Batch(NamedTuple):
 
 def rollout(env, env_params, args: Args, agent: Agent, runner: Runner):
     """Collects num_steps x num_envs transitions, then computes GAE. Everything stays on the device."""
-
     def rollout_step(runner: Runner, _):
         key, action_key = jax.random.split(runner.key)
         action, logprob, value = agent.get_action_and_value(runner.obs, action_key)
@@ -302,9 +291,8 @@ def make_optimizer(args: Args):
 
 
 def update(args: Args, agent: Agent, optimizer: nnx.Optimizer, batch: Batch, key, permutations=None):
-    """update_epochs epochs, one per row of permutations (by default fresh random orders of the batch), each cut into
-    num_minibatches minibatches (explained variance: NaN for zero-variance returns). Updates agent and optimizer in
-    place: jax.lax.scan carries their state, split once, merged in each step."""
+    """update_epochs epochs, one per row of permutations (default: fresh random orders), each in num_minibatches minibatches
+    (explained variance: NaN for zero-variance returns). In place: jax.lax.scan carries the split state of both."""
     if permutations is None:
         key, *epoch_keys = jax.random.split(key, args.update_epochs + 1)
         permutations = jnp.stack([jax.random.permutation(k, args.batch_size) for k in epoch_keys])
@@ -361,8 +349,7 @@ def main():
             update_fn = partial(update, args)
             if args.compile != "none":
                 rollout_fn, update_fn = nnx.jit(rollout_fn), nnx.jit(update_fn)
-            # bind the modules: cached_partial walks their graph once, here; with partial nnx.jit walks it every call
-            bind = nnx.cached_partial if args.compile == "cached_partial" else partial
+            bind = nnx.cached_partial if args.compile == "cached_partial" else partial  # cached: graph walked once, here
             rollout_fn, update_fn = bind(rollout_fn, agent), bind(update_fn, agent, optimizer)
             book.summary["setup_s"] = time.perf_counter() - START
             print(f"{run_name}: setup {book.summary['setup_s']:.1f}s on {config['device_name']}", flush=True)
@@ -381,7 +368,7 @@ def main():
                 update_end = time.perf_counter()
 
                 metrics = jax.device_get({**episode_stats, **losses})  # the one host transfer per iteration
-                iteration_time = time.perf_counter() - iteration_start
+                iteration_time = time.perf_counter() - iteration_start  # up to the metrics on the host; the writes follow
                 optimizer_steps = (iteration + 1) * args.update_epochs * args.num_minibatches
                 episodic = {f"charts/{k}": metrics.pop(k) for k in ("episodic_return", "episodic_length")}
                 scalars = {"time/rollout": rollout_end - iteration_start, "time/update": update_end - rollout_end,
@@ -403,9 +390,8 @@ def main():
 # Benchmark bookkeeping: signals, config.json metadata, summary.json, progress and ETA. bench.sh and
 # plot_results.py rely on it; a starter copy can drop this section and the `book.` lines of main().
 class Bookkeeping:
-    """SIGINT and SIGTERM only set a flag, which main() checks between iterations and between rollout and update: no
-    signal gets lost in a compiler (torch.compile once swallowed a KeyboardInterrupt), and a run that inherited SIGINT
-    ignored (started in the background) still stops. A second signal stops at once. Then status "interrupted", exit 130."""
+    """SIGINT/SIGTERM set a flag that main() checks between phases (no signal gets lost in a compiler; a run started
+    with SIGINT ignored still stops); a second signal stops at once. Then status "interrupted", exit 130."""
     packages = ("jax", "jaxlib", "flax", "optax", "gymnax")
 
     def __init__(self):

@@ -98,13 +98,8 @@ class Args:
     tag: str = "default"
     """a free label for the run, e.g. the machine or the OS, used to compare platforms"""
 
-    @property
-    def batch_size(self) -> int:
-        return self.num_envs * self.num_steps
-
-    @property
-    def minibatch_size(self) -> int:
-        return self.batch_size // self.num_minibatches
+    batch_size = property(lambda self: self.num_envs * self.num_steps)
+    minibatch_size = property(lambda self: self.batch_size // self.num_minibatches)
 
 
 def parse_args(argv: list[str]) -> Args:
@@ -139,7 +134,6 @@ def pick_devices(requested: str):
 # ---------------------------------------------------------------------------------------- network
 class MLP(nn.Sequential):
     """tanh MLP, orthogonal init (gain sqrt(2) on hidden layers), zero biases."""
-
     def __init__(self, in_dim: int, hidden_sizes: Sequence[int], out_dim: int, out_gain: float):
         sizes = [in_dim, *hidden_sizes, out_dim]
         layers = [nn.Linear(size_in, size_out) for size_in, size_out in zip(sizes[:-1], sizes[1:])]
@@ -151,7 +145,6 @@ class MLP(nn.Sequential):
 
 class Agent(nn.Module):
     """Separate actor and critic networks."""
-
     def __init__(self, obs_dim: int, hidden_sizes: Sequence[int], num_actions: int):
         super().__init__()
         self.num_actions = num_actions
@@ -406,7 +399,7 @@ def main():
 
                 metrics = {**episode_stats, **losses}
                 metrics = dict(zip(metrics, torch.stack(list(metrics.values())).tolist()))  # the one host transfer
-                iteration_time = time.perf_counter() - iteration_start
+                iteration_time = time.perf_counter() - iteration_start  # up to the metrics on the host; the writes follow
                 optimizer_steps = (iteration + 1) * args.update_epochs * args.num_minibatches
                 episodic = {f"charts/{k}": metrics.pop(k) for k in ("episodic_return", "episodic_length")}
                 scalars = {"time/rollout": rollout_end - iteration_start, "time/update": update_end - rollout_end,
@@ -428,9 +421,8 @@ def main():
 # Benchmark bookkeeping: signals, config.json metadata, summary.json, progress and ETA. bench.sh and
 # plot_results.py rely on it; a starter copy can drop this section and the `book.` lines of main().
 class Bookkeeping:
-    """SIGINT and SIGTERM only set a flag, which main() checks between iterations and between rollout and update: no
-    signal gets lost in a compiler (torch.compile once swallowed a KeyboardInterrupt), and a run that inherited SIGINT
-    ignored (started in the background) still stops. A second signal stops at once. Then status "interrupted", exit 130."""
+    """SIGINT/SIGTERM set a flag that main() checks between phases (no signal gets lost in a compiler; a run started
+    with SIGINT ignored still stops); a second signal stops at once. Then status "interrupted", exit 130."""
     packages = ("torch", "jax", "jaxlib", "gymnax")
 
     def __init__(self):

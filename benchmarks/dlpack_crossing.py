@@ -36,9 +36,8 @@ def per_call_us(fn, calls: int, blocks: int) -> float:
 
 def measure(env_id: str, num_envs: int, calls: int, blocks: int) -> dict:
     env, env_params = ppo.make_env(env_id)
-    key, env_key = jax.random.split(jax.random.key(0))
-    obs, env_state = ppo.reset_envs(env, env_params, env_key, num_envs)
-    carry = (env_state, jnp.zeros(num_envs), jnp.zeros(num_envs, jnp.int32), key)
+    runner = ppo.reset_envs(env, env_params, jax.random.key(0), num_envs)
+    obs = runner.obs
     action = torch.zeros(num_envs, dtype=torch.int32)
     env_step = jax.jit(partial(ppo.step_envs, env, env_params))
     jax_action = jnp.from_dlpack(action)
@@ -55,7 +54,7 @@ def measure(env_id: str, num_envs: int, calls: int, blocks: int) -> dict:
         "jax->torch obs": lambda: torch.from_dlpack(obs),
         "torch->jax action": lambda: jnp.from_dlpack(action),
         "numpy round trip obs+action": lambda: (torch.from_numpy(np.asarray(obs)), jnp.asarray(action.numpy())),
-        "env step (jit, blocked)": lambda: jax.block_until_ready(env_step(carry, jax_action)),
+        "env step (jit, blocked)": lambda: jax.block_until_ready(env_step(runner, jax_action)),
         "policy step (eager, small)": policy,
     }
     row = {name: per_call_us(fn, calls, blocks) for name, fn in timings.items()}

@@ -33,12 +33,11 @@ class Options:
 def fused_seconds_per_iteration(args: ppo.Args) -> tuple[float, float]:
     """(compile seconds, steady seconds per iteration) of the whole training as one jitted lax.scan."""
     env, env_params = ppo.make_env(args.env)
-    key, env_key, init_key, runner_key, update_key = jax.random.split(jax.random.key(args.seed), 5)
-    obs, env_state = ppo.reset_envs(env, env_params, env_key, args.num_envs)
+    key, env_key, init_key, update_key = jax.random.split(jax.random.key(args.seed), 4)  # as ppo_linen.main()
+    runner = ppo.reset_envs(env, env_params, env_key, args.num_envs)
     agent = ppo.Agent(ppo.MODEL_SIZES[args.model_size], env.num_actions)
     tx, _ = ppo.make_optimizer(args)
-    state = ppo.TrainState.create(apply_fn=agent.apply, params=agent.init(init_key, obs), tx=tx)
-    runner = ppo.Runner(env_state, obs, jax.numpy.zeros(args.num_envs), jax.numpy.zeros(args.num_envs, "int32"), runner_key)
+    state = ppo.TrainState.create(apply_fn=agent.apply, params=agent.init(init_key, runner.obs), tx=tx)
 
     def train(state, runner, update_key):
         def iteration(carry, _):
