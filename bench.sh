@@ -281,7 +281,7 @@ submit() {  # --slurm: sweep.py writes the sbatch script of the job array; this 
     exit 1
   }
   job=${job%%;*}  # "id;cluster" on a multi-cluster setup
-  echo "submitted job array $job: $NUM_TASKS tasks for $NUM_TODO runs to do ($NUM_RUNS in all, $NUM_CELLS cells)"
+  echo "submitted job array $job: $NUM_TASKS tasks; runs to do: $NUM_TODO of $NUM_RUNS, in $NUM_CELLS cells"
   echo "  script: $file"
   echo "  logs:   $slurm_dir/${job}_{0..$((NUM_TASKS - 1))}.out, one per task; each run's log in $LOG_DIR/logs/{exp}/"
   echo "  runs:   $LOG_DIR/{exp}/, from every node (the same folder on a shared filesystem)"

@@ -293,7 +293,7 @@ def test_a_sweep_on_slurm_runs_each_cell_once_and_resubmitting_skips_completed_r
     shutil.rmtree(lost)
     third = bench(*args, env=cluster)
     job3 = submitted_job(third)
-    assert "2 tasks for 1 runs to do" in third.stdout
+    assert f"submitted job array {job3}: 2 tasks; runs to do: 1 of {num_runs}, in 2 cells" in third.stdout
     wait_for_job(cluster, job3, log_dir)
     ends = sorted(output.strip().splitlines()[-1] for output in task_outputs(log_dir, job3).values())
     assert ends == ["0 completed, 0 failed, 2 skipped", "1 completed, 0 failed, 1 skipped"]
