@@ -36,6 +36,9 @@ options:
   --tag TAG           label of every run, e.g. the machine (default: the scripts' own)
   --log-dir DIR       the runs folder (default runs)
   --timeout SECONDS   stop a run after this long (SIGTERM, so it saves an "interrupted" summary)
+  --cpus N            equal resources: pin every run to the same N cores (taskset) and give it N threads
+                      (OMP_NUM_THREADS: torch's thread count; JAX uses the cores it is pinned to); default: every
+                      core this process may use
   --shard K/N         run only shard K (0..N-1) of N: whole cells (experiment, seed, env, model size), so every
                       framework and compile mode of a cell runs on the same machine
   --python PATH       the Python interpreter (default python)
@@ -69,13 +72,13 @@ die() {  # one line on stderr, exit 2 (bad input)
 }
 
 # ---------------------------------------------------------------------------------------- options
-LOG_DIR=runs TIMEOUT="" PYTHON=python ENV_TIMING=1 ENV_TIMING_FILE="" DRY_RUN=0 HELP=0 SLURM=0 SLURM_OPTION=""
+LOG_DIR=runs TIMEOUT="" CPUS="" PYTHON=python ENV_TIMING=1 ENV_TIMING_FILE="" DRY_RUN=0 HELP=0 SLURM=0 SLURM_OPTION=""
 SWEEP_ARGS=()  # the matrix options, for sweep.py
 SLURM_ARGS=()  # --slurm-tasks, --slurm-parallel, --slurm-args, for sweep.py sbatch
 EXTRA=()
 
-VALUE_OPTIONS=" --experiments --frameworks --envs --sizes --seeds --iterations --tag --log-dir --timeout --shard --python\
- --env-timing-file --slurm-tasks --slurm-parallel --slurm-args "
+VALUE_OPTIONS=" --experiments --frameworks --envs --sizes --seeds --iterations --tag --log-dir --timeout --cpus --shard\
+ --python --env-timing-file --slurm-tasks --slurm-parallel --slurm-args "
 
 check_option() {  # dies on an unknown option
   [[ $VALUE_OPTIONS == *" $1 "* ]] || die "unknown option '$1'; valid options:${VALUE_OPTIONS% }" \
@@ -87,6 +90,7 @@ set_option() {  # set_option --name value
   case $1 in
     --log-dir) LOG_DIR=$2 ;;
     --timeout) TIMEOUT=$2 ;;
+    --cpus) CPUS=$2 ;;
     --python) PYTHON=$2 ;;
     --env-timing-file) ENV_TIMING_FILE=$2 ;;
     --slurm-tasks) SLURM_ARGS+=("--tasks=$2") SLURM_OPTION=$1 ;;
@@ -122,6 +126,10 @@ check_args() {  # the process options; sweep.py checks the matrix options
     TIMEOUT_BIN=$(command -v timeout || command -v gtimeout) || die "--timeout needs GNU timeout (coreutils), not found"
   fi
   command -v "$PYTHON" >/dev/null || die "--python '$PYTHON' is not an executable; give a Python interpreter"
+  if [[ -n $CPUS ]]; then
+    [[ $CPUS =~ ^[1-9][0-9]*$ ]] || die "--cpus must be a positive integer, got '$CPUS'"
+    ((SLURM)) || check_cpus
+  fi
   if ((!SLURM)); then
     [[ -z $SLURM_OPTION ]] || die "$SLURM_OPTION needs --slurm"
   elif [[ -n $ENV_TIMING_FILE ]]; then
@@ -129,6 +137,22 @@ check_args() {  # the process options; sweep.py checks the matrix options
   elif ((!DRY_RUN)) && ! command -v sbatch >/dev/null; then
     die "--slurm: sbatch was not found; run this on a Slurm login node (or start a local one: slurm/local_cluster.sh)"
   fi
+}
+
+check_cpus() {  # the cores of --cpus (the first N this process may use): CPU_LIST; dies when there are fewer
+  local available
+  available=$("$PYTHON" -c 'import os; print(",".join(map(str, sorted(os.sched_getaffinity(0)))))')
+  IFS=, read -r -a CORES <<<"$available"
+  ((CPUS <= ${#CORES[@]})) || die "--cpus $CPUS is more than the ${#CORES[@]} cores this process may use; valid: 1 to ${#CORES[@]}"
+  command -v taskset >/dev/null || die "--cpus needs taskset (util-linux), not found"
+  CPU_LIST=$(IFS=,; echo "${CORES[*]:0:CPUS}")
+}
+
+resources() {  # PIN: the command prefix that gives a run its cores and threads (every core by default)
+  if [[ -z $CPUS ]]; then CPUS=$(nproc); fi
+  if [[ -z ${CPU_LIST:-} ]] && command -v taskset >/dev/null; then check_cpus; fi
+  PIN=(env OMP_NUM_THREADS="$CPUS")
+  if [[ -n ${CPU_LIST:-} ]]; then PIN+=(taskset -c "$CPU_LIST"); fi
 }
 
 sweep_py() {  # sweep_py ACTION [ARGS]: sweep.py with the matrix options of this sweep
@@ -200,7 +224,7 @@ execute() {  # execute LOG: runs CMD in the background (so that signals reach us
   if [[ -n $TIMEOUT ]]; then timeout_cmd=("$TIMEOUT_BIN" --kill-after="$KILL_AFTER_S" "$TIMEOUT"); fi
   mkdir -p "$(dirname "$1")"
   cache_dir=$(mktemp -d)  # a fresh TorchInductor cache: no run reuses kernels another run compiled
-  TORCHINDUCTOR_CACHE_DIR=$cache_dir ${timeout_cmd[@]+"${timeout_cmd[@]}"} "${CMD[@]}" >"$1" 2>&1 &
+  TORCHINDUCTOR_CACHE_DIR=$cache_dir ${timeout_cmd[@]+"${timeout_cmd[@]}"} "${PIN[@]}" "${CMD[@]}" >"$1" 2>&1 &
   CHILD=$!
   RC=0
   wait "$CHILD" || RC=$?
@@ -255,7 +279,7 @@ sweep() {
 # ------------------------------------------------------------------------------------------ Slurm
 submit() {  # --slurm: sweep.py writes the sbatch script of the job array; this submits it (or prints it: --dry-run)
   local out rc=0 script slurm_dir file job
-  out=$(sweep_py sbatch --kill-after "$KILL_AFTER_S" ${ENV_TIMING_ARG[@]+"${ENV_TIMING_ARG[@]}"} ${TIMEOUT:+--timeout "$TIMEOUT"} \
+  out=$(sweep_py sbatch --kill-after "$KILL_AFTER_S" ${ENV_TIMING_ARG[@]+"${ENV_TIMING_ARG[@]}"} ${TIMEOUT:+--timeout "$TIMEOUT"} ${CPUS:+--cpus "$CPUS"} \
         ${SLURM_ARGS[@]+"${SLURM_ARGS[@]}"}) || rc=$?
   ((rc == 0)) || exit "$rc"  # sweep.py said why (exit 2: a bad option)
   read -r NUM_RUNS NUM_TODO NUM_CELLS NUM_TASKS <<<"${out%%$'\n'*}"
@@ -303,8 +327,9 @@ main() {
   trap on_signal INT TERM
   plan
   time_envs_first
+  resources
   echo "sweep: $NUM_RUNS runs ($NUM_TODO to run) in $NUM_CELLS cells, of $MATRIX_SIZE runs in the matrix," \
-       "into $LOG_DIR (shard $SHARD)"
+       "into $LOG_DIR (shard $SHARD); every run on cores ${CPU_LIST:-(any)} with $CPUS threads"
   sweep
 }
 

@@ -4,7 +4,6 @@ The ppo_*.py files are written in parallel: `diff ppo_linen.py ppo_nnx.py` shows
 
     python ppo_linen.py --env Acrobot-v1 --model-size small
 """
-# ruff: noqa: E402  (the clock starts before the heavy imports)
 import time
 
 START = time.perf_counter()  # import_s, setup_s and total_s count from this first line
@@ -413,8 +412,9 @@ class Bookkeeping:
         """config.json (Args as given, command, versions, machine), the body, then summary.json whatever happens."""
         self.running = True
         config = {**asdict(args), "command": sys.argv, "framework": FRAMEWORK, "batch_size": args.batch_size,
-                  "minibatch_size": args.minibatch_size, "versions": {"python": platform.python_version(),
-                  **{p: version(p) for p in self.packages}}, **machine, "platform": platform.platform(),
+                  "minibatch_size": args.minibatch_size, **machine, "platform": platform.platform(),
+                  "versions": {"python": platform.python_version(), **{p: version(p) for p in self.packages}},
+                  "cpu_affinity": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,  # Linux
                   "hostname": socket.gethostname(), "start_time": datetime.now(timezone.utc).isoformat()}
         Path(run_dir, "config.json").write_text(json.dumps(config, indent=2))
         try:

@@ -296,7 +296,7 @@ def absolute_python(python: str) -> str:
 
 def sbatch_script(sel: Selection, matrix_options: list[str], whole: list[Run], done: list[bool], tasks: int,
                   parallel: Optional[int], timeout: Optional[float], kill_after: float, env_timing: bool,
-                  slurm_args: list[str]) -> str:
+                  slurm_args: list[str], cpus: Optional[str] = None) -> str:
     """The sbatch script of a job array: task K of `tasks` runs `bench.sh --shard K/tasks` with the options of
     the sweep (`matrix_options`: bench.sh's matrix options as given, e.g. ["--experiments", "exp1"]).
 
@@ -320,7 +320,8 @@ def sbatch_script(sel: Selection, matrix_options: list[str], whole: list[Run], d
                      f"{kill_after:g} s) + {TIME_MARGIN_S // 60} min")
     else:
         time_note = "# time limit: the partition's default (no --timeout given; --slurm-args --time=... sets one)"
-    options = [*matrix_options, *(["--timeout", f"{timeout:g}"] if timeout is not None else [])]
+    options = [*matrix_options, *(["--timeout", f"{timeout:g}"] if timeout is not None else []),
+               *(["--cpus", cpus] if cpus else [])]
     study_file = os.environ.get(study.PATH_VARIABLE)
     lines = [
         "#!/bin/bash",
@@ -374,6 +375,7 @@ def parser() -> Parser:
             s.add_argument("--parallel", help="at most this many tasks at once (the array's %%K)")
             s.add_argument("--timeout", help="bench.sh --timeout (seconds per run): sets the time limit")
             s.add_argument("--kill-after", type=float, default=60, help="bench.sh's SIGKILL this long after --timeout")
+            s.add_argument("--cpus", help="bench.sh --cpus for every task (default: every core of its node)")
             s.add_argument("--no-env-timing", dest="env_timing", action="store_false")
             s.add_argument("--slurm-args", default="", help="sbatch options, e.g. '--partition=gpu --gres=gpu:1'")
         s.add_argument("--experiments", help="comma-separated (default: every experiment of the study)")
@@ -416,7 +418,7 @@ def print_sbatch(args: argparse.Namespace, sel: Selection, whole: list[Run]) -> 
         matrix_options = [item for name in ("experiments", "frameworks", "envs", "sizes", "seeds", "iterations", "tag")
                           if getattr(args, name) is not None for item in (f"--{name}", getattr(args, name))]
         script = sbatch_script(sel, matrix_options, whole, done, tasks, parallel, timeout, args.kill_after,
-                               args.env_timing, slurm_args)
+                               args.env_timing, slurm_args, args.cpus)
     except BadOption as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 2

@@ -217,6 +217,8 @@ def test_shard_of_cells_is_balanced_for_any_count():
         (["--shard", "3/3"], "3/3"),
         (["--shard", "1"], "--shard"),
         (["--timeout", "soon"], "soon"),
+        (["--cpus", "0"], "--cpus"),
+        (["--cpus", "999"], "999"),
         (["--bogus"], "--bogus"),
         (["--seeds"], "--seeds"),
     ],
@@ -390,9 +392,10 @@ def test_mini_sweep_completes_then_skips_every_run(tmp_path):
     log_dir = tmp_path / "runs"
     frameworks = ",".join(FRAMEWORKS)
     num_runs = 2 * len(FRAMEWORKS)
-    first = mini_sweep(log_dir, "--envs", MINI_ENVS, "--frameworks", frameworks)
+    first = mini_sweep(log_dir, "--envs", MINI_ENVS, "--frameworks", frameworks, "--cpus", "1")
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     assert last_line(first) == f"{num_runs} completed, 0 failed, 0 skipped"
+    assert "every run on cores 0 with 1 threads" in first.stdout
     assert len(re.findall(rf"^\[\d+/{num_runs}\] .* completed in .* \| ETA ", first.stdout, re.M)) == num_runs
     summaries = sorted((log_dir / "exp1").glob("*/summary.json"))
     assert len(summaries) == num_runs
@@ -400,6 +403,8 @@ def test_mini_sweep_completes_then_skips_every_run(tmp_path):
         assert read_json(path)["status"] == "completed" and read_json(path)["iterations_completed"] == 2
         config = read_json(path.parent / "config.json")
         assert config["sync_timing"] is False and config["exp_name"] == "exp1"
+        assert config["cpu_affinity"] == [0], config["cpu_affinity"]  # --cpus 1: every framework on the same core
+        assert config.get("torch_threads", 1) == 1
     assert len(list((log_dir / "logs" / "exp1").glob("*.log"))) == num_runs
     assert not (log_dir / "env_timing.json").exists()  # --no-env-timing
 
@@ -494,3 +499,11 @@ def test_gitignore_lists_no_committed_file():
     if proc.returncode != 0:
         pytest.skip(f"not a git checkout: {proc.stderr.strip()}")
     assert proc.stdout.strip() == ""
+
+
+def test_slurm_tasks_get_the_same_cores_option(tmp_path):
+    """--cpus goes to every array task (each pins its runs on its own node)."""
+    proc = bench("--slurm", "--dry-run", "--cpus", "1", "--log-dir", str(tmp_path / "runs"), "--experiments", "exp1",
+                 "--envs", "CartPole-v1", "--sizes", "small", "--seeds", "1")
+    assert proc.returncode == 0, proc.stderr
+    assert "--cpus 1" in proc.stdout and not (tmp_path / "runs").exists()
