@@ -5,7 +5,7 @@ Every tool reads the study through this module (no heavy imports, so bench.sh ca
     import study
     S = study.load()                   # study.toml, or the file named by $BENCHBACK_STUDY
     S.frameworks["nnx"].compile        # ('cached_partial', 'jit', 'none'): the default first
-    S.pairs                            # (('nnx', 'linen'), ('torch', 'linen'), ('torch', 'nnx'))
+    S.pairs                            # (('nnx', 'linen'), ('equinox', 'linen'), ('equinox', 'nnx'), ...)
     S.experiments["exp3"].envs         # ('Acrobot-v1',)
 """
 

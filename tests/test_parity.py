@@ -1,4 +1,4 @@
-"""Parity: the Linen, NNX and Torch scripts compute the same PPO.
+"""Parity: the Linen, NNX, Equinox and Torch scripts compute the same PPO.
 
 One set of weights (NumPy, fixed seed) is loaded into every framework's agent; forward pass, the rollout's
 log-probabilities and values, the env glue, GAE, loss, gradients and a whole update (with the minibatch order handed
@@ -9,6 +9,7 @@ one interface, so every check is written once; SIDES must cover the study's fram
 from dataclasses import fields
 from functools import partial
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -16,6 +17,7 @@ import pytest
 import torch
 from flax import nnx
 
+import ppo_equinox
 import ppo_linen
 import ppo_nnx
 import ppo_torch
@@ -150,6 +152,50 @@ class NnxSide:
         return NnxSide.weights_of(nnx.state(ppo_nnx.Agent(obs_dim, hidden, NUM_ACTIONS, rngs=nnx.Rngs(0)), nnx.Param))
 
 
+class EquinoxSide:
+    module = ppo_equinox
+
+    def __init__(self, weights, args):
+        self.args = args
+        hidden = tuple(w.shape[1] for w, _ in weights["actor"][:-1])
+        agent = ppo_equinox.Agent(weights["actor"][0][0].shape[0], hidden, NUM_ACTIONS, key=jax.random.key(0))
+        self.agent = eqx.tree_at(lambda a: [leaf for mlp in (a.actor, a.critic) for layer in mlp.layers
+                                            for leaf in (layer.weight, layer.bias)], agent,
+                                 [jnp.asarray(x) for name in ("actor", "critic") for w, b in weights[name] for x in (w.T, b)])
+        self.tx, self.lr_schedule = ppo_equinox.make_optimizer(args)
+        self.opt_state = self.tx.init(eqx.filter(self.agent, eqx.is_array))
+
+    def forward(self, obs):
+        logits, values = self.agent(jnp.asarray(obs))
+        return np.asarray(logits), np.asarray(jax.nn.log_softmax(logits)), np.asarray(values)
+
+    def policy(self, obs, actions=None):
+        actions = None if actions is None else jnp.asarray(actions)
+        out = self.agent.get_action_and_value(jnp.asarray(obs), jax.random.key(5), actions)
+        return tuple(np.asarray(x) for x in out)
+
+    def loss_and_grads(self, mb):
+        batch = ppo_equinox.Batch(**{k: jnp.asarray(v) for k, v in mb.items()})
+        (loss, metrics), grads = eqx.filter_value_and_grad(ppo_equinox.ppo_loss, has_aux=True)(self.agent, self.args, batch)
+        return float(loss), {k: float(v) for k, v in metrics.items()}, self.weights_of(grads)
+
+    def update(self, batch, permutations):
+        batch = ppo_equinox.Batch(**{k: jnp.asarray(v) for k, v in batch.items()})
+        self.agent, self.opt_state, _, metrics = ppo_equinox.update(self.args, self.tx, self.agent, self.opt_state, batch,
+                                                                    None, jnp.asarray(permutations))
+        return self.weights_of(self.agent), {k: float(v) for k, v in metrics.items()}
+
+    @staticmethod
+    def weights_of(agent) -> dict:
+        """Kernels as (in, out), like Linen's: eqx.nn.Linear keeps its weight as (out, in)."""
+        return {name: [(np.asarray(layer.weight).T, np.asarray(layer.bias)) for layer in getattr(agent, name).layers]
+                for name in ("actor", "critic")}
+
+    @staticmethod
+    def own_init(obs_dim, hidden):
+        return EquinoxSide.weights_of(ppo_equinox.Agent(obs_dim, hidden, NUM_ACTIONS, key=jax.random.key(0)))
+
+
 class TorchSide:
     module = ppo_torch
 
@@ -208,7 +254,7 @@ class TorchSide:
         return TorchSide.own_weights(ppo_torch.Agent(obs_dim, hidden, NUM_ACTIONS))
 
 
-SIDES = {"linen": LinenSide, "nnx": NnxSide, "torch": TorchSide}
+SIDES = {"linen": LinenSide, "nnx": NnxSide, "equinox": EquinoxSide, "torch": TorchSide}
 OTHERS = [name for name in SIDES if name != "linen"]  # each compared with linen
 
 

@@ -26,11 +26,11 @@ def fake_study(tmp_path: Path) -> Path:
 
 
 def test_the_study_as_committed():
-    assert list(STUDY.frameworks) == ["linen", "nnx", "torch"]
+    assert list(STUDY.frameworks) == ["linen", "nnx", "equinox", "torch"]
     for framework in STUDY.frameworks.values():
         assert (ROOT / framework.script).exists()
         assert len(set(framework.compile)) == len(framework.compile) >= 2
-    assert STUDY.pair_names == ("nnx->linen", "torch->linen", "torch->nnx")
+    assert STUDY.pair_names == ("nnx->linen", "equinox->linen", "equinox->nnx", "torch->linen", "torch->nnx", "torch->equinox")
     assert len(STUDY.envs) == 12 and STUDY.sizes == ("small", "medium", "large")
     assert (STUDY.steady.first, STUDY.steady.last) == (8, None)
     exp3 = STUDY.experiments["exp3"]
@@ -42,8 +42,8 @@ def test_the_study_as_committed():
 def test_a_new_framework_adds_its_pairs(tmp_path):
     fake = study.parse(fake_study(tmp_path))
     assert list(fake.frameworks)[-1] == "fake"
-    assert {pair for pair in fake.pairs if "fake" in pair} == {("fake", "linen"), ("fake", "nnx"), ("fake", "torch")}
-    assert len(fake.pairs) == 6 and set(STUDY.pairs) < set(fake.pairs)
+    assert {pair for pair in fake.pairs if "fake" in pair} == {("fake", fw) for fw in STUDY.frameworks}
+    assert len(fake.pairs) == len(STUDY.pairs) + len(STUDY.frameworks) and set(STUDY.pairs) < set(fake.pairs)
 
 
 def test_an_unknown_env_in_an_experiment_is_named(tmp_path):
