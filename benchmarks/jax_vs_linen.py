@@ -1,4 +1,5 @@
-"""Does Flax NNX cost more than Flax Linen? ppo_nnx.py in every compile mode side by side with ppo_linen.py.
+"""Does Flax NNX, or Equinox, cost more than Flax Linen? ppo_nnx.py or ppo_equinox.py (--framework) in every compile
+mode of the study side by side with ppo_linen.py.
 
 Each run is a fresh process (as in bench.sh). Configurations alternate round by round in a rotating order, so
 that a busy machine slows all of them alike; the table reports medians over rounds, and "paired" ratios are the
@@ -6,11 +7,12 @@ median over rounds of the ratio within one round.
 
 Columns: total and setup = summary.json total_s and setup_s; iter0 = time/iteration of iteration 0
 (compilation); warm-up = mean time/iteration over iterations 1-7; steady = mean over iterations 8+. Ratios
-divide an NNX median by the Linen median of the same kind: `linen jit` for cached_partial and jit, `linen none`
-for none. The `none` modes run only --none-iterations iterations (op by op is ~200x slower); their "steady"
-is the mean over iterations 1+.
+divide a median of the framework by the Linen median of the same kind: `linen jit` for every compiled mode
+(nnx cached_partial and jit; equinox filter_jit and partition), `linen none` for none. The `none` modes run only
+--none-iterations iterations (op by op is ~200x slower); their "steady" is the mean over iterations 1+.
 
-    python -m benchmarks.nnx_vs_linen --env Acrobot-v1 --model-size small --rounds 3
+    python -m benchmarks.jax_vs_linen --framework nnx --env Acrobot-v1 --model-size small --rounds 3
+    python -m benchmarks.jax_vs_linen --framework equinox --env Breakout-MinAtar --model-size medium
 """
 
 import argparse
@@ -19,15 +21,23 @@ import statistics
 import time
 from pathlib import Path
 
+import study
 from benchmarks.common import ROOT, STEADY_FROM, run_script
 
-CONFIGS = {  # name: (script, compile mode, baseline)
-    "linen jit": ("ppo_linen.py", "jit", None),
-    "nnx cached_partial": ("ppo_nnx.py", "cached_partial", "linen jit"),
-    "nnx jit": ("ppo_nnx.py", "jit", "linen jit"),
-    "linen none": ("ppo_linen.py", "none", None),
-    "nnx none": ("ppo_nnx.py", "none", "linen none"),
-}
+STUDY = study.load()
+JAX_FRAMEWORKS = ("nnx", "equinox")  # the JAX frameworks besides Linen
+
+
+def configs(framework: str) -> dict:
+    """{name: (script, compile mode, baseline)}: Linen's modes, then every mode of the framework, from the study."""
+    linen, other = STUDY.frameworks["linen"], STUDY.frameworks[framework]
+    out = {f"linen {mode}": (linen.script, mode, None) for mode in linen.compile}
+    out.update({f"{framework} {mode}": (other.script, mode, "linen none" if mode == "none" else "linen jit")
+                for mode in other.compile})
+    return out
+
+
+CONFIGS = {name: config for framework in JAX_FRAMEWORKS for name, config in configs(framework).items()}
 COLUMNS = ("total_s", "setup_s", "iter0_s", "warmup_s", "steady_s")
 
 
@@ -35,7 +45,7 @@ def run_config(name: str, opts) -> dict:
     script, mode, _ = CONFIGS[name]
     iterations = opts.none_iterations if mode == "none" else opts.num_iterations
     run = run_script(script, "--env", opts.env, "--model-size", opts.model_size, "--compile", mode,
-                     "--seed", str(opts.seed), "--num-iterations", str(iterations), "--tag", "nnx_vs_linen", *opts.extra)
+                     "--seed", str(opts.seed), "--num-iterations", str(iterations), "--tag", "jax_vs_linen", *opts.extra)
     times, summary = run["series"]["time/iteration"], run["summary"]
     return {
         "total_s": summary["total_s"],
@@ -66,16 +76,18 @@ def table(results: dict, title: str) -> str:
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--framework", default="nnx", choices=JAX_FRAMEWORKS)
     parser.add_argument("--env", default="Acrobot-v1")
     parser.add_argument("--model-size", default="small", choices=["small", "medium", "large"])
-    parser.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
+    parser.add_argument("--configs", nargs="+", choices=list(CONFIGS), help="default: linen's and --framework's modes")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--num-iterations", type=int, default=100, help="iterations of the jit and cached_partial runs")
+    parser.add_argument("--num-iterations", type=int, default=100, help="iterations of the compiled runs")
     parser.add_argument("--none-iterations", type=int, default=3, help="iterations of the `none` runs")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--out", default=str(ROOT / "runs" / f"nnx_vs_linen_{int(time.time())}.json"))
+    parser.add_argument("--out", default=str(ROOT / "runs" / f"jax_vs_linen_{int(time.time())}.json"))
     parser.add_argument("extra", nargs="*", help="more flags for every run, after --, e.g. -- --no-sync-timing")
     opts = parser.parse_args()
+    opts.configs = opts.configs or list(configs(opts.framework))
 
     results = {name: [] for name in opts.configs}
     for r in range(opts.rounds):
