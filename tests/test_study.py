@@ -30,7 +30,7 @@ def test_the_study_as_committed():
     for framework in STUDY.frameworks.values():
         assert (ROOT / framework.script).exists()
         assert len(set(framework.compile)) == len(framework.compile) >= 2
-    assert STUDY.pair_names == ("nnx->linen", "equinox->linen", "equinox->nnx", "torch->linen", "torch->nnx", "torch->equinox")
+    assert STUDY.pair_names == ("nnx->linen", "equinox->linen", "torch->linen", "equinox->nnx", "torch->nnx", "torch->equinox")
     assert len(STUDY.envs) == 12 and STUDY.sizes == ("small", "medium", "large")
     assert (STUDY.steady.first, STUDY.steady.last) == (8, None)
     exp3 = STUDY.experiments["exp3"]
