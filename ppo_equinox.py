@@ -76,8 +76,7 @@ class Args:
     norm_adv: bool = True
     """normalise the advantages of each minibatch"""
     compile: Literal["filter_jit", "partition", "none"] = "filter_jit"
-    """filter_jit: eqx.filter_jit, modules passed on every call; partition: jax.jit over the arrays, split off once by
-    eqx.partition; none: op by op under jax.disable_jit()"""
+    """filter_jit: eqx.filter_jit, modules passed each call; partition: jax.jit over arrays split once (eqx.partition); none"""
     sync_timing: bool = True
     """block on the device after the rollout and after the update, so that both timers are exact; --no-sync-timing drops
     these two barriers, but the one metrics transfer that ends each iteration is still a barrier: iterations never overlap"""
