@@ -75,8 +75,8 @@ class Args:
     """the maximum global norm of the gradients"""
     norm_adv: bool = True
     """normalise the advantages of each minibatch"""
-    compile: Literal["filter_jit", "partition", "none"] = "filter_jit"
-    """filter_jit: eqx.filter_jit, modules passed each call; partition: jax.jit over arrays split once (eqx.partition); none"""
+    compile: Literal["partition", "filter_jit", "none"] = "partition"
+    """partition: jax.jit over arrays split once (eqx.partition); filter_jit: eqx.filter_jit, modules passed each call; none"""
     sync_timing: bool = True
     """block on the device after the rollout and after the update, so that both timers are exact; --no-sync-timing drops
     these two barriers, but the one metrics transfer that ends each iteration is still a barrier: iterations never overlap"""
@@ -344,12 +344,12 @@ def main():
             opt_state = tx.init(eqx.filter(agent, eqx.is_array))
             rollout_fn = partial(rollout, env, env_params, args)
             update_fn = partial(update, args, tx)
-            if args.compile == "filter_jit":  # splits every call's arguments into arrays and a hashed static part
-                rollout_fn, update_fn = eqx.filter_jit(rollout_fn), eqx.filter_jit(update_fn)
-            elif args.compile == "partition":  # split once, here: the loop carries arrays only, which plain jax.jit takes
+            if args.compile == "partition":  # split once, here: the loop carries arrays only, which plain jax.jit takes
                 agent, static = eqx.partition(agent, eqx.is_array)  # static: the non-array leaves (this Agent has none)
                 rollout_fn, update_fn = (jax.jit(lambda agent, *rest, fn=fn: eqx.filter(fn(eqx.combine(agent, static), *rest),
                                                  eqx.is_array)) for fn in (rollout_fn, update_fn))
+            elif args.compile == "filter_jit":  # splits every call's arguments into arrays and a hashed static part
+                rollout_fn, update_fn = eqx.filter_jit(rollout_fn), eqx.filter_jit(update_fn)
             book.summary["setup_s"] = time.perf_counter() - START
             print(f"{run_name}: setup {book.summary['setup_s']:.1f}s on {config['device_name']}", flush=True)
 
