@@ -1,8 +1,6 @@
-"""PPO in PyTorch on gymnax environments: a single-file starter, part of benchback-rl. Read it top to bottom:
-Args, the network, the environment glue, rollout, GAE, loss, update, main(); a starter copy can drop the benchmark's
-bookkeeping at the bottom. ppo_linen.py and ppo_nnx.py are written in parallel with this file, so
-`diff ppo_linen.py ppo_torch.py` shows only what the framework changes. The envs are JAX (gymnax), one jitted call
-per rollout step, and arrays cross between JAX and torch with DLPack, zero-copy.
+"""PPO in PyTorch on gymnax environments: a single-file starter, part of benchback-rl. Read it top to bottom: Args,
+the network, the environment glue, rollout, GAE, loss, update, main(); a copy can drop the bookkeeping at the bottom.
+The envs are JAX (gymnax): one jitted call per rollout step, arrays cross with DLPack. `diff ppo_linen.py ppo_torch.py`.
 
     python ppo_torch.py --env Acrobot-v1 --model-size small
 """
@@ -37,6 +35,8 @@ import tyro
 from tensorboardX import SummaryWriter
 
 FRAMEWORK = "torch"
+COMPILED = {"compile": {}, "cudagraphs": dict(mode="reduce-overhead")}  # torch.compile options of the compiled modes
+GPU_COMPILE = ("cudagraphs",)  # --compile modes refused without a GPU, so not in study.toml's list
 MODEL_SIZES = {"small": (64, 64), "medium": (256, 256, 256), "large": (1024,) * 6}
 
 
@@ -80,8 +80,9 @@ class Args:
     """the maximum global norm of the gradients"""
     norm_adv: bool = True
     """normalise the advantages of each minibatch"""
-    compile: Literal["compile", "env-jit", "none"] = "compile"
-    """compile: torch.compile the policy step and the loss, jax.jit the env; env-jit: eager torch; none: env op by op too"""
+    compile: Literal["compile", "env-jit", "none", "cudagraphs"] = "compile"
+    """compile: torch.compile the policy step, the whole minibatch step and GAE, jax.jit the env; cudagraphs: the same as
+    CUDA graphs (mode reduce-overhead; CUDA only); env-jit: eager torch; none: the env op by op too"""
     device: Literal["auto", "cpu", "cuda"] = "auto"
     """where torch and JAX run (always the same device, so DLPack is zero-copy); auto: cuda when both see a GPU"""
     sync_timing: bool = True
@@ -236,31 +237,47 @@ class Batch(NamedTuple):
     returns: torch.Tensor
 
 
+def env_step_packed(env, env_params, runner: Runner, action):
+    """step_envs, with the next observations and the env fields packed in one flat float32 array: each rollout step
+    then crosses to torch once, and the jitted call has one output to hand back besides the Runner."""
+    runner, fields = step_envs(env, env_params, runner, action)
+    return runner, jnp.concatenate([x.astype(jnp.float32).ravel() for x in (runner.obs, *fields.values())])
+
+
 @torch.no_grad()
-def rollout(env_step_fn, stack_fn, args: Args, agent: Agent, policy_fn, generator: torch.Generator, runner: Runner):
+def rollout(env_step_fn, finish_fn, args: Args, policy_fn, num_actions: int, generator: torch.Generator, runner: Runner):
     """Collects num_steps x num_envs transitions, then computes GAE. Everything stays on the device."""
-    noise = torch.rand(args.num_steps, args.num_envs, agent.num_actions, generator=generator, device=generator.device)
+    noise = torch.rand(args.num_steps, args.num_envs, num_actions, generator=generator, device=generator.device)
     noise.clamp_(min=torch.finfo(noise.dtype).tiny)  # log(0) would be -inf in the Gumbel-max sampling
-    policy_fields, env_fields = [], []
+    obs = torch.from_dlpack(runner.obs)  # JAX -> torch, zero-copy
+    steps = []
     for step in range(args.num_steps):
-        obs = torch.from_dlpack(runner.obs)  # JAX -> torch, zero-copy
         action, logprob, value = policy_fn(obs, noise[step])
-        runner, fields = env_step_fn(runner, jnp.from_dlpack(action))  # torch -> JAX, zero-copy
-        policy_fields.append((obs, action, logprob, value))
-        env_fields.append(fields)
-    env_fields = {name: torch.from_dlpack(x) for name, x in stack_fn(*env_fields).items()}
-    t = Transition(*(torch.stack(x) for x in zip(*policy_fields)), **env_fields)
+        runner, packed = env_step_fn(runner, jnp.from_dlpack(action))  # torch -> JAX, zero-copy
+        steps.append((obs, action, logprob, value, packed := torch.from_dlpack(packed)))
+        obs = packed[: obs.numel()].view(obs.shape)
+    return (runner, *finish_fn(*(torch.stack(x) for x in zip(*steps))))
+
+
+def finish_rollout(agent: Agent, args: Args, obs, action, logprob, value, packed):
+    """The Transitions of a rollout from its stacked steps, V(final obs), GAE and the batch: one compiled region."""
+    n, d = args.num_envs, obs.shape[-1]  # packed: next obs, reward, terminated, truncated, final obs, episode stats
+    sizes = [n * d, n, n, n, n * d, n, n]
+    _, reward, terminated, truncated, final_obs, episode_return, episode_length = packed.split(sizes, -1)
+    t = Transition(obs, action, logprob, value, reward, terminated > 0, truncated > 0, final_obs.reshape(*obs.shape),
+                   episode_return, episode_length)
     # V(pre-reset next observation): the next value within an episode, the bootstrap when truncated.
     final_values = agent.get_value(t.final_obs)
     advantages, returns = compute_gae(t.reward, t.value, final_values, t.terminated, t.truncated, args.gamma, args.gae_lambda)
     batch = Batch(*(x.reshape(args.batch_size, *x.shape[2:])  # (num_steps, num_envs, ...) -> (batch_size, ...)
                     for x in (t.obs, t.action, t.logprob, t.value, advantages, returns)))
     num_episodes = (t.terminated | t.truncated).sum()  # NaN statistics when 0: main() then logs no episodic point
-    return runner, batch, {"episodic_return": t.episode_return.sum() / num_episodes,
-                           "episodic_length": t.episode_length.sum() / num_episodes}
+    return batch, {"episodic_return": t.episode_return.sum() / num_episodes,
+                   "episodic_length": t.episode_length.sum() / num_episodes}
 
 
 # -------------------------------------------------------------------------------------------- GAE
+@torch.compiler.disable  # eager inside the compiled finish_rollout: Dynamo would unroll the loop, ~45 s to compile
 def compute_gae(rewards, values, final_values, terminated, truncated, gamma: float, gae_lambda: float):
     """GAE over (num_steps, num_envs) arrays of auto-resetting envs. final_values[t]: V of the observation step t reached
     before any reset; a terminated step does not bootstrap, a truncated one does, and either ends the GAE trace."""
@@ -302,31 +319,44 @@ def ppo_loss(agent: Agent, args: Args, mb: Batch):
 
 # ----------------------------------------------------------------------------------------- update
 def make_optimizer(args: Args, agent: Agent):
-    """Adam (global-norm clipping is in update); the learning rate decays linearly to 0 over all optimizer steps."""
+    """Adam (global-norm clipping is in minibatch_step); the learning rate decays linearly to 0 over all optimizer steps.
+    The rate is a tensor set in place, so a compiled step reads it as data and never recompiles for a new value."""
     num_updates = args.num_iterations * args.update_epochs * args.num_minibatches
     lr_schedule = lambda step: args.learning_rate * (1.0 - step / num_updates if args.anneal_lr else 1.0)  # noqa: E731
-    return torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, fused=True), lr_schedule  # fused: 1 kernel
+    lr = torch.tensor(args.learning_rate, device=next(agent.parameters()).device)
+    compiled = dict(foreach=False, capturable=True)  # traced into the compiled step: Inductor fuses it, no fused kernel
+    return torch.optim.Adam(agent.parameters(), lr, eps=1e-5, **compiled if args.compile in COMPILED else dict(fused=True)), \
+        lr_schedule
 
 
-def update(args: Args, agent: Agent, optimizer: torch.optim.Optimizer, lr_schedule, loss_fn, generator: torch.Generator,
-           batch: Batch, optimizer_step: int, permutations=None):
+def minibatch_step(agent: Agent, optimizer: torch.optim.Optimizer, args: Args, mb: Batch, lr):
+    """Forward, loss, backward, global-norm clipping and the Adam step at learning rate lr (a tensor): one compiled
+    function. autograd.grad, not zero_grad() + backward(): Dynamo traces it into the forward's graph."""
+    loss, metrics = ppo_loss(agent, args, mb)
+    metrics = {k: v.detach() for k, v in metrics.items()}  # before the backward, which consumes their graph
+    for param, grad in zip(agent.parameters(), torch.autograd.grad(loss, list(agent.parameters()))):
+        param.grad = grad
+    nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm, foreach=True)
+    optimizer.param_groups[0]["lr"].copy_(lr)
+    optimizer.step()
+    return metrics
+
+
+def update(args: Args, lr_schedule, step_fn, generator: torch.Generator, batch: Batch, optimizer_step: int,
+           permutations=None):
     """update_epochs epochs, one per row of permutations (by default fresh random orders of the batch), each cut into
     num_minibatches minibatches. The explained variance is NaN when the returns of the batch have zero variance."""
     if permutations is None:
         permutations = torch.stack([torch.randperm(args.batch_size, generator=generator, device=batch.obs.device)
                                     for _ in range(args.update_epochs)])
-    metrics = []
+    steps = torch.arange(optimizer_step, optimizer_step + args.update_epochs * args.num_minibatches, device=batch.obs.device)
+    lrs = torch.as_tensor(lr_schedule(steps), dtype=torch.float32, device=steps.device)  # a float without annealing
+    lrs, metrics = lrs.expand(steps.shape), []
     for perm in permutations:
         minibatches = Batch(*(x[perm].reshape(args.num_minibatches, -1, *x.shape[1:]) for x in batch))
         for mb in zip(*minibatches):
-            loss, mb_metrics = loss_fn(Batch(*mb))
-            optimizer.zero_grad()
-            loss.backward()
-            nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
-            optimizer.param_groups[0]["lr"] = lr_schedule(optimizer_step)
-            optimizer.step()
-            optimizer_step += 1
-            metrics.append(torch.stack(list(mb_metrics.values())).detach())
+            mb_metrics = step_fn(Batch(*mb), lrs[len(metrics)])
+            metrics.append(torch.stack(list(mb_metrics.values())))
 
     metrics = dict(zip(mb_metrics, torch.stack(metrics).mean(0)))  # mean over all epochs and minibatches
     var_returns = batch.returns.var(correction=0)
@@ -342,6 +372,8 @@ def main():
         args = parse_args(sys.argv[1:])
         env, env_params = make_env(args.env)
         device, jax_device = pick_devices(args.device)
+        if args.compile == "cudagraphs" and device.type != "cuda":
+            raise ValueError("--compile cudagraphs needs a GPU that torch and JAX both see; use --compile compile")
         run_name = f"{args.env}__{FRAMEWORK}__{args.model_size}__{args.compile}__{args.seed}__{int(time.time())}"
         run_dir = os.path.join(args.log_dir, run_name)
         os.makedirs(run_dir, exist_ok=True)  # OSError when --log-dir is a file or cannot be created
@@ -349,12 +381,11 @@ def main():
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
     jax.config.update("jax_default_device", jax_device)  # env arrays live where torch computes
-    if device.type == "cpu" and "OMP_NUM_THREADS" not in os.environ:
-        torch.set_num_threads(1)  # small nets: OpenMP barriers cost more than they save, and stall on busy cores
 
     wandb_run = None
     device_name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
-    with book.run(args, run_dir, device_name=device_name, torch_threads=torch.get_num_threads()) as config:
+    with book.run(args, run_dir, device_name=device_name, torch_threads=torch.get_num_threads(),  # all cores by default
+                  cpu_affinity=sorted(os.sched_getaffinity(0))) as config:  # the cores this run may use (taskset)
         if args.track:
             import wandb
             wandb_run = wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, sync_tensorboard=True,
@@ -369,16 +400,19 @@ def main():
             runner = reset_envs(env, env_params, jax.random.key(args.seed), args.num_envs)
             agent = Agent(runner.obs.shape[-1], MODEL_SIZES[args.model_size], env.num_actions).to(device)
             optimizer, lr_schedule = make_optimizer(args, agent)
-            env_step_fn = partial(step_envs, env, env_params)
-            stack_fn = partial(jax.tree.map, lambda *x: jnp.stack(x))  # the env fields of a rollout: one call
-            policy_fn, loss_fn = agent.get_action_and_value, partial(ppo_loss, agent, args)
+            env_step_fn = partial(env_step_packed, env, env_params)
+            policy_fn, finish_fn, step_fn = agent.get_action_and_value, finish_rollout, minibatch_step
             if args.compile != "none":
-                env_step_fn, stack_fn = jax.jit(env_step_fn), jax.jit(stack_fn)
-            if args.compile == "compile":  # what dominates: the policy step and the minibatch loss (with its backward);
-                # static shapes, so each compiles once. Clipping and fused Adam stay eager: compiled, slower on CPU.
-                policy_fn, loss_fn = torch.compile(policy_fn, dynamic=False), torch.compile(loss_fn, dynamic=False)
-            rollout_fn = partial(rollout, env_step_fn, stack_fn, args, agent, policy_fn, generator)
-            update_fn = partial(update, args, agent, optimizer, lr_schedule, loss_fn, generator)
+                env_step_fn = jax.jit(env_step_fn)
+            if args.compile in COMPILED:  # static shapes: each compiles once, in iteration 0
+                torch._dynamo.config.trace_autograd_ops = True  # the backward in the graph of the forward
+                policy_fn, finish_fn, step_fn = (torch.compile(fn, dynamic=False, fullgraph=fn is policy_fn, **COMPILED[
+                    args.compile]) for fn in (policy_fn, finish_fn, step_fn))
+            finish_fn, step_fn = partial(finish_fn, agent, args), partial(step_fn, agent, optimizer, args)
+            if args.compile == "cudagraphs":  # a graph's outputs are overwritten by its next replay: keep copies
+                policy_fn = partial(lambda fn, *x: [y.clone() for y in fn(*x)], policy_fn)
+            rollout_fn = partial(rollout, env_step_fn, finish_fn, args, policy_fn, env.num_actions, generator)
+            update_fn = partial(update, args, lr_schedule, step_fn, generator)
             book.summary["setup_s"] = time.perf_counter() - START
             print(f"{run_name}: setup {book.summary['setup_s']:.1f}s on {config['device_name']}", flush=True)
 

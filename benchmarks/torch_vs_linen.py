@@ -8,12 +8,16 @@ Columns: iter0 = time/iteration of iteration 0 (compilation); rollout and update
 time/update over iterations 8+ (sync timing on); total = summary.json total_s. The `none` modes run
 --none-iterations iterations of --none-steps steps per env (stated in the table title) to fit the time.
 
+With --cpus 0-1 every run is pinned with `taskset -c 0-1` and torch gets OMP_NUM_THREADS = that many cores (JAX uses
+the same cores); --torch-script also runs another copy of ppo_torch.py (e.g. the committed one) as "torch before".
+
     python -m benchmarks.torch_vs_linen --envs Acrobot-v1 Breakout-MinAtar --model-sizes small medium --rounds 3
 """
 
 import argparse
 import json
 import os
+import shutil
 import statistics
 import tempfile
 import time
@@ -33,6 +37,10 @@ COLUMNS = ("iter0_s", "rollout_s", "update_s", "total_s")
 
 def run_config(name: str, env: str, size: str, opts) -> dict:
     script, mode = CONFIGS[name]
+    if opts.cpus:  # pinned as `taskset -c` pins (the child inherits it): the same cores for every framework
+        cores = {c for part in opts.cpus.split(",") for c in range(int(part.split("-")[0]), int(part.split("-")[-1]) + 1)}
+        os.sched_setaffinity(0, cores)
+        os.environ["OMP_NUM_THREADS"] = str(len(cores))  # torch: one thread per core; XLA sees the same cores
     length = (["--num-iterations", str(opts.none_iterations), "--num-steps", str(opts.none_steps)] if mode == "none"
               else ["--num-iterations", str(opts.num_iterations)])
     with tempfile.TemporaryDirectory() as cache_dir:
@@ -72,10 +80,24 @@ def main():
     parser.add_argument("--none-iterations", type=int, default=10)
     parser.add_argument("--none-steps", type=int, default=256, help="--num-steps of the `none` runs")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--cpus", help="pin every run to these cores (taskset -c syntax, e.g. 0-1)")
+    parser.add_argument("--torch-script", help='another ppo_torch.py to run too, as "torch before" (compile mode)')
     parser.add_argument("--out", default=str(ROOT / "runs" / f"torch_vs_linen_{int(time.time())}.json"))
     opts = parser.parse_args()
+    if opts.torch_script:  # copied next to the scripts, so that it imports the same helpers
+        shutil.copy(opts.torch_script, ROOT / "ppo_torch_before.py")
+        CONFIGS["torch before"] = ("ppo_torch_before.py", "compile")
+        opts.configs = [*opts.configs, "torch before"]
 
     all_results, tables = {}, []
+    try:
+        run_all(opts, all_results, tables)
+    finally:
+        (ROOT / "ppo_torch_before.py").unlink(missing_ok=True)
+    print("\n\n".join(tables))
+
+
+def run_all(opts, all_results: dict, tables: list):
     for env in opts.envs:
         for size in opts.model_sizes:
             results = {name: [] for name in opts.configs}
@@ -92,7 +114,6 @@ def main():
             print("\n" + tables[-1] + "\n", flush=True)
             Path(opts.out).parent.mkdir(parents=True, exist_ok=True)
             Path(opts.out).write_text(json.dumps(all_results, indent=2))
-    print("\n\n".join(tables))
 
 
 if __name__ == "__main__":

@@ -20,7 +20,8 @@ TINY = ["--num-envs", "4", "--num-steps", "16", "--num-iterations", "3", "--upda
 def run_script(script: str, *args: str, log_dir: Path, timeout: float = 600, env: dict | None = None):
     """Runs `python script args --log-dir log_dir` from the project root; returns the CompletedProcess."""
     cmd = [sys.executable, str(ROOT / script), *args, "--log-dir", str(log_dir)]
-    full_env = {**os.environ, "WANDB_MODE": "disabled", **(env or {})}
+    # one torch thread unless set: OpenMP threads stall on the busy cores of a test machine
+    full_env = {"OMP_NUM_THREADS": "1", **os.environ, "WANDB_MODE": "disabled", **(env or {})}
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=full_env)
 
 

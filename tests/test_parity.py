@@ -6,7 +6,7 @@ in) must agree to float32 tolerance, and so must the Args defaults. Each framewo
 one interface, so every check is written once; SIDES must cover the study's frameworks.
 """
 
-from dataclasses import fields
+from dataclasses import fields, replace
 from functools import partial
 
 import equinox as eqx
@@ -199,8 +199,9 @@ class EquinoxSide:
 class TorchSide:
     module = ppo_torch
 
-    def __init__(self, weights, args):
-        self.args = args
+    def __init__(self, weights, args, compiled: bool = False):
+        # eager (env-jit) unless asked: the compiled whole minibatch step has its own test, test_compiled_update_agrees
+        self.args = args = replace(args, compile="compile" if compiled else "env-jit")
         hidden = tuple(w.shape[1] for w, _ in weights["actor"][:-1])
         self.agent = ppo_torch.Agent(weights["actor"][0][0].shape[0], hidden, NUM_ACTIONS)
         with torch.no_grad():
@@ -238,8 +239,11 @@ class TorchSide:
 
     def update(self, batch, permutations):
         batch = ppo_torch.Batch(**{k: torch.as_tensor(v) for k, v in batch.items()})
-        loss_fn = partial(ppo_torch.ppo_loss, self.agent, self.args)
-        metrics = ppo_torch.update(self.args, self.agent, self.optimizer, self.lr_schedule, loss_fn, None, batch, 0,
+        step_fn = partial(ppo_torch.minibatch_step, self.agent, self.optimizer, self.args)
+        if self.args.compile == "compile":  # as main() compiles it
+            torch._dynamo.config.trace_autograd_ops = True
+            step_fn = torch.compile(step_fn, dynamic=False)
+        metrics = ppo_torch.update(self.args, self.lr_schedule, step_fn, None, batch, 0,
                                    torch.as_tensor(permutations, dtype=torch.int64))
         return self.own_weights(self.agent), {k: float(v) for k, v in metrics.items()}
 
@@ -346,6 +350,24 @@ def test_one_full_update_agrees(anneal_lr):
         assert_weights_close(new[name], new["linen"], rtol=1e-4, atol=1e-5, what=f"{name} after one update")
         for key, value in results["linen"][1].items():
             assert results[name][1][key] == pytest.approx(value, rel=1e-3, abs=1e-5), f"{name} {key}"
+
+
+@pytest.mark.slow
+def test_compiled_update_agrees():
+    """ppo_torch.py's --compile compile path: the whole minibatch step (forward, loss, backward, clipping, Adam with the
+    tensor learning rate) compiled, from the same weights and minibatch order as Linen, gives the same new weights."""
+    overrides = dict(num_envs=8, num_steps=32, update_epochs=3, num_minibatches=4, num_iterations=2,
+                     learning_rate=1e-2, max_grad_norm=0.1)
+    args, weights, sides = build_all("CartPole-v1", "small", **overrides)
+    compiled = TorchSide(weights, ppo_torch.Args(env="CartPole-v1", model_size="small", **overrides), compiled=True)
+    batch = make_batch(OBS["CartPole-v1"], args.batch_size)
+    rng = np.random.default_rng(4)
+    permutations = np.stack([rng.permutation(args.batch_size) for _ in range(args.update_epochs)]).astype(np.int32)
+    (expected, expected_metrics), (actual, metrics) = sides["linen"].update(batch, permutations), \
+        compiled.update(batch, permutations)
+    assert_weights_close(actual, expected, rtol=1e-4, atol=1e-5, what="torch compiled update")
+    for key, value in expected_metrics.items():
+        assert metrics[key] == pytest.approx(value, rel=1e-3, abs=1e-5), key
 
 
 def test_learning_rate_schedules_agree():

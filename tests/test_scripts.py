@@ -178,7 +178,8 @@ def test_log_dir_that_cannot_hold_runs_is_refused(framework, tmp_path):
 def test_compile_choices_match_the_study(framework):
     module = importlib.import_module(script(framework)[:-3])
     choices = get_args(get_type_hints(module.Args)["compile"])
-    assert choices == STUDY.frameworks[framework].compile
+    # GPU_COMPILE: modes refused without a GPU (ppo_torch.py's cudagraphs), so not in the study's static list
+    assert choices == STUDY.frameworks[framework].compile + getattr(module, "GPU_COMPILE", ())
     assert module.Args().compile == STUDY.frameworks[framework].default_compile
 
 
@@ -340,3 +341,26 @@ def test_torch_device_cuda_without_gpu_is_refused(log_dir):
     proc = run_script("ppo_torch.py", "--device", "cuda", log_dir=log_dir, timeout=120)
     assert_one_line_refusal(proc, ["--device cuda", "cpu"])
     assert not log_dir.exists()
+
+
+def test_torch_cudagraphs_without_gpu_is_refused(log_dir):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    proc = run_script("ppo_torch.py", "--compile", "cudagraphs", log_dir=log_dir, timeout=120)
+    assert_one_line_refusal(proc, ["--compile cudagraphs", "GPU", "--compile compile"])
+    assert not log_dir.exists()
+
+
+@pytest.mark.slow
+def test_torch_compile_never_recompiles_after_iteration_0(log_dir):
+    """--compile compile: the policy step, the rollout's end and the whole minibatch step compile in iteration 0 and
+    are never recompiled (the annealed learning rate is a tensor set in place); TORCH_LOGS reports any recompile."""
+    args = [*TINY, "--num-iterations", "4", "--env", "CartPole-v1", "--compile", "compile"]
+    proc = run_script("ppo_torch.py", *args, log_dir=log_dir, env={"TORCH_LOGS": "recompiles,graph_breaks"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Recompiling function" not in proc.stderr, proc.stderr[-3000:]
+    assert "Graph break in user code" in proc.stderr  # the log is on: torch.optim's step breaks the graph by design
+    config = read_json(only_run_dir(log_dir) / "config.json")
+    assert config["torch_threads"] == 1 and config["cpu_affinity"] == sorted(os.sched_getaffinity(0))
