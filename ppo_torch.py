@@ -384,8 +384,7 @@ def main():
 
     wandb_run = None
     device_name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
-    with book.run(args, run_dir, device_name=device_name, torch_threads=torch.get_num_threads(),  # all cores by default
-                  cpu_affinity=sorted(os.sched_getaffinity(0))) as config:  # the cores this run may use (taskset)
+    with book.run(args, run_dir, device_name=device_name, torch_threads=torch.get_num_threads()) as config:  # all cores
         if args.track:
             import wandb
             wandb_run = wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, sync_tensorboard=True,
@@ -481,8 +480,9 @@ class Bookkeeping:
         """config.json (Args as given, command, versions, machine), the body, then summary.json whatever happens."""
         self.running = True
         config = {**asdict(args), "command": sys.argv, "framework": FRAMEWORK, "batch_size": args.batch_size,
-                  "minibatch_size": args.minibatch_size, "versions": {"python": platform.python_version(),
-                  **{p: version(p) for p in self.packages}}, **machine, "platform": platform.platform(),
+                  "minibatch_size": args.minibatch_size, **machine, "platform": platform.platform(),
+                  "versions": {"python": platform.python_version(), **{p: version(p) for p in self.packages}},
+                  "cpu_affinity": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,  # Linux
                   "hostname": socket.gethostname(), "start_time": datetime.now(timezone.utc).isoformat()}
         Path(run_dir, "config.json").write_text(json.dumps(config, indent=2))
         try:

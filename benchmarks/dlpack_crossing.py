@@ -9,7 +9,6 @@ policy step. Each figure is the median over --blocks blocks of --calls calls, in
 """
 
 import argparse
-import os
 import statistics
 import time
 from functools import partial
@@ -69,8 +68,6 @@ def main():
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--blocks", type=int, default=9)
     args = parser.parse_args()
-    if "OMP_NUM_THREADS" not in os.environ:
-        torch.set_num_threads(1)  # as ppo_torch.py does on CPU
     rows = [measure(env_id, args.num_envs, args.calls, args.blocks) for env_id in args.envs]
     print(f"microseconds per call, median of {args.blocks} blocks of {args.calls} calls; "
           f"torch {torch.__version__} ({torch.get_num_threads()} threads), jax {jax.__version__} on {jax.devices()[0]}\n")
