@@ -187,9 +187,10 @@ def test_compile_choices_match_the_study(framework):
 def start(framework: str, *args: str, log_dir, ignore_sigint: bool = False):
     """The script in the background, as a shell would start it; a thread reads its output (stderr merged)."""
     cmd = [sys.executable, str(ROOT / script(framework)), *args, "--log-dir", str(log_dir)]
-    preexec = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignore_sigint else None
+    if ignore_sigint:  # as `cmd &` in a script: the shell starts it with SIGINT ignored, which exec keeps
+        cmd = ["bash", "-c", 'trap "" INT; exec "$@"', "bash", *cmd]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "WANDB_MODE": "disabled"}, preexec_fn=preexec)
+                            env={**os.environ, "WANDB_MODE": "disabled"})
     proc.lines, proc.output = queue.Queue(), []
 
     def read():
