@@ -150,8 +150,12 @@ def assert_one_line_refusal(proc, words):
         assert word in lines[0], f"{word!r} not in: {lines[0]}"
 
 
+# One process per case and script: the first script's cases stay in the quick check, the others are marked slow.
+FIRST_FAST = [pytest.param(f, marks=() if i == 0 else pytest.mark.slow) for i, f in enumerate(FRAMEWORKS)]
+
+
 @pytest.mark.parametrize("case", BAD_INPUTS)
-@pytest.mark.parametrize("framework", FRAMEWORKS)
+@pytest.mark.parametrize("framework", FIRST_FAST)
 def test_bad_input_is_refused_in_one_line_before_any_work(framework, case, log_dir):
     args, words = BAD_INPUTS[case]
     proc = run_script(script(framework), *args, log_dir=log_dir, timeout=120)
@@ -164,7 +168,7 @@ def test_bad_input_is_refused_in_one_line_before_any_work(framework, case, log_d
         assert "Pendulum-v1" not in usable and "MNISTBandit-bsuite" not in usable
 
 
-@pytest.mark.parametrize("framework", FRAMEWORKS)
+@pytest.mark.parametrize("framework", FIRST_FAST)
 def test_log_dir_that_cannot_hold_runs_is_refused(framework, tmp_path):
     a_file = tmp_path / "a_file"
     a_file.write_text("not a folder")
