@@ -68,3 +68,14 @@ def test_a_new_framework_is_parametrised_in_the_script_tests(tmp_path):
     assert "fake" in proc.stdout
     plain = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert "fake" not in plain.stdout
+
+
+def test_no_file_points_outside_the_repository():
+    """Users have README.md and METHODOLOGY.md; no tracked file may send them to the developers' brief."""
+    brief = "DESIGN" + ".md"  # spelled in two parts so that this file does not match itself
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    if not tracked:
+        pytest.skip("not a git checkout")
+    offenders = [name for name in tracked if not name.startswith("results/") and (ROOT / name).is_file()
+                 and brief in (ROOT / name).read_text(errors="ignore")]
+    assert offenders == []
