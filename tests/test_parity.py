@@ -102,7 +102,20 @@ class LinenSide:
         return LinenSide.weights_of(agent.init(jax.random.key(0), jnp.zeros((1, obs_dim))))
 
 
-class NnxSide:
+class CallableAgentSide:
+    """forward and policy of an agent called directly with JAX arrays (NNX, Equinox)."""
+
+    def forward(self, obs):
+        logits, values = self.agent(jnp.asarray(obs))
+        return np.asarray(logits), np.asarray(jax.nn.log_softmax(logits)), np.asarray(values)
+
+    def policy(self, obs, actions=None):
+        actions = None if actions is None else jnp.asarray(actions)
+        out = self.agent.get_action_and_value(jnp.asarray(obs), jax.random.key(5), actions)
+        return tuple(np.asarray(x) for x in out)
+
+
+class NnxSide(CallableAgentSide):
     module = ppo_nnx
 
     def __init__(self, weights, args):
@@ -118,15 +131,6 @@ class NnxSide:
     @staticmethod
     def linears(mlp):
         return [*mlp.hidden, mlp.head]
-
-    def forward(self, obs):
-        logits, values = self.agent(jnp.asarray(obs))
-        return np.asarray(logits), np.asarray(jax.nn.log_softmax(logits)), np.asarray(values)
-
-    def policy(self, obs, actions=None):
-        actions = None if actions is None else jnp.asarray(actions)
-        out = self.agent.get_action_and_value(jnp.asarray(obs), jax.random.key(5), actions)
-        return tuple(np.asarray(x) for x in out)
 
     def loss_and_grads(self, mb):
         batch = ppo_nnx.Batch(**{k: jnp.asarray(v) for k, v in mb.items()})
@@ -152,7 +156,7 @@ class NnxSide:
         return NnxSide.weights_of(nnx.state(ppo_nnx.Agent(obs_dim, hidden, NUM_ACTIONS, rngs=nnx.Rngs(0)), nnx.Param))
 
 
-class EquinoxSide:
+class EquinoxSide(CallableAgentSide):
     module = ppo_equinox
 
     def __init__(self, weights, args):
@@ -164,15 +168,6 @@ class EquinoxSide:
                                  [jnp.asarray(x) for name in ("actor", "critic") for w, b in weights[name] for x in (w.T, b)])
         self.tx, self.lr_schedule = ppo_equinox.make_optimizer(args)
         self.opt_state = self.tx.init(eqx.filter(self.agent, eqx.is_array))
-
-    def forward(self, obs):
-        logits, values = self.agent(jnp.asarray(obs))
-        return np.asarray(logits), np.asarray(jax.nn.log_softmax(logits)), np.asarray(values)
-
-    def policy(self, obs, actions=None):
-        actions = None if actions is None else jnp.asarray(actions)
-        out = self.agent.get_action_and_value(jnp.asarray(obs), jax.random.key(5), actions)
-        return tuple(np.asarray(x) for x in out)
 
     def loss_and_grads(self, mb):
         batch = ppo_equinox.Batch(**{k: jnp.asarray(v) for k, v in mb.items()})
