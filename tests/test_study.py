@@ -32,11 +32,64 @@ def test_the_study_as_committed():
         assert len(set(framework.compile)) == len(framework.compile) >= 2
     assert STUDY.pair_names == ("nnx->linen", "equinox->linen", "torch->linen", "equinox->nnx", "torch->nnx", "torch->equinox")
     assert len(STUDY.envs) == 12 and STUDY.sizes == ("small", "medium", "large")
+    assert STUDY.expensive_envs == ("Craftax-Classic-Symbolic-v1", "Craftax-Symbolic-v1")
+    assert STUDY.every_env == STUDY.envs + STUDY.expensive_envs
     assert (STUDY.steady.first, STUDY.steady.last) == (8, None)
     exp3 = STUDY.experiments["exp3"]
-    assert exp3.envs == ("Acrobot-v1",) and exp3.sync and exp3.compile_modes(STUDY.frameworks["nnx"]) == (
+    assert exp3.envs == ("Acrobot-v1",) and exp3.syncs == (True,) and exp3.compile_modes(STUDY.frameworks["nnx"]) == (
         "cached_partial", "jit", "none")
     assert STUDY.experiments["exp1"].compile_modes(STUDY.frameworks["torch"]) == ("compile",)
+    assert STUDY.experiments["exp1"].syncs == (False,) and STUDY.experiments["exp2"].syncs == (True,)
+
+
+def test_the_expensive_envs_join_exp5_only():
+    """exp1-exp3 keep the gymnax envs ("all"); exp5 runs the Craftax envs, every size, default modes, sync off and on."""
+    for name in ("exp1", "exp2"):
+        assert STUDY.experiments[name].envs == STUDY.envs
+    others = {env for exp in STUDY.experiments.values() if exp.name != "exp5" for env in exp.envs}
+    assert not set(STUDY.expensive_envs) & others
+    exp5 = STUDY.experiments["exp5"]
+    assert exp5.envs == STUDY.expensive_envs and exp5.sizes == STUDY.sizes and exp5.syncs == (False, True)
+    assert all(exp5.compile_modes(fw) == (fw.default_compile,) for fw in STUDY.frameworks.values())
+
+
+def edited_study(tmp_path: Path, old: str, new: str) -> Path:
+    """A copy of study.toml with one piece of text replaced."""
+    text = study.DEFAULT_PATH.read_text()
+    assert old in text
+    path = tmp_path / "study.toml"
+    path.write_text(text.replace(old, new, 1))
+    return path
+
+
+@pytest.mark.parametrize("value,syncs", [("true", (True,)), ("false", (False,)), ('"both"', (False, True))])
+def test_sync_settings(tmp_path, value, syncs):
+    path = edited_study(tmp_path, 'sync = "both"', f"sync = {value}")
+    assert study.parse(path).experiments["exp5"].syncs == syncs
+
+
+@pytest.mark.parametrize("old,new,named", [
+    ('sync = "both"', 'sync = "sometimes"', "sometimes"),
+    ('sync = "both"', "sync = 1", "sync = 1"),
+    ('envs = "expensive"', 'envs = "cheap"', "cheap"),
+    ('envs = ["Acrobot-v1"]', 'envs = ["Acrobat-v1"]', "Acrobat-v1"),
+    ('expensive_envs = ["Craftax-Classic-Symbolic-v1"', 'expensive_envs = ["CartPole-v1"', "CartPole-v1 listed twice"),
+])
+def test_a_bad_experiment_is_named(tmp_path, old, new, named):
+    with pytest.raises(ValueError, match=named):
+        study.parse(edited_study(tmp_path, old, new))
+
+
+def test_an_experiment_may_list_gymnax_and_expensive_envs(tmp_path):
+    path = edited_study(tmp_path, 'envs = ["Acrobot-v1"]', 'envs = ["Acrobot-v1", "Craftax-Symbolic-v1"]')
+    assert study.parse(path).experiments["exp3"].envs == ("Acrobot-v1", "Craftax-Symbolic-v1")
+
+
+def test_a_study_without_expensive_envs(tmp_path):
+    text = study.DEFAULT_PATH.read_text().split("[experiments.exp5]")[0]
+    path = tmp_path / "study.toml"
+    path.write_text(text.replace("expensive_envs = [", "# expensive_envs = ["))
+    assert study.parse(path).expensive_envs == () and study.parse(path).every_env == STUDY.envs
 
 
 def test_a_new_framework_adds_its_pairs(tmp_path):
@@ -44,13 +97,6 @@ def test_a_new_framework_adds_its_pairs(tmp_path):
     assert list(fake.frameworks)[-1] == "fake"
     assert {pair for pair in fake.pairs if "fake" in pair} == {("fake", fw) for fw in STUDY.frameworks}
     assert len(fake.pairs) == len(STUDY.pairs) + len(STUDY.frameworks) and set(STUDY.pairs) < set(fake.pairs)
-
-
-def test_an_unknown_env_in_an_experiment_is_named(tmp_path):
-    path = tmp_path / "study.toml"
-    path.write_text(study.DEFAULT_PATH.read_text().replace('envs = ["Acrobot-v1"]', 'envs = ["Acrobat-v1"]'))
-    with pytest.raises(ValueError, match="Acrobat-v1"):
-        study.parse(path)
 
 
 def test_the_study_file_can_be_swapped(tmp_path, monkeypatch):
