@@ -29,7 +29,8 @@ EOF
 options:
   --experiments LIST  comma-separated experiments (default: all of the study)
   --frameworks LIST   comma-separated frameworks (default: all of the study)
-  --envs LIST         comma-separated gymnax env ids (default: the study's envs)
+  --envs LIST         comma-separated env ids (default: each experiment's envs); an experiment of every env
+                      takes any gymnax env given, the others only their own
   --sizes LIST        comma-separated model sizes (default: all of the study)
   --seeds N           repeats, seeds 1..N (default 3)
   --iterations N      num_iterations of every run (default: the scripts' own)

@@ -9,11 +9,12 @@ logs, progress). Everything here comes from the study (study.toml, through study
     python sweep.py env-timing --file runs/env_timing.json --envs CartPole-v1  # must the env timing be (re)done?
     python sweep.py sbatch  --log-dir runs --tasks 8 --timeout 900        # the Slurm job array script (bench.sh --slurm)
 
-Matrix: for each experiment, seed, env and model size (a *cell*), every framework and compile mode of the
-experiment, in the study's order. Sharding deals out whole cells, so every run of a cell lands on the same
-shard and a speedup never compares two machines. A run is done when a folder in {log-dir}/{exp}/ has
-summary.json status "completed" and a config.json whose "command" (sys.argv of the run) is the planned
-command: the same script file name and the same arguments, apart from the value of --log-dir.
+Matrix: for each experiment, seed, env and model size (a *cell*), every sync setting, framework and compile mode of
+the experiment, in the study's order (sync "both": every framework sync off, then every one sync on). Sharding deals
+out whole cells, so every run of a cell lands on the same shard and a speedup never compares two machines. A run is
+done when a folder in {log-dir}/{exp}/ has summary.json status "completed" and a config.json whose "command"
+(sys.argv of the run) is the planned command: the same script file name and the same arguments, apart from the
+value of --log-dir.
 
 On Slurm (bench.sh --slurm), array task K of N runs `bench.sh --shard K/N` with the same options; see
 sbatch_script() for the job's settings (exclusive node, time limit, logs, env timing per node).
@@ -50,7 +51,13 @@ class Run:
     size: str
     framework: str
     compile: str
+    sync: bool
     command: tuple[str, ...]  # python, script, arguments
+    both_syncs: bool = False  # its experiment runs sync off and on: the description and the log name say which
+
+    @property
+    def sync_name(self) -> str:
+        return f" sync {'on' if self.sync else 'off'}" if self.both_syncs else ""
 
     @property
     def cell(self) -> tuple[str, int, str, str]:
@@ -58,11 +65,12 @@ class Run:
 
     @property
     def description(self) -> str:
-        return f"{self.experiment} {self.env} {self.framework} {self.size} {self.compile} seed {self.seed}"
+        return f"{self.experiment} {self.env} {self.framework} {self.size} {self.compile}{self.sync_name} seed {self.seed}"
 
     @property
     def log_stem(self) -> str:  # bench.sh adds __{unix time}.log
-        return f"logs/{self.experiment}/{self.env}__{self.framework}__{self.size}__{self.compile}__{self.seed}"
+        sync = self.sync_name.replace(" sync on", "__sync").replace(" sync off", "__nosync")
+        return f"logs/{self.experiment}/{self.env}__{self.framework}__{self.size}__{self.compile}{sync}__{self.seed}"
 
 
 # ------------------------------------------------------------------------------------------ options
@@ -107,7 +115,7 @@ def shard(value: str) -> tuple[int, int]:
 class Selection:
     experiments: tuple[str, ...]
     frameworks: tuple[str, ...]
-    envs: tuple[str, ...]
+    envs: Optional[tuple[str, ...]]  # None: each experiment's own
     sizes: tuple[str, ...]
     seeds: int
     iterations: Optional[int]
@@ -123,7 +131,7 @@ def select(args: argparse.Namespace, S: study.Study) -> Selection:
     return Selection(
         experiments=choices("--experiments", args.experiments, tuple(S.experiments)),
         frameworks=choices("--frameworks", args.frameworks, tuple(S.frameworks)),
-        envs=choices("--envs", args.envs, S.envs, extra=gymnax_knows),
+        envs=None if args.envs is None else choices("--envs", args.envs, S.every_env, extra=gymnax_knows),
         sizes=choices("--sizes", args.sizes, S.sizes),
         seeds=positive_int("--seeds", args.seeds),
         iterations=positive_int("--iterations", args.iterations),
@@ -137,29 +145,41 @@ def select(args: argparse.Namespace, S: study.Study) -> Selection:
 
 # ------------------------------------------------------------------------------------------- matrix
 def command(sel: Selection, exp: study.Experiment, fw: study.Framework, env: str, size: str, mode: str,
-            seed: int) -> tuple[str, ...]:
+            seed: int, sync: bool) -> tuple[str, ...]:
     cmd = [sel.python, str(study.ROOT / fw.script), "--env", env, "--model-size", size, "--compile", mode,
            "--seed", str(seed), "--log-dir", f"{sel.log_dir.rstrip('/')}/{exp.name}", "--exp-name", exp.name]
     if sel.iterations is not None:
         cmd += ["--num-iterations", str(sel.iterations)]
     if sel.tag is not None:
         cmd += ["--tag", sel.tag]
-    if not exp.sync:
+    if not sync:
         cmd += ["--no-sync-timing"]
     return (*cmd, *sel.extra)
 
 
+def experiment_envs(sel: Selection, exp: study.Experiment, S: study.Study) -> tuple[str, ...]:
+    """The envs of an experiment in this sweep: its own, or those of --envs it has (in the order given). An experiment
+    of envs "all" takes any env of --envs but the study's expensive ones (e.g. a gymnax env outside the study)."""
+    if sel.envs is None:
+        return exp.envs
+    if exp.envs == S.envs:
+        return tuple(env for env in sel.envs if env not in S.expensive_envs)
+    return tuple(env for env in sel.envs if env in exp.envs)  # e.g. exp3: Acrobot-v1 only
+
+
 def matrix(sel: Selection, S: study.Study) -> list[Run]:
-    """Every run of the selection, cell after cell (experiments, seeds, envs, sizes); within a cell, every framework
-    and compile mode of the experiment, one after another. The study's order throughout; envs in the order given."""
+    """Every run of the selection, cell after cell (experiments, seeds, envs, sizes); within a cell, every sync setting,
+    framework and compile mode of the experiment, one after another. The study's order throughout; envs in the order
+    given."""
     runs = []
     frameworks = [fw for name, fw in S.frameworks.items() if name in sel.frameworks]
     for exp in (exp for name, exp in S.experiments.items() if name in sel.experiments):
-        envs = [env for env in sel.envs if env in exp.envs] if exp.envs != S.envs else sel.envs  # exp3: Acrobot only
         sizes = [size for size in S.sizes if size in sel.sizes and size in exp.sizes]
-        for seed, env, size, fw in product(range(1, sel.seeds + 1), envs, sizes, frameworks):
-            for mode in exp.compile_modes(fw):
-                runs.append(Run(exp.name, seed, env, size, fw.name, mode, command(sel, exp, fw, env, size, mode, seed)))
+        for seed, env, size in product(range(1, sel.seeds + 1), experiment_envs(sel, exp, S), sizes):
+            for sync, fw in product(exp.syncs, frameworks):
+                for mode in exp.compile_modes(fw):
+                    runs.append(Run(exp.name, seed, env, size, fw.name, mode, sync,
+                                    command(sel, exp, fw, env, size, mode, seed, sync), both_syncs=len(exp.syncs) > 1))
     return runs
 
 
@@ -380,7 +400,7 @@ def parser() -> Parser:
             s.add_argument("--slurm-args", default="", help="sbatch options, e.g. '--partition=gpu --gres=gpu:1'")
         s.add_argument("--experiments", help="comma-separated (default: every experiment of the study)")
         s.add_argument("--frameworks", help="comma-separated (default: every framework of the study)")
-        s.add_argument("--envs", help="comma-separated gymnax env ids (default: the study's envs)")
+        s.add_argument("--envs", help="comma-separated env ids (default: each experiment's envs)")
         s.add_argument("--sizes", help="comma-separated (default: every size of the study)")
         s.add_argument("--seeds", default="3", help="seeds 1..N (default 3)")
         s.add_argument("--iterations", help="--num-iterations of every run (default: the scripts' own)")
@@ -432,7 +452,7 @@ def main(argv=None) -> int:
     S = study.load()
     if args.action == "experiments":
         for exp in S.experiments.values():
-            print(f"{exp.name}  {exp.title} (sync timing {'on' if exp.sync else 'off'})")
+            print(f"{exp.name}  {exp.title} (sync timing {' and '.join('on' if s else 'off' for s in exp.syncs)})")
         return 0
     try:
         sel = select(args, S)

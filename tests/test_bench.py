@@ -59,16 +59,24 @@ def last_line(proc) -> str:
     return proc.stdout.strip().splitlines()[-1]
 
 
+def selected_envs(exp, envs, study=STUDY) -> list[str]:
+    """An experiment's envs in a sweep of --envs `envs` (None: its own); envs "all" take any env given but the expensive."""
+    if envs is None:
+        return list(exp.envs)
+    if exp.envs == study.envs:
+        return [e for e in envs if e not in study.expensive_envs]
+    return [e for e in envs if e in exp.envs]
+
+
 def expected_count(study=STUDY, experiments=None, frameworks=None, envs=None, sizes=None, seeds=1) -> int:
     """The number of runs the study defines for a selection (None: all of the study)."""
     total = 0
     for exp in study.experiments.values():
         if experiments is None or exp.name in experiments:
-            cells = [(e, s) for e, s in product(envs or study.envs, sizes or study.sizes)
-                     if (e in exp.envs or exp.envs == study.envs) and s in exp.sizes]  # envs "all": any env given
+            cells = [(e, s) for e, s in product(selected_envs(exp, envs, study), sizes or study.sizes) if s in exp.sizes]
             modes = sum(len(exp.compile_modes(fw)) for fw in study.frameworks.values()
                         if frameworks is None or fw.name in frameworks)
-            total += seeds * len(cells) * modes
+            total += seeds * len(cells) * modes * len(exp.syncs)
     return total
 
 
@@ -100,8 +108,9 @@ def test_dry_run_matrix_contents(tmp_path):
         runs = by_exp[name]
         assert len(runs) == expected_count(experiments=[name])
         assert {option(line, "--exp-name") for line in runs} == {name}  # the W&B group
-        assert all(("--no-sync-timing" in line) != exp.sync for line in runs)
-        assert not any("--sync-timing" in line for line in runs)
+        syncs = [not line.endswith("--no-sync-timing") for line in runs]
+        assert set(syncs) == set(exp.syncs) and syncs.count(True) * len(exp.syncs) == len(runs) * exp.syncs.count(True)
+        assert not any(" --sync-timing" in line for line in runs)
         modes = {(framework_of(line), option(line, "--compile")) for line in runs}
         assert modes == {(fw.name, mode) for fw in STUDY.frameworks.values() for mode in exp.compile_modes(fw)}
         assert {option(line, "--model-size") for line in runs} == set(exp.sizes)
@@ -156,6 +165,48 @@ def test_an_env_outside_the_study_that_gymnax_knows_is_allowed(tmp_path):
     assert len(lines) == len(STUDY.sizes) * len(STUDY.frameworks)
 
 
+# ------------------------------------------------------------------------------ exp5: the expensive envs
+def test_exp5_runs_every_expensive_env_size_and_framework_sync_off_and_on(tmp_path):
+    lines = dry_run(tmp_path, "--experiments", "exp5", "--seeds", "1")
+    exp5 = STUDY.experiments["exp5"]
+    assert exp5.syncs == (False, True)
+    assert len(lines) == len(STUDY.expensive_envs) * len(STUDY.sizes) * len(STUDY.frameworks) * 2
+    expected = {(env, size, name, fw.default_compile, sync) for env, size, (name, fw), sync
+                in product(STUDY.expensive_envs, STUDY.sizes, STUDY.frameworks.items(), (False, True))}
+    got = {(option(line, "--env"), option(line, "--model-size"), framework_of(line), option(line, "--compile"),
+            not line.endswith("--no-sync-timing")) for line in lines}
+    assert got == expected
+    assert {option(line, "--exp-name") for line in lines} == {"exp5"}
+    for cell in dict.fromkeys(cell_of(line) for line in lines):  # each cell: every framework sync off, then sync on
+        syncs = [not line.endswith("--no-sync-timing") for line in lines if cell_of(line) == cell]
+        assert syncs == [False] * len(STUDY.frameworks) + [True] * len(STUDY.frameworks)
+
+
+def test_the_expensive_envs_stay_out_of_the_other_experiments(tmp_path):
+    lines = dry_run(tmp_path, "--seeds", "1")
+    for line in lines:
+        assert (option(line, "--env") in STUDY.expensive_envs) == (option(line, "--exp-name") == "exp5")
+    asked = dry_run(tmp_path, "--seeds", "1", "--envs", f"CartPole-v1,{STUDY.expensive_envs[0]}")
+    assert {(option(line, "--exp-name"), option(line, "--env")) for line in asked} == {
+        ("exp1", "CartPole-v1"), ("exp2", "CartPole-v1"), ("exp5", STUDY.expensive_envs[0])}
+    assert len(asked) == expected_count(envs=["CartPole-v1", STUDY.expensive_envs[0]])
+
+
+def test_the_plan_names_the_sync_setting_of_exp5_runs(tmp_path):
+    proc = subprocess.run([sys.executable, str(ROOT / "sweep.py"), "plan", "--experiments", "exp1,exp5", "--frameworks",
+                           "linen", "--sizes", "small", "--seeds", "1", "--log-dir", str(tmp_path)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    rows = [line.split("\t") for line in proc.stdout.splitlines()[1:]]
+    descriptions, stems = [row[1] for row in rows], [row[2] for row in rows]
+    assert len(set(descriptions)) == len(set(stems)) == len(rows)
+    assert not any("sync" in text for row in rows if row[1].startswith("exp1 ") for text in row[1:3])
+    env = STUDY.expensive_envs[0]
+    assert f"exp5 {env} linen small jit sync off seed 1" in descriptions
+    assert f"exp5 {env} linen small jit sync on seed 1" in descriptions
+    assert {f"logs/exp5/{env}__linen__small__jit__nosync__1", f"logs/exp5/{env}__linen__small__jit__sync__1"} <= set(stems)
+
+
 # ------------------------------------------------------------------------------- a fifth framework
 FAKE_FRAMEWORK = '[frameworks.fake]\nscript = "ppo_fake.py"\ncompile = ["fast", "slow"]\ncolor = "#000000"\n'
 
@@ -166,7 +217,7 @@ def test_a_fifth_framework_in_the_study_joins_every_experiment(tmp_path):
     fake = [line for line in lines if "/ppo_fake.py " in line]
     for name, exp in STUDY.experiments.items():
         runs = [line for line in fake if option(line, "--exp-name") == name]
-        assert len(runs) == len(exp.envs) * len(exp.sizes) * (2 if exp.all_compile_modes else 1)
+        assert len(runs) == len(exp.envs) * len(exp.sizes) * (2 if exp.all_compile_modes else 1) * len(exp.syncs)
         assert {option(line, "--compile") for line in runs} == ({"fast", "slow"} if exp.all_compile_modes else {"fast"})
     assert len(lines) - len(fake) == expected_count()
     assert "fake" in bench("--dry-run", "--frameworks", "fake,linen", "--experiments", "exp3", env=env).stdout
@@ -294,6 +345,17 @@ def test_resume_ignores_the_log_dir_spelling_but_not_the_script(tmp_path):
     fake_run(log_dir, "exp2", "completed", nnx, "b")  # another script with linen's arguments
     fake_run(log_dir, "exp2", "completed", None, "c")  # an old run without "command"
     assert [("--compile jit" in line) for line in done_lines(log_dir)] == [True]
+
+
+def test_resume_tells_the_sync_settings_of_exp5_apart(tmp_path):
+    log_dir, env = tmp_path / "runs", STUDY.expensive_envs[0]
+    sync_off, sync_on = planned(log_dir, "exp5", env)
+    assert sync_off[-1] == "--no-sync-timing" and "--no-sync-timing" not in sync_on
+    fake_run(log_dir, "exp5", "completed", sync_off, "a")
+    (done,) = done_lines(log_dir, exp="exp5", env=env)
+    assert done.endswith("--no-sync-timing")
+    fake_run(log_dir, "exp5", "completed", sync_on, "b")
+    assert len(done_lines(log_dir, exp="exp5", env=env)) == 2
 
 
 def test_resume_tells_exp2_and_exp3_copies_apart(tmp_path):
