@@ -155,18 +155,46 @@ class Agent(nn.Module):
 
 
 # ------------------------------------------------------------------------------- environment glue
+CRAFTAX_ENVS = ("Craftax-Classic-Symbolic-v1", "Craftax-Symbolic-v1")  # expensive JAX envs (pip package craftax)
+
+
 def make_env(env_id: str, explain: bool = True):
     """The env and its params; ValueError (one line that lists the usable envs) when this script cannot train on it."""
+    if env_id in CRAFTAX_ENVS:
+        return (env := Craftax(env_id)), env.default_params
     try:
         env, env_params = gymnax.make(env_id)
         space = type(env.action_space(env_params))
         problem = None if space is gymnax.environments.spaces.Discrete else f"has a {space.__name__} action space"
     except Exception as e:  # an unknown id; an env that must download its data (MNISTBandit) without network
-        problem = f"cannot be made ({type(e).__name__}: {e})" if env_id in gymnax.registered_envs else "is not a gymnax env"
+        problem = f"cannot be made ({type(e).__name__}: {e})" if env_id in gymnax.registered_envs else "is unknown"
     if problem and explain:  # on this error path only, make every registered env to list the usable ones
-        usable = [other for other in gymnax.registered_envs if make_env(other, explain=False)]
+        usable = [other for other in gymnax.registered_envs if make_env(other, explain=False)] + list(CRAFTAX_ENVS)
         raise ValueError(f"env {env_id!r} {problem}; usable envs (discrete actions): {', '.join(usable)}")
     return None if problem else (env, env_params)
+
+
+class Craftax:
+    """Craftax with gymnax's contract. Its step has one `done` for a death and for the time limit, and a reset generates
+    a world (~7 steps' cost): step_batch splits `done` into terminated and truncated (the time limit alone) and resets
+    optimistically, as Craftax_Baselines does: only NUM_RESETS fresh worlds a step, shared by the envs that are done."""
+    NUM_RESETS = 4  # 32 envs under a random policy end ~0.2 episodes a step: sharing a world is rare
+
+    def __init__(self, env_id: str):
+        from craftax.craftax_env import make_craftax_env_from_name  # here: the gymnax envs do not import craftax
+        self.env = make_craftax_env_from_name(env_id, auto_reset=False)
+        self.num_actions, self.default_params, self.reset = self.env.num_actions, self.env.default_params, self.env.reset
+
+    def step_batch(self, keys, states, actions, params):
+        """Steps a batch of envs, one key each; returns gymnax's (obs, states, reward, terminated, truncated, info)."""
+        obs, states, reward, done, info = jax.vmap(self.env.step, in_axes=(0, 0, 0, None))(keys, states, actions, params)
+        no_limit = params.replace(max_timesteps=jnp.iinfo(jnp.int32).max)  # Craftax's own end: death, lava, the boss
+        terminated = jax.vmap(self.env.is_terminal, in_axes=(0, None))(states, no_limit)
+        reset_keys = jax.random.split(jax.random.fold_in(keys[0], 1), min(self.NUM_RESETS, len(keys)))
+        world = (jnp.cumsum(done) - 1) % len(reset_keys)  # the k-th done env takes fresh world k mod NUM_RESETS
+        pick = lambda new, old: jnp.where(done.reshape(-1, *[1] * (old.ndim - 1)), new[world], old)  # noqa: E731
+        next_obs, states = jax.tree.map(pick, jax.vmap(self.reset, in_axes=(0, None))(reset_keys, params), (obs, states))
+        return next_obs, states, reward, terminated, done & ~terminated, {**info, "final_observation": obs}
 
 
 class Runner(NamedTuple):
@@ -181,6 +209,7 @@ class Runner(NamedTuple):
 def reset_envs(env, env_params, key, num_envs: int) -> Runner:
     key, reset_key = jax.random.split(key)  # obs flattened: MinAtar observations are (10, 10, C)
     obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, num_envs), env_params)
+    env_state = jax.tree.map(lambda x: jnp.asarray(x, x.dtype), env_state)  # no weak type, which a step would change
     return Runner(env_state, obs.reshape(num_envs, -1), jnp.zeros(num_envs), jnp.zeros(num_envs, jnp.int32), key)
 
 
@@ -188,7 +217,8 @@ def step_envs(env, env_params, runner: Runner, action):
     """Steps every env (auto-reset) and counts episodes: the next Runner, and the env's fields of a Transition."""
     num_envs = action.shape[0]
     key, step_key = jax.random.split(runner.key)
-    obs, env_state, reward, terminated, truncated, info = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
+    step = env.step_batch if isinstance(env, Craftax) else jax.vmap(env.step, in_axes=(0, 0, 0, None))
+    obs, env_state, reward, terminated, truncated, info = step(
         jax.random.split(step_key, num_envs), runner.env_state, action, env_params)
     done = terminated | truncated
     episode_return, episode_length = runner.episode_return + reward, runner.episode_length + 1
@@ -215,13 +245,8 @@ class Transition(NamedTuple):
     episode_length: jax.Array
 
 
-class Batch(NamedTuple):
-    obs: jax.Array
-    actions: jax.Array
-    logprobs: jax.Array
-    values: jax.Array
-    advantages: jax.Array
-    returns: jax.Array
+# The rollout flattened to (batch_size, ...), with its advantages and returns: what the update trains on.
+Batch = NamedTuple("Batch", [(f, jax.Array) for f in ("obs", "actions", "logprobs", "values", "advantages", "returns")])
 
 
 def rollout(env, env_params, args: Args, state: TrainState, runner: Runner):
@@ -342,7 +367,8 @@ def main():
             runner = reset_envs(env, env_params, env_key, args.num_envs)
             agent = Agent(MODEL_SIZES[args.model_size], env.num_actions)
             tx, lr_schedule = make_optimizer(args)
-            state = TrainState.create(apply_fn=agent.apply, params=agent.init(init_key, runner.obs), tx=tx)
+            params = jax.jit(agent.init)(init_key, runner.obs)  # jitted: one program to compile, not one per op
+            state = TrainState.create(apply_fn=agent.apply, params=params, tx=tx)
             rollout_fn = partial(rollout, env, env_params, args)
             update_fn = partial(update, args)
             if args.compile == "jit":

@@ -4,7 +4,6 @@ The envs are JAX (gymnax): one jitted call per rollout step, arrays cross with D
 
     python ppo_torch.py --env Acrobot-v1 --model-size small
 """
-# ruff: noqa: E402  (the clock starts before the heavy imports)
 import time
 
 START = time.perf_counter()  # import_s, setup_s and total_s count from this first line
@@ -81,8 +80,8 @@ class Args:
     norm_adv: bool = True
     """normalise the advantages of each minibatch"""
     compile: Literal["compile", "env-jit", "none", "cudagraphs"] = "compile"
-    """compile: torch.compile the policy step, the whole minibatch step and GAE, jax.jit the env; cudagraphs: the same as
-    CUDA graphs (mode reduce-overhead; CUDA only); env-jit: eager torch; none: the env op by op too"""
+    """compile: torch.compile the whole minibatch step, the rollout's end and (on a GPU) the policy step, jax.jit the env;
+    cudagraphs: the same as CUDA graphs (mode reduce-overhead; GPU only); env-jit: eager torch; none: the env op by op too"""
     device: Literal["auto", "cpu", "cuda"] = "auto"
     """where torch and JAX run (always the same device, so DLPack is zero-copy); auto: cuda when both see a GPU"""
     sync_timing: bool = True
@@ -121,17 +120,6 @@ def parse_args(argv: list[str]) -> Args:
     return args
 
 
-def pick_devices(requested: str):
-    """The torch device and the JAX device on the same chip: DLPack hands over buffers, it does not move them."""
-    jax_gpus = [d for d in jax.devices() if d.platform == "gpu"]
-    if requested == "cpu" or (requested == "auto" and not (torch.cuda.is_available() and jax_gpus)):
-        return torch.device("cpu"), jax.devices("cpu")[0]
-    if not (torch.cuda.is_available() and jax_gpus):
-        raise ValueError(f"--device cuda: torch sees {torch.cuda.device_count()} GPUs, JAX {len(jax_gpus)}; use --device cpu")
-    index = torch.cuda.current_device()
-    return torch.device("cuda", index), next(d for d in jax_gpus if d.local_hardware_id == index)
-
-
 # ---------------------------------------------------------------------------------------- network
 class MLP(nn.Sequential):
     """tanh MLP, orthogonal init (gain sqrt(2) on hidden layers), zero biases."""
@@ -148,7 +136,6 @@ class Agent(nn.Module):
     """Separate actor and critic networks."""
     def __init__(self, obs_dim: int, hidden_sizes: Sequence[int], num_actions: int):
         super().__init__()
-        self.num_actions = num_actions
         self.actor = MLP(obs_dim, hidden_sizes, num_actions, out_gain=0.01)
         self.critic = MLP(obs_dim, hidden_sizes, 1, out_gain=1.0)
 
@@ -168,18 +155,46 @@ class Agent(nn.Module):
 
 
 # ------------------------------------------------------------------------------- environment glue
+CRAFTAX_ENVS = ("Craftax-Classic-Symbolic-v1", "Craftax-Symbolic-v1")  # expensive JAX envs (pip package craftax)
+
+
 def make_env(env_id: str, explain: bool = True):
     """The env and its params; ValueError (one line that lists the usable envs) when this script cannot train on it."""
+    if env_id in CRAFTAX_ENVS:
+        return (env := Craftax(env_id)), env.default_params
     try:
         env, env_params = gymnax.make(env_id)
         space = type(env.action_space(env_params))
         problem = None if space is gymnax.environments.spaces.Discrete else f"has a {space.__name__} action space"
     except Exception as e:  # an unknown id; an env that must download its data (MNISTBandit) without network
-        problem = f"cannot be made ({type(e).__name__}: {e})" if env_id in gymnax.registered_envs else "is not a gymnax env"
+        problem = f"cannot be made ({type(e).__name__}: {e})" if env_id in gymnax.registered_envs else "is unknown"
     if problem and explain:  # on this error path only, make every registered env to list the usable ones
-        usable = [other for other in gymnax.registered_envs if make_env(other, explain=False)]
+        usable = [other for other in gymnax.registered_envs if make_env(other, explain=False)] + list(CRAFTAX_ENVS)
         raise ValueError(f"env {env_id!r} {problem}; usable envs (discrete actions): {', '.join(usable)}")
     return None if problem else (env, env_params)
+
+
+class Craftax:
+    """Craftax with gymnax's contract. Its step has one `done` for a death and for the time limit, and a reset generates
+    a world (~7 steps' cost): step_batch splits `done` into terminated and truncated (the time limit alone) and resets
+    optimistically, as Craftax_Baselines does: only NUM_RESETS fresh worlds a step, shared by the envs that are done."""
+    NUM_RESETS = 4  # 32 envs under a random policy end ~0.2 episodes a step: sharing a world is rare
+
+    def __init__(self, env_id: str):
+        from craftax.craftax_env import make_craftax_env_from_name  # here: the gymnax envs do not import craftax
+        self.env = make_craftax_env_from_name(env_id, auto_reset=False)
+        self.num_actions, self.default_params, self.reset = self.env.num_actions, self.env.default_params, self.env.reset
+
+    def step_batch(self, keys, states, actions, params):
+        """Steps a batch of envs, one key each; returns gymnax's (obs, states, reward, terminated, truncated, info)."""
+        obs, states, reward, done, info = jax.vmap(self.env.step, in_axes=(0, 0, 0, None))(keys, states, actions, params)
+        no_limit = params.replace(max_timesteps=jnp.iinfo(jnp.int32).max)  # Craftax's own end: death, lava, the boss
+        terminated = jax.vmap(self.env.is_terminal, in_axes=(0, None))(states, no_limit)
+        reset_keys = jax.random.split(jax.random.fold_in(keys[0], 1), min(self.NUM_RESETS, len(keys)))
+        world = (jnp.cumsum(done) - 1) % len(reset_keys)  # the k-th done env takes fresh world k mod NUM_RESETS
+        pick = lambda new, old: jnp.where(done.reshape(-1, *[1] * (old.ndim - 1)), new[world], old)  # noqa: E731
+        next_obs, states = jax.tree.map(pick, jax.vmap(self.reset, in_axes=(0, None))(reset_keys, params), (obs, states))
+        return next_obs, states, reward, terminated, done & ~terminated, {**info, "final_observation": obs}
 
 
 class Runner(NamedTuple):
@@ -194,6 +209,7 @@ class Runner(NamedTuple):
 def reset_envs(env, env_params, key, num_envs: int) -> Runner:
     key, reset_key = jax.random.split(key)  # obs flattened: MinAtar observations are (10, 10, C)
     obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, num_envs), env_params)
+    env_state = jax.tree.map(lambda x: jnp.asarray(x, x.dtype), env_state)  # no weak type, which a step would change
     return Runner(env_state, obs.reshape(num_envs, -1), jnp.zeros(num_envs), jnp.zeros(num_envs, jnp.int32), key)
 
 
@@ -201,7 +217,8 @@ def step_envs(env, env_params, runner: Runner, action):
     """Steps every env (auto-reset) and counts episodes: the next Runner, and the env's fields of a Transition."""
     num_envs = action.shape[0]
     key, step_key = jax.random.split(runner.key)
-    obs, env_state, reward, terminated, truncated, info = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
+    step = env.step_batch if isinstance(env, Craftax) else jax.vmap(env.step, in_axes=(0, 0, 0, None))
+    obs, env_state, reward, terminated, truncated, info = step(
         jax.random.split(step_key, num_envs), runner.env_state, action, env_params)
     done = terminated | truncated
     episode_return, episode_length = runner.episode_return + reward, runner.episode_length + 1
@@ -228,18 +245,12 @@ class Transition(NamedTuple):
     episode_length: torch.Tensor
 
 
-class Batch(NamedTuple):
-    obs: torch.Tensor
-    actions: torch.Tensor
-    logprobs: torch.Tensor
-    values: torch.Tensor
-    advantages: torch.Tensor
-    returns: torch.Tensor
+# The rollout flattened to (batch_size, ...), with its advantages and returns: what the update trains on.
+Batch = NamedTuple("Batch", [(f, torch.Tensor) for f in ("obs", "actions", "logprobs", "values", "advantages", "returns")])
 
 
 def env_step_packed(env, env_params, runner: Runner, action):
-    """step_envs, with the next observations and the env fields packed in one flat float32 array: each rollout step
-    then crosses to torch once, and the jitted call has one output to hand back besides the Runner."""
+    """step_envs, with the next observations and the env fields packed in one flat float32 array: one crossing per step."""
     runner, fields = step_envs(env, env_params, runner, action)
     return runner, jnp.concatenate([x.astype(jnp.float32).ravel() for x in (runner.obs, *fields.values())])
 
@@ -253,8 +264,9 @@ def rollout(env_step_fn, finish_fn, args: Args, policy_fn, num_actions: int, gen
     steps = []
     for step in range(args.num_steps):
         action, logprob, value = policy_fn(obs, noise[step])
-        runner, packed = env_step_fn(runner, jnp.from_dlpack(action))  # torch -> JAX, zero-copy
-        steps.append((obs, action, logprob, value, packed := torch.from_dlpack(packed)))
+        # torch -> JAX, zero-copy; on the CPU a NumPy view crosses in ~8 us, DLPack in ~60 us
+        runner, packed = env_step_fn(runner, action.numpy() if action.is_cpu else jnp.from_dlpack(action))
+        steps.append((obs, action, logprob, value, packed := torch.from_dlpack(packed)))  # JAX -> torch, zero-copy
         obs = packed[: obs.numel()].view(obs.shape)
     return (runner, *finish_fn(*(torch.stack(x) for x in zip(*steps))))
 
@@ -262,10 +274,8 @@ def rollout(env_step_fn, finish_fn, args: Args, policy_fn, num_actions: int, gen
 def finish_rollout(agent: Agent, args: Args, obs, action, logprob, value, packed):
     """The Transitions of a rollout from its stacked steps, V(final obs), GAE and the batch: one compiled region."""
     n, d = args.num_envs, obs.shape[-1]  # packed: next obs, reward, terminated, truncated, final obs, episode stats
-    sizes = [n * d, n, n, n, n * d, n, n]
-    _, reward, terminated, truncated, final_obs, episode_return, episode_length = packed.split(sizes, -1)
-    t = Transition(obs, action, logprob, value, reward, terminated > 0, truncated > 0, final_obs.reshape(*obs.shape),
-                   episode_return, episode_length)
+    _, reward, terminated, truncated, final_obs, *episode = packed.split([n * d, n, n, n, n * d, n, n], -1)
+    t = Transition(obs, action, logprob, value, reward, terminated > 0, truncated > 0, final_obs.view(obs.shape), *episode)
     # V(pre-reset next observation): the next value within an episode, the bootstrap when truncated.
     final_values = agent.get_value(t.final_obs)
     advantages, returns = compute_gae(t.reward, t.value, final_values, t.terminated, t.truncated, args.gamma, args.gae_lambda)
@@ -277,7 +287,7 @@ def finish_rollout(agent: Agent, args: Args, obs, action, logprob, value, packed
 
 
 # -------------------------------------------------------------------------------------------- GAE
-@torch.compiler.disable  # eager inside the compiled finish_rollout: Dynamo would unroll the loop, ~45 s to compile
+@torch.compiler.disable  # eager: Dynamo would unroll the loop (slow to compile); a compiled torch scan ran slower
 def compute_gae(rewards, values, final_values, terminated, truncated, gamma: float, gae_lambda: float):
     """GAE over (num_steps, num_envs) arrays of auto-resetting envs. final_values[t]: V of the observation step t reached
     before any reset; a terminated step does not bootstrap, a truncated one does, and either ends the GAE trace."""
@@ -324,9 +334,8 @@ def make_optimizer(args: Args, agent: Agent):
     num_updates = args.num_iterations * args.update_epochs * args.num_minibatches
     lr_schedule = lambda step: args.learning_rate * (1.0 - step / num_updates if args.anneal_lr else 1.0)  # noqa: E731
     lr = torch.tensor(args.learning_rate, device=next(agent.parameters()).device)
-    compiled = dict(foreach=False, capturable=True)  # traced into the compiled step: Inductor fuses it, no fused kernel
-    return torch.optim.Adam(agent.parameters(), lr, eps=1e-5, **compiled if args.compile in COMPILED else dict(fused=True)), \
-        lr_schedule
+    kind = dict(foreach=False, capturable=True) if args.compile in COMPILED else dict(fused=True)  # compiled: Inductor fuses
+    return torch.optim.Adam(agent.parameters(), lr, eps=1e-5, **kind), lr_schedule
 
 
 def minibatch_step(agent: Agent, optimizer: torch.optim.Optimizer, args: Args, mb: Batch, lr):
@@ -371,16 +380,19 @@ def main():
     try:
         args = parse_args(sys.argv[1:])
         env, env_params = make_env(args.env)
-        device, jax_device = pick_devices(args.device)
-        if args.compile == "cudagraphs" and device.type != "cuda":
-            raise ValueError("--compile cudagraphs needs a GPU that torch and JAX both see; use --compile compile")
+        gpu = torch.cuda.is_available() and jax.default_backend() == "gpu"
+        if not gpu and (args.device == "cuda" or args.compile in GPU_COMPILE):
+            raise ValueError(f"--device {args.device} --compile {args.compile} needs a GPU that torch and JAX both see; "
+                             f"use --device cpu --compile compile")
+        device = torch.device("cuda" if gpu and args.device != "cpu" else "cpu")
         run_name = f"{args.env}__{FRAMEWORK}__{args.model_size}__{args.compile}__{args.seed}__{int(time.time())}"
         run_dir = os.path.join(args.log_dir, run_name)
         os.makedirs(run_dir, exist_ok=True)  # OSError when --log-dir is a file or cannot be created
     except (ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
-    jax.config.update("jax_default_device", jax_device)  # env arrays live where torch computes
+    # env arrays live where torch computes: DLPack hands buffers over, it does not move them
+    jax.config.update("jax_default_device", jax.devices("gpu" if device.type == "cuda" else "cpu")[0])
 
     wandb_run = None
     device_name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
@@ -400,13 +412,14 @@ def main():
             agent = Agent(runner.obs.shape[-1], MODEL_SIZES[args.model_size], env.num_actions).to(device)
             optimizer, lr_schedule = make_optimizer(args, agent)
             env_step_fn = partial(env_step_packed, env, env_params)
+            env_step_fn = env_step_fn if args.compile == "none" else jax.jit(env_step_fn)
             policy_fn, finish_fn, step_fn = agent.get_action_and_value, finish_rollout, minibatch_step
-            if args.compile != "none":
-                env_step_fn = jax.jit(env_step_fn)
             if args.compile in COMPILED:  # static shapes: each compiles once, in iteration 0
                 torch._dynamo.config.trace_autograd_ops = True  # the backward in the graph of the forward
-                policy_fn, finish_fn, step_fn = (torch.compile(fn, dynamic=False, fullgraph=fn is policy_fn, **COMPILED[
-                    args.compile]) for fn in (policy_fn, finish_fn, step_fn))
+                compile_fn = partial(torch.compile, dynamic=False, **COMPILED[args.compile])
+                finish_fn, step_fn = compile_fn(finish_fn), compile_fn(step_fn)  # before partial: one code object each
+                if device.type == "cuda":  # on a CPU, a compiled call's ~40 us overhead outweighs its gain on a policy step
+                    policy_fn = compile_fn(policy_fn, fullgraph=True)
             finish_fn, step_fn = partial(finish_fn, agent, args), partial(step_fn, agent, optimizer, args)
             if args.compile == "cudagraphs":  # a graph's outputs are overwritten by its next replay: keep copies
                 policy_fn = partial(lambda fn, *x: [y.clone() for y in fn(*x)], policy_fn)
