@@ -59,15 +59,35 @@ def run_config(name: str, env: str, size: str, opts) -> dict:
 
 
 def table(results: dict, title: str) -> str:
+    """Medians per config; the ratios are to linen in the same mode (jit, or none for the `none` modes). steady =
+    rollout + update of iterations 8+, the issue's steady-state target."""
     med = {name: {c: statistics.median(r[c] for r in runs) for c in COLUMNS} for name, runs in results.items()}
-    lines = [title, "", "| config | iter0 s | rollout s/it | update s/it | total s | rollout vs linen | update vs linen |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines = [title, "", "| config | iter0 s | rollout s/it | update s/it | total s | rollout vs linen | update vs linen "
+                        "| steady vs linen |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for name, m in med.items():
         base = med.get("linen none" if name.endswith("none") else "linen jit")
-        ratios = [f"{m[c] / base[c]:.2f}x" if base and not name.startswith("linen") else "" for c in ("rollout_s", "update_s")]
+        steady = lambda x: x["rollout_s"] + x["update_s"]  # noqa: E731
+        ratios = [f"{a / b:.2f}x" if base and not name.startswith("linen") else ""
+                  for a, b in ((m["rollout_s"], base and base["rollout_s"]), (m["update_s"], base and base["update_s"]),
+                               (steady(m), base and steady(base)))]
         lines.append(f"| {name} | {m['iter0_s']:.1f} | {m['rollout_s']:.3f} | {m['update_s']:.3f} | {m['total_s']:.1f} | "
-                     f"{ratios[0]} | {ratios[1]} |")
+                     + " | ".join(ratios) + " |")
     return "\n".join(lines)
+
+
+def per_step_line(env: str, size: str, results: dict) -> str:
+    """Where torch's rollout time goes: its cost per env step against Linen's, and the floor of a Python-loop step
+    from the profile of benchmarks.dlpack_crossing, run here on the same cores."""
+    from benchmarks import dlpack_crossing  # imports torch (OMP_NUM_THREADS already set) and JAX: only when asked
+
+    num_steps = dlpack_crossing.ppo.Args.num_steps  # the runs keep the default
+    torch_step, linen_step = (statistics.median(r["rollout_s"] for r in results[name]) / num_steps * 1e6
+                              for name in ("torch compile", "linen jit"))
+    p = dlpack_crossing.measure(env, size)
+    pieces = ", ".join(f"{k} {p[k]:.0f}" for k in dlpack_crossing.FLOOR)
+    return (f"Per env step: torch compile {torch_step:.0f} us, linen jit {linen_step:.0f} us (a jitted scan). The floor of "
+            f"a Python-loop step, profiled: {pieces} = {p['floor_us']:.0f} us; inside a scan the same env step takes "
+            f"{p['env step in a scan']:.0f} us, so the env call is mostly the fixed cost of a call.")
 
 
 def main():
@@ -111,6 +131,8 @@ def run_all(opts, all_results: dict, tables: list):
             all_results[f"{env}/{size}"] = results
             tables.append(table(results, f"**{env}, {size}**: medians of {opts.rounds} rounds; {opts.num_iterations} "
                                          f"iterations, `none` modes {opts.none_iterations} x {opts.none_steps} steps"))
+            if {"linen jit", "torch compile"} <= set(results):
+                tables[-1] += "\n\n" + per_step_line(env, size, results)
             print("\n" + tables[-1] + "\n", flush=True)
             Path(opts.out).parent.mkdir(parents=True, exist_ok=True)
             Path(opts.out).write_text(json.dumps(all_results, indent=2))
