@@ -1,9 +1,17 @@
-"""Measures the step cost of each gymnax environment: the "env complexity" axis of benchback-rl.
+"""Measures the step cost of each environment of the study: the "env complexity" axis of benchback-rl.
 
-For each env: the jitted, vmapped `env.step` over `--num-envs` envs with random actions, 10 warm-up and
-100 timed calls, each behind `jax.block_until_ready`. The per-step time is summarised by a 10 % trimmed
-mean (and the median, IQR, mean, std, min, max); `ratio` is the trimmed mean over that of the fastest env.
-Keys and actions are drawn before timing, so only the env step itself is timed.
+For each env: the jitted batched step over `--num-envs` envs with random actions, as the PPO scripts step them
+(gymnax: the vmapped `env.step`; Craftax: the scripts' adapter's `step_batch`, from ppo_linen.py), 10 warm-up
+and 100 timed calls, each behind `jax.block_until_ready`. Both include their auto-reset. The per-step time is
+summarised by a 10 % trimmed mean (and the median, IQR, mean, std, min, max). Keys and actions are drawn before
+timing, so only the env step itself is timed.
+
+`ratio` compares the cost of one env step: the trimmed mean over the env's num_envs (`us_per_env_step`), over that of
+the cheapest env. Every env is stepped --num-envs at once (4096), but the study's expensive envs (Craftax) on a
+CPU --expensive-num-envs (256): there a batch of 4096 Classic worlds needs ~10 GB and 40 s a call (110 calls),
+while its cost per env step is the same from 256 envs up (measured on a 2-core CPU: 78, 70 and 80 us at 256, 1024
+and 4096 envs); the cheap envs need the large batch for their cost per env step to be compute, not dispatch. On a
+GPU every env gets --num-envs. Each env's num_envs is recorded with its times.
 
     python env_timing.py                                  # the study's envs -> results/env_timing.json
     python env_timing.py --envs CartPole-v1,Acrobot-v1 --num-envs 64 --out /tmp/timing.json
@@ -18,6 +26,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from importlib.metadata import version
+from typing import Optional
 
 import gymnax
 import jax
@@ -26,16 +35,22 @@ import tyro
 from scipy import stats
 
 import study
+from ppo_linen import CRAFTAX_ENVS
+from ppo_linen import make_env as make_craftax_env
 
 TRIM = 0.1  # cut 10 % at each end for the trimmed mean
+CPU_EXPENSIVE_NUM_ENVS = 256  # the default --expensive-num-envs on a CPU (see the docstring)
 
 
 @dataclass(frozen=True)
 class Args:
     envs: tyro.conf.UseAppendAction[tuple[str, ...]] = ()
-    """gymnax env ids, comma-separated or repeated (--envs A,B --envs C); empty: the envs of the study (study.toml)"""
+    """env ids (gymnax or Craftax), comma-separated or repeated (--envs A,B --envs C); empty: every env of the study
+    (study.toml: envs and expensive_envs)"""
     num_envs: int = 4096
     """the number of environments stepped at once (vmapped)"""
+    expensive_num_envs: Optional[int] = None
+    """the number stepped at once for the study's expensive envs (Craftax); default: 256 on a CPU, else --num-envs"""
     warmup_steps: int = 10
     """untimed steps before timing (the first one compiles)"""
     timed_steps: int = 100
@@ -47,25 +62,54 @@ class Args:
 
 
 def env_list(args: Args) -> list[str]:
-    """The envs asked for, in order, without duplicates; the study's envs when none are given."""
+    """The envs asked for, in order, without duplicates; every env of the study when none are given."""
     names = [name.strip() for item in args.envs for name in item.split(",") if name.strip()]
-    return list(dict.fromkeys(names)) or list(study.load().envs)
+    return list(dict.fromkeys(names)) or list(study.load().every_env)
 
 
 def check_args(args: Args, envs: list[str]) -> None:
     """Refuses bad input with one line naming the bad value and the valid choices."""
-    unknown = [name for name in envs if name not in gymnax.registered_envs]
+    valid = [*gymnax.registered_envs, *CRAFTAX_ENVS]
+    unknown = [name for name in envs if name not in valid]
     if unknown:
-        raise ValueError(f"unknown env {', '.join(map(repr, unknown))}; valid envs: {', '.join(gymnax.registered_envs)}")
-    for name in ("num_envs", "warmup_steps", "timed_steps"):
-        if getattr(args, name) <= 0:
-            raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(args, name)}")
+        raise ValueError(f"unknown env {', '.join(map(repr, unknown))}; valid envs: {', '.join(valid)}")
+    for name in ("num_envs", "warmup_steps", "timed_steps", "expensive_num_envs"):
+        value = getattr(args, name)
+        if value is not None and value <= 0:
+            raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {value}")
+
+
+def expensive_num_envs(args: Args) -> int:
+    if args.expensive_num_envs is not None:
+        return args.expensive_num_envs
+    return CPU_EXPENSIVE_NUM_ENVS if jax.default_backend() == "cpu" else args.num_envs
+
+
+def batch_size(env_id: str, args: Args) -> int:
+    """How many envs of this env are stepped at once."""
+    return expensive_num_envs(args) if env_id in study.load().expensive_envs else args.num_envs
+
+
+def make_env(env_id: str):
+    """(env, env_params): the PPO scripts' Craftax adapter for a Craftax id, else the gymnax env."""
+    return make_craftax_env(env_id) if env_id in CRAFTAX_ENVS else gymnax.make(env_id)
+
+
+def batched_step(env):
+    """The step of a batch of envs, one key each, as the PPO scripts call it: the env's own step_batch (the Craftax
+    adapter), else the vmapped gymnax step. (keys, states, actions, params) -> gymnax's step outputs."""
+    return getattr(env, "step_batch", None) or jax.vmap(env.step, in_axes=(0, 0, 0, None))
 
 
 def make_stepper(env, env_params):
-    """The jitted, vmapped step: (keys, states, actions) -> (obs, states, reward, terminated, truncated, info)."""
-    vmapped_step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
-    return jax.jit(lambda keys, state, action: vmapped_step(keys, state, action, env_params))
+    """The jitted batched step: (keys, states, actions) -> (obs, states, reward, terminated, truncated, info)."""
+    step = batched_step(env)
+    return jax.jit(lambda keys, state, action: step(keys, state, action, env_params))
+
+
+def reset_envs(env, env_params, key, num_envs: int):
+    """(obs, states) of num_envs envs, jitted (not timed; Craftax's world generation is slow op by op)."""
+    return jax.jit(jax.vmap(env.reset, in_axes=(0, None)))(jax.random.split(key, num_envs), env_params)
 
 
 def random_inputs(key, env, env_params, num_envs: int, num_calls: int):
@@ -79,12 +123,13 @@ def random_inputs(key, env, env_params, num_envs: int, num_calls: int):
 
 def time_env(env_id: str, args: Args) -> dict:
     """Step times (ms) of one env, plus its observation and action sizes."""
-    env, env_params = gymnax.make(env_id)
+    env, env_params = make_env(env_id)
+    num_envs = batch_size(env_id, args)
     reset_key, input_key = jax.random.split(jax.random.key(args.seed))
-    obs, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, args.num_envs), env_params)
+    obs, state = reset_envs(env, env_params, reset_key, num_envs)
     step = make_stepper(env, env_params)
     num_calls = args.warmup_steps + args.timed_steps
-    inputs = random_inputs(input_key, env, env_params, args.num_envs, num_calls)
+    inputs = random_inputs(input_key, env, env_params, num_envs, num_calls)
     times_ms = []
     for i, (keys, actions) in enumerate(inputs):
         start = time.perf_counter()
@@ -98,8 +143,10 @@ def time_env(env_id: str, args: Args) -> dict:
         "obs_dim": int(np.prod(obs.shape[1:])),
         "action_space": type(action_space).__name__,
         "num_actions": int(action_space.n) if hasattr(action_space, "n") else None,
+        "num_envs": num_envs,
         **summary,
-        "env_steps_per_s": args.num_envs / summary["ms_per_step"] * 1e3,
+        "us_per_env_step": summary["ms_per_step"] * 1e3 / num_envs,
+        "env_steps_per_s": num_envs / summary["ms_per_step"] * 1e3,
     }
 
 
@@ -117,21 +164,23 @@ def summarise(times_ms: np.ndarray) -> dict:
 
 
 def add_ratios(results: dict) -> None:
-    """ratio = ms_per_step / that of the fastest env (1.0 for the fastest)."""
-    fastest = min(r["ms_per_step"] for r in results.values())
+    """ratio = us_per_env_step / that of the cheapest env (1.0 for the cheapest)."""
+    cheapest = min(r["us_per_env_step"] for r in results.values())
     for r in results.values():
-        r["ratio"] = r["ms_per_step"] / fastest
+        r["ratio"] = r["us_per_env_step"] / cheapest
 
 
-def metadata(args: Args) -> dict:
+def metadata(args: Args, envs: list[str]) -> dict:
+    packages = ["jax", "jaxlib", "gymnax", "scipy", *(["craftax"] if set(envs) & set(CRAFTAX_ENVS) else [])]
     return {
         "device": jax.devices()[0].device_kind,
         "backend": jax.default_backend(),
-        "versions": {"python": platform.python_version(), **{p: version(p) for p in ("jax", "jaxlib", "gymnax", "scipy")}},
+        "versions": {"python": platform.python_version(), **{p: version(p) for p in packages}},
         "platform": platform.platform(),
         "hostname": socket.gethostname(),
         "date": datetime.now(timezone.utc).isoformat(),
         "num_envs": args.num_envs,
+        "expensive_num_envs": expensive_num_envs(args),
         "warmup_steps": args.warmup_steps,
         "timed_steps": args.timed_steps,
         "trim": TRIM,
@@ -140,11 +189,12 @@ def metadata(args: Args) -> dict:
 
 
 def print_table(results: dict) -> None:
-    print(f"{'env':<24} {'obs':>5} {'act':>4} {'ms/step':>9} {'median':>9} {'IQR':>8} {'ratio':>7}")
+    print(f"{'env':<28} {'obs':>5} {'act':>4} {'envs':>5} {'ms/step':>9} {'median':>9} {'IQR':>8} {'us/env-step':>11} "
+          f"{'ratio':>7}")
     for name, r in results.items():
         num_actions = "-" if r["num_actions"] is None else r["num_actions"]
-        print(f"{name:<24} {r['obs_dim']:>5} {num_actions:>4} {r['ms_per_step']:>9.4f} "
-              f"{r['median_ms']:>9.4f} {r['iqr_ms']:>8.4f} {r['ratio']:>7.2f}")
+        print(f"{name:<28} {r['obs_dim']:>5} {num_actions:>4} {r['num_envs']:>5} {r['ms_per_step']:>9.4f} "
+              f"{r['median_ms']:>9.4f} {r['iqr_ms']:>8.4f} {r['us_per_env_step']:>11.4f} {r['ratio']:>7.2f}")
 
 
 def main():
@@ -155,7 +205,8 @@ def main():
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
-    print(f"timing {len(envs)} envs x {args.num_envs} on {jax.devices()[0].device_kind}: "
+    print(f"timing {len(envs)} envs ({args.num_envs} at once; expensive ones {expensive_num_envs(args)}) on "
+          f"{jax.devices()[0].device_kind}: "
           f"{args.warmup_steps} warm-up + {args.timed_steps} timed steps each", flush=True)
     results = {}
     for env_id in envs:
@@ -165,7 +216,7 @@ def main():
     print_table(results)
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as f:
-        json.dump({**metadata(args), "envs": results}, f, indent=2)
+        json.dump({**metadata(args, envs), "envs": results}, f, indent=2)
     print(f"wrote {args.out}")
 
 

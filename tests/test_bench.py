@@ -527,7 +527,7 @@ def test_env_timing_defaults_to_the_study_envs(tmp_path):
     code = "import env_timing; print(','.join(env_timing.env_list(env_timing.Args())))"
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.strip().split(",") == [e for e in STUDY.envs if e != "CartPole-v1"]
+    assert proc.stdout.strip().split(",") == [e for e in STUDY.every_env if e != "CartPole-v1"]  # with the expensive
 
 
 def test_env_timing_writes_json(tmp_path):
@@ -538,13 +538,80 @@ def test_env_timing_writes_json(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     data = read_json(out)
     assert data["num_envs"] == 64 and data["device"] and {"jax", "gymnax"} <= set(data["versions"]) and data["date"]
+    assert "craftax" not in data["versions"]  # no Craftax env timed
     assert data["hostname"] == socket.gethostname()
     envs = data["envs"]
     assert list(envs) == ["CartPole-v1", "MemoryChain-bsuite"]
     assert (envs["CartPole-v1"]["obs_dim"], envs["CartPole-v1"]["num_actions"]) == (4, 2)
     assert sorted(r["ratio"] for r in envs.values())[0] == 1.0
     assert all(r["ratio"] >= 1.0 and r["ms_per_step"] > 0 and r["median_ms"] > 0 for r in envs.values())
+    assert all(r["num_envs"] == 64 and r["us_per_env_step"] == pytest.approx(r["ms_per_step"] * 1e3 / 64)
+               for r in envs.values())
     assert "CartPole-v1" in proc.stdout and "ratio" in proc.stdout  # the table
+
+
+class StepBatchAdapter:
+    """A gymnax env behind the Craftax adapter's interface (reset one env, step_batch a batch), counting its traces."""
+
+    def __init__(self, env_id: str):
+        import gymnax
+
+        self.env, self.default_params = gymnax.make(env_id)
+        self.traced = 0
+
+    def reset(self, key, params):
+        return self.env.reset(key, params)
+
+    def step_batch(self, keys, states, actions, params):
+        import jax
+
+        self.traced += 1
+        return jax.vmap(self.env.step, in_axes=(0, 0, 0, None))(keys, states, actions, params)
+
+    def action_space(self, params):
+        return self.env.action_space(params)
+
+
+def test_env_timing_steps_an_expensive_env_with_its_step_batch(monkeypatch):
+    """An expensive env (a stand-in for Craftax) is stepped by its adapter's step_batch, --expensive-num-envs at once."""
+    import env_timing
+
+    adapter = StepBatchAdapter("CartPole-v1")
+    monkeypatch.setattr(env_timing, "make_env", lambda env_id: (adapter, adapter.default_params))
+    args = env_timing.Args(num_envs=64, expensive_num_envs=8, warmup_steps=2, timed_steps=3)
+    result = env_timing.time_env(STUDY.expensive_envs[0], args)
+    assert adapter.traced == 1 and result["num_envs"] == 8 and result["obs_dim"] == 4 and result["num_actions"] == 2
+    assert env_timing.time_env("CartPole-v1", args)["num_envs"] == 64 and adapter.traced == 2
+
+
+def test_env_timing_ratio_is_per_env_step():
+    import jax
+
+    import env_timing
+
+    results = {"cheap": {"us_per_env_step": 0.25}, "costly": {"us_per_env_step": 100.0}}
+    env_timing.add_ratios(results)
+    assert results["cheap"]["ratio"] == 1.0 and results["costly"]["ratio"] == 400.0
+    on_cpu = jax.default_backend() == "cpu"
+    assert env_timing.expensive_num_envs(env_timing.Args(num_envs=64)) == (env_timing.CPU_EXPENSIVE_NUM_ENVS if on_cpu else 64)
+    assert env_timing.expensive_num_envs(env_timing.Args(num_envs=64, expensive_num_envs=4)) == 4
+
+
+@pytest.mark.slow
+def test_env_timing_times_craftax(tmp_path):
+    """The real Craftax adapter of the PPO scripts, on the env-cost axis beside a gymnax env (a tiny batch)."""
+    pytest.importorskip("craftax")
+    out = tmp_path / "timing.json"
+    env = "Craftax-Classic-Symbolic-v1"
+    cmd = [sys.executable, str(ROOT / "env_timing.py"), "--envs", f"CartPole-v1,{env}", "--num-envs", "64",
+           "--expensive-num-envs", "8", "--warmup-steps", "2", "--timed-steps", "3", "--out", str(out)]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    data = read_json(out)
+    assert data["expensive_num_envs"] == 8 and "craftax" in data["versions"]
+    craftax = data["envs"][env]
+    assert craftax["num_envs"] == 8 and craftax["num_actions"] == 17 and craftax["ratio"] > 1.0
+    assert data["envs"]["CartPole-v1"]["ratio"] == 1.0
 
 
 def test_env_timing_bad_env_exits_2():
@@ -552,6 +619,7 @@ def test_env_timing_bad_env_exits_2():
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert len(proc.stderr.strip().splitlines()) == 1 and "Nope-v0" in proc.stderr and "Acrobot-v1" in proc.stderr
+    assert all(env in proc.stderr for env in STUDY.expensive_envs)
 
 
 # ---------------------------------------------------------------------------------------------- git
