@@ -11,6 +11,8 @@ skipped and listed in the report. Written to --out:
     runs.csv      one row per run x iteration: the run's config, its summary and every scalar
     summary.csv   one row per run: config, durations, iteration windows, the experiments it belongs to
     speedups.csv  speedups A->B = time_A / time_B per metric, experiment, model size and framework pair
+    env_cost.csv  per metric, model size and pair: does the speedup shrink with env cost? (Spearman's rho, the
+                  log-log slope, bootstrap intervals over envs; needs --env-timing)
     *.png         the figures of each experiment (skipped when the experiment has no runs)
     REPORT.md     the tables, the figures, the machines and versions, the skipped runs
 
@@ -37,7 +39,7 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
-from scipy.stats import gmean  # noqa: E402
+from scipy.stats import gmean, rankdata  # noqa: E402
 
 import study  # noqa: E402
 from runlog import RunError, read_json, read_scalars  # noqa: E402
@@ -100,20 +102,29 @@ def metric_columns() -> dict[str, str]:
             "update": window_column(steady, "update")}
 
 
+def metric_sync(metric: str) -> bool:
+    """The sync setting a metric is measured under: rollout and update need synchronised timers, total time and the
+    steady state are measured without them (the timers' waits would slow the runs)."""
+    return metric in ("rollout", "update")
+
+
 def metric_experiments(metric: str) -> list[str]:
-    """The experiments a metric is compared in: total time and steady state without synchronised timers (exp1),
-    rollout and update with them (exp2, exp3), each experiment on its own."""
-    synced = metric in ("rollout", "update")
-    return [name for name, exp in study.load().experiments.items() if exp.sync == synced]
+    """The experiments a metric is compared in, each on its own: those with runs under the metric's sync setting
+    (total and steady: exp1 and exp5's sync-off runs; rollout and update: exp2, exp3 and exp5's sync-on runs)."""
+    return [name for name, exp in study.load().experiments.items() if metric_sync(metric) in exp.syncs]
+
+
+def metric_name(metric: str) -> str:
+    steady = study.load().steady.label
+    return {"total": "Total time", "steady": f"Steady state, mean time/iteration over {steady}",
+            "rollout": f"Rollout, mean over {steady}", "update": f"Update, mean over {steady}"}[metric]
 
 
 def metric_title(metric: str, experiment: str) -> str:
-    S = study.load()
-    exp = S.experiments[experiment]
-    what = {"total": "Total time", "steady": f"Steady state, mean time/iteration over {S.steady.label}",
-            "rollout": f"Rollout, mean over {S.steady.label}", "update": f"Update, mean over {S.steady.label}"}[metric]
+    exp = study.load().experiments[experiment]
+    what = metric_name(metric)
     modes = "; speedups between default compile modes" if exp.all_compile_modes else ""
-    return f"{what} ({experiment}: {exp.title}; sync {'on' if exp.sync else 'off'}{modes})"
+    return f"{what} ({experiment}: {exp.title}; sync {'on' if metric_sync(metric) else 'off'}{modes})"
 
 
 # ---------------------------------------------------------------------------------- reading runs
@@ -233,12 +244,12 @@ def in_experiment(run, experiment: study.Experiment) -> bool:
         return False
     framework = study.load().frameworks.get(run["framework"])
     in_matrix = swept or (run["env"] in experiment.envs and run["model_size"] in experiment.sizes)
-    return (framework is not None and bool(run["sync_timing"]) == experiment.sync and in_matrix
+    return (framework is not None and bool(run["sync_timing"]) in experiment.syncs and in_matrix
             and run["compile"] in experiment.compile_modes(framework))
 
 
 def experiment_masks(summary: pd.DataFrame) -> dict[str, pd.Series]:
-    """exp1..exp3 (the study's experiments), exp4 -> boolean mask over summary rows.
+    """The study's experiments (exp1, exp2, ...), exp4 -> boolean mask over summary rows.
     exp4 (platforms) = the exp1 runs when they span several tags."""
     masks = {name: pd.Series([in_experiment(row, exp) for _, row in summary.iterrows()], index=summary.index, dtype=bool)
              for name, exp in study.load().experiments.items()}
@@ -318,11 +329,13 @@ def clusters_of(ratios: pd.DataFrame) -> list[tuple[np.ndarray, np.ndarray]]:
 
 
 def speedup_masks(summary: pd.DataFrame, metric: str, masks: Optional[dict] = None) -> dict[str, pd.Series]:
-    """experiment -> the runs a speedup metric is computed from: the default compile mode of each framework."""
+    """experiment -> the runs a speedup metric is computed from: the default compile mode of each framework, under the
+    metric's sync setting (exp5 has runs of both)."""
     S = study.load()
     masks = experiment_masks(summary) if masks is None else masks
-    default = summary["compile"] == summary["framework"].map(S.default_compile)
-    return {name: masks[name] & default for name in metric_experiments(metric) if name in masks}
+    chosen = (summary["compile"] == summary["framework"].map(S.default_compile)) & (
+        summary["sync_timing"].astype(bool) == metric_sync(metric))
+    return {name: masks[name] & chosen for name in metric_experiments(metric) if name in masks}
 
 
 def speedup_ratios(summary: pd.DataFrame, metric: str) -> pd.DataFrame:
@@ -375,7 +388,87 @@ def env_order(envs, timing: pd.DataFrame) -> list[str]:
     """Cheapest env first when timed; envs without timing follow in the study's order (others by name)."""
     cost = timing["ratio"].dropna() if "ratio" in timing else pd.Series(dtype=float)
     timed = sorted((env for env in set(envs) if env in cost), key=lambda env: (cost[env], env))
-    return timed + present(study.load().envs, [env for env in set(envs) if env not in cost])
+    return timed + present(study.load().every_env, [env for env in set(envs) if env not in cost])
+
+
+# ------------------------------------------------------------------------------ speedup against env cost
+ENV_COST_METRICS = ("total", "steady")  # sync off: exp1 and exp5 together cover every env of the study
+MIN_CORRELATION_ENVS = 5  # fewer envs: no correlation (with 4, even a perfect rank order has p > 0.05)
+ENV_COST_COLUMNS = ["metric", "size", "pair", "n_envs", "geomean", "rho", "rho_low", "rho_high", "slope", "slope_low",
+                    "slope_high", "trend"]
+
+
+def env_costs(timing: pd.DataFrame) -> pd.Series:
+    """env -> its step cost relative to the cheapest env (env_timing.py's ratio); empty without timing."""
+    return timing["ratio"].dropna() if "ratio" in timing else pd.Series(dtype=float)
+
+
+def env_speedups(summary: pd.DataFrame, timing: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """One point per env (per tag) of the experiments the metric is compared in, per pair and size: the geometric
+    mean speedup over the env's pairs of runs, and the env's step cost. Envs without a measured cost are left out."""
+    ratios = speedup_ratios(summary, metric)
+    cost = env_costs(timing)
+    ratios = ratios[ratios["env"].isin(cost.index)].assign(log=lambda r: np.log(r["value"].astype(float)))
+    points = ratios.groupby([*PAIR_KEYS, "pair"], dropna=False)["log"].mean().reset_index()
+    return points.assign(speedup=np.exp(points["log"]), cost=points["env"].map(cost)).drop(columns="log")
+
+
+def row_correlations(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Spearman's rho and the least-squares slope of y on x, for each row of x and y (NaN where x or y is constant)."""
+    def centred(a):
+        return a - a.mean(axis=1, keepdims=True)
+
+    rx, ry, cx, cy = (centred(a) for a in (rankdata(x, axis=1), rankdata(y, axis=1), x, y))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho = (rx * ry).sum(axis=1) / np.sqrt((rx * rx).sum(axis=1) * (ry * ry).sum(axis=1))
+        slope = (cx * cy).sum(axis=1) / (cx * cx).sum(axis=1)
+    return rho, slope
+
+
+def cost_correlation(cost: np.ndarray, speedup: np.ndarray, level: float = BOOTSTRAP_LEVEL,
+                     resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> dict:
+    """Spearman's rho of speedup and env cost, and the slope of log10 speedup on log10 cost, each with a percentile
+    bootstrap interval (envs resampled with replacement; seeded). All NaN under MIN_CORRELATION_ENVS envs."""
+    names = ["rho", "rho_low", "rho_high", "slope", "slope_low", "slope_high"]
+    x = np.log10(np.asarray(cost, float))
+    y = np.round(np.log10(np.asarray(speedup, float)), 9)  # speedups equal but for float rounding are ties
+    rho, slope = row_correlations(x[None], y[None])
+    if len(x) < MIN_CORRELATION_ENVS or np.isnan(rho[0]):  # too few envs; or every env has the same speedup or cost
+        return dict.fromkeys(names, float("nan"))
+    chosen = np.random.default_rng(seed).integers(0, len(x), size=(resamples, len(x)))
+    rhos, slopes = row_correlations(x[chosen], y[chosen])
+    quantiles = [(1 - level) / 2, (1 + level) / 2]
+    return dict(zip(names, map(float, [rho[0], *np.nanquantile(rhos, quantiles), slope[0],
+                                       *np.nanquantile(slopes, quantiles)])))
+
+
+def cost_trend(row) -> str:
+    """Words for a correlation: named only when the interval of rho excludes 0; "shrinks" = towards 1x."""
+    if row["n_envs"] < MIN_CORRELATION_ENVS:
+        return f"too few envs (under {MIN_CORRELATION_ENVS})"
+    if np.isnan(row["rho"]):
+        return "no correlation: every env has the same speedup (or cost)"
+    if row["rho_low"] <= 0 <= row["rho_high"]:
+        return "no clear trend (the interval of rho holds 0)"
+    falls = row["rho_high"] < 0
+    towards_one = falls == (row["geomean"] > 1)
+    return f"{'falls' if falls else 'rises'} with env cost: {'shrinks towards' if towards_one else 'grows away from'} 1×"
+
+
+def env_cost_table(summary: pd.DataFrame, timing: pd.DataFrame) -> pd.DataFrame:
+    """A row per metric, size and pair with points: n_envs, geomean over the envs, rho and slope with intervals, trend."""
+    S = study.load()
+    rows = []
+    for metric in ENV_COST_METRICS:
+        points = env_speedups(summary, timing, metric)
+        for size, pair in ((size, pair) for size in S.sizes for pair in S.pair_names):
+            cell = points[(points["model_size"] == size) & (points["pair"] == pair)]
+            if cell.empty:
+                continue
+            row = {"metric": metric, "size": size, "pair": pair, "n_envs": len(cell),
+                   "geomean": float(gmean(cell["speedup"])), **cost_correlation(cell["cost"], cell["speedup"])}
+            rows.append({**row, "trend": cost_trend(row)})
+    return pd.DataFrame(rows, columns=ENV_COST_COLUMNS)
 
 
 # ------------------------------------------------------------------------------------- figures
@@ -544,6 +637,15 @@ class Analysis:
         runs = self.summary[self.masks[experiment]]
         return runs.assign(mode=[mode_name(f, c) for f, c in zip(runs["framework"], runs["compile"])])
 
+    def metric_runs(self, metric: str) -> pd.DataFrame:
+        """The runs a speedup metric compares, from all its experiments (total: exp1 and exp5's sync-off runs)."""
+        masks = list(speedup_masks(self.summary, metric, self.masks).values())
+        return self.summary[np.logical_or.reduce(masks)] if masks else self.summary.iloc[:0]
+
+
+def analysis(summary: pd.DataFrame, timing: pd.DataFrame) -> Analysis:
+    return Analysis(summary, experiment_masks(summary), env_order(summary["env"], timing), timing)
+
 
 def env_positions(an: Analysis, envs: pd.Series) -> tuple[pd.Series, bool]:
     """x of each env: its measured step cost when every env has one, else its rank."""
@@ -582,9 +684,10 @@ def fig_exp1_total(an: Analysis):
                     present(framework_order(), runs["framework"]), framework_colors())
     log_axis(axes[0, 0], "total duration (s)")
     axes[0, 0].set_title("all envs and seeds, by model size")
-    handles = draw_against_env_cost(axes[0, 1], an, runs, "total_s")
+    every_env = an.metric_runs("total")  # exp1's envs and exp5's expensive ones
+    handles = draw_against_env_cost(axes[0, 1], an, every_env, "total_s")
     log_axis(axes[0, 1], "total duration (s)")
-    axes[0, 1].set_title("against env complexity (lines: medians)")
+    axes[0, 1].set_title(f"against env complexity ({' + '.join(metric_experiments('total'))}; lines: medians)")
     row_legend(axes[0], "framework / size", handles=handles)
     return fig
 
@@ -700,23 +803,68 @@ def fig_exp4_tags(an: Analysis):
     return fig
 
 
+def mark_expensive_envs(ax, an: Analysis, envs) -> None:
+    """A dotted line and the name of each expensive env (Craftax) on an env-cost x axis."""
+    cost = env_costs(an.timing)
+    for env in (env for env in study.load().expensive_envs if env in set(envs) and env in cost):
+        ax.axvline(cost[env], color="0.6", ls=":", lw=1, zorder=0)
+        ax.text(cost[env], 0.02, f" {env}", transform=ax.get_xaxis_transform(), rotation=90, fontsize=8, color="0.4",
+                va="bottom")
+
+
+def fig_speedup_vs_env_cost(an: Analysis):
+    """Per metric (row) and size (column): each pair's speedup per env against the env's step cost, with the log-log fit."""
+    if env_costs(an.timing).empty:
+        return "no env timing (--env-timing)"
+    points = {metric: env_speedups(an.summary, an.timing, metric) for metric in ENV_COST_METRICS}
+    if all(p.empty for p in points.values()):
+        return None
+    sizes = present(size_order(), pd.concat(points.values())["model_size"])
+    experiments = " + ".join(metric_experiments("total"))
+    fig, axes = new_figure(len(sizes), len(ENV_COST_METRICS), width=5.5, height=4.8,
+                           title=f"Speedup against env step cost ({experiments}, sync off, default compile modes)")
+    for row, (metric, data) in enumerate(points.items()):
+        for col, size in enumerate(sizes):
+            ax, cell = axes[row, col], data[data["model_size"] == size]
+            ax.set_title(f"{metric}, {size} model")
+            if cell.empty:
+                empty_panel(ax, "no pairs of runs")
+                continue
+            for pair in present(study.load().pair_names, cell["pair"]):
+                group = cell[cell["pair"] == pair]
+                color = pair_palette().get(pair, "0.5")
+                ax.scatter(group["cost"], group["speedup"], color=color, s=24, alpha=0.8, label=pair)
+                if len(group) >= MIN_CORRELATION_ENVS:
+                    slope, intercept = np.polyfit(np.log10(group["cost"]), np.log10(group["speedup"]), 1)
+                    x = np.array([group["cost"].min(), group["cost"].max()])
+                    ax.plot(x, 10 ** (intercept + slope * np.log10(x)), color=color, lw=1.2)
+            ratio_axis(ax)
+            log_axis(ax, "env step cost relative to the cheapest env", suffix="×", axis="x")
+            mark_expensive_envs(ax, an, cell["env"])
+        row_legend(axes[row], "pair A → B\n(a point per env;\nlines: log-log fit)", rename=pretty_pair)
+    return fig
+
+
 class FigureSpec(NamedTuple):
     file: str
-    experiment: str
+    experiments: tuple[str, ...]  # drawn when any of them has runs
     caption: str
-    draw: Callable[[Analysis], Optional[plt.Figure]]
+    draw: Callable[[Analysis], "plt.Figure | str | None"]  # None: no pairs of runs; a string: why it was not drawn
 
 
 FIGURES = (
-    FigureSpec("exp1_total.png", "exp1", "Exp1: total duration per framework, and against env complexity", fig_exp1_total),
-    FigureSpec("exp1_speedups.png", "exp1", "Exp1: total-time speedups per pair and model size", fig_exp1_speedups),
-    FigureSpec("overhead_windows.png", "exp1",
+    FigureSpec("exp1_total.png", ("exp1",), "Exp1: total duration per framework, and against env complexity (with exp5)",
+               fig_exp1_total),
+    FigureSpec("exp1_speedups.png", ("exp1",), "Exp1: total-time speedups per pair and model size", fig_exp1_speedups),
+    FigureSpec("overhead_windows.png", ("exp1",),
                "Overhead by iteration window (compile, warm-up, steady) and pairwise differences", fig_overhead_windows),
-    FigureSpec("steady_speedups.png", "exp1", "Steady-state speedups (steady window)", fig_steady_speedups),
-    FigureSpec("exp2_rollout_update.png", "exp2", "Exp2: rollout and update durations and speedups by env",
+    FigureSpec("steady_speedups.png", ("exp1",), "Steady-state speedups (steady window)", fig_steady_speedups),
+    FigureSpec("exp2_rollout_update.png", ("exp2",), "Exp2: rollout and update durations and speedups by env",
                fig_exp2_rollout_update),
-    FigureSpec("exp3_compile_modes.png", "exp3", "Exp3: compile modes by model size", fig_exp3_compile_modes),
-    FigureSpec("exp4_tags.png", "exp4", "Exp4: platforms (tags) compared", fig_exp4_tags),
+    FigureSpec("exp3_compile_modes.png", ("exp3",), "Exp3: compile modes by model size", fig_exp3_compile_modes),
+    FigureSpec("exp4_tags.png", ("exp4",), "Exp4: platforms (tags) compared", fig_exp4_tags),
+    FigureSpec("speedup_vs_env_cost.png", ("exp1", "exp5"), "Speedups against env step cost (exp1 and exp5)",
+               fig_speedup_vs_env_cost),
 )
 
 
@@ -725,14 +873,14 @@ def draw_figures(an: Analysis, out: Path) -> tuple[list[FigureSpec], list[str]]:
     sns.set_theme(context="notebook", style="whitegrid", font_scale=1.15)
     drawn, notes = [], []
     for spec in FIGURES:
-        mask = an.masks.get(spec.experiment)
-        if mask is None or not mask.any():
-            why = "runs of exp1 under at least two tags" if spec.experiment == "exp4" else f"{spec.experiment} runs"
+        if not any(an.masks.get(name, pd.Series(dtype=bool)).any() for name in spec.experiments):
+            why = "runs of exp1 under at least two tags" if spec.experiments == ("exp4",) else \
+                f"{' or '.join(spec.experiments)} runs"
             notes.append(f"{spec.file} skipped: no {why}")
             continue
         fig = spec.draw(an)
-        if fig is None:
-            notes.append(f"{spec.file} skipped: no pairs of runs to compare")
+        if fig is None or isinstance(fig, str):
+            notes.append(f"{spec.file} skipped: {fig or 'no pairs of runs to compare'}")
             continue
         fig.tight_layout()
         fig.savefig(out / spec.file, dpi=110, bbox_inches="tight")
@@ -762,12 +910,12 @@ def markdown_table(table: pd.DataFrame) -> str:
 
 def speedup_intro() -> str:
     S = study.load()
-    unsynced, synced = " and ".join(metric_experiments("total")), " and ".join(metric_experiments("rollout"))
+    unsynced, synced = ", ".join(metric_experiments("total")), ", ".join(metric_experiments("rollout"))
     return (
         "Speedup A → B = time of A / time of B (above 1×: B is faster), over every pair of runs of A and B with the "
         "same env, model size and tag within one experiment (runs are never paired across experiments), each "
-        f"framework in its default compile mode. Total time and steady state ({S.steady.label}) come from {unsynced} "
-        f"(sync off); rollout and update from each sync-on experiment on its own ({synced}, never pooled). "
+        f"framework in its default compile mode. Total time and steady state ({S.steady.label}) come from each sync-off "
+        f"experiment on its own ({unsynced}), rollout and update from each sync-on one ({synced}); never pooled. "
         f"Cells: geometric mean of the ratios [{BOOTSTRAP_LEVEL:.0%} cluster-bootstrap interval]; median; "
         "pairs / envs (an env measured under several tags counts once per tag). The interval resamples envs with "
         "replacement, then, within each drawn env, the runs of A and of B with replacement, recomputes the geometric "
@@ -795,6 +943,46 @@ def speedup_markdown(speedups: pd.DataFrame, intro: bool = True) -> str:
         wide = wide.reindex(index=present(S.pair_names, wide.index), columns=present(S.sizes, wide.columns))
         wide.index = [pretty_pair(p) for p in wide.index]
         blocks.append(f"**{metric_title(metric, experiment)}**\n\n" + markdown_table(wide.rename_axis("pair").reset_index()))
+    return "\n\n".join(blocks) + "\n"
+
+
+def env_cost_intro() -> str:
+    experiments = " and ".join(metric_experiments("total"))
+    return (
+        f"Does a speedup shrink as the env's step gets more expensive? Per pair and model size, one point per env of "
+        f"{experiments} (sync off, default compile modes; an env under several tags counts once per tag): its geometric "
+        "mean speedup, against the env's step cost measured by env_timing.py. **ρ**: Spearman's rank correlation of "
+        "speedup and env cost (below 0: the speedup falls as the env gets costlier); **slope**: the least-squares fit of "
+        "log speedup on log cost, as the factor by which the speedup changes per tenfold env cost (the few expensive "
+        "envs weigh heavily on it; ρ, on ranks, does not). Intervals: "
+        f"{BOOTSTRAP_LEVEL:.0%} percentile bootstrap, envs resampled with replacement ({BOOTSTRAP_RESAMPLES:,} "
+        "resamples, seeded). The trend is named only when the interval of ρ excludes 0; *shrinks* = moves towards 1×. "
+        f"{NO_INTERVAL} = fewer than {MIN_CORRELATION_ENVS} envs."
+    )
+
+
+def env_cost_cell(row) -> str:
+    envs = f"{int(row.n_envs)} env{'s' * (row.n_envs != 1)}"
+    if np.isnan(row.rho):
+        return f"{NO_INTERVAL} ({envs}: {row.trend}); geomean {row.geomean:.2f}×"
+    return (f"ρ **{row.rho:+.2f}** [{row.rho_low:+.2f}, {row.rho_high:+.2f}]; ×{10 ** row.slope:.2f} per 10× cost "
+            f"[{10 ** row.slope_low:.2f}, {10 ** row.slope_high:.2f}]; {envs}: {row.trend}")
+
+
+def env_cost_markdown(table: pd.DataFrame, timed: bool) -> str:
+    """The correlation tables: per metric, a row per pair and a column per size."""
+    if not timed:
+        return "_No env timing given (`--env-timing`): no env costs to correlate with._\n"
+    if table.empty:
+        return f"_No pairs of runs of {' or '.join(metric_experiments('total'))} with a measured env cost._\n"
+    S = study.load()
+    blocks = [env_cost_intro()]
+    for metric, rows in table.groupby("metric", sort=False):
+        wide = rows.assign(cell=[env_cost_cell(r) for r in rows.itertuples()]).pivot(index="pair", columns="size",
+                                                                                      values="cell")
+        wide = wide.reindex(index=present(S.pair_names, wide.index), columns=present(S.sizes, wide.columns))
+        wide.index = [pretty_pair(p) for p in wide.index]
+        blocks.append(f"**{metric_name(metric)}**\n\n" + markdown_table(wide.rename_axis("pair").reset_index()))
     return "\n\n".join(blocks) + "\n"
 
 
@@ -833,8 +1021,8 @@ def env_table(an: Analysis) -> pd.DataFrame:
         columns={"obs_dim": "obs dim", "num_actions": "actions", "ms_per_step": "ms per step", "ratio": "relative cost"})
 
 
-def write_report(path: Path, an: Analysis, speedups: pd.DataFrame, skipped: list[SkippedRun], drawn, notes,
-                 sources: list[str], timing_info: dict) -> None:
+def write_report(path: Path, an: Analysis, speedups: pd.DataFrame, env_cost: pd.DataFrame, skipped: list[SkippedRun],
+                 drawn, notes, sources: list[str], timing_info: dict) -> None:
     summary = an.summary
     counts = ", ".join(f"{name}: {int(mask.sum())}" for name, mask in an.masks.items())
     parts = [
@@ -851,6 +1039,7 @@ def write_report(path: Path, an: Analysis, speedups: pd.DataFrame, skipped: list
         per_tag = [f"Tag `{tag}`:\n\n" + speedup_markdown(speedup_table(runs, ["total"]), intro=False)
                    for tag, runs in summary.groupby("tag")]
         parts += ["### Total-time speedups per tag (exp4)", *per_tag]
+    parts += ["## Speedup against env cost", env_cost_markdown(env_cost, not env_costs(an.timing).empty)]
     if an.masks.get("exp1", pd.Series(dtype=bool)).any():
         parts += ["## Iteration windows (exp1, median over runs)", markdown_table(windows_table(an))]
     timing_note = (f"Measured by env_timing.py on {timing_info.get('device') or 'an unnamed device'} "
@@ -919,8 +1108,9 @@ def main(argv=None) -> None:
     if runs.empty:  # before anything is created or overwritten
         fail(f"no completed run in {', '.join(sources)} ({len(skipped)} skipped); nothing written")
     summary = summarize(runs, timing)
-    an = Analysis(summary, experiment_masks(summary), env_order(summary["env"], timing), timing)
+    an = analysis(summary, timing)
     speedups = speedup_table(summary)
+    env_cost = env_cost_table(summary, timing)
     block = readme_markdown(speedups)
     if speedups.empty and (args.update_readme or args.readme_block):
         fail("no pairs of runs to compare: the README speedup tables would be empty; nothing written "
@@ -931,11 +1121,12 @@ def main(argv=None) -> None:
     runs.to_csv(args.out / "runs.csv", index=False)
     summary.to_csv(args.out / "summary.csv", index=False)
     speedups.to_csv(args.out / "speedups.csv", index=False)
+    env_cost.to_csv(args.out / "env_cost.csv", index=False)
     drawn, notes = draw_figures(an, args.out) if args.figures else ([], ["figures not drawn (--no-figures)"])
     notes += remove_stale_figures(args.out, drawn)
     for note in notes:
         print(f"note: {note}")
-    write_report(args.out / "REPORT.md", an, speedups, skipped, drawn, notes, sources, timing_info)
+    write_report(args.out / "REPORT.md", an, speedups, env_cost, skipped, drawn, notes, sources, timing_info)
     if args.readme_block:
         args.readme_block.write_text(block)
     if readme is not None:

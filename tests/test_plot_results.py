@@ -31,6 +31,8 @@ ALL_FIGURES = {spec.file for spec in plot_results.FIGURES}
 FRAMEWORK_FACTOR = {"linen": 1.0, "nnx": 1.25, "equinox": 1.5, "torch": 5.0, "fake": 2.0}
 SEED_FACTOR = {1: 1.0, 2: 1.2}
 ENV_FACTOR = {"CartPole-v1": 1.0, "Acrobot-v1": 2.0, "MountainCar-v0": 3.0}  # three envs: enough for an interval
+EXPENSIVE_FACTOR = dict(zip(STUDY.expensive_envs, [6.0, 9.0]))  # exp5's envs
+EXPENSIVE_COST = dict(zip(STUDY.expensive_envs, [500.0, 2000.0]))  # their step cost in the synthetic env timing
 SIZE_FACTOR = {"small": 1.0, "medium": 2.0, "large": 4.0}
 TAG_FACTOR = {"linux": 1.0, "mac": 3.0}
 # time/iteration relative to the steady state: iteration 0 compiles, 1-7 warm up, 8+ drift a little
@@ -39,7 +41,8 @@ WINDOW_SHAPE = [20.0] + [3.0] * 7 + [1.0 + 0.1 * (i - 8) for i in range(8, ITERA
 
 def known_durations(env, framework, size, seed, tag, factor=1.0) -> dict:
     """time/iteration per iteration, rollout/update shares and total_s of a synthetic run."""
-    base = (0.01 * factor * FRAMEWORK_FACTOR[framework] * SEED_FACTOR.get(seed, 1.0) * ENV_FACTOR.get(env, 1.0)
+    env_factor = {**ENV_FACTOR, **EXPENSIVE_FACTOR}.get(env, 1.0)
+    base = (0.01 * factor * FRAMEWORK_FACTOR[framework] * SEED_FACTOR.get(seed, 1.0) * env_factor
             * SIZE_FACTOR[size] * TAG_FACTOR[tag])
     iteration = [base * w for w in WINDOW_SHAPE]
     return {"iteration": iteration, "rollout": [0.4 * t for t in iteration], "update": [0.5 * t for t in iteration],
@@ -84,7 +87,8 @@ def write_run(root: Path, env, framework, size, compile_mode, seed, sync, tag="l
 
 
 def write_study(root: Path) -> list[dict]:
-    """exp1 (linux) + a small exp4 repeat (mac, old-style configs) + exp2 + exp3, and three runs that must be skipped."""
+    """exp1 (linux) + a small exp4 repeat (mac, old-style configs) + exp2 + exp3 + exp5 (small, sync off and on), and
+    three runs that must be skipped."""
     runs = []
     for env, size, (framework, mode), seed in itertools.product(ENV_FACTOR, ["small", "large"], DEFAULT_MODES, SEED_FACTOR):
         runs.append(write_run(root, env, framework, size, mode, seed, sync=False))
@@ -94,6 +98,8 @@ def write_study(root: Path) -> list[dict]:
         runs.append(write_run(root, env, framework, "small", mode, 1, sync=True))
     for framework, mode in MODES:
         runs.append(write_run(root, "Acrobot-v1", framework, "large", mode, 1, sync=True))
+    for env, (framework, mode), sync in itertools.product(EXPENSIVE_FACTOR, DEFAULT_MODES, (False, True)):
+        runs.append(write_run(root, env, framework, "small", mode, 1, sync=sync))
     write_run(root, "CartPole-v1", "linen", "small", "jit", 7, sync=False, status="interrupted", iterations=5)
     write_run(root, "CartPole-v1", "nnx", "small", "cached_partial", 8, sync=False, events=False)
     corrupt = write_run(root, "CartPole-v1", "torch", "small", "compile", 9, sync=False)
@@ -104,16 +110,18 @@ def write_study(root: Path) -> list[dict]:
 def write_timing(path: Path) -> Path:
     envs = {"CartPole-v1": {"obs_dim": 4, "num_actions": 2, "ms_per_step": 0.1, "ratio": 1.0},
             "Acrobot-v1": {"obs_dim": 6, "num_actions": 3, "ms_per_step": 0.3, "ratio": 3.0},
-            "MountainCar-v0": {"obs_dim": 2, "num_actions": 3, "ms_per_step": 0.2, "ratio": 2.0}}
+            "MountainCar-v0": {"obs_dim": 2, "num_actions": 3, "ms_per_step": 0.2, "ratio": 2.0},
+            **{env: {"obs_dim": 1345, "num_actions": 17, "ms_per_step": 0.1 * cost, "ratio": cost}
+               for env, cost in EXPENSIVE_COST.items()}}
     path.write_text(json.dumps({"device": "cpu", "versions": {"jax": "0.6.0"}, "num_envs": 4096, "envs": envs}))
     return path
 
 
 def experiments_of(run: dict) -> set[str]:
-    """exp1..exp3 of a synthetic run, by the study's definition (runs written outside bench.sh's exp folders)."""
+    """The study's experiments of a synthetic run, by their definition (runs written outside bench.sh's exp folders)."""
     framework = STUDY.frameworks[run["framework"]]
     return {name for name, exp in STUDY.experiments.items()
-            if exp.sync == run["sync_timing"] and run["env"] in exp.envs and run["model_size"] in exp.sizes
+            if run["sync_timing"] in exp.syncs and run["env"] in exp.envs and run["model_size"] in exp.sizes
             and run["compile"] in exp.compile_modes(framework)}
 
 
@@ -121,14 +129,15 @@ def is_default(run) -> bool:
     return run["compile"] == STUDY.default_compile(run["framework"])
 
 
-def expected_speedups(runs: list[dict], metric: str, experiments: list[str]) -> dict:
+def expected_speedups(runs: list[dict], metric: str, experiments: list[str], sync: bool) -> dict:
     """(experiment, size, pair) -> (geomean, median, n pairs, n envs) by plain math over every pair of
-    default-compile runs of one experiment with the same env, size and tag."""
+    default-compile runs of one experiment with the same env, size and tag, under the metric's sync setting."""
     expected = {}
     for experiment, size, (a, b) in itertools.product(experiments, STUDY.sizes, STUDY.pairs):
         ratios, envs = [], set()
         for ra, rb in itertools.product(runs, runs):
             if (ra["framework"], rb["framework"]) == (a, b) and is_default(ra) and is_default(rb) \
+                    and ra["sync_timing"] == rb["sync_timing"] == sync \
                     and experiment in experiments_of(ra) and experiment in experiments_of(rb) \
                     and ra["model_size"] == rb["model_size"] == size and (ra["env"], ra["tag"]) == (rb["env"], rb["tag"]):
                 ratios.append(ra[metric] / rb[metric])
@@ -155,10 +164,11 @@ def test_speedups_match_hand_computed_values(study_out):
     speedups = pd.read_csv(out / "speedups.csv")
     assert list(speedups.columns) == ["metric", "experiment", "size", "pair", "geomean", "median", "ci_low", "ci_high",
                                       "n_pairs", "n_clusters"]
-    selections = {"total": ("total_s", ["exp1"]), "steady": ("steady", ["exp1"]),
-                  "rollout": ("rollout8", ["exp2", "exp3"]), "update": ("update8", ["exp2", "exp3"])}
-    for metric, (key, experiments) in selections.items():
-        expected = expected_speedups(runs, key, experiments)
+    selections = {"total": ("total_s", ["exp1", "exp5"], False), "steady": ("steady", ["exp1", "exp5"], False),
+                  "rollout": ("rollout8", ["exp2", "exp3", "exp5"], True),
+                  "update": ("update8", ["exp2", "exp3", "exp5"], True)}
+    for metric, (key, experiments, sync) in selections.items():
+        expected = expected_speedups(runs, key, experiments, sync)
         got = speedups[speedups["metric"] == metric].set_index(["experiment", "size", "pair"])
         assert set(got.index) == set(expected), metric
         for cell, (geomean, median, n, envs) in expected.items():
@@ -181,6 +191,12 @@ def test_speedups_match_hand_computed_values(study_out):
     assert table.loc[("rollout", "exp2", "small", "nnx->linen"), "n_pairs"] == 3
     assert table.loc[("rollout", "exp3", "small", "nnx->linen"), "n_pairs"] == 1
     assert ("rollout", "exp2", "large", "nnx->linen") not in table.index
+    # exp5: the sync-off runs give the totals, the sync-on runs the rollout/update split, each pair of runs once
+    for metric in ("total", "steady", "rollout", "update"):
+        exp5 = table.loc[(metric, "exp5", "small", "torch->linen")]
+        assert exp5["n_pairs"] == exp5["n_clusters"] == len(STUDY.expensive_envs)
+        if metric != "total":  # total_s adds the same setup time to both
+            assert exp5["geomean"] == pytest.approx(5.0, rel=1e-5)
 
 
 def test_summary_windows_and_experiments(study_out):
@@ -515,3 +531,102 @@ def test_one_reader_of_run_folders(tmp_path):
     np.testing.assert_allclose(series["time/iteration"], run["iteration"], rtol=1e-6)
     np.testing.assert_allclose(series["charts/episodic_return"], [20.0, 50.0, 80.0])  # iterations 2, 5, 8
     assert benchmarks.common.steady_mean({"series": series}) == pytest.approx(run["steady"], rel=1e-6)
+
+
+# ------------------------------------------------------------------------------ speedup against env cost
+def analysis_of(runs_csv: Path, timing: Path | None) -> plot_results.Analysis:
+    """The Analysis plot_results.main draws its figures from."""
+    runs, _ = plot_results.load_runs([], [str(runs_csv)])
+    timing_table, _ = plot_results.read_env_timing(str(timing) if timing else None)
+    return plot_results.analysis(plot_results.summarize(runs, timing_table), timing_table)
+
+
+def scatter_x(ax) -> set[float]:
+    return {float(x) for collection in ax.collections for x in collection.get_offsets()[:, 0]}
+
+
+def test_the_expensive_envs_are_on_the_env_cost_axis(study_out):
+    runs, out = study_out
+    summary = pd.read_csv(out / "summary.csv")
+    expensive = summary[summary["env"].isin(STUDY.expensive_envs)]
+    assert len(expensive) == len(STUDY.expensive_envs) * len(DEFAULT_MODES) * 2  # sync off and on
+    assert set(expensive["experiments"]) == {"exp5"}
+    assert dict(zip(expensive["env"], expensive["env_cost"])) == EXPENSIVE_COST
+    an = analysis_of(out / "runs.csv", out.parent / "timing.json")
+    total = plot_results.fig_exp1_total(an)
+    assert set(EXPENSIVE_COST.values()) | {1.0, 2.0, 3.0} == scatter_x(total.axes[1])  # exp1's envs and exp5's
+    against = plot_results.fig_speedup_vs_env_cost(an)
+    assert set(EXPENSIVE_COST.values()) < scatter_x(against.axes[0])  # total, small model
+    report = (out / "REPORT.md").read_text()
+    assert "](speedup_vs_env_cost.png)" in report and "## Speedup against env cost" in report
+    for env in STUDY.expensive_envs:
+        assert f"| {env} " in report.split("## Environment complexity")[1]
+    table = pd.read_csv(out / "env_cost.csv").set_index(["metric", "size", "pair"])
+    assert list(table.reset_index().columns) == plot_results.ENV_COST_COLUMNS
+    assert table.loc[("total", "small", "nnx->linen"), "n_envs"] == 6  # 3 envs of exp1 (CartPole twice: 2 tags) + 2
+    assert table.loc[("total", "large", "nnx->linen"), "trend"].startswith("too few envs")  # exp1's 3 envs
+
+
+def cost_study(tmp_path: Path, ratio: dict, name: str = "cost") -> tuple[Path, Path]:
+    """exp1 and exp5 runs of linen and nnx (two seeds) with nnx -> linen = ratio[env] in total time, and an env timing
+    where the envs cost 1.5^i in the order of `ratio`; returns (runs.csv, timing.json)."""
+    runs = [(env, framework, seed, 10.0 * (ratio[env] if framework == "nnx" else 1.0) * (1.0 + 0.01 * seed))
+            for env in ratio for framework in ("linen", "nnx") for seed in (1, 2)]
+    timing = tmp_path / f"{name}_timing.json"
+    timing.write_text(json.dumps({"device": "cpu", "envs": {env: {"ratio": 1.5 ** i} for i, env in enumerate(ratio)}}))
+    return write_runs_csv(tmp_path / f"{name}.csv", runs), timing
+
+
+def env_cost_row(tmp_path: Path, ratio: dict, name: str = "cost", metric: str = "total") -> pd.Series:
+    runs_csv, timing = cost_study(tmp_path, ratio, name)
+    out = tmp_path / name
+    plot_results.main(["--csv", str(runs_csv), "--env-timing", str(timing), "--out", str(out)])
+    table = pd.read_csv(out / "env_cost.csv")
+    return table[(table["metric"] == metric) & (table["pair"] == "nnx->linen")].iloc[0]
+
+
+def test_a_speedup_that_falls_with_env_cost(tmp_path):
+    """nnx -> linen falls from 3x on the cheapest env to 1.7x on the costliest (Craftax): rho = -1, a negative slope."""
+    ratio = {env: 3.0 - 0.1 * i for i, env in enumerate(STUDY.every_env)}
+    row = env_cost_row(tmp_path, ratio)
+    assert row["n_envs"] == len(STUDY.every_env) and row["size"] == "small"
+    assert [row["rho"], row["rho_low"], row["rho_high"]] == pytest.approx([-1.0, -1.0, -1.0])
+    assert row["slope_low"] <= row["slope"] < row["slope_high"] < 0
+    assert row["trend"] == "falls with env cost: shrinks towards 1×"
+    report = (tmp_path / "cost" / "REPORT.md").read_text()
+    assert "ρ **-1.00** [-1.00, -1.00]" in report and "14 envs: falls with env cost: shrinks towards 1×" in report
+    assert (tmp_path / "cost" / "speedup_vs_env_cost.png").exists()
+    steady = pd.read_csv(tmp_path / "cost" / "env_cost.csv").query("metric == 'steady'").iloc[0]
+    assert math.isnan(steady["rho"]) and steady["trend"].startswith("no correlation")  # every iteration took 1 s
+
+
+def test_a_speedup_without_a_trend(tmp_path):
+    """Speedups that alternate high and low along the cost axis: the interval of rho holds 0."""
+    ratio = {env: 2.0 + 0.5 * (i % 2) for i, env in enumerate(STUDY.every_env)}
+    row = env_cost_row(tmp_path, ratio)
+    assert row["rho_low"] < 0 < row["rho_high"] and row["trend"].startswith("no clear trend")
+
+
+def test_too_few_envs_give_no_correlation(tmp_path):
+    ratio = {env: 3.0 - 0.1 * i for i, env in enumerate(STUDY.envs[:plot_results.MIN_CORRELATION_ENVS - 1])}
+    row = env_cost_row(tmp_path, ratio)
+    assert row["n_envs"] == 4 and all(math.isnan(row[c]) for c in ("rho", "rho_low", "rho_high", "slope"))
+    assert row["trend"] == "too few envs (under 5)"
+    assert "– (4 envs: too few envs (under 5))" in (tmp_path / "cost" / "REPORT.md").read_text()
+
+
+def test_no_env_timing_no_correlation(tmp_path):
+    runs_csv, _ = cost_study(tmp_path, {env: 2.0 for env in STUDY.envs})
+    plot_results.main(["--csv", str(runs_csv), "--out", str(tmp_path / "out")])
+    assert pd.read_csv(tmp_path / "out" / "env_cost.csv").empty
+    report = (tmp_path / "out" / "REPORT.md").read_text()
+    assert "no env costs to correlate with" in report and "speedup_vs_env_cost.png skipped: no env timing" in report
+
+
+def test_cost_correlation_by_hand():
+    cost, speedup = np.array([1.0, 10.0, 100.0, 1000.0, 10000.0]), np.array([4.0, 2.0, 1.0, 0.5, 0.25])
+    result = plot_results.cost_correlation(cost, speedup)
+    assert result["rho"] == pytest.approx(-1.0) and 10 ** result["slope"] == pytest.approx(0.5)  # halves per 10x cost
+    rising = plot_results.cost_correlation(cost, speedup[::-1])
+    assert rising["rho"] == pytest.approx(1.0) and rising["rho_low"] == pytest.approx(1.0)
+    assert math.isnan(plot_results.cost_correlation(cost[:4], speedup[:4])["rho"])
