@@ -7,11 +7,12 @@ summarised by a 10 % trimmed mean (and the median, IQR, mean, std, min, max). Ke
 timing, so only the env step itself is timed.
 
 `ratio` compares the cost of one env step: the trimmed mean over the env's num_envs (`us_per_env_step`), over that of
-the cheapest env. Every env is stepped --num-envs at once (4096), but the study's expensive envs (Craftax) on a
-CPU --expensive-num-envs (256): there a batch of 4096 Classic worlds needs ~10 GB and 40 s a call (110 calls),
-while its cost per env step is the same from 256 envs up (measured on a 2-core CPU: 78, 70 and 80 us at 256, 1024
-and 4096 envs); the cheap envs need the large batch for their cost per env step to be compute, not dispatch. On a
-GPU every env gets --num-envs. Each env's num_envs is recorded with its times.
+the cheapest env. Every env is stepped --num-envs at once (4096), but on a CPU the study's expensive envs (Craftax)
+--expensive-num-envs at once (256): a timing at 4096 Craftax worlds took over 9 GB there (2 cores), Craftax-Symbolic
+~1.2 s a call; at 256, 2 GB and 60 ms a call. The cost per env step hardly depends on the batch from 256 envs up
+(Classic 75, 70, 80 us at 256, 1024, 4096 envs; Craftax 232, 286 us at 256, 1024), while the cheap envs need the
+large batch for their cost per env step to be compute rather than call overhead. On a GPU every env gets
+--num-envs. Each env's num_envs is recorded with its times.
 
     python env_timing.py                                  # the study's envs -> results/env_timing.json
     python env_timing.py --envs CartPole-v1,Acrobot-v1 --num-envs 64 --out /tmp/timing.json
@@ -107,6 +108,13 @@ def make_stepper(env, env_params):
     return jax.jit(lambda keys, state, action: step(keys, state, action, env_params))
 
 
+def action_space(env, env_params):
+    """The env's action space; the Craftax adapter has none but its num_actions (actions 0 .. num_actions - 1)."""
+    if hasattr(env, "action_space"):
+        return env.action_space(env_params)
+    return gymnax.environments.spaces.Discrete(env.num_actions)
+
+
 def reset_envs(env, env_params, key, num_envs: int):
     """(obs, states) of num_envs envs, jitted (not timed; Craftax's world generation is slow op by op)."""
     return jax.jit(jax.vmap(env.reset, in_axes=(0, None)))(jax.random.split(key, num_envs), env_params)
@@ -116,7 +124,7 @@ def random_inputs(key, env, env_params, num_envs: int, num_calls: int):
     """Per call: num_envs step keys and num_envs random actions, sliced before any timing starts."""
     key_key, action_key = jax.random.split(key)
     keys = jax.random.split(key_key, (num_calls, num_envs))
-    sample = jax.vmap(jax.vmap(env.action_space(env_params).sample))
+    sample = jax.vmap(jax.vmap(action_space(env, env_params).sample))
     actions = sample(jax.random.split(action_key, (num_calls, num_envs)))
     return jax.block_until_ready([(keys[i], actions[i]) for i in range(num_calls)])
 
@@ -136,13 +144,13 @@ def time_env(env_id: str, args: Args) -> dict:
         obs, state, *_ = jax.block_until_ready(step(keys, state, actions))
         if i >= args.warmup_steps:
             times_ms.append((time.perf_counter() - start) * 1e3)
-    action_space = env.action_space(env_params)
+    space = action_space(env, env_params)
     summary = summarise(np.array(times_ms))
     return {
         "obs_shape": list(obs.shape[1:]),
         "obs_dim": int(np.prod(obs.shape[1:])),
-        "action_space": type(action_space).__name__,
-        "num_actions": int(action_space.n) if hasattr(action_space, "n") else None,
+        "action_space": type(space).__name__,
+        "num_actions": int(space.n) if hasattr(space, "n") else None,
         "num_envs": num_envs,
         **summary,
         "us_per_env_step": summary["ms_per_step"] * 1e3 / num_envs,

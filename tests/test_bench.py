@@ -551,12 +551,14 @@ def test_env_timing_writes_json(tmp_path):
 
 
 class StepBatchAdapter:
-    """A gymnax env behind the Craftax adapter's interface (reset one env, step_batch a batch), counting its traces."""
+    """A gymnax env behind the Craftax adapter's interface (reset one env, step_batch a batch, num_actions and no
+    action_space), counting its traces."""
 
     def __init__(self, env_id: str):
         import gymnax
 
         self.env, self.default_params = gymnax.make(env_id)
+        self.num_actions = self.env.num_actions
         self.traced = 0
 
     def reset(self, key, params):
@@ -567,9 +569,6 @@ class StepBatchAdapter:
 
         self.traced += 1
         return jax.vmap(self.env.step, in_axes=(0, 0, 0, None))(keys, states, actions, params)
-
-    def action_space(self, params):
-        return self.env.action_space(params)
 
 
 def test_env_timing_steps_an_expensive_env_with_its_step_batch(monkeypatch):
