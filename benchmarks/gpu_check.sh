@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The GPU check: run it first on any machine with an NVIDIA GPU, from the repository root, before a GPU sweep.
+#   1. what the machine is: nvidia-smi and the package versions;
+#   2. a smoke test: a tiny CartPole-v1 run of every script in its default mode on the GPU, and of
+#      ppo_torch.py --compile cudagraphs (the GPU-only mode);
+#   3. the measurement that fits what is left: exp1, small, 4 envs x every framework, 1 seed, 20 iterations.
+# Every step has a timeout; everything lands under $OUT (default gpu_check/), plus one line per step in
+# $OUT/check.txt. Usage: OUT=gpu_check PYTHON=python3 SWEEP_TIMEOUT=480 bash benchmarks/gpu_check.sh
+set -uo pipefail
+OUT=${OUT:-gpu_check}
+PY=${PYTHON:-python3}
+mkdir -p "$OUT"
+TINY=(--num-envs 4 --num-steps 16 --num-iterations 3 --update-epochs 2 --num-minibatches 2 --log-dir "$OUT/smoke")
+
+step() {  # step NAME SECONDS COMMAND...: runs it with a timeout, logs to $OUT/NAME.log, records its exit code
+  local name=$1 seconds=$2; shift 2
+  timeout "$seconds" "$@" > "$OUT/$name.log" 2>&1
+  echo "$name: exit $?" | tee -a "$OUT/check.txt"
+}
+
+{ nvidia-smi; "$PY" -m pip list 2>/dev/null | grep -iE "^(jax|jaxlib|jax-cuda.*|torch|flax|equinox|optax|gymnax|craftax) "; } \
+  > "$OUT/machine.txt" 2>&1
+for script in ppo_linen.py ppo_nnx.py ppo_equinox.py ppo_torch.py; do
+  step "smoke_${script%.py}" 300 "$PY" "$script" --env CartPole-v1 "${TINY[@]}"
+done
+step smoke_torch_cudagraphs 300 "$PY" ppo_torch.py --env CartPole-v1 --compile cudagraphs "${TINY[@]}"
+step exp1_small "${SWEEP_TIMEOUT:-480}" ./bench.sh --python "$PY" --log-dir "$OUT/runs" --experiments exp1 --sizes small \
+  --envs CartPole-v1,Acrobot-v1,Breakout-MinAtar,SpaceInvaders-MinAtar --seeds 1 --iterations 20 --tag gpu --timeout 120
