@@ -935,15 +935,19 @@ def speedup_markdown(speedups: pd.DataFrame, intro: bool = True) -> str:
     """The speedup tables: per metric and experiment, a row per pair and a column per size."""
     if speedups.empty:
         return "_No pairs of runs to compare._\n"
-    S = study.load()
     blocks = [speedup_intro()] if intro else []
     for (metric, experiment), table in speedups.groupby(["metric", "experiment"], sort=False):
-        wide = table.assign(cell=[speedup_cell(r) for r in table.itertuples()]).pivot(index="pair", columns="size",
-                                                                                      values="cell")
-        wide = wide.reindex(index=present(S.pair_names, wide.index), columns=present(S.sizes, wide.columns))
-        wide.index = [pretty_pair(p) for p in wide.index]
-        blocks.append(f"**{metric_title(metric, experiment)}**\n\n" + markdown_table(wide.rename_axis("pair").reset_index()))
+        blocks.append(f"**{metric_title(metric, experiment)}**\n\n" + pair_by_size_table(table, speedup_cell))
     return "\n\n".join(blocks) + "\n"
+
+
+def pair_by_size_table(rows: pd.DataFrame, cell) -> str:
+    """A markdown table of cell(row) per pair (rows) and model size (columns), both in the study's order."""
+    S = study.load()
+    wide = rows.assign(cell=[cell(r) for r in rows.itertuples()]).pivot(index="pair", columns="size", values="cell")
+    wide = wide.reindex(index=present(S.pair_names, wide.index), columns=present(S.sizes, wide.columns))
+    wide.index = [pretty_pair(p) for p in wide.index]
+    return markdown_table(wide.rename_axis("pair").reset_index())
 
 
 def env_cost_intro() -> str:
@@ -975,14 +979,9 @@ def env_cost_markdown(table: pd.DataFrame, timed: bool) -> str:
         return "_No env timing given (`--env-timing`): no env costs to correlate with._\n"
     if table.empty:
         return f"_No pairs of runs of {' or '.join(metric_experiments('total'))} with a measured env cost._\n"
-    S = study.load()
     blocks = [env_cost_intro()]
     for metric, rows in table.groupby("metric", sort=False):
-        wide = rows.assign(cell=[env_cost_cell(r) for r in rows.itertuples()]).pivot(index="pair", columns="size",
-                                                                                      values="cell")
-        wide = wide.reindex(index=present(S.pair_names, wide.index), columns=present(S.sizes, wide.columns))
-        wide.index = [pretty_pair(p) for p in wide.index]
-        blocks.append(f"**{metric_name(metric)}**\n\n" + markdown_table(wide.rename_axis("pair").reset_index()))
+        blocks.append(f"**{metric_name(metric)}**\n\n" + pair_by_size_table(rows, env_cost_cell))
     return "\n\n".join(blocks) + "\n"
 
 
