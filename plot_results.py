@@ -2,6 +2,7 @@
 
     python plot_results.py runs/ --out results/ --env-timing results/env_timing.json
     python plot_results.py --csv linux/runs.csv --csv mac/runs.csv --out results/   # merge machines
+    python plot_results.py runs/ --out new/ --previous old/speedups.csv   # an edition next to the one before
 
 The study (frameworks, compile modes, envs, sizes, experiments, iteration windows) is read from study.toml
 through study.py. Every folder holding a config.json (at any depth under the given folders) is a run.
@@ -14,7 +15,8 @@ skipped and listed in the report. Written to --out:
     env_cost.csv  per metric, model size and pair: does the speedup shrink with env cost? (Spearman's rho, the
                   log-log slope, bootstrap intervals over envs; needs --env-timing)
     *.png         the figures of each experiment (skipped when the experiment has no runs)
-    REPORT.md     the tables, the figures, the machines and versions, the skipped runs
+    REPORT.md     the tables, the figures, the machines and versions, the skipped runs (and, with --previous,
+                  the headline speedups of both editions side by side)
 
 Nothing is written (exit status 2) when no completed run is found, and a README block is never replaced
 by an empty one. Figures of this tool left in --out by an earlier call and not drawn now are removed.
@@ -985,16 +987,50 @@ def env_cost_markdown(table: pd.DataFrame, timed: bool) -> str:
     return "\n\n".join(blocks) + "\n"
 
 
-HEADLINE_METRICS = ("total", "steady")  # the README's tables; REPORT.md has every metric
+HEADLINE_METRICS = ("total", "steady")  # the README's tables; REPORT.md has every metric and experiment
+HEADLINE_EXPERIMENT = "exp1"  # every env, size and framework
 
 
-def readme_markdown(speedups: pd.DataFrame) -> str:
-    """The README's headline: total-time and steady-state tables, with a short intro (REPORT.md has the long one)."""
+def headline(speedups: pd.DataFrame) -> pd.DataFrame:
+    return speedups[speedups["metric"].isin(HEADLINE_METRICS) & (speedups["experiment"] == HEADLINE_EXPERIMENT)]
+
+
+def readme_markdown(speedups: pd.DataFrame, previous: Optional[pd.DataFrame] = None, previous_name: str = "") -> str:
+    """The README's headline: exp1's total-time and steady-state tables, with a short intro (REPORT.md has the long
+    one), then the comparison with a previous edition when one is given."""
     intro = (f"Speedup A → B = time of A / time of B (above 1×: B is faster), each framework in its default compile "
              f"mode. Cells: geometric mean [{BOOTSTRAP_LEVEL:.0%} cluster-bootstrap interval over envs, then runs; "
              f"{NO_INTERVAL} below {MIN_CLUSTERS} envs]; median; pairs / envs. METHODOLOGY.md explains the statistics.")
-    headline = speedups[speedups["metric"].isin(HEADLINE_METRICS)]
-    return intro + "\n\n" + speedup_markdown(headline, intro=False)
+    text = intro + "\n\n" + speedup_markdown(headline(speedups), intro=False)
+    if previous is not None:
+        text += "\n" + edition_markdown(previous, speedups, previous_name)
+    return text
+
+
+def edition_table(previous: pd.DataFrame, speedups: pd.DataFrame) -> pd.DataFrame:
+    """The headline speedups measured in both editions: a row per metric, size and pair, previous and now."""
+    return headline(previous)[SPEEDUP_COLUMNS].merge(headline(speedups)[SPEEDUP_COLUMNS], suffixes=("_previous", ""),
+                                                     on=["metric", "experiment", "size", "pair"])
+
+
+def edition_cell(row) -> str:
+    def speedup(geomean, low, high):
+        interval = NO_INTERVAL if np.isnan(low) else f"{low:.2f}, {high:.2f}"
+        return f"{geomean:.2f}× [{interval}]"
+    return (f"{speedup(row.geomean_previous, row.ci_low_previous, row.ci_high_previous)} → "
+            f"**{speedup(row.geomean, row.ci_low, row.ci_high)}**")
+
+
+def edition_markdown(previous: pd.DataFrame, speedups: pd.DataFrame, previous_name: str) -> str:
+    """Previous edition → this one, per pair measured in both, for the headline metrics."""
+    table = edition_table(previous, speedups)
+    if table.empty:
+        return f"_No pair of the headline tables was measured in the previous edition ({previous_name})._\n"
+    blocks = [f"**Since the previous edition** ({previous_name}): geometric mean [interval], previous → now."]
+    for metric in present(HEADLINE_METRICS, table["metric"]):
+        rows = table[table["metric"] == metric]
+        blocks.append(f"{metric_name(metric)}\n\n" + pair_by_size_table(rows, edition_cell))
+    return "\n\n".join(blocks) + "\n"
 
 
 def machines_table(summary: pd.DataFrame) -> pd.DataFrame:
@@ -1021,7 +1057,7 @@ def env_table(an: Analysis) -> pd.DataFrame:
 
 
 def write_report(path: Path, an: Analysis, speedups: pd.DataFrame, env_cost: pd.DataFrame, skipped: list[SkippedRun],
-                 drawn, notes, sources: list[str], timing_info: dict) -> None:
+                 drawn, notes, sources: list[str], timing_info: dict, edition: str = "") -> None:
     summary = an.summary
     counts = ", ".join(f"{name}: {int(mask.sum())}" for name, mask in an.masks.items())
     parts = [
@@ -1033,6 +1069,7 @@ def write_report(path: Path, an: Analysis, speedups: pd.DataFrame, env_cost: pd.
         markdown_table(machines_table(summary)) if len(summary) else "_No runs._",
         "## Speedups",
         speedup_markdown(speedups),
+        *([edition] if edition else []),
     ]
     if an.masks.get("exp4", pd.Series(dtype=bool)).any():
         per_tag = [f"Tag `{tag}`:\n\n" + speedup_markdown(speedup_table(runs, ["total"]), intro=False)
@@ -1080,6 +1117,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                              "figures of an earlier call in --out are removed")
     parser.add_argument("--readme-block", type=Path, metavar="FILE",
                         help="also write just the speedup tables (markdown) to FILE, for the README")
+    parser.add_argument("--previous", metavar="FILE",
+                        help="the speedups.csv of a previous edition: its headline pairs, side by side with this "
+                             "one's, are added to REPORT.md and the README tables")
     parser.add_argument("--update-readme", type=Path, metavar="FILE",
                         help=f"replace the text between {README_MARKERS[0]} and {README_MARKERS[1]} in FILE "
                              "with the speedup tables (refused when there are no pairs of runs to compare)")
@@ -1089,9 +1129,14 @@ def parse_args(argv=None) -> argparse.Namespace:
     for path in args.runs_dirs:
         if not Path(path).is_dir():
             parser.error(f"RUNS_DIR {path} is not a folder")
-    for path in [*args.csv, *([args.env_timing] if args.env_timing else [])]:
+    for path in [*args.csv, *(path for path in (args.env_timing, args.previous) if path)]:
         if not Path(path).is_file():
             parser.error(f"no file {path}")
+    if args.previous:
+        missing = [c for c in SPEEDUP_COLUMNS if c not in pd.read_csv(args.previous, nrows=0).columns]
+        if missing:
+            parser.error(f"--previous {args.previous} is not a speedups.csv of plot_results.py: no column "
+                         f"{', '.join(missing)}")
     if args.update_readme and not args.update_readme.is_file():
         parser.error(f"no file {args.update_readme}")
     return args
@@ -1110,7 +1155,8 @@ def main(argv=None) -> None:
     an = analysis(summary, timing)
     speedups = speedup_table(summary)
     env_cost = env_cost_table(summary, timing)
-    block = readme_markdown(speedups)
+    previous = pd.read_csv(args.previous) if args.previous else None
+    block = readme_markdown(speedups, previous, args.previous)
     if speedups.empty and (args.update_readme or args.readme_block):
         fail("no pairs of runs to compare: the README speedup tables would be empty; nothing written "
              "(drop --update-readme/--readme-block to write the rest)")
@@ -1125,7 +1171,8 @@ def main(argv=None) -> None:
     notes += remove_stale_figures(args.out, drawn)
     for note in notes:
         print(f"note: {note}")
-    write_report(args.out / "REPORT.md", an, speedups, env_cost, skipped, drawn, notes, sources, timing_info)
+    edition = edition_markdown(previous, speedups, args.previous) if previous is not None else ""
+    write_report(args.out / "REPORT.md", an, speedups, env_cost, skipped, drawn, notes, sources, timing_info, edition)
     if args.readme_block:
         args.readme_block.write_text(block)
     if readme is not None:

@@ -247,9 +247,10 @@ def test_every_figure_and_the_report(study_out):
         assert f"]({name})" in report
     assert "linux-host" in report and "mac-host" in report and "jax 0.6.0" in report
     block = (out.parent / "block.md").read_text()
-    headline = block.split("\n\n", 1)[1]  # the README block: a short intro, then the total and steady tables
-    assert "nnx → linen" in block and headline in report
+    headline = block.split("\n\n", 1)[1]  # the README block: a short intro, then exp1's total and steady tables
+    assert "nnx → linen" in block and all(part in report for part in headline.split("\n\n"))
     assert "**Total time" in block and "**Steady state" in block and "**Rollout" not in block
+    assert "(exp1: " in block and "(exp5: " not in block and "(exp5: " in report  # REPORT.md has every experiment
 
 
 def test_speedup_text_says_what_the_interval_is(study_out):
@@ -407,6 +408,37 @@ def test_update_readme_replaces_only_the_marked_block(study_out, tmp_path):
     block = plot_results.readme_markdown(pd.read_csv(out / "speedups.csv"))
     assert text == f"# title\n{start}\n{block}{end}\ntail\n"
     assert "old numbers" not in text and "nnx → linen" in text
+
+
+def test_previous_edition_side_by_side(study_out, tmp_path):
+    """--previous: the headline pairs measured in both editions, previous -> now, in the README block and REPORT.md;
+    a pair the previous edition lacks is left out, and speedups.csv is the same as without --previous."""
+    runs, out = study_out
+    now = pd.read_csv(out / "speedups.csv")
+    previous = now[now["pair"] != "equinox->linen"].assign(geomean=lambda t: t["geomean"] * 2,
+                                                           ci_low=np.nan, ci_high=np.nan)
+    previous.to_csv(tmp_path / "previous.csv", index=False)
+    new_out = tmp_path / "out"
+    plot_results.main(["--csv", str(out / "runs.csv"), "--out", str(new_out), "--no-figures",
+                       "--previous", str(tmp_path / "previous.csv"), "--readme-block", str(tmp_path / "block.md")])
+    assert (new_out / "speedups.csv").read_text() == (out / "speedups.csv").read_text()
+    block, report = (tmp_path / "block.md").read_text(), (new_out / "REPORT.md").read_text()
+    edition = block[block.index("**Since the previous edition**"):]
+    assert edition in report and str(tmp_path / "previous.csv") in edition
+    row = now[(now["metric"] == "total") & (now["experiment"] == "exp1") & (now["size"] == "small")
+              & (now["pair"] == "torch->linen")].iloc[0]
+    assert f"{2 * row.geomean:.2f}× [–] → **{row.geomean:.2f}× [{row.ci_low:.2f}, {row.ci_high:.2f}]**" in edition
+    assert "torch → nnx" in edition and "equinox → linen" not in edition and "equinox → linen" in block
+
+
+def test_previous_that_is_not_a_speedups_csv_is_refused(study_out, tmp_path, capsys):
+    runs, out = study_out
+    (tmp_path / "previous.csv").write_text("pair,geomean\nnnx->linen,1.0\n")
+    with pytest.raises(SystemExit) as exit_info:
+        plot_results.main(["--csv", str(out / "runs.csv"), "--out", str(tmp_path / "out"),
+                           "--previous", str(tmp_path / "previous.csv")])
+    assert exit_info.value.code == 2 and not (tmp_path / "out").exists()
+    assert "is not a speedups.csv" in capsys.readouterr().err
 
 
 # ------------------------------------------------------------------------------ the cluster bootstrap
