@@ -1022,15 +1022,20 @@ def edition_cell(row) -> str:
 
 
 def edition_markdown(previous: pd.DataFrame, speedups: pd.DataFrame, previous_name: str) -> str:
-    """Previous edition → this one, per pair measured in both, for the headline metrics."""
+    """Previous edition -> this one: one table, a row per pair measured in both, a column per headline metric and
+    size."""
     table = edition_table(previous, speedups)
     if table.empty:
         return f"_No pair of the headline tables was measured in the previous edition ({previous_name})._\n"
-    blocks = [f"**Since the previous edition** ({previous_name}): geometric mean [interval], previous → now."]
-    for metric in present(HEADLINE_METRICS, table["metric"]):
-        rows = table[table["metric"] == metric]
-        blocks.append(f"{metric_name(metric)}\n\n" + pair_by_size_table(rows, edition_cell))
-    return "\n\n".join(blocks) + "\n"
+    S = study.load()
+    table = table.assign(column=table["metric"] + ", " + table["size"], cell=[edition_cell(r) for r in table.itertuples()])
+    columns = [f"{metric}, {size}" for metric in HEADLINE_METRICS for size in S.sizes]
+    wide = table.pivot(index="pair", columns="column", values="cell")
+    wide = wide.reindex(index=present(S.pair_names, wide.index), columns=present(columns, wide.columns))
+    wide.index = [pretty_pair(p) for p in wide.index]
+    return (f"**Since the previous edition** ({previous_name}): geometric mean [interval], previous → now; total time "
+            f"and steady state ({S.steady.label}), per model size.\n\n"
+            + markdown_table(wide.rename_axis("pair").reset_index()) + "\n")
 
 
 def machines_table(summary: pd.DataFrame) -> pd.DataFrame:
