@@ -1057,6 +1057,9 @@ def windows_table(an: Analysis) -> pd.DataFrame:
 def env_table(an: Analysis) -> pd.DataFrame:
     table = an.timing.reindex(an.envs).reset_index(names="env")
     runs = an.summary.groupby("env").size()
+    # integers stay integers, and a cost in the thousands reads 8,027×, not 8.03e+03
+    table = table.astype({"obs_dim": "Int64", "num_actions": "Int64"})
+    table["ratio"] = table["ratio"].map(lambda r: r if pd.isna(r) else f"{r:.3g}×" if r < 1000 else f"{r:,.0f}×")
     return table.assign(runs=table["env"].map(runs).fillna(0).astype(int)).rename(
         columns={"obs_dim": "obs dim", "num_actions": "actions", "ms_per_step": "ms per step", "ratio": "relative cost"})
 

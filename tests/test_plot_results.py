@@ -591,8 +591,10 @@ def test_the_expensive_envs_are_on_the_env_cost_axis(study_out):
     assert set(EXPENSIVE_COST.values()) < scatter_x(against.axes[0])  # total, small model
     report = (out / "REPORT.md").read_text()
     assert "](speedup_vs_env_cost.png)" in report and "## Speedup against env cost" in report
+    env_rows = report.split("## Environment complexity")[1]
     for env in STUDY.expensive_envs:
-        assert f"| {env} " in report.split("## Environment complexity")[1]
+        assert f"| {env} " in env_rows
+    assert "| 2,000× " in env_rows and "| 500× " in env_rows and "e+0" not in env_rows  # costs, not 2e+03
     table = pd.read_csv(out / "env_cost.csv").set_index(["metric", "size", "pair"])
     assert list(table.reset_index().columns) == plot_results.ENV_COST_COLUMNS
     assert table.loc[("total", "small", "nnx->linen"), "n_envs"] == 6  # 3 envs of exp1 (CartPole twice: 2 tags) + 2
