@@ -147,6 +147,28 @@ marked_pids() {  # the processes started by this cluster's daemons (slurmstepd),
   done
 }
 
+descendants() {  # descendants PID...: every process below them, from each process's parent in /proc/*/stat
+  local -A parent=() keep=() skip=()
+  local p stat pid ppid changed=1
+  for p in /proc/[0-9]*; do
+    { stat=$(<"$p/stat"); } 2>/dev/null || continue
+    read -r _ ppid _ <<<"${stat##*) }"  # the fields after the command name, which may hold spaces
+    parent[${p#/proc/}]=$ppid
+  done
+  for pid in "$@"; do keep[$pid]=1; done
+  pid=$BASHPID  # never this script or what runs it (stop may be called from inside a job)
+  while [[ -n $pid && $pid != 0 && -z ${skip[$pid]:-} ]]; do skip[$pid]=1 pid=${parent[$pid]:-}; done
+  while ((changed)); do
+    changed=0
+    for pid in "${!parent[@]}"; do
+      if [[ -z ${keep[$pid]:-} && -z ${skip[$pid]:-} && -n ${keep[${parent[$pid]}]:-} ]]; then
+        keep[$pid]=1 changed=1
+        echo "$pid"
+      fi
+    done
+  done
+}
+
 stop_pids() {  # stop_pids PID...: SIGTERM, then SIGKILL after 10 s
   local pid deadline=$((SECONDS + 10))
   (($#)) || return 0
@@ -160,7 +182,7 @@ stop_pids() {  # stop_pids PID...: SIGTERM, then SIGKILL after 10 s
 }
 
 stop() {
-  local dir=${1:-}
+  local dir=${1:-} jobs
   if [[ -z $dir ]]; then
     [[ -n ${SLURM_CONF:-} ]] || die "which cluster? give its folder ($0 stop DIR) or set SLURM_CONF"
     dir=$(dirname "$SLURM_CONF")
@@ -168,10 +190,15 @@ stop() {
   [[ -f $dir/.local_cluster ]] || die "$dir is not a folder of $0"
   dir=$(cd "$dir" && pwd)
   export SLURM_CONF=$dir/slurm.conf
+  # the jobs' processes, found before the cancel: a cancelled slurmstepd may exit and leave one orphaned
+  # shellcheck disable=SC2046
+  jobs=$(descendants $(marked_pids "$dir"))
   if [[ -n $(pid_of "$dir/slurmctld.pid") ]]; then  # cancel the jobs, so that slurmd ends their processes
     scancel --full --quiet --user="$(id -un)" 2>/dev/null || true
     wait_for 10 no_running_job || true
   fi
+  # shellcheck disable=SC2086
+  stop_pids $jobs  # what the cancel left of them
   # shellcheck disable=SC2046
   stop_pids $(pid_of "$dir/slurmd.pid") $(pid_of "$dir/slurmctld.pid")
   # shellcheck disable=SC2046
