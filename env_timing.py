@@ -197,12 +197,16 @@ def metadata(args: Args, envs: list[str]) -> dict:
 
 
 def print_table(results: dict) -> None:
-    print(f"{'env':<28} {'obs':>5} {'act':>4} {'envs':>5} {'ms/step':>9} {'median':>9} {'IQR':>8} {'us/env-step':>11} "
-          f"{'ratio':>7}")
+    print(
+        f"{'env':<28} {'obs':>5} {'act':>4} {'envs':>5} {'ms/step':>9} {'median':>9} {'IQR':>8} {'us/env-step':>11} "
+        f"{'ratio':>7}"
+    )
     for name, r in results.items():
         num_actions = "-" if r["num_actions"] is None else r["num_actions"]
-        print(f"{name:<28} {r['obs_dim']:>5} {num_actions:>4} {r['num_envs']:>5} {r['ms_per_step']:>9.4f} "
-              f"{r['median_ms']:>9.4f} {r['iqr_ms']:>8.4f} {r['us_per_env_step']:>11.4f} {r['ratio']:>7.2f}")
+        print(
+            f"{name:<28} {r['obs_dim']:>5} {num_actions:>4} {r['num_envs']:>5} {r['ms_per_step']:>9.4f} "
+            f"{r['median_ms']:>9.4f} {r['iqr_ms']:>8.4f} {r['us_per_env_step']:>11.4f} {r['ratio']:>7.2f}"
+        )
 
 
 def main():
@@ -213,9 +217,12 @@ def main():
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
-    print(f"timing {len(envs)} envs ({args.num_envs} at once; expensive ones {expensive_num_envs(args)}) on "
-          f"{jax.devices()[0].device_kind}: "
-          f"{args.warmup_steps} warm-up + {args.timed_steps} timed steps each", flush=True)
+    print(
+        f"timing {len(envs)} envs ({args.num_envs} at once; expensive ones {expensive_num_envs(args)}) on "
+        f"{jax.devices()[0].device_kind}: "
+        f"{args.warmup_steps} warm-up + {args.timed_steps} timed steps each",
+        flush=True,
+    )
     results = {}
     for env_id in envs:
         results[env_id] = time_env(env_id, args)

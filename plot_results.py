@@ -57,13 +57,40 @@ BOOTSTRAP_RESAMPLES = 10_000
 BOOTSTRAP_LEVEL = 0.95
 MIN_CLUSTERS = 3  # fewer envs than this: no interval ("–" in the tables, NaN in speedups.csv)
 NO_INTERVAL = "–"
-SPEEDUP_COLUMNS = ["metric", "experiment", "size", "pair", "geomean", "median", "ci_low", "ci_high", "n_pairs",
-                   "n_clusters"]
+SPEEDUP_COLUMNS = [
+    "metric",
+    "experiment",
+    "size",
+    "pair",
+    "geomean",
+    "median",
+    "ci_low",
+    "ci_high",
+    "n_pairs",
+    "n_clusters",
+]
 
 # ------------------------------------------------------------------------------------ the tables
-CONFIG_COLUMNS = ["env", "framework", "model_size", "compile", "seed", "tag", "sync_timing", "num_iterations",
-                  "num_envs", "num_steps", "batch_size", "exp_name", "device_name", "hostname", "platform", "versions",
-                  "command", "start_time"]
+CONFIG_COLUMNS = [
+    "env",
+    "framework",
+    "model_size",
+    "compile",
+    "seed",
+    "tag",
+    "sync_timing",
+    "num_iterations",
+    "num_envs",
+    "num_steps",
+    "batch_size",
+    "exp_name",
+    "device_name",
+    "hostname",
+    "platform",
+    "versions",
+    "command",
+    "start_time",
+]
 SUMMARY_JSON_COLUMNS = ["status", "iterations_completed", "setup_s", "import_s", "total_s", "final_return"]
 RUN_COLUMNS = ["run", "run_dir", "sweep", *CONFIG_COLUMNS, *SUMMARY_JSON_COLUMNS]
 REQUIRED_CONFIG = ["env", "framework", "model_size", "compile", "seed", "sync_timing", "batch_size"]
@@ -100,8 +127,12 @@ def window_columns() -> dict[str, study.Window]:
 def metric_columns() -> dict[str, str]:
     """speedup metric -> summary column."""
     steady = study.load().steady
-    return {"total": "total_s", "steady": window_column(steady), "rollout": window_column(steady, "rollout"),
-            "update": window_column(steady, "update")}
+    return {
+        "total": "total_s",
+        "steady": window_column(steady),
+        "rollout": window_column(steady, "rollout"),
+        "update": window_column(steady, "update"),
+    }
 
 
 def metric_sync(metric: str) -> bool:
@@ -118,8 +149,12 @@ def metric_experiments(metric: str) -> list[str]:
 
 def metric_name(metric: str) -> str:
     steady = study.load().steady.label
-    return {"total": "Total time", "steady": f"Steady state, mean time/iteration over {steady}",
-            "rollout": f"Rollout, mean over {steady}", "update": f"Update, mean over {steady}"}[metric]
+    return {
+        "total": "Total time",
+        "steady": f"Steady state, mean time/iteration over {steady}",
+        "rollout": f"Rollout, mean over {steady}",
+        "update": f"Update, mean over {steady}",
+    }[metric]
 
 
 def metric_title(metric: str, experiment: str) -> str:
@@ -160,9 +195,13 @@ def read_run(run_dir: Path) -> pd.DataFrame:
     # bench.sh writes each experiment into its own folder (exp2 and exp3 both hold Acrobot-v1 small runs)
     sweep = run_dir.parent.name if re.fullmatch(r"exp\d+", run_dir.parent.name) else ""
     config = {**config, "device_name": config.get("device_name", config.get("device"))}  # "device" in older runs
-    info = {"run": run_dir.name, "run_dir": str(run_dir), "sweep": sweep,
-            **{key: flat(config.get(key)) for key in CONFIG_COLUMNS},
-            **{key: summary.get(key) for key in SUMMARY_JSON_COLUMNS}}
+    info = {
+        "run": run_dir.name,
+        "run_dir": str(run_dir),
+        "sweep": sweep,
+        **{key: flat(config.get(key)) for key in CONFIG_COLUMNS},
+        **{key: summary.get(key) for key in SUMMARY_JSON_COLUMNS},
+    }
     iteration = scalars["step"] // config["batch_size"] - 1
     return pd.concat([pd.DataFrame({**info, "iteration": iteration}), scalars], axis=1)
 
@@ -184,7 +223,9 @@ def read_runs_csv(path: str) -> pd.DataFrame:
     runs = pd.read_csv(path)
     if "device_name" not in runs and "device" in runs:  # a runs.csv of an older plot_results.py
         runs = runs.rename(columns={"device": "device_name"})
-    missing = [column for column in ["run", "iteration", "time/iteration", *REQUIRED_CONFIG, "total_s"] if column not in runs]
+    missing = [
+        column for column in ["run", "iteration", "time/iteration", *REQUIRED_CONFIG, "total_s"] if column not in runs
+    ]
     if missing:
         fail(f"{path} is not a runs.csv of plot_results.py (no column {', '.join(missing)})")
     return runs
@@ -246,15 +287,21 @@ def in_experiment(run, experiment: study.Experiment) -> bool:
         return False
     framework = study.load().frameworks.get(run["framework"])
     in_matrix = swept or (run["env"] in experiment.envs and run["model_size"] in experiment.sizes)
-    return (framework is not None and bool(run["sync_timing"]) in experiment.syncs and in_matrix
-            and run["compile"] in experiment.compile_modes(framework))
+    return (
+        framework is not None
+        and bool(run["sync_timing"]) in experiment.syncs
+        and in_matrix
+        and run["compile"] in experiment.compile_modes(framework)
+    )
 
 
 def experiment_masks(summary: pd.DataFrame) -> dict[str, pd.Series]:
     """The study's experiments (exp1, exp2, ...), exp4 -> boolean mask over summary rows.
     exp4 (platforms) = the exp1 runs when they span several tags."""
-    masks = {name: pd.Series([in_experiment(row, exp) for _, row in summary.iterrows()], index=summary.index, dtype=bool)
-             for name, exp in study.load().experiments.items()}
+    masks = {
+        name: pd.Series([in_experiment(row, exp) for _, row in summary.iterrows()], index=summary.index, dtype=bool)
+        for name, exp in study.load().experiments.items()
+    }
     if "exp1" in masks:
         masks["exp4"] = masks["exp1"] & (summary.loc[masks["exp1"], "tag"].nunique() > 1)
     return masks
@@ -286,13 +333,20 @@ def pairwise(summary: pd.DataFrame, column: str, masks: dict[str, pd.Series], op
             if both.empty:
                 continue
             values_a, values_b = both[f"{column}_a"].to_numpy(float), both[f"{column}_b"].to_numpy(float)
-            frames.append(both[[*PAIR_KEYS, "run_a", "run_b"]].assign(pair=f"{a}->{b}", a=values_a, b=values_b,
-                                                                       value=op(values_a, values_b)))
+            frames.append(
+                both[[*PAIR_KEYS, "run_a", "run_b"]].assign(
+                    pair=f"{a}->{b}", a=values_a, b=values_b, value=op(values_a, values_b)
+                )
+            )
     return pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
 
 
-def cluster_bootstrap_ci(clusters: list[tuple[np.ndarray, np.ndarray]], level: float = BOOTSTRAP_LEVEL,
-                         resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> tuple[float, float]:
+def cluster_bootstrap_ci(
+    clusters: list[tuple[np.ndarray, np.ndarray]],
+    level: float = BOOTSTRAP_LEVEL,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+) -> tuple[float, float]:
     """Percentile interval of the geometric mean of the ratios A / B over every pair of runs within a cluster.
 
     clusters: per cluster (an env), the times of the runs of A and of B. Two-stage bootstrap: draw as many
@@ -312,8 +366,9 @@ def cluster_bootstrap_ci(clusters: list[tuple[np.ndarray, np.ndarray]], level: f
     for index, (a, b) in enumerate(logs):
         slots = chosen == index
         draws = int(slots.sum())
-        cluster_means[slots] = (a[rng.integers(0, len(a), size=(draws, len(a)))].mean(axis=1)
-                                - b[rng.integers(0, len(b), size=(draws, len(b)))].mean(axis=1))
+        cluster_means[slots] = a[rng.integers(0, len(a), size=(draws, len(a)))].mean(axis=1) - b[
+            rng.integers(0, len(b), size=(draws, len(b)))
+        ].mean(axis=1)
     w = weights[chosen]
     means = (w * cluster_means).sum(axis=1) / w.sum(axis=1)
     low, high = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
@@ -336,7 +391,8 @@ def speedup_masks(summary: pd.DataFrame, metric: str, masks: Optional[dict] = No
     S = study.load()
     masks = experiment_masks(summary) if masks is None else masks
     chosen = (summary["compile"] == summary["framework"].map(S.default_compile)) & (
-        summary["sync_timing"].astype(bool) == metric_sync(metric))
+        summary["sync_timing"].astype(bool) == metric_sync(metric)
+    )
     return {name: masks[name] & chosen for name in metric_experiments(metric) if name in masks}
 
 
@@ -354,16 +410,28 @@ def speedup_table(summary: pd.DataFrame, metrics=("total", "steady", "rollout", 
         for experiment in metric_experiments(metric):
             for size in S.sizes:
                 for pair in S.pair_names:
-                    cell = ratios[(ratios["experiment"] == experiment) & (ratios["model_size"] == size)
-                                  & (ratios["pair"] == pair)]
+                    cell = ratios[
+                        (ratios["experiment"] == experiment) & (ratios["model_size"] == size) & (ratios["pair"] == pair)
+                    ]
                     if cell.empty:
                         continue
                     values = cell["value"].to_numpy(float)
                     clusters = clusters_of(cell)
                     low, high = cluster_bootstrap_ci(clusters)
-                    rows.append({"metric": metric, "experiment": experiment, "size": size, "pair": pair,
-                                 "geomean": float(gmean(values)), "median": float(np.median(values)), "ci_low": low,
-                                 "ci_high": high, "n_pairs": len(values), "n_clusters": len(clusters)})
+                    rows.append(
+                        {
+                            "metric": metric,
+                            "experiment": experiment,
+                            "size": size,
+                            "pair": pair,
+                            "geomean": float(gmean(values)),
+                            "median": float(np.median(values)),
+                            "ci_low": low,
+                            "ci_high": high,
+                            "n_pairs": len(values),
+                            "n_clusters": len(clusters),
+                        }
+                    )
     return pd.DataFrame(rows, columns=SPEEDUP_COLUMNS)
 
 
@@ -378,12 +446,20 @@ def read_env_timing(path: Optional[str]) -> tuple[pd.DataFrame, dict]:
         with open(path) as f:
             data = json.load(f)
         envs = data["envs"]
-        table = pd.DataFrame({env: {c: pd.to_numeric(values.get(c), errors="coerce") for c in columns}
-                              for env, values in envs.items() if isinstance(values, dict)}).T
+        table = pd.DataFrame(
+            {
+                env: {c: pd.to_numeric(values.get(c), errors="coerce") for c in columns}
+                for env, values in envs.items()
+                if isinstance(values, dict)
+            }
+        ).T
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         print(f"warning: cannot use env timing {path} ({type(e).__name__}: {e}); envs are ordered by name")
         return empty, {}
-    return table.reindex(columns=columns).astype(float), {"device": data.get("device"), "versions": data.get("versions")}
+    return table.reindex(columns=columns).astype(float), {
+        "device": data.get("device"),
+        "versions": data.get("versions"),
+    }
 
 
 def env_order(envs, timing: pd.DataFrame) -> list[str]:
@@ -396,8 +472,20 @@ def env_order(envs, timing: pd.DataFrame) -> list[str]:
 # ------------------------------------------------------------------------------ speedup against env cost
 ENV_COST_METRICS = ("total", "steady")  # sync off: exp1 and exp5 together cover every env of the study
 MIN_CORRELATION_ENVS = 5  # fewer envs: no correlation (with 4, even a perfect rank order has p > 0.05)
-ENV_COST_COLUMNS = ["metric", "size", "pair", "n_envs", "geomean", "rho", "rho_low", "rho_high", "slope", "slope_low",
-                    "slope_high", "trend"]
+ENV_COST_COLUMNS = [
+    "metric",
+    "size",
+    "pair",
+    "n_envs",
+    "geomean",
+    "rho",
+    "rho_low",
+    "rho_high",
+    "slope",
+    "slope_low",
+    "slope_high",
+    "trend",
+]
 
 
 def env_costs(timing: pd.DataFrame) -> pd.Series:
@@ -417,6 +505,7 @@ def env_speedups(summary: pd.DataFrame, timing: pd.DataFrame, metric: str) -> pd
 
 def row_correlations(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Spearman's rho and the least-squares slope of y on x, for each row of x and y (NaN where x or y is constant)."""
+
     def centred(a):
         return a - a.mean(axis=1, keepdims=True)
 
@@ -427,8 +516,13 @@ def row_correlations(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return rho, slope
 
 
-def cost_correlation(cost: np.ndarray, speedup: np.ndarray, level: float = BOOTSTRAP_LEVEL,
-                     resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> dict:
+def cost_correlation(
+    cost: np.ndarray,
+    speedup: np.ndarray,
+    level: float = BOOTSTRAP_LEVEL,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+) -> dict:
     """Spearman's rho of speedup and env cost, and the slope of log10 speedup on log10 cost, each with a percentile
     bootstrap interval (envs resampled with replacement; seeded). All NaN under MIN_CORRELATION_ENVS envs."""
     names = ["rho", "rho_low", "rho_high", "slope", "slope_low", "slope_high"]
@@ -440,8 +534,9 @@ def cost_correlation(cost: np.ndarray, speedup: np.ndarray, level: float = BOOTS
     chosen = np.random.default_rng(seed).integers(0, len(x), size=(resamples, len(x)))
     rhos, slopes = row_correlations(x[chosen], y[chosen])
     quantiles = [(1 - level) / 2, (1 + level) / 2]
-    return dict(zip(names, map(float, [rho[0], *np.nanquantile(rhos, quantiles), slope[0],
-                                       *np.nanquantile(slopes, quantiles)])))
+    return dict(
+        zip(names, map(float, [rho[0], *np.nanquantile(rhos, quantiles), slope[0], *np.nanquantile(slopes, quantiles)]))
+    )
 
 
 def cost_trend(row) -> str:
@@ -454,7 +549,9 @@ def cost_trend(row) -> str:
         return "no clear trend (the interval of rho holds 0)"
     falls = row["rho_high"] < 0
     towards_one = falls == (row["geomean"] > 1)
-    return f"{'falls' if falls else 'rises'} with env cost: {'shrinks towards' if towards_one else 'grows away from'} 1×"
+    return (
+        f"{'falls' if falls else 'rises'} with env cost: {'shrinks towards' if towards_one else 'grows away from'} 1×"
+    )
 
 
 def env_cost_table(summary: pd.DataFrame, timing: pd.DataFrame) -> pd.DataFrame:
@@ -467,8 +564,14 @@ def env_cost_table(summary: pd.DataFrame, timing: pd.DataFrame) -> pd.DataFrame:
             cell = points[(points["model_size"] == size) & (points["pair"] == pair)]
             if cell.empty:
                 continue
-            row = {"metric": metric, "size": size, "pair": pair, "n_envs": len(cell),
-                   "geomean": float(gmean(cell["speedup"])), **cost_correlation(cell["cost"], cell["speedup"])}
+            row = {
+                "metric": metric,
+                "size": size,
+                "pair": pair,
+                "n_envs": len(cell),
+                "geomean": float(gmean(cell["speedup"])),
+                **cost_correlation(cell["cost"], cell["speedup"]),
+            }
             rows.append({**row, "trend": cost_trend(row)})
     return pd.DataFrame(rows, columns=ENV_COST_COLUMNS)
 
@@ -521,8 +624,11 @@ def mode_name(framework: str, compile_mode: str) -> str:
 
 def mode_palette() -> dict[str, tuple]:
     """Each compile mode in its framework's color; the default mode darkest, the others lighter."""
-    return {mode_name(name, mode): shade(framework.color, 0.3 * i - 0.2)
-            for name, framework in study.load().frameworks.items() for i, mode in enumerate(framework.compile)}
+    return {
+        mode_name(name, mode): shade(framework.color, 0.3 * i - 0.2)
+        for name, framework in study.load().frameworks.items()
+        for i, mode in enumerate(framework.compile)
+    }
 
 
 def present(order, values) -> list:
@@ -586,8 +692,16 @@ def row_legend(axes_row, title: str, rename: Callable[[str], str] = str, handles
             ax.get_legend().remove()
     last = axes_row[-1]
     handles = handles or last.get_legend_handles_labels()[0]
-    last.legend(handles, [rename(h.get_label()) for h in handles], title=title, loc="upper left",
-                bbox_to_anchor=(1.02, 1), frameon=False, fontsize=10, title_fontsize=11)
+    last.legend(
+        handles,
+        [rename(h.get_label()) for h in handles],
+        title=title,
+        loc="upper left",
+        bbox_to_anchor=(1.02, 1),
+        frameon=False,
+        fontsize=10,
+        title_fontsize=11,
+    )
 
 
 def new_figure(ncols: int, nrows: int = 1, width: float = 6.0, height: float = 4.8, title: str = ""):
@@ -599,10 +713,34 @@ def new_figure(ncols: int, nrows: int = 1, width: float = 6.0, height: float = 4
 def box_with_points(ax, data, x, y, order, hue, hue_order, palette, log=True) -> None:
     """A box per (x, hue) with every run (or pair of runs) drawn on top."""
     palette = {h: palette.get(h, "0.6") for h in hue_order}  # grey for a framework or mode not listed above
-    sns.boxplot(data=data, x=x, y=y, order=order, hue=hue, hue_order=hue_order, palette=palette, ax=ax,
-                showfliers=False, log_scale=log, boxprops={"alpha": 0.8})
-    sns.stripplot(data=data, x=x, y=y, order=order, hue=hue, hue_order=hue_order, palette={h: "0.2" for h in hue_order},
-                  dodge=True, size=3, alpha=0.6, ax=ax, legend=False, log_scale=log)
+    sns.boxplot(
+        data=data,
+        x=x,
+        y=y,
+        order=order,
+        hue=hue,
+        hue_order=hue_order,
+        palette=palette,
+        ax=ax,
+        showfliers=False,
+        log_scale=log,
+        boxprops={"alpha": 0.8},
+    )
+    sns.stripplot(
+        data=data,
+        x=x,
+        y=y,
+        order=order,
+        hue=hue,
+        hue_order=hue_order,
+        palette={h: "0.2" for h in hue_order},
+        dodge=True,
+        size=3,
+        alpha=0.6,
+        ax=ax,
+        legend=False,
+        log_scale=log,
+    )
     ax.set_xlabel("")
 
 
@@ -610,9 +748,23 @@ def modes_pointplot(ax, data, x, part: str, order, title: str, joined: bool) -> 
     """The steady-state time of part (rollout or update): median over seeds per (x, compile mode), bars min to max."""
     modes = present(mode_palette(), data["mode"])
     palette = {mode: mode_palette().get(mode, "0.6") for mode in modes}
-    sns.pointplot(data=data, x=x, y=window_column(study.load().steady, part), order=order, hue="mode", hue_order=modes,
-                  palette=palette, ax=ax, estimator="median", errorbar=("pi", 100), dodge=0.5 if len(modes) > 1 else False,
-                  markersize=6, linewidth=1.5, linestyle="-" if joined else "none", log_scale=True)
+    sns.pointplot(
+        data=data,
+        x=x,
+        y=window_column(study.load().steady, part),
+        order=order,
+        hue="mode",
+        hue_order=modes,
+        palette=palette,
+        ax=ax,
+        estimator="median",
+        errorbar=("pi", 100),
+        dodge=0.5 if len(modes) > 1 else False,
+        markersize=6,
+        linewidth=1.5,
+        linestyle="-" if joined else "none",
+        log_scale=True,
+    )
     log_axis(ax, f"{part} time per iteration (s)")
     ax.set_title(title)
     ax.set_xlabel("")
@@ -620,7 +772,9 @@ def modes_pointplot(ax, data, x, part: str, order, title: str, joined: bool) -> 
 
 def speedup_boxes(ax, ratios: pd.DataFrame, hue: str, hue_order, palette, title: str) -> None:
     """Box plots of speedup ratios per framework pair, split by hue."""
-    box_with_points(ax, ratios, "pair", "value", present(study.load().pair_names, ratios["pair"]), hue, hue_order, palette)
+    box_with_points(
+        ax, ratios, "pair", "value", present(study.load().pair_names, ratios["pair"]), hue, hue_order, palette
+    )
     ax.set_xticks(ax.get_xticks(), [pretty_pair(label.get_text()) for label in ax.get_xticklabels()])
     ratio_axis(ax)
     ax.set_title(title)
@@ -673,17 +827,29 @@ def draw_against_env_cost(ax, an: Analysis, runs: pd.DataFrame, y: str) -> list[
         ax.set_xticks([an.envs.index(env) for env in envs], envs)
         rotate_xticks(ax)
         ax.set_xlabel("env (no env timing given: by name)")
-    handles = [Line2D([], [], color=framework_colors().get(f, "0.5"), lw=3, label=f)
-               for f in present(framework_order(), runs["framework"])]
-    return handles + [Line2D([], [], color="0.3", marker=size_markers().get(s, "o"), ls="", label=s)
-                      for s in present(size_order(), runs["model_size"])]
+    handles = [
+        Line2D([], [], color=framework_colors().get(f, "0.5"), lw=3, label=f)
+        for f in present(framework_order(), runs["framework"])
+    ]
+    return handles + [
+        Line2D([], [], color="0.3", marker=size_markers().get(s, "o"), ls="", label=s)
+        for s in present(size_order(), runs["model_size"])
+    ]
 
 
 def fig_exp1_total(an: Analysis):
     runs = an.runs("exp1")
     fig, axes = new_figure(2, width=6.5, title="Exp1: total run duration per framework (sync off, default compile)")
-    box_with_points(axes[0, 0], runs, "model_size", "total_s", present(size_order(), runs["model_size"]), "framework",
-                    present(framework_order(), runs["framework"]), framework_colors())
+    box_with_points(
+        axes[0, 0],
+        runs,
+        "model_size",
+        "total_s",
+        present(size_order(), runs["model_size"]),
+        "framework",
+        present(framework_order(), runs["framework"]),
+        framework_colors(),
+    )
     log_axis(axes[0, 0], "total duration (s)")
     axes[0, 0].set_title("all envs and seeds, by model size")
     every_env = an.metric_runs("total")  # exp1's envs and exp5's expensive ones
@@ -699,8 +865,14 @@ def speedup_figure(an: Analysis, metric: str, title: str):
     if ratios.empty:
         return None
     fig, axes = new_figure(1, width=9, title=title)
-    speedup_boxes(axes[0, 0], ratios, "model_size", present(size_order(), ratios["model_size"]), size_palette(),
-                  "every pair of runs with the same env, size and tag")
+    speedup_boxes(
+        axes[0, 0],
+        ratios,
+        "model_size",
+        present(size_order(), ratios["model_size"]),
+        size_palette(),
+        "every pair of runs with the same env, size and tag",
+    )
     row_legend(axes[0], "model size")
     return fig
 
@@ -722,13 +894,22 @@ def fig_overhead_windows(an: Analysis):
     title = "Overhead by iteration window: " + ", ".join(f"{w.label} = {w.name}" for w in windows.values()) + " (exp1)"
     fig, axes = new_figure(len(sizes), 2, width=6, height=5, title=title)
     means = runs.melt(id_vars=["model_size", "framework"], value_vars=list(windows), var_name="window", value_name="s")
-    differences = pd.concat([pairwise(an.summary, w, {"exp1": an.masks["exp1"]}, np.subtract).assign(window=w)
-                             for w in windows])
+    differences = pd.concat(
+        [pairwise(an.summary, w, {"exp1": an.masks["exp1"]}, np.subtract).assign(window=w) for w in windows]
+    )
     labels = [w.label.replace("iterations", "iters") for w in windows.values()]
     for col, size in enumerate(sizes):
         top, bottom = axes[0, col], axes[1, col]
-        box_with_points(top, means[means["model_size"] == size].dropna(), "window", "s", list(windows), "framework",
-                        present(framework_order(), runs["framework"]), framework_colors())
+        box_with_points(
+            top,
+            means[means["model_size"] == size].dropna(),
+            "window",
+            "s",
+            list(windows),
+            "framework",
+            present(framework_order(), runs["framework"]),
+            framework_colors(),
+        )
         top.set_xticks(range(len(labels)), labels)
         top.set_title(f"{size} model")
         log_axis(top, "mean time per iteration (s)")
@@ -736,8 +917,17 @@ def fig_overhead_windows(an: Analysis):
         if diffs.empty:
             empty_panel(bottom, "no pairs of runs")
             continue
-        box_with_points(bottom, diffs, "window", "value", list(windows), "pair",
-                        present(study.load().pair_names, diffs["pair"]), pair_palette(), log=False)
+        box_with_points(
+            bottom,
+            diffs,
+            "window",
+            "value",
+            list(windows),
+            "pair",
+            present(study.load().pair_names, diffs["pair"]),
+            pair_palette(),
+            log=False,
+        )
         bottom.set_xticks(range(len(labels)), labels)
         symlog_axis(bottom, diffs["value"], "time A - time B per iteration (s)")
     row_legend(axes[0], "framework")
@@ -749,8 +939,13 @@ def fig_exp2_rollout_update(an: Analysis):
     """Top: rollout and update time by env and compile mode. Bottom: speedups between default modes, by env."""
     runs = an.runs("exp2")
     envs = present(an.envs, runs["env"])
-    fig, axes = new_figure(2, 2, width=max(6.0, 0.6 * len(envs) + 2.5), height=5.2,
-                           title=f"Exp2: rollout vs update, small model, sync on (mean over {study.load().steady.label})")
+    fig, axes = new_figure(
+        2,
+        2,
+        width=max(6.0, 0.6 * len(envs) + 2.5),
+        height=5.2,
+        title=f"Exp2: rollout vs update, small model, sync on (mean over {study.load().steady.label})",
+    )
     for col, part in enumerate(("rollout", "update")):
         modes_pointplot(axes[0, col], runs, "env", part, envs, f"{part}, every compile mode", joined=False)
         rotate_xticks(axes[0, col])
@@ -763,10 +958,22 @@ def fig_exp2_rollout_update(an: Analysis):
             empty_panel(ax, "no pairs of default-compile runs")
             continue
         pairs = present(study.load().pair_names, ratios["pair"])
-        sns.pointplot(data=ratios, x="env", y="value", order=present(envs, ratios["env"]), hue="pair", hue_order=pairs,
-                      palette=pair_palette(), estimator="mean",  # of the logs (log_scale): the geometric mean
-                      errorbar=("pi", 100), dodge=0.4 if len(pairs) > 1 else False, linestyle="none", markersize=7,
-                      log_scale=True, ax=ax)
+        sns.pointplot(
+            data=ratios,
+            x="env",
+            y="value",
+            order=present(envs, ratios["env"]),
+            hue="pair",
+            hue_order=pairs,
+            palette=pair_palette(),
+            estimator="mean",  # of the logs (log_scale): the geometric mean
+            errorbar=("pi", 100),
+            dodge=0.4 if len(pairs) > 1 else False,
+            linestyle="none",
+            markersize=7,
+            log_scale=True,
+            ax=ax,
+        )
         ratio_axis(ax)
         rotate_xticks(ax)
         ax.set_xlabel("")
@@ -780,8 +987,15 @@ def fig_exp3_compile_modes(an: Analysis):
     envs = ", ".join(study.load().experiments["exp3"].envs)
     fig, axes = new_figure(2, width=6, title=f"Exp3: compile modes by model size ({envs}, sync on)")
     for col, part in enumerate(("rollout", "update")):
-        modes_pointplot(axes[0, col], runs, "model_size", part, present(size_order(), runs["model_size"]),
-                        f"{part} (mean over {study.load().steady.label})", joined=True)
+        modes_pointplot(
+            axes[0, col],
+            runs,
+            "model_size",
+            part,
+            present(size_order(), runs["model_size"]),
+            f"{part} (mean over {study.load().steady.label})",
+            joined=True,
+        )
         axes[0, col].set_xlabel("model size")
     row_legend(axes[0], "framework/compile\n(median, min-max)")
     return fig
@@ -796,8 +1010,16 @@ def fig_exp4_tags(an: Analysis):
     fig, axes = new_figure(len(sizes) + 1, width=5, title="Exp4: platforms (tags) compared on the exp1 runs")
     for col, size in enumerate(sizes):
         ax = axes[0, col]
-        box_with_points(ax, runs[runs["model_size"] == size], "framework", "total_s",
-                        present(framework_order(), runs["framework"]), "tag", tags, palette)
+        box_with_points(
+            ax,
+            runs[runs["model_size"] == size],
+            "framework",
+            "total_s",
+            present(framework_order(), runs["framework"]),
+            "tag",
+            tags,
+            palette,
+        )
         log_axis(ax, "total duration (s)")
         ax.set_title(f"{size} model: total duration")
     speedup_boxes(axes[0, -1], speedup_ratios(an.summary, "total"), "tag", tags, palette, "total-time speedups")
@@ -810,8 +1032,16 @@ def mark_expensive_envs(ax, an: Analysis, envs) -> None:
     cost = env_costs(an.timing)
     for env in (env for env in study.load().expensive_envs if env in set(envs) and env in cost):
         ax.axvline(cost[env], color="0.6", ls=":", lw=1, zorder=0)
-        ax.text(cost[env], 0.02, f" {env}", transform=ax.get_xaxis_transform(), rotation=90, fontsize=8, color="0.4",
-                va="bottom")
+        ax.text(
+            cost[env],
+            0.02,
+            f" {env}",
+            transform=ax.get_xaxis_transform(),
+            rotation=90,
+            fontsize=8,
+            color="0.4",
+            va="bottom",
+        )
 
 
 def fig_speedup_vs_env_cost(an: Analysis):
@@ -823,8 +1053,13 @@ def fig_speedup_vs_env_cost(an: Analysis):
         return None
     sizes = present(size_order(), pd.concat(points.values())["model_size"])
     experiments = " + ".join(metric_experiments("total"))
-    fig, axes = new_figure(len(sizes), len(ENV_COST_METRICS), width=5.5, height=4.8,
-                           title=f"Speedup against env step cost ({experiments}, sync off, default compile modes)")
+    fig, axes = new_figure(
+        len(sizes),
+        len(ENV_COST_METRICS),
+        width=5.5,
+        height=4.8,
+        title=f"Speedup against env step cost ({experiments}, sync off, default compile modes)",
+    )
     for row, (metric, data) in enumerate(points.items()):
         for col, size in enumerate(sizes):
             ax, cell = axes[row, col], data[data["model_size"] == size]
@@ -855,18 +1090,34 @@ class FigureSpec(NamedTuple):
 
 
 FIGURES = (
-    FigureSpec("exp1_total.png", ("exp1",), "Exp1: total duration per framework, and against env complexity (with exp5)",
-               fig_exp1_total),
+    FigureSpec(
+        "exp1_total.png",
+        ("exp1",),
+        "Exp1: total duration per framework, and against env complexity (with exp5)",
+        fig_exp1_total,
+    ),
     FigureSpec("exp1_speedups.png", ("exp1",), "Exp1: total-time speedups per pair and model size", fig_exp1_speedups),
-    FigureSpec("overhead_windows.png", ("exp1",),
-               "Overhead by iteration window (compile, warm-up, steady) and pairwise differences", fig_overhead_windows),
+    FigureSpec(
+        "overhead_windows.png",
+        ("exp1",),
+        "Overhead by iteration window (compile, warm-up, steady) and pairwise differences",
+        fig_overhead_windows,
+    ),
     FigureSpec("steady_speedups.png", ("exp1",), "Steady-state speedups (steady window)", fig_steady_speedups),
-    FigureSpec("exp2_rollout_update.png", ("exp2",), "Exp2: rollout and update durations and speedups by env",
-               fig_exp2_rollout_update),
+    FigureSpec(
+        "exp2_rollout_update.png",
+        ("exp2",),
+        "Exp2: rollout and update durations and speedups by env",
+        fig_exp2_rollout_update,
+    ),
     FigureSpec("exp3_compile_modes.png", ("exp3",), "Exp3: compile modes by model size", fig_exp3_compile_modes),
     FigureSpec("exp4_tags.png", ("exp4",), "Exp4: platforms (tags) compared", fig_exp4_tags),
-    FigureSpec("speedup_vs_env_cost.png", ("exp1", "exp5"), "Speedups against env step cost (exp1 and exp5)",
-               fig_speedup_vs_env_cost),
+    FigureSpec(
+        "speedup_vs_env_cost.png",
+        ("exp1", "exp5"),
+        "Speedups against env step cost (exp1 and exp5)",
+        fig_speedup_vs_env_cost,
+    ),
 )
 
 
@@ -876,8 +1127,11 @@ def draw_figures(an: Analysis, out: Path) -> tuple[list[FigureSpec], list[str]]:
     drawn, notes = [], []
     for spec in FIGURES:
         if not any(an.masks.get(name, pd.Series(dtype=bool)).any() for name in spec.experiments):
-            why = "runs of exp1 under at least two tags" if spec.experiments == ("exp4",) else \
-                f"{' or '.join(spec.experiments)} runs"
+            why = (
+                "runs of exp1 under at least two tags"
+                if spec.experiments == ("exp4",)
+                else f"{' or '.join(spec.experiments)} runs"
+            )
             notes.append(f"{spec.file} skipped: no {why}")
             continue
         fig = spec.draw(an)
@@ -971,8 +1225,10 @@ def env_cost_cell(row) -> str:
     envs = f"{int(row.n_envs)} env{'s' * (row.n_envs != 1)}"
     if np.isnan(row.rho):
         return f"{NO_INTERVAL} ({envs}: {row.trend}); geomean {row.geomean:.2f}×"
-    return (f"ρ **{row.rho:+.2f}** [{row.rho_low:+.2f}, {row.rho_high:+.2f}]; ×{10 ** row.slope:.2f} per 10× cost "
-            f"[{10 ** row.slope_low:.2f}, {10 ** row.slope_high:.2f}]; {envs}: {row.trend}")
+    return (
+        f"ρ **{row.rho:+.2f}** [{row.rho_low:+.2f}, {row.rho_high:+.2f}]; ×{10**row.slope:.2f} per 10× cost "
+        f"[{10**row.slope_low:.2f}, {10**row.slope_high:.2f}]; {envs}: {row.trend}"
+    )
 
 
 def env_cost_markdown(table: pd.DataFrame, timed: bool) -> str:
@@ -998,9 +1254,11 @@ def headline(speedups: pd.DataFrame) -> pd.DataFrame:
 def readme_markdown(speedups: pd.DataFrame, previous: Optional[pd.DataFrame] = None, previous_name: str = "") -> str:
     """The README's headline: exp1's total-time and steady-state tables, with a short intro (REPORT.md has the long
     one), then the comparison with a previous edition when one is given."""
-    intro = (f"Speedup A → B = time of A / time of B (above 1×: B is faster), each framework in its default compile "
-             f"mode. Cells: geometric mean [{BOOTSTRAP_LEVEL:.0%} cluster-bootstrap interval over envs, then runs; "
-             f"{NO_INTERVAL} below {MIN_CLUSTERS} envs]; median; pairs / envs. METHODOLOGY.md explains the statistics.")
+    intro = (
+        f"Speedup A → B = time of A / time of B (above 1×: B is faster), each framework in its default compile "
+        f"mode. Cells: geometric mean [{BOOTSTRAP_LEVEL:.0%} cluster-bootstrap interval over envs, then runs; "
+        f"{NO_INTERVAL} below {MIN_CLUSTERS} envs]; median; pairs / envs. METHODOLOGY.md explains the statistics."
+    )
     text = intro + "\n\n" + speedup_markdown(headline(speedups), intro=False)
     if previous is not None:
         text += "\n" + edition_markdown(previous, speedups, previous_name)
@@ -1009,16 +1267,20 @@ def readme_markdown(speedups: pd.DataFrame, previous: Optional[pd.DataFrame] = N
 
 def edition_table(previous: pd.DataFrame, speedups: pd.DataFrame) -> pd.DataFrame:
     """The headline speedups measured in both editions: a row per metric, size and pair, previous and now."""
-    return headline(previous)[SPEEDUP_COLUMNS].merge(headline(speedups)[SPEEDUP_COLUMNS], suffixes=("_previous", ""),
-                                                     on=["metric", "experiment", "size", "pair"])
+    return headline(previous)[SPEEDUP_COLUMNS].merge(
+        headline(speedups)[SPEEDUP_COLUMNS], suffixes=("_previous", ""), on=["metric", "experiment", "size", "pair"]
+    )
 
 
 def edition_cell(row) -> str:
     def speedup(geomean, low, high):
         interval = NO_INTERVAL if np.isnan(low) else f"{low:.2f}, {high:.2f}"
         return f"{geomean:.2f}× [{interval}]"
-    return (f"{speedup(row.geomean_previous, row.ci_low_previous, row.ci_high_previous)} → "
-            f"**{speedup(row.geomean, row.ci_low, row.ci_high)}**")
+
+    return (
+        f"{speedup(row.geomean_previous, row.ci_low_previous, row.ci_high_previous)} → "
+        f"**{speedup(row.geomean, row.ci_low, row.ci_high)}**"
+    )
 
 
 def edition_markdown(previous: pd.DataFrame, speedups: pd.DataFrame, previous_name: str) -> str:
@@ -1028,14 +1290,19 @@ def edition_markdown(previous: pd.DataFrame, speedups: pd.DataFrame, previous_na
     if table.empty:
         return f"_No pair of the headline tables was measured in the previous edition ({previous_name})._\n"
     S = study.load()
-    table = table.assign(column=table["metric"] + ", " + table["size"], cell=[edition_cell(r) for r in table.itertuples()])
+    table = table.assign(
+        column=table["metric"] + ", " + table["size"], cell=[edition_cell(r) for r in table.itertuples()]
+    )
     columns = [f"{metric}, {size}" for metric in HEADLINE_METRICS for size in S.sizes]
     wide = table.pivot(index="pair", columns="column", values="cell")
     wide = wide.reindex(index=present(S.pair_names, wide.index), columns=present(columns, wide.columns))
     wide.index = [pretty_pair(p) for p in wide.index]
-    return (f"**Since the previous edition** ({previous_name}): geometric mean [interval], previous → now; total time "
-            f"and steady state ({S.steady.label}), per model size.\n\n"
-            + markdown_table(wide.rename_axis("pair").reset_index()) + "\n")
+    return (
+        f"**Since the previous edition** ({previous_name}): geometric mean [interval], previous → now; total time "
+        f"and steady state ({S.steady.label}), per model size.\n\n"
+        + markdown_table(wide.rename_axis("pair").reset_index())
+        + "\n"
+    )
 
 
 def machines_table(summary: pd.DataFrame) -> pd.DataFrame:
@@ -1047,11 +1314,16 @@ def machines_table(summary: pd.DataFrame) -> pd.DataFrame:
 
 def windows_table(an: Analysis) -> pd.DataFrame:
     runs = an.runs("exp1")
-    columns = {"setup_s": "setup (s)", **{c: f"{w.label} (s/iter)" for c, w in window_columns().items()},
-               "total_s": "total (s)"}
+    columns = {
+        "setup_s": "setup (s)",
+        **{c: f"{w.label} (s/iter)" for c, w in window_columns().items()},
+        "total_s": "total (s)",
+    }
     table = runs.groupby(["framework", "model_size"])[list(columns)].median().rename(columns=columns).reset_index()
     key = {v: i for i, v in enumerate([*framework_order(), *size_order()])}
-    return table.sort_values(["model_size", "framework"], key=lambda s: s.map(key)).rename(columns={"model_size": "size"})
+    return table.sort_values(["model_size", "framework"], key=lambda s: s.map(key)).rename(
+        columns={"model_size": "size"}
+    )
 
 
 def env_table(an: Analysis) -> pd.DataFrame:
@@ -1061,11 +1333,22 @@ def env_table(an: Analysis) -> pd.DataFrame:
     table = table.astype({"obs_dim": "Int64", "num_actions": "Int64"})
     table["ratio"] = table["ratio"].map(lambda r: r if pd.isna(r) else f"{r:.3g}×" if r < 1000 else f"{r:,.0f}×")
     return table.assign(runs=table["env"].map(runs).fillna(0).astype(int)).rename(
-        columns={"obs_dim": "obs dim", "num_actions": "actions", "ms_per_step": "ms per step", "ratio": "relative cost"})
+        columns={"obs_dim": "obs dim", "num_actions": "actions", "ms_per_step": "ms per step", "ratio": "relative cost"}
+    )
 
 
-def write_report(path: Path, an: Analysis, speedups: pd.DataFrame, env_cost: pd.DataFrame, skipped: list[SkippedRun],
-                 drawn, notes, sources: list[str], timing_info: dict, edition: str = "") -> None:
+def write_report(
+    path: Path,
+    an: Analysis,
+    speedups: pd.DataFrame,
+    env_cost: pd.DataFrame,
+    skipped: list[SkippedRun],
+    drawn,
+    notes,
+    sources: list[str],
+    timing_info: dict,
+    edition: str = "",
+) -> None:
     summary = an.summary
     counts = ", ".join(f"{name}: {int(mask.sum())}" for name, mask in an.masks.items())
     parts = [
@@ -1080,15 +1363,20 @@ def write_report(path: Path, an: Analysis, speedups: pd.DataFrame, env_cost: pd.
         *([edition] if edition else []),
     ]
     if an.masks.get("exp4", pd.Series(dtype=bool)).any():
-        per_tag = [f"Tag `{tag}`:\n\n" + speedup_markdown(speedup_table(runs, ["total"]), intro=False)
-                   for tag, runs in summary.groupby("tag")]
+        per_tag = [
+            f"Tag `{tag}`:\n\n" + speedup_markdown(speedup_table(runs, ["total"]), intro=False)
+            for tag, runs in summary.groupby("tag")
+        ]
         parts += ["### Total-time speedups per tag (exp4)", *per_tag]
     parts += ["## Speedup against env cost", env_cost_markdown(env_cost, not env_costs(an.timing).empty)]
     if an.masks.get("exp1", pd.Series(dtype=bool)).any():
         parts += ["## Iteration windows (exp1, median over runs)", markdown_table(windows_table(an))]
-    timing_note = (f"Measured by env_timing.py on {timing_info.get('device') or 'an unnamed device'} "
-                   f"({flat(timing_info.get('versions')) or 'versions not recorded'})."
-                   if timing_info else "No env timing given (`--env-timing`): envs are in the study's order.")
+    timing_note = (
+        f"Measured by env_timing.py on {timing_info.get('device') or 'an unnamed device'} "
+        f"({flat(timing_info.get('versions')) or 'versions not recorded'})."
+        if timing_info
+        else "No env timing given (`--env-timing`): envs are in the study's order."
+    )
     parts += ["## Environment complexity", timing_note, markdown_table(env_table(an))]
     parts += ["## Figures"]
     parts += [f"### {spec.caption}\n\n![{spec.caption}]({spec.file})" for spec in drawn]
@@ -1108,29 +1396,56 @@ def readme_with(path: Path, block: str) -> str:
     start, end = (text.find(marker) for marker in README_MARKERS)
     if start < 0 or end < start:
         fail(f"{path} has no {README_MARKERS[0]} ... {README_MARKERS[1]} block; nothing written")
-    return text[:start + len(README_MARKERS[0])] + "\n" + block + text[end:]
+    return text[: start + len(README_MARKERS[0])] + "\n" + block + text[end:]
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("runs_dirs", nargs="*", metavar="RUNS_DIR",
-                        help="folders searched (at any depth) for run folders, i.e. folders holding config.json")
+    parser.add_argument(
+        "runs_dirs",
+        nargs="*",
+        metavar="RUNS_DIR",
+        help="folders searched (at any depth) for run folders, i.e. folders holding config.json",
+    )
     parser.add_argument("--out", required=True, type=Path, metavar="DIR", help="output folder (created if needed)")
-    parser.add_argument("--csv", action="append", default=[], metavar="FILE",
-                        help="a runs.csv written earlier (e.g. on another machine) to merge in; repeatable")
-    parser.add_argument("--env-timing", metavar="FILE",
-                        help="env_timing.json from env_timing.py: orders envs by step cost (else in the study's order)")
-    parser.add_argument("--no-figures", dest="figures", action="store_false",
-                        help="write the tables and REPORT.md only (fast, e.g. to merge the CSVs of several machines); "
-                             "figures of an earlier call in --out are removed")
-    parser.add_argument("--readme-block", type=Path, metavar="FILE",
-                        help="also write just the speedup tables (markdown) to FILE, for the README")
-    parser.add_argument("--previous", metavar="FILE",
-                        help="the speedups.csv of a previous edition: its headline pairs, side by side with this "
-                             "one's, are added to REPORT.md and the README tables")
-    parser.add_argument("--update-readme", type=Path, metavar="FILE",
-                        help=f"replace the text between {README_MARKERS[0]} and {README_MARKERS[1]} in FILE "
-                             "with the speedup tables (refused when there are no pairs of runs to compare)")
+    parser.add_argument(
+        "--csv",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a runs.csv written earlier (e.g. on another machine) to merge in; repeatable",
+    )
+    parser.add_argument(
+        "--env-timing",
+        metavar="FILE",
+        help="env_timing.json from env_timing.py: orders envs by step cost (else in the study's order)",
+    )
+    parser.add_argument(
+        "--no-figures",
+        dest="figures",
+        action="store_false",
+        help="write the tables and REPORT.md only (fast, e.g. to merge the CSVs of several machines); "
+        "figures of an earlier call in --out are removed",
+    )
+    parser.add_argument(
+        "--readme-block",
+        type=Path,
+        metavar="FILE",
+        help="also write just the speedup tables (markdown) to FILE, for the README",
+    )
+    parser.add_argument(
+        "--previous",
+        metavar="FILE",
+        help="the speedups.csv of a previous edition: its headline pairs, side by side with this "
+        "one's, are added to REPORT.md and the README tables",
+    )
+    parser.add_argument(
+        "--update-readme",
+        type=Path,
+        metavar="FILE",
+        help=f"replace the text between {README_MARKERS[0]} and {README_MARKERS[1]} in FILE "
+        "with the speedup tables (refused when there are no pairs of runs to compare)",
+    )
     args = parser.parse_args(argv)
     if not args.runs_dirs and not args.csv:
         parser.error("give at least one RUNS_DIR or --csv FILE")
@@ -1143,8 +1458,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     if args.previous:
         missing = [c for c in SPEEDUP_COLUMNS if c not in pd.read_csv(args.previous, nrows=0).columns]
         if missing:
-            parser.error(f"--previous {args.previous} is not a speedups.csv of plot_results.py: no column "
-                         f"{', '.join(missing)}")
+            parser.error(
+                f"--previous {args.previous} is not a speedups.csv of plot_results.py: no column {', '.join(missing)}"
+            )
     if args.update_readme and not args.update_readme.is_file():
         parser.error(f"no file {args.update_readme}")
     return args
@@ -1166,8 +1482,10 @@ def main(argv=None) -> None:
     previous = pd.read_csv(args.previous) if args.previous else None
     block = readme_markdown(speedups, previous, args.previous)
     if speedups.empty and (args.update_readme or args.readme_block):
-        fail("no pairs of runs to compare: the README speedup tables would be empty; nothing written "
-             "(drop --update-readme/--readme-block to write the rest)")
+        fail(
+            "no pairs of runs to compare: the README speedup tables would be empty; nothing written "
+            "(drop --update-readme/--readme-block to write the rest)"
+        )
     readme = readme_with(args.update_readme, block) if args.update_readme else None
 
     args.out.mkdir(parents=True, exist_ok=True)

@@ -4,6 +4,7 @@ The ppo_*.py files are written in parallel: `diff ppo_linen.py ppo_nnx.py` shows
 
     python ppo_linen.py --env Acrobot-v1 --model-size small
 """
+
 import time
 
 START = time.perf_counter()  # import_s, setup_s and total_s count from this first line
@@ -98,8 +99,11 @@ class Args:
 
 def parse_args(argv: list[str]) -> Args:
     """Args from the command line; bad input raises ValueError, one line naming the value and the valid choices."""
-    choices = {f"--{name.replace('_', '-')}": get_args(hint) for name, hint in get_type_hints(Args).items()
-               if get_origin(hint) is Literal}  # checked before tyro, which reports a bad choice in a multi-line box
+    choices = {
+        f"--{name.replace('_', '-')}": get_args(hint)
+        for name, hint in get_type_hints(Args).items()
+        if get_origin(hint) is Literal
+    }  # checked before tyro, which reports a bad choice in a multi-line box
     for flag, value in [*zip(argv, argv[1:]), *(arg.split("=", 1) for arg in argv if "=" in arg)]:
         flag = flag.replace("_", "-")
         if flag in choices and value not in choices[flag]:
@@ -109,14 +113,17 @@ def parse_args(argv: list[str]) -> Args:
         if getattr(args, name) <= 0:
             raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(args, name)}")
     if args.batch_size % args.num_minibatches:
-        raise ValueError(f"--num-minibatches {args.num_minibatches} does not divide the batch size {args.batch_size} "
-                         f"(num_envs x num_steps); choose a divisor of {args.batch_size}")
+        raise ValueError(
+            f"--num-minibatches {args.num_minibatches} does not divide the batch size {args.batch_size} "
+            f"(num_envs x num_steps); choose a divisor of {args.batch_size}"
+        )
     return args
 
 
 # ---------------------------------------------------------------------------------------- network
 class MLP(nn.Module):
     """tanh MLP, orthogonal init (gain sqrt(2) on hidden layers), zero biases."""
+
     hidden_sizes: Sequence[int]
     out_dim: int
     out_gain: float
@@ -126,12 +133,15 @@ class MLP(nn.Module):
         for size in self.hidden_sizes:
             dense = nn.Dense(size, kernel_init=nn.initializers.orthogonal(np.sqrt(2)), bias_init=nn.initializers.zeros)
             x = nn.tanh(dense(x))
-        head = nn.Dense(self.out_dim, kernel_init=nn.initializers.orthogonal(self.out_gain), bias_init=nn.initializers.zeros)
+        head = nn.Dense(
+            self.out_dim, kernel_init=nn.initializers.orthogonal(self.out_gain), bias_init=nn.initializers.zeros
+        )
         return head(x)
 
 
 class Agent(nn.Module):
     """Separate actor and critic networks."""
+
     hidden_sizes: Sequence[int]
     num_actions: int
 
@@ -178,27 +188,38 @@ class Craftax:
     """Craftax with gymnax's contract. Its step has one `done` for a death and for the time limit, and a reset generates
     a world (~7 steps' cost): step_batch splits `done` into terminated and truncated (the time limit alone) and resets
     optimistically, as Craftax_Baselines does: only NUM_RESETS fresh worlds a step, shared by the envs that are done."""
+
     NUM_RESETS = 4  # 32 envs under a random policy end ~0.2 episodes a step: sharing a world is rare
 
     def __init__(self, env_id: str):
         from craftax.craftax_env import make_craftax_env_from_name  # here: the gymnax envs do not import craftax
+
         self.env = make_craftax_env_from_name(env_id, auto_reset=False)
-        self.num_actions, self.default_params, self.reset = self.env.num_actions, self.env.default_params, self.env.reset
+        self.num_actions, self.default_params, self.reset = (
+            self.env.num_actions,
+            self.env.default_params,
+            self.env.reset,
+        )
 
     def step_batch(self, keys, states, actions, params):
         """Steps a batch of envs, one key each; returns gymnax's (obs, states, reward, terminated, truncated, info)."""
-        obs, states, reward, done, info = jax.vmap(self.env.step, in_axes=(0, 0, 0, None))(keys, states, actions, params)
+        obs, states, reward, done, info = jax.vmap(self.env.step, in_axes=(0, 0, 0, None))(
+            keys, states, actions, params
+        )
         no_limit = params.replace(max_timesteps=jnp.iinfo(jnp.int32).max)  # Craftax's own end: death, lava, the boss
         terminated = jax.vmap(self.env.is_terminal, in_axes=(0, None))(states, no_limit)
         reset_keys = jax.random.split(jax.random.fold_in(keys[0], 1), min(self.NUM_RESETS, len(keys)))
         world = (jnp.cumsum(done) - 1) % len(reset_keys)  # the k-th done env takes fresh world k mod NUM_RESETS
         pick = lambda new, old: jnp.where(done.reshape(-1, *[1] * (old.ndim - 1)), new[world], old)  # noqa: E731
-        next_obs, states = jax.tree.map(pick, jax.vmap(self.reset, in_axes=(0, None))(reset_keys, params), (obs, states))
+        next_obs, states = jax.tree.map(
+            pick, jax.vmap(self.reset, in_axes=(0, None))(reset_keys, params), (obs, states)
+        )
         return next_obs, states, reward, terminated, done & ~terminated, {**info, "final_observation": obs}
 
 
 class Runner(NamedTuple):
     """What carries over from one env step, and from one rollout, to the next."""
+
     env_state: object
     obs: jax.Array
     episode_return: jax.Array
@@ -219,20 +240,32 @@ def step_envs(env, env_params, runner: Runner, action):
     key, step_key = jax.random.split(runner.key)
     step = env.step_batch if isinstance(env, Craftax) else jax.vmap(env.step, in_axes=(0, 0, 0, None))
     obs, env_state, reward, terminated, truncated, info = step(
-        jax.random.split(step_key, num_envs), runner.env_state, action, env_params)
+        jax.random.split(step_key, num_envs), runner.env_state, action, env_params
+    )
     done = terminated | truncated
     episode_return, episode_length = runner.episode_return + reward, runner.episode_length + 1
-    next_runner = Runner(env_state, obs.reshape(num_envs, -1), jnp.where(done, 0.0, episode_return),
-                         jnp.where(done, 0, episode_length), key)
+    next_runner = Runner(
+        env_state,
+        obs.reshape(num_envs, -1),
+        jnp.where(done, 0.0, episode_return),
+        jnp.where(done, 0, episode_length),
+        key,
+    )
     final_obs = info["final_observation"].reshape(num_envs, -1)  # before the auto-reset, for bootstrapping
-    return next_runner, dict(reward=reward, terminated=terminated, truncated=truncated, final_obs=final_obs,
-                             episode_return=jnp.where(done, episode_return, 0.0),  # of the episode ended here, else 0
-                             episode_length=jnp.where(done, episode_length, 0))
+    return next_runner, dict(
+        reward=reward,
+        terminated=terminated,
+        truncated=truncated,
+        final_obs=final_obs,
+        episode_return=jnp.where(done, episode_return, 0.0),  # of the episode ended here, else 0
+        episode_length=jnp.where(done, episode_length, 0),
+    )
 
 
 # ---------------------------------------------------------------------------------------- rollout
 class Transition(NamedTuple):
     """One step of every env; the rollout stacks num_steps of them."""
+
     obs: jax.Array
     action: jax.Array
     logprob: jax.Array
@@ -251,6 +284,7 @@ Batch = NamedTuple("Batch", [(f, jax.Array) for f in ("obs", "actions", "logprob
 
 def rollout(env, env_params, args: Args, state: TrainState, runner: Runner):
     """Collects num_steps x num_envs transitions, then computes GAE. Everything stays on the device."""
+
     def rollout_step(runner: Runner, _):
         key, action_key = jax.random.split(runner.key)
         action, logprob, value = state.apply_fn(state.params, runner.obs, action_key, method=Agent.get_action_and_value)
@@ -260,12 +294,24 @@ def rollout(env, env_params, args: Args, state: TrainState, runner: Runner):
     runner, t = jax.lax.scan(rollout_step, runner, length=args.num_steps)
     # V(pre-reset next observation): the next value within an episode, the bootstrap when truncated.
     final_values = state.apply_fn(state.params, t.final_obs, method=Agent.get_value)
-    advantages, returns = compute_gae(t.reward, t.value, final_values, t.terminated, t.truncated, args.gamma, args.gae_lambda)
-    batch = Batch(*(x.reshape(args.batch_size, *x.shape[2:])  # (num_steps, num_envs, ...) -> (batch_size, ...)
-                    for x in (t.obs, t.action, t.logprob, t.value, advantages, returns)))
+    advantages, returns = compute_gae(
+        t.reward, t.value, final_values, t.terminated, t.truncated, args.gamma, args.gae_lambda
+    )
+    batch = Batch(
+        *(
+            x.reshape(args.batch_size, *x.shape[2:])  # (num_steps, num_envs, ...) -> (batch_size, ...)
+            for x in (t.obs, t.action, t.logprob, t.value, advantages, returns)
+        )
+    )
     num_episodes = (t.terminated | t.truncated).sum()  # NaN statistics when 0: main() then logs no episodic point
-    return runner, batch, {"episodic_return": t.episode_return.sum() / num_episodes,
-                           "episodic_length": t.episode_length.sum() / num_episodes}
+    return (
+        runner,
+        batch,
+        {
+            "episodic_return": t.episode_return.sum() / num_episodes,
+            "episodic_length": t.episode_length.sum() / num_episodes,
+        },
+    )
 
 
 # -------------------------------------------------------------------------------------------- GAE
@@ -296,7 +342,9 @@ def ppo_loss(params, apply_fn, args: Args, mb: Batch):
     advantages = mb.advantages
     if args.norm_adv:  # population std (ddof=0) in every framework
         advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
-    pg_loss = jnp.maximum(-advantages * ratio, -advantages * jnp.clip(ratio, 1 - args.clip_coef, 1 + args.clip_coef)).mean()
+    pg_loss = jnp.maximum(
+        -advantages * ratio, -advantages * jnp.clip(ratio, 1 - args.clip_coef, 1 + args.clip_coef)
+    ).mean()
     v_loss_unclipped = (new_values - mb.returns) ** 2
     if args.clip_vloss:
         v_clipped = mb.values + jnp.clip(new_values - mb.values, -args.clip_coef, args.clip_coef)
@@ -304,16 +352,25 @@ def ppo_loss(params, apply_fn, args: Args, mb: Batch):
     else:
         v_loss = 0.5 * v_loss_unclipped.mean()
     loss = pg_loss - args.ent_coef * entropy + args.vf_coef * v_loss
-    return loss, {"policy_loss": pg_loss, "value_loss": v_loss, "entropy": entropy, "old_approx_kl": (-logratio).mean(),
-                  "approx_kl": ((ratio - 1) - logratio).mean(), "clipfrac": (jnp.abs(ratio - 1) > args.clip_coef).mean()}
+    return loss, {
+        "policy_loss": pg_loss,
+        "value_loss": v_loss,
+        "entropy": entropy,
+        "old_approx_kl": (-logratio).mean(),
+        "approx_kl": ((ratio - 1) - logratio).mean(),
+        "clipfrac": (jnp.abs(ratio - 1) > args.clip_coef).mean(),
+    }
 
 
 # ----------------------------------------------------------------------------------------- update
 def make_optimizer(args: Args):
     """Adam after global-norm clipping; the learning rate decays linearly to 0 over all optimizer steps."""
     num_updates = args.num_iterations * args.update_epochs * args.num_minibatches
-    lr_schedule = (optax.linear_schedule(args.learning_rate, 0.0, num_updates) if args.anneal_lr
-                   else optax.constant_schedule(args.learning_rate))
+    lr_schedule = (
+        optax.linear_schedule(args.learning_rate, 0.0, num_updates)
+        if args.anneal_lr
+        else optax.constant_schedule(args.learning_rate)
+    )
     return optax.chain(optax.clip_by_global_norm(args.max_grad_norm), optax.adam(lr_schedule, eps=1e-5)), lr_schedule
 
 
@@ -335,7 +392,9 @@ def update(args: Args, state: TrainState, batch: Batch, key, permutations=None):
     state, metrics = jax.lax.scan(epoch, state, permutations)
     metrics = jax.tree.map(jnp.mean, metrics)  # mean over all epochs and minibatches
     var_returns = jnp.var(batch.returns)
-    metrics["explained_variance"] = jnp.where(var_returns > 0, 1 - jnp.var(batch.returns - batch.values) / var_returns, np.nan)
+    metrics["explained_variance"] = jnp.where(
+        var_returns > 0, 1 - jnp.var(batch.returns - batch.values) / var_returns, np.nan
+    )
     return state, key, metrics
 
 
@@ -356,10 +415,18 @@ def main():
     with book.run(args, run_dir, device_name=jax.devices()[0].device_kind) as config:
         if args.track:
             import wandb
-            wandb_run = wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, sync_tensorboard=True,
-                                   group=args.exp_name if args.exp_name != Args.exp_name else args.tag,
-                                   tags=[FRAMEWORK, args.model_size, args.env, args.compile],
-                                   config=config, name=run_name, dir=run_dir, save_code=True)
+
+            wandb_run = wandb.init(
+                project=args.wandb_project_name,
+                entity=args.wandb_entity,
+                sync_tensorboard=True,
+                group=args.exp_name if args.exp_name != Args.exp_name else args.tag,
+                tags=[FRAMEWORK, args.model_size, args.env, args.compile],
+                config=config,
+                name=run_name,
+                dir=run_dir,
+                save_code=True,
+            )
         with SummaryWriter(run_dir) as writer, jax.disable_jit(args.compile == "none"):
             table = "\n".join(f"|{k}|{v}|" for k, v in asdict(args).items())
             writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
@@ -390,15 +457,21 @@ def main():
                 update_end = time.perf_counter()
 
                 metrics = jax.device_get({**episode_stats, **losses})  # the one host transfer per iteration
-                iteration_time = time.perf_counter() - iteration_start  # up to the metrics on the host; the writes follow
+                iteration_time = (
+                    time.perf_counter() - iteration_start
+                )  # up to the metrics on the host; the writes follow
                 optimizer_steps = (iteration + 1) * args.update_epochs * args.num_minibatches
                 episodic = {f"charts/{k}": metrics.pop(k) for k in ("episodic_return", "episodic_length")}
-                scalars = {"time/rollout": rollout_end - iteration_start, "time/update": update_end - rollout_end,
-                           "time/iteration": iteration_time, "time/elapsed": time.perf_counter() - START,
-                           "charts/SPS": args.batch_size / iteration_time,
-                           "charts/learning_rate": float(lr_schedule(optimizer_steps - 1)),  # the rate of the last step
-                           **{tag: v for tag, v in episodic.items() if not np.isnan(v)},  # NaN: no episode ended, no point
-                           **{f"losses/{k}": v for k, v in metrics.items()}}
+                scalars = {
+                    "time/rollout": rollout_end - iteration_start,
+                    "time/update": update_end - rollout_end,
+                    "time/iteration": iteration_time,
+                    "time/elapsed": time.perf_counter() - START,
+                    "charts/SPS": args.batch_size / iteration_time,
+                    "charts/learning_rate": float(lr_schedule(optimizer_steps - 1)),  # the rate of the last step
+                    **{tag: v for tag, v in episodic.items() if not np.isnan(v)},  # NaN: no episode ended, no point
+                    **{f"losses/{k}": v for k, v in metrics.items()},
+                }
                 for tag, value in scalars.items():
                     writer.add_scalar(tag, float(value), (iteration + 1) * args.batch_size)  # step: env steps so far
                 book.iteration_done(args, iteration, scalars)
@@ -414,18 +487,28 @@ def main():
 class Bookkeeping:
     """SIGINT/SIGTERM set a flag that main() checks between phases (no signal gets lost in a compiler; a run started
     with SIGINT ignored still stops); a second signal stops at once. Then status "interrupted", exit 130."""
+
     packages = ("jax", "jaxlib", "flax", "optax", "gymnax")
 
     def __init__(self):
         self.running, self.returns, self.times = False, [], []  # running: a run folder without its summary.json
-        self.summary = {"status": "failed", "iterations_completed": 0, "import_s": time.perf_counter() - START,
-                        "setup_s": None, "total_s": None, "final_return": None, "signals": []}
+        self.summary = {
+            "status": "failed",
+            "iterations_completed": 0,
+            "import_s": time.perf_counter() - START,
+            "setup_s": None,
+            "total_s": None,
+            "final_return": None,
+            "signals": [],
+        }
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, self.on_signal)
 
     def on_signal(self, signum, frame):
         self.summary["signals"].append(signal.Signals(signum).name)
-        os.write(2, f"{self.summary['signals'][-1]}: stopping at the next iteration boundary (again: at once)\n".encode())
+        os.write(
+            2, f"{self.summary['signals'][-1]}: stopping at the next iteration boundary (again: at once)\n".encode()
+        )
         if len(self.summary["signals"]) > 1 and self.running:
             raise KeyboardInterrupt
 
@@ -437,11 +520,19 @@ class Bookkeeping:
     def run(self, args: Args, run_dir: str, **machine):
         """config.json (Args as given, command, versions, machine), the body, then summary.json whatever happens."""
         self.running = True
-        config = {**asdict(args), "command": sys.argv, "framework": FRAMEWORK, "batch_size": args.batch_size,
-                  "minibatch_size": args.minibatch_size, **machine, "platform": platform.platform(),
-                  "versions": {"python": platform.python_version(), **{p: version(p) for p in self.packages}},
-                  "cpu_affinity": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,  # Linux
-                  "hostname": socket.gethostname(), "start_time": datetime.now(timezone.utc).isoformat()}
+        config = {
+            **asdict(args),
+            "command": sys.argv,
+            "framework": FRAMEWORK,
+            "batch_size": args.batch_size,
+            "minibatch_size": args.minibatch_size,
+            **machine,
+            "platform": platform.platform(),
+            "versions": {"python": platform.python_version(), **{p: version(p) for p in self.packages}},
+            "cpu_affinity": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,  # Linux
+            "hostname": socket.gethostname(),
+            "start_time": datetime.now(timezone.utc).isoformat(),
+        }
         Path(run_dir, "config.json").write_text(json.dumps(config, indent=2))
         try:
             yield config
@@ -454,19 +545,26 @@ class Bookkeeping:
         finally:
             self.running = False  # a signal from here on must not stop the writing
             last = [r for r in self.returns[-10:] if not np.isnan(r)]  # final_return: of the last 10 iterations
-            self.summary.update(total_s=time.perf_counter() - START, final_return=float(np.mean(last)) if last else None)
+            self.summary.update(
+                total_s=time.perf_counter() - START, final_return=float(np.mean(last)) if last else None
+            )
             Path(run_dir, "summary.json").write_text(json.dumps(self.summary, indent=2))
-            print(f"{self.summary['status']}: {self.summary['iterations_completed']}/{args.num_iterations} iterations, "
-                  f"total {self.summary['total_s']:.1f}s, final return {self.summary['final_return']}, logs in {run_dir}")
+            print(
+                f"{self.summary['status']}: {self.summary['iterations_completed']}/{args.num_iterations} iterations, "
+                f"total {self.summary['total_s']:.1f}s, final return {self.summary['final_return']}, logs in {run_dir}"
+            )
 
     def iteration_done(self, args: Args, iteration: int, scalars: dict):
         self.summary["iterations_completed"] = iteration + 1
         self.returns.append(float(scalars.get("charts/episodic_return", np.nan)))  # NaN: no episode ended
         self.times.append(scalars["time/iteration"])  # the ETA leaves out iteration 0, which compiles
         eta = np.mean(self.times[1:] or self.times) * (args.num_iterations - iteration - 1)
-        print(f"iter {iteration + 1}/{args.num_iterations} | SPS {scalars['charts/SPS']:,.0f} | "
-              f"return {self.returns[-1]:.1f} | rollout {scalars['time/rollout']:.3f}s update {scalars['time/update']:.3f}s | "
-              f"elapsed {scalars['time/elapsed']:.1f}s ETA {eta:.1f}s", flush=True)
+        print(
+            f"iter {iteration + 1}/{args.num_iterations} | SPS {scalars['charts/SPS']:,.0f} | "
+            f"return {self.returns[-1]:.1f} | rollout {scalars['time/rollout']:.3f}s update {scalars['time/update']:.3f}s | "
+            f"elapsed {scalars['time/elapsed']:.1f}s ETA {eta:.1f}s",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -106,7 +106,7 @@ def _syncs(value, path: Path) -> tuple[bool, ...]:
         return (False, True)
     if isinstance(value, bool):
         return (value,)
-    raise ValueError(f"{path}: sync = {value!r} in an experiment; give true, false or \"both\"")
+    raise ValueError(f'{path}: sync = {value!r} in an experiment; give true, false or "both"')
 
 
 def _envs(data: dict, path: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -123,14 +123,21 @@ def parse(path: Path) -> Study:
         data = tomllib.load(f)
     envs, expensive_envs = _envs(data, path)
     sizes = tuple(data["sizes"])
-    frameworks = {name: Framework(name, fw["script"], tuple(fw["compile"]), fw.get("color", "#7f7f7f"))
-                  for name, fw in data["frameworks"].items()}
+    frameworks = {
+        name: Framework(name, fw["script"], tuple(fw["compile"]), fw.get("color", "#7f7f7f"))
+        for name, fw in data["frameworks"].items()
+    }
     windows = {name: Window(name, w["first"], w.get("last"), w["label"]) for name, w in data["windows"].items()}
     env_keywords = {"all": envs, "expensive": expensive_envs}
     experiments = {
-        name: Experiment(name, exp["title"], _choice(exp["envs"], envs + expensive_envs, "env", path, env_keywords),
-                         _choice(exp["sizes"], sizes, "size", path, {"all": sizes}), exp["compile"] == "all",
-                         _syncs(exp["sync"], path))
+        name: Experiment(
+            name,
+            exp["title"],
+            _choice(exp["envs"], envs + expensive_envs, "env", path, env_keywords),
+            _choice(exp["sizes"], sizes, "size", path, {"all": sizes}),
+            exp["compile"] == "all",
+            _syncs(exp["sync"], path),
+        )
         for name, exp in data["experiments"].items()
     }
     return Study(Path(path), frameworks, envs, expensive_envs, sizes, windows, experiments)

@@ -65,7 +65,9 @@ class Run:
 
     @property
     def description(self) -> str:
-        return f"{self.experiment} {self.env} {self.framework} {self.size} {self.compile}{self.sync_name} seed {self.seed}"
+        return (
+            f"{self.experiment} {self.env} {self.framework} {self.size} {self.compile}{self.sync_name} seed {self.seed}"
+        )
 
     @property
     def log_stem(self) -> str:  # bench.sh adds __{unix time}.log
@@ -144,10 +146,25 @@ def select(args: argparse.Namespace, S: study.Study) -> Selection:
 
 
 # ------------------------------------------------------------------------------------------- matrix
-def command(sel: Selection, exp: study.Experiment, fw: study.Framework, env: str, size: str, mode: str,
-            seed: int, sync: bool) -> tuple[str, ...]:
-    cmd = [sel.python, str(study.ROOT / fw.script), "--env", env, "--model-size", size, "--compile", mode,
-           "--seed", str(seed), "--log-dir", f"{sel.log_dir.rstrip('/')}/{exp.name}", "--exp-name", exp.name]
+def command(
+    sel: Selection, exp: study.Experiment, fw: study.Framework, env: str, size: str, mode: str, seed: int, sync: bool
+) -> tuple[str, ...]:
+    cmd = [
+        sel.python,
+        str(study.ROOT / fw.script),
+        "--env",
+        env,
+        "--model-size",
+        size,
+        "--compile",
+        mode,
+        "--seed",
+        str(seed),
+        "--log-dir",
+        f"{sel.log_dir.rstrip('/')}/{exp.name}",
+        "--exp-name",
+        exp.name,
+    ]
     if sel.iterations is not None:
         cmd += ["--num-iterations", str(sel.iterations)]
     if sel.tag is not None:
@@ -178,8 +195,19 @@ def matrix(sel: Selection, S: study.Study) -> list[Run]:
         for seed, env, size in product(range(1, sel.seeds + 1), experiment_envs(sel, exp, S), sizes):
             for sync, fw in product(exp.syncs, frameworks):
                 for mode in exp.compile_modes(fw):
-                    runs.append(Run(exp.name, seed, env, size, fw.name, mode, sync,
-                                    command(sel, exp, fw, env, size, mode, seed, sync), both_syncs=len(exp.syncs) > 1))
+                    runs.append(
+                        Run(
+                            exp.name,
+                            seed,
+                            env,
+                            size,
+                            fw.name,
+                            mode,
+                            sync,
+                            command(sel, exp, fw, env, size, mode, seed, sync),
+                            both_syncs=len(exp.syncs) > 1,
+                        )
+                    )
     return runs
 
 
@@ -272,9 +300,15 @@ def env_timing_reason(path: Path, envs: list[str]) -> Optional[tuple[str, list[s
 MAX_TASKS = 1000  # the default task count is the number of cells, at most this (Slurm's default MaxArraySize is 1001)
 TIME_MARGIN_S = 15 * 60  # added to a task's time limit: the env timing, imports, the last summary
 SIGNAL_BEFORE_S = 120  # bench.sh gets SIGTERM this long before the time limit: the run in progress saves its summary
-SBATCH_OWN = {"-a": "--slurm-tasks and --slurm-parallel", "--array": "--slurm-tasks and --slurm-parallel",
-              "-o": "the logs", "--output": "the logs", "-e": "the logs", "--error": "the logs",
-              "--wrap": "the script"}
+SBATCH_OWN = {
+    "-a": "--slurm-tasks and --slurm-parallel",
+    "--array": "--slurm-tasks and --slurm-parallel",
+    "-o": "the logs",
+    "--output": "the logs",
+    "-e": "the logs",
+    "--error": "the logs",
+    "--wrap": "the script",
+}
 
 
 def sbatch_lines(value: str) -> list[str]:
@@ -314,9 +348,19 @@ def absolute_python(python: str) -> str:
     return os.path.abspath(found)
 
 
-def sbatch_script(sel: Selection, matrix_options: list[str], whole: list[Run], done: list[bool], tasks: int,
-                  parallel: Optional[int], timeout: Optional[float], kill_after: float, env_timing: bool,
-                  slurm_args: list[str], cpus: Optional[str] = None) -> str:
+def sbatch_script(
+    sel: Selection,
+    matrix_options: list[str],
+    whole: list[Run],
+    done: list[bool],
+    tasks: int,
+    parallel: Optional[int],
+    timeout: Optional[float],
+    kill_after: float,
+    env_timing: bool,
+    slurm_args: list[str],
+    cpus: Optional[str] = None,
+) -> str:
     """The sbatch script of a job array: task K of `tasks` runs `bench.sh --shard K/tasks` with the options of
     the sweep (`matrix_options`: bench.sh's matrix options as given, e.g. ["--experiments", "exp1"]).
 
@@ -336,12 +380,17 @@ def sbatch_script(sel: Selection, matrix_options: list[str], whole: list[Run], d
         per_task[owner[run.cell]] += not is_done
     limit = time_limit(max(per_task), timeout, kill_after)
     if limit:
-        time_note = (f"# time limit: {max(per_task)} runs to do in the largest shard x (--timeout {timeout:g} s + "
-                     f"{kill_after:g} s) + {TIME_MARGIN_S // 60} min")
+        time_note = (
+            f"# time limit: {max(per_task)} runs to do in the largest shard x (--timeout {timeout:g} s + "
+            f"{kill_after:g} s) + {TIME_MARGIN_S // 60} min"
+        )
     else:
         time_note = "# time limit: the partition's default (no --timeout given; --slurm-args --time=... sets one)"
-    options = [*matrix_options, *(["--timeout", f"{timeout:g}"] if timeout is not None else []),
-               *(["--cpus", cpus] if cpus else [])]
+    options = [
+        *matrix_options,
+        *(["--timeout", f"{timeout:g}"] if timeout is not None else []),
+        *(["--cpus", cpus] if cpus else []),
+    ]
     study_file = os.environ.get(study.PATH_VARIABLE)
     lines = [
         "#!/bin/bash",
@@ -429,16 +478,32 @@ def print_sbatch(args: argparse.Namespace, sel: Selection, whole: list[Run]) -> 
             raise BadOption("--shard does not go with --slurm: the array tasks are the shards (--slurm-tasks N)")
         tasks = positive_int("--slurm-tasks", args.tasks) or min(num_cells, MAX_TASKS)
         if tasks > num_cells:
-            raise BadOption(f"--slurm-tasks {tasks} is more than the {num_cells} cells of this sweep; "
-                            f"valid: 1 to {num_cells}")
+            raise BadOption(
+                f"--slurm-tasks {tasks} is more than the {num_cells} cells of this sweep; valid: 1 to {num_cells}"
+            )
         parallel = positive_int("--slurm-parallel", args.parallel)
         timeout = float(args.timeout) if args.timeout else None
         slurm_args = sbatch_lines(args.slurm_args)
         done = done_flags(whole, sel.log_dir)
-        matrix_options = [item for name in ("experiments", "frameworks", "envs", "sizes", "seeds", "iterations", "tag")
-                          if getattr(args, name) is not None for item in (f"--{name}", getattr(args, name))]
-        script = sbatch_script(sel, matrix_options, whole, done, tasks, parallel, timeout, args.kill_after,
-                               args.env_timing, slurm_args, args.cpus)
+        matrix_options = [
+            item
+            for name in ("experiments", "frameworks", "envs", "sizes", "seeds", "iterations", "tag")
+            if getattr(args, name) is not None
+            for item in (f"--{name}", getattr(args, name))
+        ]
+        script = sbatch_script(
+            sel,
+            matrix_options,
+            whole,
+            done,
+            tasks,
+            parallel,
+            timeout,
+            args.kill_after,
+            args.env_timing,
+            slurm_args,
+            args.cpus,
+        )
     except BadOption as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 2
@@ -470,8 +535,13 @@ def main(argv=None) -> int:
         return print_sbatch(args, sel, whole)
     runs = shard_runs(whole, *sel.shard)
     if args.action == "plan":
-        missing = sorted({str(study.ROOT / S.frameworks[run.framework].script) for run in runs
-                          if not (study.ROOT / S.frameworks[run.framework].script).exists()})
+        missing = sorted(
+            {
+                str(study.ROOT / S.frameworks[run.framework].script)
+                for run in runs
+                if not (study.ROOT / S.frameworks[run.framework].script).exists()
+            }
+        )
         if missing:
             print(f"{PROG}: no script {', '.join(missing)}; check the study's [frameworks]", file=sys.stderr)
             return 2
@@ -482,8 +552,10 @@ def main(argv=None) -> int:
     for run, is_done in zip(runs, done):
         print(("# done: " if is_done else "") + shlex.join(run.command))
     k, n = sel.shard
-    print(f"dry run: {len(runs)} runs ({sum(done)} already completed) in {len(cells(runs))} cells, "
-          f"of {len(whole)} runs in the matrix, shard {k}/{n}")
+    print(
+        f"dry run: {len(runs)} runs ({sum(done)} already completed) in {len(cells(runs))} cells, "
+        f"of {len(whole)} runs in the matrix, shard {k}/{n}"
+    )
     return 0
 
 

@@ -1,7 +1,6 @@
 """Shared by the benchmarks: launch a PPO script in a fresh process and read what its run wrote."""
 
-import subprocess
-import sys
+import os
 import tempfile
 from pathlib import Path
 
@@ -12,15 +11,15 @@ import study
 
 ROOT = Path(__file__).resolve().parents[1]
 STEADY_FROM = study.load().steady.first  # the study's steady state: iterations STEADY_FROM+
+THREADS = os.environ.get("OMP_NUM_THREADS", str(len(os.sched_getaffinity(0))))  # torch: every core it may use
 
 
 def run_script(script: str, *args: str) -> dict:
     """Runs `python script args` in a fresh process; returns its run's summary and per-iteration series."""
     with tempfile.TemporaryDirectory() as log_dir:
-        cmd = [sys.executable, str(ROOT / script), *args, "--log-dir", log_dir]
-        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+        proc = runlog.run_script(script, *args, log_dir=log_dir, env={"OMP_NUM_THREADS": THREADS})
         if proc.returncode != 0:
-            raise RuntimeError(f"{' '.join(cmd)} failed:\n{proc.stderr[-2000:]}")
+            raise RuntimeError(f"{script} {' '.join(args)} failed:\n{proc.stderr[-2000:]}")
         (run_dir,) = Path(log_dir).iterdir()
         return read_run(run_dir)
 

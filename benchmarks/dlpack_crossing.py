@@ -51,8 +51,10 @@ def measure(env_id: str, size: str, num_envs: int = 32, calls: int = 300, blocks
     packed = env_call(runner, action.numpy())[1]
 
     def scanned(runner):  # num_steps env steps in one call: the env's own cost per step
-        return jax.lax.scan(lambda r, _: (ppo.env_step_packed(env, env_params, r, action.numpy())[0], None),
-                            runner, length=256)[0]
+        return jax.lax.scan(
+            lambda r, _: (ppo.env_step_packed(env, env_params, r, action.numpy())[0], None), runner, length=256
+        )[0]
+
     scan = jax.jit(scanned)
 
     with torch.no_grad():
@@ -61,7 +63,9 @@ def measure(env_id: str, size: str, num_envs: int = 32, calls: int = 300, blocks
             "policy compiled": per_call_us(lambda: compiled_policy(obs, noise), calls, blocks),
             "torch->jax numpy": per_call_us(lambda: action.numpy(), calls, blocks),
             "torch->jax dlpack": per_call_us(lambda: jnp.from_dlpack(action), calls, blocks),
-            "env call (jit)": per_call_us(lambda: jax.block_until_ready(env_call(runner, action.numpy())), calls, blocks),
+            "env call (jit)": per_call_us(
+                lambda: jax.block_until_ready(env_call(runner, action.numpy())), calls, blocks
+            ),
             "jax->torch dlpack": per_call_us(lambda: torch.from_dlpack(packed), calls, blocks),
             "env step in a scan": per_call_us(lambda: jax.block_until_ready(scan(runner)), 3, blocks) / 256,
         }
@@ -76,10 +80,15 @@ def main():
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--blocks", type=int, default=9)
     args = parser.parse_args()
-    rows = [measure(env_id, size, args.num_envs, args.calls, args.blocks)
-            for env_id in args.envs for size in args.model_sizes]
-    print(f"microseconds per call, median of {args.blocks} blocks of {args.calls} calls, {args.num_envs} envs; "
-          f"torch {torch.__version__} ({torch.get_num_threads()} threads), jax {jax.__version__} on {jax.devices()[0]}\n")
+    rows = [
+        measure(env_id, size, args.num_envs, args.calls, args.blocks)
+        for env_id in args.envs
+        for size in args.model_sizes
+    ]
+    print(
+        f"microseconds per call, median of {args.blocks} blocks of {args.calls} calls, {args.num_envs} envs; "
+        f"torch {torch.__version__} ({torch.get_num_threads()} threads), jax {jax.__version__} on {jax.devices()[0]}\n"
+    )
     print("| " + " | ".join(rows[0]) + " |")
     print("| --- " * len(rows[0]) + "|")
     for row in rows:

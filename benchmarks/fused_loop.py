@@ -61,21 +61,47 @@ def main():
     args = ppo.Args(env=opts.env, model_size=opts.model_size, num_iterations=opts.num_iterations, sync_timing=False)
     rows = []
     for repeat in range(opts.repeats):
-        run = run_script("ppo_linen.py", "--env", opts.env, "--model-size", opts.model_size,
-                         "--num-iterations", str(opts.num_iterations), "--no-sync-timing")
-        rows.append({"design": "per-iteration", "repeat": repeat, "compile_s": float(run["series"]["time/iteration"][0]),
-                     "steady_s_per_iter": steady_mean(run), "total_s": run["summary"]["total_s"]})
+        run = run_script(
+            "ppo_linen.py",
+            "--env",
+            opts.env,
+            "--model-size",
+            opts.model_size,
+            "--num-iterations",
+            str(opts.num_iterations),
+            "--no-sync-timing",
+        )
+        rows.append(
+            {
+                "design": "per-iteration",
+                "repeat": repeat,
+                "compile_s": float(run["series"]["time/iteration"][0]),
+                "steady_s_per_iter": steady_mean(run),
+                "total_s": run["summary"]["total_s"],
+            }
+        )
         compile_s, per_iteration = fused_seconds_per_iteration(args)
-        rows.append({"design": "fused", "repeat": repeat, "compile_s": compile_s,
-                     "steady_s_per_iter": per_iteration, "total_s": compile_s + per_iteration * opts.num_iterations})
+        rows.append(
+            {
+                "design": "fused",
+                "repeat": repeat,
+                "compile_s": compile_s,
+                "steady_s_per_iter": per_iteration,
+                "total_s": compile_s + per_iteration * opts.num_iterations,
+            }
+        )
     table = pd.DataFrame(rows)
     print(table.to_string(index=False, float_format="%.4f"))
     medians = table.groupby("design")["steady_s_per_iter"].median()
     batch = args.batch_size
-    print(f"\n{opts.env} {opts.model_size}, {opts.num_iterations} iterations, steady state = iterations {STEADY_FROM}+ "
-          f"(fused: whole loop / iterations)")
+    print(
+        f"\n{opts.env} {opts.model_size}, {opts.num_iterations} iterations, steady state = iterations {STEADY_FROM}+ "
+        f"(fused: whole loop / iterations)"
+    )
     print(f"steady SPS: per-iteration {batch / medians['per-iteration']:,.0f}, fused {batch / medians['fused']:,.0f}")
-    print(f"per-iteration keeps {medians['fused'] / medians['per-iteration']:.1%} of the fused throughput (target >= 90%)")
+    print(
+        f"per-iteration keeps {medians['fused'] / medians['per-iteration']:.1%} of the fused throughput (target >= 90%)"
+    )
 
 
 if __name__ == "__main__":

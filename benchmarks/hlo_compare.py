@@ -33,16 +33,22 @@ def lowered_linen(args, env, env_params, runner, batch, key):
     agent = ppo_linen.Agent(ppo_linen.MODEL_SIZES[args.model_size], env.num_actions)
     tx, _ = ppo_linen.make_optimizer(args)
     state = ppo_linen.TrainState.create(apply_fn=agent.apply, params=agent.init(key, runner.obs), tx=tx)
-    return {"rollout": jax.jit(partial(ppo_linen.rollout, env, env_params, args)).lower(state, runner),
-            "update": jax.jit(partial(ppo_linen.update, args)).lower(state, batch, key)}
+    return {
+        "rollout": jax.jit(partial(ppo_linen.rollout, env, env_params, args)).lower(state, runner),
+        "update": jax.jit(partial(ppo_linen.update, args)).lower(state, batch, key),
+    }
 
 
 def lowered_nnx(args, env, env_params, runner, batch, key):
     runner, batch = ppo_nnx.Runner(*runner), ppo_nnx.Batch(*batch)  # each script's own NamedTuple types
-    agent = ppo_nnx.Agent(runner.obs.shape[-1], ppo_nnx.MODEL_SIZES[args.model_size], env.num_actions, rngs=nnx.Rngs(key))
+    agent = ppo_nnx.Agent(
+        runner.obs.shape[-1], ppo_nnx.MODEL_SIZES[args.model_size], env.num_actions, rngs=nnx.Rngs(key)
+    )
     optimizer = nnx.Optimizer(agent, ppo_nnx.make_optimizer(args)[0], wrt=nnx.Param)
-    return {"rollout": nnx.jit(partial(ppo_nnx.rollout, env, env_params, args)).lower(agent, runner),
-            "update": nnx.jit(partial(ppo_nnx.update, args)).lower(agent, optimizer, batch, key)}
+    return {
+        "rollout": nnx.jit(partial(ppo_nnx.rollout, env, env_params, args)).lower(agent, runner),
+        "update": nnx.jit(partial(ppo_nnx.update, args)).lower(agent, optimizer, batch, key),
+    }
 
 
 def lowered_equinox(args, env, env_params, runner, batch, key, mode):
@@ -52,12 +58,17 @@ def lowered_equinox(args, env, env_params, runner, batch, key, mode):
     opt_state = tx.init(eqx.filter(agent, eqx.is_array))
     rollout_fn, update_fn = partial(ppo_equinox.rollout, env, env_params, args), partial(ppo_equinox.update, args, tx)
     if mode == "filter_jit":
-        return {"rollout": eqx.filter_jit(rollout_fn).lower(agent, runner),
-                "update": eqx.filter_jit(update_fn).lower(agent, opt_state, batch, key)}
+        return {
+            "rollout": eqx.filter_jit(rollout_fn).lower(agent, runner),
+            "update": eqx.filter_jit(update_fn).lower(agent, opt_state, batch, key),
+        }
     params, static = eqx.partition(agent, eqx.is_array)  # as ppo_equinox.py's partition mode
-    return {"rollout": jax.jit(lambda p, *rest: rollout_fn(eqx.combine(p, static), *rest)).lower(params, runner),
-            "update": jax.jit(lambda p, *rest: eqx.filter(update_fn(eqx.combine(p, static), *rest), eqx.is_array)).lower(
-                params, opt_state, batch, key)}
+    return {
+        "rollout": jax.jit(lambda p, *rest: rollout_fn(eqx.combine(p, static), *rest)).lower(params, runner),
+        "update": jax.jit(lambda p, *rest: eqx.filter(update_fn(eqx.combine(p, static), *rest), eqx.is_array)).lower(
+            params, opt_state, batch, key
+        ),
+    }
 
 
 def normalized(hlo: str) -> str:
@@ -75,8 +86,14 @@ def describe(lowered) -> dict:
     cost = cost[0] if isinstance(cost, list) else cost  # a list of one dict in older JAX
     hlo = compiled.as_text()
     ops = Counter(OP.findall(hlo))
-    return {"flops": cost.get("flops", float("nan")), "bytes": cost.get("bytes accessed", float("nan")), "ops": ops,
-            "instructions": sum(ops.values()), "chars": len(hlo), "hlo": normalized(hlo)}
+    return {
+        "flops": cost.get("flops", float("nan")),
+        "bytes": cost.get("bytes accessed", float("nan")),
+        "ops": ops,
+        "instructions": sum(ops.values()),
+        "chars": len(hlo),
+        "hlo": normalized(hlo),
+    }
 
 
 def main():
@@ -91,30 +108,46 @@ def main():
     key = jax.random.key(args.seed)
     runner = ppo_linen.reset_envs(env, env_params, key, args.num_envs)
     obs_dim = runner.obs.shape[-1]
-    batch = ppo_linen.Batch(jnp.zeros((args.batch_size, obs_dim)), jnp.zeros(args.batch_size, jnp.int32),
-                            *(jnp.zeros(args.batch_size) for _ in range(4)))
+    batch = ppo_linen.Batch(
+        jnp.zeros((args.batch_size, obs_dim)),
+        jnp.zeros(args.batch_size, jnp.int32),
+        *(jnp.zeros(args.batch_size) for _ in range(4)),
+    )
     inputs = (env, env_params, runner, batch, key)
-    lowered = {"linen jit": lowered_linen(args, *inputs), "nnx jit": lowered_nnx(ppo_nnx.Args(**_shared(args)), *inputs),
-               **{f"equinox {mode}": lowered_equinox(ppo_equinox.Args(**_shared(args)), *inputs, mode)
-                  for mode in ("filter_jit", "partition")}}
-    print(f"**{args.env}, {args.model_size}**: {args.num_envs} envs x {args.num_steps} steps, {args.update_epochs} epochs x "
-          f"{args.num_minibatches} minibatches; jax {jax.__version__}, backend {jax.default_backend()}\n")
+    lowered = {
+        "linen jit": lowered_linen(args, *inputs),
+        "nnx jit": lowered_nnx(ppo_nnx.Args(**_shared(args)), *inputs),
+        **{
+            f"equinox {mode}": lowered_equinox(ppo_equinox.Args(**_shared(args)), *inputs, mode)
+            for mode in ("filter_jit", "partition")
+        },
+    }
+    print(
+        f"**{args.env}, {args.model_size}**: {args.num_envs} envs x {args.num_steps} steps, {args.update_epochs} epochs x "
+        f"{args.num_minibatches} minibatches; jax {jax.__version__}, backend {jax.default_backend()}\n"
+    )
     for fn in ("rollout", "update"):
         info = {name: describe(low[fn]) for name, low in lowered.items()}
         ref = info["linen jit"]
-        print(f"{fn}\n\n| framework | GFLOP | ratio | MB accessed | ratio | instructions | HLO chars | identical to linen |")
+        print(
+            f"{fn}\n\n| framework | GFLOP | ratio | MB accessed | ratio | instructions | HLO chars | identical to linen |"
+        )
         print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
         for name, d in info.items():
             same = "yes" if d["hlo"] == ref["hlo"] else "no"
-            print(f"| {name} | {d['flops'] / 1e9:.4f} | {d['flops'] / ref['flops']:.3f} | {d['bytes'] / 1e6:.2f} "
-                  f"| {d['bytes'] / ref['bytes']:.3f} | {d['instructions']} | {d['chars']} | {same} |")
+            print(
+                f"| {name} | {d['flops'] / 1e9:.4f} | {d['flops'] / ref['flops']:.3f} | {d['bytes'] / 1e6:.2f} "
+                f"| {d['bytes'] / ref['bytes']:.3f} | {d['instructions']} | {d['chars']} | {same} |"
+            )
         kinds = [k for k, _ in sum((d["ops"] for d in info.values()), Counter()).most_common(opts.top)]
         print(f"\nop kinds ({fn}, the {len(kinds)} most frequent; differences from linen below)\n")
         print("| op | " + " | ".join(info) + " |\n| --- |" + " ---: |" * len(info))
         for k in kinds:
             print(f"| {k} | " + " | ".join(str(d["ops"][k]) for d in info.values()) + " |")
         for name, d in info.items():
-            diff = {k: d["ops"][k] - ref["ops"][k] for k in set(d["ops"]) | set(ref["ops"]) if d["ops"][k] != ref["ops"][k]}
+            diff = {
+                k: d["ops"][k] - ref["ops"][k] for k in set(d["ops"]) | set(ref["ops"]) if d["ops"][k] != ref["ops"][k]
+            }
             if name != "linen jit":
                 print(f"\n{name} - linen jit: {dict(sorted(diff.items())) or 'the same op counts'}")
         print()

@@ -32,8 +32,12 @@ def configs(framework: str) -> dict:
     """{name: (script, compile mode, baseline)}: Linen's modes, then every mode of the framework, from the study."""
     linen, other = STUDY.frameworks["linen"], STUDY.frameworks[framework]
     out = {f"linen {mode}": (linen.script, mode, None) for mode in linen.compile}
-    out.update({f"{framework} {mode}": (other.script, mode, "linen none" if mode == "none" else "linen jit")
-                for mode in other.compile})
+    out.update(
+        {
+            f"{framework} {mode}": (other.script, mode, "linen none" if mode == "none" else "linen jit")
+            for mode in other.compile
+        }
+    )
     return out
 
 
@@ -44,15 +48,29 @@ COLUMNS = ("total_s", "setup_s", "iter0_s", "warmup_s", "steady_s")
 def run_config(name: str, opts) -> dict:
     script, mode, _ = CONFIGS[name]
     iterations = opts.none_iterations if mode == "none" else opts.num_iterations
-    run = run_script(script, "--env", opts.env, "--model-size", opts.model_size, "--compile", mode,
-                     "--seed", str(opts.seed), "--num-iterations", str(iterations), "--tag", "jax_vs_linen", *opts.extra)
+    run = run_script(
+        script,
+        "--env",
+        opts.env,
+        "--model-size",
+        opts.model_size,
+        "--compile",
+        mode,
+        "--seed",
+        str(opts.seed),
+        "--num-iterations",
+        str(iterations),
+        "--tag",
+        "jax_vs_linen",
+        *opts.extra,
+    )
     times, summary = run["series"]["time/iteration"], run["summary"]
     return {
         "total_s": summary["total_s"],
         "setup_s": summary["setup_s"],
         "iter0_s": float(times[0]),
         "warmup_s": float(times[1:STEADY_FROM].mean()),
-        "steady_s": float(times[STEADY_FROM if len(times) > STEADY_FROM else 1:].mean()),
+        "steady_s": float(times[STEADY_FROM if len(times) > STEADY_FROM else 1 :].mean()),
         "final_return": summary["final_return"],
     }
 
@@ -64,13 +82,20 @@ def table(results: dict, title: str) -> str:
         paired = statistics.median(a[c] / b[c] for a, b in zip(results[name], results[base]))
         return f"{med[name][c] / med[base][c]:.3f} ({paired:.3f})"
 
-    lines = [title, "", "| config | total s | setup s | iter0 s | warm-up s/it | steady s/it | total ratio (paired) "
-             "| steady ratio (paired) |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines = [
+        title,
+        "",
+        "| config | total s | setup s | iter0 s | warm-up s/it | steady s/it | total ratio (paired) "
+        "| steady ratio (paired) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
     for name, m in med.items():
         base = CONFIGS[name][2]
         ratios = [ratio(name, base, c) if base in results else "" for c in ("total_s", "steady_s")]
-        lines.append(f"| {name} | {m['total_s']:.2f} | {m['setup_s']:.2f} | {m['iter0_s']:.2f} | {m['warmup_s']:.4f} "
-                     f"| {m['steady_s']:.4f} | {ratios[0]} | {ratios[1]} |")
+        lines.append(
+            f"| {name} | {m['total_s']:.2f} | {m['setup_s']:.2f} | {m['iter0_s']:.2f} | {m['warmup_s']:.4f} "
+            f"| {m['steady_s']:.4f} | {ratios[0]} | {ratios[1]} |"
+        )
     return "\n".join(lines)
 
 
@@ -95,13 +120,21 @@ def main():
         for name in opts.configs[shift:] + opts.configs[:shift]:  # rotate the order each round
             res = run_config(name, opts)
             results[name].append(res)
-            print(f"round {r + 1}/{opts.rounds} {name:<18} " + " ".join(f"{c} {res[c]:.4f}" for c in COLUMNS), flush=True)
+            print(
+                f"round {r + 1}/{opts.rounds} {name:<18} " + " ".join(f"{c} {res[c]:.4f}" for c in COLUMNS), flush=True
+            )
             Path(opts.out).parent.mkdir(parents=True, exist_ok=True)
             Path(opts.out).write_text(json.dumps(results, indent=2))
     none = f", `none` modes {opts.none_iterations}" if any(CONFIGS[n][1] == "none" for n in opts.configs) else ""
     flags = f", flags `{' '.join(opts.extra)}`" if opts.extra else ""
-    print("\n" + table(results, f"**{opts.env}, {opts.model_size}**: medians of {opts.rounds} rounds; "
-                               f"{opts.num_iterations} iterations{none}{flags}"))
+    print(
+        "\n"
+        + table(
+            results,
+            f"**{opts.env}, {opts.model_size}**: medians of {opts.rounds} rounds; "
+            f"{opts.num_iterations} iterations{none}{flags}",
+        )
+    )
 
 
 if __name__ == "__main__":

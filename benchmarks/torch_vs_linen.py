@@ -38,15 +38,32 @@ COLUMNS = ("iter0_s", "rollout_s", "update_s", "total_s")
 def run_config(name: str, env: str, size: str, opts) -> dict:
     script, mode = CONFIGS[name]
     if opts.cpus:  # pinned as `taskset -c` pins (the child inherits it): the same cores for every framework
-        cores = {c for part in opts.cpus.split(",") for c in range(int(part.split("-")[0]), int(part.split("-")[-1]) + 1)}
+        cores = {
+            c for part in opts.cpus.split(",") for c in range(int(part.split("-")[0]), int(part.split("-")[-1]) + 1)
+        }
         os.sched_setaffinity(0, cores)
         os.environ["OMP_NUM_THREADS"] = str(len(cores))  # torch: one thread per core; XLA sees the same cores
-    length = (["--num-iterations", str(opts.none_iterations), "--num-steps", str(opts.none_steps)] if mode == "none"
-              else ["--num-iterations", str(opts.num_iterations)])
+    length = (
+        ["--num-iterations", str(opts.none_iterations), "--num-steps", str(opts.none_steps)]
+        if mode == "none"
+        else ["--num-iterations", str(opts.num_iterations)]
+    )
     with tempfile.TemporaryDirectory() as cache_dir:
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache_dir  # inherited by the run: no compiled kernels from before
-        run = run_script(script, "--env", env, "--model-size", size, "--compile", mode, "--seed", str(opts.seed),
-                         "--tag", "torch_vs_linen", *length)
+        run = run_script(
+            script,
+            "--env",
+            env,
+            "--model-size",
+            size,
+            "--compile",
+            mode,
+            "--seed",
+            str(opts.seed),
+            "--tag",
+            "torch_vs_linen",
+            *length,
+        )
     series, summary = run["series"], run["summary"]
     steady = slice(STEADY_FROM if len(series["time/iteration"]) > STEADY_FROM else 1, None)
     return {
@@ -62,16 +79,29 @@ def table(results: dict, title: str) -> str:
     """Medians per config; the ratios are to linen in the same mode (jit, or none for the `none` modes). steady =
     rollout + update of iterations 8+, the issue's steady-state target."""
     med = {name: {c: statistics.median(r[c] for r in runs) for c in COLUMNS} for name, runs in results.items()}
-    lines = [title, "", "| config | iter0 s | rollout s/it | update s/it | total s | rollout vs linen | update vs linen "
-                        "| steady vs linen |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines = [
+        title,
+        "",
+        "| config | iter0 s | rollout s/it | update s/it | total s | rollout vs linen | update vs linen "
+        "| steady vs linen |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
     for name, m in med.items():
         base = med.get("linen none" if name.endswith("none") else "linen jit")
         steady = lambda x: x["rollout_s"] + x["update_s"]  # noqa: E731
-        ratios = [f"{a / b:.2f}x" if base and not name.startswith("linen") else ""
-                  for a, b in ((m["rollout_s"], base and base["rollout_s"]), (m["update_s"], base and base["update_s"]),
-                               (steady(m), base and steady(base)))]
-        lines.append(f"| {name} | {m['iter0_s']:.1f} | {m['rollout_s']:.3f} | {m['update_s']:.3f} | {m['total_s']:.1f} | "
-                     + " | ".join(ratios) + " |")
+        ratios = [
+            f"{a / b:.2f}x" if base and not name.startswith("linen") else ""
+            for a, b in (
+                (m["rollout_s"], base and base["rollout_s"]),
+                (m["update_s"], base and base["update_s"]),
+                (steady(m), base and steady(base)),
+            )
+        ]
+        lines.append(
+            f"| {name} | {m['iter0_s']:.1f} | {m['rollout_s']:.3f} | {m['update_s']:.3f} | {m['total_s']:.1f} | "
+            + " | ".join(ratios)
+            + " |"
+        )
     return "\n".join(lines)
 
 
@@ -81,13 +111,17 @@ def per_step_line(env: str, size: str, results: dict) -> str:
     from benchmarks import dlpack_crossing  # imports torch (OMP_NUM_THREADS already set) and JAX: only when asked
 
     num_steps = dlpack_crossing.ppo.Args.num_steps  # the runs keep the default
-    torch_step, linen_step = (statistics.median(r["rollout_s"] for r in results[name]) / num_steps * 1e6
-                              for name in ("torch compile", "linen jit"))
+    torch_step, linen_step = (
+        statistics.median(r["rollout_s"] for r in results[name]) / num_steps * 1e6
+        for name in ("torch compile", "linen jit")
+    )
     p = dlpack_crossing.measure(env, size)
     pieces = ", ".join(f"{k} {p[k]:.0f}" for k in dlpack_crossing.FLOOR)
-    return (f"Per env step: torch compile {torch_step:.0f} us, linen jit {linen_step:.0f} us (a jitted scan). The floor of "
-            f"a Python-loop step, profiled: {pieces} = {p['floor_us']:.0f} us; inside a scan the same env step takes "
-            f"{p['env step in a scan']:.0f} us, so the env call is mostly the fixed cost of a call.")
+    return (
+        f"Per env step: torch compile {torch_step:.0f} us, linen jit {linen_step:.0f} us (a jitted scan). The floor of "
+        f"a Python-loop step, profiled: {pieces} = {p['floor_us']:.0f} us; inside a scan the same env step takes "
+        f"{p['env step in a scan']:.0f} us, so the env call is mostly the fixed cost of a call."
+    )
 
 
 def main():
@@ -126,11 +160,19 @@ def run_all(opts, all_results: dict, tables: list):
                 for name in opts.configs[shift:] + opts.configs[:shift]:  # rotate the order each round
                     res = run_config(name, env, size, opts)
                     results[name].append(res)
-                    print(f"{env} {size} round {r + 1}/{opts.rounds} {name:<14} " +
-                          " ".join(f"{c} {res[c]:.3f}" for c in COLUMNS), flush=True)
+                    print(
+                        f"{env} {size} round {r + 1}/{opts.rounds} {name:<14} "
+                        + " ".join(f"{c} {res[c]:.3f}" for c in COLUMNS),
+                        flush=True,
+                    )
             all_results[f"{env}/{size}"] = results
-            tables.append(table(results, f"**{env}, {size}**: medians of {opts.rounds} rounds; {opts.num_iterations} "
-                                         f"iterations, `none` modes {opts.none_iterations} x {opts.none_steps} steps"))
+            tables.append(
+                table(
+                    results,
+                    f"**{env}, {size}**: medians of {opts.rounds} rounds; {opts.num_iterations} "
+                    f"iterations, `none` modes {opts.none_iterations} x {opts.none_steps} steps",
+                )
+            )
             if {"linen jit", "torch compile"} <= set(results):
                 tables[-1] += "\n\n" + per_step_line(env, size, results)
             print("\n" + tables[-1] + "\n", flush=True)

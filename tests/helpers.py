@@ -1,28 +1,28 @@
 """Helpers shared by the tests: run a script in a fresh process, find its run folder, read its events."""
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 
 import study
-from runlog import read_json, read_scalars  # noqa: F401  (re-exported for the tests)
+from runlog import read_json, read_scalars, run_script  # noqa: F401  (re-exported for the tests)
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDY = study.load()
 
 # Tiny runs: 4 envs x 16 steps, 3 iterations, 2 epochs of 2 minibatches.
-TINY = ["--num-envs", "4", "--num-steps", "16", "--num-iterations", "3", "--update-epochs", "2", "--num-minibatches", "2"]
-
-
-def run_script(script: str, *args: str, log_dir: Path, timeout: float = 600, env: dict | None = None):
-    """Runs `python script args --log-dir log_dir` from the project root; returns the CompletedProcess."""
-    cmd = [sys.executable, str(ROOT / script), *args, "--log-dir", str(log_dir)]
-    # one torch thread unless set: OpenMP threads stall on the busy cores of a test machine
-    full_env = {"OMP_NUM_THREADS": "1", **os.environ, "WANDB_MODE": "disabled", **(env or {})}
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=full_env)
+TINY = [
+    "--num-envs",
+    "4",
+    "--num-steps",
+    "16",
+    "--num-iterations",
+    "3",
+    "--update-epochs",
+    "2",
+    "--num-minibatches",
+    "2",
+]
 
 
 def only_run_dir(log_dir: Path) -> Path:

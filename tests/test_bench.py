@@ -73,9 +73,14 @@ def expected_count(study=STUDY, experiments=None, frameworks=None, envs=None, si
     total = 0
     for exp in study.experiments.values():
         if experiments is None or exp.name in experiments:
-            cells = [(e, s) for e, s in product(selected_envs(exp, envs, study), sizes or study.sizes) if s in exp.sizes]
-            modes = sum(len(exp.compile_modes(fw)) for fw in study.frameworks.values()
-                        if frameworks is None or fw.name in frameworks)
+            cells = [
+                (e, s) for e, s in product(selected_envs(exp, envs, study), sizes or study.sizes) if s in exp.sizes
+            ]
+            modes = sum(
+                len(exp.compile_modes(fw))
+                for fw in study.frameworks.values()
+                if frameworks is None or fw.name in frameworks
+            )
             total += seeds * len(cells) * modes * len(exp.syncs)
     return total
 
@@ -102,8 +107,10 @@ def test_dry_run_all_experiments(tmp_path):
 
 def test_dry_run_matrix_contents(tmp_path):
     lines = dry_run(tmp_path, "--seeds", "1")
-    by_exp = {exp: [line for line in lines if option(line, "--log-dir") == f"{tmp_path}/runs/{exp}"]
-              for exp in STUDY.experiments}
+    by_exp = {
+        exp: [line for line in lines if option(line, "--log-dir") == f"{tmp_path}/runs/{exp}"]
+        for exp in STUDY.experiments
+    }
     for name, exp in STUDY.experiments.items():
         runs = by_exp[name]
         assert len(runs) == expected_count(experiments=[name])
@@ -122,7 +129,9 @@ def test_bench_sh_holds_no_study():
     text = (ROOT / "bench.sh").read_text()
     for fw in STUDY.frameworks.values():
         assert fw.script not in text
-        named_modes = [mode for mode in fw.compile if mode not in ("none", "compile", "partition")]  # the others are words
+        named_modes = [
+            mode for mode in fw.compile if mode not in ("none", "compile", "partition")
+        ]  # the others are words
         assert not [mode for mode in named_modes if re.search(rf"\b{re.escape(mode)}\b", text)]
     for exp in STUDY.experiments.values():
         if exp.envs != STUDY.envs:
@@ -133,14 +142,23 @@ def test_bench_sh_holds_no_study():
 @pytest.mark.parametrize(
     "args,selection",
     [
-        (["--frameworks", "linen", "--envs", "CartPole-v1,Acrobot-v1", "--sizes", "small,large", "--seeds", "2"],
-         dict(frameworks=["linen"], envs=["CartPole-v1", "Acrobot-v1"], sizes=["small", "large"], seeds=2)),
+        (
+            ["--frameworks", "linen", "--envs", "CartPole-v1,Acrobot-v1", "--sizes", "small,large", "--seeds", "2"],
+            dict(frameworks=["linen"], envs=["CartPole-v1", "Acrobot-v1"], sizes=["small", "large"], seeds=2),
+        ),
         (["--experiments", "exp3", "--envs", "CartPole-v1"], dict(experiments=["exp3"], envs=["CartPole-v1"], seeds=3)),
-        (["--experiments", "exp2", "--sizes", "medium,large"], dict(experiments=["exp2"], sizes=["medium", "large"], seeds=3)),
-        (["--experiments", "exp1,exp2", "--frameworks", "nnx,torch", "--sizes", "medium", "--seeds", "1"],
-         dict(experiments=["exp1", "exp2"], frameworks=["nnx", "torch"], sizes=["medium"])),
-        (["--experiments", "exp2,exp3", "--frameworks", "torch", "--seeds", "1"],
-         dict(experiments=["exp2", "exp3"], frameworks=["torch"])),
+        (
+            ["--experiments", "exp2", "--sizes", "medium,large"],
+            dict(experiments=["exp2"], sizes=["medium", "large"], seeds=3),
+        ),
+        (
+            ["--experiments", "exp1,exp2", "--frameworks", "nnx,torch", "--sizes", "medium", "--seeds", "1"],
+            dict(experiments=["exp1", "exp2"], frameworks=["nnx", "torch"], sizes=["medium"]),
+        ),
+        (
+            ["--experiments", "exp2,exp3", "--frameworks", "torch", "--seeds", "1"],
+            dict(experiments=["exp2", "exp3"], frameworks=["torch"]),
+        ),
     ],
 )
 def test_dry_run_narrowed(tmp_path, args, selection):
@@ -148,8 +166,24 @@ def test_dry_run_narrowed(tmp_path, args, selection):
 
 
 def test_dry_run_passes_options(tmp_path):
-    lines = dry_run(tmp_path, "--experiments", "exp1", "--seeds", "2", "--iterations", "7", "--tag", "mac",
-                    "--envs", "CartPole-v1", "--frameworks", "linen", "--sizes", "small", *TINY)
+    lines = dry_run(
+        tmp_path,
+        "--experiments",
+        "exp1",
+        "--seeds",
+        "2",
+        "--iterations",
+        "7",
+        "--tag",
+        "mac",
+        "--envs",
+        "CartPole-v1",
+        "--frameworks",
+        "linen",
+        "--sizes",
+        "small",
+        *TINY,
+    )
     assert len(lines) == 2
     for seed, line in enumerate(lines, 1):
         assert line.startswith(f"{sys.executable} {ROOT}/ppo_linen.py --env CartPole-v1 --model-size small ")
@@ -171,10 +205,22 @@ def test_exp5_runs_every_expensive_env_size_and_framework_sync_off_and_on(tmp_pa
     exp5 = STUDY.experiments["exp5"]
     assert exp5.syncs == (False, True)
     assert len(lines) == len(STUDY.expensive_envs) * len(STUDY.sizes) * len(STUDY.frameworks) * 2
-    expected = {(env, size, name, fw.default_compile, sync) for env, size, (name, fw), sync
-                in product(STUDY.expensive_envs, STUDY.sizes, STUDY.frameworks.items(), (False, True))}
-    got = {(option(line, "--env"), option(line, "--model-size"), framework_of(line), option(line, "--compile"),
-            not line.endswith("--no-sync-timing")) for line in lines}
+    expected = {
+        (env, size, name, fw.default_compile, sync)
+        for env, size, (name, fw), sync in product(
+            STUDY.expensive_envs, STUDY.sizes, STUDY.frameworks.items(), (False, True)
+        )
+    }
+    got = {
+        (
+            option(line, "--env"),
+            option(line, "--model-size"),
+            framework_of(line),
+            option(line, "--compile"),
+            not line.endswith("--no-sync-timing"),
+        )
+        for line in lines
+    }
     assert got == expected
     assert {option(line, "--exp-name") for line in lines} == {"exp5"}
     for cell in dict.fromkeys(cell_of(line) for line in lines):  # each cell: every framework sync off, then sync on
@@ -188,14 +234,35 @@ def test_the_expensive_envs_stay_out_of_the_other_experiments(tmp_path):
         assert (option(line, "--env") in STUDY.expensive_envs) == (option(line, "--exp-name") == "exp5")
     asked = dry_run(tmp_path, "--seeds", "1", "--envs", f"CartPole-v1,{STUDY.expensive_envs[0]}")
     assert {(option(line, "--exp-name"), option(line, "--env")) for line in asked} == {
-        ("exp1", "CartPole-v1"), ("exp2", "CartPole-v1"), ("exp5", STUDY.expensive_envs[0])}
+        ("exp1", "CartPole-v1"),
+        ("exp2", "CartPole-v1"),
+        ("exp5", STUDY.expensive_envs[0]),
+    }
     assert len(asked) == expected_count(envs=["CartPole-v1", STUDY.expensive_envs[0]])
 
 
 def test_the_plan_names_the_sync_setting_of_exp5_runs(tmp_path):
-    proc = subprocess.run([sys.executable, str(ROOT / "sweep.py"), "plan", "--experiments", "exp1,exp5", "--frameworks",
-                           "linen", "--sizes", "small", "--seeds", "1", "--log-dir", str(tmp_path)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "sweep.py"),
+            "plan",
+            "--experiments",
+            "exp1,exp5",
+            "--frameworks",
+            "linen",
+            "--sizes",
+            "small",
+            "--seeds",
+            "1",
+            "--log-dir",
+            str(tmp_path),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     rows = [line.split("\t") for line in proc.stdout.splitlines()[1:]]
     descriptions, stems = [row[1] for row in rows], [row[2] for row in rows]
@@ -204,7 +271,9 @@ def test_the_plan_names_the_sync_setting_of_exp5_runs(tmp_path):
     env = STUDY.expensive_envs[0]
     assert f"exp5 {env} linen small jit sync off seed 1" in descriptions
     assert f"exp5 {env} linen small jit sync on seed 1" in descriptions
-    assert {f"logs/exp5/{env}__linen__small__jit__nosync__1", f"logs/exp5/{env}__linen__small__jit__sync__1"} <= set(stems)
+    assert {f"logs/exp5/{env}__linen__small__jit__nosync__1", f"logs/exp5/{env}__linen__small__jit__sync__1"} <= set(
+        stems
+    )
 
 
 # ------------------------------------------------------------------------------- a fifth framework
@@ -298,8 +367,22 @@ def test_help_lists_the_study_experiments():
 # ------------------------------------------------------------------------------------------ resume
 def planned(log_dir: Path, exp: str = "exp2", env: str = "CartPole-v1", *args: str) -> list[list[str]]:
     """The commands (python dropped) of a linen dry run of one env, small, seed 1."""
-    proc = bench("--dry-run", "--log-dir", str(log_dir), "--experiments", exp, "--frameworks", "linen",
-                 "--envs", env, "--sizes", "small", "--seeds", "1", *args)
+    proc = bench(
+        "--dry-run",
+        "--log-dir",
+        str(log_dir),
+        "--experiments",
+        exp,
+        "--frameworks",
+        "linen",
+        "--envs",
+        env,
+        "--sizes",
+        "small",
+        "--seeds",
+        "1",
+        *args,
+    )
     assert proc.returncode == 0, proc.stderr
     return [shlex.split(line.removeprefix("# done: "))[1:] for line in proc.stdout.splitlines()[:-1]]
 
@@ -315,8 +398,22 @@ def fake_run(log_dir: Path, exp: str, status: str, command: list[str] | None, na
 
 
 def done_lines(log_dir: Path, *args: str, exp: str = "exp2", env: str = "CartPole-v1") -> list[str]:
-    proc = bench("--dry-run", "--log-dir", str(log_dir), "--experiments", exp, "--frameworks", "linen",
-                 "--envs", env, "--sizes", "small", "--seeds", "1", *args)
+    proc = bench(
+        "--dry-run",
+        "--log-dir",
+        str(log_dir),
+        "--experiments",
+        exp,
+        "--frameworks",
+        "linen",
+        "--envs",
+        env,
+        "--sizes",
+        "small",
+        "--seeds",
+        "1",
+        *args,
+    )
     assert proc.returncode == 0, proc.stderr
     return [line for line in proc.stdout.splitlines() if line.startswith("# done: ")]
 
@@ -391,13 +488,35 @@ def interrupted_sweep(tmp_path: Path, interrupt_plan: bool, exit_on_term: int = 
     python.write_text(FAKE_PYTHON)
     python.chmod(0o755)
     marks = tmp_path / "marks"
-    env = {**os.environ, "MARKS": str(marks), "REAL_PYTHON": sys.executable, "INTERRUPT_PLAN": str(int(interrupt_plan)),
-           "EXIT_ON_TERM": str(exit_on_term)}
-    cmd = ["bash", str(ROOT / "bench.sh"), "--python", str(python), "--log-dir", str(tmp_path / "runs"),
-           "--experiments", "exp1", "--frameworks", "linen", "--envs", "CartPole-v1", "--sizes", "small",
-           "--seeds", "2", "--no-env-timing"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                            start_new_session=True)  # its own process group, which the stand-in signals
+    env = {
+        **os.environ,
+        "MARKS": str(marks),
+        "REAL_PYTHON": sys.executable,
+        "INTERRUPT_PLAN": str(int(interrupt_plan)),
+        "EXIT_ON_TERM": str(exit_on_term),
+    }
+    cmd = [
+        "bash",
+        str(ROOT / "bench.sh"),
+        "--python",
+        str(python),
+        "--log-dir",
+        str(tmp_path / "runs"),
+        "--experiments",
+        "exp1",
+        "--frameworks",
+        "linen",
+        "--envs",
+        "CartPole-v1",
+        "--sizes",
+        "small",
+        "--seeds",
+        "2",
+        "--no-env-timing",
+    ]
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True
+    )  # its own process group, which the stand-in signals
     try:
         out, err = proc.communicate(timeout=60)
     finally:
@@ -415,12 +534,16 @@ def test_ctrl_c_while_planning_starts_no_run(tmp_path):
     assert "run the same command again to resume" in out
 
 
-@pytest.mark.parametrize("exit_on_term,words,counts", [(130, "interrupted", "0 completed"), (0, "completed", "1 completed")])
+@pytest.mark.parametrize(
+    "exit_on_term,words,counts", [(130, "interrupted", "0 completed"), (0, "completed", "1 completed")]
+)
 def test_ctrl_c_during_a_run_starts_no_other_run(tmp_path, exit_on_term, words, counts):
     rc, out, runs = interrupted_sweep(tmp_path, interrupt_plan=False, exit_on_term=exit_on_term)
     assert rc == 130, out
     assert len(runs) == 1 and "--seed 1 " in runs[0]  # seed 2 never started
-    assert re.search(rf"\[1/2\] exp1 CartPole-v1 linen small jit seed 1 \.\.\. {words} in ", out), out  # the run's own exit
+    assert re.search(rf"\[1/2\] exp1 CartPole-v1 linen small jit seed 1 \.\.\. {words} in ", out), (
+        out
+    )  # the run's own exit
     assert f"{counts}, 0 failed, 0 skipped" in out
 
 
@@ -433,8 +556,22 @@ def test_a_failed_run_is_reported_and_the_sweep_goes_on(tmp_path):
     script.write_text(BROKEN_SCRIPT)
     env = other_study(tmp_path, f'[frameworks.broken]\nscript = "{script}"\ncompile = ["jit"]\n')
     log_dir = tmp_path / "runs"
-    proc = bench("--log-dir", str(log_dir), "--experiments", "exp1", "--frameworks", "broken", "--envs", "CartPole-v1",
-                 "--sizes", "small", "--seeds", "2", "--no-env-timing", env=env)
+    proc = bench(
+        "--log-dir",
+        str(log_dir),
+        "--experiments",
+        "exp1",
+        "--frameworks",
+        "broken",
+        "--envs",
+        "CartPole-v1",
+        "--sizes",
+        "small",
+        "--seeds",
+        "2",
+        "--no-env-timing",
+        env=env,
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert last_line(proc) == "0 completed, 2 failed, 0 skipped"
     assert re.search(r"^\[1/2\] exp1 CartPole-v1 broken small jit seed 1 \.\.\. failed \(exit 3\)", proc.stdout, re.M)
@@ -445,8 +582,22 @@ def test_a_failed_run_is_reported_and_the_sweep_goes_on(tmp_path):
 
 # -------------------------------------------------------------------------------------------- sweeps
 def mini_sweep(log_dir: Path, *args: str) -> subprocess.CompletedProcess:
-    return bench("--log-dir", str(log_dir), "--experiments", "exp1", "--sizes", "small", "--seeds", "1",
-                 "--iterations", "2", "--no-env-timing", *args, *TINY, timeout=1800)
+    return bench(
+        "--log-dir",
+        str(log_dir),
+        "--experiments",
+        "exp1",
+        "--sizes",
+        "small",
+        "--seeds",
+        "1",
+        "--iterations",
+        "2",
+        "--no-env-timing",
+        *args,
+        *TINY,
+        timeout=1800,
+    )
 
 
 @pytest.mark.slow
@@ -477,8 +628,16 @@ def test_mini_sweep_completes_then_skips_every_run(tmp_path):
 
 # ---------------------------------------------------------------------------------------- env timing
 def timing_file(path: Path, hostname: str, device: str, envs=("CartPole-v1",)) -> Path:
-    path.write_text(json.dumps({"hostname": hostname, "device": device, "num_envs": 4096,
-                                "envs": {env: {"ms_per_step": 1.0} for env in envs}}))
+    path.write_text(
+        json.dumps(
+            {
+                "hostname": hostname,
+                "device": device,
+                "num_envs": 4096,
+                "envs": {env: {"ms_per_step": 1.0} for env in envs},
+            }
+        )
+    )
     return path
 
 
@@ -504,7 +663,18 @@ def test_bench_re_times_envs_from_another_host_into_its_log_dir(tmp_path):
     log_dir.mkdir()
     timing = timing_file(log_dir / "env_timing.json", "elsewhere", "cpu")
     committed = (ROOT / "results" / "env_timing.json").read_bytes()
-    args = ("--experiments", "exp1", "--frameworks", "linen", "--envs", "CartPole-v1", "--sizes", "small", "--seeds", "1")
+    args = (
+        "--experiments",
+        "exp1",
+        "--frameworks",
+        "linen",
+        "--envs",
+        "CartPole-v1",
+        "--sizes",
+        "small",
+        "--seeds",
+        "1",
+    )
     (command,) = planned(log_dir, "exp1", "CartPole-v1")
     fake_run(log_dir, "exp1", "completed", command, "done")  # the one run is done: only the env timing runs
     proc = bench("--log-dir", str(log_dir), *args, timeout=600)
@@ -532,8 +702,16 @@ def test_env_timing_defaults_to_the_study_envs(tmp_path):
 
 def test_env_timing_writes_json(tmp_path):
     out = tmp_path / "timing.json"
-    cmd = [sys.executable, str(ROOT / "env_timing.py"), "--envs", "CartPole-v1,MemoryChain-bsuite", "--num-envs", "64",
-           "--out", str(out)]
+    cmd = [
+        sys.executable,
+        str(ROOT / "env_timing.py"),
+        "--envs",
+        "CartPole-v1,MemoryChain-bsuite",
+        "--num-envs",
+        "64",
+        "--out",
+        str(out),
+    ]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     data = read_json(out)
@@ -545,8 +723,10 @@ def test_env_timing_writes_json(tmp_path):
     assert (envs["CartPole-v1"]["obs_dim"], envs["CartPole-v1"]["num_actions"]) == (4, 2)
     assert sorted(r["ratio"] for r in envs.values())[0] == 1.0
     assert all(r["ratio"] >= 1.0 and r["ms_per_step"] > 0 and r["median_ms"] > 0 for r in envs.values())
-    assert all(r["num_envs"] == 64 and r["us_per_env_step"] == pytest.approx(r["ms_per_step"] * 1e3 / 64)
-               for r in envs.values())
+    assert all(
+        r["num_envs"] == 64 and r["us_per_env_step"] == pytest.approx(r["ms_per_step"] * 1e3 / 64)
+        for r in envs.values()
+    )
     assert "CartPole-v1" in proc.stdout and "ratio" in proc.stdout  # the table
 
 
@@ -592,7 +772,9 @@ def test_env_timing_ratio_is_per_env_step():
     env_timing.add_ratios(results)
     assert results["cheap"]["ratio"] == 1.0 and results["costly"]["ratio"] == 400.0
     on_cpu = jax.default_backend() == "cpu"
-    assert env_timing.expensive_num_envs(env_timing.Args(num_envs=64)) == (env_timing.CPU_EXPENSIVE_NUM_ENVS if on_cpu else 64)
+    assert env_timing.expensive_num_envs(env_timing.Args(num_envs=64)) == (
+        env_timing.CPU_EXPENSIVE_NUM_ENVS if on_cpu else 64
+    )
     assert env_timing.expensive_num_envs(env_timing.Args(num_envs=64, expensive_num_envs=4)) == 4
 
 
@@ -602,8 +784,22 @@ def test_env_timing_times_craftax(tmp_path):
     pytest.importorskip("craftax")
     out = tmp_path / "timing.json"
     env = "Craftax-Classic-Symbolic-v1"
-    cmd = [sys.executable, str(ROOT / "env_timing.py"), "--envs", f"CartPole-v1,{env}", "--num-envs", "64",
-           "--expensive-num-envs", "8", "--warmup-steps", "2", "--timed-steps", "3", "--out", str(out)]
+    cmd = [
+        sys.executable,
+        str(ROOT / "env_timing.py"),
+        "--envs",
+        f"CartPole-v1,{env}",
+        "--num-envs",
+        "64",
+        "--expensive-num-envs",
+        "8",
+        "--warmup-steps",
+        "2",
+        "--timed-steps",
+        "3",
+        "--out",
+        str(out),
+    ]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     data = read_json(out)
@@ -623,8 +819,13 @@ def test_env_timing_bad_env_exits_2():
 
 # ---------------------------------------------------------------------------------------------- git
 def test_gitignore_lists_no_committed_file():
-    proc = subprocess.run(["git", "ls-files", "--cached", "--ignored", "--exclude-standard"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        ["git", "ls-files", "--cached", "--ignored", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     if proc.returncode != 0:
         pytest.skip(f"not a git checkout: {proc.stderr.strip()}")
     assert proc.stdout.strip() == ""
@@ -632,7 +833,21 @@ def test_gitignore_lists_no_committed_file():
 
 def test_slurm_tasks_get_the_same_cores_option(tmp_path):
     """--cpus goes to every array task (each pins its runs on its own node)."""
-    proc = bench("--slurm", "--dry-run", "--cpus", "1", "--log-dir", str(tmp_path / "runs"), "--experiments", "exp1",
-                 "--envs", "CartPole-v1", "--sizes", "small", "--seeds", "1")
+    proc = bench(
+        "--slurm",
+        "--dry-run",
+        "--cpus",
+        "1",
+        "--log-dir",
+        str(tmp_path / "runs"),
+        "--experiments",
+        "exp1",
+        "--envs",
+        "CartPole-v1",
+        "--sizes",
+        "small",
+        "--seeds",
+        "1",
+    )
     assert proc.returncode == 0, proc.stderr
     assert "--cpus 1" in proc.stdout and not (tmp_path / "runs").exists()

@@ -47,7 +47,8 @@ def without_reset(env, params, runner, action):
     """The step every env takes before any reset, with the keys step_envs draws: obs and states."""
     step_key = jax.random.split(runner.key)[1]
     return jax.vmap(env.env.step, in_axes=(0, 0, 0, None))(
-        jax.random.split(step_key, action.shape[0]), runner.env_state, action, params)[:2]
+        jax.random.split(step_key, action.shape[0]), runner.env_state, action, params
+    )[:2]
 
 
 @pytest.mark.parametrize("env_id", CRAFTAX_ENVS)

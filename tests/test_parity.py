@@ -34,8 +34,10 @@ def make_weights(obs_dim: int, hidden, seed: int = 0) -> dict:
     weights = {}
     for name, out_dim in (("actor", NUM_ACTIONS), ("critic", 1)):
         sizes = [obs_dim, *hidden, out_dim]
-        weights[name] = [(rng.normal(0, 1 / np.sqrt(i), (i, o)).astype(np.float32), rng.normal(0, 0.1, o).astype(np.float32))
-                         for i, o in zip(sizes[:-1], sizes[1:])]
+        weights[name] = [
+            (rng.normal(0, 1 / np.sqrt(i), (i, o)).astype(np.float32), rng.normal(0, 0.1, o).astype(np.float32))
+            for i, o in zip(sizes[:-1], sizes[1:])
+        ]
     return weights
 
 
@@ -60,8 +62,10 @@ class LinenSide:
         self.args = args
         hidden = tuple(w.shape[1] for w, _ in weights["actor"][:-1])
         self.agent = ppo_linen.Agent(hidden, NUM_ACTIONS)
-        params = {name: {f"Dense_{i}": {"kernel": jnp.asarray(w), "bias": jnp.asarray(b)} for i, (w, b) in enumerate(layers)}
-                  for name, layers in weights.items()}
+        params = {
+            name: {f"Dense_{i}": {"kernel": jnp.asarray(w), "bias": jnp.asarray(b)} for i, (w, b) in enumerate(layers)}
+            for name, layers in weights.items()
+        }
         tx, self.lr_schedule = ppo_linen.make_optimizer(args)
         self.state = ppo_linen.TrainState.create(apply_fn=self.agent.apply, params={"params": params}, tx=tx)
 
@@ -72,14 +76,16 @@ class LinenSide:
     def policy(self, obs, actions=None):
         """The rollout's policy step: (actions, log-probs, values), for the given actions or sampled ones."""
         actions = None if actions is None else jnp.asarray(actions)
-        out = self.state.apply_fn(self.state.params, jnp.asarray(obs), jax.random.key(5), actions,
-                                  method=ppo_linen.Agent.get_action_and_value)
+        out = self.state.apply_fn(
+            self.state.params, jnp.asarray(obs), jax.random.key(5), actions, method=ppo_linen.Agent.get_action_and_value
+        )
         return tuple(np.asarray(x) for x in out)
 
     def loss_and_grads(self, mb):
         batch = ppo_linen.Batch(**{k: jnp.asarray(v) for k, v in mb.items()})
         (loss, metrics), grads = jax.value_and_grad(ppo_linen.ppo_loss, has_aux=True)(
-            self.state.params, self.state.apply_fn, self.args, batch)
+            self.state.params, self.state.apply_fn, self.args, batch
+        )
         return float(loss), {k: float(v) for k, v in metrics.items()}, self.weights_of(grads)
 
     def update(self, batch, permutations):
@@ -92,8 +98,10 @@ class LinenSide:
         out = {}
         for name in ("actor", "critic"):
             layers = params["params"][name]
-            out[name] = [(np.asarray(layers[f"Dense_{i}"]["kernel"]), np.asarray(layers[f"Dense_{i}"]["bias"]))
-                         for i in range(len(layers))]
+            out[name] = [
+                (np.asarray(layers[f"Dense_{i}"]["kernel"]), np.asarray(layers[f"Dense_{i}"]["bias"]))
+                for i in range(len(layers))
+            ]
         return out
 
     @staticmethod
@@ -163,28 +171,37 @@ class EquinoxSide(CallableAgentSide):
         self.args = args
         hidden = tuple(w.shape[1] for w, _ in weights["actor"][:-1])
         agent = ppo_equinox.Agent(weights["actor"][0][0].shape[0], hidden, NUM_ACTIONS, key=jax.random.key(0))
-        self.agent = eqx.tree_at(lambda a: [leaf for mlp in (a.actor, a.critic) for layer in mlp.layers
-                                            for leaf in (layer.weight, layer.bias)], agent,
-                                 [jnp.asarray(x) for name in ("actor", "critic") for w, b in weights[name] for x in (w.T, b)])
+        self.agent = eqx.tree_at(
+            lambda a: [
+                leaf for mlp in (a.actor, a.critic) for layer in mlp.layers for leaf in (layer.weight, layer.bias)
+            ],
+            agent,
+            [jnp.asarray(x) for name in ("actor", "critic") for w, b in weights[name] for x in (w.T, b)],
+        )
         self.tx, self.lr_schedule = ppo_equinox.make_optimizer(args)
         self.opt_state = self.tx.init(eqx.filter(self.agent, eqx.is_array))
 
     def loss_and_grads(self, mb):
         batch = ppo_equinox.Batch(**{k: jnp.asarray(v) for k, v in mb.items()})
-        (loss, metrics), grads = eqx.filter_value_and_grad(ppo_equinox.ppo_loss, has_aux=True)(self.agent, self.args, batch)
+        (loss, metrics), grads = eqx.filter_value_and_grad(ppo_equinox.ppo_loss, has_aux=True)(
+            self.agent, self.args, batch
+        )
         return float(loss), {k: float(v) for k, v in metrics.items()}, self.weights_of(grads)
 
     def update(self, batch, permutations):
         batch = ppo_equinox.Batch(**{k: jnp.asarray(v) for k, v in batch.items()})
-        self.agent, self.opt_state, _, metrics = ppo_equinox.update(self.args, self.tx, self.agent, self.opt_state, batch,
-                                                                    None, jnp.asarray(permutations))
+        self.agent, self.opt_state, _, metrics = ppo_equinox.update(
+            self.args, self.tx, self.agent, self.opt_state, batch, None, jnp.asarray(permutations)
+        )
         return self.weights_of(self.agent), {k: float(v) for k, v in metrics.items()}
 
     @staticmethod
     def weights_of(agent) -> dict:
         """Kernels as (in, out), like Linen's: eqx.nn.Linear keeps its weight as (out, in)."""
-        return {name: [(np.asarray(layer.weight).T, np.asarray(layer.bias)) for layer in getattr(agent, name).layers]
-                for name in ("actor", "critic")}
+        return {
+            name: [(np.asarray(layer.weight).T, np.asarray(layer.bias)) for layer in getattr(agent, name).layers]
+            for name in ("actor", "critic")
+        }
 
     @staticmethod
     def own_init(obs_dim, hidden):
@@ -228,8 +245,10 @@ class TorchSide:
         loss, metrics = ppo_torch.ppo_loss(self.agent, self.args, batch)
         loss.backward()
         loss, metrics = loss.detach(), {k: v.detach() for k, v in metrics.items()}
-        grads = {name: [(m.weight.grad.numpy().T, m.bias.grad.numpy()) for m in self.linears(getattr(self.agent, name))]
-                 for name in ("actor", "critic")}
+        grads = {
+            name: [(m.weight.grad.numpy().T, m.bias.grad.numpy()) for m in self.linears(getattr(self.agent, name))]
+            for name in ("actor", "critic")
+        }
         return float(loss), {k: float(v) for k, v in metrics.items()}, grads
 
     def update(self, batch, permutations):
@@ -238,14 +257,20 @@ class TorchSide:
         if self.args.compile == "compile":  # as main() compiles it
             torch._dynamo.config.trace_autograd_ops = True
             step_fn = torch.compile(step_fn, dynamic=False)
-        metrics = ppo_torch.update(self.args, self.lr_schedule, step_fn, None, batch, 0,
-                                   torch.as_tensor(permutations, dtype=torch.int64))
+        metrics = ppo_torch.update(
+            self.args, self.lr_schedule, step_fn, None, batch, 0, torch.as_tensor(permutations, dtype=torch.int64)
+        )
         return self.own_weights(self.agent), {k: float(v) for k, v in metrics.items()}
 
     @staticmethod
     def own_weights(agent) -> dict:
-        return {name: [(m.weight.detach().numpy().T.copy(), m.bias.detach().numpy().copy())
-                       for m in TorchSide.linears(getattr(agent, name))] for name in ("actor", "critic")}
+        return {
+            name: [
+                (m.weight.detach().numpy().T.copy(), m.bias.detach().numpy().copy())
+                for m in TorchSide.linears(getattr(agent, name))
+            ]
+            for name in ("actor", "critic")
+        }
 
     @staticmethod
     def own_init(obs_dim, hidden):
@@ -273,8 +298,10 @@ def assert_weights_close(actual: dict, expected: dict, rtol: float, atol: float,
 def build_all(env_id: str, size: str, **arg_overrides):
     args = ppo_linen.Args(env=env_id, model_size=size, **arg_overrides)
     weights = make_weights(OBS[env_id], ppo_linen.MODEL_SIZES[size])
-    sides = {name: side(weights, getattr(side.module, "Args")(env=env_id, model_size=size, **arg_overrides))
-             for name, side in SIDES.items()}
+    sides = {
+        name: side(weights, getattr(side.module, "Args")(env=env_id, model_size=size, **arg_overrides))
+        for name, side in SIDES.items()
+    }
     return args, weights, sides
 
 
@@ -331,8 +358,16 @@ def test_one_full_update_agrees(anneal_lr):
 
     A large learning rate and a small max_grad_norm make the clipping and the schedule matter.
     """
-    overrides = dict(num_envs=8, num_steps=32, update_epochs=3, num_minibatches=4, num_iterations=2,
-                     learning_rate=1e-2, max_grad_norm=0.1, anneal_lr=anneal_lr)
+    overrides = dict(
+        num_envs=8,
+        num_steps=32,
+        update_epochs=3,
+        num_minibatches=4,
+        num_iterations=2,
+        learning_rate=1e-2,
+        max_grad_norm=0.1,
+        anneal_lr=anneal_lr,
+    )
     args, weights, sides = build_all("CartPole-v1", "small", **overrides)
     batch = make_batch(OBS["CartPole-v1"], args.batch_size)
     rng = np.random.default_rng(4)
@@ -351,15 +386,24 @@ def test_one_full_update_agrees(anneal_lr):
 def test_compiled_update_agrees():
     """ppo_torch.py's --compile compile path: the whole minibatch step (forward, loss, backward, clipping, Adam with the
     tensor learning rate) compiled, from the same weights and minibatch order as Linen, gives the same new weights."""
-    overrides = dict(num_envs=8, num_steps=32, update_epochs=3, num_minibatches=4, num_iterations=2,
-                     learning_rate=1e-2, max_grad_norm=0.1)
+    overrides = dict(
+        num_envs=8,
+        num_steps=32,
+        update_epochs=3,
+        num_minibatches=4,
+        num_iterations=2,
+        learning_rate=1e-2,
+        max_grad_norm=0.1,
+    )
     args, weights, sides = build_all("CartPole-v1", "small", **overrides)
     compiled = TorchSide(weights, ppo_torch.Args(env="CartPole-v1", model_size="small", **overrides), compiled=True)
     batch = make_batch(OBS["CartPole-v1"], args.batch_size)
     rng = np.random.default_rng(4)
     permutations = np.stack([rng.permutation(args.batch_size) for _ in range(args.update_epochs)]).astype(np.int32)
-    (expected, expected_metrics), (actual, metrics) = sides["linen"].update(batch, permutations), \
-        compiled.update(batch, permutations)
+    (expected, expected_metrics), (actual, metrics) = (
+        sides["linen"].update(batch, permutations),
+        compiled.update(batch, permutations),
+    )
     assert_weights_close(actual, expected, rtol=1e-4, atol=1e-5, what="torch compiled update")
     for key, value in expected_metrics.items():
         assert metrics[key] == pytest.approx(value, rel=1e-3, abs=1e-5), key
@@ -386,7 +430,9 @@ def test_own_init_is_orthogonal_with_the_right_gains(framework):
         for i, (w, b) in enumerate(layers):
             gain = GAINS["hidden"] if i < len(layers) - 1 else GAINS[name]
             # a (semi-)orthogonal matrix scaled by gain has every singular value equal to gain
-            np.testing.assert_allclose(np.linalg.svd(w, compute_uv=False), gain, rtol=1e-3, err_msg=f"{framework} {name} {i}")
+            np.testing.assert_allclose(
+                np.linalg.svd(w, compute_uv=False), gain, rtol=1e-3, err_msg=f"{framework} {name} {i}"
+            )
             assert not np.any(b), f"{framework} {name} layer {i} bias is not zero"
 
 
@@ -458,7 +504,15 @@ def test_env_glue_agrees(env_id):
     runs = {name: env_glue_transitions(name, env_id, actions) for name in SIDES}
     expected = runs["linen"]
     assert any(t["terminated"].any() for t in expected[1:]) and any(t["truncated"].any() for t in expected[1:])
-    assert set(expected[1]) == {"obs", "reward", "terminated", "truncated", "final_obs", "episode_return", "episode_length"}
+    assert set(expected[1]) == {
+        "obs",
+        "reward",
+        "terminated",
+        "truncated",
+        "final_obs",
+        "episode_return",
+        "episode_length",
+    }
     for name in OTHERS:
         for step, (actual, reference) in enumerate(zip(runs[name], expected, strict=True)):
             assert set(actual) == set(reference)

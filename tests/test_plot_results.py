@@ -42,30 +42,71 @@ WINDOW_SHAPE = [20.0] + [3.0] * 7 + [1.0 + 0.1 * (i - 8) for i in range(8, ITERA
 def known_durations(env, framework, size, seed, tag, factor=1.0) -> dict:
     """time/iteration per iteration, rollout/update shares and total_s of a synthetic run."""
     env_factor = {**ENV_FACTOR, **EXPENSIVE_FACTOR}.get(env, 1.0)
-    base = (0.01 * factor * FRAMEWORK_FACTOR[framework] * SEED_FACTOR.get(seed, 1.0) * env_factor
-            * SIZE_FACTOR[size] * TAG_FACTOR[tag])
+    base = (
+        0.01
+        * factor
+        * FRAMEWORK_FACTOR[framework]
+        * SEED_FACTOR.get(seed, 1.0)
+        * env_factor
+        * SIZE_FACTOR[size]
+        * TAG_FACTOR[tag]
+    )
     iteration = [base * w for w in WINDOW_SHAPE]
-    return {"iteration": iteration, "rollout": [0.4 * t for t in iteration], "update": [0.5 * t for t in iteration],
-            "total_s": 1.5 + sum(iteration)}
+    return {
+        "iteration": iteration,
+        "rollout": [0.4 * t for t in iteration],
+        "update": [0.5 * t for t in iteration],
+        "total_s": 1.5 + sum(iteration),
+    }
 
 
-def write_run(root: Path, env, framework, size, compile_mode, seed, sync, tag="linux", status="completed",
-              iterations=ITERATIONS, events=True, factor=1.0, old_config=False) -> dict:
+def write_run(
+    root: Path,
+    env,
+    framework,
+    size,
+    compile_mode,
+    seed,
+    sync,
+    tag="linux",
+    status="completed",
+    iterations=ITERATIONS,
+    events=True,
+    factor=1.0,
+    old_config=False,
+) -> dict:
     """One run folder as ppo_*.py writes it; returns its config plus its known durations.
     old_config: as the scripts wrote it before "device_name", "command" and "import_s" existed."""
     name = f"{env}__{framework}__{size}__{compile_mode}__{seed}__{1_700_000_000 + len(list(root.rglob('config.json')))}"
     run_dir = root / tag / name
     run_dir.mkdir(parents=True)
-    config = {"exp_name": f"ppo_{framework}", "env": env, "model_size": size, "seed": seed, "num_envs": NUM_ENVS,
-              "num_steps": NUM_STEPS, "num_iterations": ITERATIONS, "compile": compile_mode, "sync_timing": sync,
-              "tag": tag, "framework": framework, "batch_size": BATCH, "minibatch_size": BATCH // 2,
-              "versions": {"python": "3.11.0", "jax": "0.6.0"}, "platform": "Linux-test",
-              "hostname": f"{tag}-host", "start_time": "2025-01-01T00:00:00+00:00"}
+    config = {
+        "exp_name": f"ppo_{framework}",
+        "env": env,
+        "model_size": size,
+        "seed": seed,
+        "num_envs": NUM_ENVS,
+        "num_steps": NUM_STEPS,
+        "num_iterations": ITERATIONS,
+        "compile": compile_mode,
+        "sync_timing": sync,
+        "tag": tag,
+        "framework": framework,
+        "batch_size": BATCH,
+        "minibatch_size": BATCH // 2,
+        "versions": {"python": "3.11.0", "jax": "0.6.0"},
+        "platform": "Linux-test",
+        "hostname": f"{tag}-host",
+        "start_time": "2025-01-01T00:00:00+00:00",
+    }
     if old_config:
         config["device"] = "cpu"
     else:
-        config.update(device="auto", device_name="Test GPU 9000",
-                      command=[f"ppo_{framework}.py", "--env", env, "--exp-name", "two words"])
+        config.update(
+            device="auto",
+            device_name="Test GPU 9000",
+            command=[f"ppo_{framework}.py", "--env", env, "--exp-name", "two words"],
+        )
     durations = known_durations(env, framework, size, seed, tag, factor)
     (run_dir / "config.json").write_text(json.dumps(config))
     if events:
@@ -77,23 +118,38 @@ def write_run(root: Path, env, framework, size, compile_mode, seed, sync, tag="l
             if i % 3 == 2:  # the scripts skip the episode points of an iteration in which no episode ended
                 writer.add_scalar("charts/episodic_return", 10.0 * i, step)
         writer.close()
-    summary = {"status": status, "iterations_completed": iterations, "setup_s": 1.5, "total_s": durations["total_s"],
-               "final_return": 95.0}
+    summary = {
+        "status": status,
+        "iterations_completed": iterations,
+        "setup_s": 1.5,
+        "total_s": durations["total_s"],
+        "final_return": 95.0,
+    }
     if not old_config:
         summary["import_s"] = 0.7
     (run_dir / "summary.json").write_text(json.dumps(summary))
-    return {**config, **durations, "run_dir": run_dir, "steady": statistics.mean(durations["iteration"][8:]),
-            "rollout8": statistics.mean(durations["rollout"][8:]), "update8": statistics.mean(durations["update"][8:])}
+    return {
+        **config,
+        **durations,
+        "run_dir": run_dir,
+        "steady": statistics.mean(durations["iteration"][8:]),
+        "rollout8": statistics.mean(durations["rollout"][8:]),
+        "update8": statistics.mean(durations["update"][8:]),
+    }
 
 
 def write_study(root: Path) -> list[dict]:
     """exp1 (linux) + a small exp4 repeat (mac, old-style configs) + exp2 + exp3 + exp5 (small, sync off and on), and
     three runs that must be skipped."""
     runs = []
-    for env, size, (framework, mode), seed in itertools.product(ENV_FACTOR, ["small", "large"], DEFAULT_MODES, SEED_FACTOR):
+    for env, size, (framework, mode), seed in itertools.product(
+        ENV_FACTOR, ["small", "large"], DEFAULT_MODES, SEED_FACTOR
+    ):
         runs.append(write_run(root, env, framework, size, mode, seed, sync=False))
     for (framework, mode), seed in itertools.product(DEFAULT_MODES, SEED_FACTOR):
-        runs.append(write_run(root, "CartPole-v1", framework, "small", mode, seed, sync=False, tag="mac", old_config=True))
+        runs.append(
+            write_run(root, "CartPole-v1", framework, "small", mode, seed, sync=False, tag="mac", old_config=True)
+        )
     for env, (framework, mode) in itertools.product(ENV_FACTOR, MODES):
         runs.append(write_run(root, env, framework, "small", mode, 1, sync=True))
     for framework, mode in MODES:
@@ -108,11 +164,15 @@ def write_study(root: Path) -> list[dict]:
 
 
 def write_timing(path: Path) -> Path:
-    envs = {"CartPole-v1": {"obs_dim": 4, "num_actions": 2, "ms_per_step": 0.1, "ratio": 1.0},
-            "Acrobot-v1": {"obs_dim": 6, "num_actions": 3, "ms_per_step": 0.3, "ratio": 3.0},
-            "MountainCar-v0": {"obs_dim": 2, "num_actions": 3, "ms_per_step": 0.2, "ratio": 2.0},
-            **{env: {"obs_dim": 1345, "num_actions": 17, "ms_per_step": 0.1 * cost, "ratio": cost}
-               for env, cost in EXPENSIVE_COST.items()}}
+    envs = {
+        "CartPole-v1": {"obs_dim": 4, "num_actions": 2, "ms_per_step": 0.1, "ratio": 1.0},
+        "Acrobot-v1": {"obs_dim": 6, "num_actions": 3, "ms_per_step": 0.3, "ratio": 3.0},
+        "MountainCar-v0": {"obs_dim": 2, "num_actions": 3, "ms_per_step": 0.2, "ratio": 2.0},
+        **{
+            env: {"obs_dim": 1345, "num_actions": 17, "ms_per_step": 0.1 * cost, "ratio": cost}
+            for env, cost in EXPENSIVE_COST.items()
+        },
+    }
     path.write_text(json.dumps({"device": "cpu", "versions": {"jax": "0.6.0"}, "num_envs": 4096, "envs": envs}))
     return path
 
@@ -120,9 +180,14 @@ def write_timing(path: Path) -> Path:
 def experiments_of(run: dict) -> set[str]:
     """The study's experiments of a synthetic run, by their definition (runs written outside bench.sh's exp folders)."""
     framework = STUDY.frameworks[run["framework"]]
-    return {name for name, exp in STUDY.experiments.items()
-            if run["sync_timing"] in exp.syncs and run["env"] in exp.envs and run["model_size"] in exp.sizes
-            and run["compile"] in exp.compile_modes(framework)}
+    return {
+        name
+        for name, exp in STUDY.experiments.items()
+        if run["sync_timing"] in exp.syncs
+        and run["env"] in exp.envs
+        and run["model_size"] in exp.sizes
+        and run["compile"] in exp.compile_modes(framework)
+    }
 
 
 def is_default(run) -> bool:
@@ -136,10 +201,16 @@ def expected_speedups(runs: list[dict], metric: str, experiments: list[str], syn
     for experiment, size, (a, b) in itertools.product(experiments, STUDY.sizes, STUDY.pairs):
         ratios, envs = [], set()
         for ra, rb in itertools.product(runs, runs):
-            if (ra["framework"], rb["framework"]) == (a, b) and is_default(ra) and is_default(rb) \
-                    and ra["sync_timing"] == rb["sync_timing"] == sync \
-                    and experiment in experiments_of(ra) and experiment in experiments_of(rb) \
-                    and ra["model_size"] == rb["model_size"] == size and (ra["env"], ra["tag"]) == (rb["env"], rb["tag"]):
+            if (
+                (ra["framework"], rb["framework"]) == (a, b)
+                and is_default(ra)
+                and is_default(rb)
+                and ra["sync_timing"] == rb["sync_timing"] == sync
+                and experiment in experiments_of(ra)
+                and experiment in experiments_of(rb)
+                and ra["model_size"] == rb["model_size"] == size
+                and (ra["env"], ra["tag"]) == (rb["env"], rb["tag"])
+            ):
                 ratios.append(ra[metric] / rb[metric])
                 envs.add((ra["env"], ra["tag"]))
         if ratios:
@@ -154,19 +225,41 @@ def study_out(tmp_path_factory):
     root = tmp_path_factory.mktemp("study")
     runs = write_study(root / "runs")
     out = root / "out"
-    plot_results.main([str(root / "runs"), "--out", str(out), "--env-timing", str(write_timing(root / "timing.json")),
-                       "--readme-block", str(root / "block.md")])
+    plot_results.main(
+        [
+            str(root / "runs"),
+            "--out",
+            str(out),
+            "--env-timing",
+            str(write_timing(root / "timing.json")),
+            "--readme-block",
+            str(root / "block.md"),
+        ]
+    )
     return runs, out
 
 
 def test_speedups_match_hand_computed_values(study_out):
     runs, out = study_out
     speedups = pd.read_csv(out / "speedups.csv")
-    assert list(speedups.columns) == ["metric", "experiment", "size", "pair", "geomean", "median", "ci_low", "ci_high",
-                                      "n_pairs", "n_clusters"]
-    selections = {"total": ("total_s", ["exp1", "exp5"], False), "steady": ("steady", ["exp1", "exp5"], False),
-                  "rollout": ("rollout8", ["exp2", "exp3", "exp5"], True),
-                  "update": ("update8", ["exp2", "exp3", "exp5"], True)}
+    assert list(speedups.columns) == [
+        "metric",
+        "experiment",
+        "size",
+        "pair",
+        "geomean",
+        "median",
+        "ci_low",
+        "ci_high",
+        "n_pairs",
+        "n_clusters",
+    ]
+    selections = {
+        "total": ("total_s", ["exp1", "exp5"], False),
+        "steady": ("steady", ["exp1", "exp5"], False),
+        "rollout": ("rollout8", ["exp2", "exp3", "exp5"], True),
+        "update": ("update8", ["exp2", "exp3", "exp5"], True),
+    }
     for metric, (key, experiments, sync) in selections.items():
         expected = expected_speedups(runs, key, experiments, sync)
         got = speedups[speedups["metric"] == metric].set_index(["experiment", "size", "pair"])
@@ -204,15 +297,22 @@ def test_summary_windows_and_experiments(study_out):
     summary = pd.read_csv(out / "summary.csv").set_index("run")
     assert len(summary) == len(runs)
     one = runs[0]  # exp1, sync off
-    row = summary[(summary["env"] == one["env"]) & (summary["framework"] == one["framework"])
-                  & (summary["model_size"] == one["model_size"]) & (summary["seed"] == one["seed"])
-                  & (summary["tag"] == one["tag"]) & ~summary["sync_timing"]].iloc[0]
+    row = summary[
+        (summary["env"] == one["env"])
+        & (summary["framework"] == one["framework"])
+        & (summary["model_size"] == one["model_size"])
+        & (summary["seed"] == one["seed"])
+        & (summary["tag"] == one["tag"])
+        & ~summary["sync_timing"]
+    ].iloc[0]
     assert row["iter0_s"] == pytest.approx(one["iteration"][0], rel=1e-6)
     assert row["iters1_7_s"] == pytest.approx(statistics.mean(one["iteration"][1:8]), rel=1e-6)
     assert row["iters8plus_s"] == pytest.approx(one["steady"], rel=1e-6)
     assert math.isnan(row["rollout8plus_s"])  # rollout/update timers are not exact without sync
     assert row["env_cost"] == 1.0 and row["experiments"] == "exp1 exp4"
-    acrobot_small = summary[(summary["env"] == "Acrobot-v1") & (summary["model_size"] == "small") & summary["sync_timing"]]
+    acrobot_small = summary[
+        (summary["env"] == "Acrobot-v1") & (summary["model_size"] == "small") & summary["sync_timing"]
+    ]
     assert set(acrobot_small["experiments"]) == {"exp2 exp3"}  # a run can belong to two experiments
     assert (summary["experiments"] == "exp3").sum() == len(MODES)  # Acrobot large
 
@@ -235,7 +335,9 @@ def test_broken_runs_are_skipped_and_counted(study_out):
     runs, out = study_out
     report = (out / "REPORT.md").read_text()
     assert "3 skipped" in report
-    assert "status 'interrupted'" in report and "no TensorBoard scalars" in report and "unreadable config.json" in report
+    assert (
+        "status 'interrupted'" in report and "no TensorBoard scalars" in report and "unreadable config.json" in report
+    )
     assert pd.read_csv(out / "runs.csv")["run"].nunique() == len(runs)
 
 
@@ -268,8 +370,19 @@ def test_csv_round_trip(study_out, tmp_path):
     runs, out = study_out
     again = tmp_path / "again"
     # runs.csv alone, and runs.csv given twice (as from two machines with overlapping runs)
-    plot_results.main(["--csv", str(out / "runs.csv"), "--csv", str(out / "runs.csv"), "--out", str(again),
-                       "--env-timing", str(out.parent / "timing.json"), "--no-figures"])
+    plot_results.main(
+        [
+            "--csv",
+            str(out / "runs.csv"),
+            "--csv",
+            str(out / "runs.csv"),
+            "--out",
+            str(again),
+            "--env-timing",
+            str(out.parent / "timing.json"),
+            "--no-figures",
+        ]
+    )
     for table in ("summary.csv", "speedups.csv"):
         pd.testing.assert_frame_equal(pd.read_csv(again / table), pd.read_csv(out / table))
     assert not list(again.glob("*.png"))
@@ -383,8 +496,16 @@ def test_rollout_and_update_pair_runs_within_one_experiment(tmp_path):
     nnx_factor = {"exp2": 1.0, "exp3": 3.0}  # nnx -> linen: 1.25 in exp2, 3.75 in exp3
     for experiment, framework in itertools.product(nnx_factor, ["linen", "nnx"]):
         factor = nnx_factor[experiment] if framework == "nnx" else 1.0
-        run_dir = write_run(tmp_path / experiment, "Acrobot-v1", framework, "small", STUDY.default_compile(framework), 1,
-                            sync=True, factor=factor)["run_dir"]
+        run_dir = write_run(
+            tmp_path / experiment,
+            "Acrobot-v1",
+            framework,
+            "small",
+            STUDY.default_compile(framework),
+            1,
+            sync=True,
+            factor=factor,
+        )["run_dir"]
         (tmp_path / "runs" / experiment).mkdir(parents=True, exist_ok=True)
         run_dir.rename(tmp_path / "runs" / experiment / f"{run_dir.name}{experiment[-1]}")  # started at another time
     plot_results.main([str(tmp_path / "runs"), "--out", str(tmp_path / "out"), "--no-figures"])
@@ -402,8 +523,9 @@ def test_update_readme_replaces_only_the_marked_block(study_out, tmp_path):
     readme = tmp_path / "README.md"
     start, end = plot_results.README_MARKERS
     readme.write_text(f"# title\n{start}\nold numbers\n{end}\ntail\n")
-    plot_results.main(["--csv", str(out / "runs.csv"), "--out", str(tmp_path / "out"), "--no-figures",
-                       "--update-readme", str(readme)])
+    plot_results.main(
+        ["--csv", str(out / "runs.csv"), "--out", str(tmp_path / "out"), "--no-figures", "--update-readme", str(readme)]
+    )
     text = readme.read_text()
     block = plot_results.readme_markdown(pd.read_csv(out / "speedups.csv"))
     assert text == f"# title\n{start}\n{block}{end}\ntail\n"
@@ -415,18 +537,34 @@ def test_previous_edition_side_by_side(study_out, tmp_path):
     a pair the previous edition lacks is left out, and speedups.csv is the same as without --previous."""
     runs, out = study_out
     now = pd.read_csv(out / "speedups.csv")
-    previous = now[now["pair"] != "equinox->linen"].assign(geomean=lambda t: t["geomean"] * 2,
-                                                           ci_low=np.nan, ci_high=np.nan)
+    previous = now[now["pair"] != "equinox->linen"].assign(
+        geomean=lambda t: t["geomean"] * 2, ci_low=np.nan, ci_high=np.nan
+    )
     previous.to_csv(tmp_path / "previous.csv", index=False)
     new_out = tmp_path / "out"
-    plot_results.main(["--csv", str(out / "runs.csv"), "--out", str(new_out), "--no-figures",
-                       "--previous", str(tmp_path / "previous.csv"), "--readme-block", str(tmp_path / "block.md")])
+    plot_results.main(
+        [
+            "--csv",
+            str(out / "runs.csv"),
+            "--out",
+            str(new_out),
+            "--no-figures",
+            "--previous",
+            str(tmp_path / "previous.csv"),
+            "--readme-block",
+            str(tmp_path / "block.md"),
+        ]
+    )
     assert (new_out / "speedups.csv").read_text() == (out / "speedups.csv").read_text()
     block, report = (tmp_path / "block.md").read_text(), (new_out / "REPORT.md").read_text()
-    edition = block[block.index("**Since the previous edition**"):]
+    edition = block[block.index("**Since the previous edition**") :]
     assert edition in report and str(tmp_path / "previous.csv") in edition
-    row = now[(now["metric"] == "total") & (now["experiment"] == "exp1") & (now["size"] == "small")
-              & (now["pair"] == "torch->linen")].iloc[0]
+    row = now[
+        (now["metric"] == "total")
+        & (now["experiment"] == "exp1")
+        & (now["size"] == "small")
+        & (now["pair"] == "torch->linen")
+    ].iloc[0]
     assert f"{2 * row.geomean:.2f}× [–] → **{row.geomean:.2f}× [{row.ci_low:.2f}, {row.ci_high:.2f}]**" in edition
     assert "torch → nnx" in edition and "equinox → linen" not in edition and "equinox → linen" in block
 
@@ -435,8 +573,16 @@ def test_previous_that_is_not_a_speedups_csv_is_refused(study_out, tmp_path, cap
     runs, out = study_out
     (tmp_path / "previous.csv").write_text("pair,geomean\nnnx->linen,1.0\n")
     with pytest.raises(SystemExit) as exit_info:
-        plot_results.main(["--csv", str(out / "runs.csv"), "--out", str(tmp_path / "out"),
-                           "--previous", str(tmp_path / "previous.csv")])
+        plot_results.main(
+            [
+                "--csv",
+                str(out / "runs.csv"),
+                "--out",
+                str(tmp_path / "out"),
+                "--previous",
+                str(tmp_path / "previous.csv"),
+            ]
+        )
     assert exit_info.value.code == 2 and not (tmp_path / "out").exists()
     assert "is not a speedups.csv" in capsys.readouterr().err
 
@@ -444,10 +590,26 @@ def test_previous_that_is_not_a_speedups_csv_is_refused(study_out, tmp_path, cap
 # ------------------------------------------------------------------------------ the cluster bootstrap
 def write_runs_csv(path: Path, runs: list[tuple[str, str, int, float]]) -> Path:
     """A runs.csv of exp1 runs (env, framework, seed, total_s), every iteration taking 1 s."""
-    rows = [{"run": f"{env}__{framework}__{seed}", "iteration": i, "time/iteration": 1.0, "env": env,
-             "framework": framework, "model_size": "small", "compile": STUDY.default_compile(framework), "seed": seed,
-             "sync_timing": False, "batch_size": BATCH, "num_iterations": 10, "tag": "t", "status": "completed",
-             "total_s": total} for env, framework, seed, total in runs for i in range(10)]
+    rows = [
+        {
+            "run": f"{env}__{framework}__{seed}",
+            "iteration": i,
+            "time/iteration": 1.0,
+            "env": env,
+            "framework": framework,
+            "model_size": "small",
+            "compile": STUDY.default_compile(framework),
+            "seed": seed,
+            "sync_timing": False,
+            "batch_size": BATCH,
+            "num_iterations": 10,
+            "tag": "t",
+            "status": "completed",
+            "total_s": total,
+        }
+        for env, framework, seed, total in runs
+        for i in range(10)
+    ]
     pd.DataFrame(rows).to_csv(path, index=False)
     return path
 
@@ -465,9 +627,14 @@ ENV_RATIOS = {"CartPole-v1": 1.0, "Acrobot-v1": 1.5, "MountainCar-v0": 2.0, "Dis
 def test_duplicated_runs_do_not_narrow_the_interval(tmp_path):
     """Each env's runs repeated three times with identical times: 9x the pairs, but no new information. Resampling
     pairs as if independent would shrink the interval about 3x; resampling envs, then runs, leaves it as it is."""
+
     def runs(copies):
-        return [(env, framework, seed, 10.0 * (ratio if framework == "nnx" else 1.0))
-                for env, ratio in ENV_RATIOS.items() for framework in ("linen", "nnx") for seed in range(copies)]
+        return [
+            (env, framework, seed, 10.0 * (ratio if framework == "nnx" else 1.0))
+            for env, ratio in ENV_RATIOS.items()
+            for framework in ("linen", "nnx")
+            for seed in range(copies)
+        ]
 
     once, thrice = nnx_linen_total(tmp_path, "once", runs(1)), nnx_linen_total(tmp_path, "thrice", runs(3))
     assert (once["n_pairs"], thrice["n_pairs"]) == (4, 36)
@@ -482,16 +649,24 @@ def test_duplicated_runs_do_not_narrow_the_interval(tmp_path):
 
 def test_runs_within_an_env_widen_the_interval(tmp_path):
     """Three envs with the same ratio on average but seeds that differ: the interval comes from the runs."""
-    runs = [(env, framework, seed, 10.0 * (1.25 if framework == "nnx" else 1.0) * (1.0 + 0.2 * seed))
-            for env in list(ENV_RATIOS)[:3] for framework in ("linen", "nnx") for seed in range(2)]
+    runs = [
+        (env, framework, seed, 10.0 * (1.25 if framework == "nnx" else 1.0) * (1.0 + 0.2 * seed))
+        for env in list(ENV_RATIOS)[:3]
+        for framework in ("linen", "nnx")
+        for seed in range(2)
+    ]
     row = nnx_linen_total(tmp_path, "seeds", runs)
     assert row["geomean"] == pytest.approx(1.25, rel=1e-9)
     assert row["ci_low"] < 1.2 and row["ci_high"] > 1.3
 
 
 def test_fewer_than_three_envs_give_no_interval(tmp_path):
-    runs = [(env, framework, seed, 10.0 * (ENV_RATIOS[env] if framework == "nnx" else 1.0) * (1.0 + 0.2 * seed))
-            for env in list(ENV_RATIOS)[:2] for framework in ("linen", "nnx") for seed in range(3)]
+    runs = [
+        (env, framework, seed, 10.0 * (ENV_RATIOS[env] if framework == "nnx" else 1.0) * (1.0 + 0.2 * seed))
+        for env in list(ENV_RATIOS)[:2]
+        for framework in ("linen", "nnx")
+        for seed in range(3)
+    ]
     row = nnx_linen_total(tmp_path, "two_envs", runs)
     assert row["n_pairs"] == 18
     assert math.isnan(row["ci_low"]) and math.isnan(row["ci_high"])
@@ -532,10 +707,13 @@ def test_windows_come_from_the_study(tmp_path, monkeypatch):
 
     path = tmp_path / "study.toml"
     text = study.DEFAULT_PATH.read_text()
-    text = text.replace("warmup = { first = 1, last = 7, label = \"iterations 1-7\" }",
-                        "warmup = { first = 1, last = 4, label = \"iterations 1-4\" }")
-    text = text.replace("steady = { first = 8, label = \"iterations 8+\" }",
-                        "steady = { first = 5, label = \"iterations 5+\" }")
+    text = text.replace(
+        'warmup = { first = 1, last = 7, label = "iterations 1-7" }',
+        'warmup = { first = 1, last = 4, label = "iterations 1-4" }',
+    )
+    text = text.replace(
+        'steady = { first = 8, label = "iterations 8+" }', 'steady = { first = 5, label = "iterations 5+" }'
+    )
     path.write_text(text)
     monkeypatch.setenv(study.PATH_VARIABLE, str(path))
     try:
@@ -604,10 +782,14 @@ def test_the_expensive_envs_are_on_the_env_cost_axis(study_out):
 def cost_study(tmp_path: Path, ratio: dict, name: str = "cost") -> tuple[Path, Path]:
     """exp1 and exp5 runs of linen and nnx (two seeds) with nnx -> linen = ratio[env] in total time, and an env timing
     where the envs cost 1.5^i in the order of `ratio`; returns (runs.csv, timing.json)."""
-    runs = [(env, framework, seed, 10.0 * (ratio[env] if framework == "nnx" else 1.0) * (1.0 + 0.01 * seed))
-            for env in ratio for framework in ("linen", "nnx") for seed in (1, 2)]
+    runs = [
+        (env, framework, seed, 10.0 * (ratio[env] if framework == "nnx" else 1.0) * (1.0 + 0.01 * seed))
+        for env in ratio
+        for framework in ("linen", "nnx")
+        for seed in (1, 2)
+    ]
     timing = tmp_path / f"{name}_timing.json"
-    timing.write_text(json.dumps({"device": "cpu", "envs": {env: {"ratio": 1.5 ** i} for i, env in enumerate(ratio)}}))
+    timing.write_text(json.dumps({"device": "cpu", "envs": {env: {"ratio": 1.5**i} for i, env in enumerate(ratio)}}))
     return write_runs_csv(tmp_path / f"{name}.csv", runs), timing
 
 
@@ -642,7 +824,7 @@ def test_a_speedup_without_a_trend(tmp_path):
 
 
 def test_too_few_envs_give_no_correlation(tmp_path):
-    ratio = {env: 3.0 - 0.1 * i for i, env in enumerate(STUDY.envs[:plot_results.MIN_CORRELATION_ENVS - 1])}
+    ratio = {env: 3.0 - 0.1 * i for i, env in enumerate(STUDY.envs[: plot_results.MIN_CORRELATION_ENVS - 1])}
     row = env_cost_row(tmp_path, ratio)
     assert row["n_envs"] == 4 and all(math.isnan(row[c]) for c in ("rho", "rho_low", "rho_high", "slope"))
     assert row["trend"] == "too few envs (under 5)"

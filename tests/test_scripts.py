@@ -24,20 +24,62 @@ FRAMEWORKS = list(STUDY.frameworks)
 MODES = [(name, mode) for name, fw in STUDY.frameworks.items() for mode in fw.compile]
 
 TAGS = [
-    "time/rollout", "time/update", "time/iteration", "time/elapsed",
-    "charts/SPS", "charts/episodic_return", "charts/episodic_length", "charts/learning_rate",
-    "losses/value_loss", "losses/policy_loss", "losses/entropy", "losses/approx_kl",
-    "losses/old_approx_kl", "losses/clipfrac", "losses/explained_variance",
+    "time/rollout",
+    "time/update",
+    "time/iteration",
+    "time/elapsed",
+    "charts/SPS",
+    "charts/episodic_return",
+    "charts/episodic_length",
+    "charts/learning_rate",
+    "losses/value_loss",
+    "losses/policy_loss",
+    "losses/entropy",
+    "losses/approx_kl",
+    "losses/old_approx_kl",
+    "losses/clipfrac",
+    "losses/explained_variance",
 ]
 EPISODIC_TAGS = ["charts/episodic_return", "charts/episodic_length"]
 ARGS_FIELDS = [
-    "exp_name", "env", "model_size", "seed", "num_envs", "num_steps", "num_iterations", "update_epochs",
-    "num_minibatches", "learning_rate", "anneal_lr", "gamma", "gae_lambda", "clip_coef", "clip_vloss",
-    "ent_coef", "vf_coef", "max_grad_norm", "norm_adv", "compile", "sync_timing", "log_dir", "track",
-    "wandb_project_name", "wandb_entity", "tag",
+    "exp_name",
+    "env",
+    "model_size",
+    "seed",
+    "num_envs",
+    "num_steps",
+    "num_iterations",
+    "update_epochs",
+    "num_minibatches",
+    "learning_rate",
+    "anneal_lr",
+    "gamma",
+    "gae_lambda",
+    "clip_coef",
+    "clip_vloss",
+    "ent_coef",
+    "vf_coef",
+    "max_grad_norm",
+    "norm_adv",
+    "compile",
+    "sync_timing",
+    "log_dir",
+    "track",
+    "wandb_project_name",
+    "wandb_entity",
+    "tag",
 ]
-CONFIG_EXTRAS = ["command", "framework", "batch_size", "minibatch_size", "versions", "device_name", "platform", "hostname",
-                 "start_time"]
+CONFIG_EXTRAS = [
+    "command",
+    "framework",
+    "batch_size",
+    "minibatch_size",
+    "versions",
+    "device_name",
+    "platform",
+    "hostname",
+    "start_time",
+]
 SUMMARY_KEYS = ["status", "iterations_completed", "import_s", "setup_s", "total_s", "final_return", "signals"]
 
 
@@ -98,7 +140,9 @@ def test_tiny_run_every_compile_mode(framework, compile_mode, log_dir):
 def test_tiny_run_minatar(framework, log_dir):
     proc = run_script(script(framework), *TINY, "--env", "Breakout-MinAtar", log_dir=log_dir)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    check_tiny_run(log_dir, framework, default_mode(framework), "Breakout-MinAtar", [*TINY, "--env", "Breakout-MinAtar"])
+    check_tiny_run(
+        log_dir, framework, default_mode(framework), "Breakout-MinAtar", [*TINY, "--env", "Breakout-MinAtar"]
+    )
 
 
 @pytest.mark.slow
@@ -203,8 +247,14 @@ def start(framework: str, *args: str, log_dir, ignore_sigint: bool = False):
     cmd = [sys.executable, str(ROOT / script(framework)), *args, "--log-dir", str(log_dir)]
     if ignore_sigint:  # as `cmd &` in a script: the shell starts it with SIGINT ignored, which exec keeps
         cmd = ["bash", "-c", 'trap "" INT; exec "$@"', "bash", *cmd]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "WANDB_MODE": "disabled"})
+    proc = subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "WANDB_MODE": "disabled"},
+    )
     proc.lines, proc.output = queue.Queue(), []
 
     def read():
@@ -275,8 +325,8 @@ def wandb_run_record(path):
         if block - pos % block < 7:  # a block's tail too short for a record header is padding
             pos += block - pos % block
             continue
-        length, kind = struct.unpack("<HB", data[pos + 4:pos + 7])
-        payload, pos = payload + data[pos + 7:pos + 7 + length], pos + 7 + length
+        length, kind = struct.unpack("<HB", data[pos + 4 : pos + 7])
+        payload, pos = payload + data[pos + 7 : pos + 7 + length], pos + 7 + length
         if kind in (1, 4):  # a full record, or the last fragment of one
             record = pb.Record()
             record.ParseFromString(payload)

@@ -27,15 +27,29 @@ TINY = ["--", "--num-envs", "4", "--num-steps", "16"]
 # A tiny sweep of two cells (seeds 1 and 2), two frameworks with a quick default compile mode where they exist.
 FRAMEWORKS = [name for name, fw in STUDY.frameworks.items() if (ROOT / fw.script).exists()]
 TWO_FRAMEWORKS = [fw for fw in ("linen", "nnx") if fw in FRAMEWORKS] or FRAMEWORKS[:2]
-SWEEP = ["--experiments", "exp1", "--envs", "CartPole-v1", "--sizes", "small", "--seeds", "2", "--iterations", "2",
-         "--frameworks", ",".join(TWO_FRAMEWORKS)]
+SWEEP = [
+    "--experiments",
+    "exp1",
+    "--envs",
+    "CartPole-v1",
+    "--sizes",
+    "small",
+    "--seeds",
+    "2",
+    "--iterations",
+    "2",
+    "--frameworks",
+    ",".join(TWO_FRAMEWORKS),
+]
 JOB_WAIT_S = 900  # a safety net for a stuck job, not a timing assertion
 
 
 def missing_slurm() -> str:
     missing = [b for b in SLURM_BINARIES if not shutil.which(b) and not Path("/usr/sbin", b).exists()]
     if missing:
-        return f"slurm-wlm and munge are not installed ({', '.join(missing)} not found; apt-get install slurm-wlm munge)"
+        return (
+            f"slurm-wlm and munge are not installed ({', '.join(missing)} not found; apt-get install slurm-wlm munge)"
+        )
     if os.geteuid() != 0:
         return "the local Slurm cluster needs root (slurmd starts the jobs as their user)"
     return ""
@@ -51,7 +65,9 @@ def bench(*args: str, env: dict | None = None, timeout: float = 120) -> subproce
 
 
 def local_cluster(action: str, folder: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", str(LOCAL_CLUSTER), action, str(folder)], capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        ["bash", str(LOCAL_CLUSTER), action, str(folder)], capture_output=True, text=True, timeout=120
+    )
 
 
 def daemon_pids(folder: Path) -> dict[str, int]:
@@ -101,8 +117,12 @@ def task_outputs(log_dir: Path, job: str) -> dict[int, str]:
 def cells_run(output: str) -> set[tuple]:
     """(experiment, seed, env, size) of every run a task's output reports completed."""
     cells = set()
-    for exp, env, _fw, size, _mode, seed in re.findall(r"^\[\d+/\d+\] (\S+) (\S+) (\S+) (\S+) (\S+) seed (\d+) \.\.\. "
-                                                        r"completed in ", output, re.M):
+    for exp, env, _fw, size, _mode, seed in re.findall(
+        r"^\[\d+/\d+\] (\S+) (\S+) (\S+) (\S+) (\S+) seed (\d+) \.\.\. "
+        r"completed in ",
+        output,
+        re.M,
+    ):
         cells.add((exp, int(seed), env, size))
     return cells
 
@@ -121,8 +141,10 @@ def test_dry_run_prints_the_array_script(tmp_path):
     cells = len(STUDY.experiments["exp3"].envs) * len(STUDY.experiments["exp3"].sizes)
     runs = cells * len(STUDY.frameworks["linen"].compile)
     script, count_line = dry_run_script(tmp_path, *sel)  # default: one task per cell
-    assert count_line == f"dry run: sbatch script of {cells} array tasks for {runs} runs (0 already completed) in " \
-                         f"{cells} cells; nothing submitted"
+    assert (
+        count_line == f"dry run: sbatch script of {cells} array tasks for {runs} runs (0 already completed) in "
+        f"{cells} cells; nothing submitted"
+    )
     assert script.startswith("#!/bin/bash\n")
     assert f"\n#SBATCH --array=0-{cells - 1}\n" in script and "\n#SBATCH --exclusive\n" in script
     assert f"\nNUM_TASKS={cells}\n" in script and 'SHARD="$SLURM_ARRAY_TASK_ID/$NUM_TASKS"' in script
@@ -131,11 +153,21 @@ def test_dry_run_prints_the_array_script(tmp_path):
     assert "#SBATCH --time" not in script and "partition's default" in script  # no --timeout: no time limit
     assert '--env-timing-file "$LOG_DIR/env_timing/$(hostname).json"' in script  # one file per node
 
-    script, count_line = dry_run_script(tmp_path, *sel, "--slurm-tasks", "2", "--slurm-parallel", "1",
-                                        "--no-env-timing", "--timeout", "100",
-                                        "--slurm-args", '--partition=gpu --gres=gpu:1 --comment "tiny sweep"')
+    script, count_line = dry_run_script(
+        tmp_path,
+        *sel,
+        "--slurm-tasks",
+        "2",
+        "--slurm-parallel",
+        "1",
+        "--no-env-timing",
+        "--timeout",
+        "100",
+        "--slurm-args",
+        '--partition=gpu --gres=gpu:1 --comment "tiny sweep"',
+    )
     assert "\n#SBATCH --array=0-1%1\n" in script and "\nNUM_TASKS=2\n" in script
-    assert "\n#SBATCH --partition=gpu\n#SBATCH --gres=gpu:1\n#SBATCH --comment \"tiny sweep\"\n" in script
+    assert '\n#SBATCH --partition=gpu\n#SBATCH --gres=gpu:1\n#SBATCH --comment "tiny sweep"\n' in script
     assert "--no-env-timing" in script and "--env-timing-file" not in script
     assert "array tasks" in count_line and "nothing submitted" in count_line
     # the largest of the 2 shards has ceil(cells / 2) cells; each run may take --timeout + bench.sh's grace
@@ -191,8 +223,10 @@ def test_slurm_without_sbatch_exits_2_with_one_line(tmp_path):
                 (bin_dir / tool.name).symlink_to(tool)
     proc = bench("--slurm", "--log-dir", str(tmp_path / "runs"), env={"PATH": str(bin_dir)})
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert proc.stderr.strip() == "bench.sh: --slurm: sbatch was not found; run this on a Slurm login node " \
-                                  "(or start a local one: slurm/local_cluster.sh)"
+    assert (
+        proc.stderr.strip() == "bench.sh: --slurm: sbatch was not found; run this on a Slurm login node "
+        "(or start a local one: slurm/local_cluster.sh)"
+    )
     assert proc.stdout == "" and not (tmp_path / "runs").exists()
 
 
@@ -242,7 +276,9 @@ def cluster(tmp_path_factory):
 
 @needs_slurm
 def test_sbatch_refusing_the_job_exits_1_and_leaves_nothing(cluster, tmp_path):
-    proc = bench("--slurm", "--log-dir", str(tmp_path / "runs"), *SWEEP, "--slurm-args", "--partition=nope", env=cluster)
+    proc = bench(
+        "--slurm", "--log-dir", str(tmp_path / "runs"), *SWEEP, "--slurm-args", "--partition=nope", env=cluster
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "nope" in proc.stderr and "sbatch refused the job" in proc.stderr  # sbatch's own message, then ours
     assert not (tmp_path / "runs").exists()
@@ -252,8 +288,17 @@ def test_sbatch_refusing_the_job_exits_1_and_leaves_nothing(cluster, tmp_path):
 @pytest.mark.slow
 def test_a_sweep_on_slurm_runs_each_cell_once_and_resubmitting_skips_completed_runs(cluster, tmp_path):
     log_dir = tmp_path / "runs"
-    args = ("--slurm", "--slurm-tasks", "2", "--log-dir", str(log_dir), *SWEEP, "--slurm-args",
-            '--comment "benchback test"', *TINY)
+    args = (
+        "--slurm",
+        "--slurm-tasks",
+        "2",
+        "--log-dir",
+        str(log_dir),
+        *SWEEP,
+        "--slurm-args",
+        '--comment "benchback test"',
+        *TINY,
+    )
     planned = bench("--dry-run", "--log-dir", str(log_dir), *SWEEP, *TINY).stdout.splitlines()[:-1]
     num_runs = len(planned)
     assert num_runs == 2 * len(TWO_FRAMEWORKS)

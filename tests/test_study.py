@@ -30,14 +30,24 @@ def test_the_study_as_committed():
     for framework in STUDY.frameworks.values():
         assert (ROOT / framework.script).exists()
         assert len(set(framework.compile)) == len(framework.compile) >= 2
-    assert STUDY.pair_names == ("nnx->linen", "equinox->linen", "torch->linen", "equinox->nnx", "torch->nnx", "torch->equinox")
+    assert STUDY.pair_names == (
+        "nnx->linen",
+        "equinox->linen",
+        "torch->linen",
+        "equinox->nnx",
+        "torch->nnx",
+        "torch->equinox",
+    )
     assert len(STUDY.envs) == 12 and STUDY.sizes == ("small", "medium", "large")
     assert STUDY.expensive_envs == ("Craftax-Classic-Symbolic-v1", "Craftax-Symbolic-v1")
     assert STUDY.every_env == STUDY.envs + STUDY.expensive_envs
     assert (STUDY.steady.first, STUDY.steady.last) == (8, None)
     exp3 = STUDY.experiments["exp3"]
-    assert exp3.envs == ("Acrobot-v1",) and exp3.syncs == (True,) and exp3.compile_modes(STUDY.frameworks["nnx"]) == (
-        "cached_partial", "jit", "none")
+    assert (
+        exp3.envs == ("Acrobot-v1",)
+        and exp3.syncs == (True,)
+        and exp3.compile_modes(STUDY.frameworks["nnx"]) == ("cached_partial", "jit", "none")
+    )
     assert STUDY.experiments["exp1"].compile_modes(STUDY.frameworks["torch"]) == ("compile",)
     assert STUDY.experiments["exp1"].syncs == (False,) and STUDY.experiments["exp2"].syncs == (True,)
 
@@ -68,13 +78,20 @@ def test_sync_settings(tmp_path, value, syncs):
     assert study.parse(path).experiments["exp5"].syncs == syncs
 
 
-@pytest.mark.parametrize("old,new,named", [
-    ('sync = "both"', 'sync = "sometimes"', "sometimes"),
-    ('sync = "both"', "sync = 1", "sync = 1"),
-    ('envs = "expensive"', 'envs = "cheap"', "cheap"),
-    ('envs = ["Acrobot-v1"]', 'envs = ["Acrobat-v1"]', "Acrobat-v1"),
-    ('expensive_envs = ["Craftax-Classic-Symbolic-v1"', 'expensive_envs = ["CartPole-v1"', "CartPole-v1 listed twice"),
-])
+@pytest.mark.parametrize(
+    "old,new,named",
+    [
+        ('sync = "both"', 'sync = "sometimes"', "sometimes"),
+        ('sync = "both"', "sync = 1", "sync = 1"),
+        ('envs = "expensive"', 'envs = "cheap"', "cheap"),
+        ('envs = ["Acrobot-v1"]', 'envs = ["Acrobat-v1"]', "Acrobat-v1"),
+        (
+            'expensive_envs = ["Craftax-Classic-Symbolic-v1"',
+            'expensive_envs = ["CartPole-v1"',
+            "CartPole-v1 listed twice",
+        ),
+    ],
+)
 def test_a_bad_experiment_is_named(tmp_path, old, new, named):
     with pytest.raises(ValueError, match=named):
         study.parse(edited_study(tmp_path, old, new))
@@ -122,6 +139,11 @@ def test_no_file_points_outside_the_repository():
     tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
     if not tracked:
         pytest.skip("not a git checkout")
-    offenders = [name for name in tracked if not name.startswith("results/") and (ROOT / name).is_file()
-                 and brief in (ROOT / name).read_text(errors="ignore")]
+    offenders = [
+        name
+        for name in tracked
+        if not name.startswith("results/")
+        and (ROOT / name).is_file()
+        and brief in (ROOT / name).read_text(errors="ignore")
+    ]
     assert offenders == []
