@@ -1,27 +1,26 @@
-"""PPO in PyTorch on gymnax environments: a single-file starter, part of benchback-rl. Read it top to bottom: Args,
-the network, the environment glue, rollout, GAE, loss, update, main(); a copy can drop the bookkeeping at the bottom.
+"""PPO in PyTorch on gymnax environments: a single-file starter, part of benchback-rl.
+
+Read it top to bottom: Args, the network, the environment glue, rollout, GAE, loss, update, main().
 The envs are JAX (gymnax): one jitted call per rollout step, arrays cross with DLPack. `diff ppo_linen.py ppo_torch.py`.
+To drop the benchmark bookkeeping, delete its section at the bottom and every line that contains `book.`.
 
     python ppo_torch.py --env Acrobot-v1 --model-size small
 """
 
+import signal
 import time
 
 START = time.perf_counter()  # import_s, setup_s and total_s count from this first line
+if __name__ == "__main__":  # SIGINT and SIGTERM wait until main() unblocks them: none is lost in the imports
+    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT, signal.SIGTERM])
 
-import json
+import io
 import os
-import platform
-import signal
-import socket
 import sys
-from contextlib import contextmanager
+from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
 from functools import partial
-from importlib.metadata import version
-from pathlib import Path
-from typing import Literal, NamedTuple, Optional, Sequence, get_args, get_origin, get_type_hints
+from typing import Literal, NamedTuple, Optional, Sequence
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # JAX shares the GPU with torch: no 75 % grab
 
@@ -45,7 +44,7 @@ class Args:
     exp_name: str = os.path.basename(__file__)[: -len(".py")]
     """the name of this experiment (with --track, the W&B group when set; else the group is --tag)"""
     env: str = "CartPole-v1"
-    """the gymnax environment id (discrete actions)"""
+    """the environment id: gymnax (discrete actions), or Craftax through env_adapters.py"""
     model_size: Literal["small", "medium", "large"] = "small"
     """hidden layers of actor and critic: small (64, 64), medium (256,) * 3, large (1024,) * 6"""
     seed: int = 1
@@ -81,13 +80,13 @@ class Args:
     norm_adv: bool = True
     """normalise the advantages of each minibatch"""
     compile: Literal["compile", "env-jit", "none", "cudagraphs"] = "compile"
-    """compile: torch.compile the whole minibatch step, the rollout's end and (on a GPU) the policy step, jax.jit the env;
-    cudagraphs: the same as CUDA graphs (mode reduce-overhead; GPU only); env-jit: eager torch; none: the env op by op too"""
+    """compile: torch.compile the minibatch step, the rollout's end and (on a GPU) the policy step, jax.jit the env;
+    cudagraphs: the same as CUDA graphs (GPU only); env-jit: eager torch; none: the env op by op too"""
     device: Literal["auto", "cpu", "cuda"] = "auto"
     """where torch and JAX run (always the same device, so DLPack is zero-copy); auto: cuda when both see a GPU"""
     sync_timing: bool = True
-    """block on the device after the rollout and after the update, so that both timers are exact; --no-sync-timing drops
-    these two barriers, but the one metrics transfer that ends each iteration is still a barrier: iterations never overlap"""
+    """block on the device after the rollout and after the update, so that both timers are exact; without it,
+    the metrics transfer that ends each iteration is still a barrier: iterations never overlap"""
     log_dir: str = "runs"
     """the folder that receives one subfolder per run"""
     track: bool = False
@@ -99,30 +98,35 @@ class Args:
     tag: str = "default"
     """a free label for the run, e.g. the machine or the OS, used to compare platforms"""
 
-    batch_size = property(lambda self: self.num_envs * self.num_steps)
-    minibatch_size = property(lambda self: self.batch_size // self.num_minibatches)
+    @property
+    def batch_size(self) -> int:
+        return self.num_envs * self.num_steps
+
+    @property
+    def minibatch_size(self) -> int:
+        return self.batch_size // self.num_minibatches
 
 
 def parse_args(argv: list[str]) -> Args:
-    """Args from the command line; bad input raises ValueError, one line naming the value and the valid choices."""
-    choices = {
-        f"--{name.replace('_', '-')}": get_args(hint)
-        for name, hint in get_type_hints(Args).items()
-        if get_origin(hint) is Literal
-    }  # checked before tyro, which reports a bad choice in a multi-line box
-    for flag, value in [*zip(argv, argv[1:]), *(arg.split("=", 1) for arg in argv if "=" in arg)]:
-        flag = flag.replace("_", "-")
-        if flag in choices and value not in choices[flag]:
-            raise ValueError(f"{flag} {value!r} is not one of: {', '.join(choices[flag])}")
-    args = tyro.cli(Args, args=argv)
+    """Args from the command line; bad input raises ValueError with one line (tyro prints a box of several)."""
+    messages = io.StringIO()
+    try:
+        with redirect_stderr(messages), redirect_stdout(messages):
+            args = tyro.cli(Args, args=argv)
+    except SystemExit as e:
+        if e.code == 0:  # --help
+            print(messages.getvalue())
+            raise
+        box = messages.getvalue().split("\n ---")  # tyro's box: a title, its message, the help
+        message = " ".join(box[1].split("\n")[1:]).split("---")[0] if len(box) > 1 else "see --help"
+        raise ValueError(" ".join(message.split())) from None
     for name in ("num_envs", "num_steps", "num_iterations", "update_epochs", "num_minibatches"):
         if getattr(args, name) <= 0:
-            raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(args, name)}")
+            flag = "--" + name.replace("_", "-")
+            raise ValueError(f"{flag} must be a positive integer, got {getattr(args, name)}")
     if args.batch_size % args.num_minibatches:
-        raise ValueError(
-            f"--num-minibatches {args.num_minibatches} does not divide the batch size {args.batch_size} "
-            f"(num_envs x num_steps); choose a divisor of {args.batch_size}"
-        )
+        message = f"--num-minibatches {args.num_minibatches} must divide the batch size {args.batch_size}"
+        raise ValueError(f"{message} (num_envs x num_steps)")
     return args
 
 
@@ -132,11 +136,14 @@ class MLP(nn.Sequential):
 
     def __init__(self, in_dim: int, hidden_sizes: Sequence[int], out_dim: int, out_gain: float):
         sizes = [in_dim, *hidden_sizes, out_dim]
-        layers = [nn.Linear(size_in, size_out) for size_in, size_out in zip(sizes[:-1], sizes[1:])]
-        for layer, gain in zip(layers, [np.sqrt(2)] * len(hidden_sizes) + [out_gain]):
+        gains = [np.sqrt(2)] * len(hidden_sizes) + [out_gain]
+        modules = []
+        for size_in, size_out, gain in zip(sizes, sizes[1:], gains):
+            layer = nn.Linear(size_in, size_out)
             nn.init.orthogonal_(layer.weight, gain)
             nn.init.zeros_(layer.bias)
-        super().__init__(*[m for layer in layers[:-1] for m in (layer, nn.Tanh())], layers[-1])
+            modules += [layer, nn.Tanh()]
+        super().__init__(*modules[:-1])  # no tanh after the head
 
 
 class Agent(nn.Module):
@@ -159,89 +166,67 @@ class Agent(nn.Module):
         logits, value = self(obs)
         if action is None:
             action = (logits - torch.log(-torch.log(noise))).argmax(-1).to(torch.int32)  # int32: JAX runs without x64
-        return action, logits.log_softmax(-1).gather(-1, action[:, None].long())[:, 0], value
+        logprob = logits.log_softmax(-1).gather(-1, action[:, None].long())[:, 0]
+        return action, logprob, value
 
 
 # ------------------------------------------------------------------------------- environment glue
-CRAFTAX_ENVS = ("Craftax-Classic-Symbolic-v1", "Craftax-Symbolic-v1")  # expensive JAX envs (pip package craftax)
+class GymnaxBatch:
+    """A gymnax env stepped as a batch, one key per env: the contract of every adapter in env_adapters.py."""
+
+    def __init__(self, env):
+        self.env = env
+        self.num_actions = env.num_actions
+
+    def reset(self, keys, params):
+        return jax.vmap(self.env.reset, in_axes=(0, None))(keys, params)
+
+    def step(self, keys, states, actions, params):
+        """gymnax's auto-reset step: (obs, states, reward, terminated, truncated, info)."""
+        return jax.vmap(self.env.step, in_axes=(0, 0, 0, None))(keys, states, actions, params)
 
 
-def make_env(env_id: str, explain: bool = True):
-    """The env and its params; ValueError (one line that lists the usable envs) when this script cannot train on it."""
-    if env_id in CRAFTAX_ENVS:
-        return (env := Craftax(env_id)), env.default_params
+def make_env(env_id: str):
+    """The batched env and its params; ValueError (one line) when this script cannot train on it."""
     try:
         env, env_params = gymnax.make(env_id)
-        space = type(env.action_space(env_params))
-        problem = None if space is gymnax.environments.spaces.Discrete else f"has a {space.__name__} action space"
-    except Exception as e:  # an unknown id; an env that must download its data (MNISTBandit) without network
-        problem = f"cannot be made ({type(e).__name__}: {e})" if env_id in gymnax.registered_envs else "is unknown"
-    if problem and explain:  # on this error path only, make every registered env to list the usable ones
-        usable = [other for other in gymnax.registered_envs if make_env(other, explain=False)] + list(CRAFTAX_ENVS)
-        raise ValueError(f"env {env_id!r} {problem}; usable envs (discrete actions): {', '.join(usable)}")
-    return None if problem else (env, env_params)
+        discrete = isinstance(env.action_space(env_params), gymnax.environments.spaces.Discrete)
+    except Exception:  # not a gymnax id, or one that must download its data (MNISTBandit) without network
+        discrete = False
+    if discrete:
+        return GymnaxBatch(env), env_params
+    import env_adapters  # Craftax, ...: beside this script; a copy that trains on gymnax needs no other file
 
-
-class Craftax:
-    """Craftax with gymnax's contract. Its step has one `done` for a death and for the time limit, and a reset generates
-    a world (~7 steps' cost): step_batch splits `done` into terminated and truncated (the time limit alone) and resets
-    optimistically, as Craftax_Baselines does: only NUM_RESETS fresh worlds a step, shared by the envs that are done."""
-
-    NUM_RESETS = 4  # 32 envs under a random policy end ~0.2 episodes a step: sharing a world is rare
-
-    def __init__(self, env_id: str):
-        from craftax.craftax_env import make_craftax_env_from_name  # here: the gymnax envs do not import craftax
-
-        self.env = make_craftax_env_from_name(env_id, auto_reset=False)
-        self.num_actions, self.default_params, self.reset = (
-            self.env.num_actions,
-            self.env.default_params,
-            self.env.reset,
-        )
-
-    def step_batch(self, keys, states, actions, params):
-        """Steps a batch of envs, one key each; returns gymnax's (obs, states, reward, terminated, truncated, info)."""
-        obs, states, reward, done, info = jax.vmap(self.env.step, in_axes=(0, 0, 0, None))(
-            keys, states, actions, params
-        )
-        no_limit = params.replace(max_timesteps=jnp.iinfo(jnp.int32).max)  # Craftax's own end: death, lava, the boss
-        terminated = jax.vmap(self.env.is_terminal, in_axes=(0, None))(states, no_limit)
-        reset_keys = jax.random.split(jax.random.fold_in(keys[0], 1), min(self.NUM_RESETS, len(keys)))
-        world = (jnp.cumsum(done) - 1) % len(reset_keys)  # the k-th done env takes fresh world k mod NUM_RESETS
-        pick = lambda new, old: jnp.where(done.reshape(-1, *[1] * (old.ndim - 1)), new[world], old)  # noqa: E731
-        next_obs, states = jax.tree.map(
-            pick, jax.vmap(self.reset, in_axes=(0, None))(reset_keys, params), (obs, states)
-        )
-        return next_obs, states, reward, terminated, done & ~terminated, {**info, "final_observation": obs}
+    return env_adapters.make(env_id)  # or the error that says why not and lists the usable envs
 
 
 class Runner(NamedTuple):
     """What carries over from one env step, and from one rollout, to the next."""
 
     env_state: object
-    obs: jax.Array
-    episode_return: jax.Array
-    episode_length: jax.Array
+    obs: torch.Tensor
+    episode_return: torch.Tensor
+    episode_length: torch.Tensor
     key: jax.Array
 
 
 def reset_envs(env, env_params, key, num_envs: int) -> Runner:
-    key, reset_key = jax.random.split(key)  # obs flattened: MinAtar observations are (10, 10, C)
-    obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, num_envs), env_params)
-    env_state = jax.tree.map(lambda x: jnp.asarray(x, x.dtype), env_state)  # no weak type, which a step would change
-    return Runner(env_state, obs.reshape(num_envs, -1), jnp.zeros(num_envs), jnp.zeros(num_envs, jnp.int32), key)
+    key, reset_key = jax.random.split(key)
+    obs, env_state = env.reset(jax.random.split(reset_key, num_envs), env_params)
+    env_state = jax.tree.map(lambda x: jnp.asarray(x, x.dtype), env_state)  # no weak types: a step would change them
+    obs = obs.reshape(num_envs, -1)  # flattened: MinAtar observations are (10, 10, C)
+    return Runner(env_state, obs, jnp.zeros(num_envs), jnp.zeros(num_envs, jnp.int32), key)
 
 
 def step_envs(env, env_params, runner: Runner, action):
     """Steps every env (auto-reset) and counts episodes: the next Runner, and the env's fields of a Transition."""
     num_envs = action.shape[0]
     key, step_key = jax.random.split(runner.key)
-    step = env.step_batch if isinstance(env, Craftax) else jax.vmap(env.step, in_axes=(0, 0, 0, None))
-    obs, env_state, reward, terminated, truncated, info = step(
-        jax.random.split(step_key, num_envs), runner.env_state, action, env_params
-    )
+    step_keys = jax.random.split(step_key, num_envs)
+    obs, env_state, reward, terminated, truncated, info = env.step(step_keys, runner.env_state, action, env_params)
     done = terminated | truncated
-    episode_return, episode_length = runner.episode_return + reward, runner.episode_length + 1
+    episode_return = runner.episode_return + reward
+    episode_length = runner.episode_length + 1
     next_runner = Runner(
         env_state,
         obs.reshape(num_envs, -1),
@@ -249,15 +234,10 @@ def step_envs(env, env_params, runner: Runner, action):
         jnp.where(done, 0, episode_length),
         key,
     )
-    final_obs = info["final_observation"].reshape(num_envs, -1)  # before the auto-reset, for bootstrapping
-    return next_runner, dict(
-        reward=reward,
-        terminated=terminated,
-        truncated=truncated,
-        final_obs=final_obs,
-        episode_return=jnp.where(done, episode_return, 0.0),  # of the episode ended here, else 0
-        episode_length=jnp.where(done, episode_length, 0),
-    )
+    final_obs = info["final_observation"].reshape(num_envs, -1)  # before the auto-reset: to bootstrap from
+    ended_return = jnp.where(done, episode_return, 0.0)  # of the episode that ended at this step, else 0
+    ended_length = jnp.where(done, episode_length, 0)
+    return next_runner, (reward, terminated, truncated, final_obs, ended_return, ended_length)
 
 
 # ---------------------------------------------------------------------------------------- rollout
@@ -276,22 +256,25 @@ class Transition(NamedTuple):
     episode_length: torch.Tensor
 
 
-# The rollout flattened to (batch_size, ...), with its advantages and returns: what the update trains on.
-Batch = NamedTuple(
-    "Batch", [(f, torch.Tensor) for f in ("obs", "actions", "logprobs", "values", "advantages", "returns")]
-)
+class Batch(NamedTuple):
+    """The rollout flattened to (batch_size, ...), with its advantages and returns: what the update trains on."""
+
+    obs: torch.Tensor
+    actions: torch.Tensor
+    logprobs: torch.Tensor
+    values: torch.Tensor
+    advantages: torch.Tensor
+    returns: torch.Tensor
 
 
 def env_step_packed(env, env_params, runner: Runner, action):
-    """step_envs, with the next observations and the env fields packed in one flat float32 array: one crossing per step."""
+    """step_envs, with the next observations and the env fields packed in one flat float32 array: one crossing."""
     runner, fields = step_envs(env, env_params, runner, action)
-    return runner, jnp.concatenate([x.astype(jnp.float32).ravel() for x in (runner.obs, *fields.values())])
+    return runner, jnp.concatenate([x.astype(jnp.float32).ravel() for x in (runner.obs, *fields)])
 
 
 @torch.no_grad()
-def rollout(
-    env_step_fn, finish_fn, args: Args, policy_fn, num_actions: int, generator: torch.Generator, runner: Runner
-):
+def rollout(env_step_fn, finish_fn, args: Args, policy_fn, num_actions: int, generator: torch.Generator, runner):
     """Collects num_steps x num_envs transitions, then computes GAE. Everything stays on the device."""
     noise = torch.rand(args.num_steps, args.num_envs, num_actions, generator=generator, device=generator.device)
     noise.clamp_(min=torch.finfo(noise.dtype).tiny)  # log(0) would be -inf in the Gumbel-max sampling
@@ -300,46 +283,47 @@ def rollout(
     for step in range(args.num_steps):
         action, logprob, value = policy_fn(obs, noise[step])
         # torch -> JAX, zero-copy; on the CPU a NumPy view crosses in ~8 us, DLPack in ~60 us
-        runner, packed = env_step_fn(runner, action.numpy() if action.is_cpu else jnp.from_dlpack(action))
-        steps.append((obs, action, logprob, value, packed := torch.from_dlpack(packed)))  # JAX -> torch, zero-copy
+        jax_action = action.numpy() if action.is_cpu else jnp.from_dlpack(action)
+        runner, packed = env_step_fn(runner, jax_action)
+        packed = torch.from_dlpack(packed)  # JAX -> torch, zero-copy
+        steps.append((obs, action, logprob, value, packed))
         obs = packed[: obs.numel()].view(obs.shape)
-    return (runner, *finish_fn(*(torch.stack(x) for x in zip(*steps))))
+    stacked = [torch.stack(x) for x in zip(*steps)]  # obs, action, logprob, value, packed; each (num_steps, ...)
+    batch, episode_stats = finish_fn(*stacked)
+    return runner, batch, episode_stats
 
 
 def finish_rollout(agent: Agent, args: Args, obs, action, logprob, value, packed):
     """The Transitions of a rollout from its stacked steps, V(final obs), GAE and the batch: one compiled region."""
     n, d = args.num_envs, obs.shape[-1]  # packed: next obs, reward, terminated, truncated, final obs, episode stats
     _, reward, terminated, truncated, final_obs, *episode = packed.split([n * d, n, n, n, n * d, n, n], -1)
-    t = Transition(
-        obs, action, logprob, value, reward, terminated > 0, truncated > 0, final_obs.view(obs.shape), *episode
-    )
-    # V(pre-reset next observation): the next value within an episode, the bootstrap when truncated.
+    final_obs = final_obs.view(obs.shape)
+    t = Transition(obs, action, logprob, value, reward, terminated > 0, truncated > 0, final_obs, *episode)
+    # V(pre-reset next observation): the next value within an episode, the bootstrap when truncated
     final_values = agent.get_value(t.final_obs)
     advantages, returns = compute_gae(
         t.reward, t.value, final_values, t.terminated, t.truncated, args.gamma, args.gae_lambda
     )
-    batch = Batch(
-        *(
-            x.reshape(args.batch_size, *x.shape[2:])  # (num_steps, num_envs, ...) -> (batch_size, ...)
-            for x in (t.obs, t.action, t.logprob, t.value, advantages, returns)
-        )
-    )
-    num_episodes = (t.terminated | t.truncated).sum()  # NaN statistics when 0: main() then logs no episodic point
-    return batch, {
+    steps = (t.obs, t.action, t.logprob, t.value, advantages, returns)  # each (num_steps, num_envs, ...)
+    batch = Batch(*[x.reshape(args.batch_size, *x.shape[2:]) for x in steps])
+    num_episodes = (t.terminated | t.truncated).sum()  # 0: NaN statistics, and main() logs no episodic point
+    episode_stats = {
         "episodic_return": t.episode_return.sum() / num_episodes,
         "episodic_length": t.episode_length.sum() / num_episodes,
     }
+    return batch, episode_stats
 
 
 # -------------------------------------------------------------------------------------------- GAE
 @torch.compiler.disable  # eager: Dynamo would unroll the loop (slow to compile); a compiled torch scan ran slower
 def compute_gae(rewards, values, final_values, terminated, truncated, gamma: float, gae_lambda: float):
-    """GAE over (num_steps, num_envs) arrays of auto-resetting envs. final_values[t]: V of the observation step t reached
-    before any reset; a terminated step does not bootstrap, a truncated one does, and either ends the GAE trace."""
+    """GAE over (num_steps, num_envs) arrays of auto-resetting envs. final_values[t]: V of the observation that
+    step t reached before any reset. A terminated step does not bootstrap, a truncated one does; both end the trace."""
     deltas = rewards + gamma * final_values * ~terminated - values
     discounts = gamma * gae_lambda * ~(terminated | truncated)
 
-    gae, advantages = torch.zeros_like(deltas[0]), []
+    gae = torch.zeros_like(deltas[0])
+    advantages = []
     for t in reversed(range(len(deltas))):
         gae = deltas[t] + discounts[t] * gae
         advantages.append(gae)
@@ -359,7 +343,8 @@ def ppo_loss(agent: Agent, args: Args, mb: Batch):
     advantages = mb.advantages
     if args.norm_adv:  # population std (ddof=0) in every framework
         advantages = (advantages - advantages.mean()) / (advantages.std(correction=0) + 1e-8)
-    pg_loss = torch.max(-advantages * ratio, -advantages * ratio.clamp(1 - args.clip_coef, 1 + args.clip_coef)).mean()
+    clipped_ratio = ratio.clamp(1 - args.clip_coef, 1 + args.clip_coef)
+    pg_loss = torch.max(-advantages * ratio, -advantages * clipped_ratio).mean()
     v_loss_unclipped = (new_values - mb.returns) ** 2
     if args.clip_vloss:
         v_clipped = mb.values + (new_values - mb.values).clamp(-args.clip_coef, args.clip_coef)
@@ -367,7 +352,7 @@ def ppo_loss(agent: Agent, args: Args, mb: Batch):
     else:
         v_loss = 0.5 * v_loss_unclipped.mean()
     loss = pg_loss - args.ent_coef * entropy + args.vf_coef * v_loss
-    return loss, {
+    metrics = {
         "policy_loss": pg_loss,
         "value_loss": v_loss,
         "entropy": entropy,
@@ -375,18 +360,23 @@ def ppo_loss(agent: Agent, args: Args, mb: Batch):
         "approx_kl": ((ratio - 1) - logratio).mean(),
         "clipfrac": ((ratio - 1).abs() > args.clip_coef).float().mean(),
     }
+    return loss, metrics
 
 
 # ----------------------------------------------------------------------------------------- update
 def make_optimizer(args: Args, agent: Agent):
-    """Adam (global-norm clipping is in minibatch_step); the learning rate decays linearly to 0 over all optimizer steps.
-    The rate is a tensor set in place, so a compiled step reads it as data and never recompiles for a new value."""
+    """Adam (global-norm clipping is in minibatch_step); the learning rate decays linearly to 0 over all optimizer
+    steps. The rate is a tensor set in place: a compiled step reads it as data, never recompiles for a new value."""
     num_updates = args.num_iterations * args.update_epochs * args.num_minibatches
-    lr_schedule = lambda step: args.learning_rate * (1.0 - step / num_updates if args.anneal_lr else 1.0)  # noqa: E731
+
+    def lr_schedule(step):
+        return args.learning_rate * (1.0 - step / num_updates if args.anneal_lr else 1.0)
+
     lr = torch.tensor(args.learning_rate, device=next(agent.parameters()).device)
-    kind = (
-        dict(foreach=False, capturable=True) if args.compile in COMPILED else dict(fused=True)
-    )  # compiled: Inductor fuses
+    if args.compile in COMPILED:  # Inductor fuses the update
+        kind = dict(foreach=False, capturable=True)
+    else:
+        kind = dict(fused=True)
     return torch.optim.Adam(agent.parameters(), lr, eps=1e-5, **kind), lr_schedule
 
 
@@ -394,34 +384,31 @@ def minibatch_step(agent: Agent, optimizer: torch.optim.Optimizer, args: Args, m
     """Forward, loss, backward, global-norm clipping and the Adam step at learning rate lr (a tensor): one compiled
     function. autograd.grad, not zero_grad() + backward(): Dynamo traces it into the forward's graph."""
     loss, metrics = ppo_loss(agent, args, mb)
-    metrics = {k: v.detach() for k, v in metrics.items()}  # before the backward, which consumes their graph
-    for param, grad in zip(agent.parameters(), torch.autograd.grad(loss, list(agent.parameters()))):
+    metrics = {name: value.detach() for name, value in metrics.items()}  # before the backward consumes their graph
+    params = list(agent.parameters())
+    for param, grad in zip(params, torch.autograd.grad(loss, params)):
         param.grad = grad
-    nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm, foreach=True)
+    nn.utils.clip_grad_norm_(params, args.max_grad_norm, foreach=True)
     optimizer.param_groups[0]["lr"].copy_(lr)
     optimizer.step()
     return metrics
 
 
-def update(
-    args: Args, lr_schedule, step_fn, generator: torch.Generator, batch: Batch, optimizer_step: int, permutations=None
-):
-    """update_epochs epochs, one per row of permutations (by default fresh random orders of the batch), each cut into
-    num_minibatches minibatches. The explained variance is NaN when the returns of the batch have zero variance."""
+def update(args: Args, lr_schedule, step_fn, generator, batch: Batch, optimizer_step: int, permutations=None):
+    """update_epochs epochs, one per row of permutations (by default fresh random orders of the batch), each cut
+    into num_minibatches minibatches. The explained variance is NaN when the returns have zero variance."""
+    device = batch.obs.device
     if permutations is None:
-        permutations = torch.stack(
-            [
-                torch.randperm(args.batch_size, generator=generator, device=batch.obs.device)
-                for _ in range(args.update_epochs)
-            ]
-        )
-    steps = torch.arange(
-        optimizer_step, optimizer_step + args.update_epochs * args.num_minibatches, device=batch.obs.device
-    )
-    lrs = torch.as_tensor(lr_schedule(steps), dtype=torch.float32, device=steps.device)  # a float without annealing
-    lrs, metrics = lrs.expand(steps.shape), []
+        orders = [
+            torch.randperm(args.batch_size, generator=generator, device=device) for _ in range(args.update_epochs)
+        ]
+        permutations = torch.stack(orders)
+    num_steps = args.update_epochs * args.num_minibatches
+    steps = torch.arange(optimizer_step, optimizer_step + num_steps, device=device)
+    lrs = torch.as_tensor(lr_schedule(steps), dtype=torch.float32, device=device).expand(steps.shape)
+    metrics = []
     for perm in permutations:
-        minibatches = Batch(*(x[perm].reshape(args.num_minibatches, -1, *x.shape[1:]) for x in batch))
+        minibatches = Batch(*[x[perm].reshape(args.num_minibatches, -1, *x.shape[1:]) for x in batch])
         for mb in zip(*minibatches):
             mb_metrics = step_fn(Batch(*mb), lrs[len(metrics)])
             metrics.append(torch.stack(list(mb_metrics.values())))
@@ -434,196 +421,142 @@ def update(
 
 
 # ------------------------------------------------------------------------------------------- main
+def copy_outputs(fn, *args):
+    """fn(*args), each output copied (a CUDA graph's outputs are overwritten by its next replay)."""
+    return [output.clone() for output in fn(*args)]
+
+
 def main():
-    book = Bookkeeping()  # first, so that no signal is lost
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT, signal.SIGTERM])  # held since the first line
     try:
         args = parse_args(sys.argv[1:])
         env, env_params = make_env(args.env)
         gpu = torch.cuda.is_available() and jax.default_backend() == "gpu"
         if not gpu and (args.device == "cuda" or args.compile in GPU_COMPILE):
-            raise ValueError(
-                f"--device {args.device} --compile {args.compile} needs a GPU that torch and JAX both see; "
-                f"use --device cpu --compile compile"
-            )
+            message = f"--device {args.device} --compile {args.compile} needs a GPU that torch and JAX both see"
+            raise ValueError(f"{message}; use --device cpu --compile compile")
         device = torch.device("cuda" if gpu and args.device != "cpu" else "cpu")
         run_name = f"{args.env}__{FRAMEWORK}__{args.model_size}__{args.compile}__{args.seed}__{int(time.time())}"
         run_dir = os.path.join(args.log_dir, run_name)
-        os.makedirs(run_dir, exist_ok=True)  # OSError when --log-dir is a file or cannot be created
-    except (ValueError, OSError) as e:
+        run_dir = book.make_run_dir(run_dir)  # a new folder, even for two runs started in the same second
+    except (ValueError, OSError, ImportError) as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
     # env arrays live where torch computes: DLPack hands buffers over, it does not move them
     jax.config.update("jax_default_device", jax.devices("gpu" if device.type == "cuda" else "cpu")[0])
+    config = {
+        **asdict(args),
+        "framework": FRAMEWORK,
+        "batch_size": args.batch_size,
+        "minibatch_size": args.minibatch_size,
+        "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+        "torch_threads": torch.get_num_threads(),  # every core, unless OMP_NUM_THREADS says otherwise
+    }
+    book.start(config, run_dir)  # config.json: the config, plus the command line, the versions and the machine
 
     wandb_run = None
-    device_name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
-    with book.run(args, run_dir, device_name=device_name, torch_threads=torch.get_num_threads()) as config:  # all cores
-        if args.track:
-            import wandb
+    if args.track:
+        import wandb
 
-            wandb_run = wandb.init(
-                project=args.wandb_project_name,
-                entity=args.wandb_entity,
-                sync_tensorboard=True,
-                group=args.exp_name if args.exp_name != Args.exp_name else args.tag,
-                tags=[FRAMEWORK, args.model_size, args.env, args.compile],
-                config=config,
-                name=run_name,
-                dir=run_dir,
-                save_code=True,
-            )
-        with SummaryWriter(run_dir) as writer, jax.disable_jit(args.compile == "none"):
-            table = "\n".join(f"|{k}|{v}|" for k, v in asdict(args).items())
-            writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
-            torch.manual_seed(args.seed)
-            generator = torch.Generator(device).manual_seed(args.seed)  # action sampling and minibatch order
-            runner = reset_envs(env, env_params, jax.random.key(args.seed), args.num_envs)
-            agent = Agent(runner.obs.shape[-1], MODEL_SIZES[args.model_size], env.num_actions).to(device)
-            optimizer, lr_schedule = make_optimizer(args, agent)
-            env_step_fn = partial(env_step_packed, env, env_params)
-            env_step_fn = env_step_fn if args.compile == "none" else jax.jit(env_step_fn)
-            policy_fn, finish_fn, step_fn = agent.get_action_and_value, finish_rollout, minibatch_step
-            if args.compile in COMPILED:  # static shapes: each compiles once, in iteration 0
-                torch._dynamo.config.trace_autograd_ops = True  # the backward in the graph of the forward
-                compile_fn = partial(torch.compile, dynamic=False, **COMPILED[args.compile])
-                finish_fn, step_fn = compile_fn(finish_fn), compile_fn(step_fn)  # before partial: one code object each
-                if (
-                    device.type == "cuda"
-                ):  # on a CPU, a compiled call's ~40 us overhead outweighs its gain on a policy step
-                    policy_fn = compile_fn(policy_fn, fullgraph=True)
-            finish_fn, step_fn = partial(finish_fn, agent, args), partial(step_fn, agent, optimizer, args)
-            if args.compile == "cudagraphs":  # a graph's outputs are overwritten by its next replay: keep copies
-                policy_fn = partial(lambda fn, *x: [y.clone() for y in fn(*x)], policy_fn)
-            rollout_fn = partial(rollout, env_step_fn, finish_fn, args, policy_fn, env.num_actions, generator)
-            update_fn = partial(update, args, lr_schedule, step_fn, generator)
-            book.summary["setup_s"] = time.perf_counter() - START
-            print(f"{run_name}: setup {book.summary['setup_s']:.1f}s on {config['device_name']}", flush=True)
+        wandb_run = wandb.init(
+            project=args.wandb_project_name,
+            entity=args.wandb_entity,
+            group=args.exp_name if args.exp_name != Args.exp_name else args.tag,
+            tags=[FRAMEWORK, args.model_size, args.env, args.compile],
+            config=config,
+            name=run_name,
+            dir=run_dir,
+            sync_tensorboard=True,
+            save_code=True,
+        )
+    with SummaryWriter(run_dir, max_queue=100) as writer, jax.disable_jit(args.compile == "none"):
+        table = "\n".join(f"|{key}|{value}|" for key, value in asdict(args).items())
+        writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
+        torch.manual_seed(args.seed)
+        generator = torch.Generator(device).manual_seed(args.seed)  # action sampling and minibatch order
+        runner = reset_envs(env, env_params, jax.random.key(args.seed), args.num_envs)
+        agent = Agent(runner.obs.shape[-1], MODEL_SIZES[args.model_size], env.num_actions).to(device)
+        optimizer, lr_schedule = make_optimizer(args, agent)
+        env_step_fn = partial(env_step_packed, env, env_params)
+        if args.compile != "none":
+            env_step_fn = jax.jit(env_step_fn)
+        policy_fn = agent.get_action_and_value
+        finish_fn = finish_rollout
+        step_fn = minibatch_step
+        if args.compile in COMPILED:  # static shapes: each compiles once, in iteration 0
+            torch._dynamo.config.trace_autograd_ops = True  # the backward in the graph of the forward
+            compile_fn = partial(torch.compile, dynamic=False, **COMPILED[args.compile])
+            finish_fn = compile_fn(finish_fn)  # compiled before partial: one code object each
+            step_fn = compile_fn(step_fn)
+            if device.type == "cuda":  # on a CPU, a compiled call's ~40 us overhead outweighs its gain here
+                policy_fn = compile_fn(policy_fn, fullgraph=True)
+        if args.compile == "cudagraphs":  # a graph's outputs are overwritten by its next replay: keep copies
+            policy_fn = partial(copy_outputs, policy_fn)
+        finish_fn = partial(finish_fn, agent, args)
+        step_fn = partial(step_fn, agent, optimizer, args)
+        rollout_fn = partial(rollout, env_step_fn, finish_fn, args, policy_fn, env.num_actions, generator)
+        update_fn = partial(update, args, lr_schedule, step_fn, generator)
+        book.setup_done()
+        print(f"{run_name}: setup {time.perf_counter() - START:.1f}s on {config['device_name']}", flush=True)
 
-            for iteration in range(args.num_iterations):
-                book.check_signals()  # a SIGINT or SIGTERM stops the run here...
-                iteration_start = time.perf_counter()
-                runner, batch, episode_stats = rollout_fn(runner)
-                if args.sync_timing:
-                    jax.block_until_ready(runner)
-                    if device.type == "cuda":
-                        torch.cuda.synchronize(device)
-                rollout_end = time.perf_counter()
-                book.check_signals()  # ...or here
-                losses = update_fn(batch, iteration * args.update_epochs * args.num_minibatches)
-                if args.sync_timing and device.type == "cuda":
+        for iteration in range(args.num_iterations):
+            book.check_signals()  # a SIGINT or SIGTERM stops the run here...
+            iteration_start = time.perf_counter()
+            runner, batch, episode_stats = rollout_fn(runner)
+            if args.sync_timing:
+                jax.block_until_ready(runner)
+                if device.type == "cuda":
                     torch.cuda.synchronize(device)
-                update_end = time.perf_counter()
+            rollout_end = time.perf_counter()
+            book.check_signals()  # ...or here
+            losses = update_fn(batch, iteration * args.update_epochs * args.num_minibatches)
+            if args.sync_timing and device.type == "cuda":
+                torch.cuda.synchronize(device)
+            update_end = time.perf_counter()
 
-                metrics = {**episode_stats, **losses}
-                metrics = dict(zip(metrics, torch.stack(list(metrics.values())).tolist()))  # the one host transfer
-                iteration_time = (
-                    time.perf_counter() - iteration_start
-                )  # up to the metrics on the host; the writes follow
-                optimizer_steps = (iteration + 1) * args.update_epochs * args.num_minibatches
-                episodic = {f"charts/{k}": metrics.pop(k) for k in ("episodic_return", "episodic_length")}
-                scalars = {
-                    "time/rollout": rollout_end - iteration_start,
-                    "time/update": update_end - rollout_end,
-                    "time/iteration": iteration_time,
-                    "time/elapsed": time.perf_counter() - START,
-                    "charts/SPS": args.batch_size / iteration_time,
-                    "charts/learning_rate": float(lr_schedule(optimizer_steps - 1)),  # the rate of the last step
-                    **{tag: v for tag, v in episodic.items() if not np.isnan(v)},  # NaN: no episode ended, no point
-                    **{f"losses/{k}": v for k, v in metrics.items()},
-                }
-                for tag, value in scalars.items():
-                    writer.add_scalar(tag, float(value), (iteration + 1) * args.batch_size)  # step: env steps so far
-                book.iteration_done(args, iteration, scalars)
-    if wandb_run is not None:
-        wandb_run.finish(exit_code=0 if book.summary["status"] == "completed" else 1)
-    if book.summary["status"] == "interrupted":
-        sys.exit(130)
+            metrics = {**episode_stats, **losses}
+            values = torch.stack(list(metrics.values())).tolist()  # the one host transfer per iteration
+            metrics = dict(zip(metrics, values))
+            iteration_time = time.perf_counter() - iteration_start  # up to the metrics on the host
+            optimizer_steps = (iteration + 1) * args.update_epochs * args.num_minibatches
+            scalars = {
+                "time/rollout": rollout_end - iteration_start,
+                "time/update": update_end - rollout_end,
+                "time/iteration": iteration_time,
+                "time/elapsed": time.perf_counter() - START,
+                "charts/SPS": args.batch_size / iteration_time,
+                "charts/learning_rate": lr_schedule(optimizer_steps - 1),  # the rate of the last step
+            }
+            for name in ("episodic_return", "episodic_length"):
+                value = metrics.pop(name)
+                if not np.isnan(value):  # NaN: no episode ended in this rollout, so no point
+                    scalars[f"charts/{name}"] = value
+            for name, value in metrics.items():
+                scalars[f"losses/{name}"] = value
+            global_step = (iteration + 1) * args.batch_size  # env steps so far
+            for tag, value in scalars.items():
+                writer.add_scalar(tag, float(value), global_step)
+            book.iteration_done(iteration, scalars, writer)
 
-
-# =======================================================================================================
-# Benchmark bookkeeping: signals, config.json metadata, summary.json, progress and ETA. bench.sh and
-# plot_results.py rely on it; a starter copy can drop this section and the `book.` lines of main().
-class Bookkeeping:
-    """SIGINT/SIGTERM set a flag that main() checks between phases (no signal gets lost in a compiler; a run started
-    with SIGINT ignored still stops); a second signal stops at once. Then status "interrupted", exit 130."""
-
-    packages = ("torch", "jax", "jaxlib", "gymnax")
-
-    def __init__(self):
-        self.running, self.returns, self.times = False, [], []  # running: a run folder without its summary.json
-        self.summary = {
-            "status": "failed",
-            "iterations_completed": 0,
-            "import_s": time.perf_counter() - START,
-            "setup_s": None,
-            "total_s": None,
-            "final_return": None,
-            "signals": [],
-        }
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, self.on_signal)
-
-    def on_signal(self, signum, frame):
-        self.summary["signals"].append(signal.Signals(signum).name)
-        os.write(
-            2, f"{self.summary['signals'][-1]}: stopping at the next iteration boundary (again: at once)\n".encode()
-        )
-        if len(self.summary["signals"]) > 1 and self.running:
-            raise KeyboardInterrupt
-
-    def check_signals(self):
-        if self.summary["signals"]:
-            raise KeyboardInterrupt
-
-    @contextmanager
-    def run(self, args: Args, run_dir: str, **machine):
-        """config.json (Args as given, command, versions, machine), the body, then summary.json whatever happens."""
-        self.running = True
-        config = {
-            **asdict(args),
-            "command": sys.argv,
-            "framework": FRAMEWORK,
-            "batch_size": args.batch_size,
-            "minibatch_size": args.minibatch_size,
-            **machine,
-            "platform": platform.platform(),
-            "versions": {"python": platform.python_version(), **{p: version(p) for p in self.packages}},
-            "cpu_affinity": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,  # Linux
-            "hostname": socket.gethostname(),
-            "start_time": datetime.now(timezone.utc).isoformat(),
-        }
-        Path(run_dir, "config.json").write_text(json.dumps(config, indent=2))
-        try:
-            yield config
-            self.summary["status"] = "completed"
-        except KeyboardInterrupt:
-            self.summary["status"] = "interrupted"
-        except Exception as e:
-            self.summary["error"] = f"{type(e).__name__}: {e}"
-            raise
-        finally:
-            self.running = False  # a signal from here on must not stop the writing
-            last = [r for r in self.returns[-10:] if not np.isnan(r)]  # final_return: of the last 10 iterations
-            self.summary.update(
-                total_s=time.perf_counter() - START, final_return=float(np.mean(last)) if last else None
-            )
-            Path(run_dir, "summary.json").write_text(json.dumps(self.summary, indent=2))
+            episodic_return = scalars.get("charts/episodic_return", np.nan)
+            eta = iteration_time * (args.num_iterations - iteration - 1)
             print(
-                f"{self.summary['status']}: {self.summary['iterations_completed']}/{args.num_iterations} iterations, "
-                f"total {self.summary['total_s']:.1f}s, final return {self.summary['final_return']}, logs in {run_dir}"
+                f"iter {iteration + 1}/{args.num_iterations} | SPS {scalars['charts/SPS']:,.0f} | "
+                f"return {episodic_return:.1f} | rollout {scalars['time/rollout']:.3f}s "
+                f"update {scalars['time/update']:.3f}s | elapsed {scalars['time/elapsed']:.1f}s ETA {eta:.1f}s",
+                flush=True,
             )
+    if wandb_run is not None:
+        wandb_run.finish()
 
-    def iteration_done(self, args: Args, iteration: int, scalars: dict):
-        self.summary["iterations_completed"] = iteration + 1
-        self.returns.append(float(scalars.get("charts/episodic_return", np.nan)))  # NaN: no episode ended
-        self.times.append(scalars["time/iteration"])  # the ETA leaves out iteration 0, which compiles
-        eta = np.mean(self.times[1:] or self.times) * (args.num_iterations - iteration - 1)
-        print(
-            f"iter {iteration + 1}/{args.num_iterations} | SPS {scalars['charts/SPS']:,.0f} | "
-            f"return {self.returns[-1]:.1f} | rollout {scalars['time/rollout']:.3f}s update {scalars['time/update']:.3f}s | "
-            f"elapsed {scalars['time/elapsed']:.1f}s ETA {eta:.1f}s",
-            flush=True,
-        )
+
+# =====================================================================================================
+# Benchmark bookkeeping (bookkeeping.py, beside this script): signals, config.json and summary.json, which
+# bench.sh and plot_results.py read. A starter copy deletes this section and every line with `book.`.
+from bookkeeping import Bookkeeping
+
+book = Bookkeeping(START, packages=("torch", "jax", "jaxlib", "gymnax"))
+main = book.wrap(main)  # main() with the signals caught and summary.json written whatever happens
 
 
 if __name__ == "__main__":

@@ -1,0 +1,176 @@
+"""The benchmark bookkeeping of the ppo_*.py scripts: signals, config.json and summary.json (part of benchback-rl).
+
+bench.sh and plot_results.py rely on what it writes; a starter copy of a script deletes its bookkeeping section
+and every line that contains `book.`, and then needs no other file. A script uses it like this:
+
+    book = Bookkeeping(START, packages=("jax", "jaxlib", "flax", "optax", "gymnax"))
+    main = book.wrap(main)           # signals caught, summary.json written whatever happens, exit codes
+    ... in main():
+    run_dir = book.make_run_dir(run_dir)  # a new folder, suffixed when the name is taken
+    book.start(config, run_dir)      # config.json, before iteration 0
+    book.setup_done()                # setup_s
+    book.check_signals()             # between phases: a SIGINT or SIGTERM stops the run there
+    book.iteration_done(iteration, scalars, writer)
+
+Signals: SIGINT and SIGTERM set a flag that the script checks between phases, so that none is lost inside a
+compiler and a run started with SIGINT ignored (nohup, a background job) still stops; a second signal stops the
+run at once. The run then ends with status "interrupted" and exit code 130. Bad input (exit 2) leaves no run
+folder. Any other failure ends with status "failed": an OSError (a full disk, a removed log folder) with one
+line and exit code 1, anything else with its traceback. config.json and summary.json are written to a temporary
+file that is then renamed, so they are never empty or half-written.
+"""
+
+import json
+import os
+import platform
+import signal
+import socket
+import sys
+import time
+from datetime import datetime, timezone
+from importlib.metadata import version
+from typing import Callable, Optional
+
+import numpy as np
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def write_json(path: str, data: dict) -> None:
+    """JSON written to a temporary file, then renamed into place; the temporary file is removed on failure."""
+    tmp_path = f"{path}.tmp"
+    try:
+        with open(tmp_path, "w") as f:
+            json.dump(data, f, indent=2)
+        os.replace(tmp_path, path)
+    finally:
+        if os.path.exists(tmp_path):
+            os.remove(tmp_path)
+
+
+def machine() -> dict:
+    """Where the run runs: platform, host, the cores it may use (Linux) and the start time."""
+    return {
+        "platform": platform.platform(),
+        "hostname": socket.gethostname(),
+        "cpu_affinity": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "start_time": datetime.now(timezone.utc).isoformat(),
+    }
+
+
+def writer_alive(writer) -> bool:
+    """Whether tensorboardX's writer thread still runs. It dies when a write fails (a full disk), and the run
+    would then hang as soon as the writer's queue is full."""
+    return writer._get_file_writer().event_writer._worker.is_alive()
+
+
+class Bookkeeping:
+    def __init__(self, start: float, packages: tuple[str, ...]):
+        """start: time.perf_counter() at the script's first line; packages: the versions config.json records."""
+        self.start_time = start
+        self.packages = packages
+        self.run_dir = None  # set by start(): from then on, the run must leave a summary.json
+        self.num_iterations = None
+        self.running = False  # while True, a second signal stops the run at once
+        self.returns = []
+        self.summary = {
+            "status": "failed",
+            "iterations_completed": 0,
+            "import_s": time.perf_counter() - start,  # made at the end of the script's imports
+            "setup_s": None,
+            "total_s": None,
+            "final_return": None,
+            "signals": [],
+        }
+
+    # ----------------------------------------------------------------------------------- signals
+    def on_signal(self, signum, frame):
+        name = signal.Signals(signum).name
+        self.summary["signals"].append(name)
+        os.write(2, f"{name}: stopping at the next iteration boundary (again: at once)\n".encode())
+        if len(self.summary["signals"]) > 1 and self.running:
+            raise KeyboardInterrupt
+
+    def check_signals(self):
+        if self.summary["signals"]:
+            raise KeyboardInterrupt
+
+    # -------------------------------------------------------------------------------- the run
+    def make_run_dir(self, run_dir: str) -> str:
+        """Creates run_dir, or run_dir-2, run_dir-3, ... when it exists (two runs started in the same second);
+        returns the folder made. OSError when the log folder is a file or cannot be created."""
+        path = run_dir
+        suffix = 1
+        while True:
+            try:
+                os.makedirs(path)
+                return path
+            except FileExistsError:
+                suffix += 1
+                path = f"{run_dir}-{suffix}"
+
+    def start(self, config: dict, run_dir: str):
+        """Adds the command line, the versions and the machine to config (so W&B gets them too), and writes it
+        to config.json."""
+        config["command"] = sys.argv
+        config["versions"] = {"python": platform.python_version(), **{p: version(p) for p in self.packages}}
+        config.update(machine())
+        self.run_dir = run_dir
+        self.num_iterations = config["num_iterations"]
+        self.running = True
+        write_json(os.path.join(run_dir, "config.json"), config)
+
+    def setup_done(self):
+        self.summary["setup_s"] = time.perf_counter() - self.start_time
+
+    def iteration_done(self, iteration: int, scalars: dict, writer):
+        self.summary["iterations_completed"] = iteration + 1
+        self.returns.append(float(scalars.get("charts/episodic_return", np.nan)))  # NaN: no episode ended
+        if not writer_alive(writer):
+            raise OSError(f"the TensorBoard writer of {self.run_dir} stopped (is the disk full?)")
+
+    def finish(self, status: str, error: Optional[str] = None):
+        """summary.json, and the line that ends the run's output."""
+        self.running = False  # a signal from here on must not stop the writing
+        if self.run_dir is None:  # no run folder was made
+            return
+        last = [r for r in self.returns[-10:] if not np.isnan(r)]  # final_return: of the last 10 iterations
+        self.summary["status"] = status
+        self.summary["total_s"] = time.perf_counter() - self.start_time
+        self.summary["final_return"] = float(np.mean(last)) if last else None
+        if error:
+            self.summary["error"] = error
+        try:
+            write_json(os.path.join(self.run_dir, "summary.json"), self.summary)
+        except OSError as e:
+            print(f"error: could not write summary.json ({e})", file=sys.stderr)
+        done = f"{self.summary['iterations_completed']}/{self.num_iterations}"
+        total, final = self.summary["total_s"], self.summary["final_return"]
+        print(f"{status}: {done} iterations, total {total:.1f}s, final return {final}, logs in {self.run_dir}")
+
+    def run(self, main: Callable[[], None]):
+        """main() with the signals caught and summary.json written whatever happens; exits 130 or 1 as it ends."""
+        for signum in SIGNALS:
+            signal.signal(signum, self.on_signal)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)  # those held since the script's first line
+        try:
+            main()
+        except KeyboardInterrupt:
+            self.finish("interrupted")
+            sys.exit(130)
+        except OSError as e:  # a full disk, a removed log folder: one line
+            self.finish("failed", error=f"{type(e).__name__}: {e}")
+            print(f"error: {e}", file=sys.stderr)
+            sys.exit(1)
+        except Exception as e:
+            self.finish("failed", error=f"{type(e).__name__}: {e}")
+            raise
+        self.finish("completed")
+
+    def wrap(self, main: Callable[[], None]) -> Callable[[], None]:
+        """main, run under the bookkeeping."""
+
+        def bookkept_main():
+            self.run(main)
+
+        return bookkept_main
