@@ -4,10 +4,14 @@
 # array (one shard a task). ./bench.sh --help for the options.
 # sweep.py plans the sweep (the matrix from the study, the option checks, the shards, which runs are done);
 # this script does the process work: env timing, one process per run, timeouts, logs, progress, Ctrl-C.
+# What crosses from sweep.py to this script is data (NUL-separated fields), never shell code: nothing is eval'd.
 set -euo pipefail
 
 HERE=$(dirname "$0")
-KILL_AFTER_S=60  # after --timeout, a run gets SIGTERM (it saves its summary), then SIGKILL this much later
+# after --timeout, a run gets SIGTERM (it saves its summary at the next iteration boundary), then SIGKILL this much
+# later (--kill-after): long enough for one phase of the slowest iteration (an eager rollout on MinAtar took 55 s on
+# the cpu-v2 VM, a whole iteration about 110 s) and the teardown
+KILL_AFTER_S=300
 
 usage() {
   cat <<'EOF'
@@ -36,7 +40,10 @@ options:
   --iterations N      num_iterations of every run (default: the scripts' own)
   --tag TAG           label of every run, e.g. the machine (default: the scripts' own)
   --log-dir DIR       the runs folder (default runs)
-  --timeout SECONDS   stop a run after this long (SIGTERM, so it saves an "interrupted" summary)
+  --timeout SECONDS   stop a run after this long (SIGTERM, so it saves an "interrupted" summary); it is
+                      reported "timed out"
+  --kill-after SECONDS  with --timeout: SIGKILL a run this long after its SIGTERM (default 300: one slow
+                      iteration; a run stops at the next iteration boundary)
   --cpus N            equal resources: pin every run to the same N cores (taskset) and give it N threads
                       (OMP_NUM_THREADS: torch's thread count; JAX uses the cores it is pinned to); default: every
                       core this process may use
@@ -48,6 +55,13 @@ options:
   --dry-run           print one command per run ("# done: " before those already completed) and the count
   -h, --help          show this help
 
+One sweep at a time per log dir and shard: a second bench.sh on the same --log-dir and --shard is refused
+(exit 2), while the first holds {log-dir}/.bench-K-of-N.lock. Ctrl-C or SIGTERM stops the run in progress (it
+saves an "interrupted" summary) and then the sweep, however bench.sh was started (in the background of a script,
+under nohup). The arguments after -- reach every run as they are (any character); those the sweep sets itself
+(--env, --model-size, --compile, --seed, --log-dir, --exp-name, --[no-]sync-timing, and --num-iterations or --tag
+when --iterations or --tag is given) are refused.
+
 Slurm (the sweep as a job array; every other option above applies to each task):
   --slurm             write an sbatch script and submit it: array task K of N runs this sweep with --shard K/N,
                       on a node of its own (--exclusive), its output in {log-dir}/logs/slurm/{job}_{task}.out;
@@ -55,9 +69,11 @@ Slurm (the sweep as a job array; every other option above applies to each task):
                       (--no-env-timing skips that). With --dry-run: print the script, submit nothing
   --slurm-tasks N     array tasks, i.e. shards (default: one per cell of the sweep, at most 1000)
   --slurm-parallel K  at most K tasks at once (default: as many as Slurm allows)
-  --slurm-args ARGS   sbatch options, e.g. "--partition=gpu --gres=gpu:1 --account=me"; the time limit is
-                      (runs of the largest shard) x (--timeout + 60 s) + 15 min, or without --timeout the
-                      partition's default (ARGS may give --time=...)
+  --slurm-args ARGS   sbatch options, e.g. "--partition=gpu --gres=gpu:1 --account=me", split like shell words,
+                      one #SBATCH line per option (a word holding a newline or another control character is
+                      refused: it would end the #SBATCH line); the time limit is (runs of the largest shard) x
+                      (--timeout + --kill-after) + 15 min, or without --timeout the partition's default (ARGS
+                      may give --time=...)
 
 examples:
   ./bench.sh --experiments exp1 --tag linux-h200
@@ -72,17 +88,22 @@ die() {  # one line on stderr, exit 2 (bad input)
   exit 2
 }
 
+quoted() {  # a value for a message, on one line whatever it holds: 'runs', $'a\nb'
+  echo "${1@Q}"
+}
+
 # ---------------------------------------------------------------------------------------- options
 LOG_DIR=runs TIMEOUT="" CPUS="" PYTHON=python ENV_TIMING=1 ENV_TIMING_FILE="" DRY_RUN=0 HELP=0 SLURM=0 SLURM_OPTION=""
+KILL_AFTER_GIVEN=0
 SWEEP_ARGS=()  # the matrix options, for sweep.py
 SLURM_ARGS=()  # --slurm-tasks, --slurm-parallel, --slurm-args, for sweep.py sbatch
 EXTRA=()
 
-VALUE_OPTIONS=" --experiments --frameworks --envs --sizes --seeds --iterations --tag --log-dir --timeout --cpus --shard\
- --python --env-timing-file --slurm-tasks --slurm-parallel --slurm-args "
+VALUE_OPTIONS=" --experiments --frameworks --envs --sizes --seeds --iterations --tag --log-dir --timeout --kill-after\
+ --cpus --shard --python --env-timing-file --slurm-tasks --slurm-parallel --slurm-args "
 
 check_option() {  # dies on an unknown option
-  [[ $VALUE_OPTIONS == *" $1 "* ]] || die "unknown option '$1'; valid options:${VALUE_OPTIONS% }" \
+  [[ $VALUE_OPTIONS == *" $1 "* ]] || die "unknown option $(quoted "$1"); valid options:${VALUE_OPTIONS% }" \
     "--no-env-timing --dry-run --slurm --help (then -- extra run args)"
 }
 
@@ -91,6 +112,7 @@ set_option() {  # set_option --name value
   case $1 in
     --log-dir) LOG_DIR=$2 ;;
     --timeout) TIMEOUT=$2 ;;
+    --kill-after) KILL_AFTER_S=$2 KILL_AFTER_GIVEN=1 ;;
     --cpus) CPUS=$2 ;;
     --python) PYTHON=$2 ;;
     --env-timing-file) ENV_TIMING_FILE=$2 ;;
@@ -120,15 +142,29 @@ parse_args() {
   done
 }
 
+check_log_dir() {  # --log-dir must be a folder, or a path where one can be made: checked before anything else
+  local dir=$LOG_DIR
+  [[ -n $dir ]] || die "--log-dir is empty"
+  [[ ! -e $dir || -d $dir ]] || die "--log-dir $(quoted "$LOG_DIR") exists and is not a folder; give a folder" \
+    "(it is made when missing)"
+  while [[ ! -e $dir && $dir != / && $dir != . ]]; do dir=$(dirname "$dir"); done  # the nearest existing parent
+  [[ -e $dir ]] || return 0
+  [[ -d $dir ]] || die "--log-dir $(quoted "$LOG_DIR") cannot be made: $(quoted "$dir") is not a folder"
+}
+
 check_args() {  # the process options; sweep.py checks the matrix options
-  [[ -n $LOG_DIR ]] || die "--log-dir is empty"
+  check_log_dir
   if [[ -n $TIMEOUT ]]; then
-    [[ $TIMEOUT =~ ^[0-9]*\.?[0-9]+$ && ! $TIMEOUT =~ ^[0.]+$ ]] || die "--timeout must be a positive number of seconds, got '$TIMEOUT'"
+    [[ $TIMEOUT =~ ^[0-9]*\.?[0-9]+$ && ! $TIMEOUT =~ ^[0.]+$ ]] ||
+      die "--timeout must be a positive number of seconds, got $(quoted "$TIMEOUT")"
     TIMEOUT_BIN=$(command -v timeout || command -v gtimeout) || die "--timeout needs GNU timeout (coreutils), not found"
   fi
-  command -v "$PYTHON" >/dev/null || die "--python '$PYTHON' is not an executable; give a Python interpreter"
+  [[ $KILL_AFTER_S =~ ^[0-9]*\.?[0-9]+$ ]] ||
+    die "--kill-after must be a number of seconds, got $(quoted "$KILL_AFTER_S")"
+  [[ -n $TIMEOUT ]] || ((!KILL_AFTER_GIVEN)) || die "--kill-after needs --timeout"
+  command -v "$PYTHON" >/dev/null || die "--python $(quoted "$PYTHON") is not an executable; give a Python interpreter"
   if [[ -n $CPUS ]]; then
-    [[ $CPUS =~ ^[1-9][0-9]*$ ]] || die "--cpus must be a positive integer, got '$CPUS'"
+    [[ $CPUS =~ ^[1-9][0-9]*$ ]] || die "--cpus must be a positive integer, got $(quoted "$CPUS")"
     ((SLURM)) || check_cpus
   fi
   if ((!SLURM)); then
@@ -161,7 +197,27 @@ sweep_py() {  # sweep_py ACTION [ARGS]: sweep.py with the matrix options of this
     --python "$PYTHON" -- ${EXTRA[@]+"${EXTRA[@]}"}
 }
 
-# ------------------------------------------------------------------------------------------ plan
+# ---------------------------------------------------------------------------------------- signals
+# SIGINT or SIGTERM stops the run in progress (SIGTERM: it saves an "interrupted" summary), then the sweep. A shell
+# started with a signal ignored cannot trap it (bash drops such a trap without a word), and a script's `./bench.sh &`
+# starts it with SIGINT ignored (as under `nohup … &` from a script): then this script is run again, once, through
+# Python, with SIGINT and SIGTERM back to their defaults ($BENCHBACK_SIGNALS_RESET marks the second start).
+RESET_SIGNALS_PY='
+import os, signal, sys
+for signum in (signal.SIGINT, signal.SIGTERM):
+    signal.signal(signum, signal.SIG_DFL)
+os.execv(sys.argv[1], sys.argv[1:])
+'
+
+reset_ignored_signals() {  # reset_ignored_signals ARGS...: re-runs this script when SIGINT or SIGTERM is ignored
+  if [[ -n ${BENCHBACK_SIGNALS_RESET:-} ]]; then
+    unset BENCHBACK_SIGNALS_RESET  # not for the runs
+    return
+  fi
+  [[ $(trap -p INT TERM) == *"trap -- ''"* ]] || return 0  # how bash lists a signal ignored at its start
+  BENCHBACK_SIGNALS_RESET=1 exec "$PYTHON" -c "$RESET_SIGNALS_PY" "$BASH" "$0" "$@"
+}
+
 CHILD="" INTERRUPTED=0
 on_signal() {  # Ctrl-C or SIGTERM: stop the current run (it saves an "interrupted" summary), then the sweep
   INTERRUPTED=1
@@ -175,14 +231,60 @@ stop_if_interrupted() {
   fi
 }
 
-plan() {  # RUNS: one "done|todo<TAB>description<TAB>log stem<TAB>command" per run of this shard
-  local plan rc=0
-  plan=$(sweep_py plan) || rc=$?
+# ------------------------------------------------------------------------------------------ lock
+# One sweep at a time per log dir and shard: two would run the same runs twice. The lock is {log-dir}/.bench-K-of-N
+# .lock, taken with flock(2) by Python on a file descriptor of this shell, so that it is held until this shell and the
+# runs it started (they inherit the descriptor) are gone, however they end. A second sweep is refused, not queued.
+# Other shards of the same log dir run side by side (./bench.sh --shard 0/2 & ./bench.sh --shard 1/2, Slurm tasks).
+LOCK_PY='
+import datetime, fcntl, os, socket, sys
+fd, path, holder = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+try:
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+except BlockingIOError:  # held: say by whom, on one line (what the holder wrote)
+    with open(path, errors="replace") as f:
+        print(" ".join(f.read().split()) or "a sweep that wrote nothing")
+    sys.exit(3)
+except OSError as e:  # a filesystem without locks (NFS without its lock daemon, Lustre without -o flock, ...)
+    print(e.strerror or e)
+    sys.exit(4)
+os.ftruncate(fd, 0)
+since = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
+os.write(fd, f"{holder} on {socket.gethostname()}, since {since}\n".encode())
+'
+
+lock_log_dir() {  # LOCK_FD: this sweep's hold on {log-dir}/.bench-K-of-N.lock; exit 2 when another sweep holds it
+  local file=$LOG_DIR/.bench-${SHARD/\//-of-}.lock said rc=0
+  mkdir -p "$LOG_DIR" 2>/dev/null || die "cannot make --log-dir $(quoted "$LOG_DIR"); give one you may write to"
+  { exec {LOCK_FD}>>"$file"; } 2>/dev/null || die "cannot write $(quoted "$file"); give a --log-dir you may write to"
+  said=$("$PYTHON" -c "$LOCK_PY" "$LOCK_FD" "$file" "pid $$ (shard $SHARD)") || rc=$?
+  case $rc in
+    0) ;;
+    3) die "another sweep of shard $SHARD is running into $(quoted "$LOG_DIR") ($said); refused, not queued:" \
+         "start this one when it ends, or give another --log-dir" ;;
+    4) echo "bench.sh: warning: cannot lock $file ($said); two sweeps on this log dir and shard would run" \
+         "the same runs twice" >&2 ;;
+    *) stop_if_interrupted; exit "$rc" ;;
+  esac
+}
+
+# ------------------------------------------------------------------------------------------ plan
+check_plan() {  # SHARD: sweep.py checks the matrix options (exit 2 names a bad one) before anything is made
+  local rc=0
+  SHARD=$(sweep_py check) || rc=$?
   stop_if_interrupted
-  ((rc == 0)) || exit "$rc"  # sweep.py said why (exit 2: a bad option)
-  mapfile -t RUNS <<<"$plan"
-  read -r NUM_RUNS NUM_TODO NUM_CELLS MATRIX_SIZE SHARD <<<"${RUNS[0]}"
-  RUNS=("${RUNS[@]:1}")
+  ((rc == 0)) || exit "$rc"
+}
+
+plan() {  # PLAN: sweep.py's plan, NUL-separated fields (data: read, never run); NUM_RUNS … from its header
+  local file rc=0
+  file=$(mktemp)
+  sweep_py plan >"$file" || rc=$?
+  mapfile -d '' -t PLAN <"$file"
+  rm -f "$file"
+  stop_if_interrupted
+  ((rc == 0)) || exit "$rc"  # sweep.py said why
+  NUM_RUNS=${PLAN[0]} NUM_TODO=${PLAN[1]} NUM_CELLS=${PLAN[2]} MATRIX_SIZE=${PLAN[3]} SHARD=${PLAN[4]}
 }
 
 time_envs_first() {  # env_timing.py into {log-dir}/env_timing.json when that is missing or from another machine
@@ -227,30 +329,43 @@ execute() {  # execute LOG: runs CMD in the background (so that signals reach us
   cache_dir=$(mktemp -d)  # a fresh TorchInductor cache: no run reuses kernels another run compiled
   TORCHINDUCTOR_CACHE_DIR=$cache_dir ${timeout_cmd[@]+"${timeout_cmd[@]}"} "${PIN[@]}" "${CMD[@]}" >"$1" 2>&1 &
   CHILD=$!
-  RC=0
-  wait "$CHILD" || RC=$?
-  if ((INTERRUPTED)); then  # wait returned on the signal: wait for the run to save its summary, take its exit code
+  while :; do  # wait returns early (> 128) on a signal we trap: the run is saving its summary; wait for its end
     RC=0
     wait "$CHILD" || RC=$?
-  fi
+    ((RC > 128)) && kill -0 "$CHILD" 2>/dev/null || break
+  done
   CHILD=""
   rm -rf "$cache_dir"
 }
 
-outcome() {  # outcome RC: words for the progress line
-  if ((INTERRUPTED && $1 != 0)); then echo interrupted; return; fi
-  case $1 in
-    0) echo completed ;;
-    124) echo "timed out (--timeout $TIMEOUT)" ;;
-    *) echo "failed (exit $1)" ;;
-  esac
+to_ms() {  # to_ms SECONDS: 1.5 -> 1500
+  local whole=${1%%.*} frac=000
+  if [[ $1 == *.* ]]; then frac=${1#*.}000; fi
+  echo $((10#${whole:-0} * 1000 + 10#${frac:0:3}))
+}
+
+outcome() {  # outcome RC ELAPSED_MS: OUTCOME, the words for the progress line, and KIND: what to count it as
+  KIND=failed OUTCOME="failed (exit $1)"
+  if (($1 == 0)); then
+    KIND=completed OUTCOME=completed
+  elif [[ -n $TIMEOUT ]] && (($1 == 124 || ($1 == 128 + 9 && $2 >= $(to_ms "$TIMEOUT")))); then
+    # timeout's 124: the run ended after its SIGTERM (it saved an "interrupted" summary); 137 after the time limit:
+    # it was still running --kill-after seconds later, and got SIGKILL (maybe after writing its summary)
+    OUTCOME="timed out (--timeout $TIMEOUT$( (($1 == 124)) || echo ", killed ${KILL_AFTER_S}s later"))"
+  elif ((INTERRUPTED)); then
+    KIND=interrupted OUTCOME=interrupted
+  elif (($1 == 128 + 2 || $1 == 128 + 15)); then  # the scripts' exit 130 after a SIGINT or SIGTERM, or died of one
+    KIND=interrupted OUTCOME="interrupted (exit $1: a SIGINT or SIGTERM reached the run alone)"
+  fi
 }
 
 sweep() {
-  local run state description log_stem cmd k=0 completed=0 failed=0 skipped=0 ran_ms=0 ran=0 start end log
-  for run in ${RUNS[@]+"${RUNS[@]}"}; do
+  local i=5 n state description log_stem k=0 completed=0 failed=0 skipped=0 interrupted=0 ran_ms=0 ran=0 start end log
+  while ((i < ${#PLAN[@]})); do  # per run: done|todo, description, log stem, N, then the N words of its command
     if ((INTERRUPTED)); then break; fi
-    IFS=$'\t' read -r state description log_stem cmd <<<"$run"
+    state=${PLAN[i]} description=${PLAN[i + 1]} log_stem=${PLAN[i + 2]} n=${PLAN[i + 3]}
+    CMD=("${PLAN[@]:i + 4:n}")
+    i=$((i + 4 + n))
     k=$((k + 1))
     printf '[%d/%d] %s ... ' "$k" "$NUM_RUNS" "$description"
     if [[ $state == done ]]; then
@@ -259,22 +374,26 @@ sweep() {
       continue
     fi
     if ((INTERRUPTED)); then echo "not started"; break; fi  # right before the run: no new run after Ctrl-C
-    eval "CMD=($cmd)"  # sweep.py quoted it (shlex.join)
     log=$LOG_DIR/${log_stem}__$(date +%s).log
     start=$(now_ms)
     execute "$log"
     end=$(now_ms)
     ran=$((ran + 1)) ran_ms=$((ran_ms + end - start))
-    echo "$(outcome "$RC") in $(fmt_ms $((end - start))) | ETA $(fmt_ms $((ran_ms / ran * (NUM_TODO - ran))))"
-    if ((RC == 0)); then completed=$((completed + 1)); else
-      if ((!INTERRUPTED)); then failed=$((failed + 1)); fi
+    outcome "$RC" $((end - start))
+    echo "$OUTCOME in $(fmt_ms $((end - start))) | ETA $(fmt_ms $((ran_ms / ran * (NUM_TODO - ran))))"
+    case $KIND in
+      completed) completed=$((completed + 1)) ;;
+      failed) failed=$((failed + 1)) ;;
+      interrupted) if ((!INTERRUPTED)); then interrupted=$((interrupted + 1)); fi ;;  # the sweep's own: not counted
+    esac
+    if ((RC != 0)); then
       echo "    log: $log"
       tail -n 3 "$log" | sed 's/^/    | /'
     fi
   done
-  echo "$completed completed, $failed failed, $skipped skipped"
+  echo "$completed completed, $failed failed, $skipped skipped$( ((!interrupted)) || echo ", $interrupted interrupted")"
   stop_if_interrupted
-  ((failed == 0)) || exit 1
+  ((failed + interrupted == 0)) || exit 1
 }
 
 # ------------------------------------------------------------------------------------------ Slurm
@@ -325,7 +444,10 @@ main() {
     return
   fi
   if ((DRY_RUN)); then sweep_py dry-run; return; fi
+  reset_ignored_signals "$@"
   trap on_signal INT TERM
+  check_plan
+  lock_log_dir
   plan
   time_envs_first
   resources

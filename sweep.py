@@ -4,17 +4,18 @@ bench.sh calls this module once per sweep and keeps the process work (one fresh 
 logs, progress). Everything here comes from the study (study.toml, through study.py):
 
     python sweep.py dry-run --experiments exp1 --seeds 1 --log-dir runs   # one command per run, then a count
-    python sweep.py plan    --log-dir runs --shard 0/2 -- --num-envs 64   # the same, as lines for bench.sh
+    python sweep.py plan    --log-dir runs --shard 0/2 -- --num-envs 64   # the same, as NUL-separated data for bench.sh
     python sweep.py experiments                                           # one line per experiment
+    python sweep.py check   --log-dir runs --shard 0/2                    # exit 2 on a bad option, else prints 0/2
     python sweep.py env-timing --file runs/env_timing.json --envs CartPole-v1  # must the env timing be (re)done?
-    python sweep.py sbatch  --log-dir runs --tasks 8 --timeout 900        # the Slurm job array script (bench.sh --slurm)
+    python sweep.py sbatch  --log-dir runs --tasks 8 --timeout 900        # the job array script (bench.sh --slurm)
 
 Matrix: for each experiment, seed, env and model size (a *cell*), every sync setting, framework and compile mode of
 the experiment, in the study's order (sync "both": every framework sync off, then every one sync on). Sharding deals
 out whole cells, so every run of a cell lands on the same shard and a speedup never compares two machines. A run is
-done when a folder in {log-dir}/{exp}/ has summary.json status "completed" and a config.json whose "command"
-(sys.argv of the run) is the planned command: the same script file name and the same arguments, apart from the
-value of --log-dir.
+done when a folder in {log-dir}/{exp}/ holds a usable completed run (runlog.is_completed, as for the analysis) whose
+config.json "command" (sys.argv of the run) is the planned command: the same script file name and the same
+arguments, apart from the value of --log-dir.
 
 On Slurm (bench.sh --slurm), array task K of N runs `bench.sh --shard K/N` with the same options; see
 sbatch_script() for the job's settings (exclusive node, time limit, logs, env timing per node).
@@ -87,30 +88,105 @@ def choices(option: str, value: Optional[str], valid: tuple[str, ...], extra=Non
         raise BadOption(f"{option} is empty; valid choices: {', '.join(valid)}")
     for item in items:
         if item not in valid and not (extra and extra(item)):
-            more = " or another gymnax env id" if extra else ""
-            raise BadOption(f"unknown value '{item}' in {option}; valid choices: {', '.join(valid)}{more}")
+            more = " or another gymnax env id with discrete actions" if extra else ""
+            raise BadOption(f"unknown value {item!r} in {option}; valid choices: {', '.join(valid)}{more}")
     return items
 
 
-def gymnax_knows(env: str) -> bool:
+def why_untrainable(env: str) -> Optional[str]:
+    """Why the PPO scripts cannot train on `env`, in words; None when they can.
+
+    env_adapters.why_untrainable (the scripts' own check) when that module exists; else the check of the scripts'
+    make_env: one of the study's expensive envs (the scripts' Craftax adapter), or a gymnax env that can be made and
+    has a discrete action space."""
+    try:
+        from env_adapters import why_untrainable as scripts_check
+    except ModuleNotFoundError as e:
+        if e.name != "env_adapters":
+            raise
+    else:
+        return scripts_check(env)
     import gymnax  # only for an env outside the study: importing it takes a few seconds
 
-    return env in gymnax.registered_envs
+    if env not in gymnax.registered_envs:
+        return None if env in study.load().expensive_envs else "is unknown"
+    try:
+        gym_env, params = gymnax.make(env)
+        space = type(gym_env.action_space(params))
+    except Exception as e:  # e.g. an env that must download its data (MNISTBandit) without network
+        return f"cannot be made ({type(e).__name__}: {e})"
+    return None if space is gymnax.environments.spaces.Discrete else f"has a {space.__name__} action space"
+
+
+def env_choices(value: str, S: study.Study) -> tuple[str, ...]:
+    """--envs: each a study env or another env the scripts can train; BadOption names the first other one and lists
+    what can be trained (on this error path only: it makes every gymnax env, about a second)."""
+    envs = choices("--envs", value, S.every_env, extra=lambda env: True)
+    for env in (env for env in envs if env not in S.every_env):  # the study's own are trainable
+        problem = why_untrainable(env)
+        if problem:
+            import gymnax
+
+            others = [
+                other for other in gymnax.registered_envs if other not in S.every_env and not why_untrainable(other)
+            ]
+            raise BadOption(
+                f"--envs: {env!r} {problem}, so the scripts cannot train it; valid choices: the study's "
+                f"{', '.join(S.every_env)}, or another gymnax env with discrete actions: {', '.join(others)}"
+            )
+    return envs
+
+
+def natural(text: str) -> bool:
+    """ASCII digits only: str.isdigit() and int() also take '²' or '٣', which no one means as a count."""
+    return text.isascii() and text.isdigit()
 
 
 def positive_int(option: str, value: Optional[str]) -> Optional[int]:
     if value is None:
         return None
-    if not value.isdigit() or int(value) < 1:
-        raise BadOption(f"{option} must be a positive integer, got '{value}'")
+    if not natural(value) or int(value) < 1:
+        raise BadOption(f"{option} must be a positive integer, got {value!r}")
     return int(value)
 
 
 def shard(value: str) -> tuple[int, int]:
     k, _, n = value.partition("/")
-    if not (k.isdigit() and n.isdigit() and int(k) < int(n)):
-        raise BadOption(f"--shard must be K/N with 0 <= K < N, got '{value}'")
+    if not (natural(k) and natural(n) and int(k) < int(n)):
+        raise BadOption(f"--shard must be K/N with 0 <= K < N, got {value!r}")
     return int(k), int(n)
+
+
+# The run arguments the sweep sets itself (the scripts' flags, as tyro spells them; tyro takes _ for - too): given
+# again after --, the last value would win, and the run would not be the run its label, its folder and the resume
+# say. --num-iterations and --tag only when --iterations and --tag set them.
+SWEEP_FLAGS = {
+    "--env": "bench.sh --envs",
+    "--model-size": "bench.sh --sizes",
+    "--compile": "each experiment's compile modes",
+    "--seed": "bench.sh --seeds",
+    "--log-dir": "bench.sh --log-dir",
+    "--exp-name": "each experiment's name",
+    "--sync-timing": "each experiment's sync setting",
+    "--no-sync-timing": "each experiment's sync setting",
+}
+
+
+def check_extra(extra: tuple[str, ...], iterations: Optional[int], tag: Optional[str]) -> None:
+    """BadOption for an argument after -- that sets what the sweep sets (in any spelling: --seed 7, --seed=7,
+    --log_dir X)."""
+    owned = dict(SWEEP_FLAGS)
+    if iterations is not None:
+        owned["--num-iterations"] = "bench.sh --iterations"
+    if tag is not None:
+        owned["--tag"] = "bench.sh --tag"
+    for arg in extra:
+        flag = arg.split("=", 1)[0].replace("_", "-")
+        if flag in owned:
+            raise BadOption(
+                f"{arg!r} after -- would override what the sweep sets itself ({owned[flag]}); "
+                f"leave {', '.join(owned)} out of the arguments after --"
+            )
 
 
 @dataclass(frozen=True)
@@ -130,10 +206,10 @@ class Selection:
 
 def select(args: argparse.Namespace, S: study.Study) -> Selection:
     """Checks the options against the study; BadOption names the first bad value."""
-    return Selection(
+    sel = Selection(
         experiments=choices("--experiments", args.experiments, tuple(S.experiments)),
         frameworks=choices("--frameworks", args.frameworks, tuple(S.frameworks)),
-        envs=None if args.envs is None else choices("--envs", args.envs, S.every_env, extra=gymnax_knows),
+        envs=None if args.envs is None else env_choices(args.envs, S),
         sizes=choices("--sizes", args.sizes, S.sizes),
         seeds=positive_int("--seeds", args.seeds),
         iterations=positive_int("--iterations", args.iterations),
@@ -143,6 +219,8 @@ def select(args: argparse.Namespace, S: study.Study) -> Selection:
         python=args.python,
         extra=tuple(args.extra),
     )
+    check_extra(sel.extra, sel.iterations, sel.tag)
+    return sel
 
 
 # ------------------------------------------------------------------------------------------- matrix
@@ -249,24 +327,38 @@ def run_key(command) -> tuple[str, tuple[str, ...]]:
     return Path(command[0]).name, without_log_dir(command[1:])
 
 
-def completed_runs(exp_dir: Path) -> set:
-    """run_key of every completed run in a folder (runs without config.json "command" are not counted)."""
+def completed_runs(exp_dir: Path, wanted: Optional[set] = None) -> set:
+    """run_key of every usable completed run in a folder: runlog.is_completed, the one definition that the analysis
+    uses too (status completed, the config keys, at least one iteration, one readable events file holding every
+    iteration). Runs without config.json "command" are not counted. `wanted`: only these keys are checked in full
+    (reading the events is the slow part: about 10 ms a run)."""
     done = set()
-    for summary_path in exp_dir.glob("*/summary.json"):
-        try:
+    for summary_path in sorted(exp_dir.glob("*/summary.json")):
+        try:  # first the cheap part: a completed summary and a command
             summary = json.loads(summary_path.read_text())
             config = json.loads((summary_path.parent / "config.json").read_text())
         except (OSError, ValueError):
             continue
         cmd = config.get("command") if isinstance(config, dict) else None
-        if isinstance(summary, dict) and summary.get("status") == "completed" and isinstance(cmd, list) and cmd:
-            done.add(run_key([str(c) for c in cmd]))
+        if not (isinstance(summary, dict) and summary.get("status") == "completed" and isinstance(cmd, list) and cmd):
+            continue
+        key = run_key([str(c) for c in cmd])
+        if key in done or (wanted is not None and key not in wanted):
+            continue
+        import runlog  # here: it imports pandas, which a sweep with nothing completed need not pay for
+
+        if runlog.is_completed(summary_path.parent):
+            done.add(key)
     return done
 
 
 def done_flags(runs: list[Run], log_dir: str) -> list[bool]:
-    completed = {exp: completed_runs(Path(log_dir) / exp) for exp in dict.fromkeys(run.experiment for run in runs)}
-    return [run_key(run.command[1:]) in completed[run.experiment] for run in runs]
+    keys = [run_key(run.command[1:]) for run in runs]
+    completed = {
+        exp: completed_runs(Path(log_dir) / exp, {key for run, key in zip(runs, keys) if run.experiment == exp})
+        for exp in dict.fromkeys(run.experiment for run in runs)
+    }
+    return [key in completed[run.experiment] for run, key in zip(runs, keys)]
 
 
 # ---------------------------------------------------------------------------------------- env timing
@@ -311,14 +403,50 @@ SBATCH_OWN = {
 }
 
 
+# What goes into an #SBATCH line. bash reads the line as a comment, up to the newline, so a newline (or any control
+# character) in it would start a shell command: refused. sbatch reads the rest with its own parser, not the shell's:
+# quotes group words, a backslash escapes the next character, an unquoted # starts a comment. So a word with a space,
+# a quote, a backslash or a # goes in double quotes, with " and \ escaped (sbatch_word); nothing else is special.
+def control_characters(text: str) -> list[str]:
+    return [c for c in text if ord(c) < 32 or ord(c) == 127]
+
+
+def shell_word(word: str) -> str:
+    """A word quoted for bash on one line: shlex.quote, or $'...' with \\xHH escapes when it holds a control
+    character (a dry run prints one command a line, whatever the arguments hold)."""
+    if not control_characters(word):
+        return shlex.quote(word)
+    escaped = {"\\": "\\\\", "'": "\\'"}
+    return "$'" + "".join(f"\\x{ord(c):02x}" if control_characters(c) else escaped.get(c, c) for c in word) + "'"
+
+
+def sbatch_word(word: str) -> str:
+    """A word (without control characters) for an #SBATCH line, so that sbatch's parser reads it back as it is; an
+    option's value quoted apart from its name: --comment="tiny sweep"."""
+    name, eq, value = word.partition("=")
+    if eq and name.startswith("-") and sbatch_word(name) == name:
+        return f"{name}={sbatch_word(value)}"
+    if word and not any(c.isspace() or c in "\"'\\#" for c in word):
+        return word
+    return '"' + word.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def sbatch_lines(value: str) -> list[str]:
-    """--slurm-args as #SBATCH lines, one option (with its value) a line: "-p gpu --gres=gpu:1" -> two lines."""
+    """--slurm-args as #SBATCH lines, one option (with its value) a line: "-p gpu --gres=gpu:1" -> two lines.
+
+    Split like a shell would (shlex: quotes group, and a newline between words is a space); a word that holds a
+    control character, e.g. a quoted newline, is refused: it cannot go into an #SBATCH line."""
     try:
         words = shlex.split(value)
     except ValueError as e:
         raise BadOption(f"--slurm-args is not a valid shell word list ({e}): {value!r}") from None
     lines: list[list[str]] = []
     for word in words:
+        if control_characters(word):
+            raise BadOption(
+                f"--slurm-args: {word!r} holds a control character (a newline, a tab, ...), which cannot go into "
+                "an #SBATCH line; give sbatch options of printable characters"
+            )
         if word.startswith("-"):
             name = word.split("=", 1)[0]
             if name in SBATCH_OWN:
@@ -327,8 +455,21 @@ def sbatch_lines(value: str) -> list[str]:
         elif lines:
             lines[-1].append(word)
         else:
-            raise BadOption(f"--slurm-args must be sbatch options such as --partition=gpu, got '{word}'")
-    return [" ".join(f'"{w}"' if any(c.isspace() for c in w) else w for w in line) for line in lines]
+            raise BadOption(f"--slurm-args must be sbatch options such as --partition=gpu, got {word!r}")
+    return [" ".join(map(sbatch_word, line)) for line in lines]
+
+
+def output_pattern(log_dir: str) -> str:
+    """#SBATCH --output's value: {log_dir}/logs/slurm/%A_%a.out, the log dir's own % doubled (Slurm's literal %).
+
+    BadOption for a log dir that cannot be one: a control character (the #SBATCH line would end), or a backslash
+    (Slurm then ignores every %A and %a, and all tasks write one file)."""
+    if control_characters(log_dir) or "\\" in log_dir:
+        raise BadOption(
+            f"--log-dir {log_dir!r} holds a control character or a backslash, which cannot go into the job's "
+            "#SBATCH --output path; with --slurm give a log dir without them"
+        )
+    return "--output=" + sbatch_word(f"{log_dir.replace('%', '%%')}/logs/slurm/%A_%a.out")
 
 
 def time_limit(runs_per_task: int, timeout: Optional[float], kill_after: float) -> Optional[str]:
@@ -388,7 +529,7 @@ def sbatch_script(
         time_note = "# time limit: the partition's default (no --timeout given; --slurm-args --time=... sets one)"
     options = [
         *matrix_options,
-        *(["--timeout", f"{timeout:g}"] if timeout is not None else []),
+        *(["--timeout", f"{timeout:g}", "--kill-after", f"{kill_after:g}"] if timeout is not None else []),
         *(["--cpus", cpus] if cpus else []),
     ]
     study_file = os.environ.get(study.PATH_VARIABLE)
@@ -396,7 +537,8 @@ def sbatch_script(
         "#!/bin/bash",
         f"# benchback-rl on Slurm, written by bench.sh --slurm: a job array of {tasks} tasks for {len(whole)} runs "
         f"({done.count(False)} to run)",
-        f"# in {len(cells(whole))} cells. Task K runs shard K/{tasks}: whole cells, every framework of a cell on one node.",
+        f"# in {len(cells(whole))} cells. Task K runs shard K/{tasks}: whole cells, every framework of a cell on one "
+        "node.",
         "# Submitting the same bench.sh command again skips the completed runs.",
         time_note,
         "#SBATCH --job-name=benchback",
@@ -406,7 +548,7 @@ def sbatch_script(
         "#SBATCH --ntasks=1",
         *([f"#SBATCH --time={limit}"] if limit else []),
         f"#SBATCH --signal=B:TERM@{SIGNAL_BEFORE_S}",
-        f"#SBATCH --output={log_dir}/logs/slurm/%A_%a.out",
+        f"#SBATCH {output_pattern(log_dir)}",
         *(f"#SBATCH {line}" for line in slurm_args),
         "set -euo pipefail",
         *([f"export {study.PATH_VARIABLE}={shlex.quote(os.path.abspath(study_file))}"] if study_file else []),
@@ -435,7 +577,7 @@ class Parser(argparse.ArgumentParser):
 def parser() -> Parser:
     p = Parser(prog="sweep.py", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="action", required=True, parser_class=Parser)
-    for action in ("plan", "dry-run", "env-timing", "sbatch"):
+    for action in ("check", "plan", "dry-run", "env-timing", "sbatch"):
         s = sub.add_parser(action)
         if action == "env-timing":
             s.add_argument("--file", required=True, help="the env_timing.json to check")
@@ -462,12 +604,22 @@ def parser() -> Parser:
     return p
 
 
-def print_plan(runs: list[Run], done: list[bool], matrix_size: int, k: int, n: int) -> None:
-    """For bench.sh: a header "RUNS TO_RUN CELLS MATRIX_SIZE K/N", then per run one line
-    "done|todo<TAB>description<TAB>log stem<TAB>command" (the command quoted for the shell)."""
-    print(len(runs), done.count(False), len(cells(runs)), matrix_size, f"{k}/{n}")
+def plan_fields(runs: list[Run], done: list[bool], matrix_size: int, k: int, n: int) -> list[str]:
+    """The plan for bench.sh, as data: the header RUNS, TO_RUN, CELLS, MATRIX_SIZE, K/N, then per run
+    done|todo, description, log stem, the number of words of its command, and those words (python, script, args)."""
+    fields = [str(len(runs)), str(done.count(False)), str(len(cells(runs))), str(matrix_size), f"{k}/{n}"]
     for run, is_done in zip(runs, done):
-        print("done" if is_done else "todo", run.description, run.log_stem, shlex.join(run.command), sep="\t")
+        fields += ["done" if is_done else "todo", run.description, run.log_stem, str(len(run.command)), *run.command]
+    return fields
+
+
+def print_plan(fields: list[str]) -> None:
+    """Each field NUL-terminated, read by bash's `mapfile -d ''`: no field is ever parsed as shell code, and any
+    character but NUL (which no argument can hold) stays what it is, newlines and tabs included."""
+    out = sys.stdout.buffer
+    for field in fields:
+        out.write(os.fsencode(field) + b"\0")
+    out.flush()
 
 
 def print_sbatch(args: argparse.Namespace, sel: Selection, whole: list[Run]) -> int:
@@ -525,16 +677,8 @@ def main(argv=None) -> int:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 2
     whole = matrix(sel, S)
-    if args.action == "env-timing":
-        verdict = env_timing_reason(Path(args.file), list(dict.fromkeys(run.env for run in whole)))
-        if verdict:  # two lines: why, and the envs to time; nothing when the file is usable
-            print(*verdict[0].splitlines(), sep=" ")
-            print(",".join(verdict[1]))
-        return 0
-    if args.action == "sbatch":
-        return print_sbatch(args, sel, whole)
     runs = shard_runs(whole, *sel.shard)
-    if args.action == "plan":
+    if args.action in ("check", "plan"):
         missing = sorted(
             {
                 str(study.ROOT / S.frameworks[run.framework].script)
@@ -545,12 +689,23 @@ def main(argv=None) -> int:
         if missing:
             print(f"{PROG}: no script {', '.join(missing)}; check the study's [frameworks]", file=sys.stderr)
             return 2
+    if args.action == "check":  # the options are good: this shard, as K/N
+        print(f"{sel.shard[0]}/{sel.shard[1]}")
+        return 0
+    if args.action == "env-timing":
+        verdict = env_timing_reason(Path(args.file), list(dict.fromkeys(run.env for run in whole)))
+        if verdict:  # two lines: why, and the envs to time; nothing when the file is usable
+            print(*verdict[0].splitlines(), sep=" ")
+            print(",".join(verdict[1]))
+        return 0
+    if args.action == "sbatch":
+        return print_sbatch(args, sel, whole)
     done = done_flags(runs, sel.log_dir)
     if args.action == "plan":
-        print_plan(runs, done, len(whole), *sel.shard)
+        print_plan(plan_fields(runs, done, len(whole), *sel.shard))
         return 0
     for run, is_done in zip(runs, done):
-        print(("# done: " if is_done else "") + shlex.join(run.command))
+        print(("# done: " if is_done else "") + " ".join(map(shell_word, run.command)))
     k, n = sel.shard
     print(
         f"dry run: {len(runs)} runs ({sum(done)} already completed) in {len(cells(runs))} cells, "

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+import runlog
 import sweep
 from helpers import ROOT, STUDY, read_json
 
@@ -60,7 +61,8 @@ def last_line(proc) -> str:
 
 
 def selected_envs(exp, envs, study=STUDY) -> list[str]:
-    """An experiment's envs in a sweep of --envs `envs` (None: its own); envs "all" take any env given but the expensive."""
+    """An experiment's envs in a sweep of --envs `envs` (None: its own); envs "all" take any env given but the
+    expensive."""
     if envs is None:
         return list(exp.envs)
     if exp.envs == study.envs:
@@ -241,6 +243,20 @@ def test_the_expensive_envs_stay_out_of_the_other_experiments(tmp_path):
     assert len(asked) == expected_count(envs=["CartPole-v1", STUDY.expensive_envs[0]])
 
 
+def plan_rows(plan: str) -> list[list[str]]:
+    """sweep.py plan's runs: [state, description, log stem, *command] each (NUL-separated fields after a 5-field
+    header; a run's command is preceded by its length)."""
+    fields = plan.split("\0")
+    assert fields[-1] == "" and len(fields) >= 6, plan[:200]
+    fields, rows, i = fields[:-1], [], 5
+    while i < len(fields):
+        n = int(fields[i + 3])
+        rows.append([*fields[i : i + 3], *fields[i + 4 : i + 4 + n]])
+        i += 4 + n
+    assert i == len(fields)
+    return rows
+
+
 def test_the_plan_names_the_sync_setting_of_exp5_runs(tmp_path):
     proc = subprocess.run(
         [
@@ -264,7 +280,7 @@ def test_the_plan_names_the_sync_setting_of_exp5_runs(tmp_path):
         timeout=60,
     )
     assert proc.returncode == 0, proc.stderr
-    rows = [line.split("\t") for line in proc.stdout.splitlines()[1:]]
+    rows = plan_rows(proc.stdout)
     descriptions, stems = [row[1] for row in rows], [row[2] for row in rows]
     assert len(set(descriptions)) == len(set(stems)) == len(rows)
     assert not any("sync" in text for row in rows if row[1].startswith("exp1 ") for text in row[1:3])
@@ -387,13 +403,23 @@ def planned(log_dir: Path, exp: str = "exp2", env: str = "CartPole-v1", *args: s
     return [shlex.split(line.removeprefix("# done: "))[1:] for line in proc.stdout.splitlines()[:-1]]
 
 
-def fake_run(log_dir: Path, exp: str, status: str, command: list[str] | None, name: str) -> Path:
-    """A run folder like the scripts write it (config.json "command" = sys.argv), without running it."""
+def fake_run(log_dir: Path, exp: str, status: str, command: list[str] | None, name: str, iterations: int = 2) -> Path:
+    """A run folder like the scripts write it, without running it: config.json (its "command" = sys.argv),
+    summary.json and one TensorBoard events file with a time/iteration per iteration (a usable run when completed)."""
+    from tensorboardX import SummaryWriter
+
     run_dir = log_dir / exp / name
     run_dir.mkdir(parents=True)
-    config = {"framework": "linen"} if command is None else {"framework": "linen", "command": command}
+    config = {key: None for key in runlog.REQUIRED_CONFIG}
+    config.update(framework="linen", model_size="small", compile="jit", seed=1, num_iterations=iterations)
+    if command is not None:
+        config["command"] = command
     (run_dir / "config.json").write_text(json.dumps(config))
-    (run_dir / "summary.json").write_text(json.dumps({"status": status}))
+    summary = {"status": status, "iterations_completed": iterations, "total_s": 1.0}
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    with SummaryWriter(str(run_dir)) as writer:
+        for iteration in range(iterations):
+            writer.add_scalar("time/iteration", 0.1, iteration + 1)
     return run_dir
 
 
@@ -752,7 +778,8 @@ class StepBatchAdapter:
 
 
 def test_env_timing_steps_an_expensive_env_with_its_step_batch(monkeypatch):
-    """An expensive env (a stand-in for Craftax) is stepped by its adapter's step_batch, --expensive-num-envs at once."""
+    """An expensive env (a stand-in for Craftax) is stepped by its adapter's step_batch, --expensive-num-envs at
+    once."""
     import env_timing
 
     adapter = StepBatchAdapter("CartPole-v1")

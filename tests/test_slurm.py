@@ -42,6 +42,8 @@ SWEEP = [
     ",".join(TWO_FRAMEWORKS),
 ]
 JOB_WAIT_S = 900  # a safety net for a stuck job, not a timing assertion
+# bench.sh's grace between a timed-out run's SIGTERM and its SIGKILL, when --kill-after is not given
+KILL_AFTER_DEFAULT = int(re.search(r"^KILL_AFTER_S=(\d+)", (ROOT / "bench.sh").read_text(), re.M)[1])
 
 
 def missing_slurm() -> str:
@@ -172,7 +174,7 @@ def test_dry_run_prints_the_array_script(tmp_path):
     assert "array tasks" in count_line and "nothing submitted" in count_line
     # the largest of the 2 shards has ceil(cells / 2) cells; each run may take --timeout + bench.sh's grace
     per_task = -(-cells // 2) * len(STUDY.frameworks["linen"].compile)
-    minutes = -(-(per_task * (100 + 60) + sweep.TIME_MARGIN_S) // 60)
+    minutes = -(-(per_task * (100 + KILL_AFTER_DEFAULT) + sweep.TIME_MARGIN_S) // 60)
     assert f"\n#SBATCH --time=0-{minutes // 60:02d}:{minutes % 60:02d}:00\n" in script
 
 
