@@ -96,7 +96,11 @@ def check_completed(run: Run) -> None:
 
 
 def read_completed_run(run_dir) -> Run:
-    """read_run, then check_completed: the run, or RunError saying why it cannot be used."""
+    """read_run, then check_completed: the run, or RunError saying why it cannot be used. A run that did not
+    complete says so first (its events, cut short, are not read)."""
+    status = read_json(Path(run_dir) / "summary.json").get("status")
+    if status != "completed":
+        raise RunError(f"status {status!r}")
     run = read_run(run_dir)
     check_completed(run)
     return run
