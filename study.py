@@ -9,6 +9,9 @@ Every tool reads the study through this module (no heavy imports, so bench.sh ca
     S.experiments["exp3"].envs         # ('Acrobot-v1',)
     S.every_env                        # envs, then expensive_envs: what env_timing.py times
     S.experiments["exp5"].syncs        # (False, True): runs with --sync-timing off and on
+    S.experiments["exp1"].figures      # what plot_results.py draws of its runs
+    S.platforms["exp4"].repeats        # 'exp1': a platform comparison repeats an experiment under other tags
+    S.headline                         # 'exp1': the README's tables
 """
 
 import os
@@ -52,9 +55,20 @@ class Experiment:
     sizes: tuple[str, ...]
     all_compile_modes: bool  # False: each framework's default mode only
     syncs: tuple[bool, ...]  # the --sync-timing settings of its runs: (False,), (True,) or (False, True)
+    figures: tuple[str, ...] = ()  # the figure kinds plot_results.py draws of its runs
 
     def compile_modes(self, framework: Framework) -> tuple[str, ...]:
         return framework.compile if self.all_compile_modes else framework.compile[:1]
+
+
+@dataclass(frozen=True)
+class Platform:
+    """A platform comparison: an experiment's runs repeated under other --tag values; no runs of its own."""
+
+    name: str
+    title: str
+    repeats: str  # the experiment it compares across tags
+    figures: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -66,6 +80,8 @@ class Study:
     sizes: tuple[str, ...]
     windows: dict[str, Window]
     experiments: dict[str, Experiment]
+    platforms: dict[str, Platform]
+    headline: str  # the experiment of the README's tables
 
     @property
     def pairs(self) -> tuple[tuple[str, str], ...]:
@@ -118,6 +134,33 @@ def _envs(data: dict, path: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return envs, expensive
 
 
+def _names(value, what: str, path: Path) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"{path}: {what} = {value!r}; give a list of names")
+    return tuple(value)
+
+
+def _platforms(data: dict, experiments: dict, path: Path) -> dict[str, Platform]:
+    platforms = {}
+    for name, platform in data.get("platforms", {}).items():
+        if name in experiments:
+            raise ValueError(f"{path}: {name} is both an experiment and a platform comparison")
+        repeats = platform.get("repeats")
+        if repeats not in experiments:
+            raise ValueError(f"{path}: platform {name} repeats {repeats!r}; experiments: {', '.join(experiments)}")
+        figures = _names(platform.get("figures", []), f"platform {name}'s figures", path)
+        platforms[name] = Platform(name, platform.get("title", name), repeats, figures)
+    return platforms
+
+
+def _headline(data: dict, experiments: dict, path: Path) -> str:
+    """The headline experiment: [analysis] headline, else the first experiment."""
+    headline = data.get("analysis", {}).get("headline", next(iter(experiments), ""))
+    if headline not in experiments:
+        raise ValueError(f"{path}: [analysis] headline = {headline!r}; known experiments: {', '.join(experiments)}")
+    return headline
+
+
 def parse(path: Path) -> Study:
     with open(path, "rb") as f:
         data = tomllib.load(f)
@@ -137,10 +180,13 @@ def parse(path: Path) -> Study:
             _choice(exp["sizes"], sizes, "size", path, {"all": sizes}),
             exp["compile"] == "all",
             _syncs(exp["sync"], path),
+            _names(exp.get("figures", []), f"experiment {name}'s figures", path),
         )
         for name, exp in data["experiments"].items()
     }
-    return Study(Path(path), frameworks, envs, expensive_envs, sizes, windows, experiments)
+    platforms = _platforms(data, experiments, path)
+    headline = _headline(data, experiments, path)
+    return Study(Path(path), frameworks, envs, expensive_envs, sizes, windows, experiments, platforms, headline)
 
 
 @cache

@@ -17,15 +17,18 @@ import pytest
 from tensorboardX import SummaryWriter
 
 import plot_results
-import runlog
 import study
+from analysis import figures, results, stats
+from analysis.loading import load_runs, read_env_timing
+from analysis.report import README_MARKERS, readme_markdown, speedup_markdown
+from analysis.speedups import ENV_COST_COLUMNS
 from helpers import ROOT, STUDY
 
 NUM_ENVS, NUM_STEPS, ITERATIONS = 4, 8, 11  # iterations 0, 1-7 and 8-10: every window is populated
 BATCH = NUM_ENVS * NUM_STEPS
 MODES = [(name, mode) for name, framework in STUDY.frameworks.items() for mode in framework.compile]
 DEFAULT_MODES = [(name, framework.default_compile) for name, framework in STUDY.frameworks.items()]
-ALL_FIGURES = {spec.file for spec in plot_results.FIGURES}
+ALL_FIGURES = figures.figure_files(STUDY)
 
 # Duration factors: each run's times are products of these, so every speedup is known.
 FRAMEWORK_FACTOR = {"linen": 1.0, "nnx": 1.25, "equinox": 1.5, "torch": 5.0, "fake": 2.0}
@@ -335,9 +338,8 @@ def test_broken_runs_are_skipped_and_counted(study_out):
     runs, out = study_out
     report = (out / "REPORT.md").read_text()
     assert "3 skipped" in report
-    assert (
-        "status 'interrupted'" in report and "no TensorBoard scalars" in report and "unreadable config.json" in report
-    )
+    for reason in ("status 'interrupted'", "no TensorBoard events file", "unreadable config.json"):
+        assert reason in report
     assert pd.read_csv(out / "runs.csv")["run"].nunique() == len(runs)
 
 
@@ -406,7 +408,9 @@ def test_figures_of_absent_experiments_are_skipped_and_stale_ones_removed(tmp_pa
     for (framework, mode), seed in itertools.product(MODES, SEED_FACTOR):  # exp2 only
         write_run(tmp_path / "runs", "CartPole-v1", framework, "small", mode, seed, sync=True)
     (tmp_path / "timing.json").write_text('{"envs": {"CartPole-v1": {"ratio": "fast"}, "Acrobot-v1": 3}}')  # unusable
-    plot_results.main([str(tmp_path / "runs"), "--out", str(out), "--env-timing", str(tmp_path / "timing.json")])
+    plot_results.main(
+        [str(tmp_path / "runs"), "--out", str(out), "--env-timing", str(tmp_path / "timing.json"), "--force"]
+    )
     assert {p.name for p in out.glob("*.png")} == {"exp2_rollout_update.png", "my_own.png"}
     assert (out / "exp2_rollout_update.png").read_bytes() != b"old"
     report = (out / "REPORT.md").read_text()
@@ -422,7 +426,7 @@ def test_no_figures_removes_the_figures_of_an_earlier_call(study_out, tmp_path):
     again = tmp_path / "again"
     again.mkdir()
     (again / "exp1_total.png").write_bytes(b"old")
-    plot_results.main(["--csv", str(out / "runs.csv"), "--out", str(again), "--no-figures"])
+    plot_results.main(["--csv", str(out / "runs.csv"), "--out", str(again), "--no-figures", "--force"])
     assert not (again / "exp1_total.png").exists()
     assert "exp1_total.png removed" in (again / "REPORT.md").read_text()
 
@@ -432,7 +436,7 @@ def test_no_completed_run_writes_nothing(tmp_path, capsys):
     (tmp_path / "runs").mkdir()
     write_run(tmp_path / "runs", "CartPole-v1", "linen", "small", "jit", 1, sync=False, status="interrupted")
     readme = tmp_path / "README.md"
-    start, end = plot_results.README_MARKERS
+    start, end = README_MARKERS
     readme.write_text(f"# title\n{start}\nold numbers\n{end}\n")
     for out in (tmp_path / "new", tmp_path / "old"):
         if out.name == "old":
@@ -455,7 +459,7 @@ def test_the_readme_tables_are_never_replaced_by_empty_ones(tmp_path, capsys):
     for env in ENV_FACTOR:
         write_run(tmp_path / "runs", env, "linen", "small", "jit", 1, sync=False)
     readme = tmp_path / "README.md"
-    start, end = plot_results.README_MARKERS
+    start, end = README_MARKERS
     readme.write_text(f"# title\n{start}\nold numbers\n{end}\n")
     with pytest.raises(SystemExit) as exit_info:
         plot_results.main([str(tmp_path / "runs"), "--out", str(tmp_path / "out"), "--update-readme", str(readme)])
@@ -514,20 +518,20 @@ def test_rollout_and_update_pair_runs_within_one_experiment(tmp_path):
         assert speedups.loc[(metric, "exp2"), "geomean"] == pytest.approx(1.25, rel=1e-6)
         assert speedups.loc[(metric, "exp3"), "geomean"] == pytest.approx(3.75, rel=1e-6)
         assert speedups.loc[(metric, "exp2"), "n_pairs"] == speedups.loc[(metric, "exp3"), "n_pairs"] == 1
-    block = plot_results.speedup_markdown(speedups.reset_index())
+    block = speedup_markdown(speedups.reset_index(), STUDY)
     assert block.count("**Rollout") == 2 and "(exp2: " in block and "(exp3: " in block
 
 
 def test_update_readme_replaces_only_the_marked_block(study_out, tmp_path):
     runs, out = study_out
     readme = tmp_path / "README.md"
-    start, end = plot_results.README_MARKERS
+    start, end = README_MARKERS
     readme.write_text(f"# title\n{start}\nold numbers\n{end}\ntail\n")
     plot_results.main(
         ["--csv", str(out / "runs.csv"), "--out", str(tmp_path / "out"), "--no-figures", "--update-readme", str(readme)]
     )
     text = readme.read_text()
-    block = plot_results.readme_markdown(pd.read_csv(out / "speedups.csv"))
+    block = readme_markdown(pd.read_csv(out / "speedups.csv"), STUDY)
     assert text == f"# title\n{start}\n{block}{end}\ntail\n"
     assert "old numbers" not in text and "nnx → linen" in text
 
@@ -671,7 +675,7 @@ def test_fewer_than_three_envs_give_no_interval(tmp_path):
     assert row["n_pairs"] == 18
     assert math.isnan(row["ci_low"]) and math.isnan(row["ci_high"])
     assert row["n_clusters"] == 2
-    block = plot_results.speedup_markdown(pd.read_csv(tmp_path / "two_envs" / "speedups.csv"))
+    block = speedup_markdown(pd.read_csv(tmp_path / "two_envs" / "speedups.csv"), STUDY)
     assert "[–]; median" in block and "18 pairs / 2 envs" in block
 
 
@@ -730,12 +734,15 @@ def test_windows_come_from_the_study(tmp_path, monkeypatch):
 
 
 def test_one_reader_of_run_folders(tmp_path):
-    """plot_results.py and benchmarks/common.py read runs through runlog.py (which skips unlogged points)."""
+    """plot_results.py and benchmarks/common.py read runs through runlog.py (which skips unlogged points): the
+    analysis through runlog.read_completed_run, the one definition of a usable completed run."""
     import benchmarks.common
 
-    assert plot_results.read_scalars is runlog.read_scalars
-    for path in (ROOT / "plot_results.py", ROOT / "benchmarks" / "common.py"):
-        assert "EventAccumulator" not in path.read_text(), path
+    analysis_code = [ROOT / "plot_results.py", *sorted((ROOT / "analysis").glob("*.py"))]
+    for path in (*analysis_code, ROOT / "benchmarks" / "common.py"):
+        assert "EventAccumulator" not in path.read_text() and "SummaryReader" not in path.read_text(), path
+    assert "runlog.read_completed_run(" in (ROOT / "analysis" / "loading.py").read_text()
+    assert not any("read_json(" in path.read_text() for path in analysis_code)
     run = write_run(tmp_path / "runs", "CartPole-v1", "linen", "small", "jit", 1, sync=True)
     series = benchmarks.common.read_run(run["run_dir"])["series"]
     np.testing.assert_allclose(series["time/iteration"], run["iteration"], rtol=1e-6)
@@ -744,11 +751,11 @@ def test_one_reader_of_run_folders(tmp_path):
 
 
 # ------------------------------------------------------------------------------ speedup against env cost
-def analysis_of(runs_csv: Path, timing: Path | None) -> plot_results.Analysis:
-    """The Analysis plot_results.main draws its figures from."""
-    runs, _ = plot_results.load_runs([], [str(runs_csv)])
-    timing_table, _ = plot_results.read_env_timing(str(timing) if timing else None)
-    return plot_results.analysis(plot_results.summarize(runs, timing_table), timing_table)
+def analysis_of(runs_csv: Path, timing: Path | None) -> results.Results:
+    """The Results plot_results.main draws its figures from."""
+    runs, _ = load_runs([], [str(runs_csv)], STUDY)
+    timing_table, _ = read_env_timing(str(timing) if timing else None)
+    return results.analyse(runs, timing_table, STUDY)
 
 
 def scatter_x(ax) -> set[float]:
@@ -763,9 +770,9 @@ def test_the_expensive_envs_are_on_the_env_cost_axis(study_out):
     assert set(expensive["experiments"]) == {"exp5"}
     assert dict(zip(expensive["env"], expensive["env_cost"])) == EXPENSIVE_COST
     an = analysis_of(out / "runs.csv", out.parent / "timing.json")
-    total = plot_results.fig_exp1_total(an)
+    total = figures.fig_total(an, "exp1")
     assert set(EXPENSIVE_COST.values()) | {1.0, 2.0, 3.0} == scatter_x(total.axes[1])  # exp1's envs and exp5's
-    against = plot_results.fig_speedup_vs_env_cost(an)
+    against = figures.fig_speedup_vs_env_cost(an)
     assert set(EXPENSIVE_COST.values()) < scatter_x(against.axes[0])  # total, small model
     report = (out / "REPORT.md").read_text()
     assert "](speedup_vs_env_cost.png)" in report and "## Speedup against env cost" in report
@@ -774,7 +781,7 @@ def test_the_expensive_envs_are_on_the_env_cost_axis(study_out):
         assert f"| {env} " in env_rows
     assert "| 2,000× " in env_rows and "| 500× " in env_rows and "e+0" not in env_rows  # costs, not 2e+03
     table = pd.read_csv(out / "env_cost.csv").set_index(["metric", "size", "pair"])
-    assert list(table.reset_index().columns) == plot_results.ENV_COST_COLUMNS
+    assert list(table.reset_index().columns) == ENV_COST_COLUMNS
     assert table.loc[("total", "small", "nnx->linen"), "n_envs"] == 6  # 3 envs of exp1 (CartPole twice: 2 tags) + 2
     assert table.loc[("total", "large", "nnx->linen"), "trend"].startswith("too few envs")  # exp1's 3 envs
 
@@ -824,7 +831,7 @@ def test_a_speedup_without_a_trend(tmp_path):
 
 
 def test_too_few_envs_give_no_correlation(tmp_path):
-    ratio = {env: 3.0 - 0.1 * i for i, env in enumerate(STUDY.envs[: plot_results.MIN_CORRELATION_ENVS - 1])}
+    ratio = {env: 3.0 - 0.1 * i for i, env in enumerate(STUDY.envs[: stats.MIN_CORRELATION_ENVS - 1])}
     row = env_cost_row(tmp_path, ratio)
     assert row["n_envs"] == 4 and all(math.isnan(row[c]) for c in ("rho", "rho_low", "rho_high", "slope"))
     assert row["trend"] == "too few envs (under 5)"
@@ -841,8 +848,8 @@ def test_no_env_timing_no_correlation(tmp_path):
 
 def test_cost_correlation_by_hand():
     cost, speedup = np.array([1.0, 10.0, 100.0, 1000.0, 10000.0]), np.array([4.0, 2.0, 1.0, 0.5, 0.25])
-    result = plot_results.cost_correlation(cost, speedup)
+    result = stats.cost_correlation(cost, speedup)
     assert result["rho"] == pytest.approx(-1.0) and 10 ** result["slope"] == pytest.approx(0.5)  # halves per 10x cost
-    rising = plot_results.cost_correlation(cost, speedup[::-1])
+    rising = stats.cost_correlation(cost, speedup[::-1])
     assert rising["rho"] == pytest.approx(1.0) and rising["rho_low"] == pytest.approx(1.0)
-    assert math.isnan(plot_results.cost_correlation(cost[:4], speedup[:4])["rho"])
+    assert math.isnan(stats.cost_correlation(cost[:4], speedup[:4])["rho"])

@@ -1,0 +1,236 @@
+"""Run folders and runs.csv files -> one tidy table of the completed runs (a row per run x iteration).
+
+A run is a folder holding config.json, at any depth under the given folders. runlog.read_completed_run reads it
+and says why it cannot be used: the one definition of a usable completed run, shared with bench.sh's resume. The
+runs of a runs.csv written earlier go through the same check (runlog.check_completed), run by run. Unusable runs
+are skipped with their reason, never stop the analysis.
+
+Runs are told apart by their content: the folder name with the config's command, hostname and start time. Runs of
+other tags or machines that share a folder name are all kept; only true duplicates (the same run given twice, e.g.
+as a folder and in a runs.csv) are dropped, keeping the first copy.
+"""
+
+import json
+import shlex
+from pathlib import Path
+from typing import NamedTuple, Optional
+
+import pandas as pd
+
+import runlog
+from study import Study
+
+CONFIG_COLUMNS = [
+    "env",
+    "framework",
+    "model_size",
+    "compile",
+    "seed",
+    "tag",
+    "sync_timing",
+    "num_iterations",
+    "num_envs",
+    "num_steps",
+    "batch_size",
+    "exp_name",
+    "device_name",
+    "hostname",
+    "platform",
+    "versions",
+    "command",
+    "start_time",
+]
+SUMMARY_JSON_COLUMNS = ["status", "iterations_completed", "setup_s", "import_s", "total_s", "final_return"]
+RUN_COLUMNS = ["run", "run_dir", "sweep", *CONFIG_COLUMNS, *SUMMARY_JSON_COLUMNS]
+IDENTITY_COLUMNS = ["run", "command", "hostname", "start_time"]  # what tells two runs apart (run_keys)
+RUNS_CSV_COLUMNS = ["run", "iteration", "time/iteration", *runlog.REQUIRED_CONFIG, "status", "total_s"]
+RUNS_CSV_NUMBERS = ["iteration", "time/iteration", "total_s", "batch_size", "num_iterations"]
+TIMING_COLUMNS = ["obs_dim", "num_actions", "ms_per_step", "ratio"]
+
+
+class BadInput(Exception):
+    """An input the analysis cannot use: plot_results.py prints the message as one line and exits with status 2."""
+
+
+class SkippedRun(NamedTuple):
+    path: str
+    reason: str
+
+
+def flat(value):
+    """A config value as one CSV cell: a dict as 'key value, ...', a list (argv) as a shell command line."""
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {v}" for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return shlex.join(str(v) for v in value)
+    return value
+
+
+def run_keys(table: pd.DataFrame) -> pd.Series:
+    """Per row of a runs or summary table, the identity of its run (IDENTITY_COLUMNS as one string)."""
+    parts = [
+        table[c].astype(object).where(table[c].notna(), "").astype(str)
+        if c in table
+        else pd.Series("", index=table.index)
+        for c in IDENTITY_COLUMNS
+    ]
+    return parts[0].str.cat(parts[1:], sep="\x1f")
+
+
+# ----------------------------------------------------------------------------------------- run folders
+def run_rows(run: runlog.Run, study: Study) -> pd.DataFrame:
+    """The rows of one completed run: its config and summary on every row, its scalars one row per logged step."""
+    config, summary, scalars = run.config, run.summary, run.scalars
+    # bench.sh writes each experiment's runs into a folder of its name (two experiments may run the same cell)
+    parent = run.path.parent.name
+    sweep = parent if parent in study.experiments else ""
+    config = {**config, "device_name": config.get("device_name", config.get("device"))}  # "device" in older runs
+    info = {
+        "run": run.path.name,
+        "run_dir": str(run.path),
+        "sweep": sweep,
+        **{key: flat(config.get(key)) for key in CONFIG_COLUMNS},
+        **{key: summary.get(key) for key in SUMMARY_JSON_COLUMNS},
+    }
+    iteration = scalars["step"] // config["batch_size"] - 1
+    return pd.concat([pd.DataFrame({**info, "iteration": iteration}), scalars], axis=1)
+
+
+def read_run_dirs(roots: list[str], study: Study) -> tuple[list[pd.DataFrame], list[SkippedRun]]:
+    """Every run folder (one holding config.json) at any depth under roots: the completed ones, and the skipped."""
+    frames, skipped = [], []
+    for root in roots:
+        for run_dir in sorted(path.parent for path in Path(root).rglob("config.json")):
+            try:
+                frames.append(run_rows(runlog.read_completed_run(run_dir), study))
+            except Exception as e:  # one broken run never stops the analysis
+                reason = str(e) if isinstance(e, runlog.RunError) else f"{type(e).__name__}: {e}"
+                skipped.append(SkippedRun(str(run_dir), reason))
+    return frames, skipped
+
+
+# --------------------------------------------------------------------------------------------- runs.csv
+def read_csv(flag: str, path: str, what: str, **options) -> pd.DataFrame:
+    """A CSV file, or BadInput naming it when it is empty, binary or not CSV."""
+    try:
+        return pd.read_csv(path, **options)
+    except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
+        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise BadInput(f"{flag} {path} is not a {what} of plot_results.py ({reason})") from None
+
+
+def numbers(table: pd.DataFrame, columns: list[str], flag: str, path: str, what: str) -> pd.DataFrame:
+    """table with columns made numeric; BadInput naming the first cell that is not a number."""
+    table = table.copy()
+    for column in columns:
+        values = pd.to_numeric(table[column], errors="coerce")
+        bad = values.isna() & table[column].notna()
+        if bad.any():
+            value = table[column][bad].iloc[0]
+            raise BadInput(f"{flag} {path} is not a {what} of plot_results.py: its {column} holds {value!r}")
+        table[column] = values
+    return table
+
+
+def plain(value):
+    """A cell as the JSON value it came from: None for a missing one, int for a whole number."""
+    if pd.isna(value):
+        return None
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value.item() if hasattr(value, "item") else value
+
+
+def check_csv_run(rows: pd.DataFrame) -> None:
+    """runlog.check_completed on a run of a runs.csv (a runs.csv without iterations_completed: every logged one)."""
+    first = rows.iloc[0]
+    config = {key: plain(first[key]) for key in CONFIG_COLUMNS if key in rows}
+    summary = {key: plain(first[key]) for key in SUMMARY_JSON_COLUMNS if key in rows}
+    if "iterations_completed" not in rows:
+        summary["iterations_completed"] = int(rows["time/iteration"].notna().sum())
+    runlog.check_completed(runlog.Run(Path(str(first.get("run_dir", first["run"]))), config, summary, rows))
+
+
+def read_runs_csv(path: str) -> tuple[pd.DataFrame, list[SkippedRun]]:
+    """The completed runs of a runs.csv written earlier, and the skipped ones; BadInput when it is not a runs.csv."""
+    runs = read_csv("--csv", path, "runs.csv", low_memory=False)
+    if "device_name" not in runs and "device" in runs:  # a runs.csv of an older plot_results.py
+        runs = runs.rename(columns={"device": "device_name"})
+    missing = [column for column in RUNS_CSV_COLUMNS if column not in runs]
+    if missing:
+        raise BadInput(f"--csv {path} is not a runs.csv of plot_results.py (no column {', '.join(missing)})")
+    runs = numbers(runs, RUNS_CSV_NUMBERS, "--csv", path, "runs.csv")
+    keys = run_keys(runs)
+    bad, skipped = pd.Series(False, index=runs.index), []
+    for _, rows in runs.groupby(keys, sort=False):
+        try:
+            check_csv_run(rows)
+        except runlog.RunError as e:
+            bad[rows.index] = True
+            skipped.append(SkippedRun(f"{rows['run'].iloc[0]} (in {path})", str(e)))
+    return runs[~bad], skipped
+
+
+# ------------------------------------------------------------------------------------------- the table
+def as_bool(values: pd.Series) -> pd.Series:
+    return values.map(lambda v: str(v).strip().lower() in ("true", "1", "yes"))
+
+
+def load_runs(roots: list[str], csvs: list[str], study: Study) -> tuple[pd.DataFrame, list[SkippedRun]]:
+    """The tidy table of all completed runs (one row per run x iteration), and the skipped runs."""
+    frames, skipped = read_run_dirs(roots, study)
+    for path in csvs:
+        runs, bad = read_runs_csv(path)
+        frames.append(runs)
+        skipped += bad
+    if not frames:
+        return pd.DataFrame(columns=[*RUN_COLUMNS, "iteration", "step", "time/iteration"]), skipped
+    runs = pd.concat(frames, ignore_index=True)
+    runs["sync_timing"] = as_bool(runs["sync_timing"])
+    runs = runs.assign(run_key=run_keys(runs))
+    duplicated = runs.duplicated(["run_key", "iteration"])
+    if duplicated.any():
+        print(f"note: {runs.loc[duplicated, 'run_key'].nunique()} runs were given more than once; kept the first copy")
+    runs = runs[~duplicated]
+    first = [*RUN_COLUMNS, "iteration", "step"]
+    columns = [c for c in first if c in runs] + sorted(c for c in runs if c not in first and c != "run_key")
+    # by folder name, then (folder names shared by runs of other tags or machines) by identity
+    runs = runs.sort_values(["run", "run_key", "iteration"], kind="stable")
+    return runs[columns].reset_index(drop=True), skipped
+
+
+# ------------------------------------------------------------------------------------------ env timing
+def read_env_timing(path: Optional[str]) -> tuple[pd.DataFrame, dict]:
+    """Per env obs_dim, num_actions, ms_per_step, ratio (from env_timing.py), and the file's device and versions.
+    An unusable file is warned about and ignored (envs are then in the study's order)."""
+    empty = pd.DataFrame(columns=TIMING_COLUMNS, dtype=float)
+    if path is None:
+        return empty, {}
+    try:
+        with open(path) as f:
+            data = json.load(f)
+        envs = data["envs"]
+        table = pd.DataFrame(
+            {
+                env: {c: pd.to_numeric(values.get(c), errors="coerce") for c in TIMING_COLUMNS}
+                for env, values in envs.items()
+                if isinstance(values, dict)
+            }
+        ).T
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        print(f"warning: cannot use env timing {path} ({type(e).__name__}: {e}); envs are ordered by name")
+        return empty, {}
+    return table.reindex(columns=TIMING_COLUMNS).astype(float), {
+        "device": data.get("device"),
+        "versions": data.get("versions"),
+    }
+
+
+def read_previous(path: str, columns: list[str]) -> pd.DataFrame:
+    """The speedups.csv of a previous edition; BadInput when the file is not one."""
+    previous = read_csv("--previous", path, "speedups.csv")
+    missing = [c for c in columns if c not in previous.columns]
+    if missing:
+        raise BadInput(f"--previous {path} is not a speedups.csv of plot_results.py: no column {', '.join(missing)}")
+    numeric = ["geomean", "median", "ci_low", "ci_high", "n_pairs", "n_clusters"]
+    return numbers(previous, numeric, "--previous", path, "speedups.csv")

@@ -1,0 +1,143 @@
+"""Writing --out without losing what was there.
+
+The files of this tool in --out are its tables (runs.csv, summary.csv, speedups.csv, env_cost.csv), REPORT.md and
+the figures the study can draw; anything else there (a README, the run folders, logs) is never touched.
+
+Replacing with less: an analysis would leave --out with less than it holds when one of its tables there has a row
+the new one lacks (a run of runs.csv or summary.csv, told apart by folder name, command, hostname and start time; an
+iteration of runs.csv; a (metric, experiment, size, pair) of speedups.csv; a (metric, size, pair) of env_cost.csv),
+when such a table cannot be read, or when a figure of this tool there would not be drawn again (which would leave
+it stale: it is removed). Such a call is refused (exit status 2, one line naming the folder and --force) before
+anything is written, unless --force is given. REPORT.md is rewritten from the rest and not compared.
+
+Every file is first written into a temporary folder beside --out; only when all of them are complete do they
+replace their namesakes in --out, each by one rename (atomic), with SIGINT and SIGTERM held back meanwhile. An
+analysis interrupted before then leaves --out as it was. A --out that does not exist yet is the temporary folder,
+renamed.
+"""
+
+import os
+import shutil
+import signal
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+import pandas as pd
+
+from analysis.loading import BadInput, run_keys
+
+REPORT = "REPORT.md"
+# table -> the columns that identify its rows; "run_key" stands for loading.run_keys (the run's identity)
+TABLE_KEYS = {
+    "runs.csv": ["run_key", "iteration"],
+    "summary.csv": ["run_key"],
+    "speedups.csv": ["metric", "experiment", "size", "pair"],
+    "env_cost.csv": ["metric", "size", "pair"],
+}
+
+
+def check_out(out: Path) -> None:
+    """BadInput unless out is (or can be created as) a writable folder."""
+    if out.exists() and not out.is_dir():
+        raise BadInput(f"--out {out} is a file, not a folder")
+    existing = next(p for p in [out, *out.absolute().parents] if p.exists())
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        raise BadInput(f"--out {out}: cannot write into {existing}")
+
+
+def row_keys(table: pd.DataFrame, name: str) -> list[tuple]:
+    """The identity of each row of a table of this tool, as text (a missing cell as "")."""
+    columns = TABLE_KEYS[name]
+    if "run_key" in columns:
+        table = table.assign(run_key=run_keys(table))
+    cells = table[columns].astype(object)
+    return list(cells.where(cells.notna(), "").astype(str).itertuples(index=False, name=None))
+
+
+def old_table(path: Path, name: str) -> pd.DataFrame:
+    """The identifying columns of a table of this tool found in --out; ValueError when it cannot be read."""
+    wanted = {c for c in TABLE_KEYS[name] if c != "run_key"}
+    if "run_key" in TABLE_KEYS[name]:
+        wanted |= {"run", "command", "hostname", "start_time"}
+    try:
+        old = pd.read_csv(path, usecols=lambda c: c in wanted, dtype=str, keep_default_na=False, na_values=[""])
+    except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
+        raise ValueError(f"{name} cannot be read ({type(e).__name__})") from None
+    missing = sorted(c for c in wanted - {"command", "hostname", "start_time"} if c not in old)
+    if missing:
+        raise ValueError(f"{name} has no column {', '.join(missing)}")
+    return old
+
+
+def lost_rows(out: Path, tables: dict[str, pd.DataFrame]) -> list[str]:
+    """What each table of this tool in out holds that its new version would not (or why it cannot be compared)."""
+    losses = []
+    for name, new in tables.items():
+        if not (out / name).is_file():
+            continue
+        try:
+            old = old_table(out / name, name)
+        except ValueError as e:
+            losses.append(str(e))
+            continue
+        old_keys = row_keys(old, name)
+        gone = set(old_keys) - set(row_keys(new, name))
+        if not gone:
+            continue
+        if "run_key" in TABLE_KEYS[name]:  # count runs, not iterations
+            runs = {key[0] for key in old_keys}
+            losses.append(f"{name}: {len({key[0] for key in gone})} of its {len(runs)} runs are not in this analysis")
+        else:
+            losses.append(f"{name}: {len(gone)} of its {len(old_keys)} rows are not in this analysis")
+    return losses
+
+
+def stale_figures(out: Path, ours: set[str], drawn: set[str]) -> list[str]:
+    """The figures of this tool in out that this call does not draw."""
+    return sorted(name for name in ours - drawn if (out / name).exists())
+
+
+def refuse(out: Path, losses: list[str]) -> None:
+    raise BadInput(
+        f"--out {out} holds more than this analysis would write ({'; '.join(losses)}); nothing written: "
+        "give --force to replace it"
+    )
+
+
+@contextmanager
+def deferred_signals():
+    """SIGINT and SIGTERM held back (delivered after the block), so that a replacement is never cut in two."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+
+@contextmanager
+def staged(out: Path, remove: list[str]):
+    """A temporary folder beside out to write every file into; when the block ends without an error, its files
+    replace their namesakes in out (REPORT.md last) and the files in remove are deleted from out. On an error or
+    an interruption, out is left as it was and the temporary folder removed."""
+    out.absolute().parent.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.absolute().parent))
+    try:
+        yield stage
+        with deferred_signals():
+            if not out.exists():
+                umask = os.umask(0)
+                os.umask(umask)
+                stage.chmod(0o777 & ~umask)  # mkdtemp's folder is private; a results folder is not
+                stage.rename(out)
+                return
+            files = sorted(stage.iterdir(), key=lambda p: (p.name == REPORT, p.name))
+            for path in files:
+                os.replace(path, out / path.name)
+            for name in remove:
+                (out / name).unlink(missing_ok=True)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)

@@ -1,0 +1,246 @@
+"""Axes, palettes, legends and interval markers shared by the figures (matplotlib and seaborn)."""
+
+from typing import Callable
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import seaborn as sns  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
+
+from analysis.results import Results, mode_name, present  # noqa: E402
+from analysis.speedups import env_costs  # noqa: E402
+from analysis.stats import BOOTSTRAP_LEVEL  # noqa: E402
+from study import Study  # noqa: E402
+
+MARKERS = ("o", "s", "^", "D", "v", "P")
+SPEEDUP_LABEL = "speedup A → B = time A / time B\n(above 1×: B is faster)"
+INTERVAL = f"{BOOTSTRAP_LEVEL:.0%} cluster-bootstrap interval"
+INTERVAL_GID = "interval"  # the gid of every drawn interval bar, so that tests can find them
+
+
+# ---------------------------------------------------------------------------------------------- palettes
+def framework_colors(study: Study) -> dict[str, str]:
+    return {name: framework.color for name, framework in study.frameworks.items()}
+
+
+def size_markers(study: Study) -> dict[str, str]:
+    return {size: MARKERS[i % len(MARKERS)] for i, size in enumerate(study.sizes)}
+
+
+def size_shades(study: Study) -> dict[str, float]:
+    """Smallest model lightest: >0 towards white, <0 towards black."""
+    sizes = study.sizes
+    return dict(zip(sizes, np.linspace(0.45, -0.35, len(sizes)) if len(sizes) > 1 else [0.0]))
+
+
+def size_palette(study: Study) -> dict:
+    return dict(zip(study.sizes, sns.color_palette("Blues", len(study.sizes) + 2)[2:]))
+
+
+def pair_palette(study: Study) -> dict:
+    return dict(zip(study.pair_names, sns.color_palette("Dark2", len(study.pair_names))))
+
+
+def shade(color, amount: float):
+    rgb = np.array(matplotlib.colors.to_rgb(color))
+    return tuple(rgb + (1 - rgb) * amount if amount > 0 else rgb * (1 + amount))
+
+
+def mode_palette(study: Study) -> dict[str, tuple]:
+    """Each compile mode in its framework's color; the default mode darkest, the others lighter."""
+    return {
+        mode_name(name, mode): shade(framework.color, 0.3 * i - 0.2)
+        for name, framework in study.frameworks.items()
+        for i, mode in enumerate(framework.compile)
+    }
+
+
+def pretty_pair(pair: str) -> str:
+    return pair.replace("->", " → ")
+
+
+def capitalised(name: str) -> str:
+    """An experiment's name at the start of a title."""
+    return name[:1].upper() + name[1:]
+
+
+# -------------------------------------------------------------------------------------------------- axes
+def log_axis(ax, label: str, suffix: str = "", axis: str = "y") -> None:
+    """Log scale with plain-number ticks: 1-2-5 per decade on short ranges, finer on very short ones."""
+    getattr(ax, f"set_{axis}scale")("log")
+    low, high = getattr(ax, f"get_{axis}lim")()
+    decades = np.log10(high / low)
+    subs = (1.0, 1.2, 1.5, 2.0, 3.0, 5.0, 7.0) if decades < 0.6 else (1.0, 2.0, 5.0) if decades < 3 else (1.0,)
+    target = ax.yaxis if axis == "y" else ax.xaxis
+    target.set_major_locator(LogLocator(base=10, subs=subs))
+    target.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}{suffix}"))
+    target.set_minor_formatter(NullFormatter())
+    getattr(ax, f"set_{axis}label")(label)
+
+
+def ratio_axis(ax) -> None:
+    """Speedups: log scale in '×' with a dashed line at 1× (no difference)."""
+    ax.axhline(1.0, color="0.3", lw=1, ls="--", zorder=0)
+    log_axis(ax, SPEEDUP_LABEL, suffix="×")
+
+
+def symlog_axis(ax, values: pd.Series, label: str) -> None:
+    """Differences that span decades and may change sign: linear below the decade of the 10th percentile of |values|."""
+    smallest = max(float(np.nanpercentile(values.abs(), 10)), 1e-4)
+    ax.set_yscale("symlog", linthresh=10 ** np.floor(np.log10(smallest)))
+    ax.axhline(0, color="0.3", lw=1, ls="--", zorder=0)
+    if values.min() >= 0:
+        ax.set_ylim(bottom=0)
+    elif values.max() <= 0:
+        ax.set_ylim(top=0)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.set_ylabel(label)
+
+
+def rotate_xticks(ax) -> None:
+    ax.tick_params(axis="x", labelrotation=35)
+    for label in ax.get_xticklabels():
+        label.set_horizontalalignment("right")
+
+
+def empty_panel(ax, message: str) -> None:
+    ax.text(0.5, 0.5, message, ha="center", va="center", transform=ax.transAxes, color="0.4")
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def row_legend(axes_row, title: str, rename: Callable[[str], str] = str, handles=None) -> None:
+    """One legend per row of panels, outside on the right of the last panel."""
+    for ax in axes_row:
+        if ax.get_legend() is not None:
+            ax.get_legend().remove()
+    last = axes_row[-1]
+    handles = handles or last.get_legend_handles_labels()[0]
+    last.legend(
+        handles,
+        [rename(h.get_label()) for h in handles],
+        title=title,
+        loc="upper left",
+        bbox_to_anchor=(1.02, 1),
+        frameon=False,
+        fontsize=10,
+        title_fontsize=11,
+    )
+
+
+def new_figure(ncols: int, nrows: int = 1, width: float = 6.0, height: float = 4.8, title: str = ""):
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False)
+    fig.suptitle(title, fontsize=15, fontweight="bold")
+    return fig, axes
+
+
+# ------------------------------------------------------------------------------------------------- marks
+def box_with_points(ax, data, x, y, order, hue, hue_order, palette, log=True) -> None:
+    """A box per (x, hue) with every run (or pair of runs) drawn on top."""
+    palette = {h: palette.get(h, "0.6") for h in hue_order}  # grey for a framework or mode not listed above
+    common = dict(data=data, x=x, y=y, order=order, hue=hue, hue_order=hue_order, ax=ax, log_scale=log)
+    sns.boxplot(**common, palette=palette, showfliers=False, boxprops={"alpha": 0.8})
+    sns.stripplot(**common, palette={h: "0.2" for h in hue_order}, dodge=True, size=3, alpha=0.6, legend=False)
+    ax.set_xlabel("")
+
+
+def modes_pointplot(ax, data, x, y, order, title: str, joined: bool, study: Study) -> None:
+    """A time (column y) per (x, compile mode): the median over seeds, bars from min to max."""
+    modes = present(mode_palette(study), data["mode"])
+    palette = {mode: mode_palette(study).get(mode, "0.6") for mode in modes}
+    sns.pointplot(
+        data=data,
+        x=x,
+        y=y,
+        order=order,
+        hue="mode",
+        hue_order=modes,
+        palette=palette,
+        ax=ax,
+        estimator="median",
+        errorbar=("pi", 100),
+        dodge=0.5 if len(modes) > 1 else False,
+        markersize=6,
+        linewidth=1.5,
+        linestyle="-" if joined else "none",
+        log_scale=True,
+    )
+    ax.set_title(title)
+    ax.set_xlabel("")
+
+
+def intervals(ax, x, centre, low, high, color, label=None, marker="o") -> None:
+    """Markers at centre with a bar from low to high where there is an interval (low not NaN): the tables' cells."""
+    x, centre, low, high = (np.asarray(v, float) for v in (x, centre, low, high))
+    dark = shade(color, -0.45)
+    has = ~np.isnan(low)
+    if has.any():
+        bars = ax.vlines(x[has], low[has], high[has], color=dark, lw=2.2, zorder=3)
+        bars.set_gid(INTERVAL_GID)
+        for end in (low[has], high[has]):
+            ax.hlines(end, x[has] - 0.06, x[has] + 0.06, color=dark, lw=1.6, zorder=3)
+    ax.scatter(x, centre, color=color, marker=marker, s=50, zorder=4, edgecolors=dark, linewidths=1.0, label=label)
+
+
+def speedup_cells(ax, ratios: pd.DataFrame, cells: pd.DataFrame, hue: str, order, palette, pairs) -> None:
+    """Per framework pair (x), one group per hue value (a model size or a tag): every pair of runs as a faint dot,
+    and the table's cell as a marker at the geometric mean with its cluster-bootstrap interval.
+    ratios: the pairs of runs (column hue); cells: speedups.csv rows (column hue too)."""
+    position = {pair: i for i, pair in enumerate(pairs)}
+    width = 0.8 / max(len(order), 1)
+    jitter = np.random.default_rng(0)  # the dots spread a little, the same way every time
+    for i, value in enumerate(order):
+        offset = (i - (len(order) - 1) / 2) * width
+        color = palette.get(value, "0.5")
+        dots = ratios[ratios[hue] == value]
+        x = dots["pair"].map(position).to_numpy(float) + offset
+        x += jitter.uniform(-0.25, 0.25, len(x)) * width
+        ax.scatter(x, dots["value"].astype(float), color=color, s=9, alpha=0.4, linewidths=0, zorder=1)
+        row = cells[cells[hue] == value]
+        x = row["pair"].map(position).to_numpy(float) + offset
+        intervals(ax, x, row["geomean"], row["ci_low"], row["ci_high"], color, label=str(value))
+    ax.set_xticks(range(len(pairs)), [pretty_pair(p) for p in pairs])
+    ax.set_xlim(-0.6, len(pairs) - 0.4)
+    rotate_xticks(ax)
+
+
+def draw_against_env_cost(ax, r: Results, runs: pd.DataFrame, y: str) -> list[Line2D]:
+    """Every run against its env's step cost; framework = color, size = marker and shade; lines join medians.
+    Returns the legend handles."""
+    S, cost = r.study, env_costs(r.timing)
+    timed = runs["env"].isin(cost.index).all()
+    x = runs["env"].map(cost) if timed else runs["env"].map({env: i for i, env in enumerate(r.envs)})
+    for (framework, size), group in runs.groupby(["framework", "model_size"]):
+        color = shade(framework_colors(S).get(framework, "0.5"), size_shades(S).get(size, 0.0))
+        ax.scatter(x[group.index], group[y], color=color, marker=size_markers(S).get(size, "o"), s=28, alpha=0.75)
+        medians = group.groupby(x[group.index])[y].median().sort_index()
+        ax.plot(medians.index, medians.to_numpy(), color=color, lw=1.2)
+    if timed:
+        log_axis(ax, "env step cost relative to the cheapest env", suffix="×", axis="x")
+    else:
+        envs = present(r.envs, runs["env"])
+        ax.set_xticks([r.envs.index(env) for env in envs], envs)
+        rotate_xticks(ax)
+        ax.set_xlabel("env (no env timing given: by name)")
+    handles = [
+        Line2D([], [], color=framework_colors(S).get(f, "0.5"), lw=3, label=f)
+        for f in present(S.frameworks, runs["framework"])
+    ]
+    return handles + [
+        Line2D([], [], color="0.3", marker=size_markers(S).get(s, "o"), ls="", label=s)
+        for s in present(S.sizes, runs["model_size"])
+    ]
+
+
+def mark_expensive_envs(ax, r: Results, envs) -> None:
+    """A dotted line and the name of each expensive env (Craftax) on an env-cost x axis."""
+    cost = env_costs(r.timing)
+    for env in (env for env in r.study.expensive_envs if env in set(envs) and env in cost):
+        ax.axvline(cost[env], color="0.6", ls=":", lw=1, zorder=0)
+        transform = ax.get_xaxis_transform()
+        ax.text(cost[env], 0.02, f" {env}", transform=transform, rotation=90, fontsize=8, color="0.4", va="bottom")

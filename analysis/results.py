@@ -1,0 +1,98 @@
+"""Everything the figures and the report are drawn from, computed once from the runs: the Results."""
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from analysis.speedups import (
+    METRICS,
+    env_cost_table,
+    env_costs,
+    left_out,
+    metric_pairs,
+    speedup_masks,
+    speedup_table,
+)
+from analysis.summary import summarize
+from study import Study
+
+
+@dataclass
+class Results:
+    study: Study
+    summary: pd.DataFrame  # a row per run
+    masks: dict[str, pd.Series]  # experiment or platform comparison -> its rows of summary
+    envs: list[str]  # cheapest first when timed, else in the study's order
+    timing: pd.DataFrame  # env_timing.py's table (empty without --env-timing)
+    pairs: dict[str, pd.DataFrame]  # metric -> the pairs of runs its speedups come from
+    speedups: pd.DataFrame  # speedups.csv
+    env_cost: pd.DataFrame  # env_cost.csv
+    left_out: pd.DataFrame  # runs a metric could use but does not, with the reason
+    platform_speedups: dict[str, dict[str, pd.DataFrame]]  # platform comparison -> tag -> its total-time speedups
+
+    def runs(self, experiment: str) -> pd.DataFrame:
+        """The summary rows of an experiment (or platform comparison), with their framework/compile mode."""
+        runs = self.summary[self.masks[experiment]]
+        return runs.assign(mode=[mode_name(f, c) for f, c in zip(runs["framework"], runs["compile"])])
+
+    def metric_runs(self, metric: str) -> pd.DataFrame:
+        """The runs a speedup metric compares, from all its experiments."""
+        masks = list(speedup_masks(self.summary, self.masks, self.study, metric).values())
+        return self.summary[np.logical_or.reduce(masks)] if masks else self.summary.iloc[:0]
+
+    def cells(self, metric: str, experiment: str) -> pd.DataFrame:
+        """The rows of speedups.csv of one metric and experiment."""
+        return self.speedups[(self.speedups["metric"] == metric) & (self.speedups["experiment"] == experiment)]
+
+    def has_runs(self, name: str) -> bool:
+        return bool(self.masks.get(name, pd.Series(dtype=bool)).any())
+
+
+def mode_name(framework: str, compile_mode: str) -> str:
+    return f"{framework}/{compile_mode}"
+
+
+def present(order, values) -> list:
+    """The members of order found in values (then any others, sorted), so that categories keep a fixed order."""
+    values = set(values)
+    return [v for v in order if v in values] + sorted(v for v in values if v not in order)
+
+
+def env_order(envs, timing: pd.DataFrame, study: Study) -> list[str]:
+    """Cheapest env first when timed; envs without timing follow in the study's order (others by name)."""
+    cost = env_costs(timing)
+    timed = sorted((env for env in set(envs) if env in cost), key=lambda env: (cost[env], env))
+    return timed + present(study.every_env, [env for env in set(envs) if env not in cost])
+
+
+def platform_tables(summary, masks, study: Study, pairs: dict) -> dict[str, dict[str, pd.DataFrame]]:
+    """Per platform comparison with runs, per tag: the total-time speedups of the experiment it repeats."""
+    tables = {}
+    for name, platform in study.platforms.items():
+        if not masks[name].any():
+            continue
+        total = pairs["total"][pairs["total"]["experiment"] == platform.repeats]
+        tags = sorted(summary.loc[masks[name], "tag"].unique())
+        tables[name] = {tag: speedup_table({"total": total[total["tag"] == tag]}, study) for tag in tags}
+    return tables
+
+
+def analyse(runs: pd.DataFrame, timing: pd.DataFrame, study: Study) -> Results:
+    """The summary, the pairs, the speedup and env-cost tables and what was left out, from the tidy runs table."""
+    summary, masks = summarize(runs, timing, study)
+    split = {metric: metric_pairs(summary, masks, study, metric) for metric in METRICS}
+    pairs = {metric: pooled for metric, (pooled, _) in split.items()}
+    not_pooled = {metric: rest for metric, (_, rest) in split.items()}
+    return Results(
+        study=study,
+        summary=summary,
+        masks=masks,
+        envs=env_order(summary["env"], timing, study),
+        timing=timing,
+        pairs=pairs,
+        speedups=speedup_table(pairs, study),
+        env_cost=env_cost_table(pairs, timing, study),
+        left_out=left_out(summary, masks, study, pairs, not_pooled),
+        platform_speedups=platform_tables(summary, masks, study, pairs),
+    )

@@ -1,0 +1,254 @@
+"""Pairs of runs -> the speedup tables, the speedups against env cost, and the runs left out of them.
+
+Speedup A -> B = time of A / time of B, over every pair of runs of frameworks A and B with the same PAIR_KEYS: one
+experiment (runs are never paired across experiments), env, model size, tag, number of iterations and batch size,
+each framework in its default compile mode, under the metric's sync setting. A table cell (metric, experiment,
+size, pair) pools the pairs of one run configuration (iterations and batch size): where an experiment's runs of
+one size come in several, the one with the most envs (then the most pairs, then the longest runs, then the largest
+batch) makes the cells and the others are left out, as are the runs that found no run to pair with; the report
+lists both.
+"""
+
+import numpy as np
+import pandas as pd
+
+from analysis.stats import MIN_CORRELATION_ENVS, cluster_bootstrap_ci, cost_correlation, geometric_mean
+from analysis.summary import window_column
+from study import Study
+
+PAIR_KEYS = ["experiment", "env", "model_size", "tag", "num_iterations", "batch_size"]
+CONFIGURATION = ["num_iterations", "batch_size"]  # never pooled in one cell
+METRICS = ("total", "steady", "rollout", "update")
+ENV_COST_METRICS = ("total", "steady")  # sync off: every env of the study, the expensive ones included
+SPEEDUP_COLUMNS = [
+    "metric",
+    "experiment",
+    "size",
+    "pair",
+    "geomean",
+    "median",
+    "ci_low",
+    "ci_high",
+    "n_pairs",
+    "n_clusters",
+]
+ENV_COST_COLUMNS = [
+    "metric",
+    "size",
+    "pair",
+    "n_envs",
+    "geomean",
+    "rho",
+    "rho_low",
+    "rho_high",
+    "slope",
+    "slope_low",
+    "slope_high",
+    "trend",
+]
+LEFT_OUT_COLUMNS = ["metric", "experiment", "run", "reason"]
+UNPAIRED = "no run of another framework with the same env, size, tag, iterations and batch size"
+
+
+# ---------------------------------------------------------------------------------------------- metrics
+def metric_columns(study: Study) -> dict[str, str]:
+    """speedup metric -> summary column."""
+    return {
+        "total": "total_s",
+        "steady": window_column(study.steady),
+        "rollout": window_column(study.steady, "rollout"),
+        "update": window_column(study.steady, "update"),
+    }
+
+
+def metric_sync(metric: str) -> bool:
+    """The sync setting a metric is measured under: rollout and update need synchronised timers, total time and the
+    steady state are measured without them (the timers' waits would slow the runs)."""
+    return metric in ("rollout", "update")
+
+
+def metric_experiments(study: Study, metric: str) -> list[str]:
+    """The experiments a metric is compared in, each on its own: those with runs under the metric's sync setting."""
+    return [name for name, exp in study.experiments.items() if metric_sync(metric) in exp.syncs]
+
+
+def speedup_masks(summary: pd.DataFrame, masks: dict, study: Study, metric: str) -> dict[str, pd.Series]:
+    """experiment -> the runs a speedup metric is computed from: the default compile mode of each framework, under the
+    metric's sync setting (an experiment may have runs of both)."""
+    chosen = (summary["compile"] == summary["framework"].map(study.default_compile)) & (
+        summary["sync_timing"].astype(bool) == metric_sync(metric)
+    )
+    return {name: masks[name] & chosen for name in metric_experiments(study, metric) if name in masks}
+
+
+# ------------------------------------------------------------------------------------------------ pairs
+def pairwise(summary: pd.DataFrame, column: str, masks: dict, study: Study, op=np.divide) -> pd.DataFrame:
+    """op(A, B) over every pair of runs of frameworks A and B with the same PAIR_KEYS, for each pair A->B.
+    masks: experiment -> the runs of that experiment to pair. run_a, run_b: the runs' rows in summary."""
+    columns = [*PAIR_KEYS, "pair", "run_a", "run_b", "a", "b", "value"]
+    keys = [key for key in PAIR_KEYS if key != "experiment"]
+    frames = []
+    for experiment, mask in masks.items():
+        data = summary.loc[mask & summary[column].notna(), [*keys, "framework", "run", column]]
+        data = data.sort_values("run", kind="stable").assign(experiment=experiment)
+        data["run"] = data.index  # folder names may repeat (other tags, other machines); summary rows do not
+        for a, b in study.pairs:
+            both = data[data["framework"] == a].merge(data[data["framework"] == b], on=PAIR_KEYS, suffixes=("_a", "_b"))
+            if both.empty:
+                continue
+            values_a, values_b = both[f"{column}_a"].to_numpy(float), both[f"{column}_b"].to_numpy(float)
+            frames.append(
+                both[[*PAIR_KEYS, "run_a", "run_b"]].assign(
+                    pair=f"{a}->{b}", a=values_a, b=values_b, value=op(values_a, values_b)
+                )
+            )
+    return pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
+
+
+def one_configuration(ratios: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(pooled, not pooled): per experiment and model size, the pairs of the run configuration with the most envs,
+    then the most pairs, then the longest runs and the largest batch; and the pairs of every other configuration."""
+    if ratios.empty:
+        return ratios, ratios
+    cell, by = ["experiment", "model_size"], ["experiment", "model_size", *CONFIGURATION]
+    envs = ratios.drop_duplicates([*by, "env", "tag"]).groupby(by, dropna=False).size().rename("envs")
+    ranking = pd.concat([envs, ratios.groupby(by, dropna=False).size().rename("pairs")], axis=1).reset_index()
+    ranking = ranking.sort_values(["envs", "pairs", *CONFIGURATION], ascending=False, kind="stable")
+    chosen = ranking.drop_duplicates(cell)[by].assign(pooled=True)
+    pooled = ratios[by].merge(chosen, how="left", on=by)["pooled"].fillna(False).to_numpy(bool)
+    return ratios[pooled], ratios[~pooled]
+
+
+def metric_pairs(summary: pd.DataFrame, masks: dict, study: Study, metric: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The pairs of runs a metric's speedups come from, and those left out (another run configuration)."""
+    ratios = pairwise(summary, metric_columns(study)[metric], speedup_masks(summary, masks, study, metric), study)
+    return one_configuration(ratios)
+
+
+def clusters_of(ratios: pd.DataFrame) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The runs of A and of B of each cluster (same PAIR_KEYS: one env, tag and experiment) of some pair rows."""
+    clusters = []
+    for _, group in ratios.groupby(PAIR_KEYS, sort=True, dropna=False):
+        runs_a = group.drop_duplicates("run_a").sort_values("run_a")["a"].to_numpy(float)
+        runs_b = group.drop_duplicates("run_b").sort_values("run_b")["b"].to_numpy(float)
+        clusters.append((runs_a, runs_b))
+    return clusters
+
+
+# --------------------------------------------------------------------------------------------- speedups
+def speedup_table(pairs: dict[str, pd.DataFrame], study: Study) -> pd.DataFrame:
+    """A row per metric, experiment, size and pair (combinations without pairs are left out): geomean, median,
+    ci_low, ci_high (cluster bootstrap; NaN under MIN_CLUSTERS clusters), n_pairs, n_clusters.
+    pairs: metric -> its pooled pairs of runs (metric_pairs)."""
+    rows = []
+    for metric, ratios in pairs.items():
+        for experiment in metric_experiments(study, metric):
+            for size in study.sizes:
+                for pair in study.pair_names:
+                    cell = ratios[
+                        (ratios["experiment"] == experiment) & (ratios["model_size"] == size) & (ratios["pair"] == pair)
+                    ]
+                    if cell.empty:
+                        continue
+                    values = cell["value"].to_numpy(float)
+                    clusters = clusters_of(cell)
+                    low, high = cluster_bootstrap_ci(clusters)
+                    rows.append(
+                        {
+                            "metric": metric,
+                            "experiment": experiment,
+                            "size": size,
+                            "pair": pair,
+                            "geomean": geometric_mean(values),
+                            "median": float(np.median(values)),
+                            "ci_low": low,
+                            "ci_high": high,
+                            "n_pairs": len(values),
+                            "n_clusters": len(clusters),
+                        }
+                    )
+    return pd.DataFrame(rows, columns=SPEEDUP_COLUMNS)
+
+
+def left_out(
+    summary: pd.DataFrame, masks: dict, study: Study, pooled: dict[str, pd.DataFrame], not_pooled: dict
+) -> pd.DataFrame:
+    """The runs each metric's speedups could use (in an experiment of the metric, default compile mode, its sync
+    setting, a time for it) but do not, with the reason: a row per metric, experiment and run (a summary row)."""
+    rows = []
+    for metric, ratios in pooled.items():
+        column = metric_columns(study)[metric]
+        for experiment, mask in speedup_masks(summary, masks, study, metric).items():
+            used = runs_in(ratios, experiment)
+            cells = ratios[ratios["experiment"] == experiment].drop_duplicates("model_size").set_index("model_size")
+            for run in summary.index[mask & summary[column].notna()]:
+                if run in used:
+                    continue
+                size = summary.at[run, "model_size"]
+                if run in runs_in(not_pooled[metric], experiment) and size in cells.index:
+                    kept = cells.loc[size]
+                    reason = (
+                        f"not pooled: its cell holds runs of {int(kept['num_iterations'])} iterations, batch "
+                        f"{int(kept['batch_size'])} (more envs); other lengths and batch sizes are never pooled"
+                    )
+                else:
+                    reason = f"unpaired: {UNPAIRED}"
+                rows.append({"metric": metric, "experiment": experiment, "run": run, "reason": reason})
+    return pd.DataFrame(rows, columns=LEFT_OUT_COLUMNS)
+
+
+def runs_in(ratios: pd.DataFrame, experiment: str) -> set:
+    mine = ratios[ratios["experiment"] == experiment]
+    return set(mine["run_a"]) | set(mine["run_b"])
+
+
+# ------------------------------------------------------------------------------ speedup against env cost
+def env_costs(timing: pd.DataFrame) -> pd.Series:
+    """env -> its step cost relative to the cheapest env (env_timing.py's ratio); empty without timing."""
+    return timing["ratio"].dropna() if "ratio" in timing else pd.Series(dtype=float)
+
+
+def env_speedups(ratios: pd.DataFrame, timing: pd.DataFrame) -> pd.DataFrame:
+    """One point per env (per tag) of a metric's pooled pairs, per pair and size: the geometric mean speedup over the
+    env's pairs of runs, and the env's step cost. Envs without a measured cost are left out."""
+    cost = env_costs(timing)
+    ratios = ratios[ratios["env"].isin(cost.index)].assign(log=lambda r: np.log(r["value"].astype(float)))
+    points = ratios.groupby([*PAIR_KEYS, "pair"], dropna=False)["log"].mean().reset_index()
+    return points.assign(speedup=np.exp(points["log"]), cost=points["env"].map(cost)).drop(columns="log")
+
+
+def cost_trend(row) -> str:
+    """Words for a correlation: named only when the interval of rho excludes 0; "shrinks" = towards 1x."""
+    if row["n_envs"] < MIN_CORRELATION_ENVS:
+        return f"too few envs (under {MIN_CORRELATION_ENVS})"
+    if np.isnan(row["rho"]):
+        return "no correlation: every env has the same speedup (or cost)"
+    if row["rho_low"] <= 0 <= row["rho_high"]:
+        return "no clear trend (the interval of rho holds 0)"
+    falls = row["rho_high"] < 0
+    towards_one = falls == (row["geomean"] > 1)
+    return (
+        f"{'falls' if falls else 'rises'} with env cost: {'shrinks towards' if towards_one else 'grows away from'} 1×"
+    )
+
+
+def env_cost_table(pairs: dict[str, pd.DataFrame], timing: pd.DataFrame, study: Study) -> pd.DataFrame:
+    """A row per metric, size and pair with points: n_envs, geomean over the envs, rho and slope with their intervals,
+    trend."""
+    rows = []
+    for metric in ENV_COST_METRICS:
+        points = env_speedups(pairs[metric], timing)
+        for size, pair in ((size, pair) for size in study.sizes for pair in study.pair_names):
+            cell = points[(points["model_size"] == size) & (points["pair"] == pair)]
+            if cell.empty:
+                continue
+            row = {
+                "metric": metric,
+                "size": size,
+                "pair": pair,
+                "n_envs": len(cell),
+                "geomean": geometric_mean(cell["speedup"]),
+                **cost_correlation(cell["cost"], cell["speedup"]),
+            }
+            rows.append({**row, "trend": cost_trend(row)})
+    return pd.DataFrame(rows, columns=ENV_COST_COLUMNS)

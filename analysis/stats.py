@@ -1,0 +1,87 @@
+"""The statistics, numpy and scipy only: geometric mean, cluster bootstrap, rank correlation with its interval.
+
+Every interval is a seeded percentile bootstrap, so the same inputs always give the same numbers.
+"""
+
+import numpy as np
+from scipy.stats import gmean, rankdata
+
+BOOTSTRAP_SEED = 0
+BOOTSTRAP_RESAMPLES = 10_000
+BOOTSTRAP_LEVEL = 0.95
+MIN_CLUSTERS = 3  # fewer envs than this: no interval ("–" in the tables, NaN in speedups.csv)
+MIN_CORRELATION_ENVS = 5  # fewer envs: no correlation (with 4, even a perfect rank order has p > 0.05)
+
+
+def geometric_mean(values) -> float:
+    return float(gmean(np.asarray(values, float)))
+
+
+def cluster_bootstrap_ci(
+    clusters: list[tuple[np.ndarray, np.ndarray]],
+    level: float = BOOTSTRAP_LEVEL,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+) -> tuple[float, float]:
+    """Percentile interval of the geometric mean of the ratios A / B over every pair of runs within a cluster.
+
+    clusters: per cluster (an env), the times of the runs of A and of B. Two-stage bootstrap: draw as many
+    clusters with replacement, within each drawn cluster draw its runs of A and its runs of B with
+    replacement, and recompute the geometric mean over that cluster's pairs (each cluster weighted by its
+    number of pairs, as in the point estimate). NaN when there are fewer than MIN_CLUSTERS clusters.
+    Seeded, so deterministic.
+    """
+    if len(clusters) < MIN_CLUSTERS:
+        return float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    logs = [(np.log(np.asarray(a, float)), np.log(np.asarray(b, float))) for a, b in clusters]
+    weights = np.array([len(a) * len(b) for a, b in logs], dtype=float)
+    chosen = rng.integers(0, len(logs), size=(resamples, len(logs)))
+    # the mean log-ratio over a cluster's pairs (i, j) is mean(log a) - mean(log b)
+    cluster_means = np.empty(chosen.shape)
+    for index, (a, b) in enumerate(logs):
+        slots = chosen == index
+        draws = int(slots.sum())
+        cluster_means[slots] = a[rng.integers(0, len(a), size=(draws, len(a)))].mean(axis=1) - b[
+            rng.integers(0, len(b), size=(draws, len(b)))
+        ].mean(axis=1)
+    w = weights[chosen]
+    means = (w * cluster_means).sum(axis=1) / w.sum(axis=1)
+    low, high = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
+    return float(np.exp(low)), float(np.exp(high))
+
+
+def row_correlations(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Spearman's rho and the least-squares slope of y on x, for each row of x and y (NaN where x or y is constant)."""
+
+    def centred(a):
+        return a - a.mean(axis=1, keepdims=True)
+
+    rx, ry, cx, cy = (centred(a) for a in (rankdata(x, axis=1), rankdata(y, axis=1), x, y))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho = (rx * ry).sum(axis=1) / np.sqrt((rx * rx).sum(axis=1) * (ry * ry).sum(axis=1))
+        slope = (cx * cy).sum(axis=1) / (cx * cx).sum(axis=1)
+    return rho, slope
+
+
+def cost_correlation(
+    cost: np.ndarray,
+    speedup: np.ndarray,
+    level: float = BOOTSTRAP_LEVEL,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+) -> dict:
+    """Spearman's rho of speedup and env cost, and the slope of log10 speedup on log10 cost, each with a percentile
+    bootstrap interval (envs resampled with replacement; seeded). All NaN under MIN_CORRELATION_ENVS envs."""
+    names = ["rho", "rho_low", "rho_high", "slope", "slope_low", "slope_high"]
+    x = np.log10(np.asarray(cost, float))
+    y = np.round(np.log10(np.asarray(speedup, float)), 9)  # speedups equal but for float rounding are ties
+    rho, slope = row_correlations(x[None], y[None])
+    if len(x) < MIN_CORRELATION_ENVS or np.isnan(rho[0]):  # too few envs; or every env has the same speedup or cost
+        return dict.fromkeys(names, float("nan"))
+    chosen = np.random.default_rng(seed).integers(0, len(x), size=(resamples, len(x)))
+    rhos, slopes = row_correlations(x[chosen], y[chosen])
+    quantiles = [(1 - level) / 2, (1 + level) / 2]
+    return dict(
+        zip(names, map(float, [rho[0], *np.nanquantile(rhos, quantiles), slope[0], *np.nanquantile(slopes, quantiles)]))
+    )

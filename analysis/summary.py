@@ -1,0 +1,91 @@
+"""One row per run: its config, durations, the mean time per iteration window, and the experiments it belongs to.
+
+A run belongs to an experiment of the study when it matches the experiment's matrix (envs, sizes, compile modes,
+sync setting), or, when bench.sh put it in the experiment's folder, to that experiment only. A platform
+comparison holds the runs of the experiment it repeats when they span two or more tags.
+"""
+
+import pandas as pd
+
+from analysis.loading import RUN_COLUMNS, run_keys
+from study import Experiment, Study, Window
+
+
+def window_column(window: Window, what: str = "") -> str:
+    """The summary column of a window: iter0_s, iters1_7_s, iters8plus_s (or rollout8plus_s with what='rollout')."""
+    if window.last is None:
+        name = f"iters{window.first}plus_s"
+    elif window.first == window.last:
+        name = f"iter{window.first}_s"
+    else:
+        name = f"iters{window.first}_{window.last}_s"
+    return name.replace("iters", what, 1) if what else name
+
+
+def window_columns(study: Study) -> dict[str, Window]:
+    """summary column -> window, in the study's order."""
+    return {window_column(w): w for w in study.windows.values()}
+
+
+def window_mean(values: pd.Series, window: Window) -> float:
+    """Mean of a per-iteration series (indexed by iteration) over the window's iterations (inclusive)."""
+    selected = values.dropna()
+    selected = selected[selected.index >= window.first]
+    if window.last is not None:
+        selected = selected[selected.index <= window.last]
+    return float(selected.mean()) if len(selected) else float("nan")
+
+
+def summarize_run(rows: pd.DataFrame, study: Study) -> dict:
+    rows = rows.set_index("iteration")
+    row = {column: rows[column].iloc[0] for column in RUN_COLUMNS if column in rows}
+    for column, window in window_columns(study).items():
+        row[column] = window_mean(rows["time/iteration"], window)
+    for part in ("rollout", "update"):  # only meaningful when the timers were synchronised
+        exact = row["sync_timing"] and f"time/{part}" in rows
+        mean = window_mean(rows[f"time/{part}"], study.steady) if exact else float("nan")
+        row[window_column(study.steady, part)] = mean
+    return row
+
+
+def in_experiment(run, experiment: Experiment, study: Study) -> bool:
+    """A run in bench.sh's folder of the experiment belongs to it whatever its env and size (bench.sh chose them,
+    perhaps outside the study with --envs); any other run must match the experiment's whole matrix."""
+    sweep = run.get("sweep")
+    swept = isinstance(sweep, str) and sweep != ""
+    if swept and sweep != experiment.name:
+        return False
+    framework = study.frameworks.get(run["framework"])
+    in_matrix = swept or (run["env"] in experiment.envs and run["model_size"] in experiment.sizes)
+    return (
+        framework is not None
+        and bool(run["sync_timing"]) in experiment.syncs
+        and in_matrix
+        and run["compile"] in experiment.compile_modes(framework)
+    )
+
+
+def experiment_masks(summary: pd.DataFrame, study: Study) -> dict[str, pd.Series]:
+    """Each experiment of the study, then each platform comparison -> a boolean mask over the summary's rows."""
+    rows = [row for _, row in summary.iterrows()]
+    masks = {
+        name: pd.Series([in_experiment(row, exp, study) for row in rows], index=summary.index, dtype=bool)
+        for name, exp in study.experiments.items()
+    }
+    for name, platform in study.platforms.items():
+        repeated = masks[platform.repeats]
+        masks[name] = repeated & (summary.loc[repeated, "tag"].nunique() > 1)
+    return masks
+
+
+def summarize(runs: pd.DataFrame, timing: pd.DataFrame, study: Study) -> tuple[pd.DataFrame, dict[str, pd.Series]]:
+    """One row per run (config, durations, window means, the experiments it belongs to), and the experiments'
+    masks over those rows."""
+    steady = study.steady
+    columns = [*RUN_COLUMNS, *window_columns(study), window_column(steady, "rollout"), window_column(steady, "update")]
+    groups = runs.assign(run_key=run_keys(runs)).groupby(["run", "run_key"], sort=True)
+    summary = pd.DataFrame([summarize_run(rows, study) for _, rows in groups], columns=columns)
+    summary["env_cost"] = summary["env"].map(timing["ratio"]) if "ratio" in timing else float("nan")
+    masks = experiment_masks(summary, study)
+    summary["experiments"] = [" ".join(name for name, mask in masks.items() if mask[i]) for i in summary.index]
+    return summary, masks
