@@ -20,6 +20,7 @@ line and exit code 1, anything else with its traceback. config.json and summary.
 file that is then renamed, so they are never empty or half-written.
 """
 
+import io
 import json
 import os
 import platform
@@ -27,13 +28,47 @@ import signal
 import socket
 import sys
 import time
+from contextlib import redirect_stderr, redirect_stdout
 from datetime import datetime, timezone
 from importlib.metadata import version
 from typing import Callable, Optional
 
 import numpy as np
+import tyro
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
+POSITIVE_ARGS = ("num_envs", "num_steps", "num_iterations", "update_epochs", "num_minibatches")
+
+
+def tyro_message(box: str) -> str:
+    """The message of tyro's error box (a title, a rule, the message wrapped over lines, a rule, help), on one line."""
+    lines = [line.strip() for line in box.splitlines()]
+    rules = [i for i, line in enumerate(lines) if line.startswith("---")]
+    if len(rules) < 2:
+        return "bad arguments (see --help)"
+    return " ".join(" ".join(lines[rules[0] + 1 : rules[1]]).split())
+
+
+def check_args(args_type, argv: list[str]):
+    """The script's Args from argv, parsed by tyro as the script will; bad input raises ValueError with one line."""
+    messages = io.StringIO()
+    try:
+        with redirect_stderr(messages), redirect_stdout(messages):
+            args = tyro.cli(args_type, args=argv)
+    except SystemExit as e:
+        if e.code == 0:  # --help
+            print(messages.getvalue(), end="")
+            raise
+        raise ValueError(tyro_message(messages.getvalue())) from None
+    for name in POSITIVE_ARGS:
+        if getattr(args, name) <= 0:
+            raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(args, name)}")
+    if args.batch_size % args.num_minibatches:
+        raise ValueError(
+            f"--num-minibatches {args.num_minibatches} must divide the batch size {args.batch_size} "
+            f"(num_envs x num_steps); choose a divisor of {args.batch_size}"
+        )
+    return args
 
 
 def write_json(path: str, data: dict) -> None:
@@ -148,29 +183,39 @@ class Bookkeeping:
         total, final = self.summary["total_s"], self.summary["final_return"]
         print(f"{status}: {done} iterations, total {total:.1f}s, final return {final}, logs in {self.run_dir}")
 
-    def run(self, main: Callable[[], None]):
-        """main() with the signals caught and summary.json written whatever happens; exits 130 or 1 as it ends."""
+    def run(self, main: Callable[[], None], args_type):
+        """main() with the signals caught and summary.json written whatever happens. Exit codes: 2 for bad input
+        (before the run folder is made), 130 when interrupted, 1 when failed."""
         for signum in SIGNALS:
             signal.signal(signum, self.on_signal)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)  # those held since the script's first line
         try:
+            check_args(args_type, sys.argv[1:])
             main()
+        except (ValueError, OSError, ImportError) as e:
+            if self.run_dir is not None:  # a failure of the run, not bad input
+                self.fail(e)
+            print(f"error: {e}", file=sys.stderr)  # bad input: an unknown env, a --log-dir that is a file, ...
+            sys.exit(2)
         except KeyboardInterrupt:
             self.finish("interrupted")
             sys.exit(130)
-        except OSError as e:  # a full disk, a removed log folder: one line
-            self.finish("failed", error=f"{type(e).__name__}: {e}")
-            print(f"error: {e}", file=sys.stderr)
-            sys.exit(1)
         except Exception as e:
             self.finish("failed", error=f"{type(e).__name__}: {e}")
             raise
         self.finish("completed")
 
-    def wrap(self, main: Callable[[], None]) -> Callable[[], None]:
-        """main, run under the bookkeeping."""
+    def fail(self, error: Exception):
+        """An OSError (a full disk, a removed log folder) or a ValueError in the run: status failed, one line,
+        exit 1."""
+        self.finish("failed", error=f"{type(error).__name__}: {error}")
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(1)
+
+    def wrap(self, main: Callable[[], None], args_type) -> Callable[[], None]:
+        """main, run under the bookkeeping; args_type: the script's Args, checked before main() starts."""
 
         def bookkept_main():
-            self.run(main)
+            self.run(main, args_type)
 
         return bookkept_main

@@ -1,5 +1,4 @@
 """PPO in Flax Linen on gymnax environments: a single-file starter, part of benchback-rl.
-
 Read it top to bottom: Args, the network, the environment glue, rollout, GAE, loss, update, main().
 The ppo_*.py files are written in parallel: `diff ppo_linen.py ppo_nnx.py` shows only what the framework changes.
 To drop the benchmark bookkeeping, delete its section at the bottom and every line that contains `book.`.
@@ -14,10 +13,7 @@ START = time.perf_counter()  # import_s, setup_s and total_s count from this fir
 if __name__ == "__main__":  # SIGINT and SIGTERM wait until main() unblocks them: none is lost in the imports
     signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT, signal.SIGTERM])
 
-import io
 import os
-import sys
-from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import asdict, dataclass
 from functools import partial
 from typing import Literal, NamedTuple, Optional, Sequence
@@ -79,8 +75,7 @@ class Args:
     compile: Literal["jit", "none"] = "jit"
     """jit: jax.jit the rollout and the update; none: the same functions op by op under jax.disable_jit()"""
     sync_timing: bool = True
-    """block on the device after the rollout and after the update, so that both timers are exact; without it,
-    the metrics transfer that ends each iteration is still a barrier: iterations never overlap"""
+    """block on the device after the rollout and after the update, so that both timers are exact"""
     log_dir: str = "runs"
     """the folder that receives one subfolder per run"""
     track: bool = False
@@ -99,29 +94,6 @@ class Args:
     @property
     def minibatch_size(self) -> int:
         return self.batch_size // self.num_minibatches
-
-
-def parse_args(argv: list[str]) -> Args:
-    """Args from the command line; bad input raises ValueError with one line (tyro prints a box of several)."""
-    messages = io.StringIO()
-    try:
-        with redirect_stderr(messages), redirect_stdout(messages):
-            args = tyro.cli(Args, args=argv)
-    except SystemExit as e:
-        if e.code == 0:  # --help
-            print(messages.getvalue())
-            raise
-        box = messages.getvalue().split("\n ---")  # tyro's box: a title, its message, the help
-        message = " ".join(box[1].split("\n")[1:]).split("---")[0] if len(box) > 1 else "see --help"
-        raise ValueError(" ".join(message.split())) from None
-    for name in ("num_envs", "num_steps", "num_iterations", "update_epochs", "num_minibatches"):
-        if getattr(args, name) <= 0:
-            flag = "--" + name.replace("_", "-")
-            raise ValueError(f"{flag} must be a positive integer, got {getattr(args, name)}")
-    if args.batch_size % args.num_minibatches:
-        message = f"--num-minibatches {args.num_minibatches} must divide the batch size {args.batch_size}"
-        raise ValueError(f"{message} (num_envs x num_steps)")
-    return args
 
 
 # ---------------------------------------------------------------------------------------- network
@@ -178,8 +150,7 @@ class GymnaxBatch:
     def reset(self, keys, params):
         return jax.vmap(self.env.reset, in_axes=(0, None))(keys, params)
 
-    def step(self, keys, states, actions, params):
-        """gymnax's auto-reset step: (obs, states, reward, terminated, truncated, info)."""
+    def step(self, keys, states, actions, params):  # -> obs, states, reward, terminated, truncated, info
         return jax.vmap(self.env.step, in_axes=(0, 0, 0, None))(keys, states, actions, params)
 
 
@@ -210,7 +181,7 @@ class Runner(NamedTuple):
 def reset_envs(env, env_params, key, num_envs: int) -> Runner:
     key, reset_key = jax.random.split(key)
     obs, env_state = env.reset(jax.random.split(reset_key, num_envs), env_params)
-    env_state = jax.tree.map(lambda x: jnp.asarray(x, x.dtype), env_state)  # no weak types: a step would change them
+    env_state = jax.tree.map(lambda x: jnp.asarray(x, x.dtype), env_state)  # no weak types, which a step changes
     obs = obs.reshape(num_envs, -1)  # flattened: MinAtar observations are (10, 10, C)
     return Runner(env_state, obs, jnp.zeros(num_envs), jnp.zeros(num_envs, jnp.int32), key)
 
@@ -224,13 +195,9 @@ def step_envs(env, env_params, runner: Runner, action):
     done = terminated | truncated
     episode_return = runner.episode_return + reward
     episode_length = runner.episode_length + 1
-    next_runner = Runner(
-        env_state,
-        obs.reshape(num_envs, -1),
-        jnp.where(done, 0.0, episode_return),
-        jnp.where(done, 0, episode_length),
-        key,
-    )
+    running_return = jnp.where(done, 0.0, episode_return)  # 0 where a new episode starts
+    running_length = jnp.where(done, 0, episode_length)
+    next_runner = Runner(env_state, obs.reshape(num_envs, -1), running_return, running_length, key)
     final_obs = info["final_observation"].reshape(num_envs, -1)  # before the auto-reset: to bootstrap from
     ended_return = jnp.where(done, episode_return, 0.0)  # of the episode that ended at this step, else 0
     ended_length = jnp.where(done, episode_length, 0)
@@ -291,8 +258,8 @@ def rollout(env, env_params, args: Args, state: TrainState, runner: Runner):
 
 # -------------------------------------------------------------------------------------------- GAE
 def compute_gae(rewards, values, final_values, terminated, truncated, gamma: float, gae_lambda: float):
-    """GAE over (num_steps, num_envs) arrays of auto-resetting envs. final_values[t]: V of the observation that
-    step t reached before any reset. A terminated step does not bootstrap, a truncated one does; both end the trace."""
+    """GAE over (num_steps, num_envs) arrays; final_values[t]: V of what step t reached before any auto-reset.
+    A terminated step does not bootstrap, a truncated one does; both end the trace."""
     deltas = rewards + gamma * final_values * (1.0 - terminated) - values
     continues = 1.0 - (terminated | truncated)
 
@@ -326,14 +293,10 @@ def ppo_loss(params, apply_fn, args: Args, mb: Batch):
     else:
         v_loss = 0.5 * v_loss_unclipped.mean()
     loss = pg_loss - args.ent_coef * entropy + args.vf_coef * v_loss
-    metrics = {
-        "policy_loss": pg_loss,
-        "value_loss": v_loss,
-        "entropy": entropy,
-        "old_approx_kl": (-logratio).mean(),
-        "approx_kl": ((ratio - 1) - logratio).mean(),
-        "clipfrac": (jnp.abs(ratio - 1) > args.clip_coef).mean(),
-    }
+    metrics = {"policy_loss": pg_loss, "value_loss": v_loss, "entropy": entropy}
+    metrics["old_approx_kl"] = (-logratio).mean()
+    metrics["approx_kl"] = ((ratio - 1) - logratio).mean()
+    metrics["clipfrac"] = (jnp.abs(ratio - 1) > args.clip_coef).mean()
     return loss, metrics
 
 
@@ -350,8 +313,8 @@ def make_optimizer(args: Args):
 
 
 def update(args: Args, state: TrainState, batch: Batch, key, permutations=None):
-    """update_epochs epochs, one per row of permutations (by default fresh random orders of the batch), each cut
-    into num_minibatches minibatches. The explained variance is NaN when the returns have zero variance."""
+    """update_epochs epochs, one per row of permutations (default: fresh random orders of the batch), each cut
+    into num_minibatches minibatches; the explained variance is NaN when the returns have zero variance."""
     if permutations is None:
         key, *epoch_keys = jax.random.split(key, args.update_epochs + 1)
         permutations = jnp.stack([jax.random.permutation(k, args.batch_size) for k in epoch_keys])
@@ -375,39 +338,24 @@ def update(args: Args, state: TrainState, batch: Batch, key, permutations=None):
 # ------------------------------------------------------------------------------------------- main
 def main():
     signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT, signal.SIGTERM])  # held since the first line
-    try:
-        args = parse_args(sys.argv[1:])
-        env, env_params = make_env(args.env)
-        run_name = f"{args.env}__{FRAMEWORK}__{args.model_size}__{args.compile}__{args.seed}__{int(time.time())}"
-        run_dir = os.path.join(args.log_dir, run_name)
-        run_dir = book.make_run_dir(run_dir)  # a new folder, even for two runs started in the same second
-    except (ValueError, OSError, ImportError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
-    config = {
-        **asdict(args),
-        "framework": FRAMEWORK,
-        "batch_size": args.batch_size,
-        "minibatch_size": args.minibatch_size,
-        "device_name": jax.devices()[0].device_kind,
-    }
+    args = tyro.cli(Args)
+    env, env_params = make_env(args.env)
+    run_name = f"{args.env}__{FRAMEWORK}__{args.model_size}__{args.compile}__{args.seed}__{int(time.time())}"
+    run_dir = os.path.join(args.log_dir, run_name)
+    run_dir = book.make_run_dir(run_dir)  # a new folder, even for two runs started in the same second
+    config = {**asdict(args), "framework": FRAMEWORK}
+    config.update(batch_size=args.batch_size, minibatch_size=args.minibatch_size)
+    config["device_name"] = jax.devices()[0].device_kind
     book.start(config, run_dir)  # config.json: the config, plus the command line, the versions and the machine
 
     wandb_run = None
     if args.track:
         import wandb
 
-        wandb_run = wandb.init(
-            project=args.wandb_project_name,
-            entity=args.wandb_entity,
-            group=args.exp_name if args.exp_name != Args.exp_name else args.tag,
-            tags=[FRAMEWORK, args.model_size, args.env, args.compile],
-            config=config,
-            name=run_name,
-            dir=run_dir,
-            sync_tensorboard=True,
-            save_code=True,
-        )
+        group = args.exp_name if args.exp_name != Args.exp_name else args.tag
+        tags = [FRAMEWORK, args.model_size, args.env, args.compile]
+        run = dict(name=run_name, dir=run_dir, group=group, tags=tags, config=config, save_code=True)
+        wandb_run = wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, **run, sync_tensorboard=True)
     with SummaryWriter(run_dir, max_queue=100) as writer, jax.disable_jit(args.compile == "none"):
         table = "\n".join(f"|{key}|{value}|" for key, value in asdict(args).items())
         writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
@@ -462,12 +410,10 @@ def main():
 
             episodic_return = scalars.get("charts/episodic_return", np.nan)
             eta = iteration_time * (args.num_iterations - iteration - 1)
-            print(
-                f"iter {iteration + 1}/{args.num_iterations} | SPS {scalars['charts/SPS']:,.0f} | "
-                f"return {episodic_return:.1f} | rollout {scalars['time/rollout']:.3f}s "
-                f"update {scalars['time/update']:.3f}s | elapsed {scalars['time/elapsed']:.1f}s ETA {eta:.1f}s",
-                flush=True,
-            )
+            timing = f"rollout {rollout_end - iteration_start:.3f}s update {update_end - rollout_end:.3f}s"
+            progress = f"iter {iteration + 1}/{args.num_iterations} | SPS {args.batch_size / iteration_time:,.0f}"
+            elapsed = f"elapsed {time.perf_counter() - START:.1f}s ETA {eta:.1f}s"
+            print(f"{progress} | return {episodic_return:.1f} | {timing} | {elapsed}", flush=True)
     if wandb_run is not None:
         wandb_run.finish()
 
@@ -478,7 +424,7 @@ def main():
 from bookkeeping import Bookkeeping
 
 book = Bookkeeping(START, packages=("jax", "jaxlib", "flax", "optax", "gymnax"))
-main = book.wrap(main)  # main() with the signals caught and summary.json written whatever happens
+main = book.wrap(main, Args)  # bad input refused in one line; summary.json written whatever happens
 
 
 if __name__ == "__main__":

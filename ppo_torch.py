@@ -1,5 +1,4 @@
 """PPO in PyTorch on gymnax environments: a single-file starter, part of benchback-rl.
-
 Read it top to bottom: Args, the network, the environment glue, rollout, GAE, loss, update, main().
 The envs are JAX (gymnax): one jitted call per rollout step, arrays cross with DLPack. `diff ppo_linen.py ppo_torch.py`.
 To drop the benchmark bookkeeping, delete its section at the bottom and every line that contains `book.`.
@@ -14,10 +13,7 @@ START = time.perf_counter()  # import_s, setup_s and total_s count from this fir
 if __name__ == "__main__":  # SIGINT and SIGTERM wait until main() unblocks them: none is lost in the imports
     signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT, signal.SIGTERM])
 
-import io
 import os
-import sys
-from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import asdict, dataclass
 from functools import partial
 from typing import Literal, NamedTuple, Optional, Sequence
@@ -80,13 +76,12 @@ class Args:
     norm_adv: bool = True
     """normalise the advantages of each minibatch"""
     compile: Literal["compile", "env-jit", "none", "cudagraphs"] = "compile"
-    """compile: torch.compile the minibatch step, the rollout's end and (on a GPU) the policy step, jax.jit the env;
-    cudagraphs: the same as CUDA graphs (GPU only); env-jit: eager torch; none: the env op by op too"""
+    """compile: torch.compile the update, the rollout's end and (GPU) the policy step, jax.jit the env; cudagraphs:
+    the same as CUDA graphs (GPU only); env-jit: eager torch; none: the env op by op too"""
     device: Literal["auto", "cpu", "cuda"] = "auto"
     """where torch and JAX run (always the same device, so DLPack is zero-copy); auto: cuda when both see a GPU"""
     sync_timing: bool = True
-    """block on the device after the rollout and after the update, so that both timers are exact; without it,
-    the metrics transfer that ends each iteration is still a barrier: iterations never overlap"""
+    """block on the device after the rollout and after the update, so that both timers are exact"""
     log_dir: str = "runs"
     """the folder that receives one subfolder per run"""
     track: bool = False
@@ -105,29 +100,6 @@ class Args:
     @property
     def minibatch_size(self) -> int:
         return self.batch_size // self.num_minibatches
-
-
-def parse_args(argv: list[str]) -> Args:
-    """Args from the command line; bad input raises ValueError with one line (tyro prints a box of several)."""
-    messages = io.StringIO()
-    try:
-        with redirect_stderr(messages), redirect_stdout(messages):
-            args = tyro.cli(Args, args=argv)
-    except SystemExit as e:
-        if e.code == 0:  # --help
-            print(messages.getvalue())
-            raise
-        box = messages.getvalue().split("\n ---")  # tyro's box: a title, its message, the help
-        message = " ".join(box[1].split("\n")[1:]).split("---")[0] if len(box) > 1 else "see --help"
-        raise ValueError(" ".join(message.split())) from None
-    for name in ("num_envs", "num_steps", "num_iterations", "update_epochs", "num_minibatches"):
-        if getattr(args, name) <= 0:
-            flag = "--" + name.replace("_", "-")
-            raise ValueError(f"{flag} must be a positive integer, got {getattr(args, name)}")
-    if args.batch_size % args.num_minibatches:
-        message = f"--num-minibatches {args.num_minibatches} must divide the batch size {args.batch_size}"
-        raise ValueError(f"{message} (num_envs x num_steps)")
-    return args
 
 
 # ---------------------------------------------------------------------------------------- network
@@ -181,8 +153,7 @@ class GymnaxBatch:
     def reset(self, keys, params):
         return jax.vmap(self.env.reset, in_axes=(0, None))(keys, params)
 
-    def step(self, keys, states, actions, params):
-        """gymnax's auto-reset step: (obs, states, reward, terminated, truncated, info)."""
+    def step(self, keys, states, actions, params):  # -> obs, states, reward, terminated, truncated, info
         return jax.vmap(self.env.step, in_axes=(0, 0, 0, None))(keys, states, actions, params)
 
 
@@ -204,16 +175,16 @@ class Runner(NamedTuple):
     """What carries over from one env step, and from one rollout, to the next."""
 
     env_state: object
-    obs: torch.Tensor
-    episode_return: torch.Tensor
-    episode_length: torch.Tensor
+    obs: jax.Array
+    episode_return: jax.Array
+    episode_length: jax.Array
     key: jax.Array
 
 
 def reset_envs(env, env_params, key, num_envs: int) -> Runner:
     key, reset_key = jax.random.split(key)
     obs, env_state = env.reset(jax.random.split(reset_key, num_envs), env_params)
-    env_state = jax.tree.map(lambda x: jnp.asarray(x, x.dtype), env_state)  # no weak types: a step would change them
+    env_state = jax.tree.map(lambda x: jnp.asarray(x, x.dtype), env_state)  # no weak types, which a step changes
     obs = obs.reshape(num_envs, -1)  # flattened: MinAtar observations are (10, 10, C)
     return Runner(env_state, obs, jnp.zeros(num_envs), jnp.zeros(num_envs, jnp.int32), key)
 
@@ -227,13 +198,9 @@ def step_envs(env, env_params, runner: Runner, action):
     done = terminated | truncated
     episode_return = runner.episode_return + reward
     episode_length = runner.episode_length + 1
-    next_runner = Runner(
-        env_state,
-        obs.reshape(num_envs, -1),
-        jnp.where(done, 0.0, episode_return),
-        jnp.where(done, 0, episode_length),
-        key,
-    )
+    running_return = jnp.where(done, 0.0, episode_return)  # 0 where a new episode starts
+    running_length = jnp.where(done, 0, episode_length)
+    next_runner = Runner(env_state, obs.reshape(num_envs, -1), running_return, running_length, key)
     final_obs = info["final_observation"].reshape(num_envs, -1)  # before the auto-reset: to bootstrap from
     ended_return = jnp.where(done, episode_return, 0.0)  # of the episode that ended at this step, else 0
     ended_length = jnp.where(done, episode_length, 0)
@@ -241,21 +208,6 @@ def step_envs(env, env_params, runner: Runner, action):
 
 
 # ---------------------------------------------------------------------------------------- rollout
-class Transition(NamedTuple):
-    """One step of every env; the rollout stacks num_steps of them."""
-
-    obs: torch.Tensor
-    action: torch.Tensor
-    logprob: torch.Tensor
-    value: torch.Tensor
-    reward: torch.Tensor
-    terminated: torch.Tensor
-    truncated: torch.Tensor
-    final_obs: torch.Tensor  # the observation reached before any auto-reset
-    episode_return: torch.Tensor  # of the episode that ended at this step, else 0
-    episode_length: torch.Tensor
-
-
 class Batch(NamedTuple):
     """The rollout flattened to (batch_size, ...), with its advantages and returns: what the update trains on."""
 
@@ -288,28 +240,25 @@ def rollout(env_step_fn, finish_fn, args: Args, policy_fn, num_actions: int, gen
         packed = torch.from_dlpack(packed)  # JAX -> torch, zero-copy
         steps.append((obs, action, logprob, value, packed))
         obs = packed[: obs.numel()].view(obs.shape)
-    stacked = [torch.stack(x) for x in zip(*steps)]  # obs, action, logprob, value, packed; each (num_steps, ...)
-    batch, episode_stats = finish_fn(*stacked)
+    batch, episode_stats = finish_fn(*[torch.stack(x) for x in zip(*steps)])  # each (num_steps, num_envs, ...)
     return runner, batch, episode_stats
 
 
 def finish_rollout(agent: Agent, args: Args, obs, action, logprob, value, packed):
-    """The Transitions of a rollout from its stacked steps, V(final obs), GAE and the batch: one compiled region."""
+    """The rollout's end: its stacked steps unpacked, V(final obs), GAE and the batch; one compiled region."""
     n, d = args.num_envs, obs.shape[-1]  # packed: next obs, reward, terminated, truncated, final obs, episode stats
-    _, reward, terminated, truncated, final_obs, *episode = packed.split([n * d, n, n, n, n * d, n, n], -1)
-    final_obs = final_obs.view(obs.shape)
-    t = Transition(obs, action, logprob, value, reward, terminated > 0, truncated > 0, final_obs, *episode)
+    fields = packed.split([n * d, n, n, n, n * d, n, n], -1)
+    _, reward, terminated, truncated, final_obs, episode_return, episode_length = fields
+    terminated, truncated = terminated > 0, truncated > 0
     # V(pre-reset next observation): the next value within an episode, the bootstrap when truncated
-    final_values = agent.get_value(t.final_obs)
-    advantages, returns = compute_gae(
-        t.reward, t.value, final_values, t.terminated, t.truncated, args.gamma, args.gae_lambda
-    )
-    steps = (t.obs, t.action, t.logprob, t.value, advantages, returns)  # each (num_steps, num_envs, ...)
+    final_values = agent.get_value(final_obs.view(obs.shape))
+    advantages, returns = compute_gae(reward, value, final_values, terminated, truncated, args.gamma, args.gae_lambda)
+    steps = (obs, action, logprob, value, advantages, returns)  # each (num_steps, num_envs, ...)
     batch = Batch(*[x.reshape(args.batch_size, *x.shape[2:]) for x in steps])
-    num_episodes = (t.terminated | t.truncated).sum()  # 0: NaN statistics, and main() logs no episodic point
+    num_episodes = (terminated | truncated).sum()  # 0: NaN statistics, and main() logs no episodic point
     episode_stats = {
-        "episodic_return": t.episode_return.sum() / num_episodes,
-        "episodic_length": t.episode_length.sum() / num_episodes,
+        "episodic_return": episode_return.sum() / num_episodes,
+        "episodic_length": episode_length.sum() / num_episodes,
     }
     return batch, episode_stats
 
@@ -317,8 +266,8 @@ def finish_rollout(agent: Agent, args: Args, obs, action, logprob, value, packed
 # -------------------------------------------------------------------------------------------- GAE
 @torch.compiler.disable  # eager: Dynamo would unroll the loop (slow to compile); a compiled torch scan ran slower
 def compute_gae(rewards, values, final_values, terminated, truncated, gamma: float, gae_lambda: float):
-    """GAE over (num_steps, num_envs) arrays of auto-resetting envs. final_values[t]: V of the observation that
-    step t reached before any reset. A terminated step does not bootstrap, a truncated one does; both end the trace."""
+    """GAE over (num_steps, num_envs) arrays; final_values[t]: V of what step t reached before any auto-reset.
+    A terminated step does not bootstrap, a truncated one does; both end the trace."""
     deltas = rewards + gamma * final_values * ~terminated - values
     discounts = gamma * gae_lambda * ~(terminated | truncated)
 
@@ -352,31 +301,26 @@ def ppo_loss(agent: Agent, args: Args, mb: Batch):
     else:
         v_loss = 0.5 * v_loss_unclipped.mean()
     loss = pg_loss - args.ent_coef * entropy + args.vf_coef * v_loss
-    metrics = {
-        "policy_loss": pg_loss,
-        "value_loss": v_loss,
-        "entropy": entropy,
-        "old_approx_kl": (-logratio).mean(),
-        "approx_kl": ((ratio - 1) - logratio).mean(),
-        "clipfrac": ((ratio - 1).abs() > args.clip_coef).float().mean(),
-    }
+    metrics = {"policy_loss": pg_loss, "value_loss": v_loss, "entropy": entropy}
+    metrics["old_approx_kl"] = (-logratio).mean()
+    metrics["approx_kl"] = ((ratio - 1) - logratio).mean()
+    metrics["clipfrac"] = ((ratio - 1).abs() > args.clip_coef).float().mean()
     return loss, metrics
 
 
 # ----------------------------------------------------------------------------------------- update
 def make_optimizer(args: Args, agent: Agent):
-    """Adam (global-norm clipping is in minibatch_step); the learning rate decays linearly to 0 over all optimizer
-    steps. The rate is a tensor set in place: a compiled step reads it as data, never recompiles for a new value."""
+    """Adam (clipping: in minibatch_step), at a rate in a tensor set in place, so that a compiled step reads it as
+    data and never recompiles; the rate decays linearly to 0 over all optimizer steps."""
     num_updates = args.num_iterations * args.update_epochs * args.num_minibatches
 
     def lr_schedule(step):
         return args.learning_rate * (1.0 - step / num_updates if args.anneal_lr else 1.0)
 
     lr = torch.tensor(args.learning_rate, device=next(agent.parameters()).device)
-    if args.compile in COMPILED:  # Inductor fuses the update
-        kind = dict(foreach=False, capturable=True)
-    else:
-        kind = dict(fused=True)
+    kind = (
+        dict(foreach=False, capturable=True) if args.compile in COMPILED else dict(fused=True)
+    )  # eager: a fused kernel
     return torch.optim.Adam(agent.parameters(), lr, eps=1e-5, **kind), lr_schedule
 
 
@@ -395,16 +339,13 @@ def minibatch_step(agent: Agent, optimizer: torch.optim.Optimizer, args: Args, m
 
 
 def update(args: Args, lr_schedule, step_fn, generator, batch: Batch, optimizer_step: int, permutations=None):
-    """update_epochs epochs, one per row of permutations (by default fresh random orders of the batch), each cut
-    into num_minibatches minibatches. The explained variance is NaN when the returns have zero variance."""
+    """update_epochs epochs, one per row of permutations (default: fresh random orders of the batch), each cut
+    into num_minibatches minibatches; the explained variance is NaN when the returns have zero variance."""
     device = batch.obs.device
     if permutations is None:
-        orders = [
-            torch.randperm(args.batch_size, generator=generator, device=device) for _ in range(args.update_epochs)
-        ]
-        permutations = torch.stack(orders)
-    num_steps = args.update_epochs * args.num_minibatches
-    steps = torch.arange(optimizer_step, optimizer_step + num_steps, device=device)
+        draw = partial(torch.randperm, args.batch_size, generator=generator, device=device)
+        permutations = torch.stack([draw() for _ in range(args.update_epochs)])
+    steps = optimizer_step + torch.arange(args.update_epochs * args.num_minibatches, device=device)
     lrs = torch.as_tensor(lr_schedule(steps), dtype=torch.float32, device=device).expand(steps.shape)
     metrics = []
     for perm in permutations:
@@ -412,7 +353,6 @@ def update(args: Args, lr_schedule, step_fn, generator, batch: Batch, optimizer_
         for mb in zip(*minibatches):
             mb_metrics = step_fn(Batch(*mb), lrs[len(metrics)])
             metrics.append(torch.stack(list(mb_metrics.values())))
-
     metrics = dict(zip(mb_metrics, torch.stack(metrics).mean(0)))  # mean over all epochs and minibatches
     var_returns = batch.returns.var(correction=0)
     explained = 1 - (batch.returns - batch.values).var(correction=0) / var_returns
@@ -421,54 +361,37 @@ def update(args: Args, lr_schedule, step_fn, generator, batch: Batch, optimizer_
 
 
 # ------------------------------------------------------------------------------------------- main
-def copy_outputs(fn, *args):
-    """fn(*args), each output copied (a CUDA graph's outputs are overwritten by its next replay)."""
+def copy_outputs(fn, *args):  # a CUDA graph's outputs are overwritten by its next replay: keep copies
     return [output.clone() for output in fn(*args)]
 
 
 def main():
     signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT, signal.SIGTERM])  # held since the first line
-    try:
-        args = parse_args(sys.argv[1:])
-        env, env_params = make_env(args.env)
-        gpu = torch.cuda.is_available() and jax.default_backend() == "gpu"
-        if not gpu and (args.device == "cuda" or args.compile in GPU_COMPILE):
-            message = f"--device {args.device} --compile {args.compile} needs a GPU that torch and JAX both see"
-            raise ValueError(f"{message}; use --device cpu --compile compile")
-        device = torch.device("cuda" if gpu and args.device != "cpu" else "cpu")
-        run_name = f"{args.env}__{FRAMEWORK}__{args.model_size}__{args.compile}__{args.seed}__{int(time.time())}"
-        run_dir = os.path.join(args.log_dir, run_name)
-        run_dir = book.make_run_dir(run_dir)  # a new folder, even for two runs started in the same second
-    except (ValueError, OSError, ImportError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
-    # env arrays live where torch computes: DLPack hands buffers over, it does not move them
-    jax.config.update("jax_default_device", jax.devices("gpu" if device.type == "cuda" else "cpu")[0])
-    config = {
-        **asdict(args),
-        "framework": FRAMEWORK,
-        "batch_size": args.batch_size,
-        "minibatch_size": args.minibatch_size,
-        "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
-        "torch_threads": torch.get_num_threads(),  # every core, unless OMP_NUM_THREADS says otherwise
-    }
+    args = tyro.cli(Args)
+    env, env_params = make_env(args.env)
+    gpu = torch.cuda.is_available() and jax.default_backend() == "gpu"
+    if not gpu and (args.device == "cuda" or args.compile in GPU_COMPILE):
+        raise ValueError(f"--device {args.device} --compile {args.compile} needs a GPU that torch and JAX both see")
+    device = torch.device("cuda" if gpu and args.device != "cpu" else "cpu")
+    run_name = f"{args.env}__{FRAMEWORK}__{args.model_size}__{args.compile}__{args.seed}__{int(time.time())}"
+    run_dir = os.path.join(args.log_dir, run_name)
+    run_dir = book.make_run_dir(run_dir)  # a new folder, even for two runs started in the same second
+    jax_device = jax.devices("gpu" if device.type == "cuda" else "cpu")[0]
+    jax.config.update("jax_default_device", jax_device)  # where torch computes: DLPack does not move arrays
+    config = {**asdict(args), "framework": FRAMEWORK}
+    config.update(batch_size=args.batch_size, minibatch_size=args.minibatch_size)
+    config["device_name"] = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+    config["torch_threads"] = torch.get_num_threads()  # every core, unless OMP_NUM_THREADS says otherwise
     book.start(config, run_dir)  # config.json: the config, plus the command line, the versions and the machine
 
     wandb_run = None
     if args.track:
         import wandb
 
-        wandb_run = wandb.init(
-            project=args.wandb_project_name,
-            entity=args.wandb_entity,
-            group=args.exp_name if args.exp_name != Args.exp_name else args.tag,
-            tags=[FRAMEWORK, args.model_size, args.env, args.compile],
-            config=config,
-            name=run_name,
-            dir=run_dir,
-            sync_tensorboard=True,
-            save_code=True,
-        )
+        group = args.exp_name if args.exp_name != Args.exp_name else args.tag
+        tags = [FRAMEWORK, args.model_size, args.env, args.compile]
+        run = dict(name=run_name, dir=run_dir, group=group, tags=tags, config=config, save_code=True)
+        wandb_run = wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, **run, sync_tensorboard=True)
     with SummaryWriter(run_dir, max_queue=100) as writer, jax.disable_jit(args.compile == "none"):
         table = "\n".join(f"|{key}|{value}|" for key, value in asdict(args).items())
         writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
@@ -478,19 +401,15 @@ def main():
         agent = Agent(runner.obs.shape[-1], MODEL_SIZES[args.model_size], env.num_actions).to(device)
         optimizer, lr_schedule = make_optimizer(args, agent)
         env_step_fn = partial(env_step_packed, env, env_params)
-        if args.compile != "none":
-            env_step_fn = jax.jit(env_step_fn)
-        policy_fn = agent.get_action_and_value
-        finish_fn = finish_rollout
-        step_fn = minibatch_step
+        env_step_fn = env_step_fn if args.compile == "none" else jax.jit(env_step_fn)
+        policy_fn, finish_fn, step_fn = agent.get_action_and_value, finish_rollout, minibatch_step
         if args.compile in COMPILED:  # static shapes: each compiles once, in iteration 0
             torch._dynamo.config.trace_autograd_ops = True  # the backward in the graph of the forward
             compile_fn = partial(torch.compile, dynamic=False, **COMPILED[args.compile])
-            finish_fn = compile_fn(finish_fn)  # compiled before partial: one code object each
-            step_fn = compile_fn(step_fn)
+            finish_fn, step_fn = compile_fn(finish_fn), compile_fn(step_fn)  # before partial: one code object each
             if device.type == "cuda":  # on a CPU, a compiled call's ~40 us overhead outweighs its gain here
                 policy_fn = compile_fn(policy_fn, fullgraph=True)
-        if args.compile == "cudagraphs":  # a graph's outputs are overwritten by its next replay: keep copies
+        if args.compile == "cudagraphs":
             policy_fn = partial(copy_outputs, policy_fn)
         finish_fn = partial(finish_fn, agent, args)
         step_fn = partial(step_fn, agent, optimizer, args)
@@ -540,12 +459,10 @@ def main():
 
             episodic_return = scalars.get("charts/episodic_return", np.nan)
             eta = iteration_time * (args.num_iterations - iteration - 1)
-            print(
-                f"iter {iteration + 1}/{args.num_iterations} | SPS {scalars['charts/SPS']:,.0f} | "
-                f"return {episodic_return:.1f} | rollout {scalars['time/rollout']:.3f}s "
-                f"update {scalars['time/update']:.3f}s | elapsed {scalars['time/elapsed']:.1f}s ETA {eta:.1f}s",
-                flush=True,
-            )
+            timing = f"rollout {rollout_end - iteration_start:.3f}s update {update_end - rollout_end:.3f}s"
+            progress = f"iter {iteration + 1}/{args.num_iterations} | SPS {args.batch_size / iteration_time:,.0f}"
+            elapsed = f"elapsed {time.perf_counter() - START:.1f}s ETA {eta:.1f}s"
+            print(f"{progress} | return {episodic_return:.1f} | {timing} | {elapsed}", flush=True)
     if wandb_run is not None:
         wandb_run.finish()
 
@@ -556,7 +473,7 @@ def main():
 from bookkeeping import Bookkeeping
 
 book = Bookkeeping(START, packages=("torch", "jax", "jaxlib", "gymnax"))
-main = book.wrap(main)  # main() with the signals caught and summary.json written whatever happens
+main = book.wrap(main, Args)  # bad input refused in one line; summary.json written whatever happens
 
 
 if __name__ == "__main__":
