@@ -1,7 +1,7 @@
 """Measures the step cost of each environment of the study: the "env complexity" axis of benchback-rl.
 
 For each env: the jitted batched step over `--num-envs` envs with random actions, as the PPO scripts step them
-(gymnax: the vmapped `env.step`; Craftax: the scripts' adapter's `step_batch`, from ppo_linen.py), 10 warm-up
+(gymnax: the vmapped `env.step`; Craftax: its adapter's batched step, from env_adapters.py), 10 warm-up
 and 100 timed calls, each behind `jax.block_until_ready`. Both include their auto-reset. The per-step time is
 summarised by a 10 % trimmed mean (and the median, IQR, mean, std, min, max). Keys and actions are drawn before
 timing, so only the env step itself is timed.
@@ -23,11 +23,12 @@ import os
 import platform
 import socket
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from importlib.metadata import version
-from typing import Optional
+from typing import Callable, NamedTuple, Optional
 
 import gymnax
 import jax
@@ -35,9 +36,8 @@ import numpy as np
 import tyro
 from scipy import stats
 
+import env_adapters
 import study
-from ppo_linen import CRAFTAX_ENVS
-from ppo_linen import make_env as make_craftax_env
 
 TRIM = 0.1  # cut 10 % at each end for the trimmed mean
 CPU_EXPENSIVE_NUM_ENVS = 256  # the default --expensive-num-envs on a CPU (see the docstring)
@@ -70,7 +70,7 @@ def env_list(args: Args) -> list[str]:
 
 def check_args(args: Args, envs: list[str]) -> None:
     """Refuses bad input with one line naming the bad value and the valid choices."""
-    valid = [*gymnax.registered_envs, *CRAFTAX_ENVS]
+    valid = [*gymnax.registered_envs, *env_adapters.adapted_envs()]
     unknown = [name for name in envs if name not in valid]
     if unknown:
         raise ValueError(f"unknown env {', '.join(map(repr, unknown))}; valid envs: {', '.join(valid)}")
@@ -78,6 +78,19 @@ def check_args(args: Args, envs: list[str]) -> None:
         value = getattr(args, name)
         if value is not None and value <= 0:
             raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {value}")
+
+
+def check_out(out: str) -> None:
+    """Refuses an --out that cannot be written, before any timing: its folder is made and a probe file written."""
+    folder = os.path.dirname(os.path.abspath(out))
+    try:
+        if os.path.isdir(out):
+            raise ValueError(f"--out {out!r} is a folder; give a JSON file name")
+        os.makedirs(folder, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".env_timing-probe-"):
+            pass
+    except OSError as e:
+        raise ValueError(f"--out {out!r} cannot be written ({e.strerror or e})") from None
 
 
 def expensive_num_envs(args: Args) -> int:
@@ -91,60 +104,65 @@ def batch_size(env_id: str, args: Args) -> int:
     return expensive_num_envs(args) if env_id in study.load().expensive_envs else args.num_envs
 
 
-def make_env(env_id: str):
-    """(env, env_params): the PPO scripts' Craftax adapter for a Craftax id, else the gymnax env."""
-    return make_craftax_env(env_id) if env_id in CRAFTAX_ENVS else gymnax.make(env_id)
+class BatchedEnv(NamedTuple):
+    """An env as the PPO scripts step it: a batch at a time, one key per env."""
+
+    reset: Callable  # (keys, params) -> (obs, states)
+    step: Callable  # (keys, states, actions, params) -> (obs, states, reward, terminated, truncated, info)
+    action_space: object
+    params: object
 
 
-def batched_step(env):
-    """The step of a batch of envs, one key each, as the PPO scripts call it: the env's own step_batch (the Craftax
-    adapter), else the vmapped gymnax step. (keys, states, actions, params) -> gymnax's step outputs."""
-    return getattr(env, "step_batch", None) or jax.vmap(env.step, in_axes=(0, 0, 0, None))
+def make_env(env_id: str) -> BatchedEnv:
+    """An adapted env (Craftax) from env_adapters.py, else the gymnax env, vmapped as the scripts' GymnaxBatch."""
+    if env_id in env_adapters.adapted_envs():
+        env, params = env_adapters.make(env_id)
+        return BatchedEnv(env.reset, env.step, gymnax.environments.spaces.Discrete(env.num_actions), params)
+    env, params = gymnax.make(env_id)
+    reset = jax.vmap(env.reset, in_axes=(0, None))
+    step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
+    return BatchedEnv(reset, step, env.action_space(params), params)
 
 
-def make_stepper(env, env_params):
+def make_stepper(env: BatchedEnv):
     """The jitted batched step: (keys, states, actions) -> (obs, states, reward, terminated, truncated, info)."""
-    step = batched_step(env)
-    return jax.jit(lambda keys, state, action: step(keys, state, action, env_params))
+
+    def step(keys, states, actions):
+        return env.step(keys, states, actions, env.params)
+
+    return jax.jit(step)
 
 
-def action_space(env, env_params):
-    """The env's action space; the Craftax adapter has none but its num_actions (actions 0 .. num_actions - 1)."""
-    if hasattr(env, "action_space"):
-        return env.action_space(env_params)
-    return gymnax.environments.spaces.Discrete(env.num_actions)
-
-
-def reset_envs(env, env_params, key, num_envs: int):
+def reset_envs(env: BatchedEnv, key, num_envs: int):
     """(obs, states) of num_envs envs, jitted (not timed; Craftax's world generation is slow op by op)."""
-    return jax.jit(jax.vmap(env.reset, in_axes=(0, None)))(jax.random.split(key, num_envs), env_params)
+    return jax.jit(env.reset)(jax.random.split(key, num_envs), env.params)
 
 
-def random_inputs(key, env, env_params, num_envs: int, num_calls: int):
+def random_inputs(key, env: BatchedEnv, num_envs: int, num_calls: int):
     """Per call: num_envs step keys and num_envs random actions, sliced before any timing starts."""
     key_key, action_key = jax.random.split(key)
     keys = jax.random.split(key_key, (num_calls, num_envs))
-    sample = jax.vmap(jax.vmap(action_space(env, env_params).sample))
+    sample = jax.vmap(jax.vmap(env.action_space.sample))
     actions = sample(jax.random.split(action_key, (num_calls, num_envs)))
     return jax.block_until_ready([(keys[i], actions[i]) for i in range(num_calls)])
 
 
 def time_env(env_id: str, args: Args) -> dict:
     """Step times (ms) of one env, plus its observation and action sizes."""
-    env, env_params = make_env(env_id)
+    env = make_env(env_id)
     num_envs = batch_size(env_id, args)
     reset_key, input_key = jax.random.split(jax.random.key(args.seed))
-    obs, state = reset_envs(env, env_params, reset_key, num_envs)
-    step = make_stepper(env, env_params)
+    obs, state = reset_envs(env, reset_key, num_envs)
+    step = make_stepper(env)
     num_calls = args.warmup_steps + args.timed_steps
-    inputs = random_inputs(input_key, env, env_params, num_envs, num_calls)
+    inputs = random_inputs(input_key, env, num_envs, num_calls)
     times_ms = []
     for i, (keys, actions) in enumerate(inputs):
         start = time.perf_counter()
         obs, state, *_ = jax.block_until_ready(step(keys, state, actions))
         if i >= args.warmup_steps:
             times_ms.append((time.perf_counter() - start) * 1e3)
-    space = action_space(env, env_params)
+    space = env.action_space
     summary = summarise(np.array(times_ms))
     return {
         "obs_shape": list(obs.shape[1:]),
@@ -179,7 +197,13 @@ def add_ratios(results: dict) -> None:
 
 
 def metadata(args: Args, envs: list[str]) -> dict:
-    packages = ["jax", "jaxlib", "gymnax", "scipy", *(["craftax"] if set(envs) & set(CRAFTAX_ENVS) else [])]
+    packages = [
+        "jax",
+        "jaxlib",
+        "gymnax",
+        "scipy",
+        *(["craftax"] if set(envs) & set(env_adapters.CRAFTAX_ENVS) else []),
+    ]
     return {
         "device": jax.devices()[0].device_kind,
         "backend": jax.default_backend(),
@@ -214,6 +238,7 @@ def main():
     envs = env_list(args)
     try:
         check_args(args, envs)
+        check_out(args.out)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
@@ -229,9 +254,10 @@ def main():
         print(f"  {env_id}: {results[env_id]['ms_per_step']:.4f} ms/step", flush=True)
     add_ratios(results)
     print_table(results)
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as f:
+    tmp_out = f"{args.out}.tmp"  # renamed into place: an interrupted write leaves the old file whole
+    with open(tmp_out, "w") as f:
         json.dump({**metadata(args, envs), "envs": results}, f, indent=2)
+    os.replace(tmp_out, args.out)
     print(f"wrote {args.out}")
 
 

@@ -756,9 +756,9 @@ def test_env_timing_writes_json(tmp_path):
     assert "CartPole-v1" in proc.stdout and "ratio" in proc.stdout  # the table
 
 
-class StepBatchAdapter:
-    """A gymnax env behind the Craftax adapter's interface (reset one env, step_batch a batch, num_actions and no
-    action_space), counting its traces."""
+class BatchedAdapter:
+    """A gymnax env behind env_adapters.py's batched contract (reset and step take a batch, one key per env;
+    num_actions and no action_space), counting the traces of its step."""
 
     def __init__(self, env_id: str):
         import gymnax
@@ -767,27 +767,53 @@ class StepBatchAdapter:
         self.num_actions = self.env.num_actions
         self.traced = 0
 
-    def reset(self, key, params):
-        return self.env.reset(key, params)
+    def reset(self, keys, params):
+        import jax
 
-    def step_batch(self, keys, states, actions, params):
+        return jax.vmap(self.env.reset, in_axes=(0, None))(keys, params)
+
+    def step(self, keys, states, actions, params):
         import jax
 
         self.traced += 1
         return jax.vmap(self.env.step, in_axes=(0, 0, 0, None))(keys, states, actions, params)
 
 
-def test_env_timing_steps_an_expensive_env_with_its_step_batch(monkeypatch):
-    """An expensive env (a stand-in for Craftax) is stepped by its adapter's step_batch, --expensive-num-envs at
-    once."""
+def test_env_timing_steps_an_adapted_env_with_its_batched_step(monkeypatch):
+    """An expensive env that env_adapters.py adapts (a stand-in for Craftax) is stepped by its adapter's batched
+    step, --expensive-num-envs at once; a gymnax env by the vmapped gymnax step."""
+    import env_adapters
     import env_timing
 
-    adapter = StepBatchAdapter("CartPole-v1")
-    monkeypatch.setattr(env_timing, "make_env", lambda env_id: (adapter, adapter.default_params))
+    adapter = BatchedAdapter("CartPole-v1")
+    expensive = STUDY.expensive_envs[0]
+    monkeypatch.setattr(env_adapters, "adapted_envs", lambda: (expensive,))
+    monkeypatch.setattr(env_adapters, "make", lambda env_id: (adapter, adapter.default_params))
     args = env_timing.Args(num_envs=64, expensive_num_envs=8, warmup_steps=2, timed_steps=3)
-    result = env_timing.time_env(STUDY.expensive_envs[0], args)
+    result = env_timing.time_env(expensive, args)
     assert adapter.traced == 1 and result["num_envs"] == 8 and result["obs_dim"] == 4 and result["num_actions"] == 2
-    assert env_timing.time_env("CartPole-v1", args)["num_envs"] == 64 and adapter.traced == 2
+    assert env_timing.time_env("CartPole-v1", args)["num_envs"] == 64 and adapter.traced == 1
+
+
+def test_env_timing_checks_out_before_timing(tmp_path):
+    """An --out that cannot be written is refused in one line, exit 2, before any env is timed."""
+    for out in (tmp_path, "/proc/no/such/env_timing.json"):
+        cmd = [sys.executable, str(ROOT / "env_timing.py"), "--envs", "CartPole-v1", "--out", str(out)]
+        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.count("\n") == 1 and "--out" in proc.stderr and str(out) in proc.stderr
+        assert "timing" not in proc.stdout  # refused before the timing starts
+
+
+def test_env_timing_uses_the_adapter_module_not_a_ppo_script():
+    """A timing tool must not pull in a PPO script and its training packages (optax, tensorboardX); flax comes with
+    gymnax."""
+    code = (
+        "import sys, env_timing; print(sorted(m for m in ('ppo_linen', 'optax', 'tensorboardX') if m in sys.modules))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
 
 
 def test_env_timing_ratio_is_per_env_step():
