@@ -404,9 +404,11 @@ SBATCH_OWN = {
 
 
 # What goes into an #SBATCH line. bash reads the line as a comment, up to the newline, so a newline (or any control
-# character) in it would start a shell command: refused. sbatch reads the rest with its own parser, not the shell's:
-# quotes group words, a backslash escapes the next character, an unquoted # starts a comment. So a word with a space,
-# a quote, a backslash or a # goes in double quotes, with " and \ escaped (sbatch_word); nothing else is special.
+# character) in it would start a shell command: refused. sbatch reads the rest with its own parser, not the shell's
+# (_get_argument in Slurm's src/sbatch/opt.c): quotes group words, a backslash escapes the next character, an unquoted
+# # starts a comment, a word may not start with ":", and an empty word ends the line. So a word with a space, a quote,
+# a backslash or a #, or one that starts with ":", goes in double quotes, with " and \ escaped (sbatch_word); an empty
+# word is refused; nothing else is special. (Slurm also blanks the word "packjob" anywhere in an #SBATCH line.)
 def control_characters(text: str) -> list[str]:
     return [c for c in text if ord(c) < 32 or ord(c) == 127]
 
@@ -426,7 +428,7 @@ def sbatch_word(word: str) -> str:
     name, eq, value = word.partition("=")
     if eq and name.startswith("-") and sbatch_word(name) == name:
         return f"{name}={sbatch_word(value)}"
-    if word and not any(c.isspace() or c in "\"'\\#" for c in word):
+    if word and not word.startswith(":") and not any(c.isspace() or c in "\"'\\#" for c in word):
         return word
     return '"' + word.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
@@ -442,10 +444,10 @@ def sbatch_lines(value: str) -> list[str]:
         raise BadOption(f"--slurm-args is not a valid shell word list ({e}): {value!r}") from None
     lines: list[list[str]] = []
     for word in words:
-        if control_characters(word):
+        if control_characters(word) or not word:
             raise BadOption(
-                f"--slurm-args: {word!r} holds a control character (a newline, a tab, ...), which cannot go into "
-                "an #SBATCH line; give sbatch options of printable characters"
+                f"--slurm-args: {word!r} is empty or holds a control character (a newline, a tab, ...), which "
+                "cannot go into an #SBATCH line; give sbatch options of printable characters"
             )
         if word.startswith("-"):
             name = word.split("=", 1)[0]

@@ -356,6 +356,32 @@ def test_a_sweep_on_slurm_runs_each_cell_once_and_resubmitting_skips_completed_r
     assert merged == split and len(merged) == num_runs
 
 
+@needs_slurm
+@pytest.mark.slow
+def test_sbatch_reads_quoted_slurm_args_and_a_log_dir_with_spaces_as_given(cluster, tmp_path):
+    """The #SBATCH lines as the real sbatch reads them: a --comment with quotes, # and $(…) arrives whole, the
+    tasks' output lands in a log dir with spaces, quotes and a %, and nothing of either runs in a shell."""
+    log_dir = tmp_path / "my runs 'q' %x $(touch pwned)"
+    comment = "a b #c 'q' \"d\" \\e $(touch pwned)"
+    one_cell = [*SWEEP[: SWEEP.index("--seeds")], "--seeds", "1", "--iterations", "2", "--frameworks", "linen"]
+    args = ("--slurm", "--log-dir", str(log_dir), *one_cell, "--no-env-timing", "--slurm-args")
+    proc = subprocess.run(
+        ["bash", str(ROOT / "bench.sh"), "--python", sys.executable, *args, f"--comment {shlex.quote(comment)}", *TINY],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "WANDB_MODE": "disabled", **cluster},
+    )
+    job = submitted_job(proc)
+    shown = slurm(cluster, "scontrol", "show", "job", job)
+    assert re.search(rf"^ *Comment={re.escape(comment)} *$", shown, re.M), shown  # scontrol adds a space
+    wait_for_job(cluster, job, log_dir)
+    (output,) = task_outputs(log_dir, job).values()  # {log dir}/logs/slurm/{job}_0.out, the % kept
+    assert re.search(r"^1 completed, 0 failed, 0 skipped$", output, re.M), output[-2000:]
+    assert not list(tmp_path.rglob("pwned")) and not (ROOT / "pwned").exists()
+
+
 def plot(out: Path, *runs_dirs: Path) -> list[tuple]:
     """plot_results.py (tables only) over the folders; the (framework, seed, hostname, device) of each run read."""
     cmd = [sys.executable, str(ROOT / "plot_results.py"), *map(str, runs_dirs), "--out", str(out), "--no-figures"]

@@ -1,0 +1,667 @@
+"""Tests of bench.sh and sweep.py against hostile or unlucky input and starts (issue 25): nothing a user types runs
+as code, a second sweep of a log dir is refused, resume counts only usable runs, signals stop the sweep however it
+was started, timeouts are named, and bad values get one line and exit 2 before anything is made.
+
+Most sweeps here run a stand-in framework (FAKE_SCRIPT, through a study file of their own) that starts in a fraction
+of a second, notes its argv and pid, writes a usable run folder, and can be told to hold until signalled.
+"""
+
+import json
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from test_bench import fake_run, other_study, planned
+
+import sweep
+from helpers import ROOT, STUDY, TINY, read_json
+
+# A stand-in ppo script: notes {"pid", "argv"} in $FAKE_MARKS, writes config.json (its "command" = sys.argv) and, when
+# it completes, a usable run (runlog.is_completed). $FAKE_HOLD: run while that file exists. SIGINT or SIGTERM: an
+# "interrupted" summary and exit 130, like the real scripts, unless $FAKE_LINGER: then it ignores the SIGTERM and
+# outlives any grace.
+FAKE_SCRIPT = """
+import json, os, signal, sys, time
+from pathlib import Path
+
+sys.path.insert(0, {root!r})
+import runlog
+
+def arg(name):
+    return sys.argv[sys.argv.index(name) + 1]
+
+with open(os.environ["FAKE_MARKS"], "a") as f:
+    f.write(json.dumps({{"pid": os.getpid(), "argv": sys.argv}}) + "\\n")
+run_dir = Path(arg("--log-dir")) / f"fake__{{arg('--seed')}}__{{os.getpid()}}"
+run_dir.mkdir(parents=True)
+config = {{key: None for key in runlog.REQUIRED_CONFIG}}
+config.update(command=sys.argv, framework="fake", seed=int(arg("--seed")), num_iterations=1)
+(run_dir / "config.json").write_text(json.dumps(config))
+
+def summary(status):
+    (run_dir / "summary.json").write_text(json.dumps({{"status": status, "iterations_completed": 1, "total_s": 0.1}}))
+
+def stop(signum, frame):
+    summary("interrupted")
+    if os.environ.get("FAKE_LINGER"):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        time.sleep(120)
+    sys.exit(130)
+
+signal.signal(signal.SIGINT, stop)
+signal.signal(signal.SIGTERM, stop)
+hold = os.environ.get("FAKE_HOLD")
+while hold and os.path.exists(hold):
+    time.sleep(0.02)
+from tensorboardX import SummaryWriter
+
+with SummaryWriter(str(run_dir)) as writer:
+    writer.add_scalar("time/iteration", 0.1, 1)
+summary("completed")
+"""
+# One run per seed: the fake framework has one compile mode
+FAKE_SWEEP = [
+    "--experiments",
+    "exp1",
+    "--frameworks",
+    "fake",
+    "--envs",
+    "CartPole-v1",
+    "--sizes",
+    "small",
+    "--no-env-timing",
+]
+
+
+@pytest.fixture
+def fake(tmp_path) -> dict:
+    """The environment of a bench.sh whose study has the stand-in framework "fake"; its marks in tmp_path/marks."""
+    script = tmp_path / "ppo_fake.py"
+    script.write_text(FAKE_SCRIPT.format(root=str(ROOT)))
+    study_env = other_study(tmp_path, f'[frameworks.fake]\nscript = "{script}"\ncompile = ["fast"]\ncolor = "#000"\n')
+    return {**os.environ, "WANDB_MODE": "disabled", **study_env, "FAKE_MARKS": str(tmp_path / "marks")}
+
+
+def marks(tmp_path: Path) -> list[dict]:
+    path = tmp_path / "marks"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def bench_cmd(*args: str) -> list[str]:
+    return ["bash", str(ROOT / "bench.sh"), "--python", sys.executable, *args]
+
+
+def run_bench(*args: str, env: dict, cwd: Path = ROOT, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(bench_cmd(*args), cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def wait_until(condition, timeout: float = 60, what: str = "") -> None:
+    """A safety net for a stuck process, not a timing assertion."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(0.05)
+
+
+def one_line_refusal(proc, *words: str) -> None:
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert all(word in proc.stderr for word in words), proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+# ------------------------------------------------------------------------ 1: nothing in an sbatch script runs
+TINY_EXTRA = ["--", "--num-envs", "4", "--num-steps", "16"]
+
+
+def sbatch_reads(line: str) -> list[str]:
+    """The words sbatch reads from one #SBATCH line, as its parser does (_get_argument, Slurm's src/sbatch/opt.c):
+    whitespace separates, ' or " quote, a backslash escapes the next character, an unquoted # ends the line."""
+    assert line.startswith("#SBATCH"), line
+    words, text, i = [], line[len("#SBATCH") :], 0
+    while True:
+        while i < len(text) and text[i].isspace():
+            i += 1
+        if i >= len(text):
+            return words
+        word, quote, escaped = "", "", False
+        while i < len(text) and (quote or not text[i].isspace()):
+            c, i = text[i], i + 1
+            if escaped:
+                word, escaped = word + c, False
+            elif c == "\\":
+                escaped = True
+            elif quote:
+                if c == quote:
+                    quote = ""
+                else:
+                    word += c
+            elif c in "\"'":
+                quote = c
+            elif c == "#":
+                return words + [word] if word else words
+            else:
+                word += c
+        assert not quote, f"unmatched quote in {line!r}"
+        words.append(word)
+
+
+def slurm_script(tmp_path: Path, log_dir: Path, *args: str) -> str:
+    proc = run_bench(
+        "--dry-run",
+        "--slurm",
+        "--log-dir",
+        str(log_dir),
+        "--experiments",
+        "exp3",
+        "--frameworks",
+        "linen",
+        "--seeds",
+        "1",
+        *args,
+        env={**os.environ},
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.rpartition("\ndry run: ")[0]
+
+
+def test_a_newline_in_slurm_args_is_refused_never_a_command(tmp_path):
+    """The issue's case: a quoted newline in --slurm-args would end the #SBATCH line and run the rest."""
+    for value in ('--comment="x\ntouch ./pwned #"', "--comment 'a\rb'", "--comment '\t'", '--comment ""'):
+        proc = run_bench(
+            "--dry-run",
+            "--slurm",
+            "--no-env-timing",
+            "--experiments",
+            "exp3",
+            "--frameworks",
+            "linen",
+            "--sizes",
+            "small",
+            "--seeds",
+            "1",
+            "--log-dir",
+            str(tmp_path / "runs"),
+            "--slurm-args",
+            value,
+            env={**os.environ},
+            cwd=tmp_path,
+        )
+        one_line_refusal(proc, "--slurm-args", "#SBATCH")
+        assert proc.stdout == ""
+    assert not (tmp_path / "pwned").exists() and not (tmp_path / "runs").exists()
+
+
+def test_slurm_args_become_sbatch_lines_that_sbatch_reads_back_as_given(tmp_path):
+    # a newline between options is only a separator (shlex), each option one #SBATCH line
+    value = '--partition=gpu\n--comment "a b #c \'q\' \\"d\\" \\\\e $(touch pwned)" --mail-user=:me\n-J x'
+    script = slurm_script(tmp_path, tmp_path / "runs", "--slurm-args", value)
+    lines = [line for line in script.splitlines() if line.startswith("#SBATCH")]
+    assert [sbatch_reads(line) for line in lines[-4:]] == [
+        ["--partition=gpu"],
+        ["--comment", "a b #c 'q' \"d\" \\e $(touch pwned)"],
+        ["--mail-user=:me"],
+        ["-J", "x"],
+    ]
+    # bash sees only comments there: every line before "set -euo pipefail" is a comment
+    head = script.split("\nset -euo pipefail\n")[0].splitlines()
+    assert all(line.startswith("#") for line in head), head
+
+
+def test_a_log_dir_with_spaces_quotes_and_dollars_stays_a_path_in_the_sbatch_script(tmp_path):
+    log_dir = tmp_path / "my runs $(touch pwned) `touch pwned` 'q' \"d\" %j #x"
+    script = slurm_script(tmp_path, log_dir, *TINY_EXTRA)
+    (output,) = [line for line in script.splitlines() if line.startswith("#SBATCH --output")]
+    assert sbatch_reads(output) == [f"--output={str(log_dir).replace('%', '%%')}/logs/slurm/%A_%a.out"]
+    # the body, run as array task 0 would run it (its bench.sh call a dry run): the log dir is one word, nothing runs
+    probe = tmp_path / "task.sh"
+    probe.write_text(script.replace('bench.sh --shard "$SHARD"', 'bench.sh --dry-run --shard "$SHARD"'))
+    env = {**os.environ, "SLURM_ARRAY_TASK_ID": "0", "SLURM_ARRAY_JOB_ID": "1"}
+    proc = subprocess.run(["bash", str(probe)], cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr
+    commands = [line for line in proc.stdout.splitlines() if "ppo_linen.py" in line]
+    assert commands and all(shlex.quote(f"{log_dir}/exp3") in line for line in commands)
+    assert not list(tmp_path.glob("pwned*")) and not (ROOT / "pwned").exists()
+
+
+@pytest.mark.parametrize("name", ["runs\nx", "runs\\x"])
+def test_a_log_dir_that_cannot_be_an_sbatch_output_path_is_refused(tmp_path, name):
+    proc = run_bench(
+        "--dry-run",
+        "--slurm",
+        "--experiments",
+        "exp3",
+        "--seeds",
+        "1",
+        "--log-dir",
+        str(tmp_path / name),
+        env={**os.environ},
+        cwd=tmp_path,
+    )
+    one_line_refusal(proc, "--log-dir", "#SBATCH --output")
+    assert proc.stdout == "" and list(tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------------------------- 2: the plan is data, arguments stay as given
+HOSTILE = [
+    "x\ntodo\td\ts\t$(touch ./pwned)",
+    "b1\nb2",
+    'it\'s "q" \\ $HOME `touch pwned2` * ~',
+    "--flag=a b\t c",
+    " ",
+    "",
+    "ü²",
+]
+
+
+def test_arguments_after_dashdash_reach_each_run_exactly_as_given(tmp_path, fake):
+    """Any character (newline, tab, quotes, $(…), backquotes) reaches the run as it was given, in config.json's
+    "command" too, and no extra run appears; the resume finds those runs by that command."""
+    log_dir = tmp_path / "runs"
+    proc = run_bench("--log-dir", str(log_dir), *FAKE_SWEEP, "--seeds", "2", "--", *HOSTILE, env=fake, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "2 completed, 0 failed, 0 skipped"
+    argvs = [mark["argv"] for mark in marks(tmp_path)]
+    assert len(argvs) == 2 and [argv[argv.index("--seed") + 1] for argv in argvs] == ["1", "2"]
+    assert all(argv[-len(HOSTILE) :] == HOSTILE for argv in argvs)
+    commands = sorted(read_json(p)["command"] for p in (log_dir / "exp1").glob("*/config.json"))
+    assert commands == sorted(argvs)
+    assert not list(tmp_path.glob("pwned*")) and not list(ROOT.glob("pwned*"))
+    again = run_bench("--log-dir", str(log_dir), *FAKE_SWEEP, "--seeds", "2", "--", *HOSTILE, env=fake, cwd=tmp_path)
+    assert again.stdout.strip().splitlines()[-1] == "0 completed, 0 failed, 2 skipped", again.stdout + again.stderr
+
+
+def test_the_dry_run_prints_one_line_per_run_that_bash_reads_back(tmp_path):
+    proc = run_bench(
+        "--dry-run",
+        "--log-dir",
+        str(tmp_path / "runs"),
+        "--experiments",
+        "exp3",
+        "--frameworks",
+        "linen",
+        "--sizes",
+        "small",
+        "--seeds",
+        "1",
+        "--",
+        *HOSTILE,
+        env={**os.environ},
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    *lines, count = proc.stdout.splitlines()
+    assert count.startswith(f"dry run: {len(lines)} runs") and len(lines) == len(STUDY.frameworks["linen"].compile)
+    for line in lines:
+        argv = subprocess.run(
+            ["bash", "-c", f"{sys.executable} -c 'import json, sys; print(json.dumps(sys.argv[1:]))' {line}"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        ).stdout
+        assert json.loads(argv)[-len(HOSTILE) :] == HOSTILE
+    assert not list(tmp_path.glob("pwned*"))
+
+
+@pytest.mark.slow
+def test_a_real_run_gets_hostile_arguments_as_given(tmp_path):
+    """The linen script itself, tiny: config.json's "command" holds the hostile value as given."""
+    value = "x\ntodo\td\ts\t$(touch ./pwned) 'q' \"d\" \\"
+    log_dir = tmp_path / "runs"
+    proc = run_bench(
+        "--log-dir",
+        str(log_dir),
+        "--experiments",
+        "exp1",
+        "--frameworks",
+        "linen",
+        "--envs",
+        "CartPole-v1",
+        "--sizes",
+        "small",
+        "--seeds",
+        "1",
+        "--no-env-timing",
+        "--",
+        *TINY,
+        "--wandb-project-name",
+        value,
+        env={**os.environ, "WANDB_MODE": "disabled"},
+        cwd=tmp_path,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    (config,) = [read_json(p) for p in (log_dir / "exp1").glob("*/config.json")]
+    assert config["command"][-1] == value and config["wandb_project_name"] == value
+    assert not (tmp_path / "pwned").exists()
+
+
+# -------------------------------------------------------------------------- 6: one sweep per log dir and shard
+def test_a_second_sweep_of_the_same_log_dir_and_shard_is_refused(tmp_path, fake):
+    log_dir, hold = tmp_path / "runs", tmp_path / "hold"
+    hold.touch()
+    args = ("--log-dir", str(log_dir), *FAKE_SWEEP, "--seeds", "2")
+    first = subprocess.Popen(
+        bench_cmd(*args, "--shard", "0/2"),
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**fake, "FAKE_HOLD": str(hold)},
+        start_new_session=True,
+    )
+    try:
+        wait_until(lambda: len(marks(tmp_path)) == 1, what="the first sweep's run")
+        second = run_bench(*args, "--shard", "0/2", env=fake, cwd=tmp_path, timeout=30)
+        one_line_refusal(second, "another sweep", "shard 0/2", f"pid {first.pid}")
+        assert second.stdout == "" and len(marks(tmp_path)) == 1  # no header, no run
+        other_shard = run_bench(*args, "--shard", "1/2", env=fake, cwd=tmp_path, timeout=60)  # side by side
+        assert other_shard.returncode == 0, other_shard.stdout + other_shard.stderr
+        assert len(marks(tmp_path)) == 2
+    finally:
+        hold.unlink()
+        out, err = first.communicate(timeout=60)
+    assert first.returncode == 0, out + err
+    assert out.strip().splitlines()[-1] == "1 completed, 0 failed, 0 skipped"
+    again = run_bench(*args, "--shard", "0/2", env=fake, cwd=tmp_path)  # the first one is gone: the lock with it
+    assert again.returncode == 0 and again.stdout.strip().splitlines()[-1] == "0 completed, 0 failed, 1 skipped"
+
+
+# ---------------------------------------------------------------- 7: one definition of a usable completed run
+def test_a_completed_run_whose_events_are_unusable_is_redone(tmp_path):
+    log_dir = tmp_path / "runs"
+    (jit, _none) = planned(log_dir, "exp2", "CartPole-v1")
+    run_dir = fake_run(log_dir, "exp2", "completed", jit, "a")
+
+    def done() -> list[bool]:
+        return [("--compile jit" in line) for line in dry_lines(log_dir) if line.startswith("# done: ")]
+
+    assert done() == [True]  # usable: skipped
+    (events,) = run_dir.glob("events.out.tfevents.*")
+    content = events.read_bytes()
+    events.write_bytes(b"garbage, not a TFRecord" * 10)
+    assert done() == []  # unreadable events: redone
+    events.write_bytes(content)
+    (run_dir / f"{events.name}.2").write_bytes(content)  # two events files: neither series can be trusted
+    assert done() == []
+    (run_dir / f"{events.name}.2").unlink()
+    assert done() == [True]
+    summary = read_json(run_dir / "summary.json")
+    (run_dir / "summary.json").write_text(json.dumps({**summary, "iterations_completed": 3}))  # events hold 2
+    assert done() == []
+    (run_dir / "summary.json").write_text(json.dumps({**summary, "iterations_completed": 0}))
+    assert done() == []
+
+
+def dry_lines(log_dir: Path) -> list[str]:
+    proc = run_bench(
+        "--dry-run",
+        "--log-dir",
+        str(log_dir),
+        "--experiments",
+        "exp2",
+        "--frameworks",
+        "linen",
+        "--envs",
+        "CartPole-v1",
+        "--sizes",
+        "small",
+        "--seeds",
+        "1",
+        env={**os.environ},
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.splitlines()[:-1]
+
+
+# ------------------------------------------------------------------ 8: arguments after -- the sweep sets itself
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["--seed", "7"],
+        ["--seed=7"],
+        ["--env", "Acrobot-v1"],
+        ["--env=Acrobot-v1"],
+        ["--model-size", "large"],
+        ["--model_size=large"],
+        ["--compile", "none"],
+        ["--log-dir", "elsewhere"],
+        ["--log_dir", "elsewhere"],
+        ["--log-dir=elsewhere"],
+        ["--exp-name", "mine"],
+        ["--exp_name=mine"],
+        ["--no-sync-timing"],
+        ["--sync-timing"],
+        ["--no_sync_timing"],
+        ["--num-envs", "4", "--seed", "7"],
+    ],
+)
+def test_an_argument_after_dashdash_that_the_sweep_sets_is_refused(tmp_path, extra):
+    proc = run_bench(
+        "--dry-run", "--log-dir", str(tmp_path / "runs"), "--experiments", "exp3", "--", *extra, env={**os.environ}
+    )
+    flag = next(arg for arg in extra if arg not in ("--num-envs", "4")).split("=")[0]
+    one_line_refusal(proc, flag, "after --")
+    assert proc.stdout == ""
+
+
+def test_num_iterations_and_tag_after_dashdash_are_refused_only_when_the_sweep_sets_them(tmp_path):
+    args = ("--dry-run", "--log-dir", str(tmp_path / "runs"), "--experiments", "exp3", "--seeds", "1")
+    one_line_refusal(
+        run_bench(*args, "--iterations", "2", "--", "--num-iterations", "3", env={**os.environ}),
+        "--num-iterations",
+        "--iterations",
+    )
+    one_line_refusal(run_bench(*args, "--tag", "a", "--", "--tag=b", env={**os.environ}), "--tag")
+    alone = run_bench(*args, "--", "--num-iterations", "3", "--tag", "b", "--num_envs", "8", env={**os.environ})
+    assert alone.returncode == 0, alone.stderr
+    assert all(line.endswith("--num-iterations 3 --tag b --num_envs 8") for line in alone.stdout.splitlines()[:-1])
+
+
+# -------------------------------------------------------------------- 12: signals, however bench.sh was started
+# Each starts bench.sh as a script or a service would, in a session of its own (which the test signals as a
+# whole, like a Ctrl-C or a `kill -- -PGID`); the starter waits for bench.sh and notes its exit code.
+STARTERS = {
+    # a script's `./bench.sh &`: bash starts a background job with SIGINT (and SIGQUIT) ignored
+    "background of a script": 'trap : INT TERM; "$@" & pid=$!',
+    # `nohup ./bench.sh &` in a script: SIGHUP ignored too
+    "nohup in a script": 'trap : INT TERM; nohup "$@" & pid=$!',
+    # a parent that ignores SIGTERM (so does bench.sh then, at its start)
+    "SIGTERM ignored at start": (
+        f'trap : INT TERM; {shlex.quote(sys.executable)} -c "import os, signal, sys; '
+        'signal.signal(signal.SIGTERM, signal.SIG_IGN); os.execvp(sys.argv[1], sys.argv[1:])" "$@" & pid=$!'
+    ),
+}
+STARTER_TAIL = '\necho $pid > "$PIDFILE"\nwhile :; do wait $pid; rc=$?; kill -0 $pid 2>/dev/null || break; done\n' + (
+    'echo $rc > "$RCFILE"\n'
+)
+
+
+@pytest.mark.parametrize(
+    "starter,signum",
+    [
+        ("background of a script", signal.SIGINT),
+        ("nohup in a script", signal.SIGINT),
+        ("background of a script", signal.SIGTERM),
+        ("SIGTERM ignored at start", signal.SIGTERM),
+    ],
+)
+def test_a_signal_stops_the_sweep_however_it_was_started(tmp_path, fake, starter, signum):
+    hold = tmp_path / "hold"
+    hold.touch()
+    starter_script = tmp_path / "starter.sh"
+    starter_script.write_text(STARTERS[starter] + STARTER_TAIL)
+    env = {**fake, "FAKE_HOLD": str(hold), "PIDFILE": str(tmp_path / "pid"), "RCFILE": str(tmp_path / "rc")}
+    args = ("--log-dir", str(tmp_path / "runs"), *FAKE_SWEEP, "--seeds", "2")
+    with open(tmp_path / "out", "w") as out:
+        proc = subprocess.Popen(
+            ["bash", str(starter_script), *bench_cmd(*args)],
+            cwd=tmp_path,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
+    try:
+        wait_until(lambda: len(marks(tmp_path)) == 1, what="the first run")
+        os.killpg(proc.pid, signum)
+        # the sweep stops; were the signal lost on bench.sh, the second run would start and hold
+        wait_until(lambda: (tmp_path / "rc").exists() or len(marks(tmp_path)) > 1, what="the sweep's end")
+        time.sleep(0.2)  # a second run, if any, has time to note itself
+        started = len(marks(tmp_path))
+    finally:
+        hold.unlink()
+        try:
+            proc.wait(timeout=60)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+    output = (tmp_path / "out").read_text()
+    assert started == 1, output
+    assert (tmp_path / "rc").read_text().strip() == "130", output
+    assert re.search(r"^\[1/2\] exp1 CartPole-v1 fake small fast seed 1 \.\.\. interrupted in ", output, re.M), output
+    assert "0 completed, 0 failed, 0 skipped" in output and "run the same command again to resume" in output
+    (summary,) = (tmp_path / "runs" / "exp1").glob("*/summary.json")
+    assert read_json(summary)["status"] == "interrupted"
+
+
+def test_a_run_stopped_by_a_signal_of_its_own_is_reported_interrupted_and_the_sweep_goes_on(tmp_path, fake):
+    hold = tmp_path / "hold"
+    hold.touch()
+    args = ("--log-dir", str(tmp_path / "runs"), *FAKE_SWEEP, "--seeds", "2")
+    proc = subprocess.Popen(
+        bench_cmd(*args),
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**fake, "FAKE_HOLD": str(hold)},
+        start_new_session=True,
+    )
+    try:
+        wait_until(lambda: len(marks(tmp_path)) == 1, what="the first run")
+        os.kill(marks(tmp_path)[0]["pid"], signal.SIGINT)  # to that run alone
+        wait_until(lambda: len(marks(tmp_path)) == 2, what="the second run")
+    finally:
+        hold.unlink()
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, out + err  # not every run completed
+    assert re.search(r"^\[1/2\] .* seed 1 \.\.\. interrupted \(exit 130: .*\) in ", out, re.M), out
+    assert re.search(r"^\[2/2\] .* seed 2 \.\.\. completed in ", out, re.M), out
+    assert out.strip().splitlines()[-1] == "1 completed, 0 failed, 0 skipped, 1 interrupted"
+
+
+# ----------------------------------------------------------------------------------- 14: the timeout's grace
+@pytest.mark.parametrize("linger,words", [(False, "timed out (--timeout 1)"), (True, "timed out (--timeout 1, killed")])
+def test_a_run_past_its_timeout_is_reported_timed_out_even_when_killed(tmp_path, fake, linger, words):
+    hold = tmp_path / "hold"
+    hold.touch()
+    env = {**fake, "FAKE_HOLD": str(hold), **({"FAKE_LINGER": "1"} if linger else {})}
+    try:
+        proc = run_bench(
+            "--log-dir",
+            str(tmp_path / "runs"),
+            *FAKE_SWEEP,
+            "--seeds",
+            "1",
+            "--timeout",
+            "1",
+            "--kill-after",
+            "1",
+            env=env,
+            cwd=tmp_path,
+            timeout=60,
+        )
+    finally:
+        hold.unlink()
+    assert re.search(rf"^\[1/1\] .* seed 1 \.\.\. {re.escape(words)}", proc.stdout, re.M), proc.stdout + proc.stderr
+    (summary,) = (tmp_path / "runs" / "exp1").glob("*/summary.json")
+    assert read_json(summary)["status"] == "interrupted"  # its summary, written after the SIGTERM
+    assert proc.returncode == 1 and proc.stdout.strip().splitlines()[-1] == "0 completed, 1 failed, 0 skipped"
+
+
+def test_kill_after_sets_the_grace_and_the_slurm_time_limit(tmp_path):
+    script = slurm_script(tmp_path, tmp_path / "runs", "--timeout", "100", "--kill-after", "20", "--slurm-tasks", "1")
+    runs = (
+        len(STUDY.experiments["exp3"].envs)
+        * len(STUDY.experiments["exp3"].sizes)
+        * len(STUDY.frameworks["linen"].compile)
+    )
+    minutes = -(-(runs * (100 + 20) + sweep.TIME_MARGIN_S) // 60)
+    assert f"\n#SBATCH --time=0-{minutes // 60:02d}:{minutes % 60:02d}:00\n" in script
+    assert "--timeout 100 --kill-after 20" in script  # each task's bench.sh gets it
+    for args, bad in [
+        (["--kill-after", "5"], "--kill-after needs --timeout"),
+        (["--timeout", "9", "--kill-after", "soon"], "'soon'"),
+    ]:
+        one_line_refusal(run_bench("--dry-run", *args, env={**os.environ}), bad)
+
+
+# ------------------------------------------------------------------------------------------ 16, 17, 18: refusals
+@pytest.mark.parametrize(
+    "args,bad",
+    [
+        (["--seeds", "²"], "²"),
+        (["--seeds", "٣"], "٣"),
+        (["--iterations", "²"], "²"),
+        (["--shard", "²/3"], "²/3"),
+        (["--shard", "0/³"], "0/³"),
+        (["--slurm", "--slurm-tasks", "²"], "²"),
+        (["--slurm", "--slurm-parallel", "²"], "²"),
+    ],
+)
+def test_unicode_digits_are_refused_with_one_line(tmp_path, args, bad):
+    proc = run_bench(
+        "--dry-run", "--log-dir", str(tmp_path / "runs"), "--experiments", "exp3", *args, env={**os.environ}
+    )
+    one_line_refusal(proc, bad)
+
+
+@pytest.mark.parametrize("env_id", ["Pendulum-v1", "MountainCarContinuous-v0", "Nope-v0"])
+def test_an_env_the_scripts_cannot_train_is_refused_before_the_sweep(tmp_path, fake, env_id):
+    proc = run_bench(
+        "--log-dir",
+        str(tmp_path / "runs"),
+        "--experiments",
+        "exp1",
+        "--frameworks",
+        "fake",
+        "--envs",
+        f"CartPole-v1,{env_id}",
+        "--no-env-timing",
+        env=fake,
+    )
+    one_line_refusal(proc, env_id, "CartPole-v1", "Catch-bsuite", STUDY.expensive_envs[0])  # names what can be trained
+    assert proc.stdout == "" and not (tmp_path / "runs").exists() and marks(tmp_path) == []
+
+
+def test_why_untrainable_agrees_with_the_study():
+    assert [env for env in STUDY.every_env if sweep.why_untrainable(env)] == []
+    assert "Box" in sweep.why_untrainable("Pendulum-v1") and sweep.why_untrainable("Catch-bsuite") is None
+
+
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_a_log_dir_that_is_a_file_is_refused_before_anything(tmp_path, dry_run):
+    a_file = tmp_path / "a_file"
+    a_file.write_text("not a folder")
+    for log_dir in (a_file, a_file / "runs"):
+        proc = run_bench(
+            *(["--dry-run"] if dry_run else []),
+            "--log-dir",
+            str(log_dir),
+            "--experiments",
+            "exp3",
+            "--no-env-timing",
+            env={**os.environ},
+        )
+        one_line_refusal(proc, str(a_file), "not a folder")
+        assert proc.stdout == ""  # no header
+    assert a_file.read_text() == "not a folder"
