@@ -20,7 +20,7 @@ from study import Study  # noqa: E402
 MARKERS = ("o", "s", "^", "D", "v", "P")
 SPEEDUP_LABEL = "speedup A → B = time A / time B\n(above 1×: B is faster)"
 INTERVAL = f"{BOOTSTRAP_LEVEL:.0%} cluster-bootstrap interval"
-INTERVAL_GID = "interval"  # the gid of every drawn interval bar, so that tests can find them
+INTERVAL_GID, CENTRE_GID = "interval", "centre"  # the gids of the tables' intervals and estimates, found by tests
 
 
 # ---------------------------------------------------------------------------------------------- palettes
@@ -184,7 +184,10 @@ def intervals(ax, x, centre, low, high, color, label=None, marker="o") -> None:
         bars.set_gid(INTERVAL_GID)
         for end in (low[has], high[has]):
             ax.hlines(end, x[has] - 0.06, x[has] + 0.06, color=dark, lw=1.6, zorder=3)
-    ax.scatter(x, centre, color=color, marker=marker, s=50, zorder=4, edgecolors=dark, linewidths=1.0, label=label)
+    marks = ax.scatter(
+        x, centre, color=color, marker=marker, s=50, zorder=4, edgecolors=dark, linewidths=1, label=label
+    )
+    marks.set_gid(CENTRE_GID)
 
 
 def speedup_cells(ax, ratios: pd.DataFrame, cells: pd.DataFrame, hue: str, order, palette, pairs) -> None:

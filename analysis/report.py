@@ -94,14 +94,10 @@ def left_out_markdown(r: Results) -> str:
     columns = ["model_size", "env", "tag", "num_iterations", "batch_size", "framework"]
     rows = r.left_out.join(r.summary[columns], on="run")
     by = ["experiment", "model_size", "env", "tag", "num_iterations", "batch_size", "reason"]
-    table = (
-        rows.groupby(by, sort=False, dropna=False)
-        .agg(
-            metrics=("metric", lambda m: ", ".join(dict.fromkeys(m))),
-            runs=("framework", lambda f: ", ".join(f"{n} {fw}" for fw, n in f.value_counts(sort=False).items())),
-        )
-        .reset_index()
-    )
+    metrics = rows.groupby(by, sort=False, dropna=False)["metric"].agg(lambda m: ", ".join(dict.fromkeys(m)))
+    frameworks = rows.drop_duplicates([*by, "run"]).groupby(by, sort=False, dropna=False)["framework"]
+    runs = frameworks.agg(lambda f: ", ".join(f"{n} {fw}" for fw, n in f.value_counts(sort=False).items()))
+    table = pd.DataFrame({"runs": runs, "metrics": metrics}).reset_index()
     table = table[[*by[:-1], "runs", "metrics", "reason"]].rename(
         columns={"model_size": "size", "num_iterations": "iterations", "batch_size": "batch"}
     )

@@ -8,6 +8,7 @@ import importlib
 import itertools
 import json
 import math
+import re
 import statistics
 from pathlib import Path
 
@@ -853,3 +854,148 @@ def test_cost_correlation_by_hand():
     rising = stats.cost_correlation(cost, speedup[::-1])
     assert rising["rho"] == pytest.approx(1.0) and rising["rho_low"] == pytest.approx(1.0)
     assert math.isnan(stats.cost_correlation(cost[:4], speedup[:4])["rho"])
+
+
+# ------------------------------------------------------------------------ figures draw the tables' intervals
+def drawn(fig, gid: str) -> list[float]:
+    """The y values of the marks with gid in a figure: the ends of every interval bar, or every estimate."""
+    from analysis.plotting import INTERVAL_GID
+
+    values = []
+    for collection in (c for ax in fig.axes for c in ax.collections if c.get_gid() == gid):
+        if gid == INTERVAL_GID:
+            values += [float(y) for segment in collection.get_segments() for y in (segment[0][1], segment[1][1])]
+        else:
+            values += [float(y) for y in collection.get_offsets()[:, 1]]
+    return sorted(values)
+
+
+def table_values(cells: pd.DataFrame) -> tuple[list[float], list[float]]:
+    """(every interval's ends, every geometric mean) of some rows of speedups.csv."""
+    with_interval = cells.dropna(subset=["ci_low"])
+    return sorted([*with_interval["ci_low"], *with_interval["ci_high"]]), sorted(cells["geomean"])
+
+
+@pytest.mark.parametrize(
+    "kind,owner,metrics",
+    [
+        ("speedups", "exp1", ["total"]),
+        ("steady_speedups", "exp1", ["steady"]),
+        ("rollout_update", "exp2", ["rollout", "update"]),
+    ],
+)
+def test_speedup_figures_draw_the_intervals_the_tables_print(study_out, kind, owner, metrics):
+    """Every interval bar of a speedup figure is a (ci_low, ci_high) of speedups.csv for its experiment, and every
+    estimate a geomean: the same numbers, no other (no boxes, no min-max bars)."""
+    from analysis.plotting import CENTRE_GID, INTERVAL_GID
+
+    runs, out = study_out
+    r = analysis_of(out / "runs.csv", out.parent / "timing.json")
+    fig = figures.KINDS[kind].draw(r, owner)
+    table = pd.read_csv(out / "speedups.csv")
+    ends, geomeans = table_values(table[table["metric"].isin(metrics) & (table["experiment"] == owner)])
+    assert len(ends) >= 4 and drawn(fig, INTERVAL_GID) == pytest.approx(ends, rel=1e-12)
+    assert drawn(fig, CENTRE_GID) == pytest.approx(geomeans, rel=1e-12)
+    assert not [p for ax in fig.axes for p in ax.patches]  # no boxes
+    figures.plt.close(fig)
+
+
+def test_the_platform_figure_draws_each_tags_intervals(study_out):
+    """The platform comparison's speedups per tag: the cells of REPORT.md's per-tag tables."""
+    from analysis.plotting import CENTRE_GID, INTERVAL_GID
+
+    runs, out = study_out
+    r = analysis_of(out / "runs.csv", out.parent / "timing.json")
+    tables = r.platform_speedups["exp4"]
+    assert set(tables) == {"linux", "mac"}
+    cells = pd.concat(tables.values())
+    assert set(cells["experiment"]) == {"exp1"}  # the experiment exp4 repeats
+    ends, geomeans = table_values(cells)
+    fig = figures.KINDS["tags"].draw(r, "exp4")
+    assert ends and drawn(fig, INTERVAL_GID) == pytest.approx(ends, rel=1e-12)
+    assert drawn(fig, CENTRE_GID) == pytest.approx(geomeans, rel=1e-12)
+    report = (out / "REPORT.md").read_text().split("### Total-time speedups per tag (exp4)")[1]
+    linux = tables["linux"].set_index(["size", "pair"]).loc[("small", "torch->linen")]
+    assert f"[{linux['ci_low']:.2f}, {linux['ci_high']:.2f}]" in report.split("Tag `mac`")[0]
+    figures.plt.close(fig)
+
+
+# ---------------------------------------------------------------------- the experiments' roles, from the study
+RENAMED = {"exp1": "overall", "exp2": "rollout", "exp3": "sizes", "exp4": "platforms", "exp5": "craftax"}
+
+
+def test_no_analysis_code_names_an_experiment():
+    names = [*STUDY.experiments, *STUDY.platforms]
+    for path in [ROOT / "plot_results.py", *sorted((ROOT / "analysis").glob("*.py"))]:
+        text = path.read_text()
+        assert not re.search(r"\bexp\d", text), path
+        assert not [name for name in names if f'"{name}"' in text or f"'{name}'" in text], path
+
+
+@pytest.mark.slow
+def test_the_experiments_roles_come_from_the_study(tmp_path, monkeypatch):
+    """study.toml with every experiment renamed: the same analysis, under the new names (figures, tables, README)."""
+    text = re.sub(r"\bexp(\d)\b", lambda m: RENAMED[m.group(0)], study.DEFAULT_PATH.read_text())
+    (tmp_path / "study.toml").write_text(text)
+    monkeypatch.setenv(study.PATH_VARIABLE, str(tmp_path / "study.toml"))
+    study._load.cache_clear()
+    try:
+        renamed = study.load()
+        assert (renamed.headline, renamed.platforms["platforms"].repeats) == ("overall", "overall")
+        root = tmp_path / "runs"
+        for env, (framework, mode), tag in itertools.product(ENV_FACTOR, DEFAULT_MODES, TAG_FACTOR):
+            write_run(root, env, framework, "small", mode, 1, sync=False, tag=tag)
+        for framework, mode in MODES:
+            write_run(root, "CartPole-v1", framework, "small", mode, 1, sync=True)
+            write_run(root, "Acrobot-v1", framework, "large", mode, 1, sync=True)
+        for env, (framework, mode), sync in itertools.product(EXPENSIVE_FACTOR, DEFAULT_MODES, (False, True)):
+            write_run(root, env, framework, "small", mode, 1, sync=sync)
+        out = tmp_path / "out"
+        plot_results.main(
+            [str(root), "--out", str(out), "--env-timing", str(write_timing(tmp_path / "timing.json"))]
+            + ["--readme-block", str(tmp_path / "block.md")]
+        )
+    finally:
+        study._load.cache_clear()
+    assert {p.name for p in out.glob("*.png")} == {
+        "overall_total.png",
+        "overall_speedups.png",
+        "overhead_windows.png",
+        "steady_speedups.png",
+        "rollout_rollout_update.png",
+        "sizes_compile_modes.png",
+        "platforms_tags.png",
+        "speedup_vs_env_cost.png",
+    }
+    speedups = pd.read_csv(out / "speedups.csv")
+    assert set(speedups["experiment"]) == {"overall", "rollout", "sizes", "craftax"}
+    summary = pd.read_csv(out / "summary.csv")
+    assert "overall platforms" in set(summary["experiments"])
+    block, report = (tmp_path / "block.md").read_text(), (out / "REPORT.md").read_text()
+    assert "(overall: " in block and "(craftax: " not in block
+    assert "### Total-time speedups per tag (platforms)" in report and "## Iteration windows (overall," in report
+    assert not re.search(r"\bexp\d", block + report)
+
+
+@pytest.mark.parametrize(
+    "old,new,named",
+    [
+        ('figures = ["compile_modes"]', 'figures = ["compile_mode"]', "'compile_mode'; valid: total"),
+        ('figures = ["compile_modes"]', 'figures = ["tags"]', "lists figure 'tags'"),
+        ('figures = ["compile_modes"]', 'figures = ["steady_speedups"]', "listed by exp1 and exp3"),
+    ],
+)
+def test_a_figure_the_analysis_cannot_draw_is_refused(tmp_path, monkeypatch, capsys, old, new, named):
+    text = study.DEFAULT_PATH.read_text()
+    assert old in text
+    (tmp_path / "study.toml").write_text(text.replace(old, new))
+    monkeypatch.setenv(study.PATH_VARIABLE, str(tmp_path / "study.toml"))
+    study._load.cache_clear()
+    try:
+        with pytest.raises(SystemExit) as exit_info:
+            plot_results.main(["--csv", str(write_runs_csv(tmp_path / "a.csv", [])), "--out", str(tmp_path / "out")])
+    finally:
+        study._load.cache_clear()
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert exit_info.value.code == 2 and len(errors) == 1 and named in errors[0]
+    assert not (tmp_path / "out").exists()

@@ -53,7 +53,7 @@ def test_the_study_as_committed():
 
 
 def test_the_expensive_envs_join_exp5_only():
-    """exp1-exp3 keep the gymnax envs ("all"); exp5 runs the Craftax envs, every size, default modes, sync off and on."""
+    """exp1-exp3 keep the gymnax envs ("all"); exp5 runs the Craftax envs, every size, default modes, sync off, on."""
     for name in ("exp1", "exp2"):
         assert STUDY.experiments[name].envs == STUDY.envs
     others = {env for exp in STUDY.experiments.values() if exp.name != "exp5" for env in exp.envs}
@@ -95,6 +95,39 @@ def test_sync_settings(tmp_path, value, syncs):
 def test_a_bad_experiment_is_named(tmp_path, old, new, named):
     with pytest.raises(ValueError, match=named):
         study.parse(edited_study(tmp_path, old, new))
+
+
+def test_the_analysis_roles_as_committed():
+    """The headline experiment, the figures of each experiment and the platform comparison that repeats exp1."""
+    assert STUDY.headline == "exp1"
+    assert set(STUDY.platforms) == {"exp4"} and STUDY.platforms["exp4"].repeats == "exp1"
+    assert STUDY.platforms["exp4"].figures == ("tags",) and "exp4" not in STUDY.experiments  # bench.sh runs no exp4
+    assert STUDY.experiments["exp1"].figures[:2] == ("total", "speedups")
+    assert all(exp.figures for exp in STUDY.experiments.values())
+
+
+@pytest.mark.parametrize(
+    "old,new,named",
+    [
+        ('headline = "exp1"', 'headline = "exp9"', "headline = 'exp9'"),
+        ('repeats = "exp1"', 'repeats = "exp4"', "platform exp4 repeats 'exp4'"),
+        ('figures = ["compile_modes"]', 'figures = "compile_modes"', "exp3's figures"),
+        ("[platforms.exp4]", "[platforms.exp1]", "both an experiment and a platform"),
+    ],
+)
+def test_a_bad_analysis_role_is_named(tmp_path, old, new, named):
+    with pytest.raises(ValueError, match=named):
+        study.parse(edited_study(tmp_path, old, new))
+
+
+def test_the_roles_have_defaults(tmp_path):
+    """No [analysis] table: the first experiment is the headline; no [platforms]: no platform comparison."""
+    text = study.DEFAULT_PATH.read_text()
+    text = text.split("# Platform comparisons")[0]  # drops [platforms.exp4] and [analysis], the last tables
+    path = tmp_path / "study.toml"
+    path.write_text(text)
+    parsed = study.parse(path)
+    assert parsed.headline == next(iter(parsed.experiments)) and parsed.platforms == {}
 
 
 def test_an_experiment_may_list_gymnax_and_expensive_envs(tmp_path):

@@ -1,0 +1,309 @@
+"""plot_results.py given what it should refuse or survive: an --out holding more than it would write, runs that share
+a folder name, runs of other lengths or batch sizes, broken run folders, garbage files.
+
+Every test goes through plot_results.main, as a user would, so that it holds for any layout of the analysis code.
+"""
+
+import itertools
+import os
+import re
+from pathlib import Path
+from typing import NamedTuple
+
+import pandas as pd
+import pytest
+from tensorboardX import SummaryWriter
+from test_plot_results import BATCH, write_run
+
+import plot_results
+from helpers import STUDY
+
+ENVS = ["CartPole-v1", "Acrobot-v1", "MountainCar-v0", "DiscountingChain-bsuite"]
+NNX_RATIO = {"CartPole-v1": 1.0, "Acrobot-v1": 1.5, "MountainCar-v0": 2.0, "DiscountingChain-bsuite": 3.0}
+
+
+def csv_run(env, framework, seed, iterations=10, batch=BATCH, tag="t", host="h", completed=None) -> list[dict]:
+    """The rows of one exp1 run in a runs.csv: every iteration takes 1 s; nnx is NNX_RATIO[env] times slower."""
+    total = 10.0 * (NNX_RATIO[env] if framework == "nnx" else 1.0) * (1.0 + 0.1 * seed)
+    start = f"2025-01-01T00:00:00 {env} {framework} {seed} {iterations} {batch}"  # a start time of its own
+    return [
+        {
+            "run": f"{env}__{framework}__small__{STUDY.default_compile(framework)}__{seed}__1700000000",
+            "iteration": i,
+            "step": (i + 1) * batch,
+            "time/iteration": 1.0,
+            "env": env,
+            "framework": framework,
+            "model_size": "small",
+            "compile": STUDY.default_compile(framework),
+            "seed": seed,
+            "tag": tag,
+            "sync_timing": False,
+            "num_iterations": iterations,
+            "batch_size": batch,
+            "hostname": host,
+            "command": f"ppo_{framework}.py --env {env} --seed {seed} --tag {tag}",
+            "start_time": start,
+            "status": "completed",
+            "iterations_completed": iterations if completed is None else completed,
+            "total_s": total,
+        }
+        for i in range(iterations)
+    ]
+
+
+def write_csv(path: Path, runs: list[list[dict]]) -> Path:
+    pd.DataFrame([row for run in runs for row in run]).to_csv(path, index=False)
+    return path
+
+
+def linen_nnx(envs, seeds=(1, 2), **options) -> list[list[dict]]:
+    return [csv_run(env, fw, seed, **options) for env in envs for fw in ("linen", "nnx") for seed in seeds]
+
+
+class Outcome(NamedTuple):
+    code: int  # exit status
+    errors: list[str]  # the error lines on stderr
+    stdout: str
+
+
+def analyse(capsys, *args) -> Outcome:
+    """plot_results.main(args), as from the command line."""
+    capsys.readouterr()
+    try:
+        plot_results.main([str(a) for a in args])
+        code = 0
+    except SystemExit as e:
+        code = e.code
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    return Outcome(code, [line for line in captured.err.splitlines() if line.startswith("error:")], captured.out)
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def leftovers(folder: Path) -> list[str]:
+    """Temporary folders of plot_results left beside folder."""
+    return [p.name for p in folder.parent.iterdir() if p.name.startswith(f".{folder.name}.")]
+
+
+# ----------------------------------------------------------------------- issue 25, item 3: no data loss
+@pytest.fixture
+def full_out(tmp_path, capsys) -> Path:
+    """A results folder of 4 envs (16 runs), with a figure of this tool and files that are not its own."""
+    out = tmp_path / "results"
+    code, _, _ = analyse(
+        capsys, "--csv", write_csv(tmp_path / "all.csv", linen_nnx(ENVS)), "--out", out, "--no-figures"
+    )
+    assert code == 0
+    (out / "exp1_total.png").write_bytes(b"a figure of an earlier call")
+    (out / "README.md").write_text("my reading of these results\n")
+    (out / "runs").mkdir()
+    (out / "runs" / "config.json").write_text("{not a run of this study")  # e.g. the run folders themselves
+    return out
+
+
+def test_out_holding_more_runs_is_refused_and_left_whole(full_out, tmp_path, capsys):
+    """A call given 4 of the 16 runs into that folder: refused with one line naming it and --force, exit 2, every
+    file as it was and no temporary folder left; with --force the tables are replaced and the other files kept."""
+    before = snapshot(full_out)
+    fewer = write_csv(tmp_path / "fewer.csv", linen_nnx(ENVS[:1]))
+    code, errors, _ = analyse(capsys, "--csv", fewer, "--out", full_out, "--no-figures")
+    assert code == 2 and len(errors) == 1
+    assert str(full_out) in errors[0] and "--force" in errors[0] and "12 of its 16 runs" in errors[0]
+    assert snapshot(full_out) == before and leftovers(full_out) == []
+
+    code, errors, _ = analyse(capsys, "--csv", fewer, "--out", full_out, "--no-figures", "--force")
+    assert code == 0 and errors == []
+    assert len(pd.read_csv(full_out / "summary.csv")) == 4
+    assert not (full_out / "exp1_total.png").exists()  # this tool's stale figure, replaced by nothing
+    after = snapshot(full_out)
+    assert all(after[name] == before[name] for name in ("README.md", "runs/config.json"))
+    assert leftovers(full_out) == []
+
+
+def test_out_holding_figures_this_call_does_not_draw_is_refused(full_out, tmp_path, capsys):
+    """The same 16 runs again, but --no-figures would leave the folder without its figure: refused, then --force."""
+    before = snapshot(full_out)
+    again = write_csv(tmp_path / "again.csv", linen_nnx(ENVS))
+    code, errors, _ = analyse(capsys, "--csv", again, "--out", full_out, "--no-figures")
+    assert code == 2 and len(errors) == 1 and "exp1_total.png" in errors[0] and "--force" in errors[0]
+    assert snapshot(full_out) == before
+    assert analyse(capsys, "--csv", again, "--out", full_out, "--no-figures", "--force")[0] == 0
+
+
+def test_out_that_loses_nothing_is_replaced_without_force(full_out, tmp_path, capsys):
+    """More runs than the folder holds (a superset): nothing is lost, so no --force is needed."""
+    (full_out / "exp1_total.png").unlink()
+    more = write_csv(tmp_path / "more.csv", linen_nnx(ENVS, seeds=(1, 2, 3)))
+    assert analyse(capsys, "--csv", more, "--out", full_out, "--no-figures")[0] == 0
+    assert len(pd.read_csv(full_out / "summary.csv")) == 24
+    assert (full_out / "README.md").read_text() == "my reading of these results\n"
+
+
+def test_an_unreadable_table_in_out_is_not_replaced_silently(full_out, tmp_path, capsys):
+    (full_out / "exp1_total.png").unlink()
+    (full_out / "summary.csv").write_bytes(bytes(range(256)))
+    before = snapshot(full_out)
+    code, errors, _ = analyse(capsys, "--csv", write_csv(tmp_path / "a.csv", linen_nnx(ENVS)), "--out", full_out)
+    assert code == 2 and "summary.csv" in errors[0] and "--force" in errors[0] and snapshot(full_out) == before
+
+
+def test_an_interrupted_analysis_leaves_out_as_it_was(full_out, tmp_path, capsys, monkeypatch):
+    """Ctrl-C while the report is written (after every table): --out is untouched, the temporary folder removed."""
+    from analysis import report
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(report, "report_text", interrupted)
+    before = snapshot(full_out)
+    fewer = write_csv(tmp_path / "fewer.csv", linen_nnx(ENVS[:2]))
+    with pytest.raises(KeyboardInterrupt):
+        plot_results.main(["--csv", str(fewer), "--out", str(full_out), "--no-figures", "--force"])
+    assert snapshot(full_out) == before and leftovers(full_out) == []
+
+
+def test_out_that_is_a_file_is_refused(tmp_path, capsys):
+    (tmp_path / "out").write_text("mine")
+    code, errors, _ = analyse(
+        capsys, "--csv", write_csv(tmp_path / "a.csv", linen_nnx(ENVS)), "--out", tmp_path / "out"
+    )
+    assert code == 2 and len(errors) == 1 and "is a file" in errors[0]
+    assert (tmp_path / "out").read_text() == "mine"
+
+
+def test_a_new_out_is_created_whole_with_the_usual_permissions(tmp_path, capsys):
+    out = tmp_path / "deep" / "new"
+    assert (
+        analyse(capsys, "--csv", write_csv(tmp_path / "a.csv", linen_nnx(ENVS)), "--out", out, "--no-figures")[0] == 0
+    )
+    assert {p.name for p in out.iterdir()} == {"runs.csv", "summary.csv", "speedups.csv", "env_cost.csv", "REPORT.md"}
+    umask = os.umask(0)
+    os.umask(umask)
+    assert out.stat().st_mode & 0o777 == 0o777 & ~umask and leftovers(out) == []
+
+
+# ------------------------------------------------------------- issue 25, item 9: runs told apart by content
+def write_tagged(root: Path, tag: str) -> list[Path]:
+    """exp1 runs of linen and nnx on three envs under one tag; the folder names repeat under every root."""
+    return [
+        write_run(root, env, framework, "small", STUDY.default_compile(framework), 1, sync=False, tag=tag)["run_dir"]
+        for env, framework in itertools.product(ENVS[:3], ("linen", "nnx"))
+    ]
+
+
+def test_runs_of_other_tags_sharing_a_folder_name_are_all_kept(tmp_path, capsys):
+    linux, mac = write_tagged(tmp_path / "a", "linux"), write_tagged(tmp_path / "b", "mac")
+    assert [p.name for p in linux] == [p.name for p in mac]  # the same folder names
+    out = tmp_path / "out"
+    assert analyse(capsys, tmp_path / "a", tmp_path / "b", "--out", out, "--no-figures")[0] == 0
+    summary = pd.read_csv(out / "summary.csv")
+    assert len(summary) == 12 and summary.groupby("tag").size().to_dict() == {"linux": 6, "mac": 6}
+    speedups = pd.read_csv(out / "speedups.csv").set_index(["metric", "pair"])
+    assert speedups.loc[("total", "nnx->linen"), "n_clusters"] == 6  # 3 envs under each of 2 tags
+
+
+def test_the_same_run_given_twice_is_kept_once(tmp_path, capsys):
+    """A run given as a folder and again in a runs.csv is one run."""
+    write_tagged(tmp_path / "a", "linux")
+    first = tmp_path / "first"
+    assert analyse(capsys, tmp_path / "a", "--out", first, "--no-figures")[0] == 0
+    out = tmp_path / "out"
+    outcome = analyse(capsys, tmp_path / "a", "--csv", first / "runs.csv", "--out", out, "--no-figures")
+    assert outcome.code == 0 and "6 runs were given more than once" in outcome.stdout
+    assert len(pd.read_csv(out / "summary.csv")) == 6
+    assert (out / "speedups.csv").read_text() == (first / "speedups.csv").read_text()
+
+
+# -------------------------------------------------------------- issue 25, item 10: what is paired and pooled
+def test_runs_of_other_lengths_or_batch_sizes_are_never_pooled(tmp_path, capsys):
+    """Three envs at 10 iterations, one of them again at 20, and a fourth env whose two runs differ in batch size:
+    the cell holds the 10-iteration pairs of the three envs only ("12 pairs / 3 envs", not "13 pairs / 4 envs"),
+    and REPORT.md says what was left out and why."""
+    runs = linen_nnx(ENVS[:3])  # 12 pairs
+    runs += linen_nnx(ENVS[:1], seeds=(3,), iterations=20)  # 1 pair of another length
+    runs += [csv_run(ENVS[3], "linen", 1), csv_run(ENVS[3], "nnx", 1, batch=2 * BATCH)]  # no partner
+    out = tmp_path / "out"
+    assert analyse(capsys, "--csv", write_csv(tmp_path / "runs.csv", runs), "--out", out, "--no-figures")[0] == 0
+    cell = pd.read_csv(out / "speedups.csv").set_index(["metric", "pair"]).loc[("total", "nnx->linen")]
+    assert (cell["n_pairs"], cell["n_clusters"]) == (12, 3)
+    report = (out / "REPORT.md").read_text()
+    assert "12 pairs / 3 envs" in report and "13 pairs" not in report and "4 envs" not in report
+    left_out = report.split("### Left out of the speedup tables")[1].split("\n## ")[0]
+    rows = {
+        line.split("|")[3].strip() + " " + line.split("|")[5].strip(): line
+        for line in left_out.splitlines()
+        if line.startswith("| ")
+    }
+    assert "not pooled" in rows["CartPole-v1 20"] and "1 linen, 1 nnx" in rows["CartPole-v1 20"]
+    assert "unpaired" in rows[f"{ENVS[3]} 10"] and re.search(rf"\|\s+{2 * BATCH}\s+\|\s+1 nnx", left_out)
+    assert "CartPole-v1 10" not in rows  # the pooled runs are not listed
+
+
+def test_a_completed_run_with_no_iterations_is_skipped_with_its_reason(tmp_path, capsys):
+    """summary.json says completed with 0 iterations (its events hold 11): an error, not data."""
+    for framework in ("linen", "nnx"):
+        write_run(tmp_path / "runs", "CartPole-v1", framework, "small", STUDY.default_compile(framework), 1, sync=False)
+    broken = write_run(tmp_path / "runs", "Acrobot-v1", "linen", "small", "jit", 1, sync=False)["run_dir"]
+    summary = (broken / "summary.json").read_text().replace('"iterations_completed": 11', '"iterations_completed": 0')
+    (broken / "summary.json").write_text(summary)
+    out = tmp_path / "out"
+    assert analyse(capsys, tmp_path / "runs", "--out", out, "--no-figures")[0] == 0
+    assert len(pd.read_csv(out / "summary.csv")) == 2
+    skipped = (out / "REPORT.md").read_text().split("## Skipped runs")[1]
+    assert broken.name in skipped and "completed with 0 iterations" in skipped
+
+
+# ------------------------------------------------------------------- issue 25, item 11: two events files
+def test_a_run_folder_with_two_events_files_is_skipped_with_its_reason(tmp_path, capsys):
+    for framework in ("linen", "nnx"):
+        write_run(tmp_path / "runs", "CartPole-v1", framework, "small", STUDY.default_compile(framework), 1, sync=False)
+    doubled = write_run(tmp_path / "runs", "Acrobot-v1", "linen", "small", "jit", 1, sync=False)["run_dir"]
+    writer = SummaryWriter(str(doubled), filename_suffix=".second")  # a second writer in the same folder
+    writer.add_scalar("time/iteration", 1.0, BATCH)
+    writer.close()
+    assert len(list(doubled.glob("events.out.tfevents.*"))) == 2
+    out = tmp_path / "out"
+    assert analyse(capsys, tmp_path / "runs", "--out", out, "--no-figures")[0] == 0
+    skipped = (out / "REPORT.md").read_text().split("## Skipped runs")[1]
+    assert doubled.name in skipped and "2 TensorBoard events files" in skipped
+    assert len(pd.read_csv(out / "summary.csv")) == 2
+
+
+# ---------------------------------------------------------------- issue 25, item 16: garbage input files
+GARBAGE = {
+    "empty": b"",
+    "binary": bytes(range(256)) * 8,
+    "text": b'just some words\nand an unterminated "quote, here\n',
+    "csv": b"a,b\n1,2\n",
+}
+
+
+@pytest.mark.parametrize("flag", ["--csv", "--previous"])
+@pytest.mark.parametrize("kind", GARBAGE)
+def test_an_empty_binary_or_garbage_file_is_one_line_and_exit_2(tmp_path, capsys, flag, kind):
+    bad = tmp_path / f"{kind}.csv"
+    bad.write_bytes(GARBAGE[kind])
+    good = write_csv(tmp_path / "good.csv", linen_nnx(ENVS))
+    inputs = ["--csv", bad] if flag == "--csv" else ["--csv", good, "--previous", bad]
+    code, errors, _ = analyse(capsys, *inputs, "--out", tmp_path / "out", "--no-figures")
+    assert code == 2 and len(errors) == 1 and str(bad) in errors[0] and flag in errors[0]
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("flag,column", [("--csv", "time/iteration"), ("--previous", "geomean")])
+def test_a_table_with_words_for_numbers_is_one_line_and_exit_2(tmp_path, capsys, flag, column):
+    good = write_csv(tmp_path / "good.csv", linen_nnx(ENVS))
+    first = tmp_path / "first"
+    assert analyse(capsys, "--csv", good, "--out", first, "--no-figures")[0] == 0
+    source = good if flag == "--csv" else first / "speedups.csv"
+    table = pd.read_csv(source).astype({column: object})
+    table.loc[1, column] = "fast"
+    table.to_csv(tmp_path / "bad.csv", index=False)
+    inputs = ["--csv", tmp_path / "bad.csv"] if flag == "--csv" else ["--csv", good, "--previous", tmp_path / "bad.csv"]
+    code, errors, _ = analyse(capsys, *inputs, "--out", tmp_path / "out", "--no-figures")
+    assert code == 2 and len(errors) == 1 and "'fast'" in errors[0] and column in errors[0]
+    assert not (tmp_path / "out").exists()
