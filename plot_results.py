@@ -153,8 +153,7 @@ def run(args: argparse.Namespace, S: study.Study) -> None:
     drawn, notes = figures.draw_figures(results) if args.figures else ([], ["figures not drawn (--no-figures)"])
     stale = output.stale_figures(args.out, figures.figure_files(S), {figure.file for figure, _ in drawn})
     if stale and not args.force:
-        for _, fig in drawn:
-            figures.plt.close(fig)
+        figures.discard(drawn)
         output.refuse(args.out, [f"figures this call does not draw: {', '.join(stale)}"])
     notes += [f"{name} removed: left in {args.out} by an earlier call and not drawn by this one" for name in stale]
     for note in notes:

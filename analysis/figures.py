@@ -84,12 +84,12 @@ def speedup_figure(r: Results, name: str, metric: str, title: str):
     if cells.empty:
         return None
     S = r.study
-    fig, axes = new_figure(1, width=9, title=title)
+    fig, axes = new_figure(1, width=10, title=title)
     ax = axes[0, 0]
     sizes, pairs = present(S.sizes, cells["size"]), present(S.pair_names, cells["pair"])
     speedup_cells(ax, ratios.rename(columns={"model_size": "size"}), cells, "size", sizes, size_palette(S), pairs)
     ratio_axis(ax)
-    ax.set_title(f"geometric mean and {INTERVAL} (as in the tables); dots: each pair of runs")
+    ax.set_title(f"as in the tables: geometric mean, {INTERVAL}; dots: pairs of runs", fontsize=12)
     row_legend(axes[0], "model size")
     return fig
 
@@ -346,6 +346,17 @@ def no_runs(r: Results, figure: Figure) -> str:
     return f"{' or '.join(figure.owners)} runs"
 
 
+def seeded(draw, *args):
+    """draw(*args) with numpy's global generator seeded (seaborn's strip jitter draws from it), so that the same runs
+    give the same PNG bytes; the generator's state is put back after."""
+    state = np.random.get_state()
+    np.random.seed(0)
+    try:
+        return draw(*args)
+    finally:
+        np.random.set_state(state)
+
+
 def draw_figures(r: Results) -> tuple[list[tuple[Figure, "plt.Figure"]], list[str]]:
     """Draws each figure whose owners have runs (not saved yet); returns them and a note per figure not drawn."""
     sns.set_theme(context="notebook", style="whitegrid", font_scale=1.15)
@@ -354,7 +365,7 @@ def draw_figures(r: Results) -> tuple[list[tuple[Figure, "plt.Figure"]], list[st
         if not any(r.has_runs(owner) for owner in figure.owners):
             notes.append(f"{figure.file} skipped: no {no_runs(r, figure)}")
             continue
-        fig = KINDS[figure.kind].draw(r, figure.owners[0])
+        fig = seeded(KINDS[figure.kind].draw, r, figure.owners[0])
         if fig is None or isinstance(fig, str):
             notes.append(f"{figure.file} skipped: {fig or 'no pairs of runs to compare'}")
             continue
@@ -366,6 +377,12 @@ def draw_figures(r: Results) -> tuple[list[tuple[Figure, "plt.Figure"]], list[st
 def save_figure(fig, path) -> None:
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
+
+
+def discard(drawn: list) -> None:
+    """Closes figures drawn but not saved."""
+    for _, fig in drawn:
+        plt.close(fig)
 
 
 def figure_files(study: Study) -> set[str]:
