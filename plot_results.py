@@ -112,6 +112,8 @@ def check_paths(args: argparse.Namespace) -> None:
     for flag, path in files:
         if not Path(path).is_file():
             raise BadInput(f"{flag} {path}: no such file")
+    if args.readme_block and not args.readme_block.absolute().parent.is_dir():
+        raise BadInput(f"--readme-block {args.readme_block}: no folder {args.readme_block.parent}")
     output.check_out(args.out)
 
 

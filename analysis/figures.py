@@ -387,4 +387,4 @@ def discard(drawn: list) -> None:
 
 def figure_files(study: Study) -> set[str]:
     """Every file name a figure of this study can have: the files of this tool in --out."""
-    return {spec.file.format(experiment=owner) for kind, owner in listed(study) for spec in [KINDS[kind]]}
+    return {KINDS[kind].file.format(experiment=owner) for kind, owner in listed(study)}
