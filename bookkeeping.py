@@ -27,6 +27,7 @@ import platform
 import signal
 import socket
 import sys
+import threading
 import time
 from contextlib import redirect_stderr, redirect_stdout
 from datetime import datetime, timezone
@@ -93,10 +94,15 @@ def machine() -> dict:
     }
 
 
-def writer_alive(writer) -> bool:
-    """Whether tensorboardX's writer thread still runs. It dies when a write fails (a full disk), and the run
+def check_writer(writer, thread_errors: list) -> None:
+    """OSError when tensorboardX's writer thread has died. It dies when a write fails (a full disk), and the run
     would then hang as soon as the writer's queue is full."""
-    return writer._get_file_writer().event_writer._worker.is_alive()
+    event_writer = writer._get_file_writer().event_writer
+    if event_writer._worker.is_alive():
+        return
+    event_writer._closed = True  # else its close(), on leaving `with` and at exit, writes to the full disk again
+    why = f" ({thread_errors[-1]})" if thread_errors else ""
+    raise OSError(f"the TensorBoard writer stopped{why}: is the disk full?")
 
 
 class Bookkeeping:
@@ -107,6 +113,8 @@ class Bookkeeping:
         self.run_dir = None  # set by start(): from then on, the run must leave a summary.json
         self.num_iterations = None
         self.running = False  # while True, a second signal stops the run at once
+        self.summary_error = None  # why summary.json could not be written
+        self.thread_errors = []  # OSErrors that ended a thread (tensorboardX's writer on a full disk)
         self.returns = []
         self.summary = {
             "status": "failed",
@@ -125,6 +133,13 @@ class Bookkeeping:
         os.write(2, f"{name}: stopping at the next iteration boundary (again: at once)\n".encode())
         if len(self.summary["signals"]) > 1 and self.running:
             raise KeyboardInterrupt
+
+    def on_thread_error(self, hook_args):
+        """An OSError ends a thread without a traceback; iteration_done() then fails the run with it, in one line."""
+        if isinstance(hook_args.exc_value, OSError):
+            self.thread_errors.append(hook_args.exc_value)
+        else:
+            threading.__excepthook__(hook_args)
 
     def check_signals(self):
         if self.summary["signals"]:
@@ -161,8 +176,7 @@ class Bookkeeping:
     def iteration_done(self, iteration: int, scalars: dict, writer):
         self.summary["iterations_completed"] = iteration + 1
         self.returns.append(float(scalars.get("charts/episodic_return", np.nan)))  # NaN: no episode ended
-        if not writer_alive(writer):
-            raise OSError(f"the TensorBoard writer of {self.run_dir} stopped (is the disk full?)")
+        check_writer(writer, self.thread_errors)
 
     def finish(self, status: str, error: Optional[str] = None):
         """summary.json, and the line that ends the run's output."""
@@ -177,8 +191,8 @@ class Bookkeeping:
             self.summary["error"] = error
         try:
             write_json(os.path.join(self.run_dir, "summary.json"), self.summary)
-        except OSError as e:
-            print(f"error: could not write summary.json ({e})", file=sys.stderr)
+        except OSError as e:  # a full disk: said on the run's one error line
+            self.summary_error = f"summary.json not written ({e})"
         done = f"{self.summary['iterations_completed']}/{self.num_iterations}"
         total, final = self.summary["total_s"], self.summary["final_return"]
         print(f"{status}: {done} iterations, total {total:.1f}s, final return {final}, logs in {self.run_dir}")
@@ -188,6 +202,7 @@ class Bookkeeping:
         (before the run folder is made), 130 when interrupted, 1 when failed."""
         for signum in SIGNALS:
             signal.signal(signum, self.on_signal)
+        threading.excepthook = self.on_thread_error
         signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)  # those held since the script's first line
         try:
             check_args(args_type, sys.argv[1:])
@@ -199,17 +214,27 @@ class Bookkeeping:
             sys.exit(2)
         except KeyboardInterrupt:
             self.finish("interrupted")
+            self.report_summary_error()
             sys.exit(130)
         except Exception as e:
             self.finish("failed", error=f"{type(e).__name__}: {e}")
+            self.report_summary_error()
             raise
         self.finish("completed")
+        if self.summary_error:
+            self.report_summary_error()
+            sys.exit(1)
+
+    def report_summary_error(self):
+        if self.summary_error:
+            print(f"error: {self.summary_error}", file=sys.stderr)
 
     def fail(self, error: Exception):
         """An OSError (a full disk, a removed log folder) or a ValueError in the run: status failed, one line,
         exit 1."""
         self.finish("failed", error=f"{type(error).__name__}: {error}")
-        print(f"error: {error}", file=sys.stderr)
+        also = f"; {self.summary_error}" if self.summary_error else ""
+        print(f"error: {error}{also}", file=sys.stderr)
         sys.exit(1)
 
     def wrap(self, main: Callable[[], None], args_type) -> Callable[[], None]:

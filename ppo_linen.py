@@ -418,9 +418,9 @@ def main():
         wandb_run.finish()
 
 
-# =====================================================================================================
-# Benchmark bookkeeping (bookkeeping.py, beside this script): signals, config.json and summary.json, which
-# bench.sh and plot_results.py read. A starter copy deletes this section and every line with `book.`.
+# Benchmark bookkeeping ===============================================================================
+# Signals, config.json and summary.json, which bench.sh and plot_results.py read (bookkeeping.py, beside this
+# script). A starter copy deletes this section, down to `if __name__`, and every line that contains `book.`.
 from bookkeeping import Bookkeeping
 
 book = Bookkeeping(START, packages=("jax", "jaxlib", "flax", "optax", "gymnax"))

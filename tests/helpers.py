@@ -10,6 +10,9 @@ from runlog import read_json, read_scalars, run_script  # noqa: F401  (re-export
 ROOT = Path(__file__).resolve().parents[1]
 STUDY = study.load()
 
+# The env fields of a Transition, in the order the scripts' step_envs returns them
+ENV_FIELDS = ("reward", "terminated", "truncated", "final_obs", "episode_return", "episode_length")
+
 # Tiny runs: 4 envs x 16 steps, 3 iterations, 2 epochs of 2 minibatches.
 TINY = [
     "--num-envs",

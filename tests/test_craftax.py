@@ -1,5 +1,5 @@
-"""The Craftax adapter of the scripts' env glue: terminated / truncated / final observation at a death and at the
-time limit, optimistic resets, stable types, and the same transitions in every framework's script.
+"""The Craftax adapter (env_adapters.py) behind the scripts' env glue: terminated / truncated / final observation at
+a death and at the time limit, optimistic resets, stable types, and the same transitions in every framework's script.
 
 Craftax is slow to compile on a CPU: the checks use a few envs and share one jitted step per env id.
 """
@@ -12,12 +12,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from helpers import STUDY
+import env_adapters
+from helpers import ENV_FIELDS, STUDY
 
 MODULES = {name: importlib.import_module(fw.script[:-3]) for name, fw in STUDY.frameworks.items()}
-GLUE = MODULES["linen"]  # the env glue is the same code in every script (tests/test_parity.py checks the transitions)
-CRAFTAX_ENVS = GLUE.CRAFTAX_ENVS
-NUM_ENVS = GLUE.Craftax.NUM_RESETS + 1  # one more than the fresh worlds of a step: two envs may share one
+CRAFTAX_ENVS = env_adapters.CRAFTAX_ENVS
+NUM_ENVS = env_adapters.Craftax.NUM_RESETS + 1  # one more than the fresh worlds of a step: two envs may share one
 
 
 @cache
@@ -28,7 +28,13 @@ def setup(module_name: str, env_id: str, max_timesteps: int | None = None):
     if max_timesteps:
         params = params.replace(max_timesteps=max_timesteps)
     reset = jax.jit(partial(module.reset_envs, env, params, num_envs=NUM_ENVS))
-    return env, params, reset, jax.jit(partial(module.step_envs, env, params))
+    step = jax.jit(partial(module.step_envs, env, params))
+
+    def step_named(runner, action):  # the env fields by name
+        runner, fields = step(runner, action)
+        return runner, dict(zip(ENV_FIELDS, fields, strict=True))
+
+    return env, params, reset, step_named
 
 
 def kill(runner, envs):

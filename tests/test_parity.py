@@ -21,7 +21,7 @@ import ppo_equinox
 import ppo_linen
 import ppo_nnx
 import ppo_torch
-from helpers import STUDY, numpy_gae, only_run_dir, read_json, run_script
+from helpers import ENV_FIELDS, STUDY, numpy_gae, only_run_dir, read_json, run_script
 
 OBS = {"CartPole-v1": 4, "Breakout-MinAtar": 10 * 10 * 4}  # a classic-control and a flattened MinAtar batch
 NUM_ACTIONS = 3
@@ -494,7 +494,8 @@ def env_glue_transitions(name: str, env_id: str, actions: np.ndarray) -> list[di
     out = [{"obs": to_numpy(runner.obs)}]
     for action in actions:
         runner, env_fields = step(runner, to_jax(action))
-        out.append({"obs": to_numpy(runner.obs), **{k: to_numpy(v) for k, v in env_fields.items()}})
+        fields = {name: to_numpy(value) for name, value in zip(ENV_FIELDS, env_fields, strict=True)}
+        out.append({"obs": to_numpy(runner.obs), **fields})
     return out
 
 

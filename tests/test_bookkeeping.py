@@ -1,0 +1,184 @@
+"""The benchmark bookkeeping of the PPO scripts (bookkeeping.py): it goes by deletion, and with it a run never loses
+its folder, its summary or a signal. Parametrised over the study's frameworks."""
+
+import ast
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import bookkeeping
+from helpers import ROOT, STUDY, TINY, only_run_dir, read_json, run_script
+
+FRAMEWORKS = list(STUDY.frameworks)
+# One process per script: the first script stays in the quick check, the others are marked slow.
+FIRST_FAST = [pytest.param(f, marks=() if i == 0 else pytest.mark.slow) for i, f in enumerate(FRAMEWORKS)]
+
+
+def script(framework: str) -> str:
+    return STUDY.frameworks[framework].script
+
+
+# ------------------------------------------------------------------------------------- the deletion rule
+def strip_bookkeeping(source: str) -> str:
+    """The README's rule: delete from the `# Benchmark bookkeeping` banner down to (not including)
+    `if __name__ == "__main__":`, and every line that contains `book.` or `Bookkeeping(`."""
+    lines = source.splitlines(keepends=True)
+    start = next(i for i, line in enumerate(lines) if line.startswith("# Benchmark bookkeeping"))
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith('if __name__ == "__main__":'))
+    kept = lines[:start] + lines[end:]
+    return "".join(line for line in kept if "book." not in line and "Bookkeeping(" not in line)
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_the_stripped_copy_parses_and_needs_no_other_file(framework):
+    stripped = strip_bookkeeping((ROOT / script(framework)).read_text())
+    tree = ast.parse(stripped)
+    imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert "bookkeeping" not in imported and "book" not in stripped.replace("bookkeeping", "")
+    assert "env_adapters" in imported  # imported lazily, inside make_env, only for the envs it adapts
+    assert len(stripped.splitlines()) < len((ROOT / script(framework)).read_text().splitlines())
+
+
+@pytest.mark.parametrize("framework", FIRST_FAST)
+def test_the_stripped_copy_trains_alone(framework, tmp_path):
+    """The copy, alone in a folder (no bookkeeping.py, no env_adapters.py), trains a tiny CartPole-v1 run: it
+    prints its progress and writes TensorBoard events, and no config.json or summary.json."""
+    copy = tmp_path / "alone" / script(framework)
+    copy.parent.mkdir()
+    copy.write_text(strip_bookkeeping((ROOT / script(framework)).read_text()))
+    log_dir = tmp_path / "runs"
+    cmd = [sys.executable, str(copy), *TINY, "--env", "CartPole-v1", "--log-dir", str(log_dir)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_MODE": "disabled", "PYTHONPATH": ""}
+    proc = subprocess.run(cmd, cwd=copy.parent, capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "iter 3/3 | SPS" in proc.stdout and "ETA" in proc.stdout
+    (run_dir,) = log_dir.iterdir()
+    assert list(run_dir.glob("events.out.tfevents.*"))
+    assert not (run_dir / "config.json").exists() and not (run_dir / "summary.json").exists()
+    assert sorted(p.name for p in copy.parent.iterdir() if p.suffix == ".py") == [script(framework)]
+
+
+# ----------------------------------------------------------------------------------------- run folders
+def test_a_taken_run_folder_name_gets_a_suffix(tmp_path):
+    book = bookkeeping.Bookkeeping(time.perf_counter(), packages=())
+    name = str(tmp_path / "CartPole-v1__linen__small__jit__1__1700000000")
+    made = [book.make_run_dir(name) for _ in range(3)]
+    assert made == [name, f"{name}-2", f"{name}-3"]
+    assert all(Path(path).is_dir() for path in made)
+
+
+@pytest.mark.slow
+def test_two_identical_runs_started_together_get_two_folders(log_dir):
+    """Two runs of the same command, started in the same second: two folders, two events files, two summaries."""
+    cmd = [sys.executable, str(ROOT / "ppo_linen.py"), *TINY, "--log-dir", str(log_dir)]
+    env = {**os.environ, "WANDB_MODE": "disabled", "OMP_NUM_THREADS": "1"}
+    procs = [subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in "ab"]
+    for proc in procs:
+        assert proc.wait(timeout=600) == 0, proc.stderr.read().decode()[-3000:]
+    run_dirs = sorted(log_dir.iterdir())
+    assert len(run_dirs) == 2, run_dirs
+    for run_dir in run_dirs:
+        assert read_json(run_dir / "summary.json")["status"] == "completed"
+        assert len(list(run_dir.glob("events.out.tfevents.*"))) == 1
+
+
+def test_json_files_are_written_atomically(tmp_path, monkeypatch):
+    """A write that fails half way leaves the old file whole and no temporary file."""
+    path = tmp_path / "summary.json"
+    bookkeeping.write_json(str(path), {"status": "completed"})
+
+    def fail(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(json, "dump", fail)
+    with pytest.raises(OSError):
+        bookkeeping.write_json(str(path), {"status": "failed"})
+    assert json.loads(path.read_text()) == {"status": "completed"} and os.listdir(tmp_path) == ["summary.json"]
+
+
+# ------------------------------------------------------------------------------------------ a full disk
+@pytest.fixture
+def tiny_disk(tmp_path):
+    """A 40 KB tmpfs (root only; skipped elsewhere)."""
+    mount_point = tmp_path / "disk"
+    mount_point.mkdir()
+    mount = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=40k", "tmpfs", str(mount_point)], capture_output=True)
+    if mount.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mount.stderr.decode().strip()}")
+    yield mount_point
+    subprocess.run(["umount", "-l", str(mount_point)], check=False)
+
+
+@pytest.mark.slow
+def test_a_full_disk_mid_run_fails_the_run_in_one_line(tiny_disk):
+    """The events outgrow the disk: the run ends (no hang), status failed if summary.json fits, one line, exit 1."""
+    proc = run_script(
+        "ppo_linen.py", *TINY[:-2], "--num-minibatches", "2", "--num-iterations", "400", log_dir=tiny_disk, timeout=300
+    )
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "disk" in lines[0], proc.stderr[-3000:]
+    run_dir = only_run_dir(tiny_disk)
+    config = read_json(run_dir / "config.json")  # whole, never half-written
+    assert config["framework"] == "linen"
+    if (run_dir / "summary.json").exists():
+        summary = read_json(run_dir / "summary.json")
+        assert summary["status"] == "failed" and "error" in summary
+        assert 0 < summary["iterations_completed"] < 400
+    assert not list(run_dir.glob("*.tmp"))
+
+
+@pytest.mark.slow
+def test_a_full_disk_at_the_start_is_one_line_and_no_empty_config(tiny_disk):
+    """No room for config.json: one line, exit 1, and no 0-byte or half-written config.json."""
+    fd = os.open(tiny_disk / "filler", os.O_WRONLY | os.O_CREAT)
+    try:
+        while True:
+            os.write(fd, b"x" * 512)
+    except OSError:  # the disk is full
+        os.close(fd)
+    proc = run_script("ppo_linen.py", *TINY, log_dir=tiny_disk, timeout=300)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr
+    for path in tiny_disk.rglob("*.json"):
+        json.loads(path.read_text())  # whatever JSON exists is whole
+    assert not list(tiny_disk.rglob("*.tmp"))
+
+
+# --------------------------------------------------------------------------------------------- signals
+@pytest.mark.slow
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_a_sigint_during_the_imports_is_not_lost(framework, log_dir):
+    """Started with SIGINT ignored (a background job of a script), a SIGINT sent while the script still imports its
+    packages stops the run at iteration 0: status interrupted, exit 130."""
+    cmd = [
+        sys.executable,
+        str(ROOT / script(framework)),
+        *TINY[:4],
+        "--num-iterations",
+        "1000",
+        "--log-dir",
+        str(log_dir),
+    ]
+    cmd = ["bash", "-c", 'trap "" INT; exec "$@"', "bash", *cmd]
+    env = {**os.environ, "WANDB_MODE": "disabled", "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    sent = time.perf_counter()
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    sent = time.perf_counter() - sent
+    output, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 130, output[-3000:]
+    summary = read_json(only_run_dir(log_dir) / "summary.json")
+    assert summary["status"] == "interrupted" and summary["signals"] == ["SIGINT"], summary
+    assert summary["iterations_completed"] == 0
+    assert summary["import_s"] > sent, "the signal was sent after the imports: the test did not test them"
