@@ -189,6 +189,7 @@ BAD_INPUTS = {
     "env that needs a download": (["--env", "MNISTBandit-bsuite"], ["MNISTBandit-bsuite", "cannot be made"]),
     "minibatches": (["--num-minibatches", "7"], ["7", "8192"]),
     "zero envs": (["--num-envs", "0"], ["--num-envs", "0"]),
+    "not a number (tyro's box, as one line)": (["--num-envs", "abc"], ["--num-envs", "abc"]),
     "negative iterations": (["--num-iterations", "-1"], ["--num-iterations", "-1"]),
     "model size": (["--model-size", "huge"], ["--model-size", "huge", "'small', 'medium', 'large'"]),
     "model size, underscore and =": (["--model_size=huge"], ["huge", "'small', 'medium', 'large'"]),
