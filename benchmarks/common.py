@@ -11,13 +11,15 @@ import study
 
 ROOT = Path(__file__).resolve().parents[1]
 STEADY_FROM = study.load().steady.first  # the study's steady state: iterations STEADY_FROM+
-THREADS = os.environ.get("OMP_NUM_THREADS", str(len(os.sched_getaffinity(0))))  # torch: every core it may use
 
 
 def run_script(script: str, *args: str) -> dict:
-    """Runs `python script args` in a fresh process; returns its run's summary and per-iteration series."""
+    """Runs `python script args` in a fresh process; returns its run's summary and per-iteration series.
+    script: a path from the project root, or an absolute one. torch gets OMP_NUM_THREADS as set now (a benchmark's
+    --cpus sets it), else one thread per core this process may use."""
+    threads = os.environ.get("OMP_NUM_THREADS", str(len(os.sched_getaffinity(0))))
     with tempfile.TemporaryDirectory() as log_dir:
-        proc = runlog.run_script(script, *args, log_dir=log_dir, env={"OMP_NUM_THREADS": THREADS})
+        proc = runlog.run_script(script, *args, log_dir=log_dir, env={"OMP_NUM_THREADS": threads})
         if proc.returncode != 0:
             raise RuntimeError(f"{script} {' '.join(args)} failed:\n{proc.stderr[-2000:]}")
         (run_dir,) = Path(log_dir).iterdir()
@@ -32,4 +34,6 @@ def read_run(run_dir: Path) -> dict:
 
 
 def steady_mean(run: dict, tag: str = "time/iteration") -> float:
-    return float(np.mean(run["series"][tag][STEADY_FROM:]))
+    """The mean over the steady state (iterations STEADY_FROM+), or over iterations 1+ in a shorter run."""
+    values = run["series"][tag]
+    return float(np.mean(values[STEADY_FROM if len(values) > STEADY_FROM else 1 :]))

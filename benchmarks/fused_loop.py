@@ -33,11 +33,12 @@ class Options:
 def fused_seconds_per_iteration(args: ppo.Args) -> tuple[float, float]:
     """(compile seconds, steady seconds per iteration) of the whole training as one jitted lax.scan."""
     env, env_params = ppo.make_env(args.env)
-    key, env_key, init_key, update_key = jax.random.split(jax.random.key(args.seed), 4)  # as ppo_linen.main()
+    env_key, init_key, update_key = jax.random.split(jax.random.key(args.seed), 3)  # as ppo_linen.main()
     runner = ppo.reset_envs(env, env_params, env_key, args.num_envs)
     agent = ppo.Agent(ppo.MODEL_SIZES[args.model_size], env.num_actions)
     tx, _ = ppo.make_optimizer(args)
-    state = ppo.TrainState.create(apply_fn=agent.apply, params=agent.init(init_key, runner.obs), tx=tx)
+    params = jax.jit(agent.init)(init_key, runner.obs)
+    state = ppo.TrainState.create(apply_fn=agent.apply, params=params, tx=tx)
 
     def train(state, runner, update_key):
         def iteration(carry, _):
@@ -94,8 +95,9 @@ def main():
     print(table.to_string(index=False, float_format="%.4f"))
     medians = table.groupby("design")["steady_s_per_iter"].median()
     batch = args.batch_size
+    steady = STEADY_FROM if opts.num_iterations > STEADY_FROM else 1  # as steady_mean: 1+ in a shorter run
     print(
-        f"\n{opts.env} {opts.model_size}, {opts.num_iterations} iterations, steady state = iterations {STEADY_FROM}+ "
+        f"\n{opts.env} {opts.model_size}, {opts.num_iterations} iterations, steady state = iterations {steady}+ "
         f"(fused: whole loop / iterations)"
     )
     print(f"steady SPS: per-iteration {batch / medians['per-iteration']:,.0f}, fused {batch / medians['fused']:,.0f}")

@@ -18,11 +18,12 @@ step() {  # step NAME SECONDS COMMAND...: runs it with a timeout, logs to $OUT/N
   echo "$name: exit $?" | tee -a "$OUT/check.txt"
 }
 
-{ nvidia-smi; "$PY" -m pip list 2>/dev/null | grep -iE "^(jax|jaxlib|jax-cuda.*|torch|flax|equinox|optax|gymnax|craftax) "; } \
-  > "$OUT/machine.txt" 2>&1
+PACKAGES="^(jax|jaxlib|jax-cuda.*|torch|flax|equinox|optax|gymnax|craftax) "
+{ nvidia-smi; "$PY" -m pip list 2>/dev/null | grep -iE "$PACKAGES"; } > "$OUT/machine.txt" 2>&1
 for script in ppo_linen.py ppo_nnx.py ppo_equinox.py ppo_torch.py; do
   step "smoke_${script%.py}" 300 "$PY" "$script" --env CartPole-v1 "${TINY[@]}"
 done
 step smoke_torch_cudagraphs 300 "$PY" ppo_torch.py --env CartPole-v1 --compile cudagraphs "${TINY[@]}"
-step exp1_small "${SWEEP_TIMEOUT:-480}" ./bench.sh --python "$PY" --log-dir "$OUT/runs" --experiments exp1 --sizes small \
-  --envs CartPole-v1,Acrobot-v1,Breakout-MinAtar,SpaceInvaders-MinAtar --seeds 1 --iterations 20 --tag gpu --timeout 120
+step exp1_small "${SWEEP_TIMEOUT:-480}" ./bench.sh --python "$PY" --log-dir "$OUT/runs" --experiments exp1 \
+  --sizes small --envs CartPole-v1,Acrobot-v1,Breakout-MinAtar,SpaceInvaders-MinAtar --seeds 1 --iterations 20 \
+  --tag gpu --timeout 120

@@ -1,6 +1,6 @@
 """Do ppo_linen.py, ppo_nnx.py and ppo_equinox.py hand XLA the same program? Lowers and compiles the rollout and the
-update of each script for one configuration, the way its default compile mode does (linen jax.jit, nnx nnx.jit,
-equinox eqx.filter_jit) and, for Equinox, its `partition` mode too; then compares, per function:
+update of each script for one configuration, the way its compiled modes do (linen jax.jit; nnx nnx.jit; equinox
+both: its default `partition`, through ppo_equinox.jit_partitioned, and `filter_jit`); then compares, per function:
 
 - XLA's cost_analysis() of the compiled executable: flops and bytes accessed;
 - a histogram of the op kinds of the optimized HLO (fusions counted as one op, their insides separately);
@@ -29,45 +29,45 @@ import ppo_nnx
 OP = re.compile(r"^\s*(?:ROOT )?%?[\w.\-]+ = [^=]*?\s([a-z][\w\-]*)\(", re.M)  # `%name = type opcode(`
 
 
-def lowered_linen(args, env, env_params, runner, batch, key):
+def lowered_linen(args, env, env_params, runner, batch, init_key, update_key):
     agent = ppo_linen.Agent(ppo_linen.MODEL_SIZES[args.model_size], env.num_actions)
     tx, _ = ppo_linen.make_optimizer(args)
-    state = ppo_linen.TrainState.create(apply_fn=agent.apply, params=agent.init(key, runner.obs), tx=tx)
+    state = ppo_linen.TrainState.create(apply_fn=agent.apply, params=agent.init(init_key, runner.obs), tx=tx)
     return {
         "rollout": jax.jit(partial(ppo_linen.rollout, env, env_params, args)).lower(state, runner),
-        "update": jax.jit(partial(ppo_linen.update, args)).lower(state, batch, key),
+        "update": jax.jit(partial(ppo_linen.update, args)).lower(state, batch, update_key),
     }
 
 
-def lowered_nnx(args, env, env_params, runner, batch, key):
+def lowered_nnx(args, env, env_params, runner, batch, init_key, update_key):
     runner, batch = ppo_nnx.Runner(*runner), ppo_nnx.Batch(*batch)  # each script's own NamedTuple types
     agent = ppo_nnx.Agent(
-        runner.obs.shape[-1], ppo_nnx.MODEL_SIZES[args.model_size], env.num_actions, rngs=nnx.Rngs(key)
+        runner.obs.shape[-1], ppo_nnx.MODEL_SIZES[args.model_size], env.num_actions, rngs=nnx.Rngs(init_key)
     )
     optimizer = nnx.Optimizer(agent, ppo_nnx.make_optimizer(args)[0], wrt=nnx.Param)
     return {
         "rollout": nnx.jit(partial(ppo_nnx.rollout, env, env_params, args)).lower(agent, runner),
-        "update": nnx.jit(partial(ppo_nnx.update, args)).lower(agent, optimizer, batch, key),
+        "update": nnx.jit(partial(ppo_nnx.update, args)).lower(agent, optimizer, batch, update_key),
     }
 
 
-def lowered_equinox(args, env, env_params, runner, batch, key, mode):
+def lowered_equinox(args, env, env_params, runner, batch, init_key, update_key, mode):
     runner, batch = ppo_equinox.Runner(*runner), ppo_equinox.Batch(*batch)
-    agent = ppo_equinox.Agent(runner.obs.shape[-1], ppo_equinox.MODEL_SIZES[args.model_size], env.num_actions, key=key)
+    agent = ppo_equinox.Agent(
+        runner.obs.shape[-1], ppo_equinox.MODEL_SIZES[args.model_size], env.num_actions, key=init_key
+    )
     tx, _ = ppo_equinox.make_optimizer(args)
     opt_state = tx.init(eqx.filter(agent, eqx.is_array))
     rollout_fn, update_fn = partial(ppo_equinox.rollout, env, env_params, args), partial(ppo_equinox.update, args, tx)
     if mode == "filter_jit":
         return {
             "rollout": eqx.filter_jit(rollout_fn).lower(agent, runner),
-            "update": eqx.filter_jit(update_fn).lower(agent, opt_state, batch, key),
+            "update": eqx.filter_jit(update_fn).lower(agent, opt_state, batch, update_key),
         }
     params, static = eqx.partition(agent, eqx.is_array)  # as ppo_equinox.py's partition mode
     return {
-        "rollout": jax.jit(lambda p, *rest: rollout_fn(eqx.combine(p, static), *rest)).lower(params, runner),
-        "update": jax.jit(lambda p, *rest: eqx.filter(update_fn(eqx.combine(p, static), *rest), eqx.is_array)).lower(
-            params, opt_state, batch, key
-        ),
+        "rollout": ppo_equinox.jit_partitioned(rollout_fn, static).lower(params, runner),
+        "update": ppo_equinox.jit_partitioned(update_fn, static).lower(params, opt_state, batch, update_key),
     }
 
 
@@ -105,15 +105,15 @@ def main():
 
     args = ppo_linen.Args(env=opts.env, model_size=opts.model_size)
     env, env_params = ppo_linen.make_env(args.env)
-    key = jax.random.key(args.seed)
-    runner = ppo_linen.reset_envs(env, env_params, key, args.num_envs)
+    env_key, init_key, update_key = jax.random.split(jax.random.key(args.seed), 3)  # as the scripts' main()
+    runner = ppo_linen.reset_envs(env, env_params, env_key, args.num_envs)
     obs_dim = runner.obs.shape[-1]
     batch = ppo_linen.Batch(
         jnp.zeros((args.batch_size, obs_dim)),
         jnp.zeros(args.batch_size, jnp.int32),
         *(jnp.zeros(args.batch_size) for _ in range(4)),
     )
-    inputs = (env, env_params, runner, batch, key)
+    inputs = (env, env_params, runner, batch, init_key, update_key)
     lowered = {
         "linen jit": lowered_linen(args, *inputs),
         "nnx jit": lowered_nnx(ppo_nnx.Args(**_shared(args)), *inputs),
@@ -122,16 +122,16 @@ def main():
             for mode in ("filter_jit", "partition")
         },
     }
+    shape = f"{args.num_envs} envs x {args.num_steps} steps, {args.update_epochs} epochs x {args.num_minibatches}"
     print(
-        f"**{args.env}, {args.model_size}**: {args.num_envs} envs x {args.num_steps} steps, {args.update_epochs} epochs x "
-        f"{args.num_minibatches} minibatches; jax {jax.__version__}, backend {jax.default_backend()}\n"
+        f"**{args.env}, {args.model_size}**: {shape} minibatches; "
+        f"jax {jax.__version__}, backend {jax.default_backend()}\n"
     )
     for fn in ("rollout", "update"):
         info = {name: describe(low[fn]) for name, low in lowered.items()}
         ref = info["linen jit"]
-        print(
-            f"{fn}\n\n| framework | GFLOP | ratio | MB accessed | ratio | instructions | HLO chars | identical to linen |"
-        )
+        print(f"{fn}\n")
+        print("| framework | GFLOP | ratio | MB accessed | ratio | instructions | HLO chars | identical to linen |")
         print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
         for name, d in info.items():
             same = "yes" if d["hlo"] == ref["hlo"] else "no"

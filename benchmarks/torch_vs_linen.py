@@ -138,16 +138,17 @@ def main():
     parser.add_argument("--torch-script", help='another ppo_torch.py to run too, as "torch before" (compile mode)')
     parser.add_argument("--out", default=str(ROOT / "runs" / f"torch_vs_linen_{int(time.time())}.json"))
     opts = parser.parse_args()
-    if opts.torch_script:  # copied next to the scripts, so that it imports the same helpers
-        shutil.copy(opts.torch_script, ROOT / "ppo_torch_before.py")
-        CONFIGS["torch before"] = ("ppo_torch_before.py", "compile")
-        opts.configs = [*opts.configs, "torch before"]
 
     all_results, tables = {}, []
-    try:
+    with tempfile.TemporaryDirectory() as before_dir:
+        if opts.torch_script:  # copied out of the repo, where no ppo_*.py appears while others lint and test
+            before = Path(before_dir, "ppo_torch_before.py")
+            shutil.copy(opts.torch_script, before)
+            # it imports the repo's helpers (bookkeeping.py, env_adapters.py) as the scripts do from beside them
+            os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+            CONFIGS["torch before"] = (str(before), "compile")  # an absolute path: run_script runs it where it is
+            opts.configs = [*opts.configs, "torch before"]
         run_all(opts, all_results, tables)
-    finally:
-        (ROOT / "ppo_torch_before.py").unlink(missing_ok=True)
     print("\n\n".join(tables))
 
 
