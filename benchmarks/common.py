@@ -23,11 +23,12 @@ def run_script(script: str, *args: str) -> dict:
         if proc.returncode != 0:
             raise RuntimeError(f"{script} {' '.join(args)} failed:\n{proc.stderr[-2000:]}")
         (run_dir,) = Path(log_dir).iterdir()
-        return read_run(run_dir)
+        return run_series(run_dir)
 
 
-def read_run(run_dir: Path) -> dict:
-    """{"summary": summary.json, "series": {tag: the values at the steps where the tag was logged}}, via runlog."""
+def run_series(run_dir: Path) -> dict:
+    """A run read by runlog.read_run, as {"summary": summary.json, "series": {tag: the values at the steps where
+    the tag was logged}}."""
     run = runlog.read_run(run_dir)
     series = {tag: run.scalars[tag].dropna().to_numpy(float) for tag in run.scalars.columns if tag != "step"}
     return {"summary": run.summary, "series": series}

@@ -745,7 +745,7 @@ def test_one_reader_of_run_folders(tmp_path):
     assert "runlog.read_completed_run(" in (ROOT / "analysis" / "loading.py").read_text()
     assert not any("read_json(" in path.read_text() for path in analysis_code)
     run = write_run(tmp_path / "runs", "CartPole-v1", "linen", "small", "jit", 1, sync=True)
-    series = benchmarks.common.read_run(run["run_dir"])["series"]
+    series = benchmarks.common.run_series(run["run_dir"])["series"]
     np.testing.assert_allclose(series["time/iteration"], run["iteration"], rtol=1e-6)
     np.testing.assert_allclose(series["charts/episodic_return"], [20.0, 50.0, 80.0])  # iterations 2, 5, 8
     assert benchmarks.common.steady_mean({"series": series}) == pytest.approx(run["steady"], rel=1e-6)
