@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 STEADY_FROM = study.load().steady.first  # the study's steady state: iterations STEADY_FROM+
 
 
-def run_script(script: str, *args: str) -> dict:
+def run_and_read(script: str, *args: str) -> dict:
     """Runs `python script args` in a fresh process; returns its run's summary and per-iteration series.
     script: a path from the project root, or an absolute one. torch gets OMP_NUM_THREADS as set now (a benchmark's
     --cpus sets it), else one thread per core this process may use."""

@@ -15,7 +15,7 @@ import pandas as pd
 import tyro
 
 import ppo_linen as ppo
-from benchmarks.common import STEADY_FROM, run_script, steady_mean
+from benchmarks.common import STEADY_FROM, run_and_read, steady_mean
 
 
 @dataclass
@@ -62,7 +62,7 @@ def main():
     args = ppo.Args(env=opts.env, model_size=opts.model_size, num_iterations=opts.num_iterations, sync_timing=False)
     rows = []
     for repeat in range(opts.repeats):
-        run = run_script(
+        run = run_and_read(
             "ppo_linen.py",
             "--env",
             opts.env,

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 import study
-from benchmarks.common import ROOT, STEADY_FROM, run_script
+from benchmarks.common import ROOT, STEADY_FROM, run_and_read
 
 STUDY = study.load()
 JAX_FRAMEWORKS = ("nnx", "equinox")  # the JAX frameworks besides Linen
@@ -48,7 +48,7 @@ COLUMNS = ("total_s", "setup_s", "iter0_s", "warmup_s", "steady_s")
 def run_config(name: str, opts) -> dict:
     script, mode, _ = CONFIGS[name]
     iterations = opts.none_iterations if mode == "none" else opts.num_iterations
-    run = run_script(
+    run = run_and_read(
         script,
         "--env",
         opts.env,

@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.common import ROOT, STEADY_FROM, run_script
+from benchmarks.common import ROOT, STEADY_FROM, run_and_read
 
 CONFIGS = {  # name: (script, compile mode)
     "linen jit": ("ppo_linen.py", "jit"),
@@ -50,7 +50,7 @@ def run_config(name: str, env: str, size: str, opts) -> dict:
     )
     with tempfile.TemporaryDirectory() as cache_dir:
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache_dir  # inherited by the run: no compiled kernels from before
-        run = run_script(
+        run = run_and_read(
             script,
             "--env",
             env,
@@ -146,7 +146,7 @@ def main():
             shutil.copy(opts.torch_script, before)
             # it imports the repo's helpers (bookkeeping.py, env_adapters.py) as the scripts do from beside them
             os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-            CONFIGS["torch before"] = (str(before), "compile")  # an absolute path: run_script runs it where it is
+            CONFIGS["torch before"] = (str(before), "compile")  # an absolute path: run_and_read runs it where it is
             opts.configs = [*opts.configs, "torch before"]
         run_all(opts, all_results, tables)
     print("\n\n".join(tables))
