@@ -34,7 +34,8 @@ options:
   --experiments LIST  comma-separated experiments (default: all of the study)
   --frameworks LIST   comma-separated frameworks (default: all of the study)
   --envs LIST         comma-separated env ids (default: each experiment's envs); an experiment of every env
-                      takes any gymnax env given, the others only their own
+                      takes any env the scripts can train (a gymnax env with discrete actions), the others
+                      only their own; an env they cannot train is refused
   --sizes LIST        comma-separated model sizes (default: all of the study)
   --seeds N           repeats, seeds 1..N (default 3)
   --iterations N      num_iterations of every run (default: the scripts' own)
@@ -232,10 +233,11 @@ stop_if_interrupted() {
 }
 
 # ------------------------------------------------------------------------------------------ lock
-# One sweep at a time per log dir and shard: two would run the same runs twice. The lock is {log-dir}/.bench-K-of-N
-# .lock, taken with flock(2) by Python on a file descriptor of this shell, so that it is held until this shell and the
-# runs it started (they inherit the descriptor) are gone, however they end. A second sweep is refused, not queued.
-# Other shards of the same log dir run side by side (./bench.sh --shard 0/2 & ./bench.sh --shard 1/2, Slurm tasks).
+# One sweep at a time per log dir and shard: two would run the same runs twice. The lock: flock(2) on the file
+# {log-dir}/.bench-K-of-N.lock, taken by Python on a file descriptor of this shell, so that it is held until this
+# shell and the runs it started (they inherit the descriptor) are gone, however they end. A second sweep is refused,
+# not queued. Other shards of one log dir run side by side (./bench.sh --shard 0/2 & ./bench.sh --shard 1/2, the
+# Slurm tasks); overlapping shards of different counts (0/1 and 0/2) are not told apart.
 LOCK_PY='
 import datetime, fcntl, os, socket, sys
 fd, path, holder = int(sys.argv[1]), sys.argv[2], sys.argv[3]
@@ -262,8 +264,8 @@ lock_log_dir() {  # LOCK_FD: this sweep's hold on {log-dir}/.bench-K-of-N.lock; 
     0) ;;
     3) die "another sweep of shard $SHARD is running into $(quoted "$LOG_DIR") ($said); refused, not queued:" \
          "start this one when it ends, or give another --log-dir" ;;
-    4) echo "bench.sh: warning: cannot lock $file ($said); two sweeps on this log dir and shard would run" \
-         "the same runs twice" >&2 ;;
+    4) echo "bench.sh: warning: cannot lock $(quoted "$file") ($said); two sweeps on this log dir and shard" \
+         "would run the same runs twice" >&2 ;;
     *) stop_if_interrupted; exit "$rc" ;;
   esac
 }
@@ -456,4 +458,5 @@ main() {
   sweep
 }
 
-main "$@"
+# one line: bash reads a script as it runs, so an edit of this file during a sweep must not reach it after main
+main "$@"; exit
