@@ -94,28 +94,11 @@ def choices(option: str, value: Optional[str], valid: tuple[str, ...], extra=Non
 
 
 def why_untrainable(env: str) -> Optional[str]:
-    """Why the PPO scripts cannot train on `env`, in words; None when they can.
+    """Why the PPO scripts cannot train on `env`, in words; None when they can: env_adapters.py's check, the same
+    as the scripts' make_env (gymnax is imported only for an env outside the study, which takes a few seconds)."""
+    from env_adapters import why_untrainable as scripts_check
 
-    env_adapters.why_untrainable (the scripts' own check) when that module exists; else the check of the scripts'
-    make_env: one of the study's expensive envs (the scripts' Craftax adapter), or a gymnax env that can be made and
-    has a discrete action space."""
-    try:
-        from env_adapters import why_untrainable as scripts_check
-    except ModuleNotFoundError as e:
-        if e.name != "env_adapters":
-            raise
-    else:
-        return scripts_check(env)
-    import gymnax  # only for an env outside the study: importing it takes a few seconds
-
-    if env not in gymnax.registered_envs:
-        return None if env in study.load().expensive_envs else "is unknown"
-    try:
-        gym_env, params = gymnax.make(env)
-        space = type(gym_env.action_space(params))
-    except Exception as e:  # e.g. an env that must download its data (MNISTBandit) without network
-        return f"cannot be made ({type(e).__name__}: {e})"
-    return None if space is gymnax.environments.spaces.Discrete else f"has a {space.__name__} action space"
+    return scripts_check(env)
 
 
 def env_choices(value: str, S: study.Study) -> tuple[str, ...]:
