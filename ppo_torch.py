@@ -249,9 +249,9 @@ def finish_rollout(agent: Agent, args: Args, obs, action, logprob, value, packed
     n, d = args.num_envs, obs.shape[-1]  # packed: next obs, reward, terminated, truncated, final obs, episode stats
     fields = packed.split([n * d, n, n, n, n * d, n, n], -1)
     _, reward, terminated, truncated, final_obs, episode_return, episode_length = fields
-    terminated, truncated = terminated > 0, truncated > 0
     # V(pre-reset next observation): the next value within an episode, the bootstrap when truncated
     final_values = agent.get_value(final_obs.view(obs.shape))
+    terminated, truncated = terminated > 0, truncated > 0
     advantages, returns = compute_gae(reward, value, final_values, terminated, truncated, args.gamma, args.gae_lambda)
     steps = (obs, action, logprob, value, advantages, returns)  # each (num_steps, num_envs, ...)
     batch = Batch(*[x.reshape(args.batch_size, *x.shape[2:]) for x in steps])
@@ -371,13 +371,13 @@ def main():
     env, env_params = make_env(args.env)
     gpu = torch.cuda.is_available() and jax.default_backend() == "gpu"
     if not gpu and (args.device == "cuda" or args.compile in GPU_COMPILE):
-        raise ValueError(f"--device {args.device} --compile {args.compile} needs a GPU that torch and JAX both see")
+        message = f"--device {args.device} --compile {args.compile} needs a GPU that torch and JAX both see"
+        raise ValueError(f"{message}; use --device cpu --compile compile")
     device = torch.device("cuda" if gpu and args.device != "cpu" else "cpu")
     run_name = f"{args.env}__{FRAMEWORK}__{args.model_size}__{args.compile}__{args.seed}__{int(time.time())}"
     run_dir = os.path.join(args.log_dir, run_name)
     run_dir = book.make_run_dir(run_dir)  # a new folder, even for two runs started in the same second
-    jax_device = jax.devices("gpu" if device.type == "cuda" else "cpu")[0]
-    jax.config.update("jax_default_device", jax_device)  # where torch computes: DLPack does not move arrays
+    jax.config.update("jax_default_device", jax.devices("gpu" if device.type == "cuda" else "cpu")[0])  # torch's device
     config = {**asdict(args), "framework": FRAMEWORK}
     config.update(batch_size=args.batch_size, minibatch_size=args.minibatch_size)
     config["device_name"] = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
