@@ -386,16 +386,17 @@ def main():
                 jax.block_until_ready(state)
             update_end = time.perf_counter()
 
-            metrics = jax.device_get({**episode_stats, **losses})  # the one host transfer per iteration
-            iteration_time = time.perf_counter() - iteration_start  # up to the metrics on the host
             optimizer_steps = (iteration + 1) * args.update_epochs * args.num_minibatches
+            learning_rate = lr_schedule(optimizer_steps - 1)  # the rate of the last step, a device array
+            metrics = jax.device_get({**episode_stats, **losses, "learning_rate": learning_rate})  # the one transfer
+            iteration_time = time.perf_counter() - iteration_start  # up to the metrics on the host
             scalars = {
                 "time/rollout": rollout_end - iteration_start,
                 "time/update": update_end - rollout_end,
                 "time/iteration": iteration_time,
                 "time/elapsed": time.perf_counter() - START,
                 "charts/SPS": args.batch_size / iteration_time,
-                "charts/learning_rate": lr_schedule(optimizer_steps - 1),  # the rate of the last step
+                "charts/learning_rate": metrics.pop("learning_rate"),
             }
             for name in ("episodic_return", "episodic_length"):
                 value = metrics.pop(name)
@@ -405,7 +406,7 @@ def main():
                 scalars[f"losses/{name}"] = value
             global_step = (iteration + 1) * args.batch_size  # env steps so far
             for tag, value in scalars.items():
-                writer.add_scalar(tag, float(value), global_step)
+                writer.add_scalar(tag, value, global_step)  # values on the host already
             book.iteration_done(iteration, scalars, writer)
 
             episodic_return = scalars.get("charts/episodic_return", np.nan)

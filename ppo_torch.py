@@ -234,8 +234,8 @@ def rollout(env_step_fn, finish_fn, args: Args, policy_fn, num_actions: int, gen
     steps = []
     for step in range(args.num_steps):
         action, logprob, value = policy_fn(obs, noise[step])
-        # torch -> JAX, zero-copy; on the CPU a NumPy view crosses in ~8 us, DLPack in ~60 us
-        jax_action = action.numpy() if action.is_cpu else jnp.from_dlpack(action)
+        # torch -> JAX by DLPack, zero-copy; on the CPU through NumPy's reader: JAX's takes ~110 us more a step
+        jax_action = np.from_dlpack(action) if action.is_cpu else jnp.from_dlpack(action)
         runner, packed = env_step_fn(runner, jax_action)
         packed = torch.from_dlpack(packed)  # JAX -> torch, zero-copy
         steps.append((obs, action, logprob, value, packed))
@@ -454,7 +454,7 @@ def main():
                 scalars[f"losses/{name}"] = value
             global_step = (iteration + 1) * args.batch_size  # env steps so far
             for tag, value in scalars.items():
-                writer.add_scalar(tag, float(value), global_step)
+                writer.add_scalar(tag, value, global_step)  # values on the host already
             book.iteration_done(iteration, scalars, writer)
 
             episodic_return = scalars.get("charts/episodic_return", np.nan)
