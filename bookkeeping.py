@@ -4,7 +4,7 @@ bench.sh and plot_results.py rely on what it writes; a starter copy of a script 
 and every line that contains `book.`, and then needs no other file. A script uses it like this:
 
     book = Bookkeeping(START, packages=("jax", "jaxlib", "flax", "optax", "gymnax"))
-    main = book.wrap(main)           # signals caught, summary.json written whatever happens, exit codes
+    main = book.wrap(main, Args)     # bad input refused, signals caught, summary.json written, exit codes
     ... in main():
     run_dir = book.make_run_dir(run_dir)  # a new folder, suffixed when the name is taken
     book.start(config, run_dir)      # config.json, before iteration 0
@@ -14,9 +14,10 @@ and every line that contains `book.`, and then needs no other file. A script use
 
 Signals: SIGINT and SIGTERM set a flag that the script checks between phases, so that none is lost inside a
 compiler and a run started with SIGINT ignored (nohup, a background job) still stops; a second signal stops the
-run at once. The run then ends with status "interrupted" and exit code 130. Bad input (exit 2) leaves no run
-folder. Any other failure ends with status "failed": an OSError (a full disk, a removed log folder) with one
-line and exit code 1, anything else with its traceback. config.json and summary.json are written to a temporary
+run at once. The run then ends with status "interrupted" and exit code 130. Bad input (a ValueError, OSError or
+ImportError before the run folder is made) is one line and exit code 2, and leaves no run folder. Any other
+failure ends with status "failed": an OSError (a full disk, a removed log folder) with one line and exit code 1,
+anything else with its traceback. config.json and summary.json are written to a temporary
 file that is then renamed, so they are never empty or half-written.
 """
 
@@ -197,6 +198,15 @@ class Bookkeeping:
         total, final = self.summary["total_s"], self.summary["final_return"]
         print(f"{status}: {done} iterations, total {total:.1f}s, final return {final}, logs in {self.run_dir}")
 
+    def end(self, status: str, error: Optional[Exception] = None, one_line: bool = False):
+        """finish(), then one error line: the error itself when one_line, and summary.json when it was not written."""
+        self.finish(status, f"{type(error).__name__}: {error}" if error else None)
+        problems = [str(error)] if one_line else []
+        if self.summary_error:
+            problems.append(self.summary_error)
+        if problems:
+            print(f"error: {'; '.join(problems)}", file=sys.stderr)
+
     def run(self, main: Callable[[], None], args_type):
         """main() with the signals caught and summary.json written whatever happens. Exit codes: 2 for bad input
         (before the run folder is made), 130 when interrupted, 1 when failed."""
@@ -208,34 +218,23 @@ class Bookkeeping:
             check_args(args_type, sys.argv[1:])
             main()
         except (ValueError, OSError, ImportError) as e:
-            if self.run_dir is not None:  # a failure of the run, not bad input
-                self.fail(e)
-            print(f"error: {e}", file=sys.stderr)  # bad input: an unknown env, a --log-dir that is a file, ...
-            sys.exit(2)
+            if self.run_dir is None:  # bad input: an unknown env, a --log-dir that is a file, ...
+                print(f"error: {e}", file=sys.stderr)
+                sys.exit(2)
+            if not isinstance(e, OSError):  # a bug: its traceback
+                self.end("failed", e)
+                raise
+            self.end("failed", e, one_line=True)  # a full disk, a removed log folder
+            sys.exit(1)
         except KeyboardInterrupt:
-            self.finish("interrupted")
-            self.report_summary_error()
+            self.end("interrupted")
             sys.exit(130)
         except Exception as e:
-            self.finish("failed", error=f"{type(e).__name__}: {e}")
-            self.report_summary_error()
+            self.end("failed", e)
             raise
-        self.finish("completed")
+        self.end("completed")
         if self.summary_error:
-            self.report_summary_error()
             sys.exit(1)
-
-    def report_summary_error(self):
-        if self.summary_error:
-            print(f"error: {self.summary_error}", file=sys.stderr)
-
-    def fail(self, error: Exception):
-        """An OSError (a full disk, a removed log folder) or a ValueError in the run: status failed, one line,
-        exit 1."""
-        self.finish("failed", error=f"{type(error).__name__}: {error}")
-        also = f"; {self.summary_error}" if self.summary_error else ""
-        print(f"error: {error}{also}", file=sys.stderr)
-        sys.exit(1)
 
     def wrap(self, main: Callable[[], None], args_type) -> Callable[[], None]:
         """main, run under the bookkeeping; args_type: the script's Args, checked before main() starts."""

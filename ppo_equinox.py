@@ -402,6 +402,8 @@ def main():
 
         for iteration in range(args.num_iterations):
             book.check_signals()  # a SIGINT or SIGTERM stops the run here...
+            optimizer_steps = (iteration + 1) * args.update_epochs * args.num_minibatches
+            learning_rate = lr_schedule(optimizer_steps - 1)  # the rate of this iteration's last step; not timed
             iteration_start = time.perf_counter()
             runner, batch, episode_stats = rollout_fn(agent, runner)
             if args.sync_timing:
@@ -413,8 +415,6 @@ def main():
                 jax.block_until_ready((agent, opt_state))
             update_end = time.perf_counter()
 
-            optimizer_steps = (iteration + 1) * args.update_epochs * args.num_minibatches
-            learning_rate = lr_schedule(optimizer_steps - 1)  # the rate of the last step, a device array
             metrics = jax.device_get({**episode_stats, **losses, "learning_rate": learning_rate})  # the one transfer
             iteration_time = time.perf_counter() - iteration_start  # up to the metrics on the host
             scalars = {

@@ -420,6 +420,8 @@ def main():
 
         for iteration in range(args.num_iterations):
             book.check_signals()  # a SIGINT or SIGTERM stops the run here...
+            optimizer_steps = (iteration + 1) * args.update_epochs * args.num_minibatches
+            learning_rate = lr_schedule(optimizer_steps - 1)  # the rate of this iteration's last step; not timed
             iteration_start = time.perf_counter()
             runner, batch, episode_stats = rollout_fn(runner)
             if args.sync_timing:
@@ -434,17 +436,15 @@ def main():
             update_end = time.perf_counter()
 
             metrics = {**episode_stats, **losses}
-            values = torch.stack(list(metrics.values())).tolist()  # the one host transfer per iteration
-            metrics = dict(zip(metrics, values))
+            metrics = dict(zip(metrics, torch.stack(list(metrics.values())).tolist()))  # the one host transfer
             iteration_time = time.perf_counter() - iteration_start  # up to the metrics on the host
-            optimizer_steps = (iteration + 1) * args.update_epochs * args.num_minibatches
             scalars = {
                 "time/rollout": rollout_end - iteration_start,
                 "time/update": update_end - rollout_end,
                 "time/iteration": iteration_time,
                 "time/elapsed": time.perf_counter() - START,
                 "charts/SPS": args.batch_size / iteration_time,
-                "charts/learning_rate": lr_schedule(optimizer_steps - 1),  # the rate of the last step
+                "charts/learning_rate": learning_rate,
             }
             for name in ("episodic_return", "episodic_length"):
                 value = metrics.pop(name)

@@ -28,6 +28,11 @@ TINY = [
 ]
 
 
+def one_cell(exp: str = "exp1", env: str = "CartPole-v1") -> list[str]:
+    """bench.sh options that select one linen cell: one experiment and env, small, seed 1."""
+    return ["--experiments", exp, "--frameworks", "linen", "--envs", env, "--sizes", "small", "--seeds", "1"]
+
+
 def only_run_dir(log_dir: Path) -> Path:
     runs = [p for p in log_dir.iterdir() if (p / "config.json").exists()]
     assert len(runs) == 1, f"expected one run folder in {log_dir}, found {runs}"

@@ -20,7 +20,7 @@ import pytest
 
 import runlog
 import sweep
-from helpers import ROOT, STUDY, read_json
+from helpers import ROOT, STUDY, one_cell, read_json
 
 FRAMEWORKS = [name for name, fw in STUDY.frameworks.items() if (ROOT / fw.script).exists()]
 TINY = ["--", "--num-envs", "4", "--num-steps", "16"]
@@ -387,16 +387,7 @@ def planned(log_dir: Path, exp: str = "exp2", env: str = "CartPole-v1", *args: s
         "--dry-run",
         "--log-dir",
         str(log_dir),
-        "--experiments",
-        exp,
-        "--frameworks",
-        "linen",
-        "--envs",
-        env,
-        "--sizes",
-        "small",
-        "--seeds",
-        "1",
+        *one_cell(exp, env),
         *args,
     )
     assert proc.returncode == 0, proc.stderr
@@ -428,16 +419,7 @@ def done_lines(log_dir: Path, *args: str, exp: str = "exp2", env: str = "CartPol
         "--dry-run",
         "--log-dir",
         str(log_dir),
-        "--experiments",
-        exp,
-        "--frameworks",
-        "linen",
-        "--envs",
-        env,
-        "--sizes",
-        "small",
-        "--seeds",
-        "1",
+        *one_cell(exp, env),
         *args,
     )
     assert proc.returncode == 0, proc.stderr
@@ -689,18 +671,7 @@ def test_bench_re_times_envs_from_another_host_into_its_log_dir(tmp_path):
     log_dir.mkdir()
     timing = timing_file(log_dir / "env_timing.json", "elsewhere", "cpu")
     committed = (ROOT / "results" / "env_timing.json").read_bytes()
-    args = (
-        "--experiments",
-        "exp1",
-        "--frameworks",
-        "linen",
-        "--envs",
-        "CartPole-v1",
-        "--sizes",
-        "small",
-        "--seeds",
-        "1",
-    )
+    args = (*one_cell(),)
     (command,) = planned(log_dir, "exp1", "CartPole-v1")
     fake_run(log_dir, "exp1", "completed", command, "done")  # the one run is done: only the env timing runs
     proc = bench("--log-dir", str(log_dir), *args, timeout=600)

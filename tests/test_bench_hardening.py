@@ -20,7 +20,7 @@ import pytest
 from test_bench import fake_run, other_study, planned
 
 import sweep
-from helpers import ROOT, STUDY, TINY, read_json
+from helpers import ROOT, STUDY, TINY, one_cell, read_json
 
 # A stand-in ppo script: notes {"pid", "argv"} in $FAKE_MARKS, writes config.json (its "command" = sys.argv) and, when
 # it completes, a usable run (runlog.is_completed). $FAKE_HOLD: run while that file exists. SIGINT or SIGTERM: an
@@ -319,16 +319,7 @@ def test_a_real_run_gets_hostile_arguments_as_given(tmp_path):
     proc = run_bench(
         "--log-dir",
         str(log_dir),
-        "--experiments",
-        "exp1",
-        "--frameworks",
-        "linen",
-        "--envs",
-        "CartPole-v1",
-        "--sizes",
-        "small",
-        "--seeds",
-        "1",
+        *one_cell(),
         "--no-env-timing",
         "--",
         *TINY,
@@ -406,16 +397,7 @@ def dry_lines(log_dir: Path) -> list[str]:
         "--dry-run",
         "--log-dir",
         str(log_dir),
-        "--experiments",
-        "exp2",
-        "--frameworks",
-        "linen",
-        "--envs",
-        "CartPole-v1",
-        "--sizes",
-        "small",
-        "--seeds",
-        "1",
+        *one_cell("exp2", "CartPole-v1"),
         env={**os.environ},
     )
     assert proc.returncode == 0, proc.stderr
