@@ -5,10 +5,10 @@ env call and a hand-over of its packed output back to torch. Linen's rollout is 
 piece for the shapes a rollout step uses (num_envs envs), in microseconds per call, the median of --blocks blocks
 of --calls calls:
 - the policy step, eager (what `--compile compile` runs on a CPU) and torch.compile'd (what it runs on a GPU);
-- torch -> JAX: a NumPy view (what ppo_torch.py does on a CPU) and DLPack (on a GPU);
+- torch -> JAX: NumPy's DLPack reader (what ppo_torch.py does on a CPU) and JAX's (on a GPU);
 - the jitted env call (ppo_torch.env_step_packed, with a barrier) and JAX -> torch by DLPack;
 - the same env step inside a jitted lax.scan, per step: the env's own work, without the cost of a call.
-floor = eager policy + NumPy view + env call + DLPack back: what a rollout step costs before any bookkeeping.
+floor = eager policy + np.from_dlpack + env call + DLPack back: what a rollout step costs before any bookkeeping.
 
     python -m benchmarks.dlpack_crossing --envs Acrobot-v1 Breakout-MinAtar --model-sizes small medium
 """
@@ -20,11 +20,12 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import torch
 
 import ppo_torch as ppo
 
-FLOOR = ("policy eager", "torch->jax numpy", "env call (jit)", "jax->torch dlpack")
+FLOOR = ("policy eager", "torch->jax np.from_dlpack", "env call (jit)", "jax->torch dlpack")
 
 
 def per_call_us(fn, calls: int, blocks: int) -> float:
@@ -48,11 +49,11 @@ def measure(env_id: str, size: str, num_envs: int = 32, calls: int = 300, blocks
     obs, noise = torch.from_dlpack(runner.obs), torch.rand(num_envs, env.num_actions)
     action = agent.get_action_and_value(obs, noise)[0]
     compiled_policy = torch.compile(agent.get_action_and_value, dynamic=False, fullgraph=True)
-    packed = env_call(runner, action.numpy())[1]
+    packed = env_call(runner, np.from_dlpack(action))[1]
 
     def scanned(runner):  # num_steps env steps in one call: the env's own cost per step
         return jax.lax.scan(
-            lambda r, _: (ppo.env_step_packed(env, env_params, r, action.numpy())[0], None), runner, length=256
+            lambda r, _: (ppo.env_step_packed(env, env_params, r, np.from_dlpack(action))[0], None), runner, length=256
         )[0]
 
     scan = jax.jit(scanned)
@@ -61,10 +62,10 @@ def measure(env_id: str, size: str, num_envs: int = 32, calls: int = 300, blocks
         row = {
             "policy eager": per_call_us(lambda: agent.get_action_and_value(obs, noise), calls, blocks),
             "policy compiled": per_call_us(lambda: compiled_policy(obs, noise), calls, blocks),
-            "torch->jax numpy": per_call_us(lambda: action.numpy(), calls, blocks),
+            "torch->jax np.from_dlpack": per_call_us(lambda: np.from_dlpack(action), calls, blocks),
             "torch->jax dlpack": per_call_us(lambda: jnp.from_dlpack(action), calls, blocks),
             "env call (jit)": per_call_us(
-                lambda: jax.block_until_ready(env_call(runner, action.numpy())), calls, blocks
+                lambda: jax.block_until_ready(env_call(runner, np.from_dlpack(action))), calls, blocks
             ),
             "jax->torch dlpack": per_call_us(lambda: torch.from_dlpack(packed), calls, blocks),
             "env step in a scan": per_call_us(lambda: jax.block_until_ready(scan(runner)), 3, blocks) / 256,
