@@ -19,6 +19,7 @@ from typing import Optional
 import jax
 import jax.numpy as jnp
 
+ACTION_KINDS = "Discrete actions and 1-D Box actions (a diagonal Gaussian policy)"
 CRAFTAX_ENVS = ("Craftax-Classic-Symbolic-v1", "Craftax-Symbolic-v1")  # expensive JAX envs (pip package craftax)
 
 
@@ -33,7 +34,7 @@ def make(env_id: str):
         env = Craftax(env_id)
         return env, env.default_params
     problem = gymnax_problem(env_id) or "has no adapter"
-    raise ValueError(f"env {env_id!r} {problem}; usable envs (discrete actions): {', '.join(usable_envs())}")
+    raise ValueError(f"env {env_id!r} {problem}; usable envs: {', '.join(usable_envs())}")
 
 
 # ------------------------------------------------------------------------------------- what can be trained
@@ -48,9 +49,11 @@ def gymnax_problem(env_id: str) -> Optional[str]:
     except Exception as e:  # an env that must download its data (MNISTBandit) without network
         return f"cannot be made ({type(e).__name__}: {e})"
     space = env.action_space(params)
-    if not isinstance(space, gymnax.environments.spaces.Discrete):
-        return f"has a {type(space).__name__} action space"
-    return None
+    if isinstance(space, gymnax.environments.spaces.Discrete):
+        return None
+    if isinstance(space, gymnax.environments.spaces.Box) and len(space.shape) == 1:
+        return None
+    return f"has a {type(space).__name__} action space; the scripts train {ACTION_KINDS}"
 
 
 def why_untrainable(env_id: str) -> Optional[str]:
@@ -61,7 +64,7 @@ def why_untrainable(env_id: str) -> Optional[str]:
 
 
 def usable_envs() -> list[str]:
-    """Every env id the scripts can train on: gymnax's discrete envs, then the adapted ones."""
+    """Every env id the scripts can train on: gymnax's envs with a usable action space, then the adapted ones."""
     import gymnax
 
     usable = [env_id for env_id in gymnax.registered_envs if gymnax_problem(env_id) is None]
