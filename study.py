@@ -7,11 +7,13 @@ Every tool reads the study through this module (no heavy imports, so bench.sh ca
     S.frameworks["nnx"].compile        # ('cached_partial', 'jit', 'none'): the default first
     S.pairs                            # (('nnx', 'linen'), ('equinox', 'linen'), ('equinox', 'nnx'), ...)
     S.experiments["exp3"].envs         # ('Acrobot-v1',)
-    S.every_env                        # envs, then expensive_envs: what env_timing.py times
+    S.continuous_envs                  # the cheap envs with 1-D Box actions: an experiment's envs "continuous"
+    S.every_env                        # envs, continuous_envs, then expensive_envs: what env_timing.py times
     S.experiments["exp5"].syncs        # (False, True): runs with --sync-timing off and on
     S.experiments["exp1"].figures      # what plot_results.py draws of its runs
     S.platforms["exp4"].repeats        # 'exp1': a platform comparison repeats an experiment under other tags
-    S.headline                         # 'exp1': the README's tables
+    S.headline                         # 'exp1': REPORT.md's iteration windows
+    S.tables                           # ('exp1', 'exp6'): the README's tables, and those compared with an edition
 """
 
 import os
@@ -75,13 +77,15 @@ class Platform:
 class Study:
     path: Path
     frameworks: dict[str, Framework]  # in the order of the figures and tables
-    envs: tuple[str, ...]  # an experiment's envs "all"
+    envs: tuple[str, ...]  # an experiment's envs "all": the cheap envs with discrete actions
+    continuous_envs: tuple[str, ...]  # an experiment's envs "continuous": the cheap envs with 1-D Box actions
     expensive_envs: tuple[str, ...]  # in the study (env timing, figures) but only in the experiments that name them
     sizes: tuple[str, ...]
     windows: dict[str, Window]
     experiments: dict[str, Experiment]
     platforms: dict[str, Platform]
-    headline: str  # the experiment of the README's tables
+    headline: str  # the experiment of REPORT.md's iteration windows
+    tables: tuple[str, ...]  # the experiments of the README's total-time and steady-state tables (and of --previous)
 
     @property
     def pairs(self) -> tuple[tuple[str, str], ...]:
@@ -94,7 +98,7 @@ class Study:
 
     @property
     def every_env(self) -> tuple[str, ...]:
-        return self.envs + self.expensive_envs
+        return self.envs + self.continuous_envs + self.expensive_envs
 
     @property
     def steady(self) -> Window:
@@ -125,13 +129,18 @@ def _syncs(value, path: Path) -> tuple[bool, ...]:
     raise ValueError(f'{path}: sync = {value!r} in an experiment; give true, false or "both"')
 
 
-def _envs(data: dict, path: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    envs, expensive = tuple(data["envs"]), tuple(data.get("expensive_envs", ()))
-    every = envs + expensive
+ENV_LISTS = ("envs", "continuous_envs", "expensive_envs")  # the study's env lists, each an experiment's envs keyword
+ENV_KEYWORDS = {"all": "envs", "continuous": "continuous_envs", "expensive": "expensive_envs"}
+
+
+def _envs(data: dict, path: Path) -> dict[str, tuple[str, ...]]:
+    """Each env list of the study (ENV_LISTS; a list left out is empty): no env may be listed twice."""
+    lists = {name: tuple(data.get(name, ())) for name in ENV_LISTS}
+    every = [env for envs in lists.values() for env in envs]
     repeated = sorted({env for env in every if every.count(env) > 1})
     if repeated:
-        raise ValueError(f"{path}: {', '.join(repeated)} listed twice in envs and expensive_envs")
-    return envs, expensive
+        raise ValueError(f"{path}: {', '.join(repeated)} listed twice in {', '.join(ENV_LISTS)}")
+    return lists
 
 
 def _names(value, what: str, path: Path) -> tuple[str, ...]:
@@ -161,22 +170,35 @@ def _headline(data: dict, experiments: dict, path: Path) -> str:
     return headline
 
 
+def _tables(data: dict, experiments: dict, headline: str, path: Path) -> tuple[str, ...]:
+    """The experiments of the README's tables: [analysis] tables, else the headline. Each must have sync-off runs
+    (total time and steady state are timed without the timers' waits)."""
+    tables = _names(data.get("analysis", {}).get("tables", [headline]), "[analysis] tables", path)
+    for name in tables:
+        if name not in experiments:
+            raise ValueError(f"{path}: [analysis] tables lists {name!r}; known experiments: {', '.join(experiments)}")
+        if False not in experiments[name].syncs:
+            raise ValueError(f"{path}: [analysis] tables lists {name}, which has no sync-off runs to tabulate")
+    return tables
+
+
 def parse(path: Path) -> Study:
     with open(path, "rb") as f:
         data = tomllib.load(f)
-    envs, expensive_envs = _envs(data, path)
+    env_lists = _envs(data, path)
+    every_env = tuple(env for envs in env_lists.values() for env in envs)
     sizes = tuple(data["sizes"])
     frameworks = {
         name: Framework(name, fw["script"], tuple(fw["compile"]), fw.get("color", "#7f7f7f"))
         for name, fw in data["frameworks"].items()
     }
     windows = {name: Window(name, w["first"], w.get("last"), w["label"]) for name, w in data["windows"].items()}
-    env_keywords = {"all": envs, "expensive": expensive_envs}
+    env_keywords = {keyword: env_lists[name] for keyword, name in ENV_KEYWORDS.items()}
     experiments = {
         name: Experiment(
             name,
             exp["title"],
-            _choice(exp["envs"], envs + expensive_envs, "env", path, env_keywords),
+            _choice(exp["envs"], every_env, "env", path, env_keywords),
             _choice(exp["sizes"], sizes, "size", path, {"all": sizes}),
             exp["compile"] == "all",
             _syncs(exp["sync"], path),
@@ -186,7 +208,20 @@ def parse(path: Path) -> Study:
     }
     platforms = _platforms(data, experiments, path)
     headline = _headline(data, experiments, path)
-    return Study(Path(path), frameworks, envs, expensive_envs, sizes, windows, experiments, platforms, headline)
+    tables = _tables(data, experiments, headline, path)
+    return Study(
+        Path(path),
+        frameworks,
+        env_lists["envs"],
+        env_lists["continuous_envs"],
+        env_lists["expensive_envs"],
+        sizes,
+        windows,
+        experiments,
+        platforms,
+        headline,
+        tables,
+    )
 
 
 @cache

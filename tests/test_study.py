@@ -39,8 +39,12 @@ def test_the_study_as_committed():
         "torch->equinox",
     )
     assert len(STUDY.envs) == 12 and STUDY.sizes == ("small", "medium", "large")
-    assert STUDY.expensive_envs == ("Craftax-Classic-Symbolic-v1", "Craftax-Symbolic-v1")
-    assert STUDY.every_env == STUDY.envs + STUDY.expensive_envs
+    assert STUDY.continuous_envs == ("Pendulum-v1", "MountainCarContinuous-v0", "Reacher-misc", "Swimmer-misc")
+    assert STUDY.expensive_envs == (
+        *("Craftax-Classic-Symbolic-v1", "Craftax-Symbolic-v1"),
+        *("brax-halfcheetah", "brax-ant"),
+    )
+    assert STUDY.every_env == STUDY.envs + STUDY.continuous_envs + STUDY.expensive_envs
     assert (STUDY.steady.first, STUDY.steady.last) == (8, None)
     exp3 = STUDY.experiments["exp3"]
     assert (
@@ -53,7 +57,8 @@ def test_the_study_as_committed():
 
 
 def test_the_expensive_envs_join_exp5_only():
-    """exp1-exp3 keep the gymnax envs ("all"); exp5 runs the Craftax envs, every size, default modes, sync off, on."""
+    """exp1-exp3 keep the discrete gymnax envs ("all"); exp5 runs the Craftax and Brax envs, every size, default
+    modes, sync off, on."""
     for name in ("exp1", "exp2"):
         assert STUDY.experiments[name].envs == STUDY.envs
     others = {env for exp in STUDY.experiments.values() if exp.name != "exp5" for env in exp.envs}
@@ -61,6 +66,18 @@ def test_the_expensive_envs_join_exp5_only():
     exp5 = STUDY.experiments["exp5"]
     assert exp5.envs == STUDY.expensive_envs and exp5.sizes == STUDY.sizes and exp5.syncs == (False, True)
     assert all(exp5.compile_modes(fw) == (fw.default_compile,) for fw in STUDY.frameworks.values())
+
+
+def test_the_continuous_envs_join_exp6_only():
+    """exp6, continuous control: the cheap continuous envs x every size x every framework, default modes, sync off
+    and on; no other experiment runs them, and the README's tables hold exp6's beside exp1's."""
+    exp6 = STUDY.experiments["exp6"]
+    assert exp6.envs == STUDY.continuous_envs and exp6.sizes == STUDY.sizes and exp6.syncs == (False, True)
+    assert all(exp6.compile_modes(fw) == (fw.default_compile,) for fw in STUDY.frameworks.values())
+    others = {env for exp in STUDY.experiments.values() if exp.name != "exp6" for env in exp.envs}
+    assert not set(STUDY.continuous_envs) & others and "PointRobot-misc" not in STUDY.every_env
+    assert {"total", "speedups", "speedup_vs_env_cost"} <= set(exp6.figures)
+    assert STUDY.tables == ("exp1", "exp6")
 
 
 def edited_study(tmp_path: Path, old: str, new: str) -> Path:
@@ -90,6 +107,8 @@ def test_sync_settings(tmp_path, value, syncs):
             'expensive_envs = ["CartPole-v1"',
             "CartPole-v1 listed twice",
         ),
+        ('continuous_envs = ["Pendulum-v1"', 'continuous_envs = ["brax-ant"', "brax-ant listed twice"),
+        ('envs = "continuous"', 'envs = "continous"', "continous"),
     ],
 )
 def test_a_bad_experiment_is_named(tmp_path, old, new, named):
@@ -113,6 +132,9 @@ def test_the_analysis_roles_as_committed():
         ('repeats = "exp1"', 'repeats = "exp4"', "platform exp4 repeats 'exp4'"),
         ('figures = ["compile_modes"]', 'figures = "compile_modes"', "exp3's figures"),
         ("[platforms.exp4]", "[platforms.exp1]", "both an experiment and a platform"),
+        ('tables = ["exp1", "exp6"]', 'tables = ["exp1", "exp7"]', "tables lists 'exp7'"),
+        ('tables = ["exp1", "exp6"]', 'tables = "exp6"', "tables = 'exp6'"),
+        ('tables = ["exp1", "exp6"]', 'tables = ["exp2"]', "exp2, which has no sync-off runs"),
     ],
 )
 def test_a_bad_analysis_role_is_named(tmp_path, old, new, named):
@@ -121,13 +143,15 @@ def test_a_bad_analysis_role_is_named(tmp_path, old, new, named):
 
 
 def test_the_roles_have_defaults(tmp_path):
-    """No [analysis] table: the first experiment is the headline; no [platforms]: no platform comparison."""
+    """No [analysis] table: the first experiment is the headline and the README's tables are its; no [platforms]: no
+    platform comparison."""
     text = study.DEFAULT_PATH.read_text()
     text = text.split("# Platform comparisons")[0]  # drops [platforms.exp4] and [analysis], the last tables
     path = tmp_path / "study.toml"
     path.write_text(text)
     parsed = study.parse(path)
     assert parsed.headline == next(iter(parsed.experiments)) and parsed.platforms == {}
+    assert parsed.tables == (parsed.headline,)
 
 
 def test_an_experiment_may_list_gymnax_and_expensive_envs(tmp_path):
@@ -135,11 +159,14 @@ def test_an_experiment_may_list_gymnax_and_expensive_envs(tmp_path):
     assert study.parse(path).experiments["exp3"].envs == ("Acrobot-v1", "Craftax-Symbolic-v1")
 
 
-def test_a_study_without_expensive_envs(tmp_path):
-    text = study.DEFAULT_PATH.read_text().split("[experiments.exp5]")[0]
+def test_a_study_without_expensive_or_continuous_envs(tmp_path):
+    text = study.DEFAULT_PATH.read_text().split("[experiments.exp5]")[0]  # exp5, exp6 and the roles dropped
     path = tmp_path / "study.toml"
-    path.write_text(text.replace("expensive_envs = [", "# expensive_envs = ["))
-    assert study.parse(path).expensive_envs == () and study.parse(path).every_env == STUDY.envs
+    for key in ("expensive_envs", "continuous_envs"):
+        text = text.replace(f"\n{key} = [", f"\n# {key} = [")
+    path.write_text(text)
+    parsed = study.parse(path)
+    assert parsed.expensive_envs == parsed.continuous_envs == () and parsed.every_env == STUDY.envs
 
 
 def test_a_new_framework_adds_its_pairs(tmp_path):
