@@ -28,14 +28,13 @@ experiments (study.toml; each run is repeated for seeds 1..N):
 EOF
   "$PYTHON" "$HERE/sweep.py" experiments 2>/dev/null | sed 's/^/  /' || echo "  (see study.toml)"
   cat <<'EOF'
-  exp4  is exp1 under another --tag (e.g. the OS or the machine)
 
 options:
   --experiments LIST  comma-separated experiments (default: all of the study)
   --frameworks LIST   comma-separated frameworks (default: all of the study)
-  --envs LIST         comma-separated env ids (default: each experiment's envs); an experiment of every env
-                      takes any env the scripts can train (a gymnax env with discrete actions), the others
-                      only their own; an env they cannot train is refused
+  --envs LIST         comma-separated env ids (default: each experiment's envs); each experiment takes those
+                      of its own, and an experiment of envs "all" also those outside the study (any gymnax env
+                      with Discrete or 1-D Box actions); an env the scripts cannot train is refused
   --sizes LIST        comma-separated model sizes (default: all of the study)
   --seeds N           repeats, seeds 1..N (default 3)
   --iterations N      num_iterations of every run (default: the scripts' own)

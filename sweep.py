@@ -88,7 +88,7 @@ def choices(option: str, value: Optional[str], valid: tuple[str, ...], extra=Non
         raise BadOption(f"{option} is empty; valid choices: {', '.join(valid)}")
     for item in items:
         if item not in valid and not (extra and extra(item)):
-            more = " or another gymnax env id with discrete actions" if extra else ""
+            more = " or another gymnax env id the scripts can train" if extra else ""
             raise BadOption(f"unknown value {item!r} in {option}; valid choices: {', '.join(valid)}{more}")
     return items
 
@@ -108,14 +108,13 @@ def env_choices(value: str, S: study.Study) -> tuple[str, ...]:
     for env in (env for env in envs if env not in S.every_env):  # the study's own are trainable
         problem = why_untrainable(env)
         if problem:
-            import gymnax
+            from env_adapters import usable_envs
 
-            others = [
-                other for other in gymnax.registered_envs if other not in S.every_env and not why_untrainable(other)
-            ]
+            others = [other for other in usable_envs() if other not in S.every_env]
             raise BadOption(
                 f"--envs: {env!r} {problem}, so the scripts cannot train it; valid choices: the study's "
-                f"{', '.join(S.every_env)}, or another gymnax env with discrete actions: {', '.join(others)}"
+                f"{', '.join(S.every_env)}, or another gymnax env the scripts can train (Discrete or 1-D Box "
+                f"actions): {', '.join(others)}"
             )
     return envs
 
@@ -237,12 +236,11 @@ def command(
 
 def experiment_envs(sel: Selection, exp: study.Experiment, S: study.Study) -> tuple[str, ...]:
     """The envs of an experiment in this sweep: its own, or those of --envs it has (in the order given). An experiment
-    of envs "all" takes any env of --envs but the study's expensive ones (e.g. a gymnax env outside the study)."""
+    of envs "all" also takes the envs of --envs outside the study (e.g. another gymnax env)."""
     if sel.envs is None:
         return exp.envs
-    if exp.envs == S.envs:
-        return tuple(env for env in sel.envs if env not in S.expensive_envs)
-    return tuple(env for env in sel.envs if env in exp.envs)  # e.g. exp3: Acrobot-v1 only
+    outside = exp.envs == S.envs
+    return tuple(env for env in sel.envs if env in exp.envs or (outside and env not in S.every_env))
 
 
 def matrix(sel: Selection, S: study.Study) -> list[Run]:
@@ -655,6 +653,8 @@ def main(argv=None) -> int:
     if args.action == "experiments":
         for exp in S.experiments.values():
             print(f"{exp.name}  {exp.title} (sync timing {' and '.join('on' if s else 'off' for s in exp.syncs)})")
+        for platform in S.platforms.values():  # no runs of their own
+            print(f"{platform.name}  is {platform.repeats} under another --tag (e.g. the OS or the machine)")
         return 0
     try:
         sel = select(args, S)

@@ -61,13 +61,12 @@ def last_line(proc) -> str:
 
 
 def selected_envs(exp, envs, study=STUDY) -> list[str]:
-    """An experiment's envs in a sweep of --envs `envs` (None: its own); envs "all" take any env given but the
-    expensive."""
+    """An experiment's envs in a sweep of --envs `envs` (None: its own): those of its own, and for envs "all" also
+    those outside the study."""
     if envs is None:
         return list(exp.envs)
-    if exp.envs == study.envs:
-        return [e for e in envs if e not in study.expensive_envs]
-    return [e for e in envs if e in exp.envs]
+    outside = exp.envs == study.envs
+    return [e for e in envs if e in exp.envs or (outside and e not in study.every_env)]
 
 
 def expected_count(study=STUDY, experiments=None, frameworks=None, envs=None, sizes=None, seeds=1) -> int:
@@ -201,17 +200,15 @@ def test_an_env_outside_the_study_that_gymnax_knows_is_allowed(tmp_path):
     assert len(lines) == len(STUDY.sizes) * len(STUDY.frameworks)
 
 
-# ------------------------------------------------------------------------------ exp5: the expensive envs
-def test_exp5_runs_every_expensive_env_size_and_framework_sync_off_and_on(tmp_path):
-    lines = dry_run(tmp_path, "--experiments", "exp5", "--seeds", "1")
-    exp5 = STUDY.experiments["exp5"]
-    assert exp5.syncs == (False, True)
-    assert len(lines) == len(STUDY.expensive_envs) * len(STUDY.sizes) * len(STUDY.frameworks) * 2
+# ------------------------------------------------------------ exp5 and exp6: the expensive and continuous envs
+def assert_every_env_size_and_framework_sync_off_and_on(lines: list[str], name: str, envs: tuple[str, ...]) -> None:
+    """The dry run of an experiment of sync "both" and default compile modes: every env x size x framework, each
+    once sync off and once on; in each cell every framework sync off, then every one sync on."""
+    assert STUDY.experiments[name].syncs == (False, True)
+    assert len(lines) == len(envs) * len(STUDY.sizes) * len(STUDY.frameworks) * 2
     expected = {
-        (env, size, name, fw.default_compile, sync)
-        for env, size, (name, fw), sync in product(
-            STUDY.expensive_envs, STUDY.sizes, STUDY.frameworks.items(), (False, True)
-        )
+        (env, size, fw_name, fw.default_compile, sync)
+        for env, size, (fw_name, fw), sync in product(envs, STUDY.sizes, STUDY.frameworks.items(), (False, True))
     }
     got = {
         (
@@ -224,16 +221,34 @@ def test_exp5_runs_every_expensive_env_size_and_framework_sync_off_and_on(tmp_pa
         for line in lines
     }
     assert got == expected
-    assert {option(line, "--exp-name") for line in lines} == {"exp5"}
+    assert {option(line, "--exp-name") for line in lines} == {name}
     for cell in dict.fromkeys(cell_of(line) for line in lines):  # each cell: every framework sync off, then sync on
         syncs = [not line.endswith("--no-sync-timing") for line in lines if cell_of(line) == cell]
         assert syncs == [False] * len(STUDY.frameworks) + [True] * len(STUDY.frameworks)
 
 
-def test_the_expensive_envs_stay_out_of_the_other_experiments(tmp_path):
+def test_exp5_runs_every_expensive_env_size_and_framework_sync_off_and_on(tmp_path):
+    lines = dry_run(tmp_path, "--experiments", "exp5", "--seeds", "1")
+    assert_every_env_size_and_framework_sync_off_and_on(lines, "exp5", STUDY.expensive_envs)
+
+
+def test_exp6_runs_every_continuous_env_size_and_framework_sync_off_and_on(tmp_path):
+    lines = dry_run(tmp_path, "--experiments", "exp6", "--seeds", "1")
+    assert STUDY.continuous_envs == STUDY.experiments["exp6"].envs and "Pendulum-v1" in STUDY.continuous_envs
+    assert_every_env_size_and_framework_sync_off_and_on(lines, "exp6", STUDY.continuous_envs)
+
+
+def test_the_expensive_and_continuous_envs_stay_out_of_the_other_experiments(tmp_path):
     lines = dry_run(tmp_path, "--seeds", "1")
     for line in lines:
         assert (option(line, "--env") in STUDY.expensive_envs) == (option(line, "--exp-name") == "exp5")
+        assert (option(line, "--env") in STUDY.continuous_envs) == (option(line, "--exp-name") == "exp6")
+    asked = dry_run(tmp_path, "--seeds", "1", "--envs", f"CartPole-v1,{STUDY.continuous_envs[0]}")
+    assert {(option(line, "--exp-name"), option(line, "--env")) for line in asked} == {
+        ("exp1", "CartPole-v1"),
+        ("exp2", "CartPole-v1"),
+        ("exp6", STUDY.continuous_envs[0]),
+    }
     asked = dry_run(tmp_path, "--seeds", "1", "--envs", f"CartPole-v1,{STUDY.expensive_envs[0]}")
     assert {(option(line, "--exp-name"), option(line, "--env")) for line in asked} == {
         ("exp1", "CartPole-v1"),

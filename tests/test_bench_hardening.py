@@ -607,7 +607,7 @@ def test_unicode_digits_are_refused_with_one_line(tmp_path, args, bad):
     one_line_refusal(proc, bad)
 
 
-@pytest.mark.parametrize("env_id", ["Pendulum-v1", "Nope-v0"])
+@pytest.mark.parametrize("env_id", ["Nope-v0", "cartpole-v1"])  # gymnax's ids are case-sensitive
 def test_an_env_the_scripts_cannot_train_is_refused_before_the_sweep(tmp_path, fake, env_id):
     proc = run_bench(
         "--log-dir",
@@ -621,13 +621,40 @@ def test_an_env_the_scripts_cannot_train_is_refused_before_the_sweep(tmp_path, f
         "--no-env-timing",
         env=fake,
     )
-    one_line_refusal(proc, env_id, "CartPole-v1", "Catch-bsuite", STUDY.expensive_envs[0])  # names what can be trained
+    # names what can be trained: the study's envs, and the others of both action kinds (Catch: Discrete, PointRobot:
+    # a 1-D Box)
+    one_line_refusal(proc, f"{env_id!r} is unknown", "CartPole-v1", "Catch-bsuite", "PointRobot-misc", "1-D Box")
+    assert STUDY.expensive_envs[0] in proc.stderr and STUDY.continuous_envs[0] in proc.stderr
     assert proc.stdout == "" and not (tmp_path / "runs").exists() and marks(tmp_path) == []
 
 
-def test_why_untrainable_agrees_with_the_study():
+def box_of_boxes(monkeypatch, env_id: str) -> None:
+    """Gives a gymnax env a 2-D Box of actions, which the scripts cannot train (gymnax has no env of such a space)."""
+    import gymnax
+    from gymnax.environments import spaces
+
+    env, _ = gymnax.make(env_id)
+    monkeypatch.setattr(type(env), "action_space", lambda self, params=None: spaces.Box(-1.0, 1.0, (2, 2)))
+
+
+def test_an_env_of_another_action_space_is_refused_naming_the_kinds(monkeypatch):
+    box_of_boxes(monkeypatch, "PointRobot-misc")
+    assert sweep.env_choices("CartPole-v1,Catch-bsuite", STUDY) == ("CartPole-v1", "Catch-bsuite")
+    with pytest.raises(sweep.BadOption) as refusal:
+        sweep.env_choices("CartPole-v1,PointRobot-misc", STUDY)
+    message = str(refusal.value)
+    assert "'PointRobot-misc' has a Box action space" in message and "1-D Box actions" in message
+    study_envs, others = message.split("the scripts can train (Discrete or 1-D Box actions): ")
+    assert all(env in study_envs for env in STUDY.every_env)
+    assert "Catch-bsuite" in others.split(", ") and "PointRobot-misc" not in others.split(", ")
+
+
+def test_why_untrainable_agrees_with_the_study(monkeypatch):
     assert [env for env in STUDY.every_env if sweep.why_untrainable(env)] == []
-    assert "Box" in sweep.why_untrainable("Pendulum-v1") and sweep.why_untrainable("Catch-bsuite") is None
+    assert sweep.why_untrainable("Catch-bsuite") is None and sweep.why_untrainable("PointRobot-misc") is None
+    assert "unknown" in sweep.why_untrainable("Nope-v0")
+    box_of_boxes(monkeypatch, "PointRobot-misc")
+    assert "Box action space" in sweep.why_untrainable("PointRobot-misc")
 
 
 @pytest.mark.parametrize("dry_run", [False, True])
