@@ -5,9 +5,10 @@
     python plot_results.py runs/ --out new/ --previous old/speedups.csv   # an edition next to the one before
 
 The study (frameworks, compile modes, envs, sizes, experiments and what the analysis makes of each: the headline,
-the figures, the platform comparisons) is read from study.toml through study.py. Every folder holding a
-config.json (at any depth under the given folders) is a run. Completed runs are read (config.json, summary.json,
-TensorBoard scalars, through runlog.py); the others are skipped and listed in the report. Written to --out:
+the README's tables, the figures, the platform comparisons) is read from study.toml through study.py. Every folder
+holding a config.json (at any depth under the given folders) is a run. Completed runs are read (config.json,
+summary.json, TensorBoard scalars, through runlog.py); the others are skipped and listed in the report. Written to
+--out:
 
     runs.csv      one row per run x iteration: the run's config, its summary and every scalar
     summary.csv   one row per run: config, durations, iteration windows, the experiments it belongs to

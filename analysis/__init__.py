@@ -11,6 +11,6 @@
     output    writing --out without losing what was there
 
 The study (study.toml, through study.py) is loaded once by plot_results.py and passed down. No module names an
-experiment: which one is the headline, which figures each gets and which one a platform comparison repeats are
-declared in study.toml.
+experiment: which one is the headline, which ones the README's tables hold, which figures each gets and which one a
+platform comparison repeats are declared in study.toml.
 """

@@ -36,7 +36,7 @@ from analysis.plotting import (
 )
 from analysis.plotting import box_with_points as boxes
 from analysis.results import Results, present
-from analysis.speedups import ENV_COST_METRICS, env_costs, env_speedups, metric_experiments, pairwise
+from analysis.speedups import ENV_COST_METRICS, env_costs, env_speedups, pairwise
 from analysis.stats import MIN_CORRELATION_ENVS
 from analysis.summary import window_column, window_columns
 from study import Study
@@ -58,11 +58,14 @@ class Figure(NamedTuple):
 
 # --------------------------------------------------------------------------------------- the figures
 def others(r: Results, name: str, metric: str = "total") -> list[str]:
-    return [e for e in metric_experiments(r.study, metric) if e != name]
+    return [e for e in r.compared(metric) if e != name]
 
 
 def fig_total(r: Results, name: str):
     S, runs = r.study, r.runs(name)
+    runs = runs[~runs["sync_timing"].astype(bool)]  # an experiment of sync "both" has its totals sync off
+    if runs.empty:
+        return "no sync-off runs"
     title = f"{capitalised(name)}: total run duration per framework (sync off, default compile)"
     fig, axes = new_figure(2, width=6.5, title=title)
     frameworks = present(S.frameworks, runs["framework"])
@@ -72,7 +75,7 @@ def fig_total(r: Results, name: str):
     axes[0, 0].set_title("all envs and seeds, by model size")
     handles = draw_against_env_cost(axes[0, 1], r, r.metric_runs("total"), "total_s")  # every sync-off experiment
     log_axis(axes[0, 1], "total duration (s)")
-    axes[0, 1].set_title(f"against env complexity ({' + '.join(metric_experiments(S, 'total'))}; lines: medians)")
+    axes[0, 1].set_title(f"against env complexity ({' + '.join(r.compared('total'))}; lines: medians)")
     row_legend(axes[0], "framework / size", handles=handles)
     return fig
 
@@ -235,7 +238,7 @@ def fig_speedup_vs_env_cost(r: Results, name: str = ""):
     if all(p.empty for p in points.values()):
         return None
     sizes = present(S.sizes, pd.concat(points.values())["model_size"])
-    experiments = " + ".join(metric_experiments(S, "total"))
+    experiments = " + ".join(r.compared("total"))
     title = f"Speedup against env step cost ({experiments}, sync off, default compile modes)"
     fig, axes = new_figure(len(sizes), len(ENV_COST_METRICS), width=5.5, height=4.8, title=title)
     for row, (metric, data) in enumerate(points.items()):
@@ -298,7 +301,7 @@ KINDS = {
     "tags": Kind("{experiment}_tags.png", lambda r, n: f"{capitalised(n)}: platforms (tags) compared", fig_tags, True),
     "speedup_vs_env_cost": Kind(
         "speedup_vs_env_cost.png",
-        lambda r, n: f"Speedups against env step cost ({' and '.join(metric_experiments(r.study, 'total'))})",
+        lambda r, n: f"Speedups against env step cost ({' and '.join(r.compared('total'))})",
         fig_speedup_vs_env_cost,
     ),
 }

@@ -16,7 +16,7 @@ from analysis.summary import window_columns
 from study import Study
 
 NO_INTERVAL = "–"
-HEADLINE_METRICS = ("total", "steady")  # the README's tables; REPORT.md has every metric and experiment
+HEADLINE_METRICS = ("total", "steady")  # the README's tables, of study.tables; REPORT.md has every metric, experiment
 README_MARKERS = ("<!-- speedups:start -->", "<!-- speedups:end -->")
 
 
@@ -149,14 +149,17 @@ def env_cost_markdown(table: pd.DataFrame, timed: bool, study: Study) -> str:
 
 # ------------------------------------------------------------------------------------ the README block
 def headline(speedups: pd.DataFrame, study: Study) -> pd.DataFrame:
-    return speedups[speedups["metric"].isin(HEADLINE_METRICS) & (speedups["experiment"] == study.headline)]
+    """The rows of the README's tables: the total-time and steady-state speedups of the experiments of study.tables,
+    experiment by experiment in that order."""
+    rows = speedups[speedups["metric"].isin(HEADLINE_METRICS) & speedups["experiment"].isin(study.tables)]
+    return rows.sort_values("experiment", key=lambda e: e.map(study.tables.index), kind="stable")
 
 
 def readme_markdown(
     speedups: pd.DataFrame, study: Study, previous: Optional[pd.DataFrame] = None, previous_name: str = ""
 ) -> str:
-    """The README's headline: the headline experiment's total-time and steady-state tables, with a short intro
-    (REPORT.md has the long one), then the comparison with a previous edition when one is given."""
+    """The README's headline: the total-time and steady-state tables of the experiments of study.tables, with a short
+    intro (REPORT.md has the long one), then the comparison with a previous edition when one is given."""
     intro = (
         f"Speedup A → B = time of A / time of B (above 1×: B is faster), each framework in its default compile "
         f"mode. Cells: geometric mean [{BOOTSTRAP_LEVEL:.0%} cluster-bootstrap interval over envs, then runs; "
@@ -179,16 +182,9 @@ def edition_cell(row) -> str:
     )
 
 
-def edition_markdown(previous: pd.DataFrame, speedups: pd.DataFrame, previous_name: str, study: Study) -> str:
-    """Previous edition -> this one: one table, a row per pair measured in both, a column per headline metric and
+def edition_table(table: pd.DataFrame, study: Study) -> str:
+    """One experiment's rows of both editions as a markdown table: a row per pair, a column per headline metric and
     size."""
-    table = headline(previous, study)[SPEEDUP_COLUMNS].merge(
-        headline(speedups, study)[SPEEDUP_COLUMNS],
-        suffixes=("_previous", ""),
-        on=["metric", "experiment", "size", "pair"],
-    )
-    if table.empty:
-        return f"_No pair of the headline tables was measured in the previous edition ({previous_name})._\n"
     table = table.assign(
         column=table["metric"] + ", " + table["size"], cell=[edition_cell(r) for r in table.itertuples()]
     )
@@ -196,11 +192,28 @@ def edition_markdown(previous: pd.DataFrame, speedups: pd.DataFrame, previous_na
     wide = table.pivot(index="pair", columns="column", values="cell")
     wide = wide.reindex(index=present(study.pair_names, wide.index), columns=present(columns, wide.columns))
     wide.index = [pretty_pair(p) for p in wide.index]
+    return markdown_table(wide.rename_axis("pair").reset_index())
+
+
+def edition_markdown(previous: pd.DataFrame, speedups: pd.DataFrame, previous_name: str, study: Study) -> str:
+    """Previous edition -> this one: a table per experiment of the README's tables with pairs measured in both (named
+    when there are several), a row per pair, a column per headline metric and size."""
+    table = headline(previous, study)[SPEEDUP_COLUMNS].merge(
+        headline(speedups, study)[SPEEDUP_COLUMNS],
+        suffixes=("_previous", ""),
+        on=["metric", "experiment", "size", "pair"],
+    )
+    if table.empty:
+        return f"_No pair of the headline tables was measured in the previous edition ({previous_name})._\n"
+    experiments = table.groupby("experiment", sort=False)
+    blocks = [
+        (f"*{name}: {study.experiments[name].title}*\n\n" if experiments.ngroups > 1 else "")
+        + edition_table(rows, study)
+        for name, rows in experiments
+    ]
     return (
         f"**Since the previous edition** ({previous_name}): geometric mean [interval], previous → now; total time "
-        f"and steady state ({study.steady.label}), per model size.\n\n"
-        + markdown_table(wide.rename_axis("pair").reset_index())
-        + "\n"
+        f"and steady state ({study.steady.label}), per model size.\n\n" + "\n\n".join(blocks) + "\n"
     )
 
 

@@ -41,6 +41,12 @@ class Results:
         masks = list(speedup_masks(self.summary, self.masks, self.study, metric).values())
         return self.summary[np.logical_or.reduce(masks)] if masks else self.summary.iloc[:0]
 
+    def compared(self, metric: str) -> list[str]:
+        """The experiments a speedup metric compares that have runs for it (metric_runs' experiments), in the
+        study's order: what a figure drawn over all of them names."""
+        masks = speedup_masks(self.summary, self.masks, self.study, metric)
+        return [name for name, mask in masks.items() if mask.any()]
+
     def cells(self, metric: str, experiment: str) -> pd.DataFrame:
         """The rows of speedups.csv of one metric and experiment."""
         return self.speedups[(self.speedups["metric"] == metric) & (self.speedups["experiment"] == experiment)]

@@ -37,6 +37,8 @@ SEED_FACTOR = {1: 1.0, 2: 1.2}
 ENV_FACTOR = {"CartPole-v1": 1.0, "Acrobot-v1": 2.0, "MountainCar-v0": 3.0}  # three envs: enough for an interval
 EXPENSIVE_FACTOR = dict(zip(STUDY.expensive_envs, [6.0, 9.0]))  # exp5's envs
 EXPENSIVE_COST = dict(zip(STUDY.expensive_envs, [500.0, 2000.0]))  # their step cost in the synthetic env timing
+CONTINUOUS_FACTOR = dict(zip(STUDY.continuous_envs, [1.5, 2.5, 3.5, 4.5]))  # exp6's envs
+CONTINUOUS_COST = dict(zip(STUDY.continuous_envs, [1.5, 2.5, 4.0, 6.0]))
 SIZE_FACTOR = {"small": 1.0, "medium": 2.0, "large": 4.0}
 TAG_FACTOR = {"linux": 1.0, "mac": 3.0}
 # time/iteration relative to the steady state: iteration 0 compiles, 1-7 warm up, 8+ drift a little
@@ -45,7 +47,7 @@ WINDOW_SHAPE = [20.0] + [3.0] * 7 + [1.0 + 0.1 * (i - 8) for i in range(8, ITERA
 
 def known_durations(env, framework, size, seed, tag, factor=1.0) -> dict:
     """time/iteration per iteration, rollout/update shares and total_s of a synthetic run."""
-    env_factor = {**ENV_FACTOR, **EXPENSIVE_FACTOR}.get(env, 1.0)
+    env_factor = {**ENV_FACTOR, **CONTINUOUS_FACTOR, **EXPENSIVE_FACTOR}.get(env, 1.0)
     base = (
         0.01
         * factor
@@ -143,8 +145,8 @@ def write_run(
 
 
 def write_study(root: Path) -> list[dict]:
-    """exp1 (linux) + a small exp4 repeat (mac, old-style configs) + exp2 + exp3 + exp5 (small, sync off and on), and
-    three runs that must be skipped."""
+    """exp1 (linux) + a small exp4 repeat (mac, old-style configs) + exp2 + exp3 + exp5 and exp6 (small, sync off and
+    on), and three runs that must be skipped."""
     runs = []
     for env, size, (framework, mode), seed in itertools.product(
         ENV_FACTOR, ["small", "large"], DEFAULT_MODES, SEED_FACTOR
@@ -159,6 +161,8 @@ def write_study(root: Path) -> list[dict]:
     for framework, mode in MODES:
         runs.append(write_run(root, "Acrobot-v1", framework, "large", mode, 1, sync=True))
     for env, (framework, mode), sync in itertools.product(EXPENSIVE_FACTOR, DEFAULT_MODES, (False, True)):
+        runs.append(write_run(root, env, framework, "small", mode, 1, sync=sync))
+    for env, (framework, mode), sync in itertools.product(CONTINUOUS_FACTOR, DEFAULT_MODES, (False, True)):
         runs.append(write_run(root, env, framework, "small", mode, 1, sync=sync))
     write_run(root, "CartPole-v1", "linen", "small", "jit", 7, sync=False, status="interrupted", iterations=5)
     write_run(root, "CartPole-v1", "nnx", "small", "cached_partial", 8, sync=False, events=False)
@@ -175,6 +179,10 @@ def write_timing(path: Path) -> Path:
         **{
             env: {"obs_dim": 1345, "num_actions": 17, "ms_per_step": 0.1 * cost, "ratio": cost}
             for env, cost in EXPENSIVE_COST.items()
+        },
+        **{
+            env: {"obs_dim": 8, "num_actions": 2, "ms_per_step": 0.1 * cost, "ratio": cost}
+            for env, cost in CONTINUOUS_COST.items()
         },
     }
     path.write_text(json.dumps({"device": "cpu", "versions": {"jax": "0.6.0"}, "num_envs": 4096, "envs": envs}))
@@ -259,10 +267,10 @@ def test_speedups_match_hand_computed_values(study_out):
         "n_clusters",
     ]
     selections = {
-        "total": ("total_s", ["exp1", "exp5"], False),
-        "steady": ("steady", ["exp1", "exp5"], False),
-        "rollout": ("rollout8", ["exp2", "exp3", "exp5"], True),
-        "update": ("update8", ["exp2", "exp3", "exp5"], True),
+        "total": ("total_s", ["exp1", "exp5", "exp6"], False),
+        "steady": ("steady", ["exp1", "exp5", "exp6"], False),
+        "rollout": ("rollout8", ["exp2", "exp3", "exp5", "exp6"], True),
+        "update": ("update8", ["exp2", "exp3", "exp5", "exp6"], True),
     }
     for metric, (key, experiments, sync) in selections.items():
         expected = expected_speedups(runs, key, experiments, sync)
@@ -288,12 +296,14 @@ def test_speedups_match_hand_computed_values(study_out):
     assert table.loc[("rollout", "exp2", "small", "nnx->linen"), "n_pairs"] == 3
     assert table.loc[("rollout", "exp3", "small", "nnx->linen"), "n_pairs"] == 1
     assert ("rollout", "exp2", "large", "nnx->linen") not in table.index
-    # exp5: the sync-off runs give the totals, the sync-on runs the rollout/update split, each pair of runs once
-    for metric in ("total", "steady", "rollout", "update"):
-        exp5 = table.loc[(metric, "exp5", "small", "torch->linen")]
-        assert exp5["n_pairs"] == exp5["n_clusters"] == len(STUDY.expensive_envs)
+    # exp5, exp6: the sync-off runs give the totals, the sync-on runs the rollout/update split, each pair of runs once
+    for (experiment, envs), metric in itertools.product(
+        {"exp5": EXPENSIVE_FACTOR, "exp6": CONTINUOUS_FACTOR}.items(), ("total", "steady", "rollout", "update")
+    ):
+        cell = table.loc[(metric, experiment, "small", "torch->linen")]
+        assert cell["n_pairs"] == cell["n_clusters"] == len(envs)
         if metric != "total":  # total_s adds the same setup time to both
-            assert exp5["geomean"] == pytest.approx(5.0, rel=1e-5)
+            assert cell["geomean"] == pytest.approx(5.0, rel=1e-5)
 
 
 def test_summary_windows_and_experiments(study_out):
@@ -352,10 +362,34 @@ def test_every_figure_and_the_report(study_out):
         assert f"]({name})" in report
     assert "linux-host" in report and "mac-host" in report and "jax 0.6.0" in report
     block = (out.parent / "block.md").read_text()
-    headline = block.split("\n\n", 1)[1]  # the README block: a short intro, then exp1's total and steady tables
+    headline = block.split("\n\n", 1)[1]  # the README block: a short intro, then the total and steady tables
     assert "nnx → linen" in block and all(part in report for part in headline.split("\n\n"))
-    assert "**Total time" in block and "**Steady state" in block and "**Rollout" not in block
-    assert "(exp1: " in block and "(exp5: " not in block and "(exp5: " in report  # REPORT.md has every experiment
+    assert "**Rollout" not in block and "(exp5: " not in block and "(exp5: " in report  # REPORT.md has every experiment
+    titles = [(metric, exp) for metric, exp, _ in readme_tables(block)]  # study.tables, in its order
+    assert titles == [(metric, exp) for exp in STUDY.tables for metric in ("Total time", "Steady state")]
+
+
+def readme_tables(block: str) -> list[tuple[str, str, str]]:
+    """(metric, experiment, the markdown table) of each table of a README block, in its order."""
+    pattern = r"^\*\*(Total time|Steady state)[^\n]*?\((exp\d):[^\n]*\*\*\n\n((?:\|[^\n]*(?:\n|$))+)"
+    return re.findall(pattern, block, re.M)
+
+
+def test_the_continuous_experiment_gets_its_tables_and_figures(study_out):
+    """exp6, by the study's roles alone: its total-time and steady-state tables in the README block (every pair, with
+    intervals: 4 envs), its figures, and its total-time figure drawn from its sync-off runs only."""
+    runs, out = study_out
+    tables = {(metric, exp): table for metric, exp, table in readme_tables((out.parent / "block.md").read_text())}
+    for metric in ("Total time", "Steady state"):
+        rows = [line for line in tables[(metric, "exp6")].splitlines() if "→" in line]
+        assert len(rows) == len(STUDY.pairs)
+        assert all(re.search(r"\[\d\.\d\d, \d\.\d\d\]; median [^|]*; 4 pairs / 4 envs", row) for row in rows)
+    assert {"exp6_total.png", "exp6_speedups.png"} <= {p.name for p in out.glob("*.png")}
+    an = analysis_of(out / "runs.csv", out.parent / "timing.json")
+    total = figures.fig_total(an, "exp6")
+    dots = sum(len(collection.get_offsets()) for collection in total.axes[0].collections)
+    assert dots == len(CONTINUOUS_FACTOR) * len(DEFAULT_MODES)  # each run once: sync off, not sync on
+    figures.plt.close(total)
 
 
 def test_speedup_text_says_what_the_interval_is(study_out):
@@ -572,6 +606,10 @@ def test_previous_edition_side_by_side(study_out, tmp_path):
     ].iloc[0]
     assert f"{2 * row.geomean:.2f}× [–] → **{row.geomean:.2f}× [{row.ci_low:.2f}, {row.ci_high:.2f}]**" in edition
     assert "torch → nnx" in edition and "equinox → linen" not in edition and "equinox → linen" in block
+    # a table per experiment of the README's tables, each named
+    assert [line.split(":")[0] for line in edition.splitlines() if line.startswith("*exp")] == [
+        f"*{exp}" for exp in STUDY.tables
+    ]
 
 
 def test_previous_that_is_not_a_speedups_csv_is_refused(study_out, tmp_path, capsys):
@@ -767,23 +805,25 @@ def test_the_expensive_envs_are_on_the_env_cost_axis(study_out):
     runs, out = study_out
     summary = pd.read_csv(out / "summary.csv")
     expensive = summary[summary["env"].isin(STUDY.expensive_envs)]
-    assert len(expensive) == len(STUDY.expensive_envs) * len(DEFAULT_MODES) * 2  # sync off and on
+    assert len(expensive) == len(EXPENSIVE_FACTOR) * len(DEFAULT_MODES) * 2  # sync off and on
     assert set(expensive["experiments"]) == {"exp5"}
     assert dict(zip(expensive["env"], expensive["env_cost"])) == EXPENSIVE_COST
     an = analysis_of(out / "runs.csv", out.parent / "timing.json")
     total = figures.fig_total(an, "exp1")
-    assert set(EXPENSIVE_COST.values()) | {1.0, 2.0, 3.0} == scatter_x(total.axes[1])  # exp1's envs and exp5's
+    every_cost = {1.0, 2.0, 3.0} | set(CONTINUOUS_COST.values()) | set(EXPENSIVE_COST.values())
+    assert every_cost == scatter_x(total.axes[1])  # exp1's envs, exp6's and exp5's
     against = figures.fig_speedup_vs_env_cost(an)
-    assert set(EXPENSIVE_COST.values()) < scatter_x(against.axes[0])  # total, small model
+    assert set(EXPENSIVE_COST.values()) | set(CONTINUOUS_COST.values()) < scatter_x(against.axes[0])  # total, small
     report = (out / "REPORT.md").read_text()
     assert "](speedup_vs_env_cost.png)" in report and "## Speedup against env cost" in report
     env_rows = report.split("## Environment complexity")[1]
-    for env in STUDY.expensive_envs:
+    for env in [*EXPENSIVE_FACTOR, *CONTINUOUS_FACTOR]:
         assert f"| {env} " in env_rows
     assert "| 2,000× " in env_rows and "| 500× " in env_rows and "e+0" not in env_rows  # costs, not 2e+03
     table = pd.read_csv(out / "env_cost.csv").set_index(["metric", "size", "pair"])
     assert list(table.reset_index().columns) == ENV_COST_COLUMNS
-    assert table.loc[("total", "small", "nnx->linen"), "n_envs"] == 6  # 3 envs of exp1 (CartPole twice: 2 tags) + 2
+    # 3 envs of exp1 (CartPole twice: 2 tags) + 2 of exp5 + 4 of exp6
+    assert table.loc[("total", "small", "nnx->linen"), "n_envs"] == 4 + len(EXPENSIVE_FACTOR) + len(CONTINUOUS_FACTOR)
     assert table.loc[("total", "large", "nnx->linen"), "trend"].startswith("too few envs")  # exp1's 3 envs
 
 
@@ -818,7 +858,8 @@ def test_a_speedup_that_falls_with_env_cost(tmp_path):
     assert row["slope_low"] <= row["slope"] < row["slope_high"] < 0
     assert row["trend"] == "falls with env cost: shrinks towards 1×"
     report = (tmp_path / "cost" / "REPORT.md").read_text()
-    assert "ρ **-1.00** [-1.00, -1.00]" in report and "14 envs: falls with env cost: shrinks towards 1×" in report
+    envs = f"{len(STUDY.every_env)} envs: falls with env cost: shrinks towards 1×"
+    assert "ρ **-1.00** [-1.00, -1.00]" in report and envs in report
     assert (tmp_path / "cost" / "speedup_vs_env_cost.png").exists()
     steady = pd.read_csv(tmp_path / "cost" / "env_cost.csv").query("metric == 'steady'").iloc[0]
     assert math.isnan(steady["rho"]) and steady["trend"].startswith("no correlation")  # every iteration took 1 s
@@ -880,6 +921,7 @@ def table_values(cells: pd.DataFrame) -> tuple[list[float], list[float]]:
     "kind,owner,metrics",
     [
         ("speedups", "exp1", ["total"]),
+        ("speedups", "exp6", ["total"]),
         ("steady_speedups", "exp1", ["steady"]),
         ("rollout_update", "exp2", ["rollout", "update"]),
     ],
@@ -921,7 +963,14 @@ def test_the_platform_figure_draws_each_tags_intervals(study_out):
 
 
 # ---------------------------------------------------------------------- the experiments' roles, from the study
-RENAMED = {"exp1": "overall", "exp2": "rollout", "exp3": "sizes", "exp4": "platforms", "exp5": "craftax"}
+RENAMED = {
+    "exp1": "overall",
+    "exp2": "rollout",
+    "exp3": "sizes",
+    "exp4": "platforms",
+    "exp5": "craftax",
+    "exp6": "continuous",
+}
 
 
 def test_no_analysis_code_names_an_experiment():
@@ -950,6 +999,8 @@ def test_the_experiments_roles_come_from_the_study(tmp_path, monkeypatch):
             write_run(root, "Acrobot-v1", framework, "large", mode, 1, sync=True)
         for env, (framework, mode), sync in itertools.product(EXPENSIVE_FACTOR, DEFAULT_MODES, (False, True)):
             write_run(root, env, framework, "small", mode, 1, sync=sync)
+        for env, (framework, mode), sync in itertools.product(CONTINUOUS_FACTOR, DEFAULT_MODES, (False, True)):
+            write_run(root, env, framework, "small", mode, 1, sync=sync)
         out = tmp_path / "out"
         plot_results.main(
             [str(root), "--out", str(out), "--env-timing", str(write_timing(tmp_path / "timing.json"))]
@@ -966,13 +1017,15 @@ def test_the_experiments_roles_come_from_the_study(tmp_path, monkeypatch):
         "sizes_compile_modes.png",
         "platforms_tags.png",
         "speedup_vs_env_cost.png",
+        "continuous_total.png",
+        "continuous_speedups.png",
     }
     speedups = pd.read_csv(out / "speedups.csv")
-    assert set(speedups["experiment"]) == {"overall", "rollout", "sizes", "craftax"}
+    assert set(speedups["experiment"]) == {"overall", "rollout", "sizes", "craftax", "continuous"}
     summary = pd.read_csv(out / "summary.csv")
     assert "overall platforms" in set(summary["experiments"])
     block, report = (tmp_path / "block.md").read_text(), (out / "REPORT.md").read_text()
-    assert "(overall: " in block and "(craftax: " not in block
+    assert "(overall: " in block and "(continuous: " in block and "(craftax: " not in block
     assert "### Total-time speedups per tag (platforms)" in report and "## Iteration windows (overall," in report
     assert not re.search(r"\bexp\d", block + report)
 
