@@ -3,29 +3,44 @@
 The scripts import this module lazily, only for the env ids it adapts, so a copy of one script that trains on
 gymnax needs no other file. Every adapter, like the scripts' `GymnaxBatch`, gives:
 
-    env.num_actions                                    the number of discrete actions
     env.reset(keys, params) -> (obs, states)           one key per env
     env.step(keys, states, actions, params) -> (obs, states, reward, terminated, truncated, info)
+    env.num_actions      discrete: the number of choices; continuous: the length of the action vector
+    env.continuous       bool
+    env.action_bounds    continuous: (low, high), float32 NumPy arrays of shape (num_actions,); discrete: None
 
 with gymnax's auto-reset: `terminated` apart from `truncated` (the time limit alone), the observation reached
-before any reset in `info["final_observation"]`, and no reset-only transition.
+before any reset in `info["final_observation"]`, and no reset-only transition. A continuous env gets float32
+actions of shape (num_envs, num_actions), already clipped to action_bounds by the scripts.
 
     import env_adapters
     env, params = env_adapters.make("Craftax-Classic-Symbolic-v1")
+    env = env_adapters.normalize(env, obs=True, reward=True, gamma=0.99)  # opt-in, for any batched env
 """
 
-from typing import Optional
+import contextlib
+import io
+import warnings
+from typing import NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 ACTION_KINDS = "Discrete actions and 1-D Box actions (a diagonal Gaussian policy)"
 CRAFTAX_ENVS = ("Craftax-Classic-Symbolic-v1", "Craftax-Symbolic-v1")  # expensive JAX envs (pip package craftax)
+# Brax envs (pip package brax) and the physics backend of each, chosen by measurement on a CPU (2 busy cores): the
+# compile of the jitted reset + the jitted step, then a step's median, at 4 / 32 (the scripts' default) / 256 envs:
+#                 generalized                              mjx
+#   halfcheetah   21 + 22 s; 4.6 / 16 / 121 ms             36 + 40 s; 10.7 / 26 / 144 ms
+#   ant           22 + 18 s; 4.0 / 14 / 50 ms              46 + 62 s; 4.2 / 5.2 / 31 ms
+# halfcheetah: generalized wins both; ant: MJX steps 2.6x faster at 32 envs, for about 40 s more compile.
+BRAX_ENVS = {"brax-halfcheetah": ("halfcheetah", "generalized"), "brax-ant": ("ant", "mjx")}
 
 
 def adapted_envs() -> tuple[str, ...]:
     """The env ids this module adapts."""
-    return CRAFTAX_ENVS
+    return CRAFTAX_ENVS + tuple(BRAX_ENVS)
 
 
 def make(env_id: str):
@@ -33,6 +48,8 @@ def make(env_id: str):
     if env_id in CRAFTAX_ENVS:
         env = Craftax(env_id)
         return env, env.default_params
+    if env_id in BRAX_ENVS:
+        return Brax(env_id), None  # a Brax env has no params: reset and step ignore them
     problem = gymnax_problem(env_id) or "has no adapter"
     raise ValueError(f"env {env_id!r} {problem}; usable envs: {', '.join(usable_envs())}")
 
@@ -91,6 +108,8 @@ class Craftax:
 
         self.env = make_craftax_env_from_name(env_id, auto_reset=False)
         self.num_actions = self.env.num_actions
+        self.continuous = False
+        self.action_bounds = None
         self.default_params = self.env.default_params
 
     def reset(self, keys, params):
@@ -110,3 +129,150 @@ class Craftax:
         next_obs, states = jax.tree.map(lambda new, old: pick_where(done, new, old), fresh, (obs, states))
         info = {**info, "final_observation": obs}
         return next_obs, states, reward, terminated, done & ~terminated, info
+
+
+# --------------------------------------------------------------------------------------------------- Brax
+def cast_like(tree, like):
+    """tree with the dtypes of like, leaf by leaf, and no weak types: ant's step returns weak-typed leaves, and a
+    jitted step fed a state of other types would compile again at every call."""
+    return jax.tree.map(lambda x, y: jnp.asarray(x, y.dtype), tree, like)
+
+
+def load_brax(name: str, backend: str):
+    """The Brax env, loaded quietly: mujoco.mjx prints on stdout that it has no warp, and MuJoCo writes its
+    warnings (half_cheetah.xml's deprecated settotalmass) to MUJOCO_LOG.TXT in the working folder; here they
+    become Python warnings."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        import mujoco
+        from brax import envs
+
+    previous = mujoco.get_mju_user_warning()
+    mujoco.set_mju_user_warning(lambda message: warnings.warn(f"MuJoCo: {message}", stacklevel=2))
+    try:
+        return envs.get_environment(name, backend=backend)
+    finally:
+        mujoco.set_mju_user_warning(previous)
+
+
+class Brax:
+    """A Brax env with gymnax's contract. Only Brax's EpisodeWrapper (the time limit; action_repeat 1): its
+    AutoResetWrapper replays the first reset state and overwrites the final observation, so done envs are reset
+    here, with the step's fresh keys. Brax's `done` includes the time limit; info["truncation"] is the time limit
+    alone. The states are Brax States, with the time limit's step count in state.info["steps"]."""
+
+    def __init__(self, env_id: str, episode_length: int = 1000):
+        from brax.envs.wrappers.training import EpisodeWrapper
+
+        name, backend = BRAX_ENVS[env_id]
+        self.env = EpisodeWrapper(load_brax(name, backend), episode_length, action_repeat=1)
+        self.num_actions = self.env.action_size
+        self.continuous = True
+        low, high = np.asarray(self.env.sys.actuator.ctrl_range, np.float32).T
+        self.action_bounds = (low, high)
+        self.default_params = None
+        self.reset_batch = jax.jit(jax.vmap(self.env.reset))  # jitted: an eager MJX reset takes about 60 s
+
+    def reset(self, keys, params=None):
+        states = self.reset_batch(keys)
+        states = cast_like(states, states)  # no weak types
+        return states.obs, states
+
+    def step(self, keys, states, actions, params=None):
+        stepped = cast_like(jax.vmap(self.env.step)(states, actions), states)
+        done = stepped.done.astype(bool)
+        truncated = stepped.info["truncation"].astype(bool)  # the time limit, unless the env also ended itself
+
+        def reset_done(stepped):
+            fresh = self.reset(keys)[1]  # a Brax step draws no randomness: its keys are fresh for the reset
+            return cast_like(jax.tree.map(lambda new, old: pick_where(done, new, old), fresh, stepped), stepped)
+
+        # the reset costs nothing on a step where no episode ends (halfcheetah ends them all at once, every 1000)
+        states = jax.lax.cond(done.any(), reset_done, lambda stepped: stepped, stepped)
+        info = {"final_observation": stepped.obs}
+        return states.obs, states, stepped.reward, done & ~truncated, truncated, info
+
+
+# ------------------------------------------------------------------------------------------ normalisation
+class RunningStats(NamedTuple):
+    """The running mean and variance of a quantity, over count samples."""
+
+    mean: jax.Array
+    var: jax.Array
+    count: jax.Array
+
+
+def start_stats(shape) -> RunningStats:
+    """No samples yet: mean 0, variance 1, and a count of 1e-4 (PureJaxRL's), which the first batch outweighs."""
+    return RunningStats(jnp.zeros(shape, jnp.float32), jnp.ones(shape, jnp.float32), jnp.asarray(1e-4, jnp.float32))
+
+
+def merge(stats: RunningStats, batch) -> RunningStats:
+    """stats updated with a batch (its leading axis): the parallel merge of two means and variances (Chan et al.),
+    PureJaxRL's update rule."""
+    batch_mean, batch_var, batch_count = batch.mean(axis=0), batch.var(axis=0), batch.shape[0]
+    delta = batch_mean - stats.mean
+    count = stats.count + batch_count
+    mean = stats.mean + delta * batch_count / count
+    m2 = stats.var * stats.count + batch_var * batch_count + delta**2 * stats.count * batch_count / count
+    return RunningStats(mean, m2 / count, count)
+
+
+def scale(x, stats: RunningStats, center: bool = True):
+    """x in units of the running standard deviation; centred on the running mean for observations."""
+    return ((x - stats.mean) if center else x) / jnp.sqrt(stats.var + 1e-8)
+
+
+class NormalizeState(NamedTuple):
+    """The wrapped env's states and the running statistics (None where that normalisation is off)."""
+
+    env_state: object
+    obs_stats: Optional[RunningStats]  # over the observations each env returns
+    return_stats: Optional[RunningStats]  # over the per-env discounted returns
+    returns: Optional[jax.Array]  # each env's discounted return so far
+
+
+class Normalize:
+    """Any batched env of this contract, with its observations and/or rewards normalised, as PureJaxRL's
+    NormalizeVecObservation and NormalizeVecReward: running statistics over the batch, in the states.
+
+    - observations: the statistics start from the reset batch and take in each step's returned observations;
+      the returned observations and info["final_observation"] are both (obs - mean) / sqrt(var + 1e-8), with the
+      statistics after that update;
+    - rewards: each env's discounted return, return * gamma * (1 - done) + reward (done: terminated or truncated,
+      of this step); the reward is divided by sqrt(var + 1e-8) of those returns' running variance, not centred.
+
+    info["raw_reward"] is always the env's own reward (the scripts log episode returns from it)."""
+
+    def __init__(self, env, obs: bool, reward: bool, gamma: float):
+        self.env, self.obs, self.reward, self.gamma = env, obs, reward, gamma
+        self.num_actions, self.continuous, self.action_bounds = env.num_actions, env.continuous, env.action_bounds
+
+    def reset(self, keys, params):
+        obs, env_state = self.env.reset(keys, params)
+        obs_stats = merge(start_stats(obs.shape[1:]), obs.astype(jnp.float32)) if self.obs else None
+        return_stats = start_stats(()) if self.reward else None
+        returns = jnp.zeros(len(keys), jnp.float32) if self.reward else None
+        state = NormalizeState(env_state, obs_stats, return_stats, returns)
+        return (scale(obs, obs_stats) if self.obs else obs), state
+
+    def step(self, keys, state: NormalizeState, actions, params):
+        obs, env_state, reward, terminated, truncated, info = self.env.step(keys, state.env_state, actions, params)
+        info = {**info, "raw_reward": reward}
+        obs_stats, return_stats, returns = state.obs_stats, state.return_stats, state.returns
+        if self.obs:
+            obs_stats = merge(obs_stats, obs.astype(jnp.float32))
+            obs, info["final_observation"] = scale(obs, obs_stats), scale(info["final_observation"], obs_stats)
+        if self.reward:
+            done = terminated | truncated
+            returns = returns * self.gamma * (1.0 - done) + reward.astype(jnp.float32)
+            return_stats = merge(return_stats, returns)
+            reward = scale(reward, return_stats, center=False)
+        state = NormalizeState(env_state, obs_stats, return_stats, returns)
+        return obs, state, reward, terminated, truncated, info
+
+
+def normalize(env, obs: bool = True, reward: bool = True, gamma: float = 0.99):
+    """env (any batched env: gymnax's through the scripts' GymnaxBatch, Craftax, Brax) with its observations
+    and/or rewards normalised; the env itself when both are off (its reward is then the raw one, and its info has
+    no "raw_reward")."""
+    return Normalize(env, obs, reward, gamma) if obs or reward else env
