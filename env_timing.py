@@ -1,18 +1,21 @@
 """Measures the step cost of each environment of the study: the "env complexity" axis of benchback-rl.
 
 For each env: the jitted batched step over `--num-envs` envs with random actions, as the PPO scripts step them
-(gymnax: the vmapped `env.step`; Craftax: its adapter's batched step, from env_adapters.py), 10 warm-up
-and 100 timed calls, each behind `jax.block_until_ready`. Both include their auto-reset. The per-step time is
+(gymnax: the vmapped `env.step`; Craftax and Brax: their adapter's batched step, from env_adapters.py), 10 warm-up
+and 100 timed calls, each behind `jax.block_until_ready`. All include their auto-reset (Brax's halfcheetah ends its
+episodes at step 1000 only, so its timed steps reset nothing). Random actions are uniform: over the choices of a
+discrete env, within the bounds of a continuous (Box) one, as float32 vectors. The per-step time is
 summarised by a 10 % trimmed mean (and the median, IQR, mean, std, min, max). Keys and actions are drawn before
 timing, so only the env step itself is timed.
 
 `ratio` compares the cost of one env step: the trimmed mean over the env's num_envs (`us_per_env_step`), over that of
-the cheapest env. Every env is stepped --num-envs at once (4096), but on a CPU the study's expensive envs (Craftax)
---expensive-num-envs at once (256): a timing at 4096 Craftax worlds took over 9 GB there (2 cores), Craftax-Symbolic
-~1.2 s a call; at 256, 2 GB and 60 ms a call. The cost per env step hardly depends on the batch from 256 envs up
-(Classic 75, 70, 80 us at 256, 1024, 4096 envs; Craftax 232, 286 us at 256, 1024), while the cheap envs need the
-large batch for their cost per env step to be compute rather than call overhead. On a GPU every env gets
---num-envs. Each env's num_envs is recorded with its times.
+the cheapest env. Every env is stepped --num-envs at once (4096), but on a CPU the study's expensive envs (Craftax,
+Brax) --expensive-num-envs at once (256): a timing at 4096 Craftax worlds took over 9 GB there (2 cores),
+Craftax-Symbolic ~1.2 s a call; at 256, 2 GB and 60 ms a call. The cost per env step hardly depends on the batch from
+256 envs up (Classic 75, 70, 80 us at 256, 1024, 4096 envs; Craftax 232, 286 us at 256, 1024), while the cheap envs
+need the large batch for their cost per env step to be compute rather than call overhead. On a GPU every env gets
+--num-envs. Each env's num_envs is recorded with its times. num_actions: a discrete env's number of choices, a
+continuous env's action length.
 
     python env_timing.py                                  # the study's envs -> results/env_timing.json
     python env_timing.py --envs CartPole-v1,Acrobot-v1 --num-envs 64 --out /tmp/timing.json
@@ -46,12 +49,13 @@ CPU_EXPENSIVE_NUM_ENVS = 256  # the default --expensive-num-envs on a CPU (see t
 @dataclass(frozen=True)
 class Args:
     envs: tyro.conf.UseAppendAction[tuple[str, ...]] = ()
-    """env ids (gymnax or Craftax), comma-separated or repeated (--envs A,B --envs C); empty: every env of the study
-    (study.toml: envs and expensive_envs)"""
+    """env ids (gymnax, Craftax or Brax), comma-separated or repeated (--envs A,B --envs C); empty: every env of the
+    study (study.toml: envs and expensive_envs)"""
     num_envs: int = 4096
     """the number of environments stepped at once (vmapped)"""
     expensive_num_envs: Optional[int] = None
-    """the number stepped at once for the study's expensive envs (Craftax); default: 256 on a CPU, else --num-envs"""
+    """the number stepped at once for the study's expensive envs (Craftax, Brax); default: 256 on a CPU, else
+    --num-envs"""
     warmup_steps: int = 10
     """untimed steps before timing (the first one compiles)"""
     timed_steps: int = 100
@@ -113,11 +117,21 @@ class BatchedEnv(NamedTuple):
     params: object
 
 
+def adapter_space(env):
+    """The gymnax space of an adapted env's actions: a Box within its action_bounds (float32), else Discrete."""
+    spaces = gymnax.environments.spaces
+    if getattr(env, "continuous", False):  # an adapter without the attribute is discrete
+        low, high = env.action_bounds
+        return spaces.Box(low, high, (env.num_actions,), np.float32)
+    return spaces.Discrete(env.num_actions)
+
+
 def make_env(env_id: str) -> BatchedEnv:
-    """An adapted env (Craftax) from env_adapters.py, else the gymnax env, vmapped as the scripts' GymnaxBatch."""
+    """An adapted env (Craftax, Brax) from env_adapters.py, else the gymnax env, vmapped as the scripts'
+    GymnaxBatch."""
     if env_id in env_adapters.adapted_envs():
         env, params = env_adapters.make(env_id)
-        return BatchedEnv(env.reset, env.step, gymnax.environments.spaces.Discrete(env.num_actions), params)
+        return BatchedEnv(env.reset, env.step, adapter_space(env), params)
     env, params = gymnax.make(env_id)
     reset = jax.vmap(env.reset, in_axes=(0, None))
     step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
@@ -134,7 +148,8 @@ def make_stepper(env: BatchedEnv):
 
 
 def reset_envs(env: BatchedEnv, key, num_envs: int):
-    """(obs, states) of num_envs envs, jitted (not timed; Craftax's world generation is slow op by op)."""
+    """(obs, states) of num_envs envs, jitted (not timed; Craftax's world generation and Brax's resets are slow op by
+    op)."""
     return jax.jit(env.reset)(jax.random.split(key, num_envs), env.params)
 
 
@@ -168,12 +183,20 @@ def time_env(env_id: str, args: Args) -> dict:
         "obs_shape": list(obs.shape[1:]),
         "obs_dim": int(np.prod(obs.shape[1:])),
         "action_space": type(space).__name__,
-        "num_actions": int(space.n) if hasattr(space, "n") else None,
+        "num_actions": num_actions(space),
         "num_envs": num_envs,
         **summary,
         "us_per_env_step": summary["ms_per_step"] * 1e3 / num_envs,
         "env_steps_per_s": num_envs / summary["ms_per_step"] * 1e3,
     }
+
+
+def num_actions(space) -> Optional[int]:
+    """Discrete: the number of choices; a 1-D Box: the length of the action vector; else None."""
+    if hasattr(space, "n"):
+        return int(space.n)
+    shape = getattr(space, "shape", ())
+    return int(shape[0]) if len(shape) == 1 else None
 
 
 def summarise(times_ms: np.ndarray) -> dict:
@@ -203,6 +226,7 @@ def metadata(args: Args, envs: list[str]) -> dict:
         "gymnax",
         "scipy",
         *(["craftax"] if set(envs) & set(env_adapters.CRAFTAX_ENVS) else []),
+        *(["brax", "mujoco", "mujoco-mjx"] if set(envs) & set(env_adapters.BRAX_ENVS) else []),
     ]
     return {
         "device": jax.devices()[0].device_kind,
