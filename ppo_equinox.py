@@ -36,7 +36,7 @@ class Args:
     exp_name: str = os.path.basename(__file__)[: -len(".py")]
     """the name of this experiment (with --track, the W&B group when set; else the group is --tag)"""
     env: str = "CartPole-v1"
-    """the environment id: gymnax (discrete actions), or Craftax through env_adapters.py"""
+    """the environment id: gymnax (discrete or Box actions), or Craftax and Brax through env_adapters.py"""
     model_size: Literal["small", "medium", "large"] = "small"
     """hidden layers of actor and critic: small (64, 64), medium (256,) * 3, large (1024,) * 6"""
     seed: int = 1
@@ -71,6 +71,10 @@ class Args:
     """the maximum global norm of the gradients"""
     norm_adv: bool = True
     """normalise the advantages of each minibatch"""
+    norm_obs: bool = False
+    """normalise the observations by their running mean and variance (env_adapters.py)"""
+    norm_reward: bool = False
+    """scale the rewards by the running std of their discounted return (env_adapters.py)"""
     compile: Literal["partition", "filter_jit", "none"] = "partition"
     """partition: jax.jit over the arrays, split once (eqx.partition); filter_jit: eqx.filter_jit, the modules
     split on every call; none: op by op under jax.disable_jit()"""
@@ -90,10 +94,6 @@ class Args:
     @property
     def batch_size(self) -> int:
         return self.num_envs * self.num_steps
-
-    @property
-    def minibatch_size(self) -> int:
-        return self.batch_size // self.num_minibatches
 
 
 # ---------------------------------------------------------------------------------------- network
@@ -120,56 +120,74 @@ class MLP(eqx.Module):
 
 
 class Agent(eqx.Module):
-    """Separate actor and critic networks."""
+    """Separate actor and critic networks; the actor gives logits, or a Gaussian's mean (its log std: a parameter)."""
 
     actor: MLP
     critic: MLP
+    log_std: Optional[jax.Array]  # None for discrete actions
 
-    def __init__(self, obs_dim: int, hidden_sizes: Sequence[int], num_actions: int, key):
+    def __init__(self, obs_dim: int, hidden_sizes: Sequence[int], num_actions: int, continuous: bool, key):
         self.actor = MLP(obs_dim, hidden_sizes, num_actions, out_gain=0.01, key=jax.random.fold_in(key, 0))
         self.critic = MLP(obs_dim, hidden_sizes, 1, out_gain=1.0, key=jax.random.fold_in(key, 1))
+        self.log_std = jnp.zeros(num_actions) if continuous else None
+
+    @property
+    def continuous(self) -> bool:
+        return self.log_std is not None
 
     def __call__(self, obs):
-        """Action logits and state values."""
+        """The actor's output (logits or mean) and the state values."""
         return jnp.vectorize(self.actor, signature="(n)->(a)")(obs), self.get_value(obs)
 
     def get_value(self, obs):
         return jnp.vectorize(self.critic, signature="(n)->(1)")(obs)[..., 0]  # jax.vmap over every leading axis
 
+    def log_prob(self, actor_out, action):
+        if self.continuous:  # the Gaussian log-density, summed over the action's dimensions
+            z = (action - actor_out) / jnp.exp(self.log_std)
+            return (-0.5 * z**2 - self.log_std - 0.5 * np.log(2 * np.pi)).sum(-1)
+        return jnp.take_along_axis(jax.nn.log_softmax(actor_out), action[:, None], axis=-1)[:, 0]
+
+    def log_prob_and_entropy(self, actor_out, action):  # for the loss: one log-softmax, its gradient as one
+        if self.continuous:  # the Gaussian's entropy is the same for every state
+            return self.log_prob(actor_out, action), (self.log_std + 0.5 + 0.5 * np.log(2 * np.pi)).sum()
+        log_probs = jax.nn.log_softmax(actor_out)
+        log_prob = jnp.take_along_axis(log_probs, action[:, None], axis=-1)[:, 0]
+        return log_prob, -(jnp.exp(log_probs) * log_probs).sum(-1)
+
     def get_action_and_value(self, obs, key, action=None):
         """Samples actions (unless given) with a JAX key; returns them, their log-probabilities and the values."""
-        logits, value = self(obs)
-        if action is None:
-            action = jax.random.categorical(key, logits)
-        logprob = jnp.take_along_axis(jax.nn.log_softmax(logits), action[:, None], axis=-1)[:, 0]
-        return action, logprob, value
+        actor_out, value = self(obs)
+        if action is None and self.continuous:  # unbounded: step_envs clips what the env gets
+            action = actor_out + jnp.exp(self.log_std) * jax.random.normal(key, actor_out.shape)
+        elif action is None:
+            action = jax.random.categorical(key, actor_out)
+        return action, self.log_prob(actor_out, action), value
 
 
 # ------------------------------------------------------------------------------- environment glue
 class GymnaxBatch:
     """A gymnax env stepped as a batch, one key per env: the contract of every adapter in env_adapters.py."""
 
-    def __init__(self, env):
-        self.env = env
-        self.num_actions = env.num_actions
-
-    def reset(self, keys, params):
-        return jax.vmap(self.env.reset, in_axes=(0, None))(keys, params)
-
-    def step(self, keys, states, actions, params):  # -> obs, states, reward, terminated, truncated, info
-        return jax.vmap(self.env.step, in_axes=(0, 0, 0, None))(keys, states, actions, params)
+    def __init__(self, env, space):
+        self.reset = jax.vmap(env.reset, in_axes=(0, None))  # (keys, params) -> obs, states
+        self.step = jax.vmap(env.step, in_axes=(0, 0, 0, None))  # -> obs, states, reward, terminated, truncated, info
+        self.num_actions = env.num_actions  # discrete: the choices; a Box: the action vector's length
+        self.continuous = isinstance(space, gymnax.environments.spaces.Box)
+        self.action_bounds = (space.low, space.high) if self.continuous else None  # (low, high), each broadcasts
 
 
 def make_env(env_id: str):
     """The batched env and its params; ValueError (one line) when this script cannot train on it."""
+    spaces = gymnax.environments.spaces
     try:
         env, env_params = gymnax.make(env_id)
-        discrete = isinstance(env.action_space(env_params), gymnax.environments.spaces.Discrete)
+        space = env.action_space(env_params)
     except Exception:  # not a gymnax id, or one that must download its data (MNISTBandit) without network
-        discrete = False
-    if discrete:
-        return GymnaxBatch(env), env_params
-    import env_adapters  # Craftax, ...: beside this script; a copy that trains on gymnax needs no other file
+        space = None
+    if isinstance(space, spaces.Discrete) or (isinstance(space, spaces.Box) and len(space.shape) == 1):
+        return GymnaxBatch(env, space), env_params
+    import env_adapters  # Craftax, Brax: beside this script; a copy that trains on gymnax needs no other file
 
     return env_adapters.make(env_id)  # or the error that says why not and lists the usable envs
 
@@ -197,9 +215,11 @@ def step_envs(env, env_params, runner: Runner, action):
     num_envs = action.shape[0]
     key, step_key = jax.random.split(runner.key)
     step_keys = jax.random.split(step_key, num_envs)
+    if env.continuous:  # the env gets the sample clipped to its bounds; the Transition keeps the sample itself
+        action = jnp.clip(action, *env.action_bounds)
     obs, env_state, reward, terminated, truncated, info = env.step(step_keys, runner.env_state, action, env_params)
     done = terminated | truncated
-    episode_return = runner.episode_return + reward
+    episode_return = runner.episode_return + info.get("raw_reward", reward)  # unscaled, even with --norm-reward
     episode_length = runner.episode_length + 1
     running_return = jnp.where(done, 0.0, episode_return)  # 0 where a new episode starts
     running_length = jnp.where(done, 0, episode_length)
@@ -281,10 +301,9 @@ def compute_gae(rewards, values, final_values, terminated, truncated, gamma: flo
 # ------------------------------------------------------------------------------------------- loss
 def ppo_loss(agent: Agent, args: Args, mb: Batch):
     """Clipped PPO objective; returns the total loss and its parts."""
-    logits, new_values = agent(mb.obs)
-    log_probs = jax.nn.log_softmax(logits)
-    new_logprobs = jnp.take_along_axis(log_probs, mb.actions[:, None], axis=-1)[:, 0]
-    entropy = -(jnp.exp(log_probs) * log_probs).sum(-1).mean()
+    actor_out, new_values = agent(mb.obs)
+    new_logprobs, entropy = agent.log_prob_and_entropy(actor_out, mb.actions)
+    entropy = entropy.mean()
     logratio = new_logprobs - mb.logprobs
     ratio = jnp.exp(logratio)
     advantages = mb.advantages
@@ -319,8 +338,7 @@ def make_optimizer(args: Args):
 
 
 def update(args: Args, tx: optax.GradientTransformation, agent: Agent, opt_state, batch: Batch, key, permutations=None):
-    """update_epochs epochs, one per row of permutations (default: fresh random orders of the batch), each cut
-    into num_minibatches minibatches; the explained variance is NaN when the returns have zero variance.
+    """update_epochs epochs of num_minibatches minibatches, in the orders of permutations (default: random).
     Functional: returns the new agent and optimizer state."""
     if permutations is None:
         key, *epoch_keys = jax.random.split(key, args.update_epochs + 1)
@@ -340,7 +358,7 @@ def update(args: Args, tx: optax.GradientTransformation, agent: Agent, opt_state
     metrics = jax.tree.map(jnp.mean, metrics)  # mean over all epochs and minibatches
     var_returns = jnp.var(batch.returns)
     explained = 1 - jnp.var(batch.returns - batch.values) / var_returns
-    metrics["explained_variance"] = jnp.where(var_returns > 0, explained, np.nan)
+    metrics["explained_variance"] = jnp.where(var_returns > 0, explained, np.nan)  # NaN: returns of zero variance
     return agent, opt_state, key, metrics
 
 
@@ -359,22 +377,24 @@ def main():
     signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT, signal.SIGTERM])  # held since the first line
     args = tyro.cli(Args)
     env, env_params = make_env(args.env)
+    if args.norm_obs or args.norm_reward:
+        import env_adapters
+
+        env = env_adapters.normalize(env, args.norm_obs, args.norm_reward, args.gamma)
     run_name = f"{args.env}__{FRAMEWORK}__{args.model_size}__{args.compile}__{args.seed}__{int(time.time())}"
     run_dir = os.path.join(args.log_dir, run_name)
     run_dir = book.make_run_dir(run_dir)  # a new folder, even for two runs started in the same second
     config = {**asdict(args), "framework": FRAMEWORK}
-    config.update(batch_size=args.batch_size, minibatch_size=args.minibatch_size)
+    config.update(batch_size=args.batch_size, minibatch_size=args.batch_size // args.num_minibatches)
     config["device_name"] = jax.devices()[0].device_kind
     book.start(config, run_dir)  # config.json: the config, plus the command line, the versions and the machine
-
-    wandb_run = None
     if args.track:
         import wandb
 
         group = args.exp_name if args.exp_name != Args.exp_name else args.tag
         tags = [FRAMEWORK, args.model_size, args.env, args.compile]
         run = dict(name=run_name, dir=run_dir, group=group, tags=tags, config=config, save_code=True)
-        wandb_run = wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, **run, sync_tensorboard=True)
+        wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, **run, sync_tensorboard=True)
     with SummaryWriter(run_dir, max_queue=100) as writer, jax.disable_jit(args.compile == "none"):
         table = "\n".join(f"|{key}|{value}|" for key, value in asdict(args).items())
         writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
@@ -383,7 +403,8 @@ def main():
 
         @eqx.filter_jit  # jitted: one program to compile, not one per op
         def make_agent():
-            return Agent(runner.obs.shape[-1], MODEL_SIZES[args.model_size], env.num_actions, key=init_key)
+            sizes = MODEL_SIZES[args.model_size]
+            return Agent(runner.obs.shape[-1], sizes, env.num_actions, env.continuous, key=init_key)
 
         agent = make_agent()
         tx, lr_schedule = make_optimizer(args)
@@ -399,11 +420,10 @@ def main():
             update_fn = eqx.filter_jit(update_fn)
         book.setup_done()
         print(f"{run_name}: setup {time.perf_counter() - START:.1f}s on {config['device_name']}", flush=True)
-
         for iteration in range(args.num_iterations):
             book.check_signals()  # a SIGINT or SIGTERM stops the run here...
-            optimizer_steps = (iteration + 1) * args.update_epochs * args.num_minibatches
-            learning_rate = lr_schedule(optimizer_steps - 1)  # the rate of this iteration's last step; not timed
+            last_step = (iteration + 1) * args.update_epochs * args.num_minibatches - 1
+            learning_rate = lr_schedule(last_step)  # the rate of this iteration's last optimizer step; not timed
             iteration_start = time.perf_counter()
             runner, batch, episode_stats = rollout_fn(agent, runner)
             if args.sync_timing:
@@ -414,7 +434,6 @@ def main():
             if args.sync_timing:
                 jax.block_until_ready((agent, opt_state))
             update_end = time.perf_counter()
-
             metrics = jax.device_get({**episode_stats, **losses, "learning_rate": learning_rate})  # the one transfer
             iteration_time = time.perf_counter() - iteration_start  # up to the metrics on the host
             scalars = {
@@ -435,25 +454,22 @@ def main():
             for tag, value in scalars.items():
                 writer.add_scalar(tag, value, global_step)  # values on the host already
             book.iteration_done(iteration, scalars, writer)
-
             episodic_return = scalars.get("charts/episodic_return", np.nan)
             eta = iteration_time * (args.num_iterations - iteration - 1)
             timing = f"rollout {rollout_end - iteration_start:.3f}s update {update_end - rollout_end:.3f}s"
             progress = f"iter {iteration + 1}/{args.num_iterations} | SPS {args.batch_size / iteration_time:,.0f}"
             elapsed = f"elapsed {time.perf_counter() - START:.1f}s ETA {eta:.1f}s"
             print(f"{progress} | return {episodic_return:.1f} | {timing} | {elapsed}", flush=True)
-    if wandb_run is not None:
-        wandb_run.finish()
+    if args.track:
+        wandb.finish()
 
 
 # Benchmark bookkeeping ===============================================================================
-# Signals, config.json and summary.json, which bench.sh and plot_results.py read (bookkeeping.py, beside this
-# script). A starter copy deletes this section, down to `if __name__`, and every line that contains `book.`.
+# Signals, config.json and summary.json, for bench.sh and plot_results.py (bookkeeping.py, beside this script).
 from bookkeeping import Bookkeeping
 
 book = Bookkeeping(START, packages=("jax", "jaxlib", "equinox", "optax", "gymnax"))
 main = book.wrap(main, Args)  # bad input refused in one line; summary.json written whatever happens
-
 
 if __name__ == "__main__":
     main()

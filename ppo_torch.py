@@ -1,6 +1,6 @@
 """PPO in PyTorch on gymnax environments: a single-file starter, part of benchback-rl.
 Read it top to bottom: Args, the network, the environment glue, rollout, GAE, loss, update, main().
-The envs are JAX (gymnax): one jitted call per rollout step, arrays cross with DLPack. `diff ppo_linen.py ppo_torch.py`.
+The ppo_*.py files are written in parallel: `diff ppo_linen.py ppo_torch.py` shows only what the framework changes.
 To drop the benchmark bookkeeping, delete its section at the bottom and every line that contains `book.`.
 
     python ppo_torch.py --env Acrobot-v1 --model-size small
@@ -31,7 +31,6 @@ from tensorboardX import SummaryWriter
 
 FRAMEWORK = "torch"
 COMPILED = {"compile": {}, "cudagraphs": dict(mode="reduce-overhead")}  # torch.compile options of the compiled modes
-GPU_COMPILE = ("cudagraphs",)  # --compile modes refused without a GPU, so not in study.toml's list
 MODEL_SIZES = {"small": (64, 64), "medium": (256, 256, 256), "large": (1024,) * 6}
 
 
@@ -40,7 +39,7 @@ class Args:
     exp_name: str = os.path.basename(__file__)[: -len(".py")]
     """the name of this experiment (with --track, the W&B group when set; else the group is --tag)"""
     env: str = "CartPole-v1"
-    """the environment id: gymnax (discrete actions), or Craftax through env_adapters.py"""
+    """the environment id: gymnax (discrete or Box actions), or Craftax and Brax through env_adapters.py"""
     model_size: Literal["small", "medium", "large"] = "small"
     """hidden layers of actor and critic: small (64, 64), medium (256,) * 3, large (1024,) * 6"""
     seed: int = 1
@@ -75,9 +74,12 @@ class Args:
     """the maximum global norm of the gradients"""
     norm_adv: bool = True
     """normalise the advantages of each minibatch"""
+    norm_obs: bool = False
+    """normalise the observations by their running mean and variance (env_adapters.py)"""
+    norm_reward: bool = False
+    """scale the rewards by the running std of their discounted return (env_adapters.py)"""
     compile: Literal["compile", "env-jit", "none", "cudagraphs"] = "compile"
-    """compile: torch.compile the update, the rollout's end and (GPU) the policy step, jax.jit the env; cudagraphs:
-    the same as CUDA graphs (GPU only); env-jit: eager torch; none: the env op by op too"""
+    """compile: torch.compile + jax.jit; cudagraphs: and CUDA graphs (GPU only); env-jit: eager torch; none: no jit"""
     device: Literal["auto", "cpu", "cuda"] = "auto"
     """where torch and JAX run (always the same device, so DLPack is zero-copy); auto: cuda when both see a GPU"""
     sync_timing: bool = True
@@ -97,10 +99,6 @@ class Args:
     def batch_size(self) -> int:
         return self.num_envs * self.num_steps
 
-    @property
-    def minibatch_size(self) -> int:
-        return self.batch_size // self.num_minibatches
-
 
 # ---------------------------------------------------------------------------------------- network
 class MLP(nn.Sequential):
@@ -119,54 +117,69 @@ class MLP(nn.Sequential):
 
 
 class Agent(nn.Module):
-    """Separate actor and critic networks."""
+    """Separate actor and critic networks; the actor gives logits, or a Gaussian's mean (its log std: a parameter)."""
 
-    def __init__(self, obs_dim: int, hidden_sizes: Sequence[int], num_actions: int):
+    def __init__(self, obs_dim: int, hidden_sizes: Sequence[int], num_actions: int, continuous: bool):
         super().__init__()
+        self.continuous = continuous
         self.actor = MLP(obs_dim, hidden_sizes, num_actions, out_gain=0.01)
         self.critic = MLP(obs_dim, hidden_sizes, 1, out_gain=1.0)
+        if continuous:
+            self.log_std = nn.Parameter(torch.zeros(num_actions))
 
     def forward(self, obs):
-        """Action logits and state values."""
+        """The actor's output (logits or mean) and the state values."""
         return self.actor(obs), self.critic(obs)[..., 0]
 
     def get_value(self, obs):
         return self.critic(obs)[..., 0]
 
+    def log_prob(self, actor_out, action):
+        if self.continuous:  # the Gaussian log-density, summed over the action's dimensions
+            z = (action - actor_out) / self.log_std.exp()
+            return (-0.5 * z**2 - self.log_std - 0.5 * np.log(2 * np.pi)).sum(-1)
+        return actor_out.log_softmax(-1).gather(-1, action[:, None].long())[:, 0]
+
+    def log_prob_and_entropy(self, actor_out, action):  # for the loss: one log-softmax, its gradient as one
+        if self.continuous:  # the Gaussian's entropy is the same for every state
+            return self.log_prob(actor_out, action), (self.log_std + 0.5 + 0.5 * np.log(2 * np.pi)).sum()
+        log_probs = actor_out.log_softmax(-1)
+        log_prob = log_probs.gather(-1, action[:, None].long())[:, 0]
+        return log_prob, -(log_probs.exp() * log_probs).sum(-1)
+
     def get_action_and_value(self, obs, noise, action=None):
-        """Actions (sampled by Gumbel-max from uniform noise unless given), their log-probabilities and the values."""
-        logits, value = self(obs)
-        if action is None:
-            action = (logits - torch.log(-torch.log(noise))).argmax(-1).to(torch.int32)  # int32: JAX runs without x64
-        logprob = logits.log_softmax(-1).gather(-1, action[:, None].long())[:, 0]
-        return action, logprob, value
+        """Actions (sampled from uniform noise in (0, 1) unless given), their log-probabilities and the values."""
+        actor_out, value = self(obs)
+        if action is None and self.continuous:  # normal noise by the inverse CDF; unbounded: step_envs clips
+            action = actor_out + self.log_std.exp() * torch.special.ndtri(noise)
+        elif action is None:  # Gumbel-max; int32: JAX runs without x64
+            action = (actor_out - torch.log(-torch.log(noise))).argmax(-1).to(torch.int32)
+        return action, self.log_prob(actor_out, action), value
 
 
 # ------------------------------------------------------------------------------- environment glue
 class GymnaxBatch:
     """A gymnax env stepped as a batch, one key per env: the contract of every adapter in env_adapters.py."""
 
-    def __init__(self, env):
-        self.env = env
-        self.num_actions = env.num_actions
-
-    def reset(self, keys, params):
-        return jax.vmap(self.env.reset, in_axes=(0, None))(keys, params)
-
-    def step(self, keys, states, actions, params):  # -> obs, states, reward, terminated, truncated, info
-        return jax.vmap(self.env.step, in_axes=(0, 0, 0, None))(keys, states, actions, params)
+    def __init__(self, env, space):
+        self.reset = jax.vmap(env.reset, in_axes=(0, None))  # (keys, params) -> obs, states
+        self.step = jax.vmap(env.step, in_axes=(0, 0, 0, None))  # -> obs, states, reward, terminated, truncated, info
+        self.num_actions = env.num_actions  # discrete: the choices; a Box: the action vector's length
+        self.continuous = isinstance(space, gymnax.environments.spaces.Box)
+        self.action_bounds = (space.low, space.high) if self.continuous else None  # (low, high), each broadcasts
 
 
 def make_env(env_id: str):
     """The batched env and its params; ValueError (one line) when this script cannot train on it."""
+    spaces = gymnax.environments.spaces
     try:
         env, env_params = gymnax.make(env_id)
-        discrete = isinstance(env.action_space(env_params), gymnax.environments.spaces.Discrete)
+        space = env.action_space(env_params)
     except Exception:  # not a gymnax id, or one that must download its data (MNISTBandit) without network
-        discrete = False
-    if discrete:
-        return GymnaxBatch(env), env_params
-    import env_adapters  # Craftax, ...: beside this script; a copy that trains on gymnax needs no other file
+        space = None
+    if isinstance(space, spaces.Discrete) or (isinstance(space, spaces.Box) and len(space.shape) == 1):
+        return GymnaxBatch(env, space), env_params
+    import env_adapters  # Craftax, Brax: beside this script; a copy that trains on gymnax needs no other file
 
     return env_adapters.make(env_id)  # or the error that says why not and lists the usable envs
 
@@ -194,9 +207,11 @@ def step_envs(env, env_params, runner: Runner, action):
     num_envs = action.shape[0]
     key, step_key = jax.random.split(runner.key)
     step_keys = jax.random.split(step_key, num_envs)
+    if env.continuous:  # the env gets the sample clipped to its bounds; the Transition keeps the sample itself
+        action = jnp.clip(action, *env.action_bounds)
     obs, env_state, reward, terminated, truncated, info = env.step(step_keys, runner.env_state, action, env_params)
     done = terminated | truncated
-    episode_return = runner.episode_return + reward
+    episode_return = runner.episode_return + info.get("raw_reward", reward)  # unscaled, even with --norm-reward
     episode_length = runner.episode_length + 1
     running_return = jnp.where(done, 0.0, episode_return)  # 0 where a new episode starts
     running_length = jnp.where(done, 0, episode_length)
@@ -229,13 +244,12 @@ def env_step_packed(env, env_params, runner: Runner, action):
 def rollout(env_step_fn, finish_fn, args: Args, policy_fn, num_actions: int, generator: torch.Generator, runner):
     """Collects num_steps x num_envs transitions, then computes GAE. Everything stays on the device."""
     noise = torch.rand(args.num_steps, args.num_envs, num_actions, generator=generator, device=generator.device)
-    noise.clamp_(min=torch.finfo(noise.dtype).tiny)  # log(0) would be -inf in the Gumbel-max sampling
+    noise.clamp_(min=torch.finfo(noise.dtype).tiny)  # log(0) and ndtri(0) would be -inf in the sampling
     obs = torch.from_dlpack(runner.obs)  # JAX -> torch, zero-copy
     steps = []
     for step in range(args.num_steps):
         action, logprob, value = policy_fn(obs, noise[step])
-        # torch -> JAX by DLPack, zero-copy; on the CPU through NumPy's reader: JAX's takes ~110 us more a step
-        jax_action = np.from_dlpack(action) if action.is_cpu else jnp.from_dlpack(action)
+        jax_action = np.from_dlpack(action) if action.is_cpu else jnp.from_dlpack(action)  # on a CPU, NumPy's: faster
         runner, packed = env_step_fn(runner, jax_action)
         packed = torch.from_dlpack(packed)  # JAX -> torch, zero-copy
         steps.append((obs, action, logprob, value, packed))
@@ -249,8 +263,7 @@ def finish_rollout(agent: Agent, args: Args, obs, action, logprob, value, packed
     n, d = args.num_envs, obs.shape[-1]  # packed: next obs, reward, terminated, truncated, final obs, episode stats
     fields = packed.split([n * d, n, n, n, n * d, n, n], -1)
     _, reward, terminated, truncated, final_obs, episode_return, episode_length = fields
-    # V(pre-reset next observation): the next value within an episode, the bootstrap when truncated
-    final_values = agent.get_value(final_obs.view(obs.shape))
+    final_values = agent.get_value(final_obs.view(obs.shape))  # V(pre-reset next obs): also the truncated's bootstrap
     terminated, truncated = terminated > 0, truncated > 0
     advantages, returns = compute_gae(reward, value, final_values, terminated, truncated, args.gamma, args.gae_lambda)
     steps = (obs, action, logprob, value, advantages, returns)  # each (num_steps, num_envs, ...)
@@ -270,7 +283,6 @@ def compute_gae(rewards, values, final_values, terminated, truncated, gamma: flo
     A terminated step does not bootstrap, a truncated one does; both end the trace."""
     deltas = rewards + gamma * final_values * ~terminated - values
     discounts = gamma * gae_lambda * ~(terminated | truncated)
-
     gae = torch.zeros_like(deltas[0])
     advantages = []
     for t in reversed(range(len(deltas))):
@@ -283,10 +295,9 @@ def compute_gae(rewards, values, final_values, terminated, truncated, gamma: flo
 # ------------------------------------------------------------------------------------------- loss
 def ppo_loss(agent: Agent, args: Args, mb: Batch):
     """Clipped PPO objective; returns the total loss and its parts."""
-    logits, new_values = agent(mb.obs)
-    log_probs = logits.log_softmax(-1)
-    new_logprobs = log_probs.gather(-1, mb.actions[:, None].long())[:, 0]
-    entropy = -(log_probs.exp() * log_probs).sum(-1).mean()
+    actor_out, new_values = agent(mb.obs)
+    new_logprobs, entropy = agent.log_prob_and_entropy(actor_out, mb.actions)
+    entropy = entropy.mean()
     logratio = new_logprobs - mb.logprobs
     ratio = logratio.exp()
     advantages = mb.advantages
@@ -310,27 +321,23 @@ def ppo_loss(agent: Agent, args: Args, mb: Batch):
 
 # ----------------------------------------------------------------------------------------- update
 def make_optimizer(args: Args, agent: Agent):
-    """Adam (clipping: in minibatch_step), at a rate in a tensor set in place, so that a compiled step reads it as
-    data and never recompiles; the rate decays linearly to 0 over all optimizer steps."""
+    """Adam at a rate in a tensor, set in place: a compiled step reads it as data and never recompiles."""
     num_updates = args.num_iterations * args.update_epochs * args.num_minibatches
 
-    def lr_schedule(step):
+    def lr_schedule(step):  # linear decay to 0 over all optimizer steps
         return args.learning_rate * (1.0 - step / num_updates if args.anneal_lr else 1.0)
 
     lr = torch.tensor(args.learning_rate, device=next(agent.parameters()).device)
-    kind = (
-        dict(foreach=False, capturable=True) if args.compile in COMPILED else dict(fused=True)
-    )  # eager: a fused kernel
+    kind = dict(foreach=False, capturable=True) if args.compile in COMPILED else dict(fused=True)  # eager: fused
     return torch.optim.Adam(agent.parameters(), lr, eps=1e-5, **kind), lr_schedule
 
 
 def minibatch_step(agent: Agent, optimizer: torch.optim.Optimizer, args: Args, mb: Batch, lr):
-    """Forward, loss, backward, global-norm clipping and the Adam step at learning rate lr (a tensor): one compiled
-    function. autograd.grad, not zero_grad() + backward(): Dynamo traces it into the forward's graph."""
+    """Forward, loss, backward, global-norm clipping and the Adam step at learning rate lr (a tensor), compiled."""
     loss, metrics = ppo_loss(agent, args, mb)
     metrics = {name: value.detach() for name, value in metrics.items()}  # before the backward consumes their graph
     params = list(agent.parameters())
-    for param, grad in zip(params, torch.autograd.grad(loss, params)):
+    for param, grad in zip(params, torch.autograd.grad(loss, params)):  # not backward(): Dynamo traces this in
         param.grad = grad
     nn.utils.clip_grad_norm_(params, args.max_grad_norm, foreach=True)
     optimizer.param_groups[0]["lr"].copy_(lr)
@@ -339,14 +346,12 @@ def minibatch_step(agent: Agent, optimizer: torch.optim.Optimizer, args: Args, m
 
 
 def update(args: Args, lr_schedule, step_fn, generator, batch: Batch, optimizer_step: int, permutations=None):
-    """update_epochs epochs, one per row of permutations (default: fresh random orders of the batch), each cut
-    into num_minibatches minibatches; the explained variance is NaN when the returns have zero variance."""
-    device = batch.obs.device
-    if permutations is None:
-        draw = partial(torch.randperm, args.batch_size, generator=generator, device=device)
+    """update_epochs epochs of num_minibatches minibatches, in the orders of permutations (default: random)."""
+    if permutations is None:  # the generator is on the batch's device
+        draw = partial(torch.randperm, args.batch_size, generator=generator, device=generator.device)
         permutations = torch.stack([draw() for _ in range(args.update_epochs)])
-    steps = optimizer_step + torch.arange(args.update_epochs * args.num_minibatches, device=device)
-    lrs = torch.as_tensor(lr_schedule(steps), dtype=torch.float32, device=device).expand(steps.shape)
+    steps = optimizer_step + torch.arange(args.update_epochs * args.num_minibatches, device=generator.device)
+    lrs = torch.as_tensor(lr_schedule(steps), dtype=torch.float32, device=steps.device).expand(steps.shape)
     metrics = []
     for perm in permutations:
         minibatches = Batch(*[x[perm].reshape(args.num_minibatches, -1, *x.shape[1:]) for x in batch])
@@ -356,7 +361,7 @@ def update(args: Args, lr_schedule, step_fn, generator, batch: Batch, optimizer_
     metrics = dict(zip(mb_metrics, torch.stack(metrics).mean(0)))  # mean over all epochs and minibatches
     var_returns = batch.returns.var(correction=0)
     explained = 1 - (batch.returns - batch.values).var(correction=0) / var_returns
-    metrics["explained_variance"] = torch.where(var_returns > 0, explained, torch.nan)
+    metrics["explained_variance"] = torch.where(var_returns > 0, explained, torch.nan)  # NaN: returns of zero variance
     return metrics
 
 
@@ -369,8 +374,12 @@ def main():
     signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT, signal.SIGTERM])  # held since the first line
     args = tyro.cli(Args)
     env, env_params = make_env(args.env)
+    if args.norm_obs or args.norm_reward:
+        import env_adapters
+
+        env = env_adapters.normalize(env, args.norm_obs, args.norm_reward, args.gamma)
     gpu = torch.cuda.is_available() and jax.default_backend() == "gpu"
-    if not gpu and (args.device == "cuda" or args.compile in GPU_COMPILE):
+    if not gpu and (args.device == "cuda" or args.compile == "cudagraphs"):
         message = f"--device {args.device} --compile {args.compile} needs a GPU that torch and JAX both see"
         raise ValueError(f"{message}; use --device cpu --compile compile")
     device = torch.device("cuda" if gpu and args.device != "cpu" else "cpu")
@@ -379,29 +388,26 @@ def main():
     run_dir = book.make_run_dir(run_dir)  # a new folder, even for two runs started in the same second
     jax.config.update("jax_default_device", jax.devices("gpu" if device.type == "cuda" else "cpu")[0])  # torch's device
     config = {**asdict(args), "framework": FRAMEWORK}
-    config.update(batch_size=args.batch_size, minibatch_size=args.minibatch_size)
+    config.update(batch_size=args.batch_size, minibatch_size=args.batch_size // args.num_minibatches)
     config["device_name"] = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     config["torch_threads"] = torch.get_num_threads()  # every core, unless OMP_NUM_THREADS says otherwise
     book.start(config, run_dir)  # config.json: the config, plus the command line, the versions and the machine
-
-    wandb_run = None
     if args.track:
         import wandb
 
         group = args.exp_name if args.exp_name != Args.exp_name else args.tag
         tags = [FRAMEWORK, args.model_size, args.env, args.compile]
         run = dict(name=run_name, dir=run_dir, group=group, tags=tags, config=config, save_code=True)
-        wandb_run = wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, **run, sync_tensorboard=True)
+        wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, **run, sync_tensorboard=True)
     with SummaryWriter(run_dir, max_queue=100) as writer, jax.disable_jit(args.compile == "none"):
         table = "\n".join(f"|{key}|{value}|" for key, value in asdict(args).items())
         writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
         torch.manual_seed(args.seed)
         generator = torch.Generator(device).manual_seed(args.seed)  # action sampling and minibatch order
         runner = reset_envs(env, env_params, jax.random.key(args.seed), args.num_envs)
-        agent = Agent(runner.obs.shape[-1], MODEL_SIZES[args.model_size], env.num_actions).to(device)
+        agent = Agent(runner.obs.shape[-1], MODEL_SIZES[args.model_size], env.num_actions, env.continuous).to(device)
         optimizer, lr_schedule = make_optimizer(args, agent)
-        env_step_fn = partial(env_step_packed, env, env_params)
-        env_step_fn = env_step_fn if args.compile == "none" else jax.jit(env_step_fn)
+        env_step_fn = jax.jit(partial(env_step_packed, env, env_params))  # op by op under --compile none
         policy_fn, finish_fn, step_fn = agent.get_action_and_value, finish_rollout, minibatch_step
         if args.compile in COMPILED:  # static shapes: each compiles once, in iteration 0
             torch._dynamo.config.trace_autograd_ops = True  # the backward in the graph of the forward
@@ -411,17 +417,15 @@ def main():
                 policy_fn = compile_fn(policy_fn, fullgraph=True)
         if args.compile == "cudagraphs":
             policy_fn = partial(copy_outputs, policy_fn)
-        finish_fn = partial(finish_fn, agent, args)
-        step_fn = partial(step_fn, agent, optimizer, args)
+        finish_fn, step_fn = partial(finish_fn, agent, args), partial(step_fn, agent, optimizer, args)
         rollout_fn = partial(rollout, env_step_fn, finish_fn, args, policy_fn, env.num_actions, generator)
         update_fn = partial(update, args, lr_schedule, step_fn, generator)
         book.setup_done()
         print(f"{run_name}: setup {time.perf_counter() - START:.1f}s on {config['device_name']}", flush=True)
-
         for iteration in range(args.num_iterations):
             book.check_signals()  # a SIGINT or SIGTERM stops the run here...
-            optimizer_steps = (iteration + 1) * args.update_epochs * args.num_minibatches
-            learning_rate = lr_schedule(optimizer_steps - 1)  # the rate of this iteration's last step; not timed
+            last_step = (iteration + 1) * args.update_epochs * args.num_minibatches - 1
+            learning_rate = lr_schedule(last_step)  # the rate of this iteration's last optimizer step; not timed
             iteration_start = time.perf_counter()
             runner, batch, episode_stats = rollout_fn(runner)
             if args.sync_timing:
@@ -434,7 +438,6 @@ def main():
             if args.sync_timing and device.type == "cuda":
                 torch.cuda.synchronize(device)
             update_end = time.perf_counter()
-
             metrics = {**episode_stats, **losses}
             metrics = dict(zip(metrics, torch.stack(list(metrics.values())).tolist()))  # the one host transfer
             iteration_time = time.perf_counter() - iteration_start  # up to the metrics on the host
@@ -456,25 +459,22 @@ def main():
             for tag, value in scalars.items():
                 writer.add_scalar(tag, value, global_step)  # values on the host already
             book.iteration_done(iteration, scalars, writer)
-
             episodic_return = scalars.get("charts/episodic_return", np.nan)
             eta = iteration_time * (args.num_iterations - iteration - 1)
             timing = f"rollout {rollout_end - iteration_start:.3f}s update {update_end - rollout_end:.3f}s"
             progress = f"iter {iteration + 1}/{args.num_iterations} | SPS {args.batch_size / iteration_time:,.0f}"
             elapsed = f"elapsed {time.perf_counter() - START:.1f}s ETA {eta:.1f}s"
             print(f"{progress} | return {episodic_return:.1f} | {timing} | {elapsed}", flush=True)
-    if wandb_run is not None:
-        wandb_run.finish()
+    if args.track:
+        wandb.finish()
 
 
 # Benchmark bookkeeping ===============================================================================
-# Signals, config.json and summary.json, which bench.sh and plot_results.py read (bookkeeping.py, beside this
-# script). A starter copy deletes this section, down to `if __name__`, and every line that contains `book.`.
+# Signals, config.json and summary.json, for bench.sh and plot_results.py (bookkeeping.py, beside this script).
 from bookkeeping import Bookkeeping
 
 book = Bookkeeping(START, packages=("torch", "jax", "jaxlib", "gymnax"))
 main = book.wrap(main, Args)  # bad input refused in one line; summary.json written whatever happens
-
 
 if __name__ == "__main__":
     main()

@@ -45,7 +45,7 @@ def measure(env_id: str, size: str, num_envs: int = 32, calls: int = 300, blocks
     env, env_params = ppo.make_env(env_id)
     runner = ppo.reset_envs(env, env_params, jax.random.key(0), num_envs)
     env_call = jax.jit(partial(ppo.env_step_packed, env, env_params))
-    agent = ppo.Agent(runner.obs.shape[-1], ppo.MODEL_SIZES[size], env.num_actions)
+    agent = ppo.Agent(runner.obs.shape[-1], ppo.MODEL_SIZES[size], env.num_actions, env.continuous)
     obs, noise = torch.from_dlpack(runner.obs), torch.rand(num_envs, env.num_actions)
     action = agent.get_action_and_value(obs, noise)[0]
     compiled_policy = torch.compile(agent.get_action_and_value, dynamic=False, fullgraph=True)

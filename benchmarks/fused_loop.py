@@ -35,7 +35,7 @@ def fused_seconds_per_iteration(args: ppo.Args) -> tuple[float, float]:
     env, env_params = ppo.make_env(args.env)
     env_key, init_key, update_key = jax.random.split(jax.random.key(args.seed), 3)  # as ppo_linen.main()
     runner = ppo.reset_envs(env, env_params, env_key, args.num_envs)
-    agent = ppo.Agent(ppo.MODEL_SIZES[args.model_size], env.num_actions)
+    agent = ppo.Agent(ppo.MODEL_SIZES[args.model_size], env.num_actions, env.continuous)
     tx, _ = ppo.make_optimizer(args)
     params = jax.jit(agent.init)(init_key, runner.obs)
     state = ppo.TrainState.create(apply_fn=agent.apply, params=params, tx=tx)

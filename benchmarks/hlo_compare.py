@@ -30,7 +30,7 @@ OP = re.compile(r"^\s*(?:ROOT )?%?[\w.\-]+ = [^=]*?\s([a-z][\w\-]*)\(", re.M)  #
 
 
 def lowered_linen(args, env, env_params, runner, batch, init_key, update_key):
-    agent = ppo_linen.Agent(ppo_linen.MODEL_SIZES[args.model_size], env.num_actions)
+    agent = ppo_linen.Agent(ppo_linen.MODEL_SIZES[args.model_size], env.num_actions, env.continuous)
     tx, _ = ppo_linen.make_optimizer(args)
     state = ppo_linen.TrainState.create(apply_fn=agent.apply, params=agent.init(init_key, runner.obs), tx=tx)
     return {
@@ -42,7 +42,11 @@ def lowered_linen(args, env, env_params, runner, batch, init_key, update_key):
 def lowered_nnx(args, env, env_params, runner, batch, init_key, update_key):
     runner, batch = ppo_nnx.Runner(*runner), ppo_nnx.Batch(*batch)  # each script's own NamedTuple types
     agent = ppo_nnx.Agent(
-        runner.obs.shape[-1], ppo_nnx.MODEL_SIZES[args.model_size], env.num_actions, rngs=nnx.Rngs(init_key)
+        runner.obs.shape[-1],
+        ppo_nnx.MODEL_SIZES[args.model_size],
+        env.num_actions,
+        env.continuous,
+        rngs=nnx.Rngs(init_key),
     )
     optimizer = nnx.Optimizer(agent, ppo_nnx.make_optimizer(args)[0], wrt=nnx.Param)
     return {
@@ -54,7 +58,7 @@ def lowered_nnx(args, env, env_params, runner, batch, init_key, update_key):
 def lowered_equinox(args, env, env_params, runner, batch, init_key, update_key, mode):
     runner, batch = ppo_equinox.Runner(*runner), ppo_equinox.Batch(*batch)
     agent = ppo_equinox.Agent(
-        runner.obs.shape[-1], ppo_equinox.MODEL_SIZES[args.model_size], env.num_actions, key=init_key
+        runner.obs.shape[-1], ppo_equinox.MODEL_SIZES[args.model_size], env.num_actions, env.continuous, key=init_key
     )
     tx, _ = ppo_equinox.make_optimizer(args)
     opt_state = tx.init(eqx.filter(agent, eqx.is_array))

@@ -80,6 +80,13 @@ CONFIG_EXTRAS = [
     "hostname",
     "start_time",
 ]
+NO_EPISODE_IN_TINY_RUN = (
+    "MountainCar-v0",
+    "Craftax-Classic-Symbolic-v1",
+    "Pendulum-v1",
+    "Reacher-misc",
+    "brax-halfcheetah",
+)
 SUMMARY_KEYS = ["status", "iterations_completed", "import_s", "setup_s", "total_s", "final_return", "signals"]
 
 
@@ -115,7 +122,7 @@ def check_tiny_run(log_dir, framework, compile_mode, env_id, args):
     assert set(SUMMARY_KEYS) <= set(summary) and summary["signals"] == []
 
     for tag in TAGS:
-        if tag in EPISODIC_TAGS and env_id in ("MountainCar-v0", "Craftax-Classic-Symbolic-v1"):
+        if tag in EPISODIC_TAGS and env_id in NO_EPISODE_IN_TINY_RUN:
             continue  # no episode ends in 3 x 16 steps
         assert [step for step, _ in scalar_series(run_dir, tag)] == [64, 128, 192], tag
     assert all(value > 0 for _, value in scalar_series(run_dir, "time/iteration"))
@@ -126,13 +133,42 @@ def check_tiny_run(log_dir, framework, compile_mode, env_id, args):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("env_id", ["Pendulum-v1"])  # continuous; discrete: the sweep tests run every mode
 @pytest.mark.parametrize("framework,compile_mode", MODES)
-def test_tiny_run_every_compile_mode(framework, compile_mode, log_dir):
-    args = [*TINY, "--env", "CartPole-v1", "--compile", compile_mode]
+def test_tiny_run_every_compile_mode(framework, compile_mode, env_id, log_dir):
+    args = [*TINY, "--env", env_id, "--compile", compile_mode]
     proc = run_script(script(framework), *args, log_dir=log_dir)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "iter 3/3" in proc.stdout and "completed" in proc.stdout
-    check_tiny_run(log_dir, framework, compile_mode, "CartPole-v1", args)
+    run_dir, _ = check_tiny_run(log_dir, framework, compile_mode, env_id, args)
+    if env_id == "Pendulum-v1":  # a Gaussian policy: one action dimension, log std 0 at the start
+        entropy = scalar_series(run_dir, "losses/entropy")[0][1]
+        assert entropy == pytest.approx(0.5 + 0.5 * np.log(2 * np.pi), abs=0.02)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_tiny_run_reacher_normalised(framework, log_dir):
+    """Two action dimensions, with the observation and reward normalisation of env_adapters.py: the whole
+    run-output contract holds, and config.json records both flags."""
+    args = [*TINY, "--env", "Reacher-misc", "--norm-obs", "--norm-reward"]
+    proc = run_script(script(framework), *args, log_dir=log_dir)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run_dir, _ = check_tiny_run(log_dir, framework, default_mode(framework), "Reacher-misc", args)
+    config = read_json(run_dir / "config.json")
+    assert config["norm_obs"] is True and config["norm_reward"] is True
+    entropy = scalar_series(run_dir, "losses/entropy")[0][1]
+    assert entropy == pytest.approx(2 * (0.5 + 0.5 * np.log(2 * np.pi)), abs=0.04)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("framework", ["linen", "torch"])  # a JAX scan and torch's loop: ~90 s of compile each
+def test_tiny_run_brax(framework, log_dir):
+    """An expensive continuous env, through the Brax adapter of env_adapters.py: the whole run-output contract."""
+    args = [*TINY, "--env", "brax-halfcheetah"]
+    proc = run_script(script(framework), *args, log_dir=log_dir, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    check_tiny_run(log_dir, framework, default_mode(framework), "brax-halfcheetah", args)
 
 
 @pytest.mark.slow
@@ -182,10 +218,31 @@ def test_learns_cartpole(framework, log_dir):
     assert summary["final_return"] == pytest.approx(np.mean(returns), rel=1e-6)
 
 
+def readme_recipe(env_id: str) -> list[str]:
+    """The flags of README.md's command line that learns env_id (the same flags in every script)."""
+    for line in (ROOT / "README.md").read_text().splitlines():
+        words = line.split("#")[0].split()
+        if words[:2] == ["python", "ppo_linen.py"] and words[2:4] == ["--env", env_id]:
+            return words[2:]
+    raise AssertionError(f"README.md has no `python ppo_linen.py --env {env_id} ...` line")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("framework", ["linen", "torch"])
+def test_learns_pendulum_with_the_readme_command(framework, log_dir):
+    """A Gaussian policy: README.md's Pendulum-v1 command reaches a return above -400 within 500k steps."""
+    args = readme_recipe("Pendulum-v1")
+    proc = run_script(script(framework), *args, log_dir=log_dir, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run_dir = only_run_dir(log_dir)
+    config, summary = read_json(run_dir / "config.json"), read_json(run_dir / "summary.json")
+    assert config["batch_size"] * config["num_iterations"] <= 500_000
+    assert summary["final_return"] > -400, summary
+
+
 # ------------------------------------------------------------------------------------- bad input
 BAD_INPUTS = {
     "unknown env": (["--env", "Nope-v9"], ["Nope-v9", "CartPole-v1", "Breakout-MinAtar"]),
-    "continuous env": (["--env", "Pendulum-v1"], ["Pendulum-v1", "Box", "CartPole-v1"]),
     "env that needs a download": (["--env", "MNISTBandit-bsuite"], ["MNISTBandit-bsuite", "cannot be made"]),
     "minibatches": (["--num-minibatches", "7"], ["7", "8192"]),
     "zero envs": (["--num-envs", "0"], ["--num-envs", "0"]),
@@ -220,7 +277,24 @@ def test_bad_input_is_refused_in_one_line_before_any_work(framework, case, log_d
     assert not log_dir.exists(), "a run folder was created for bad input"
     if case == "unknown env":  # the list holds only the envs the script can train on
         usable = proc.stderr.split("usable envs")[1]
-        assert "Pendulum-v1" not in usable and "MNISTBandit-bsuite" not in usable
+        assert "Pendulum-v1" in usable and "brax-halfcheetah" in usable and "MNISTBandit-bsuite" not in usable
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_an_action_space_neither_discrete_nor_box_is_refused_naming_the_kinds(framework, monkeypatch):
+    """gymnax has no such env, so one is made here: CartPole-v1 with a Tuple action space."""
+    import gymnax
+
+    env, params = gymnax.make("CartPole-v1")
+    spaces = gymnax.environments.spaces
+    tuple_space = spaces.Tuple([spaces.Discrete(2), spaces.Discrete(2)])
+    monkeypatch.setattr(type(env), "action_space", lambda self, params=None: tuple_space)
+    module = importlib.import_module(script(framework)[:-3])
+    with pytest.raises(ValueError) as refusal:
+        module.make_env("CartPole-v1")
+    message = str(refusal.value)
+    assert "\n" not in message and "'CartPole-v1'" in message
+    assert "Tuple" in message and "Discrete" in message and "Box" in message
 
 
 @pytest.mark.parametrize("framework", FIRST_FAST)
@@ -237,8 +311,9 @@ def test_log_dir_that_cannot_hold_runs_is_refused(framework, tmp_path):
 def test_compile_choices_match_the_study(framework):
     module = importlib.import_module(script(framework)[:-3])
     choices = get_args(get_type_hints(module.Args)["compile"])
-    # GPU_COMPILE: modes refused without a GPU (ppo_torch.py's cudagraphs), so not in the study's static list
-    assert choices == STUDY.frameworks[framework].compile + getattr(module, "GPU_COMPILE", ())
+    study_modes = STUDY.frameworks[framework].compile
+    # beyond them, only ppo_torch.py's cudagraphs: refused without a GPU, so not in the study's static list
+    assert choices[: len(study_modes)] == study_modes and set(choices[len(study_modes) :]) <= {"cudagraphs"}
     assert module.Args().compile == STUDY.frameworks[framework].default_compile
 
 
