@@ -10,6 +10,8 @@
     report    REPORT.md and the README block
     output    writing --out without losing what was there
 
+and, on its own (python -m analysis.learning_curves): learning curves, each run's episodic return per env.
+
 The study (study.toml, through study.py) is loaded once by plot_results.py and passed down. No module names an
 experiment: which one is the headline, which ones the README's tables hold, which figures each gets and which one a
 platform comparison repeats are declared in study.toml.

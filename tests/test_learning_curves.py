@@ -1,0 +1,57 @@
+"""analysis.learning_curves: one panel per env, a line per completed run with an episodic return."""
+
+import json
+
+import pytest
+from tensorboardX import SummaryWriter
+
+from analysis import learning_curves
+
+
+def fake_run(root, env: str, framework: str, returns: list[float], status: str = "completed"):
+    """A run folder as the scripts write it: config.json, summary.json and one events file."""
+    run_dir = root / f"{env}__{framework}__small__jit__1__0"
+    run_dir.mkdir(parents=True)
+    config = dict(env=env, framework=framework, model_size="small", compile="jit", seed=1, sync_timing=False)
+    config.update(batch_size=100, num_iterations=len(returns))
+    (run_dir / "config.json").write_text(json.dumps(config))
+    summary = dict(status=status, total_s=1.0, iterations_completed=len(returns))
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    with SummaryWriter(str(run_dir)) as writer:
+        for i, value in enumerate(returns):
+            writer.add_scalar("time/iteration", 0.1, (i + 1) * 100)
+            writer.add_scalar(learning_curves.RETURN, value, (i + 1) * 100)
+    return run_dir
+
+
+def test_each_completed_run_is_a_curve_of_its_env(tmp_path):
+    fake_run(tmp_path / "runs", "Pendulum-v1", "linen", [-1200.0, -800.0, -300.0])
+    fake_run(tmp_path / "runs", "Pendulum-v1", "torch", [-1100.0, -700.0])
+    fake_run(tmp_path / "runs", "Swimmer-misc", "linen", [50.0, 300.0])
+    fake_run(tmp_path / "runs", "Reacher-misc", "nnx", [10.0], status="interrupted")  # left out
+    by_env = learning_curves.curves(learning_curves.completed_runs([str(tmp_path / "runs")]))
+    assert sorted(by_env) == ["Pendulum-v1", "Swimmer-misc"]
+    frameworks = sorted(curve[0] for curve in by_env["Pendulum-v1"])
+    assert frameworks == ["linen", "torch"]
+    linen = next(curve for curve in by_env["Pendulum-v1"] if curve[0] == "linen")
+    assert list(linen[2]) == [100, 200, 300] and list(linen[3]) == [-1200.0, -800.0, -300.0]
+
+
+def test_the_figure_is_written_and_never_replaced_without_force(tmp_path, capsys):
+    fake_run(tmp_path / "runs", "Pendulum-v1", "linen", [-1200.0, -300.0])
+    out = tmp_path / "fig.png"
+    learning_curves.main([str(tmp_path / "runs"), "--out", str(out)])
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    before = out.read_bytes()
+    with pytest.raises(SystemExit) as refusal:
+        learning_curves.main([str(tmp_path / "runs"), "--out", str(out)])
+    assert refusal.value.code == 2 and out.read_bytes() == before
+    assert "--force" in capsys.readouterr().err
+    learning_curves.main([str(tmp_path / "runs"), "--out", str(out), "--force"])
+
+
+def test_no_completed_run_writes_nothing(tmp_path):
+    fake_run(tmp_path / "runs", "Pendulum-v1", "linen", [-1200.0], status="failed")
+    with pytest.raises(SystemExit) as refusal:
+        learning_curves.main([str(tmp_path / "runs"), "--out", str(tmp_path / "fig.png")])
+    assert refusal.value.code == 2 and not (tmp_path / "fig.png").exists()
