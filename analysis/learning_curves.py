@@ -2,8 +2,10 @@
 
     python -m analysis.learning_curves results/continuous/runs --out results/continuous/learning_curves.png
 
-Every completed run under the folders is drawn, coloured by framework (study.toml's colours). An existing --out is
-replaced only with --force; nothing is written (exit status 2) when no completed run has an episodic return.
+Every completed run under the folders is drawn, coloured by framework (study.toml's colours); beside the figure,
+{out}.md tables each run's final return (summary.json: the mean return of its last 10 iterations) and env steps.
+An existing --out is replaced only with --force; nothing is written (exit status 2) when no completed run has an
+episodic return.
 """
 
 import argparse
@@ -44,6 +46,19 @@ def curves(runs) -> dict[str, list]:
     return by_env
 
 
+def final_returns(runs) -> str:
+    """A markdown table: env, framework, seed, env steps and final return of every run, sorted."""
+    rows = []
+    for run in runs:
+        steps = run.config["batch_size"] * run.summary["iterations_completed"]
+        final = run.summary.get("final_return")
+        final = "–" if final is None else f"{final:.1f}"
+        rows.append((run.config["env"], run.config["framework"], run.config["seed"], steps, final))
+    lines = ["| env | framework | seed | env steps | final return |", "| --- | --- | --- | --- | --- |"]
+    lines += [f"| {env} | {fw} | {seed} | {steps:,} | {final} |" for env, fw, seed, steps, final in sorted(rows)]
+    return "\n".join(lines) + "\n"
+
+
 def draw(by_env: dict[str, list], colors: dict[str, str], out: Path) -> None:
     envs = sorted(by_env)
     fig, axes = plt.subplots(1, len(envs), figsize=(5.5 * len(envs), 4), squeeze=False)
@@ -76,12 +91,14 @@ def main(argv=None) -> None:
         parser.error(f"--out {args.out}: must end in .png")
     if args.out.exists() and not args.force:
         parser.error(f"--out {args.out} exists; --force replaces it")
-    by_env = curves(completed_runs(args.runs_dirs))
+    runs = completed_runs(args.runs_dirs)
+    by_env = curves(runs)
     if not by_env:
         parser.error(f"no completed run with an episodic return under {', '.join(args.runs_dirs)}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     colors = {name: framework.color for name, framework in study.load().frameworks.items()}
     draw(by_env, colors, args.out)
+    args.out.with_suffix(".md").write_text(final_returns(runs))
     print(f"{args.out}: {sum(len(c) for c in by_env.values())} runs, envs {', '.join(sorted(by_env))}")
 
 

@@ -15,7 +15,7 @@ def fake_run(root, env: str, framework: str, returns: list[float], status: str =
     config = dict(env=env, framework=framework, model_size="small", compile="jit", seed=1, sync_timing=False)
     config.update(batch_size=100, num_iterations=len(returns))
     (run_dir / "config.json").write_text(json.dumps(config))
-    summary = dict(status=status, total_s=1.0, iterations_completed=len(returns))
+    summary = dict(status=status, total_s=1.0, iterations_completed=len(returns), final_return=3.0)
     (run_dir / "summary.json").write_text(json.dumps(summary))
     with SummaryWriter(str(run_dir)) as writer:
         for i, value in enumerate(returns):
@@ -42,6 +42,7 @@ def test_the_figure_is_written_and_never_replaced_without_force(tmp_path, capsys
     out = tmp_path / "fig.png"
     learning_curves.main([str(tmp_path / "runs"), "--out", str(out)])
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "| Pendulum-v1 | linen | 1 | 200 | 3.0 |" in out.with_suffix(".md").read_text()
     before = out.read_bytes()
     with pytest.raises(SystemExit) as refusal:
         learning_curves.main([str(tmp_path / "runs"), "--out", str(out)])
