@@ -3,17 +3,23 @@
 One set of weights (NumPy, fixed seed) is loaded into every framework's agent; forward pass, the rollout's
 log-probabilities and values, the env glue, GAE, loss, gradients and a whole update (with the minibatch order handed
 in) must agree to float32 tolerance, and so must the Args defaults. Each framework is wrapped in a small adapter with
-one interface, so every check is written once; SIDES must cover the study's frameworks.
+one interface, so every check is written once; SIDES must cover the study's frameworks. Every check runs on discrete
+envs (a categorical policy) and on continuous ones (a Gaussian policy, whose log std is one more shared weight); the
+policy's formulas are also checked against SciPy's, so that a changed constant in any framework fails.
 """
 
 from dataclasses import fields, replace
-from functools import partial
+from functools import cache, partial
+from typing import NamedTuple
 
 import equinox as eqx
+import gymnax
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import scipy.special
+import scipy.stats
 import torch
 from flax import nnx
 
@@ -23,55 +29,161 @@ import ppo_nnx
 import ppo_torch
 from helpers import ENV_FIELDS, STUDY, numpy_gae, only_run_dir, read_json, run_script
 
-OBS = {"CartPole-v1": 4, "Breakout-MinAtar": 10 * 10 * 4}  # a classic-control and a flattened MinAtar batch
-NUM_ACTIONS = 3
+
+class Spec(NamedTuple):
+    obs_dim: int
+    num_actions: int  # discrete: the choices (3, whatever the env has); continuous: the action vector's length
+    continuous: bool = False
+
+
+SPECS = {
+    "CartPole-v1": Spec(4, 3),  # a classic-control batch
+    "Breakout-MinAtar": Spec(10 * 10 * 4, 3),  # a flattened MinAtar batch
+    "Pendulum-v1": Spec(3, 1, continuous=True),  # 1-D actions in [-2, 2], which gymnax clips itself too
+    "Reacher-misc": Spec(8, 2, continuous=True),  # 2-D actions in [-1, 1], which gymnax does not clip
+}
+DISCRETE = [env_id for env_id, spec in SPECS.items() if not spec.continuous]
+CONTINUOUS = [env_id for env_id, spec in SPECS.items() if spec.continuous]
+MLPS = ("actor", "critic")
 GAINS = {"hidden": np.sqrt(2), "actor": 0.01, "critic": 1.0}
 
 
-def make_weights(obs_dim: int, hidden, seed: int = 0) -> dict:
-    """{"actor"|"critic": [(kernel (in, out), bias), ...]}: random, biases non-zero, float32."""
+def make_weights(spec: Spec, hidden, seed: int = 0) -> dict:
+    """{"actor"|"critic": [(kernel (in, out), bias), ...], "log_std" (continuous): (num_actions,)}: random, biases
+    and log std non-zero, float32."""
     rng = np.random.default_rng(seed)
     weights = {}
-    for name, out_dim in (("actor", NUM_ACTIONS), ("critic", 1)):
-        sizes = [obs_dim, *hidden, out_dim]
+    for name, out_dim in zip(MLPS, (spec.num_actions, 1)):
+        sizes = [spec.obs_dim, *hidden, out_dim]
         weights[name] = [
             (rng.normal(0, 1 / np.sqrt(i), (i, o)).astype(np.float32), rng.normal(0, 0.1, o).astype(np.float32))
             for i, o in zip(sizes[:-1], sizes[1:])
         ]
+    if spec.continuous:
+        weights["log_std"] = rng.normal(0, 0.5, spec.num_actions).astype(np.float32)
     return weights
 
 
-def make_batch(obs_dim: int, size: int, seed: int = 1) -> dict:
+def architecture(weights: dict) -> tuple[int, tuple[int, ...], int, bool]:
+    """(obs_dim, hidden sizes, num_actions, continuous) of a set of weights."""
+    actor = weights["actor"]
+    return actor[0][0].shape[0], tuple(w.shape[1] for w, _ in actor[:-1]), actor[-1][0].shape[1], "log_std" in weights
+
+
+# ------------------------------------------------------------------------------ NumPy references
+def numpy_forward(weights: dict, obs):
+    """The tanh MLPs in float64: (actor output, values)."""
+
+    def mlp(layers, x):
+        for i, (w, b) in enumerate(layers):
+            x = x @ w.astype(np.float64) + b
+            x = np.tanh(x) if i < len(layers) - 1 else x
+        return x
+
+    obs = np.asarray(obs, np.float64)
+    return mlp(weights["actor"], obs), mlp(weights["critic"], obs)[:, 0]
+
+
+def numpy_log_prob_and_entropy(actor_out, actions, log_std=None):
+    """SciPy's: the chosen action's log-softmax and the categorical's entropy per state; or (log_std given) the
+    diagonal Gaussian's log-density summed over the action's dimensions, and its entropy (one for every state)."""
+    actor_out = np.asarray(actor_out, np.float64)
+    if log_std is None:
+        log_probs = scipy.special.log_softmax(actor_out, -1)
+        return log_probs[np.arange(len(actions)), actions], scipy.stats.entropy(np.exp(log_probs), axis=-1)
+    std = np.exp(np.asarray(log_std, np.float64))
+    return scipy.stats.norm.logpdf(actions, actor_out, std).sum(-1), scipy.stats.norm.entropy(scale=std).sum()
+
+
+def torch_noise(num_envs: int, num_actions: int, seed: int = 5):
+    """Uniform noise in (0, 1) as ppo_torch.rollout draws it for one step."""
+    noise = torch.rand(num_envs, num_actions, generator=torch.Generator().manual_seed(seed))
+    return noise.clamp(min=torch.finfo(noise.dtype).tiny)
+
+
+def make_batch(weights: dict, size: int, seed: int = 1) -> dict:
+    """A minibatch; continuous actions are samples of the policy (wider), their old log-probs near the new ones,
+    so that the ratio clips on both sides; discrete ones random, with random old log-probs."""
+    obs_dim, _, num_actions, continuous = architecture(weights)
     rng = np.random.default_rng(seed)
     values = rng.normal(size=size).astype(np.float32)
+    obs = rng.normal(size=(size, obs_dim)).astype(np.float32)
+    if continuous:
+        mean, _ = numpy_forward(weights, obs)
+        actions = (mean + 1.5 * np.exp(weights["log_std"]) * rng.normal(size=mean.shape)).astype(np.float32)
+        logprobs, _ = numpy_log_prob_and_entropy(mean, actions, weights["log_std"])
+        logprobs = (logprobs + rng.normal(0, 0.3, size)).astype(np.float32)
+    else:
+        actions = rng.integers(0, num_actions, size).astype(np.int32)
+        logprobs = np.log(rng.uniform(0.2, 0.5, size)).astype(np.float32)
     return {
-        "obs": rng.normal(size=(size, obs_dim)).astype(np.float32),
-        "actions": rng.integers(0, NUM_ACTIONS, size).astype(np.int32),
-        "logprobs": np.log(rng.uniform(0.2, 0.5, size)).astype(np.float32),
+        "obs": obs,
+        "actions": actions,
+        "logprobs": logprobs,
         "values": values,
         "advantages": rng.normal(size=size).astype(np.float32),
         "returns": (values + rng.normal(0, 0.5, size)).astype(np.float32),
     }
 
 
+def make_env(module, env_id: str, max_steps: int = 12):
+    """A script's batched env, with short episodes (truncations too)."""
+    env, env_params = module.make_env(env_id)
+    return env, env_params.replace(max_steps_in_episode=max_steps)
+
+
 # -------------------------------------------------------------------------------------- adapters
-class LinenSide:
-    module = ppo_linen
+class Side:
+    """What every adapter shares: the architecture of the weights it was built from, and the rollout's setup."""
+
+    module = None
 
     def __init__(self, weights, args):
         self.args = args
-        hidden = tuple(w.shape[1] for w, _ in weights["actor"][:-1])
-        self.agent = ppo_linen.Agent(hidden, NUM_ACTIONS)
+        self.obs_dim, self.hidden, self.num_actions, self.continuous = architecture(weights)
+
+    def rollout(self) -> dict:
+        """One rollout of the script's own rollout function, from a fixed reset: its Batch, as NumPy."""
+        env, env_params = make_env(self.module, self.args.env)
+        runner = self.module.reset_envs(env, env_params, jax.random.key(7), self.args.num_envs)
+        batch = self.run_rollout(env, env_params, runner)
+        return {key: np.asarray(value) for key, value in batch._asdict().items()}
+
+
+def assert_all_set(tree):
+    """Every array of an agent built by eval_shape was set from the shared weights."""
+    abstract = [x for x in jax.tree.leaves(tree) if isinstance(x, jax.ShapeDtypeStruct)]
+    assert not abstract, f"leaves not set from the shared weights: {abstract}"
+
+
+class LinenSide(Side):
+    module = ppo_linen
+
+    def __init__(self, weights, args):
+        super().__init__(weights, args)
+        self.agent = ppo_linen.Agent(self.hidden, self.num_actions, self.continuous)
         params = {
-            name: {f"Dense_{i}": {"kernel": jnp.asarray(w), "bias": jnp.asarray(b)} for i, (w, b) in enumerate(layers)}
-            for name, layers in weights.items()
+            name: {
+                f"Dense_{i}": {"kernel": jnp.asarray(w), "bias": jnp.asarray(b)}
+                for i, (w, b) in enumerate(weights[name])
+            }
+            for name in MLPS
         }
+        if self.continuous:
+            params["log_std"] = jnp.asarray(weights["log_std"])
         tx, self.lr_schedule = ppo_linen.make_optimizer(args)
         self.state = ppo_linen.TrainState.create(apply_fn=self.agent.apply, params={"params": params}, tx=tx)
 
     def forward(self, obs):
-        logits, values = self.state.apply_fn(self.state.params, jnp.asarray(obs))
-        return np.asarray(logits), np.asarray(jax.nn.log_softmax(logits)), np.asarray(values)
+        """(actor output: logits or mean, values)."""
+        actor_out, values = self.state.apply_fn(self.state.params, jnp.asarray(obs))
+        return np.asarray(actor_out), np.asarray(values)
+
+    def log_probs(self, actor_out, actions):
+        """(the agent's log_prob, then log_prob_and_entropy's log-probs and entropy: the loss's) for given actions."""
+        apply = partial(self.state.apply_fn, self.state.params, jnp.asarray(actor_out), jnp.asarray(actions))
+        log_prob = apply(method=ppo_linen.Agent.log_prob)
+        return tuple(np.asarray(x) for x in (log_prob, *apply(method=ppo_linen.Agent.log_prob_and_entropy)))
 
     def policy(self, obs, actions=None):
         """The rollout's policy step: (actions, log-probs, values), for the given actions or sampled ones."""
@@ -80,6 +192,9 @@ class LinenSide:
             self.state.params, jnp.asarray(obs), jax.random.key(5), actions, method=ppo_linen.Agent.get_action_and_value
         )
         return tuple(np.asarray(x) for x in out)
+
+    def run_rollout(self, env, env_params, runner):
+        return jax.jit(partial(ppo_linen.rollout, env, env_params, self.args))(self.state, runner)[1]  # as main() does
 
     def loss_and_grads(self, mb):
         batch = ppo_linen.Batch(**{k: jnp.asarray(v) for k, v in mb.items()})
@@ -95,44 +210,59 @@ class LinenSide:
 
     @staticmethod
     def weights_of(params) -> dict:
+        params = params["params"]
         out = {}
-        for name in ("actor", "critic"):
-            layers = params["params"][name]
+        for name in MLPS:
+            layers = params[name]
             out[name] = [
                 (np.asarray(layers[f"Dense_{i}"]["kernel"]), np.asarray(layers[f"Dense_{i}"]["bias"]))
                 for i in range(len(layers))
             ]
+        if "log_std" in params:
+            out["log_std"] = np.asarray(params["log_std"])
         return out
 
     @staticmethod
-    def own_init(obs_dim, hidden):
-        agent = ppo_linen.Agent(hidden, NUM_ACTIONS)
-        return LinenSide.weights_of(agent.init(jax.random.key(0), jnp.zeros((1, obs_dim))))
+    def own_init(spec: Spec, hidden):
+        agent = ppo_linen.Agent(hidden, spec.num_actions, spec.continuous)
+        return LinenSide.weights_of(agent.init(jax.random.key(0), jnp.zeros((1, spec.obs_dim))))
 
 
-class CallableAgentSide:
-    """forward and policy of an agent called directly with JAX arrays (NNX, Equinox)."""
+class CallableAgentSide(Side):
+    """forward, log_probs and policy of an agent called directly with JAX arrays (NNX, Equinox)."""
 
     def forward(self, obs):
-        logits, values = self.agent(jnp.asarray(obs))
-        return np.asarray(logits), np.asarray(jax.nn.log_softmax(logits)), np.asarray(values)
+        actor_out, values = self.agent(jnp.asarray(obs))
+        return np.asarray(actor_out), np.asarray(values)
+
+    def log_probs(self, actor_out, actions):
+        actor_out, actions = jnp.asarray(actor_out), jnp.asarray(actions)
+        log_prob = self.agent.log_prob(actor_out, actions)
+        return tuple(np.asarray(x) for x in (log_prob, *self.agent.log_prob_and_entropy(actor_out, actions)))
 
     def policy(self, obs, actions=None):
         actions = None if actions is None else jnp.asarray(actions)
         out = self.agent.get_action_and_value(jnp.asarray(obs), jax.random.key(5), actions)
         return tuple(np.asarray(x) for x in out)
 
+    def run_rollout(self, env, env_params, runner):
+        return self.jit(partial(self.module.rollout, env, env_params, self.args))(self.agent, runner)[1]  # as main()
+
 
 class NnxSide(CallableAgentSide):
     module = ppo_nnx
+    jit = staticmethod(nnx.jit)
 
     def __init__(self, weights, args):
-        self.args = args
-        hidden = tuple(w.shape[1] for w, _ in weights["actor"][:-1])
-        self.agent = ppo_nnx.Agent(weights["actor"][0][0].shape[0], hidden, NUM_ACTIONS, rngs=nnx.Rngs(0))
-        for name, layers in weights.items():
-            for linear, (w, b) in zip(self.linears(getattr(self.agent, name)), layers):
+        super().__init__(weights, args)
+        shape = (self.obs_dim, self.hidden, self.num_actions, self.continuous)
+        self.agent = nnx.eval_shape(lambda: ppo_nnx.Agent(*shape, rngs=nnx.Rngs(0)))  # no init: every leaf is set
+        for name in MLPS:
+            for linear, (w, b) in zip(self.linears(getattr(self.agent, name)), weights[name], strict=True):
                 linear.kernel.value, linear.bias.value = jnp.asarray(w), jnp.asarray(b)
+        if self.continuous:
+            self.agent.log_std.value = jnp.asarray(weights["log_std"])
+        assert_all_set(nnx.state(self.agent))
         tx, self.lr_schedule = ppo_nnx.make_optimizer(args)
         self.optimizer = nnx.Optimizer(self.agent, tx, wrt=nnx.Param)
 
@@ -153,31 +283,37 @@ class NnxSide(CallableAgentSide):
     @staticmethod
     def weights_of(state) -> dict:
         out = {}
-        for name in ("actor", "critic"):
+        for name in MLPS:
             mlp = state[name]
             layers = [mlp["hidden"][i] for i in sorted(mlp["hidden"])] + [mlp["head"]]
             out[name] = [(np.asarray(layer["kernel"].value), np.asarray(layer["bias"].value)) for layer in layers]
+        if "log_std" in state:
+            out["log_std"] = np.asarray(state["log_std"].value)
         return out
 
     @staticmethod
-    def own_init(obs_dim, hidden):
-        return NnxSide.weights_of(nnx.state(ppo_nnx.Agent(obs_dim, hidden, NUM_ACTIONS, rngs=nnx.Rngs(0)), nnx.Param))
+    def own_init(spec: Spec, hidden):
+        agent = ppo_nnx.Agent(spec.obs_dim, hidden, spec.num_actions, spec.continuous, rngs=nnx.Rngs(0))
+        return NnxSide.weights_of(nnx.state(agent, nnx.Param))
 
 
 class EquinoxSide(CallableAgentSide):
     module = ppo_equinox
+    jit = staticmethod(eqx.filter_jit)
 
     def __init__(self, weights, args):
-        self.args = args
-        hidden = tuple(w.shape[1] for w, _ in weights["actor"][:-1])
-        agent = ppo_equinox.Agent(weights["actor"][0][0].shape[0], hidden, NUM_ACTIONS, key=jax.random.key(0))
-        self.agent = eqx.tree_at(
-            lambda a: [
-                leaf for mlp in (a.actor, a.critic) for layer in mlp.layers for leaf in (layer.weight, layer.bias)
-            ],
-            agent,
-            [jnp.asarray(x) for name in ("actor", "critic") for w, b in weights[name] for x in (w.T, b)],
-        )
+        super().__init__(weights, args)
+        shape = (self.obs_dim, self.hidden, self.num_actions, self.continuous)
+        agent = eqx.filter_eval_shape(ppo_equinox.Agent, *shape, key=jax.random.key(0))  # no init: every leaf is set
+        extra = ["log_std"] if self.continuous else []  # the Gaussian's log std: a leaf of its own
+
+        def leaves(a):
+            layers = [layer for mlp in (a.actor, a.critic) for layer in mlp.layers]
+            return [leaf for layer in layers for leaf in (layer.weight, layer.bias)] + [getattr(a, x) for x in extra]
+
+        values = [x for name in MLPS for w, b in weights[name] for x in (w.T, b)] + [weights[x] for x in extra]
+        self.agent = eqx.tree_at(leaves, agent, [jnp.asarray(x) for x in values])
+        assert_all_set(self.agent)
         self.tx, self.lr_schedule = ppo_equinox.make_optimizer(args)
         self.opt_state = self.tx.init(eqx.filter(self.agent, eqx.is_array))
 
@@ -198,30 +334,38 @@ class EquinoxSide(CallableAgentSide):
     @staticmethod
     def weights_of(agent) -> dict:
         """Kernels as (in, out), like Linen's: eqx.nn.Linear keeps its weight as (out, in)."""
-        return {
+        out = {
             name: [(np.asarray(layer.weight).T, np.asarray(layer.bias)) for layer in getattr(agent, name).layers]
-            for name in ("actor", "critic")
+            for name in MLPS
         }
+        if agent.log_std is not None:
+            out["log_std"] = np.asarray(agent.log_std)
+        return out
 
     @staticmethod
-    def own_init(obs_dim, hidden):
-        return EquinoxSide.weights_of(ppo_equinox.Agent(obs_dim, hidden, NUM_ACTIONS, key=jax.random.key(0)))
+    def own_init(spec: Spec, hidden):
+        agent = ppo_equinox.Agent(spec.obs_dim, hidden, spec.num_actions, spec.continuous, key=jax.random.key(0))
+        return EquinoxSide.weights_of(agent)
 
 
-class TorchSide:
+class TorchSide(Side):
     module = ppo_torch
 
     def __init__(self, weights, args, compiled: bool = False):
         # eager (env-jit) unless asked: the compiled whole minibatch step has its own test, test_compiled_update_agrees
-        self.args = args = replace(args, compile="compile" if compiled else "env-jit")
-        hidden = tuple(w.shape[1] for w, _ in weights["actor"][:-1])
-        self.agent = ppo_torch.Agent(weights["actor"][0][0].shape[0], hidden, NUM_ACTIONS)
+        super().__init__(weights, replace(args, compile="compile" if compiled else "env-jit"))
+        with torch.device("meta"):  # no init: every parameter is set below
+            agent = ppo_torch.Agent(self.obs_dim, self.hidden, self.num_actions, self.continuous)
+        self.agent = agent.to_empty(device="cpu")
+        assert len(list(agent.parameters())) == 2 * sum(len(weights[name]) for name in MLPS) + self.continuous
         with torch.no_grad():
-            for name, layers in weights.items():
-                for linear, (w, b) in zip(self.linears(getattr(self.agent, name)), layers):
+            for name in MLPS:
+                for linear, (w, b) in zip(self.linears(getattr(self.agent, name)), weights[name], strict=True):
                     linear.weight.copy_(torch.as_tensor(w.T))
                     linear.bias.copy_(torch.as_tensor(b))
-        self.optimizer, self.lr_schedule = ppo_torch.make_optimizer(args, self.agent)
+            if self.continuous:
+                self.agent.log_std.copy_(torch.as_tensor(weights["log_std"]))
+        self.optimizer, self.lr_schedule = ppo_torch.make_optimizer(self.args, self.agent)
 
     @staticmethod
     def linears(mlp):
@@ -229,15 +373,30 @@ class TorchSide:
 
     def forward(self, obs):
         with torch.no_grad():
-            logits, values = self.agent(torch.as_tensor(obs))
-        return logits.numpy(), logits.log_softmax(-1).numpy(), values.numpy()
+            actor_out, values = self.agent(torch.as_tensor(obs))
+        return actor_out.numpy(), values.numpy()
+
+    def log_probs(self, actor_out, actions):
+        actor_out, actions = torch.as_tensor(actor_out), torch.as_tensor(actions)
+        with torch.no_grad():
+            log_prob = self.agent.log_prob(actor_out, actions)
+            return tuple(x.numpy() for x in (log_prob, *self.agent.log_prob_and_entropy(actor_out, actions)))
 
     def policy(self, obs, actions=None):
-        noise = torch.rand(len(obs), NUM_ACTIONS, generator=torch.Generator().manual_seed(5)).clamp(min=1e-30)
         with torch.no_grad():
             actions = None if actions is None else torch.as_tensor(actions)
-            out = self.agent.get_action_and_value(torch.as_tensor(obs), noise, actions)
+            out = self.agent.get_action_and_value(
+                torch.as_tensor(obs), torch_noise(len(obs), self.num_actions), actions
+            )
         return tuple(x.numpy() for x in out)
+
+    def run_rollout(self, env, env_params, runner):
+        """As main() sets it up, eager (env-jit)."""
+        env_step_fn = jax.jit(partial(ppo_torch.env_step_packed, env, env_params))
+        finish_fn = partial(ppo_torch.finish_rollout, self.agent, self.args)
+        generator = torch.Generator().manual_seed(5)
+        policy_fn = self.agent.get_action_and_value
+        return ppo_torch.rollout(env_step_fn, finish_fn, self.args, policy_fn, env.num_actions, generator, runner)[1]
 
     def loss_and_grads(self, mb):
         batch = ppo_torch.Batch(**{k: torch.as_tensor(v) for k, v in mb.items()})
@@ -245,10 +404,7 @@ class TorchSide:
         loss, metrics = ppo_torch.ppo_loss(self.agent, self.args, batch)
         loss.backward()
         loss, metrics = loss.detach(), {k: v.detach() for k, v in metrics.items()}
-        grads = {
-            name: [(m.weight.grad.numpy().T, m.bias.grad.numpy()) for m in self.linears(getattr(self.agent, name))]
-            for name in ("actor", "critic")
-        }
+        grads = self.own_weights(self.agent, of=lambda param: param.grad)
         return float(loss), {k: float(v) for k, v in metrics.items()}, grads
 
     def update(self, batch, permutations):
@@ -257,29 +413,34 @@ class TorchSide:
         if self.args.compile == "compile":  # as main() compiles it
             torch._dynamo.config.trace_autograd_ops = True
             step_fn = torch.compile(step_fn, dynamic=False)
-        metrics = ppo_torch.update(
-            self.args, self.lr_schedule, step_fn, None, batch, 0, torch.as_tensor(permutations, dtype=torch.int64)
-        )
+        generator = torch.Generator()  # its device is the update's; the permutations are given
+        permutations = torch.as_tensor(permutations, dtype=torch.int64)
+        metrics = ppo_torch.update(self.args, self.lr_schedule, step_fn, generator, batch, 0, permutations)
         return self.own_weights(self.agent), {k: float(v) for k, v in metrics.items()}
 
     @staticmethod
-    def own_weights(agent) -> dict:
-        return {
-            name: [
-                (m.weight.detach().numpy().T.copy(), m.bias.detach().numpy().copy())
-                for m in TorchSide.linears(getattr(agent, name))
-            ]
-            for name in ("actor", "critic")
+    def own_weights(agent, of=lambda param: param) -> dict:
+        """The parameters (or, with of, e.g. their gradients) in the shared layout."""
+
+        def read(param):
+            return of(param).detach().numpy().copy()
+
+        out = {
+            name: [(read(m.weight).T, read(m.bias)) for m in TorchSide.linears(getattr(agent, name))] for name in MLPS
         }
+        if agent.continuous:
+            out["log_std"] = read(agent.log_std)
+        return out
 
     @staticmethod
-    def own_init(obs_dim, hidden):
+    def own_init(spec: Spec, hidden):
         torch.manual_seed(0)
-        return TorchSide.own_weights(ppo_torch.Agent(obs_dim, hidden, NUM_ACTIONS))
+        return TorchSide.own_weights(ppo_torch.Agent(spec.obs_dim, hidden, spec.num_actions, spec.continuous))
 
 
 SIDES = {"linen": LinenSide, "nnx": NnxSide, "equinox": EquinoxSide, "torch": TorchSide}
 OTHERS = [name for name in SIDES if name != "linen"]  # each compared with linen
+JAX_SIDES = [name for name in SIDES if name != "torch"]
 
 
 def test_sides_cover_the_study():
@@ -289,15 +450,21 @@ def test_sides_cover_the_study():
 
 
 def assert_weights_close(actual: dict, expected: dict, rtol: float, atol: float, what: str):
-    for name in ("actor", "critic"):
+    assert set(actual) == set(expected), f"{what}: {sorted(actual)} != {sorted(expected)}"
+    for name in MLPS:
         for i, ((w, b), (w_ref, b_ref)) in enumerate(zip(actual[name], expected[name], strict=True)):
             np.testing.assert_allclose(w, w_ref, rtol=rtol, atol=atol, err_msg=f"{what}: {name} layer {i} kernel")
             np.testing.assert_allclose(b, b_ref, rtol=rtol, atol=atol, err_msg=f"{what}: {name} layer {i} bias")
+    if "log_std" in expected:
+        np.testing.assert_allclose(
+            actual["log_std"], expected["log_std"], rtol=rtol, atol=atol, err_msg=f"{what}: log_std"
+        )
 
 
-def build_all(env_id: str, size: str, **arg_overrides):
+def build_all(env_id: str, size: str, weights: dict | None = None, **arg_overrides):
+    """Every framework's side, from the same weights (default: make_weights's for the env and size)."""
     args = ppo_linen.Args(env=env_id, model_size=size, **arg_overrides)
-    weights = make_weights(OBS[env_id], ppo_linen.MODEL_SIZES[size])
+    weights = make_weights(SPECS[env_id], ppo_linen.MODEL_SIZES[size]) if weights is None else weights
     sides = {
         name: side(weights, getattr(side.module, "Args")(env=env_id, model_size=size, **arg_overrides))
         for name, side in SIDES.items()
@@ -306,18 +473,50 @@ def build_all(env_id: str, size: str, **arg_overrides):
 
 
 # -------------------------------------------------------------------------------------- the checks
-@pytest.mark.parametrize("env_id", OBS)
-@pytest.mark.parametrize("size", ["small", "medium", "large"])
+@pytest.mark.parametrize(  # the sizes differ in the hidden layers only: the Gaussian's head needs one
+    "env_id, size",
+    [(env_id, size) for env_id in DISCRETE for size in ppo_linen.MODEL_SIZES] + [(CONTINUOUS[-1], "small")],
+)
 def test_forward_pass_agrees(env_id, size):
-    _, _, sides = build_all(env_id, size)
-    obs = np.random.default_rng(2).normal(size=(64, OBS[env_id])).astype(np.float32)
+    _, weights, sides = build_all(env_id, size)
+    obs = np.random.default_rng(2).normal(size=(64, SPECS[env_id].obs_dim)).astype(np.float32)
     outputs = {name: side.forward(obs) for name, side in sides.items()}
     for name in OTHERS:
-        for what, actual, expected in zip(("logits", "log-probs", "values"), outputs[name], outputs["linen"]):
+        for what, actual, expected in zip(("actor output", "values"), outputs[name], outputs["linen"]):
             np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5, err_msg=f"{name} {what} ({size})")
-    entropy = {name: -(np.exp(lp) * lp).sum(-1) for name, (_, lp, _) in outputs.items()}
-    np.testing.assert_allclose(entropy["torch"], entropy["linen"], rtol=1e-5)
-    assert outputs["linen"][0].shape == (64, NUM_ACTIONS) and outputs["linen"][2].shape == (64,)
+    for what, actual, expected in zip(("actor output", "values"), outputs["linen"], numpy_forward(weights, obs)):
+        np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-5, err_msg=f"linen {what} vs NumPy ({size})")
+    assert outputs["linen"][0].shape == (64, SPECS[env_id].num_actions) and outputs["linen"][1].shape == (64,)
+
+
+def policy_inputs(env_id: str, weights: dict, size: int = 64, seed: int = 6):
+    """Observations, and actions to score: random choices; or, continuous, wide samples around the NumPy mean,
+    many beyond the bounds and some far in the tails."""
+    rng = np.random.default_rng(seed)
+    spec = SPECS[env_id]
+    obs = rng.normal(size=(size, spec.obs_dim)).astype(np.float32)
+    if not spec.continuous:
+        return obs, rng.integers(0, spec.num_actions, size).astype(np.int32)
+    mean, _ = numpy_forward(weights, obs)
+    return obs, (mean + 3 * np.exp(weights["log_std"]) * rng.normal(size=mean.shape)).astype(np.float32)
+
+
+@pytest.mark.parametrize("env_id", SPECS)
+def test_log_probs_and_entropy_agree_with_scipy(env_id):
+    """Each framework's log_prob (the rollout's) and log_prob_and_entropy (the loss's), on its own actor output, are
+    SciPy's log-softmax and categorical entropy, or SciPy's normal log-density and entropy with the shared log std:
+    a changed constant in any framework's formulas fails here, as well as in the cross-framework checks."""
+    _, weights, sides = build_all(env_id, "small")
+    obs, actions = policy_inputs(env_id, weights)
+    for name, side in sides.items():
+        actor_out, _ = side.forward(obs)
+        log_prob, loss_log_prob, entropy = side.log_probs(actor_out, actions)
+        expected_log_prob, expected_entropy = numpy_log_prob_and_entropy(actor_out, actions, weights.get("log_std"))
+        assert log_prob.shape == loss_log_prob.shape == (64,), name
+        assert entropy.shape == (() if SPECS[env_id].continuous else (64,)), name  # a Gaussian's: one for all states
+        np.testing.assert_allclose(log_prob, expected_log_prob, rtol=1e-5, atol=1e-5, err_msg=f"{name} log_prob")
+        np.testing.assert_allclose(loss_log_prob, expected_log_prob, rtol=1e-5, atol=1e-5, err_msg=f"{name} loss's")
+        np.testing.assert_allclose(entropy, expected_entropy, rtol=1e-5, atol=1e-5, err_msg=f"{name} entropy")
 
 
 def test_gae_agrees_across_frameworks_and_numpy():
@@ -336,14 +535,16 @@ def test_gae_agrees_across_frameworks_and_numpy():
 
 
 @pytest.mark.parametrize("clip_vloss", [True, False])
-@pytest.mark.parametrize("env_id", OBS)
+@pytest.mark.parametrize("env_id", SPECS)
 def test_loss_and_gradients_agree(env_id, clip_vloss):
-    _, _, sides = build_all(env_id, "small", clip_vloss=clip_vloss)
-    mb = make_batch(OBS[env_id], 256)
+    _, weights, sides = build_all(env_id, "small", clip_vloss=clip_vloss)
+    mb = make_batch(weights, 256)
     results = {name: side.loss_and_grads(mb) for name, side in sides.items()}
     loss_ref, metrics_ref, grads_ref = results["linen"]
     assert set(metrics_ref) == {"policy_loss", "value_loss", "entropy", "old_approx_kl", "approx_kl", "clipfrac"}
     assert 0 < metrics_ref["clipfrac"] < 1  # the batch exercises both sides of the clip
+    if SPECS[env_id].continuous:
+        assert np.abs(grads_ref["log_std"]).min() > 1e-3, grads_ref["log_std"]  # a gradient worth comparing
     for name in OTHERS:
         loss, metrics, grads = results[name]
         assert loss == pytest.approx(loss_ref, rel=1e-5, abs=1e-6), name
@@ -352,30 +553,47 @@ def test_loss_and_gradients_agree(env_id, clip_vloss):
         assert_weights_close(grads, grads_ref, rtol=1e-4, atol=1e-6, what=f"{name} gradients")
 
 
-@pytest.mark.parametrize("anneal_lr", [True, False])
-def test_one_full_update_agrees(anneal_lr):
-    """All epochs x minibatches on the same batch and minibatch order: the new parameters agree.
+UPDATE_OVERRIDES = dict(  # a large learning rate and a small max_grad_norm make the clipping and the schedule matter
+    num_envs=8,
+    num_steps=32,
+    update_epochs=3,
+    num_minibatches=4,
+    num_iterations=2,
+    learning_rate=1e-2,
+    max_grad_norm=0.1,
+)
 
-    A large learning rate and a small max_grad_norm make the clipping and the schedule matter.
-    """
-    overrides = dict(
-        num_envs=8,
-        num_steps=32,
-        update_epochs=3,
-        num_minibatches=4,
-        num_iterations=2,
-        learning_rate=1e-2,
-        max_grad_norm=0.1,
-        anneal_lr=anneal_lr,
-    )
-    args, weights, sides = build_all("CartPole-v1", "small", **overrides)
-    batch = make_batch(OBS["CartPole-v1"], args.batch_size)
+
+def update_inputs(args, weights):
+    batch = make_batch(weights, args.batch_size)
     rng = np.random.default_rng(4)
     permutations = np.stack([rng.permutation(args.batch_size) for _ in range(args.update_epochs)]).astype(np.int32)
+    return batch, permutations
+
+
+@pytest.mark.parametrize(
+    "env_id, anneal_lr",
+    [("CartPole-v1", True), ("CartPole-v1", False), ("Pendulum-v1", True), ("Reacher-misc", False)],
+)
+def test_one_full_update_agrees(env_id, anneal_lr):
+    """All epochs x minibatches on the same batch and minibatch order: the new parameters agree, log std's too (its
+    Adam step, and its share of the global norm that every gradient is clipped by)."""
+    args, weights, sides = build_all(env_id, "small", **UPDATE_OVERRIDES, anneal_lr=anneal_lr)
+    batch, permutations = update_inputs(args, weights)
+    first = permutations[0, : args.batch_size // args.num_minibatches]
+    grads = sides["linen"].loss_and_grads({key: value[first] for key, value in batch.items()})[2]
+    norms = {
+        name: np.linalg.norm(np.concatenate([np.ravel(x) for x in jax.tree.leaves(g)])) for name, g in grads.items()
+    }
+    total = np.linalg.norm(list(norms.values()))
+    assert total > 2 * args.max_grad_norm, norms  # the first step is clipped already
+    assert norms.get("log_std", total) > 0.1 * total, norms  # log std's share of the norm matters
     results = {name: side.update(batch, permutations) for name, side in sides.items()}
-    new = {name: weights for name, (weights, _) in results.items()}
-    moved = np.abs(new["linen"]["actor"][0][0] - weights["actor"][0][0]).max()
-    assert moved > 1e-3, "the update did not change the weights"
+    new = {name: new_weights for name, (new_weights, _) in results.items()}
+    moved = {"actor kernel 0": np.abs(new["linen"]["actor"][0][0] - weights["actor"][0][0]).max()}
+    if "log_std" in weights:  # every entry of it
+        moved["log_std"] = np.abs(new["linen"]["log_std"] - weights["log_std"]).min()
+    assert min(moved.values()) > 1e-3, f"the update did not change the weights: {moved}"
     for name in OTHERS:
         assert_weights_close(new[name], new["linen"], rtol=1e-4, atol=1e-5, what=f"{name} after one update")
         for key, value in results["linen"][1].items():
@@ -383,23 +601,13 @@ def test_one_full_update_agrees(anneal_lr):
 
 
 @pytest.mark.slow
-def test_compiled_update_agrees():
+@pytest.mark.parametrize("env_id", ["CartPole-v1", "Reacher-misc"])
+def test_compiled_update_agrees(env_id):
     """ppo_torch.py's --compile compile path: the whole minibatch step (forward, loss, backward, clipping, Adam with the
     tensor learning rate) compiled, from the same weights and minibatch order as Linen, gives the same new weights."""
-    overrides = dict(
-        num_envs=8,
-        num_steps=32,
-        update_epochs=3,
-        num_minibatches=4,
-        num_iterations=2,
-        learning_rate=1e-2,
-        max_grad_norm=0.1,
-    )
-    args, weights, sides = build_all("CartPole-v1", "small", **overrides)
-    compiled = TorchSide(weights, ppo_torch.Args(env="CartPole-v1", model_size="small", **overrides), compiled=True)
-    batch = make_batch(OBS["CartPole-v1"], args.batch_size)
-    rng = np.random.default_rng(4)
-    permutations = np.stack([rng.permutation(args.batch_size) for _ in range(args.update_epochs)]).astype(np.int32)
+    args, weights, sides = build_all(env_id, "small", **UPDATE_OVERRIDES)
+    compiled = TorchSide(weights, ppo_torch.Args(env=env_id, model_size="small", **UPDATE_OVERRIDES), compiled=True)
+    batch, permutations = update_inputs(args, weights)
     (expected, expected_metrics), (actual, metrics) = (
         sides["linen"].update(batch, permutations),
         compiled.update(batch, permutations),
@@ -419,14 +627,16 @@ def test_learning_rate_schedules_agree():
         np.testing.assert_allclose(rates[name], rates["linen"], rtol=1e-6)
 
 
+@pytest.mark.parametrize("env_id", ["Breakout-MinAtar", "Reacher-misc"])
 @pytest.mark.parametrize("framework", SIDES)
-def test_own_init_is_orthogonal_with_the_right_gains(framework):
-    hidden = ppo_linen.MODEL_SIZES["medium"]
-    weights = SIDES[framework].own_init(OBS["Breakout-MinAtar"], hidden)
-    for name in ("actor", "critic"):
+def test_own_init_is_orthogonal_with_the_right_gains(framework, env_id):
+    spec = SPECS[env_id]
+    hidden = ppo_linen.MODEL_SIZES["small" if spec.continuous else "medium"]  # continuous: for the head and log std
+    weights = SIDES[framework].own_init(spec, hidden)
+    for name in MLPS:
         layers = weights[name]
-        out_dim = NUM_ACTIONS if name == "actor" else 1
-        assert [w.shape for w, _ in layers] == [(i, o) for i, o in zip([400, *hidden], [*hidden, out_dim])]
+        out_dim = spec.num_actions if name == "actor" else 1
+        assert [w.shape for w, _ in layers] == [(i, o) for i, o in zip([spec.obs_dim, *hidden], [*hidden, out_dim])]
         for i, (w, b) in enumerate(layers):
             gain = GAINS["hidden"] if i < len(layers) - 1 else GAINS[name]
             # a (semi-)orthogonal matrix scaled by gain has every singular value equal to gain
@@ -434,6 +644,10 @@ def test_own_init_is_orthogonal_with_the_right_gains(framework):
                 np.linalg.svd(w, compute_uv=False), gain, rtol=1e-3, err_msg=f"{framework} {name} {i}"
             )
             assert not np.any(b), f"{framework} {name} layer {i} bias is not zero"
+    if spec.continuous:  # the Gaussian's log std starts at 0: a std of 1
+        np.testing.assert_array_equal(weights["log_std"], np.zeros(spec.num_actions, np.float32), err_msg=framework)
+    else:
+        assert "log_std" not in weights, framework
 
 
 @pytest.mark.slow
@@ -460,72 +674,151 @@ def test_shared_args_have_the_same_defaults():
             assert defaults[name][field] == defaults["linen"][field], f"{name}: --{field} default differs"
 
 
-@pytest.mark.parametrize("env_id", OBS)
+def torch_sample(actor_out, log_std, noise):
+    """What ppo_torch.py's policy must sample from uniform noise: Gumbel-max; or the Gaussian by SciPy's inverse CDF."""
+    noise = np.asarray(noise, np.float64)
+    if log_std is None:
+        return np.argmax(actor_out - np.log(-np.log(noise)), -1)
+    return actor_out + np.exp(log_std) * scipy.special.ndtri(noise)
+
+
+@pytest.mark.parametrize("env_id", SPECS)
 def test_rollout_log_probs_and_values_agree(env_id):
     """The rollout's policy step: given the same weights, observations and actions, the same log-probs and values;
-    with its own sampled actions, each framework's log-probs and values are those of its forward pass."""
-    _, _, sides = build_all(env_id, "small")
-    rng = np.random.default_rng(6)
-    obs = rng.normal(size=(64, OBS[env_id])).astype(np.float32)
-    actions = rng.integers(0, NUM_ACTIONS, 64).astype(np.int32)
+    with its own sampled actions, each framework's log-probs and values are SciPy's at its forward pass. The JAX
+    frameworks sample the same actions for the same key; torch samples its formula of the uniform noise."""
+    _, weights, sides = build_all(env_id, "small")
+    obs, actions = policy_inputs(env_id, weights)
+    log_std = weights.get("log_std")
     given = {name: side.policy(obs, actions) for name, side in sides.items()}
     for name in OTHERS:
         np.testing.assert_array_equal(given[name][0], actions)
-        np.testing.assert_allclose(given[name][1], given["linen"][1], rtol=1e-5, atol=1e-6, err_msg=f"{name} log-probs")
+        np.testing.assert_allclose(given[name][1], given["linen"][1], rtol=1e-5, atol=1e-5, err_msg=f"{name} log-probs")
         np.testing.assert_allclose(given[name][2], given["linen"][2], rtol=1e-5, atol=1e-6, err_msg=f"{name} values")
+    sampled = {}
     for name, side in sides.items():
-        sampled, logprob, value = side.policy(obs)
-        _, log_probs, values = side.forward(obs)
-        assert sampled.dtype == np.int32 and set(np.unique(sampled)) <= set(range(NUM_ACTIONS))
-        np.testing.assert_allclose(logprob, log_probs[np.arange(64), sampled], rtol=1e-5, atol=1e-6, err_msg=name)
+        sampled[name], logprob, value = side.policy(obs)
+        actor_out, values = side.forward(obs)
+        if SPECS[env_id].continuous:
+            assert sampled[name].dtype == np.float32 and sampled[name].shape == actor_out.shape, name
+        else:
+            assert sampled[name].dtype == np.int32 and set(np.unique(sampled[name])) <= set(range(actor_out.shape[1]))
+        expected, _ = numpy_log_prob_and_entropy(actor_out, sampled[name], log_std)
+        np.testing.assert_allclose(logprob, expected, rtol=1e-5, atol=1e-5, err_msg=name)
         np.testing.assert_allclose(value, values, rtol=1e-5, atol=1e-6, err_msg=name)
+    for name in JAX_SIDES:
+        np.testing.assert_allclose(sampled[name], sampled["linen"], rtol=1e-5, atol=1e-5, err_msg=f"{name} samples")
+    noise = torch_noise(len(obs), SPECS[env_id].num_actions).numpy()
+    expected = torch_sample(sides["torch"].forward(obs)[0], log_std, noise)
+    np.testing.assert_allclose(sampled["torch"], expected, rtol=1e-5, atol=1e-5, err_msg="torch samples")
 
 
-def env_glue_transitions(name: str, env_id: str, actions: np.ndarray) -> list[dict]:
-    """reset_envs, then step_envs once per row of actions (jitted, as in the scripts); every field as NumPy.
-    ppo_torch.py hands actions and observations across with DLPack, so its side does the same."""
+@pytest.mark.parametrize("env_id", ["Reacher-misc"])  # 2-D, and gymnax would not clip them itself
+def test_rollout_keeps_the_unclipped_sample(env_id):
+    """Each script's own rollout, with a log std that puts most samples beyond the bounds: the Batch keeps the samples
+    themselves, with their log-probs at the rollout's observations (the env gets them clipped: test_env_glue_agrees)."""
+    spec = SPECS[env_id]
+    weights = make_weights(spec, ppo_linen.MODEL_SIZES["small"])
+    high = np.asarray(gymnax.make(env_id)[0].action_space().high)
+    weights["log_std"] = np.log(5 * np.broadcast_to(high, spec.num_actions)).astype(np.float32)
+    args, _, sides = build_all(env_id, "small", weights, num_envs=4, num_steps=8)
+    batches = {name: side.rollout() for name, side in sides.items()}
+    for name, batch in batches.items():
+        assert batch["actions"].shape == (args.batch_size, spec.num_actions), name
+        assert np.mean(np.abs(batch["actions"]) > high) > 0.5, f"{name}: the samples were clipped"
+        mean, values = numpy_forward(weights, batch["obs"])
+        expected, _ = numpy_log_prob_and_entropy(mean, batch["actions"], weights["log_std"])
+        np.testing.assert_allclose(batch["logprobs"], expected, rtol=1e-5, atol=1e-4, err_msg=f"{name} log-probs")
+        np.testing.assert_allclose(batch["values"], values, rtol=1e-4, atol=1e-5, err_msg=f"{name} values")
+    for name in JAX_SIDES:  # the same key, the same samples, the same envs
+        for key in ("obs", "actions"):
+            np.testing.assert_allclose(batches[name][key], batches["linen"][key], rtol=1e-5, atol=1e-5, err_msg=name)
+
+
+def env_glue_run(name: str, env_id: str, actions: np.ndarray) -> tuple[list[dict], list]:
+    """reset_envs, then step_envs once per row of actions (jitted, as in the scripts): every field as NumPy, and the
+    Runner before each step. ppo_torch.py hands actions and observations across with DLPack, so its side does too."""
     module = SIDES[name].module
-    env, env_params = module.make_env(env_id)
-    env_params = env_params.replace(max_steps_in_episode=12)  # short episodes: truncations too
+    env, env_params = make_env(module, env_id)
     to_jax = (lambda a: jnp.from_dlpack(torch.as_tensor(a))) if name == "torch" else jnp.asarray
     to_numpy = (lambda x: torch.from_dlpack(x).numpy()) if name == "torch" else np.asarray
     step = jax.jit(partial(module.step_envs, env, env_params))
     runner = module.reset_envs(env, env_params, jax.random.key(7), actions.shape[1])
-    out = [{"obs": to_numpy(runner.obs)}]
+    out, runners = [{"obs": to_numpy(runner.obs)}], []
     for action in actions:
+        runners.append(runner)
         runner, env_fields = step(runner, to_jax(action))
         fields = {name: to_numpy(value) for name, value in zip(ENV_FIELDS, env_fields, strict=True)}
         out.append({"obs": to_numpy(runner.obs), **fields})
+    return out, runners
+
+
+def glue_actions(env_id: str, num_envs: int = 6) -> np.ndarray:
+    """Random actions: 40 steps of choices, episodes ending both ways; or 16 continuous ones (one truncation: these
+    envs only end by the time limit), up to 5 times the bounds, most of them beyond."""
+    rng = np.random.default_rng(8)
+    spec = SPECS[env_id]
+    if not spec.continuous:
+        return rng.integers(0, spec.num_actions, (40, num_envs)).astype(np.int32)
+    space = gymnax.make(env_id)[0].action_space()
+    return (rng.uniform(-5, 5, (16, num_envs, spec.num_actions)) * space.high).astype(np.float32)
+
+
+def direct_steps(env_id: str, runners: list, actions) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(reward, next observation before any reset) of gymnax's own step_env from each Runner's states, no glue."""
+    step, env_params = direct_step(env_id)
+    out = []
+    for runner, action in zip(runners, actions, strict=True):
+        keys = jax.random.split(jax.random.key(0), len(action))  # unused by these envs' step_env
+        obs, _, reward, _, _ = step(keys, runner.env_state, jnp.asarray(action), env_params)
+        out.append((np.asarray(reward), np.asarray(obs).reshape(len(action), -1)))
     return out
 
 
-@pytest.mark.parametrize("env_id", ["CartPole-v1", "Breakout-MinAtar"])
+@cache
+def direct_step(env_id: str):
+    """gymnax's step_env over a batch, jitted once per env, and the env params of make_env."""
+    env, env_params = gymnax.make(env_id)
+    return jax.jit(jax.vmap(env.step_env, in_axes=(0, 0, 0, None))), env_params.replace(max_steps_in_episode=12)
+
+
+@pytest.mark.parametrize("env_id", SPECS)
 def test_env_glue_agrees(env_id):
-    actions = np.random.default_rng(8).integers(0, 3, (40, 6)).astype(np.int32)
-    runs = {name: env_glue_transitions(name, env_id, actions) for name in SIDES}
-    expected = runs["linen"]
-    assert any(t["terminated"].any() for t in expected[1:]) and any(t["truncated"].any() for t in expected[1:])
-    assert set(expected[1]) == {
-        "obs",
-        "reward",
-        "terminated",
-        "truncated",
-        "final_obs",
-        "episode_return",
-        "episode_length",
-    }
+    """step_envs and reset_envs give the same transitions in every framework. On continuous envs, with actions far
+    beyond the bounds: in every framework the env got them clipped (rewards and next observations are gymnax's own
+    for the clipped actions); see test_rollout_keeps_the_unclipped_sample for what the Batch keeps."""
+    actions = glue_actions(env_id)
+    runs = {name: env_glue_run(name, env_id, actions) for name in SIDES}
+    expected = runs["linen"][0]
+    if not SPECS[env_id].continuous:
+        assert any(t["terminated"].any() for t in expected[1:])
+    assert any(t["truncated"].any() for t in expected[1:])
+    assert set(expected[1]) == {"obs", *ENV_FIELDS}
     for name in OTHERS:
-        for step, (actual, reference) in enumerate(zip(runs[name], expected, strict=True)):
+        for step, (actual, reference) in enumerate(zip(runs[name][0], expected, strict=True)):
             assert set(actual) == set(reference)
             for key in reference:
                 np.testing.assert_array_equal(actual[key], reference[key], err_msg=f"{name} step {step} {key}")
+    if not SPECS[env_id].continuous:
+        return
+    space = gymnax.make(env_id)[0].action_space()
+    clipped = np.clip(actions, space.low, space.high)
+    assert np.mean(clipped != actions) > 0.5
+    for name, (transitions, runners) in runs.items():
+        for step, (reward, next_obs) in enumerate(direct_steps(env_id, runners, clipped)):
+            got = transitions[step + 1]
+            np.testing.assert_allclose(got["reward"], reward, rtol=1e-6, atol=1e-6, err_msg=f"{name} step {step}")
+            np.testing.assert_allclose(got["final_obs"], next_obs, rtol=1e-6, atol=1e-6, err_msg=f"{name} step {step}")
+    if env_id == "Reacher-misc":  # gymnax would not clip them itself: unclipped actions give other rewards
+        unclipped = direct_steps(env_id, runs["linen"][1], actions)
+        assert not np.allclose([r for r, _ in unclipped], [t["reward"] for t in expected[1:]])
 
 
 def test_explained_variance_is_nan_for_constant_returns():
     """No crash and no inf when the returns have zero variance: explained variance is NaN in every framework."""
     overrides = dict(num_envs=4, num_steps=8, update_epochs=1, num_minibatches=2, num_iterations=1)
-    args, _, sides = build_all("CartPole-v1", "small", **overrides)
-    batch = make_batch(OBS["CartPole-v1"], args.batch_size)
+    args, weights, sides = build_all("CartPole-v1", "small", **overrides)
+    batch = make_batch(weights, args.batch_size)
     batch["returns"] = np.full(args.batch_size, 1.5, np.float32)
     permutations = np.arange(args.batch_size, dtype=np.int32)[None]
     for name, side in sides.items():
