@@ -21,6 +21,8 @@ import pytest
 import sweep
 from helpers import ROOT, STUDY, read_json
 
+pytestmark = pytest.mark.xdist_group("slurm")  # under pytest-xdist, one worker runs them: one cluster at a time
+
 LOCAL_CLUSTER = ROOT / "slurm" / "local_cluster.sh"
 SLURM_BINARIES = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "scontrol", "scancel", "sinfo")
 TINY = ["--", "--num-envs", "4", "--num-steps", "16"]
