@@ -120,7 +120,7 @@ class BatchedEnv(NamedTuple):
 def adapter_space(env):
     """The gymnax space of an adapted env's actions: a Box within its action_bounds (float32), else Discrete."""
     spaces = gymnax.environments.spaces
-    if getattr(env, "continuous", False):  # an adapter without the attribute is discrete
+    if env.continuous:
         low, high = env.action_bounds
         return spaces.Box(low, high, (env.num_actions,), np.float32)
     return spaces.Discrete(env.num_actions)

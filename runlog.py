@@ -67,6 +67,14 @@ def read_scalars(run_dir: Path) -> pd.DataFrame:
     return scalars.sort_values("step").reset_index(drop=True)
 
 
+def run_dirs(roots) -> list[Path]:
+    """Every run folder (one holding config.json) at any depth under the given folders, sorted per folder."""
+    found = []
+    for root in roots:
+        found += sorted(path.parent for path in Path(root).rglob("config.json"))
+    return found
+
+
 def read_run(run_dir) -> Run:
     """config.json, summary.json and the scalars of a run folder, whatever its status; RunError when unreadable."""
     run_dir = Path(run_dir)

@@ -20,6 +20,7 @@ from matplotlib.ticker import EngFormatter  # noqa: E402
 
 import runlog  # noqa: E402
 import study  # noqa: E402
+from analysis.plotting import framework_colors  # noqa: E402
 
 RETURN = "charts/episodic_return"
 
@@ -27,10 +28,11 @@ RETURN = "charts/episodic_return"
 def completed_runs(roots: list[str]) -> list:
     """Every completed run under roots (runlog's reader); the others are left out."""
     runs = []
-    for root in roots:
-        for run_dir in sorted(path.parent for path in Path(root).rglob("config.json")):
-            if runlog.is_completed(run_dir):
-                runs.append(runlog.read_completed_run(run_dir))
+    for run_dir in runlog.run_dirs(roots):
+        try:
+            runs.append(runlog.read_completed_run(run_dir))
+        except runlog.RunError:  # not completed, or not readable: not drawn
+            continue
     return runs
 
 
@@ -96,8 +98,7 @@ def main(argv=None) -> None:
     if not by_env:
         parser.error(f"no completed run with an episodic return under {', '.join(args.runs_dirs)}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    colors = {name: framework.color for name, framework in study.load().frameworks.items()}
-    draw(by_env, colors, args.out)
+    draw(by_env, framework_colors(study.load()), args.out)
     args.out.with_suffix(".md").write_text(final_returns(runs))
     print(f"{args.out}: {sum(len(c) for c in by_env.values())} runs, envs {', '.join(sorted(by_env))}")
 

@@ -99,13 +99,12 @@ def run_rows(run: runlog.Run, study: Study) -> pd.DataFrame:
 def read_run_dirs(roots: list[str], study: Study) -> tuple[list[pd.DataFrame], list[SkippedRun]]:
     """Every run folder (one holding config.json) at any depth under roots: the completed ones, and the skipped."""
     frames, skipped = [], []
-    for root in roots:
-        for run_dir in sorted(path.parent for path in Path(root).rglob("config.json")):
-            try:
-                frames.append(run_rows(runlog.read_completed_run(run_dir), study))
-            except Exception as e:  # one broken run never stops the analysis
-                reason = str(e) if isinstance(e, runlog.RunError) else f"{type(e).__name__}: {e}"
-                skipped.append(SkippedRun(str(run_dir), reason))
+    for run_dir in runlog.run_dirs(roots):
+        try:
+            frames.append(run_rows(runlog.read_completed_run(run_dir), study))
+        except Exception as e:  # one broken run never stops the analysis
+            reason = str(e) if isinstance(e, runlog.RunError) else f"{type(e).__name__}: {e}"
+            skipped.append(SkippedRun(str(run_dir), reason))
     return frames, skipped
 
 

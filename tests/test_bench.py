@@ -744,13 +744,14 @@ def test_env_timing_writes_json(tmp_path):
 
 class BatchedAdapter:
     """A gymnax env behind env_adapters.py's batched contract (reset and step take a batch, one key per env;
-    num_actions and no action_space), counting the traces of its step."""
+    num_actions, continuous and action_bounds, no action_space), counting the traces of its step."""
 
     def __init__(self, env_id: str):
         import gymnax
 
         self.env, self.default_params = gymnax.make(env_id)
         self.num_actions = self.env.num_actions
+        self.continuous, self.action_bounds = False, None
         self.traced = 0
 
     def reset(self, keys, params):
