@@ -15,6 +15,7 @@ actions of shape (num_envs, num_actions), already clipped to action_bounds by th
 
     import env_adapters
     env, params = env_adapters.make("Craftax-Classic-Symbolic-v1")
+    env, params = env_adapters.make_envpool("CartPole-v1", num_envs=32, seed=1)  # a CPU simulator (envpool)
     env = env_adapters.normalize(env, obs=True, reward=True, gamma=0.99)  # opt-in, for any batched env
 """
 
@@ -26,6 +27,8 @@ from typing import NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.experimental import io_callback
+from jax.experimental.buffer_callback import buffer_callback
 
 ACTION_KINDS = "Discrete actions and 1-D Box actions (a diagonal Gaussian policy)"
 CRAFTAX_ENVS = ("Craftax-Classic-Symbolic-v1", "Craftax-Symbolic-v1")  # expensive JAX envs (pip package craftax)
@@ -43,14 +46,19 @@ def adapted_envs() -> tuple[str, ...]:
     return CRAFTAX_ENVS + tuple(BRAX_ENVS)
 
 
-def make(env_id: str):
-    """(env, params) of an adapted env; ValueError (one line that lists the usable envs) for any other id."""
+def make(env_id: str, backend: str = "gymnax", num_envs: int = 32, seed: int = 1, threads: int = 1):
+    """(env, params) of an adapted env; ValueError (one line that lists the usable envs) for any other id. With
+    backend "envpool", a pool of num_envs envpool envs (make_envpool)."""
+    if backend == "envpool":
+        return make_envpool(env_id, num_envs, seed, threads)
     if env_id in CRAFTAX_ENVS:
         env = Craftax(env_id)
         return env, env.default_params
     if env_id in BRAX_ENVS:
         return Brax(env_id), None  # a Brax env has no params: reset and step ignore them
     problem = gymnax_problem(env_id) or "has no adapter"
+    if env_id in ENVPOOL_ENVS and problem == "is unknown":  # to gymnax
+        raise ValueError(f"env {env_id!r} is an envpool env: add --env-backend envpool")
     raise ValueError(f"env {env_id!r} {problem}; usable envs: {', '.join(usable_envs())}")
 
 
@@ -190,6 +198,138 @@ class Brax:
         states = jax.lax.cond(done.any(), reset_done, lambda stepped: stepped, stepped)
         info = {"final_observation": stepped.obs}
         return states.obs, states, stepped.reward, done & ~truncated, truncated, info
+
+
+# ------------------------------------------------------------------------------------------------ envpool
+# envpool's CPU simulators (pip package envpool, imported lazily: about 6 s): the classic-control twins of
+# gymnax's envs, and MuJoCo (float64 in envpool, float32 here).
+ENVPOOL_ENVS = ("CartPole-v1", "Acrobot-v1", "MountainCar-v0", "MountainCarContinuous-v0", "Pendulum-v1")
+ENVPOOL_ENVS += tuple(f"{name}-v4" for name in ("Ant", "HalfCheetah", "Hopper", "Humanoid", "HumanoidStandup"))
+ENVPOOL_ENVS += tuple(f"{name}-v4" for name in ("InvertedDoublePendulum", "InvertedPendulum", "Pusher", "Reacher"))
+ENVPOOL_ENVS += ("Swimmer-v4", "Walker2d-v4")
+
+
+def make_envpool(env_id: str, num_envs: int, seed: int, num_threads: int = 1):
+    """(env, params) of an envpool env: a pool of num_envs envs seeded by seed, stepped by num_threads threads
+    (0: envpool's default, one per core up to num_envs); ValueError (one line) for an env id it does not have."""
+    if env_id not in ENVPOOL_ENVS:
+        raise ValueError(f"env {env_id!r} is not an envpool env here; usable envpool envs: {', '.join(ENVPOOL_ENVS)}")
+    if num_threads < 0:
+        raise ValueError(f"--env-threads must be 0 (envpool's default) or more, got {num_threads}")
+    return Envpool(env_id, num_envs, seed, num_threads), None  # params: none, the pool holds its config
+
+
+class HostRunner(NamedTuple):
+    """ppo_torch.py's Runner for envpool on the host: NumPy arrays, the env states in the pool."""
+
+    obs: np.ndarray
+    episode_return: np.ndarray
+    episode_length: np.ndarray
+
+
+class Envpool:
+    """An envpool pool with gymnax's contract, stepped on the host (its NumPy API) in two ways:
+
+    - reset_host / step_host: NumPy in, NumPy out; ppo_torch.py steps it so in its Python loop, as CleanRL does;
+    - reset / step: the same from JAX, through an ordered io_callback, so a jitted lax.scan rollout steps it.
+
+    envpool resets an env one call late: the call after the one that ends an episode resets it, ignores its
+    action and returns reward 0 (envpool#194). So step_host resets the done envs itself, within the same step
+    (`pool.reset(done_ids)`), and returns the observation reached before the reset as the final observation:
+    no reset-only transition is ever returned. terminated and truncated are envpool's own; at the time limit
+    envpool says truncated only, even where the episode also ended there (gymnax: both). The env states live in
+    the pool; the JAX states are each env's step count in its episode (they cannot replay a step)."""
+
+    def __init__(self, env_id: str, num_envs: int, seed: int, num_threads: int):
+        import envpool
+
+        # batch_size defaults to num_envs: synchronous, every call steps every env
+        self.pool = envpool.make(env_id, env_type="gymnasium", num_envs=num_envs, seed=seed, num_threads=num_threads)
+        self.num_envs = num_envs
+        self.obs_shape = self.pool.observation_space.shape
+        space = self.pool.action_space
+        self.continuous = not hasattr(space, "n")
+        self.num_actions = space.shape[0] if self.continuous else int(space.n)
+        self.action_bounds = None
+        if self.continuous:
+            self.action_bounds = (space.low.astype(np.float32), space.high.astype(np.float32))
+        self.action_dtype = space.dtype  # MuJoCo: float64; classic control: int64 or float32
+        self.default_params = None
+
+    # ----------------------------------------------------------------------------------- NumPy, on the host
+    def reset_host(self):
+        """Every env reset: (obs, steps), float32 observations and each env's step count (0)."""
+        obs, info = self.pool.reset()
+        return obs.astype(np.float32), info["elapsed_step"].astype(np.int32)
+
+    def step_host(self, actions):
+        """One step of every env, done envs reset in the same step: (obs, steps, reward, terminated, truncated,
+        final_obs), NumPy, with float32 observations and rewards."""
+        final_obs, reward, terminated, truncated, info = self.pool.step(np.asarray(actions, self.action_dtype))
+        final_obs, steps = final_obs.astype(np.float32), info["elapsed_step"].astype(np.int32)
+        done = terminated | truncated
+        obs = final_obs.copy()
+        if done.any():
+            done_ids = np.flatnonzero(done).astype(np.int32)
+            obs[done_ids], reset_info = self.pool.reset(done_ids)
+            steps[done_ids] = reset_info["elapsed_step"]
+        return obs, steps, reward.astype(np.float32), terminated, truncated & ~terminated, final_obs
+
+    # ------------------------------------------------------------------ ppo_torch.py's steps, on the host
+    def host_reset(self) -> HostRunner:
+        """ppo_torch.py's reset_envs on the host."""
+        obs, _ = self.reset_host()
+        obs = obs.reshape(self.num_envs, -1)
+        return HostRunner(obs, np.zeros(self.num_envs, np.float32), np.zeros(self.num_envs, np.int32))
+
+    def host_step_packed(self, runner: HostRunner, action):
+        """ppo_torch.py's env_step_packed on the host, in NumPy: step_envs' arithmetic (the clip, the episode
+        counts), then the next observations and the env fields in one flat float32 array, in the same layout."""
+        action = np.asarray(action)
+        if self.continuous:
+            action = np.clip(action, *self.action_bounds)
+        obs, _, reward, terminated, truncated, final_obs = self.step_host(action)
+        done = terminated | truncated
+        episode_return = runner.episode_return + reward
+        episode_length = runner.episode_length + 1
+        obs = obs.reshape(self.num_envs, -1)
+        running_return = np.where(done, np.float32(0), episode_return)  # 0 where a new episode starts
+        running_length = np.where(done, np.int32(0), episode_length)
+        ended_return = np.where(done, episode_return, np.float32(0))
+        ended_length = np.where(done, episode_length, np.int32(0))
+        fields = (obs, reward, terminated, truncated, final_obs, ended_return, ended_length)
+        packed = np.concatenate([np.ravel(x).astype(np.float32) for x in fields])
+        return HostRunner(obs, running_return, running_length), packed
+
+    # ---------------------------------------------------------------------------- JAX, by a host callback
+    def reset(self, keys, params=None):
+        """(obs, states); the keys only stand for the batch: the pool was seeded when made."""
+        obs = jax.ShapeDtypeStruct((self.num_envs, *self.obs_shape), jnp.float32)
+        steps = jax.ShapeDtypeStruct((self.num_envs,), jnp.int32)
+        return host_call(self.reset_host, (obs, steps))
+
+    def step(self, keys, states, actions, params=None):
+        n = self.num_envs
+        obs = jax.ShapeDtypeStruct((n, *self.obs_shape), jnp.float32)
+        vector = [jax.ShapeDtypeStruct((n,), dtype) for dtype in (jnp.int32, jnp.float32, bool, bool)]
+        out = host_call(self.step_host, (obs, *vector, obs), actions)  # obs, steps, reward, terminated, ...
+        obs, steps, reward, terminated, truncated, final_obs = out
+        return obs, steps, reward, terminated, truncated, {"final_observation": final_obs}
+
+
+def host_call(fn, shapes, *args):
+    """fn(*args) run on the host from JAX, once per call (a side effect: never dropped or repeated), with NumPy
+    arrays in and out, also inside jit and lax.scan. On a CPU, by buffer_callback: about 10 us a call here, where
+    io_callback takes about 170 us (benchmarks/envpool_calls.py); io_callback on other devices."""
+    if jax.default_backend() != "cpu":
+        return io_callback(fn, shapes, *args, ordered=True)
+
+    def write_outputs(context, outputs, *inputs):  # XLA's own buffers, written in place: no copy out
+        results = fn(*[np.asarray(x) for x in inputs])
+        for output, result in zip(outputs, results):
+            np.asarray(output)[...] = result
+
+    return buffer_callback(write_outputs, shapes, has_side_effect=True)(*args)
 
 
 # ------------------------------------------------------------------------------------------ normalisation

@@ -1,4 +1,4 @@
-"""PPO in Flax Linen on gymnax environments: a single-file starter, part of benchback-rl.
+"""PPO in Flax Linen on gymnax environments (or envpool's CPU ones): a single-file starter, part of benchback-rl.
 Read it top to bottom: Args, the network, the environment glue, rollout, GAE, loss, update, main().
 The ppo_*.py files are written in parallel: `diff ppo_linen.py ppo_nnx.py` shows only what the framework changes.
 To drop the benchmark bookkeeping, delete its section at the bottom and every line that contains `book.`.
@@ -38,6 +38,10 @@ class Args:
     """the name of this experiment (with --track, the W&B group when set; else the group is --tag)"""
     env: str = "CartPole-v1"
     """the environment id: gymnax (discrete or Box actions), or Craftax and Brax through env_adapters.py"""
+    env_backend: Literal["gymnax", "envpool"] = "gymnax"
+    """gymnax: JAX envs; envpool: CPU simulators (classic control, MuJoCo), through env_adapters.py"""
+    env_threads: int = 1
+    """envpool's worker threads (0: envpool's default, one per core up to --num-envs)"""
     model_size: Literal["small", "medium", "large"] = "small"
     """hidden layers of actor and critic: small (64, 64), medium (256,) * 3, large (1024,) * 6"""
     seed: int = 1
@@ -168,19 +172,19 @@ class GymnaxBatch:
         self.action_bounds = (space.low, space.high) if self.continuous else None  # (low, high), each broadcasts
 
 
-def make_env(env_id: str):
+def make_env(env_id: str, backend: str = "gymnax", num_envs: int = 32, seed: int = 1, threads: int = 1):
     """The batched env and its params; ValueError (one line) when this script cannot train on it."""
     spaces = gymnax.environments.spaces
     try:
         env, env_params = gymnax.make(env_id)
-        space = env.action_space(env_params)
+        space = env.action_space(env_params) if backend == "gymnax" else None  # None: env_adapters.py's
     except Exception:  # not a gymnax id, or one that must download its data (MNISTBandit) without network
         space = None
     if isinstance(space, spaces.Discrete) or (isinstance(space, spaces.Box) and len(space.shape) == 1):
         return GymnaxBatch(env, space), env_params
-    import env_adapters  # Craftax, Brax: beside this script; a copy that trains on gymnax needs no other file
+    import env_adapters  # Craftax, Brax, envpool: beside this script; a copy for gymnax needs no other file
 
-    return env_adapters.make(env_id)  # or the error that says why not and lists the usable envs
+    return env_adapters.make(env_id, backend, num_envs, seed, threads)  # or the error that lists the usable envs
 
 
 class Runner(NamedTuple):
@@ -275,8 +279,7 @@ def rollout(env, env_params, args: Args, state: TrainState, runner: Runner):
 
 # -------------------------------------------------------------------------------------------- GAE
 def compute_gae(rewards, values, final_values, terminated, truncated, gamma: float, gae_lambda: float):
-    """GAE over (num_steps, num_envs) arrays; final_values[t]: V of what step t reached before any auto-reset.
-    A terminated step does not bootstrap, a truncated one does; both end the trace."""
+    """GAE over (num_steps, num_envs); final_values[t]: V(pre-reset next obs); terminated: no bootstrap."""
     deltas = rewards + gamma * final_values * (1.0 - terminated) - values
     continues = 1.0 - (terminated | truncated)
 
@@ -354,7 +357,7 @@ def update(args: Args, state: TrainState, batch: Batch, key, permutations=None):
 def main():
     signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT, signal.SIGTERM])  # held since the first line
     args = tyro.cli(Args)
-    env, env_params = make_env(args.env)
+    env, env_params = make_env(args.env, args.env_backend, args.num_envs, args.seed, args.env_threads)
     if args.norm_obs or args.norm_reward:
         import env_adapters
 
@@ -370,7 +373,7 @@ def main():
         import wandb
 
         group = args.exp_name if args.exp_name != Args.exp_name else args.tag
-        tags = [FRAMEWORK, args.model_size, args.env, args.compile]
+        tags = [FRAMEWORK, args.model_size, args.env, args.env_backend, args.compile]
         run = dict(name=run_name, dir=run_dir, group=group, tags=tags, config=config, save_code=True)
         wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, **run, sync_tensorboard=True)
     with SummaryWriter(run_dir, max_queue=100) as writer, jax.disable_jit(args.compile == "none"):
@@ -433,8 +436,7 @@ def main():
         wandb.finish()
 
 
-# Benchmark bookkeeping ===============================================================================
-# Signals, config.json and summary.json, for bench.sh and plot_results.py (bookkeeping.py, beside this script).
+# Benchmark bookkeeping: signals, config.json, summary.json for bench.sh and plot_results.py (bookkeeping.py) =====
 from bookkeeping import Bookkeeping
 
 book = Bookkeeping(START, packages=("jax", "jaxlib", "flax", "optax", "gymnax"))

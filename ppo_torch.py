@@ -1,4 +1,4 @@
-"""PPO in PyTorch on gymnax environments: a single-file starter, part of benchback-rl.
+"""PPO in PyTorch on gymnax environments (or envpool's CPU ones): a single-file starter, part of benchback-rl.
 Read it top to bottom: Args, the network, the environment glue, rollout, GAE, loss, update, main().
 The ppo_*.py files are written in parallel: `diff ppo_linen.py ppo_torch.py` shows only what the framework changes.
 To drop the benchmark bookkeeping, delete its section at the bottom and every line that contains `book.`.
@@ -40,6 +40,10 @@ class Args:
     """the name of this experiment (with --track, the W&B group when set; else the group is --tag)"""
     env: str = "CartPole-v1"
     """the environment id: gymnax (discrete or Box actions), or Craftax and Brax through env_adapters.py"""
+    env_backend: Literal["gymnax", "envpool"] = "gymnax"
+    """gymnax: JAX envs; envpool: CPU simulators (classic control, MuJoCo), through env_adapters.py"""
+    env_threads: int = 1
+    """envpool's worker threads (0: envpool's default, one per core up to --num-envs)"""
     model_size: Literal["small", "medium", "large"] = "small"
     """hidden layers of actor and critic: small (64, 64), medium (256,) * 3, large (1024,) * 6"""
     seed: int = 1
@@ -127,8 +131,7 @@ class Agent(nn.Module):
         if continuous:
             self.log_std = nn.Parameter(torch.zeros(num_actions))
 
-    def forward(self, obs):
-        """The actor's output (logits or mean) and the state values."""
+    def forward(self, obs):  # the actor's output (logits or mean) and the state values
         return self.actor(obs), self.critic(obs)[..., 0]
 
     def get_value(self, obs):
@@ -169,19 +172,19 @@ class GymnaxBatch:
         self.action_bounds = (space.low, space.high) if self.continuous else None  # (low, high), each broadcasts
 
 
-def make_env(env_id: str):
+def make_env(env_id: str, backend: str = "gymnax", num_envs: int = 32, seed: int = 1, threads: int = 1):
     """The batched env and its params; ValueError (one line) when this script cannot train on it."""
     spaces = gymnax.environments.spaces
     try:
         env, env_params = gymnax.make(env_id)
-        space = env.action_space(env_params)
+        space = env.action_space(env_params) if backend == "gymnax" else None  # None: env_adapters.py's
     except Exception:  # not a gymnax id, or one that must download its data (MNISTBandit) without network
         space = None
     if isinstance(space, spaces.Discrete) or (isinstance(space, spaces.Box) and len(space.shape) == 1):
         return GymnaxBatch(env, space), env_params
-    import env_adapters  # Craftax, Brax: beside this script; a copy that trains on gymnax needs no other file
+    import env_adapters  # Craftax, Brax, envpool: beside this script; a copy for gymnax needs no other file
 
-    return env_adapters.make(env_id)  # or the error that says why not and lists the usable envs
+    return env_adapters.make(env_id, backend, num_envs, seed, threads)  # or the error that lists the usable envs
 
 
 class Runner(NamedTuple):
@@ -245,13 +248,13 @@ def rollout(env_step_fn, finish_fn, args: Args, policy_fn, num_actions: int, gen
     """Collects num_steps x num_envs transitions, then computes GAE. Everything stays on the device."""
     noise = torch.rand(args.num_steps, args.num_envs, num_actions, generator=generator, device=generator.device)
     noise.clamp_(min=torch.finfo(noise.dtype).tiny)  # log(0) and ndtri(0) would be -inf in the sampling
-    obs = torch.from_dlpack(runner.obs)  # JAX -> torch, zero-copy
+    obs = torch.from_dlpack(runner.obs).to(generator.device)  # JAX (or NumPy) -> torch, zero-copy on one device
     steps = []
     for step in range(args.num_steps):
         action, logprob, value = policy_fn(obs, noise[step])
         jax_action = np.from_dlpack(action) if action.is_cpu else jnp.from_dlpack(action)  # on a CPU, NumPy's: faster
         runner, packed = env_step_fn(runner, jax_action)
-        packed = torch.from_dlpack(packed)  # JAX -> torch, zero-copy
+        packed = torch.from_dlpack(packed).to(obs.device)  # envpool's NumPy stays on the host
         steps.append((obs, action, logprob, value, packed))
         obs = packed[: obs.numel()].view(obs.shape)
     batch, episode_stats = finish_fn(*[torch.stack(x) for x in zip(*steps)])  # each (num_steps, num_envs, ...)
@@ -269,18 +272,15 @@ def finish_rollout(agent: Agent, args: Args, obs, action, logprob, value, packed
     steps = (obs, action, logprob, value, advantages, returns)  # each (num_steps, num_envs, ...)
     batch = Batch(*[x.reshape(args.batch_size, *x.shape[2:]) for x in steps])
     num_episodes = (terminated | truncated).sum()  # 0: NaN statistics, and main() logs no episodic point
-    episode_stats = {
-        "episodic_return": episode_return.sum() / num_episodes,
-        "episodic_length": episode_length.sum() / num_episodes,
-    }
+    episode_stats = {"episodic_return": episode_return.sum() / num_episodes}
+    episode_stats["episodic_length"] = episode_length.sum() / num_episodes
     return batch, episode_stats
 
 
 # -------------------------------------------------------------------------------------------- GAE
 @torch.compiler.disable  # eager: Dynamo would unroll the loop (slow to compile); a compiled torch scan ran slower
 def compute_gae(rewards, values, final_values, terminated, truncated, gamma: float, gae_lambda: float):
-    """GAE over (num_steps, num_envs) arrays; final_values[t]: V of what step t reached before any auto-reset.
-    A terminated step does not bootstrap, a truncated one does; both end the trace."""
+    """GAE over (num_steps, num_envs); final_values[t]: V(pre-reset next obs); terminated: no bootstrap."""
     deltas = rewards + gamma * final_values * ~terminated - values
     discounts = gamma * gae_lambda * ~(terminated | truncated)
     gae = torch.zeros_like(deltas[0])
@@ -373,15 +373,14 @@ def copy_outputs(fn, *args):  # a CUDA graph's outputs are overwritten by its ne
 def main():
     signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT, signal.SIGTERM])  # held since the first line
     args = tyro.cli(Args)
-    env, env_params = make_env(args.env)
+    env, env_params = make_env(args.env, args.env_backend, args.num_envs, args.seed, args.env_threads)
     if args.norm_obs or args.norm_reward:
         import env_adapters
 
         env = env_adapters.normalize(env, args.norm_obs, args.norm_reward, args.gamma)
     gpu = torch.cuda.is_available() and jax.default_backend() == "gpu"
     if not gpu and (args.device == "cuda" or args.compile == "cudagraphs"):
-        message = f"--device {args.device} --compile {args.compile} needs a GPU that torch and JAX both see"
-        raise ValueError(f"{message}; use --device cpu --compile compile")
+        raise ValueError(f"--device {args.device} --compile {args.compile}: no GPU; use --device cpu --compile compile")
     device = torch.device("cuda" if gpu and args.device != "cpu" else "cpu")
     run_name = f"{args.env}__{FRAMEWORK}__{args.model_size}__{args.compile}__{args.seed}__{int(time.time())}"
     run_dir = os.path.join(args.log_dir, run_name)
@@ -396,7 +395,7 @@ def main():
         import wandb
 
         group = args.exp_name if args.exp_name != Args.exp_name else args.tag
-        tags = [FRAMEWORK, args.model_size, args.env, args.compile]
+        tags = [FRAMEWORK, args.model_size, args.env, args.env_backend, args.compile]
         run = dict(name=run_name, dir=run_dir, group=group, tags=tags, config=config, save_code=True)
         wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, **run, sync_tensorboard=True)
     with SummaryWriter(run_dir, max_queue=100) as writer, jax.disable_jit(args.compile == "none"):
@@ -404,10 +403,11 @@ def main():
         writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
         torch.manual_seed(args.seed)
         generator = torch.Generator(device).manual_seed(args.seed)  # action sampling and minibatch order
-        runner = reset_envs(env, env_params, jax.random.key(args.seed), args.num_envs)
+        on_host = args.env_backend == "envpool" and not (args.norm_obs or args.norm_reward)  # NumPy, as CleanRL's
+        runner = env.host_reset() if on_host else reset_envs(env, env_params, jax.random.key(args.seed), args.num_envs)
+        env_step_fn = env.host_step_packed if on_host else jax.jit(partial(env_step_packed, env, env_params))
         agent = Agent(runner.obs.shape[-1], MODEL_SIZES[args.model_size], env.num_actions, env.continuous).to(device)
         optimizer, lr_schedule = make_optimizer(args, agent)
-        env_step_fn = jax.jit(partial(env_step_packed, env, env_params))  # op by op under --compile none
         policy_fn, finish_fn, step_fn = agent.get_action_and_value, finish_rollout, minibatch_step
         if args.compile in COMPILED:  # static shapes: each compiles once, in iteration 0
             torch._dynamo.config.trace_autograd_ops = True  # the backward in the graph of the forward
@@ -469,8 +469,7 @@ def main():
         wandb.finish()
 
 
-# Benchmark bookkeeping ===============================================================================
-# Signals, config.json and summary.json, for bench.sh and plot_results.py (bookkeeping.py, beside this script).
+# Benchmark bookkeeping: signals, config.json, summary.json for bench.sh and plot_results.py (bookkeeping.py) =====
 from bookkeeping import Bookkeeping
 
 book = Bookkeeping(START, packages=("torch", "jax", "jaxlib", "gymnax"))

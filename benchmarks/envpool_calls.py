@@ -1,0 +1,184 @@
+"""How should a script step envpool? The cost of one env step of a batch, call pattern by call pattern.
+
+envpool's envs run in C++ on the CPU. A JAX rollout (one jitted lax.scan) can reach them in two ways, and a
+torch rollout (a Python loop) in one. This times, in microseconds per env step of num_envs envs:
+- "numpy step": the bare NumPy API, `pool.step(actions)`: envpool's own cost and the floor of any pattern;
+- "step_host": env_adapters.Envpool.step_host, the NumPy step plus the same-step reset of the done envs;
+- "torch host step": env_adapters.Envpool.host_step_packed, what ppo_torch.py calls per step (the episode counts and the
+  packing too);
+- "adapter in scan": env_adapters.Envpool.step inside a jitted 256-step lax.scan, what the JAX scripts run
+  (step_host through buffer_callback);
+- "io_callback in scan": the same step_host through jax.experimental.io_callback instead;
+- "xla in scan": envpool's own XLA op (`pool.xla()`) inside the same scan, without the same-step reset (it cannot
+  reset a subset of envs; classic control only: MuJoCo's float64 actions need jax_enable_x64);
+- "gymnax in scan": the same env in JAX, for scale (classic control only).
+Patterns alternate within each round; the table gives the median over rounds, per env and per --threads.
+
+    python -m benchmarks.envpool_calls --envs CartPole-v1 HalfCheetah-v4 --threads 1 2 --rounds 7 \
+        --out results/benchmarks/envpool_calls_cpu.json
+"""
+
+import argparse
+import json
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.experimental import io_callback
+
+import env_adapters
+
+SCAN_STEPS = 256
+CLASSIC = ("CartPole-v1", "Acrobot-v1", "MountainCar-v0", "MountainCarContinuous-v0", "Pendulum-v1")
+
+
+def per_step_us(fn, repeats: int, steps_per_call: int = 1) -> float:
+    """Microseconds per env step of fn, which runs steps_per_call env steps per call."""
+    start = time.perf_counter()
+    for _ in range(repeats):
+        fn()
+    return (time.perf_counter() - start) / (repeats * steps_per_call) * 1e6
+
+
+def scanned(step, carry):
+    """A function that runs a jitted SCAN_STEPS-step scan of step(carry) -> carry, from where its last call ended
+    (envpool's XLA handle must be the one the last call returned), and blocks."""
+    scan = jax.jit(lambda carry: jax.lax.scan(lambda c, _: (step(c), None), carry, length=SCAN_STEPS)[0])
+    last = [carry]
+
+    def run():
+        last[0] = jax.block_until_ready(scan(last[0]))
+
+    return run
+
+
+def host_patterns(env_id: str, num_envs: int, threads: int) -> dict:
+    """name -> (a no-argument function that runs its env steps and blocks, its env steps per call), for the
+    patterns that step a pool on the host."""
+    env, _ = env_adapters.make_envpool(env_id, num_envs, seed=0, num_threads=threads)
+    actions = random_actions(env, num_envs)
+    _, steps = env.reset(None)
+    runner = env.host_reset()
+
+    def torch_host_step():
+        nonlocal runner
+        runner = env.host_step_packed(runner, actions)[0]
+
+    return {
+        "numpy step": (lambda: env.pool.step(actions.astype(env.action_dtype)), 1),
+        "step_host": (lambda: env.step_host(actions), 1),
+        "torch host step": (torch_host_step, 1),
+        "adapter in scan": (scanned(lambda s: env.step(None, s, jnp.asarray(actions))[1], steps), SCAN_STEPS),
+        "io_callback in scan": (scanned(lambda s: io_callback_step(env, s, actions), steps), SCAN_STEPS),
+    }
+
+
+def io_callback_step(env, steps, actions):
+    """The adapter's step, by io_callback instead of buffer_callback: the other way to call the host from JAX."""
+    vector = [jax.ShapeDtypeStruct(steps.shape, dtype) for dtype in (jnp.int32, jnp.float32, bool, bool)]
+    obs = jax.ShapeDtypeStruct((len(steps), *env.obs_shape), jnp.float32)
+    return io_callback(env.step_host, (obs, *vector, obs), jnp.asarray(actions), ordered=True)[1]
+
+
+def xla_patterns(env_id: str, num_envs: int, threads: int) -> dict:
+    """The same for envpool's XLA op, and the gymnax twin of the env (where there is one)."""
+    import gymnax
+
+    env, _ = env_adapters.make_envpool(env_id, num_envs, seed=0, num_threads=threads)
+    actions = random_actions(env, num_envs)
+    handle, _, _, xla_step = env.pool.xla()
+    env.pool.async_reset()
+    env_ids = jnp.arange(num_envs, dtype=jnp.int32)
+    found = {"xla in scan": (scanned(lambda h: xla_step(h, jnp.asarray(actions), env_ids)[0], handle), SCAN_STEPS)}
+    if env_id in gymnax.registered_envs:
+        gym_env, params = gymnax.make(env_id)
+        keys = jax.random.split(jax.random.key(0), num_envs)
+        _, states = jax.vmap(gym_env.reset, in_axes=(0, None))(keys, params)
+        step = jax.vmap(gym_env.step, in_axes=(0, 0, 0, None))
+        gym_scan = scanned(lambda s: step(keys, s, jnp.asarray(actions), params)[1], states)
+        found["gymnax in scan"] = (gym_scan, SCAN_STEPS)
+    return found
+
+
+FAMILIES = {"host": host_patterns, "xla": xla_patterns}
+
+
+def random_actions(env, num_envs: int):
+    rng = np.random.default_rng(0)
+    if env.continuous:
+        low, high = env.action_bounds
+        return rng.uniform(low, high, (num_envs, env.num_actions)).astype(np.float32)
+    return rng.integers(0, env.num_actions, num_envs).astype(np.int32)
+
+
+def time_family(family: str, env_id: str, num_envs: int, threads: int, steps: int) -> dict:
+    """One round of a family's patterns in this process: microseconds per env step of each, in turn."""
+    found = FAMILIES[family](env_id, num_envs, threads)
+    for fn, _ in found.values():  # compile and warm up
+        fn()
+        fn()
+    return {name: per_step_us(fn, max(1, steps // per_call), per_call) for name, (fn, per_call) in found.items()}
+
+
+def measure(env_id: str, num_envs: int, threads: int, rounds: int, steps: int) -> dict:
+    """The median over rounds of each pattern's microseconds per env step. Each family runs in a fresh process,
+    the families alternating round by round: envpool's XLA op segfaults once another pool of the same process
+    has been stepped on the host. MuJoCo skips the XLA family (its float64 actions need jax_enable_x64)."""
+    families = ["host"] if env_id not in CLASSIC else ["host", "xla"]
+    times = {}
+    for _ in range(rounds):
+        for family in families:
+            command = [sys.executable, "-W", "ignore", "-m", "benchmarks.envpool_calls", "--child", family]
+            command += ["--envs", env_id, "--threads", str(threads), "--num-envs", str(num_envs)]
+            out = subprocess.run(command + ["--steps", str(steps)], capture_output=True, text=True, check=True)
+            for name, value in json.loads(out.stdout.splitlines()[-1]).items():
+                times.setdefault(name, []).append(value)
+    return {"env": env_id, "threads": threads, **{name: statistics.median(t) for name, t in times.items()}}
+
+
+def table(rows: list) -> str:
+    names = list(dict.fromkeys(name for row in rows for name in row if name not in ("env", "threads")))
+    lines = ["| env | threads | " + " | ".join(names) + " |", "| --- | ---: |" + " ---: |" * len(names)]
+    for row in rows:
+        cells = [f"{row[name]:.1f}" if name in row else "" for name in names]
+        lines.append(f"| {row['env']} | {row['threads']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--envs", nargs="+", default=["CartPole-v1", "Acrobot-v1", "HalfCheetah-v4"])
+    parser.add_argument("--threads", nargs="+", type=int, default=[1, 2])
+    parser.add_argument("--num-envs", type=int, default=32)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--steps", type=int, default=1024, help="env steps per pattern per round")
+    parser.add_argument("--out", help="also write the rows as JSON here, and the table beside it (.md)")
+    parser.add_argument("--child", choices=list(FAMILIES), help=argparse.SUPPRESS)  # one round, in a fresh process
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(time_family(args.child, args.envs[0], args.num_envs, args.threads[0], args.steps)))
+        return
+    rows = []
+    for env_id in args.envs:
+        for threads in args.threads:
+            rows.append(measure(env_id, args.num_envs, threads, args.rounds, args.steps))
+            print(rows[-1], flush=True)
+    title = (
+        f"microseconds per env step of {args.num_envs} envs, median of {args.rounds} alternating rounds of "
+        f"{args.steps} steps; jax {jax.__version__}, {platform.processor() or platform.machine()}"
+    )
+    print(f"\n{title}\n\n{table(rows)}")
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps({"title": title, "rows": rows}, indent=2) + "\n")
+        Path(args.out).with_suffix(".md").write_text(f"# benchmarks.envpool_calls\n\n{title}\n\n{table(rows)}\n")
+
+
+if __name__ == "__main__":
+    main()
