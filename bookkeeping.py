@@ -65,6 +65,8 @@ def check_args(args_type, argv: list[str]):
     for name in POSITIVE_ARGS:
         if getattr(args, name) <= 0:
             raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(args, name)}")
+    if args.env_threads < 0:  # checked with either backend: a flag given is a flag meant
+        raise ValueError(f"--env-threads must be 0 (envpool's default) or more, got {args.env_threads}")
     if args.batch_size % args.num_minibatches:
         raise ValueError(
             f"--num-minibatches {args.num_minibatches} must divide the batch size {args.batch_size} "
@@ -164,7 +166,8 @@ class Bookkeeping:
         """Adds the command line, the versions and the machine to config (so W&B gets them too), and writes it
         to config.json."""
         config["command"] = sys.argv
-        config["versions"] = {"python": platform.python_version(), **{p: version(p) for p in self.packages}}
+        packages = self.packages + (("envpool",) if config.get("env_backend") == "envpool" else ())
+        config["versions"] = {"python": platform.python_version(), **{p: version(p) for p in packages}}
         config.update(machine())
         self.run_dir = run_dir
         self.num_iterations = config["num_iterations"]
