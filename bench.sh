@@ -32,9 +32,10 @@ EOF
 options:
   --experiments LIST  comma-separated experiments (default: all of the study)
   --frameworks LIST   comma-separated frameworks (default: all of the study)
-  --envs LIST         comma-separated env ids (default: each experiment's envs); each experiment takes those
-                      of its own, and an experiment of envs "all" also those outside the study (any gymnax env
-                      with Discrete or 1-D Box actions); an env the scripts cannot train is refused
+  --envs LIST         comma-separated env ids (default: each experiment's envs), ID@envpool for an env on
+                      envpool; each experiment takes those of its own, an experiment of envs "all" also the gymnax
+                      envs outside the study (any with Discrete or 1-D Box actions) and one on envpool alone the
+                      envpool envs outside it; an env the scripts cannot train is refused
   --sizes LIST        comma-separated model sizes (default: all of the study)
   --seeds N           repeats, seeds 1..N (default 3)
   --iterations N      num_iterations of every run (default: the scripts' own)
@@ -45,8 +46,9 @@ options:
   --kill-after SECONDS  with --timeout: SIGKILL a run this long after its SIGTERM (default 300: one slow
                       iteration; a run stops at the next iteration boundary)
   --cpus N            equal resources: pin every run to the same N cores (taskset) and give it N threads
-                      (OMP_NUM_THREADS: torch's thread count; JAX uses the cores it is pinned to); default: every
-                      core this process may use
+                      (OMP_NUM_THREADS: torch's thread count; JAX uses the cores it is pinned to; an envpool run
+                      and the env timing also get --env-threads N); default: every core this process may use
+                      (and envpool's threads the scripts' default)
   --shard K/N         run only shard K (0..N-1) of N: whole cells (experiment, seed, env, model size), so every
                       framework and compile mode of a cell runs on the same machine
   --python PATH       the Python interpreter (default python)
@@ -59,8 +61,8 @@ One sweep at a time per log dir and shard: a second bench.sh on the same --log-d
 (exit 2), while the first holds {log-dir}/.bench-K-of-N.lock. Ctrl-C or SIGTERM stops the run in progress (it
 saves an "interrupted" summary) and then the sweep, however bench.sh was started (in the background of a script,
 under nohup). The arguments after -- reach every run as they are (any character); those the sweep sets itself
-(--env, --model-size, --compile, --seed, --log-dir, --exp-name, --[no-]sync-timing, and --num-iterations or --tag
-when --iterations or --tag is given) are refused.
+(--env, --env-backend, --model-size, --compile, --seed, --log-dir, --exp-name, --[no-]sync-timing, and
+--num-iterations, --tag or --env-threads when --iterations, --tag or --cpus is given) are refused.
 
 Slurm (the sweep as a job array; every other option above applies to each task):
   --slurm             write an sbatch script and submit it: array task K of N runs this sweep with --shard K/N,
@@ -93,7 +95,7 @@ quoted() {  # a value for a message, on one line whatever it holds: 'runs', $'a\
 }
 
 # ---------------------------------------------------------------------------------------- options
-LOG_DIR=runs TIMEOUT="" CPUS="" PYTHON=python ENV_TIMING=1 ENV_TIMING_FILE="" DRY_RUN=0 HELP=0 SLURM=0 SLURM_OPTION=""
+LOG_DIR=runs TIMEOUT="" CPUS="" ENV_THREADS="" PYTHON=python ENV_TIMING=1 ENV_TIMING_FILE="" DRY_RUN=0 HELP=0 SLURM=0 SLURM_OPTION=""
 KILL_AFTER_GIVEN=0
 SWEEP_ARGS=()  # the matrix options, for sweep.py
 SLURM_ARGS=()  # --slurm-tasks, --slurm-parallel, --slurm-args, for sweep.py sbatch
@@ -113,7 +115,7 @@ set_option() {  # set_option --name value
     --log-dir) LOG_DIR=$2 ;;
     --timeout) TIMEOUT=$2 ;;
     --kill-after) KILL_AFTER_S=$2 KILL_AFTER_GIVEN=1 ;;
-    --cpus) CPUS=$2 ;;
+    --cpus) CPUS=$2 ENV_THREADS=$2 ;;  # CPUS becomes every core when not given; ENV_THREADS stays unset
     --python) PYTHON=$2 ;;
     --env-timing-file) ENV_TIMING_FILE=$2 ;;
     --slurm-tasks) SLURM_ARGS+=("--tasks=$2") SLURM_OPTION=$1 ;;
@@ -194,7 +196,7 @@ resources() {  # PIN: the command prefix that gives a run its cores and threads 
 
 sweep_py() {  # sweep_py ACTION [ARGS]: sweep.py with the matrix options of this sweep
   "$PYTHON" "$HERE/sweep.py" "$1" "${@:2}" ${SWEEP_ARGS[@]+"${SWEEP_ARGS[@]}"} --log-dir "$LOG_DIR" \
-    --python "$PYTHON" -- ${EXTRA[@]+"${EXTRA[@]}"}
+    --python "$PYTHON" ${ENV_THREADS:+--env-threads "$ENV_THREADS"} -- ${EXTRA[@]+"${EXTRA[@]}"}
 }
 
 # ---------------------------------------------------------------------------------------- signals
@@ -299,7 +301,8 @@ time_envs_first() {  # env_timing.py into {log-dir}/env_timing.json when that is
   stop_if_interrupted
   [[ -n $verdict ]] || return 0
   echo "measuring the env step costs first: ${verdict%%$'\n'*} (--no-env-timing skips this)"
-  "$PYTHON" "$HERE/env_timing.py" --envs "${verdict#*$'\n'}" --out "$out" || {
+  "$PYTHON" "$HERE/env_timing.py" --envs "${verdict#*$'\n'}" --out "$out" \
+    ${ENV_THREADS:+--env-threads "$ENV_THREADS"} || {
     stop_if_interrupted
     echo "bench.sh: warning: env_timing.py failed; the sweep goes on" >&2
   }

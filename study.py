@@ -8,7 +8,10 @@ Every tool reads the study through this module (no heavy imports, so bench.sh ca
     S.pairs                            # (('nnx', 'linen'), ('equinox', 'linen'), ('equinox', 'nnx'), ...)
     S.experiments["exp3"].envs         # ('Acrobot-v1',)
     S.continuous_envs                  # the cheap envs with 1-D Box actions: an experiment's envs "continuous"
-    S.every_env                        # envs, continuous_envs, then expensive_envs: what env_timing.py times
+    S.envpool_envs                     # the envpool ids of the study (an experiment's backends "envpool")
+    S.every_env                        # envs, continuous_envs, expensive_envs, then "{id}@envpool" of envpool_envs:
+                                       #   what env_timing.py times
+    S.experiments["exp7"].envs         # ('CartPole-v1', 'CartPole-v1@envpool', ...): env labels (env_label)
     S.experiments["exp5"].syncs        # (False, True): runs with --sync-timing off and on
     S.experiments["exp1"].figures      # what plot_results.py draws of its runs
     S.platforms["exp4"].repeats        # 'exp1': a platform comparison repeats an experiment under other tags
@@ -27,6 +30,20 @@ from typing import Optional
 ROOT = Path(__file__).resolve().parent
 DEFAULT_PATH = ROOT / "study.toml"
 PATH_VARIABLE = "BENCHBACK_STUDY"  # another study file, e.g. a test's
+BACKENDS = ("gymnax", "envpool")  # the scripts' --env-backend choices, the default first
+
+
+def env_label(env: str, backend: str = BACKENDS[0]) -> str:
+    """An env on a backend, as the sweep (cells, log names), the env timing and the analysis (its env column) name
+    it: the env id on gymnax (the default backend, which also runs the Craftax and Brax adapters), "{id}@{backend}"
+    on another, e.g. "CartPole-v1@envpool": never the same name as the gymnax run of the same env id."""
+    return env if backend == BACKENDS[0] else f"{env}@{backend}"
+
+
+def split_label(label: str) -> tuple[str, str]:
+    """(env id, backend) of an env label (env_label's inverse)."""
+    env, separator, backend = label.rpartition("@")
+    return (env, backend) if separator else (label, BACKENDS[0])
 
 
 @dataclass(frozen=True)
@@ -53,11 +70,12 @@ class Window:
 class Experiment:
     name: str
     title: str
-    envs: tuple[str, ...]
+    envs: tuple[str, ...]  # env labels (env_label): each env on each of its backends, env by env
     sizes: tuple[str, ...]
     all_compile_modes: bool  # False: each framework's default mode only
     syncs: tuple[bool, ...]  # the --sync-timing settings of its runs: (False,), (True,) or (False, True)
     figures: tuple[str, ...] = ()  # the figure kinds plot_results.py draws of its runs
+    backends: tuple[str, ...] = BACKENDS[:1]  # the --env-backend of its runs
 
     def compile_modes(self, framework: Framework) -> tuple[str, ...]:
         return framework.compile if self.all_compile_modes else framework.compile[:1]
@@ -80,6 +98,7 @@ class Study:
     envs: tuple[str, ...]  # an experiment's envs "all": the cheap envs with discrete actions
     continuous_envs: tuple[str, ...]  # an experiment's envs "continuous": the cheap envs with 1-D Box actions
     expensive_envs: tuple[str, ...]  # in the study (env timing, figures) but only in the experiments that name them
+    envpool_envs: tuple[str, ...]  # envpool ids: the envs an experiment with the envpool backend may list
     sizes: tuple[str, ...]
     windows: dict[str, Window]
     experiments: dict[str, Experiment]
@@ -98,7 +117,9 @@ class Study:
 
     @property
     def every_env(self) -> tuple[str, ...]:
-        return self.envs + self.continuous_envs + self.expensive_envs
+        """Every env label of the study: its gymnax envs, then its envpool envs ("{id}@envpool")."""
+        envpool = tuple(env_label(env, "envpool") for env in self.envpool_envs)
+        return self.envs + self.continuous_envs + self.expensive_envs + envpool
 
     @property
     def steady(self) -> Window:
@@ -141,6 +162,44 @@ def _envs(data: dict, path: Path) -> dict[str, tuple[str, ...]]:
     if repeated:
         raise ValueError(f"{path}: {', '.join(repeated)} listed twice in {', '.join(ENV_LISTS)}")
     return lists
+
+
+def _envpool_envs(data: dict, path: Path) -> tuple[str, ...]:
+    """envpool_envs: envpool ids (another namespace than the gymnax lists: CartPole-v1 may be in both), each once."""
+    envs = _names(data.get("envpool_envs", []), "envpool_envs", path)
+    bad = sorted({env for env in envs if envs.count(env) > 1 or "@" in env})
+    if bad:
+        raise ValueError(f"{path}: envpool_envs lists {', '.join(bad)} twice, or with an @ (an envpool id has none)")
+    return envs
+
+
+def _backends(value, path: Path, name: str) -> tuple[str, ...]:
+    """An experiment's backends: a list of BACKENDS, each once (default: gymnax alone)."""
+    backends = _names(value, f"experiment {name}'s backends", path)
+    unknown = [b for b in backends if b not in BACKENDS]
+    if unknown or not backends or len(set(backends)) < len(backends):
+        raise ValueError(f"{path}: experiment {name}'s backends = {list(backends)}; give some of {', '.join(BACKENDS)}")
+    return backends
+
+
+def _experiment_envs(exp: dict, name: str, lists: dict, path: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(env labels, backends) of an experiment: each env of its envs on each of its backends, env by env. Its envs
+    are drawn from the study's gymnax lists (a keyword or a list) when gymnax is a backend, and must be in
+    envpool_envs when envpool is one."""
+    backends = _backends(exp.get("backends", list(BACKENDS[:1])), path, name)
+    gymnax = tuple(env for key in ENV_LISTS for env in lists[key])
+    keywords = {keyword: lists[key] for keyword, key in ENV_KEYWORDS.items()}
+    every = {"gymnax": gymnax, "envpool": lists["envpool_envs"]}
+    envs = _choice(exp["envs"], tuple(dict.fromkeys(gymnax + every["envpool"])), "env", path, keywords)
+    for backend in backends:
+        missing = [env for env in envs if env not in every[backend]]
+        if missing:
+            lists_of = ", ".join(ENV_LISTS) if backend == "gymnax" else "envpool_envs"
+            raise ValueError(
+                f"{path}: experiment {name} runs {', '.join(missing)} on {backend}, which the study's {lists_of} "
+                f"lack; known: {', '.join(every[backend]) or 'none'}"
+            )
+    return tuple(env_label(env, backend) for env in envs for backend in backends), backends
 
 
 def _names(value, what: str, path: Path) -> tuple[str, ...]:
@@ -186,26 +245,27 @@ def parse(path: Path) -> Study:
     with open(path, "rb") as f:
         data = tomllib.load(f)
     env_lists = _envs(data, path)
-    every_env = tuple(env for envs in env_lists.values() for env in envs)
+    envpool_envs = _envpool_envs(data, path)
     sizes = tuple(data["sizes"])
     frameworks = {
         name: Framework(name, fw["script"], tuple(fw["compile"]), fw.get("color", "#7f7f7f"))
         for name, fw in data["frameworks"].items()
     }
     windows = {name: Window(name, w["first"], w.get("last"), w["label"]) for name, w in data["windows"].items()}
-    env_keywords = {keyword: env_lists[name] for keyword, name in ENV_KEYWORDS.items()}
-    experiments = {
-        name: Experiment(
+    lists = {**env_lists, "envpool_envs": envpool_envs}
+    experiments = {}
+    for name, exp in data["experiments"].items():
+        envs, backends = _experiment_envs(exp, name, lists, path)
+        experiments[name] = Experiment(
             name,
             exp["title"],
-            _choice(exp["envs"], every_env, "env", path, env_keywords),
+            envs,
             _choice(exp["sizes"], sizes, "size", path, {"all": sizes}),
             exp["compile"] == "all",
             _syncs(exp["sync"], path),
             _names(exp.get("figures", []), f"experiment {name}'s figures", path),
+            backends,
         )
-        for name, exp in data["experiments"].items()
-    }
     platforms = _platforms(data, experiments, path)
     headline = _headline(data, experiments, path)
     tables = _tables(data, experiments, headline, path)
@@ -215,6 +275,7 @@ def parse(path: Path) -> Study:
         env_lists["envs"],
         env_lists["continuous_envs"],
         env_lists["expensive_envs"],
+        envpool_envs,
         sizes,
         windows,
         experiments,

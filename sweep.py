@@ -11,9 +11,11 @@ logs, progress). Everything here comes from the study (study.toml, through study
     python sweep.py sbatch  --log-dir runs --tasks 8 --timeout 900        # the job array script (bench.sh --slurm)
 
 Matrix: for each experiment, seed, env and model size (a *cell*), every sync setting, framework and compile mode of
-the experiment, in the study's order (sync "both": every framework sync off, then every one sync on). Sharding deals
-out whole cells, so every run of a cell lands on the same shard and a speedup never compares two machines. A run is
-done when a folder in {log-dir}/{exp}/ holds a usable completed run (runlog.is_completed, as for the analysis) whose
+the experiment, in the study's order (sync "both": every framework sync off, then every one sync on). An env is an env
+label (study.env_label): the env id on gymnax, "{id}@envpool" on envpool, whose runs get --env-backend envpool (and
+--env-threads N from bench.sh --cpus N), so the two backends of one env id are two cells. Sharding deals out whole
+cells, so every run of a cell lands on the same shard and a speedup never compares two machines. A run is done when a
+folder in {log-dir}/{exp}/ holds a usable completed run (runlog.is_completed, as for the analysis) whose
 config.json "command" (sys.argv of the run) is the planned command: the same script file name and the same
 arguments, apart from the value of --log-dir.
 
@@ -55,6 +57,7 @@ class Run:
     sync: bool
     command: tuple[str, ...]  # python, script, arguments
     both_syncs: bool = False  # its experiment runs sync off and on: the description and the log name say which
+    # env: an env label (study.env_label), e.g. "CartPole-v1" (gymnax) or "CartPole-v1@envpool"
 
     @property
     def sync_name(self) -> str:
@@ -94,27 +97,40 @@ def choices(option: str, value: Optional[str], valid: tuple[str, ...], extra=Non
 
 
 def why_untrainable(env: str) -> Optional[str]:
-    """Why the PPO scripts cannot train on `env`, in words; None when they can: env_adapters.py's check, the same
-    as the scripts' make_env (gymnax is imported only for an env outside the study, which takes a few seconds)."""
+    """Why the PPO scripts cannot train `env`, an env label (an id on gymnax, "{id}@envpool" on envpool), in words;
+    None when they can. On gymnax, env_adapters.py's check, the same as the scripts' make_env (gymnax is imported only
+    for an env outside the study, which takes a few seconds); on envpool, an id of env_adapters.ENVPOOL_ENVS."""
+    env_id, backend = study.split_label(env)
+    if backend not in study.BACKENDS:
+        return f"names backend {backend!r}; backends: {', '.join(study.BACKENDS)}"
+    if study.env_label(env_id, backend) != env:  # "X@gymnax": a gymnax env is named by its id alone
+        return f"is a {backend} env, named {env_id!r} alone"
+    from env_adapters import ENVPOOL_ENVS
     from env_adapters import why_untrainable as scripts_check
 
-    return scripts_check(env)
+    if backend == "envpool":
+        return None if env_id in ENVPOOL_ENVS else "is not an envpool env here"
+    problem = scripts_check(env_id)
+    if problem and env_id in ENVPOOL_ENVS:
+        problem += f" to gymnax (on envpool: {study.env_label(env_id, 'envpool')})"
+    return problem
 
 
 def env_choices(value: str, S: study.Study) -> tuple[str, ...]:
-    """--envs: each a study env or another env the scripts can train; BadOption names the first other one and lists
-    what can be trained (on this error path only: it makes every gymnax env, about a second)."""
+    """--envs: each a study env label or another env the scripts can train (a gymnax id, or "{id}@envpool" for an
+    envpool id); BadOption names the first other one and lists what can be trained (on this error path only: it makes
+    every gymnax env, about a second)."""
     envs = choices("--envs", value, S.every_env, extra=lambda env: True)
     for env in (env for env in envs if env not in S.every_env):  # the study's own are trainable
         problem = why_untrainable(env)
         if problem:
-            from env_adapters import usable_envs
+            from env_adapters import ENVPOOL_ENVS, usable_envs
 
             others = [other for other in usable_envs() if other not in S.every_env]
             raise BadOption(
                 f"--envs: {env!r} {problem}, so the scripts cannot train it; valid choices: the study's "
-                f"{', '.join(S.every_env)}, or another gymnax env the scripts can train (Discrete or 1-D Box "
-                f"actions): {', '.join(others)}"
+                f"{', '.join(S.every_env)}, an envpool env as ID@envpool (ID one of {', '.join(ENVPOOL_ENVS)}), "
+                f"or another gymnax env the scripts can train (Discrete or 1-D Box actions): {', '.join(others)}"
             )
     return envs
 
@@ -151,10 +167,13 @@ SWEEP_FLAGS = {
     "--exp-name": "each experiment's name",
     "--sync-timing": "each experiment's sync setting",
     "--no-sync-timing": "each experiment's sync setting",
+    "--env-backend": "each experiment's backends, or bench.sh --envs ID@envpool",
 }
 
 
-def check_extra(extra: tuple[str, ...], iterations: Optional[int], tag: Optional[str]) -> None:
+def check_extra(
+    extra: tuple[str, ...], iterations: Optional[int], tag: Optional[str], env_threads: Optional[int] = None
+) -> None:
     """BadOption for an argument after -- that sets what the sweep sets (in any spelling: --seed 7, --seed=7,
     --log_dir X)."""
     owned = dict(SWEEP_FLAGS)
@@ -162,6 +181,8 @@ def check_extra(extra: tuple[str, ...], iterations: Optional[int], tag: Optional
         owned["--num-iterations"] = "bench.sh --iterations"
     if tag is not None:
         owned["--tag"] = "bench.sh --tag"
+    if env_threads is not None:
+        owned["--env-threads"] = "bench.sh --cpus"
     for arg in extra:
         flag = arg.split("=", 1)[0].replace("_", "-")
         if flag in owned:
@@ -184,6 +205,7 @@ class Selection:
     shard: tuple[int, int]
     python: str
     extra: tuple[str, ...]
+    env_threads: Optional[int] = None  # --env-threads of the envpool runs (bench.sh --cpus); None: the scripts' own
 
 
 def select(args: argparse.Namespace, S: study.Study) -> Selection:
@@ -200,8 +222,9 @@ def select(args: argparse.Namespace, S: study.Study) -> Selection:
         shard=shard(args.shard),
         python=args.python,
         extra=tuple(args.extra),
+        env_threads=positive_int("--cpus", args.env_threads),
     )
-    check_extra(sel.extra, sel.iterations, sel.tag)
+    check_extra(sel.extra, sel.iterations, sel.tag, sel.env_threads)
     return sel
 
 
@@ -209,11 +232,13 @@ def select(args: argparse.Namespace, S: study.Study) -> Selection:
 def command(
     sel: Selection, exp: study.Experiment, fw: study.Framework, env: str, size: str, mode: str, seed: int, sync: bool
 ) -> tuple[str, ...]:
+    """A run's command. env: an env label; a gymnax run's command names no backend (as before there were two)."""
+    env_id, backend = study.split_label(env)
     cmd = [
         sel.python,
         str(study.ROOT / fw.script),
         "--env",
-        env,
+        env_id,
         "--model-size",
         size,
         "--compile",
@@ -225,6 +250,10 @@ def command(
         "--exp-name",
         exp.name,
     ]
+    if backend != study.BACKENDS[0]:
+        cmd += ["--env-backend", backend]
+    if backend == "envpool" and sel.env_threads is not None:  # a gymnax run has no use for it
+        cmd += ["--env-threads", str(sel.env_threads)]
     if sel.iterations is not None:
         cmd += ["--num-iterations", str(sel.iterations)]
     if sel.tag is not None:
@@ -234,13 +263,21 @@ def command(
     return (*cmd, *sel.extra)
 
 
+def takes_outside_env(exp: study.Experiment, env: str, S: study.Study) -> bool:
+    """Whether an env label of --envs outside the study joins this experiment: a gymnax env joins the experiments of
+    envs "all", an env on another backend (e.g. "Humanoid-v4@envpool") those that run that backend alone."""
+    backend = study.split_label(env)[1]
+    return exp.envs == S.envs if backend == study.BACKENDS[0] else exp.backends == (backend,)
+
+
 def experiment_envs(sel: Selection, exp: study.Experiment, S: study.Study) -> tuple[str, ...]:
-    """The envs of an experiment in this sweep: its own, or those of --envs it has (in the order given). An experiment
-    of envs "all" also takes the envs of --envs outside the study (e.g. another gymnax env)."""
+    """The env labels of an experiment in this sweep: its own, or those of --envs it has (in the order given), and
+    those of --envs outside the study that it takes (takes_outside_env)."""
     if sel.envs is None:
         return exp.envs
-    outside = exp.envs == S.envs
-    return tuple(env for env in sel.envs if env in exp.envs or (outside and env not in S.every_env))
+    return tuple(
+        env for env in sel.envs if env in exp.envs or (env not in S.every_env and takes_outside_env(exp, env, S))
+    )
 
 
 def matrix(sel: Selection, S: study.Study) -> list[Run]:
@@ -343,11 +380,14 @@ def done_flags(runs: list[Run], log_dir: str) -> list[bool]:
 
 
 # ---------------------------------------------------------------------------------------- env timing
-def env_timing_reason(path: Path, envs: list[str]) -> Optional[tuple[str, list[str]]]:
+def env_timing_reason(
+    path: Path, envs: list[str], env_threads: Optional[int] = None
+) -> Optional[tuple[str, list[str]]]:
     """Why the env timing at `path` must be (re)done on this machine, and which envs to time; None if usable.
 
-    Usable: it exists, comes from this hostname and device (jax.devices()[0].device_kind), and holds every env
-    of the sweep. Re-timing on the same machine keeps the envs the file already has."""
+    Usable: it exists, comes from this hostname and device (jax.devices()[0].device_kind), holds every env (label)
+    of the sweep, and, when the sweep has envpool envs, timed them with the sweep's --env-threads (`env_threads`;
+    None: the scripts' default, 1). Re-timing on the same machine keeps the envs the file already has."""
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
@@ -366,7 +406,13 @@ def env_timing_reason(path: Path, envs: list[str]) -> Optional[tuple[str, list[s
     missing = [env for env in envs if env not in have]
     if missing:
         return f"{path} lacks {', '.join(missing)}", list(dict.fromkeys(have + envs))
+    threads, timed = env_threads or DEFAULT_ENV_THREADS, data.get("env_threads", DEFAULT_ENV_THREADS)
+    if timed != threads and any(study.split_label(env)[1] == "envpool" for env in envs):
+        return f"{path} timed the envpool envs with {timed} threads, this sweep's runs get {threads}", have
     return None
+
+
+DEFAULT_ENV_THREADS = 1  # the scripts' --env-threads default (and env_timing.py's)
 
 
 # -------------------------------------------------------------------------------------------- Slurm
@@ -582,6 +628,7 @@ def parser() -> Parser:
         s.add_argument("--log-dir", default="runs")
         s.add_argument("--shard", default="0/1", help="K/N: this shard's cells only")
         s.add_argument("--python", default="python", help="the interpreter in the commands")
+        s.add_argument("--env-threads", help="--env-threads of every envpool run (bench.sh --cpus N gives N)")
         s.add_argument("extra", nargs="*", help="after --: arguments added to every run")
     sub.add_parser("experiments")
     return p
@@ -678,7 +725,8 @@ def main(argv=None) -> int:
         print(f"{sel.shard[0]}/{sel.shard[1]}")
         return 0
     if args.action == "env-timing":
-        verdict = env_timing_reason(Path(args.file), list(dict.fromkeys(run.env for run in whole)))
+        envs = list(dict.fromkeys(run.env for run in whole))
+        verdict = env_timing_reason(Path(args.file), envs, sel.env_threads)
         if verdict:  # two lines: why, and the envs to time; nothing when the file is usable
             print(*verdict[0].splitlines(), sep=" ")
             print(",".join(verdict[1]))

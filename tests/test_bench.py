@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 import runlog
+import study
 import sweep
 from helpers import ROOT, STUDY, one_cell, read_json
 
@@ -51,9 +52,15 @@ def framework_of(line: str, study=STUDY) -> str:
     return next(name for name, fw in study.frameworks.items() if Path(fw.script).name == script)
 
 
+def env_of(line: str) -> str:
+    """The env label of a command line: its --env, with "@envpool" when it runs on envpool (--env-backend)."""
+    backend = option(line, "--env-backend") if " --env-backend " in line else "gymnax"
+    return study.env_label(option(line, "--env"), backend)
+
+
 def cell_of(line: str) -> tuple:
-    """(experiment, seed, env, model size) of a command line; the experiment is its log dir's name."""
-    return (Path(option(line, "--log-dir")).name, *(option(line, name) for name in ("--seed", "--env", "--model-size")))
+    """(experiment, seed, env label, model size) of a command line; the experiment is its log dir's name."""
+    return (Path(option(line, "--log-dir")).name, option(line, "--seed"), env_of(line), option(line, "--model-size"))
 
 
 def last_line(proc) -> str:
@@ -122,12 +129,13 @@ def test_dry_run_matrix_contents(tmp_path):
         modes = {(framework_of(line), option(line, "--compile")) for line in runs}
         assert modes == {(fw.name, mode) for fw in STUDY.frameworks.values() for mode in exp.compile_modes(fw)}
         assert {option(line, "--model-size") for line in runs} == set(exp.sizes)
-        assert list(dict.fromkeys(option(line, "--env") for line in runs)) == list(exp.envs)  # in the study's order
+        assert list(dict.fromkeys(env_of(line) for line in runs)) == list(exp.envs)  # in the study's order
 
 
 def test_bench_sh_holds_no_study():
     """The study lives in study.toml: bench.sh names no compile mode, script, size list or experiment-specific env."""
     text = (ROOT / "bench.sh").read_text()
+    text = re.sub(r"^  \./bench\.sh .*$", "", text, flags=re.M)  # the help's examples may name an env
     for fw in STUDY.frameworks.values():
         assert fw.script not in text
         named_modes = [
@@ -244,15 +252,17 @@ def test_the_expensive_and_continuous_envs_stay_out_of_the_other_experiments(tmp
         assert (option(line, "--env") in STUDY.expensive_envs) == (option(line, "--exp-name") == "exp5")
         assert (option(line, "--env") in STUDY.continuous_envs) == (option(line, "--exp-name") == "exp6")
     asked = dry_run(tmp_path, "--seeds", "1", "--envs", f"CartPole-v1,{STUDY.continuous_envs[0]}")
-    assert {(option(line, "--exp-name"), option(line, "--env")) for line in asked} == {
+    assert {(option(line, "--exp-name"), env_of(line)) for line in asked} == {
         ("exp1", "CartPole-v1"),
         ("exp2", "CartPole-v1"),
+        ("exp7", "CartPole-v1"),  # on gymnax: CartPole-v1@envpool is another env
         ("exp6", STUDY.continuous_envs[0]),
     }
     asked = dry_run(tmp_path, "--seeds", "1", "--envs", f"CartPole-v1,{STUDY.expensive_envs[0]}")
-    assert {(option(line, "--exp-name"), option(line, "--env")) for line in asked} == {
+    assert {(option(line, "--exp-name"), env_of(line)) for line in asked} == {
         ("exp1", "CartPole-v1"),
         ("exp2", "CartPole-v1"),
+        ("exp7", "CartPole-v1"),
         ("exp5", STUDY.expensive_envs[0]),
     }
     assert len(asked) == expected_count(envs=["CartPole-v1", STUDY.expensive_envs[0]])
@@ -709,7 +719,8 @@ def test_env_timing_defaults_to_the_study_envs(tmp_path):
     code = "import env_timing; print(','.join(env_timing.env_list(env_timing.Args())))"
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.strip().split(",") == [e for e in STUDY.every_env if e != "CartPole-v1"]  # with the expensive
+    without = [e for e in STUDY.every_env if study.split_label(e)[0] != "CartPole-v1"]  # nor CartPole-v1@envpool
+    assert proc.stdout.strip().split(",") == without  # with the expensive and the envpool envs
 
 
 def test_env_timing_writes_json(tmp_path):

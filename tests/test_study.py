@@ -44,7 +44,8 @@ def test_the_study_as_committed():
         *("Craftax-Classic-Symbolic-v1", "Craftax-Symbolic-v1"),
         *("brax-halfcheetah", "brax-ant"),
     )
-    assert STUDY.every_env == STUDY.envs + STUDY.continuous_envs + STUDY.expensive_envs
+    envpool = tuple(f"{env}@envpool" for env in STUDY.envpool_envs)
+    assert STUDY.every_env == STUDY.envs + STUDY.continuous_envs + STUDY.expensive_envs + envpool
     assert (STUDY.steady.first, STUDY.steady.last) == (8, None)
     exp3 = STUDY.experiments["exp3"]
     assert (
@@ -77,7 +78,37 @@ def test_the_continuous_envs_join_exp6_only():
     others = {env for exp in STUDY.experiments.values() if exp.name != "exp6" for env in exp.envs}
     assert not set(STUDY.continuous_envs) & others and "PointRobot-misc" not in STUDY.every_env
     assert {"total", "speedups", "speedup_vs_env_cost"} <= set(exp6.figures)
-    assert STUDY.tables == ("exp1", "exp6")
+    assert STUDY.tables == ("exp1", "exp6", "exp7")
+
+
+def test_exp7_runs_the_classic_envs_on_both_backends_and_exp8_mujoco_on_envpool():
+    """exp7: CartPole-v1, Acrobot-v1, MountainCar-v0 on gymnax and on envpool, small and medium, default modes, sync
+    off and on, each env on both backends one after the other; exp8: HalfCheetah-v4 and Hopper-v4 on envpool alone.
+    An env on envpool is named "{id}@envpool"; exp7 is in the README's tables, and both draw the backends figure."""
+    import env_adapters
+
+    exp7, exp8 = STUDY.experiments["exp7"], STUDY.experiments["exp8"]
+    assert exp7.backends == ("gymnax", "envpool") and exp8.backends == ("envpool",)
+    assert exp7.envs == tuple(
+        label for env in ("CartPole-v1", "Acrobot-v1", "MountainCar-v0") for label in (env, f"{env}@envpool")
+    )
+    assert exp8.envs == ("HalfCheetah-v4@envpool", "Hopper-v4@envpool")
+    for exp in (exp7, exp8):
+        assert exp.sizes == ("small", "medium") and exp.syncs == (False, True) and "backends" in exp.figures
+        assert all(exp.compile_modes(fw) == (fw.default_compile,) for fw in STUDY.frameworks.values())
+    assert set(STUDY.envpool_envs) <= set(env_adapters.ENVPOOL_ENVS)  # every one an env the adapter can make
+    assert {study.split_label(env)[0] for env in exp7.envs + exp8.envs} <= set(STUDY.envpool_envs)
+    others = {env for exp in STUDY.experiments.values() if exp.name not in ("exp7", "exp8") for env in exp.envs}
+    assert not {env for env in others if "@" in env}  # no other experiment runs on envpool
+    assert "exp7" in STUDY.tables
+
+
+@pytest.mark.parametrize(
+    "env,backend,label", [("CartPole-v1", "gymnax", "CartPole-v1"), ("Hopper-v4", "envpool", "Hopper-v4@envpool")]
+)
+def test_an_env_label_names_the_backend_except_gymnax(env, backend, label):
+    assert study.env_label(env, backend) == label and study.split_label(label) == (env, backend)
+    assert study.env_label(env) == env  # gymnax, the scripts' default backend
 
 
 def edited_study(tmp_path: Path, old: str, new: str) -> Path:
@@ -109,6 +140,21 @@ def test_sync_settings(tmp_path, value, syncs):
         ),
         ('continuous_envs = ["Pendulum-v1"', 'continuous_envs = ["brax-ant"', "brax-ant listed twice"),
         ('envs = "continuous"', 'envs = "continous"', "continous"),
+        (
+            'backends = ["gymnax", "envpool"]',
+            'backends = ["gymnax", "brax"]',
+            r"exp7's backends = \['gymnax', 'brax'\]",
+        ),
+        ('backends = ["gymnax", "envpool"]', 'backends = ["envpool", "envpool"]', "exp7's backends"),
+        ('backends = ["gymnax", "envpool"]', 'backends = "envpool"', "exp7's backends = 'envpool'"),
+        (
+            'envs = ["HalfCheetah-v4", "Hopper-v4"]',
+            'envs = ["HalfCheetah-v4", "Pendulum-v1"]',
+            "Pendulum-v1 on envpool",
+        ),
+        ('backends = ["envpool"]', 'backends = ["gymnax"]', "runs HalfCheetah-v4, Hopper-v4 on gymnax"),
+        ('"Hopper-v4"]\n', '"Hopper-v4", "Hopper-v4"]\n', "envpool_envs lists Hopper-v4 twice"),
+        ('"Hopper-v4"]\n', '"Hopper-v4@envpool"]\n', "Hopper-v4@envpool twice, or with an @"),
     ],
 )
 def test_a_bad_experiment_is_named(tmp_path, old, new, named):
@@ -132,9 +178,9 @@ def test_the_analysis_roles_as_committed():
         ('repeats = "exp1"', 'repeats = "exp4"', "platform exp4 repeats 'exp4'"),
         ('figures = ["compile_modes"]', 'figures = "compile_modes"', "exp3's figures"),
         ("[platforms.exp4]", "[platforms.exp1]", "both an experiment and a platform"),
-        ('tables = ["exp1", "exp6"]', 'tables = ["exp1", "exp7"]', "tables lists 'exp7'"),
-        ('tables = ["exp1", "exp6"]', 'tables = "exp6"', "tables = 'exp6'"),
-        ('tables = ["exp1", "exp6"]', 'tables = ["exp2"]', "exp2, which has no sync-off runs"),
+        ('tables = ["exp1", "exp6", "exp7"]', 'tables = ["exp1", "exp9"]', "tables lists 'exp9'"),
+        ('tables = ["exp1", "exp6", "exp7"]', 'tables = "exp6"', "tables = 'exp6'"),
+        ('tables = ["exp1", "exp6", "exp7"]', 'tables = ["exp2"]', "exp2, which has no sync-off runs"),
     ],
 )
 def test_a_bad_analysis_role_is_named(tmp_path, old, new, named):
@@ -162,11 +208,12 @@ def test_an_experiment_may_list_gymnax_and_expensive_envs(tmp_path):
 def test_a_study_without_expensive_or_continuous_envs(tmp_path):
     text = study.DEFAULT_PATH.read_text().split("[experiments.exp5]")[0]  # exp5, exp6 and the roles dropped
     path = tmp_path / "study.toml"
-    for key in ("expensive_envs", "continuous_envs"):
+    for key in ("expensive_envs", "continuous_envs", "envpool_envs"):
         text = text.replace(f"\n{key} = [", f"\n# {key} = [")
     path.write_text(text)
     parsed = study.parse(path)
-    assert parsed.expensive_envs == parsed.continuous_envs == () and parsed.every_env == STUDY.envs
+    assert parsed.expensive_envs == parsed.continuous_envs == parsed.envpool_envs == ()
+    assert parsed.every_env == STUDY.envs and all(exp.backends == ("gymnax",) for exp in parsed.experiments.values())
 
 
 def test_a_new_framework_adds_its_pairs(tmp_path):
