@@ -1,10 +1,10 @@
 """Measures the step cost of each environment of the study: the "env complexity" axis of benchback-rl.
 
 For each env: the jitted batched step over `--num-envs` envs with random actions, as the PPO scripts step them
-(gymnax: the vmapped `env.step`; Craftax and Brax: their adapter's batched step, from env_adapters.py), 10 warm-up
-and 100 timed calls, each behind `jax.block_until_ready`. All include their auto-reset (Brax's halfcheetah ends its
-episodes at step 1000 only, so its timed steps reset nothing). Random actions are uniform: over the choices of a
-discrete env, within the bounds of a continuous (Box) one, as float32 vectors. The per-step time is
+(gymnax: the vmapped `env.step`; Craftax, Brax and envpool: their adapter's batched step, from env_adapters.py),
+10 warm-up and 100 timed calls, each behind `jax.block_until_ready`. All include their auto-reset (Brax's
+halfcheetah ends its episodes at step 1000 only, so its timed steps reset nothing). Random actions are uniform: over
+the choices of a discrete env, within the bounds of a continuous (Box) one, as float32 vectors. The per-step time is
 summarised by a 10 % trimmed mean (and the median, IQR, mean, std, min, max). Keys and actions are drawn before
 timing, so only the env step itself is timed.
 
@@ -17,8 +17,16 @@ need the large batch for their cost per env step to be compute rather than call 
 --num-envs. Each env's num_envs is recorded with its times. num_actions: a discrete env's number of choices, a
 continuous env's action length.
 
+An env on envpool (CPU simulators, whatever JAX's device) is named by its env label, "{id}@envpool" (study.py), the
+key of its times in the file, beside the gymnax env of the same id: the adapter's batched step through its host
+callback, inside the same jitted call and timing loop, --envpool-num-envs at once (1024) with --env-threads threads
+(1, the scripts' default; bench.sh --cpus N gives N). Its cost per env step is that of a C++ loop over the envs:
+flat from about a thousand envs (CartPole-v1, 1 thread: 23, 5.1, 3.4, 3.8 us at 32, 256, 1024, 4096 envs, where
+the call's fixed cost fades), and MuJoCo's 60-115 us would take 40 s an env at 4096. Random actions as above.
+
     python env_timing.py                                  # the study's envs -> results/env_timing.json
     python env_timing.py --envs CartPole-v1,Acrobot-v1 --num-envs 64 --out /tmp/timing.json
+    python env_timing.py --envs CartPole-v1,CartPole-v1@envpool --out /tmp/timing.json   # both backends
 """
 
 import json
@@ -49,13 +57,17 @@ CPU_EXPENSIVE_NUM_ENVS = 256  # the default --expensive-num-envs on a CPU (see t
 @dataclass(frozen=True)
 class Args:
     envs: tyro.conf.UseAppendAction[tuple[str, ...]] = ()
-    """env ids (gymnax, Craftax or Brax), comma-separated or repeated (--envs A,B --envs C); empty: every env of the
-    study (study.toml: envs and expensive_envs)"""
+    """env labels (gymnax, Craftax or Brax ids; ID@envpool on envpool), comma-separated or repeated (--envs A,B
+    --envs C); empty: every env of the study (study.toml: envs, continuous_envs, expensive_envs, envpool_envs)"""
     num_envs: int = 4096
     """the number of environments stepped at once (vmapped)"""
     expensive_num_envs: Optional[int] = None
     """the number stepped at once for the study's expensive envs (Craftax, Brax); default: 256 on a CPU, else
     --num-envs"""
+    envpool_num_envs: int = 1024
+    """the number stepped at once for an env on envpool (a CPU simulator on any device)"""
+    env_threads: int = 1
+    """envpool's worker threads (0: envpool's default, one per core), as the scripts' --env-threads"""
     warmup_steps: int = 10
     """untimed steps before timing (the first one compiles)"""
     timed_steps: int = 100
@@ -74,14 +86,17 @@ def env_list(args: Args) -> list[str]:
 
 def check_args(args: Args, envs: list[str]) -> None:
     """Refuses bad input with one line naming the bad value and the valid choices."""
-    valid = [*gymnax.registered_envs, *env_adapters.adapted_envs()]
+    envpool = [study.env_label(env, "envpool") for env in env_adapters.ENVPOOL_ENVS]
+    valid = [*gymnax.registered_envs, *env_adapters.adapted_envs(), *envpool]
     unknown = [name for name in envs if name not in valid]
     if unknown:
         raise ValueError(f"unknown env {', '.join(map(repr, unknown))}; valid envs: {', '.join(valid)}")
-    for name in ("num_envs", "warmup_steps", "timed_steps", "expensive_num_envs"):
+    for name in ("num_envs", "warmup_steps", "timed_steps", "expensive_num_envs", "envpool_num_envs"):
         value = getattr(args, name)
         if value is not None and value <= 0:
             raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {value}")
+    if args.env_threads < 0:
+        raise ValueError(f"--env-threads must be 0 (envpool's default) or more, got {args.env_threads}")
 
 
 def check_out(out: str) -> None:
@@ -103,8 +118,14 @@ def expensive_num_envs(args: Args) -> int:
     return CPU_EXPENSIVE_NUM_ENVS if jax.default_backend() == "cpu" else args.num_envs
 
 
+def on_envpool(label: str) -> bool:
+    return study.split_label(label)[1] == "envpool"
+
+
 def batch_size(env_id: str, args: Args) -> int:
-    """How many envs of this env are stepped at once."""
+    """How many envs of this env (an env label) are stepped at once."""
+    if on_envpool(env_id):
+        return args.envpool_num_envs
     return expensive_num_envs(args) if env_id in study.load().expensive_envs else args.num_envs
 
 
@@ -126,9 +147,12 @@ def adapter_space(env):
     return spaces.Discrete(env.num_actions)
 
 
-def make_env(env_id: str) -> BatchedEnv:
-    """An adapted env (Craftax, Brax) from env_adapters.py, else the gymnax env, vmapped as the scripts'
-    GymnaxBatch."""
+def make_env(env_id: str, num_envs: int = 0, seed: int = 0, env_threads: int = 1) -> BatchedEnv:
+    """An env label's env: on envpool, a pool of num_envs envs (seed, env_threads threads), an adapted env (Craftax,
+    Brax) from env_adapters.py, else the gymnax env, vmapped as the scripts' GymnaxBatch."""
+    if on_envpool(env_id):
+        env, params = env_adapters.make_envpool(study.split_label(env_id)[0], num_envs, seed, env_threads)
+        return BatchedEnv(env.reset, env.step, adapter_space(env), params)
     if env_id in env_adapters.adapted_envs():
         env, params = env_adapters.make(env_id)
         return BatchedEnv(env.reset, env.step, adapter_space(env), params)
@@ -164,8 +188,8 @@ def random_inputs(key, env: BatchedEnv, num_envs: int, num_calls: int):
 
 def time_env(env_id: str, args: Args) -> dict:
     """Step times (ms) of one env, plus its observation and action sizes."""
-    env = make_env(env_id)
     num_envs = batch_size(env_id, args)
+    env = make_env(env_id, num_envs, args.seed, args.env_threads)
     reset_key, input_key = jax.random.split(jax.random.key(args.seed))
     obs, state = reset_envs(env, reset_key, num_envs)
     step = make_stepper(env)
@@ -179,7 +203,9 @@ def time_env(env_id: str, args: Args) -> dict:
             times_ms.append((time.perf_counter() - start) * 1e3)
     space = env.action_space
     summary = summarise(np.array(times_ms))
+    threads = {"env_threads": args.env_threads} if on_envpool(env_id) else {}
     return {
+        **threads,
         "obs_shape": list(obs.shape[1:]),
         "obs_dim": int(np.prod(obs.shape[1:])),
         "action_space": type(space).__name__,
@@ -227,6 +253,7 @@ def metadata(args: Args, envs: list[str]) -> dict:
         "scipy",
         *(["craftax"] if set(envs) & set(env_adapters.CRAFTAX_ENVS) else []),
         *(["brax", "mujoco", "mujoco-mjx"] if set(envs) & set(env_adapters.BRAX_ENVS) else []),
+        *(["envpool"] if any(map(on_envpool, envs)) else []),
     ]
     return {
         "device": jax.devices()[0].device_kind,
@@ -237,6 +264,8 @@ def metadata(args: Args, envs: list[str]) -> dict:
         "date": datetime.now(timezone.utc).isoformat(),
         "num_envs": args.num_envs,
         "expensive_num_envs": expensive_num_envs(args),
+        "envpool_num_envs": args.envpool_num_envs,
+        "env_threads": args.env_threads,
         "warmup_steps": args.warmup_steps,
         "timed_steps": args.timed_steps,
         "trim": TRIM,
@@ -267,8 +296,8 @@ def main():
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
     print(
-        f"timing {len(envs)} envs ({args.num_envs} at once; expensive ones {expensive_num_envs(args)}) on "
-        f"{jax.devices()[0].device_kind}: "
+        f"timing {len(envs)} envs ({args.num_envs} at once; expensive ones {expensive_num_envs(args)}; on envpool "
+        f"{args.envpool_num_envs} with {args.env_threads} threads) on {jax.devices()[0].device_kind}: "
         f"{args.warmup_steps} warm-up + {args.timed_steps} timed steps each",
         flush=True,
     )
