@@ -6,6 +6,7 @@ experiment that lists it has runs. The speedup figures draw the tables' cells: t
 cluster-bootstrap interval, over every pair of runs drawn as faint dots.
 """
 
+import itertools
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -15,6 +16,8 @@ import seaborn as sns
 from analysis.loading import BadInput
 from analysis.plotting import (
     INTERVAL,
+    backend_bars,
+    backend_legend,
     capitalised,
     draw_against_env_cost,
     empty_panel,
@@ -39,7 +42,7 @@ from analysis.results import Results, present
 from analysis.speedups import ENV_COST_METRICS, env_costs, env_speedups, pairwise
 from analysis.stats import MIN_CORRELATION_ENVS
 from analysis.summary import window_column, window_columns
-from study import Study
+from study import BACKENDS, Study, split_label
 
 
 class Kind(NamedTuple):
@@ -263,6 +266,44 @@ def fig_speedup_vs_env_cost(r: Results, name: str = ""):
     return fig
 
 
+def backend_runs(r: Results, name: str) -> pd.DataFrame:
+    """An experiment's sync-on runs in default compile modes, with each run's env id and backend (from its label)."""
+    S, runs = r.study, r.runs(name)
+    runs = runs[runs["sync_timing"].astype(bool) & (runs["compile"] == runs["framework"].map(S.default_compile))]
+    labels = [split_label(label) for label in runs["env"]]
+    return runs.assign(env_id=[env for env, _ in labels], backend=[backend for _, backend in labels])
+
+
+def fig_backends(r: Results, name: str):
+    """Per env (column) and model size (row): each framework's rollout and update time per iteration (sync on,
+    default compile modes, the steady window's mean; the median over seeds) as one stacked bar per env backend,
+    gymnax beside envpool, and over an envpool bar its rollout time / the gymnax one's."""
+    S, runs = r.study, backend_runs(r, name)
+    if runs.empty:
+        return "no sync-on runs in default compile modes"
+    parts = [window_column(S.steady, part) for part in ("rollout", "update")]
+    envs = present(dict.fromkeys(split_label(label)[0] for label in r.envs), runs["env_id"])
+    sizes, frameworks = present(S.sizes, runs["model_size"]), present(S.frameworks, runs["framework"])
+    backends = present(BACKENDS, runs["backend"])
+    medians = runs.groupby(["env_id", "model_size", "framework", "backend"])[parts].median()
+    title = (
+        f"{capitalised(name)}: time per iteration on each env backend ({' vs '.join(backends)}; sync on, default "
+        f"compile, mean over {S.steady.label})"
+    )
+    fig, axes = new_figure(len(envs), len(sizes), width=4.6, height=4.4, title=title)
+    cells = set(zip(runs["env_id"], runs["model_size"]))
+    for (row, size), (col, env) in itertools.product(enumerate(sizes), enumerate(envs)):
+        ax = axes[row, col]
+        ax.set_title(f"{env}, {size} model")
+        if (env, size) not in cells:
+            empty_panel(ax, "no runs")
+            continue
+        backend_bars(ax, medians.loc[(env, size)], parts, frameworks, backends, S)
+    for row in range(len(sizes)):
+        backend_legend(axes[row], backends)
+    return fig
+
+
 def with_others(r: Results, name: str) -> str:
     rest = others(r, name)
     return f" (with {' and '.join(rest)})" if rest else ""
@@ -299,6 +340,11 @@ KINDS = {
         fig_compile_modes,
     ),
     "tags": Kind("{experiment}_tags.png", lambda r, n: f"{capitalised(n)}: platforms (tags) compared", fig_tags, True),
+    "backends": Kind(
+        "{experiment}_backends.png",
+        lambda r, n: f"{capitalised(n)}: rollout and update time per framework on each env backend (gymnax, envpool)",
+        fig_backends,
+    ),
     "speedup_vs_env_cost": Kind(
         "speedup_vs_env_cost.png",
         lambda r, n: f"Speedups against env step cost ({' and '.join(r.compared('total'))})",

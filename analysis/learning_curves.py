@@ -2,7 +2,8 @@
 
     python -m analysis.learning_curves results/continuous/runs --out results/continuous/learning_curves.png
 
-Every completed run under the folders is drawn, coloured by framework (study.toml's colours); beside the figure,
+Every completed run under the folders is drawn, coloured by framework (study.toml's colours), a panel per env label
+(an env on envpool apart from its gymnax twin: "CartPole-v1@envpool"); beside the figure,
 {out}.md tables each run's final return (summary.json: the mean return of its last 10 iterations) and env steps.
 An existing --out is replaced only with --force; nothing is written (exit status 2) when no completed run has an
 episodic return.
@@ -20,6 +21,7 @@ from matplotlib.ticker import EngFormatter  # noqa: E402
 
 import runlog  # noqa: E402
 import study  # noqa: E402
+from analysis.loading import run_env  # noqa: E402
 from analysis.plotting import framework_colors  # noqa: E402
 
 RETURN = "charts/episodic_return"
@@ -44,7 +46,7 @@ def curves(runs) -> dict[str, list]:
         if points is None or points.empty:
             continue
         curve = (run.config["framework"], run.config["seed"], points["step"], points[RETURN])
-        by_env.setdefault(run.config["env"], []).append(curve)
+        by_env.setdefault(run_env(run.config), []).append(curve)
     return by_env
 
 
@@ -55,7 +57,7 @@ def final_returns(runs) -> str:
         steps = run.config["batch_size"] * run.summary["iterations_completed"]
         final = run.summary.get("final_return")
         final = "–" if final is None else f"{final:.1f}"
-        rows.append((run.config["env"], run.config["framework"], run.config["seed"], steps, final))
+        rows.append((run_env(run.config), run.config["framework"], run.config["seed"], steps, final))
     lines = ["| env | framework | seed | env steps | final return |", "| --- | --- | --- | --- | --- |"]
     lines += [f"| {env} | {fw} | {seed} | {steps:,} | {final} |" for env, fw, seed, steps, final in sorted(rows)]
     return "\n".join(lines) + "\n"

@@ -5,6 +5,10 @@ and says why it cannot be used: the one definition of a usable completed run, sh
 runs of a runs.csv written earlier go through the same check (runlog.check_completed), run by run. Unusable runs
 are skipped with their reason, never stop the analysis.
 
+A run's env is its env label (study.env_label): the env id, with "@envpool" for a run on envpool (config.json
+env_backend; runs made before the scripts had backends lack it, and ran on gymnax), so that the env column, and
+every table and figure keyed by it, never merges the two backends of one env id.
+
 Runs are told apart by their content: the folder name with the config's command, hostname and start time. Runs of
 other tags or machines that share a folder name are all kept; only true duplicates (the same run given twice, e.g.
 as a folder and in a runs.csv) are dropped, keeping the first copy.
@@ -18,7 +22,7 @@ from typing import NamedTuple, Optional
 import pandas as pd
 
 import runlog
-from study import Study
+from study import BACKENDS, Study, env_label
 
 CONFIG_COLUMNS = [
     "env",
@@ -78,6 +82,11 @@ def run_keys(table: pd.DataFrame) -> pd.Series:
 
 
 # ----------------------------------------------------------------------------------------- run folders
+def run_env(config: dict) -> str:
+    """A run's env label: its env on its env_backend (gymnax where config.json has none)."""
+    return env_label(config["env"], config.get("env_backend") or BACKENDS[0])
+
+
 def run_rows(run: runlog.Run, study: Study) -> pd.DataFrame:
     """The rows of one completed run: its config and summary on every row, its scalars one row per logged step."""
     config, summary, scalars = run.config, run.summary, run.scalars
@@ -85,6 +94,7 @@ def run_rows(run: runlog.Run, study: Study) -> pd.DataFrame:
     parent = run.path.parent.name
     sweep = parent if parent in study.experiments else ""
     config = {**config, "device_name": config.get("device_name", config.get("device"))}  # "device" in older runs
+    config["env"] = run_env(config)
     info = {
         "run": run.path.name,
         "run_dir": str(run.path),

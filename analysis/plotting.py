@@ -10,6 +10,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
 from analysis.results import Results, mode_name, present  # noqa: E402
@@ -21,6 +22,8 @@ MARKERS = ("o", "s", "^", "D", "v", "P")
 SPEEDUP_LABEL = "speedup A → B = time A / time B\n(above 1×: B is faster)"
 INTERVAL = f"{BOOTSTRAP_LEVEL:.0%} cluster-bootstrap interval"
 INTERVAL_GID, CENTRE_GID = "interval", "centre"  # the gids of the tables' intervals and estimates, found by tests
+BACKEND_HATCHES = {"gymnax": "", "envpool": "///"}  # a bar's env backend; its colour is its framework's
+UPDATE_SHADE = 0.55  # an update bar: its framework's colour, this much towards white
 
 
 # ---------------------------------------------------------------------------------------------- palettes
@@ -247,3 +250,43 @@ def mark_expensive_envs(ax, r: Results, envs) -> None:
         ax.axvline(cost[env], color="0.6", ls=":", lw=1, zorder=0)
         transform = ax.get_xaxis_transform()
         ax.text(cost[env], 0.02, f" {env}", transform=transform, rotation=90, fontsize=8, color="0.4", va="bottom")
+
+
+def backend_bars(ax, cell: pd.DataFrame, parts: list[str], frameworks, backends, study: Study) -> None:
+    """Per framework (x), one stacked bar per backend: rollout (the framework's colour), then update (lighter),
+    hatched by backend; gid "{backend} {rollout|update}" on each bar. Over a bar of any backend but the first, its
+    rollout over the first backend's, e.g. "×3.1". cell: medians indexed by (framework, backend), columns parts."""
+    width = 0.8 / len(backends)
+    for i, framework in enumerate(frameworks):
+        color = framework_colors(study).get(framework, "0.5")
+        for j, backend in enumerate(backends):
+            if (framework, backend) not in cell.index:
+                continue
+            rollout, update = (float(cell.at[(framework, backend), part]) for part in parts)
+            x = i + (j - (len(backends) - 1) / 2) * width
+            hatch = BACKEND_HATCHES.get(backend, "..")
+            common = dict(width=width * 0.92, hatch=hatch, edgecolor="0.25", linewidth=0.6)
+            ax.bar(x, rollout, color=color, gid=f"{backend} rollout", **common)
+            ax.bar(x, update, bottom=rollout, color=shade(color, UPDATE_SHADE), gid=f"{backend} update", **common)
+            first = (framework, backends[0])
+            ratio = rollout / float(cell.at[first, parts[0]]) if j and first in cell.index else np.nan
+            if np.isfinite(ratio):
+                ax.text(x, rollout + update, f"×{ratio:.1f}", ha="center", va="bottom", fontsize=9, color="0.2")
+    ax.set_xticks(range(len(frameworks)), frameworks)
+    ax.set_xlim(-0.6, len(frameworks) - 0.4)
+    tops = cell[parts].sum(axis=1, min_count=len(parts))
+    ax.set_ylim(0, 1.15 * float(tops.max()) if tops.notna().any() else 1.0)  # room for the ratios
+    ax.set_ylabel("time per iteration (s)")
+
+
+def backend_legend(axes_row, backends) -> None:
+    """The legend of backend_bars: the parts (shades) and the backends (hatches)."""
+    handles = [
+        Patch(facecolor="0.35", edgecolor="0.25", label="rollout"),
+        Patch(facecolor=shade("0.35", UPDATE_SHADE), edgecolor="0.25", label="update"),
+        *(Patch(facecolor="white", edgecolor="0.25", hatch=BACKEND_HATCHES.get(b, ".."), label=b) for b in backends),
+    ]
+    title = "bar: rollout + update\n(median over seeds)" + (
+        f"\n×: rollout on {backends[1]} /\nrollout on {backends[0]}" if len(backends) > 1 else ""
+    )
+    row_legend(axes_row, title, handles=handles)

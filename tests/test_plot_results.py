@@ -39,6 +39,13 @@ EXPENSIVE_FACTOR = dict(zip(STUDY.expensive_envs, [6.0, 9.0]))  # exp5's envs
 EXPENSIVE_COST = dict(zip(STUDY.expensive_envs, [500.0, 2000.0]))  # their step cost in the synthetic env timing
 CONTINUOUS_FACTOR = dict(zip(STUDY.continuous_envs, [1.5, 2.5, 3.5, 4.5]))  # exp6's envs
 CONTINUOUS_COST = dict(zip(STUDY.continuous_envs, [1.5, 2.5, 4.0, 6.0]))
+MUJOCO_FACTOR = {"HalfCheetah-v4": 4.0, "Hopper-v4": 5.0}  # exp8's envs (on envpool)
+# an envpool run's times, relative to its gymnax twin's: the CPU env costs the JAX frameworks more than torch
+ENVPOOL_FACTOR = {"linen": 3.0, "nnx": 3.0, "equinox": 3.0, "torch": 1.5, "fake": 2.0}
+ENVPOOL_COST = {
+    **{f"{env}@envpool": 30.0 + 5 * i for i, env in enumerate(ENV_FACTOR)},  # exp7's envpool envs
+    **{f"{env}@envpool": cost for env, cost in zip(MUJOCO_FACTOR, [800.0, 1200.0])},  # exp8's
+}
 SIZE_FACTOR = {"small": 1.0, "medium": 2.0, "large": 4.0}
 TAG_FACTOR = {"linux": 1.0, "mac": 3.0}
 # time/iteration relative to the steady state: iteration 0 compiles, 1-7 warm up, 8+ drift a little
@@ -47,7 +54,7 @@ WINDOW_SHAPE = [20.0] + [3.0] * 7 + [1.0 + 0.1 * (i - 8) for i in range(8, ITERA
 
 def known_durations(env, framework, size, seed, tag, factor=1.0) -> dict:
     """time/iteration per iteration, rollout/update shares and total_s of a synthetic run."""
-    env_factor = {**ENV_FACTOR, **CONTINUOUS_FACTOR, **EXPENSIVE_FACTOR}.get(env, 1.0)
+    env_factor = {**ENV_FACTOR, **CONTINUOUS_FACTOR, **EXPENSIVE_FACTOR, **MUJOCO_FACTOR}.get(env, 1.0)
     base = (
         0.01
         * factor
@@ -80,10 +87,16 @@ def write_run(
     events=True,
     factor=1.0,
     old_config=False,
+    backend=None,
 ) -> dict:
-    """One run folder as ppo_*.py writes it; returns its config plus its known durations.
-    old_config: as the scripts wrote it before "device_name", "command" and "import_s" existed."""
-    name = f"{env}__{framework}__{size}__{compile_mode}__{seed}__{1_700_000_000 + len(list(root.rglob('config.json')))}"
+    """One run folder as ppo_*.py writes it; returns its config plus its known durations and its env label.
+    old_config: as the scripts wrote it before "device_name", "command" and "import_s" existed; backend: its
+    --env-backend (config.json env_backend; None: a run of before the backends, with none)."""
+    label = study.env_label(env, backend or "gymnax")
+    backend_args = ["--env-backend", backend] if backend else []
+    name = (
+        f"{label}__{framework}__{size}__{compile_mode}__{seed}__{1_700_000_000 + len(list(root.rglob('config.json')))}"
+    )
     run_dir = root / tag / name
     run_dir.mkdir(parents=True)
     config = {
@@ -111,8 +124,11 @@ def write_run(
         config.update(
             device="auto",
             device_name="Test GPU 9000",
-            command=[f"ppo_{framework}.py", "--env", env, "--exp-name", "two words"],
+            command=[f"ppo_{framework}.py", "--env", env, *backend_args, "--exp-name", "two words"],
         )
+    if backend is not None:
+        config["env_backend"] = backend
+        factor *= ENVPOOL_FACTOR[framework] if backend == "envpool" else 1.0
     durations = known_durations(env, framework, size, seed, tag, factor)
     (run_dir / "config.json").write_text(json.dumps(config))
     if events:
@@ -137,6 +153,7 @@ def write_run(
     return {
         **config,
         **durations,
+        "label": label,
         "run_dir": run_dir,
         "steady": statistics.mean(durations["iteration"][8:]),
         "rollout8": statistics.mean(durations["rollout"][8:]),
@@ -146,7 +163,8 @@ def write_run(
 
 def write_study(root: Path) -> list[dict]:
     """exp1 (linux) + a small exp4 repeat (mac, old-style configs) + exp2 + exp3 + exp5 and exp6 (small, sync off and
-    on), and three runs that must be skipped."""
+    on) + exp7's envpool runs (exp1's and exp2's gymnax runs of its envs are its others) and exp8 (small, sync off
+    and on), and three runs that must be skipped."""
     runs = []
     for env, size, (framework, mode), seed in itertools.product(
         ENV_FACTOR, ["small", "large"], DEFAULT_MODES, SEED_FACTOR
@@ -164,6 +182,8 @@ def write_study(root: Path) -> list[dict]:
         runs.append(write_run(root, env, framework, "small", mode, 1, sync=sync))
     for env, (framework, mode), sync in itertools.product(CONTINUOUS_FACTOR, DEFAULT_MODES, (False, True)):
         runs.append(write_run(root, env, framework, "small", mode, 1, sync=sync))
+    for env, (framework, mode), sync in itertools.product([*ENV_FACTOR, *MUJOCO_FACTOR], DEFAULT_MODES, (False, True)):
+        runs.append(write_run(root, env, framework, "small", mode, 1, sync=sync, backend="envpool"))
     write_run(root, "CartPole-v1", "linen", "small", "jit", 7, sync=False, status="interrupted", iterations=5)
     write_run(root, "CartPole-v1", "nnx", "small", "cached_partial", 8, sync=False, events=False)
     corrupt = write_run(root, "CartPole-v1", "torch", "small", "compile", 9, sync=False)
@@ -182,7 +202,7 @@ def write_timing(path: Path) -> Path:
         },
         **{
             env: {"obs_dim": 8, "num_actions": 2, "ms_per_step": 0.1 * cost, "ratio": cost}
-            for env, cost in CONTINUOUS_COST.items()
+            for env, cost in {**CONTINUOUS_COST, **ENVPOOL_COST}.items()
         },
     }
     path.write_text(json.dumps({"device": "cpu", "versions": {"jax": "0.6.0"}, "num_envs": 4096, "envs": envs}))
@@ -196,7 +216,7 @@ def experiments_of(run: dict) -> set[str]:
         name
         for name, exp in STUDY.experiments.items()
         if run["sync_timing"] in exp.syncs
-        and run["env"] in exp.envs
+        and run["label"] in exp.envs
         and run["model_size"] in exp.sizes
         and run["compile"] in exp.compile_modes(framework)
     }
@@ -221,10 +241,10 @@ def expected_speedups(runs: list[dict], metric: str, experiments: list[str], syn
                 and experiment in experiments_of(ra)
                 and experiment in experiments_of(rb)
                 and ra["model_size"] == rb["model_size"] == size
-                and (ra["env"], ra["tag"]) == (rb["env"], rb["tag"])
+                and (ra["label"], ra["tag"]) == (rb["label"], rb["tag"])  # an env on envpool is another env
             ):
                 ratios.append(ra[metric] / rb[metric])
-                envs.add((ra["env"], ra["tag"]))
+                envs.add((ra["label"], ra["tag"]))
         if ratios:
             geomean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
             expected[(experiment, size, f"{a}->{b}")] = (geomean, statistics.median(ratios), len(ratios), len(envs))
@@ -266,11 +286,13 @@ def test_speedups_match_hand_computed_values(study_out):
         "n_pairs",
         "n_clusters",
     ]
+    sync_off = [name for name, exp in STUDY.experiments.items() if False in exp.syncs]  # exp1, exp5-exp8
+    sync_on = [name for name, exp in STUDY.experiments.items() if True in exp.syncs]  # exp2, exp3, exp5-exp8
     selections = {
-        "total": ("total_s", ["exp1", "exp5", "exp6"], False),
-        "steady": ("steady", ["exp1", "exp5", "exp6"], False),
-        "rollout": ("rollout8", ["exp2", "exp3", "exp5", "exp6"], True),
-        "update": ("update8", ["exp2", "exp3", "exp5", "exp6"], True),
+        "total": ("total_s", sync_off, False),
+        "steady": ("steady", sync_off, False),
+        "rollout": ("rollout8", sync_on, True),
+        "update": ("update8", sync_on, True),
     }
     for metric, (key, experiments, sync) in selections.items():
         expected = expected_speedups(runs, key, experiments, sync)
@@ -304,6 +326,13 @@ def test_speedups_match_hand_computed_values(study_out):
         assert cell["n_pairs"] == cell["n_clusters"] == len(envs)
         if metric != "total":  # total_s adds the same setup time to both
             assert cell["geomean"] == pytest.approx(5.0, rel=1e-5)
+    # exp7: an env on envpool is another env (torch -> linen 2.5 there, 5 on gymnax): 3 envs on gymnax under tag
+    # linux (2 x 2 seeds each), CartPole-v1 under tag mac (exp1's runs of its envs and sizes), 3 envs on envpool
+    steady = table.loc[("steady", "exp7", "small", "torch->linen")]
+    assert (steady["n_pairs"], steady["n_clusters"]) == (3 * 4 + 4 + 3, 3 + 1 + 3)
+    assert steady["geomean"] == pytest.approx(math.exp((16 * math.log(5.0) + 3 * math.log(2.5)) / 19), rel=1e-5)
+    exp8 = table.loc[("rollout", "exp8", "small", "torch->linen")]  # MuJoCo on envpool only
+    assert exp8["geomean"] == pytest.approx(2.5, rel=1e-5) and exp8["n_clusters"] == len(MUJOCO_FACTOR)
 
 
 def test_summary_windows_and_experiments(study_out):
@@ -323,11 +352,14 @@ def test_summary_windows_and_experiments(study_out):
     assert row["iters1_7_s"] == pytest.approx(statistics.mean(one["iteration"][1:8]), rel=1e-6)
     assert row["iters8plus_s"] == pytest.approx(one["steady"], rel=1e-6)
     assert math.isnan(row["rollout8plus_s"])  # rollout/update timers are not exact without sync
-    assert row["env_cost"] == 1.0 and row["experiments"] == "exp1 exp4"
+    assert row["env_cost"] == 1.0 and row["experiments"] == "exp1 exp7 exp4"  # exp7: CartPole-v1 on gymnax
     acrobot_small = summary[
         (summary["env"] == "Acrobot-v1") & (summary["model_size"] == "small") & summary["sync_timing"]
     ]
-    assert set(acrobot_small["experiments"]) == {"exp2 exp3"}  # a run can belong to two experiments
+    assert set(acrobot_small["experiments"]) == {
+        "exp2 exp3",
+        "exp2 exp3 exp7",
+    }  # a run can be in several (exp7: default)
     assert (summary["experiments"] == "exp3").sum() == len(MODES)  # Acrobot large
 
 
@@ -373,6 +405,42 @@ def readme_tables(block: str) -> list[tuple[str, str, str]]:
     """(metric, experiment, the markdown table) of each table of a README block, in its order."""
     pattern = r"^\*\*(Total time|Steady state)[^\n]*?\((exp\d):[^\n]*\*\*\n\n((?:\|[^\n]*(?:\n|$))+)"
     return re.findall(pattern, block, re.M)
+
+
+def test_the_backends_figure_stacks_rollout_and_update_per_framework_and_backend(study_out):
+    """exp7_backends.png, a panel per env and size: per framework a bar on gymnax and one on envpool (sync on,
+    default modes), rollout under update, and over the envpool bar its rollout over the gymnax one's (3x for the
+    JAX frameworks, 1.5x for torch here); exp8's MuJoCo envs on envpool alone, with no ratio. exp7's tables are in
+    the README block."""
+    runs, out = study_out
+    assert {"exp7_backends.png", "exp8_backends.png"} <= {p.name for p in out.glob("*.png")}
+    an = analysis_of(out / "runs.csv", out.parent / "timing.json")
+    fig = figures.fig_backends(an, "exp7")
+    panels = {ax.get_title(): ax for ax in fig.axes if ax.get_title()}
+    assert set(panels) == {f"{env}, small model" for env in ENV_FACTOR}
+    ax = panels["Acrobot-v1, small model"]
+    for backend in ("gymnax", "envpool"):
+        mine = [
+            r
+            for r in runs
+            if r["label"] == study.env_label("Acrobot-v1", backend)
+            and r["model_size"] == "small"
+            and r["sync_timing"]
+            and is_default(r)
+        ]
+        for part in ("rollout", "update"):
+            bars = [patch.get_height() for patch in ax.patches if patch.get_gid() == f"{backend} {part}"]
+            expected = [next(r[f"{part}8"] for r in mine if r["framework"] == fw) for fw in STUDY.frameworks]
+            assert bars == pytest.approx(expected, rel=1e-6), (backend, part)
+    ratios = [f"×{ENVPOOL_FACTOR[fw]:.1f}" for fw in STUDY.frameworks]
+    assert [text.get_text() for text in ax.texts] == ratios
+    figures.plt.close(fig)
+    mujoco = figures.fig_backends(an, "exp8")
+    gids = {patch.get_gid() for ax in mujoco.axes for patch in ax.patches if patch.get_gid()}
+    assert gids == {"envpool rollout", "envpool update"} and not any(ax.texts for ax in mujoco.axes)
+    figures.plt.close(mujoco)
+    tables = {exp for _, exp, _ in readme_tables((out.parent / "block.md").read_text())}
+    assert "exp7" in tables
 
 
 def test_the_continuous_experiment_gets_its_tables_and_figures(study_out):
@@ -446,14 +514,15 @@ def test_figures_of_absent_experiments_are_skipped_and_stale_ones_removed(tmp_pa
     plot_results.main(
         [str(tmp_path / "runs"), "--out", str(out), "--env-timing", str(tmp_path / "timing.json"), "--force"]
     )
-    assert {p.name for p in out.glob("*.png")} == {"exp2_rollout_update.png", "my_own.png"}
+    drawn = {"exp2_rollout_update.png", "exp7_backends.png"}  # exp7: CartPole-v1 on gymnax, default modes, sync on
+    assert {p.name for p in out.glob("*.png")} == drawn | {"my_own.png"}
     assert (out / "exp2_rollout_update.png").read_bytes() != b"old"
     report = (out / "REPORT.md").read_text()
-    for name in ALL_FIGURES - {"exp2_rollout_update.png"}:
+    for name in ALL_FIGURES - drawn:
         assert f"{name} skipped" in report and f"{name} removed" in report and f"]({name})" not in report
     assert "exp1_total.png removed" in capsys.readouterr().out
     speedups = pd.read_csv(out / "speedups.csv")
-    assert set(speedups["metric"]) == {"rollout", "update"} and set(speedups["experiment"]) == {"exp2"}
+    assert set(speedups["metric"]) == {"rollout", "update"} and set(speedups["experiment"]) == {"exp2", "exp7"}
 
 
 def test_no_figures_removes_the_figures_of_an_earlier_call(study_out, tmp_path):
@@ -636,6 +705,7 @@ def write_runs_csv(path: Path, runs: list[tuple[str, str, int, float]]) -> Path:
     rows = [
         {
             "run": f"{env}__{framework}__{seed}",
+            "sweep": "exp1",  # bench.sh's exp1 folder: in exp1 alone (by the matrix, exp7 too)
             "iteration": i,
             "time/iteration": 1.0,
             "env": env,
@@ -732,13 +802,14 @@ def test_a_fifth_framework_of_the_study_is_compared(tmp_path, monkeypatch):
     write_run(tmp_path / "runs", "CartPole-v1", "fake", "small", "slow", 1, sync=True)  # exp2: every compile mode
     plot_results.main([str(tmp_path / "runs"), "--out", str(tmp_path / "out")])
     speedups = pd.read_csv(tmp_path / "out" / "speedups.csv")
-    speedups = speedups[speedups["metric"] == "steady"].set_index("pair")["geomean"]
+    speedups = speedups[(speedups["metric"] == "steady") & (speedups["experiment"] == "exp1")]
+    speedups = speedups.set_index("pair")["geomean"]
     frameworks = [*STUDY.frameworks, "fake"]  # every pair A -> B with B listed first, in the study's order
     assert list(speedups.index) == [f"{a}->{b}" for b, a in itertools.combinations(frameworks, 2)]
     assert speedups["fake->linen"] == pytest.approx(2.0, rel=1e-6)
     assert speedups["fake->torch"] == pytest.approx(0.4, rel=1e-6)
     summary = pd.read_csv(tmp_path / "out" / "summary.csv").set_index(["framework", "compile"])
-    assert set(summary.loc[("fake", "fast"), "experiments"]) == {"exp1"}
+    assert set(summary.loc[("fake", "fast"), "experiments"]) == {"exp1 exp7"}  # exp7: its envs on gymnax
     assert summary.loc[("fake", "slow"), "experiments"] == "exp2"
     assert (tmp_path / "out" / "exp1_total.png").exists()
     assert "fake → linen" in (tmp_path / "out" / "REPORT.md").read_text()
@@ -811,7 +882,7 @@ def test_the_expensive_envs_are_on_the_env_cost_axis(study_out):
     an = analysis_of(out / "runs.csv", out.parent / "timing.json")
     total = figures.fig_total(an, "exp1")
     every_cost = {1.0, 2.0, 3.0} | set(CONTINUOUS_COST.values()) | set(EXPENSIVE_COST.values())
-    assert every_cost == scatter_x(total.axes[1])  # exp1's envs, exp6's and exp5's
+    assert every_cost | set(ENVPOOL_COST.values()) == scatter_x(total.axes[1])  # exp1's, exp6's, exp5's, exp7's, exp8's
     against = figures.fig_speedup_vs_env_cost(an)
     assert set(EXPENSIVE_COST.values()) | set(CONTINUOUS_COST.values()) < scatter_x(against.axes[0])  # total, small
     report = (out / "REPORT.md").read_text()
@@ -822,8 +893,10 @@ def test_the_expensive_envs_are_on_the_env_cost_axis(study_out):
     assert "| 2,000× " in env_rows and "| 500× " in env_rows and "e+0" not in env_rows  # costs, not 2e+03
     table = pd.read_csv(out / "env_cost.csv").set_index(["metric", "size", "pair"])
     assert list(table.reset_index().columns) == ENV_COST_COLUMNS
-    # 3 envs of exp1 (CartPole twice: 2 tags) + 2 of exp5 + 4 of exp6
-    assert table.loc[("total", "small", "nnx->linen"), "n_envs"] == 4 + len(EXPENSIVE_FACTOR) + len(CONTINUOUS_FACTOR)
+    # 3 envs of exp1 (CartPole twice: 2 tags) + 2 of exp5 + 4 of exp6 + exp7's (exp1's 4 again, 3 on envpool)
+    # + 2 of exp8
+    n_envs = 4 + len(EXPENSIVE_FACTOR) + len(CONTINUOUS_FACTOR) + (4 + len(ENV_FACTOR)) + len(MUJOCO_FACTOR)
+    assert table.loc[("total", "small", "nnx->linen"), "n_envs"] == n_envs
     assert table.loc[("total", "large", "nnx->linen"), "trend"].startswith("too few envs")  # exp1's 3 envs
 
 
@@ -970,6 +1043,8 @@ RENAMED = {
     "exp4": "platforms",
     "exp5": "craftax",
     "exp6": "continuous",
+    "exp7": "backends",
+    "exp8": "mujoco",
 }
 
 
@@ -1019,13 +1094,15 @@ def test_the_experiments_roles_come_from_the_study(tmp_path, monkeypatch):
         "speedup_vs_env_cost.png",
         "continuous_total.png",
         "continuous_speedups.png",
+        "backends_backends.png",  # exp7's gymnax half: overall's and rollout's runs of its envs
+        "backends_speedups.png",
     }
     speedups = pd.read_csv(out / "speedups.csv")
-    assert set(speedups["experiment"]) == {"overall", "rollout", "sizes", "craftax", "continuous"}
+    assert set(speedups["experiment"]) == {"overall", "rollout", "sizes", "craftax", "continuous", "backends"}
     summary = pd.read_csv(out / "summary.csv")
-    assert "overall platforms" in set(summary["experiments"])
+    assert "overall backends platforms" in set(summary["experiments"])
     block, report = (tmp_path / "block.md").read_text(), (out / "REPORT.md").read_text()
-    assert "(overall: " in block and "(continuous: " in block and "(craftax: " not in block
+    assert "(overall: " in block and "(continuous: " in block and "(backends: " in block and "(craftax: " not in block
     assert "### Total-time speedups per tag (platforms)" in report and "## Iteration windows (overall," in report
     assert not re.search(r"\bexp\d", block + report)
 

@@ -32,6 +32,7 @@ def csv_run(env, framework, seed, iterations=10, batch=BATCH, tag="t", host="h",
             "iteration": i,
             "step": (i + 1) * batch,
             "time/iteration": 1.0,
+            "sweep": "exp1",  # bench.sh's exp1 folder: in exp1 alone (by the matrix, exp7 too)
             "env": env,
             "framework": framework,
             "model_size": "small",
@@ -202,8 +203,8 @@ def test_runs_of_other_tags_sharing_a_folder_name_are_all_kept(tmp_path, capsys)
     assert analyse(capsys, tmp_path / "a", tmp_path / "b", "--out", out, "--no-figures")[0] == 0
     summary = pd.read_csv(out / "summary.csv")
     assert len(summary) == 12 and summary.groupby("tag").size().to_dict() == {"linux": 6, "mac": 6}
-    speedups = pd.read_csv(out / "speedups.csv").set_index(["metric", "pair"])
-    assert speedups.loc[("total", "nnx->linen"), "n_clusters"] == 6  # 3 envs under each of 2 tags
+    speedups = pd.read_csv(out / "speedups.csv").set_index(["metric", "experiment", "pair"])
+    assert speedups.loc[("total", "exp1", "nnx->linen"), "n_clusters"] == 6  # 3 envs under each of 2 tags
 
 
 def test_the_same_run_given_twice_is_kept_once(tmp_path, capsys):
