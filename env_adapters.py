@@ -46,7 +46,7 @@ def adapted_envs() -> tuple[str, ...]:
     return CRAFTAX_ENVS + tuple(BRAX_ENVS)
 
 
-def make(env_id: str, backend: str = "gymnax", num_envs: int = 32, seed: int = 1, threads: int = 1):
+def make(env_id: str, backend: str = "gymnax", num_envs: int = 32, seed: int = 1, threads: int = 0):
     """(env, params) of an adapted env; ValueError (one line that lists the usable envs) for any other id. With
     backend "envpool", a pool of num_envs envpool envs (make_envpool)."""
     if backend == "envpool":
@@ -209,7 +209,7 @@ ENVPOOL_ENVS += tuple(f"{name}-v4" for name in ("InvertedDoublePendulum", "Inver
 ENVPOOL_ENVS += ("Swimmer-v4", "Walker2d-v4")
 
 
-def make_envpool(env_id: str, num_envs: int, seed: int, num_threads: int = 1):
+def make_envpool(env_id: str, num_envs: int, seed: int, num_threads: int = 0):
     """(env, params) of an envpool env: a pool of num_envs envs seeded by seed, stepped by num_threads threads
     (0: envpool's default, one per core up to num_envs); ValueError (one line) for an env id it does not have."""
     if env_id not in ENVPOOL_ENVS:

@@ -66,7 +66,7 @@ class Args:
     --num-envs"""
     envpool_num_envs: int = 1024
     """the number stepped at once for an env on envpool (a CPU simulator on any device)"""
-    env_threads: int = 1
+    env_threads: int = 0
     """envpool's worker threads (0: envpool's default, one per core), as the scripts' --env-threads"""
     warmup_steps: int = 10
     """untimed steps before timing (the first one compiles)"""
@@ -147,7 +147,7 @@ def adapter_space(env):
     return spaces.Discrete(env.num_actions)
 
 
-def make_env(env_id: str, num_envs: int = 0, seed: int = 0, env_threads: int = 1) -> BatchedEnv:
+def make_env(env_id: str, num_envs: int = 0, seed: int = 0, env_threads: int = 0) -> BatchedEnv:
     """An env label's env: on envpool, a pool of num_envs envs (seed, env_threads threads), an adapted env (Craftax,
     Brax) from env_adapters.py, else the gymnax env, vmapped as the scripts' GymnaxBatch."""
     if on_envpool(env_id):

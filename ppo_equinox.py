@@ -39,7 +39,7 @@ class Args:
     """the environment id: gymnax (discrete or Box actions), or Craftax and Brax through env_adapters.py"""
     env_backend: Literal["gymnax", "envpool"] = "gymnax"
     """gymnax: JAX envs; envpool: CPU simulators (classic control, MuJoCo), through env_adapters.py"""
-    env_threads: int = 1
+    env_threads: int = 0
     """envpool's worker threads (0: envpool's default, one per core up to --num-envs)"""
     model_size: Literal["small", "medium", "large"] = "small"
     """hidden layers of actor and critic: small (64, 64), medium (256,) * 3, large (1024,) * 6"""
@@ -181,7 +181,7 @@ class GymnaxBatch:
         self.action_bounds = (space.low, space.high) if self.continuous else None  # (low, high), each broadcasts
 
 
-def make_env(env_id: str, backend: str = "gymnax", num_envs: int = 32, seed: int = 1, threads: int = 1):
+def make_env(env_id: str, backend: str = "gymnax", num_envs: int = 32, seed: int = 1, threads: int = 0):
     """The batched env and its params; ValueError (one line) when this script cannot train on it."""
     spaces = gymnax.environments.spaces
     try:

@@ -412,7 +412,7 @@ def env_timing_reason(
     return None
 
 
-DEFAULT_ENV_THREADS = 1  # the scripts' --env-threads default (and env_timing.py's)
+DEFAULT_ENV_THREADS = 0  # the scripts' --env-threads default (and env_timing.py's)
 
 
 # -------------------------------------------------------------------------------------------- Slurm

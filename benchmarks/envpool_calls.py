@@ -10,7 +10,9 @@ torch rollout (a Python loop) in one. This times, in microseconds per env step o
   (step_host through buffer_callback);
 - "io_callback in scan": the same step_host through jax.experimental.io_callback instead;
 - "xla in scan": envpool's own XLA op (`pool.xla()`) inside the same scan, without the same-step reset (it cannot
-  reset a subset of envs; classic control only: MuJoCo's float64 actions need jax_enable_x64);
+  reset a subset of envs; classic control only: MuJoCo's float64 actions need jax_enable_x64). It runs in processes
+  of its own: it segfaults once another pool of its process has been stepped on the host, and now and then alone
+  too, and it hangs with 2 threads; the table says "crashed" or "hung", with the median of the rounds before;
 - "gymnax in scan": the same env in JAX, for scale (classic control only).
 Patterns alternate within each round; the table gives the median over rounds, per env and per --threads.
 
@@ -20,11 +22,13 @@ Patterns alternate within each round; the table gives the median over rounds, pe
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import subprocess
 import sys
 import time
+from importlib.metadata import version
 from pathlib import Path
 
 import jax
@@ -132,32 +136,32 @@ def measure(env_id: str, num_envs: int, threads: int, rounds: int, steps: int) -
     the families alternating round by round: envpool's XLA op segfaults once another pool of the same process
     has been stepped on the host. MuJoCo skips the XLA family (its float64 actions need jax_enable_x64)."""
     families = ["host"] if env_id not in CLASSIC else ["host", "xla"]
-    times, hung = {}, set()
+    times, failed = {}, {}
     for _ in range(rounds):
-        for family in [f for f in families if f not in hung]:
+        for family in [f for f in families if f not in failed]:
             command = [sys.executable, "-W", "ignore", "-m", "benchmarks.envpool_calls", "--child", family]
             command += ["--envs", env_id, "--threads", str(threads), "--num-envs", str(num_envs)]
             try:
                 out = subprocess.run(
-                    command + ["--steps", str(steps)],
-                    capture_output=True,
-                    text=True,
-                    check=True,
-                    timeout=CHILD_TIMEOUT_S,
+                    command + ["--steps", str(steps)], capture_output=True, text=True, timeout=CHILD_TIMEOUT_S
                 )
             except subprocess.TimeoutExpired:  # envpool's XLA op hangs with 2 threads here: no number, not a crash
-                print(f"{env_id}, {threads} threads: the {family} patterns hung (over {CHILD_TIMEOUT_S} s)", flush=True)
-                hung.add(family)
+                failed[family] = "hung"
+                continue
+            if out.returncode != 0:  # envpool's XLA op segfaults now and then, even alone in its process
+                failed[family] = "crashed" if out.returncode < 0 else f"failed: {out.stderr.strip()[-300:]}"
                 continue
             for name, value in json.loads(out.stdout.splitlines()[-1]).items():
                 times.setdefault(name, []).append(value)
     medians = {name: statistics.median(t) for name, t in times.items()}
-    return {"env": env_id, "threads": threads, **medians, **{f"{family} hung": True for family in hung}}
+    for family, how in failed.items():
+        print(f"{env_id}, {threads} threads: the {family} patterns {how}", flush=True)
+    return {"env": env_id, "threads": threads, **medians, **{family: how for family, how in failed.items()}}
 
 
 def cell(value) -> str:
-    if value is True:
-        return "hung"
+    if isinstance(value, str):  # a family that hung or crashed
+        return value
     return "" if value is None else f"{value:.1f}"
 
 
@@ -190,7 +194,9 @@ def main():
             print(rows[-1], flush=True)
     title = (
         f"microseconds per env step of {args.num_envs} envs, median of {args.rounds} alternating rounds of "
-        f"{args.steps} steps; jax {jax.__version__}, {platform.processor() or platform.machine()}"
+        f"{args.steps} steps; jax {jax.__version__}, envpool {version('envpool')}, {os.cpu_count()} cores "
+        f"({platform.machine()}, {platform.platform()}). "
+        f"Command: `python -m benchmarks.envpool_calls {' '.join(sys.argv[1:])}`"
     )
     print(f"\n{title}\n\n{table(rows)}")
     if args.out:
