@@ -290,7 +290,7 @@ def fig_backends(r: Results, name: str):
         f"{capitalised(name)}: time per iteration on each env backend ({' vs '.join(backends)}; sync on, default "
         f"compile, mean over {S.steady.label})"
     )
-    fig, axes = new_figure(len(envs), len(sizes), width=4.6, height=4.4, title=title)
+    fig, axes = new_figure(len(envs), len(sizes), width=5.6, height=4.4, title=title)
     cells = set(zip(runs["env_id"], runs["model_size"]))
     for (row, size), (col, env) in itertools.product(enumerate(sizes), enumerate(envs)):
         ax = axes[row, col]

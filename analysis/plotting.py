@@ -272,7 +272,7 @@ def backend_bars(ax, cell: pd.DataFrame, parts: list[str], frameworks, backends,
             ratio = rollout / float(cell.at[first, parts[0]]) if j and first in cell.index else np.nan
             if np.isfinite(ratio):
                 ax.text(x, rollout + update, f"×{ratio:.1f}", ha="center", va="bottom", fontsize=9, color="0.2")
-    ax.set_xticks(range(len(frameworks)), frameworks)
+    ax.set_xticks(range(len(frameworks)), frameworks, rotation=30, ha="right")  # rotated: they never overlap
     ax.set_xlim(-0.6, len(frameworks) - 0.4)
     tops = cell[parts].sum(axis=1, min_count=len(parts))
     ax.set_ylim(0, 1.15 * float(tops.max()) if tops.notna().any() else 1.0)  # room for the ratios
