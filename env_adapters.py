@@ -230,8 +230,9 @@ class HostRunner(NamedTuple):
 class Envpool:
     """An envpool pool with gymnax's contract, stepped on the host (its NumPy API) in two ways:
 
-    - reset_host / step_host: NumPy in, NumPy out; ppo_torch.py steps it so in its Python loop, as CleanRL does;
-    - reset / step: the same from JAX, through an ordered io_callback, so a jitted lax.scan rollout steps it.
+    - reset_host / step_host: NumPy in, NumPy out; host_reset / host_step_packed add ppo_torch.py's env glue, so
+      that torch steps it in NumPy in its Python loop, as CleanRL does;
+    - reset / step: the same from JAX, through a host callback (host_call), so a jitted lax.scan rollout steps it.
 
     envpool resets an env one call late: the call after the one that ends an episode resets it, ignores its
     action and returns reward 0 (envpool#194). So step_host resets the done envs itself, within the same step
