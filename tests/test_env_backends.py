@@ -222,10 +222,11 @@ def test_env_timing_is_redone_for_other_envpool_threads(tmp_path):
     path = timing_file(tmp_path / "env_timing.json", host, device, envs)
     reason, _ = sweep.env_timing_reason(path, ["CartPole-v1@envpool", "Hopper-v4@envpool"])
     assert "lacks Hopper-v4@envpool" in reason
-    assert sweep.env_timing_reason(path, envs) is None  # no env_threads in the file: the scripts' default, 1
-    assert sweep.env_timing_reason(path, envs, 1) is None
+    default = sweep.DEFAULT_ENV_THREADS  # no env_threads in the file: the scripts' default (0, envpool's)
+    assert sweep.env_timing_reason(path, envs) is None
+    assert sweep.env_timing_reason(path, envs, default) is None
     reason, again = sweep.env_timing_reason(path, envs, 2)
-    assert "with 1 threads, this sweep's runs get 2" in reason and again == envs
+    assert f"with {default} threads, this sweep's runs get 2" in reason and again == envs
     assert sweep.env_timing_reason(path, ["CartPole-v1"], 2) is None  # no envpool env: its threads do not matter
     data = json.loads(path.read_text())
     path.write_text(json.dumps({**data, "env_threads": 2}))
