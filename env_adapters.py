@@ -303,18 +303,20 @@ class Envpool:
         return HostRunner(obs, running_return, running_length), packed
 
     # ---------------------------------------------------------------------------- JAX, by a host callback
-    def reset(self, keys, params=None):
-        """(obs, states); the keys only stand for the batch: the pool was seeded when made."""
-        obs = jax.ShapeDtypeStruct((self.num_envs, *self.obs_shape), jnp.float32)
-        steps = jax.ShapeDtypeStruct((self.num_envs,), jnp.int32)
-        return host_call(self.reset_host, (obs, steps))
-
-    def step(self, keys, states, actions, params=None):
+    def step_shapes(self):
+        """The shapes and dtypes of step_host's outputs: obs, steps, reward, terminated, truncated, final obs."""
         n = self.num_envs
         obs = jax.ShapeDtypeStruct((n, *self.obs_shape), jnp.float32)
         vector = [jax.ShapeDtypeStruct((n,), dtype) for dtype in (jnp.int32, jnp.float32, bool, bool)]
-        out = host_call(self.step_host, (obs, *vector, obs), actions)  # obs, steps, reward, terminated, ...
-        obs, steps, reward, terminated, truncated, final_obs = out
+        return (obs, *vector, obs)
+
+    def reset(self, keys, params=None):
+        """(obs, states); the keys only stand for the batch: the pool was seeded when made."""
+        obs, steps = self.step_shapes()[:2]
+        return host_call(self.reset_host, (obs, steps))
+
+    def step(self, keys, states, actions, params=None):
+        obs, steps, reward, terminated, truncated, final_obs = host_call(self.step_host, self.step_shapes(), actions)
         return obs, steps, reward, terminated, truncated, {"final_observation": final_obs}
 
 

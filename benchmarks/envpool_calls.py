@@ -86,9 +86,7 @@ def host_patterns(env_id: str, num_envs: int, threads: int) -> dict:
 
 def io_callback_step(env, steps, actions):
     """The adapter's step, by io_callback instead of buffer_callback: the other way to call the host from JAX."""
-    vector = [jax.ShapeDtypeStruct(steps.shape, dtype) for dtype in (jnp.int32, jnp.float32, bool, bool)]
-    obs = jax.ShapeDtypeStruct((len(steps), *env.obs_shape), jnp.float32)
-    return io_callback(env.step_host, (obs, *vector, obs), jnp.asarray(actions), ordered=True)[1]
+    return io_callback(env.step_host, env.step_shapes(), jnp.asarray(actions), ordered=True)[1]
 
 
 def xla_patterns(env_id: str, num_envs: int, threads: int) -> dict:
