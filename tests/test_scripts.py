@@ -427,7 +427,7 @@ def test_track_writes_offline_wandb_run(framework, exp_name, log_dir):
     assert len(offline_runs) == 1, list(run_dir.rglob("*"))[:20]
     run = wandb_run_record(next(offline_runs[0].glob("*.wandb")))
     assert run.run_group == (exp_name or "machine-a")  # --exp-name when set, else --tag
-    assert list(run.tags) == [framework, "small", "CartPole-v1", mode]
+    assert list(run.tags) == [framework, "small", "CartPole-v1", "gymnax", mode]
     config = {item.key: json.loads(item.value_json) for item in run.config.update}  # config.json is the W&B config
     assert config["framework"] == framework and config["tag"] == "machine-a" and config["command"][-1] == str(log_dir)
     assert config["device_name"] == read_json(run_dir / "config.json")["device_name"]
