@@ -196,9 +196,7 @@ def make_env(env_id: str, backend: str = "gymnax", num_envs: int = 32, seed: int
     return env_adapters.make(env_id, backend, num_envs, seed, threads)  # or the error that lists the usable envs
 
 
-class Runner(NamedTuple):
-    """What carries over from one env step, and from one rollout, to the next."""
-
+class Runner(NamedTuple):  # what carries over from one env step, and from one rollout, to the next
     env_state: object
     obs: jax.Array
     episode_return: jax.Array
@@ -250,9 +248,7 @@ class Transition(NamedTuple):
     episode_length: jax.Array
 
 
-class Batch(NamedTuple):
-    """The rollout flattened to (batch_size, ...), with its advantages and returns: what the update trains on."""
-
+class Batch(NamedTuple):  # the rollout flattened to (batch_size, ...), plus advantages and returns: the update's input
     obs: jax.Array
     actions: jax.Array
     logprobs: jax.Array
