@@ -8,6 +8,7 @@ To drop the benchmark bookkeeping, delete its section at the bottom and every li
 
 import signal
 import time
+import warnings
 
 START = time.perf_counter()  # import_s, setup_s and total_s count from this first line
 if __name__ == "__main__":  # SIGINT and SIGTERM wait until main() unblocks them: none is lost in the imports
@@ -19,6 +20,7 @@ from functools import partial
 from typing import Literal, NamedTuple, Optional, Sequence
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # JAX shares the GPU with torch: no 75 % grab
+warnings.filterwarnings("ignore", r"`torch\.jit\.\w+` is deprecated", DeprecationWarning)  # TorchScript, in torch 2.13
 
 import gymnax
 import jax
@@ -82,8 +84,8 @@ class Args:
     """normalise the observations by their running mean and variance (env_adapters.py)"""
     norm_reward: bool = False
     """scale the rewards by the running std of their discounted return (env_adapters.py)"""
-    compile: Literal["compile", "env-jit", "none", "cudagraphs"] = "compile"
-    """compile: torch.compile + jax.jit; cudagraphs: and CUDA graphs (GPU only); env-jit: eager torch; none: no jit"""
+    compile: Literal["compile", "env-jit", "torchscript", "none", "cudagraphs"] = "compile"
+    """compile: torch.compile + jax.jit; torchscript: torch.jit.trace; cudagraphs: CUDA graphs (GPU); env-jit: eager"""
     device: Literal["auto", "cpu", "cuda"] = "auto"
     """where torch and JAX run (always the same device, so DLPack is zero-copy); auto: cuda when both see a GPU"""
     sync_timing: bool = True
@@ -159,6 +161,10 @@ class Agent(nn.Module):
             action = (actor_out - torch.log(-torch.log(noise))).argmax(-1).to(torch.int32)
         return action, self.log_prob(actor_out, action), value
 
+    def traced_policy(self, obs):  # get_action_and_value by TorchScript; traced, not frozen: the weights change
+        example = (obs, torch.rand(len(obs), self.actor[-1].out_features, device=obs.device))
+        return torch.jit.trace_module(self, {"get_action_and_value": example}).get_action_and_value
+
 
 # ------------------------------------------------------------------------------- environment glue
 class GymnaxBatch:
@@ -187,9 +193,7 @@ def make_env(env_id: str, backend: str = "gymnax", num_envs: int = 32, seed: int
     return env_adapters.make(env_id, backend, num_envs, seed, threads)  # or the error that lists the usable envs
 
 
-class Runner(NamedTuple):
-    """What carries over from one env step, and from one rollout, to the next."""
-
+class Runner(NamedTuple):  # what carries over from one env step, and from one rollout, to the next
     env_state: object
     obs: jax.Array
     episode_return: jax.Array
@@ -226,9 +230,7 @@ def step_envs(env, env_params, runner: Runner, action):
 
 
 # ---------------------------------------------------------------------------------------- rollout
-class Batch(NamedTuple):
-    """The rollout flattened to (batch_size, ...), with its advantages and returns: what the update trains on."""
-
+class Batch(NamedTuple):  # the rollout flattened to (batch_size, ...), plus advantages and returns: the update's input
     obs: torch.Tensor
     actions: torch.Tensor
     logprobs: torch.Tensor
@@ -237,8 +239,7 @@ class Batch(NamedTuple):
     returns: torch.Tensor
 
 
-def env_step_packed(env, env_params, runner: Runner, action):
-    """step_envs, with the next observations and the env fields packed in one flat float32 array: one crossing."""
+def env_step_packed(env, env_params, runner: Runner, action):  # step_envs, its outputs in one float32 array
     runner, fields = step_envs(env, env_params, runner, action)
     return runner, jnp.concatenate([x.astype(jnp.float32).ravel() for x in (runner.obs, *fields)])
 
@@ -252,9 +253,8 @@ def rollout(env_step_fn, finish_fn, args: Args, policy_fn, num_actions: int, gen
     steps = []
     for step in range(args.num_steps):
         action, logprob, value = policy_fn(obs, noise[step])
-        jax_action = np.from_dlpack(action) if action.is_cpu else jnp.from_dlpack(action)  # on a CPU, NumPy's: faster
-        runner, packed = env_step_fn(runner, jax_action)
-        packed = torch.from_dlpack(packed).to(obs.device)  # envpool's NumPy stays on the host
+        runner, packed = env_step_fn(runner, action.numpy() if action.is_cpu else jnp.from_dlpack(action))
+        packed = torch.from_dlpack(np.asarray(packed) if obs.is_cpu else packed).to(obs.device)  # CPU: NumPy's, faster
         steps.append((obs, action, logprob, value, packed))
         obs = packed[: obs.numel()].view(obs.shape)
     batch, episode_stats = finish_fn(*[torch.stack(x) for x in zip(*steps)])  # each (num_steps, num_envs, ...)
@@ -320,8 +320,7 @@ def ppo_loss(agent: Agent, args: Args, mb: Batch):
 
 
 # ----------------------------------------------------------------------------------------- update
-def make_optimizer(args: Args, agent: Agent):
-    """Adam at a rate in a tensor, set in place: a compiled step reads it as data and never recompiles."""
+def make_optimizer(args: Args, agent: Agent):  # Adam, its rate a tensor set in place: read as data, no recompile
     num_updates = args.num_iterations * args.update_epochs * args.num_minibatches
 
     def lr_schedule(step):  # linear decay to 0 over all optimizer steps
@@ -366,10 +365,6 @@ def update(args: Args, lr_schedule, step_fn, generator, batch: Batch, optimizer_
 
 
 # ------------------------------------------------------------------------------------------- main
-def copy_outputs(fn, *args):  # a CUDA graph's outputs are overwritten by its next replay: keep copies
-    return [output.clone() for output in fn(*args)]
-
-
 def main():
     signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT, signal.SIGTERM])  # held since the first line
     args = tyro.cli(Args)
@@ -409,14 +404,20 @@ def main():
         agent = Agent(runner.obs.shape[-1], MODEL_SIZES[args.model_size], env.num_actions, env.continuous).to(device)
         optimizer, lr_schedule = make_optimizer(args, agent)
         policy_fn, finish_fn, step_fn = agent.get_action_and_value, finish_rollout, minibatch_step
+        if args.compile == "torchscript" or (args.compile == "compile" and device.type == "cpu"):
+            policy_fn = agent.traced_policy(torch.from_dlpack(runner.obs).to(device))  # on a CPU, the cheapest
         if args.compile in COMPILED:  # static shapes: each compiles once, in iteration 0
             torch._dynamo.config.trace_autograd_ops = True  # the backward in the graph of the forward
             compile_fn = partial(torch.compile, dynamic=False, **COMPILED[args.compile])
             finish_fn, step_fn = compile_fn(finish_fn), compile_fn(step_fn)  # before partial: one code object each
             if device.type == "cuda":  # on a CPU, a compiled call's ~40 us overhead outweighs its gain here
                 policy_fn = compile_fn(policy_fn, fullgraph=True)
-        if args.compile == "cudagraphs":
-            policy_fn = partial(copy_outputs, policy_fn)
+        if args.compile == "cudagraphs":  # a CUDA graph's outputs are overwritten by its next replay: keep copies
+            graphed_policy = policy_fn
+
+            def policy_fn(obs, noise):
+                return [output.clone() for output in graphed_policy(obs, noise)]
+
         finish_fn, step_fn = partial(finish_fn, agent, args), partial(step_fn, agent, optimizer, args)
         rollout_fn = partial(rollout, env_step_fn, finish_fn, args, policy_fn, env.num_actions, generator)
         update_fn = partial(update, args, lr_schedule, step_fn, generator)

@@ -390,12 +390,14 @@ class TorchSide(Side):
             )
         return tuple(x.numpy() for x in out)
 
-    def run_rollout(self, env, env_params, runner):
-        """As main() sets it up, eager (env-jit)."""
+    def run_rollout(self, env, env_params, runner, traced: bool = False):
+        """As main() sets it up: eager (env-jit), or with the policy step traced (torchscript; compile on a CPU)."""
         env_step_fn = jax.jit(partial(ppo_torch.env_step_packed, env, env_params))
         finish_fn = partial(ppo_torch.finish_rollout, self.agent, self.args)
         generator = torch.Generator().manual_seed(5)
         policy_fn = self.agent.get_action_and_value
+        if traced:
+            policy_fn = self.agent.traced_policy(torch.from_dlpack(runner.obs))
         return ppo_torch.rollout(env_step_fn, finish_fn, self.args, policy_fn, env.num_actions, generator, runner)[1]
 
     def loss_and_grads(self, mb):
@@ -812,6 +814,38 @@ def test_env_glue_agrees(env_id):
     if env_id == "Reacher-misc":  # gymnax would not clip them itself: unclipped actions give other rewards
         unclipped = direct_steps(env_id, runs["linen"][1], actions)
         assert not np.allclose([r for r, _ in unclipped], [t["reward"] for t in expected[1:]])
+
+
+@pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])
+def test_torch_traced_policy_follows_the_weights(env_id):
+    """--compile torchscript (and compile on a CPU) traces the policy step: it gives the eager policy's actions,
+    log-probs and values, also after every weight changed (a frozen trace keeps the weights it was traced with)."""
+    _, weights, sides = build_all(env_id, "small")
+    agent = sides["torch"].agent
+    obs, _ = policy_inputs(env_id, weights)
+    obs, noise = torch.as_tensor(obs), torch_noise(len(obs), SPECS[env_id].num_actions)
+    traced = agent.traced_policy(obs[:4])  # traced at another batch size
+    generator = torch.Generator().manual_seed(3)
+    for _ in range(2):
+        with torch.no_grad():
+            expected, actual = agent.get_action_and_value(obs, noise), traced(obs, noise)
+            for param in agent.parameters():  # in place, as the optimizer does: every weight and bias changes
+                param.add_(0.1 * torch.randn(param.shape, generator=generator))
+        np.testing.assert_array_equal(actual[0].numpy(), expected[0].numpy())
+        for a, e in zip(actual[1:], expected[1:]):
+            np.testing.assert_allclose(a.numpy(), e.numpy(), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("env_id", ["Breakout-MinAtar", "Reacher-misc"])
+def test_torch_rollout_with_the_traced_policy_agrees(env_id):
+    """ppo_torch.rollout with the traced policy step gives the eager rollout's Batch: the same weights and noise."""
+    _, _, sides = build_all(env_id, "small", num_envs=4, num_steps=8)
+    torch_side = sides["torch"]
+    env, env_params = make_env(ppo_torch, env_id)
+    runner = ppo_torch.reset_envs(env, env_params, jax.random.key(7), 4)
+    eager, traced = (torch_side.run_rollout(env, env_params, runner, traced=t) for t in (False, True))
+    for key, value in eager._asdict().items():
+        np.testing.assert_allclose(getattr(traced, key).numpy(), value.numpy(), rtol=1e-5, atol=1e-6, err_msg=key)
 
 
 def test_explained_variance_is_nan_for_constant_returns():
