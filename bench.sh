@@ -330,8 +330,9 @@ execute() {  # execute LOG: runs CMD in the background (so that signals reach us
   local timeout_cmd=() cache_dir
   if [[ -n $TIMEOUT ]]; then timeout_cmd=("$TIMEOUT_BIN" --kill-after="$KILL_AFTER_S" "$TIMEOUT"); fi
   mkdir -p "$(dirname "$1")"
-  cache_dir=$(mktemp -d)  # a fresh TorchInductor cache: no run reuses kernels another run compiled
-  TORCHINDUCTOR_CACHE_DIR=$cache_dir ${timeout_cmd[@]+"${timeout_cmd[@]}"} "${PIN[@]}" "${CMD[@]}" >"$1" 2>&1 &
+  cache_dir=$(mktemp -d)  # a fresh TorchInductor cache, and no JAX one: no run reuses what another run compiled
+  TORCHINDUCTOR_CACHE_DIR=$cache_dir JAX_COMPILATION_CACHE_DIR='' \
+    ${timeout_cmd[@]+"${timeout_cmd[@]}"} "${PIN[@]}" "${CMD[@]}" >"$1" 2>&1 &
   CHILD=$!
   while :; do  # wait returns early (> 128) on a signal we trap: the run is saving its summary; wait for its end
     RC=0

@@ -415,8 +415,9 @@ def wandb_run_record(path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("exp_name", [None, "exp9"])
-@pytest.mark.parametrize("framework", FRAMEWORKS)
+@pytest.mark.parametrize(  # each framework once, the group from --tag or --exp-name in turn: half the runs of both
+    "framework,exp_name", [(framework, (None, "exp9")[i % 2]) for i, framework in enumerate(FRAMEWORKS)]
+)
 def test_track_writes_offline_wandb_run(framework, exp_name, log_dir):
     mode = STUDY.frameworks[framework].compile[-1]  # the quickest to start; tracking does not depend on it
     args = [*TINY, "--track", "--tag", "machine-a", "--compile", mode] + (["--exp-name", exp_name] if exp_name else [])
