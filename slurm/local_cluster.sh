@@ -197,6 +197,8 @@ stop() {
     scancel --full --quiet --user="$(id -un)" 2>/dev/null || true
     wait_for 10 no_running_job || true
   fi
+  # shellcheck disable=SC2046
+  jobs="$jobs $(descendants $(marked_pids "$dir"))"  # and any the daemons started since (a busy machine is slow)
   # shellcheck disable=SC2086
   stop_pids $jobs  # what the cancel left of them
   # shellcheck disable=SC2046
