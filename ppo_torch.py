@@ -253,7 +253,7 @@ def rollout(env_step_fn, finish_fn, args: Args, policy_fn, num_actions: int, gen
     steps = []
     for step in range(args.num_steps):
         action, logprob, value = policy_fn(obs, noise[step])
-        runner, packed = env_step_fn(runner, action.numpy() if action.is_cpu else jnp.from_dlpack(action))
+        runner, packed = env_step_fn(runner, np.from_dlpack(action) if action.is_cpu else jnp.from_dlpack(action))
         packed = torch.from_dlpack(np.asarray(packed) if obs.is_cpu else packed).to(obs.device)  # CPU: NumPy's, faster
         steps.append((obs, action, logprob, value, packed))
         obs = packed[: obs.numel()].view(obs.shape)

@@ -10,9 +10,9 @@ piece for the shapes a rollout step uses (num_envs envs), in microseconds per ca
   the script: the Runner carried as one flat array of 32-bit words (fewer arrays per call), donated; each blocked;
 - the policy step: eager, traced (Agent.traced_policy: what ppo_torch.py runs on a CPU) and torch.compile'd (what
   it runs on a GPU);
-- the crossings: torch -> NumPy by `.numpy()` (the script's on a CPU) and by DLPack; JAX -> torch by DLPack through
+- the crossings: torch -> NumPy by DLPack (the script's on a CPU) and by `.numpy()`; JAX -> torch by DLPack through
   NumPy's view (the script's on a CPU) and by JAX's DLPack, each on a fresh JAX result (less the trivial call).
-script step = traced policy + .numpy() + env call + DLPack through NumPy: a rollout step before the loop's own work.
+script step = traced policy + np.from_dlpack + env call + DLPack through NumPy: a rollout step, the loop aside.
 env call / floor = the script's env call over the env step alone: what the call adds to the env's own call.
 
     python -m benchmarks.dlpack_crossing --envs CartPole-v1 Acrobot-v1 --model-sizes small medium
@@ -33,7 +33,7 @@ from jax.flatten_util import ravel_pytree
 
 import ppo_torch as ppo
 
-SCRIPT_STEP = ("policy traced", "torch->numpy .numpy()", "env call (Runner pytree)", "jax->torch via numpy")
+SCRIPT_STEP = ("policy traced", "torch->numpy np.from_dlpack", "env call (Runner pytree)", "jax->torch via numpy")
 FRESH = ("jax->torch dlpack", "jax->torch via numpy")  # timed with the trivial call that makes a fresh result
 
 
@@ -114,8 +114,8 @@ def env_pieces(env_id: str, num_envs: int) -> dict:
 
 
 def policy_pieces(env_id: str, size: str, num_envs: int) -> dict:
-    env, _ = ppo.make_env(env_id)
-    obs_dim = ppo.reset_envs(env, ppo.make_env(env_id)[1], jax.random.key(0), num_envs).obs.shape[-1]
+    env, env_params = ppo.make_env(env_id)
+    obs_dim = ppo.reset_envs(env, env_params, jax.random.key(0), num_envs).obs.shape[-1]
     agent = ppo.Agent(obs_dim, ppo.MODEL_SIZES[size], env.num_actions, env.continuous)
     obs, noise = torch.randn(num_envs, obs_dim), torch.rand(num_envs, env.num_actions)
     traced = agent.traced_policy(obs)
