@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+import study
 from benchmarks.common import ROOT
 
 CONFIGS = {  # name: (framework, torch.compile options; None: eager, as --compile env-jit)
@@ -144,7 +145,7 @@ def markdown(rows: list[dict]) -> str:
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model-sizes", nargs="+", default=["small", "medium"], choices=["small", "medium", "large"])
+    parser.add_argument("--model-sizes", nargs="+", default=["small", "medium"], choices=study.load().sizes)
     parser.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=5, help="updates timed per process (the median is kept)")
