@@ -33,13 +33,14 @@ from analysis.plotting import (
     ratio_axis,
     rotate_xticks,
     row_legend,
+    same_y_range,
     size_palette,
     speedup_cells,
     symlog_axis,
 )
 from analysis.plotting import box_with_points as boxes
 from analysis.results import Results, present
-from analysis.speedups import ENV_COST_METRICS, env_costs, env_speedups, pairwise
+from analysis.speedups import ENV_COST_METRICS, backends_of, env_costs, env_speedups, pairwise
 from analysis.stats import MIN_CORRELATION_ENVS
 from analysis.summary import window_column, window_columns
 from study import BACKENDS, Study, split_label
@@ -84,18 +85,24 @@ def fig_total(r: Results, name: str):
 
 
 def speedup_figure(r: Results, name: str, metric: str, title: str):
-    """The speedups of one metric and experiment per pair and size: the table's cells and every pair of runs."""
+    """The speedups of one metric and experiment per pair and size: the table's cells and every pair of runs; a panel
+    per env backend when the experiment has several (as its tables do)."""
     ratios, cells = r.pairs[metric], r.cells(metric, name)
     ratios = ratios[ratios["experiment"] == name]
     if cells.empty:
         return None
     S = r.study
-    fig, axes = new_figure(1, width=10, title=title)
-    ax = axes[0, 0]
+    ratios = ratios.assign(size=ratios["model_size"], backend=backends_of(ratios))
+    backends = present(S.experiments[name].backends, cells["backend"])
+    fig, axes = new_figure(len(backends), width=10, title=title)
     sizes, pairs = present(S.sizes, cells["size"]), present(S.pair_names, cells["pair"])
-    speedup_cells(ax, ratios.rename(columns={"model_size": "size"}), cells, "size", sizes, size_palette(S), pairs)
-    ratio_axis(ax)
-    ax.set_title(f"as in the tables: geometric mean, {INTERVAL}; dots: pairs of runs", fontsize=12)
+    for ax, backend in zip(axes[0], backends):
+        mine = ratios[ratios["backend"] == backend]
+        speedup_cells(ax, mine, cells[cells["backend"] == backend], "size", sizes, size_palette(S), pairs)
+        ratio_axis(ax)
+        where = f"envs on {backend}: " if len(S.experiments[name].backends) > 1 else ""
+        ax.set_title(f"{where}as in the tables: geometric mean, {INTERVAL}; dots: pairs of runs", fontsize=12)
+    same_y_range(axes[0])
     row_legend(axes[0], "model size")
     return fig
 
@@ -266,19 +273,11 @@ def fig_speedup_vs_env_cost(r: Results, name: str = ""):
     return fig
 
 
-def backend_runs(r: Results, name: str) -> pd.DataFrame:
-    """An experiment's sync-on runs in default compile modes, with each run's env id and backend (from its label)."""
-    S, runs = r.study, r.runs(name)
-    runs = runs[runs["sync_timing"].astype(bool) & (runs["compile"] == runs["framework"].map(S.default_compile))]
-    labels = [split_label(label) for label in runs["env"]]
-    return runs.assign(env_id=[env for env, _ in labels], backend=[backend for _, backend in labels])
-
-
 def fig_backends(r: Results, name: str):
     """Per env (column) and model size (row): each framework's rollout and update time per iteration (sync on,
     default compile modes, the steady window's mean; the median over seeds) as one stacked bar per env backend,
     gymnax beside envpool, and over an envpool bar its rollout time / the gymnax one's."""
-    S, runs = r.study, backend_runs(r, name)
+    S, runs = r.study, r.backend_runs(name)
     if runs.empty:
         return "no sync-on runs in default compile modes"
     parts = [window_column(S.steady, part) for part in ("rollout", "update")]

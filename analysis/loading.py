@@ -238,6 +238,9 @@ def read_env_timing(path: Optional[str]) -> tuple[pd.DataFrame, dict]:
 def read_previous(path: str, columns: list[str]) -> pd.DataFrame:
     """The speedups.csv of a previous edition; BadInput when the file is not one."""
     previous = read_csv("--previous", path, "speedups.csv")
+    if "backend" not in previous.columns and "experiment" in previous.columns:
+        # an edition of before the env backends: every env on gymnax
+        previous.insert(list(previous.columns).index("experiment") + 1, "backend", BACKENDS[0])
     missing = [c for c in columns if c not in previous.columns]
     if missing:
         raise BadInput(f"--previous {path} is not a speedups.csv of plot_results.py: no column {', '.join(missing)}")

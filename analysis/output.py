@@ -5,10 +5,10 @@ the figures the study can draw; anything else there (a README, the run folders, 
 
 Replacing with less: an analysis would leave --out with less than it holds when one of its tables there has a row
 the new one lacks (a run of runs.csv or summary.csv, told apart by folder name, command, hostname and start time; an
-iteration of runs.csv; a (metric, experiment, size, pair) of speedups.csv; a (metric, size, pair) of env_cost.csv),
-when such a table cannot be read, or when a figure of this tool there would not be drawn again (which would leave
-it stale: it is removed). Such a call is refused (exit status 2, one line naming the folder and --force) before
-anything is written, unless --force is given. REPORT.md is rewritten from the rest and not compared.
+iteration of runs.csv; a (metric, experiment, backend, size, pair) of speedups.csv; a (metric, size, pair) of
+env_cost.csv), when such a table cannot be read, or when a figure of this tool there would not be drawn again (which
+would leave it stale: it is removed). Such a call is refused (exit status 2, one line naming the folder and --force)
+before anything is written, unless --force is given. REPORT.md is rewritten from the rest and not compared.
 
 Every file is first written into a temporary folder beside --out; only when all of them are complete do they
 replace their namesakes in --out, each by one rename (atomic), with SIGINT and SIGTERM held back meanwhile. An
@@ -26,15 +26,18 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.loading import BadInput, run_keys
+from study import BACKENDS
 
 REPORT = "REPORT.md"
 # table -> the columns that identify its rows; "run_key" stands for loading.run_keys (the run's identity)
 TABLE_KEYS = {
     "runs.csv": ["run_key", "iteration"],
     "summary.csv": ["run_key"],
-    "speedups.csv": ["metric", "experiment", "size", "pair"],
+    "speedups.csv": ["metric", "experiment", "backend", "size", "pair"],
     "env_cost.csv": ["metric", "size", "pair"],
 }
+# key columns that tables of earlier versions lack, and the value their rows had
+ADDED_KEYS = {"backend": BACKENDS[0]}  # speedups.csv of before the env backends: every env on gymnax
 
 
 def check_out(out: Path) -> None:
@@ -64,6 +67,9 @@ def old_table(path: Path, name: str) -> pd.DataFrame:
         old = pd.read_csv(path, usecols=lambda c: c in wanted, dtype=str, keep_default_na=False, na_values=[""])
     except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
         raise ValueError(f"{name} cannot be read ({type(e).__name__})") from None
+    for column, value in ADDED_KEYS.items():
+        if column in wanted and column not in old:
+            old[column] = value
     missing = sorted(c for c in wanted - {"command", "hostname", "start_time"} if c not in old)
     if missing:
         raise ValueError(f"{name} has no column {', '.join(missing)}")

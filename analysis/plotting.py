@@ -117,6 +117,13 @@ def empty_panel(ax, message: str) -> None:
     ax.set_yticks([])
 
 
+def same_y_range(axes_row) -> None:
+    """One y range for panels read side by side (each panel's own range, widened to cover them all)."""
+    lows, highs = zip(*(ax.get_ylim() for ax in axes_row))
+    for ax in axes_row:
+        ax.set_ylim(min(lows), max(highs))
+
+
 def row_legend(axes_row, title: str, rename: Callable[[str], str] = str, handles=None) -> None:
     """One legend per row of panels, outside on the right of the last panel."""
     for ax in axes_row:

@@ -12,8 +12,8 @@ from analysis.plotting import pretty_pair
 from analysis.results import Results, present
 from analysis.speedups import SPEEDUP_COLUMNS, env_costs, metric_experiments, metric_sync
 from analysis.stats import BOOTSTRAP_LEVEL, BOOTSTRAP_RESAMPLES, MIN_CLUSTERS, MIN_CORRELATION_ENVS
-from analysis.summary import window_columns
-from study import Study
+from analysis.summary import window_column, window_columns
+from study import BACKENDS, Study
 
 NO_INTERVAL = "–"
 HEADLINE_METRICS = ("total", "steady")  # the README's tables, of study.tables; REPORT.md has every metric, experiment
@@ -46,11 +46,14 @@ def metric_name(metric: str, study: Study) -> str:
     }[metric]
 
 
-def metric_title(metric: str, experiment: str, study: Study) -> str:
+def metric_title(metric: str, experiment: str, study: Study, backend: str = "") -> str:
+    """A table's title: the metric, the experiment and, for an experiment of several env backends, the backend of
+    the table's envs."""
     exp = study.experiments[experiment]
     modes = "; speedups between default compile modes" if exp.all_compile_modes else ""
     sync = "on" if metric_sync(metric) else "off"
-    return f"{metric_name(metric, study)} ({experiment}: {exp.title}; sync {sync}{modes})"
+    where = f"; its envs on {backend}" if len(exp.backends) > 1 else ""
+    return f"{metric_name(metric, study)} ({experiment}: {exp.title}{where}; sync {sync}{modes})"
 
 
 def speedup_intro(study: Study) -> str:
@@ -60,7 +63,8 @@ def speedup_intro(study: Study) -> str:
         "same env, model size and tag within one experiment (runs are never paired across experiments), each "
         f"framework in its default compile mode. Total time and steady state ({study.steady.label}) come from each "
         f"sync-off experiment on its own ({unsynced}), rollout and update from each sync-on one ({synced}); never "
-        f"pooled. Cells: geometric mean of the ratios [{BOOTSTRAP_LEVEL:.0%} cluster-bootstrap interval]; median; "
+        "pooled; an experiment of several env backends has a table per backend, of its envs on that backend. "
+        f"Cells: geometric mean of the ratios [{BOOTSTRAP_LEVEL:.0%} cluster-bootstrap interval]; median; "
         "pairs / envs (an env measured under several tags counts once per tag). The interval resamples envs with "
         "replacement, then, within each drawn env, the runs of A and of B with replacement, recomputes the geometric "
         f"mean ({BOOTSTRAP_RESAMPLES:,} resamples, seeded) and takes its 2.5th and 97.5th percentiles; "
@@ -80,8 +84,8 @@ def speedup_markdown(speedups: pd.DataFrame, study: Study, intro: bool = True) -
     if speedups.empty:
         return "_No pairs of runs to compare._\n"
     blocks = [speedup_intro(study)] if intro else []
-    for (metric, experiment), table in speedups.groupby(["metric", "experiment"], sort=False):
-        title = metric_title(metric, experiment, study)
+    for (metric, experiment, backend), table in speedups.groupby(["metric", "experiment", "backend"], sort=False):
+        title = metric_title(metric, experiment, study, backend)
         blocks.append(f"**{title}**\n\n" + pair_by_size_table(table, speedup_cell, study))
     return "\n\n".join(blocks) + "\n"
 
@@ -195,21 +199,26 @@ def edition_table(table: pd.DataFrame, study: Study) -> str:
     return markdown_table(wide.rename_axis("pair").reset_index())
 
 
+def edition_name(experiment: str, backend: str, study: Study) -> str:
+    exp = study.experiments[experiment]
+    where = f", its envs on {backend}" if len(exp.backends) > 1 else ""
+    return f"{experiment}: {exp.title}{where}"
+
+
 def edition_markdown(previous: pd.DataFrame, speedups: pd.DataFrame, previous_name: str, study: Study) -> str:
-    """Previous edition -> this one: a table per experiment of the README's tables with pairs measured in both (named
-    when there are several), a row per pair, a column per headline metric and size."""
+    """Previous edition -> this one: a table per experiment (and env backend) of the README's tables with pairs
+    measured in both (named when there are several), a row per pair, a column per headline metric and size."""
     table = headline(previous, study)[SPEEDUP_COLUMNS].merge(
         headline(speedups, study)[SPEEDUP_COLUMNS],
         suffixes=("_previous", ""),
-        on=["metric", "experiment", "size", "pair"],
+        on=["metric", "experiment", "backend", "size", "pair"],
     )
     if table.empty:
         return f"_No pair of the headline tables was measured in the previous edition ({previous_name})._\n"
-    experiments = table.groupby("experiment", sort=False)
+    experiments = table.groupby(["experiment", "backend"], sort=False)
     blocks = [
-        (f"*{name}: {study.experiments[name].title}*\n\n" if experiments.ngroups > 1 else "")
-        + edition_table(rows, study)
-        for name, rows in experiments
+        (f"*{edition_name(name, backend, study)}*\n\n" if experiments.ngroups > 1 else "") + edition_table(rows, study)
+        for (name, backend), rows in experiments
     ]
     return (
         f"**Since the previous edition** ({previous_name}): geometric mean [interval], previous → now; total time "
@@ -259,6 +268,45 @@ def env_table(r: Results) -> pd.DataFrame:
     )
 
 
+def backend_experiments(r: Results) -> list[str]:
+    """The experiments with runs of an env on another backend than the default one (envpool)."""
+    S = r.study
+    return [name for name, exp in S.experiments.items() if exp.backends != BACKENDS[:1] and r.has_runs(name)]
+
+
+def backend_cell(times) -> str:
+    rollout, update = times
+    return f"{rollout + update:.3f} ({rollout:.3f} + {update:.3f})"
+
+
+def backend_table(r: Results, name: str) -> pd.DataFrame:
+    """Per model size, env label and tag (a row), each framework's rollout + update seconds per iteration (a column):
+    the steady window's mean of the experiment's sync-on runs in default compile modes, the median over seeds."""
+    S, runs = r.study, r.backend_runs(name)
+    parts = [window_column(S.steady, part) for part in ("rollout", "update")]
+    medians = runs.groupby(["model_size", "env", "tag", "framework"])[parts].median().dropna()
+    if medians.empty:
+        return pd.DataFrame()
+    cells = pd.Series([backend_cell(times) for times in medians.to_numpy()], index=medians.index, dtype=object)
+    wide = cells.unstack("framework")
+    tags = sorted(set(wide.index.get_level_values("tag")))
+    rows = [(size, env, tag) for size in S.sizes for env in r.envs for tag in tags if (size, env, tag) in wide.index]
+    wide = wide.reindex(index=rows, columns=present(S.frameworks, wide.columns))
+    return wide.rename_axis(["size", "env", "tag"]).reset_index()
+
+
+def backend_markdown(r: Results, name: str) -> str:
+    table = backend_table(r, name)
+    if table.empty:
+        return f"_No sync-on runs of {name} in default compile modes._\n"
+    intro = (
+        f"Seconds per iteration, rollout + update (the mean over {r.study.steady.label} of each sync-on run in its "
+        "framework's default compile mode; the median over seeds): how much of each framework's iteration the env "
+        "and its backend take."
+    )
+    return intro + "\n\n" + markdown_table(table) + "\n"
+
+
 def report_text(
     r: Results, skipped: list[SkippedRun], drawn, notes, sources: list[str], timing_info: dict, edition: str = ""
 ) -> str:
@@ -281,6 +329,8 @@ def report_text(
     for name, tables in r.platform_speedups.items():
         per_tag = [f"Tag `{tag}`:\n\n" + speedup_markdown(table, S, intro=False) for tag, table in tables.items()]
         parts += [f"### Total-time speedups per tag ({name})", *per_tag]
+    for name in backend_experiments(r):
+        parts += [f"## Rollout and update on each env backend ({name})", backend_markdown(r, name)]
     parts += ["## Speedup against env cost", env_cost_markdown(r.env_cost, not env_costs(r.timing).empty, S)]
     if r.has_runs(S.headline):
         parts += [f"## Iteration windows ({S.headline}, median over runs)", markdown_table(windows_table(r))]

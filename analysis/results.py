@@ -15,7 +15,7 @@ from analysis.speedups import (
     speedup_table,
 )
 from analysis.summary import summarize
-from study import Study
+from study import Study, split_label
 
 
 @dataclass
@@ -35,6 +35,15 @@ class Results:
         """The summary rows of an experiment (or platform comparison), with their framework/compile mode."""
         runs = self.summary[self.masks[experiment]]
         return runs.assign(mode=[mode_name(f, c) for f, c in zip(runs["framework"], runs["compile"])])
+
+    def backend_runs(self, experiment: str) -> pd.DataFrame:
+        """An experiment's sync-on runs in default compile modes, with each run's env id and backend (from its
+        label)."""
+        runs = self.runs(experiment)
+        default = runs["compile"] == runs["framework"].map(self.study.default_compile)
+        runs = runs[runs["sync_timing"].astype(bool) & default]
+        labels = [split_label(label) for label in runs["env"]]
+        return runs.assign(env_id=[env for env, _ in labels], backend=[backend for _, backend in labels])
 
     def metric_runs(self, metric: str) -> pd.DataFrame:
         """The runs a speedup metric compares, from all its experiments."""

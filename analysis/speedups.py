@@ -3,10 +3,11 @@
 Speedup A -> B = time of A / time of B, over every pair of runs of frameworks A and B with the same PAIR_KEYS: one
 experiment (runs are never paired across experiments), env, model size, tag, number of iterations and batch size,
 each framework in its default compile mode, under the metric's sync setting. A table cell (metric, experiment,
-size, pair) pools the pairs of one run configuration (iterations and batch size): where an experiment's runs of
-one size come in several, the one with the most envs (then the most pairs, then the longest runs, then the largest
-batch) makes the cells and the others are left out, as are the runs that found no run to pair with; the report
-lists both.
+backend, size, pair) pools the envs of one env backend (an experiment of several, e.g. the same envs on gymnax and
+on envpool, gets a cell per backend: the question it asks is how the backends differ) and the pairs of one run
+configuration (iterations and batch size): where an experiment's runs of one size come in several, the one with the
+most envs (then the most pairs, then the longest runs, then the largest batch) makes the cells and the others are
+left out, as are the runs that found no run to pair with; the report lists both.
 """
 
 import numpy as np
@@ -14,7 +15,7 @@ import pandas as pd
 
 from analysis.stats import MIN_CORRELATION_ENVS, cluster_bootstrap_ci, cost_correlation, geometric_mean
 from analysis.summary import window_column
-from study import Study
+from study import Study, split_label
 
 PAIR_KEYS = ["experiment", "env", "model_size", "tag", "num_iterations", "batch_size"]
 CONFIGURATION = ["num_iterations", "batch_size"]  # never pooled in one cell
@@ -23,6 +24,7 @@ ENV_COST_METRICS = ("total", "steady")  # sync off: every env of the study, the 
 SPEEDUP_COLUMNS = [
     "metric",
     "experiment",
+    "backend",
     "size",
     "pair",
     "geomean",
@@ -136,37 +138,47 @@ def clusters_of(ratios: pd.DataFrame) -> list[tuple[np.ndarray, np.ndarray]]:
 
 
 # --------------------------------------------------------------------------------------------- speedups
+def backends_of(ratios: pd.DataFrame) -> pd.Series:
+    """The env backend of each pair of runs (from its env label)."""
+    return ratios["env"].map(lambda label: split_label(label)[1])
+
+
+def cell_statistics(cell: pd.DataFrame) -> dict:
+    """geomean, median, ci_low, ci_high (cluster bootstrap; NaN under MIN_CLUSTERS clusters), n_pairs, n_clusters of
+    the pairs of runs of one table cell."""
+    values = cell["value"].to_numpy(float)
+    clusters = clusters_of(cell)
+    low, high = cluster_bootstrap_ci(clusters)
+    return {
+        "geomean": geometric_mean(values),
+        "median": float(np.median(values)),
+        "ci_low": low,
+        "ci_high": high,
+        "n_pairs": len(values),
+        "n_clusters": len(clusters),
+    }
+
+
 def speedup_table(pairs: dict[str, pd.DataFrame], study: Study) -> pd.DataFrame:
-    """A row per metric, experiment, size and pair (combinations without pairs are left out): geomean, median,
-    ci_low, ci_high (cluster bootstrap; NaN under MIN_CLUSTERS clusters), n_pairs, n_clusters.
-    pairs: metric -> its pooled pairs of runs (metric_pairs)."""
+    """A row per metric, experiment, backend, size and pair (combinations without pairs are left out), in the study's
+    orders, with cell_statistics' columns. pairs: metric -> its pooled pairs of runs (metric_pairs)."""
     rows = []
     for metric, ratios in pairs.items():
+        backends = backends_of(ratios)
         for experiment in metric_experiments(study, metric):
-            for size in study.sizes:
-                for pair in study.pair_names:
-                    cell = ratios[
-                        (ratios["experiment"] == experiment) & (ratios["model_size"] == size) & (ratios["pair"] == pair)
-                    ]
-                    if cell.empty:
-                        continue
-                    values = cell["value"].to_numpy(float)
-                    clusters = clusters_of(cell)
-                    low, high = cluster_bootstrap_ci(clusters)
-                    rows.append(
-                        {
-                            "metric": metric,
-                            "experiment": experiment,
-                            "size": size,
-                            "pair": pair,
-                            "geomean": geometric_mean(values),
-                            "median": float(np.median(values)),
-                            "ci_low": low,
-                            "ci_high": high,
-                            "n_pairs": len(values),
-                            "n_clusters": len(clusters),
-                        }
-                    )
+            for backend in study.experiments[experiment].backends:
+                for size in study.sizes:
+                    for pair in study.pair_names:
+                        cell = ratios[
+                            (ratios["experiment"] == experiment)
+                            & (backends == backend)
+                            & (ratios["model_size"] == size)
+                            & (ratios["pair"] == pair)
+                        ]
+                        if cell.empty:
+                            continue
+                        key = {"metric": metric, "experiment": experiment, "backend": backend}
+                        rows.append({**key, "size": size, "pair": pair, **cell_statistics(cell)})
     return pd.DataFrame(rows, columns=SPEEDUP_COLUMNS)
 
 

@@ -274,7 +274,7 @@ def analysed(tmp_path: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def test_the_backends_of_one_env_are_never_merged(tmp_path):
     """Runs of CartPole-v1 on gymnax (one of before the backends, without env_backend, one with it) and on envpool:
-    two envs in every table, and no pair crosses backends."""
+    two envs in every table, no pair crosses backends, and exp7 has a cell per backend."""
     for framework, backend in product(("linen", "nnx"), (None, "gymnax", "envpool")):
         seed = 2 if backend == "gymnax" else 1
         write_run(
@@ -292,9 +292,12 @@ def test_the_backends_of_one_env_are_never_merged(tmp_path):
     assert set(summary.loc[summary["env"] == "CartPole-v1@envpool", "experiments"]) == {"exp7"}  # not exp1
     runs = pd.read_csv(tmp_path / "out" / "runs.csv")
     assert set(runs["env"]) == {"CartPole-v1", "CartPole-v1@envpool"}
-    cells = speedups[(speedups["metric"] == "total") & (speedups["pair"] == "nnx->linen")].set_index("experiment")
-    assert cells.loc["exp7", "n_clusters"] == 2 and cells.loc["exp7", "n_pairs"] == 4 + 1  # 2 x 2 seeds; 1 x 1
-    assert cells.loc["exp1", "n_clusters"] == 1 and cells.loc["exp1", "n_pairs"] == 4
+    cells = speedups[(speedups["metric"] == "total") & (speedups["pair"] == "nnx->linen")]
+    cells = cells.set_index(["experiment", "backend"])
+    assert cells.loc[("exp7", "gymnax"), "n_clusters"] == 1 and cells.loc[("exp7", "gymnax"), "n_pairs"] == 4
+    assert cells.loc[("exp7", "envpool"), "n_clusters"] == 1 and cells.loc[("exp7", "envpool"), "n_pairs"] == 1
+    assert cells.loc[("exp1", "gymnax"), "n_clusters"] == 1 and cells.loc[("exp1", "gymnax"), "n_pairs"] == 4
+    assert ("exp1", "envpool") not in cells.index
 
 
 def test_no_pair_crosses_backends(tmp_path):

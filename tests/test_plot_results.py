@@ -19,10 +19,10 @@ from tensorboardX import SummaryWriter
 
 import plot_results
 import study
-from analysis import figures, results, stats
-from analysis.loading import load_runs, read_env_timing
+from analysis import figures, plotting, results, stats
+from analysis.loading import load_runs, read_env_timing, read_previous
 from analysis.report import README_MARKERS, readme_markdown, speedup_markdown
-from analysis.speedups import ENV_COST_COLUMNS
+from analysis.speedups import ENV_COST_COLUMNS, SPEEDUP_COLUMNS
 from helpers import ROOT, STUDY
 
 NUM_ENVS, NUM_STEPS, ITERATIONS = 4, 8, 11  # iterations 0, 1-7 and 8-10: every window is populated
@@ -227,14 +227,16 @@ def is_default(run) -> bool:
 
 
 def expected_speedups(runs: list[dict], metric: str, experiments: list[str], sync: bool) -> dict:
-    """(experiment, size, pair) -> (geomean, median, n pairs, n envs) by plain math over every pair of
-    default-compile runs of one experiment with the same env, size and tag, under the metric's sync setting."""
+    """(experiment, backend, size, pair) -> (geomean, median, n pairs, n envs) by plain math over every pair of
+    default-compile runs of one experiment with the same env, size and tag, under the metric's sync setting, the
+    envs of one backend pooled."""
     expected = {}
-    for experiment, size, (a, b) in itertools.product(experiments, STUDY.sizes, STUDY.pairs):
+    for experiment, backend, size, (a, b) in itertools.product(experiments, study.BACKENDS, STUDY.sizes, STUDY.pairs):
         ratios, envs = [], set()
         for ra, rb in itertools.product(runs, runs):
             if (
                 (ra["framework"], rb["framework"]) == (a, b)
+                and study.split_label(ra["label"])[1] == backend
                 and is_default(ra)
                 and is_default(rb)
                 and ra["sync_timing"] == rb["sync_timing"] == sync
@@ -247,7 +249,8 @@ def expected_speedups(runs: list[dict], metric: str, experiments: list[str], syn
                 envs.add((ra["label"], ra["tag"]))
         if ratios:
             geomean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
-            expected[(experiment, size, f"{a}->{b}")] = (geomean, statistics.median(ratios), len(ratios), len(envs))
+            cell = (geomean, statistics.median(ratios), len(ratios), len(envs))
+            expected[(experiment, backend, size, f"{a}->{b}")] = cell
     return expected
 
 
@@ -277,6 +280,7 @@ def test_speedups_match_hand_computed_values(study_out):
     assert list(speedups.columns) == [
         "metric",
         "experiment",
+        "backend",
         "size",
         "pair",
         "geomean",
@@ -296,7 +300,7 @@ def test_speedups_match_hand_computed_values(study_out):
     }
     for metric, (key, experiments, sync) in selections.items():
         expected = expected_speedups(runs, key, experiments, sync)
-        got = speedups[speedups["metric"] == metric].set_index(["experiment", "size", "pair"])
+        got = speedups[speedups["metric"] == metric].set_index(["experiment", "backend", "size", "pair"])
         assert set(got.index) == set(expected), metric
         for cell, (geomean, median, n, envs) in expected.items():
             row = got.loc[cell]
@@ -308,30 +312,31 @@ def test_speedups_match_hand_computed_values(study_out):
             else:
                 assert row["ci_low"] <= row["geomean"] * (1 + 1e-9) and row["geomean"] <= row["ci_high"] * (1 + 1e-9)
     # The same numbers by hand: seeds 1.0/1.2 give ratios 1.25 x {1, 1.2, 1/1.2, 1} -> geomean and median 1.25
-    table = speedups.set_index(["metric", "experiment", "size", "pair"])
-    steady = table.loc[("steady", "exp1", "large", "nnx->linen")]
+    table = speedups.set_index(["metric", "experiment", "backend", "size", "pair"])
+    steady = table.loc[("steady", "exp1", "gymnax", "large", "nnx->linen")]
     assert steady["geomean"] == pytest.approx(1.25, rel=1e-5) and steady["median"] == pytest.approx(1.25, rel=1e-5)
     assert (steady["n_pairs"], steady["n_clusters"]) == (3 * 4, 3)  # 3 envs x 2 x 2 seeds
     assert steady["ci_low"] < 1.25 < steady["ci_high"]  # the seeds differ within each env
-    assert table.loc[("rollout", "exp3", "large", "torch->linen"), "geomean"] == pytest.approx(5.0, rel=1e-5)
+    assert table.loc[("rollout", "exp3", "gymnax", "large", "torch->linen"), "geomean"] == pytest.approx(5.0, rel=1e-5)
     # rollout/update per experiment: exp2 = the three envs' small runs, exp3 = Acrobot-v1's
-    assert table.loc[("rollout", "exp2", "small", "nnx->linen"), "n_pairs"] == 3
-    assert table.loc[("rollout", "exp3", "small", "nnx->linen"), "n_pairs"] == 1
-    assert ("rollout", "exp2", "large", "nnx->linen") not in table.index
+    assert table.loc[("rollout", "exp2", "gymnax", "small", "nnx->linen"), "n_pairs"] == 3
+    assert table.loc[("rollout", "exp3", "gymnax", "small", "nnx->linen"), "n_pairs"] == 1
+    assert ("rollout", "exp2", "gymnax", "large", "nnx->linen") not in table.index
     # exp5, exp6: the sync-off runs give the totals, the sync-on runs the rollout/update split, each pair of runs once
     for (experiment, envs), metric in itertools.product(
         {"exp5": EXPENSIVE_FACTOR, "exp6": CONTINUOUS_FACTOR}.items(), ("total", "steady", "rollout", "update")
     ):
-        cell = table.loc[(metric, experiment, "small", "torch->linen")]
+        cell = table.loc[(metric, experiment, "gymnax", "small", "torch->linen")]
         assert cell["n_pairs"] == cell["n_clusters"] == len(envs)
         if metric != "total":  # total_s adds the same setup time to both
             assert cell["geomean"] == pytest.approx(5.0, rel=1e-5)
-    # exp7: an env on envpool is another env (torch -> linen 2.5 there, 5 on gymnax): 3 envs on gymnax under tag
-    # linux (2 x 2 seeds each), CartPole-v1 under tag mac (exp1's runs of its envs and sizes), 3 envs on envpool
-    steady = table.loc[("steady", "exp7", "small", "torch->linen")]
-    assert (steady["n_pairs"], steady["n_clusters"]) == (3 * 4 + 4 + 3, 3 + 1 + 3)
-    assert steady["geomean"] == pytest.approx(math.exp((16 * math.log(5.0) + 3 * math.log(2.5)) / 19), rel=1e-5)
-    exp8 = table.loc[("rollout", "exp8", "small", "torch->linen")]  # MuJoCo on envpool only
+    # exp7: a cell per backend (torch -> linen 5 on gymnax, 2.5 on envpool): 3 envs on gymnax under tag linux
+    # (2 x 2 seeds each) and CartPole-v1 under tag mac (exp1's runs of its envs and sizes); 3 envs on envpool
+    gymnax, envpool = (table.loc[("steady", "exp7", backend, "small", "torch->linen")] for backend in study.BACKENDS)
+    assert (gymnax["n_pairs"], gymnax["n_clusters"]) == (3 * 4 + 4, 3 + 1)
+    assert (envpool["n_pairs"], envpool["n_clusters"]) == (3, 3)
+    assert gymnax["geomean"] == pytest.approx(5.0, rel=1e-5) and envpool["geomean"] == pytest.approx(2.5, rel=1e-5)
+    exp8 = table.loc[("rollout", "exp8", "envpool", "small", "torch->linen")]  # MuJoCo on envpool only
     assert exp8["geomean"] == pytest.approx(2.5, rel=1e-5) and exp8["n_clusters"] == len(MUJOCO_FACTOR)
 
 
@@ -398,7 +403,13 @@ def test_every_figure_and_the_report(study_out):
     assert "nnx → linen" in block and all(part in report for part in headline.split("\n\n"))
     assert "**Rollout" not in block and "(exp5: " not in block and "(exp5: " in report  # REPORT.md has every experiment
     titles = [(metric, exp) for metric, exp, _ in readme_tables(block)]  # study.tables, in its order
-    assert titles == [(metric, exp) for exp in STUDY.tables for metric in ("Total time", "Steady state")]
+    assert titles == [
+        (metric, exp)
+        for exp in STUDY.tables
+        for metric in ("Total time", "Steady state")
+        for _ in STUDY.experiments[exp].backends  # exp7: a table per backend
+    ]
+    assert "(exp7: CPU envs" in block and "its envs on gymnax" in block and "its envs on envpool" in block
 
 
 def readme_tables(block: str) -> list[tuple[str, str, str]]:
@@ -443,6 +454,39 @@ def test_the_backends_figure_stacks_rollout_and_update_per_framework_and_backend
     assert "exp7" in tables
 
 
+def test_the_report_tables_each_frameworks_rollout_and_update_per_env_backend(study_out):
+    """REPORT.md: for exp7 and exp8 (envs on envpool), a table of each framework's steady rollout + update per size,
+    env label and tag, the median over its sync-on default-mode runs; none for the gymnax-only experiments."""
+    runs, out = study_out
+    report = (out / "REPORT.md").read_text()
+    sections = re.findall(r"^## Rollout and update on each env backend \((\w+)\)", report, re.M)
+    assert sections == ["exp7", "exp8"]
+    exp7 = report.split("## Rollout and update on each env backend (exp7)")[1].split("\n## ")[0]
+    header = next(line for line in exp7.splitlines() if line.startswith("| size"))
+    columns = [cell.strip() for cell in header.strip("|").split("|")]
+    for label in ("Acrobot-v1", "Acrobot-v1@envpool"):
+        pattern = rf"\| small +\| {re.escape(label)} +\| linux +\|"
+        row = next(line for line in exp7.splitlines() if re.match(pattern, line))
+        cells = dict(zip(columns, (cell.strip() for cell in row.strip("|").split("|"))))
+        for framework in STUDY.frameworks:
+            mine = [
+                run
+                for run in runs
+                if run["label"] == label
+                and run["tag"] == "linux"
+                and run["framework"] == framework
+                and run["model_size"] == "small"
+                and run["sync_timing"]
+                and is_default(run)
+                and "exp7" in experiments_of(run)
+            ]
+            rollout = statistics.median(run["rollout8"] for run in mine)
+            update = statistics.median(run["update8"] for run in mine)
+            shown = [float(number) for number in re.findall(r"[\d.]+", cells[framework])]
+            expected = [rollout + update, rollout, update]  # "total (rollout + update)", to 3 decimals
+            assert shown == pytest.approx(expected, abs=6e-4), (label, framework)
+
+
 def test_the_continuous_experiment_gets_its_tables_and_figures(study_out):
     """exp6, by the study's roles alone: its total-time and steady-state tables in the README block (every pair, with
     intervals: 4 envs), its figures, and its total-time figure drawn from its sync-off runs only."""
@@ -458,6 +502,28 @@ def test_the_continuous_experiment_gets_its_tables_and_figures(study_out):
     dots = sum(len(collection.get_offsets()) for collection in total.axes[0].collections)
     assert dots == len(CONTINUOUS_FACTOR) * len(DEFAULT_MODES)  # each run once: sync off, not sync on
     figures.plt.close(total)
+
+
+def test_the_speedups_figure_has_a_panel_per_backend_of_its_experiment(study_out):
+    """exp7_speedups.png: a panel per env backend (gymnax, envpool), each with that backend's cells of speedups.csv
+    at their geometric means, on one y range; exp1's (gymnax alone) has one panel."""
+    runs, out = study_out
+    speedups = pd.read_csv(out / "speedups.csv")
+    an = analysis_of(out / "runs.csv", out.parent / "timing.json")
+    fig = figures.fig_speedups(an, "exp7")
+    panels = [ax for ax in fig.axes if ax.get_title()]
+    assert [ax.get_title().split(":")[0] for ax in panels] == ["envs on gymnax", "envs on envpool"]
+    assert panels[0].get_ylim() == panels[1].get_ylim()
+    for ax, backend in zip(panels, study.BACKENDS):
+        cells = speedups[(speedups["metric"] == "total") & (speedups["experiment"] == "exp7")]
+        expected = sorted(cells.loc[cells["backend"] == backend, "geomean"])
+        centres = [c for c in ax.collections if c.get_gid() == plotting.CENTRE_GID]
+        drawn = sorted(y for c in centres for _, y in c.get_offsets())
+        assert drawn == pytest.approx(expected, rel=1e-9), backend
+    figures.plt.close(fig)
+    one = figures.fig_speedups(an, "exp1")
+    assert len([ax for ax in one.axes if ax.get_title()]) == 1
+    figures.plt.close(one)
 
 
 def test_speedup_text_says_what_the_interval_is(study_out):
@@ -675,10 +741,26 @@ def test_previous_edition_side_by_side(study_out, tmp_path):
     ].iloc[0]
     assert f"{2 * row.geomean:.2f}× [–] → **{row.geomean:.2f}× [{row.ci_low:.2f}, {row.ci_high:.2f}]**" in edition
     assert "torch → nnx" in edition and "equinox → linen" not in edition and "equinox → linen" in block
-    # a table per experiment of the README's tables, each named
-    assert [line.split(":")[0] for line in edition.splitlines() if line.startswith("*exp")] == [
-        f"*{exp}" for exp in STUDY.tables
+    # a table per experiment (and env backend) of the README's tables, each named
+    names = [line for line in edition.splitlines() if line.startswith("*exp")]
+    assert [name.split(":")[0] for name in names] == [
+        f"*{exp}" for exp in STUDY.tables for _ in STUDY.experiments[exp].backends
     ]
+    assert sum("its envs on envpool" in name for name in names) == 1
+
+
+def test_previous_edition_of_before_the_backends(study_out, tmp_path):
+    """A previous speedups.csv without the backend column (editions of before the env backends): its rows were on
+    gymnax, so they meet this edition's gymnax cells, and none meets an envpool one."""
+    runs, out = study_out
+    now = pd.read_csv(out / "speedups.csv")
+    old = now[now["backend"] == "gymnax"].drop(columns="backend")
+    old.to_csv(tmp_path / "previous.csv", index=False)
+    block = readme_markdown(now, STUDY, read_previous(str(tmp_path / "previous.csv"), SPEEDUP_COLUMNS), "old")
+    edition = block[block.index("**Since the previous edition**") :]
+    names = [line for line in edition.splitlines() if line.startswith("*exp")]
+    assert [name.split(":")[0] for name in names] == [f"*{exp}" for exp in STUDY.tables]
+    assert "its envs on gymnax" in edition and "its envs on envpool" not in edition
 
 
 def test_previous_that_is_not_a_speedups_csv_is_refused(study_out, tmp_path, capsys):

@@ -144,6 +144,24 @@ def test_out_that_loses_nothing_is_replaced_without_force(full_out, tmp_path, ca
     assert (full_out / "README.md").read_text() == "my reading of these results\n"
 
 
+def test_a_speedups_csv_of_before_the_backends_is_read_as_gymnax(full_out, tmp_path, capsys):
+    """An --out whose speedups.csv has no backend column (written before the env backends): its rows were on
+    gymnax, so the same runs replace it without --force; a row this analysis lacks is still found."""
+    (full_out / "exp1_total.png").unlink()
+    speedups = pd.read_csv(full_out / "speedups.csv")
+    assert set(speedups["backend"]) == {"gymnax"}
+    speedups.drop(columns="backend").to_csv(full_out / "speedups.csv", index=False)
+    again = write_csv(tmp_path / "again.csv", linen_nnx(ENVS))
+    assert analyse(capsys, "--csv", again, "--out", full_out, "--no-figures")[0] == 0
+    assert "backend" in pd.read_csv(full_out / "speedups.csv").columns
+
+    speedups = pd.read_csv(full_out / "speedups.csv")
+    extra = speedups.iloc[:1].assign(pair="torch->linen")  # a pair these runs do not have
+    pd.concat([speedups, extra]).drop(columns="backend").to_csv(full_out / "speedups.csv", index=False)
+    code, errors, _ = analyse(capsys, "--csv", again, "--out", full_out, "--no-figures")
+    assert code == 2 and "speedups.csv" in errors[0] and "--force" in errors[0]
+
+
 def test_an_unreadable_table_in_out_is_not_replaced_silently(full_out, tmp_path, capsys):
     (full_out / "exp1_total.png").unlink()
     (full_out / "summary.csv").write_bytes(bytes(range(256)))
