@@ -52,8 +52,13 @@ def metric_title(metric: str, experiment: str, study: Study, backend: str = "") 
     exp = study.experiments[experiment]
     modes = "; speedups between default compile modes" if exp.all_compile_modes else ""
     sync = "on" if metric_sync(metric) else "off"
-    where = f"; its envs on {backend}" if len(exp.backends) > 1 else ""
+    where = on_backend(experiment, backend, study, "; ")
     return f"{metric_name(metric, study)} ({experiment}: {exp.title}{where}; sync {sync}{modes})"
+
+
+def on_backend(experiment: str, backend: str, study: Study, separator: str) -> str:
+    """ ", its envs on envpool" for an experiment of several env backends (its tables are per backend), else ""."""
+    return f"{separator}its envs on {backend}" if len(study.experiments[experiment].backends) > 1 else ""
 
 
 def speedup_intro(study: Study) -> str:
@@ -200,9 +205,7 @@ def edition_table(table: pd.DataFrame, study: Study) -> str:
 
 
 def edition_name(experiment: str, backend: str, study: Study) -> str:
-    exp = study.experiments[experiment]
-    where = f", its envs on {backend}" if len(exp.backends) > 1 else ""
-    return f"{experiment}: {exp.title}{where}"
+    return f"{experiment}: {study.experiments[experiment].title}{on_backend(experiment, backend, study, ', ')}"
 
 
 def edition_markdown(previous: pd.DataFrame, speedups: pd.DataFrame, previous_name: str, study: Study) -> str:
