@@ -10,6 +10,8 @@ most envs (then the most pairs, then the longest runs, then the largest batch) m
 left out, as are the runs that found no run to pair with; the report lists both.
 """
 
+import itertools
+
 import numpy as np
 import pandas as pd
 
@@ -164,21 +166,19 @@ def speedup_table(pairs: dict[str, pd.DataFrame], study: Study) -> pd.DataFrame:
     orders, with cell_statistics' columns. pairs: metric -> its pooled pairs of runs (metric_pairs)."""
     rows = []
     for metric, ratios in pairs.items():
-        backends = backends_of(ratios)
+        ratios = ratios.assign(backend=backends_of(ratios))
         for experiment in metric_experiments(study, metric):
-            for backend in study.experiments[experiment].backends:
-                for size in study.sizes:
-                    for pair in study.pair_names:
-                        cell = ratios[
-                            (ratios["experiment"] == experiment)
-                            & (backends == backend)
-                            & (ratios["model_size"] == size)
-                            & (ratios["pair"] == pair)
-                        ]
-                        if cell.empty:
-                            continue
-                        key = {"metric": metric, "experiment": experiment, "backend": backend}
-                        rows.append({**key, "size": size, "pair": pair, **cell_statistics(cell)})
+            backends = study.experiments[experiment].backends
+            for backend, size, pair in itertools.product(backends, study.sizes, study.pair_names):
+                cell = ratios[
+                    (ratios["experiment"] == experiment)
+                    & (ratios["backend"] == backend)
+                    & (ratios["model_size"] == size)
+                    & (ratios["pair"] == pair)
+                ]
+                if not cell.empty:
+                    key = {"metric": metric, "experiment": experiment, "backend": backend, "size": size, "pair": pair}
+                    rows.append({**key, **cell_statistics(cell)})
     return pd.DataFrame(rows, columns=SPEEDUP_COLUMNS)
 
 
