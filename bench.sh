@@ -37,6 +37,8 @@ options:
                       envs outside the study (any with Discrete or 1-D Box actions) and one on envpool alone the
                       envpool envs outside it; an env the scripts cannot train is refused
   --sizes LIST        comma-separated model sizes (default: all of the study)
+  --compile-modes LIST  comma-separated compile modes to keep of each experiment's: "default" (each framework's
+                      first) or mode names, e.g. torchscript (default: every mode each experiment runs)
   --seeds N           repeats, seeds 1..N (default 3)
   --iterations N      num_iterations of every run (default: the scripts' own)
   --tag TAG           label of every run, e.g. the machine (default: the scripts' own)
@@ -101,7 +103,7 @@ SWEEP_ARGS=()  # the matrix options, for sweep.py
 SLURM_ARGS=()  # --slurm-tasks, --slurm-parallel, --slurm-args, for sweep.py sbatch
 EXTRA=()
 
-VALUE_OPTIONS=" --experiments --frameworks --envs --sizes --seeds --iterations --tag --log-dir --timeout --kill-after\
+VALUE_OPTIONS=" --experiments --frameworks --envs --sizes --compile-modes --seeds --iterations --tag --log-dir --timeout --kill-after\
  --cpus --shard --python --env-timing-file --slurm-tasks --slurm-parallel --slurm-args "
 
 check_option() {  # dies on an unknown option

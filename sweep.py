@@ -206,6 +206,27 @@ class Selection:
     python: str
     extra: tuple[str, ...]
     env_threads: Optional[int] = None  # --env-threads of the envpool runs (bench.sh --cpus); None: the scripts' own
+    compile_modes: Optional[tuple[str, ...]] = None  # None: each experiment's own; DEFAULT_MODE: each framework's first
+
+
+# --compile-modes: the word for each framework's default mode (its first in study.toml), beside the modes' names
+DEFAULT_MODE = "default"
+
+
+def mode_choices(value: Optional[str], S: study.Study) -> Optional[tuple[str, ...]]:
+    """The items of --compile-modes, each "default" or a compile mode of some framework of the study."""
+    if value is None:
+        return None
+    modes = (mode for fw in S.frameworks.values() for mode in fw.compile)
+    return choices("--compile-modes", value, (DEFAULT_MODE, *dict.fromkeys(modes)))
+
+
+def runs_mode(sel: Selection, fw: study.Framework, mode: str) -> bool:
+    """Whether --compile-modes keeps this framework's compile mode (every mode of the experiment when not given)."""
+    if sel.compile_modes is None:
+        return True
+    is_default = mode == fw.compile[0]
+    return mode in sel.compile_modes or (is_default and DEFAULT_MODE in sel.compile_modes)
 
 
 def select(args: argparse.Namespace, S: study.Study) -> Selection:
@@ -223,6 +244,7 @@ def select(args: argparse.Namespace, S: study.Study) -> Selection:
         python=args.python,
         extra=tuple(args.extra),
         env_threads=positive_int("--cpus", args.env_threads),
+        compile_modes=mode_choices(args.compile_modes, S),
     )
     check_extra(sel.extra, sel.iterations, sel.tag, sel.env_threads)
     return sel
@@ -291,6 +313,8 @@ def matrix(sel: Selection, S: study.Study) -> list[Run]:
         for seed, env, size in product(range(1, sel.seeds + 1), experiment_envs(sel, exp, S), sizes):
             for sync, fw in product(exp.syncs, frameworks):
                 for mode in exp.compile_modes(fw):
+                    if not runs_mode(sel, fw, mode):
+                        continue
                     runs.append(
                         Run(
                             exp.name,
@@ -622,6 +646,7 @@ def parser() -> Parser:
         s.add_argument("--frameworks", help="comma-separated (default: every framework of the study)")
         s.add_argument("--envs", help="comma-separated env ids (default: each experiment's envs)")
         s.add_argument("--sizes", help="comma-separated (default: every size of the study)")
+        s.add_argument("--compile-modes", help="comma-separated: 'default' or mode names (default: each experiment's)")
         s.add_argument("--seeds", default="3", help="seeds 1..N (default 3)")
         s.add_argument("--iterations", help="--num-iterations of every run (default: the scripts' own)")
         s.add_argument("--tag", help="--tag of every run (default: the scripts' own)")
@@ -669,9 +694,9 @@ def print_sbatch(args: argparse.Namespace, sel: Selection, whole: list[Run]) -> 
         done = done_flags(whole, sel.log_dir)
         matrix_options = [
             item
-            for name in ("experiments", "frameworks", "envs", "sizes", "seeds", "iterations", "tag")
+            for name in ("experiments", "frameworks", "envs", "sizes", "compile_modes", "seeds", "iterations", "tag")
             if getattr(args, name) is not None
-            for item in (f"--{name}", getattr(args, name))
+            for item in (f"--{name.replace('_', '-')}", getattr(args, name))
         ]
         script = sbatch_script(
             sel,

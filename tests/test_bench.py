@@ -201,6 +201,22 @@ def test_dry_run_passes_options(tmp_path):
         assert line.endswith("--no-sync-timing --num-envs 4 --num-steps 16")
 
 
+def test_compile_modes_keeps_the_default_or_the_named_modes(tmp_path):
+    base = ["--experiments", "exp3", "--sizes", "large", "--seeds", "1"]
+    lines = dry_run(tmp_path, *base, "--compile-modes", "default")
+    assert [(framework_of(line), option(line, "--compile")) for line in lines] == [
+        (name, fw.compile[0]) for name, fw in STUDY.frameworks.items()
+    ]
+    lines = dry_run(tmp_path, *base, "--compile-modes", "torchscript,default")
+    modes = {(framework_of(line), option(line, "--compile")) for line in lines}
+    assert modes == {(name, fw.compile[0]) for name, fw in STUDY.frameworks.items()} | {("torch", "torchscript")}
+    # a mode outside an experiment's own is not added: exp1 runs the default modes only
+    lines = dry_run(
+        tmp_path, "--experiments", "exp1", "--envs", "CartPole-v1", "--seeds", "1", "--compile-modes", "none"
+    )
+    assert lines == []
+
+
 def test_an_env_outside_the_study_that_gymnax_knows_is_allowed(tmp_path):
     lines = dry_run(tmp_path, "--experiments", "exp1", "--seeds", "1", "--envs", "Catch-bsuite")
     assert {option(line, "--env") for line in lines} == {"Catch-bsuite"}
@@ -371,6 +387,7 @@ def test_shard_of_cells_is_balanced_for_any_count():
         (["--experiments", "exp1,exp9"], "exp9"),
         (["--frameworks", "jax"], "jax"),
         (["--sizes", "huge"], "huge"),
+        (["--compile-modes", "jit,fast"], "fast"),
         (["--envs", "CartPole-v1,Nope-v0"], "Nope-v0"),
         (["--envs", ""], "--envs"),
         (["--seeds", "0"], "0"),
