@@ -542,7 +542,9 @@ def test_a_run_stopped_by_a_signal_of_its_own_is_reported_interrupted_and_the_sw
 
 
 # ----------------------------------------------------------------------------------- 14: the timeout's grace
-@pytest.mark.parametrize("linger,words", [(False, "timed out (--timeout 1)"), (True, "timed out (--timeout 1, killed")])
+# A timeout of 5 s, not 1: the fake imports pandas (runlog) before its SIGTERM handler, which takes over 1 s on a
+# loaded machine, and a SIGTERM before the handler would leave no summary.
+@pytest.mark.parametrize("linger,words", [(False, "timed out (--timeout 5)"), (True, "timed out (--timeout 5, killed")])
 def test_a_run_past_its_timeout_is_reported_timed_out_even_when_killed(tmp_path, fake, linger, words):
     hold = tmp_path / "hold"
     hold.touch()
@@ -555,7 +557,7 @@ def test_a_run_past_its_timeout_is_reported_timed_out_even_when_killed(tmp_path,
             "--seeds",
             "1",
             "--timeout",
-            "1",
+            "5",
             "--kill-after",
             "1",
             env=env,
