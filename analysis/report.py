@@ -13,7 +13,7 @@ from analysis.results import Results, present
 from analysis.speedups import SPEEDUP_COLUMNS, env_costs, metric_experiments, metric_sync
 from analysis.stats import BOOTSTRAP_LEVEL, BOOTSTRAP_RESAMPLES, MIN_CLUSTERS, MIN_CORRELATION_ENVS
 from analysis.summary import window_column, window_columns
-from study import BACKENDS, Study
+from study import Study
 
 NO_INTERVAL = "–"
 HEADLINE_METRICS = ("total", "steady")  # the README's tables, of study.tables; REPORT.md has every metric, experiment
@@ -271,10 +271,11 @@ def env_table(r: Results) -> pd.DataFrame:
     )
 
 
-def backend_experiments(r: Results) -> list[str]:
-    """The experiments with runs of an env on another backend than the default one (envpool)."""
+def split_experiments(r: Results) -> list[str]:
+    """The experiments of sync "both" that have runs: their sync-on runs split each iteration into rollout and update,
+    beside the sync-off runs of their total times."""
     S = r.study
-    return [name for name, exp in S.experiments.items() if exp.backends != BACKENDS[:1] and r.has_runs(name)]
+    return [name for name, exp in S.experiments.items() if len(exp.syncs) > 1 and r.has_runs(name)]
 
 
 def backend_cell(times) -> str:
@@ -305,7 +306,7 @@ def backend_markdown(r: Results, name: str) -> str:
     intro = (
         f"Seconds per iteration, rollout + update (the mean over {r.study.steady.label} of each sync-on run in its "
         "framework's default compile mode; the median over seeds): how much of each framework's iteration the env "
-        "and its backend take."
+        "(and its backend: an env label ending in @envpool runs on envpool) takes."
     )
     return intro + "\n\n" + markdown_table(table) + "\n"
 
@@ -332,8 +333,8 @@ def report_text(
     for name, tables in r.platform_speedups.items():
         per_tag = [f"Tag `{tag}`:\n\n" + speedup_markdown(table, S, intro=False) for tag, table in tables.items()]
         parts += [f"### Total-time speedups per tag ({name})", *per_tag]
-    for name in backend_experiments(r):
-        parts += [f"## Rollout and update on each env backend ({name})", backend_markdown(r, name)]
+    for name in split_experiments(r):
+        parts += [f"## Rollout and update per framework ({name})", backend_markdown(r, name)]
     parts += ["## Speedup against env cost", env_cost_markdown(r.env_cost, not env_costs(r.timing).empty, S)]
     if r.has_runs(S.headline):
         parts += [f"## Iteration windows ({S.headline}, median over runs)", markdown_table(windows_table(r))]

@@ -454,37 +454,39 @@ def test_the_backends_figure_stacks_rollout_and_update_per_framework_and_backend
     assert "exp7" in tables
 
 
-def test_the_report_tables_each_frameworks_rollout_and_update_per_env_backend(study_out):
-    """REPORT.md: for exp7 and exp8 (envs on envpool), a table of each framework's steady rollout + update per size,
-    env label and tag, the median over its sync-on default-mode runs; none for the gymnax-only experiments."""
+def test_the_report_tables_each_frameworks_rollout_and_update_per_experiment_of_both_syncs(study_out):
+    """REPORT.md: for the experiments of sync "both" (exp5-exp8), a table of each framework's steady rollout + update
+    per size, env label and tag, the median over its sync-on default-mode runs; none for the others."""
     runs, out = study_out
     report = (out / "REPORT.md").read_text()
-    sections = re.findall(r"^## Rollout and update on each env backend \((\w+)\)", report, re.M)
-    assert sections == ["exp7", "exp8"]
-    exp7 = report.split("## Rollout and update on each env backend (exp7)")[1].split("\n## ")[0]
-    header = next(line for line in exp7.splitlines() if line.startswith("| size"))
-    columns = [cell.strip() for cell in header.strip("|").split("|")]
-    for label in ("Acrobot-v1", "Acrobot-v1@envpool"):
-        pattern = rf"\| small +\| {re.escape(label)} +\| linux +\|"
-        row = next(line for line in exp7.splitlines() if re.match(pattern, line))
-        cells = dict(zip(columns, (cell.strip() for cell in row.strip("|").split("|"))))
-        for framework in STUDY.frameworks:
-            mine = [
-                run
-                for run in runs
-                if run["label"] == label
-                and run["tag"] == "linux"
-                and run["framework"] == framework
-                and run["model_size"] == "small"
-                and run["sync_timing"]
-                and is_default(run)
-                and "exp7" in experiments_of(run)
-            ]
-            rollout = statistics.median(run["rollout8"] for run in mine)
-            update = statistics.median(run["update8"] for run in mine)
-            shown = [float(number) for number in re.findall(r"[\d.]+", cells[framework])]
-            expected = [rollout + update, rollout, update]  # "total (rollout + update)", to 3 decimals
-            assert shown == pytest.approx(expected, abs=6e-4), (label, framework)
+    sections = re.findall(r"^## Rollout and update per framework \((\w+)\)", report, re.M)
+    assert sections == [name for name, exp in STUDY.experiments.items() if len(exp.syncs) > 1]
+    for exp, labels in [("exp7", ["Acrobot-v1", "Acrobot-v1@envpool"]), ("exp6", STUDY.continuous_envs[:2])]:
+        section = report.split(f"## Rollout and update per framework ({exp})")[1].split("\n## ")[0]
+        header = next(line for line in section.splitlines() if line.startswith("| size"))
+        columns = [cell.strip() for cell in header.strip("|").split("|")]
+        for label in labels:
+            pattern = rf"\| small +\| {re.escape(label)} +\| linux +\|"
+            row = next(line for line in section.splitlines() if re.match(pattern, line))
+            cells = dict(zip(columns, (cell.strip() for cell in row.strip("|").split("|"))))
+            for framework in STUDY.frameworks:
+                mine = [
+                    run
+                    for run in runs
+                    if run["label"] == label
+                    and run["tag"] == "linux"
+                    and run["framework"] == framework
+                    and run["model_size"] == "small"
+                    and run["sync_timing"]
+                    and is_default(run)
+                    and exp in experiments_of(run)
+                ]
+                assert mine, (exp, label, framework)
+                rollout = statistics.median(run["rollout8"] for run in mine)
+                update = statistics.median(run["update8"] for run in mine)
+                shown = [float(number) for number in re.findall(r"[\d.]+", cells[framework])]
+                expected = [rollout + update, rollout, update]  # "total (rollout + update)", to 3 decimals
+                assert shown == pytest.approx(expected, abs=6e-4), (exp, label, framework)
 
 
 def test_the_continuous_experiment_gets_its_tables_and_figures(study_out):
