@@ -221,12 +221,15 @@ def mode_choices(value: Optional[str], S: study.Study) -> Optional[tuple[str, ..
     return choices("--compile-modes", value, (DEFAULT_MODE, *dict.fromkeys(modes)))
 
 
-def runs_mode(sel: Selection, fw: study.Framework, mode: str) -> bool:
-    """Whether --compile-modes keeps this framework's compile mode (every mode of the experiment when not given)."""
+def kept_modes(sel: Selection, exp: study.Experiment, fw: study.Framework) -> tuple[str, ...]:
+    """The experiment's compile modes of this framework that --compile-modes keeps (all of them when not given)."""
+    modes = exp.compile_modes(fw)
     if sel.compile_modes is None:
-        return True
-    is_default = mode == fw.compile[0]
-    return mode in sel.compile_modes or (is_default and DEFAULT_MODE in sel.compile_modes)
+        return modes
+    wanted = set(sel.compile_modes)
+    if DEFAULT_MODE in wanted:
+        wanted.add(fw.default_compile)
+    return tuple(mode for mode in modes if mode in wanted)
 
 
 def select(args: argparse.Namespace, S: study.Study) -> Selection:
@@ -312,9 +315,7 @@ def matrix(sel: Selection, S: study.Study) -> list[Run]:
         sizes = [size for size in S.sizes if size in sel.sizes and size in exp.sizes]
         for seed, env, size in product(range(1, sel.seeds + 1), experiment_envs(sel, exp, S), sizes):
             for sync, fw in product(exp.syncs, frameworks):
-                for mode in exp.compile_modes(fw):
-                    if not runs_mode(sel, fw, mode):
-                        continue
+                for mode in kept_modes(sel, exp, fw):
                     runs.append(
                         Run(
                             exp.name,

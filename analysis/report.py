@@ -278,12 +278,12 @@ def split_experiments(r: Results) -> list[str]:
     return [name for name, exp in S.experiments.items() if len(exp.syncs) > 1 and r.has_runs(name)]
 
 
-def backend_cell(times) -> str:
+def split_cell(times) -> str:
     rollout, update = times
     return f"{rollout + update:.3f} ({rollout:.3f} + {update:.3f})"
 
 
-def backend_table(r: Results, name: str) -> pd.DataFrame:
+def split_table(r: Results, name: str) -> pd.DataFrame:
     """Per model size, env label and tag (a row), each framework's rollout + update seconds per iteration (a column):
     the steady window's mean of the experiment's sync-on runs in default compile modes, the median over seeds."""
     S, runs = r.study, r.backend_runs(name)
@@ -291,7 +291,7 @@ def backend_table(r: Results, name: str) -> pd.DataFrame:
     medians = runs.groupby(["model_size", "env", "tag", "framework"])[parts].median().dropna()
     if medians.empty:
         return pd.DataFrame()
-    cells = pd.Series([backend_cell(times) for times in medians.to_numpy()], index=medians.index, dtype=object)
+    cells = pd.Series([split_cell(times) for times in medians.to_numpy()], index=medians.index, dtype=object)
     wide = cells.unstack("framework")
     tags = sorted(set(wide.index.get_level_values("tag")))
     rows = [(size, env, tag) for size in S.sizes for env in r.envs for tag in tags if (size, env, tag) in wide.index]
@@ -299,8 +299,8 @@ def backend_table(r: Results, name: str) -> pd.DataFrame:
     return wide.rename_axis(["size", "env", "tag"]).reset_index()
 
 
-def backend_markdown(r: Results, name: str) -> str:
-    table = backend_table(r, name)
+def split_markdown(r: Results, name: str) -> str:
+    table = split_table(r, name)
     if table.empty:
         return f"_No sync-on runs of {name} in default compile modes._\n"
     intro = (
@@ -334,7 +334,7 @@ def report_text(
         per_tag = [f"Tag `{tag}`:\n\n" + speedup_markdown(table, S, intro=False) for tag, table in tables.items()]
         parts += [f"### Total-time speedups per tag ({name})", *per_tag]
     for name in split_experiments(r):
-        parts += [f"## Rollout and update per framework ({name})", backend_markdown(r, name)]
+        parts += [f"## Rollout and update per framework ({name})", split_markdown(r, name)]
     parts += ["## Speedup against env cost", env_cost_markdown(r.env_cost, not env_costs(r.timing).empty, S)]
     if r.has_runs(S.headline):
         parts += [f"## Iteration windows ({S.headline}, median over runs)", markdown_table(windows_table(r))]
