@@ -38,7 +38,7 @@ options:
                       envpool envs outside it; an env the scripts cannot train is refused
   --sizes LIST        comma-separated model sizes (default: all of the study)
   --compile-modes LIST  comma-separated compile modes to keep of each experiment's: "default" (each framework's
-                      first) or mode names, e.g. torchscript (default: every mode each experiment runs)
+                      first) or the study's mode names (default: every mode each experiment runs)
   --seeds N           repeats, seeds 1..N (default 3)
   --iterations N      num_iterations of every run (default: the scripts' own)
   --tag TAG           label of every run, e.g. the machine (default: the scripts' own)
