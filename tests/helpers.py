@@ -1,5 +1,6 @@
 """Helpers shared by the tests: run a script in a fresh process, find its run folder, read its events."""
 
+import time
 from pathlib import Path
 
 import numpy as np
@@ -61,3 +62,11 @@ def numpy_gae(rewards, values, final_values, terminated, truncated, gamma, lam):
             gae = delta + gamma * lam * gae
             advantages[t, env] = gae
     return advantages, advantages + values
+
+
+def wait_until(condition, timeout: float = 60, what: str = "") -> None:
+    """A safety net for a stuck process, not a timing assertion."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(0.05)

@@ -20,7 +20,7 @@ import pytest
 from test_bench import fake_run, other_study, planned
 
 import sweep
-from helpers import ROOT, STUDY, TINY, one_cell, read_json
+from helpers import ROOT, STUDY, TINY, one_cell, read_json, wait_until
 
 # A stand-in ppo script: notes {"pid", "argv"} in $FAKE_MARKS, writes config.json (its "command" = sys.argv) and, when
 # it completes, a usable run (runlog.is_completed). $FAKE_HOLD: run while that file exists. SIGINT or SIGTERM: an
@@ -99,14 +99,6 @@ def bench_cmd(*args: str) -> list[str]:
 
 def run_bench(*args: str, env: dict, cwd: Path = ROOT, timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run(bench_cmd(*args), cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
-
-
-def wait_until(condition, timeout: float = 60, what: str = "") -> None:
-    """A safety net for a stuck process, not a timing assertion."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"gave up waiting for {what}"
-        time.sleep(0.05)
 
 
 def one_line_refusal(proc, *words: str) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import sweep
-from helpers import ROOT, STUDY, read_json
+from helpers import ROOT, STUDY, read_json, wait_until
 
 pytestmark = pytest.mark.xdist_group("slurm")  # under pytest-xdist, one worker runs them: one cluster at a time
 
@@ -260,12 +260,7 @@ def test_local_cluster_starts_runs_a_job_and_stops_everything(tmp_path):
     assert stop.returncode == 0, stop.stderr
     assert not [name for name, pid in pids.items() if alive(pid)]
     # the job is cancelled with the cluster; its step may take a moment to die on a loaded machine
-    deadline = time.monotonic() + 10
-    sleepers = job_sleepers()
-    while sleepers and time.monotonic() < deadline:
-        time.sleep(0.2)
-        sleepers = job_sleepers()
-    assert not sleepers
+    wait_until(lambda: not job_sleepers(), timeout=10, what="the cancelled job's sleep to end")
 
 
 def job_sleepers() -> list[str]:
