@@ -37,6 +37,8 @@ from analysis.loading import BadInput, load_runs, read_env_timing, read_previous
 from analysis.results import analyse
 from analysis.speedups import SPEEDUP_COLUMNS
 
+TABLES = ("runs.csv", "summary.csv", "speedups.csv", "env_cost.csv")
+
 
 def fail(message: str) -> None:
     """Stops with exit status 2 and one line on stderr."""
@@ -52,7 +54,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         metavar="RUNS_DIR",
         help="folders searched (at any depth) for run folders, i.e. folders holding config.json",
     )
-    parser.add_argument("--out", required=True, type=Path, metavar="DIR", help="output folder (created if needed)")
+    parser.add_argument("--out", required=True, metavar="DIR", help="output folder (created if needed)")
     parser.add_argument(
         "--force",
         action="store_true",
@@ -80,7 +82,6 @@ def parse_args(argv=None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--readme-block",
-        type=Path,
         metavar="FILE",
         help="also write just the speedup tables (markdown) to FILE, for the README",
     )
@@ -92,7 +93,6 @@ def parse_args(argv=None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--update-readme",
-        type=Path,
         metavar="FILE",
         help=f"replace the text between {report.README_MARKERS[0]} and {report.README_MARKERS[1]} in FILE "
         "with the speedup tables (refused when there are no pairs of runs to compare)",
@@ -103,32 +103,27 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
-def check_paths(args: argparse.Namespace) -> None:
-    """BadInput for a named input that is missing, before anything is read."""
+def check_paths(args: argparse.Namespace, S: study.Study) -> None:
+    """BadInput for a named input that is missing, or an output that cannot be written, before anything is read."""
     for path in args.runs_dirs:
         if not Path(path).is_dir():
             raise BadInput(f"RUNS_DIR {path} is not a folder")
     files = [("--csv", path) for path in args.csv]
     files += [(flag, path) for flag, path in (("--env-timing", args.env_timing), ("--previous", args.previous)) if path]
-    files += [("--update-readme", args.update_readme)] if args.update_readme else []
     for flag, path in files:
         if not Path(path).is_file():
             raise BadInput(f"{flag} {path}: no such file")
-    if args.readme_block and not args.readme_block.absolute().parent.is_dir():
-        raise BadInput(f"--readme-block {args.readme_block}: no folder {args.readme_block.parent}")
-    output.check_out(args.out)
-
-
-def write_text(path: Path, text: str) -> None:
-    """path's new text, written beside it and renamed over it (a README is never left half-written)."""
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(text)
-    partial.replace(path)
+    if args.update_readme is not None:
+        output.check_target("--update-readme", args.update_readme, new=False)
+    if args.readme_block is not None:
+        output.check_target("--readme-block", args.readme_block)
+    output.check_out(Path(args.out), [*TABLES, output.REPORT, *sorted(figures.figure_files(S))])
 
 
 def run(args: argparse.Namespace, S: study.Study) -> None:
     figures.check_figures(S)
-    check_paths(args)
+    check_paths(args, S)
+    out = Path(args.out)
     previous = read_previous(args.previous, SPEEDUP_COLUMNS) if args.previous else None
     sources = [*args.runs_dirs, *args.csv]
     timing, timing_info = read_env_timing(args.env_timing)
@@ -144,26 +139,21 @@ def run(args: argparse.Namespace, S: study.Study) -> None:
             "no pairs of runs to compare: the README speedup tables would be empty; nothing written "
             "(drop --update-readme/--readme-block to write the rest)"
         )
-    readme = report.readme_with(args.update_readme, block) if args.update_readme else None
-    tables = {
-        "runs.csv": runs,
-        "summary.csv": results.summary,
-        "speedups.csv": results.speedups,
-        "env_cost.csv": results.env_cost,
-    }
-    losses = [] if args.force else output.lost_rows(args.out, tables)
+    readme = report.readme_with(Path(args.update_readme), block) if args.update_readme else None
+    tables = dict(zip(TABLES, [runs, results.summary, results.speedups, results.env_cost]))
+    losses = [] if args.force else output.lost_rows(out, tables)
     if losses:  # before the figures are drawn: they take the longest
-        output.refuse(args.out, losses)
+        output.refuse(out, losses)
     drawn, notes = figures.draw_figures(results) if args.figures else ([], ["figures not drawn (--no-figures)"])
-    stale = output.stale_figures(args.out, figures.figure_files(S), {figure.file for figure, _ in drawn})
+    stale = output.stale_figures(out, figures.figure_files(S), {figure.file for figure, _ in drawn})
     if stale and not args.force:
         figures.discard(drawn)
-        output.refuse(args.out, [f"figures this call does not draw: {', '.join(stale)}"])
-    notes += [f"{name} removed: left in {args.out} by an earlier call and not drawn by this one" for name in stale]
+        output.refuse(out, [f"figures this call does not draw: {', '.join(stale)}"])
+    notes += [f"{name} removed: left in {out} by an earlier call and not drawn by this one" for name in stale]
     for note in notes:
         print(f"note: {note}")
     edition = report.edition_markdown(previous, results.speedups, args.previous, S) if previous is not None else ""
-    with output.staged(args.out, remove=stale) as stage:
+    with output.staged(out, remove=stale) as stage:
         for name, table in tables.items():
             table.to_csv(stage / name, index=False)
         for figure, fig in drawn:
@@ -171,10 +161,10 @@ def run(args: argparse.Namespace, S: study.Study) -> None:
         text = report.report_text(results, skipped, [f for f, _ in drawn], notes, sources, timing_info, edition)
         (stage / output.REPORT).write_text(text)
     if args.readme_block:
-        write_text(args.readme_block, block)
+        output.write_file(args.readme_block, block)
     if readme is not None:
-        write_text(args.update_readme, readme)
-    print(f"{len(results.summary)} runs ({len(skipped)} skipped), {len(drawn)} figures -> {args.out}/REPORT.md")
+        output.write_file(args.update_readme, readme)
+    print(f"{len(results.summary)} runs ({len(skipped)} skipped), {len(drawn)} figures -> {out}/REPORT.md")
 
 
 def main(argv=None) -> None:
@@ -183,6 +173,9 @@ def main(argv=None) -> None:
         run(args, study.load())  # the study, loaded once and passed down
     except BadInput as e:
         fail(str(e))
+    except OSError as e:  # a write that failed (a full disk): one line, and no temporary file left
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -5,11 +5,13 @@
 Every completed run under the folders is drawn, coloured by framework (study.toml's colours), a panel per env label
 (an env on envpool apart from its gymnax twin: "CartPole-v1@envpool"); beside the figure,
 {out}.md tables each run's final return (summary.json: the mean return of its last 10 iterations) and env steps.
-An existing --out is replaced only with --force; nothing is written (exit status 2) when no completed run has an
-episodic return.
+An existing --out is replaced only with --force; nothing is written (exit status 2, one line) when no completed run
+has an episodic return, or --out cannot be written (analysis/output.py: through links, never into a
+folder or a device).
 """
 
 import argparse
+import io
 import sys
 from pathlib import Path
 
@@ -21,7 +23,8 @@ from matplotlib.ticker import EngFormatter  # noqa: E402
 
 import runlog  # noqa: E402
 import study  # noqa: E402
-from analysis.loading import run_env  # noqa: E402
+from analysis import output  # noqa: E402
+from analysis.loading import BadInput, run_env  # noqa: E402
 from analysis.plotting import framework_colors  # noqa: E402
 
 RETURN = "charts/episodic_return"
@@ -64,6 +67,7 @@ def final_returns(runs) -> str:
 
 
 def draw(by_env: dict[str, list], colors: dict[str, str], out: Path) -> None:
+    """The figure, written to out whole or not at all (through a link to the file it leads to)."""
     envs = sorted(by_env)
     fig, axes = plt.subplots(1, len(envs), figsize=(5.5 * len(envs), 4), squeeze=False)
     for ax, env in zip(axes[0], envs):
@@ -79,30 +83,48 @@ def draw(by_env: dict[str, list], colors: dict[str, str], out: Path) -> None:
         ax.grid(alpha=0.3)
         ax.legend(title="framework")
     fig.tight_layout()
-    partial = out.with_name(out.name + ".partial.png")
-    fig.savefig(partial, dpi=120)
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=120)
     plt.close(fig)
-    partial.replace(out)  # whole or not at all
+    output.write_file(out, png.getvalue())
+
+
+def check(args: argparse.Namespace) -> None:
+    """BadInput for an --out that is not a .png or is there already (without --force), or one that cannot be written,
+    before anything is read."""
+    out = Path(args.out)
+    if out.suffix != ".png":
+        raise BadInput(f"--out {out}: must end in .png")
+    if (out.exists() or out.is_symlink()) and not args.force:
+        raise BadInput(f"--out {out} exists; --force replaces it")
+    for path in (out, out.with_suffix(".md")):
+        folder = next(p for p in output.target(path).parents if p.exists())  # the folders below it are made
+        if folder != output.target(path).parent and not folder.is_dir():
+            raise BadInput(f"--out {out}: {folder} is not a folder")
+        if folder == output.target(path).parent:
+            output.check_target("--out", path)
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs_dirs", nargs="+", metavar="RUNS_DIR", help="folders searched for run folders")
-    parser.add_argument("--out", required=True, type=Path, metavar="PNG", help="the figure to write")
+    parser.add_argument("--out", required=True, metavar="PNG", help="the figure to write")
     parser.add_argument("--force", action="store_true", help="replace an existing --out")
     args = parser.parse_args(argv)
-    if args.out.suffix != ".png":
-        parser.error(f"--out {args.out}: must end in .png")
-    if args.out.exists() and not args.force:
-        parser.error(f"--out {args.out} exists; --force replaces it")
-    runs = completed_runs(args.runs_dirs)
-    by_env = curves(runs)
-    if not by_env:
-        parser.error(f"no completed run with an episodic return under {', '.join(args.runs_dirs)}")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    draw(by_env, framework_colors(study.load()), args.out)
-    args.out.with_suffix(".md").write_text(final_returns(runs))
-    print(f"{args.out}: {sum(len(c) for c in by_env.values())} runs, envs {', '.join(sorted(by_env))}")
+    try:
+        check(args)
+        runs = completed_runs(args.runs_dirs)
+        by_env = curves(runs)
+        if not by_env:
+            raise BadInput(f"no completed run with an episodic return under {', '.join(args.runs_dirs)}")
+    except BadInput as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+    out = Path(args.out)
+    output.target(out).parent.mkdir(parents=True, exist_ok=True)
+    draw(by_env, framework_colors(study.load()), out)
+    output.write_file(out.with_suffix(".md"), final_returns(runs))
+    print(f"{out}: {sum(len(c) for c in by_env.values())} runs, envs {', '.join(sorted(by_env))}")
 
 
 if __name__ == "__main__":

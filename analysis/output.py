@@ -14,13 +14,20 @@ Every file is first written into a temporary folder beside --out; only when all 
 replace their namesakes in --out, each by one rename (atomic), with SIGINT and SIGTERM held back meanwhile. An
 analysis interrupted before then leaves --out as it was. A --out that does not exist yet is the temporary folder,
 renamed.
+
+Links: a write never replaces a symbolic link. --out, a file of this tool in it, the README (--update-readme), the
+README block (--readme-block) and the learning curves may each be links: the write goes through them to the file
+they lead to, its temporary file staged beside that file, its mode (and, where allowed, its owner) kept. A target
+that is not a regular file (a folder, /dev/null, a FIFO, a link that leads round in a circle) is refused in one
+line before anything is written (check_target, check_out); a failed write removes its temporary file.
 """
 
 import os
 import shutil
 import signal
+import stat
 import tempfile
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pandas as pd
@@ -40,13 +47,99 @@ TABLE_KEYS = {
 ADDED_KEYS = {"backend": BACKENDS[0]}  # speedups.csv of before the env backends: every env on gymnax
 
 
-def check_out(out: Path) -> None:
-    """BadInput unless out is (or can be created as) a writable folder."""
-    if out.exists() and not out.is_dir():
+def target(path) -> Path:
+    """The file a write to path lands in: path itself (absolute), or the file its symbolic links lead to."""
+    return Path(os.path.realpath(path))
+
+
+def writable_folder(flag: str, path, folder: Path) -> None:
+    if not folder.is_dir():
+        raise BadInput(f"{flag} {path}: no folder {folder}")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise BadInput(f"{flag} {path}: cannot write into {folder}")
+
+
+def check_target(flag: str, path, new: bool = True) -> None:
+    """BadInput unless a write to path (through its links) replaces a regular file, or, when new, creates one in a
+    writable folder."""
+    real = target(path)
+    if real.is_symlink():  # realpath stops at a link it cannot follow: one that leads round in a circle
+        raise BadInput(f"{flag} {path}: a symbolic link that leads to no file")
+    if real.exists() and not real.is_file():
+        what = "a folder" if real.is_dir() else "not a regular file"
+        shown = f"{path}" if real == Path(path).absolute() else f"{path} (-> {real})"
+        raise BadInput(f"{flag} {shown} is {what}: nothing written")
+    if not real.exists() and not new:
+        raise BadInput(f"{flag} {path}: no such file")
+    writable_folder(flag, path, real.parent)
+
+
+def check_out(out: Path, names=()) -> None:
+    """BadInput unless out is (or can be created as) a writable folder whose files named names (those of this
+    tool) are regular files where they exist."""
+    real = target(out)
+    if real.is_symlink():
+        raise BadInput(f"--out {out}: a symbolic link that leads to no folder")
+    if real.exists() and not real.is_dir():
         raise BadInput(f"--out {out} is a file, not a folder")
-    existing = next(p for p in [out, *out.absolute().parents] if p.exists())
+    existing = next(p for p in [real, *real.parents] if p.exists())
     if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
         raise BadInput(f"--out {out}: cannot write into {existing}")
+    for name in names:
+        path = real / name
+        if path.exists() or path.is_symlink():
+            check_target("--out", path)
+
+
+def umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def keep_owner_and_mode(path: Path, old: os.stat_result | None) -> None:
+    """path given the mode (and, where allowed, the owner) of the file it replaces; a new file's usual mode."""
+    os.chmod(path, stat.S_IMODE(old.st_mode) if old else 0o666 & ~umask())
+    if old and (old.st_uid, old.st_gid) != (os.getuid(), os.getgid()):
+        with suppress(OSError):  # only root may give a file away: others keep theirs
+            os.chown(path, old.st_uid, old.st_gid)
+
+
+def old_stat(path: Path) -> os.stat_result | None:
+    try:
+        return path.stat()
+    except FileNotFoundError:
+        return None
+
+
+def write_file(path, data) -> None:
+    """data (text or bytes) written to the file at path, through its links: into a temporary file beside that file,
+    with its mode, renamed over it (atomic: the file is never half-written); the temporary file is removed on any
+    failure. check_target first: this never writes into a folder or a device."""
+    real = target(path)
+    data = data.encode() if isinstance(data, str) else data
+    with deferred_signals():  # an interruption never leaves the temporary file behind
+        fd, partial = tempfile.mkstemp(prefix=f".{real.name}.", suffix=".partial", dir=real.parent)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            keep_owner_and_mode(Path(partial), old_stat(real))
+            os.replace(partial, real)
+        except BaseException:
+            with suppress(OSError):
+                os.unlink(partial)
+            raise
+
+
+def replace_from(staged: Path, dest: Path) -> None:
+    """A complete file of the stage moved to dest in --out: renamed over it, with its mode; where dest is a link,
+    written through it to the file it leads to."""
+    real = target(dest)
+    if real != dest.absolute():
+        write_file(real, staged.read_bytes())
+        return
+    keep_owner_and_mode(staged, old_stat(dest))
+    os.replace(staged, dest)
 
 
 def row_keys(table: pd.DataFrame, name: str) -> list[tuple]:
@@ -129,21 +222,20 @@ def staged(out: Path, remove: list[str]):
     """A temporary folder beside out to write every file into; when the block ends without an error, its files
     replace their namesakes in out (REPORT.md last) and the files in remove are deleted from out. On an error or
     an interruption, out is left as it was and the temporary folder removed."""
-    out.absolute().parent.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.absolute().parent))
+    real = target(out)  # out may be a link to the folder: the stage goes beside the folder, on its disk
+    real.parent.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=f".{real.name}.", suffix=".partial", dir=real.parent))
     try:
         yield stage
         with deferred_signals():
-            if not out.exists():
-                umask = os.umask(0)
-                os.umask(umask)
-                stage.chmod(0o777 & ~umask)  # mkdtemp's folder is private; a results folder is not
-                stage.rename(out)
+            if not real.exists():
+                stage.chmod(0o777 & ~umask())  # mkdtemp's folder is private; a results folder is not
+                stage.rename(real)
                 return
             files = sorted(stage.iterdir(), key=lambda p: (p.name == REPORT, p.name))
             for path in files:
-                os.replace(path, out / path.name)
+                replace_from(path, real / path.name)
             for name in remove:
-                (out / name).unlink(missing_ok=True)
+                (real / name).unlink(missing_ok=True)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
