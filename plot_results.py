@@ -103,8 +103,24 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
+PATH_OPTIONS = ("--out", "--csv", "--env-timing", "--readme-block", "--previous", "--update-readme")
+
+
+def named_paths(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """(option, path) of every path given, the folders to search as RUNS_DIR."""
+    paths = [("RUNS_DIR", path) for path in args.runs_dirs]
+    for flag in PATH_OPTIONS:
+        value = getattr(args, flag[2:].replace("-", "_"))
+        paths += [(flag, path) for path in (value if isinstance(value, list) else [value]) if path is not None]
+    return paths
+
+
 def check_paths(args: argparse.Namespace, S: study.Study) -> None:
-    """BadInput for a named input that is missing, or an output that cannot be written, before anything is read."""
+    """BadInput for a named input that is missing, or an output that cannot be written, before anything is read.
+    An empty path names no file (it would mean the current folder)."""
+    for flag, path in named_paths(args):
+        if path == "":
+            raise BadInput(f"{flag} '': an empty path names no file or folder")
     for path in args.runs_dirs:
         if not Path(path).is_dir():
             raise BadInput(f"RUNS_DIR {path} is not a folder")

@@ -6,7 +6,7 @@ Every completed run under the folders is drawn, coloured by framework (study.tom
 (an env on envpool apart from its gymnax twin: "CartPole-v1@envpool"); beside the figure,
 {out}.md tables each run's final return (summary.json: the mean return of its last 10 iterations) and env steps.
 An existing --out is replaced only with --force; nothing is written (exit status 2, one line) when no completed run
-has an episodic return, or --out cannot be written (analysis/output.py: through links, never into a
+has an episodic return, or a path is empty or cannot be written (analysis/output.py: through links, never into a
 folder or a device).
 """
 
@@ -90,8 +90,11 @@ def draw(by_env: dict[str, list], colors: dict[str, str], out: Path) -> None:
 
 
 def check(args: argparse.Namespace) -> None:
-    """BadInput for an --out that is not a .png or is there already (without --force), or one that cannot be written,
-    before anything is read."""
+    """BadInput for an empty path, an --out that is not a .png or is there already (without --force), or one that
+    cannot be written, before anything is read."""
+    for flag, path in [*(("RUNS_DIR", path) for path in args.runs_dirs), ("--out", args.out)]:
+        if path == "":
+            raise BadInput(f"{flag} '': an empty path names no file or folder")
     out = Path(args.out)
     if out.suffix != ".png":
         raise BadInput(f"--out {out}: must end in .png")

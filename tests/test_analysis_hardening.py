@@ -205,3 +205,36 @@ def test_learning_curves_into_a_device_are_refused(tmp_path, capsys):
     errors = [line for line in capsys.readouterr().err.splitlines() if line]
     assert refusal.value.code == 2 and len(errors) == 1 and str(link) in errors[0]
     assert link.is_symlink() and stat.S_ISFIFO(os.lstat(tmp_path / "device").st_mode)
+
+
+# ------------------------------------------------------------------- issue 39, finding 7: an empty path is bad input
+EMPTY_CASES = ["RUNS_DIR", "--out", "--csv", "--env-timing", "--previous", "--update-readme", "--readme-block"]
+
+
+@pytest.mark.parametrize("flag", EMPTY_CASES)
+def test_an_empty_path_is_refused_in_one_line_before_anything(tmp_path, runs_csv, capsys, monkeypatch, flag):
+    """'' would be the current folder: refused naming the option, exit 2, nothing read or written there or in --out."""
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    curve_run(cwd / "runs")  # a run in the current folder, that '' as RUNS_DIR would read
+    monkeypatch.chdir(cwd)
+    before = snapshot(cwd)
+    out = "" if flag == "--out" else str(tmp_path / "out")
+    args = ["--csv", str(runs_csv), "--out", out, "--no-figures"]
+    args += [""] if flag == "RUNS_DIR" else [] if flag == "--out" else [flag, ""]
+    code, errors, _ = analyse(capsys, *args)
+    assert code == 2 and len(errors) == 1 and flag in errors[0] and "''" in errors[0] and "empty" in errors[0]
+    assert snapshot(cwd) == before and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("flag", ["RUNS_DIR", "--out"])
+def test_learning_curves_refuse_an_empty_path(tmp_path, capsys, monkeypatch, flag):
+    curve_run(tmp_path / "runs")
+    monkeypatch.chdir(tmp_path / "runs")
+    before = snapshot(tmp_path)
+    args = ["", "--out", str(tmp_path / "curves.png")] if flag == "RUNS_DIR" else [str(tmp_path / "runs"), "--out", ""]
+    with pytest.raises(SystemExit) as refusal:
+        learning_curves.main(args)
+    errors = [line for line in capsys.readouterr().err.splitlines() if line]
+    assert refusal.value.code == 2 and len(errors) == 1 and flag in errors[0] and "''" in errors[0]
+    assert snapshot(tmp_path) == before
