@@ -123,7 +123,7 @@ set_option() {  # set_option --name value
     --slurm-tasks) SLURM_ARGS+=("--tasks=$2") SLURM_OPTION=$1 ;;
     --slurm-parallel) SLURM_ARGS+=("--parallel=$2") SLURM_OPTION=$1 ;;
     --slurm-args) SLURM_ARGS+=("--slurm-args=$2") SLURM_OPTION=$1 ;;
-    *) SWEEP_ARGS+=("$1" "$2") ;;  # the matrix options: sweep.py checks them against the study
+    *) SWEEP_ARGS+=("$1=$2") ;;  # the matrix options: sweep.py checks them against the study
   esac
 }
 
@@ -151,7 +151,7 @@ check_log_dir() {  # --log-dir must be a folder, or a path where one can be made
   [[ -n $dir ]] || die "--log-dir is empty"
   [[ ! -e $dir || -d $dir ]] || die "--log-dir $(quoted "$LOG_DIR") exists and is not a folder; give a folder" \
     "(it is made when missing)"
-  while [[ ! -e $dir && $dir != / && $dir != . ]]; do dir=$(dirname "$dir"); done  # the nearest existing parent
+  while [[ ! -e $dir && $dir != / && $dir != . ]]; do dir=$(dirname -- "$dir"); done  # the nearest existing parent
   [[ -e $dir ]] || return 0
   [[ -d $dir ]] || die "--log-dir $(quoted "$LOG_DIR") cannot be made: $(quoted "$dir") is not a folder"
 }
@@ -166,7 +166,7 @@ check_args() {  # the process options; sweep.py checks the matrix options
   [[ $KILL_AFTER_S =~ ^[0-9]*\.?[0-9]+$ ]] ||
     die "--kill-after must be a number of seconds, got $(quoted "$KILL_AFTER_S")"
   [[ -n $TIMEOUT ]] || ((!KILL_AFTER_GIVEN)) || die "--kill-after needs --timeout"
-  command -v "$PYTHON" >/dev/null || die "--python $(quoted "$PYTHON") is not an executable; give a Python interpreter"
+  command -v -- "$PYTHON" >/dev/null || die "--python $(quoted "$PYTHON") is not an executable; give a Python interpreter"
   if [[ -n $CPUS ]]; then
     [[ $CPUS =~ ^[1-9][0-9]*$ ]] || die "--cpus must be a positive integer, got $(quoted "$CPUS")"
     ((SLURM)) || check_cpus
@@ -197,8 +197,10 @@ resources() {  # PIN: the command prefix that gives a run its cores and threads 
 }
 
 sweep_py() {  # sweep_py ACTION [ARGS]: sweep.py with the matrix options of this sweep
-  "$PYTHON" "$HERE/sweep.py" "$1" "${@:2}" ${SWEEP_ARGS[@]+"${SWEEP_ARGS[@]}"} --log-dir "$LOG_DIR" \
-    --python "$PYTHON" ${ENV_THREADS:+--env-threads "$ENV_THREADS"} -- ${EXTRA[@]+"${EXTRA[@]}"}
+  # (every value goes to a program as --name=VALUE: one that starts with "-", e.g. --shard -1/2, stays a value,
+  # which the check then names, instead of an option; a path that does goes to a command after --)
+  "$PYTHON" "$HERE/sweep.py" "$1" "${@:2}" ${SWEEP_ARGS[@]+"${SWEEP_ARGS[@]}"} --log-dir="$LOG_DIR" \
+    --python="$PYTHON" ${ENV_THREADS:+--env-threads="$ENV_THREADS"} -- ${EXTRA[@]+"${EXTRA[@]}"}
 }
 
 # ---------------------------------------------------------------------------------------- signals
@@ -260,7 +262,7 @@ os.write(fd, f"{holder} on {socket.gethostname()}, since {since}\n".encode())
 
 lock_log_dir() {  # LOCK_FD: this sweep's hold on {log-dir}/.bench-K-of-N.lock; exit 2 when another sweep holds it
   local file=$LOG_DIR/.bench-${SHARD/\//-of-}.lock said rc=0
-  mkdir -p "$LOG_DIR" 2>/dev/null || die "cannot make --log-dir $(quoted "$LOG_DIR"); give one you may write to"
+  mkdir -p -- "$LOG_DIR" 2>/dev/null || die "cannot make --log-dir $(quoted "$LOG_DIR"); give one you may write to"
   { exec {LOCK_FD}>>"$file"; } 2>/dev/null || die "cannot write $(quoted "$file"); give a --log-dir you may write to"
   said=$("$PYTHON" -c "$LOCK_PY" "$LOCK_FD" "$file" "pid $$ (shard $SHARD)") || rc=$?
   case $rc in
@@ -295,7 +297,7 @@ plan() {  # PLAN: sweep.py's plan, NUL-separated fields (data: read, never run);
 time_envs_first() {  # env_timing.py into {log-dir}/env_timing.json when that is missing or from another machine
   local out=${ENV_TIMING_FILE:-$LOG_DIR/env_timing.json} verdict
   ((ENV_TIMING)) || return 0
-  verdict=$(sweep_py env-timing --file "$out") || {  # nothing: usable; else line 1 says why, line 2 lists the envs
+  verdict=$(sweep_py env-timing --file="$out") || {  # nothing: usable; else line 1 says why, line 2 lists the envs
     stop_if_interrupted
     echo "bench.sh: warning: could not check $out; the sweep goes on without env timing" >&2
     return 0
@@ -303,8 +305,8 @@ time_envs_first() {  # env_timing.py into {log-dir}/env_timing.json when that is
   stop_if_interrupted
   [[ -n $verdict ]] || return 0
   echo "measuring the env step costs first: ${verdict%%$'\n'*} (--no-env-timing skips this)"
-  "$PYTHON" "$HERE/env_timing.py" --envs "${verdict#*$'\n'}" --out "$out" \
-    ${ENV_THREADS:+--env-threads "$ENV_THREADS"} || {
+  "$PYTHON" "$HERE/env_timing.py" --envs="${verdict#*$'\n'}" --out="$out" \
+    ${ENV_THREADS:+--env-threads="$ENV_THREADS"} || {
     stop_if_interrupted
     echo "bench.sh: warning: env_timing.py failed; the sweep goes on" >&2
   }
@@ -331,7 +333,7 @@ fmt_ms() {  # 12.3s, 4m05s, 2h03m
 execute() {  # execute LOG: runs CMD in the background (so that signals reach us), output to LOG; sets RC
   local timeout_cmd=() cache_dir
   if [[ -n $TIMEOUT ]]; then timeout_cmd=("$TIMEOUT_BIN" --kill-after="$KILL_AFTER_S" "$TIMEOUT"); fi
-  mkdir -p "$(dirname "$1")"
+  mkdir -p -- "$(dirname -- "$1")"
   cache_dir=$(mktemp -d)  # a fresh TorchInductor cache, and no JAX one: no run reuses what another run compiled
   TORCHINDUCTOR_CACHE_DIR=$cache_dir JAX_COMPILATION_CACHE_DIR='' \
     ${timeout_cmd[@]+"${timeout_cmd[@]}"} "${PIN[@]}" "${CMD[@]}" >"$1" 2>&1 &
@@ -395,7 +397,7 @@ sweep() {
     esac
     if ((RC != 0)); then
       echo "    log: $log"
-      tail -n 3 "$log" | sed 's/^/    | /'
+      tail -n 3 -- "$log" | sed 's/^/    | /'
     fi
   done
   echo "$completed completed, $failed failed, $skipped skipped$( ((!interrupted)) || echo ", $interrupted interrupted")"
@@ -406,7 +408,8 @@ sweep() {
 # ------------------------------------------------------------------------------------------ Slurm
 submit() {  # --slurm: sweep.py writes the sbatch script of the job array; this submits it (or prints it: --dry-run)
   local out rc=0 script slurm_dir file job
-  out=$(sweep_py sbatch --kill-after "$KILL_AFTER_S" ${ENV_TIMING_ARG[@]+"${ENV_TIMING_ARG[@]}"} ${TIMEOUT:+--timeout "$TIMEOUT"} ${CPUS:+--cpus "$CPUS"} \
+  out=$(sweep_py sbatch --kill-after="$KILL_AFTER_S" ${ENV_TIMING_ARG[@]+"${ENV_TIMING_ARG[@]}"} ${TIMEOUT:+--timeout="$TIMEOUT"} \
+        ${CPUS:+--cpus="$CPUS"} \
         ${SLURM_ARGS[@]+"${SLURM_ARGS[@]}"}) || rc=$?
   ((rc == 0)) || exit "$rc"  # sweep.py said why (exit 2: a bad option)
   read -r NUM_RUNS NUM_TODO NUM_CELLS NUM_TASKS <<<"${out%%$'\n'*}"
@@ -422,12 +425,12 @@ submit() {  # --slurm: sweep.py writes the sbatch script of the job array; this 
     return
   fi
   slurm_dir=$LOG_DIR/logs/slurm
-  mkdir -p "$slurm_dir"  # Slurm writes the tasks' output there: it must exist before a task starts
+  mkdir -p -- "$slurm_dir"  # Slurm writes the tasks' output there: it must exist before a task starts
   file=$slurm_dir/benchback_$(date +%Y%m%d-%H%M%S).sbatch
   printf '%s\n' "$script" >"$file"
-  job=$(sbatch --parsable "$file") || {
+  job=$(sbatch --parsable -- "$file") || {
     rm -f "$file"
-    rmdir "$slurm_dir" "$LOG_DIR/logs" "$LOG_DIR" 2>/dev/null || true  # only what is empty
+    rmdir -- "$slurm_dir" "$LOG_DIR/logs" "$LOG_DIR" 2>/dev/null || true  # only what is empty
     echo "bench.sh: sbatch refused the job (see its message above); bench.sh --dry-run --slurm prints the script" >&2
     exit 1
   }

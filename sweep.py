@@ -254,6 +254,12 @@ def select(args: argparse.Namespace, S: study.Study) -> Selection:
 
 
 # ------------------------------------------------------------------------------------------- matrix
+def option(name: str, value: str) -> list[str]:
+    """A run's option and value, as two words; as one, --name=VALUE, when VALUE starts with "-" (a tag "-x", a log
+    dir "-runs"), which the script's parser would otherwise read as another option."""
+    return [f"{name}={value}"] if value.startswith("-") else [name, value]
+
+
 def command(
     sel: Selection, exp: study.Experiment, fw: study.Framework, env: str, size: str, mode: str, seed: int, sync: bool
 ) -> tuple[str, ...]:
@@ -270,8 +276,7 @@ def command(
         mode,
         "--seed",
         str(seed),
-        "--log-dir",
-        f"{sel.log_dir.rstrip('/')}/{exp.name}",
+        *option("--log-dir", f"{sel.log_dir.rstrip('/')}/{exp.name}"),
         "--exp-name",
         exp.name,
     ]
@@ -282,7 +287,7 @@ def command(
     if sel.iterations is not None:
         cmd += ["--num-iterations", str(sel.iterations)]
     if sel.tag is not None:
-        cmd += ["--tag", sel.tag]
+        cmd += option("--tag", sel.tag)
     if not sync:
         cmd += ["--no-sync-timing"]
     return (*cmd, *sel.extra)
@@ -629,10 +634,10 @@ class Parser(argparse.ArgumentParser):
 
 
 def parser() -> Parser:
-    p = Parser(prog="sweep.py", description=__doc__.split("\n\n")[0])
+    p = Parser(prog="sweep.py", description=__doc__.split("\n\n")[0], allow_abbrev=False)
     sub = p.add_subparsers(dest="action", required=True, parser_class=Parser)
     for action in ("check", "plan", "dry-run", "env-timing", "sbatch"):
-        s = sub.add_parser(action)
+        s = sub.add_parser(action, allow_abbrev=False)
         if action == "env-timing":
             s.add_argument("--file", required=True, help="the env_timing.json to check")
         if action == "sbatch":
@@ -656,8 +661,32 @@ def parser() -> Parser:
         s.add_argument("--python", default="python", help="the interpreter in the commands")
         s.add_argument("--env-threads", help="--env-threads of every envpool run (bench.sh --cpus N gives N)")
         s.add_argument("extra", nargs="*", help="after --: arguments added to every run")
-    sub.add_parser("experiments")
+    sub.add_parser("experiments", allow_abbrev=False)
     return p
+
+
+def attach_values(p: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+    """argv with each `--option VALUE` of an option that takes a value written `--option=VALUE` (up to --).
+
+    argparse reads a VALUE that starts with "-" (--shard -1/2, --tag -x) as another option and says only "expected
+    one argument"; attached, the value reaches the check that names it, or the run that takes it."""
+    takes_value = {
+        name
+        for action in p._actions  # the subcommands' options: each subparser's
+        if isinstance(action, argparse._SubParsersAction)
+        for subparser in action.choices.values()
+        for option in subparser._actions
+        if option.option_strings and option.nargs is None
+        for name in option.option_strings
+    }
+    out, words = [], iter(argv)
+    for word in words:
+        if word == "--":
+            out += [word, *words]
+            break
+        value = next(words, None) if word in takes_value else None
+        out.append(word if value is None else f"{word}={value}")
+    return out
 
 
 def plan_fields(runs: list[Run], done: list[bool], matrix_size: int, k: int, n: int) -> list[str]:
@@ -721,7 +750,8 @@ def print_sbatch(args: argparse.Namespace, sel: Selection, whole: list[Run]) -> 
 
 
 def main(argv=None) -> int:
-    args = parser().parse_args(argv)
+    p = parser()
+    args = p.parse_args(attach_values(p, sys.argv[1:] if argv is None else argv))
     S = study.load()
     if args.action == "experiments":
         for exp in S.experiments.values():

@@ -33,8 +33,10 @@ from pathlib import Path
 sys.path.insert(0, {root!r})
 import runlog
 
-def arg(name):
-    return sys.argv[sys.argv.index(name) + 1]
+def arg(name):  # --name VALUE or --name=VALUE
+    for word, after in zip(sys.argv, sys.argv[1:] + [None]):
+        if word == name or word.startswith(name + "="):
+            return after if word == name else word[len(name) + 1 :]
 
 with open(os.environ["FAKE_MARKS"], "a") as f:
     f.write(json.dumps({{"pid": os.getpid(), "argv": sys.argv}}) + "\\n")
@@ -81,6 +83,10 @@ FAKE_SWEEP = [
 
 @pytest.fixture
 def fake(tmp_path) -> dict:
+    return fake_env(tmp_path)
+
+
+def fake_env(tmp_path) -> dict:
     """The environment of a bench.sh whose study has the stand-in framework "fake"; its marks in tmp_path/marks."""
     script = tmp_path / "ppo_fake.py"
     script.write_text(FAKE_SCRIPT.format(root=str(ROOT)))

@@ -1,0 +1,73 @@
+"""Tests of bench.sh and sweep.py against the findings of the second audit (issue 39): --slurm-args resolved as sbatch
+resolves it, a signal that reaches any child of bench.sh, no run twice at once whatever the shards, bounded sizes, and
+values that start with "-".
+
+The sweeps run the stand-in framework of test_bench_hardening (FAKE_SCRIPT, through a study file of their own).
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from test_bench_hardening import FAKE_SWEEP, fake_env, marks, one_line_refusal, run_bench
+
+from helpers import ROOT
+
+
+@pytest.fixture
+def fake(tmp_path) -> dict:
+    return fake_env(tmp_path)
+
+
+# ------------------------------------------------------------------- 11: a value that starts with "-" is a value
+@pytest.mark.parametrize(
+    "args,value",
+    [
+        (["--shard", "-1/2"], "-1/2"),
+        (["--experiments", "-x"], "-x"),
+        (["--frameworks", "-x"], "-x"),
+        (["--envs", "-x"], "-x"),
+        (["--sizes", "-x"], "-x"),
+        (["--compile-modes", "--x"], "--x"),
+        (["--seeds", "-x"], "-x"),
+        (["--iterations", "-x"], "-x"),
+        (["--python", "-x"], "-x"),
+        (["--cpus", "-x"], "-x"),
+        (["--timeout", "-x"], "-x"),
+        (["--timeout", "9", "--kill-after", "-x"], "-x"),
+        (["--slurm", "--slurm-tasks", "-x"], "-x"),
+        (["--slurm", "--slurm-parallel", "-x"], "-x"),
+    ],
+)
+def test_a_bad_value_that_starts_with_a_dash_is_named(tmp_path, args, value):
+    proc = run_bench("--dry-run", "--log-dir", str(tmp_path / "runs"), *args, env={**os.environ})
+    one_line_refusal(proc, repr(value))
+    assert proc.stdout == "" and not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("action", ["dry-run", "plan", "check", "sbatch"])
+def test_sweep_py_names_a_bad_value_that_starts_with_a_dash(action):
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "sweep.py"), action, "--shard", "-1/2"], capture_output=True, text=True, cwd=ROOT
+    )
+    one_line_refusal(proc, "'-1/2'")
+
+
+def test_a_tag_a_log_dir_and_a_timing_file_that_start_with_a_dash_are_used_as_given(tmp_path, fake):
+    proc = run_bench("--log-dir", "-runs", *FAKE_SWEEP, "--seeds", "1", "--tag", "-x", env=fake, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (mark,) = marks(tmp_path)
+    assert "--tag=-x" in mark["argv"] and "--log-dir=-runs/exp1" in mark["argv"]
+    (config,) = (tmp_path / "-runs" / "exp1").glob("*/config.json")
+    assert json.loads(config.read_text())["command"] == mark["argv"]
+    again = run_bench("--log-dir", "-runs", *FAKE_SWEEP, "--seeds", "1", "--tag", "-x", env=fake, cwd=tmp_path)
+    assert again.stdout.strip().splitlines()[-1] == "0 completed, 0 failed, 1 skipped"  # resumed: the same run
+    timing = subprocess.run(
+        [sys.executable, str(ROOT / "sweep.py"), "env-timing", "--file", "-t.json", "--experiments", "exp3"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert timing.returncode == 0 and timing.stdout.startswith("-t.json is missing"), timing.stdout + timing.stderr
