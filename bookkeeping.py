@@ -23,6 +23,7 @@ file that is then renamed, so they are never empty or half-written.
 
 import io
 import json
+import math
 import os
 import platform
 import signal
@@ -35,11 +36,18 @@ from datetime import datetime, timezone
 from importlib.metadata import version
 from typing import Callable, Optional
 
+import jax
 import numpy as np
 import tyro
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
-POSITIVE_ARGS = ("num_envs", "num_steps", "num_iterations", "update_epochs", "num_minibatches")
+# A lower bound of the rollout's float32 numbers per sample: observations twice (before and after any reset),
+# actions, log-probabilities, values, rewards, returns of ended episodes, advantages and value targets, and the
+# update's shuffled copies of them
+BYTES_PER_SAMPLE = 16 * 4
+MAX_BATCH = 2**31 - 1  # the batch is indexed with int32 (the update's permutations)
+WANDB_FORBIDDEN = "/\\#?%:"  # characters W&B refuses in a project (and an entity) name
+WANDB_MAX_NAME = 128
 
 
 def tyro_message(box: str) -> str:
@@ -61,18 +69,55 @@ def check_args(args_type, argv: list[str]):
         if e.code == 0:  # --help
             print(messages.getvalue(), end="")
             raise
-        raise ValueError(tyro_message(messages.getvalue())) from None
-    for name in POSITIVE_ARGS:
-        if getattr(args, name) <= 0:
-            raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(args, name)}")
-    if args.env_threads < 0:  # checked with either backend: a flag given is a flag meant
-        raise ValueError(f"--env-threads must be 0 (envpool's default) or more, got {args.env_threads}")
-    if args.batch_size % args.num_minibatches:
-        raise ValueError(
-            f"--num-minibatches {args.num_minibatches} must divide the batch size {args.batch_size} "
-            f"(num_envs x num_steps); choose a divisor of {args.batch_size}"
-        )
+        message = tyro_message(messages.getvalue())
+        # an Args check (__post_init__) names its flag itself
+        raise ValueError(message.removeprefix(f"Error parsing {args_type.__name__}: ")) from None
+    check_batch_memory(args)
+    check_wandb_names(args)
     return args
+
+
+def memory_bytes() -> int:
+    """The memory the rollout can use: the host's, or the accelerator's when JAX has one (then the smaller)."""
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    stats = jax.devices()[0].memory_stats()  # None on a CPU
+    if stats and stats.get("bytes_limit"):
+        memory = min(memory, stats["bytes_limit"])
+    return memory
+
+
+def check_batch_memory(args) -> None:
+    """ValueError when the batch cannot be indexed or cannot fit, before the run starts to allocate it."""
+    need = args.batch_size * BYTES_PER_SAMPLE
+    memory = memory_bytes()
+    if args.batch_size > MAX_BATCH or need > memory:
+        raise ValueError(
+            f"--num-envs {args.num_envs} x --num-steps {args.num_steps} = {args.batch_size:,} samples: too many "
+            f"(at most {min(MAX_BATCH, memory // BYTES_PER_SAMPLE):,} here; each needs at least "
+            f"{BYTES_PER_SAMPLE} bytes and this machine has {memory / 2**30:.1f} GiB)"
+        )
+
+
+def check_wandb_names(args) -> None:
+    """ValueError for a W&B project or entity name that W&B would refuse once the run has started."""
+    for flag, name in (("--wandb-project-name", args.wandb_project_name), ("--wandb-entity", args.wandb_entity)):
+        if name is None:
+            continue
+        bad = sorted(set(name) & set(WANDB_FORBIDDEN))
+        if not name or len(name) > WANDB_MAX_NAME or bad:
+            rule = f"1 to {WANDB_MAX_NAME} characters, none of {' '.join(WANDB_FORBIDDEN)}"
+            raise ValueError(f"{flag} {name!r} is not a W&B name: {rule}")
+
+
+def finite_json(value):
+    """value with every NaN or infinity replaced by None, so that the JSON holds null: NaN is not JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: finite_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_json(item) for item in value]
+    return value
 
 
 def write_json(path: str, data: dict) -> None:
@@ -80,7 +125,7 @@ def write_json(path: str, data: dict) -> None:
     tmp_path = f"{path}.tmp"
     try:
         with open(tmp_path, "w") as f:
-            json.dump(data, f, indent=2)
+            json.dump(finite_json(data), f, indent=2, allow_nan=False)
         os.replace(tmp_path, path)
     finally:
         if os.path.exists(tmp_path):

@@ -29,7 +29,6 @@ the call's fixed cost fades), and MuJoCo's 60-115 us would take 40 s an env at 4
     python env_timing.py --envs CartPole-v1,CartPole-v1@envpool --out /tmp/timing.json   # both backends
 """
 
-import json
 import os
 import platform
 import socket
@@ -49,6 +48,7 @@ from scipy import stats
 
 import env_adapters
 import study
+from bookkeeping import write_json
 
 TRIM = 0.1  # cut 10 % at each end for the trimmed mean
 CPU_EXPENSIVE_NUM_ENVS = 256  # the default --expensive-num-envs on a CPU (see the docstring)
@@ -97,10 +97,14 @@ def check_args(args: Args, envs: list[str]) -> None:
             raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {value}")
     if args.env_threads < 0:
         raise ValueError(f"--env-threads must be 0 (envpool's default) or more, got {args.env_threads}")
+    if not 0 <= args.seed < 2**31:  # the range that JAX keys and envpool both take
+        raise ValueError(f"--seed must be in [0, 2**31 - 1], got {args.seed}")
 
 
 def check_out(out: str) -> None:
     """Refuses an --out that cannot be written, before any timing: its folder is made and a probe file written."""
+    if not out:
+        raise ValueError("--out '' is empty; give a JSON file name")
     folder = os.path.dirname(os.path.abspath(out))
     try:
         if os.path.isdir(out):
@@ -232,7 +236,7 @@ def summarise(times_ms: np.ndarray) -> dict:
         "median_ms": float(median),
         "iqr_ms": float(q3 - q1),
         "mean_ms": float(times_ms.mean()),
-        "std_ms": float(times_ms.std(ddof=1)),
+        "std_ms": float(times_ms.std(ddof=1)) if len(times_ms) > 1 else None,  # None: one timed step
         "min_ms": float(times_ms.min()),
         "max_ms": float(times_ms.max()),
     }
@@ -307,10 +311,8 @@ def main():
         print(f"  {env_id}: {results[env_id]['ms_per_step']:.4f} ms/step", flush=True)
     add_ratios(results)
     print_table(results)
-    tmp_out = f"{args.out}.tmp"  # renamed into place: an interrupted write leaves the old file whole
-    with open(tmp_out, "w") as f:
-        json.dump({**metadata(args, envs), "envs": results}, f, indent=2)
-    os.replace(tmp_out, args.out)
+    # renamed into place: an interrupted write leaves the old file whole
+    write_json(args.out, {**metadata(args, envs), "envs": results})
     print(f"wrote {args.out}")
 
 

@@ -13,6 +13,7 @@ START = time.perf_counter()  # import_s, setup_s and total_s count from this fir
 if __name__ == "__main__":  # SIGINT and SIGTERM wait until main() unblocks them: none is lost in the imports
     signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT, signal.SIGTERM])
 
+import math
 import os
 from dataclasses import asdict, dataclass
 from functools import partial
@@ -98,6 +99,38 @@ class Args:
     @property
     def batch_size(self) -> int:
         return self.num_envs * self.num_steps
+
+    def __post_init__(self):
+        """Refuses what no PPO run can use, in one line: tyro prints it and exits with code 2."""
+        for name, value in asdict(self).items():
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ValueError(f"--{name.replace('_', '-')} must be a finite number, got {value}")
+        rules = [
+            ("num_envs", self.num_envs > 0, "a positive integer"),
+            ("num_steps", self.num_steps > 0, "a positive integer"),
+            ("num_iterations", self.num_iterations > 0, "a positive integer"),
+            ("update_epochs", self.update_epochs > 0, "a positive integer"),
+            ("num_minibatches", self.num_minibatches > 0, "a positive integer"),
+            ("learning_rate", self.learning_rate > 0, "positive"),
+            ("gamma", 0 <= self.gamma <= 1, "in [0, 1]"),
+            ("gae_lambda", 0 <= self.gae_lambda <= 1, "in [0, 1]"),
+            ("clip_coef", self.clip_coef >= 0, "0 or more"),
+            ("ent_coef", self.ent_coef >= 0, "0 or more"),
+            ("vf_coef", self.vf_coef >= 0, "0 or more"),
+            ("max_grad_norm", self.max_grad_norm > 0, "positive (0 would stop every update)"),
+            ("env_threads", self.env_threads >= 0, "0 (envpool's default) or more"),
+            # the range that JAX keys, torch generators and envpool all take
+            ("seed", 0 <= self.seed < 2**31, "in [0, 2**31 - 1]"),
+            ("log_dir", self.log_dir != "", "a folder, not empty"),
+        ]
+        for name, ok, rule in rules:
+            if not ok:
+                raise ValueError(f"--{name.replace('_', '-')} must be {rule}, got {getattr(self, name)!r}")
+        if self.batch_size % self.num_minibatches:
+            raise ValueError(
+                f"--num-minibatches {self.num_minibatches} must divide the batch size {self.batch_size} "
+                f"(num_envs x num_steps); choose a divisor of {self.batch_size}"
+            )
 
 
 # ---------------------------------------------------------------------------------------- network

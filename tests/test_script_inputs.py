@@ -1,0 +1,167 @@
+"""Nonsense flags are refused by every PPO script in one line, before any folder exists (issue 39: findings 1, 6
+and 7), by the script's own Args so that a copy stripped of its bookkeeping still refuses them; and no JSON file
+the project writes holds NaN or Infinity."""
+
+import importlib
+import json
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from test_bookkeeping import strip_bookkeeping
+
+import bookkeeping
+import env_timing
+from helpers import ROOT, STUDY, TINY, run_script
+
+FRAMEWORKS = list(STUDY.frameworks)
+# One process per script: the first script stays in the quick check, the others are marked slow.
+FIRST_FAST = [pytest.param(f, marks=() if i == 0 else pytest.mark.slow) for i, f in enumerate(FRAMEWORKS)]
+
+# flags -> words the one-line refusal must hold (the flag and its bad value)
+NONSENSE = {
+    "learning rate nan": (["--learning-rate", "nan"], ["--learning-rate", "nan", "finite"]),
+    "learning rate -1": (["--learning-rate", "-1"], ["--learning-rate", "-1.0", "positive"]),
+    "learning rate 0": (["--learning-rate", "0"], ["--learning-rate", "0.0", "positive"]),
+    "gamma 2": (["--gamma", "2"], ["--gamma", "2.0", "[0, 1]"]),
+    "gae lambda -0.5": (["--gae-lambda", "-0.5"], ["--gae-lambda", "-0.5", "[0, 1]"]),
+    "clip coef -1": (["--clip-coef", "-1", "--ent-coef", "0.01"], ["--clip-coef", "-1.0"]),
+    "ent coef inf": (["--ent-coef", "inf"], ["--ent-coef", "inf", "finite"]),
+    "vf coef -inf": (["--vf-coef", "-inf"], ["--vf-coef", "-inf"]),
+    "vf coef -1": (["--vf-coef", "-1"], ["--vf-coef", "-1.0"]),
+    "max grad norm 0": (["--max-grad-norm", "0"], ["--max-grad-norm", "0.0"]),
+    "max grad norm nan": (["--max-grad-norm", "nan"], ["--max-grad-norm", "nan"]),
+    "zero epochs": (["--update-epochs", "0"], ["--update-epochs", "0"]),
+    "negative env threads": (["--env-threads", "-2"], ["--env-threads", "-2"]),
+    "seed past the generators": (["--seed", "99999999999999999999999"], ["--seed", "99999999999999999999999"]),
+    "seed past envpool's int32": (["--seed", str(2**31)], ["--seed", str(2**31)]),
+    "negative seed": (["--seed", "-1"], ["--seed", "-1"]),
+    "empty log dir": (["--log-dir", ""], ["--log-dir", "''"]),
+}
+# Refused by the bookkeeping (it knows the machine and W&B), not by Args
+BOOKKEEPING_REFUSALS = {
+    "a batch no machine holds": (["--num-envs", "1000000000000"], ["--num-envs", "1000000000000", "256"]),
+    "a batch past int32": (["--num-envs", "2", "--num-steps", str(2**30)], ["--num-steps", str(2**30)]),
+    "W&B project with / ? #": (["--track", "--wandb-project-name", "a/b?c#d"], ["--wandb-project-name", "a/b?c#d"]),
+    "W&B project too long": (["--wandb-project-name", "p" * 129], ["--wandb-project-name", "p" * 129]),
+    "empty W&B entity": (["--wandb-entity", ""], ["--wandb-entity", "''"]),
+}
+
+
+def module(framework: str):
+    return importlib.import_module(STUDY.frameworks[framework].script[: -len(".py")])
+
+
+def refusal(framework: str, argv: list[str]) -> str:
+    """The one-line message the script's bookkeeping refuses argv with (parsed in-process, as the script does)."""
+    with pytest.raises(ValueError) as refused:
+        bookkeeping.check_args(module(framework).Args, argv)
+    return str(refused.value)
+
+
+@pytest.mark.parametrize("case", [*NONSENSE, *BOOKKEEPING_REFUSALS])
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_nonsense_is_refused_naming_the_flag_and_its_value(framework, case):
+    argv, words = {**NONSENSE, **BOOKKEEPING_REFUSALS}[case]
+    message = refusal(framework, argv)
+    assert "\n" not in message
+    for word in words:
+        assert word in message, f"{word!r} not in: {message}"
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_sensible_edges_are_accepted(framework):
+    """The checks refuse nonsense only: the edges of each range are valid PPO settings."""
+    edges = ["--gamma", "1", "--gae-lambda", "0", "--clip-coef", "0", "--ent-coef", "0", "--vf-coef", "0"]
+    args = bookkeeping.check_args(module(framework).Args, [*edges, "--seed", str(2**31 - 1), "--env-threads", "0"])
+    assert args.gamma == 1.0 and args.seed == 2**31 - 1
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_every_float_flag_is_checked_for_nan_and_infinity(framework):
+    """Not only the flags named above: any float field of Args that a future edit adds is checked too."""
+    args_type = module(framework).Args
+    floats = [name for name, value in vars(args_type()).items() if isinstance(value, float)]
+    assert {"learning_rate", "gamma", "max_grad_norm"} <= set(floats)
+    for name in floats:
+        for bad in ("nan", "inf", "-inf"):
+            flag = f"--{name.replace('_', '-')}"
+            assert flag in refusal(framework, [flag, bad])
+
+
+@pytest.mark.parametrize("case", ["learning rate nan", "gamma 2", "clip coef -1", "seed past the generators"])
+@pytest.mark.parametrize("framework", FIRST_FAST)
+def test_a_script_refuses_nonsense_with_exit_2_and_no_folder(framework, case, tmp_path):
+    argv, words = NONSENSE[case]
+    log_dir = tmp_path / "runs"
+    proc = run_script(STUDY.frameworks[framework].script, *TINY, *argv, log_dir=log_dir, timeout=120)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: --"), proc.stderr[-3000:]
+    assert all(word in lines[0] for word in words), lines[0]
+    assert not log_dir.exists()
+
+
+@pytest.mark.parametrize("case", ["a batch no machine holds", "W&B project with / ? #"])
+def test_the_bookkeeping_refuses_before_any_folder(case, tmp_path):
+    argv, words = BOOKKEEPING_REFUSALS[case]
+    log_dir = tmp_path / "runs"
+    proc = run_script(STUDY.frameworks[FRAMEWORKS[0]].script, *argv, log_dir=log_dir, timeout=120)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert len(proc.stderr.strip().splitlines()) == 1 and all(word in proc.stderr for word in words)
+    assert not log_dir.exists()
+
+
+@pytest.mark.parametrize("framework", FIRST_FAST)
+def test_the_stripped_copy_still_refuses_nonsense(framework, tmp_path):
+    """README's deletion rule takes the bookkeeping away; Args keeps the checks, and tyro refuses with exit 2."""
+    name = STUDY.frameworks[framework].script
+    copy = tmp_path / "alone" / name
+    copy.parent.mkdir()
+    copy.write_text(strip_bookkeeping((ROOT / name).read_text()))
+    env = {**os.environ, "WANDB_MODE": "disabled", "PYTHONPATH": ""}
+    for flags in (["--learning-rate", "nan"], ["--gamma", "2"], ["--max-grad-norm", "-1"], ["--seed", "-5"]):
+        log_dir = tmp_path / "runs"
+        cmd = [sys.executable, str(copy), *TINY, *flags, "--log-dir", str(log_dir)]
+        proc = subprocess.run(cmd, cwd=copy.parent, capture_output=True, text=True, timeout=300, env=env)
+        assert proc.returncode == 2, proc.stderr[-3000:]
+        assert flags[0] in proc.stderr and flags[1] in proc.stderr
+        assert not log_dir.exists()
+
+
+# ------------------------------------------------------------------------------------------------ JSON files
+def strict_json(text: str):
+    """json.loads that refuses NaN and Infinity, which are not JSON."""
+
+    def refuse(constant):
+        raise ValueError(f"{constant} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_write_json_writes_null_for_nan_and_infinity(tmp_path):
+    path = tmp_path / "summary.json"
+    bookkeeping.write_json(str(path), {"a": math.nan, "b": [1.0, math.inf], "c": {"d": -math.inf}, "e": 2.5})
+    assert strict_json(path.read_text()) == {"a": None, "b": [1.0, None], "c": {"d": None}, "e": 2.5}
+
+
+def test_one_timed_step_gives_no_std_and_no_nan(tmp_path):
+    """env_timing --timed-steps 1: a standard deviation of one sample does not exist; it is written as null."""
+    summary = env_timing.summarise(np.array([1.5]))
+    assert summary["std_ms"] is None and summary["ms_per_step"] == 1.5
+    path = tmp_path / "timing.json"
+    bookkeeping.write_json(str(path), {"envs": {"CartPole-v1": summary}})
+    assert strict_json(path.read_text())["envs"]["CartPole-v1"]["std_ms"] is None
+
+
+def test_env_timing_refuses_an_empty_out_and_a_seed_out_of_range(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="--out ''"):
+        env_timing.check_out("")
+    args = env_timing.Args(envs=("CartPole-v1",), seed=2**31)
+    with pytest.raises(ValueError, match=f"--seed must .* got {2**31}"):
+        env_timing.check_args(args, ["CartPole-v1"])
+    assert list(tmp_path.iterdir()) == []
