@@ -19,7 +19,6 @@ env call / floor = the script's env call over the env step alone: what the call 
 """
 
 import argparse
-import json
 import statistics
 import time
 from functools import partial
@@ -32,6 +31,7 @@ import torch
 from jax.flatten_util import ravel_pytree
 
 import ppo_torch as ppo
+from bookkeeping import write_json
 
 SCRIPT_STEP = ("policy traced", "torch->numpy np.from_dlpack", "env call (Runner pytree)", "jax->torch via numpy")
 FRESH = ("jax->torch dlpack", "jax->torch via numpy")  # timed with the trivial call that makes a fresh result
@@ -178,7 +178,7 @@ def main():
     table = markdown(rows, header)
     print(table)
     if args.out:
-        Path(args.out).write_text(json.dumps({"header": header, "rows": rows}, indent=2) + "\n")
+        write_json(args.out, {"header": header, "rows": rows})
         Path(args.out).with_suffix(".md").write_text(table + "\n")
 
 

@@ -37,6 +37,7 @@ import numpy as np
 from jax.experimental import io_callback
 
 import env_adapters
+from bookkeeping import write_json
 
 SCAN_STEPS = 256
 CHILD_TIMEOUT_S = 120  # one round of one family: about 10 s
@@ -199,7 +200,7 @@ def main():
     print(f"\n{title}\n\n{table(rows)}")
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps({"title": title, "rows": rows}, indent=2) + "\n")
+        write_json(args.out, {"title": title, "rows": rows})
         Path(args.out).with_suffix(".md").write_text(f"# benchmarks.envpool_calls\n\n{title}\n\n{table(rows)}\n")
 
 

@@ -16,13 +16,13 @@ divide a median of the framework by the Linen median of the same kind: `linen ji
 """
 
 import argparse
-import json
 import statistics
 import time
 from pathlib import Path
 
 import study
 from benchmarks.common import ROOT, STEADY_FROM, run_and_read
+from bookkeeping import write_json
 
 STUDY = study.load()
 JAX_FRAMEWORKS = ("nnx", "equinox")  # the JAX frameworks besides Linen
@@ -124,7 +124,7 @@ def main():
                 f"round {r + 1}/{opts.rounds} {name:<18} " + " ".join(f"{c} {res[c]:.4f}" for c in COLUMNS), flush=True
             )
             Path(opts.out).parent.mkdir(parents=True, exist_ok=True)
-            Path(opts.out).write_text(json.dumps(results, indent=2))
+            write_json(opts.out, results)
     none = f", `none` modes {opts.none_iterations}" if any(CONFIGS[n][1] == "none" for n in opts.configs) else ""
     flags = f", flags `{' '.join(opts.extra)}`" if opts.extra else ""
     print(

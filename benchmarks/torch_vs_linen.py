@@ -15,7 +15,6 @@ the same cores); --torch-script also runs another copy of ppo_torch.py (e.g. the
 """
 
 import argparse
-import json
 import os
 import shutil
 import statistics
@@ -24,6 +23,7 @@ import time
 from pathlib import Path
 
 from benchmarks.common import ROOT, STEADY_FROM, run_and_read
+from bookkeeping import write_json
 
 CONFIGS = {  # name: (script, compile mode)
     "linen jit": ("ppo_linen.py", "jit"),
@@ -179,7 +179,7 @@ def run_all(opts, all_results: dict, tables: list):
                 tables[-1] += "\n\n" + per_step_line(env, size, results)
             print("\n" + tables[-1] + "\n", flush=True)
             Path(opts.out).parent.mkdir(parents=True, exist_ok=True)
-            Path(opts.out).write_text(json.dumps(all_results, indent=2))
+            write_json(opts.out, all_results)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ import numpy as np
 
 import study
 from benchmarks.common import ROOT
+from bookkeeping import write_json
 
 CONFIGS = {  # name: (framework, torch.compile options; None: eager, as --compile env-jit)
     "linen jit": ("linen", None),
@@ -160,7 +161,7 @@ def main():
     table = markdown(rows)
     print(table)
     if opts.out:
-        Path(opts.out).write_text(json.dumps(rows, indent=1) + "\n")
+        write_json(opts.out, rows)
         Path(opts.out).with_suffix(".md").write_text(table)
 
 
