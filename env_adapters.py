@@ -336,6 +336,9 @@ def host_call(fn, shapes, *args):
 
 
 # ------------------------------------------------------------------------------------------ normalisation
+CLIP = 10.0  # normalised observations and rewards are clipped to [-CLIP, CLIP]
+
+
 class RunningStats(NamedTuple):
     """The running mean and variance of a quantity, over count samples."""
 
@@ -361,8 +364,10 @@ def merge(stats: RunningStats, batch) -> RunningStats:
 
 
 def scale(x, stats: RunningStats, center: bool = True):
-    """x in units of the running standard deviation; centred on the running mean for observations."""
-    return ((x - stats.mean) if center else x) / jnp.sqrt(stats.var + 1e-8)
+    """x in units of the running standard deviation (centred on the running mean for observations), clipped to
+    +-CLIP as CleanRL's wrappers and SB3's VecNormalize clip it: an outlier early on, when the statistics have seen
+    few samples, cannot reach the network as a huge input or the value loss as a huge reward."""
+    return jnp.clip(((x - stats.mean) if center else x) / jnp.sqrt(stats.var + 1e-8), -CLIP, CLIP)
 
 
 class NormalizeState(NamedTuple):
@@ -380,9 +385,10 @@ class Normalize:
 
     - observations: the statistics start from the reset batch and take in each step's returned observations;
       the returned observations and info["final_observation"] are both (obs - mean) / sqrt(var + 1e-8), with the
-      statistics after that update;
+      statistics after that update, clipped to +-CLIP;
     - rewards: each env's discounted return, return * gamma * (1 - done) + reward (done: terminated or truncated,
-      of this step); the reward is divided by sqrt(var + 1e-8) of those returns' running variance, not centred.
+      of this step); the reward is divided by sqrt(var + 1e-8) of those returns' running variance, not centred,
+      and clipped to +-CLIP.
 
     info["raw_reward"] is always the env's own reward (the scripts log episode returns from it)."""
 

@@ -64,6 +64,11 @@ def numpy_merge(mean, var, count, batch):
     return mean + delta * batch_count / total, m2 / total, total
 
 
+def clipped(x):
+    """CleanRL's and SB3's clip of normalised observations and rewards."""
+    return np.clip(x, -10.0, 10.0)
+
+
 def test_normalize_follows_purejaxrls_update_rule():
     """Over a few steps of CartPole with a 3-step time limit (so returns restart), the normalised observations, final
     observations and rewards match a NumPy reference; info["raw_reward"] is the env's reward."""
@@ -75,22 +80,53 @@ def test_normalize_follows_purejaxrls_update_rule():
 
     obs0 = np.asarray(raw[0][0], np.float64)
     mean, var, count = numpy_merge(np.zeros(4), np.ones(4), 1e-4, obs0)
-    np.testing.assert_allclose(normed[0][0], (obs0 - mean) / np.sqrt(var + 1e-8), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(normed[0][0], clipped((obs0 - mean) / np.sqrt(var + 1e-8)), rtol=1e-5, atol=1e-5)
     r_mean, r_var, r_count, returns = 0.0, 1.0, 1e-4, np.zeros(num_envs)
     for (obs, reward, terminated, truncated, info), (n_obs, n_reward, n_term, n_trunc, n_info) in zip(
         raw[1:], normed[1:], strict=True
     ):
         obs, final_obs = np.asarray(obs, np.float64), np.asarray(info["final_observation"], np.float64)
         mean, var, count = numpy_merge(mean, var, count, obs)
-        np.testing.assert_allclose(n_obs, (obs - mean) / np.sqrt(var + 1e-8), rtol=1e-5, atol=1e-5)
-        np.testing.assert_allclose(n_info["final_observation"], (final_obs - mean) / np.sqrt(var + 1e-8), 1e-5, 1e-5)
+        np.testing.assert_allclose(n_obs, clipped((obs - mean) / np.sqrt(var + 1e-8)), rtol=1e-5, atol=1e-5)
+        final_normed = clipped((final_obs - mean) / np.sqrt(var + 1e-8))
+        np.testing.assert_allclose(n_info["final_observation"], final_normed, 1e-5, 1e-5)
         done = np.asarray(terminated | truncated)
         returns = returns * GAMMA * (1 - done) + np.asarray(reward, np.float64)
         r_mean, r_var, r_count = numpy_merge(r_mean, r_var, r_count, returns)
-        np.testing.assert_allclose(n_reward, np.asarray(reward) / np.sqrt(r_var + 1e-8), rtol=1e-5)
+        np.testing.assert_allclose(n_reward, clipped(np.asarray(reward) / np.sqrt(r_var + 1e-8)), rtol=1e-5)
         np.testing.assert_array_equal(n_info["raw_reward"], reward)
         np.testing.assert_array_equal(n_term, terminated)
         np.testing.assert_array_equal(n_trunc, truncated)
+
+
+class Outlier:
+    """A batched env whose observations and rewards are standard normal for 10 steps, then huge in env 0: against
+    the 700 samples of the running statistics, that one is about 26 standard deviations out, unclipped."""
+
+    num_actions, continuous, action_bounds = 2, False, None
+
+    def reset(self, keys, params):
+        return jnp.zeros((len(keys), 3)), jnp.zeros(len(keys), jnp.int32)
+
+    def step(self, keys, steps, actions, params):
+        noise = jax.vmap(lambda key: jax.random.normal(key, (4,)))(keys)
+        outlier = jnp.where((steps >= 10) & (jnp.arange(len(keys)) == 0), 1e6, 0.0)
+        obs = noise[:, :3] + outlier[:, None]
+        done = jnp.zeros(len(keys), bool)
+        return obs, steps + 1, noise[:, 3] + outlier, done, done, {"final_observation": obs}
+
+
+def test_normalized_observations_and_rewards_are_clipped_to_ten():
+    """CleanRL's continuous PPO (and SB3's VecNormalize) clip both at +-10; so does the wrapper, and the raw
+    reward stays in info for the episode returns."""
+    env = env_adapters.normalize(Outlier(), obs=True, reward=True, gamma=0.99)
+    _, state = env.reset(jnp.zeros(64), None)
+    for step in range(11):
+        keys = jax.random.split(jax.random.key(step), 64)
+        obs, state, reward, *_, info = env.step(keys, state, jnp.zeros(64, jnp.int32), None)
+    assert float(jnp.abs(obs).max()) == 10.0 and float(jnp.abs(info["final_observation"]).max()) == 10.0
+    assert float(reward.max()) == 10.0 and float(info["raw_reward"].max()) > 1e5
+    assert float(jnp.abs(obs[1:]).max()) < 10.0  # the others, inside the clip
 
 
 def test_normalize_each_part_alone_and_off():
