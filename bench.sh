@@ -12,6 +12,7 @@ HERE=$(dirname "$0")
 # later (--kill-after): long enough for one phase of the slowest iteration (an eager rollout on MinAtar took 55 s on
 # the cpu-v2 VM, a whole iteration about 110 s) and the teardown
 KILL_AFTER_S=300
+MAX_SECONDS=2592000  # the longest --timeout and --kill-after, 30 days (sweep.py's MAX_SECONDS, the same)
 
 usage() {
   cat <<'EOF'
@@ -96,6 +97,17 @@ quoted() {  # a value for a message, on one line whatever it holds: 'runs', $'a\
   echo "${1@Q}"
 }
 
+number() {  # a number for a message: quoted, cut short when it is long (a count of 5000 digits)
+  local head=${1:0:20}
+  if ((${#1} > 40)); then echo "${head@Q}... (${#1} characters)"; else quoted "$1"; fi
+}
+
+within_max_seconds() {  # within_max_seconds SECONDS (digits, maybe a point): at most MAX_SECONDS; the digits are
+  local whole=${1%%.*}  # counted before bash's arithmetic reads them (it wraps past 2**63 without a word)
+  while [[ $whole == 0* ]]; do whole=${whole#0}; done
+  ((${#whole} <= ${#MAX_SECONDS})) && (($(to_ms "$1") <= MAX_SECONDS * 1000))
+}
+
 # ---------------------------------------------------------------------------------------- options
 LOG_DIR=runs TIMEOUT="" CPUS="" ENV_THREADS="" PYTHON=python ENV_TIMING=1 ENV_TIMING_FILE="" DRY_RUN=0 HELP=0 SLURM=0 SLURM_OPTION=""
 KILL_AFTER_GIVEN=0
@@ -159,16 +171,18 @@ check_log_dir() {  # --log-dir must be a folder, or a path where one can be made
 check_args() {  # the process options; sweep.py checks the matrix options
   check_log_dir
   if [[ -n $TIMEOUT ]]; then
-    [[ $TIMEOUT =~ ^[0-9]*\.?[0-9]+$ && ! $TIMEOUT =~ ^[0.]+$ ]] ||
-      die "--timeout must be a positive number of seconds, got $(quoted "$TIMEOUT")"
+    [[ $TIMEOUT =~ ^[0-9]*\.?[0-9]+$ && ! $TIMEOUT =~ ^[0.]+$ ]] && within_max_seconds "$TIMEOUT" ||
+      die "--timeout must be a positive number of seconds up to $MAX_SECONDS (30 days), got $(number "$TIMEOUT")"
     TIMEOUT_BIN=$(command -v timeout || command -v gtimeout) || die "--timeout needs GNU timeout (coreutils), not found"
   fi
-  [[ $KILL_AFTER_S =~ ^[0-9]*\.?[0-9]+$ ]] ||
-    die "--kill-after must be a number of seconds, got $(quoted "$KILL_AFTER_S")"
+  [[ $KILL_AFTER_S =~ ^[0-9]*\.?[0-9]+$ ]] && within_max_seconds "$KILL_AFTER_S" ||
+    die "--kill-after must be a number of seconds up to $MAX_SECONDS (30 days), got $(number "$KILL_AFTER_S")"
   [[ -n $TIMEOUT ]] || ((!KILL_AFTER_GIVEN)) || die "--kill-after needs --timeout"
   command -v -- "$PYTHON" >/dev/null || die "--python $(quoted "$PYTHON") is not an executable; give a Python interpreter"
   if [[ -n $CPUS ]]; then
-    [[ $CPUS =~ ^[1-9][0-9]*$ ]] || die "--cpus must be a positive integer, got $(quoted "$CPUS")"
+    [[ $CPUS =~ ^[1-9][0-9]*$ ]] || die "--cpus must be a positive integer, got $(number "$CPUS")"
+    # ten digits or more: no machine's cores (and bash's arithmetic would wrap a number past 2**63 without a word)
+    ((${#CPUS} < 10)) || die "--cpus $(number "$CPUS") is more than a machine's cores; valid: 1 to its cores"
     ((SLURM)) || check_cpus
   fi
   if ((!SLURM)); then

@@ -32,7 +32,7 @@ import shlex
 import shutil
 import socket
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import product
 from pathlib import Path
 from typing import Optional
@@ -140,19 +140,49 @@ def natural(text: str) -> bool:
     return text.isascii() and text.isdigit()
 
 
-def positive_int(option: str, value: Optional[str]) -> Optional[int]:
-    if value is None:
-        return None
-    if not natural(value) or int(value) < 1:
-        raise BadOption(f"{option} must be a positive integer, got {value!r}")
-    return int(value)
+# The bounds of the sizes a sweep takes: each larger value is refused in one line, before anything is planned.
+MAX_RUNS = 100_000  # runs in a sweep's matrix: planning as many takes seconds, running them years; also the most
+# seeds, shards (--shard K/N), array tasks and tasks at once one sweep can use
+MAX_COUNT = 2**31 - 1  # --iterations and --cpus (the runs' --env-threads): what a 32-bit integer holds, JAX's default
+MAX_SECONDS = 30 * 24 * 3600  # --timeout and --kill-after: 30 days (bench.sh's MAX_SECONDS, the same)
+
+
+def shown(value: str) -> str:
+    """A value for a message: repr, cut short when it is long (a count of 5000 digits)."""
+    return repr(value) if len(value) <= 40 else f"{value[:20]!r}... ({len(value)} characters)"
+
+
+def bounded_int(option: str, value: str, low: int, high: int) -> int:
+    """An integer from low to high, of ASCII digits; BadOption names the value and the valid range. The digits are
+    counted before int() reads them: int() refuses a string of more than 4300 digits with a traceback."""
+    digits = value.lstrip("0") or "0" if natural(value) else ""
+    if not digits or len(digits) > len(str(high)) or not low <= int(digits) <= high:
+        raise BadOption(f"{option} must be an integer from {low} to {high}, got {shown(value)}")
+    return int(digits)
+
+
+def positive_int(option: str, value: Optional[str], high: int = MAX_COUNT) -> Optional[int]:
+    return None if value is None else bounded_int(option, value, 1, high)
 
 
 def shard(value: str) -> tuple[int, int]:
     k, _, n = value.partition("/")
-    if not (natural(k) and natural(n) and int(k) < int(n)):
-        raise BadOption(f"--shard must be K/N with 0 <= K < N, got {value!r}")
-    return int(k), int(n)
+    try:
+        num = bounded_int("--shard", n, 1, MAX_RUNS)
+        return bounded_int("--shard", k, 0, num - 1), num
+    except BadOption:
+        raise BadOption(f"--shard must be K/N with 0 <= K < N <= {MAX_RUNS}, got {shown(value)}") from None
+
+
+def seconds(option: str, value: str, positive: bool) -> float:
+    """A number of seconds, above 0 (`positive`) or from 0, up to MAX_SECONDS; BadOption names the value."""
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not ((0 < number) if positive else (0 <= number)) or not number <= MAX_SECONDS:  # nan and inf fail it too
+        raise BadOption(f"{option} must be a number of seconds up to {MAX_SECONDS} (30 days), got {shown(value)}")
+    return number
 
 
 # The run arguments the sweep sets itself (the scripts' flags, as tyro spells them; tyro takes _ for - too): given
@@ -239,7 +269,7 @@ def select(args: argparse.Namespace, S: study.Study) -> Selection:
         frameworks=choices("--frameworks", args.frameworks, tuple(S.frameworks)),
         envs=None if args.envs is None else env_choices(args.envs, S),
         sizes=choices("--sizes", args.sizes, S.sizes),
-        seeds=positive_int("--seeds", args.seeds),
+        seeds=positive_int("--seeds", args.seeds, MAX_RUNS),
         iterations=positive_int("--iterations", args.iterations),
         tag=args.tag,
         log_dir=args.log_dir,
@@ -335,6 +365,19 @@ def matrix(sel: Selection, S: study.Study) -> list[Run]:
                         )
                     )
     return runs
+
+
+def bounded_matrix(sel: Selection, S: study.Study) -> list[Run]:
+    """matrix(), when it holds at most MAX_RUNS runs; else BadOption, found from the runs of one seed before any
+    more are made (--seeds 2000000 would take minutes to plan)."""
+    per_seed = len(matrix(replace(sel, seeds=1), S))
+    if per_seed * sel.seeds > MAX_RUNS:
+        most = MAX_RUNS // per_seed
+        valid = f"valid: 1 to {most} with these options" if most else "narrow the sweep"
+        raise BadOption(
+            f"--seeds {sel.seeds} makes {per_seed * sel.seeds} runs, more than the {MAX_RUNS} a sweep may plan; {valid}"
+        )
+    return matrix(sel, S)
 
 
 def cells(runs: list[Run]) -> list[tuple]:
@@ -644,7 +687,7 @@ def parser() -> Parser:
             s.add_argument("--tasks", help=f"array tasks (default: the cells of the sweep, at most {MAX_TASKS})")
             s.add_argument("--parallel", help="at most this many tasks at once (the array's %%K)")
             s.add_argument("--timeout", help="bench.sh --timeout (seconds per run): sets the time limit")
-            s.add_argument("--kill-after", type=float, default=60, help="bench.sh's SIGKILL this long after --timeout")
+            s.add_argument("--kill-after", default="60", help="bench.sh's SIGKILL this long after --timeout")
             s.add_argument("--cpus", help="bench.sh --cpus for every task (default: every core of its node)")
             s.add_argument("--no-env-timing", dest="env_timing", action="store_false")
             s.add_argument("--slurm-args", default="", help="sbatch options, e.g. '--partition=gpu --gres=gpu:1'")
@@ -713,13 +756,15 @@ def print_sbatch(args: argparse.Namespace, sel: Selection, whole: list[Run]) -> 
     try:
         if sel.shard != (0, 1):
             raise BadOption("--shard does not go with --slurm: the array tasks are the shards (--slurm-tasks N)")
-        tasks = positive_int("--slurm-tasks", args.tasks) or min(num_cells, MAX_TASKS)
+        tasks = positive_int("--slurm-tasks", args.tasks, MAX_RUNS) or min(num_cells, MAX_TASKS)
         if tasks > num_cells:
             raise BadOption(
                 f"--slurm-tasks {tasks} is more than the {num_cells} cells of this sweep; valid: 1 to {num_cells}"
             )
-        parallel = positive_int("--slurm-parallel", args.parallel)
-        timeout = float(args.timeout) if args.timeout else None
+        parallel = positive_int("--slurm-parallel", args.parallel, MAX_RUNS)
+        timeout = seconds("--timeout", args.timeout, positive=True) if args.timeout else None
+        kill_after = seconds("--kill-after", args.kill_after, positive=False)
+        positive_int("--cpus", args.cpus)
         slurm_args = sbatch_lines(args.slurm_args)
         done = done_flags(whole, sel.log_dir)
         matrix_options = [
@@ -736,7 +781,7 @@ def print_sbatch(args: argparse.Namespace, sel: Selection, whole: list[Run]) -> 
             tasks,
             parallel,
             timeout,
-            args.kill_after,
+            kill_after,
             args.env_timing,
             slurm_args,
             args.cpus,
@@ -764,7 +809,11 @@ def main(argv=None) -> int:
     except BadOption as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 2
-    whole = matrix(sel, S)
+    try:
+        whole = bounded_matrix(sel, S)
+    except BadOption as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return 2
     runs = shard_runs(whole, *sel.shard)
     if args.action in ("check", "plan"):
         missing = sorted(

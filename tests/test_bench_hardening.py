@@ -27,7 +27,7 @@ from helpers import ROOT, STUDY, TINY, one_cell, read_json, wait_until
 # "interrupted" summary and exit 130, like the real scripts, unless $FAKE_LINGER: then it ignores the SIGTERM and
 # outlives any grace.
 FAKE_SCRIPT = """
-import json, os, signal, sys, time
+import datetime, json, os, signal, socket, sys, time
 from pathlib import Path
 
 sys.path.insert(0, {root!r})
@@ -43,11 +43,25 @@ with open(os.environ["FAKE_MARKS"], "a") as f:
 run_dir = Path(arg("--log-dir")) / f"fake__{{arg('--seed')}}__{{os.getpid()}}"
 run_dir.mkdir(parents=True)
 config = {{key: None for key in runlog.REQUIRED_CONFIG}}
-config.update(command=sys.argv, framework="fake", seed=int(arg("--seed")), num_iterations=1)
+start = time.time()
+config.update(
+    command=sys.argv,
+    framework="fake",
+    seed=int(arg("--seed")),
+    num_iterations=1,
+    env=arg("--env"),
+    model_size=arg("--model-size"),
+    compile=arg("--compile"),
+    sync_timing="--no-sync-timing" not in sys.argv,
+    batch_size=1,
+    hostname=socket.gethostname(),
+    start_time=datetime.datetime.fromtimestamp(start).astimezone().isoformat(),
+)
 (run_dir / "config.json").write_text(json.dumps(config))
 
 def summary(status):
-    (run_dir / "summary.json").write_text(json.dumps({{"status": status, "iterations_completed": 1, "total_s": 0.1}}))
+    total = max(time.time() - start, 0.2)  # the iteration's 0.1 s, and the events written within the run
+    (run_dir / "summary.json").write_text(json.dumps({{"status": status, "iterations_completed": 1, "total_s": total}}))
 
 def stop(signum, frame):
     summary("interrupted")

@@ -7,12 +7,14 @@ The sweeps run the stand-in framework of test_bench_hardening (FAKE_SCRIPT, thro
 
 import json
 import os
+import re
 import subprocess
 import sys
 
 import pytest
 from test_bench_hardening import FAKE_SWEEP, fake_env, marks, one_line_refusal, run_bench
 
+import sweep
 from helpers import ROOT
 
 
@@ -71,3 +73,72 @@ def test_a_tag_a_log_dir_and_a_timing_file_that_start_with_a_dash_are_used_as_gi
         cwd=tmp_path,
     )
     assert timing.returncode == 0 and timing.stdout.startswith("-t.json is missing"), timing.stdout + timing.stderr
+
+
+# ------------------------------------------------------------------------------------ 10: sizes with a bound
+HUGE = "9" * 30
+
+
+@pytest.mark.parametrize(
+    "args,value",
+    [
+        (["--seeds", "99999999999999999999999"], "99999999999999999999999"),
+        (["--seeds", "2000000"], "2000000"),
+        (["--seeds", "9" * 5000], "9" * 5000),  # past the digits Python's int() takes from a string
+        (["--iterations", HUGE], HUGE),
+        (["--shard", f"0/{HUGE}"], f"0/{HUGE}"),
+        (["--cpus", "18446744073709551617"], "18446744073709551617"),  # 2**64 + 1: bash's arithmetic reads 1
+        (["--timeout", "9" * 400], "9" * 400),
+        (["--timeout", "9", "--kill-after", HUGE], HUGE),
+        (["--slurm", "--slurm-tasks", "9" * 5000], "9" * 5000),
+        (["--slurm", "--slurm-parallel", HUGE], HUGE),
+        (["--slurm", "--timeout", "9" * 400], "9" * 400),
+        (["--slurm", "--cpus", "18446744073709551617"], "18446744073709551617"),
+    ],
+)
+def test_a_size_past_its_bound_is_refused_with_one_line(tmp_path, args, value):
+    proc = run_bench("--dry-run", "--log-dir", str(tmp_path / "runs"), *args, env={**os.environ})
+    one_line_refusal(proc, value if len(value) <= 40 else f"{value[:20]!r}... ({len(value)} characters)")
+    assert proc.stdout == "" and not (tmp_path / "runs").exists()
+
+
+def test_the_largest_sweep_that_can_be_planned_is_planned_and_one_seed_more_is_refused(tmp_path):
+    per_seed = len(planned_runs(tmp_path, "--experiments", "exp3", "--seeds", "1").stdout.splitlines()) - 1
+    most = sweep.MAX_RUNS // per_seed
+    largest = planned_runs(tmp_path, "--experiments", "exp3", "--seeds", str(most))
+    assert largest.stdout.splitlines()[-1].startswith(f"dry run: {most * per_seed} runs (0 already completed)")
+    one_line_refusal(
+        run_bench("--dry-run", "--experiments", "exp3", "--seeds", str(most + 1), env={**os.environ}),
+        f"--seeds {most + 1}",
+        f"valid: 1 to {most}",
+    )
+
+
+def planned_runs(tmp_path, *args: str) -> subprocess.CompletedProcess:
+    proc = run_bench("--dry-run", "--log-dir", str(tmp_path / "runs"), *args, env={**os.environ})
+    assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+@pytest.mark.parametrize(
+    "args,value",
+    [
+        (["--timeout", "1e400"], "1e400"),
+        (["--timeout", "nan"], "nan"),
+        (["--timeout", "9", "--kill-after", "inf"], "inf"),
+        (["--timeout", "9", "--kill-after", "-1"], "-1"),
+        (["--tasks", "9" * 5000], "(5000 characters)"),
+    ],
+)
+def test_sweep_py_sbatch_refuses_a_size_past_its_bound(args, value):
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "sweep.py"), "sbatch", "--experiments", "exp3", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    one_line_refusal(proc, value)
+
+
+def test_bench_sh_and_sweep_py_bound_the_seconds_alike():
+    assert re.search(r"^MAX_SECONDS=(\d+)", (ROOT / "bench.sh").read_text(), re.M)[1] == str(sweep.MAX_SECONDS)
