@@ -6,25 +6,69 @@ One definition of a usable run serves them all: `check_completed` says why a run
     from runlog import read_run, is_completed
     run = read_run("runs/CartPole-v1__linen__small__jit__1__1700000000")
     run.config["framework"], run.summary["status"], run.scalars["time/iteration"]
+
+A usable run is what the scripts write, checked against the study (study.toml) and against itself, so that a folder
+forged or pieced together (which would make bench.sh skip a run it never made, or put words in the analysis'
+tables) is not one:
+
+- config.json: the framework, model size and compile mode that the study names; an env id (or an env label,
+  "{id}@envpool") and an env_backend of the study's backends; seed an int; sync_timing a bool; batch_size and
+  num_iterations positive ints (never bools), batch_size = num_envs x num_steps where those are given; the texts
+  (tag, hostname, platform, ...) strings.
+- summary.json: status completed after num_iterations iterations; total_s a finite positive number; setup_s and
+  import_s finite numbers within total_s; final_return null or a finite number: the mean episodic return of the
+  last 10 iterations, as bookkeeping.py makes it.
+- the scalars: one time/iteration per iteration, at steps batch_size, 2 x batch_size, ... (by which the analysis
+  numbers the iterations), each a finite positive number, adding up to at most total_s.
+- a run folder's events file (check_events): named by tensorboardX for the host of config.json
+  (events.out.tfevents.{unix time}.{hostname}), and written during the run: its time and the wall time of every
+  scalar between config.json's start_time and start_time + total_s, and the script's first line by its
+  time/elapsed scalars (wall time less time/elapsed) at most setup_s before start_time (each give or take
+  CLOCK_SLACK_S), so that an events file copied in from another run is not taken for this one's.
+
+A run of a runs.csv (plot_results.py --csv) goes through the same check_completed, without an events file.
 """
 
 import json
+import math
 import os
+import re
 import subprocess
 import sys
+import warnings
+from datetime import datetime
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, Optional
 
 import pandas as pd
+
+import study
 
 ROOT = Path(__file__).resolve().parent
 
 # config.json keys that the analysis and the resume need: a run without them cannot be placed in the study
 REQUIRED_CONFIG = ["env", "framework", "model_size", "compile", "seed", "sync_timing", "batch_size", "num_iterations"]
+TEXT_CONFIG = ["tag", "hostname", "platform", "exp_name", "device_name", "device", "start_time"]  # strings if given
+ENV_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # the ids of gymnax, Craftax, Brax and envpool envs
+EVENTS_NAME = re.compile(r"events\.out\.tfevents\.(\d+)\.(.+)")  # tensorboardX's: {unix time}.{hostname}
+CLOCK_SLACK_S = 2.0  # start_time and the events' wall times come from one clock: room for a step of it
+RETURN = "charts/episodic_return"
+FINAL_ITERATIONS = 10  # summary.json final_return: the mean episodic return of the last 10 iterations
 
 
 class RunError(Exception):
     """A run folder that cannot be used; the message says why."""
+
+
+class Events(NamedTuple):
+    """Where a run folder's scalars come from: its events file's name, the wall times of its first and last scalar,
+    and the earliest and latest wall time of the script's first line by its time/elapsed scalars (wall time less
+    time/elapsed; None without them)."""
+
+    name: str
+    first: float
+    last: float
+    origin: Optional[tuple[float, float]] = None
 
 
 class Run(NamedTuple):
@@ -32,6 +76,7 @@ class Run(NamedTuple):
     config: dict
     summary: dict
     scalars: pd.DataFrame  # one row per logged step (column "step"), one column per scalar tag
+    events: Optional[Events] = None  # a run folder's; None for a run of a runs.csv
 
 
 def read_json(path: Path) -> dict:
@@ -48,8 +93,9 @@ def read_json(path: Path) -> dict:
     return data
 
 
-def read_scalars(run_dir: Path) -> pd.DataFrame:
-    """Every scalar of the one TensorBoard events file in run_dir: a row per step, a column per tag."""
+def read_events(run_dir: Path) -> tuple[pd.DataFrame, Events]:
+    """Every scalar of the one TensorBoard events file in run_dir (a row per step, a column per tag), and the file's
+    name and first and last wall time."""
     from tbparse import SummaryReader  # here: sweep.py's resume check must not pay for it when nothing is done
 
     run_dir = Path(run_dir)
@@ -59,12 +105,29 @@ def read_scalars(run_dir: Path) -> pd.DataFrame:
     if not events:
         raise RunError("no TensorBoard events file")
     try:
-        scalars = SummaryReader(str(events[0]), pivot=True).scalars
+        with warnings.catch_warnings():  # tbparse's own use of pandas, deprecated in pandas 3
+            warnings.simplefilter("ignore")
+            long = SummaryReader(str(events[0]), extra_columns={"wall_time"}).scalars  # a row per step and tag
     except Exception as e:  # a truncated or corrupt file
         raise RunError(f"unreadable TensorBoard events ({type(e).__name__}: {e})") from None
-    if scalars.empty or "step" not in scalars:
+    if long.empty or not {"step", "tag", "value", "wall_time"} <= set(long.columns):
         raise RunError("no TensorBoard scalars")
-    return scalars.sort_values("step").reset_index(drop=True)
+    if long.duplicated(["step", "tag"]).any():  # the scripts log each scalar once per iteration
+        raise RunError("a TensorBoard scalar logged twice at one step")
+    walls = long["wall_time"].astype(float)
+    if not all(math.isfinite(t) for t in walls):
+        raise RunError("TensorBoard scalars without a wall time")
+    elapsed = long[long["tag"] == "time/elapsed"]
+    origins = (elapsed["wall_time"] - elapsed["value"]).astype(float)
+    origin = (float(origins.min()), float(origins.max())) if len(origins) else None
+    scalars = long.pivot(index="step", columns="tag", values="value").reset_index()  # as tbparse's pivot=True
+    scalars.columns.name = None
+    return scalars, Events(events[0].name, float(walls.min()), float(walls.max()), origin)
+
+
+def read_scalars(run_dir: Path) -> pd.DataFrame:
+    """Every scalar of the one TensorBoard events file in run_dir: a row per step, a column per tag."""
+    return read_events(run_dir)[0]
 
 
 def run_dirs(roots) -> list[Path]:
@@ -80,37 +143,191 @@ def read_run(run_dir) -> Run:
     run_dir = Path(run_dir)
     config = read_json(run_dir / "config.json")
     summary = read_json(run_dir / "summary.json")
-    return Run(run_dir, config, summary, read_scalars(run_dir))
+    return Run(run_dir, config, summary, *read_events(run_dir))
 
 
-def check_completed(run: Run) -> None:
-    """RunError, saying why, unless the run completed and its files hold every iteration it claims."""
+# ------------------------------------------------------------------------------------- what a usable run is
+def is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_number(value) -> bool:
+    """A finite int or float, never a bool (JSON's true is not a 1 here)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def positive_int(key: str, value) -> int:
+    if not is_int(value) or value <= 0:
+        raise RunError(f"config.json {key} is {value!r}, not a positive integer")
+    return value
+
+
+def check_env(config: dict) -> None:
+    """An env id (a label "{id}@{backend}" in a runs.csv) and an env_backend of the study's backends."""
+    env, backend = config["env"], config.get("env_backend")
+    env_id, label_backend = study.split_label(env) if isinstance(env, str) else ("", "")
+    named = study.env_label(env_id, label_backend) == env and label_backend in study.BACKENDS
+    if not (named and ENV_ID.fullmatch(env_id)):
+        raise RunError(f"config.json env {env!r} is not an env id")
+    if backend is not None and backend not in study.BACKENDS:
+        raise RunError(f"config.json env_backend {backend!r} is not one of {', '.join(study.BACKENDS)}")
+
+
+def check_config(config: dict, S: study.Study) -> None:
+    """RunError unless config.json names what the study knows, with values of the types the scripts write."""
+    missing = [key for key in REQUIRED_CONFIG if key not in config]
+    if missing:
+        raise RunError(f"config.json lacks {', '.join(missing)}")
+    framework, size, mode = config["framework"], config["model_size"], config["compile"]
+    if not isinstance(framework, str) or framework not in S.frameworks:
+        raise RunError(f"config.json framework {framework!r} is not one of the study's ({', '.join(S.frameworks)})")
+    if not isinstance(size, str) or size not in S.sizes:
+        raise RunError(f"config.json model_size {size!r} is not one of the study's ({', '.join(S.sizes)})")
+    modes = S.frameworks[framework].compile
+    if not isinstance(mode, str) or mode not in modes:
+        raise RunError(f"config.json compile {mode!r} is not one of {framework}'s ({', '.join(modes)})")
+    check_env(config)
+    if not is_int(config["seed"]):
+        raise RunError(f"config.json seed is {config['seed']!r}, not an integer")
+    if not isinstance(config["sync_timing"], bool):
+        raise RunError(f"config.json sync_timing is {config['sync_timing']!r}, not true or false")
+    batch = positive_int("batch_size", config["batch_size"])
+    positive_int("num_iterations", config["num_iterations"])
+    if config.get("num_envs") is not None or config.get("num_steps") is not None:
+        envs, steps = (
+            positive_int("num_envs", config.get("num_envs")),
+            positive_int("num_steps", config.get("num_steps")),
+        )
+        if envs * steps != batch:
+            raise RunError(f"config.json batch_size {batch} is not num_envs {envs} x num_steps {steps}")
+    for key in TEXT_CONFIG:
+        if config.get(key) is not None and not isinstance(config[key], str):
+            raise RunError(f"config.json {key} is {config[key]!r}, not a string")
+    command = config.get("command")  # argv in config.json; one command line in a runs.csv
+    words = [command] if isinstance(command, str) else command if isinstance(command, list) else [None]
+    if command is not None and not all(isinstance(word, str) for word in words):
+        raise RunError(f"config.json command is {command!r}, not a command line")
+
+
+def check_summary(summary: dict, config: dict) -> None:
+    """RunError unless summary.json says the run completed every iteration of config.json, in a finite time."""
+    status = summary.get("status")
+    if status != "completed":
+        raise RunError(f"status {status!r}")
+    if summary.get("total_s") is None:
+        raise RunError("summary.json lacks total_s")
+    iterations = summary.get("iterations_completed")
+    if not is_int(iterations) or iterations <= 0:
+        raise RunError(f"completed with {iterations!r} iterations")
+    if iterations != config["num_iterations"]:
+        raise RunError(
+            f"completed with {iterations} iterations, config.json's num_iterations {config['num_iterations']}"
+        )
+    total = summary["total_s"]
+    if not is_number(total) or total <= 0:
+        raise RunError(f"summary.json total_s is {total!r}, not a positive number of seconds")
+    for key in ("setup_s", "import_s"):
+        value = summary.get(key)
+        if value is not None and not (is_number(value) and 0 <= value <= total):
+            raise RunError(f"summary.json {key} is {value!r}, not a number of seconds within total_s")
+    final = summary.get("final_return")
+    if final is not None and not is_number(final):
+        raise RunError(f"summary.json final_return is {final!r}, not a number")
+
+
+def check_scalars(scalars: pd.DataFrame, config: dict, summary: dict) -> None:
+    """RunError unless time/iteration holds a finite positive time per iteration, logged at the steps the analysis
+    numbers them by (batch_size, 2 x batch_size, ...; in a runs.csv without steps, iterations 0, 1, ...), adding
+    up to at most total_s."""
+    iterations = summary["iterations_completed"]
+    if "time/iteration" not in scalars:
+        raise RunError("no time/iteration scalar")
+    logged = scalars[scalars["time/iteration"].notna()]
+    if len(logged) != iterations:
+        raise RunError(f"events hold {len(logged)} of {iterations} iterations")
+    times = pd.to_numeric(logged["time/iteration"], errors="coerce").astype(float)
+    if not all(math.isfinite(t) and t > 0 for t in times):
+        raise RunError("a time/iteration that is not a positive number of seconds")
+    if times.sum() > summary["total_s"] * (1 + 1e-5) + 1e-6:  # room for the events' float32
+        raise RunError(f"its iterations take {times.sum():.6g} s, more than its total_s {summary['total_s']:.6g} s")
+    column, unit = ("step", config["batch_size"]) if "step" in logged else ("iteration", 0)
+    if column in logged:
+        wanted = [unit * (i + 1) for i in range(iterations)] if unit else list(range(iterations))
+        if sorted(pd.to_numeric(logged[column], errors="coerce").tolist()) != wanted:
+            where = f"steps {unit}, {2 * unit}, ..." if unit else "iterations 0, 1, ..."
+            raise RunError(f"time/iteration is not logged at the {where} of its {iterations} iterations")
+    if "final_return" in summary:
+        check_final_return(logged, summary["final_return"])
+
+
+def check_final_return(logged: pd.DataFrame, final) -> None:
+    """RunError unless final_return is what bookkeeping.py makes of the scalars: the mean episodic return of the
+    last 10 iterations (those in which an episode ended), null when none did."""
+    order = "step" if "step" in logged else "iteration" if "iteration" in logged else None
+    last = (logged.sort_values(order) if order else logged).tail(FINAL_ITERATIONS)
+    returns = pd.to_numeric(last.get(RETURN, pd.Series(dtype=float)), errors="coerce").dropna()
+    mean = float(returns.mean()) if len(returns) else None
+    if mean is None or final is None:
+        same = mean is None and final is None
+    else:
+        same = math.isclose(mean, final, rel_tol=1e-6, abs_tol=1e-9)
+    if not same:
+        raise RunError(f"summary.json final_return {final!r} is not the mean return of its last iterations ({mean!r})")
+
+
+def check_events(run: Run) -> None:
+    """RunError unless the events file is the run's own: named for config.json's host, made and written during the
+    run (start_time to start_time + total_s, give or take CLOCK_SLACK_S)."""
+    host, start = run.config.get("hostname"), run.config.get("start_time")
+    if not isinstance(host, str) or not host or not isinstance(start, str):
+        raise RunError("config.json lacks the hostname and start_time that tie the events file to it")
+    try:
+        started = datetime.fromisoformat(start)
+    except ValueError:
+        raise RunError(f"config.json start_time {start!r} is not an ISO 8601 time") from None
+    if started.tzinfo is None:
+        raise RunError(f"config.json start_time {start!r} has no time zone")
+    name = EVENTS_NAME.fullmatch(run.events.name)
+    if not name or name[2] != host:
+        raise RunError(f"events file {run.events.name} was not written on {host}, the host of config.json")
+    low = started.timestamp() - CLOCK_SLACK_S
+    high = started.timestamp() + run.summary["total_s"] + CLOCK_SLACK_S
+    if not low - 1 <= int(name[1]) <= high:  # the file's name has its time in whole seconds
+        raise RunError(f"events file {run.events.name} was not made during the run (started {start})")
+    if not low <= run.events.first <= run.events.last <= high:
+        raise RunError(f"the events in {run.events.name} were not written during the run (started {start})")
+    # the script's first line (a wall time less its time/elapsed) came before start_time, by at most setup_s
+    setup = run.summary.get("setup_s")
+    setup = run.summary["total_s"] if setup is None else setup
+    if run.events.origin and not (
+        low - setup <= run.events.origin[0] <= run.events.origin[1] <= started.timestamp() + CLOCK_SLACK_S
+    ):
+        raise RunError(f"the events in {run.events.name} are of a run that did not start at {start}")
+
+
+def check_completed(run: Run, S: Optional[study.Study] = None) -> None:
+    """RunError, saying why, unless the run completed, its files hold every iteration it claims, its values are the
+    study's and of the types the scripts write, and its events file (a run folder's) is its own. S: the study
+    (study.load() when not given)."""
     status = run.summary.get("status")
     if status != "completed":
         raise RunError(f"status {status!r}")
-    missing = [key for key in REQUIRED_CONFIG if key not in run.config]
-    if missing:
-        raise RunError(f"config.json lacks {', '.join(missing)}")
-    if run.summary.get("total_s") is None:
-        raise RunError("summary.json lacks total_s")
-    iterations = run.summary.get("iterations_completed")
-    if not isinstance(iterations, int) or iterations <= 0:
-        raise RunError(f"completed with {iterations!r} iterations")
-    if "time/iteration" not in run.scalars:
-        raise RunError("no time/iteration scalar")
-    logged = int(run.scalars["time/iteration"].notna().sum())
-    if logged < iterations:
-        raise RunError(f"events hold {logged} of {iterations} iterations")
+    S = S or study.load()
+    check_config(run.config, S)
+    check_summary(run.summary, run.config)
+    check_scalars(run.scalars, run.config, run.summary)
+    if run.events is not None:
+        check_events(run)
 
 
-def read_completed_run(run_dir) -> Run:
+def read_completed_run(run_dir, S: Optional[study.Study] = None) -> Run:
     """read_run, then check_completed: the run, or RunError saying why it cannot be used. A run that did not
     complete says so first (its events, cut short, are not read)."""
     status = read_json(Path(run_dir) / "summary.json").get("status")
     if status != "completed":
         raise RunError(f"status {status!r}")
     run = read_run(run_dir)
-    check_completed(run)
+    check_completed(run, S)
     return run
 
 

@@ -1,9 +1,10 @@
 """Run folders and runs.csv files -> one tidy table of the completed runs (a row per run x iteration).
 
 A run is a folder holding config.json, at any depth under the given folders. runlog.read_completed_run reads it
-and says why it cannot be used: the one definition of a usable completed run, shared with bench.sh's resume. The
-runs of a runs.csv written earlier go through the same check (runlog.check_completed), run by run. Unusable runs
-are skipped with their reason, never stop the analysis.
+and says why it cannot be used: the one definition of a usable completed run (checked against the study, and its
+events file against its config), shared with bench.sh's resume. The runs of a runs.csv written earlier go through
+the same check (runlog.check_completed, without an events file), run by run; its text columns are read as text (a
+tag "007" or "NA" stays one). Unusable runs are skipped with their reason, never stop the analysis.
 
 A run's env is its env label (study.env_label): the env id, with "@envpool" for a run on envpool (config.json
 env_backend; runs made before the scripts had backends lack it, and ran on gymnax), so that the env column, and
@@ -49,6 +50,12 @@ RUN_COLUMNS = ["run", "run_dir", "sweep", *CONFIG_COLUMNS, *SUMMARY_JSON_COLUMNS
 IDENTITY_COLUMNS = ["run", "command", "hostname", "start_time"]  # what tells two runs apart (run_keys)
 RUNS_CSV_COLUMNS = ["run", "iteration", "time/iteration", *runlog.REQUIRED_CONFIG, "status", "total_s"]
 RUNS_CSV_NUMBERS = ["iteration", "time/iteration", "total_s", "batch_size", "num_iterations"]
+# its other numbers, checked run by run (runlog.check_completed): a word there skips its run, not the file
+RUNS_CSV_CHECKED_NUMBERS = ["seed", "num_envs", "num_steps", "iterations_completed", "setup_s", "import_s"]
+RUNS_CSV_CHECKED_NUMBERS += ["final_return"]
+# the text columns of a runs.csv: read as written (never as numbers, never "NA" as missing)
+RUNS_CSV_TEXT = ["run", "run_dir", "sweep", "env", "framework", "model_size", "compile", "tag", "exp_name"]
+RUNS_CSV_TEXT += ["device_name", "device", "hostname", "platform", "versions", "command", "start_time", "status"]
 TIMING_COLUMNS = ["obs_dim", "num_actions", "ms_per_step", "ratio"]
 
 
@@ -111,7 +118,7 @@ def read_run_dirs(roots: list[str], study: Study) -> tuple[list[pd.DataFrame], l
     frames, skipped = [], []
     for run_dir in runlog.run_dirs(roots):
         try:
-            frames.append(run_rows(runlog.read_completed_run(run_dir), study))
+            frames.append(run_rows(runlog.read_completed_run(run_dir, study), study))
         except Exception as e:  # one broken run never stops the analysis
             reason = str(e) if isinstance(e, runlog.RunError) else f"{type(e).__name__}: {e}"
             skipped.append(SkippedRun(str(run_dir), reason))
@@ -150,19 +157,35 @@ def plain(value):
     return value.item() if hasattr(value, "item") else value
 
 
-def check_csv_run(rows: pd.DataFrame) -> None:
+def cell_value(value):
+    """A cell of a column of a runs.csv that is not text, as the JSON value it came from: a column of mixed cells is
+    read as text, and its cells that spell a number or a bool are made one again (the others stay text)."""
+    if isinstance(value, str):
+        if value in ("True", "False"):
+            return value == "True"
+        try:
+            value = float(value)
+        except ValueError:
+            return value
+    return plain(value)
+
+
+def check_csv_run(rows: pd.DataFrame, study: Study) -> None:
     """runlog.check_completed on a run of a runs.csv (a runs.csv without iterations_completed: every logged one)."""
     first = rows.iloc[0]
-    config = {key: plain(first[key]) for key in CONFIG_COLUMNS if key in rows}
-    summary = {key: plain(first[key]) for key in SUMMARY_JSON_COLUMNS if key in rows}
+    cell = {key: plain if key in RUNS_CSV_TEXT else cell_value for key in [*CONFIG_COLUMNS, *SUMMARY_JSON_COLUMNS]}
+    config = {key: cell[key](first[key]) for key in CONFIG_COLUMNS if key in rows}
+    summary = {key: cell[key](first[key]) for key in SUMMARY_JSON_COLUMNS if key in rows}
     if "iterations_completed" not in rows:
         summary["iterations_completed"] = int(rows["time/iteration"].notna().sum())
-    runlog.check_completed(runlog.Run(Path(str(first.get("run_dir", first["run"]))), config, summary, rows))
+    run = runlog.Run(Path(str(first.get("run_dir", first["run"]))), config, summary, rows)
+    runlog.check_completed(run, study)
 
 
-def read_runs_csv(path: str) -> tuple[pd.DataFrame, list[SkippedRun]]:
+def read_runs_csv(path: str, study: Study) -> tuple[pd.DataFrame, list[SkippedRun]]:
     """The completed runs of a runs.csv written earlier, and the skipped ones; BadInput when it is not a runs.csv."""
-    runs = read_csv("--csv", path, "runs.csv", low_memory=False)
+    text = {column: str for column in RUNS_CSV_TEXT}
+    runs = read_csv("--csv", path, "runs.csv", low_memory=False, dtype=text, keep_default_na=False, na_values=[""])
     if "device_name" not in runs and "device" in runs:  # a runs.csv of an older plot_results.py
         runs = runs.rename(columns={"device": "device_name"})
     missing = [column for column in RUNS_CSV_COLUMNS if column not in runs]
@@ -173,11 +196,15 @@ def read_runs_csv(path: str) -> tuple[pd.DataFrame, list[SkippedRun]]:
     bad, skipped = pd.Series(False, index=runs.index), []
     for _, rows in runs.groupby(keys, sort=False):
         try:
-            check_csv_run(rows)
+            check_csv_run(rows, study)
         except runlog.RunError as e:
             bad[rows.index] = True
             skipped.append(SkippedRun(f"{rows['run'].iloc[0]} (in {path})", str(e)))
-    return runs[~bad], skipped
+    runs = runs[~bad].copy()
+    for column in RUNS_CSV_CHECKED_NUMBERS:  # numbers again once the runs whose cells were words are gone
+        if column in runs and runs[column].dtype == object:
+            runs[column] = pd.to_numeric(runs[column].map(cell_value), errors="coerce")
+    return runs, skipped
 
 
 # ------------------------------------------------------------------------------------------- the table
@@ -189,7 +216,7 @@ def load_runs(roots: list[str], csvs: list[str], study: Study) -> tuple[pd.DataF
     """The tidy table of all completed runs (one row per run x iteration), and the skipped runs."""
     frames, skipped = read_run_dirs(roots, study)
     for path in csvs:
-        runs, bad = read_runs_csv(path)
+        runs, bad = read_runs_csv(path, study)
         frames.append(runs)
         skipped += bad
     if not frames:

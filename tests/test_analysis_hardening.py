@@ -7,18 +7,23 @@ scripts write them (config.json, summary.json, one tensorboardX events file), ex
 
 import json
 import os
-import socket
+import shutil
 import stat
-from datetime import datetime, timezone
+from datetime import datetime, timedelta
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from tensorboardX import SummaryWriter
+from test_plot_results import tie_events
 from test_plot_results_inputs import ENVS, analyse, linen_nnx, snapshot, write_csv
 
 import plot_results
+import runlog
+import sweep
 from analysis import learning_curves, output
 from analysis.report import README_MARKERS
+from helpers import TINY, only_run_dir, run_script
 
 START, END = README_MARKERS
 
@@ -29,19 +34,23 @@ def temporaries(*folders: Path) -> list[str]:
 
 
 def curve_run(root: Path, env: str = "Pendulum-v1", framework: str = "linen", iterations: int = 3) -> Path:
-    """A run folder as the scripts write it, with an episodic return per iteration: config.json (its host and start
-    time, then the events file, as bookkeeping.py and tensorboardX make them), summary.json."""
+    """A run folder as the scripts write it, with an episodic return per iteration: config.json (with its host and
+    start time), one events file (tensorboardX's, named for that host and time, its events within the run),
+    summary.json."""
     run_dir = root / f"{env}__{framework}__small__jit__1__1700000000"
     run_dir.mkdir(parents=True)
     config = dict(env=env, framework=framework, model_size="small", compile="jit", seed=1, sync_timing=False, tag="t")
     config.update(batch_size=100, num_envs=4, num_steps=25, num_iterations=iterations)
-    config.update(hostname=socket.gethostname(), start_time=datetime.now(timezone.utc).isoformat())
+    config.update(hostname="host", start_time="2025-01-01T00:00:00+00:00")
     (run_dir / "config.json").write_text(json.dumps(config))
+    start = datetime.fromisoformat(config["start_time"]).timestamp()
     with SummaryWriter(str(run_dir)) as writer:
         for i in range(iterations):
-            writer.add_scalar("time/iteration", 0.1, (i + 1) * 100)
-            writer.add_scalar(learning_curves.RETURN, -100.0 * i, (i + 1) * 100)
-    summary = dict(status="completed", total_s=600.0, iterations_completed=iterations, final_return=3.0)
+            writer.add_scalar("time/iteration", 0.1, (i + 1) * 100, walltime=start + 1 + 0.1 * i)
+            writer.add_scalar(learning_curves.RETURN, -100.0 * i, (i + 1) * 100, walltime=start + 1 + 0.1 * i)
+    tie_events(run_dir, config)
+    final = -100.0 * sum(range(iterations)[-10:]) / len(range(iterations)[-10:])  # as bookkeeping.py makes it
+    summary = dict(status="completed", total_s=2.0, iterations_completed=iterations, final_return=final)
     (run_dir / "summary.json").write_text(json.dumps(summary))
     return run_dir
 
@@ -238,3 +247,171 @@ def test_learning_curves_refuse_an_empty_path(tmp_path, capsys, monkeypatch, fla
     errors = [line for line in capsys.readouterr().err.splitlines() if line]
     assert refusal.value.code == 2 and len(errors) == 1 and flag in errors[0] and "''" in errors[0]
     assert snapshot(tmp_path) == before
+
+
+# ------------------------------------------------- issue 39, finding 8: forged or malformed runs are not completed
+@pytest.fixture(scope="module")
+def real_runs(tmp_path_factory) -> tuple[Path, Path]:
+    """Two tiny real runs of ppo_linen.py on one host, seeds 1 then 2: (the first's folder, the second's)."""
+    folders = []
+    for seed in ("1", "2"):
+        log_dir = tmp_path_factory.mktemp(f"real{seed}")
+        proc = run_script("ppo_linen.py", *TINY, "--env", "CartPole-v1", "--seed", seed, log_dir=log_dir)
+        assert proc.returncode == 0, proc.stderr
+        folders.append(only_run_dir(log_dir))
+    return folders[0], folders[1]
+
+
+def forged_copy(run_dir: Path, root: Path, config=None, summary=None, events=None) -> Path:
+    """A copy of run_dir under root with config.json and summary.json updated by the given dicts (a key set to
+    DROP is removed), and, with events, the events file replaced by that one."""
+    copy = root / run_dir.name
+    shutil.copytree(run_dir, copy)
+    for name, changes in (("config.json", config), ("summary.json", summary)):
+        data = json.loads((copy / name).read_text())
+        data.update(changes or {})
+        (copy / name).write_text(json.dumps({k: v for k, v in data.items() if v is not DROP}))
+    if events is not None:
+        for old in copy.glob("events.out.tfevents.*"):
+            old.unlink()
+        shutil.copy(events, copy / events.name)
+    return copy
+
+
+DROP = object()
+CONFIG_FORGERIES = {
+    "env a list": {"env": ["CartPole-v1"]},
+    "env of no backend": {"env": "CartPole-v1@elsewhere"},
+    "env with a newline": {"env": "CartPole-v1\n"},
+    "env_backend unknown": {"env_backend": "gym"},
+    "framework a number": {"framework": 7},
+    "framework unknown": {"framework": "jax"},
+    "model_size unknown": {"model_size": "huge"},
+    "compile of another framework": {"compile": "partition"},
+    "seed a string": {"seed": "1"},
+    "seed a bool": {"seed": True},
+    "sync_timing a string": {"sync_timing": "false"},
+    "batch_size 0": {"batch_size": 0},
+    "batch_size negative": {"batch_size": -64},
+    "batch_size a bool": {"batch_size": True},
+    "batch_size a float": {"batch_size": 64.0},
+    "batch_size not num_envs x num_steps": {"batch_size": 128},
+    "num_iterations a string": {"num_iterations": "3"},
+    "num_iterations more than ran": {"num_iterations": 4},
+    "tag a list": {"tag": ["linux"]},
+    "hostname a number": {"hostname": 7},
+    "hostname another host": {"hostname": "elsewhere"},
+    "hostname dropped": {"hostname": DROP},
+    "start_time not a time": {"start_time": "fast"},
+    "command not argv": {"command": {"argv": 1}},
+}
+SUMMARY_FORGERIES = {
+    "iterations_completed a bool": {"iterations_completed": True},
+    "iterations_completed fewer": {"iterations_completed": 2},
+    "total_s a word": {"total_s": "fast"},
+    "total_s not a number": {"total_s": float("nan")},
+    "total_s infinite": {"total_s": float("inf")},
+    "total_s negative": {"total_s": -1.0},
+    "total_s a bool": {"total_s": True},
+    "total_s shorter than its iterations": {"total_s": 1e-3},
+    "setup_s a word": {"setup_s": "fast"},
+    "final_return a word": {"final_return": "high"},
+    "final_return not the run's": {"final_return": 1e9},
+}
+
+
+def start_of(run_dir: Path) -> datetime:
+    return datetime.fromisoformat(json.loads((run_dir / "config.json").read_text())["start_time"])
+
+
+def events_of(run_dir: Path) -> Path:
+    (events,) = run_dir.glob("events.out.tfevents.*")
+    return events
+
+
+def forgeries(real_runs, root: Path) -> dict[str, Path]:
+    """Every forged copy of the first real run, by what was forged."""
+    first, second = real_runs
+    forged = {
+        name: forged_copy(first, root / "c" / str(i), config=c) for i, (name, c) in enumerate(CONFIG_FORGERIES.items())
+    }
+    forged |= {
+        name: forged_copy(first, root / "s" / str(i), summary=s)
+        for i, (name, s) in enumerate(SUMMARY_FORGERIES.items())
+    }
+    forged["events of another run"] = forged_copy(first, root / "e1", events=events_of(second))
+    start = start_of(first)
+    forged["start_time a day earlier"] = forged_copy(
+        first, root / "e2", config={"start_time": (start - timedelta(days=1)).isoformat()}
+    )
+    forged["start_time a minute later"] = forged_copy(
+        first, root / "e3", config={"start_time": (start + timedelta(minutes=1)).isoformat()}
+    )
+    moved = forged_copy(first, root / "e4")
+    events = events_of(moved)
+    events.rename(events.with_name(events.name.rsplit(".", 1)[0] + ".elsewhere"))  # another host's name
+    forged["events named for another host"] = moved
+    return forged
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("real_runs")
+def test_genuine_runs_and_their_copies_are_completed(real_runs, tmp_path):
+    for run_dir in real_runs:
+        assert runlog.is_completed(run_dir)
+        assert runlog.is_completed(forged_copy(run_dir, tmp_path / run_dir.parent.name))
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("real_runs")
+def test_forged_run_folders_are_not_completed_for_the_resume_nor_the_analysis(real_runs, tmp_path, capsys):
+    """Each forgery of a real run folder: runlog says why it is not a usable run (so bench.sh's resume redoes the run
+    it claims), and the analysis skips it with that reason; its words ("fast") never reach the tables."""
+    forged = forgeries(real_runs, tmp_path / "forged")
+    accepted = [name for name, run_dir in forged.items() if runlog.is_completed(run_dir)]
+    assert accepted == []
+    for name, run_dir in forged.items():
+        with pytest.raises(runlog.RunError):
+            runlog.read_completed_run(run_dir)
+    command = json.loads((real_runs[0] / "config.json").read_text())["command"]
+    exp_dir = tmp_path / "forged" / "e1"  # bench.sh's resume: the folder of the run whose events are another's
+    assert sweep.completed_runs(exp_dir) == set() and sweep.run_key(command) not in sweep.completed_runs(exp_dir)
+
+    runs = tmp_path / "runs"
+    shutil.copytree(tmp_path / "forged", runs / "forged")
+    for run_dir in real_runs:
+        shutil.copytree(run_dir, runs / "real" / run_dir.name)
+    out = tmp_path / "out"
+    code, errors, _ = analyse(capsys, runs, "--out", out, "--no-figures")
+    assert code == 0 and errors == []
+    summary = (out / "summary.csv").read_text()
+    assert len(pd.read_csv(out / "summary.csv")) == 2 and "fast" not in summary and "elsewhere" not in summary
+    skipped = (out / "REPORT.md").read_text().split("## Skipped runs")[1]
+    assert skipped.count(real_runs[0].name) == len(forged)
+
+
+CSV_FORGERIES = {
+    "framework": "7",
+    "batch_size": 0,
+    "env": "['CartPole-v1']",
+    "iterations_completed": True,
+    "num_iterations": 11,
+    "seed": 1.5,
+    "model_size": "huge",
+}
+
+
+@pytest.mark.parametrize("column", CSV_FORGERIES)
+def test_a_forged_run_of_a_runs_csv_is_skipped(tmp_path, capsys, column):
+    """The same check for a run of a runs.csv (--csv): a forged value skips that run, with its reason."""
+    runs = linen_nnx(ENVS)
+    for row in runs[0]:
+        row[column] = CSV_FORGERIES[column]
+    code, errors, _ = analyse(
+        capsys, "--csv", write_csv(tmp_path / "runs.csv", runs), "--out", tmp_path / "out", "--no-figures"
+    )
+    assert code == 0 and errors == []
+    summary = pd.read_csv(tmp_path / "out" / "summary.csv")
+    assert len(summary) == len(runs) - 1 and runs[0][0]["start_time"] not in set(summary["start_time"])
+    skipped = (tmp_path / "out" / "REPORT.md").read_text().split("## Skipped runs")[1]
+    assert runs[0][0]["run"] in skipped

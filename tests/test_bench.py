@@ -13,12 +13,12 @@ import signal
 import socket
 import subprocess
 import sys
+from datetime import datetime, timezone
 from itertools import product
 from pathlib import Path
 
 import pytest
 
-import runlog
 import study
 import sweep
 from helpers import ROOT, STUDY, one_cell, read_json
@@ -443,12 +443,14 @@ def fake_run(log_dir: Path, exp: str, status: str, command: list[str] | None, na
 
     run_dir = log_dir / exp / name
     run_dir.mkdir(parents=True)
-    config = {key: None for key in runlog.REQUIRED_CONFIG}
-    config.update(framework="linen", model_size="small", compile="jit", seed=1, num_iterations=iterations)
+    # a config.json the study knows, with the host and start time that tie the events file to it (runlog)
+    config = dict(env="CartPole-v1", framework="linen", model_size="small", compile="jit", seed=1, sync_timing=False)
+    config.update(batch_size=1, num_iterations=iterations, hostname=socket.gethostname())
+    config.update(start_time=datetime.now(timezone.utc).isoformat())  # before the events are written
     if command is not None:
         config["command"] = command
     (run_dir / "config.json").write_text(json.dumps(config))
-    summary = {"status": status, "iterations_completed": iterations, "total_s": 1.0}
+    summary = {"status": status, "iterations_completed": iterations, "total_s": 60.0}  # the events within it
     (run_dir / "summary.json").write_text(json.dumps(summary))
     with SummaryWriter(str(run_dir)) as writer:
         for iteration in range(iterations):

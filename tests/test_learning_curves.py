@@ -4,23 +4,30 @@ import json
 
 import pytest
 from tensorboardX import SummaryWriter
+from test_plot_results import tie_events
 
 from analysis import learning_curves
+from helpers import STUDY
 
 
 def fake_run(root, env: str, framework: str, returns: list[float], status: str = "completed"):
     """A run folder as the scripts write it: config.json, summary.json and one events file."""
     run_dir = root / f"{env}__{framework}__small__jit__1__0"
     run_dir.mkdir(parents=True)
-    config = dict(env=env, framework=framework, model_size="small", compile="jit", seed=1, sync_timing=False)
+    mode = STUDY.default_compile(framework)
+    config = dict(env=env, framework=framework, model_size="small", compile=mode, seed=1, sync_timing=False)
     config.update(batch_size=100, num_iterations=len(returns))
+    config.update(hostname="host", start_time="2025-01-01T00:00:00+00:00")
     (run_dir / "config.json").write_text(json.dumps(config))
-    summary = dict(status=status, total_s=1.0, iterations_completed=len(returns), final_return=3.0)
+    final = sum(returns[-10:]) / len(returns[-10:])  # as bookkeeping.py makes it
+    summary = dict(status=status, total_s=1.0, iterations_completed=len(returns), final_return=final)
     (run_dir / "summary.json").write_text(json.dumps(summary))
+    wall = 1735689600.0  # the start time's: the events are written within the run (runlog ties them to it)
     with SummaryWriter(str(run_dir)) as writer:
         for i, value in enumerate(returns):
-            writer.add_scalar("time/iteration", 0.1, (i + 1) * 100)
-            writer.add_scalar(learning_curves.RETURN, value, (i + 1) * 100)
+            writer.add_scalar("time/iteration", 0.1, (i + 1) * 100, walltime=wall + 0.1 * (i + 1))
+            writer.add_scalar(learning_curves.RETURN, value, (i + 1) * 100, walltime=wall + 0.1 * (i + 1))
+    tie_events(run_dir, config)
     return run_dir
 
 
@@ -42,7 +49,7 @@ def test_the_figure_is_written_and_never_replaced_without_force(tmp_path, capsys
     out = tmp_path / "fig.png"
     learning_curves.main([str(tmp_path / "runs"), "--out", str(out)])
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "| Pendulum-v1 | linen | 1 | 200 | 3.0 |" in out.with_suffix(".md").read_text()
+    assert "| Pendulum-v1 | linen | 1 | 200 | -750.0 |" in out.with_suffix(".md").read_text()
     before = out.read_bytes()
     with pytest.raises(SystemExit) as refusal:
         learning_curves.main([str(tmp_path / "runs"), "--out", str(out)])
