@@ -76,7 +76,10 @@ Slurm (the sweep as a job array; every other option above applies to each task):
   --slurm-parallel K  at most K tasks at once (default: as many as Slurm allows)
   --slurm-args ARGS   sbatch options, e.g. "--partition=gpu --gres=gpu:1 --account=me", split like shell words,
                       one #SBATCH line per option (a word holding a newline or another control character is
-                      refused: it would end the #SBATCH line); the time limit is (runs of the largest shard) x
+                      refused: it would end the #SBATCH line); those bench.sh sets (--array, --output, --error,
+                      --wrap, --signal, --exclusive, --oversubscribe, --nodes, --ntasks) are refused in any
+                      spelling sbatch takes (-a5, --arr=5, -Ho x), and so is an ambiguous prefix (--ex); the
+                      --job-name may be changed, and the time limit, which is (runs of the largest shard) x
                       (--timeout + --kill-after) + 15 min, or without --timeout the partition's default (ARGS
                       may give --time=...)
 

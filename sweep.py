@@ -492,15 +492,82 @@ DEFAULT_ENV_THREADS = 0  # the scripts' --env-threads default (and env_timing.py
 MAX_TASKS = 1000  # the default task count is the number of cells, at most this (Slurm's default MaxArraySize is 1001)
 TIME_MARGIN_S = 15 * 60  # added to a task's time limit: the env timing, imports, the last summary
 SIGNAL_BEFORE_S = 120  # bench.sh gets SIGTERM this long before the time limit: the run in progress saves its summary
+# sbatch's options, as its parser knows them: sbatch reads the #SBATCH lines with getopt_long, so a unique prefix of a
+# long option is that option (--arr=0-3 is --array), an ambiguous one is an error, and a letter's value may be
+# attached, after other letters (-Ha5 is --hold --array=5). The table of Slurm 22.05 (the options of
+# src/common/slurm_opt.c that sbatch takes; `sbatch --help` lists most): each long option by what it takes, and the
+# letters. (tasks-per-node is another name of ntasks-per-node.)
+SBATCH_NO_VALUE = (
+    "contiguous help hold ignore-pbs no-requeue overcommit oversubscribe parsable quiet reboot requeue spread-job "
+    "test-only usage use-min-nodes verbose version wait"
+).split()
+SBATCH_OPTIONAL_VALUE = "exclusive get-user-env nice no-kill propagate".split()  # --name=VALUE only
+SBATCH_VALUE = (  # --name=VALUE or --name VALUE
+    "account acctg-freq array batch bb bbf begin chdir cluster cluster-constraint clusters comment constraint "
+    "container context core-spec cores-per-socket cpu-freq cpus-per-gpu cpus-per-task deadline delay-boot dependency "
+    "distribution error exclude export export-file extra-node-info gid gpu-bind gpu-freq gpus gpus-per-node "
+    "gpus-per-socket gpus-per-task gres gres-flags hint input job-name kill-on-invalid-dep licenses mail-type "
+    "mail-user mcs-label mem mem-bind mem-per-cpu mem-per-gpu mincpus network nodefile nodelist nodes ntasks "
+    "ntasks-per-core ntasks-per-gpu ntasks-per-node ntasks-per-socket ntasks-per-tres open-mode output partition "
+    "power prefer priority profile qos reservation signal sockets-per-node switches tasks-per-node thread-spec "
+    "threads-per-core time time-min tmp uid wait-all-nodes wckey wrap"
+).split()
+SBATCH_LETTERS = dict(
+    pair.split(":")
+    for pair in (
+        "A:account a:array b:begin B:extra-node-info C:constraint c:cpus-per-task D:chdir d:dependency e:error "
+        "F:nodefile G:gpus h:help H:hold i:input J:job-name k:no-kill L:licenses M:clusters m:distribution N:nodes "
+        "n:ntasks o:output O:overcommit p:partition q:qos Q:quiet S:core-spec s:oversubscribe t:time v:verbose "
+        "V:version w:nodelist W:wait x:exclude"
+    ).split()
+)
+# What bench.sh sets (or what would undo it), which --slurm-args must not: option -> what bench.sh makes of it.
+# --job-name and --time it sets too, but a later line may change them (--time: see sbatch_script()).
 SBATCH_OWN = {
-    "-a": "--slurm-tasks and --slurm-parallel",
-    "--array": "--slurm-tasks and --slurm-parallel",
-    "-o": "the logs",
-    "--output": "the logs",
-    "-e": "the logs",
-    "--error": "the logs",
-    "--wrap": "the script",
+    "array": "the job array, from --slurm-tasks and --slurm-parallel",
+    "output": "each task's log, {log-dir}/logs/slurm/%A_%a.out",
+    "error": "each task's log, {log-dir}/logs/slurm/%A_%a.out, errors included",
+    "wrap": "the job's script",
+    "signal": f"SIGTERM {SIGNAL_BEFORE_S} s before the time limit, so that the run in progress saves its summary",
+    "exclusive": "a node of its own for each task",
+    "oversubscribe": "a node of its own for each task (--exclusive)",
+    "nodes": "one node for each task",
+    "ntasks": "one task for each array task",
 }
+
+
+def sbatch_long_option(word: str) -> Optional[str]:
+    """The sbatch option that a word --NAME or --NAME=VALUE is, as getopt_long finds it: NAME itself, else the one
+    option NAME begins; None for a NAME that begins none (sbatch refuses it, or it is of a later Slurm). BadOption
+    when NAME begins several (sbatch refuses it too)."""
+    name = word[2:].partition("=")[0]
+    known = [*SBATCH_NO_VALUE, *SBATCH_OPTIONAL_VALUE, *SBATCH_VALUE]
+    if name in known:
+        return name
+    matches = sorted(option for option in known if option.startswith(name))
+    if len(matches) > 1:
+        raise BadOption(
+            f"--slurm-args: {word!r} is ambiguous to sbatch (--{', --'.join(matches)}); give the option's full name"
+        )
+    return matches[0] if matches else None
+
+
+def sbatch_options(word: str) -> tuple[list[str], bool]:
+    """The sbatch options that a word starting with "-" sets (-Ha5: hold, array), and whether the next word is the
+    value of the last (--comment -a5: the comment "-a5"). An option of letters stops at a letter sbatch does not know
+    (it refuses the word) and at one that takes a value: the rest of the word is that value."""
+    if word.startswith("--"):
+        option = sbatch_long_option(word)
+        return ([option] if option else []), option in SBATCH_VALUE and "=" not in word
+    options = []
+    for i, letter in enumerate(word[1:], start=1):
+        option = SBATCH_LETTERS.get(letter)
+        if option is None:
+            break
+        options.append(option)
+        if option in SBATCH_VALUE or option in SBATCH_OPTIONAL_VALUE:
+            return options, option in SBATCH_VALUE and i == len(word) - 1
+    return options, False
 
 
 # What goes into an #SBATCH line. bash reads the line as a comment, up to the newline, so a newline (or any control
@@ -543,19 +610,26 @@ def sbatch_lines(value: str) -> list[str]:
     except ValueError as e:
         raise BadOption(f"--slurm-args is not a valid shell word list ({e}): {value!r}") from None
     lines: list[list[str]] = []
+    value_next = unknown = False  # the next word is the last option's value; the last option is none sbatch knows
     for word in words:
         if control_characters(word) or not word:
             raise BadOption(
                 f"--slurm-args: {word!r} is empty or holds a control character (a newline, a tab, ...), which "
                 "cannot go into an #SBATCH line; give sbatch options of printable characters"
             )
-        if word.startswith("-"):
-            name = word.split("=", 1)[0]
-            if name in SBATCH_OWN:
-                raise BadOption(f"--slurm-args must not set {name}: bench.sh sets it from {SBATCH_OWN[name]}")
-            lines.append([word])
-        elif lines:
+        if value_next or (unknown and not word.startswith("-")):  # its value, whatever it holds: --comment -a5
             lines[-1].append(word)
+            value_next = False
+        elif word.startswith("-") and word not in ("-", "--"):
+            options, value_next = sbatch_options(word)
+            for option in options:
+                if option in SBATCH_OWN:
+                    raise BadOption(
+                        f"--slurm-args: {word!r} is sbatch's --{option}, which bench.sh sets itself "
+                        f"({SBATCH_OWN[option]}); leave it out"
+                    )
+            lines.append([word])
+            unknown = not options
         else:
             raise BadOption(f"--slurm-args must be sbatch options such as --partition=gpu, got {word!r}")
     return [" ".join(map(sbatch_word, line)) for line in lines]

@@ -142,3 +142,41 @@ def test_sweep_py_sbatch_refuses_a_size_past_its_bound(args, value):
 
 def test_bench_sh_and_sweep_py_bound_the_seconds_alike():
     assert re.search(r"^MAX_SECONDS=(\d+)", (ROOT / "bench.sh").read_text(), re.M)[1] == str(sweep.MAX_SECONDS)
+
+
+# ------------------------------------------------------------- 2: --slurm-args resolved as sbatch resolves it
+@pytest.mark.parametrize(
+    "slurm_args,option",
+    [
+        ("-a5", "--array"),
+        ("-o/tmp/x.out", "--output"),
+        ("--arr=0-99", "--array"),
+        ("--outp=/x", "--output"),
+        ("--err=/x", "--error"),
+        ("--wra=true", "--wrap"),
+        ("--sig=KILL@1", "--signal"),
+        ("--signal B:USR1@60", "--signal"),
+        ("-Ha5", "--array"),  # after a letter without a value
+        ("-Ho /tmp/x.out", "--output"),
+        ("--partition=gpu -N2", "--nodes"),
+        ("-n 4", "--ntasks"),
+        ("--overs", "--oversubscribe"),
+        ("-s", "--oversubscribe"),
+        ("--exclusive=user", "--exclusive"),
+        ("--ex", "ambiguous"),
+        ("--no=1", "ambiguous"),
+    ],
+)
+def test_slurm_args_refuses_any_spelling_of_an_option_bench_sh_sets(tmp_path, slurm_args, option):
+    proc = run_bench(
+        "--dry-run", "--slurm", "--log-dir", str(tmp_path / "runs"), "--slurm-args", slurm_args, env={**os.environ}
+    )
+    one_line_refusal(proc, "--slurm-args", option)
+    assert proc.stdout == ""
+
+
+def test_slurm_args_reads_a_value_that_looks_like_an_option_as_a_value():
+    lines = sweep.sbatch_lines("--comment -a5 -J -o/x --hold -p gpu --mail-user=:me --newer-option value")
+    assert lines == ["--comment -a5", "-J -o/x", "--hold", "-p gpu", '--mail-user=":me"', "--newer-option value"]
+    with pytest.raises(sweep.BadOption, match="'user'"):  # --hold takes no value
+        sweep.sbatch_lines("--hold user")

@@ -398,3 +398,121 @@ def plot(out: Path, *runs_dirs: Path) -> list[tuple]:
     summary = pd.read_csv(out / "summary.csv")
     assert set(summary["hostname"]) == {socket.gethostname()} and summary["device_name"].notna().all()
     return sorted(summary[["framework", "seed", "hostname", "device_name"]].itertuples(index=False, name=None))
+
+
+# ------------------------------------------------------------------------ --slurm-args as the real sbatch reads it
+def sbatch_probe(cluster: dict, folder: Path, *words: str) -> subprocess.CompletedProcess:
+    """The real sbatch on a script whose one #SBATCH line holds `words`, verbose (it lists each option it set, as
+    "sbatch: NAME : VALUE") and --test-only (nothing is submitted)."""
+    script = folder / "probe.sbatch"
+    script.write_text(f"#!/bin/bash\n#SBATCH {' '.join(words)}\ntrue\n")
+    cmd = ["sbatch", "-v", "--test-only", str(script)]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=60, env={**os.environ, **cluster})
+
+
+def options_set(proc: subprocess.CompletedProcess) -> set[str]:
+    return set(re.findall(r"^sbatch: (\S+) +: ", proc.stderr, re.M)) - {"test-only", "verbose"}
+
+
+@needs_slurm
+def test_the_sbatch_option_table_is_the_real_sbatchs(cluster, tmp_path):
+    """sweep.py's table of sbatch options, against the sbatch here: every long option it lists takes a value as the
+    table says (getopt_long's errors tell), and `sbatch --help` names no option nor letter the table lacks."""
+    for name in sweep.SBATCH_NO_VALUE + sweep.SBATCH_OPTIONAL_VALUE + sweep.SBATCH_VALUE:
+        alone, valued = sbatch_probe(cluster, tmp_path, f"--{name}"), sbatch_probe(cluster, tmp_path, f"--{name}=1")
+        assert "unrecognized option" not in alone.stderr + valued.stderr, name
+        assert (f"option '--{name}' requires an argument" in alone.stderr) == (name in sweep.SBATCH_VALUE), name
+        assert (f"option '--{name}' doesn't allow an argument" in valued.stderr) == (name in sweep.SBATCH_NO_VALUE)
+    for letter, name in sweep.SBATCH_LETTERS.items():
+        requires = f"option requires an argument -- '{letter}'" in sbatch_probe(cluster, tmp_path, f"-{letter}").stderr
+        assert requires == (name in sweep.SBATCH_VALUE), letter
+    shown = slurm(cluster, "sbatch", "--help")
+    known = {*sweep.SBATCH_NO_VALUE, *sweep.SBATCH_OPTIONAL_VALUE, *sweep.SBATCH_VALUE}
+    assert set(re.findall(r"--([a-z][a-z-]*[a-z])", shown)) <= known
+    assert dict(re.findall(r"^\s+-(\w),?\s+--([a-z-]+)", shown, re.M)) == sweep.SBATCH_LETTERS
+
+
+OWN_VALUES = {"array": "5", "output": "/tmp/x.out", "error": "/tmp/x.err", "wrap": "true", "signal": "KILL@1"}
+
+
+def slurm_args_forms() -> list[list[str]]:
+    """Ways to write sbatch options: every prefix of each option bench.sh sets, its value attached with = or in the
+    next word; each letter of one, its value attached, apart, or after another letter (-Ha5); and words that only
+    look like one (--comment -a5: a comment), or that sbatch refuses for another reason (-za5, --hold=1)."""
+    forms = []
+    for option in sweep.SBATCH_OWN:
+        value = OWN_VALUES.get(option, "1") if option in sweep.SBATCH_VALUE else None
+        for n in range(1, len(option) + 1):
+            prefix = f"--{option[:n]}"
+            forms += [[f"{prefix}={value}"], [prefix, value]] if value else [[prefix], [f"{prefix}=user"]]
+    for letter, option in sweep.SBATCH_LETTERS.items():
+        if option in sweep.SBATCH_OWN:
+            if option in sweep.SBATCH_VALUE:
+                value = OWN_VALUES.get(option, "1")
+                forms += [[f"-{letter}{value}"], [f"-H{letter}{value}"], [f"-{letter}", value]]
+            else:
+                forms += [[f"-{letter}"], [f"-H{letter}"], [f"-{letter}H"]]
+    return forms + [
+        ["--comment", "-a5"],
+        ["--comment=-o/tmp/x"],
+        ["-J", "-a5"],
+        ["-Jx"],
+        ["-H"],
+        ["--hold"],
+        ["--hold=1"],
+        ["-plocal"],
+        ["--part", "local"],
+        ["--time=5"],
+        ["-t", "5"],
+        ["--job=x"],
+        ["--ntasks-per-node=1"],
+        ["--tasks=1"],
+        ["-za5"],
+        ["-ka6"],
+        ["--ex=x"],
+        ["--no"],
+        ["--w"],
+    ]
+
+
+@needs_slurm
+def test_slurm_args_refuses_exactly_what_the_real_sbatch_reads_as_an_option_bench_sh_sets(cluster, tmp_path):
+    """Each form, on an #SBATCH line of the real sbatch, against sweep.py's reading of it (bench.sh --slurm-args):
+    refused exactly when sbatch sets an option bench.sh sets, or finds the option ambiguous."""
+    disagree, accepted = [], []
+    for words in slurm_args_forms():
+        proc = sbatch_probe(cluster, tmp_path, *words)
+        said = proc.stderr
+        if words[0].startswith("--"):  # and its name alone: sbatch names the long option it takes it for when the
+            said += sbatch_probe(cluster, tmp_path, words[0].split("=")[0]).stderr  # value is missing (--wrap=true
+        taken = re.findall(r"option '--([a-z-]+)' (?:requires|doesn't allow) an argument", said)  # sets nothing listed)
+        own = "is ambiguous" in proc.stderr or bool({*options_set(proc), *taken} & set(sweep.SBATCH_OWN))
+        try:
+            sweep.sbatch_lines(shlex.join(words))
+            refused = False
+        except sweep.BadOption:
+            refused = True
+        if refused != own:
+            disagree.append((words, proc.stderr[-300:]))
+        if not refused and proc.returncode == 0:
+            accepted.append(shlex.join(words))
+    assert not disagree
+    assert {"--comment -a5", "-J -a5", "--part local", "--tasks=1"} <= set(accepted)
+    # together, in the job's script: sbatch keeps what bench.sh set
+    script, _ = dry_run_script(
+        tmp_path, "--experiments", "exp3", "--seeds", "1", "--slurm-tasks", "2", "--slurm-args", " ".join(accepted)
+    )
+    (tmp_path / "job.sbatch").write_text(script)
+    proc = subprocess.run(
+        ["sbatch", "-v", "--test-only", str(tmp_path / "job.sbatch")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **cluster},
+    )
+    assert proc.returncode == 0, proc.stderr
+    listed = dict(re.findall(r"^sbatch: (\S+) +: (.*)$", proc.stderr, re.M))
+    assert listed["array"] == "0-1" and listed["signal"] == f"B:TERM@{sweep.SIGNAL_BEFORE_S}"
+    assert listed["output"] == f"{tmp_path}/runs/logs/slurm/%A_%a.out" and "error" not in listed
+    assert (listed["nodes"], listed["ntasks"], listed["exclusive"]) == ("1", "1", "exclusive")
+    assert listed["comment"] == "-o/tmp/x" and listed["job-name"] == "x"  # the last of each: values, not options
