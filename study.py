@@ -13,12 +13,15 @@ Every tool reads the study through this module (no heavy imports, so bench.sh ca
                                        #   what env_timing.py times
     S.experiments["exp7"].envs         # ('CartPole-v1', 'CartPole-v1@envpool', ...): env labels (env_label)
     S.experiments["exp5"].syncs        # (False, True): runs with --sync-timing off and on
+    S.experiments["exp9"].env_args("CartPole-v1")  # the flags of its reference configuration (a learning experiment)
+    S.experiments["exp9"].config("CartPole-v1").references["CartPole-v1"].mean  # the published return
     S.experiments["exp1"].figures      # what plot_results.py draws of its runs
     S.platforms["exp4"].repeats        # 'exp1': a platform comparison repeats an experiment under other tags
     S.headline                         # 'exp1': REPORT.md's iteration windows
     S.tables                           # ('exp1', 'exp6'): the README's tables, and those compared with an edition
 """
 
+import math
 import os
 import tomllib
 from dataclasses import dataclass
@@ -67,6 +70,25 @@ class Window:
 
 
 @dataclass(frozen=True)
+class Reference:
+    """A published result an experiment's runs are read against: the mean and std of a return over seeds."""
+
+    mean: float
+    std: float
+
+
+@dataclass(frozen=True)
+class Config:
+    """A reference configuration of a learning experiment: the script flags of its envs, and the published return
+    of each env under them."""
+
+    name: str
+    title: str
+    args: tuple[str, ...]  # added to the command of each run of its envs
+    references: dict[str, Reference]  # env label -> the published return
+
+
+@dataclass(frozen=True)
 class Experiment:
     name: str
     title: str
@@ -76,9 +98,20 @@ class Experiment:
     syncs: tuple[bool, ...]  # the --sync-timing settings of its runs: (False,), (True,) or (False, True)
     figures: tuple[str, ...] = ()  # the figure kinds plot_results.py draws of its runs
     backends: tuple[str, ...] = BACKENDS[:1]  # the --env-backend of its runs
+    configs: tuple[Config, ...] = ()  # a learning experiment's reference configurations, which name its envs
+    reference: str = ""  # where its configurations' published returns come from
 
     def compile_modes(self, framework: Framework) -> tuple[str, ...]:
         return framework.compile if self.all_compile_modes else framework.compile[:1]
+
+    def config(self, env: str) -> Optional[Config]:
+        """The reference configuration an env label runs under, if any."""
+        return next((config for config in self.configs if env in config.references), None)
+
+    def env_args(self, env: str) -> tuple[str, ...]:
+        """The script flags of an env label's runs in this experiment (its configuration's)."""
+        config = self.config(env)
+        return config.args if config else ()
 
 
 @dataclass(frozen=True)
@@ -182,6 +215,47 @@ def _backends(value, path: Path, name: str) -> tuple[str, ...]:
     return backends
 
 
+def _reference(value, where: str, path: Path) -> Reference:
+    """A published return, [mean, std]: two finite numbers, the std not negative."""
+    numbers = value if isinstance(value, list) and len(value) == 2 else []
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in numbers):
+        numbers = []
+    if not numbers or numbers[1] < 0:
+        raise ValueError(f"{path}: {where} = {value!r}; give [mean, std] of the published return")
+    return Reference(float(numbers[0]), float(numbers[1]))
+
+
+def _config_envs(labels: list, name: str, lists: dict, path: Path) -> None:
+    """Each env label of a configuration names an env of the study on that backend."""
+    gymnax = tuple(env for key in ENV_LISTS for env in lists[key])
+    every = {"gymnax": gymnax, "envpool": lists["envpool_envs"]}
+    for label in labels:
+        env, backend = split_label(label)
+        if env not in every.get(backend, ()):
+            known = ", ".join(env_label(e, b) for b in BACKENDS for e in every[b])
+            raise ValueError(f"{path}: {name} lists {label!r}, not an env of the study; known: {known}")
+
+
+def _configs(exp: dict, name: str, lists: dict, path: Path) -> tuple[Config, ...]:
+    """A learning experiment's configurations: [experiments.NAME.configs.CONFIG] tables of a title, the script
+    flags (args) and the published returns of its envs (returns: env label -> [mean, std])."""
+    configs = []
+    for config_name, config in exp.get("configs", {}).items():
+        where = f"experiment {name}'s config {config_name}"
+        returns = config.get("returns")
+        if not isinstance(returns, dict) or not returns:
+            raise ValueError(f"{path}: {where} has no returns (env label -> [mean, std])")
+        _config_envs(list(returns), where, lists, path)
+        references = {env: _reference(value, f"{where}'s returns of {env}", path) for env, value in returns.items()}
+        args = _names(config.get("args", []), f"{where}'s args", path)
+        configs.append(Config(config_name, config.get("title", config_name), args, references))
+    envs = [env for config in configs for env in config.references]
+    repeated = sorted({env for env in envs if envs.count(env) > 1})
+    if repeated:
+        raise ValueError(f"{path}: experiment {name} lists {', '.join(repeated)} in two configs")
+    return tuple(configs)
+
+
 def _experiment_envs(exp: dict, name: str, lists: dict, path: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(env labels, backends) of an experiment: each env of its envs on each of its backends, env by env. Its envs
     are drawn from the study's gymnax lists (a keyword or a list) when gymnax is a backend, and must be in
@@ -255,7 +329,12 @@ def parse(path: Path) -> Study:
     lists = {**env_lists, "envpool_envs": envpool_envs}
     experiments = {}
     for name, exp in data["experiments"].items():
-        envs, backends = _experiment_envs(exp, name, lists, path)
+        configs = _configs(exp, name, lists, path)
+        if configs:  # the configurations name the envs, each with its backend
+            envs = tuple(env for config in configs for env in config.references)
+            backends = tuple(dict.fromkeys(split_label(env)[1] for env in envs))
+        else:
+            envs, backends = _experiment_envs(exp, name, lists, path)
         experiments[name] = Experiment(
             name,
             exp["title"],
@@ -265,6 +344,8 @@ def parse(path: Path) -> Study:
             _syncs(exp["sync"], path),
             _names(exp.get("figures", []), f"experiment {name}'s figures", path),
             backends,
+            configs,
+            exp.get("reference", ""),
         )
     platforms = _platforms(data, experiments, path)
     headline = _headline(data, experiments, path)

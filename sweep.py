@@ -314,6 +314,7 @@ def command(
         cmd += ["--env-backend", backend]
     if backend == "envpool" and sel.env_threads is not None:  # a gymnax run has no use for it
         cmd += ["--env-threads", str(sel.env_threads)]
+    cmd += exp.env_args(env)  # a learning experiment's reference configuration, before --iterations may cut it
     if sel.iterations is not None:
         cmd += ["--num-iterations", str(sel.iterations)]
     if sel.tag is not None:

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
+from analysis.learning_figure import learning_figure
 from analysis.loading import BadInput
 from analysis.plotting import (
     INTERVAL,
@@ -343,6 +344,11 @@ KINDS = {
         "{experiment}_backends.png",
         lambda r, n: f"{capitalised(n)}: rollout and update time per framework on each env backend (gymnax, envpool)",
         fig_backends,
+    ),
+    "learning": Kind(
+        "{experiment}_learning.png",
+        lambda r, n: f"{capitalised(n)}: return against env steps and seconds, per framework, beside the reference's",
+        lambda r, n: learning_figure(r.learning_curves, n, r.study),
     ),
     "speedup_vs_env_cost": Kind(
         "speedup_vs_env_cost.png",

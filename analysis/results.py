@@ -5,6 +5,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from analysis.learning import learning_runs, learning_speedups, learning_table
 from analysis.speedups import (
     METRICS,
     env_cost_table,
@@ -30,6 +31,10 @@ class Results:
     env_cost: pd.DataFrame  # env_cost.csv
     left_out: pd.DataFrame  # runs a metric could use but does not, with the reason
     platform_speedups: dict[str, dict[str, pd.DataFrame]]  # platform comparison -> tag -> its total-time speedups
+    learning_runs: pd.DataFrame  # a row per run of a learning experiment: final return, times to the reference's
+    learning_curves: pd.DataFrame  # their smoothed returns per iteration
+    learning: pd.DataFrame  # learning.csv: per learning experiment, env and framework, against the reference
+    learning_speedups: pd.DataFrame  # learning_speedups.csv: time-to-return speedups per target and pair
 
     def runs(self, experiment: str) -> pd.DataFrame:
         """The summary rows of an experiment (or platform comparison), with their framework/compile mode."""
@@ -99,6 +104,7 @@ def analyse(runs: pd.DataFrame, timing: pd.DataFrame, study: Study) -> Results:
     split = {metric: metric_pairs(summary, masks, study, metric) for metric in METRICS}
     pairs = {metric: pooled for metric, (pooled, _) in split.items()}
     not_pooled = {metric: rest for metric, (_, rest) in split.items()}
+    learned, curves = learning_runs(runs, summary, masks, study)
     return Results(
         study=study,
         summary=summary,
@@ -110,4 +116,8 @@ def analyse(runs: pd.DataFrame, timing: pd.DataFrame, study: Study) -> Results:
         env_cost=env_cost_table(pairs, timing, study),
         left_out=left_out(summary, masks, study, pairs, not_pooled),
         platform_speedups=platform_tables(summary, masks, study, pairs),
+        learning_runs=learned,
+        learning_curves=curves,
+        learning=learning_table(learned, study),
+        learning_speedups=learning_speedups(learned, study),
     )

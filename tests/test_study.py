@@ -98,9 +98,24 @@ def test_exp7_runs_the_classic_envs_on_both_backends_and_exp8_mujoco_on_envpool(
         assert all(exp.compile_modes(fw) == (fw.default_compile,) for fw in STUDY.frameworks.values())
     assert set(STUDY.envpool_envs) <= set(env_adapters.ENVPOOL_ENVS)  # every one an env the adapter can make
     assert {study.split_label(env)[0] for env in exp7.envs + exp8.envs} <= set(STUDY.envpool_envs)
-    others = {env for exp in STUDY.experiments.values() if exp.name not in ("exp7", "exp8") for env in exp.envs}
-    assert not {env for env in others if "@" in env}  # no other experiment runs on envpool
+    plain = [exp for exp in STUDY.experiments.values() if exp.name not in ("exp7", "exp8") and not exp.configs]
+    assert not {env for exp in plain for env in exp.envs if "@" in env}  # no other timing experiment uses envpool
     assert "exp7" in STUDY.tables
+
+
+def test_exp9_reads_each_framework_against_cleanrls_published_returns():
+    """The learning experiment's envs come from its two configurations, each env on its backend; a run gets its
+    configuration's flags, and the published return it is read against."""
+    exp9 = STUDY.experiments["exp9"]
+    assert exp9.backends == ("gymnax", "envpool") and exp9.syncs == (False,) and "learning" in exp9.figures
+    assert all(exp9.compile_modes(fw) == (fw.default_compile,) for fw in STUDY.frameworks.values())
+    assert exp9.envs == tuple(env for config in exp9.configs for env in config.references)
+    for env in exp9.envs:
+        config = exp9.config(env)
+        assert exp9.env_args(env) == config.args and config.references[env].std >= 0
+        assert "--num-iterations" in config.args  # each configuration fixes its own number of env steps
+    assert exp9.config("Hopper-v4") is None and exp9.env_args("Hopper-v4") == ()  # another backend: not in exp9
+    assert STUDY.experiments["exp1"].env_args("CartPole-v1") == ()
 
 
 @pytest.mark.parametrize(
@@ -153,8 +168,16 @@ def test_sync_settings(tmp_path, value, syncs):
             "Pendulum-v1 on envpool",
         ),
         ('backends = ["envpool"]', 'backends = ["gymnax"]', "runs HalfCheetah-v4, Hopper-v4 on gymnax"),
-        ('"Hopper-v4"]\n', '"Hopper-v4", "Hopper-v4"]\n', "envpool_envs lists Hopper-v4 twice"),
-        ('"Hopper-v4"]\n', '"Hopper-v4@envpool"]\n', "Hopper-v4@envpool twice, or with an @"),
+        ('"Walker2d-v4"]\n', '"Walker2d-v4", "Hopper-v4"]\n', "envpool_envs lists Hopper-v4 twice"),
+        ('"Walker2d-v4"]\n', '"Walker2d-v4@envpool"]\n', "Walker2d-v4@envpool twice, or with an @"),
+        # a learning experiment's configurations
+        ('"Acrobot-v1" = [-86.36, 1.32]', '"Acrobot-v1" = [-86.36]', "returns of Acrobot-v1 = \\[-86.36\\]"),
+        ('"Acrobot-v1" = [-86.36, 1.32]', '"Acrobot-v1" = [-86.36, -1]', "returns of Acrobot-v1"),
+        ('"Acrobot-v1" = [-86.36, 1.32]', '"Acrobot-v1" = ["a", 1]', "returns of Acrobot-v1"),
+        ('"Acrobot-v1" = [-86.36, 1.32]', '"Acrobot-v1" = [nan, 1]', "returns of Acrobot-v1"),
+        ('"Acrobot-v1" = [-86.36, 1.32]', '"Acrobat-v1" = [-86.36, 1.32]', "'Acrobat-v1', not an env of the study"),
+        ('"Hopper-v4@envpool" = [', '"Hopper-v4@brax" = [', "'Hopper-v4@brax', not an env of the study"),
+        ('"Hopper-v4@envpool" = [', '"CartPole-v1" = [', "exp9 lists CartPole-v1 in two configs"),
     ],
 )
 def test_a_bad_experiment_is_named(tmp_path, old, new, named):
@@ -174,11 +197,11 @@ def test_the_analysis_roles_as_committed():
 @pytest.mark.parametrize(
     "old,new,named",
     [
-        ('headline = "exp1"', 'headline = "exp9"', "headline = 'exp9'"),
+        ('headline = "exp1"', 'headline = "exp99"', "headline = 'exp99'"),
         ('repeats = "exp1"', 'repeats = "exp4"', "platform exp4 repeats 'exp4'"),
         ('figures = ["compile_modes"]', 'figures = "compile_modes"', "exp3's figures"),
         ("[platforms.exp4]", "[platforms.exp1]", "both an experiment and a platform"),
-        ('tables = ["exp1", "exp6", "exp7"]', 'tables = ["exp1", "exp9"]', "tables lists 'exp9'"),
+        ('tables = ["exp1", "exp6", "exp7"]', 'tables = ["exp1", "exp99"]', "tables lists 'exp99'"),
         ('tables = ["exp1", "exp6", "exp7"]', 'tables = "exp6"', "tables = 'exp6'"),
         ('tables = ["exp1", "exp6", "exp7"]', 'tables = ["exp2"]', "exp2, which has no sync-off runs"),
     ],

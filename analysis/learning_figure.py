@@ -1,0 +1,61 @@
+"""The learning figure of a learning experiment: per env (a row), each framework's smoothed return against env
+steps (left) and against seconds from the process's first line (right): the mean over seeds as a line, their
+range as a band; the reference's published mean +- std as a grey band."""
+
+import pandas as pd
+
+from analysis.learning import SMOOTHING
+from analysis.plotting import framework_colors, new_figure, row_legend
+from analysis.results import present
+from study import Study
+
+
+def mean_curve(curves: pd.DataFrame) -> pd.DataFrame:
+    """Per env step, over a framework's seeds: the mean, min and max smoothed return and the mean elapsed time
+    (every seed of one configuration logs the same steps)."""
+    grouped = curves.groupby("step")
+    return pd.DataFrame(
+        {
+            "mean": grouped["smoothed"].mean(),
+            "low": grouped["smoothed"].min(),
+            "high": grouped["smoothed"].max(),
+            "elapsed": grouped["elapsed"].mean(),
+        }
+    ).reset_index()
+
+
+def draw_reference(ax, mean: float, std: float) -> None:
+    ax.axhspan(mean - std, mean + std, color="0.6", alpha=0.3, lw=0)
+    ax.axhline(mean, color="0.3", ls="--", lw=1, label="reference (mean ± std)")
+
+
+def draw_env(axes_row, curves: pd.DataFrame, reference, colors: dict, study: Study) -> None:
+    for framework in present(study.frameworks, curves["framework"]):
+        curve = mean_curve(curves[curves["framework"] == framework])
+        seeds = curves.loc[curves["framework"] == framework, "seed"].nunique()
+        label = f"{framework} ({seeds} seed{'s' if seeds > 1 else ''})"
+        for ax, x in zip(axes_row, ("step", "elapsed")):
+            color = colors.get(framework, "0.5")
+            ax.plot(curve[x], curve["mean"], color=color, lw=1.8, label=label)
+            ax.fill_between(curve[x], curve["low"], curve["high"], color=color, alpha=0.15, lw=0)
+    for ax in axes_row:
+        draw_reference(ax, reference.mean, reference.std)
+
+
+def learning_figure(curves: pd.DataFrame, experiment: str, study: Study):
+    """The figure of one learning experiment's curves (learning.learning_runs' second table); None without any."""
+    curves = curves[curves["experiment"] == experiment]
+    if curves.empty:
+        return None
+    exp = study.experiments[experiment]
+    envs = [env for env in exp.envs if env in set(curves["env"])]
+    fig, axes = new_figure(2, len(envs), width=6.5, height=3.6, title=f"{experiment}: {exp.title}")
+    colors = framework_colors(study)
+    for axes_row, env in zip(axes, envs):
+        reference = exp.config(env).references[env]
+        draw_env(axes_row, curves[curves["env"] == env], reference, colors, study)
+        axes_row[0].set_ylabel(f"{env}\nreturn (last {SMOOTHING} iterations)")
+        axes_row[0].set_xlabel("env steps")
+        axes_row[1].set_xlabel("seconds from the process's first line")
+        row_legend(axes_row, "framework")
+    return fig

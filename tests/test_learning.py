@@ -1,0 +1,133 @@
+"""The learning analysis (analysis/learning.py): smoothed returns, the time to the reference's return, runs that
+never reach it kept as such, the per-framework table and the time-to-return speedups, on runs made up here so that
+every number is known."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis import learning
+from helpers import STUDY
+
+EXP = "exp9"
+ENV = "CartPole-v1"  # reference 490.04 +- 6.12
+BATCH = 512
+
+
+def run_rows(name: str, framework: str, seed: int, returns, seconds_per_iteration: float) -> pd.DataFrame:
+    """The per-iteration rows of one run: 10 s of setup, then seconds_per_iteration per iteration."""
+    iterations = np.arange(len(returns))
+    return pd.DataFrame(
+        {
+            "run": name,
+            "iteration": iterations,
+            "step": (iterations + 1) * BATCH,
+            "time/elapsed": 10.0 + (iterations + 1) * seconds_per_iteration,
+            "charts/episodic_return": returns,
+        }
+    )
+
+
+def summary_row(name: str, framework: str, seed: int, final_return: float) -> dict:
+    return dict(run=name, env=ENV, framework=framework, seed=seed, final_return=final_return, model_size="small")
+
+
+def made_up_runs(never_reached: int = 1):
+    """linen (1 s an iteration) and torch (3 s) over 3 seeds; returns 100 for 10 iterations, then 500 for 10;
+    `never_reached` torch seeds stay at 100."""
+    late = [100.0] * 10 + [500.0] * 10
+    runs, summary = [], []
+    for framework, seconds in (("linen", 1.0), ("torch", 3.0)):
+        for seed in (1, 2, 3):
+            stuck = framework == "torch" and seed <= never_reached
+            returns = [100.0] * 20 if stuck else late
+            name = f"{ENV}__{framework}__{seed}"
+            runs.append(run_rows(name, framework, seed, returns, seconds))
+            summary.append(summary_row(name, framework, seed, float(np.mean(returns[-10:]))))
+    summary = pd.DataFrame(summary).assign(tag="t", num_iterations=20, batch_size=BATCH)
+    masks = {name: pd.Series(name == EXP, index=summary.index) for name in STUDY.experiments}
+    return pd.concat(runs, ignore_index=True), summary, masks
+
+
+def test_the_smoothed_return_is_the_mean_of_the_last_ten_iterations_with_a_return():
+    rows = run_rows("r", "linen", 1, [np.nan, 10.0, np.nan] + [20.0] * 12, 1.0)
+    curve = learning.smoothed_returns(rows)
+    assert math.isnan(curve["smoothed"][0]) and curve["smoothed"][1] == 10.0 and curve["smoothed"][2] == 10.0
+    assert curve["smoothed"][3] == 15.0  # the NaN iteration does not count
+    assert curve["smoothed"].iloc[-1] == 20.0
+
+
+def test_the_time_to_a_return_is_the_elapsed_time_of_the_first_iteration_that_reaches_it():
+    runs, summary, masks = made_up_runs()
+    learned = learning.learning_runs(runs, summary, masks, STUDY)[0]
+    linen = learned[learned["framework"] == "linen"].iloc[0]
+    # the reference (490.04): all 10 of the last iterations at 500, the 20th (index 19): 10 + 20 x 1 s
+    assert linen["s_to_reference"] == 30.0 and linen["steps_to_reference"] == 20 * BATCH
+    # within 10 % (441.04): 9 of the last 10 at 500 (4,600 / 10 = 460), the 19th
+    assert linen["s_to_within_10pct"] == 29.0
+    assert (linen["reference_mean"], linen["reference_std"]) == (490.04, 6.12)
+    stuck = learned[(learned["framework"] == "torch") & (learned["seed"] == 1)].iloc[0]
+    assert math.isnan(stuck["s_to_reference"]) and math.isnan(stuck["steps_to_within_10pct"])
+    assert len(learned) == 6  # the run that never reached it is kept
+
+
+def test_the_curves_hold_every_iteration_of_every_run():
+    runs, summary, masks = made_up_runs()
+    _, curves = learning.learning_runs(runs, summary, masks, STUDY)
+    assert len(curves) == 6 * 20 and set(curves["framework"]) == {"linen", "torch"}
+    linen = curves[(curves["framework"] == "linen") & (curves["seed"] == 2)]
+    assert list(linen["step"]) == [(i + 1) * BATCH for i in range(20)] and linen["smoothed"].iloc[-1] == 500.0
+
+
+@pytest.mark.parametrize("target", ["reference", "within_10pct"])
+def test_a_negative_reference_gets_a_lower_bar_within_10_percent(target):
+    lower = learning.target_return(-86.36, target)
+    assert lower == pytest.approx(-86.36 if target == "reference" else -94.996)
+    assert learning.target_return(1442.64, "within_10pct") == pytest.approx(1298.376)
+
+
+def test_the_table_counts_the_runs_that_reached_it_and_takes_their_median():
+    runs, summary, masks = made_up_runs(never_reached=1)
+    table = learning.learning_table(learning.learning_runs(runs, summary, masks, STUDY)[0], STUDY)
+    assert list(table["framework"]) == ["linen", "torch"]  # the study's order
+    linen, torch = (table[table["framework"] == f].iloc[0] for f in ("linen", "torch"))
+    assert (linen["reached_reference"], torch["reached_reference"]) == (3, 2)
+    assert linen["median_s_to_reference"] == 30.0 and torch["median_s_to_reference"] == 70.0
+    assert linen["meets_reference"] and not torch["meets_reference"]  # torch's mean: (100 + 500 + 500) / 3
+    assert torch["final_mean"] == pytest.approx(1100 / 3) and torch["final_std"] == pytest.approx(230.94, abs=0.01)
+
+
+def test_a_median_not_reached_by_most_seeds_is_nan():
+    runs, summary, masks = made_up_runs(never_reached=2)
+    table = learning.learning_table(learning.learning_runs(runs, summary, masks, STUDY)[0], STUDY)
+    torch = table[table["framework"] == "torch"].iloc[0]
+    assert torch["reached_reference"] == 1 and math.isnan(torch["median_s_to_reference"])
+
+
+def test_the_speedups_pair_only_runs_that_both_reached_the_target():
+    runs, summary, masks = made_up_runs(never_reached=1)
+    speedups = learning.learning_speedups(learning.learning_runs(runs, summary, masks, STUDY)[0], STUDY)
+    cell = speedups[(speedups["target"] == "reference") & (speedups["pair"] == "torch->linen")].iloc[0]
+    assert cell["n_pairs"] == 3 * 2 and cell["n_clusters"] == 1  # 3 linen runs x the 2 torch runs that reached it
+    assert cell["geomean"] == pytest.approx(70.0 / 30.0) and math.isnan(cell["ci_low"])  # one env: no interval
+
+
+def test_the_figure_draws_each_framework_in_steps_and_seconds_beside_the_reference(tmp_path):
+    from analysis.learning_figure import learning_figure
+    from analysis.plotting import plt
+
+    runs, summary, masks = made_up_runs()
+    _, curves = learning.learning_runs(runs, summary, masks, STUDY)
+    fig = learning_figure(curves, EXP, STUDY)
+    steps, seconds = fig.axes[:2]
+    for ax in (steps, seconds):
+        labels = [line.get_label() for line in ax.get_lines()]
+        assert labels == ["linen (3 seeds)", "torch (3 seeds)", "reference (mean ± std)"]
+        assert ax.get_lines()[-1].get_ydata()[0] == 490.04
+    assert list(steps.get_lines()[0].get_xdata()) == [(i + 1) * BATCH for i in range(20)]
+    assert seconds.get_lines()[1].get_xdata()[-1] == 10.0 + 20 * 3.0  # torch's mean elapsed at its last iteration
+    fig.savefig(tmp_path / "learning.png")
+    plt.close(fig)
+    assert learning_figure(curves.iloc[:0], EXP, STUDY) is None
