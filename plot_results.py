@@ -32,7 +32,7 @@ import sys
 from pathlib import Path
 
 import study
-from analysis import figures, output, report
+from analysis import escape, figures, output, report
 from analysis.loading import BadInput, load_runs, read_env_timing, read_previous
 from analysis.results import analyse
 from analysis.speedups import SPEEDUP_COLUMNS
@@ -171,7 +171,7 @@ def run(args: argparse.Namespace, S: study.Study) -> None:
     edition = report.edition_markdown(previous, results.speedups, args.previous, S) if previous is not None else ""
     with output.staged(out, remove=stale) as stage:
         for name, table in tables.items():
-            table.to_csv(stage / name, index=False)
+            escape.write_csv(table, stage / name)  # text a spreadsheet would run is quoted
         for figure, fig in drawn:
             figures.save_figure(fig, stage / figure.file)
         text = report.report_text(results, skipped, [f for f, _ in drawn], notes, sources, timing_info, edition)

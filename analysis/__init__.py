@@ -8,7 +8,8 @@
     plotting  axes, palettes, legends and interval markers shared by the figures
     figures   the figures study.toml asks for, experiment by experiment
     report    REPORT.md and the README block
-    output    writing --out without losing what was there
+    output    writing --out without losing what was there, and writing files through links
+    escape    text from the runs made safe for spreadsheets (the CSVs) and markdown (REPORT.md, the README)
 
 and, on its own (python -m analysis.learning_curves): learning curves, each run's episodic return per env.
 

@@ -24,6 +24,7 @@ from matplotlib.ticker import EngFormatter  # noqa: E402
 import runlog  # noqa: E402
 import study  # noqa: E402
 from analysis import output  # noqa: E402
+from analysis.escape import md_text  # noqa: E402
 from analysis.loading import BadInput, run_env  # noqa: E402
 from analysis.plotting import framework_colors  # noqa: E402
 
@@ -62,7 +63,10 @@ def final_returns(runs) -> str:
         final = "–" if final is None else f"{final:.1f}"
         rows.append((run_env(run.config), run.config["framework"], run.config["seed"], steps, final))
     lines = ["| env | framework | seed | env steps | final return |", "| --- | --- | --- | --- | --- |"]
-    lines += [f"| {env} | {fw} | {seed} | {steps:,} | {final} |" for env, fw, seed, steps, final in sorted(rows)]
+    lines += [
+        f"| {md_text(env)} | {md_text(fw)} | {seed} | {steps:,} | {final} |"
+        for env, fw, seed, steps, final in sorted(rows)
+    ]
     return "\n".join(lines) + "\n"
 
 

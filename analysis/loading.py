@@ -23,6 +23,7 @@ from typing import NamedTuple, Optional
 import pandas as pd
 
 import runlog
+from analysis.escape import from_csv
 from study import BACKENDS, Study, env_label
 
 CONFIG_COLUMNS = [
@@ -127,9 +128,10 @@ def read_run_dirs(roots: list[str], study: Study) -> tuple[list[pd.DataFrame], l
 
 # --------------------------------------------------------------------------------------------- runs.csv
 def read_csv(flag: str, path: str, what: str, **options) -> pd.DataFrame:
-    """A CSV file, or BadInput naming it when it is empty, binary or not CSV."""
+    """A CSV file of this tool, its text as it was written from (analysis/escape.py), or BadInput naming it when it is
+    empty, binary or not CSV."""
     try:
-        return pd.read_csv(path, **options)
+        return from_csv(pd.read_csv(path, **options))
     except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
         reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise BadInput(f"{flag} {path} is not a {what} of plot_results.py ({reason})") from None

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.escape import from_csv
 from analysis.loading import BadInput, run_keys
 from study import BACKENDS
 
@@ -158,6 +159,7 @@ def old_table(path: Path, name: str) -> pd.DataFrame:
         wanted |= {"run", "command", "hostname", "start_time"}
     try:
         old = pd.read_csv(path, usecols=lambda c: c in wanted, dtype=str, keep_default_na=False, na_values=[""])
+        old = from_csv(old)  # its text as written from (analysis/escape.py): the keys of the new table's rows
     except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
         raise ValueError(f"{name} cannot be read ({type(e).__name__})") from None
     for column, value in ADDED_KEYS.items():

@@ -5,25 +5,29 @@ Every plot_results test goes through plot_results.main, as a user would; the run
 scripts write them (config.json, summary.json, one tensorboardX events file), except where a real run is needed.
 """
 
+import csv
 import json
 import os
+import re
 import shutil
 import stat
 from datetime import datetime, timedelta
+from itertools import product
 from pathlib import Path
 
 import pandas as pd
 import pytest
 from tensorboardX import SummaryWriter
-from test_plot_results import tie_events
+from test_plot_results import tie_events, write_run
 from test_plot_results_inputs import ENVS, analyse, linen_nnx, snapshot, write_csv
 
 import plot_results
 import runlog
 import sweep
 from analysis import learning_curves, output
+from analysis.loading import load_runs
 from analysis.report import README_MARKERS
-from helpers import TINY, only_run_dir, run_script
+from helpers import STUDY, TINY, only_run_dir, run_script
 
 START, END = README_MARKERS
 
@@ -415,3 +419,111 @@ def test_a_forged_run_of_a_runs_csv_is_skipped(tmp_path, capsys, column):
     assert len(summary) == len(runs) - 1 and runs[0][0]["start_time"] not in set(summary["start_time"])
     skipped = (tmp_path / "out" / "REPORT.md").read_text().split("## Skipped runs")[1]
     assert runs[0][0]["run"] in skipped
+
+
+# ---------------------------------------------------------- issue 39, finding 9: formulas and markdown in the outputs
+FORMULA = "=cmd|' /C calc'!A0"
+HYPERLINK = '=HYPERLINK("http://evil.example","x")'
+HOSTILE_TAG = "x`y\n# Owned <img src=x onerror=alert(1)> | [a](http://evil.example)"
+HOSTILE_PLATFORM = "Linux\n| evil | row |\r<img src=x onerror=alert(1)>"
+QUOTED = "'=quoted already"  # as a user typed it: read back with its quote
+
+
+def hostile_runs(root: Path) -> Path:
+    """exp1 runs of linen and nnx on three envs under three tags (a formula; markdown and HTML; one that begins with
+    a quote), on a platform whose name breaks lines and holds HTML."""
+    tags = [("linux", FORMULA), ("mac", HOSTILE_TAG), ("linux", QUOTED)]
+    for (tag, text), env, framework in product(tags, ENVS[:3], ("linen", "nnx")):
+        run = write_run(root, env, framework, "small", STUDY.default_compile(framework), 1, sync=False, tag=tag)
+        config = json.loads((run["run_dir"] / "config.json").read_text())
+        config.update(tag=text, platform=HOSTILE_PLATFORM)
+        (run["run_dir"] / "config.json").write_text(json.dumps(config))
+    return root
+
+
+def formula_cells(path: Path) -> list[str]:
+    """The cells of a CSV that a spreadsheet would run: text beginning with = + - @, a tab or a carriage return (a
+    negative number is a number)."""
+    bad = []
+    with open(path, newline="") as f:
+        for row in csv.reader(f):
+            for cell in row:
+                if cell[:1] in ("=", "+", "@", "\t", "\r") or (cell[:1] == "-" and not is_number(cell)):
+                    bad.append(cell)
+    return bad
+
+
+def is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def broken_tables(markdown: str) -> list[str]:
+    """Lines of a markdown table whose number of cells differs from its header's, and lines that a hostile text made
+    into markup: a heading, raw HTML or a link outside a code span."""
+    problems, width = [], None
+    for line in markdown.splitlines():
+        if line.startswith("|"):
+            cells = line.count("|") - line.count("\\|")
+            width = width or cells
+            problems += [line] if cells != width else []
+        else:
+            width = None
+        markup = re.sub(r"(`+).*?\1", "", line)  # a code span shows its text as it is
+        if "<img" in markup or "<script" in markup or line.startswith("# Owned") or re.search(r"\]\(\w+:", markup):
+            problems.append(line)
+    return problems
+
+
+def test_text_a_spreadsheet_would_run_is_quoted_in_every_csv_and_read_back_as_written(tmp_path, capsys):
+    hostile_runs(tmp_path / "runs")
+    out = tmp_path / "out"
+    assert analyse(capsys, tmp_path / "runs", "--out", out, "--no-figures")[0] == 0
+    for name in ("runs.csv", "summary.csv", "speedups.csv", "env_cost.csv"):
+        assert formula_cells(out / name) == [], name
+    assert set(pd.read_csv(out / "summary.csv")["tag"]) == {f"'{FORMULA}", f"'{QUOTED}", HOSTILE_TAG}
+    # read back with --csv: the same tags, the same tables; and the same call again loses nothing (no --force)
+    runs, _ = load_runs([], [str(out / "runs.csv")], STUDY)
+    assert set(runs["tag"]) == {FORMULA, HOSTILE_TAG, QUOTED} and set(runs["platform"]) == {HOSTILE_PLATFORM}
+    again = tmp_path / "again"
+    assert analyse(capsys, "--csv", out / "runs.csv", "--out", again, "--no-figures")[0] == 0
+    for name in ("runs.csv", "summary.csv", "speedups.csv"):
+        assert (again / name).read_bytes() == (out / name).read_bytes(), name
+    assert analyse(capsys, tmp_path / "runs", "--out", out, "--no-figures")[0] == 0
+
+
+@pytest.mark.parametrize("column", ["hostname", "tag", "command", "run"])
+@pytest.mark.parametrize("text", [FORMULA, HYPERLINK, "+1+cmd", "-1+cmd", "@SUM(A1)", "\tx"])
+def test_a_formula_in_a_runs_csv_is_quoted_in_the_tables_and_kept_as_text(tmp_path, capsys, column, text):
+    runs = linen_nnx(ENVS)
+    for run in runs[:2]:  # a linen and an nnx run of the first env: a pair
+        for row in run:
+            row[column] = text + ("" if column != "run" else row["run"])
+    code, errors, _ = analyse(
+        capsys, "--csv", write_csv(tmp_path / "in.csv", runs), "--out", tmp_path / "out", "--no-figures"
+    )
+    assert code == 0 and errors == []
+    for name in ("runs.csv", "summary.csv"):
+        assert formula_cells(tmp_path / "out" / name) == [], name
+    read, skipped = load_runs([], [str(tmp_path / "out" / "runs.csv")], STUDY)
+    assert skipped == [] and read[column].astype(str).str.startswith(text).sum() == 2 * len(runs[0])
+
+
+def test_markdown_and_html_in_the_runs_never_reach_report_md_or_the_readme_as_markup(tmp_path, capsys):
+    hostile_runs(tmp_path / "runs")
+    out = tmp_path / "out"
+    assert analyse(capsys, tmp_path / "runs", "--out", out, "--no-figures")[0] == 0
+    previous = tmp_path / "<img src=x onerror=alert(1)> [a](javascript:alert(1)).csv"
+    shutil.copy(out / "speedups.csv", previous)
+    timing = tmp_path / "timing.json"
+    timing.write_text(json.dumps({"device": "<script>alert(1)</script>\n# Owned", "envs": {}}))
+    block = tmp_path / "block.md"
+    args = ["--out", tmp_path / "out2", "--no-figures", "--previous", previous, "--env-timing", timing]
+    assert analyse(capsys, tmp_path / "runs", *args, "--readme-block", block)[0] == 0
+    report = (tmp_path / "out2" / "REPORT.md").read_text()
+    assert broken_tables(report) == [] and broken_tables(block.read_text()) == []
+    assert "&lt;img src=x onerror=alert(1)&gt;" in report and "&lt;script&gt;" in report  # shown, as text
+    assert "Owned" in report and "Linux" in report
