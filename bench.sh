@@ -61,9 +61,9 @@ options:
   -h, --help          show this help
 
 One sweep at a time per log dir and shard: a second bench.sh on the same --log-dir and --shard is refused
-(exit 2), while the first holds {log-dir}/.bench-K-of-N.lock. Ctrl-C or SIGTERM stops the run in progress (it
-saves an "interrupted" summary) and then the sweep, however bench.sh was started (in the background of a script,
-under nohup). The arguments after -- reach every run as they are (any character); those the sweep sets itself
+(exit 2), while the first holds {log-dir}/.bench-K-of-N.lock. Ctrl-C or SIGTERM stops what is in progress at once
+(a run saves an "interrupted" summary; the env timing, the planning or sbatch just end) and then the sweep, however
+bench.sh was started (in the background of a script, under nohup). The arguments after -- reach every run as they are (any character); those the sweep sets itself
 (--env, --env-backend, --model-size, --compile, --seed, --log-dir, --exp-name, --[no-]sync-timing, and
 --num-iterations, --tag or --env-threads when --iterations, --tag or --cpus is given) are refused.
 
@@ -199,7 +199,7 @@ check_args() {  # the process options; sweep.py checks the matrix options
 
 check_cpus() {  # the cores of --cpus (the first N this process may use): CPU_LIST; dies when there are fewer
   local available
-  available=$("$PYTHON" -c 'import os; print(",".join(map(str, sorted(os.sched_getaffinity(0)))))')
+  capture available run_child "$PYTHON" -c 'import os; print(",".join(map(str, sorted(os.sched_getaffinity(0)))))'
   IFS=, read -r -a CORES <<<"$available"
   ((CPUS <= ${#CORES[@]})) || die "--cpus $CPUS is more than the ${#CORES[@]} cores this process may use; valid: 1 to ${#CORES[@]}"
   command -v taskset >/dev/null || die "--cpus needs taskset (util-linux), not found"
@@ -213,10 +213,10 @@ resources() {  # PIN: the command prefix that gives a run its cores and threads 
   if [[ -n ${CPU_LIST:-} ]]; then PIN+=(taskset -c "$CPU_LIST"); fi
 }
 
-sweep_py() {  # sweep_py ACTION [ARGS]: sweep.py with the matrix options of this sweep
+sweep_py() {  # sweep_py ACTION [ARGS]: sweep.py with the matrix options of this sweep, as a child (run_child)
   # (every value goes to a program as --name=VALUE: one that starts with "-", e.g. --shard -1/2, stays a value,
   # which the check then names, instead of an option; a path that does goes to a command after --)
-  "$PYTHON" "$HERE/sweep.py" "$1" "${@:2}" ${SWEEP_ARGS[@]+"${SWEEP_ARGS[@]}"} --log-dir="$LOG_DIR" \
+  run_child "$PYTHON" "$HERE/sweep.py" "$1" "${@:2}" ${SWEEP_ARGS[@]+"${SWEEP_ARGS[@]}"} --log-dir="$LOG_DIR" \
     --python="$PYTHON" ${ENV_THREADS:+--env-threads="$ENV_THREADS"} -- ${EXTRA[@]+"${EXTRA[@]}"}
 }
 
@@ -225,6 +225,9 @@ sweep_py() {  # sweep_py ACTION [ARGS]: sweep.py with the matrix options of this
 # started with a signal ignored cannot trap it (bash drops such a trap without a word), and a script's `./bench.sh &`
 # starts it with SIGINT ignored (as under `nohup … &` from a script): then this script is run again, once, through
 # Python, with SIGINT and SIGTERM back to their defaults ($BENCHBACK_SIGNALS_RESET marks the second start).
+# Whatever this script runs, it runs as a child in the background and waits for (run_child, execute): bash runs a
+# trap only once the foreground command has ended, which would keep a signal waiting for the whole env timing or a
+# hung sbatch; a wait ends at once, and on_signal passes the signal on to the child.
 RESET_SIGNALS_PY='
 import os, signal, sys
 for signum in (signal.SIGINT, signal.SIGTERM):
@@ -238,13 +241,47 @@ reset_ignored_signals() {  # reset_ignored_signals ARGS...: re-runs this script 
     return
   fi
   [[ $(trap -p INT TERM) == *"trap -- ''"* ]] || return 0  # how bash lists a signal ignored at its start
+  remove_captured
   BENCHBACK_SIGNALS_RESET=1 exec "$PYTHON" -c "$RESET_SIGNALS_PY" "$BASH" "$0" "$@"
 }
 
-CHILD="" INTERRUPTED=0
-on_signal() {  # Ctrl-C or SIGTERM: stop the current run (it saves an "interrupted" summary), then the sweep
+CHILD="" INTERRUPTED=0 CAPTURED=""
+on_signal() {  # Ctrl-C or SIGTERM: stop the current child (a run saves an "interrupted" summary), then the sweep
   INTERRUPTED=1
   if [[ -n $CHILD ]]; then kill -TERM "$CHILD" 2>/dev/null || true; fi
+}
+
+wait_child() {  # wait_child PID: waits for the child PID, which was started in the background (&); RC: its status
+  CHILD=$1
+  if ((INTERRUPTED)); then kill -TERM "$CHILD" 2>/dev/null || true; fi  # a signal came before CHILD was set
+  while :; do  # wait returns early (> 128) on a signal we trap: the child is ending (a run saves its summary)
+    RC=0
+    wait "$CHILD" || RC=$?
+    ((RC > 128)) && kill -0 "$CHILD" 2>/dev/null || break
+  done
+  CHILD=""
+}
+
+run_child() {  # run_child CMD...: CMD (a program, not a function) as a child, waited for; its stdout to $STDOUT_TO
+  # when set. After a signal: exit 130 (the sweep stops). Returns CMD's exit status.
+  stop_if_interrupted
+  if [[ -n ${STDOUT_TO:-} ]]; then "$@" >"$STDOUT_TO" & else "$@" & fi
+  wait_child $!
+  stop_if_interrupted
+  return "$RC"
+}
+
+capture() {  # capture VAR CMD...: CMD (run_child ..., sweep_py ...), its stdout into VAR, without trailing newlines
+  # (as VAR=$(CMD) would, but through a file: a command substitution is a foreground wait)
+  local rc=0
+  if [[ -z $CAPTURED ]]; then CAPTURED=$(mktemp); fi
+  STDOUT_TO=$CAPTURED "${@:2}" || rc=$?
+  printf -v "$1" '%s' "$(<"$CAPTURED")"
+  return "$rc"
+}
+
+remove_captured() {
+  if [[ -n $CAPTURED ]]; then rm -f -- "$CAPTURED"; fi
 }
 
 stop_if_interrupted() {
@@ -281,7 +318,7 @@ lock_log_dir() {  # LOCK_FD: this sweep's hold on {log-dir}/.bench-K-of-N.lock; 
   local file=$LOG_DIR/.bench-${SHARD/\//-of-}.lock said rc=0
   mkdir -p -- "$LOG_DIR" 2>/dev/null || die "cannot make --log-dir $(quoted "$LOG_DIR"); give one you may write to"
   { exec {LOCK_FD}>>"$file"; } 2>/dev/null || die "cannot write $(quoted "$file"); give a --log-dir you may write to"
-  said=$("$PYTHON" -c "$LOCK_PY" "$LOCK_FD" "$file" "pid $$ (shard $SHARD)") || rc=$?
+  capture said run_child "$PYTHON" -c "$LOCK_PY" "$LOCK_FD" "$file" "pid $$ (shard $SHARD)" || rc=$?
   case $rc in
     0) ;;
     3) die "another sweep of shard $SHARD is running into $(quoted "$LOG_DIR") ($said); refused, not queued:" \
@@ -295,18 +332,16 @@ lock_log_dir() {  # LOCK_FD: this sweep's hold on {log-dir}/.bench-K-of-N.lock; 
 # ------------------------------------------------------------------------------------------ plan
 check_plan() {  # SHARD: sweep.py checks the matrix options (exit 2 names a bad one) before anything is made
   local rc=0
-  SHARD=$(sweep_py check) || rc=$?
-  stop_if_interrupted
+  capture SHARD sweep_py check || rc=$?
   ((rc == 0)) || exit "$rc"
 }
 
 plan() {  # PLAN: sweep.py's plan, NUL-separated fields (data: read, never run); NUM_RUNS … from its header
   local file rc=0
   file=$(mktemp)
-  sweep_py plan >"$file" || rc=$?
+  STDOUT_TO=$file sweep_py plan || rc=$?
   mapfile -d '' -t PLAN <"$file"
   rm -f "$file"
-  stop_if_interrupted
   ((rc == 0)) || exit "$rc"  # sweep.py said why
   NUM_RUNS=${PLAN[0]} NUM_TODO=${PLAN[1]} NUM_CELLS=${PLAN[2]} MATRIX_SIZE=${PLAN[3]} SHARD=${PLAN[4]}
 }
@@ -314,20 +349,15 @@ plan() {  # PLAN: sweep.py's plan, NUL-separated fields (data: read, never run);
 time_envs_first() {  # env_timing.py into {log-dir}/env_timing.json when that is missing or from another machine
   local out=${ENV_TIMING_FILE:-$LOG_DIR/env_timing.json} verdict
   ((ENV_TIMING)) || return 0
-  verdict=$(sweep_py env-timing --file="$out") || {  # nothing: usable; else line 1 says why, line 2 lists the envs
-    stop_if_interrupted
+  capture verdict sweep_py env-timing --file="$out" || {  # nothing: usable; else line 1 says why, line 2 the envs
     echo "bench.sh: warning: could not check $out; the sweep goes on without env timing" >&2
     return 0
   }
-  stop_if_interrupted
   [[ -n $verdict ]] || return 0
   echo "measuring the env step costs first: ${verdict%%$'\n'*} (--no-env-timing skips this)"
-  "$PYTHON" "$HERE/env_timing.py" --envs="${verdict#*$'\n'}" --out="$out" \
-    ${ENV_THREADS:+--env-threads="$ENV_THREADS"} || {
-    stop_if_interrupted
+  run_child "$PYTHON" "$HERE/env_timing.py" --envs="${verdict#*$'\n'}" --out="$out" \
+    ${ENV_THREADS:+--env-threads="$ENV_THREADS"} ||
     echo "bench.sh: warning: env_timing.py failed; the sweep goes on" >&2
-  }
-  stop_if_interrupted
 }
 
 # ------------------------------------------------------------------------------------------ sweep
@@ -354,13 +384,7 @@ execute() {  # execute LOG: runs CMD in the background (so that signals reach us
   cache_dir=$(mktemp -d)  # a fresh TorchInductor cache, and no JAX one: no run reuses what another run compiled
   TORCHINDUCTOR_CACHE_DIR=$cache_dir JAX_COMPILATION_CACHE_DIR='' \
     ${timeout_cmd[@]+"${timeout_cmd[@]}"} "${PIN[@]}" "${CMD[@]}" >"$1" 2>&1 &
-  CHILD=$!
-  while :; do  # wait returns early (> 128) on a signal we trap: the run is saving its summary; wait for its end
-    RC=0
-    wait "$CHILD" || RC=$?
-    ((RC > 128)) && kill -0 "$CHILD" 2>/dev/null || break
-  done
-  CHILD=""
+  wait_child $!
   rm -rf "$cache_dir"
 }
 
@@ -425,9 +449,8 @@ sweep() {
 # ------------------------------------------------------------------------------------------ Slurm
 submit() {  # --slurm: sweep.py writes the sbatch script of the job array; this submits it (or prints it: --dry-run)
   local out rc=0 script slurm_dir file job
-  out=$(sweep_py sbatch --kill-after="$KILL_AFTER_S" ${ENV_TIMING_ARG[@]+"${ENV_TIMING_ARG[@]}"} ${TIMEOUT:+--timeout="$TIMEOUT"} \
-        ${CPUS:+--cpus="$CPUS"} \
-        ${SLURM_ARGS[@]+"${SLURM_ARGS[@]}"}) || rc=$?
+  capture out sweep_py sbatch --kill-after="$KILL_AFTER_S" ${ENV_TIMING_ARG[@]+"${ENV_TIMING_ARG[@]}"} \
+    ${TIMEOUT:+--timeout="$TIMEOUT"} ${CPUS:+--cpus="$CPUS"} ${SLURM_ARGS[@]+"${SLURM_ARGS[@]}"} || rc=$?
   ((rc == 0)) || exit "$rc"  # sweep.py said why (exit 2: a bad option)
   read -r NUM_RUNS NUM_TODO NUM_CELLS NUM_TASKS <<<"${out%%$'\n'*}"
   script=${out#*$'\n'}
@@ -445,7 +468,7 @@ submit() {  # --slurm: sweep.py writes the sbatch script of the job array; this 
   mkdir -p -- "$slurm_dir"  # Slurm writes the tasks' output there: it must exist before a task starts
   file=$slurm_dir/benchback_$(date +%Y%m%d-%H%M%S).sbatch
   printf '%s\n' "$script" >"$file"
-  job=$(sbatch --parsable -- "$file") || {
+  capture job run_child sbatch --parsable -- "$file" || {
     rm -f "$file"
     rmdir -- "$slurm_dir" "$LOG_DIR/logs" "$LOG_DIR" 2>/dev/null || true  # only what is empty
     echo "bench.sh: sbatch refused the job (see its message above); bench.sh --dry-run --slurm prints the script" >&2
@@ -463,6 +486,8 @@ submit() {  # --slurm: sweep.py writes the sbatch script of the job array; this 
 main() {
   parse_args "$@"
   if ((HELP)); then usage; exit 0; fi
+  trap on_signal INT TERM  # from here on, a signal stops the child in progress (run_child), then bench.sh
+  trap remove_captured EXIT
   check_args
   if ((SLURM)); then
     ENV_TIMING_ARG=()
@@ -472,7 +497,6 @@ main() {
   fi
   if ((DRY_RUN)); then sweep_py dry-run; return; fi
   reset_ignored_signals "$@"
-  trap on_signal INT TERM
   check_plan
   lock_log_dir
   plan

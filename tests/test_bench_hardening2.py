@@ -8,14 +8,17 @@ The sweeps run the stand-in framework of test_bench_hardening (FAKE_SCRIPT, thro
 import json
 import os
 import re
+import shlex
+import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from test_bench_hardening import FAKE_SWEEP, fake_env, marks, one_line_refusal, run_bench
 
 import sweep
-from helpers import ROOT
+from helpers import ROOT, wait_until
 
 
 @pytest.fixture
@@ -180,3 +183,63 @@ def test_slurm_args_reads_a_value_that_looks_like_an_option_as_a_value():
     assert lines == ["--comment -a5", "-J -o/x", "--hold", "-p gpu", '--mail-user=":me"', "--newer-option value"]
     with pytest.raises(sweep.BadOption, match="'user'"):  # --hold takes no value
         sweep.sbatch_lines("--hold user")
+
+
+# ------------------------------------------------------------------ 3: a signal reaches whatever bench.sh runs
+# Each phase of bench.sh, made to hang: a stand-in interpreter (bench.sh --python) runs the real one, but for the
+# command of that phase (found by its words) notes its pid and becomes a `sleep 600`.
+STALLING_PYTHON = """#!/bin/bash
+if [[ " $* " == *"$STALL"* ]]; then echo $$ > "$STALLED"; exec sleep 600; fi
+exec {python} "$@"
+"""
+PHASES = {  # the words of the phase's command, and the options that reach it
+    "check": ("/sweep.py check ", ["--no-env-timing"]),
+    "lock": ("fcntl.flock", ["--no-env-timing"]),
+    "plan": ("/sweep.py plan ", ["--no-env-timing"]),
+    "env timing check": ("/sweep.py env-timing ", []),
+    "env timing": ("/env_timing.py ", []),
+    "cores": ("sched_getaffinity", ["--no-env-timing", "--cpus", "1"]),
+    "dry run": ("/sweep.py dry-run ", ["--dry-run"]),
+    "sbatch script": ("/sweep.py sbatch ", ["--dry-run", "--slurm"]),
+}
+
+
+def alive(pid: int) -> bool:
+    try:
+        return "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.parametrize("phase", PHASES)
+def test_sigterm_to_bench_sh_stops_the_command_of_any_phase_at_once(tmp_path, fake, phase):
+    words, options = PHASES[phase]
+    python = tmp_path / "python"
+    python.write_text(STALLING_PYTHON.format(python=shlex.quote(sys.executable)))
+    python.chmod(0o755)
+    stalled = tmp_path / "stalled"
+    env = {**fake, "STALL": words, "STALLED": str(stalled)}
+    sweep_args = [arg for arg in FAKE_SWEEP if arg != "--no-env-timing"]
+    args = ["--log-dir", str(tmp_path / "runs"), *sweep_args, "--seeds", "1", *options]
+    args += ["--env-timing-file", str(tmp_path / "timing.json")] if "--slurm" not in options else []
+    cmd = ["bash", str(ROOT / "bench.sh"), *args, "--python", str(python)]
+    with open(tmp_path / "out", "w") as out:
+        proc = subprocess.Popen(
+            cmd, cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
+    child = None
+    try:
+        wait_until(lambda: stalled.exists() and stalled.read_text().strip(), what=f"the {phase} command")
+        child = int(stalled.read_text())
+        os.kill(proc.pid, signal.SIGTERM)  # to bench.sh alone, as Slurm's --signal=B:TERM@120 sends it
+        # a safety net, not a timing: without the signal passed on, bench.sh waits for the sleep's 600 s
+        wait_until(lambda: proc.poll() is not None and not alive(child), timeout=30, what="bench.sh and its child")
+    finally:
+        for pid in (proc.pid, child):
+            if pid and alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+    output = (tmp_path / "out").read_text()
+    assert proc.returncode == 130, output
+    assert "interrupted: run the same command again to resume" in output
+    assert marks(tmp_path) == []  # no run started
