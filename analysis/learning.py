@@ -61,12 +61,13 @@ def smoothed_returns(rows: pd.DataFrame) -> pd.DataFrame:
     rows = rows.sort_values("iteration")
     returns = rows[RETURN] if RETURN in rows else pd.Series(np.nan, index=rows.index)
     smoothed = returns.rolling(SMOOTHING, min_periods=1).mean()  # NaN iterations are skipped
-    return pd.DataFrame({"step": rows["step"], "elapsed": rows[ELAPSED], "smoothed": smoothed}).reset_index(drop=True)
+    elapsed = rows[ELAPSED] if ELAPSED in rows else pd.Series(np.nan, index=rows.index)  # never reached without it
+    return pd.DataFrame({"step": rows["step"], "elapsed": elapsed, "smoothed": smoothed}).reset_index(drop=True)
 
 
 def first_reach(curve: pd.DataFrame, target: float) -> tuple[float, float]:
     """(seconds, env steps) at the first iteration whose smoothed return reaches target; NaN, NaN when none does."""
-    reached = curve[curve["smoothed"] >= target]
+    reached = curve[(curve["smoothed"] >= target) & curve["elapsed"].notna()]
     if reached.empty:
         return float("nan"), float("nan")
     first = reached.iloc[0]

@@ -50,10 +50,12 @@ def summarize_run(rows: pd.DataFrame, study: Study) -> dict:
 
 def in_experiment(run, experiment: Experiment, study: Study) -> bool:
     """A run in bench.sh's folder of the experiment belongs to it whatever its env and size (bench.sh chose them,
-    perhaps outside the study with --envs); any other run must match the experiment's whole matrix."""
+    perhaps outside the study with --envs); any other run must match the experiment's whole matrix. A learning
+    experiment (one with configs) holds only the runs of its folder: its matrix is also the flags of its
+    configurations, which a run elsewhere was not made with."""
     sweep = run.get("sweep")
     swept = isinstance(sweep, str) and sweep != ""
-    if swept and sweep != experiment.name:
+    if (swept and sweep != experiment.name) or (experiment.configs and not swept):
         return False
     framework = study.frameworks.get(run["framework"])
     in_matrix = swept or (run["env"] in experiment.envs and run["model_size"] in experiment.sizes)
