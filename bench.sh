@@ -60,11 +60,14 @@ options:
   --dry-run           print one command per run ("# done: " before those already completed) and the count
   -h, --help          show this help
 
-One sweep at a time per log dir and shard: a second bench.sh on the same --log-dir and --shard is refused
-(exit 2), while the first holds {log-dir}/.bench-K-of-N.lock. Ctrl-C or SIGTERM stops what is in progress at once
-(a run saves an "interrupted" summary; the env timing, the planning or sbatch just end) and then the sweep, however
-bench.sh was started (in the background of a script, under nohup). The arguments after -- reach every run as they are (any character); those the sweep sets itself
-(--env, --env-backend, --model-size, --compile, --seed, --log-dir, --exp-name, --[no-]sync-timing, and
+One sweep at a time per log dir and shard: a second bench.sh on the same --log-dir and --shard is refused (exit 2),
+while the first holds {log-dir}/.bench-K-of-N.lock. Sweeps of other shards run side by side, and never run one run
+twice at once, whatever their shard counts (0/1 and 0/2 overlap): a sweep runs a cell (experiment, seed, env, size)
+while it holds {log-dir}/.bench-cells/{cell}.lock, waits while another sweep holds it, and then skips the runs that
+one completed. Ctrl-C or SIGTERM stops what is in progress at once (a run saves an "interrupted" summary; the env
+timing, the planning or sbatch just end) and then the sweep, however bench.sh was started (in the background of a
+script, under nohup). The arguments after -- reach every run as they are (any character); those the sweep sets
+itself (--env, --env-backend, --model-size, --compile, --seed, --log-dir, --exp-name, --[no-]sync-timing, and
 --num-iterations, --tag or --env-threads when --iterations, --tag or --cpus is given) are refused.
 
 Slurm (the sweep as a job array; every other option above applies to each task):
@@ -181,7 +184,8 @@ check_args() {  # the process options; sweep.py checks the matrix options
   [[ $KILL_AFTER_S =~ ^[0-9]*\.?[0-9]+$ ]] && within_max_seconds "$KILL_AFTER_S" ||
     die "--kill-after must be a number of seconds up to $MAX_SECONDS (30 days), got $(number "$KILL_AFTER_S")"
   [[ -n $TIMEOUT ]] || ((!KILL_AFTER_GIVEN)) || die "--kill-after needs --timeout"
-  command -v -- "$PYTHON" >/dev/null || die "--python $(quoted "$PYTHON") is not an executable; give a Python interpreter"
+  command -v -- "$PYTHON" >/dev/null ||
+    die "--python $(quoted "$PYTHON") is not an executable; give a Python interpreter"
   if [[ -n $CPUS ]]; then
     [[ $CPUS =~ ^[1-9][0-9]*$ ]] || die "--cpus must be a positive integer, got $(number "$CPUS")"
     # ten digits or more: no machine's cores (and bash's arithmetic would wrap a number past 2**63 without a word)
@@ -296,7 +300,7 @@ stop_if_interrupted() {
 # {log-dir}/.bench-K-of-N.lock, taken by Python on a file descriptor of this shell, so that it is held until this
 # shell and the runs it started (they inherit the descriptor) are gone, however they end. A second sweep is refused,
 # not queued. Other shards of one log dir run side by side (./bench.sh --shard 0/2 & ./bench.sh --shard 1/2, the
-# Slurm tasks); overlapping shards of different counts (0/1 and 0/2) are not told apart.
+# Slurm tasks), and so do overlapping shards of different counts (0/1 and 0/2), one cell at a time (claim_cell).
 LOCK_PY='
 import datetime, fcntl, os, socket, sys
 fd, path, holder = int(sys.argv[1]), sys.argv[2], sys.argv[3]
@@ -327,6 +331,41 @@ lock_log_dir() {  # LOCK_FD: this sweep's hold on {log-dir}/.bench-K-of-N.lock; 
          "would run the same runs twice" >&2 ;;
     *) stop_if_interrupted; exit "$rc" ;;
   esac
+}
+
+# One sweep at a time per cell, whatever the shards (0/1 and 0/2 overlap, as a shard of one count and one of another
+# may): sweep.py's claim_cell() locks the cell's {log-dir}/.bench-cells/{cell id}.lock on a file descriptor of this
+# shell, CELL_FD, waits while another sweep holds it, and says which of the cell's runs are done by then. The lock is
+# held until this shell moves on to the next cell (or is gone, with the runs it started).
+CELL_FD=""
+claim_cell() {  # claim_cell I: the cell of the run PLAN[I] (its runs follow one another) is this sweep's; its runs
+  # completed meanwhile by another sweep become "taken"; the previous cell is let go
+  local i=$1 cell=${PLAN[$1 + 3]} n todo=() words=() said states=() file rc=0 k
+  release_cell
+  while ((i < ${#PLAN[@]})) && [[ ${PLAN[i + 3]} == "$cell" ]]; do
+    n=${PLAN[i + 4]}
+    if [[ ${PLAN[i]} == todo ]]; then todo+=("$i") words+=("$n" "${PLAN[@]:i + 5:n}"); fi
+    i=$((i + 5 + n))
+  done
+  ((${#todo[@]})) || return 0  # every run of it is done: nothing to hold
+  file=$LOG_DIR/.bench-cells/$cell.lock
+  { mkdir -p -- "$LOG_DIR/.bench-cells" && exec {CELL_FD}>>"$file"; } 2>/dev/null ||
+    die "cannot write $(quoted "$file"); give a --log-dir you may write to"
+  capture said run_child "$PYTHON" "$HERE/sweep.py" claim --fd="$CELL_FD" --lock="$file" \
+    --holder="pid $$ (shard $SHARD)" --description="${PLAN[${todo[0]} + 1]}" --log-dir="$LOG_DIR" -- "${words[@]}" ||
+    rc=$?
+  ((rc == 0)) || exit "$rc"
+  read -r -a states <<<"$said"
+  for k in "${!todo[@]}"; do
+    if [[ ${states[k]:-} == done ]]; then PLAN[todo[k]]=taken; fi
+  done
+}
+
+release_cell() {
+  if [[ -n $CELL_FD ]]; then
+    exec {CELL_FD}>&-
+    CELL_FD=""
+  fi
 }
 
 # ------------------------------------------------------------------------------------------ plan
@@ -411,16 +450,24 @@ outcome() {  # outcome RC ELAPSED_MS: OUTCOME, the words for the progress line, 
 
 sweep() {
   local i=5 n state description log_stem k=0 completed=0 failed=0 skipped=0 interrupted=0 ran_ms=0 ran=0 start end log
-  while ((i < ${#PLAN[@]})); do  # per run: done|todo, description, log stem, N, then the N words of its command
+  local cell=""
+  while ((i < ${#PLAN[@]})); do  # per run: done|todo, description, log stem, cell, N, the N words of its command
     if ((INTERRUPTED)); then break; fi
-    state=${PLAN[i]} description=${PLAN[i + 1]} log_stem=${PLAN[i + 2]} n=${PLAN[i + 3]}
-    CMD=("${PLAN[@]:i + 4:n}")
-    i=$((i + 4 + n))
+    if [[ ${PLAN[i + 3]} != "$cell" ]]; then  # the first run of a cell
+      cell=${PLAN[i + 3]}
+      claim_cell "$i"
+    fi
+    state=${PLAN[i]} description=${PLAN[i + 1]} log_stem=${PLAN[i + 2]} n=${PLAN[i + 4]}
+    CMD=("${PLAN[@]:i + 5:n}")
+    i=$((i + 5 + n))
     k=$((k + 1))
     printf '[%d/%d] %s ... ' "$k" "$NUM_RUNS" "$description"
-    if [[ $state == done ]]; then
+    if [[ $state != todo ]]; then
       skipped=$((skipped + 1))
-      echo "skipped (completed earlier)"
+      case $state in
+        done) echo "skipped (completed earlier)" ;;
+        *) echo "skipped (completed by another sweep)" ;;  # taken: claim_cell found it completed
+      esac
       continue
     fi
     if ((INTERRUPTED)); then echo "not started"; break; fi  # right before the run: no new run after Ctrl-C
@@ -441,6 +488,7 @@ sweep() {
       tail -n 3 -- "$log" | sed 's/^/    | /'
     fi
   done
+  release_cell
   echo "$completed completed, $failed failed, $skipped skipped$( ((!interrupted)) || echo ", $interrupted interrupted")"
   stop_if_interrupted
   ((failed + interrupted == 0)) || exit 1

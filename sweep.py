@@ -9,6 +9,7 @@ logs, progress). Everything here comes from the study (study.toml, through study
     python sweep.py check   --log-dir runs --shard 0/2                    # exit 2 on a bad option, else prints 0/2
     python sweep.py env-timing --file runs/env_timing.json --envs CartPole-v1  # must the env timing be (re)done?
     python sweep.py sbatch  --log-dir runs --tasks 8 --timeout 900        # the job array script (bench.sh --slurm)
+    python sweep.py claim --fd 9 --lock F --holder H --description D --log-dir runs -- N WORDS...  # a cell's lock
 
 Matrix: for each experiment, seed, env and model size (a *cell*), every sync setting, framework and compile mode of
 the experiment, in the study's order (sync "both": every framework sync off, then every one sync on). An env is an env
@@ -445,12 +446,61 @@ def completed_runs(exp_dir: Path, wanted: Optional[set] = None) -> set:
 
 
 def done_flags(runs: list[Run], log_dir: str) -> list[bool]:
-    keys = [run_key(run.command[1:]) for run in runs]
+    return done_commands([(run.experiment, run.command) for run in runs], log_dir)
+
+
+def done_commands(runs: list[tuple[str, tuple[str, ...]]], log_dir: str) -> list[bool]:
+    """Whether each run, given as (experiment, command), has a usable completed run in {log_dir}/{experiment}."""
+    keys = [run_key(command[1:]) for _, command in runs]
     completed = {
-        exp: completed_runs(Path(log_dir) / exp, {key for run, key in zip(runs, keys) if run.experiment == exp})
-        for exp in dict.fromkeys(run.experiment for run in runs)
+        exp: completed_runs(Path(log_dir) / exp, {key for (e, _), key in zip(runs, keys) if e == exp})
+        for exp in dict.fromkeys(exp for exp, _ in runs)
     }
-    return [key in completed[run.experiment] for run, key in zip(runs, keys)]
+    return [key in completed[exp] for (exp, _), key in zip(runs, keys)]
+
+
+# ------------------------------------------------------------------------------------------ cell locks
+# Two sweeps on one log dir never run the same run at once, whatever their shards (0/1 and 0/2 overlap): a sweep
+# runs a cell only while it holds the cell's lock, flock(2) on {log-dir}/.bench-cells/{cell id}.lock, taken on a file
+# descriptor of bench.sh (so that it is held until bench.sh moves on to the next cell, or is gone with the runs it
+# started, however they end), and once it holds it, it runs only what is still to do: a sweep that finds the cell
+# taken waits for it, then skips the runs that the other one completed. Each sweep holds one cell at a time: no
+# sweep waits for another that waits for it. Shards of one count never share a cell: they run side by side.
+CELL_LOCKS = ".bench-cells"
+
+
+def claim_cell(fd: int, path: str, holder: str, description: str, log_dir: str, words: list[str]) -> list[bool]:
+    """Takes the cell's lock on `fd` (an open `path`), waiting while another sweep holds it (said on stderr), and
+    notes `holder` in it; then says which runs of the cell are done. `words`: each run as its number of words and
+    its command (the experiment from its --exp-name). Without locks on this filesystem: a warning, and no wait."""
+    import fcntl
+
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:  # another sweep runs this cell: say which, and wait for its end
+            with open(path, errors="replace") as f:
+                other = " ".join(f.read().split()) or "a sweep that wrote nothing"
+            print(
+                f"{PROG}: another sweep is running the cell of {description} ({other}); waiting for it",
+                file=sys.stderr,
+                flush=True,
+            )
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{holder} on {socket.gethostname()}\n".encode())
+    except OSError as e:  # a filesystem without locks (NFS without its lock daemon, Lustre without -o flock, ...)
+        print(
+            f"{PROG}: warning: cannot lock {path} ({e.strerror or e}); another sweep on this log dir could run "
+            "this cell's runs at the same time",
+            file=sys.stderr,
+        )
+    runs, i = [], 0
+    while i < len(words):
+        command = tuple(words[i + 1 : i + 1 + int(words[i])])
+        runs.append((command[command.index("--exp-name") + 1], command))
+        i += 1 + int(words[i])
+    return done_commands(runs, log_dir)
 
 
 # ---------------------------------------------------------------------------------------- env timing
@@ -780,6 +830,13 @@ def parser() -> Parser:
         s.add_argument("--env-threads", help="--env-threads of every envpool run (bench.sh --cpus N gives N)")
         s.add_argument("extra", nargs="*", help="after --: arguments added to every run")
     sub.add_parser("experiments", allow_abbrev=False)
+    claim = sub.add_parser("claim", allow_abbrev=False)  # bench.sh's, before the runs of a cell: claim_cell()
+    claim.add_argument("--fd", type=int, required=True, help="bench.sh's open file descriptor of the lock file")
+    claim.add_argument("--lock", required=True, help="the lock file, {log-dir}/.bench-cells/{cell id}.lock")
+    claim.add_argument("--holder", required=True, help="who holds it, for a sweep that waits")
+    claim.add_argument("--description", required=True, help="a run of the cell, for the message of a wait")
+    claim.add_argument("--log-dir", required=True)
+    claim.add_argument("runs", nargs="*", help="after --: each run to check, as N and its N words")
     return p
 
 
@@ -809,11 +866,18 @@ def attach_values(p: argparse.ArgumentParser, argv: list[str]) -> list[str]:
 
 def plan_fields(runs: list[Run], done: list[bool], matrix_size: int, k: int, n: int) -> list[str]:
     """The plan for bench.sh, as data: the header RUNS, TO_RUN, CELLS, MATRIX_SIZE, K/N, then per run
-    done|todo, description, log stem, the number of words of its command, and those words (python, script, args)."""
+    done|todo, description, log stem, its cell's id (the runs of a cell follow one another), the number of words of
+    its command, and those words (python, script, args)."""
     fields = [str(len(runs)), str(done.count(False)), str(len(cells(runs))), str(matrix_size), f"{k}/{n}"]
     for run, is_done in zip(runs, done):
-        fields += ["done" if is_done else "todo", run.description, run.log_stem, str(len(run.command)), *run.command]
+        state, cell = "done" if is_done else "todo", cell_id(run.cell)
+        fields += [state, run.description, run.log_stem, cell, str(len(run.command)), *run.command]
     return fields
+
+
+def cell_id(cell: tuple) -> str:
+    """A cell's name in file names (its lock): a hash of it."""
+    return hashlib.sha256(repr(cell).encode()).hexdigest()[:16]
 
 
 def print_plan(fields: list[str]) -> None:
@@ -872,6 +936,10 @@ def print_sbatch(args: argparse.Namespace, sel: Selection, whole: list[Run]) -> 
 def main(argv=None) -> int:
     p = parser()
     args = p.parse_args(attach_values(p, sys.argv[1:] if argv is None else argv))
+    if args.action == "claim":  # which runs of the cell are done, once it is this sweep's
+        done = claim_cell(args.fd, args.lock, args.holder, args.description, args.log_dir, args.runs)
+        print(" ".join("done" if is_done else "todo" for is_done in done))
+        return 0
     S = study.load()
     if args.action == "experiments":
         for exp in S.experiments.values():

@@ -286,14 +286,14 @@ def test_the_expensive_and_continuous_envs_stay_out_of_the_other_experiments(tmp
 
 def plan_rows(plan: str) -> list[list[str]]:
     """sweep.py plan's runs: [state, description, log stem, *command] each (NUL-separated fields after a 5-field
-    header; a run's command is preceded by its length)."""
+    header; a run's command is preceded by its cell's id and its length)."""
     fields = plan.split("\0")
     assert fields[-1] == "" and len(fields) >= 6, plan[:200]
     fields, rows, i = fields[:-1], [], 5
     while i < len(fields):
-        n = int(fields[i + 3])
-        rows.append([*fields[i : i + 3], *fields[i + 4 : i + 4 + n]])
-        i += 4 + n
+        n = int(fields[i + 4])
+        rows.append([*fields[i : i + 3], *fields[i + 5 : i + 5 + n]])
+        i += 5 + n
     assert i == len(fields)
     return rows
 

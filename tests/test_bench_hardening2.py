@@ -243,3 +243,63 @@ def test_sigterm_to_bench_sh_stops_the_command_of_any_phase_at_once(tmp_path, fa
     assert proc.returncode == 130, output
     assert "interrupted: run the same command again to resume" in output
     assert marks(tmp_path) == []  # no run started
+
+
+# ------------------------------------------------------------- 5: no run twice at once, whatever the shards
+def test_overlapping_shards_of_different_counts_never_run_a_run_twice_at_once(tmp_path, fake):
+    """The issue's case: --shard 0/1 and --shard 0/2 on one log dir. Each holds the one cell (seed 1) in turn: the
+    second waits while the first runs it, then skips the run the first completed."""
+    hold = tmp_path / "hold"
+    hold.touch()
+    args = ("--log-dir", str(tmp_path / "runs"), *FAKE_SWEEP, "--seeds", "1")
+    env = {**fake, "FAKE_HOLD": str(hold)}
+    outputs = [tmp_path / "out-0-of-1", tmp_path / "out-0-of-2"]
+    sweeps = []
+
+    def start(shard: str, out: Path) -> None:
+        with open(out, "w") as f:
+            cmd = ["bash", str(ROOT / "bench.sh"), "--python", sys.executable, *args, "--shard", shard]
+            sweeps.append(subprocess.Popen(cmd, cwd=tmp_path, stdout=f, stderr=subprocess.STDOUT, env=env))
+
+    try:
+        start("0/1", outputs[0])
+        wait_until(lambda: len(marks(tmp_path)) == 1, what="the first sweep's run")
+        start("0/2", outputs[1])
+        # the second waits, or (were the cells not locked) starts the same run beside the first one's
+        wait_until(lambda: "waiting for it" in outputs[1].read_text() or len(marks(tmp_path)) > 1, what="the second")
+        assert len(marks(tmp_path)) == 1, outputs[1].read_text()
+    finally:
+        hold.unlink()
+        for proc in sweeps:
+            try:
+                proc.wait(timeout=60)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+    first, second = (path.read_text() for path in outputs)
+    assert [proc.returncode for proc in sweeps] == [0, 0], first + second
+    assert first.strip().splitlines()[-1] == "1 completed, 0 failed, 0 skipped", first
+    assert "another sweep is running the cell of exp1 CartPole-v1 fake small fast seed 1 (pid " in second
+    assert re.search(r"^\[1/1\] .* seed 1 \.\.\. skipped \(completed by another sweep\)$", second, re.M), second
+    assert second.strip().splitlines()[-1] == "0 completed, 0 failed, 1 skipped", second
+    assert len(marks(tmp_path)) == 1  # one run, in all
+
+
+def test_sweeps_of_overlapping_shards_run_each_run_once(tmp_path, fake):
+    """Three sweeps at once on one log dir, --shard 0/1, 0/2 and 1/2, over four cells: every run runs once."""
+    args = ("--log-dir", str(tmp_path / "runs"), *FAKE_SWEEP, "--seeds", "4")
+    sweeps = [
+        subprocess.Popen(
+            ["bash", str(ROOT / "bench.sh"), "--python", sys.executable, *args, "--shard", shard],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=fake,
+        )
+        for shard in ("0/1", "0/2", "1/2")
+    ]
+    outputs = [proc.communicate(timeout=300)[0] for proc in sweeps]
+    assert [proc.returncode for proc in sweeps] == [0, 0, 0], outputs
+    seeds = sorted(mark["argv"][mark["argv"].index("--seed") + 1] for mark in marks(tmp_path))
+    assert seeds == ["1", "2", "3", "4"], outputs
