@@ -32,12 +32,12 @@ import sys
 from pathlib import Path
 
 import study
-from analysis import escape, figures, output, report
+from analysis import escape, figures, learning_report, output, report
 from analysis.loading import BadInput, load_runs, read_env_timing, read_previous
 from analysis.results import analyse
 from analysis.speedups import SPEEDUP_COLUMNS
 
-TABLES = ("runs.csv", "summary.csv", "speedups.csv", "env_cost.csv")
+TABLES = ("runs.csv", "summary.csv", "speedups.csv", "env_cost.csv", "learning.csv", "learning_speedups.csv")
 
 
 def fail(message: str) -> None:
@@ -83,7 +83,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument(
         "--readme-block",
         metavar="FILE",
-        help="also write just the speedup tables (markdown) to FILE, for the README",
+        help="also write just the README's tables (markdown: the speedups, then the learning ones) to FILE",
     )
     parser.add_argument(
         "--previous",
@@ -94,8 +94,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument(
         "--update-readme",
         metavar="FILE",
-        help=f"replace the text between {report.README_MARKERS[0]} and {report.README_MARKERS[1]} in FILE "
-        "with the speedup tables (refused when there are no pairs of runs to compare)",
+        help=f"replace the text between {report.README_MARKERS[0]} and {report.README_MARKERS[1]} in FILE with the "
+        f"speedup tables, and between {learning_report.LEARNING_MARKERS[0]} and {learning_report.LEARNING_MARKERS[1]} "
+        "with the learning tables, each when this analysis has data for it (refused when it has neither)",
     )
     args = parser.parse_args(argv)
     if not args.runs_dirs and not args.csv:
@@ -136,6 +137,17 @@ def check_paths(args: argparse.Namespace, S: study.Study) -> None:
     output.check_out(Path(args.out), [*TABLES, output.REPORT, *sorted(figures.figure_files(S))])
 
 
+def readme_blocks(results, S: study.Study, previous, previous_name) -> dict[tuple[str, str], str]:
+    """The README blocks this analysis has data for, by their markers: the speedup tables when the experiments of
+    study.tables have pairs of runs, the learning tables when there are learning runs. A block without data is left as it is in the README."""
+    blocks = {}
+    if not report.headline(results.speedups, S).empty:
+        blocks[report.README_MARKERS] = report.readme_markdown(results.speedups, S, previous, previous_name)
+    if not results.learning.empty:
+        blocks[learning_report.LEARNING_MARKERS] = learning_report.learning_markdown(results)
+    return blocks
+
+
 def run(args: argparse.Namespace, S: study.Study) -> None:
     figures.check_figures(S)
     check_paths(args, S)
@@ -149,14 +161,15 @@ def run(args: argparse.Namespace, S: study.Study) -> None:
     if runs.empty:  # before anything is created or overwritten
         raise BadInput(f"no completed run in {', '.join(sources)} ({len(skipped)} skipped); nothing written")
     results = analyse(runs, timing, S)
-    block = report.readme_markdown(results.speedups, S, previous, args.previous)
-    if results.speedups.empty and (args.update_readme or args.readme_block):
+    blocks = readme_blocks(results, S, previous, args.previous)
+    if not blocks and (args.update_readme or args.readme_block):
         raise BadInput(
-            "no pairs of runs to compare: the README speedup tables would be empty; nothing written "
+            "no pairs of runs to compare and no learning runs: the README's tables would be empty; nothing written "
             "(drop --update-readme/--readme-block to write the rest)"
         )
-    readme = report.readme_with(Path(args.update_readme), block) if args.update_readme else None
-    tables = dict(zip(TABLES, [runs, results.summary, results.speedups, results.env_cost]))
+    readme = report.readme_with(Path(args.update_readme), blocks) if args.update_readme else None
+    tables = [runs, results.summary, results.speedups, results.env_cost, results.learning, results.learning_speedups]
+    tables = dict(zip(TABLES, tables))
     losses = [] if args.force else output.lost_rows(out, tables)
     if losses:  # before the figures are drawn: they take the longest
         output.refuse(out, losses)
@@ -174,10 +187,13 @@ def run(args: argparse.Namespace, S: study.Study) -> None:
             escape.write_csv(table, stage / name)  # text a spreadsheet would run is quoted
         for figure, fig in drawn:
             figures.save_figure(fig, stage / figure.file)
-        text = report.report_text(results, skipped, [f for f, _ in drawn], notes, sources, timing_info, edition)
+        learning = learning_report.report_markdown(results)
+        text = report.report_text(
+            results, skipped, [f for f, _ in drawn], notes, sources, timing_info, edition, learning
+        )
         (stage / output.REPORT).write_text(text)
     if args.readme_block:
-        output.write_file(args.readme_block, block)
+        output.write_file(args.readme_block, "\n".join(blocks.values()))
     if readme is not None:
         output.write_file(args.update_readme, readme)
     print(f"{len(results.summary)} runs ({len(skipped)} skipped), {len(drawn)} figures -> {out}/REPORT.md")

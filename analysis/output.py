@@ -43,6 +43,8 @@ TABLE_KEYS = {
     "summary.csv": ["run_key"],
     "speedups.csv": ["metric", "experiment", "backend", "size", "pair"],
     "env_cost.csv": ["metric", "size", "pair"],
+    "learning.csv": ["experiment", "env", "framework"],
+    "learning_speedups.csv": ["target", "experiment", "pair"],
 }
 # key columns that tables of earlier versions lack, and the value their rows had
 ADDED_KEYS = {"backend": BACKENDS[0]}  # speedups.csv of before the env backends: every env on gymnax

@@ -243,13 +243,15 @@ def edition_markdown(previous: pd.DataFrame, speedups: pd.DataFrame, previous_na
     )
 
 
-def readme_with(path: Path, block: str) -> str:
-    """The text of the file at path with block between its README_MARKERS (the markers stay)."""
+def readme_with(path: Path, blocks: dict[tuple[str, str], str]) -> str:
+    """The text of the file at path with each block between its markers (start, end; the markers stay)."""
     text = path.read_text()
-    start, end = (text.find(marker) for marker in README_MARKERS)
-    if start < 0 or end < start:
-        raise BadInput(f"{path} has no {README_MARKERS[0]} ... {README_MARKERS[1]} block; nothing written")
-    return text[: start + len(README_MARKERS[0])] + "\n" + block + text[end:]
+    for (opening, closing), block in blocks.items():
+        start, end = text.find(opening), text.find(closing)
+        if start < 0 or end < start:
+            raise BadInput(f"{path} has no {opening} ... {closing} block; nothing written")
+        text = text[: start + len(opening)] + "\n" + block + text[end:]
+    return text
 
 
 # ---------------------------------------------------------------------------------------------- REPORT.md
@@ -326,9 +328,16 @@ def split_markdown(r: Results, name: str) -> str:
 
 
 def report_text(
-    r: Results, skipped: list[SkippedRun], drawn, notes, sources: list[str], timing_info: dict, edition: str = ""
+    r: Results,
+    skipped: list[SkippedRun],
+    drawn,
+    notes,
+    sources: list[str],
+    timing_info: dict,
+    edition: str = "",
+    learning: str = "",
 ) -> str:
-    """REPORT.md. drawn: the figures drawn (file, caption)."""
+    """REPORT.md. drawn: the figures drawn (file, caption); learning: the learning section (learning_report)."""
     S, summary = r.study, r.summary
     counts = ", ".join(f"{name}: {int(mask.sum())}" for name, mask in r.masks.items())
     left_out = left_out_markdown(r)
@@ -351,6 +360,8 @@ def report_text(
         parts += [f"### Total-time speedups per tag ({name})", *per_tag]
     for name in split_experiments(r):
         parts += [f"## Rollout and update per framework ({name})", split_markdown(r, name)]
+    if learning:
+        parts += ["## Learning against the reference", learning]
     parts += ["## Speedup against env cost", env_cost_markdown(r.env_cost, not env_costs(r.timing).empty, S)]
     if r.has_runs(S.headline):
         parts += [f"## Iteration windows ({S.headline}, median over runs)", markdown_table(windows_table(r))]

@@ -3,6 +3,7 @@ never reach it kept as such, the per-framework table and the time-to-return spee
 every number is known."""
 
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -142,3 +143,35 @@ def test_a_learning_experiment_holds_only_the_runs_of_its_folder():
     assert not in_experiment({**run, "sweep": ""}, STUDY.experiments[EXP], STUDY)
     assert in_experiment({**run, "sweep": EXP}, STUDY.experiments[EXP], STUDY)
     assert in_experiment({**run, "sweep": ""}, STUDY.experiments["exp1"], STUDY)
+
+
+@pytest.mark.slow
+def test_a_learning_sweep_is_analysed_into_its_tables_report_and_readme_block(tmp_path):
+    """Real exp9 runs of two frameworks (CartPole-v1, 12 iterations, 2 seeds) through bench.sh, then plot_results:
+    learning.csv and learning_speedups.csv, REPORT.md's section, the figure, and the README's learning block
+    replaced while its speedup block (no exp1, exp6 or exp7 runs here) is left as it was."""
+    from test_bench import bench
+
+    import plot_results
+    from analysis.learning_report import LEARNING_MARKERS
+    from analysis.report import README_MARKERS
+
+    log_dir = tmp_path / "runs"
+    sweep = ["--experiments", EXP, "--envs", ENV, "--frameworks", "linen,nnx", "--sizes", "small", "--seeds", "2"]
+    proc = bench(*sweep, "--iterations", "12", "--no-env-timing", "--log-dir", str(log_dir), timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    readme = tmp_path / "README.md"
+    speedups_block = f"{README_MARKERS[0]}\nthe speedups of an earlier edition\n{README_MARKERS[1]}"
+    readme.write_text(f"# r\n{speedups_block}\n{LEARNING_MARKERS[0]}\nnot run yet\n{LEARNING_MARKERS[1]}\n")
+    out = tmp_path / "out"
+    plot_results.main([str(log_dir), "--out", str(out), "--update-readme", str(readme)])
+    table = pd.read_csv(out / "learning.csv")
+    assert list(table["framework"]) == ["linen", "nnx"] and set(table["n_runs"]) == {2}
+    assert (table["reference_mean"] == 490.04).all() and (table["env"] == ENV).all()
+    assert (out / f"{EXP}_learning.png").exists()
+    report = (out / "REPORT.md").read_text()
+    assert "## Learning against the reference" in report and "490.0 ± 6.1" in report
+    text = readme.read_text()
+    assert speedups_block in text and "not run yet" not in text
+    block = text.split(LEARNING_MARKERS[0])[1].split(LEARNING_MARKERS[1])[0]
+    assert "| CartPole-v1 | 490.0 ± 6.1 |" in block and re.search(r" \([012]/2\)", block)
