@@ -1147,6 +1147,7 @@ RENAMED = {
     "exp6": "continuous",
     "exp7": "backends",
     "exp8": "mujoco",
+    "exp9": "learning",
 }
 
 

@@ -199,7 +199,8 @@ def test_a_new_out_is_created_whole_with_the_usual_permissions(tmp_path, capsys)
     assert (
         analyse(capsys, "--csv", write_csv(tmp_path / "a.csv", linen_nnx(ENVS)), "--out", out, "--no-figures")[0] == 0
     )
-    assert {p.name for p in out.iterdir()} == {"runs.csv", "summary.csv", "speedups.csv", "env_cost.csv", "REPORT.md"}
+    assert {p.name for p in out.iterdir()} == {*plot_results.TABLES, "REPORT.md"}
+    assert {"runs.csv", "summary.csv", "speedups.csv", "env_cost.csv", "learning.csv"} <= set(plot_results.TABLES)
     umask = os.umask(0)
     os.umask(umask)
     assert out.stat().st_mode & 0o777 == 0o777 & ~umask and leftovers(out) == []
