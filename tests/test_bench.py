@@ -272,6 +272,7 @@ def test_the_expensive_and_continuous_envs_stay_out_of_the_other_experiments(tmp
         ("exp1", "CartPole-v1"),
         ("exp2", "CartPole-v1"),
         ("exp7", "CartPole-v1"),  # on gymnax: CartPole-v1@envpool is another env
+        ("exp9", "CartPole-v1"),  # the learning experiment's CartPole-v1, on gymnax
         ("exp6", STUDY.continuous_envs[0]),
     }
     asked = dry_run(tmp_path, "--seeds", "1", "--envs", f"CartPole-v1,{STUDY.expensive_envs[0]}")
@@ -279,6 +280,7 @@ def test_the_expensive_and_continuous_envs_stay_out_of_the_other_experiments(tmp
         ("exp1", "CartPole-v1"),
         ("exp2", "CartPole-v1"),
         ("exp7", "CartPole-v1"),
+        ("exp9", "CartPole-v1"),
         ("exp5", STUDY.expensive_envs[0]),
     }
     assert len(asked) == expected_count(envs=["CartPole-v1", STUDY.expensive_envs[0]])
@@ -384,7 +386,7 @@ def test_shard_of_cells_is_balanced_for_any_count():
 @pytest.mark.parametrize(
     "args,bad",
     [
-        (["--experiments", "exp1,exp9"], "exp9"),
+        (["--experiments", "exp1,exp99"], "exp99"),
         (["--frameworks", "jax"], "jax"),
         (["--sizes", "huge"], "huge"),
         (["--compile-modes", "jit,fast"], "fast"),
