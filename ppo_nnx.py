@@ -118,7 +118,7 @@ class Args:
             ("ent_coef", self.ent_coef >= 0, "0 or more"),
             ("vf_coef", self.vf_coef >= 0, "0 or more"),
             ("max_grad_norm", self.max_grad_norm > 0, "positive (0 would stop every update)"),
-            ("env_threads", self.env_threads >= 0, "0 (envpool's default) or more"),
+            ("env_threads", 0 <= self.env_threads < 2**31, "0 (envpool's default) or more, below 2**31"),
             # the range that JAX keys, torch generators and envpool all take
             ("seed", 0 <= self.seed < 2**31, "in [0, 2**31 - 1]"),
             ("log_dir", self.log_dir != "", "a folder, not empty"),
@@ -130,6 +130,13 @@ class Args:
             raise ValueError(
                 f"--num-minibatches {self.num_minibatches} must divide the batch size {self.batch_size} "
                 f"(num_envs x num_steps); choose a divisor of {self.batch_size}"
+            )
+        # the optimizer's step count, which the learning-rate schedule reads, is an int32
+        num_updates = self.num_iterations * self.update_epochs * self.num_minibatches
+        if num_updates >= 2**31:
+            raise ValueError(
+                f"--num-iterations x --update-epochs x --num-minibatches = {num_updates:,} optimizer steps; "
+                f"at most {2**31 - 1:,}"
             )
 
 

@@ -36,6 +36,8 @@ NONSENSE = {
     "max grad norm nan": (["--max-grad-norm", "nan"], ["--max-grad-norm", "nan"]),
     "zero epochs": (["--update-epochs", "0"], ["--update-epochs", "0"]),
     "negative env threads": (["--env-threads", "-2"], ["--env-threads", "-2"]),
+    "env threads past envpool's int": (["--env-threads", "99999999999"], ["--env-threads", "99999999999"]),
+    "optimizer steps past int32": (["--num-iterations", "100000000000"], ["--num-iterations", "8,000,000,000,000"]),
     "seed past the generators": (["--seed", "99999999999999999999999"], ["--seed", "99999999999999999999999"]),
     "seed past envpool's int32": (["--seed", str(2**31)], ["--seed", str(2**31)]),
     "negative seed": (["--seed", "-1"], ["--seed", "-1"]),
