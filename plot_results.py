@@ -139,7 +139,8 @@ def check_paths(args: argparse.Namespace, S: study.Study) -> None:
 
 def readme_blocks(results, S: study.Study, previous, previous_name) -> dict[tuple[str, str], str]:
     """The README blocks this analysis has data for, by their markers: the speedup tables when the experiments of
-    study.tables have pairs of runs, the learning tables when there are learning runs. A block without data is left as it is in the README."""
+    study.tables have pairs of runs, the learning tables when there are learning runs. A block without data is left
+    as it is in the README."""
     blocks = {}
     if not report.headline(results.speedups, S).empty:
         blocks[report.README_MARKERS] = report.readme_markdown(results.speedups, S, previous, previous_name)
