@@ -244,6 +244,7 @@ class Bookkeeping:
             self.summary_error = f"summary.json not written ({e})"
         done = f"{self.summary['iterations_completed']}/{self.num_iterations}"
         total, final = self.summary["total_s"], self.summary["final_return"]
+        final = "none (no episode ended)" if final is None else f"{final:.1f}"  # as the progress lines
         print(f"{status}: {done} iterations, total {total:.1f}s, final return {final}, logs in {self.run_dir}")
 
     def end(self, status: str, error: Optional[Exception] = None, one_line: bool = False):

@@ -12,6 +12,7 @@ import time
 START = time.perf_counter()  # import_s, setup_s and total_s count from this first line
 if __name__ == "__main__":  # SIGINT and SIGTERM wait until main() unblocks them: none is lost in the imports
     signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT, signal.SIGTERM])
+    print("ppo_linen.py: importing JAX, Flax Linen and gymnax...", flush=True)  # a first line while they load
 
 import math
 import os
@@ -389,6 +390,21 @@ def update(args: Args, state: TrainState, batch: Batch, key, permutations=None):
     return state, key, metrics
 
 
+# --------------------------------------------------------------------------------------- progress
+def progress(args: Args, iteration: int, scalars: dict, after_compile: list) -> str:
+    """The iteration's progress line. The ETA comes from the mean time of the iterations after the first (which
+    compiles), once there are two of them."""
+    done = f"iter {iteration + 1}/{args.num_iterations} | SPS {scalars['charts/SPS']:,.0f}"
+    if "charts/episodic_return" in scalars:
+        episodes = f"return {scalars['charts/episodic_return']:.1f}"
+    else:
+        episodes = "no episode ended"
+    timing = f"rollout {scalars['time/rollout']:.3f}s update {scalars['time/update']:.3f}s"
+    remaining = args.num_iterations - iteration - 1
+    eta = f"ETA {np.mean(after_compile) * remaining:.0f}s" if len(after_compile) >= 2 else "ETA -"
+    return f"{done} | {episodes} | {timing} | elapsed {scalars['time/elapsed']:.1f}s {eta}"
+
+
 # ------------------------------------------------------------------------------------------- main
 def main():
     signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT, signal.SIGTERM])  # held since the first line
@@ -428,6 +444,7 @@ def main():
             update_fn = jax.jit(update_fn)
         book.setup_done()
         print(f"{run_name}: setup {time.perf_counter() - START:.1f}s on {config['device_name']}", flush=True)
+        after_compile = []  # the times of iterations 1, 2, ...: the ETA's
         for iteration in range(args.num_iterations):
             book.check_signals()  # a SIGINT or SIGTERM stops the run here...
             last_step = (iteration + 1) * args.update_epochs * args.num_minibatches - 1
@@ -462,12 +479,9 @@ def main():
             for tag, value in scalars.items():
                 writer.add_scalar(tag, value, global_step)  # values on the host already
             book.iteration_done(iteration, scalars, writer)
-            episodic_return = scalars.get("charts/episodic_return", np.nan)
-            eta = iteration_time * (args.num_iterations - iteration - 1)
-            timing = f"rollout {rollout_end - iteration_start:.3f}s update {update_end - rollout_end:.3f}s"
-            progress = f"iter {iteration + 1}/{args.num_iterations} | SPS {args.batch_size / iteration_time:,.0f}"
-            elapsed = f"elapsed {time.perf_counter() - START:.1f}s ETA {eta:.1f}s"
-            print(f"{progress} | return {episodic_return:.1f} | {timing} | {elapsed}", flush=True)
+            if iteration > 0:  # iteration 0 compiles: not for the ETA
+                after_compile.append(iteration_time)
+            print(progress(args, iteration, scalars, after_compile), flush=True)
     if args.track:
         wandb.finish()
 

@@ -1,0 +1,59 @@
+"""What a script prints while it runs: a first line before the heavy imports, progress lines whose ETA comes from
+the iterations after compilation (none before two of them), "no episode ended" rather than a NaN return, and the
+final return at the progress lines' precision."""
+
+import importlib
+import re
+
+import pytest
+
+from helpers import STUDY, TINY, run_script
+
+FRAMEWORKS = list(STUDY.frameworks)
+FIRST_FAST = [pytest.param(f, marks=() if i == 0 else pytest.mark.slow) for i, f in enumerate(FRAMEWORKS)]
+SCALARS = {"charts/SPS": 1000.0, "time/rollout": 0.5, "time/update": 0.25, "time/elapsed": 30.0}
+
+
+def module(framework: str):
+    return importlib.import_module(STUDY.frameworks[framework].script[: -len(".py")])
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_the_eta_is_the_mean_after_compilation_once_there_are_two(framework):
+    ppo = module(framework)
+    args = ppo.Args(num_iterations=10)
+    scalars = {**SCALARS, "charts/episodic_return": 21.25}
+    assert ppo.progress(args, 0, scalars, []).endswith("elapsed 30.0s ETA -")  # iteration 0 compiles
+    assert ppo.progress(args, 1, scalars, [4.0]).endswith("ETA -")  # one iteration after it: not yet
+    # iterations 1 and 2 took 4 s and 2 s: 3 s each for the 7 left
+    line = ppo.progress(args, 2, scalars, [4.0, 2.0])
+    assert line == "iter 3/10 | SPS 1,000 | return 21.2 | rollout 0.500s update 0.250s | elapsed 30.0s ETA 21s"
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_an_iteration_without_an_ended_episode_says_so(framework):
+    line = module(framework).progress(module(framework).Args(), 4, SCALARS, [1.0, 1.0])
+    assert "| no episode ended |" in line and "nan" not in line.lower()
+
+
+@pytest.mark.parametrize("framework", FIRST_FAST)
+def test_a_run_prints_a_first_line_then_its_progress(framework, log_dir):
+    """MountainCar-v0: no episode ends in 4 x 16 steps."""
+    name = STUDY.frameworks[framework].script
+    args = [*TINY[:4], "--num-iterations", "4", *TINY[6:], "--env", "MountainCar-v0"]
+    proc = run_script(name, *args, log_dir=log_dir)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith(f"{name}: importing ")
+    progress = [line for line in lines if line.startswith("iter ")]
+    assert [line.split(" | ")[0] for line in progress] == [f"iter {i}/4" for i in range(1, 5)]
+    assert all(line.endswith("ETA -") for line in progress[:2])
+    assert all(re.search(r"ETA \d+s$", line) for line in progress[2:])
+    assert all("| no episode ended |" in line for line in progress) and "nan" not in proc.stdout.lower()
+    assert "final return none (no episode ended)" in lines[-1]
+
+
+def test_the_final_return_has_the_progress_lines_precision(log_dir):
+    proc = run_script(STUDY.frameworks[FRAMEWORKS[0]].script, *TINY, log_dir=log_dir)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert re.search(r"final return \d+\.\d, logs in ", proc.stdout.splitlines()[-1]), proc.stdout[-500:]
