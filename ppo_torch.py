@@ -40,6 +40,8 @@ MODEL_SIZES = {"small": (64, 64), "medium": (256, 256, 256), "large": (1024,) * 
 
 @dataclass(frozen=True)
 class Args:
+    """PPO in PyTorch on gymnax (or envpool's CPU envs): trains one agent, logs to TensorBoard (and W&B)."""
+
     exp_name: str = os.path.basename(__file__)[: -len(".py")]
     """the name of this experiment (with --track, the W&B group when set; else the group is --tag)"""
     env: str = "CartPole-v1"
@@ -87,7 +89,9 @@ class Args:
     norm_reward: bool = False
     """scale the rewards by the running std of their discounted return (env_adapters.py)"""
     compile: Literal["compile", "env-jit", "torchscript", "none", "cudagraphs"] = "compile"
-    """compile: torch.compile + jax.jit; torchscript: torch.jit.trace; cudagraphs: CUDA graphs (GPU); env-jit: eager"""
+    """compile: torch.compile of the minibatch step and the rollout's end, the env jax.jit-ed; env-jit: eager
+    torch, the env jitted; torchscript: the policy step traced (torch.jit.trace), the update eager, the env jitted;
+    none: eager torch and the env op by op; cudagraphs: compile with CUDA graphs (needs a GPU)"""
     device: Literal["auto", "cpu", "cuda"] = "auto"
     """where torch and JAX run (always the same device, so DLPack is zero-copy); auto: cuda when both see a GPU"""
     sync_timing: bool = True

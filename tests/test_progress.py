@@ -4,10 +4,12 @@ final return at the progress lines' precision."""
 
 import importlib
 import re
+import subprocess
+import sys
 
 import pytest
 
-from helpers import STUDY, TINY, run_script
+from helpers import ROOT, STUDY, TINY, run_script
 
 FRAMEWORKS = list(STUDY.frameworks)
 FIRST_FAST = [pytest.param(f, marks=() if i == 0 else pytest.mark.slow) for i, f in enumerate(FRAMEWORKS)]
@@ -57,3 +59,18 @@ def test_the_final_return_has_the_progress_lines_precision(log_dir):
     proc = run_script(STUDY.frameworks[FRAMEWORKS[0]].script, *TINY, log_dir=log_dir)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert re.search(r"final return \d+\.\d, logs in ", proc.stdout.splitlines()[-1]), proc.stdout[-500:]
+
+
+@pytest.mark.parametrize("framework", FIRST_FAST)
+def test_help_says_what_the_script_does_and_torch_what_each_compile_mode_does(framework):
+    name = STUDY.frameworks[framework].script
+    cmd = [sys.executable, str(ROOT / name), "--help"]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    described = proc.stdout.split("usage:", 1)[1].splitlines()
+    assert described[2].startswith("PPO in ") and "trains one agent" in described[2]
+    if framework == "torch":
+        text = " ".join(proc.stdout.split("--compile", 1)[1].split("--device")[0].replace("│", " ").split())
+        for mode in STUDY.frameworks["torch"].compile + ("cudagraphs",):
+            assert f"{mode}:" in text
+        assert "needs a GPU" in text
