@@ -15,7 +15,10 @@ with the gymnax runs of that env id (a run without env_backend ran on gymnax). W
     summary.csv   one row per run: config, durations, iteration windows, the experiments it belongs to
     speedups.csv  speedups A->B = time_A / time_B per metric, experiment, model size and framework pair
     env_cost.csv  per metric, model size and pair: does the speedup shrink with env cost? (Spearman's rho, the
-                  log-log slope, bootstrap intervals over envs; needs --env-timing)
+                  log-log slope, bootstrap intervals over envs; needs the env timing: --env-timing, else the
+                  env_timing.json that bench.sh wrote in the first RUNS_DIR that holds one)
+    learning.csv, learning_speedups.csv
+                  the learning experiments (exp9): final returns against the reference's, times to reach it
     *.png         the figures study.toml lists for each experiment (skipped when the experiment has no runs)
     REPORT.md     the tables, the figures, the machines and versions, the runs left out of the speedups, the
                   skipped runs (and, with --previous, the headline speedups of both editions side by side)
@@ -37,6 +40,7 @@ from analysis.loading import BadInput, load_runs, read_env_timing, read_previous
 from analysis.results import analyse
 from analysis.speedups import SPEEDUP_COLUMNS
 
+TIMING_FILE = "env_timing.json"  # bench.sh's, in its --log-dir
 TABLES = ("runs.csv", "summary.csv", "speedups.csv", "env_cost.csv", "learning.csv", "learning_speedups.csv")
 
 
@@ -71,7 +75,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument(
         "--env-timing",
         metavar="FILE",
-        help="env_timing.json from env_timing.py: orders envs by step cost (else in the study's order)",
+        help="env_timing.json from env_timing.py: orders envs by step cost (default: the env_timing.json bench.sh "
+        "wrote in the first RUNS_DIR that holds one; none: the study's order)",
     )
     parser.add_argument(
         "--no-figures",
@@ -137,6 +142,12 @@ def check_paths(args: argparse.Namespace, S: study.Study) -> None:
     output.check_out(Path(args.out), [*TABLES, output.REPORT, *sorted(figures.figure_files(S))])
 
 
+def sweep_timing(runs_dirs: list[str]):
+    """The env_timing.json that bench.sh wrote in a runs folder (its --log-dir), of the first RUNS_DIR that has one."""
+    found = [Path(folder) / TIMING_FILE for folder in runs_dirs if (Path(folder) / TIMING_FILE).is_file()]
+    return str(found[0]) if found else None
+
+
 def readme_blocks(results, S: study.Study, previous, previous_name) -> dict[tuple[str, str], str]:
     """The README blocks this analysis has data for, by their markers: the speedup tables when the experiments of
     study.tables have pairs of runs, the learning tables when there are learning runs. A block without data is left
@@ -155,7 +166,10 @@ def run(args: argparse.Namespace, S: study.Study) -> None:
     out = Path(args.out)
     previous = read_previous(args.previous, SPEEDUP_COLUMNS) if args.previous else None
     sources = [*args.runs_dirs, *args.csv]
-    timing, timing_info = read_env_timing(args.env_timing)
+    timing_path = args.env_timing or sweep_timing(args.runs_dirs)
+    if timing_path and not args.env_timing:
+        print(f"note: env costs from {timing_path} (bench.sh's; --env-timing to choose another)")
+    timing, timing_info = read_env_timing(timing_path)
     runs, skipped = load_runs(args.runs_dirs, args.csv, S)
     for run in skipped:
         print(f"warning: skipped {run.path}: {run.reason}", file=sys.stderr)
