@@ -72,7 +72,7 @@ def test_exp8_runs_mujoco_on_envpool_only_and_the_whole_study_lists_both(tmp_pat
     assert len(lines) == len(EXP8.envs) * len(EXP8.sizes) * len(STUDY.frameworks) * 2
     every = dry_run(tmp_path, "--seeds", "1")
     envpool = {option(line, "--exp-name") for line in every if " --env-backend envpool" in line}
-    assert envpool == {"exp7", "exp8"}  # no other experiment runs on envpool
+    assert envpool == {"exp7", "exp8", "exp9"}  # and the learning experiment's MuJoCo; no other runs on envpool
 
 
 def test_the_plan_names_the_backend_in_descriptions_log_stems_and_cells(tmp_path):
@@ -132,7 +132,8 @@ def test_an_envpool_env_outside_the_study_joins_the_envpool_experiments(tmp_path
     outside = [line for line in lines if option(line, "--env") == "Humanoid-v4"]
     assert {option(line, "--exp-name") for line in outside} == {"exp8"} and len(outside) == len(EXP8.sizes) * 2
     assert all(option(line, "--env-backend") == "envpool" for line in outside)
-    assert {option(line, "--exp-name") for line in lines if env_of(line) == "CartPole-v1"} == {"exp1", "exp2", "exp7"}
+    on_gymnax = {option(line, "--exp-name") for line in lines if env_of(line) == "CartPole-v1"}
+    assert on_gymnax == {"exp1", "exp2", "exp7", "exp9"}
 
 
 def test_the_backend_after_dashdash_is_refused(tmp_path):
@@ -204,7 +205,7 @@ def test_a_sweep_with_cpus_gives_its_envpool_runs_and_the_env_timing_the_threads
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "4 completed, 0 failed, 0 skipped"
     (timing,) = (tmp_path / "timing_marks").read_text().splitlines()
-    assert "--envs CartPole-v1,CartPole-v1@envpool " in timing and timing.endswith("--env-threads 1")
+    assert "--envs=CartPole-v1,CartPole-v1@envpool " in timing and timing.endswith("--env-threads=1")
     runs = [json.loads(line)["argv"] for line in (tmp_path / "marks").read_text().splitlines()]
     assert len(runs) == 4
     for argv in runs:
