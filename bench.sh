@@ -131,6 +131,7 @@ check_option() {  # dies on an unknown option
 
 set_option() {  # set_option --name value
   check_option "$1"
+  [[ -n $2 ]] || die "$1 is empty: an empty value names nothing"
   case $1 in
     --log-dir) LOG_DIR=$2 ;;
     --timeout) TIMEOUT=$2 ;;

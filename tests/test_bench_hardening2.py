@@ -52,6 +52,14 @@ def test_a_bad_value_that_starts_with_a_dash_is_named(tmp_path, args, value):
     assert proc.stdout == "" and not (tmp_path / "runs").exists()
 
 
+# ----------------------------------------------------------------------------- 7: an empty value names nothing
+@pytest.mark.parametrize("option", ["--log-dir", "--env-timing-file", "--python", "--tag", "--timeout", "--cpus"])
+def test_an_empty_value_is_refused_in_one_line_before_anything(tmp_path, option):
+    proc = run_bench("--dry-run", "--experiments", "exp1", "--seeds", "1", option, "", env={**os.environ}, cwd=tmp_path)
+    one_line_refusal(proc, f"{option} is empty")
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("action", ["dry-run", "plan", "check", "sbatch"])
 def test_sweep_py_names_a_bad_value_that_starts_with_a_dash(action):
     proc = subprocess.run(
