@@ -18,7 +18,8 @@ with the gymnax runs of that env id (a run without env_backend ran on gymnax). W
                   log-log slope, bootstrap intervals over envs; needs the env timing: --env-timing, else the
                   env_timing.json that bench.sh wrote in the first RUNS_DIR that holds one)
     learning.csv, learning_speedups.csv
-                  the learning experiments (exp9): final returns against the reference's, times to reach it
+                  the learning experiments (those with configs): final returns against the reference's, and
+                  the times to reach it
     *.png         the figures study.toml lists for each experiment (skipped when the experiment has no runs)
     REPORT.md     the tables, the figures, the machines and versions, the runs left out of the speedups, the
                   skipped runs (and, with --previous, the headline speedups of both editions side by side)
