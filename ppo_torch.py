@@ -13,7 +13,8 @@ import warnings
 START = time.perf_counter()  # import_s, setup_s and total_s count from this first line
 if __name__ == "__main__":  # SIGINT and SIGTERM wait until main() unblocks them: none is lost in the imports
     signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT, signal.SIGTERM])
-    print("ppo_torch.py: importing PyTorch, JAX and gymnax...", flush=True)  # a first line while they load
+    # a first line while they load
+    print("ppo_torch.py: importing PyTorch, JAX and gymnax...", flush=True)
 
 import math
 import os
@@ -40,7 +41,7 @@ MODEL_SIZES = {"small": (64, 64), "medium": (256, 256, 256), "large": (1024,) * 
 
 @dataclass(frozen=True)
 class Args:
-    """PPO in PyTorch on gymnax (or envpool's CPU envs): trains one agent, logs to TensorBoard (and W&B)."""
+    """PPO in PyTorch on gymnax (or envpool's CPU envs): trains one agent, logs to TensorBoard."""
 
     exp_name: str = os.path.basename(__file__)[: -len(".py")]
     """the name of this experiment (with --track, the W&B group when set; else the group is --tag)"""
@@ -89,9 +90,9 @@ class Args:
     norm_reward: bool = False
     """scale the rewards by the running std of their discounted return (env_adapters.py)"""
     compile: Literal["compile", "env-jit", "torchscript", "none", "cudagraphs"] = "compile"
-    """compile: torch.compile of the minibatch step and the rollout's end, the env jax.jit-ed; env-jit: eager
-    torch, the env jitted; torchscript: the policy step traced (torch.jit.trace), the update eager, the env jitted;
-    none: eager torch and the env op by op; cudagraphs: compile with CUDA graphs (needs a GPU)"""
+    """compile: torch.compile of the minibatch step and the rollout's end, the env jitted; env-jit:
+    eager torch, the env jitted; torchscript: the policy step traced (torch.jit.trace), the update
+    eager; none: eager torch, the env op by op; cudagraphs: compile, CUDA graphs (needs a GPU)"""
     device: Literal["auto", "cpu", "cuda"] = "auto"
     """where torch and JAX run (always the same device, so DLPack is zero-copy); auto: cuda when both see a GPU"""
     sync_timing: bool = True
@@ -129,25 +130,26 @@ class Args:
             ("ent_coef", self.ent_coef >= 0, "0 or more"),
             ("vf_coef", self.vf_coef >= 0, "0 or more"),
             ("max_grad_norm", self.max_grad_norm > 0, "positive (0 would stop every update)"),
-            ("env_threads", 0 <= self.env_threads < 2**31, "0 (envpool's default) or more, below 2**31"),
+            ("env_threads", 0 <= self.env_threads < 2**31, "0 (envpool's default) to 2**31 - 1"),
             # the range that JAX keys, torch generators and envpool all take
             ("seed", 0 <= self.seed < 2**31, "in [0, 2**31 - 1]"),
             ("log_dir", self.log_dir != "", "a folder, not empty"),
         ]
         for name, ok, rule in rules:
             if not ok:
-                raise ValueError(f"--{name.replace('_', '-')} must be {rule}, got {getattr(self, name)!r}")
+                value = getattr(self, name)
+                raise ValueError(f"--{name.replace('_', '-')} must be {rule}, got {value!r}")
         if self.batch_size % self.num_minibatches:
             raise ValueError(
-                f"--num-minibatches {self.num_minibatches} must divide the batch size {self.batch_size} "
-                f"(num_envs x num_steps); choose a divisor of {self.batch_size}"
+                f"--num-minibatches {self.num_minibatches} must divide the batch size "
+                f"{self.batch_size} (num_envs x num_steps); choose a divisor of {self.batch_size}"
             )
         # the optimizer's step count, which the learning-rate schedule reads, is an int32
         num_updates = self.num_iterations * self.update_epochs * self.num_minibatches
         if num_updates >= 2**31:
             raise ValueError(
-                f"--num-iterations x --update-epochs x --num-minibatches = {num_updates:,} optimizer steps; "
-                f"at most {2**31 - 1:,}"
+                f"--num-iterations x --update-epochs x --num-minibatches = {num_updates:,} "
+                f"optimizer steps; at most {2**31 - 1:,}"
             )
 
 
@@ -411,8 +413,8 @@ def update(args: Args, lr_schedule, step_fn, generator, batch: Batch, optimizer_
 
 # --------------------------------------------------------------------------------------- progress
 def progress(args: Args, iteration: int, scalars: dict, after_compile: list) -> str:
-    """The iteration's progress line. The ETA comes from the mean time of the iterations after the first (which
-    compiles), once there are two of them."""
+    """The iteration's progress line. The ETA comes from the mean time of the iterations after
+    the first (which compiles), once there are two of them."""
     done = f"iter {iteration + 1}/{args.num_iterations} | SPS {scalars['charts/SPS']:,.0f}"
     if "charts/episodic_return" in scalars:
         episodes = f"return {scalars['charts/episodic_return']:.1f}"
