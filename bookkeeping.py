@@ -100,7 +100,10 @@ def check_batch_memory(args) -> None:
 
 def check_wandb_names(args) -> None:
     """ValueError for a W&B project or entity name that W&B would refuse once the run has started."""
-    for flag, name in (("--wandb-project-name", args.wandb_project_name), ("--wandb-entity", args.wandb_entity)):
+    for flag, name in (
+        ("--wandb-project-name", args.wandb_project_name),
+        ("--wandb-entity", args.wandb_entity),
+    ):
         if name is None:
             continue
         bad = sorted(set(name) & set(WANDB_FORBIDDEN))
@@ -137,7 +140,9 @@ def machine() -> dict:
     return {
         "platform": platform.platform(),
         "hostname": socket.gethostname(),
-        "cpu_affinity": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "cpu_affinity": sorted(os.sched_getaffinity(0))
+        if hasattr(os, "sched_getaffinity")
+        else None,
         "start_time": datetime.now(timezone.utc).isoformat(),
     }
 
@@ -148,7 +153,9 @@ def check_writer(writer, thread_errors: list) -> None:
     event_writer = writer._get_file_writer().event_writer
     if event_writer._worker.is_alive():
         return
-    event_writer._closed = True  # else its close(), on leaving `with` and at exit, writes to the full disk again
+    event_writer._closed = (
+        True  # else its close(), on leaving `with` and at exit, writes to the full disk again
+    )
     why = f" ({thread_errors[-1]})" if thread_errors else ""
     raise OSError(f"the TensorBoard writer stopped{why}: is the disk full?")
 
@@ -212,7 +219,10 @@ class Bookkeeping:
         to config.json."""
         config["command"] = sys.argv
         packages = self.packages + (("envpool",) if config.get("env_backend") == "envpool" else ())
-        config["versions"] = {"python": platform.python_version(), **{p: version(p) for p in packages}}
+        config["versions"] = {
+            "python": platform.python_version(),
+            **{p: version(p) for p in packages},
+        }
         config.update(machine())
         self.run_dir = run_dir
         self.num_iterations = config["num_iterations"]
@@ -224,7 +234,9 @@ class Bookkeeping:
 
     def iteration_done(self, iteration: int, scalars: dict, writer):
         self.summary["iterations_completed"] = iteration + 1
-        self.returns.append(float(scalars.get("charts/episodic_return", np.nan)))  # NaN: no episode ended
+        self.returns.append(
+            float(scalars.get("charts/episodic_return", np.nan))
+        )  # NaN: no episode ended
         check_writer(writer, self.thread_errors)
 
     def finish(self, status: str, error: Optional[str] = None):
@@ -232,7 +244,9 @@ class Bookkeeping:
         self.running = False  # a signal from here on must not stop the writing
         if self.run_dir is None:  # no run folder was made
             return
-        last = [r for r in self.returns[-10:] if not np.isnan(r)]  # final_return: of the last 10 iterations
+        last = [
+            r for r in self.returns[-10:] if not np.isnan(r)
+        ]  # final_return: of the last 10 iterations
         self.summary["status"] = status
         self.summary["total_s"] = time.perf_counter() - self.start_time
         self.summary["final_return"] = float(np.mean(last)) if last else None
@@ -244,8 +258,12 @@ class Bookkeeping:
             self.summary_error = f"summary.json not written ({e})"
         done = f"{self.summary['iterations_completed']}/{self.num_iterations}"
         total, final = self.summary["total_s"], self.summary["final_return"]
-        final = "none (no episode ended)" if final is None else f"{final:.1f}"  # as the progress lines
-        print(f"{status}: {done} iterations, total {total:.1f}s, final return {final}, logs in {self.run_dir}")
+        final = (
+            "none (no episode ended)" if final is None else f"{final:.1f}"
+        )  # as the progress lines
+        print(
+            f"{status}: {done} iterations, total {total:.1f}s, final return {final}, logs in {self.run_dir}"
+        )
 
     def end(self, status: str, error: Optional[Exception] = None, one_line: bool = False):
         """finish(), then one error line: the error itself when one_line, and summary.json when it was not written."""
@@ -262,7 +280,9 @@ class Bookkeeping:
         for signum in SIGNALS:
             signal.signal(signum, self.on_signal)
         threading.excepthook = self.on_thread_error
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)  # those held since the script's first line
+        signal.pthread_sigmask(
+            signal.SIG_UNBLOCK, SIGNALS
+        )  # those held since the script's first line
         try:
             check_args(args_type, sys.argv[1:])
             main()

@@ -31,7 +31,10 @@ from jax.experimental import io_callback
 from jax.experimental.buffer_callback import buffer_callback
 
 ACTION_KINDS = "Discrete actions and 1-D Box actions (a diagonal Gaussian policy)"
-CRAFTAX_ENVS = ("Craftax-Classic-Symbolic-v1", "Craftax-Symbolic-v1")  # expensive JAX envs (pip package craftax)
+CRAFTAX_ENVS = (
+    "Craftax-Classic-Symbolic-v1",
+    "Craftax-Symbolic-v1",
+)  # expensive JAX envs (pip package craftax)
 # Brax envs (pip package brax) and the physics backend of each, chosen by measurement on a CPU (2 busy cores): the
 # compile of the jitted reset + the jitted step, then a step's median, at 4 / 32 (the scripts' default) / 256 envs:
 #                 generalized                              mjx
@@ -109,7 +112,9 @@ class Craftax:
     alone), and resets optimistically, as Craftax_Baselines does: only NUM_RESETS fresh worlds a step, shared by
     the envs that are done."""
 
-    NUM_RESETS = 4  # 32 envs under a random policy end about 0.2 episodes a step: sharing a world is rare
+    NUM_RESETS = (
+        4  # 32 envs under a random policy end about 0.2 episodes a step: sharing a world is rare
+    )
 
     def __init__(self, env_id: str):
         from craftax.craftax_env import make_craftax_env_from_name
@@ -132,9 +137,13 @@ class Craftax:
         num_resets = min(self.NUM_RESETS, len(keys))
         reset_keys = jax.random.split(jax.random.fold_in(keys[0], 1), num_resets)
         fresh_obs, fresh_states = self.reset(reset_keys, params)
-        world = (jnp.cumsum(done) - 1) % num_resets  # the k-th done env takes fresh world k mod num_resets
+        world = (
+            jnp.cumsum(done) - 1
+        ) % num_resets  # the k-th done env takes fresh world k mod num_resets
         fresh = jax.tree.map(lambda x: x[world], (fresh_obs, fresh_states))
-        next_obs, states = jax.tree.map(lambda new, old: pick_where(done, new, old), fresh, (obs, states))
+        next_obs, states = jax.tree.map(
+            lambda new, old: pick_where(done, new, old), fresh, (obs, states)
+        )
         info = {**info, "final_observation": obs}
         return next_obs, states, reward, terminated, done & ~terminated, info
 
@@ -178,7 +187,9 @@ class Brax:
         low, high = np.asarray(self.env.sys.actuator.ctrl_range, np.float32).T
         self.action_bounds = (low, high)
         self.default_params = None
-        self.reset_batch = jax.jit(jax.vmap(self.env.reset))  # jitted: an eager MJX reset takes about 60 s
+        self.reset_batch = jax.jit(
+            jax.vmap(self.env.reset)
+        )  # jitted: an eager MJX reset takes about 60 s
 
     def reset(self, keys, params=None):
         states = self.reset_batch(keys)
@@ -188,11 +199,17 @@ class Brax:
     def step(self, keys, states, actions, params=None):
         stepped = cast_like(jax.vmap(self.env.step)(states, actions), states)
         done = stepped.done.astype(bool)
-        truncated = stepped.info["truncation"].astype(bool)  # the time limit, unless the env also ended itself
+        truncated = stepped.info["truncation"].astype(
+            bool
+        )  # the time limit, unless the env also ended itself
 
         def reset_done(stepped):
-            fresh = self.reset(keys)[1]  # a Brax step draws no randomness: its keys are fresh for the reset
-            return cast_like(jax.tree.map(lambda new, old: pick_where(done, new, old), fresh, stepped), stepped)
+            fresh = self.reset(keys)[
+                1
+            ]  # a Brax step draws no randomness: its keys are fresh for the reset
+            return cast_like(
+                jax.tree.map(lambda new, old: pick_where(done, new, old), fresh, stepped), stepped
+            )
 
         # the reset costs nothing on a step where no episode ends (halfcheetah ends them all at once, every 1000)
         states = jax.lax.cond(done.any(), reset_done, lambda stepped: stepped, stepped)
@@ -203,9 +220,19 @@ class Brax:
 # ------------------------------------------------------------------------------------------------ envpool
 # envpool's CPU simulators (pip package envpool, imported lazily: about 6 s): the classic-control twins of
 # gymnax's envs, and MuJoCo (float64 in envpool, float32 here).
-ENVPOOL_ENVS = ("CartPole-v1", "Acrobot-v1", "MountainCar-v0", "MountainCarContinuous-v0", "Pendulum-v1")
-ENVPOOL_ENVS += tuple(f"{name}-v4" for name in ("Ant", "HalfCheetah", "Hopper", "Humanoid", "HumanoidStandup"))
-ENVPOOL_ENVS += tuple(f"{name}-v4" for name in ("InvertedDoublePendulum", "InvertedPendulum", "Pusher", "Reacher"))
+ENVPOOL_ENVS = (
+    "CartPole-v1",
+    "Acrobot-v1",
+    "MountainCar-v0",
+    "MountainCarContinuous-v0",
+    "Pendulum-v1",
+)
+ENVPOOL_ENVS += tuple(
+    f"{name}-v4" for name in ("Ant", "HalfCheetah", "Hopper", "Humanoid", "HumanoidStandup")
+)
+ENVPOOL_ENVS += tuple(
+    f"{name}-v4" for name in ("InvertedDoublePendulum", "InvertedPendulum", "Pusher", "Reacher")
+)
 ENVPOOL_ENVS += ("Swimmer-v4", "Walker2d-v4")
 
 
@@ -213,10 +240,14 @@ def make_envpool(env_id: str, num_envs: int, seed: int, num_threads: int = 0):
     """(env, params) of an envpool env: a pool of num_envs envs seeded by seed, stepped by num_threads threads
     (0: envpool's default, one per core up to num_envs); ValueError (one line) for an env id it does not have."""
     if env_id not in ENVPOOL_ENVS:
-        raise ValueError(f"env {env_id!r} is not an envpool env here; usable envpool envs: {', '.join(ENVPOOL_ENVS)}")
+        raise ValueError(
+            f"env {env_id!r} is not an envpool env here; usable envpool envs: {', '.join(ENVPOOL_ENVS)}"
+        )
     if num_threads < 0:
         raise ValueError(f"--env-threads must be 0 (envpool's default) or more, got {num_threads}")
-    return Envpool(env_id, num_envs, seed, num_threads), None  # params: none, the pool holds its config
+    return Envpool(
+        env_id, num_envs, seed, num_threads
+    ), None  # params: none, the pool holds its config
 
 
 class HostRunner(NamedTuple):
@@ -245,7 +276,9 @@ class Envpool:
         import envpool
 
         # batch_size defaults to num_envs: synchronous, every call steps every env
-        self.pool = envpool.make(env_id, env_type="gymnasium", num_envs=num_envs, seed=seed, num_threads=num_threads)
+        self.pool = envpool.make(
+            env_id, env_type="gymnasium", num_envs=num_envs, seed=seed, num_threads=num_threads
+        )
         self.num_envs = num_envs
         self.obs_shape = self.pool.observation_space.shape
         space = self.pool.action_space
@@ -266,7 +299,9 @@ class Envpool:
     def step_host(self, actions):
         """One step of every env, done envs reset in the same step: (obs, steps, reward, terminated, truncated,
         final_obs), NumPy, with float32 observations and rewards."""
-        final_obs, reward, terminated, truncated, info = self.pool.step(np.asarray(actions, self.action_dtype))
+        final_obs, reward, terminated, truncated, info = self.pool.step(
+            np.asarray(actions, self.action_dtype)
+        )
         final_obs, steps = final_obs.astype(np.float32), info["elapsed_step"].astype(np.int32)
         done = terminated | truncated
         obs = final_obs.copy()
@@ -281,7 +316,9 @@ class Envpool:
         """ppo_torch.py's reset_envs on the host."""
         obs, _ = self.reset_host()
         obs = obs.reshape(self.num_envs, -1)
-        return HostRunner(obs, np.zeros(self.num_envs, np.float32), np.zeros(self.num_envs, np.int32))
+        return HostRunner(
+            obs, np.zeros(self.num_envs, np.float32), np.zeros(self.num_envs, np.int32)
+        )
 
     def host_step_packed(self, runner: HostRunner, action):
         """ppo_torch.py's env_step_packed on the host, in NumPy: step_envs' arithmetic (the clip, the episode
@@ -294,7 +331,9 @@ class Envpool:
         episode_return = runner.episode_return + reward
         episode_length = runner.episode_length + 1
         obs = obs.reshape(self.num_envs, -1)
-        running_return = np.where(done, np.float32(0), episode_return)  # 0 where a new episode starts
+        running_return = np.where(
+            done, np.float32(0), episode_return
+        )  # 0 where a new episode starts
         running_length = np.where(done, np.int32(0), episode_length)
         ended_return = np.where(done, episode_return, np.float32(0))
         ended_length = np.where(done, episode_length, np.int32(0))
@@ -307,7 +346,9 @@ class Envpool:
         """The shapes and dtypes of step_host's outputs: obs, steps, reward, terminated, truncated, final obs."""
         n = self.num_envs
         obs = jax.ShapeDtypeStruct((n, *self.obs_shape), jnp.float32)
-        vector = [jax.ShapeDtypeStruct((n,), dtype) for dtype in (jnp.int32, jnp.float32, bool, bool)]
+        vector = [
+            jax.ShapeDtypeStruct((n,), dtype) for dtype in (jnp.int32, jnp.float32, bool, bool)
+        ]
         return (obs, *vector, obs)
 
     def reset(self, keys, params=None):
@@ -316,7 +357,9 @@ class Envpool:
         return host_call(self.reset_host, (obs, steps))
 
     def step(self, keys, states, actions, params=None):
-        obs, steps, reward, terminated, truncated, final_obs = host_call(self.step_host, self.step_shapes(), actions)
+        obs, steps, reward, terminated, truncated, final_obs = host_call(
+            self.step_host, self.step_shapes(), actions
+        )
         return obs, steps, reward, terminated, truncated, {"final_observation": final_obs}
 
 
@@ -327,7 +370,9 @@ def host_call(fn, shapes, *args):
     if jax.default_backend() != "cpu":
         return io_callback(fn, shapes, *args, ordered=True)
 
-    def write_outputs(context, outputs, *inputs):  # XLA's own buffers, written in place: no copy out
+    def write_outputs(
+        context, outputs, *inputs
+    ):  # XLA's own buffers, written in place: no copy out
         results = fn(*[np.asarray(x) for x in inputs])
         for output, result in zip(outputs, results):
             np.asarray(output)[...] = result
@@ -349,7 +394,9 @@ class RunningStats(NamedTuple):
 
 def start_stats(shape) -> RunningStats:
     """No samples yet: mean 0, variance 1, and a count of 1e-4 (PureJaxRL's), which the first batch outweighs."""
-    return RunningStats(jnp.zeros(shape, jnp.float32), jnp.ones(shape, jnp.float32), jnp.asarray(1e-4, jnp.float32))
+    return RunningStats(
+        jnp.zeros(shape, jnp.float32), jnp.ones(shape, jnp.float32), jnp.asarray(1e-4, jnp.float32)
+    )
 
 
 def merge(stats: RunningStats, batch) -> RunningStats:
@@ -359,7 +406,11 @@ def merge(stats: RunningStats, batch) -> RunningStats:
     delta = batch_mean - stats.mean
     count = stats.count + batch_count
     mean = stats.mean + delta * batch_count / count
-    m2 = stats.var * stats.count + batch_var * batch_count + delta**2 * stats.count * batch_count / count
+    m2 = (
+        stats.var * stats.count
+        + batch_var * batch_count
+        + delta**2 * stats.count * batch_count / count
+    )
     return RunningStats(mean, m2 / count, count)
 
 
@@ -394,7 +445,11 @@ class Normalize:
 
     def __init__(self, env, obs: bool, reward: bool, gamma: float):
         self.env, self.obs, self.reward, self.gamma = env, obs, reward, gamma
-        self.num_actions, self.continuous, self.action_bounds = env.num_actions, env.continuous, env.action_bounds
+        self.num_actions, self.continuous, self.action_bounds = (
+            env.num_actions,
+            env.continuous,
+            env.action_bounds,
+        )
 
     def reset(self, keys, params):
         obs, env_state = self.env.reset(keys, params)
@@ -405,12 +460,17 @@ class Normalize:
         return (scale(obs, obs_stats) if self.obs else obs), state
 
     def step(self, keys, state: NormalizeState, actions, params):
-        obs, env_state, reward, terminated, truncated, info = self.env.step(keys, state.env_state, actions, params)
+        obs, env_state, reward, terminated, truncated, info = self.env.step(
+            keys, state.env_state, actions, params
+        )
         info = {**info, "raw_reward": reward}
         obs_stats, return_stats, returns = state.obs_stats, state.return_stats, state.returns
         if self.obs:
             obs_stats = merge(obs_stats, obs.astype(jnp.float32))
-            obs, info["final_observation"] = scale(obs, obs_stats), scale(info["final_observation"], obs_stats)
+            obs, info["final_observation"] = (
+                scale(obs, obs_stats),
+                scale(info["final_observation"], obs_stats),
+            )
         if self.reward:
             done = terminated | truncated
             returns = returns * self.gamma * (1.0 - done) + reward.astype(jnp.float32)

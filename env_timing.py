@@ -90,13 +90,23 @@ def check_args(args: Args, envs: list[str]) -> None:
     valid = [*gymnax.registered_envs, *env_adapters.adapted_envs(), *envpool]
     unknown = [name for name in envs if name not in valid]
     if unknown:
-        raise ValueError(f"unknown env {', '.join(map(repr, unknown))}; valid envs: {', '.join(valid)}")
-    for name in ("num_envs", "warmup_steps", "timed_steps", "expensive_num_envs", "envpool_num_envs"):
+        raise ValueError(
+            f"unknown env {', '.join(map(repr, unknown))}; valid envs: {', '.join(valid)}"
+        )
+    for name in (
+        "num_envs",
+        "warmup_steps",
+        "timed_steps",
+        "expensive_num_envs",
+        "envpool_num_envs",
+    ):
         value = getattr(args, name)
         if value is not None and value <= 0:
             raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {value}")
     if args.env_threads < 0:
-        raise ValueError(f"--env-threads must be 0 (envpool's default) or more, got {args.env_threads}")
+        raise ValueError(
+            f"--env-threads must be 0 (envpool's default) or more, got {args.env_threads}"
+        )
     if not 0 <= args.seed < 2**31:  # the range that JAX keys and envpool both take
         raise ValueError(f"--seed must be in [0, 2**31 - 1], got {args.seed}")
 
@@ -155,7 +165,9 @@ def make_env(env_id: str, num_envs: int = 0, seed: int = 0, env_threads: int = 0
     """An env label's env: on envpool, a pool of num_envs envs (seed, env_threads threads), an adapted env (Craftax,
     Brax) from env_adapters.py, else the gymnax env, vmapped as the scripts' GymnaxBatch."""
     if on_envpool(env_id):
-        env, params = env_adapters.make_envpool(study.split_label(env_id)[0], num_envs, seed, env_threads)
+        env, params = env_adapters.make_envpool(
+            study.split_label(env_id)[0], num_envs, seed, env_threads
+        )
         return BatchedEnv(env.reset, env.step, adapter_space(env), params)
     if env_id in env_adapters.adapted_envs():
         env, params = env_adapters.make(env_id)
@@ -236,7 +248,9 @@ def summarise(times_ms: np.ndarray) -> dict:
         "median_ms": float(median),
         "iqr_ms": float(q3 - q1),
         "mean_ms": float(times_ms.mean()),
-        "std_ms": float(times_ms.std(ddof=1)) if len(times_ms) > 1 else None,  # None: one timed step
+        "std_ms": float(times_ms.std(ddof=1))
+        if len(times_ms) > 1
+        else None,  # None: one timed step
         "min_ms": float(times_ms.min()),
         "max_ms": float(times_ms.max()),
     }

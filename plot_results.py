@@ -42,7 +42,14 @@ from analysis.results import analyse
 from analysis.speedups import SPEEDUP_COLUMNS
 
 TIMING_FILE = "env_timing.json"  # bench.sh's, in its --log-dir
-TABLES = ("runs.csv", "summary.csv", "speedups.csv", "env_cost.csv", "learning.csv", "learning_speedups.csv")
+TABLES = (
+    "runs.csv",
+    "summary.csv",
+    "speedups.csv",
+    "env_cost.csv",
+    "learning.csv",
+    "learning_speedups.csv",
+)
 
 
 def fail(message: str) -> None:
@@ -52,14 +59,18 @@ def fail(message: str) -> None:
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument(
         "runs_dirs",
         nargs="*",
         metavar="RUNS_DIR",
         help="folders searched (at any depth) for run folders, i.e. folders holding config.json",
     )
-    parser.add_argument("--out", required=True, metavar="DIR", help="output folder (created if needed)")
+    parser.add_argument(
+        "--out", required=True, metavar="DIR", help="output folder (created if needed)"
+    )
     parser.add_argument(
         "--force",
         action="store_true",
@@ -118,7 +129,11 @@ def named_paths(args: argparse.Namespace) -> list[tuple[str, str]]:
     paths = [("RUNS_DIR", path) for path in args.runs_dirs]
     for flag in PATH_OPTIONS:
         value = getattr(args, flag[2:].replace("-", "_"))
-        paths += [(flag, path) for path in (value if isinstance(value, list) else [value]) if path is not None]
+        paths += [
+            (flag, path)
+            for path in (value if isinstance(value, list) else [value])
+            if path is not None
+        ]
     return paths
 
 
@@ -132,7 +147,11 @@ def check_paths(args: argparse.Namespace, S: study.Study) -> None:
         if not Path(path).is_dir():
             raise BadInput(f"RUNS_DIR {path} is not a folder")
     files = [("--csv", path) for path in args.csv]
-    files += [(flag, path) for flag, path in (("--env-timing", args.env_timing), ("--previous", args.previous)) if path]
+    files += [
+        (flag, path)
+        for flag, path in (("--env-timing", args.env_timing), ("--previous", args.previous))
+        if path
+    ]
     for flag, path in files:
         if not Path(path).is_file():
             raise BadInput(f"{flag} {path}: no such file")
@@ -145,7 +164,9 @@ def check_paths(args: argparse.Namespace, S: study.Study) -> None:
 
 def sweep_timing(runs_dirs: list[str]):
     """The env_timing.json that bench.sh wrote in a runs folder (its --log-dir), of the first RUNS_DIR that has one."""
-    found = [Path(folder) / TIMING_FILE for folder in runs_dirs if (Path(folder) / TIMING_FILE).is_file()]
+    found = [
+        Path(folder) / TIMING_FILE for folder in runs_dirs if (Path(folder) / TIMING_FILE).is_file()
+    ]
     return str(found[0]) if found else None
 
 
@@ -155,7 +176,9 @@ def readme_blocks(results, S: study.Study, previous, previous_name) -> dict[tupl
     as it is in the README."""
     blocks = {}
     if not report.headline(results.speedups, S).empty:
-        blocks[report.README_MARKERS] = report.readme_markdown(results.speedups, S, previous, previous_name)
+        blocks[report.README_MARKERS] = report.readme_markdown(
+            results.speedups, S, previous, previous_name
+        )
     if not results.learning.empty:
         blocks[learning_report.LEARNING_MARKERS] = learning_report.learning_markdown(results)
     return blocks
@@ -175,7 +198,9 @@ def run(args: argparse.Namespace, S: study.Study) -> None:
     for run in skipped:
         print(f"warning: skipped {run.path}: {run.reason}", file=sys.stderr)
     if runs.empty:  # before anything is created or overwritten
-        raise BadInput(f"no completed run in {', '.join(sources)} ({len(skipped)} skipped); nothing written")
+        raise BadInput(
+            f"no completed run in {', '.join(sources)} ({len(skipped)} skipped); nothing written"
+        )
     results = analyse(runs, timing, S)
     blocks = readme_blocks(results, S, previous, args.previous)
     if not blocks and (args.update_readme or args.readme_block):
@@ -184,20 +209,38 @@ def run(args: argparse.Namespace, S: study.Study) -> None:
             "(drop --update-readme/--readme-block to write the rest)"
         )
     readme = report.readme_with(Path(args.update_readme), blocks) if args.update_readme else None
-    tables = [runs, results.summary, results.speedups, results.env_cost, results.learning, results.learning_speedups]
+    tables = [
+        runs,
+        results.summary,
+        results.speedups,
+        results.env_cost,
+        results.learning,
+        results.learning_speedups,
+    ]
     tables = dict(zip(TABLES, tables))
     losses = [] if args.force else output.lost_rows(out, tables)
     if losses:  # before the figures are drawn: they take the longest
         output.refuse(out, losses)
-    drawn, notes = figures.draw_figures(results) if args.figures else ([], ["figures not drawn (--no-figures)"])
+    drawn, notes = (
+        figures.draw_figures(results)
+        if args.figures
+        else ([], ["figures not drawn (--no-figures)"])
+    )
     stale = output.stale_figures(out, figures.figure_files(S), {figure.file for figure, _ in drawn})
     if stale and not args.force:
         figures.discard(drawn)
         output.refuse(out, [f"figures this call does not draw: {', '.join(stale)}"])
-    notes += [f"{name} removed: left in {out} by an earlier call and not drawn by this one" for name in stale]
+    notes += [
+        f"{name} removed: left in {out} by an earlier call and not drawn by this one"
+        for name in stale
+    ]
     for note in notes:
         print(f"note: {note}")
-    edition = report.edition_markdown(previous, results.speedups, args.previous, S) if previous is not None else ""
+    edition = (
+        report.edition_markdown(previous, results.speedups, args.previous, S)
+        if previous is not None
+        else ""
+    )
     with output.staged(out, remove=stale) as stage:
         for name, table in tables.items():
             escape.write_csv(table, stage / name)  # text a spreadsheet would run is quoted
@@ -212,7 +255,9 @@ def run(args: argparse.Namespace, S: study.Study) -> None:
         output.write_file(args.readme_block, "\n".join(blocks.values()))
     if readme is not None:
         output.write_file(args.update_readme, readme)
-    print(f"{len(results.summary)} runs ({len(skipped)} skipped), {len(drawn)} figures -> {out}/REPORT.md")
+    print(
+        f"{len(results.summary)} runs ({len(skipped)} skipped), {len(drawn)} figures -> {out}/REPORT.md"
+    )
 
 
 def main(argv=None) -> None:

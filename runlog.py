@@ -47,13 +47,38 @@ import study
 ROOT = Path(__file__).resolve().parent
 
 # config.json keys that the analysis and the resume need: a run without them cannot be placed in the study
-REQUIRED_CONFIG = ["env", "framework", "model_size", "compile", "seed", "sync_timing", "batch_size", "num_iterations"]
-TEXT_CONFIG = ["tag", "hostname", "platform", "exp_name", "device_name", "device", "start_time"]  # strings if given
-ENV_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # the ids of gymnax, Craftax, Brax and envpool envs
-EVENTS_NAME = re.compile(r"events\.out\.tfevents\.(\d+)\.(.+)")  # tensorboardX's: {unix time}.{hostname}
-CLOCK_SLACK_S = 2.0  # start_time and the events' wall times come from one clock: room for a step of it
+REQUIRED_CONFIG = [
+    "env",
+    "framework",
+    "model_size",
+    "compile",
+    "seed",
+    "sync_timing",
+    "batch_size",
+    "num_iterations",
+]
+TEXT_CONFIG = [
+    "tag",
+    "hostname",
+    "platform",
+    "exp_name",
+    "device_name",
+    "device",
+    "start_time",
+]  # strings if given
+ENV_ID = re.compile(
+    r"[A-Za-z0-9][A-Za-z0-9._-]*"
+)  # the ids of gymnax, Craftax, Brax and envpool envs
+EVENTS_NAME = re.compile(
+    r"events\.out\.tfevents\.(\d+)\.(.+)"
+)  # tensorboardX's: {unix time}.{hostname}
+CLOCK_SLACK_S = (
+    2.0  # start_time and the events' wall times come from one clock: room for a step of it
+)
 RETURN = "charts/episodic_return"
-FINAL_ITERATIONS = 10  # summary.json final_return: the mean episodic return of the last 10 iterations
+FINAL_ITERATIONS = (
+    10  # summary.json final_return: the mean episodic return of the last 10 iterations
+)
 
 
 class RunError(Exception):
@@ -96,7 +121,9 @@ def read_json(path: Path) -> dict:
 def read_events(run_dir: Path) -> tuple[pd.DataFrame, Events]:
     """Every scalar of the one TensorBoard events file in run_dir (a row per step, a column per tag), and the file's
     name and first and last wall time."""
-    from tbparse import SummaryReader  # here: sweep.py's resume check must not pay for it when nothing is done
+    from tbparse import (
+        SummaryReader,
+    )  # here: sweep.py's resume check must not pay for it when nothing is done
 
     run_dir = Path(run_dir)
     events = sorted(run_dir.glob("events.out.tfevents.*"))
@@ -107,7 +134,9 @@ def read_events(run_dir: Path) -> tuple[pd.DataFrame, Events]:
     try:
         with warnings.catch_warnings():  # tbparse's own use of pandas, deprecated in pandas 3
             warnings.simplefilter("ignore")
-            long = SummaryReader(str(events[0]), extra_columns={"wall_time"}).scalars  # a row per step and tag
+            long = SummaryReader(
+                str(events[0]), extra_columns={"wall_time"}
+            ).scalars  # a row per step and tag
     except Exception as e:  # a truncated or corrupt file
         raise RunError(f"unreadable TensorBoard events ({type(e).__name__}: {e})") from None
     if long.empty or not {"step", "tag", "value", "wall_time"} <= set(long.columns):
@@ -120,7 +149,9 @@ def read_events(run_dir: Path) -> tuple[pd.DataFrame, Events]:
     elapsed = long[long["tag"] == "time/elapsed"]
     origins = (elapsed["wall_time"] - elapsed["value"]).astype(float)
     origin = (float(origins.min()), float(origins.max())) if len(origins) else None
-    scalars = long.pivot(index="step", columns="tag", values="value").reset_index()  # as tbparse's pivot=True
+    scalars = long.pivot(
+        index="step", columns="tag", values="value"
+    ).reset_index()  # as tbparse's pivot=True
     scalars.columns.name = None
     return scalars, Events(events[0].name, float(walls.min()), float(walls.max()), origin)
 
@@ -170,7 +201,9 @@ def check_env(config: dict) -> None:
     if not (named and ENV_ID.fullmatch(env_id)):
         raise RunError(f"config.json env {env!r} is not an env id")
     if backend is not None and backend not in study.BACKENDS:
-        raise RunError(f"config.json env_backend {backend!r} is not one of {', '.join(study.BACKENDS)}")
+        raise RunError(
+            f"config.json env_backend {backend!r} is not one of {', '.join(study.BACKENDS)}"
+        )
 
 
 def check_config(config: dict, S: study.Study) -> None:
@@ -180,12 +213,18 @@ def check_config(config: dict, S: study.Study) -> None:
         raise RunError(f"config.json lacks {', '.join(missing)}")
     framework, size, mode = config["framework"], config["model_size"], config["compile"]
     if not isinstance(framework, str) or framework not in S.frameworks:
-        raise RunError(f"config.json framework {framework!r} is not one of the study's ({', '.join(S.frameworks)})")
+        raise RunError(
+            f"config.json framework {framework!r} is not one of the study's ({', '.join(S.frameworks)})"
+        )
     if not isinstance(size, str) or size not in S.sizes:
-        raise RunError(f"config.json model_size {size!r} is not one of the study's ({', '.join(S.sizes)})")
+        raise RunError(
+            f"config.json model_size {size!r} is not one of the study's ({', '.join(S.sizes)})"
+        )
     modes = S.frameworks[framework].compile
     if not isinstance(mode, str) or mode not in modes:
-        raise RunError(f"config.json compile {mode!r} is not one of {framework}'s ({', '.join(modes)})")
+        raise RunError(
+            f"config.json compile {mode!r} is not one of {framework}'s ({', '.join(modes)})"
+        )
     check_env(config)
     if not is_int(config["seed"]):
         raise RunError(f"config.json seed is {config['seed']!r}, not an integer")
@@ -199,12 +238,16 @@ def check_config(config: dict, S: study.Study) -> None:
             positive_int("num_steps", config.get("num_steps")),
         )
         if envs * steps != batch:
-            raise RunError(f"config.json batch_size {batch} is not num_envs {envs} x num_steps {steps}")
+            raise RunError(
+                f"config.json batch_size {batch} is not num_envs {envs} x num_steps {steps}"
+            )
     for key in TEXT_CONFIG:
         if config.get(key) is not None and not isinstance(config[key], str):
             raise RunError(f"config.json {key} is {config[key]!r}, not a string")
     command = config.get("command")  # argv in config.json; one command line in a runs.csv
-    words = [command] if isinstance(command, str) else command if isinstance(command, list) else [None]
+    words = (
+        [command] if isinstance(command, str) else command if isinstance(command, list) else [None]
+    )
     if command is not None and not all(isinstance(word, str) for word in words):
         raise RunError(f"config.json command is {command!r}, not a command line")
 
@@ -229,7 +272,9 @@ def check_summary(summary: dict, config: dict) -> None:
     for key in ("setup_s", "import_s"):
         value = summary.get(key)
         if value is not None and not (is_number(value) and 0 <= value <= total):
-            raise RunError(f"summary.json {key} is {value!r}, not a number of seconds within total_s")
+            raise RunError(
+                f"summary.json {key} is {value!r}, not a number of seconds within total_s"
+            )
     final = summary.get("final_return")
     if final is not None and not is_number(final):
         raise RunError(f"summary.json final_return is {final!r}, not a number")
@@ -249,13 +294,17 @@ def check_scalars(scalars: pd.DataFrame, config: dict, summary: dict) -> None:
     if not all(math.isfinite(t) and t > 0 for t in times):
         raise RunError("a time/iteration that is not a positive number of seconds")
     if times.sum() > summary["total_s"] * (1 + 1e-5) + 1e-6:  # room for the events' float32
-        raise RunError(f"its iterations take {times.sum():.6g} s, more than its total_s {summary['total_s']:.6g} s")
+        raise RunError(
+            f"its iterations take {times.sum():.6g} s, more than its total_s {summary['total_s']:.6g} s"
+        )
     column, unit = ("step", config["batch_size"]) if "step" in logged else ("iteration", 0)
     if column in logged:
         wanted = [unit * (i + 1) for i in range(iterations)] if unit else list(range(iterations))
         if sorted(pd.to_numeric(logged[column], errors="coerce").tolist()) != wanted:
             where = f"steps {unit}, {2 * unit}, ..." if unit else "iterations 0, 1, ..."
-            raise RunError(f"time/iteration is not logged at the {where} of its {iterations} iterations")
+            raise RunError(
+                f"time/iteration is not logged at the {where} of its {iterations} iterations"
+            )
     if "final_return" in summary:
         check_final_return(logged, summary["final_return"])
 
@@ -272,7 +321,9 @@ def check_final_return(logged: pd.DataFrame, final) -> None:
     else:
         same = math.isclose(mean, final, rel_tol=1e-6, abs_tol=1e-9)
     if not same:
-        raise RunError(f"summary.json final_return {final!r} is not the mean return of its last iterations ({mean!r})")
+        raise RunError(
+            f"summary.json final_return {final!r} is not the mean return of its last iterations ({mean!r})"
+        )
 
 
 def check_events(run: Run) -> None:
@@ -280,7 +331,9 @@ def check_events(run: Run) -> None:
     run (start_time to start_time + total_s, give or take CLOCK_SLACK_S)."""
     host, start = run.config.get("hostname"), run.config.get("start_time")
     if not isinstance(host, str) or not host or not isinstance(start, str):
-        raise RunError("config.json lacks the hostname and start_time that tie the events file to it")
+        raise RunError(
+            "config.json lacks the hostname and start_time that tie the events file to it"
+        )
     try:
         started = datetime.fromisoformat(start)
     except ValueError:
@@ -289,20 +342,31 @@ def check_events(run: Run) -> None:
         raise RunError(f"config.json start_time {start!r} has no time zone")
     name = EVENTS_NAME.fullmatch(run.events.name)
     if not name or name[2] != host:
-        raise RunError(f"events file {run.events.name} was not written on {host}, the host of config.json")
+        raise RunError(
+            f"events file {run.events.name} was not written on {host}, the host of config.json"
+        )
     low = started.timestamp() - CLOCK_SLACK_S
     high = started.timestamp() + run.summary["total_s"] + CLOCK_SLACK_S
     if not low - 1 <= int(name[1]) <= high:  # the file's name has its time in whole seconds
-        raise RunError(f"events file {run.events.name} was not made during the run (started {start})")
+        raise RunError(
+            f"events file {run.events.name} was not made during the run (started {start})"
+        )
     if not low <= run.events.first <= run.events.last <= high:
-        raise RunError(f"the events in {run.events.name} were not written during the run (started {start})")
+        raise RunError(
+            f"the events in {run.events.name} were not written during the run (started {start})"
+        )
     # the script's first line (a wall time less its time/elapsed) came before start_time, by at most setup_s
     setup = run.summary.get("setup_s")
     setup = run.summary["total_s"] if setup is None else setup
     if run.events.origin and not (
-        low - setup <= run.events.origin[0] <= run.events.origin[1] <= started.timestamp() + CLOCK_SLACK_S
+        low - setup
+        <= run.events.origin[0]
+        <= run.events.origin[1]
+        <= started.timestamp() + CLOCK_SLACK_S
     ):
-        raise RunError(f"the events in {run.events.name} are of a run that did not start at {start}")
+        raise RunError(
+            f"the events in {run.events.name} are of a run that did not start at {start}"
+        )
 
 
 def check_completed(run: Run, S: Optional[study.Study] = None) -> None:
@@ -345,4 +409,6 @@ def run_script(script: str, *args: str, log_dir, timeout: float = 600, env: dict
     cmd = [sys.executable, str(ROOT / script), *args, "--log-dir", str(log_dir)]
     # one torch thread unless set: OpenMP threads stall on the busy cores of a shared machine
     full_env = {"OMP_NUM_THREADS": "1", **os.environ, "WANDB_MODE": "disabled", **(env or {})}
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=full_env)
+    return subprocess.run(
+        cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=full_env
+    )

@@ -95,10 +95,14 @@ class Experiment:
     envs: tuple[str, ...]  # env labels (env_label): each env on each of its backends, env by env
     sizes: tuple[str, ...]
     all_compile_modes: bool  # False: each framework's default mode only
-    syncs: tuple[bool, ...]  # the --sync-timing settings of its runs: (False,), (True,) or (False, True)
+    syncs: tuple[
+        bool, ...
+    ]  # the --sync-timing settings of its runs: (False,), (True,) or (False, True)
     figures: tuple[str, ...] = ()  # the figure kinds plot_results.py draws of its runs
     backends: tuple[str, ...] = BACKENDS[:1]  # the --env-backend of its runs
-    configs: tuple[Config, ...] = ()  # a learning experiment's reference configurations, which name its envs
+    configs: tuple[
+        Config, ...
+    ] = ()  # a learning experiment's reference configurations, which name its envs
     reference: str = ""  # where its configurations' published returns come from
 
     def compile_modes(self, framework: Framework) -> tuple[str, ...]:
@@ -129,15 +133,23 @@ class Study:
     path: Path
     frameworks: dict[str, Framework]  # in the order of the figures and tables
     envs: tuple[str, ...]  # an experiment's envs "all": the cheap envs with discrete actions
-    continuous_envs: tuple[str, ...]  # an experiment's envs "continuous": the cheap envs with 1-D Box actions
-    expensive_envs: tuple[str, ...]  # in the study (env timing, figures) but only in the experiments that name them
-    envpool_envs: tuple[str, ...]  # envpool ids: the envs an experiment with the envpool backend may list
+    continuous_envs: tuple[
+        str, ...
+    ]  # an experiment's envs "continuous": the cheap envs with 1-D Box actions
+    expensive_envs: tuple[
+        str, ...
+    ]  # in the study (env timing, figures) but only in the experiments that name them
+    envpool_envs: tuple[
+        str, ...
+    ]  # envpool ids: the envs an experiment with the envpool backend may list
     sizes: tuple[str, ...]
     windows: dict[str, Window]
     experiments: dict[str, Experiment]
     platforms: dict[str, Platform]
     headline: str  # the experiment of REPORT.md's iteration windows
-    tables: tuple[str, ...]  # the experiments of the README's total-time and steady-state tables (and of --previous)
+    tables: tuple[
+        str, ...
+    ]  # the experiments of the README's total-time and steady-state tables (and of --previous)
 
     @property
     def pairs(self) -> tuple[tuple[str, str], ...]:
@@ -162,15 +174,21 @@ class Study:
         return self.frameworks[framework].default_compile if framework in self.frameworks else None
 
 
-def _choice(value, every: tuple[str, ...], what: str, path: Path, keywords: dict) -> tuple[str, ...]:
+def _choice(
+    value, every: tuple[str, ...], what: str, path: Path, keywords: dict
+) -> tuple[str, ...]:
     """An experiment's envs or sizes: a keyword ("all", ...) or a list drawn from `every`."""
     if isinstance(value, str) and value in keywords:
         return keywords[value]
     if isinstance(value, str):
-        raise ValueError(f"{path}: {what}s = {value!r} in an experiment; give a list or one of {', '.join(keywords)}")
+        raise ValueError(
+            f"{path}: {what}s = {value!r} in an experiment; give a list or one of {', '.join(keywords)}"
+        )
     unknown = [v for v in value if v not in every]
     if unknown:
-        raise ValueError(f"{path}: unknown {what} {', '.join(unknown)} in an experiment; known: {', '.join(every)}")
+        raise ValueError(
+            f"{path}: unknown {what} {', '.join(unknown)} in an experiment; known: {', '.join(every)}"
+        )
     return tuple(value)
 
 
@@ -183,7 +201,11 @@ def _syncs(value, path: Path) -> tuple[bool, ...]:
     raise ValueError(f'{path}: sync = {value!r} in an experiment; give true, false or "both"')
 
 
-ENV_LISTS = ("envs", "continuous_envs", "expensive_envs")  # the study's env lists, each an experiment's envs keyword
+ENV_LISTS = (
+    "envs",
+    "continuous_envs",
+    "expensive_envs",
+)  # the study's env lists, each an experiment's envs keyword
 ENV_KEYWORDS = {"all": "envs", "continuous": "continuous_envs", "expensive": "expensive_envs"}
 
 
@@ -202,7 +224,9 @@ def _envpool_envs(data: dict, path: Path) -> tuple[str, ...]:
     envs = _names(data.get("envpool_envs", []), "envpool_envs", path)
     bad = sorted({env for env in envs if envs.count(env) > 1 or "@" in env})
     if bad:
-        raise ValueError(f"{path}: envpool_envs lists {', '.join(bad)} twice, or with an @ (an envpool id has none)")
+        raise ValueError(
+            f"{path}: envpool_envs lists {', '.join(bad)} twice, or with an @ (an envpool id has none)"
+        )
     return envs
 
 
@@ -211,14 +235,19 @@ def _backends(value, path: Path, name: str) -> tuple[str, ...]:
     backends = _names(value, f"experiment {name}'s backends", path)
     unknown = [b for b in backends if b not in BACKENDS]
     if unknown or not backends or len(set(backends)) < len(backends):
-        raise ValueError(f"{path}: experiment {name}'s backends = {list(backends)}; give some of {', '.join(BACKENDS)}")
+        raise ValueError(
+            f"{path}: experiment {name}'s backends = {list(backends)}; give some of {', '.join(BACKENDS)}"
+        )
     return backends
 
 
 def _reference(value, where: str, path: Path) -> Reference:
     """A published return, [mean, std]: two finite numbers, the std not negative."""
     numbers = value if isinstance(value, list) and len(value) == 2 else []
-    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in numbers):
+    if not all(
+        isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+        for x in numbers
+    ):
         numbers = []
     if not numbers or numbers[1] < 0:
         raise ValueError(f"{path}: {where} = {value!r}; give [mean, std] of the published return")
@@ -233,7 +262,9 @@ def _config_envs(labels: list, name: str, lists: dict, path: Path) -> None:
         env, backend = split_label(label)
         if env not in every.get(backend, ()):
             known = ", ".join(env_label(e, b) for b in BACKENDS for e in every[b])
-            raise ValueError(f"{path}: {name} lists {label!r}, not an env of the study; known: {known}")
+            raise ValueError(
+                f"{path}: {name} lists {label!r}, not an env of the study; known: {known}"
+            )
 
 
 def _configs(exp: dict, name: str, lists: dict, path: Path) -> tuple[Config, ...]:
@@ -246,7 +277,10 @@ def _configs(exp: dict, name: str, lists: dict, path: Path) -> tuple[Config, ...
         if not isinstance(returns, dict) or not returns:
             raise ValueError(f"{path}: {where} has no returns (env label -> [mean, std])")
         _config_envs(list(returns), where, lists, path)
-        references = {env: _reference(value, f"{where}'s returns of {env}", path) for env, value in returns.items()}
+        references = {
+            env: _reference(value, f"{where}'s returns of {env}", path)
+            for env, value in returns.items()
+        }
         args = _names(config.get("args", []), f"{where}'s args", path)
         configs.append(Config(config_name, config.get("title", config_name), args, references))
     envs = [env for config in configs for env in config.references]
@@ -256,7 +290,9 @@ def _configs(exp: dict, name: str, lists: dict, path: Path) -> tuple[Config, ...
     return tuple(configs)
 
 
-def _experiment_envs(exp: dict, name: str, lists: dict, path: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _experiment_envs(
+    exp: dict, name: str, lists: dict, path: Path
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(env labels, backends) of an experiment: each env of its envs on each of its backends, env by env. Its envs
     are drawn from the study's gymnax lists (a keyword or a list) when gymnax is a backend, and must be in
     envpool_envs when envpool is one."""
@@ -264,7 +300,9 @@ def _experiment_envs(exp: dict, name: str, lists: dict, path: Path) -> tuple[tup
     gymnax = tuple(env for key in ENV_LISTS for env in lists[key])
     keywords = {keyword: lists[key] for keyword, key in ENV_KEYWORDS.items()}
     every = {"gymnax": gymnax, "envpool": lists["envpool_envs"]}
-    envs = _choice(exp["envs"], tuple(dict.fromkeys(gymnax + every["envpool"])), "env", path, keywords)
+    envs = _choice(
+        exp["envs"], tuple(dict.fromkeys(gymnax + every["envpool"])), "env", path, keywords
+    )
     for backend in backends:
         missing = [env for env in envs if env not in every[backend]]
         if missing:
@@ -289,7 +327,9 @@ def _platforms(data: dict, experiments: dict, path: Path) -> dict[str, Platform]
             raise ValueError(f"{path}: {name} is both an experiment and a platform comparison")
         repeats = platform.get("repeats")
         if repeats not in experiments:
-            raise ValueError(f"{path}: platform {name} repeats {repeats!r}; experiments: {', '.join(experiments)}")
+            raise ValueError(
+                f"{path}: platform {name} repeats {repeats!r}; experiments: {', '.join(experiments)}"
+            )
         figures = _names(platform.get("figures", []), f"platform {name}'s figures", path)
         platforms[name] = Platform(name, platform.get("title", name), repeats, figures)
     return platforms
@@ -299,7 +339,9 @@ def _headline(data: dict, experiments: dict, path: Path) -> str:
     """The headline experiment: [analysis] headline, else the first experiment."""
     headline = data.get("analysis", {}).get("headline", next(iter(experiments), ""))
     if headline not in experiments:
-        raise ValueError(f"{path}: [analysis] headline = {headline!r}; known experiments: {', '.join(experiments)}")
+        raise ValueError(
+            f"{path}: [analysis] headline = {headline!r}; known experiments: {', '.join(experiments)}"
+        )
     return headline
 
 
@@ -309,9 +351,13 @@ def _tables(data: dict, experiments: dict, headline: str, path: Path) -> tuple[s
     tables = _names(data.get("analysis", {}).get("tables", [headline]), "[analysis] tables", path)
     for name in tables:
         if name not in experiments:
-            raise ValueError(f"{path}: [analysis] tables lists {name!r}; known experiments: {', '.join(experiments)}")
+            raise ValueError(
+                f"{path}: [analysis] tables lists {name!r}; known experiments: {', '.join(experiments)}"
+            )
         if False not in experiments[name].syncs:
-            raise ValueError(f"{path}: [analysis] tables lists {name}, which has no sync-off runs to tabulate")
+            raise ValueError(
+                f"{path}: [analysis] tables lists {name}, which has no sync-off runs to tabulate"
+            )
     return tables
 
 
@@ -325,7 +371,10 @@ def parse(path: Path) -> Study:
         name: Framework(name, fw["script"], tuple(fw["compile"]), fw.get("color", "#7f7f7f"))
         for name, fw in data["frameworks"].items()
     }
-    windows = {name: Window(name, w["first"], w.get("last"), w["label"]) for name, w in data["windows"].items()}
+    windows = {
+        name: Window(name, w["first"], w.get("last"), w["label"])
+        for name, w in data["windows"].items()
+    }
     lists = {**env_lists, "envpool_envs": envpool_envs}
     experiments = {}
     for name, exp in data["experiments"].items():

@@ -57,7 +57,9 @@ class Run:
     compile: str
     sync: bool
     command: tuple[str, ...]  # python, script, arguments
-    both_syncs: bool = False  # its experiment runs sync off and on: the description and the log name say which
+    both_syncs: bool = (
+        False  # its experiment runs sync off and on: the description and the log name say which
+    )
     # env: an env label (study.env_label), e.g. "CartPole-v1" (gymnax) or "CartPole-v1@envpool"
 
     @property
@@ -70,9 +72,7 @@ class Run:
 
     @property
     def description(self) -> str:
-        return (
-            f"{self.experiment} {self.env} {self.framework} {self.size} {self.compile}{self.sync_name} seed {self.seed}"
-        )
+        return f"{self.experiment} {self.env} {self.framework} {self.size} {self.compile}{self.sync_name} seed {self.seed}"
 
     @property
     def log_stem(self) -> str:  # bench.sh adds __{unix time}.log
@@ -81,7 +81,9 @@ class Run:
 
 
 # ------------------------------------------------------------------------------------------ options
-def choices(option: str, value: Optional[str], valid: tuple[str, ...], extra=None) -> tuple[str, ...]:
+def choices(
+    option: str, value: Optional[str], valid: tuple[str, ...], extra=None
+) -> tuple[str, ...]:
     """The items of a comma-separated option (all of `valid` when not given), each checked against `valid`.
 
     `extra(name)` may accept a name outside `valid` (the envs: any gymnax env id)."""
@@ -93,7 +95,9 @@ def choices(option: str, value: Optional[str], valid: tuple[str, ...], extra=Non
     for item in items:
         if item not in valid and not (extra and extra(item)):
             more = " or another gymnax env id the scripts can train" if extra else ""
-            raise BadOption(f"unknown value {item!r} in {option}; valid choices: {', '.join(valid)}{more}")
+            raise BadOption(
+                f"unknown value {item!r} in {option}; valid choices: {', '.join(valid)}{more}"
+            )
     return items
 
 
@@ -144,8 +148,12 @@ def natural(text: str) -> bool:
 # The bounds of the sizes a sweep takes: each larger value is refused in one line, before anything is planned.
 MAX_RUNS = 100_000  # runs in a sweep's matrix: planning as many takes seconds, running them years; also the most
 # seeds, shards (--shard K/N), array tasks and tasks at once one sweep can use
-MAX_COUNT = 2**31 - 1  # --iterations and --cpus (the runs' --env-threads): what a 32-bit integer holds, JAX's default
-MAX_SECONDS = 30 * 24 * 3600  # --timeout and --kill-after: 30 days (bench.sh's MAX_SECONDS, the same)
+MAX_COUNT = (
+    2**31 - 1
+)  # --iterations and --cpus (the runs' --env-threads): what a 32-bit integer holds, JAX's default
+MAX_SECONDS = (
+    30 * 24 * 3600
+)  # --timeout and --kill-after: 30 days (bench.sh's MAX_SECONDS, the same)
 
 
 def shown(value: str) -> str:
@@ -172,7 +180,9 @@ def shard(value: str) -> tuple[int, int]:
         num = bounded_int("--shard", n, 1, MAX_RUNS)
         return bounded_int("--shard", k, 0, num - 1), num
     except BadOption:
-        raise BadOption(f"--shard must be K/N with 0 <= K < N <= {MAX_RUNS}, got {shown(value)}") from None
+        raise BadOption(
+            f"--shard must be K/N with 0 <= K < N <= {MAX_RUNS}, got {shown(value)}"
+        ) from None
 
 
 def seconds(option: str, value: str, positive: bool) -> float:
@@ -181,8 +191,12 @@ def seconds(option: str, value: str, positive: bool) -> float:
         number = float(value)
     except ValueError:
         number = math.nan
-    if not ((0 < number) if positive else (0 <= number)) or not number <= MAX_SECONDS:  # nan and inf fail it too
-        raise BadOption(f"{option} must be a number of seconds up to {MAX_SECONDS} (30 days), got {shown(value)}")
+    if (
+        not ((0 < number) if positive else (0 <= number)) or not number <= MAX_SECONDS
+    ):  # nan and inf fail it too
+        raise BadOption(
+            f"{option} must be a number of seconds up to {MAX_SECONDS} (30 days), got {shown(value)}"
+        )
     return number
 
 
@@ -203,7 +217,10 @@ SWEEP_FLAGS = {
 
 
 def check_extra(
-    extra: tuple[str, ...], iterations: Optional[int], tag: Optional[str], env_threads: Optional[int] = None
+    extra: tuple[str, ...],
+    iterations: Optional[int],
+    tag: Optional[str],
+    env_threads: Optional[int] = None,
 ) -> None:
     """BadOption for an argument after -- that sets what the sweep sets (in any spelling: --seed 7, --seed=7,
     --log_dir X)."""
@@ -236,8 +253,12 @@ class Selection:
     shard: tuple[int, int]
     python: str
     extra: tuple[str, ...]
-    env_threads: Optional[int] = None  # --env-threads of the envpool runs (bench.sh --cpus); None: the scripts' own
-    compile_modes: Optional[tuple[str, ...]] = None  # None: each experiment's own; DEFAULT_MODE: each framework's first
+    env_threads: Optional[int] = (
+        None  # --env-threads of the envpool runs (bench.sh --cpus); None: the scripts' own
+    )
+    compile_modes: Optional[tuple[str, ...]] = (
+        None  # None: each experiment's own; DEFAULT_MODE: each framework's first
+    )
 
 
 # --compile-modes: the word for each framework's default mode (its first in study.toml), beside the modes' names
@@ -292,7 +313,14 @@ def option(name: str, value: str) -> list[str]:
 
 
 def command(
-    sel: Selection, exp: study.Experiment, fw: study.Framework, env: str, size: str, mode: str, seed: int, sync: bool
+    sel: Selection,
+    exp: study.Experiment,
+    fw: study.Framework,
+    env: str,
+    size: str,
+    mode: str,
+    seed: int,
+    sync: bool,
 ) -> tuple[str, ...]:
     """A run's command. env: an env label; a gymnax run's command names no backend (as before there were two)."""
     env_id, backend = study.split_label(env)
@@ -315,7 +343,9 @@ def command(
         cmd += ["--env-backend", backend]
     if backend == "envpool" and sel.env_threads is not None:  # a gymnax run has no use for it
         cmd += ["--env-threads", str(sel.env_threads)]
-    cmd += exp.env_args(env)  # a learning experiment's reference configuration, before --iterations may cut it
+    cmd += exp.env_args(
+        env
+    )  # a learning experiment's reference configuration, before --iterations may cut it
     if sel.iterations is not None:
         cmd += ["--num-iterations", str(sel.iterations)]
     if sel.tag is not None:
@@ -338,7 +368,9 @@ def experiment_envs(sel: Selection, exp: study.Experiment, S: study.Study) -> tu
     if sel.envs is None:
         return exp.envs
     return tuple(
-        env for env in sel.envs if env in exp.envs or (env not in S.every_env and takes_outside_env(exp, env, S))
+        env
+        for env in sel.envs
+        if env in exp.envs or (env not in S.every_env and takes_outside_env(exp, env, S))
     )
 
 
@@ -350,7 +382,9 @@ def matrix(sel: Selection, S: study.Study) -> list[Run]:
     frameworks = [fw for name, fw in S.frameworks.items() if name in sel.frameworks]
     for exp in (exp for name, exp in S.experiments.items() if name in sel.experiments):
         sizes = [size for size in S.sizes if size in sel.sizes and size in exp.sizes]
-        for seed, env, size in product(range(1, sel.seeds + 1), experiment_envs(sel, exp, S), sizes):
+        for seed, env, size in product(
+            range(1, sel.seeds + 1), experiment_envs(sel, exp, S), sizes
+        ):
             for sync, fw in product(exp.syncs, frameworks):
                 for mode in kept_modes(sel, exp, fw):
                     runs.append(
@@ -433,7 +467,12 @@ def completed_runs(exp_dir: Path, wanted: Optional[set] = None) -> set:
         except (OSError, ValueError):
             continue
         cmd = config.get("command") if isinstance(config, dict) else None
-        if not (isinstance(summary, dict) and summary.get("status") == "completed" and isinstance(cmd, list) and cmd):
+        if not (
+            isinstance(summary, dict)
+            and summary.get("status") == "completed"
+            and isinstance(cmd, list)
+            and cmd
+        ):
             continue
         key = run_key([str(c) for c in cmd])
         if key in done or (wanted is not None and key not in wanted):
@@ -453,7 +492,9 @@ def done_commands(runs: list[tuple[str, tuple[str, ...]]], log_dir: str) -> list
     """Whether each run, given as (experiment, command), has a usable completed run in {log_dir}/{experiment}."""
     keys = [run_key(command[1:]) for _, command in runs]
     completed = {
-        exp: completed_runs(Path(log_dir) / exp, {key for (e, _), key in zip(runs, keys) if e == exp})
+        exp: completed_runs(
+            Path(log_dir) / exp, {key for (e, _), key in zip(runs, keys) if e == exp}
+        )
         for exp in dict.fromkeys(exp for exp, _ in runs)
     }
     return [key in completed[exp] for (exp, _), key in zip(runs, keys)]
@@ -469,7 +510,9 @@ def done_commands(runs: list[tuple[str, tuple[str, ...]]], log_dir: str) -> list
 CELL_LOCKS = ".bench-cells"
 
 
-def claim_cell(fd: int, path: str, holder: str, description: str, log_dir: str, words: list[str]) -> list[bool]:
+def claim_cell(
+    fd: int, path: str, holder: str, description: str, log_dir: str, words: list[str]
+) -> list[bool]:
     """Takes the cell's lock on `fd` (an open `path`), waiting while another sweep holds it (said on stderr), and
     notes `holder` in it; then says which runs of the cell are done. `words`: each run as its number of words and
     its command (the experiment from its --exp-name). Without locks on this filesystem: a warning, and no wait."""
@@ -525,14 +568,23 @@ def env_timing_reason(
 
     device = jax.devices()[0].device_kind
     if data.get("device") != device:
-        return f"{path} was measured on {data.get('device')!r}, this machine's device is {device!r}", envs
+        return (
+            f"{path} was measured on {data.get('device')!r}, this machine's device is {device!r}",
+            envs,
+        )
     have = list(data.get("envs") or {})
     missing = [env for env in envs if env not in have]
     if missing:
         return f"{path} lacks {', '.join(missing)}", list(dict.fromkeys(have + envs))
-    threads, timed = env_threads or DEFAULT_ENV_THREADS, data.get("env_threads", DEFAULT_ENV_THREADS)
+    threads, timed = (
+        env_threads or DEFAULT_ENV_THREADS,
+        data.get("env_threads", DEFAULT_ENV_THREADS),
+    )
     if timed != threads and any(study.split_label(env)[1] == "envpool" for env in envs):
-        return f"{path} timed the envpool envs with {timed} threads, this sweep's runs get {threads}", have
+        return (
+            f"{path} timed the envpool envs with {timed} threads, this sweep's runs get {threads}",
+            have,
+        )
     return None
 
 
@@ -637,7 +689,11 @@ def shell_word(word: str) -> str:
     if not control_characters(word):
         return shlex.quote(word)
     escaped = {"\\": "\\\\", "'": "\\'"}
-    return "$'" + "".join(f"\\x{ord(c):02x}" if control_characters(c) else escaped.get(c, c) for c in word) + "'"
+    return (
+        "$'"
+        + "".join(f"\\x{ord(c):02x}" if control_characters(c) else escaped.get(c, c) for c in word)
+        + "'"
+    )
 
 
 def sbatch_word(word: str) -> str:
@@ -661,14 +717,18 @@ def sbatch_lines(value: str) -> list[str]:
     except ValueError as e:
         raise BadOption(f"--slurm-args is not a valid shell word list ({e}): {value!r}") from None
     lines: list[list[str]] = []
-    value_next = unknown = False  # the next word is the last option's value; the last option is none sbatch knows
+    value_next = unknown = (
+        False  # the next word is the last option's value; the last option is none sbatch knows
+    )
     for word in words:
         if control_characters(word) or not word:
             raise BadOption(
                 f"--slurm-args: {word!r} is empty or holds a control character (a newline, a tab, ...), which "
                 "cannot go into an #SBATCH line; give sbatch options of printable characters"
             )
-        if value_next or (unknown and not word.startswith("-")):  # its value, whatever it holds: --comment -a5
+        if value_next or (
+            unknown and not word.startswith("-")
+        ):  # its value, whatever it holds: --comment -a5
             lines[-1].append(word)
             value_next = False
         elif word.startswith("-") and word not in ("-", "--"):
@@ -682,7 +742,9 @@ def sbatch_lines(value: str) -> list[str]:
             lines.append([word])
             unknown = not options
         else:
-            raise BadOption(f"--slurm-args must be sbatch options such as --partition=gpu, got {word!r}")
+            raise BadOption(
+                f"--slurm-args must be sbatch options such as --partition=gpu, got {word!r}"
+            )
     return [" ".join(map(sbatch_word, line)) for line in lines]
 
 
@@ -756,7 +818,11 @@ def sbatch_script(
         time_note = "# time limit: the partition's default (no --timeout given; --slurm-args --time=... sets one)"
     options = [
         *matrix_options,
-        *(["--timeout", f"{timeout:g}", "--kill-after", f"{kill_after:g}"] if timeout is not None else []),
+        *(
+            ["--timeout", f"{timeout:g}", "--kill-after", f"{kill_after:g}"]
+            if timeout is not None
+            else []
+        ),
         *(["--cpus", cpus] if cpus else []),
     ]
     study_file = os.environ.get(study.PATH_VARIABLE)
@@ -778,7 +844,11 @@ def sbatch_script(
         f"#SBATCH {output_pattern(log_dir)}",
         *(f"#SBATCH {line}" for line in slurm_args),
         "set -euo pipefail",
-        *([f"export {study.PATH_VARIABLE}={shlex.quote(os.path.abspath(study_file))}"] if study_file else []),
+        *(
+            [f"export {study.PATH_VARIABLE}={shlex.quote(os.path.abspath(study_file))}"]
+            if study_file
+            else []
+        ),
         f"LOG_DIR={shlex.quote(log_dir)}",
         f"NUM_TASKS={tasks}",
         'SHARD="$SLURM_ARRAY_TASK_ID/$NUM_TASKS"  # task K of the array runs shard K/N',
@@ -786,7 +856,9 @@ def sbatch_script(
         f'exec bash {shlex.quote(str(study.ROOT / "bench.sh"))} --shard "$SHARD" --log-dir "$LOG_DIR" \\',
         f"  --python {shlex.quote(absolute_python(sel.python))} \\",
         *([f"  {shlex.join(options)} \\"] if options else []),
-        '  --env-timing-file "$LOG_DIR/env_timing/$(hostname).json"' if env_timing else "  --no-env-timing",
+        '  --env-timing-file "$LOG_DIR/env_timing/$(hostname).json"'
+        if env_timing
+        else "  --no-env-timing",
     ]
     if sel.extra:
         lines[-1] += " \\"
@@ -809,32 +881,64 @@ def parser() -> Parser:
         if action == "env-timing":
             s.add_argument("--file", required=True, help="the env_timing.json to check")
         if action == "sbatch":
-            s.add_argument("--tasks", help=f"array tasks (default: the cells of the sweep, at most {MAX_TASKS})")
+            s.add_argument(
+                "--tasks",
+                help=f"array tasks (default: the cells of the sweep, at most {MAX_TASKS})",
+            )
             s.add_argument("--parallel", help="at most this many tasks at once (the array's %%K)")
-            s.add_argument("--timeout", help="bench.sh --timeout (seconds per run): sets the time limit")
-            s.add_argument("--kill-after", default="60", help="bench.sh's SIGKILL this long after --timeout")
-            s.add_argument("--cpus", help="bench.sh --cpus for every task (default: every core of its node)")
+            s.add_argument(
+                "--timeout", help="bench.sh --timeout (seconds per run): sets the time limit"
+            )
+            s.add_argument(
+                "--kill-after", default="60", help="bench.sh's SIGKILL this long after --timeout"
+            )
+            s.add_argument(
+                "--cpus", help="bench.sh --cpus for every task (default: every core of its node)"
+            )
             s.add_argument("--no-env-timing", dest="env_timing", action="store_false")
-            s.add_argument("--slurm-args", default="", help="sbatch options, e.g. '--partition=gpu --gres=gpu:1'")
-        s.add_argument("--experiments", help="comma-separated (default: every experiment of the study)")
-        s.add_argument("--frameworks", help="comma-separated (default: every framework of the study)")
+            s.add_argument(
+                "--slurm-args",
+                default="",
+                help="sbatch options, e.g. '--partition=gpu --gres=gpu:1'",
+            )
+        s.add_argument(
+            "--experiments", help="comma-separated (default: every experiment of the study)"
+        )
+        s.add_argument(
+            "--frameworks", help="comma-separated (default: every framework of the study)"
+        )
         s.add_argument("--envs", help="comma-separated env ids (default: each experiment's envs)")
         s.add_argument("--sizes", help="comma-separated (default: every size of the study)")
-        s.add_argument("--compile-modes", help="comma-separated: 'default' or mode names (default: each experiment's)")
+        s.add_argument(
+            "--compile-modes",
+            help="comma-separated: 'default' or mode names (default: each experiment's)",
+        )
         s.add_argument("--seeds", default="3", help="seeds 1..N (default 3)")
-        s.add_argument("--iterations", help="--num-iterations of every run (default: the scripts' own)")
+        s.add_argument(
+            "--iterations", help="--num-iterations of every run (default: the scripts' own)"
+        )
         s.add_argument("--tag", help="--tag of every run (default: the scripts' own)")
         s.add_argument("--log-dir", default="runs")
         s.add_argument("--shard", default="0/1", help="K/N: this shard's cells only")
         s.add_argument("--python", default="python", help="the interpreter in the commands")
-        s.add_argument("--env-threads", help="--env-threads of every envpool run (bench.sh --cpus N gives N)")
+        s.add_argument(
+            "--env-threads", help="--env-threads of every envpool run (bench.sh --cpus N gives N)"
+        )
         s.add_argument("extra", nargs="*", help="after --: arguments added to every run")
     sub.add_parser("experiments", allow_abbrev=False)
-    claim = sub.add_parser("claim", allow_abbrev=False)  # bench.sh's, before the runs of a cell: claim_cell()
-    claim.add_argument("--fd", type=int, required=True, help="bench.sh's open file descriptor of the lock file")
-    claim.add_argument("--lock", required=True, help="the lock file, {log-dir}/.bench-cells/{cell id}.lock")
+    claim = sub.add_parser(
+        "claim", allow_abbrev=False
+    )  # bench.sh's, before the runs of a cell: claim_cell()
+    claim.add_argument(
+        "--fd", type=int, required=True, help="bench.sh's open file descriptor of the lock file"
+    )
+    claim.add_argument(
+        "--lock", required=True, help="the lock file, {log-dir}/.bench-cells/{cell id}.lock"
+    )
     claim.add_argument("--holder", required=True, help="who holds it, for a sweep that waits")
-    claim.add_argument("--description", required=True, help="a run of the cell, for the message of a wait")
+    claim.add_argument(
+        "--description", required=True, help="a run of the cell, for the message of a wait"
+    )
     claim.add_argument("--log-dir", required=True)
     claim.add_argument("runs", nargs="*", help="after --: each run to check, as N and its N words")
     return p
@@ -868,7 +972,13 @@ def plan_fields(runs: list[Run], done: list[bool], matrix_size: int, k: int, n: 
     """The plan for bench.sh, as data: the header RUNS, TO_RUN, CELLS, MATRIX_SIZE, K/N, then per run
     done|todo, description, log stem, its cell's id (the runs of a cell follow one another), the number of words of
     its command, and those words (python, script, args)."""
-    fields = [str(len(runs)), str(done.count(False)), str(len(cells(runs))), str(matrix_size), f"{k}/{n}"]
+    fields = [
+        str(len(runs)),
+        str(done.count(False)),
+        str(len(cells(runs))),
+        str(matrix_size),
+        f"{k}/{n}",
+    ]
     for run, is_done in zip(runs, done):
         state, cell = "done" if is_done else "todo", cell_id(run.cell)
         fields += [state, run.description, run.log_stem, cell, str(len(run.command)), *run.command]
@@ -894,7 +1004,9 @@ def print_sbatch(args: argparse.Namespace, sel: Selection, whole: list[Run]) -> 
     num_cells = len(cells(whole))
     try:
         if sel.shard != (0, 1):
-            raise BadOption("--shard does not go with --slurm: the array tasks are the shards (--slurm-tasks N)")
+            raise BadOption(
+                "--shard does not go with --slurm: the array tasks are the shards (--slurm-tasks N)"
+            )
         tasks = positive_int("--slurm-tasks", args.tasks, MAX_RUNS) or min(num_cells, MAX_TASKS)
         if tasks > num_cells:
             raise BadOption(
@@ -908,7 +1020,16 @@ def print_sbatch(args: argparse.Namespace, sel: Selection, whole: list[Run]) -> 
         done = done_flags(whole, sel.log_dir)
         matrix_options = [
             item
-            for name in ("experiments", "frameworks", "envs", "sizes", "compile_modes", "seeds", "iterations", "tag")
+            for name in (
+                "experiments",
+                "frameworks",
+                "envs",
+                "sizes",
+                "compile_modes",
+                "seeds",
+                "iterations",
+                "tag",
+            )
             if getattr(args, name) is not None
             for item in (f"--{name.replace('_', '-')}", getattr(args, name))
         ]
@@ -937,15 +1058,21 @@ def main(argv=None) -> int:
     p = parser()
     args = p.parse_args(attach_values(p, sys.argv[1:] if argv is None else argv))
     if args.action == "claim":  # which runs of the cell are done, once it is this sweep's
-        done = claim_cell(args.fd, args.lock, args.holder, args.description, args.log_dir, args.runs)
+        done = claim_cell(
+            args.fd, args.lock, args.holder, args.description, args.log_dir, args.runs
+        )
         print(" ".join("done" if is_done else "todo" for is_done in done))
         return 0
     S = study.load()
     if args.action == "experiments":
         for exp in S.experiments.values():
-            print(f"{exp.name}  {exp.title} (sync timing {' and '.join('on' if s else 'off' for s in exp.syncs)})")
+            print(
+                f"{exp.name}  {exp.title} (sync timing {' and '.join('on' if s else 'off' for s in exp.syncs)})"
+            )
         for platform in S.platforms.values():  # no runs of their own
-            print(f"{platform.name}  is {platform.repeats} under another --tag (e.g. the OS or the machine)")
+            print(
+                f"{platform.name}  is {platform.repeats} under another --tag (e.g. the OS or the machine)"
+            )
         return 0
     try:
         sel = select(args, S)
@@ -967,7 +1094,10 @@ def main(argv=None) -> int:
             }
         )
         if missing:
-            print(f"{PROG}: no script {', '.join(missing)}; check the study's [frameworks]", file=sys.stderr)
+            print(
+                f"{PROG}: no script {', '.join(missing)}; check the study's [frameworks]",
+                file=sys.stderr,
+            )
             return 2
     if args.action == "check":  # the options are good: this shard, as K/N
         print(f"{sel.shard[0]}/{sel.shard[1]}")

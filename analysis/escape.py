@@ -19,9 +19,25 @@ import re
 import pandas as pd
 
 QUOTE = "'"
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n", QUOTE)  # OWASP's, and the quote itself (for the way back)
+FORMULA_STARTS = (
+    "=",
+    "+",
+    "-",
+    "@",
+    "\t",
+    "\r",
+    "\n",
+    QUOTE,
+)  # OWASP's, and the quote itself (for the way back)
 CELL_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "|": "&#124;"}
-TEXT_ENTITIES = {**CELL_ENTITIES, "[": "&#91;", "]": "&#93;", "`": "&#96;", "\\": "&#92;", "*": "&#42;"}
+TEXT_ENTITIES = {
+    **CELL_ENTITIES,
+    "[": "&#91;",
+    "]": "&#93;",
+    "`": "&#96;",
+    "\\": "&#92;",
+    "*": "&#42;",
+}
 
 
 # --------------------------------------------------------------------------------------------------- CSV
@@ -40,7 +56,11 @@ def from_csv_text(value):
 
 
 def text_columns(table: pd.DataFrame) -> list:
-    return [c for c in table.columns if not pd.api.types.is_numeric_dtype(table[c]) or table[c].dtype == bool]
+    return [
+        c
+        for c in table.columns
+        if not pd.api.types.is_numeric_dtype(table[c]) or table[c].dtype == bool
+    ]
 
 
 def csv_safe(table: pd.DataFrame) -> pd.DataFrame:

@@ -50,14 +50,18 @@ from study import BACKENDS, Study, split_label
 class Kind(NamedTuple):
     file: str  # "{experiment}" is replaced by the experiment's name
     caption: Callable[[Results, str], str]
-    draw: Callable[[Results, str], "plt.Figure | str | None"]  # None: no pairs of runs; a string: why not drawn
+    draw: Callable[
+        [Results, str], "plt.Figure | str | None"
+    ]  # None: no pairs of runs; a string: why not drawn
     platform: bool = False  # a kind of the platform comparisons ([platforms.*] in study.toml)
 
 
 class Figure(NamedTuple):
     kind: str
     file: str
-    owners: tuple[str, ...]  # the experiments (or platform comparison) that list it: drawn when any has runs
+    owners: tuple[
+        str, ...
+    ]  # the experiments (or platform comparison) that list it: drawn when any has runs
     caption: str
 
 
@@ -68,19 +72,34 @@ def others(r: Results, name: str, metric: str = "total") -> list[str]:
 
 def fig_total(r: Results, name: str):
     S, runs = r.study, r.runs(name)
-    runs = runs[~runs["sync_timing"].astype(bool)]  # an experiment of sync "both" has its totals sync off
+    runs = runs[
+        ~runs["sync_timing"].astype(bool)
+    ]  # an experiment of sync "both" has its totals sync off
     if runs.empty:
         return "no sync-off runs"
     title = f"{capitalised(name)}: total run duration per framework (sync off, default compile)"
     fig, axes = new_figure(2, width=6.5, title=title)
     frameworks = present(S.frameworks, runs["framework"])
     sizes = present(S.sizes, runs["model_size"])
-    boxes(axes[0, 0], runs, "model_size", "total_s", sizes, "framework", frameworks, framework_colors(S))
+    boxes(
+        axes[0, 0],
+        runs,
+        "model_size",
+        "total_s",
+        sizes,
+        "framework",
+        frameworks,
+        framework_colors(S),
+    )
     log_axis(axes[0, 0], "total duration (s)")
     axes[0, 0].set_title("all envs and seeds, by model size")
-    handles = draw_against_env_cost(axes[0, 1], r, r.metric_runs("total"), "total_s")  # every sync-off experiment
+    handles = draw_against_env_cost(
+        axes[0, 1], r, r.metric_runs("total"), "total_s"
+    )  # every sync-off experiment
     log_axis(axes[0, 1], "total duration (s)")
-    axes[0, 1].set_title(f"against env complexity ({' + '.join(r.compared('total'))}; lines: medians)")
+    axes[0, 1].set_title(
+        f"against env complexity ({' + '.join(r.compared('total'))}; lines: medians)"
+    )
     row_legend(axes[0], "framework / size", handles=handles)
     return fig
 
@@ -99,10 +118,14 @@ def speedup_figure(r: Results, name: str, metric: str, title: str):
     sizes, pairs = present(S.sizes, cells["size"]), present(S.pair_names, cells["pair"])
     for ax, backend in zip(axes[0], backends):
         mine = ratios[ratios["backend"] == backend]
-        speedup_cells(ax, mine, cells[cells["backend"] == backend], "size", sizes, size_palette(S), pairs)
+        speedup_cells(
+            ax, mine, cells[cells["backend"] == backend], "size", sizes, size_palette(S), pairs
+        )
         ratio_axis(ax)
         where = f"envs on {backend}: " if len(S.experiments[name].backends) > 1 else ""
-        ax.set_title(f"{where}as in the tables: geometric mean, {INTERVAL}; dots: pairs of runs", fontsize=12)
+        ax.set_title(
+            f"{where}as in the tables: geometric mean, {INTERVAL}; dots: pairs of runs", fontsize=12
+        )
     same_y_range(axes[0])
     row_legend(axes[0], "model size")
     return fig
@@ -115,7 +138,12 @@ def fig_speedups(r: Results, name: str):
 
 def fig_steady_speedups(r: Results, name: str):
     label = r.study.steady.label
-    return speedup_figure(r, name, "steady", f"Steady state: speedups of the mean time/iteration over {label} ({name})")
+    return speedup_figure(
+        r,
+        name,
+        "steady",
+        f"Steady state: speedups of the mean time/iteration over {label} ({name})",
+    )
 
 
 def fig_overhead_windows(r: Results, name: str):
@@ -124,17 +152,36 @@ def fig_overhead_windows(r: Results, name: str):
     sizes = present(S.sizes, runs["model_size"])
     windows = window_columns(S)
     labels = ", ".join(f"{w.label} = {w.name}" for w in windows.values())
-    fig, axes = new_figure(len(sizes), 2, width=6, height=5, title=f"Overhead by iteration window: {labels} ({name})")
-    means = runs.melt(id_vars=["model_size", "framework"], value_vars=list(windows), var_name="window", value_name="s")
+    fig, axes = new_figure(
+        len(sizes), 2, width=6, height=5, title=f"Overhead by iteration window: {labels} ({name})"
+    )
+    means = runs.melt(
+        id_vars=["model_size", "framework"],
+        value_vars=list(windows),
+        var_name="window",
+        value_name="s",
+    )
     differences = pd.concat(
-        [pairwise(r.summary, w, {name: r.masks[name]}, S, np.subtract).assign(window=w) for w in windows]
+        [
+            pairwise(r.summary, w, {name: r.masks[name]}, S, np.subtract).assign(window=w)
+            for w in windows
+        ]
     )
     ticks = [w.label.replace("iterations", "iters") for w in windows.values()]
     frameworks = present(S.frameworks, runs["framework"])
     for col, size in enumerate(sizes):
         top, bottom = axes[0, col], axes[1, col]
         size_means = means[means["model_size"] == size].dropna()
-        boxes(top, size_means, "window", "s", list(windows), "framework", frameworks, framework_colors(S))
+        boxes(
+            top,
+            size_means,
+            "window",
+            "s",
+            list(windows),
+            "framework",
+            frameworks,
+            framework_colors(S),
+        )
         top.set_xticks(range(len(ticks)), ticks)
         top.set_title(f"{size} model")
         log_axis(top, "mean time per iteration (s)")
@@ -143,7 +190,17 @@ def fig_overhead_windows(r: Results, name: str):
             empty_panel(bottom, "no pairs of runs")
             continue
         pairs = present(S.pair_names, diffs["pair"])
-        boxes(bottom, diffs, "window", "value", list(windows), "pair", pairs, pair_palette(S), log=False)
+        boxes(
+            bottom,
+            diffs,
+            "window",
+            "value",
+            list(windows),
+            "pair",
+            pairs,
+            pair_palette(S),
+            log=False,
+        )
         bottom.set_xticks(range(len(ticks)), ticks)
         symlog_axis(bottom, diffs["value"], "time A - time B per iteration (s)")
     row_legend(axes[0], "framework")
@@ -158,14 +215,20 @@ def fig_rollout_update(r: Results, name: str):
     envs = present(r.envs, runs["env"])
     sizes = ", ".join(present(S.sizes, runs["model_size"]))
     title = f"{capitalised(name)}: rollout vs update, {sizes} model, sync on (mean over {S.steady.label})"
-    fig, axes = new_figure(2, 2, width=max(6.0, 0.6 * (len(envs) + 1) + 2.5), height=5.2, title=title)
+    fig, axes = new_figure(
+        2, 2, width=max(6.0, 0.6 * (len(envs) + 1) + 2.5), height=5.2, title=title
+    )
     for col, part in enumerate(("rollout", "update")):
         top, ax = axes[0, col], axes[1, col]
         y = window_column(S.steady, part)
-        modes_pointplot(top, runs, "env", y, envs, f"{part}, every compile mode", joined=False, study=S)
+        modes_pointplot(
+            top, runs, "env", y, envs, f"{part}, every compile mode", joined=False, study=S
+        )
         log_axis(top, f"{part} time per iteration (s)")
         rotate_xticks(top)
-        top.set_xlabel("env, cheapest step first" if r.timing["ratio"].notna().any() else "env, by name")
+        top.set_xlabel(
+            "env, cheapest step first" if r.timing["ratio"].notna().any() else "env, by name"
+        )
         ratios = r.pairs[part][r.pairs[part]["experiment"] == name]
         ax.set_title(f"{part} speedups, default compile modes")
         if ratios.empty:
@@ -178,12 +241,18 @@ def fig_rollout_update(r: Results, name: str):
         for i, pair in enumerate(pairs):
             offset = (i - (len(pairs) - 1) / 2) * width
             color = pair_palette(S).get(pair, "0.5")
-            per_env = ratios[ratios["pair"] == pair].groupby("env")["value"].apply(lambda v: np.exp(np.log(v).mean()))
+            per_env = (
+                ratios[ratios["pair"] == pair]
+                .groupby("env")["value"]
+                .apply(lambda v: np.exp(np.log(v).mean()))
+            )
             x = [columns.index(env) + offset for env in per_env.index]
             ax.scatter(x, per_env.to_numpy(), color=color, s=30, alpha=0.8, label=pair)
             for _, cell in cells[cells["pair"] == pair].iterrows():  # one per size
                 x = [len(columns) - 1 + offset]
-                intervals(ax, x, [cell["geomean"]], [cell["ci_low"]], [cell["ci_high"]], color, marker="D")
+                intervals(
+                    ax, x, [cell["geomean"]], [cell["ci_low"]], [cell["ci_high"]], color, marker="D"
+                )
         ax.set_xticks(range(len(columns)), columns)
         ratio_axis(ax)
         rotate_xticks(ax)
@@ -196,11 +265,22 @@ def fig_rollout_update(r: Results, name: str):
 def fig_compile_modes(r: Results, name: str):
     S, runs = r.study, r.runs(name)
     envs = ", ".join(S.experiments[name].envs)
-    fig, axes = new_figure(2, width=6, title=f"{capitalised(name)}: compile modes by model size ({envs}, sync on)")
+    fig, axes = new_figure(
+        2, width=6, title=f"{capitalised(name)}: compile modes by model size ({envs}, sync on)"
+    )
     sizes = present(S.sizes, runs["model_size"])
     for col, part in enumerate(("rollout", "update")):
         ax, y = axes[0, col], window_column(S.steady, part)
-        modes_pointplot(ax, runs, "model_size", y, sizes, f"{part} (mean over {S.steady.label})", joined=True, study=S)
+        modes_pointplot(
+            ax,
+            runs,
+            "model_size",
+            y,
+            sizes,
+            f"{part} (mean over {S.steady.label})",
+            joined=True,
+            study=S,
+        )
         log_axis(ax, f"{part} time per iteration (s)")
         ax.set_xlabel("model size")
     row_legend(axes[0], "framework/compile\n(median, min-max)")
@@ -220,10 +300,23 @@ def fig_tags(r: Results, name: str):
     frameworks = present(S.frameworks, runs["framework"])
     ratios = r.pairs["total"][r.pairs["total"]["experiment"] == repeats]
     tables = r.platform_speedups.get(name, {})
-    cells = pd.concat([table.assign(tag=tag) for tag, table in tables.items()]) if tables else pd.DataFrame()
+    cells = (
+        pd.concat([table.assign(tag=tag) for tag, table in tables.items()])
+        if tables
+        else pd.DataFrame()
+    )
     for col, size in enumerate(sizes):
         top, bottom = axes[0, col], axes[1, col]
-        boxes(top, runs[runs["model_size"] == size], "framework", "total_s", frameworks, "tag", tags, palette)
+        boxes(
+            top,
+            runs[runs["model_size"] == size],
+            "framework",
+            "total_s",
+            frameworks,
+            "tag",
+            tags,
+            palette,
+        )
         log_axis(top, "total duration (s)")
         top.set_title(f"{size} model: total duration")
         size_cells = cells[cells["size"] == size] if len(cells) else cells
@@ -231,7 +324,9 @@ def fig_tags(r: Results, name: str):
             empty_panel(bottom, "no pairs of runs")
             continue
         pairs = present(S.pair_names, size_cells["pair"])
-        speedup_cells(bottom, ratios[ratios["model_size"] == size], size_cells, "tag", tags, palette, pairs)
+        speedup_cells(
+            bottom, ratios[ratios["model_size"] == size], size_cells, "tag", tags, palette, pairs
+        )
         ratio_axis(bottom)
         bottom.set_title(f"{size} model: total-time speedups per tag")
     row_legend(axes[0], "tag")
@@ -262,15 +357,21 @@ def fig_speedup_vs_env_cost(r: Results, name: str = ""):
             for pair in present(S.pair_names, cell["pair"]):
                 group = cell[cell["pair"] == pair]
                 color = pair_palette(S).get(pair, "0.5")
-                ax.scatter(group["cost"], group["speedup"], color=color, s=24, alpha=0.8, label=pair)
+                ax.scatter(
+                    group["cost"], group["speedup"], color=color, s=24, alpha=0.8, label=pair
+                )
                 if len(group) >= MIN_CORRELATION_ENVS:
-                    slope, intercept = np.polyfit(np.log10(group["cost"]), np.log10(group["speedup"]), 1)
+                    slope, intercept = np.polyfit(
+                        np.log10(group["cost"]), np.log10(group["speedup"]), 1
+                    )
                     x = np.array([group["cost"].min(), group["cost"].max()])
                     ax.plot(x, 10 ** (intercept + slope * np.log10(x)), color=color, lw=1.2)
             ratio_axis(ax)
             log_axis(ax, "env step cost relative to the cheapest env", suffix="×", axis="x")
             mark_expensive_envs(ax, r, cell["env"])
-        row_legend(axes[row], "pair A → B\n(a point per env;\nlines: log-log fit)", rename=pretty_pair)
+        row_legend(
+            axes[row], "pair A → B\n(a point per env;\nlines: log-log fit)", rename=pretty_pair
+        )
     return fig
 
 
@@ -283,7 +384,10 @@ def fig_backends(r: Results, name: str):
         return "no sync-on runs in default compile modes"
     parts = [window_column(S.steady, part) for part in ("rollout", "update")]
     envs = present(dict.fromkeys(split_label(label)[0] for label in r.envs), runs["env_id"])
-    sizes, frameworks = present(S.sizes, runs["model_size"]), present(S.frameworks, runs["framework"])
+    sizes, frameworks = (
+        present(S.sizes, runs["model_size"]),
+        present(S.frameworks, runs["framework"]),
+    )
     backends = present(BACKENDS, runs["backend"])
     medians = runs.groupby(["env_id", "model_size", "framework", "backend"])[parts].median()
     title = (
@@ -313,7 +417,9 @@ def with_others(r: Results, name: str) -> str:
 KINDS = {
     "total": Kind(
         "{experiment}_total.png",
-        lambda r, n: f"{capitalised(n)}: total duration per framework, and against env complexity{with_others(r, n)}",
+        lambda r, n: (
+            f"{capitalised(n)}: total duration per framework, and against env complexity{with_others(r, n)}"
+        ),
         fig_total,
     ),
     "speedups": Kind(
@@ -323,11 +429,15 @@ KINDS = {
     ),
     "overhead_windows": Kind(
         "overhead_windows.png",
-        lambda r, n: "Overhead by iteration window (compile, warm-up, steady) and pairwise differences",
+        lambda r, n: (
+            "Overhead by iteration window (compile, warm-up, steady) and pairwise differences"
+        ),
         fig_overhead_windows,
     ),
     "steady_speedups": Kind(
-        "steady_speedups.png", lambda r, n: "Steady-state speedups (steady window)", fig_steady_speedups
+        "steady_speedups.png",
+        lambda r, n: "Steady-state speedups (steady window)",
+        fig_steady_speedups,
     ),
     "rollout_update": Kind(
         "{experiment}_rollout_update.png",
@@ -339,15 +449,24 @@ KINDS = {
         lambda r, n: f"{capitalised(n)}: compile modes by model size",
         fig_compile_modes,
     ),
-    "tags": Kind("{experiment}_tags.png", lambda r, n: f"{capitalised(n)}: platforms (tags) compared", fig_tags, True),
+    "tags": Kind(
+        "{experiment}_tags.png",
+        lambda r, n: f"{capitalised(n)}: platforms (tags) compared",
+        fig_tags,
+        True,
+    ),
     "backends": Kind(
         "{experiment}_backends.png",
-        lambda r, n: f"{capitalised(n)}: rollout and update time per framework on each env backend (gymnax, envpool)",
+        lambda r, n: (
+            f"{capitalised(n)}: rollout and update time per framework on each env backend (gymnax, envpool)"
+        ),
         fig_backends,
     ),
     "learning": Kind(
         "{experiment}_learning.png",
-        lambda r, n: f"{capitalised(n)}: return against env steps and seconds, per framework, beside the reference's",
+        lambda r, n: (
+            f"{capitalised(n)}: return against env steps and seconds, per framework, beside the reference's"
+        ),
         lambda r, n: learning_figure(r.learning_curves, n, r.study),
     ),
     "speedup_vs_env_cost": Kind(
@@ -373,10 +492,14 @@ def check_figures(study: Study) -> None:
         valid = [k for k, spec in KINDS.items() if spec.platform == platform]
         if kind not in valid:
             where = "platform comparison" if platform else "experiment"
-            raise BadInput(f"{study.path}: {where} {owner} lists figure {kind!r}; valid: {', '.join(valid)}")
+            raise BadInput(
+                f"{study.path}: {where} {owner} lists figure {kind!r}; valid: {', '.join(valid)}"
+            )
         file = KINDS[kind].file.format(experiment=owner)
         if file in files and kind not in ONCE_OVER_EXPERIMENTS:
-            raise BadInput(f"{study.path}: figure {kind!r} ({file}) is listed by {files[file]} and {owner}; one only")
+            raise BadInput(
+                f"{study.path}: figure {kind!r} ({file}) is listed by {files[file]} and {owner}; one only"
+            )
         files[file] = owner
 
 
@@ -388,7 +511,9 @@ def study_figures(r: Results) -> list[Figure]:
         if kind in ONCE_OVER_EXPERIMENTS and owners:
             figures.append(Figure(kind, spec.file, tuple(owners), spec.caption(r, owners[0])))
             continue
-        figures += [Figure(kind, spec.file.format(experiment=o), (o,), spec.caption(r, o)) for o in owners]
+        figures += [
+            Figure(kind, spec.file.format(experiment=o), (o,), spec.caption(r, o)) for o in owners
+        ]
     return figures
 
 

@@ -18,7 +18,10 @@ from study import Study
 RETURN = "charts/episodic_return"
 ELAPSED = "time/elapsed"
 SMOOTHING = 10  # iterations, as summary.json's final_return
-TARGETS = {"reference": 0.0, "within_10pct": 0.1}  # target -> the fraction of |mean| below the reference's mean
+TARGETS = {
+    "reference": 0.0,
+    "within_10pct": 0.1,
+}  # target -> the fraction of |mean| below the reference's mean
 TARGET_LABELS = {"reference": "the reference's mean", "within_10pct": "within 10 % of it"}
 RUN_COLUMNS = [
     "experiment",
@@ -61,8 +64,12 @@ def smoothed_returns(rows: pd.DataFrame) -> pd.DataFrame:
     rows = rows.sort_values("iteration")
     returns = rows[RETURN] if RETURN in rows else pd.Series(np.nan, index=rows.index)
     smoothed = returns.rolling(SMOOTHING, min_periods=1).mean()  # NaN iterations are skipped
-    elapsed = rows[ELAPSED] if ELAPSED in rows else pd.Series(np.nan, index=rows.index)  # never reached without it
-    return pd.DataFrame({"step": rows["step"], "elapsed": elapsed, "smoothed": smoothed}).reset_index(drop=True)
+    elapsed = (
+        rows[ELAPSED] if ELAPSED in rows else pd.Series(np.nan, index=rows.index)
+    )  # never reached without it
+    return pd.DataFrame(
+        {"step": rows["step"], "elapsed": elapsed, "smoothed": smoothed}
+    ).reset_index(drop=True)
 
 
 def first_reach(curve: pd.DataFrame, target: float) -> tuple[float, float]:
@@ -107,11 +114,20 @@ def learning_runs(runs: pd.DataFrame, summary: pd.DataFrame, masks: dict, study:
             curve = smoothed_returns(iterations[run["run"]])
             keys = {key: run[key] for key in PAIR_KEYS if key != "experiment"}
             rows.append({**run_row(experiment, config, run, curve), **keys})
-            names = {"experiment": experiment, "env": run["env"], "framework": run["framework"], "seed": run["seed"]}
+            names = {
+                "experiment": experiment,
+                "env": run["env"],
+                "framework": run["framework"],
+                "seed": run["seed"],
+            }
             curves.append(curve.assign(**names))
     columns = [*RUN_COLUMNS, *[key for key in PAIR_KEYS if key not in RUN_COLUMNS]]
     curve_columns = ["experiment", "env", "framework", "seed", "step", "elapsed", "smoothed"]
-    curves = pd.concat(curves, ignore_index=True)[curve_columns] if curves else pd.DataFrame(columns=curve_columns)
+    curves = (
+        pd.concat(curves, ignore_index=True)[curve_columns]
+        if curves
+        else pd.DataFrame(columns=curve_columns)
+    )
     return pd.DataFrame(rows, columns=columns), curves
 
 
@@ -127,7 +143,9 @@ def learning_table(learned: pd.DataFrame, study: Study) -> pd.DataFrame:
     beside the reference's, whether the mean is at least the reference's mean minus its std, and per target the
     runs that reached it and their median time."""
     rows = []
-    for (experiment, env, framework), group in learned.groupby(["experiment", "env", "framework"], sort=False):
+    for (experiment, env, framework), group in learned.groupby(
+        ["experiment", "env", "framework"], sort=False
+    ):
         row = {
             "experiment": experiment,
             "env": env,
@@ -138,7 +156,9 @@ def learning_table(learned: pd.DataFrame, study: Study) -> pd.DataFrame:
             "reference_mean": group["reference_mean"].iloc[0],
             "reference_std": group["reference_std"].iloc[0],
         }
-        row["meets_reference"] = bool(row["final_mean"] >= row["reference_mean"] - row["reference_std"])
+        row["meets_reference"] = bool(
+            row["final_mean"] >= row["reference_mean"] - row["reference_std"]
+        )
         for target in TARGETS:
             row[f"reached_{target}"] = int(group[f"s_to_{target}"].notna().sum())
             row[f"median_s_to_{target}"] = median_time(group[f"s_to_{target}"])
@@ -152,7 +172,11 @@ def study_rank(row, study: Study) -> tuple[int, int, int]:
     """A row's place in the study's orders: experiment, its env, framework."""
     experiments = list(study.experiments)
     envs = study.experiments[row.experiment].envs
-    return experiments.index(row.experiment), envs.index(row.env), list(study.frameworks).index(row.framework)
+    return (
+        experiments.index(row.experiment),
+        envs.index(row.env),
+        list(study.frameworks).index(row.framework),
+    )
 
 
 def learning_speedups(learned: pd.DataFrame, study: Study) -> pd.DataFrame:
@@ -164,6 +188,18 @@ def learning_speedups(learned: pd.DataFrame, study: Study) -> pd.DataFrame:
         masks = {name: learned["experiment"] == name for name in learning_experiments(study)}
         pairs = pairwise(learned, column, masks, study)
         for (experiment, pair), cell in pairs.groupby(["experiment", "pair"], sort=False):
-            rows.append({"target": target, "experiment": experiment, "pair": pair, **cell_statistics(cell)})
-    columns = ["target", "experiment", "pair", "geomean", "median", "ci_low", "ci_high", "n_pairs", "n_clusters"]
+            rows.append(
+                {"target": target, "experiment": experiment, "pair": pair, **cell_statistics(cell)}
+            )
+    columns = [
+        "target",
+        "experiment",
+        "pair",
+        "geomean",
+        "median",
+        "ci_low",
+        "ci_high",
+        "n_pairs",
+        "n_clusters",
+    ]
     return pd.DataFrame(rows, columns=columns)

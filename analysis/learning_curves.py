@@ -61,8 +61,13 @@ def final_returns(runs) -> str:
         steps = run.config["batch_size"] * run.summary["iterations_completed"]
         final = run.summary.get("final_return")
         final = "–" if final is None else f"{final:.1f}"
-        rows.append((run_env(run.config), run.config["framework"], run.config["seed"], steps, final))
-    lines = ["| env | framework | seed | env steps | final return |", "| --- | --- | --- | --- | --- |"]
+        rows.append(
+            (run_env(run.config), run.config["framework"], run.config["seed"], steps, final)
+        )
+    lines = [
+        "| env | framework | seed | env steps | final return |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     lines += [
         f"| {md_text(env)} | {md_text(fw)} | {seed} | {steps:,} | {final} |"
         for env, fw, seed, steps, final in sorted(rows)
@@ -78,7 +83,9 @@ def draw(by_env: dict[str, list], colors: dict[str, str], out: Path) -> None:
         drawn = set()
         for framework, seed, steps, returns in sorted(by_env[env], key=lambda curve: curve[:2]):
             label = None if framework in drawn else framework
-            ax.plot(steps, returns, color=colors.get(framework), label=label, linewidth=1.6, alpha=0.85)
+            ax.plot(
+                steps, returns, color=colors.get(framework), label=label, linewidth=1.6, alpha=0.85
+            )
             drawn.add(framework)
         ax.set_title(env)
         ax.set_xlabel("env steps")
@@ -105,7 +112,9 @@ def check(args: argparse.Namespace) -> None:
     if (out.exists() or out.is_symlink()) and not args.force:
         raise BadInput(f"--out {out} exists; --force replaces it")
     for path in (out, out.with_suffix(".md")):
-        folder = next(p for p in output.target(path).parents if p.exists())  # the folders below it are made
+        folder = next(
+            p for p in output.target(path).parents if p.exists()
+        )  # the folders below it are made
         if folder != output.target(path).parent and not folder.is_dir():
             raise BadInput(f"--out {out}: {folder} is not a folder")
         if folder == output.target(path).parent:
@@ -113,8 +122,12 @@ def check(args: argparse.Namespace) -> None:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("runs_dirs", nargs="+", metavar="RUNS_DIR", help="folders searched for run folders")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "runs_dirs", nargs="+", metavar="RUNS_DIR", help="folders searched for run folders"
+    )
     parser.add_argument("--out", required=True, metavar="PNG", help="the figure to write")
     parser.add_argument("--force", action="store_true", help="replace an existing --out")
     args = parser.parse_args(argv)
@@ -123,7 +136,9 @@ def main(argv=None) -> None:
         runs = completed_runs(args.runs_dirs)
         by_env = curves(runs)
         if not by_env:
-            raise BadInput(f"no completed run with an episodic return under {', '.join(args.runs_dirs)}")
+            raise BadInput(
+                f"no completed run with an episodic return under {', '.join(args.runs_dirs)}"
+            )
     except BadInput as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)

@@ -57,7 +57,9 @@ def experiment_markdown(table: pd.DataFrame, experiment: str, study: Study) -> s
 def learning_markdown(r: Results) -> str:
     """The README's learning block: per learning experiment with runs, the final returns beside the reference's and
     the time each framework took to reach it. Empty when there are no learning runs."""
-    with_runs = [name for name in learning_experiments(r.study) if name in set(r.learning["experiment"])]
+    with_runs = [
+        name for name in learning_experiments(r.study) if name in set(r.learning["experiment"])
+    ]
     blocks = [experiment_markdown(r.learning, name, r.study) for name in with_runs]
     return "\n\n".join(blocks) + "\n" if blocks else ""
 
@@ -71,7 +73,9 @@ def speedup_table(speedups: pd.DataFrame, study: Study) -> str:
     """One learning experiment's time-to-return speedups: a row per pair, a column per target."""
     cells = speedups.assign(cell=[speedup_cell(row) for row in speedups.itertuples()])
     grid = cells.pivot(index="pair", columns="target", values="cell")
-    grid = grid.reindex(index=present(study.pair_names, grid.index), columns=present(TARGETS, grid.columns))
+    grid = grid.reindex(
+        index=present(study.pair_names, grid.index), columns=present(TARGETS, grid.columns)
+    )
     grid.index = [pretty_pair(pair) for pair in grid.index]
     grid.columns = [f"to {TARGET_LABELS[target]}" for target in grid.columns]
     return markdown_table(grid.rename_axis("pair").reset_index())

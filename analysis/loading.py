@@ -46,17 +46,62 @@ CONFIG_COLUMNS = [
     "command",
     "start_time",
 ]
-SUMMARY_JSON_COLUMNS = ["status", "iterations_completed", "setup_s", "import_s", "total_s", "final_return"]
+SUMMARY_JSON_COLUMNS = [
+    "status",
+    "iterations_completed",
+    "setup_s",
+    "import_s",
+    "total_s",
+    "final_return",
+]
 RUN_COLUMNS = ["run", "run_dir", "sweep", *CONFIG_COLUMNS, *SUMMARY_JSON_COLUMNS]
-IDENTITY_COLUMNS = ["run", "command", "hostname", "start_time"]  # what tells two runs apart (run_keys)
-RUNS_CSV_COLUMNS = ["run", "iteration", "time/iteration", *runlog.REQUIRED_CONFIG, "status", "total_s"]
+IDENTITY_COLUMNS = [
+    "run",
+    "command",
+    "hostname",
+    "start_time",
+]  # what tells two runs apart (run_keys)
+RUNS_CSV_COLUMNS = [
+    "run",
+    "iteration",
+    "time/iteration",
+    *runlog.REQUIRED_CONFIG,
+    "status",
+    "total_s",
+]
 RUNS_CSV_NUMBERS = ["iteration", "time/iteration", "total_s", "batch_size", "num_iterations"]
 # its other numbers, checked run by run (runlog.check_completed): a word there skips its run, not the file
-RUNS_CSV_CHECKED_NUMBERS = ["seed", "num_envs", "num_steps", "iterations_completed", "setup_s", "import_s"]
+RUNS_CSV_CHECKED_NUMBERS = [
+    "seed",
+    "num_envs",
+    "num_steps",
+    "iterations_completed",
+    "setup_s",
+    "import_s",
+]
 RUNS_CSV_CHECKED_NUMBERS += ["final_return"]
 # the text columns of a runs.csv: read as written (never as numbers, never "NA" as missing)
-RUNS_CSV_TEXT = ["run", "run_dir", "sweep", "env", "framework", "model_size", "compile", "tag", "exp_name"]
-RUNS_CSV_TEXT += ["device_name", "device", "hostname", "platform", "versions", "command", "start_time", "status"]
+RUNS_CSV_TEXT = [
+    "run",
+    "run_dir",
+    "sweep",
+    "env",
+    "framework",
+    "model_size",
+    "compile",
+    "tag",
+    "exp_name",
+]
+RUNS_CSV_TEXT += [
+    "device_name",
+    "device",
+    "hostname",
+    "platform",
+    "versions",
+    "command",
+    "start_time",
+    "status",
+]
 TIMING_COLUMNS = ["obs_dim", "num_actions", "ms_per_step", "ratio"]
 
 
@@ -101,7 +146,10 @@ def run_rows(run: runlog.Run, study: Study) -> pd.DataFrame:
     # bench.sh writes each experiment's runs into a folder of its name (two experiments may run the same cell)
     parent = run.path.parent.name
     sweep = parent if parent in study.experiments else ""
-    config = {**config, "device_name": config.get("device_name", config.get("device"))}  # "device" in older runs
+    config = {
+        **config,
+        "device_name": config.get("device_name", config.get("device")),
+    }  # "device" in older runs
     config["env"] = run_env(config)
     info = {
         "run": run.path.name,
@@ -132,12 +180,20 @@ def read_csv(flag: str, path: str, what: str, **options) -> pd.DataFrame:
     empty, binary or not CSV."""
     try:
         return from_csv(pd.read_csv(path, **options))
-    except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
+    except (
+        OSError,
+        ValueError,
+        UnicodeDecodeError,
+        pd.errors.ParserError,
+        pd.errors.EmptyDataError,
+    ) as e:
         reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise BadInput(f"{flag} {path} is not a {what} of plot_results.py ({reason})") from None
 
 
-def numbers(table: pd.DataFrame, columns: list[str], flag: str, path: str, what: str) -> pd.DataFrame:
+def numbers(
+    table: pd.DataFrame, columns: list[str], flag: str, path: str, what: str
+) -> pd.DataFrame:
     """table with columns made numeric; BadInput naming the first cell that is not a number."""
     table = table.copy()
     for column in columns:
@@ -145,7 +201,9 @@ def numbers(table: pd.DataFrame, columns: list[str], flag: str, path: str, what:
         bad = values.isna() & table[column].notna()
         if bad.any():
             value = table[column][bad].iloc[0]
-            raise BadInput(f"{flag} {path} is not a {what} of plot_results.py: its {column} holds {value!r}")
+            raise BadInput(
+                f"{flag} {path} is not a {what} of plot_results.py: its {column} holds {value!r}"
+            )
         table[column] = values
     return table
 
@@ -175,7 +233,10 @@ def cell_value(value):
 def check_csv_run(rows: pd.DataFrame, study: Study) -> None:
     """runlog.check_completed on a run of a runs.csv (a runs.csv without iterations_completed: every logged one)."""
     first = rows.iloc[0]
-    cell = {key: plain if key in RUNS_CSV_TEXT else cell_value for key in [*CONFIG_COLUMNS, *SUMMARY_JSON_COLUMNS]}
+    cell = {
+        key: plain if key in RUNS_CSV_TEXT else cell_value
+        for key in [*CONFIG_COLUMNS, *SUMMARY_JSON_COLUMNS]
+    }
     config = {key: cell[key](first[key]) for key in CONFIG_COLUMNS if key in rows}
     summary = {key: cell[key](first[key]) for key in SUMMARY_JSON_COLUMNS if key in rows}
     if "iterations_completed" not in rows:
@@ -187,12 +248,22 @@ def check_csv_run(rows: pd.DataFrame, study: Study) -> None:
 def read_runs_csv(path: str, study: Study) -> tuple[pd.DataFrame, list[SkippedRun]]:
     """The completed runs of a runs.csv written earlier, and the skipped ones; BadInput when it is not a runs.csv."""
     text = {column: str for column in RUNS_CSV_TEXT}
-    runs = read_csv("--csv", path, "runs.csv", low_memory=False, dtype=text, keep_default_na=False, na_values=[""])
+    runs = read_csv(
+        "--csv",
+        path,
+        "runs.csv",
+        low_memory=False,
+        dtype=text,
+        keep_default_na=False,
+        na_values=[""],
+    )
     if "device_name" not in runs and "device" in runs:  # a runs.csv of an older plot_results.py
         runs = runs.rename(columns={"device": "device_name"})
     missing = [column for column in RUNS_CSV_COLUMNS if column not in runs]
     if missing:
-        raise BadInput(f"--csv {path} is not a runs.csv of plot_results.py (no column {', '.join(missing)})")
+        raise BadInput(
+            f"--csv {path} is not a runs.csv of plot_results.py (no column {', '.join(missing)})"
+        )
     runs = numbers(runs, RUNS_CSV_NUMBERS, "--csv", path, "runs.csv")
     keys = run_keys(runs)
     bad, skipped = pd.Series(False, index=runs.index), []
@@ -203,7 +274,9 @@ def read_runs_csv(path: str, study: Study) -> tuple[pd.DataFrame, list[SkippedRu
             bad[rows.index] = True
             skipped.append(SkippedRun(f"{rows['run'].iloc[0]} (in {path})", str(e)))
     runs = runs[~bad].copy()
-    for column in RUNS_CSV_CHECKED_NUMBERS:  # numbers again once the runs whose cells were words are gone
+    for (
+        column
+    ) in RUNS_CSV_CHECKED_NUMBERS:  # numbers again once the runs whose cells were words are gone
         if column in runs and runs[column].dtype == object:
             runs[column] = pd.to_numeric(runs[column].map(cell_value), errors="coerce")
     return runs, skipped
@@ -214,7 +287,9 @@ def as_bool(values: pd.Series) -> pd.Series:
     return values.map(lambda v: str(v).strip().lower() in ("true", "1", "yes"))
 
 
-def load_runs(roots: list[str], csvs: list[str], study: Study) -> tuple[pd.DataFrame, list[SkippedRun]]:
+def load_runs(
+    roots: list[str], csvs: list[str], study: Study
+) -> tuple[pd.DataFrame, list[SkippedRun]]:
     """The tidy table of all completed runs (one row per run x iteration), and the skipped runs."""
     frames, skipped = read_run_dirs(roots, study)
     for path in csvs:
@@ -228,10 +303,14 @@ def load_runs(roots: list[str], csvs: list[str], study: Study) -> tuple[pd.DataF
     runs = runs.assign(run_key=run_keys(runs))
     duplicated = runs.duplicated(["run_key", "iteration"])
     if duplicated.any():
-        print(f"note: {runs.loc[duplicated, 'run_key'].nunique()} runs were given more than once; kept the first copy")
+        print(
+            f"note: {runs.loc[duplicated, 'run_key'].nunique()} runs were given more than once; kept the first copy"
+        )
     runs = runs[~duplicated]
     first = [*RUN_COLUMNS, "iteration", "step"]
-    columns = [c for c in first if c in runs] + sorted(c for c in runs if c not in first and c != "run_key")
+    columns = [c for c in first if c in runs] + sorted(
+        c for c in runs if c not in first and c != "run_key"
+    )
     # by folder name, then (folder names shared by runs of other tags or machines) by identity
     runs = runs.sort_values(["run", "run_key", "iteration"], kind="stable")
     return runs[columns].reset_index(drop=True), skipped
@@ -256,7 +335,9 @@ def read_env_timing(path: Optional[str]) -> tuple[pd.DataFrame, dict]:
             }
         ).T
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
-        print(f"warning: cannot use env timing {path} ({type(e).__name__}: {e}); envs are ordered by name")
+        print(
+            f"warning: cannot use env timing {path} ({type(e).__name__}: {e}); envs are ordered by name"
+        )
         return empty, {}
     return table.reindex(columns=TIMING_COLUMNS).astype(float), {
         "device": data.get("device"),
@@ -272,6 +353,8 @@ def read_previous(path: str, columns: list[str]) -> pd.DataFrame:
         previous.insert(list(previous.columns).index("experiment") + 1, "backend", BACKENDS[0])
     missing = [c for c in columns if c not in previous.columns]
     if missing:
-        raise BadInput(f"--previous {path} is not a speedups.csv of plot_results.py: no column {', '.join(missing)}")
+        raise BadInput(
+            f"--previous {path} is not a speedups.csv of plot_results.py: no column {', '.join(missing)}"
+        )
     numeric = ["geomean", "median", "ci_low", "ci_high", "n_pairs", "n_clusters"]
     return numbers(previous, numeric, "--previous", path, "speedups.csv")

@@ -47,7 +47,9 @@ TABLE_KEYS = {
     "learning_speedups.csv": ["target", "experiment", "pair"],
 }
 # key columns that tables of earlier versions lack, and the value their rows had
-ADDED_KEYS = {"backend": BACKENDS[0]}  # speedups.csv of before the env backends: every env on gymnax
+ADDED_KEYS = {
+    "backend": BACKENDS[0]
+}  # speedups.csv of before the env backends: every env on gymnax
 
 
 def target(path) -> Path:
@@ -66,7 +68,9 @@ def check_target(flag: str, path, new: bool = True) -> None:
     """BadInput unless a write to path (through its links) replaces a regular file, or, when new, creates one in a
     writable folder."""
     real = target(path)
-    if real.is_symlink():  # realpath stops at a link it cannot follow: one that leads round in a circle
+    if (
+        real.is_symlink()
+    ):  # realpath stops at a link it cannot follow: one that leads round in a circle
         raise BadInput(f"{flag} {path}: a symbolic link that leads to no file")
     if real.exists() and not real.is_file():
         what = "a folder" if real.is_dir() else "not a regular file"
@@ -160,9 +164,19 @@ def old_table(path: Path, name: str) -> pd.DataFrame:
     if "run_key" in TABLE_KEYS[name]:
         wanted |= {"run", "command", "hostname", "start_time"}
     try:
-        old = pd.read_csv(path, usecols=lambda c: c in wanted, dtype=str, keep_default_na=False, na_values=[""])
-        old = from_csv(old)  # its text as written from (analysis/escape.py): the keys of the new table's rows
-    except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
+        old = pd.read_csv(
+            path, usecols=lambda c: c in wanted, dtype=str, keep_default_na=False, na_values=[""]
+        )
+        old = from_csv(
+            old
+        )  # its text as written from (analysis/escape.py): the keys of the new table's rows
+    except (
+        OSError,
+        ValueError,
+        UnicodeDecodeError,
+        pd.errors.ParserError,
+        pd.errors.EmptyDataError,
+    ) as e:
         raise ValueError(f"{name} cannot be read ({type(e).__name__})") from None
     for column, value in ADDED_KEYS.items():
         if column in wanted and column not in old:
@@ -190,9 +204,13 @@ def lost_rows(out: Path, tables: dict[str, pd.DataFrame]) -> list[str]:
             continue
         if "run_key" in TABLE_KEYS[name]:  # count runs, not iterations
             runs = {key[0] for key in old_keys}
-            losses.append(f"{name}: {len({key[0] for key in gone})} of its {len(runs)} runs are not in this analysis")
+            losses.append(
+                f"{name}: {len({key[0] for key in gone})} of its {len(runs)} runs are not in this analysis"
+            )
         else:
-            losses.append(f"{name}: {len(gone)} of its {len(old_keys)} rows are not in this analysis")
+            losses.append(
+                f"{name}: {len(gone)} of its {len(old_keys)} rows are not in this analysis"
+            )
     return losses
 
 
@@ -226,14 +244,18 @@ def staged(out: Path, remove: list[str]):
     """A temporary folder beside out to write every file into; when the block ends without an error, its files
     replace their namesakes in out (REPORT.md last) and the files in remove are deleted from out. On an error or
     an interruption, out is left as it was and the temporary folder removed."""
-    real = target(out)  # out may be a link to the folder: the stage goes beside the folder, on its disk
+    real = target(
+        out
+    )  # out may be a link to the folder: the stage goes beside the folder, on its disk
     real.parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=f".{real.name}.", suffix=".partial", dir=real.parent))
     try:
         yield stage
         with deferred_signals():
             if not real.exists():
-                stage.chmod(0o777 & ~umask())  # mkdtemp's folder is private; a results folder is not
+                stage.chmod(
+                    0o777 & ~umask()
+                )  # mkdtemp's folder is private; a results folder is not
                 stage.rename(real)
                 return
             files = sorted(stage.iterdir(), key=lambda p: (p.name == REPORT, p.name))

@@ -21,8 +21,14 @@ from study import Study  # noqa: E402
 MARKERS = ("o", "s", "^", "D", "v", "P")
 SPEEDUP_LABEL = "speedup A → B = time A / time B\n(above 1×: B is faster)"
 INTERVAL = f"{BOOTSTRAP_LEVEL:.0%} cluster-bootstrap interval"
-INTERVAL_GID, CENTRE_GID = "interval", "centre"  # the gids of the tables' intervals and estimates, found by tests
-BACKEND_HATCHES = {"gymnax": "", "envpool": "///"}  # a bar's env backend; its colour is its framework's
+INTERVAL_GID, CENTRE_GID = (
+    "interval",
+    "centre",
+)  # the gids of the tables' intervals and estimates, found by tests
+BACKEND_HATCHES = {
+    "gymnax": "",
+    "envpool": "///",
+}  # a bar's env backend; its colour is its framework's
 UPDATE_SHADE = 0.55  # an update bar: its framework's colour, this much towards white
 
 
@@ -78,7 +84,13 @@ def log_axis(ax, label: str, suffix: str = "", axis: str = "y") -> None:
     getattr(ax, f"set_{axis}scale")("log")
     low, high = getattr(ax, f"get_{axis}lim")()
     decades = np.log10(high / low)
-    subs = (1.0, 1.2, 1.5, 2.0, 3.0, 5.0, 7.0) if decades < 0.6 else (1.0, 2.0, 5.0) if decades < 3 else (1.0,)
+    subs = (
+        (1.0, 1.2, 1.5, 2.0, 3.0, 5.0, 7.0)
+        if decades < 0.6
+        else (1.0, 2.0, 5.0)
+        if decades < 3
+        else (1.0,)
+    )
     target = ax.yaxis if axis == "y" else ax.xaxis
     target.set_major_locator(LogLocator(base=10, subs=subs))
     target.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}{suffix}"))
@@ -143,7 +155,9 @@ def row_legend(axes_row, title: str, rename: Callable[[str], str] = str, handles
     )
 
 
-def new_figure(ncols: int, nrows: int = 1, width: float = 6.0, height: float = 4.8, title: str = ""):
+def new_figure(
+    ncols: int, nrows: int = 1, width: float = 6.0, height: float = 4.8, title: str = ""
+):
     fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False)
     fig.suptitle(title, fontsize=15, fontweight="bold")
     return fig, axes
@@ -152,10 +166,16 @@ def new_figure(ncols: int, nrows: int = 1, width: float = 6.0, height: float = 4
 # ------------------------------------------------------------------------------------------------- marks
 def box_with_points(ax, data, x, y, order, hue, hue_order, palette, log=True) -> None:
     """A box per (x, hue) with every run (or pair of runs) drawn on top."""
-    palette = {h: palette.get(h, "0.6") for h in hue_order}  # grey for a framework or mode not listed above
-    common = dict(data=data, x=x, y=y, order=order, hue=hue, hue_order=hue_order, ax=ax, log_scale=log)
+    palette = {
+        h: palette.get(h, "0.6") for h in hue_order
+    }  # grey for a framework or mode not listed above
+    common = dict(
+        data=data, x=x, y=y, order=order, hue=hue, hue_order=hue_order, ax=ax, log_scale=log
+    )
     sns.boxplot(**common, palette=palette, showfliers=False, boxprops={"alpha": 0.8})
-    sns.stripplot(**common, palette={h: "0.2" for h in hue_order}, dodge=True, size=3, alpha=0.6, legend=False)
+    sns.stripplot(
+        **common, palette={h: "0.2" for h in hue_order}, dodge=True, size=3, alpha=0.6, legend=False
+    )
     ax.set_xlabel("")
 
 
@@ -195,12 +215,22 @@ def intervals(ax, x, centre, low, high, color, label=None, marker="o") -> None:
         for end in (low[has], high[has]):
             ax.hlines(end, x[has] - 0.06, x[has] + 0.06, color=dark, lw=1.6, zorder=3)
     marks = ax.scatter(
-        x, centre, color=color, marker=marker, s=50, zorder=4, edgecolors=dark, linewidths=1, label=label
+        x,
+        centre,
+        color=color,
+        marker=marker,
+        s=50,
+        zorder=4,
+        edgecolors=dark,
+        linewidths=1,
+        label=label,
     )
     marks.set_gid(CENTRE_GID)
 
 
-def speedup_cells(ax, ratios: pd.DataFrame, cells: pd.DataFrame, hue: str, order, palette, pairs) -> None:
+def speedup_cells(
+    ax, ratios: pd.DataFrame, cells: pd.DataFrame, hue: str, order, palette, pairs
+) -> None:
     """Per framework pair (x), one group per hue value (a model size or a tag): every pair of runs as a faint dot,
     and the table's cell as a marker at the geometric mean with its cluster-bootstrap interval.
     ratios: the pairs of runs (column hue); cells: speedups.csv rows (column hue too)."""
@@ -213,7 +243,9 @@ def speedup_cells(ax, ratios: pd.DataFrame, cells: pd.DataFrame, hue: str, order
         dots = ratios[ratios[hue] == value]
         x = dots["pair"].map(position).to_numpy(float) + offset
         x += jitter.uniform(-0.25, 0.25, len(x)) * width
-        ax.scatter(x, dots["value"].astype(float), color=color, s=9, alpha=0.4, linewidths=0, zorder=1)
+        ax.scatter(
+            x, dots["value"].astype(float), color=color, s=9, alpha=0.4, linewidths=0, zorder=1
+        )
         row = cells[cells[hue] == value]
         x = row["pair"].map(position).to_numpy(float) + offset
         intervals(ax, x, row["geomean"], row["ci_low"], row["ci_high"], color, label=str(value))
@@ -227,10 +259,21 @@ def draw_against_env_cost(ax, r: Results, runs: pd.DataFrame, y: str) -> list[Li
     Returns the legend handles."""
     S, cost = r.study, env_costs(r.timing)
     timed = runs["env"].isin(cost.index).all()
-    x = runs["env"].map(cost) if timed else runs["env"].map({env: i for i, env in enumerate(r.envs)})
+    x = (
+        runs["env"].map(cost)
+        if timed
+        else runs["env"].map({env: i for i, env in enumerate(r.envs)})
+    )
     for (framework, size), group in runs.groupby(["framework", "model_size"]):
         color = shade(framework_colors(S).get(framework, "0.5"), size_shades(S).get(size, 0.0))
-        ax.scatter(x[group.index], group[y], color=color, marker=size_markers(S).get(size, "o"), s=28, alpha=0.75)
+        ax.scatter(
+            x[group.index],
+            group[y],
+            color=color,
+            marker=size_markers(S).get(size, "o"),
+            s=28,
+            alpha=0.75,
+        )
         medians = group.groupby(x[group.index])[y].median().sort_index()
         ax.plot(medians.index, medians.to_numpy(), color=color, lw=1.2)
     if timed:
@@ -256,10 +299,21 @@ def mark_expensive_envs(ax, r: Results, envs) -> None:
     for env in (env for env in r.study.expensive_envs if env in set(envs) and env in cost):
         ax.axvline(cost[env], color="0.6", ls=":", lw=1, zorder=0)
         transform = ax.get_xaxis_transform()
-        ax.text(cost[env], 0.02, f" {env}", transform=transform, rotation=90, fontsize=8, color="0.4", va="bottom")
+        ax.text(
+            cost[env],
+            0.02,
+            f" {env}",
+            transform=transform,
+            rotation=90,
+            fontsize=8,
+            color="0.4",
+            va="bottom",
+        )
 
 
-def backend_bars(ax, cell: pd.DataFrame, parts: list[str], frameworks, backends, study: Study) -> None:
+def backend_bars(
+    ax, cell: pd.DataFrame, parts: list[str], frameworks, backends, study: Study
+) -> None:
     """Per framework (x), one stacked bar per backend: rollout (the framework's colour), then update (lighter),
     hatched by backend; gid "{backend} {rollout|update}" on each bar. Over a bar of any backend but the first, its
     rollout over the first backend's, e.g. "×3.1". cell: medians indexed by (framework, backend), columns parts."""
@@ -274,12 +328,31 @@ def backend_bars(ax, cell: pd.DataFrame, parts: list[str], frameworks, backends,
             hatch = BACKEND_HATCHES.get(backend, "..")
             common = dict(width=width * 0.92, hatch=hatch, edgecolor="0.25", linewidth=0.6)
             ax.bar(x, rollout, color=color, gid=f"{backend} rollout", **common)
-            ax.bar(x, update, bottom=rollout, color=shade(color, UPDATE_SHADE), gid=f"{backend} update", **common)
+            ax.bar(
+                x,
+                update,
+                bottom=rollout,
+                color=shade(color, UPDATE_SHADE),
+                gid=f"{backend} update",
+                **common,
+            )
             first = (framework, backends[0])
-            ratio = rollout / float(cell.at[first, parts[0]]) if j and first in cell.index else np.nan
+            ratio = (
+                rollout / float(cell.at[first, parts[0]]) if j and first in cell.index else np.nan
+            )
             if np.isfinite(ratio):
-                ax.text(x, rollout + update, f"×{ratio:.1f}", ha="center", va="bottom", fontsize=9, color="0.2")
-    ax.set_xticks(range(len(frameworks)), frameworks, rotation=30, ha="right")  # rotated: they never overlap
+                ax.text(
+                    x,
+                    rollout + update,
+                    f"×{ratio:.1f}",
+                    ha="center",
+                    va="bottom",
+                    fontsize=9,
+                    color="0.2",
+                )
+    ax.set_xticks(
+        range(len(frameworks)), frameworks, rotation=30, ha="right"
+    )  # rotated: they never overlap
     ax.set_xlim(-0.6, len(frameworks) - 0.4)
     tops = cell[parts].sum(axis=1, min_count=len(parts))
     ax.set_ylim(0, 1.15 * float(tops.max()) if tops.notna().any() else 1.0)  # room for the ratios
@@ -291,7 +364,10 @@ def backend_legend(axes_row, backends) -> None:
     handles = [
         Patch(facecolor="0.35", edgecolor="0.25", label="rollout"),
         Patch(facecolor=shade("0.35", UPDATE_SHADE), edgecolor="0.25", label="update"),
-        *(Patch(facecolor="white", edgecolor="0.25", hatch=BACKEND_HATCHES.get(b, ".."), label=b) for b in backends),
+        *(
+            Patch(facecolor="white", edgecolor="0.25", hatch=BACKEND_HATCHES.get(b, ".."), label=b)
+            for b in backends
+        ),
     ]
     title = "bar: rollout + update\n(median over seeds)" + (
         f"\n×: rollout on {backends[1]} /\nrollout on {backends[0]}" if len(backends) > 1 else ""

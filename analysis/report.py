@@ -22,11 +22,23 @@ from analysis.summary import window_column, window_columns
 from study import Study
 
 NO_INTERVAL = "–"
-HEADLINE_METRICS = ("total", "steady")  # the README's tables, of study.tables; REPORT.md has every metric, experiment
+HEADLINE_METRICS = (
+    "total",
+    "steady",
+)  # the README's tables, of study.tables; REPORT.md has every metric, experiment
 README_MARKERS = ("<!-- speedups:start -->", "<!-- speedups:end -->")
 
 
-TEXT_COLUMNS = ("env", "tag", "hostname", "device", "platform", "versions", "run", "reason")  # text from outside
+TEXT_COLUMNS = (
+    "env",
+    "tag",
+    "hostname",
+    "device",
+    "platform",
+    "versions",
+    "run",
+    "reason",
+)  # text from outside
 
 
 def markdown_table(table: pd.DataFrame) -> str:
@@ -36,15 +48,25 @@ def markdown_table(table: pd.DataFrame) -> str:
     cells = table.copy()
     for i, column in enumerate(table.columns):
         escape = md_text if i in text else md_cell
-        cells[column] = table[column].map(lambda v, escape=escape: escape(v) if isinstance(v, str) else v)
-    cells = cells.astype(object).where(table.notna(), None).rename(columns=lambda c: md_cell(str(c)))
-    return cells.to_markdown(index=False, floatfmt=".3g", missingval="-", disable_numparse=text or False)
+        cells[column] = table[column].map(
+            lambda v, escape=escape: escape(v) if isinstance(v, str) else v
+        )
+    cells = (
+        cells.astype(object).where(table.notna(), None).rename(columns=lambda c: md_cell(str(c)))
+    )
+    return cells.to_markdown(
+        index=False, floatfmt=".3g", missingval="-", disable_numparse=text or False
+    )
 
 
 def pair_by_size_table(rows: pd.DataFrame, cell, study: Study) -> str:
     """A markdown table of cell(row) per pair (rows) and model size (columns), both in the study's order."""
-    wide = rows.assign(cell=[cell(r) for r in rows.itertuples()]).pivot(index="pair", columns="size", values="cell")
-    wide = wide.reindex(index=present(study.pair_names, wide.index), columns=present(study.sizes, wide.columns))
+    wide = rows.assign(cell=[cell(r) for r in rows.itertuples()]).pivot(
+        index="pair", columns="size", values="cell"
+    )
+    wide = wide.reindex(
+        index=present(study.pair_names, wide.index), columns=present(study.sizes, wide.columns)
+    )
     wide.index = [pretty_pair(p) for p in wide.index]
     return markdown_table(wide.rename_axis("pair").reset_index())
 
@@ -72,11 +94,18 @@ def metric_title(metric: str, experiment: str, study: Study, backend: str = "") 
 
 def on_backend(experiment: str, backend: str, study: Study, separator: str) -> str:
     """ ", its envs on envpool" for an experiment of several env backends (its tables are per backend), else ""."""
-    return f"{separator}its envs on {backend}" if len(study.experiments[experiment].backends) > 1 else ""
+    return (
+        f"{separator}its envs on {backend}"
+        if len(study.experiments[experiment].backends) > 1
+        else ""
+    )
 
 
 def speedup_intro(study: Study) -> str:
-    unsynced, synced = ", ".join(metric_experiments(study, "total")), ", ".join(metric_experiments(study, "rollout"))
+    unsynced, synced = (
+        ", ".join(metric_experiments(study, "total")),
+        ", ".join(metric_experiments(study, "rollout")),
+    )
     return (
         "Speedup A → B = time of A / time of B (above 1×: B is faster), over every pair of runs of A and B with the "
         "same env, model size and tag within one experiment (runs are never paired across experiments), each "
@@ -103,7 +132,9 @@ def speedup_markdown(speedups: pd.DataFrame, study: Study, intro: bool = True) -
     if speedups.empty:
         return "_No pairs of runs to compare._\n"
     blocks = [speedup_intro(study)] if intro else []
-    for (metric, experiment, backend), table in speedups.groupby(["metric", "experiment", "backend"], sort=False):
+    for (metric, experiment, backend), table in speedups.groupby(
+        ["metric", "experiment", "backend"], sort=False
+    ):
         title = metric_title(metric, experiment, study, backend)
         blocks.append(f"**{title}**\n\n" + pair_by_size_table(table, speedup_cell, study))
     return "\n\n".join(blocks) + "\n"
@@ -117,9 +148,15 @@ def left_out_markdown(r: Results) -> str:
     columns = ["model_size", "env", "tag", "num_iterations", "batch_size", "framework"]
     rows = r.left_out.join(r.summary[columns], on="run")
     by = ["experiment", "model_size", "env", "tag", "num_iterations", "batch_size", "reason"]
-    metrics = rows.groupby(by, sort=False, dropna=False)["metric"].agg(lambda m: ", ".join(dict.fromkeys(m)))
-    frameworks = rows.drop_duplicates([*by, "run"]).groupby(by, sort=False, dropna=False)["framework"]
-    runs = frameworks.agg(lambda f: ", ".join(f"{n} {fw}" for fw, n in f.value_counts(sort=False).items()))
+    metrics = rows.groupby(by, sort=False, dropna=False)["metric"].agg(
+        lambda m: ", ".join(dict.fromkeys(m))
+    )
+    frameworks = rows.drop_duplicates([*by, "run"]).groupby(by, sort=False, dropna=False)[
+        "framework"
+    ]
+    runs = frameworks.agg(
+        lambda f: ", ".join(f"{n} {fw}" for fw, n in f.value_counts(sort=False).items())
+    )
     table = pd.DataFrame({"runs": runs, "metrics": metrics}).reset_index()
     table = table[[*by[:-1], "runs", "metrics", "reason"]].rename(
         columns={"model_size": "size", "num_iterations": "iterations", "batch_size": "batch"}
@@ -166,7 +203,9 @@ def env_cost_markdown(table: pd.DataFrame, timed: bool, study: Study) -> str:
         return f"_No pairs of runs of {' or '.join(metric_experiments(study, 'total'))} with a measured env cost._\n"
     blocks = [env_cost_intro(study)]
     for metric, rows in table.groupby("metric", sort=False):
-        blocks.append(f"**{metric_name(metric, study)}**\n\n" + pair_by_size_table(rows, env_cost_cell, study))
+        blocks.append(
+            f"**{metric_name(metric, study)}**\n\n" + pair_by_size_table(rows, env_cost_cell, study)
+        )
     return "\n\n".join(blocks) + "\n"
 
 
@@ -174,12 +213,17 @@ def env_cost_markdown(table: pd.DataFrame, timed: bool, study: Study) -> str:
 def headline(speedups: pd.DataFrame, study: Study) -> pd.DataFrame:
     """The rows of the README's tables: the total-time and steady-state speedups of the experiments of study.tables,
     experiment by experiment in that order."""
-    rows = speedups[speedups["metric"].isin(HEADLINE_METRICS) & speedups["experiment"].isin(study.tables)]
+    rows = speedups[
+        speedups["metric"].isin(HEADLINE_METRICS) & speedups["experiment"].isin(study.tables)
+    ]
     return rows.sort_values("experiment", key=lambda e: e.map(study.tables.index), kind="stable")
 
 
 def readme_markdown(
-    speedups: pd.DataFrame, study: Study, previous: Optional[pd.DataFrame] = None, previous_name: str = ""
+    speedups: pd.DataFrame,
+    study: Study,
+    previous: Optional[pd.DataFrame] = None,
+    previous_name: str = "",
 ) -> str:
     """The README's headline: the total-time and steady-state tables of the experiments of study.tables, with a short
     intro (REPORT.md has the long one), then the comparison with a previous edition when one is given."""
@@ -209,11 +253,14 @@ def edition_table(table: pd.DataFrame, study: Study) -> str:
     """One experiment's rows of both editions as a markdown table: a row per pair, a column per headline metric and
     size."""
     table = table.assign(
-        column=table["metric"] + ", " + table["size"], cell=[edition_cell(r) for r in table.itertuples()]
+        column=table["metric"] + ", " + table["size"],
+        cell=[edition_cell(r) for r in table.itertuples()],
     )
     columns = [f"{metric}, {size}" for metric in HEADLINE_METRICS for size in study.sizes]
     wide = table.pivot(index="pair", columns="column", values="cell")
-    wide = wide.reindex(index=present(study.pair_names, wide.index), columns=present(columns, wide.columns))
+    wide = wide.reindex(
+        index=present(study.pair_names, wide.index), columns=present(columns, wide.columns)
+    )
     wide.index = [pretty_pair(p) for p in wide.index]
     return markdown_table(wide.rename_axis("pair").reset_index())
 
@@ -222,7 +269,9 @@ def edition_name(experiment: str, backend: str, study: Study) -> str:
     return f"{experiment}: {study.experiments[experiment].title}{on_backend(experiment, backend, study, ', ')}"
 
 
-def edition_markdown(previous: pd.DataFrame, speedups: pd.DataFrame, previous_name: str, study: Study) -> str:
+def edition_markdown(
+    previous: pd.DataFrame, speedups: pd.DataFrame, previous_name: str, study: Study
+) -> str:
     """Previous edition -> this one: a table per experiment (and env backend) of the README's tables with pairs
     measured in both (named when there are several), a row per pair, a column per headline metric and size."""
     table = headline(previous, study)[SPEEDUP_COLUMNS].merge(
@@ -234,12 +283,15 @@ def edition_markdown(previous: pd.DataFrame, speedups: pd.DataFrame, previous_na
         return f"_No pair of the headline tables was measured in the previous edition ({md_text(previous_name)})._\n"
     experiments = table.groupby(["experiment", "backend"], sort=False)
     blocks = [
-        (f"*{edition_name(name, backend, study)}*\n\n" if experiments.ngroups > 1 else "") + edition_table(rows, study)
+        (f"*{edition_name(name, backend, study)}*\n\n" if experiments.ngroups > 1 else "")
+        + edition_table(rows, study)
         for (name, backend), rows in experiments
     ]
     return (
         f"**Since the previous edition** ({md_text(previous_name)}): geometric mean [interval], previous → now; "
-        f"total time and steady state ({study.steady.label}), per model size.\n\n" + "\n\n".join(blocks) + "\n"
+        f"total time and steady state ({study.steady.label}), per model size.\n\n"
+        + "\n\n".join(blocks)
+        + "\n"
     )
 
 
@@ -269,7 +321,12 @@ def windows_table(r: Results) -> pd.DataFrame:
         **{c: f"{w.label} (s/iter)" for c, w in window_columns(r.study).items()},
         "total_s": "total (s)",
     }
-    table = runs.groupby(["framework", "model_size"])[list(columns)].median().rename(columns=columns).reset_index()
+    table = (
+        runs.groupby(["framework", "model_size"])[list(columns)]
+        .median()
+        .rename(columns=columns)
+        .reset_index()
+    )
     key = {v: i for i, v in enumerate([*r.study.frameworks, *r.study.sizes])}
     return table.sort_values(["model_size", "framework"], key=lambda s: s.map(key)).rename(
         columns={"model_size": "size"}
@@ -281,9 +338,16 @@ def env_table(r: Results) -> pd.DataFrame:
     runs = r.summary.groupby("env").size()
     # integers stay integers, and a cost in the thousands reads 8,027×, not 8.03e+03
     table = table.astype({"obs_dim": "Int64", "num_actions": "Int64"})
-    table["ratio"] = table["ratio"].map(lambda c: c if pd.isna(c) else f"{c:.3g}×" if c < 1000 else f"{c:,.0f}×")
+    table["ratio"] = table["ratio"].map(
+        lambda c: c if pd.isna(c) else f"{c:.3g}×" if c < 1000 else f"{c:,.0f}×"
+    )
     return table.assign(runs=table["env"].map(runs).fillna(0).astype(int)).rename(
-        columns={"obs_dim": "obs dim", "num_actions": "actions", "ms_per_step": "ms per step", "ratio": "relative cost"}
+        columns={
+            "obs_dim": "obs dim",
+            "num_actions": "actions",
+            "ms_per_step": "ms per step",
+            "ratio": "relative cost",
+        }
     )
 
 
@@ -307,10 +371,18 @@ def split_table(r: Results, name: str) -> pd.DataFrame:
     medians = runs.groupby(["model_size", "env", "tag", "framework"])[parts].median().dropna()
     if medians.empty:
         return pd.DataFrame()
-    cells = pd.Series([split_cell(times) for times in medians.to_numpy()], index=medians.index, dtype=object)
+    cells = pd.Series(
+        [split_cell(times) for times in medians.to_numpy()], index=medians.index, dtype=object
+    )
     wide = cells.unstack("framework")
     tags = sorted(set(wide.index.get_level_values("tag")))
-    rows = [(size, env, tag) for size in S.sizes for env in r.envs for tag in tags if (size, env, tag) in wide.index]
+    rows = [
+        (size, env, tag)
+        for size in S.sizes
+        for env in r.envs
+        for tag in tags
+        if (size, env, tag) in wide.index
+    ]
     wide = wide.reindex(index=rows, columns=present(S.frameworks, wide.columns))
     return wide.rename_axis(["size", "env", "tag"]).reset_index()
 
@@ -355,16 +427,23 @@ def report_text(
     ]
     for name, tables in r.platform_speedups.items():
         per_tag = [
-            f"Tag {md_code(tag)}:\n\n" + speedup_markdown(table, S, intro=False) for tag, table in tables.items()
+            f"Tag {md_code(tag)}:\n\n" + speedup_markdown(table, S, intro=False)
+            for tag, table in tables.items()
         ]
         parts += [f"### Total-time speedups per tag ({name})", *per_tag]
     for name in split_experiments(r):
         parts += [f"## Rollout and update per framework ({name})", split_markdown(r, name)]
     if learning:
         parts += ["## Learning against the reference", learning]
-    parts += ["## Speedup against env cost", env_cost_markdown(r.env_cost, not env_costs(r.timing).empty, S)]
+    parts += [
+        "## Speedup against env cost",
+        env_cost_markdown(r.env_cost, not env_costs(r.timing).empty, S),
+    ]
     if r.has_runs(S.headline):
-        parts += [f"## Iteration windows ({S.headline}, median over runs)", markdown_table(windows_table(r))]
+        parts += [
+            f"## Iteration windows ({S.headline}, median over runs)",
+            markdown_table(windows_table(r)),
+        ]
     timing_note = (
         f"Measured by env_timing.py on {md_text(timing_info.get('device') or 'an unnamed device')} "
         f"({md_text(flat(timing_info.get('versions')) or 'versions not recorded')})."
@@ -376,5 +455,7 @@ def report_text(
     parts += [f"### {figure.caption}\n\n![{figure.caption}]({figure.file})" for figure in drawn]
     parts += [f"- {md_text(note)}" for note in notes]
     parts += ["## Skipped runs"]
-    parts += [markdown_table(pd.DataFrame(skipped, columns=["run", "reason"])) if skipped else "None."]
+    parts += [
+        markdown_table(pd.DataFrame(skipped, columns=["run", "reason"])) if skipped else "None."
+    ]
     return "\n\n".join(parts) + "\n"

@@ -30,16 +30,26 @@ class Results:
     speedups: pd.DataFrame  # speedups.csv
     env_cost: pd.DataFrame  # env_cost.csv
     left_out: pd.DataFrame  # runs a metric could use but does not, with the reason
-    platform_speedups: dict[str, dict[str, pd.DataFrame]]  # platform comparison -> tag -> its total-time speedups
-    learning_runs: pd.DataFrame  # a row per run of a learning experiment: final return, times to the reference's
+    platform_speedups: dict[
+        str, dict[str, pd.DataFrame]
+    ]  # platform comparison -> tag -> its total-time speedups
+    learning_runs: (
+        pd.DataFrame
+    )  # a row per run of a learning experiment: final return, times to the reference's
     learning_curves: pd.DataFrame  # their smoothed returns per iteration
-    learning: pd.DataFrame  # learning.csv: per learning experiment, env and framework, against the reference
-    learning_speedups: pd.DataFrame  # learning_speedups.csv: time-to-return speedups per target and pair
+    learning: (
+        pd.DataFrame
+    )  # learning.csv: per learning experiment, env and framework, against the reference
+    learning_speedups: (
+        pd.DataFrame
+    )  # learning_speedups.csv: time-to-return speedups per target and pair
 
     def runs(self, experiment: str) -> pd.DataFrame:
         """The summary rows of an experiment (or platform comparison), with their framework/compile mode."""
         runs = self.summary[self.masks[experiment]]
-        return runs.assign(mode=[mode_name(f, c) for f, c in zip(runs["framework"], runs["compile"])])
+        return runs.assign(
+            mode=[mode_name(f, c) for f, c in zip(runs["framework"], runs["compile"])]
+        )
 
     def backend_runs(self, experiment: str) -> pd.DataFrame:
         """An experiment's sync-on runs in default compile modes, with each run's env id and backend (from its
@@ -48,7 +58,9 @@ class Results:
         default = runs["compile"] == runs["framework"].map(self.study.default_compile)
         runs = runs[runs["sync_timing"].astype(bool) & default]
         labels = [split_label(label) for label in runs["env"]]
-        return runs.assign(env_id=[env for env, _ in labels], backend=[backend for _, backend in labels])
+        return runs.assign(
+            env_id=[env for env, _ in labels], backend=[backend for _, backend in labels]
+        )
 
     def metric_runs(self, metric: str) -> pd.DataFrame:
         """The runs a speedup metric compares, from all its experiments."""
@@ -63,7 +75,9 @@ class Results:
 
     def cells(self, metric: str, experiment: str) -> pd.DataFrame:
         """The rows of speedups.csv of one metric and experiment."""
-        return self.speedups[(self.speedups["metric"] == metric) & (self.speedups["experiment"] == experiment)]
+        return self.speedups[
+            (self.speedups["metric"] == metric) & (self.speedups["experiment"] == experiment)
+        ]
 
     def has_runs(self, name: str) -> bool:
         return bool(self.masks.get(name, pd.Series(dtype=bool)).any())
@@ -86,7 +100,9 @@ def env_order(envs, timing: pd.DataFrame, study: Study) -> list[str]:
     return timed + present(study.every_env, [env for env in set(envs) if env not in cost])
 
 
-def platform_tables(summary, masks, study: Study, pairs: dict) -> dict[str, dict[str, pd.DataFrame]]:
+def platform_tables(
+    summary, masks, study: Study, pairs: dict
+) -> dict[str, dict[str, pd.DataFrame]]:
     """Per platform comparison with runs, per tag: the total-time speedups of the experiment it repeats."""
     tables = {}
     for name, platform in study.platforms.items():
@@ -94,7 +110,9 @@ def platform_tables(summary, masks, study: Study, pairs: dict) -> dict[str, dict
             continue
         total = pairs["total"][pairs["total"]["experiment"] == platform.repeats]
         tags = sorted(summary.loc[masks[name], "tag"].unique())
-        tables[name] = {tag: speedup_table({"total": total[total["tag"] == tag]}, study) for tag in tags}
+        tables[name] = {
+            tag: speedup_table({"total": total[total["tag"] == tag]}, study) for tag in tags
+        }
     return tables
 
 

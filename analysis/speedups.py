@@ -15,14 +15,22 @@ import itertools
 import numpy as np
 import pandas as pd
 
-from analysis.stats import MIN_CORRELATION_ENVS, cluster_bootstrap_ci, cost_correlation, geometric_mean
+from analysis.stats import (
+    MIN_CORRELATION_ENVS,
+    cluster_bootstrap_ci,
+    cost_correlation,
+    geometric_mean,
+)
 from analysis.summary import window_column
 from study import Study, split_label
 
 PAIR_KEYS = ["experiment", "env", "model_size", "tag", "num_iterations", "batch_size"]
 CONFIGURATION = ["num_iterations", "batch_size"]  # never pooled in one cell
 METRICS = ("total", "steady", "rollout", "update")
-ENV_COST_METRICS = ("total", "steady")  # sync off: every env of the study, the expensive ones included
+ENV_COST_METRICS = (
+    "total",
+    "steady",
+)  # sync off: every env of the study, the expensive ones included
 SPEEDUP_COLUMNS = [
     "metric",
     "experiment",
@@ -76,17 +84,23 @@ def metric_experiments(study: Study, metric: str) -> list[str]:
     return [name for name, exp in study.experiments.items() if metric_sync(metric) in exp.syncs]
 
 
-def speedup_masks(summary: pd.DataFrame, masks: dict, study: Study, metric: str) -> dict[str, pd.Series]:
+def speedup_masks(
+    summary: pd.DataFrame, masks: dict, study: Study, metric: str
+) -> dict[str, pd.Series]:
     """experiment -> the runs a speedup metric is computed from: the default compile mode of each framework, under the
     metric's sync setting (an experiment may have runs of both)."""
     chosen = (summary["compile"] == summary["framework"].map(study.default_compile)) & (
         summary["sync_timing"].astype(bool) == metric_sync(metric)
     )
-    return {name: masks[name] & chosen for name in metric_experiments(study, metric) if name in masks}
+    return {
+        name: masks[name] & chosen for name in metric_experiments(study, metric) if name in masks
+    }
 
 
 # ------------------------------------------------------------------------------------------------ pairs
-def pairwise(summary: pd.DataFrame, column: str, masks: dict, study: Study, op=np.divide) -> pd.DataFrame:
+def pairwise(
+    summary: pd.DataFrame, column: str, masks: dict, study: Study, op=np.divide
+) -> pd.DataFrame:
     """op(A, B) over every pair of runs of frameworks A and B with the same PAIR_KEYS, for each pair A->B.
     masks: experiment -> the runs of that experiment to pair. run_a, run_b: the runs' rows in summary."""
     columns = [*PAIR_KEYS, "pair", "run_a", "run_b", "a", "b", "value"]
@@ -95,18 +109,27 @@ def pairwise(summary: pd.DataFrame, column: str, masks: dict, study: Study, op=n
     for experiment, mask in masks.items():
         data = summary.loc[mask & summary[column].notna(), [*keys, "framework", "run", column]]
         data = data.sort_values("run", kind="stable").assign(experiment=experiment)
-        data["run"] = data.index  # folder names may repeat (other tags, other machines); summary rows do not
+        data["run"] = (
+            data.index
+        )  # folder names may repeat (other tags, other machines); summary rows do not
         for a, b in study.pairs:
-            both = data[data["framework"] == a].merge(data[data["framework"] == b], on=PAIR_KEYS, suffixes=("_a", "_b"))
+            both = data[data["framework"] == a].merge(
+                data[data["framework"] == b], on=PAIR_KEYS, suffixes=("_a", "_b")
+            )
             if both.empty:
                 continue
-            values_a, values_b = both[f"{column}_a"].to_numpy(float), both[f"{column}_b"].to_numpy(float)
+            values_a, values_b = (
+                both[f"{column}_a"].to_numpy(float),
+                both[f"{column}_b"].to_numpy(float),
+            )
             frames.append(
                 both[[*PAIR_KEYS, "run_a", "run_b"]].assign(
                     pair=f"{a}->{b}", a=values_a, b=values_b, value=op(values_a, values_b)
                 )
             )
-    return pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
+    return (
+        pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
+    )
 
 
 def one_configuration(ratios: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -115,17 +138,25 @@ def one_configuration(ratios: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]
     if ratios.empty:
         return ratios, ratios
     cell, by = ["experiment", "model_size"], ["experiment", "model_size", *CONFIGURATION]
-    envs = ratios.drop_duplicates([*by, "env", "tag"]).groupby(by, dropna=False).size().rename("envs")
-    ranking = pd.concat([envs, ratios.groupby(by, dropna=False).size().rename("pairs")], axis=1).reset_index()
+    envs = (
+        ratios.drop_duplicates([*by, "env", "tag"]).groupby(by, dropna=False).size().rename("envs")
+    )
+    ranking = pd.concat(
+        [envs, ratios.groupby(by, dropna=False).size().rename("pairs")], axis=1
+    ).reset_index()
     ranking = ranking.sort_values(["envs", "pairs", *CONFIGURATION], ascending=False, kind="stable")
     chosen = ranking.drop_duplicates(cell)[by].assign(pooled=True)
     pooled = ratios[by].merge(chosen, how="left", on=by)["pooled"].fillna(False).to_numpy(bool)
     return ratios[pooled], ratios[~pooled]
 
 
-def metric_pairs(summary: pd.DataFrame, masks: dict, study: Study, metric: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+def metric_pairs(
+    summary: pd.DataFrame, masks: dict, study: Study, metric: str
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The pairs of runs a metric's speedups come from, and those left out (another run configuration)."""
-    ratios = pairwise(summary, metric_columns(study)[metric], speedup_masks(summary, masks, study, metric), study)
+    ratios = pairwise(
+        summary, metric_columns(study)[metric], speedup_masks(summary, masks, study, metric), study
+    )
     return one_configuration(ratios)
 
 
@@ -177,13 +208,23 @@ def speedup_table(pairs: dict[str, pd.DataFrame], study: Study) -> pd.DataFrame:
                     & (ratios["pair"] == pair)
                 ]
                 if not cell.empty:
-                    key = {"metric": metric, "experiment": experiment, "backend": backend, "size": size, "pair": pair}
+                    key = {
+                        "metric": metric,
+                        "experiment": experiment,
+                        "backend": backend,
+                        "size": size,
+                        "pair": pair,
+                    }
                     rows.append({**key, **cell_statistics(cell)})
     return pd.DataFrame(rows, columns=SPEEDUP_COLUMNS)
 
 
 def left_out(
-    summary: pd.DataFrame, masks: dict, study: Study, pooled: dict[str, pd.DataFrame], not_pooled: dict
+    summary: pd.DataFrame,
+    masks: dict,
+    study: Study,
+    pooled: dict[str, pd.DataFrame],
+    not_pooled: dict,
 ) -> pd.DataFrame:
     """The runs each metric's speedups could use (in an experiment of the metric, default compile mode, its sync
     setting, a time for it) but do not, with the reason: a row per metric, experiment and run (a summary row)."""
@@ -192,7 +233,11 @@ def left_out(
         column = metric_columns(study)[metric]
         for experiment, mask in speedup_masks(summary, masks, study, metric).items():
             used = runs_in(ratios, experiment)
-            cells = ratios[ratios["experiment"] == experiment].drop_duplicates("model_size").set_index("model_size")
+            cells = (
+                ratios[ratios["experiment"] == experiment]
+                .drop_duplicates("model_size")
+                .set_index("model_size")
+            )
             for run in summary.index[mask & summary[column].notna()]:
                 if run in used:
                     continue
@@ -205,7 +250,9 @@ def left_out(
                     )
                 else:
                     reason = f"unpaired: {UNPAIRED}"
-                rows.append({"metric": metric, "experiment": experiment, "run": run, "reason": reason})
+                rows.append(
+                    {"metric": metric, "experiment": experiment, "run": run, "reason": reason}
+                )
     return pd.DataFrame(rows, columns=LEFT_OUT_COLUMNS)
 
 
@@ -224,9 +271,13 @@ def env_speedups(ratios: pd.DataFrame, timing: pd.DataFrame) -> pd.DataFrame:
     """One point per env (per tag) of a metric's pooled pairs, per pair and size: the geometric mean speedup over the
     env's pairs of runs, and the env's step cost. Envs without a measured cost are left out."""
     cost = env_costs(timing)
-    ratios = ratios[ratios["env"].isin(cost.index)].assign(log=lambda r: np.log(r["value"].astype(float)))
+    ratios = ratios[ratios["env"].isin(cost.index)].assign(
+        log=lambda r: np.log(r["value"].astype(float))
+    )
     points = ratios.groupby([*PAIR_KEYS, "pair"], dropna=False)["log"].mean().reset_index()
-    return points.assign(speedup=np.exp(points["log"]), cost=points["env"].map(cost)).drop(columns="log")
+    return points.assign(speedup=np.exp(points["log"]), cost=points["env"].map(cost)).drop(
+        columns="log"
+    )
 
 
 def cost_trend(row) -> str:
@@ -239,12 +290,12 @@ def cost_trend(row) -> str:
         return "no clear trend (the interval of rho holds 0)"
     falls = row["rho_high"] < 0
     towards_one = falls == (row["geomean"] > 1)
-    return (
-        f"{'falls' if falls else 'rises'} with env cost: {'shrinks towards' if towards_one else 'grows away from'} 1×"
-    )
+    return f"{'falls' if falls else 'rises'} with env cost: {'shrinks towards' if towards_one else 'grows away from'} 1×"
 
 
-def env_cost_table(pairs: dict[str, pd.DataFrame], timing: pd.DataFrame, study: Study) -> pd.DataFrame:
+def env_cost_table(
+    pairs: dict[str, pd.DataFrame], timing: pd.DataFrame, study: Study
+) -> pd.DataFrame:
     """A row per metric, size and pair with points: n_envs, geomean over the envs, rho and slope with their intervals,
     trend."""
     rows = []

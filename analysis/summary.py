@@ -71,7 +71,9 @@ def experiment_masks(summary: pd.DataFrame, study: Study) -> dict[str, pd.Series
     """Each experiment of the study, then each platform comparison -> a boolean mask over the summary's rows."""
     rows = [row for _, row in summary.iterrows()]
     masks = {
-        name: pd.Series([in_experiment(row, exp, study) for row in rows], index=summary.index, dtype=bool)
+        name: pd.Series(
+            [in_experiment(row, exp, study) for row in rows], index=summary.index, dtype=bool
+        )
         for name, exp in study.experiments.items()
     }
     for name, platform in study.platforms.items():
@@ -80,14 +82,23 @@ def experiment_masks(summary: pd.DataFrame, study: Study) -> dict[str, pd.Series
     return masks
 
 
-def summarize(runs: pd.DataFrame, timing: pd.DataFrame, study: Study) -> tuple[pd.DataFrame, dict[str, pd.Series]]:
+def summarize(
+    runs: pd.DataFrame, timing: pd.DataFrame, study: Study
+) -> tuple[pd.DataFrame, dict[str, pd.Series]]:
     """One row per run (config, durations, window means, the experiments it belongs to), and the experiments'
     masks over those rows."""
     steady = study.steady
-    columns = [*RUN_COLUMNS, *window_columns(study), window_column(steady, "rollout"), window_column(steady, "update")]
+    columns = [
+        *RUN_COLUMNS,
+        *window_columns(study),
+        window_column(steady, "rollout"),
+        window_column(steady, "update"),
+    ]
     groups = runs.assign(run_key=run_keys(runs)).groupby(["run", "run_key"], sort=True)
     summary = pd.DataFrame([summarize_run(rows, study) for _, rows in groups], columns=columns)
     summary["env_cost"] = summary["env"].map(timing["ratio"]) if "ratio" in timing else float("nan")
     masks = experiment_masks(summary, study)
-    summary["experiments"] = [" ".join(name for name, mask in masks.items() if mask[i]) for i in summary.index]
+    summary["experiments"] = [
+        " ".join(name for name, mask in masks.items() if mask[i]) for i in summary.index
+    ]
     return summary, masks

@@ -19,7 +19,10 @@ def run_and_read(script: str, *args: str) -> dict:
     --cpus sets it), else one thread per core this process may use."""
     threads = os.environ.get("OMP_NUM_THREADS", str(len(os.sched_getaffinity(0))))
     with tempfile.TemporaryDirectory() as log_dir:
-        env = {"OMP_NUM_THREADS": threads, "JAX_COMPILATION_CACHE_DIR": ""}  # no JAX cache: a first run's compile
+        env = {
+            "OMP_NUM_THREADS": threads,
+            "JAX_COMPILATION_CACHE_DIR": "",
+        }  # no JAX cache: a first run's compile
         proc = runlog.run_script(script, *args, log_dir=log_dir, env=env)
         if proc.returncode != 0:
             raise RuntimeError(f"{script} {' '.join(args)} failed:\n{proc.stderr[-2000:]}")
@@ -31,7 +34,11 @@ def run_series(run_dir: Path) -> dict:
     """A run read by runlog.read_run, as {"summary": summary.json, "series": {tag: the values at the steps where
     the tag was logged}}."""
     run = runlog.read_run(run_dir)
-    series = {tag: run.scalars[tag].dropna().to_numpy(float) for tag in run.scalars.columns if tag != "step"}
+    series = {
+        tag: run.scalars[tag].dropna().to_numpy(float)
+        for tag in run.scalars.columns
+        if tag != "step"
+    }
     return {"summary": run.summary, "series": series}
 
 

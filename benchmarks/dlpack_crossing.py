@@ -33,19 +33,37 @@ from jax.flatten_util import ravel_pytree
 import ppo_torch as ppo
 from bookkeeping import write_json
 
-SCRIPT_STEP = ("policy traced", "torch->numpy np.from_dlpack", "env call (Runner pytree)", "jax->torch via numpy")
-FRESH = ("jax->torch dlpack", "jax->torch via numpy")  # timed with the trivial call that makes a fresh result
+SCRIPT_STEP = (
+    "policy traced",
+    "torch->numpy np.from_dlpack",
+    "env call (Runner pytree)",
+    "jax->torch via numpy",
+)
+FRESH = (
+    "jax->torch dlpack",
+    "jax->torch via numpy",
+)  # timed with the trivial call that makes a fresh result
 
 
-def to_words(x):  # a leaf as 32-bit words (a key as its data, bool and small ints widened): exact, reversible
+def to_words(
+    x,
+):  # a leaf as 32-bit words (a key as its data, bool and small ints widened): exact, reversible
     x = jax.random.key_data(x) if jnp.issubdtype(x.dtype, jax.dtypes.prng_key) else x
-    return jax.lax.bitcast_convert_type(x, jnp.uint32) if x.dtype.itemsize == 4 else x.astype(jnp.uint32)
+    return (
+        jax.lax.bitcast_convert_type(x, jnp.uint32)
+        if x.dtype.itemsize == 4
+        else x.astype(jnp.uint32)
+    )
 
 
 def from_words(words, like):  # to_words undone, given a leaf of the same shape and dtype
     if jnp.issubdtype(like.dtype, jax.dtypes.prng_key):
         return jax.random.wrap_key_data(words)
-    return jax.lax.bitcast_convert_type(words, like.dtype) if like.dtype.itemsize == 4 else words.astype(like.dtype)
+    return (
+        jax.lax.bitcast_convert_type(words, like.dtype)
+        if like.dtype.itemsize == 4
+        else words.astype(like.dtype)
+    )
 
 
 def words_env_call(env, env_params, runner):
@@ -80,7 +98,8 @@ def env_pieces(env_id: str, num_envs: int) -> dict:
     env, env_params = ppo.make_env(env_id)
     runner = ppo.reset_envs(env, env_params, jax.random.key(0), num_envs)
     action = np.zeros(
-        (num_envs, env.num_actions) if env.continuous else num_envs, np.float32 if env.continuous else np.int32
+        (num_envs, env.num_actions) if env.continuous else num_envs,
+        np.float32 if env.continuous else np.int32,
     )
     step_keys = jax.random.split(jax.random.key(1), num_envs)
     env_alone = jax.jit(lambda keys, state, action: env.step(keys, state, action, env_params)[:5])
@@ -88,11 +107,14 @@ def env_pieces(env_id: str, num_envs: int) -> dict:
     start_words, words_call = words_env_call(env, env_params, runner)
     trivial, x = jax.jit(lambda x: x + 1), jnp.zeros(4)
     scan = jax.jit(
-        lambda r: jax.lax.scan(lambda r, _: (ppo.env_step_packed(env, env_params, r, action)[0], None), r, length=256)[
-            0
-        ]
+        lambda r: jax.lax.scan(
+            lambda r, _: (ppo.env_step_packed(env, env_params, r, action)[0], None), r, length=256
+        )[0]
     )
-    carried = {"runner": runner, "words": start_words(runner)}  # each call takes the last call's output
+    carried = {
+        "runner": runner,
+        "words": start_words(runner),
+    }  # each call takes the last call's output
 
     def call_pytree():
         carried["runner"], packed = pytree_call(carried["runner"], action)
@@ -104,11 +126,20 @@ def env_pieces(env_id: str, num_envs: int) -> dict:
 
     return {
         "trivial jit call": (lambda: jax.block_until_ready(trivial(x)), 1),
-        "env step alone": (lambda: jax.block_until_ready(env_alone(step_keys, runner.env_state, action)), 1),
-        "env step in a scan": (lambda: jax.block_until_ready(scan(runner)), 1 / 256),  # per step of 256
+        "env step alone": (
+            lambda: jax.block_until_ready(env_alone(step_keys, runner.env_state, action)),
+            1,
+        ),
+        "env step in a scan": (
+            lambda: jax.block_until_ready(scan(runner)),
+            1 / 256,
+        ),  # per step of 256
         "env call (Runner pytree)": (call_pytree, 1),
         "env call (Runner as words)": (call_words, 1),
-        "jax->torch dlpack": (lambda: torch.from_dlpack(trivial(x)), 1),  # a fresh result each call, as in a rollout
+        "jax->torch dlpack": (
+            lambda: torch.from_dlpack(trivial(x)),
+            1,
+        ),  # a fresh result each call, as in a rollout
         "jax->torch via numpy": (lambda: torch.from_dlpack(np.asarray(trivial(x))), 1),
     }
 
@@ -130,7 +161,9 @@ def policy_pieces(env_id: str, size: str, num_envs: int) -> dict:
     }
 
 
-def measure(env_id: str, size: str, num_envs: int = 32, calls: int = 300, blocks: int = 5, rounds: int = 3) -> dict:
+def measure(
+    env_id: str, size: str, num_envs: int = 32, calls: int = 300, blocks: int = 5, rounds: int = 3
+) -> dict:
     """Each piece's cost per call in microseconds (pieces alternate within a round; the median over rounds), their
     script step sum, and the env call's ratio to the env step alone."""
     with torch.no_grad():
@@ -151,7 +184,11 @@ def measure(env_id: str, size: str, num_envs: int = 32, calls: int = 300, blocks
 def markdown(rows: list[dict], header: str) -> str:
     lines = [header, "", "| " + " | ".join(rows[0]) + " |", "| --- " * len(rows[0]) + "|"]
     for row in rows:
-        lines.append("| " + " | ".join(f"{v:.1f}" if isinstance(v, float) else str(v) for v in row.values()) + " |")
+        lines.append(
+            "| "
+            + " | ".join(f"{v:.1f}" if isinstance(v, float) else str(v) for v in row.values())
+            + " |"
+        )
     return "\n".join(lines)
 
 
@@ -163,7 +200,9 @@ def main():
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--blocks", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--out", help="also write the rows as JSON here, and the table beside it as .md")
+    parser.add_argument(
+        "--out", help="also write the rows as JSON here, and the table beside it as .md"
+    )
     args = parser.parse_args()
     rows = [
         measure(env_id, size, args.num_envs, args.calls, args.blocks, args.rounds)

@@ -55,7 +55,9 @@ def per_step_us(fn, repeats: int, steps_per_call: int = 1) -> float:
 def scanned(step, carry):
     """A function that runs a jitted SCAN_STEPS-step scan of step(carry) -> carry, from where its last call ended
     (envpool's XLA handle must be the one the last call returned), and blocks."""
-    scan = jax.jit(lambda carry: jax.lax.scan(lambda c, _: (step(c), None), carry, length=SCAN_STEPS)[0])
+    scan = jax.jit(
+        lambda carry: jax.lax.scan(lambda c, _: (step(c), None), carry, length=SCAN_STEPS)[0]
+    )
     last = [carry]
 
     def run():
@@ -80,8 +82,14 @@ def host_patterns(env_id: str, num_envs: int, threads: int) -> dict:
         "numpy step": (lambda: env.pool.step(actions.astype(env.action_dtype)), 1),
         "step_host": (lambda: env.step_host(actions), 1),
         "torch host step": (torch_host_step, 1),
-        "adapter in scan": (scanned(lambda s: env.step(None, s, jnp.asarray(actions))[1], steps), SCAN_STEPS),
-        "io_callback in scan": (scanned(lambda s: io_callback_step(env, s, actions), steps), SCAN_STEPS),
+        "adapter in scan": (
+            scanned(lambda s: env.step(None, s, jnp.asarray(actions))[1], steps),
+            SCAN_STEPS,
+        ),
+        "io_callback in scan": (
+            scanned(lambda s: io_callback_step(env, s, actions), steps),
+            SCAN_STEPS,
+        ),
     }
 
 
@@ -99,7 +107,12 @@ def xla_patterns(env_id: str, num_envs: int, threads: int) -> dict:
     handle, _, _, xla_step = env.pool.xla()
     env.pool.async_reset()
     env_ids = jnp.arange(num_envs, dtype=jnp.int32)
-    found = {"xla in scan": (scanned(lambda h: xla_step(h, jnp.asarray(actions), env_ids)[0], handle), SCAN_STEPS)}
+    found = {
+        "xla in scan": (
+            scanned(lambda h: xla_step(h, jnp.asarray(actions), env_ids)[0], handle),
+            SCAN_STEPS,
+        )
+    }
     if env_id in gymnax.registered_envs:
         gym_env, params = gymnax.make(env_id)
         keys = jax.random.split(jax.random.key(0), num_envs)
@@ -127,7 +140,10 @@ def time_family(family: str, env_id: str, num_envs: int, threads: int, steps: in
     for fn, _ in found.values():  # compile and warm up
         fn()
         fn()
-    return {name: per_step_us(fn, max(1, steps // per_call), per_call) for name, (fn, per_call) in found.items()}
+    return {
+        name: per_step_us(fn, max(1, steps // per_call), per_call)
+        for name, (fn, per_call) in found.items()
+    }
 
 
 def measure(env_id: str, num_envs: int, threads: int, rounds: int, steps: int) -> dict:
@@ -138,24 +154,46 @@ def measure(env_id: str, num_envs: int, threads: int, rounds: int, steps: int) -
     times, failed = {}, {}
     for _ in range(rounds):
         for family in [f for f in families if f not in failed]:
-            command = [sys.executable, "-W", "ignore", "-m", "benchmarks.envpool_calls", "--child", family]
+            command = [
+                sys.executable,
+                "-W",
+                "ignore",
+                "-m",
+                "benchmarks.envpool_calls",
+                "--child",
+                family,
+            ]
             command += ["--envs", env_id, "--threads", str(threads), "--num-envs", str(num_envs)]
             try:
                 out = subprocess.run(
-                    command + ["--steps", str(steps)], capture_output=True, text=True, timeout=CHILD_TIMEOUT_S
+                    command + ["--steps", str(steps)],
+                    capture_output=True,
+                    text=True,
+                    timeout=CHILD_TIMEOUT_S,
                 )
-            except subprocess.TimeoutExpired:  # envpool's XLA op hangs with 2 threads here: no number, not a crash
+            except (
+                subprocess.TimeoutExpired
+            ):  # envpool's XLA op hangs with 2 threads here: no number, not a crash
                 failed[family] = "hung"
                 continue
-            if out.returncode != 0:  # envpool's XLA op segfaults now and then, even alone in its process
-                failed[family] = "crashed" if out.returncode < 0 else f"failed: {out.stderr.strip()[-300:]}"
+            if (
+                out.returncode != 0
+            ):  # envpool's XLA op segfaults now and then, even alone in its process
+                failed[family] = (
+                    "crashed" if out.returncode < 0 else f"failed: {out.stderr.strip()[-300:]}"
+                )
                 continue
             for name, value in json.loads(out.stdout.splitlines()[-1]).items():
                 times.setdefault(name, []).append(value)
     medians = {name: statistics.median(t) for name, t in times.items()}
     for family, how in failed.items():
         print(f"{env_id}, {threads} threads: the {family} patterns {how}", flush=True)
-    return {"env": env_id, "threads": threads, **medians, **{family: how for family, how in failed.items()}}
+    return {
+        "env": env_id,
+        "threads": threads,
+        **medians,
+        **{family: how for family, how in failed.items()},
+    }
 
 
 def cell(value) -> str:
@@ -165,8 +203,13 @@ def cell(value) -> str:
 
 
 def table(rows: list) -> str:
-    names = list(dict.fromkeys(name for row in rows for name in row if name not in ("env", "threads")))
-    lines = ["| env | threads | " + " | ".join(names) + " |", "| --- | ---: |" + " ---: |" * len(names)]
+    names = list(
+        dict.fromkeys(name for row in rows for name in row if name not in ("env", "threads"))
+    )
+    lines = [
+        "| env | threads | " + " | ".join(names) + " |",
+        "| --- | ---: |" + " ---: |" * len(names),
+    ]
     for row in rows:
         cells = [cell(row.get(name)) for name in names]
         lines.append(f"| {row['env']} | {row['threads']} | " + " | ".join(cells) + " |")
@@ -175,16 +218,26 @@ def table(rows: list) -> str:
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--envs", nargs="+", default=["CartPole-v1", "Acrobot-v1", "HalfCheetah-v4"])
+    parser.add_argument(
+        "--envs", nargs="+", default=["CartPole-v1", "Acrobot-v1", "HalfCheetah-v4"]
+    )
     parser.add_argument("--threads", nargs="+", type=int, default=[1, 2])
     parser.add_argument("--num-envs", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--steps", type=int, default=1024, help="env steps per pattern per round")
-    parser.add_argument("--out", help="also write the rows as JSON here, and the table beside it (.md)")
-    parser.add_argument("--child", choices=list(FAMILIES), help=argparse.SUPPRESS)  # one round, in a fresh process
+    parser.add_argument(
+        "--out", help="also write the rows as JSON here, and the table beside it (.md)"
+    )
+    parser.add_argument(
+        "--child", choices=list(FAMILIES), help=argparse.SUPPRESS
+    )  # one round, in a fresh process
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(time_family(args.child, args.envs[0], args.num_envs, args.threads[0], args.steps)))
+        print(
+            json.dumps(
+                time_family(args.child, args.envs[0], args.num_envs, args.threads[0], args.steps)
+            )
+        )
         return
     rows = []
     for env_id in args.envs:
@@ -201,7 +254,9 @@ def main():
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         write_json(args.out, {"title": title, "rows": rows})
-        Path(args.out).with_suffix(".md").write_text(f"# benchmarks.envpool_calls\n\n{title}\n\n{table(rows)}\n")
+        Path(args.out).with_suffix(".md").write_text(
+            f"# benchmarks.envpool_calls\n\n{title}\n\n{table(rows)}\n"
+        )
 
 
 if __name__ == "__main__":

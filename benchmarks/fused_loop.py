@@ -33,7 +33,9 @@ class Options:
 def fused_seconds_per_iteration(args: ppo.Args) -> tuple[float, float]:
     """(compile seconds, steady seconds per iteration) of the whole training as one jitted lax.scan."""
     env, env_params = ppo.make_env(args.env)
-    env_key, init_key, update_key = jax.random.split(jax.random.key(args.seed), 3)  # as ppo_linen.main()
+    env_key, init_key, update_key = jax.random.split(
+        jax.random.key(args.seed), 3
+    )  # as ppo_linen.main()
     runner = ppo.reset_envs(env, env_params, env_key, args.num_envs)
     agent = ppo.Agent(ppo.MODEL_SIZES[args.model_size], env.num_actions, env.continuous)
     tx, _ = ppo.make_optimizer(args)
@@ -59,7 +61,12 @@ def fused_seconds_per_iteration(args: ppo.Args) -> tuple[float, float]:
 
 def main():
     opts = tyro.cli(Options)
-    args = ppo.Args(env=opts.env, model_size=opts.model_size, num_iterations=opts.num_iterations, sync_timing=False)
+    args = ppo.Args(
+        env=opts.env,
+        model_size=opts.model_size,
+        num_iterations=opts.num_iterations,
+        sync_timing=False,
+    )
     rows = []
     for repeat in range(opts.repeats):
         run = run_and_read(
@@ -95,12 +102,16 @@ def main():
     print(table.to_string(index=False, float_format="%.4f"))
     medians = table.groupby("design")["steady_s_per_iter"].median()
     batch = args.batch_size
-    steady = STEADY_FROM if opts.num_iterations > STEADY_FROM else 1  # as steady_mean: 1+ in a shorter run
+    steady = (
+        STEADY_FROM if opts.num_iterations > STEADY_FROM else 1
+    )  # as steady_mean: 1+ in a shorter run
     print(
         f"\n{opts.env} {opts.model_size}, {opts.num_iterations} iterations, steady state = iterations {steady}+ "
         f"(fused: whole loop / iterations)"
     )
-    print(f"steady SPS: per-iteration {batch / medians['per-iteration']:,.0f}, fused {batch / medians['fused']:,.0f}")
+    print(
+        f"steady SPS: per-iteration {batch / medians['per-iteration']:,.0f}, fused {batch / medians['fused']:,.0f}"
+    )
     print(
         f"per-iteration keeps {medians['fused'] / medians['per-iteration']:.1%} of the fused throughput (target >= 90%)"
     )

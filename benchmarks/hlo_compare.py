@@ -26,13 +26,17 @@ import ppo_equinox
 import ppo_linen
 import ppo_nnx
 
-OP = re.compile(r"^\s*(?:ROOT )?%?[\w.\-]+ = [^=]*?\s([a-z][\w\-]*)\(", re.M)  # `%name = type opcode(`
+OP = re.compile(
+    r"^\s*(?:ROOT )?%?[\w.\-]+ = [^=]*?\s([a-z][\w\-]*)\(", re.M
+)  # `%name = type opcode(`
 
 
 def lowered_linen(args, env, env_params, runner, batch, init_key, update_key):
     agent = ppo_linen.Agent(ppo_linen.MODEL_SIZES[args.model_size], env.num_actions, env.continuous)
     tx, _ = ppo_linen.make_optimizer(args)
-    state = ppo_linen.TrainState.create(apply_fn=agent.apply, params=agent.init(init_key, runner.obs), tx=tx)
+    state = ppo_linen.TrainState.create(
+        apply_fn=agent.apply, params=agent.init(init_key, runner.obs), tx=tx
+    )
     return {
         "rollout": jax.jit(partial(ppo_linen.rollout, env, env_params, args)).lower(state, runner),
         "update": jax.jit(partial(ppo_linen.update, args)).lower(state, batch, update_key),
@@ -40,7 +44,10 @@ def lowered_linen(args, env, env_params, runner, batch, init_key, update_key):
 
 
 def lowered_nnx(args, env, env_params, runner, batch, init_key, update_key):
-    runner, batch = ppo_nnx.Runner(*runner), ppo_nnx.Batch(*batch)  # each script's own NamedTuple types
+    runner, batch = (
+        ppo_nnx.Runner(*runner),
+        ppo_nnx.Batch(*batch),
+    )  # each script's own NamedTuple types
     agent = ppo_nnx.Agent(
         runner.obs.shape[-1],
         ppo_nnx.MODEL_SIZES[args.model_size],
@@ -58,11 +65,18 @@ def lowered_nnx(args, env, env_params, runner, batch, init_key, update_key):
 def lowered_equinox(args, env, env_params, runner, batch, init_key, update_key, mode):
     runner, batch = ppo_equinox.Runner(*runner), ppo_equinox.Batch(*batch)
     agent = ppo_equinox.Agent(
-        runner.obs.shape[-1], ppo_equinox.MODEL_SIZES[args.model_size], env.num_actions, env.continuous, key=init_key
+        runner.obs.shape[-1],
+        ppo_equinox.MODEL_SIZES[args.model_size],
+        env.num_actions,
+        env.continuous,
+        key=init_key,
     )
     tx, _ = ppo_equinox.make_optimizer(args)
     opt_state = tx.init(eqx.filter(agent, eqx.is_array))
-    rollout_fn, update_fn = partial(ppo_equinox.rollout, env, env_params, args), partial(ppo_equinox.update, args, tx)
+    rollout_fn, update_fn = (
+        partial(ppo_equinox.rollout, env, env_params, args),
+        partial(ppo_equinox.update, args, tx),
+    )
     if mode == "filter_jit":
         return {
             "rollout": eqx.filter_jit(rollout_fn).lower(agent, runner),
@@ -71,7 +85,9 @@ def lowered_equinox(args, env, env_params, runner, batch, init_key, update_key, 
     params, static = eqx.partition(agent, eqx.is_array)  # as ppo_equinox.py's partition mode
     return {
         "rollout": ppo_equinox.jit_partitioned(rollout_fn, static).lower(params, runner),
-        "update": ppo_equinox.jit_partitioned(update_fn, static).lower(params, opt_state, batch, update_key),
+        "update": ppo_equinox.jit_partitioned(update_fn, static).lower(
+            params, opt_state, batch, update_key
+        ),
     }
 
 
@@ -109,7 +125,9 @@ def main():
 
     args = ppo_linen.Args(env=opts.env, model_size=opts.model_size)
     env, env_params = ppo_linen.make_env(args.env)
-    env_key, init_key, update_key = jax.random.split(jax.random.key(args.seed), 3)  # as the scripts' main()
+    env_key, init_key, update_key = jax.random.split(
+        jax.random.key(args.seed), 3
+    )  # as the scripts' main()
     runner = ppo_linen.reset_envs(env, env_params, env_key, args.num_envs)
     obs_dim = runner.obs.shape[-1]
     batch = ppo_linen.Batch(
@@ -135,7 +153,9 @@ def main():
         info = {name: describe(low[fn]) for name, low in lowered.items()}
         ref = info["linen jit"]
         print(f"{fn}\n")
-        print("| framework | GFLOP | ratio | MB accessed | ratio | instructions | HLO chars | identical to linen |")
+        print(
+            "| framework | GFLOP | ratio | MB accessed | ratio | instructions | HLO chars | identical to linen |"
+        )
         print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
         for name, d in info.items():
             same = "yes" if d["hlo"] == ref["hlo"] else "no"
@@ -143,14 +163,18 @@ def main():
                 f"| {name} | {d['flops'] / 1e9:.4f} | {d['flops'] / ref['flops']:.3f} | {d['bytes'] / 1e6:.2f} "
                 f"| {d['bytes'] / ref['bytes']:.3f} | {d['instructions']} | {d['chars']} | {same} |"
             )
-        kinds = [k for k, _ in sum((d["ops"] for d in info.values()), Counter()).most_common(opts.top)]
+        kinds = [
+            k for k, _ in sum((d["ops"] for d in info.values()), Counter()).most_common(opts.top)
+        ]
         print(f"\nop kinds ({fn}, the {len(kinds)} most frequent; differences from linen below)\n")
         print("| op | " + " | ".join(info) + " |\n| --- |" + " ---: |" * len(info))
         for k in kinds:
             print(f"| {k} | " + " | ".join(str(d["ops"][k]) for d in info.values()) + " |")
         for name, d in info.items():
             diff = {
-                k: d["ops"][k] - ref["ops"][k] for k in set(d["ops"]) | set(ref["ops"]) if d["ops"][k] != ref["ops"][k]
+                k: d["ops"][k] - ref["ops"][k]
+                for k in set(d["ops"]) | set(ref["ops"])
+                if d["ops"][k] != ref["ops"][k]
             }
             if name != "linen jit":
                 print(f"\n{name} - linen jit: {dict(sorted(diff.items())) or 'the same op counts'}")

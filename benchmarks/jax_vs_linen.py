@@ -34,14 +34,20 @@ def configs(framework: str) -> dict:
     out = {f"linen {mode}": (linen.script, mode, None) for mode in linen.compile}
     out.update(
         {
-            f"{framework} {mode}": (other.script, mode, "linen none" if mode == "none" else "linen jit")
+            f"{framework} {mode}": (
+                other.script,
+                mode,
+                "linen none" if mode == "none" else "linen jit",
+            )
             for mode in other.compile
         }
     )
     return out
 
 
-CONFIGS = {name: config for framework in JAX_FRAMEWORKS for name, config in configs(framework).items()}
+CONFIGS = {
+    name: config for framework in JAX_FRAMEWORKS for name, config in configs(framework).items()
+}
 COLUMNS = ("total_s", "setup_s", "iter0_s", "warmup_s", "steady_s")
 
 
@@ -76,7 +82,10 @@ def run_config(name: str, opts) -> dict:
 
 
 def table(results: dict, title: str) -> str:
-    med = {name: {c: statistics.median(r[c] for r in runs) for c in COLUMNS} for name, runs in results.items()}
+    med = {
+        name: {c: statistics.median(r[c] for r in runs) for c in COLUMNS}
+        for name, runs in results.items()
+    }
 
     def ratio(name, base, c):
         paired = statistics.median(a[c] / b[c] for a, b in zip(results[name], results[base]))
@@ -104,13 +113,26 @@ def main():
     parser.add_argument("--framework", default="nnx", choices=JAX_FRAMEWORKS)
     parser.add_argument("--env", default="Acrobot-v1")
     parser.add_argument("--model-size", default="small", choices=["small", "medium", "large"])
-    parser.add_argument("--configs", nargs="+", choices=list(CONFIGS), help="default: linen's and --framework's modes")
+    parser.add_argument(
+        "--configs",
+        nargs="+",
+        choices=list(CONFIGS),
+        help="default: linen's and --framework's modes",
+    )
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--num-iterations", type=int, default=100, help="iterations of the compiled runs")
-    parser.add_argument("--none-iterations", type=int, default=3, help="iterations of the `none` runs")
+    parser.add_argument(
+        "--num-iterations", type=int, default=100, help="iterations of the compiled runs"
+    )
+    parser.add_argument(
+        "--none-iterations", type=int, default=3, help="iterations of the `none` runs"
+    )
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--out", default=str(ROOT / "runs" / f"jax_vs_linen_{int(time.time())}.json"))
-    parser.add_argument("extra", nargs="*", help="more flags for every run, after --, e.g. -- --no-sync-timing")
+    parser.add_argument(
+        "--out", default=str(ROOT / "runs" / f"jax_vs_linen_{int(time.time())}.json")
+    )
+    parser.add_argument(
+        "extra", nargs="*", help="more flags for every run, after --, e.g. -- --no-sync-timing"
+    )
     opts = parser.parse_args()
     opts.configs = opts.configs or list(configs(opts.framework))
 
@@ -121,11 +143,17 @@ def main():
             res = run_config(name, opts)
             results[name].append(res)
             print(
-                f"round {r + 1}/{opts.rounds} {name:<18} " + " ".join(f"{c} {res[c]:.4f}" for c in COLUMNS), flush=True
+                f"round {r + 1}/{opts.rounds} {name:<18} "
+                + " ".join(f"{c} {res[c]:.4f}" for c in COLUMNS),
+                flush=True,
             )
             Path(opts.out).parent.mkdir(parents=True, exist_ok=True)
             write_json(opts.out, results)
-    none = f", `none` modes {opts.none_iterations}" if any(CONFIGS[n][1] == "none" for n in opts.configs) else ""
+    none = (
+        f", `none` modes {opts.none_iterations}"
+        if any(CONFIGS[n][1] == "none" for n in opts.configs)
+        else ""
+    )
     flags = f", flags `{' '.join(opts.extra)}`" if opts.extra else ""
     print(
         "\n"

@@ -38,19 +38,27 @@ COLUMNS = ("iter0_s", "rollout_s", "update_s", "total_s")
 
 def run_config(name: str, env: str, size: str, opts) -> dict:
     script, mode = CONFIGS[name]
-    if opts.cpus:  # pinned as `taskset -c` pins (the child inherits it): the same cores for every framework
+    if (
+        opts.cpus
+    ):  # pinned as `taskset -c` pins (the child inherits it): the same cores for every framework
         cores = {
-            c for part in opts.cpus.split(",") for c in range(int(part.split("-")[0]), int(part.split("-")[-1]) + 1)
+            c
+            for part in opts.cpus.split(",")
+            for c in range(int(part.split("-")[0]), int(part.split("-")[-1]) + 1)
         }
         os.sched_setaffinity(0, cores)
-        os.environ["OMP_NUM_THREADS"] = str(len(cores))  # torch: one thread per core; XLA sees the same cores
+        os.environ["OMP_NUM_THREADS"] = str(
+            len(cores)
+        )  # torch: one thread per core; XLA sees the same cores
     length = (
         ["--num-iterations", str(opts.none_iterations), "--num-steps", str(opts.none_steps)]
         if mode == "none"
         else ["--num-iterations", str(opts.num_iterations)]
     )
     with tempfile.TemporaryDirectory() as cache_dir:
-        os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache_dir  # inherited by the run: no compiled kernels from before
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = (
+            cache_dir  # inherited by the run: no compiled kernels from before
+        )
         run = run_and_read(
             script,
             "--env",
@@ -79,7 +87,10 @@ def run_config(name: str, env: str, size: str, opts) -> dict:
 def table(results: dict, title: str) -> str:
     """Medians per config; the ratios are to linen in the same mode (jit, or none for the `none` modes). steady =
     rollout + update of iterations 8+, the issue's steady-state target."""
-    med = {name: {c: statistics.median(r[c] for r in runs) for c in COLUMNS} for name, runs in results.items()}
+    med = {
+        name: {c: statistics.median(r[c] for r in runs) for c in COLUMNS}
+        for name, runs in results.items()
+    }
     lines = [
         title,
         "",
@@ -109,7 +120,9 @@ def table(results: dict, title: str) -> str:
 def per_step_line(env: str, size: str, results: dict) -> str:
     """Where torch's rollout time goes: its cost per env step against Linen's, and the pieces of a Python-loop step
     from the profile of benchmarks.dlpack_crossing, run here on the same cores."""
-    from benchmarks import dlpack_crossing  # imports torch (OMP_NUM_THREADS already set) and JAX: only when asked
+    from benchmarks import (
+        dlpack_crossing,
+    )  # imports torch (OMP_NUM_THREADS already set) and JAX: only when asked
 
     num_steps = dlpack_crossing.ppo.Args.num_steps  # the runs keep the default
     torch_step, linen_step = (
@@ -133,21 +146,34 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--num-iterations", type=int, default=12)
     parser.add_argument("--none-iterations", type=int, default=10)
-    parser.add_argument("--none-steps", type=int, default=256, help="--num-steps of the `none` runs")
+    parser.add_argument(
+        "--none-steps", type=int, default=256, help="--num-steps of the `none` runs"
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--cpus", help="pin every run to these cores (taskset -c syntax, e.g. 0-1)")
-    parser.add_argument("--torch-script", help='another ppo_torch.py to run too, as "torch before" (compile mode)')
-    parser.add_argument("--out", default=str(ROOT / "runs" / f"torch_vs_linen_{int(time.time())}.json"))
+    parser.add_argument(
+        "--torch-script", help='another ppo_torch.py to run too, as "torch before" (compile mode)'
+    )
+    parser.add_argument(
+        "--out", default=str(ROOT / "runs" / f"torch_vs_linen_{int(time.time())}.json")
+    )
     opts = parser.parse_args()
 
     all_results, tables = {}, []
     with tempfile.TemporaryDirectory() as before_dir:
-        if opts.torch_script:  # copied out of the repo, where no ppo_*.py appears while others lint and test
+        if (
+            opts.torch_script
+        ):  # copied out of the repo, where no ppo_*.py appears while others lint and test
             before = Path(before_dir, "ppo_torch_before.py")
             shutil.copy(opts.torch_script, before)
             # it imports the repo's helpers (bookkeeping.py, env_adapters.py) as the scripts do from beside them
-            os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-            CONFIGS["torch before"] = (str(before), "compile")  # an absolute path: run_and_read runs it where it is
+            os.environ["PYTHONPATH"] = os.pathsep.join(
+                filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])
+            )
+            CONFIGS["torch before"] = (
+                str(before),
+                "compile",
+            )  # an absolute path: run_and_read runs it where it is
             opts.configs = [*opts.configs, "torch before"]
         run_all(opts, all_results, tables)
     print("\n\n".join(tables))
@@ -159,7 +185,9 @@ def run_all(opts, all_results: dict, tables: list):
             results = {name: [] for name in opts.configs}
             for r in range(opts.rounds):
                 shift = r % len(opts.configs)
-                for name in opts.configs[shift:] + opts.configs[:shift]:  # rotate the order each round
+                for name in (
+                    opts.configs[shift:] + opts.configs[:shift]
+                ):  # rotate the order each round
                     res = run_config(name, env, size, opts)
                     results[name].append(res)
                     print(

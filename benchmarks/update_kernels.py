@@ -57,7 +57,10 @@ def linen_update(size: str):
     batch = ppo.Batch(*[jax.numpy.asarray(x) for x in random_batch(args.batch_size)])
     tx, _ = ppo.make_optimizer(args)
     params = jax.jit(agent.init)(jax.random.key(0), batch.obs[: args.num_envs])
-    carry = {"state": TrainState.create(apply_fn=agent.apply, params=params, tx=tx), "key": jax.random.key(1)}
+    carry = {
+        "state": TrainState.create(apply_fn=agent.apply, params=params, tx=tx),
+        "key": jax.random.key(1),
+    }
     update_fn = jax.jit(partial(ppo.update, args))
 
     def run():
@@ -106,8 +109,18 @@ def child(config: str, size: str, repeats: int) -> dict:
 def in_fresh_process(config: str, size: str, repeats: int) -> dict:
     with tempfile.TemporaryDirectory() as cache_dir:
         env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache_dir, "JAX_COMPILATION_CACHE_DIR": ""}
-        command = [sys.executable, "-m", "benchmarks.update_kernels", "--child", config, size, str(repeats)]
-        done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+        command = [
+            sys.executable,
+            "-m",
+            "benchmarks.update_kernels",
+            "--child",
+            config,
+            size,
+            str(repeats),
+        ]
+        done = subprocess.run(
+            command, cwd=ROOT, env=env, capture_output=True, text=True, check=True
+        )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -120,7 +133,10 @@ def measure(sizes: list[str], configs: list[str], rounds: int, repeats: int) -> 
             order = configs[round_index % len(configs) :] + configs[: round_index % len(configs)]
             for config in order:
                 results[config].append(in_fresh_process(config, size, repeats))
-                print(f"{size} round {round_index + 1}/{rounds} {config}: {results[config][-1]}", flush=True)
+                print(
+                    f"{size} round {round_index + 1}/{rounds} {config}: {results[config][-1]}",
+                    flush=True,
+                )
         for config, runs in results.items():
             row = {"size": size, "config": config, "rounds": rounds}
             for column in ("first_s", "update_s"):
@@ -135,23 +151,38 @@ def markdown(rows: list[dict]) -> str:
     for size in dict.fromkeys(row["size"] for row in rows):
         sized = [row for row in rows if row["size"] == size]
         linen = next((row["update_s"] for row in sized if row["config"] == "linen jit"), None)
-        lines += [f"\n**{size}**: medians of {sized[0]['rounds']} rounds (each round's value in brackets)\n"]
-        lines += ["| config | first call s | update s/it | vs linen |", "| --- | ---: | ---: | ---: |"]
+        lines += [
+            f"\n**{size}**: medians of {sized[0]['rounds']} rounds (each round's value in brackets)\n"
+        ]
+        lines += [
+            "| config | first call s | update s/it | vs linen |",
+            "| --- | ---: | ---: | ---: |",
+        ]
         for row in sized:
             ratio = f"{row['update_s'] / linen:.2f}x" if linen else ""
             each = ", ".join(f"{value:.3f}" for value in row["update_s_all"])
-            lines.append(f"| {row['config']} | {row['first_s']:.1f} | {row['update_s']:.3f} ({each}) | {ratio} |")
+            lines.append(
+                f"| {row['config']} | {row['first_s']:.1f} | {row['update_s']:.3f} ({each}) | {ratio} |"
+            )
     return "\n".join(lines) + "\n"
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model-sizes", nargs="+", default=["small", "medium"], choices=study.load().sizes)
+    parser.add_argument(
+        "--model-sizes", nargs="+", default=["small", "medium"], choices=study.load().sizes
+    )
     parser.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--repeats", type=int, default=5, help="updates timed per process (the median is kept)")
-    parser.add_argument("--out", help="also write the rows as JSON here, and the table beside it as .md")
-    parser.add_argument("--child", nargs=3, metavar=("CONFIG", "SIZE", "REPEATS"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--repeats", type=int, default=5, help="updates timed per process (the median is kept)"
+    )
+    parser.add_argument(
+        "--out", help="also write the rows as JSON here, and the table beside it as .md"
+    )
+    parser.add_argument(
+        "--child", nargs=3, metavar=("CONFIG", "SIZE", "REPEATS"), help=argparse.SUPPRESS
+    )
     opts = parser.parse_args()
     if opts.child:
         config, size, repeats = opts.child

@@ -31,7 +31,18 @@ TINY = [
 
 def one_cell(exp: str = "exp1", env: str = "CartPole-v1") -> list[str]:
     """bench.sh options that select one linen cell: one experiment and env, small, seed 1."""
-    return ["--experiments", exp, "--frameworks", "linen", "--envs", env, "--sizes", "small", "--seeds", "1"]
+    return [
+        "--experiments",
+        exp,
+        "--frameworks",
+        "linen",
+        "--envs",
+        env,
+        "--sizes",
+        "small",
+        "--seeds",
+        "1",
+    ]
 
 
 def only_run_dir(log_dir: Path) -> Path:

@@ -34,16 +34,28 @@ START, END = README_MARKERS
 
 def temporaries(*folders: Path) -> list[str]:
     """Files or folders of a write in progress (.NAME.*.partial) left in the folders."""
-    return sorted(p.name for folder in folders for p in folder.iterdir() if p.name.endswith(".partial"))
+    return sorted(
+        p.name for folder in folders for p in folder.iterdir() if p.name.endswith(".partial")
+    )
 
 
-def curve_run(root: Path, env: str = "Pendulum-v1", framework: str = "linen", iterations: int = 3) -> Path:
+def curve_run(
+    root: Path, env: str = "Pendulum-v1", framework: str = "linen", iterations: int = 3
+) -> Path:
     """A run folder as the scripts write it, with an episodic return per iteration: config.json (with its host and
     start time), one events file (tensorboardX's, named for that host and time, its events within the run),
     summary.json."""
     run_dir = root / f"{env}__{framework}__small__jit__1__1700000000"
     run_dir.mkdir(parents=True)
-    config = dict(env=env, framework=framework, model_size="small", compile="jit", seed=1, sync_timing=False, tag="t")
+    config = dict(
+        env=env,
+        framework=framework,
+        model_size="small",
+        compile="jit",
+        seed=1,
+        sync_timing=False,
+        tag="t",
+    )
     config.update(batch_size=100, num_envs=4, num_steps=25, num_iterations=iterations)
     config.update(hostname="host", start_time="2025-01-01T00:00:00+00:00")
     (run_dir / "config.json").write_text(json.dumps(config))
@@ -51,10 +63,16 @@ def curve_run(root: Path, env: str = "Pendulum-v1", framework: str = "linen", it
     with SummaryWriter(str(run_dir)) as writer:
         for i in range(iterations):
             writer.add_scalar("time/iteration", 0.1, (i + 1) * 100, walltime=start + 1 + 0.1 * i)
-            writer.add_scalar(learning_curves.RETURN, -100.0 * i, (i + 1) * 100, walltime=start + 1 + 0.1 * i)
+            writer.add_scalar(
+                learning_curves.RETURN, -100.0 * i, (i + 1) * 100, walltime=start + 1 + 0.1 * i
+            )
     tie_events(run_dir, config)
-    final = -100.0 * sum(range(iterations)[-10:]) / len(range(iterations)[-10:])  # as bookkeeping.py makes it
-    summary = dict(status="completed", total_s=2.0, iterations_completed=iterations, final_return=final)
+    final = (
+        -100.0 * sum(range(iterations)[-10:]) / len(range(iterations)[-10:])
+    )  # as bookkeeping.py makes it
+    summary = dict(
+        status="completed", total_s=2.0, iterations_completed=iterations, final_return=final
+    )
     (run_dir / "summary.json").write_text(json.dumps(summary))
     return run_dir
 
@@ -89,7 +107,14 @@ def test_update_readme_through_a_link_writes_the_readme_and_keeps_the_link_and_i
 
     monkeypatch.setattr(output.tempfile, "mkstemp", spy)
     code, errors, _ = analyse(
-        capsys, "--csv", runs_csv, "--out", tmp_path / "out", "--no-figures", "--update-readme", link
+        capsys,
+        "--csv",
+        runs_csv,
+        "--out",
+        tmp_path / "out",
+        "--no-figures",
+        "--update-readme",
+        link,
     )
     assert code == 0 and errors == []
     assert link.is_symlink() and os.readlink(link) == str(real)
@@ -99,7 +124,9 @@ def test_update_readme_through_a_link_writes_the_readme_and_keeps_the_link_and_i
     assert staged_in == [real.parent] and temporaries(tmp_path, real.parent) == []
 
 
-def test_a_readme_block_through_a_link_or_a_chain_of_links_lands_in_the_file(tmp_path, runs_csv, capsys):
+def test_a_readme_block_through_a_link_or_a_chain_of_links_lands_in_the_file(
+    tmp_path, runs_csv, capsys
+):
     real = tmp_path / "elsewhere" / "block.md"
     real.parent.mkdir()
     real.write_text("old block\n")
@@ -126,8 +153,12 @@ def device(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("flag", ["--readme-block", "--update-readme"])
-@pytest.mark.parametrize("kind", ["link to a device", "device", "folder", "link to a folder", "circular link"])
-def test_a_readme_that_is_not_a_regular_file_is_refused_before_anything(tmp_path, runs_csv, capsys, flag, kind):
+@pytest.mark.parametrize(
+    "kind", ["link to a device", "device", "folder", "link to a folder", "circular link"]
+)
+def test_a_readme_that_is_not_a_regular_file_is_refused_before_anything(
+    tmp_path, runs_csv, capsys, flag, kind
+):
     """One line naming it, exit 2, no --out made, the link and its target as they were."""
     fifo = device(tmp_path)
     (tmp_path / "folder").mkdir()
@@ -138,7 +169,9 @@ def test_a_readme_that_is_not_a_regular_file_is_refused_before_anything(tmp_path
     elif kind == "circular link":
         path.symlink_to(tmp_path / "other")
         (tmp_path / "other").symlink_to(path)
-    code, errors, _ = analyse(capsys, "--csv", runs_csv, "--out", tmp_path / "out", "--no-figures", flag, path)
+    code, errors, _ = analyse(
+        capsys, "--csv", runs_csv, "--out", tmp_path / "out", "--no-figures", flag, path
+    )
     assert code == 2 and len(errors) == 1 and flag in errors[0] and str(path) in errors[0]
     assert not (tmp_path / "out").exists()
     if kind.startswith("link"):
@@ -146,7 +179,9 @@ def test_a_readme_that_is_not_a_regular_file_is_refused_before_anything(tmp_path
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and list((tmp_path / "folder").iterdir()) == []
 
 
-def test_out_through_a_link_and_files_in_it_that_are_links_are_written_through(tmp_path, runs_csv, capsys):
+def test_out_through_a_link_and_files_in_it_that_are_links_are_written_through(
+    tmp_path, runs_csv, capsys
+):
     """--out a link to a folder, its REPORT.md a link to a file of mode 640 elsewhere: both links stay."""
     real = tmp_path / "disk" / "results"
     real.mkdir(parents=True)
@@ -156,7 +191,10 @@ def test_out_through_a_link_and_files_in_it_that_are_links_are_written_through(t
     (real / "REPORT.md").symlink_to(kept)
     assert analyse(capsys, "--csv", runs_csv, "--out", out, "--no-figures")[0] == 0
     assert out.is_symlink() and (real / "REPORT.md").is_symlink() and (real / "runs.csv").is_file()
-    assert kept.read_text().startswith("# benchback-rl results") and stat.S_IMODE(kept.stat().st_mode) == 0o640
+    assert (
+        kept.read_text().startswith("# benchback-rl results")
+        and stat.S_IMODE(kept.stat().st_mode) == 0o640
+    )
     assert temporaries(tmp_path, tmp_path / "disk", real) == []
 
 
@@ -178,7 +216,9 @@ def test_a_file_of_this_tool_in_out_that_is_not_a_regular_file_is_refused_before
     before = snapshot(out)
     code, errors, _ = analyse(capsys, "--csv", runs_csv, "--out", out, "--no-figures", "--force")
     assert code == 2 and len(errors) == 1 and name in errors[0]
-    assert snapshot(out) == before and (out / name).is_symlink() and temporaries(tmp_path, out) == []
+    assert (
+        snapshot(out) == before and (out / name).is_symlink() and temporaries(tmp_path, out) == []
+    )
 
 
 def test_a_failed_readme_write_leaves_no_temporary_file(tmp_path, runs_csv, capsys, monkeypatch):
@@ -221,11 +261,21 @@ def test_learning_curves_into_a_device_are_refused(tmp_path, capsys):
 
 
 # ------------------------------------------------------------------- issue 39, finding 7: an empty path is bad input
-EMPTY_CASES = ["RUNS_DIR", "--out", "--csv", "--env-timing", "--previous", "--update-readme", "--readme-block"]
+EMPTY_CASES = [
+    "RUNS_DIR",
+    "--out",
+    "--csv",
+    "--env-timing",
+    "--previous",
+    "--update-readme",
+    "--readme-block",
+]
 
 
 @pytest.mark.parametrize("flag", EMPTY_CASES)
-def test_an_empty_path_is_refused_in_one_line_before_anything(tmp_path, runs_csv, capsys, monkeypatch, flag):
+def test_an_empty_path_is_refused_in_one_line_before_anything(
+    tmp_path, runs_csv, capsys, monkeypatch, flag
+):
     """'' would be the current folder: refused naming the option, exit 2, nothing read or written there or in --out."""
     cwd = tmp_path / "cwd"
     cwd.mkdir()
@@ -236,7 +286,13 @@ def test_an_empty_path_is_refused_in_one_line_before_anything(tmp_path, runs_csv
     args = ["--csv", str(runs_csv), "--out", out, "--no-figures"]
     args += [""] if flag == "RUNS_DIR" else [] if flag == "--out" else [flag, ""]
     code, errors, _ = analyse(capsys, *args)
-    assert code == 2 and len(errors) == 1 and flag in errors[0] and "''" in errors[0] and "empty" in errors[0]
+    assert (
+        code == 2
+        and len(errors) == 1
+        and flag in errors[0]
+        and "''" in errors[0]
+        and "empty" in errors[0]
+    )
     assert snapshot(cwd) == before and not (tmp_path / "out").exists()
 
 
@@ -245,7 +301,11 @@ def test_learning_curves_refuse_an_empty_path(tmp_path, capsys, monkeypatch, fla
     curve_run(tmp_path / "runs")
     monkeypatch.chdir(tmp_path / "runs")
     before = snapshot(tmp_path)
-    args = ["", "--out", str(tmp_path / "curves.png")] if flag == "RUNS_DIR" else [str(tmp_path / "runs"), "--out", ""]
+    args = (
+        ["", "--out", str(tmp_path / "curves.png")]
+        if flag == "RUNS_DIR"
+        else [str(tmp_path / "runs"), "--out", ""]
+    )
     with pytest.raises(SystemExit) as refusal:
         learning_curves.main(args)
     errors = [line for line in capsys.readouterr().err.splitlines() if line]
@@ -260,7 +320,9 @@ def real_runs(tmp_path_factory) -> tuple[Path, Path]:
     folders = []
     for seed in ("1", "2"):
         log_dir = tmp_path_factory.mktemp(f"real{seed}")
-        proc = run_script("ppo_linen.py", *TINY, "--env", "CartPole-v1", "--seed", seed, log_dir=log_dir)
+        proc = run_script(
+            "ppo_linen.py", *TINY, "--env", "CartPole-v1", "--seed", seed, log_dir=log_dir
+        )
         assert proc.returncode == 0, proc.stderr
         folders.append(only_run_dir(log_dir))
     return folders[0], folders[1]
@@ -337,7 +399,8 @@ def forgeries(real_runs, root: Path) -> dict[str, Path]:
     """Every forged copy of the first real run, by what was forged."""
     first, second = real_runs
     forged = {
-        name: forged_copy(first, root / "c" / str(i), config=c) for i, (name, c) in enumerate(CONFIG_FORGERIES.items())
+        name: forged_copy(first, root / "c" / str(i), config=c)
+        for i, (name, c) in enumerate(CONFIG_FORGERIES.items())
     }
     forged |= {
         name: forged_copy(first, root / "s" / str(i), summary=s)
@@ -353,7 +416,9 @@ def forgeries(real_runs, root: Path) -> dict[str, Path]:
     )
     moved = forged_copy(first, root / "e4")
     events = events_of(moved)
-    events.rename(events.with_name(events.name.rsplit(".", 1)[0] + ".elsewhere"))  # another host's name
+    events.rename(
+        events.with_name(events.name.rsplit(".", 1)[0] + ".elsewhere")
+    )  # another host's name
     forged["events named for another host"] = moved
     return forged
 
@@ -368,7 +433,9 @@ def test_genuine_runs_and_their_copies_are_completed(real_runs, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.xdist_group("real_runs")
-def test_forged_run_folders_are_not_completed_for_the_resume_nor_the_analysis(real_runs, tmp_path, capsys):
+def test_forged_run_folders_are_not_completed_for_the_resume_nor_the_analysis(
+    real_runs, tmp_path, capsys
+):
     """Each forgery of a real run folder: runlog says why it is not a usable run (so bench.sh's resume redoes the run
     it claims), and the analysis skips it with that reason; its words ("fast") never reach the tables."""
     forged = forgeries(real_runs, tmp_path / "forged")
@@ -378,8 +445,12 @@ def test_forged_run_folders_are_not_completed_for_the_resume_nor_the_analysis(re
         with pytest.raises(runlog.RunError):
             runlog.read_completed_run(run_dir)
     command = json.loads((real_runs[0] / "config.json").read_text())["command"]
-    exp_dir = tmp_path / "forged" / "e1"  # bench.sh's resume: the folder of the run whose events are another's
-    assert sweep.completed_runs(exp_dir) == set() and sweep.run_key(command) not in sweep.completed_runs(exp_dir)
+    exp_dir = (
+        tmp_path / "forged" / "e1"
+    )  # bench.sh's resume: the folder of the run whose events are another's
+    assert sweep.completed_runs(exp_dir) == set() and sweep.run_key(
+        command
+    ) not in sweep.completed_runs(exp_dir)
 
     runs = tmp_path / "runs"
     shutil.copytree(tmp_path / "forged", runs / "forged")
@@ -389,7 +460,11 @@ def test_forged_run_folders_are_not_completed_for_the_resume_nor_the_analysis(re
     code, errors, _ = analyse(capsys, runs, "--out", out, "--no-figures")
     assert code == 0 and errors == []
     summary = (out / "summary.csv").read_text()
-    assert len(pd.read_csv(out / "summary.csv")) == 2 and "fast" not in summary and "elsewhere" not in summary
+    assert (
+        len(pd.read_csv(out / "summary.csv")) == 2
+        and "fast" not in summary
+        and "elsewhere" not in summary
+    )
     skipped = (out / "REPORT.md").read_text().split("## Skipped runs")[1]
     assert skipped.count(real_runs[0].name) == len(forged)
 
@@ -412,11 +487,18 @@ def test_a_forged_run_of_a_runs_csv_is_skipped(tmp_path, capsys, column):
     for row in runs[0]:
         row[column] = CSV_FORGERIES[column]
     code, errors, _ = analyse(
-        capsys, "--csv", write_csv(tmp_path / "runs.csv", runs), "--out", tmp_path / "out", "--no-figures"
+        capsys,
+        "--csv",
+        write_csv(tmp_path / "runs.csv", runs),
+        "--out",
+        tmp_path / "out",
+        "--no-figures",
     )
     assert code == 0 and errors == []
     summary = pd.read_csv(tmp_path / "out" / "summary.csv")
-    assert len(summary) == len(runs) - 1 and runs[0][0]["start_time"] not in set(summary["start_time"])
+    assert len(summary) == len(runs) - 1 and runs[0][0]["start_time"] not in set(
+        summary["start_time"]
+    )
     skipped = (tmp_path / "out" / "REPORT.md").read_text().split("## Skipped runs")[1]
     assert runs[0][0]["run"] in skipped
 
@@ -434,7 +516,9 @@ def hostile_runs(root: Path) -> Path:
     a quote), on a platform whose name breaks lines and holds HTML."""
     tags = [("linux", FORMULA), ("mac", HOSTILE_TAG), ("linux", QUOTED)]
     for (tag, text), env, framework in product(tags, ENVS[:3], ("linen", "nnx")):
-        run = write_run(root, env, framework, "small", STUDY.default_compile(framework), 1, sync=False, tag=tag)
+        run = write_run(
+            root, env, framework, "small", STUDY.default_compile(framework), 1, sync=False, tag=tag
+        )
         config = json.loads((run["run_dir"] / "config.json").read_text())
         config.update(tag=text, platform=HOSTILE_PLATFORM)
         (run["run_dir"] / "config.json").write_text(json.dumps(config))
@@ -448,7 +532,9 @@ def formula_cells(path: Path) -> list[str]:
     with open(path, newline="") as f:
         for row in csv.reader(f):
             for cell in row:
-                if cell[:1] in ("=", "+", "@", "\t", "\r") or (cell[:1] == "-" and not is_number(cell)):
+                if cell[:1] in ("=", "+", "@", "\t", "\r") or (
+                    cell[:1] == "-" and not is_number(cell)
+                ):
                     bad.append(cell)
     return bad
 
@@ -473,21 +559,34 @@ def broken_tables(markdown: str) -> list[str]:
         else:
             width = None
         markup = re.sub(r"(`+).*?\1", "", line)  # a code span shows its text as it is
-        if "<img" in markup or "<script" in markup or line.startswith("# Owned") or re.search(r"\]\(\w+:", markup):
+        if (
+            "<img" in markup
+            or "<script" in markup
+            or line.startswith("# Owned")
+            or re.search(r"\]\(\w+:", markup)
+        ):
             problems.append(line)
     return problems
 
 
-def test_text_a_spreadsheet_would_run_is_quoted_in_every_csv_and_read_back_as_written(tmp_path, capsys):
+def test_text_a_spreadsheet_would_run_is_quoted_in_every_csv_and_read_back_as_written(
+    tmp_path, capsys
+):
     hostile_runs(tmp_path / "runs")
     out = tmp_path / "out"
     assert analyse(capsys, tmp_path / "runs", "--out", out, "--no-figures")[0] == 0
     for name in ("runs.csv", "summary.csv", "speedups.csv", "env_cost.csv"):
         assert formula_cells(out / name) == [], name
-    assert set(pd.read_csv(out / "summary.csv")["tag"]) == {f"'{FORMULA}", f"'{QUOTED}", HOSTILE_TAG}
+    assert set(pd.read_csv(out / "summary.csv")["tag"]) == {
+        f"'{FORMULA}",
+        f"'{QUOTED}",
+        HOSTILE_TAG,
+    }
     # read back with --csv: the same tags, the same tables; and the same call again loses nothing (no --force)
     runs, _ = load_runs([], [str(out / "runs.csv")], STUDY)
-    assert set(runs["tag"]) == {FORMULA, HOSTILE_TAG, QUOTED} and set(runs["platform"]) == {HOSTILE_PLATFORM}
+    assert set(runs["tag"]) == {FORMULA, HOSTILE_TAG, QUOTED} and set(runs["platform"]) == {
+        HOSTILE_PLATFORM
+    }
     again = tmp_path / "again"
     assert analyse(capsys, "--csv", out / "runs.csv", "--out", again, "--no-figures")[0] == 0
     for name in ("runs.csv", "summary.csv", "speedups.csv"):
@@ -497,13 +596,20 @@ def test_text_a_spreadsheet_would_run_is_quoted_in_every_csv_and_read_back_as_wr
 
 @pytest.mark.parametrize("column", ["hostname", "tag", "command", "run"])
 @pytest.mark.parametrize("text", [FORMULA, HYPERLINK, "+1+cmd", "-1+cmd", "@SUM(A1)", "\tx"])
-def test_a_formula_in_a_runs_csv_is_quoted_in_the_tables_and_kept_as_text(tmp_path, capsys, column, text):
+def test_a_formula_in_a_runs_csv_is_quoted_in_the_tables_and_kept_as_text(
+    tmp_path, capsys, column, text
+):
     runs = linen_nnx(ENVS)
     for run in runs[:2]:  # a linen and an nnx run of the first env: a pair
         for row in run:
             row[column] = text + ("" if column != "run" else row["run"])
     code, errors, _ = analyse(
-        capsys, "--csv", write_csv(tmp_path / "in.csv", runs), "--out", tmp_path / "out", "--no-figures"
+        capsys,
+        "--csv",
+        write_csv(tmp_path / "in.csv", runs),
+        "--out",
+        tmp_path / "out",
+        "--no-figures",
     )
     assert code == 0 and errors == []
     for name in ("runs.csv", "summary.csv"):
@@ -512,7 +618,9 @@ def test_a_formula_in_a_runs_csv_is_quoted_in_the_tables_and_kept_as_text(tmp_pa
     assert skipped == [] and read[column].astype(str).str.startswith(text).sum() == 2 * len(runs[0])
 
 
-def test_markdown_and_html_in_the_runs_never_reach_report_md_or_the_readme_as_markup(tmp_path, capsys):
+def test_markdown_and_html_in_the_runs_never_reach_report_md_or_the_readme_as_markup(
+    tmp_path, capsys
+):
     hostile_runs(tmp_path / "runs")
     out = tmp_path / "out"
     assert analyse(capsys, tmp_path / "runs", "--out", out, "--no-figures")[0] == 0
@@ -521,9 +629,19 @@ def test_markdown_and_html_in_the_runs_never_reach_report_md_or_the_readme_as_ma
     timing = tmp_path / "timing.json"
     timing.write_text(json.dumps({"device": "<script>alert(1)</script>\n# Owned", "envs": {}}))
     block = tmp_path / "block.md"
-    args = ["--out", tmp_path / "out2", "--no-figures", "--previous", previous, "--env-timing", timing]
+    args = [
+        "--out",
+        tmp_path / "out2",
+        "--no-figures",
+        "--previous",
+        previous,
+        "--env-timing",
+        timing,
+    ]
     assert analyse(capsys, tmp_path / "runs", *args, "--readme-block", block)[0] == 0
     report = (tmp_path / "out2" / "REPORT.md").read_text()
     assert broken_tables(report) == [] and broken_tables(block.read_text()) == []
-    assert "&lt;img src=x onerror=alert(1)&gt;" in report and "&lt;script&gt;" in report  # shown, as text
+    assert (
+        "&lt;img src=x onerror=alert(1)&gt;" in report and "&lt;script&gt;" in report
+    )  # shown, as text
     assert "Owned" in report and "Linux" in report

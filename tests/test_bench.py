@@ -31,7 +31,9 @@ MINI_ENVS = "CartPole-v1,MemoryChain-bsuite"
 def bench(*args: str, timeout: float = 60, env: dict | None = None, python: str = sys.executable):
     cmd = ["bash", str(ROOT / "bench.sh"), "--python", python, *args]
     full_env = {**os.environ, "WANDB_MODE": "disabled", **(env or {})}
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=full_env)
+    return subprocess.run(
+        cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=full_env
+    )
 
 
 def dry_run(tmp_path: Path, *args: str, env: dict | None = None) -> list[str]:
@@ -60,7 +62,12 @@ def env_of(line: str) -> str:
 
 def cell_of(line: str) -> tuple:
     """(experiment, seed, env label, model size) of a command line; the experiment is its log dir's name."""
-    return (Path(option(line, "--log-dir")).name, option(line, "--seed"), env_of(line), option(line, "--model-size"))
+    return (
+        Path(option(line, "--log-dir")).name,
+        option(line, "--seed"),
+        env_of(line),
+        option(line, "--model-size"),
+    )
 
 
 def last_line(proc) -> str:
@@ -76,13 +83,17 @@ def selected_envs(exp, envs, study=STUDY) -> list[str]:
     return [e for e in envs if e in exp.envs or (outside and e not in study.every_env)]
 
 
-def expected_count(study=STUDY, experiments=None, frameworks=None, envs=None, sizes=None, seeds=1) -> int:
+def expected_count(
+    study=STUDY, experiments=None, frameworks=None, envs=None, sizes=None, seeds=1
+) -> int:
     """The number of runs the study defines for a selection (None: all of the study)."""
     total = 0
     for exp in study.experiments.values():
         if experiments is None or exp.name in experiments:
             cells = [
-                (e, s) for e, s in product(selected_envs(exp, envs, study), sizes or study.sizes) if s in exp.sizes
+                (e, s)
+                for e, s in product(selected_envs(exp, envs, study), sizes or study.sizes)
+                if s in exp.sizes
             ]
             modes = sum(
                 len(exp.compile_modes(fw))
@@ -103,14 +114,20 @@ def other_study(tmp_path: Path, extra_toml: str) -> dict:
 # ------------------------------------------------------------------------------------------ matrix
 @pytest.mark.parametrize("exp", STUDY.experiments)
 def test_dry_run_counts(tmp_path, exp):
-    assert len(dry_run(tmp_path, "--experiments", exp, "--seeds", "1")) == expected_count(experiments=[exp])
-    assert len(dry_run(tmp_path, "--experiments", exp)) == expected_count(experiments=[exp], seeds=3)  # default 3 seeds
+    assert len(dry_run(tmp_path, "--experiments", exp, "--seeds", "1")) == expected_count(
+        experiments=[exp]
+    )
+    assert len(dry_run(tmp_path, "--experiments", exp)) == expected_count(
+        experiments=[exp], seeds=3
+    )  # default 3 seeds
 
 
 def test_dry_run_all_experiments(tmp_path):
     lines = dry_run(tmp_path, "--seeds", "1")
     assert len(lines) == expected_count()
-    assert len(set(lines)) == len(lines)  # exp2 and exp3 overlap in settings but not in log dir or --exp-name
+    assert len(set(lines)) == len(
+        lines
+    )  # exp2 and exp3 overlap in settings but not in log dir or --exp-name
 
 
 def test_dry_run_matrix_contents(tmp_path):
@@ -124,18 +141,26 @@ def test_dry_run_matrix_contents(tmp_path):
         assert len(runs) == expected_count(experiments=[name])
         assert {option(line, "--exp-name") for line in runs} == {name}  # the W&B group
         syncs = [not line.endswith("--no-sync-timing") for line in runs]
-        assert set(syncs) == set(exp.syncs) and syncs.count(True) * len(exp.syncs) == len(runs) * exp.syncs.count(True)
+        assert set(syncs) == set(exp.syncs) and syncs.count(True) * len(exp.syncs) == len(
+            runs
+        ) * exp.syncs.count(True)
         assert not any(" --sync-timing" in line for line in runs)
         modes = {(framework_of(line), option(line, "--compile")) for line in runs}
-        assert modes == {(fw.name, mode) for fw in STUDY.frameworks.values() for mode in exp.compile_modes(fw)}
+        assert modes == {
+            (fw.name, mode) for fw in STUDY.frameworks.values() for mode in exp.compile_modes(fw)
+        }
         assert {option(line, "--model-size") for line in runs} == set(exp.sizes)
-        assert list(dict.fromkeys(env_of(line) for line in runs)) == list(exp.envs)  # in the study's order
+        assert list(dict.fromkeys(env_of(line) for line in runs)) == list(
+            exp.envs
+        )  # in the study's order
 
 
 def test_bench_sh_holds_no_study():
     """The study lives in study.toml: bench.sh names no compile mode, script, size list or experiment-specific env."""
     text = (ROOT / "bench.sh").read_text()
-    text = re.sub(r"^  \./bench\.sh .*$", "", text, flags=re.M)  # the help's examples may name an env
+    text = re.sub(
+        r"^  \./bench\.sh .*$", "", text, flags=re.M
+    )  # the help's examples may name an env
     for fw in STUDY.frameworks.values():
         assert fw.script not in text
         named_modes = [
@@ -152,16 +177,42 @@ def test_bench_sh_holds_no_study():
     "args,selection",
     [
         (
-            ["--frameworks", "linen", "--envs", "CartPole-v1,Acrobot-v1", "--sizes", "small,large", "--seeds", "2"],
-            dict(frameworks=["linen"], envs=["CartPole-v1", "Acrobot-v1"], sizes=["small", "large"], seeds=2),
+            [
+                "--frameworks",
+                "linen",
+                "--envs",
+                "CartPole-v1,Acrobot-v1",
+                "--sizes",
+                "small,large",
+                "--seeds",
+                "2",
+            ],
+            dict(
+                frameworks=["linen"],
+                envs=["CartPole-v1", "Acrobot-v1"],
+                sizes=["small", "large"],
+                seeds=2,
+            ),
         ),
-        (["--experiments", "exp3", "--envs", "CartPole-v1"], dict(experiments=["exp3"], envs=["CartPole-v1"], seeds=3)),
+        (
+            ["--experiments", "exp3", "--envs", "CartPole-v1"],
+            dict(experiments=["exp3"], envs=["CartPole-v1"], seeds=3),
+        ),
         (
             ["--experiments", "exp2", "--sizes", "medium,large"],
             dict(experiments=["exp2"], sizes=["medium", "large"], seeds=3),
         ),
         (
-            ["--experiments", "exp1,exp2", "--frameworks", "nnx,torch", "--sizes", "medium", "--seeds", "1"],
+            [
+                "--experiments",
+                "exp1,exp2",
+                "--frameworks",
+                "nnx,torch",
+                "--sizes",
+                "medium",
+                "--seeds",
+                "1",
+            ],
             dict(experiments=["exp1", "exp2"], frameworks=["nnx", "torch"], sizes=["medium"]),
         ),
         (
@@ -195,7 +246,9 @@ def test_dry_run_passes_options(tmp_path):
     )
     assert len(lines) == 2
     for seed, line in enumerate(lines, 1):
-        assert line.startswith(f"{sys.executable} {ROOT}/ppo_linen.py --env CartPole-v1 --model-size small ")
+        assert line.startswith(
+            f"{sys.executable} {ROOT}/ppo_linen.py --env CartPole-v1 --model-size small "
+        )
         assert f"--seed {seed} " in line and "--num-iterations 7 " in line and "--tag mac " in line
         assert "--exp-name exp1 " in line
         assert line.endswith("--no-sync-timing --num-envs 4 --num-steps 16")
@@ -209,10 +262,20 @@ def test_compile_modes_keeps_the_default_or_the_named_modes(tmp_path):
     ]
     lines = dry_run(tmp_path, *base, "--compile-modes", "torchscript,default")
     modes = {(framework_of(line), option(line, "--compile")) for line in lines}
-    assert modes == {(name, fw.compile[0]) for name, fw in STUDY.frameworks.items()} | {("torch", "torchscript")}
+    assert modes == {(name, fw.compile[0]) for name, fw in STUDY.frameworks.items()} | {
+        ("torch", "torchscript")
+    }
     # a mode outside an experiment's own is not added: exp1 runs the default modes only
     lines = dry_run(
-        tmp_path, "--experiments", "exp1", "--envs", "CartPole-v1", "--seeds", "1", "--compile-modes", "none"
+        tmp_path,
+        "--experiments",
+        "exp1",
+        "--envs",
+        "CartPole-v1",
+        "--seeds",
+        "1",
+        "--compile-modes",
+        "none",
     )
     assert lines == []
 
@@ -225,14 +288,18 @@ def test_an_env_outside_the_study_that_gymnax_knows_is_allowed(tmp_path):
 
 
 # ------------------------------------------------------------ exp5 and exp6: the expensive and continuous envs
-def assert_every_env_size_and_framework_sync_off_and_on(lines: list[str], name: str, envs: tuple[str, ...]) -> None:
+def assert_every_env_size_and_framework_sync_off_and_on(
+    lines: list[str], name: str, envs: tuple[str, ...]
+) -> None:
     """The dry run of an experiment of sync "both" and default compile modes: every env x size x framework, each
     once sync off and once on; in each cell every framework sync off, then every one sync on."""
     assert STUDY.experiments[name].syncs == (False, True)
     assert len(lines) == len(envs) * len(STUDY.sizes) * len(STUDY.frameworks) * 2
     expected = {
         (env, size, fw_name, fw.default_compile, sync)
-        for env, size, (fw_name, fw), sync in product(envs, STUDY.sizes, STUDY.frameworks.items(), (False, True))
+        for env, size, (fw_name, fw), sync in product(
+            envs, STUDY.sizes, STUDY.frameworks.items(), (False, True)
+        )
     }
     got = {
         (
@@ -246,7 +313,9 @@ def assert_every_env_size_and_framework_sync_off_and_on(lines: list[str], name: 
     }
     assert got == expected
     assert {option(line, "--exp-name") for line in lines} == {name}
-    for cell in dict.fromkeys(cell_of(line) for line in lines):  # each cell: every framework sync off, then sync on
+    for cell in dict.fromkeys(
+        cell_of(line) for line in lines
+    ):  # each cell: every framework sync off, then sync on
         syncs = [not line.endswith("--no-sync-timing") for line in lines if cell_of(line) == cell]
         assert syncs == [False] * len(STUDY.frameworks) + [True] * len(STUDY.frameworks)
 
@@ -258,15 +327,22 @@ def test_exp5_runs_every_expensive_env_size_and_framework_sync_off_and_on(tmp_pa
 
 def test_exp6_runs_every_continuous_env_size_and_framework_sync_off_and_on(tmp_path):
     lines = dry_run(tmp_path, "--experiments", "exp6", "--seeds", "1")
-    assert STUDY.continuous_envs == STUDY.experiments["exp6"].envs and "Pendulum-v1" in STUDY.continuous_envs
+    assert (
+        STUDY.continuous_envs == STUDY.experiments["exp6"].envs
+        and "Pendulum-v1" in STUDY.continuous_envs
+    )
     assert_every_env_size_and_framework_sync_off_and_on(lines, "exp6", STUDY.continuous_envs)
 
 
 def test_the_expensive_and_continuous_envs_stay_out_of_the_other_experiments(tmp_path):
     lines = dry_run(tmp_path, "--seeds", "1")
     for line in lines:
-        assert (option(line, "--env") in STUDY.expensive_envs) == (option(line, "--exp-name") == "exp5")
-        assert (option(line, "--env") in STUDY.continuous_envs) == (option(line, "--exp-name") == "exp6")
+        assert (option(line, "--env") in STUDY.expensive_envs) == (
+            option(line, "--exp-name") == "exp5"
+        )
+        assert (option(line, "--env") in STUDY.continuous_envs) == (
+            option(line, "--exp-name") == "exp6"
+        )
     asked = dry_run(tmp_path, "--seeds", "1", "--envs", f"CartPole-v1,{STUDY.continuous_envs[0]}")
     assert {(option(line, "--exp-name"), env_of(line)) for line in asked} == {
         ("exp1", "CartPole-v1"),
@@ -326,17 +402,22 @@ def test_the_plan_names_the_sync_setting_of_exp5_runs(tmp_path):
     rows = plan_rows(proc.stdout)
     descriptions, stems = [row[1] for row in rows], [row[2] for row in rows]
     assert len(set(descriptions)) == len(set(stems)) == len(rows)
-    assert not any("sync" in text for row in rows if row[1].startswith("exp1 ") for text in row[1:3])
+    assert not any(
+        "sync" in text for row in rows if row[1].startswith("exp1 ") for text in row[1:3]
+    )
     env = STUDY.expensive_envs[0]
     assert f"exp5 {env} linen small jit sync off seed 1" in descriptions
     assert f"exp5 {env} linen small jit sync on seed 1" in descriptions
-    assert {f"logs/exp5/{env}__linen__small__jit__nosync__1", f"logs/exp5/{env}__linen__small__jit__sync__1"} <= set(
-        stems
-    )
+    assert {
+        f"logs/exp5/{env}__linen__small__jit__nosync__1",
+        f"logs/exp5/{env}__linen__small__jit__sync__1",
+    } <= set(stems)
 
 
 # ------------------------------------------------------------------------------- a fifth framework
-FAKE_FRAMEWORK = '[frameworks.fake]\nscript = "ppo_fake.py"\ncompile = ["fast", "slow"]\ncolor = "#000000"\n'
+FAKE_FRAMEWORK = (
+    '[frameworks.fake]\nscript = "ppo_fake.py"\ncompile = ["fast", "slow"]\ncolor = "#000000"\n'
+)
 
 
 def test_a_fifth_framework_in_the_study_joins_every_experiment(tmp_path):
@@ -345,13 +426,26 @@ def test_a_fifth_framework_in_the_study_joins_every_experiment(tmp_path):
     fake = [line for line in lines if "/ppo_fake.py " in line]
     for name, exp in STUDY.experiments.items():
         runs = [line for line in fake if option(line, "--exp-name") == name]
-        assert len(runs) == len(exp.envs) * len(exp.sizes) * (2 if exp.all_compile_modes else 1) * len(exp.syncs)
-        assert {option(line, "--compile") for line in runs} == ({"fast", "slow"} if exp.all_compile_modes else {"fast"})
+        assert len(runs) == len(exp.envs) * len(exp.sizes) * (
+            2 if exp.all_compile_modes else 1
+        ) * len(exp.syncs)
+        assert {option(line, "--compile") for line in runs} == (
+            {"fast", "slow"} if exp.all_compile_modes else {"fast"}
+        )
     assert len(lines) - len(fake) == expected_count()
-    assert "fake" in bench("--dry-run", "--frameworks", "fake,linen", "--experiments", "exp3", env=env).stdout
+    assert (
+        "fake"
+        in bench("--dry-run", "--frameworks", "fake,linen", "--experiments", "exp3", env=env).stdout
+    )
     # a real sweep refuses a framework whose script is missing, in one line
-    proc = bench("--log-dir", str(tmp_path / "runs"), "--frameworks", "fake", "--no-env-timing", env=env)
-    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "ppo_fake.py" in proc.stderr
+    proc = bench(
+        "--log-dir", str(tmp_path / "runs"), "--frameworks", "fake", "--no-env-timing", env=env
+    )
+    assert (
+        proc.returncode == 2
+        and len(proc.stderr.strip().splitlines()) == 1
+        and "ppo_fake.py" in proc.stderr
+    )
     assert not (tmp_path / "runs").exists()
 
 
@@ -364,12 +458,16 @@ def test_shards_split_the_matrix_by_cell(tmp_path, shards):
     shard_of_cell = {}
     for k, part in enumerate(parts):
         for line in part:
-            assert shard_of_cell.setdefault(cell_of(line), k) == k  # every run of a cell on one shard
+            assert (
+                shard_of_cell.setdefault(cell_of(line), k) == k
+            )  # every run of a cell on one shard
     cells_per_shard = [len({cell_of(line) for line in part}) for part in parts]
     assert max(cells_per_shard) - min(cells_per_shard) <= 1  # balanced to within one cell
     for part in parts:  # every framework and compile mode of a cell, one after another
         cells_in_order = [cell_of(line) for line in part]
-        assert cells_in_order == sorted(cells_in_order, key=[c for c in dict.fromkeys(cells_in_order)].index)
+        assert cells_in_order == sorted(
+            cells_in_order, key=[c for c in dict.fromkeys(cells_in_order)].index
+        )
     # no shard gets every cell of one model size (dealing cells in matrix order would when N = number of sizes)
     assert all(len({option(line, "--model-size") for line in part}) > 1 for part in parts)
 
@@ -425,7 +523,9 @@ def test_help_lists_the_study_experiments():
 
 
 # ------------------------------------------------------------------------------------------ resume
-def planned(log_dir: Path, exp: str = "exp2", env: str = "CartPole-v1", *args: str) -> list[list[str]]:
+def planned(
+    log_dir: Path, exp: str = "exp2", env: str = "CartPole-v1", *args: str
+) -> list[list[str]]:
     """The commands (python dropped) of a linen dry run of one env, small, seed 1."""
     proc = bench(
         "--dry-run",
@@ -435,10 +535,14 @@ def planned(log_dir: Path, exp: str = "exp2", env: str = "CartPole-v1", *args: s
         *args,
     )
     assert proc.returncode == 0, proc.stderr
-    return [shlex.split(line.removeprefix("# done: "))[1:] for line in proc.stdout.splitlines()[:-1]]
+    return [
+        shlex.split(line.removeprefix("# done: "))[1:] for line in proc.stdout.splitlines()[:-1]
+    ]
 
 
-def fake_run(log_dir: Path, exp: str, status: str, command: list[str] | None, name: str, iterations: int = 2) -> Path:
+def fake_run(
+    log_dir: Path, exp: str, status: str, command: list[str] | None, name: str, iterations: int = 2
+) -> Path:
     """A run folder like the scripts write it, without running it: config.json (its "command" = sys.argv),
     summary.json and one TensorBoard events file with a time/iteration per iteration (a usable run when completed)."""
     from tensorboardX import SummaryWriter
@@ -446,13 +550,26 @@ def fake_run(log_dir: Path, exp: str, status: str, command: list[str] | None, na
     run_dir = log_dir / exp / name
     run_dir.mkdir(parents=True)
     # a config.json the study knows, with the host and start time that tie the events file to it (runlog)
-    config = dict(env="CartPole-v1", framework="linen", model_size="small", compile="jit", seed=1, sync_timing=False)
+    config = dict(
+        env="CartPole-v1",
+        framework="linen",
+        model_size="small",
+        compile="jit",
+        seed=1,
+        sync_timing=False,
+    )
     config.update(batch_size=1, num_iterations=iterations, hostname=socket.gethostname())
-    config.update(start_time=datetime.now(timezone.utc).isoformat())  # before the events are written
+    config.update(
+        start_time=datetime.now(timezone.utc).isoformat()
+    )  # before the events are written
     if command is not None:
         config["command"] = command
     (run_dir / "config.json").write_text(json.dumps(config))
-    summary = {"status": status, "iterations_completed": iterations, "total_s": 60.0}  # the events within it
+    summary = {
+        "status": status,
+        "iterations_completed": iterations,
+        "total_s": 60.0,
+    }  # the events within it
     (run_dir / "summary.json").write_text(json.dumps(summary))
     with SummaryWriter(str(run_dir)) as writer:
         for iteration in range(iterations):
@@ -475,23 +592,36 @@ def done_lines(log_dir: Path, *args: str, exp: str = "exp2", env: str = "CartPol
 def test_resume_needs_a_completed_run_of_the_same_command(tmp_path):
     log_dir = tmp_path / "runs"
     same = ("--iterations", "5", "--", "--num-envs", "4")
-    jit, none = planned(log_dir, "exp2", "CartPole-v1", *same)  # linen's compile modes, in the study's order
-    assert option(" ".join(jit), "--compile") == "jit" and option(" ".join(none), "--compile") == "none"
+    jit, none = planned(
+        log_dir, "exp2", "CartPole-v1", *same
+    )  # linen's compile modes, in the study's order
+    assert (
+        option(" ".join(jit), "--compile") == "jit"
+        and option(" ".join(none), "--compile") == "none"
+    )
     fake_run(log_dir, "exp2", "completed", jit, "a")
     fake_run(log_dir, "exp2", "failed", none, "b")
     matching = done_lines(log_dir, *same)
     assert len(matching) == 1 and "--compile jit" in matching[0]  # the failed run is not done
-    assert not done_lines(log_dir, "--iterations", "6", "--", "--num-envs", "4")  # other num_iterations
+    assert not done_lines(
+        log_dir, "--iterations", "6", "--", "--num-envs", "4"
+    )  # other num_iterations
     assert not done_lines(log_dir, "--iterations", "5")  # other extra arguments
     assert not done_lines(log_dir, "--iterations", "5", "--tag", "mac", "--", "--num-envs", "4")
-    assert not done_lines(log_dir, "--iterations", "5", "--", "--num-envs=4")  # the same command, not the same meaning
+    assert not done_lines(
+        log_dir, "--iterations", "5", "--", "--num-envs=4"
+    )  # the same command, not the same meaning
 
 
 def test_resume_ignores_the_log_dir_spelling_but_not_the_script(tmp_path):
     log_dir = tmp_path / "runs"
     (jit, none) = planned(log_dir)
-    moved = [f"./elsewhere/{v}" if i and jit[i - 1] == "--log-dir" else v for i, v in enumerate(jit)]
-    fake_run(log_dir, "exp2", "completed", moved, "a")  # the folder moved since: still found under the log dir
+    moved = [
+        f"./elsewhere/{v}" if i and jit[i - 1] == "--log-dir" else v for i, v in enumerate(jit)
+    ]
+    fake_run(
+        log_dir, "exp2", "completed", moved, "a"
+    )  # the folder moved since: still found under the log dir
     nnx = ["/somewhere/ppo_nnx.py", *none[1:]]
     fake_run(log_dir, "exp2", "completed", nnx, "b")  # another script with linen's arguments
     fake_run(log_dir, "exp2", "completed", None, "c")  # an old run without "command"
@@ -513,7 +643,9 @@ def test_resume_tells_exp2_and_exp3_copies_apart(tmp_path):
     log_dir = tmp_path / "runs"
     (exp3_jit, _) = planned(log_dir, "exp3", "Acrobot-v1")
     fake_run(log_dir, "exp3", "completed", exp3_jit, "a")
-    fake_run(log_dir, "exp2", "completed", exp3_jit, "b")  # exp3's command in exp2's folder (--exp-name exp3)
+    fake_run(
+        log_dir, "exp2", "completed", exp3_jit, "b"
+    )  # exp3's command in exp2's folder (--exp-name exp3)
     assert len(done_lines(log_dir, exp="exp3", env="Acrobot-v1")) == 1
     assert not done_lines(log_dir, exp="exp2", env="Acrobot-v1")
 
@@ -569,7 +701,13 @@ def interrupted_sweep(tmp_path: Path, interrupt_plan: bool, exit_on_term: int = 
         "--no-env-timing",
     ]
     proc = subprocess.Popen(
-        cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True
+        cmd,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
     )  # its own process group, which the stand-in signals
     try:
         out, err = proc.communicate(timeout=60)
@@ -589,7 +727,8 @@ def test_ctrl_c_while_planning_starts_no_run(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "exit_on_term,words,counts", [(130, "interrupted", "0 completed"), (0, "completed", "1 completed")]
+    "exit_on_term,words,counts",
+    [(130, "interrupted", "0 completed"), (0, "completed", "1 completed")],
 )
 def test_ctrl_c_during_a_run_starts_no_other_run(tmp_path, exit_on_term, words, counts):
     rc, out, runs = interrupted_sweep(tmp_path, interrupt_plan=False, exit_on_term=exit_on_term)
@@ -602,7 +741,9 @@ def test_ctrl_c_during_a_run_starts_no_other_run(tmp_path, exit_on_term, words, 
 
 
 # ------------------------------------------------------------------------------------------ failures
-BROKEN_SCRIPT = "import sys\nprint('broken script ran with', sys.argv[1:], file=sys.stderr)\nsys.exit(3)\n"
+BROKEN_SCRIPT = (
+    "import sys\nprint('broken script ran with', sys.argv[1:], file=sys.stderr)\nsys.exit(3)\n"
+)
 
 
 def test_a_failed_run_is_reported_and_the_sweep_goes_on(tmp_path):
@@ -628,10 +769,21 @@ def test_a_failed_run_is_reported_and_the_sweep_goes_on(tmp_path):
     )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert last_line(proc) == "0 completed, 2 failed, 0 skipped"
-    assert re.search(r"^\[1/2\] exp1 CartPole-v1 broken small jit seed 1 \.\.\. failed \(exit 3\)", proc.stdout, re.M)
-    assert re.search(r"^\[2/2\] exp1 CartPole-v1 broken small jit seed 2 \.\.\. failed \(exit 3\)", proc.stdout, re.M)
+    assert re.search(
+        r"^\[1/2\] exp1 CartPole-v1 broken small jit seed 1 \.\.\. failed \(exit 3\)",
+        proc.stdout,
+        re.M,
+    )
+    assert re.search(
+        r"^\[2/2\] exp1 CartPole-v1 broken small jit seed 2 \.\.\. failed \(exit 3\)",
+        proc.stdout,
+        re.M,
+    )
     log = re.search(r"log: (\S+__1__\d+\.log)", proc.stdout)[1]
-    assert Path(log).parent == log_dir / "logs" / "exp1" and "broken script ran with" in Path(log).read_text()
+    assert (
+        Path(log).parent == log_dir / "logs" / "exp1"
+        and "broken script ran with" in Path(log).read_text()
+    )
 
 
 # -------------------------------------------------------------------------------------------- sweeps
@@ -663,14 +815,22 @@ def test_mini_sweep_completes_then_skips_every_run(tmp_path):
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     assert last_line(first) == f"{num_runs} completed, 0 failed, 0 skipped"
     assert "every run on cores 0 with 1 threads" in first.stdout
-    assert len(re.findall(rf"^\[\d+/{num_runs}\] .* completed in .* \| ETA ", first.stdout, re.M)) == num_runs
+    assert (
+        len(re.findall(rf"^\[\d+/{num_runs}\] .* completed in .* \| ETA ", first.stdout, re.M))
+        == num_runs
+    )
     summaries = sorted((log_dir / "exp1").glob("*/summary.json"))
     assert len(summaries) == num_runs
     for path in summaries:
-        assert read_json(path)["status"] == "completed" and read_json(path)["iterations_completed"] == 2
+        assert (
+            read_json(path)["status"] == "completed"
+            and read_json(path)["iterations_completed"] == 2
+        )
         config = read_json(path.parent / "config.json")
         assert config["sync_timing"] is False and config["exp_name"] == "exp1"
-        assert config["cpu_affinity"] == [0], config["cpu_affinity"]  # --cpus 1: every framework on the same core
+        assert config["cpu_affinity"] == [0], config[
+            "cpu_affinity"
+        ]  # --cpus 1: every framework on the same core
         assert config.get("torch_threads", 1) == 1
     assert len(list((log_dir / "logs" / "exp1").glob("*.log"))) == num_runs
     assert not (log_dir / "env_timing.json").exists()  # --no-env-timing
@@ -708,7 +868,10 @@ def test_env_timing_check_wants_this_machine(tmp_path):
     assert "'TPU v9'" in reason and device in reason
     assert sweep.env_timing_reason(timing_file(path, host, device), ["CartPole-v1"]) is None
     reason, envs = sweep.env_timing_reason(timing_file(path, host, device), ["Acrobot-v1"])
-    assert "lacks Acrobot-v1" in reason and envs == ["CartPole-v1", "Acrobot-v1"]  # keeps what it had
+    assert "lacks Acrobot-v1" in reason and envs == [
+        "CartPole-v1",
+        "Acrobot-v1",
+    ]  # keeps what it had
 
 
 @pytest.mark.slow
@@ -719,10 +882,14 @@ def test_bench_re_times_envs_from_another_host_into_its_log_dir(tmp_path):
     committed = (ROOT / "results" / "env_timing.json").read_bytes()
     args = (*one_cell(),)
     (command,) = planned(log_dir, "exp1", "CartPole-v1")
-    fake_run(log_dir, "exp1", "completed", command, "done")  # the one run is done: only the env timing runs
+    fake_run(
+        log_dir, "exp1", "completed", command, "done"
+    )  # the one run is done: only the env timing runs
     proc = bench("--log-dir", str(log_dir), *args, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert re.search(r"^measuring the env step costs first: .* comes from host 'elsewhere'", proc.stdout, re.M)
+    assert re.search(
+        r"^measuring the env step costs first: .* comes from host 'elsewhere'", proc.stdout, re.M
+    )
     data = read_json(timing)
     assert data["hostname"] == socket.gethostname() and list(data["envs"]) == ["CartPole-v1"]
     assert (ROOT / "results" / "env_timing.json").read_bytes() == committed
@@ -736,12 +903,22 @@ def test_bench_never_writes_the_committed_env_timing():
 def test_env_timing_defaults_to_the_study_envs(tmp_path):
     env = {**os.environ, **other_study(tmp_path, "")}
     path = Path(env["BENCHBACK_STUDY"])
-    text = path.read_text().replace('"CartPole-v1", ', "").replace('"CartPole-v1" = [490.04, 6.12], ', "")
-    path.write_text(text)  # a study without CartPole-v1 (exp9 read against no published CartPole return either)
+    text = (
+        path.read_text()
+        .replace('"CartPole-v1", ', "")
+        .replace('"CartPole-v1" = [490.04, 6.12], ', "")
+    )
+    path.write_text(
+        text
+    )  # a study without CartPole-v1 (exp9 read against no published CartPole return either)
     code = "import env_timing; print(','.join(env_timing.env_list(env_timing.Args())))"
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    without = [e for e in STUDY.every_env if study.split_label(e)[0] != "CartPole-v1"]  # nor CartPole-v1@envpool
+    without = [
+        e for e in STUDY.every_env if study.split_label(e)[0] != "CartPole-v1"
+    ]  # nor CartPole-v1@envpool
     assert proc.stdout.strip().split(",") == without  # with the expensive and the envpool envs
 
 
@@ -760,14 +937,21 @@ def test_env_timing_writes_json(tmp_path):
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     data = read_json(out)
-    assert data["num_envs"] == 64 and data["device"] and {"jax", "gymnax"} <= set(data["versions"]) and data["date"]
+    assert (
+        data["num_envs"] == 64
+        and data["device"]
+        and {"jax", "gymnax"} <= set(data["versions"])
+        and data["date"]
+    )
     assert "craftax" not in data["versions"]  # no Craftax env timed
     assert data["hostname"] == socket.gethostname()
     envs = data["envs"]
     assert list(envs) == ["CartPole-v1", "MemoryChain-bsuite"]
     assert (envs["CartPole-v1"]["obs_dim"], envs["CartPole-v1"]["num_actions"]) == (4, 2)
     assert sorted(r["ratio"] for r in envs.values())[0] == 1.0
-    assert all(r["ratio"] >= 1.0 and r["ms_per_step"] > 0 and r["median_ms"] > 0 for r in envs.values())
+    assert all(
+        r["ratio"] >= 1.0 and r["ms_per_step"] > 0 and r["median_ms"] > 0 for r in envs.values()
+    )
     assert all(
         r["num_envs"] == 64 and r["us_per_env_step"] == pytest.approx(r["ms_per_step"] * 1e3 / 64)
         for r in envs.values()
@@ -811,14 +995,26 @@ def test_env_timing_steps_an_adapted_env_with_its_batched_step(monkeypatch):
     monkeypatch.setattr(env_adapters, "make", lambda env_id: (adapter, adapter.default_params))
     args = env_timing.Args(num_envs=64, expensive_num_envs=8, warmup_steps=2, timed_steps=3)
     result = env_timing.time_env(expensive, args)
-    assert adapter.traced == 1 and result["num_envs"] == 8 and result["obs_dim"] == 4 and result["num_actions"] == 2
+    assert (
+        adapter.traced == 1
+        and result["num_envs"] == 8
+        and result["obs_dim"] == 4
+        and result["num_actions"] == 2
+    )
     assert env_timing.time_env("CartPole-v1", args)["num_envs"] == 64 and adapter.traced == 1
 
 
 def test_env_timing_checks_out_before_timing(tmp_path):
     """An --out that cannot be written is refused in one line, exit 2, before any env is timed."""
     for out in (tmp_path, "/proc/no/such/env_timing.json"):
-        cmd = [sys.executable, str(ROOT / "env_timing.py"), "--envs", "CartPole-v1", "--out", str(out)]
+        cmd = [
+            sys.executable,
+            str(ROOT / "env_timing.py"),
+            "--envs",
+            "CartPole-v1",
+            "--out",
+            str(out),
+        ]
         proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
         assert proc.returncode == 2, proc.stderr
         assert proc.stderr.count("\n") == 1 and "--out" in proc.stderr and str(out) in proc.stderr
@@ -828,10 +1024,10 @@ def test_env_timing_checks_out_before_timing(tmp_path):
 def test_env_timing_uses_the_adapter_module_not_a_ppo_script():
     """A timing tool must not pull in a PPO script and its training packages (optax, tensorboardX); flax comes with
     gymnax."""
-    code = (
-        "import sys, env_timing; print(sorted(m for m in ('ppo_linen', 'optax', 'tensorboardX') if m in sys.modules))"
+    code = "import sys, env_timing; print(sorted(m for m in ('ppo_linen', 'optax', 'tensorboardX') if m in sys.modules))"
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300
     )
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
 
@@ -886,7 +1082,11 @@ def test_env_timing_bad_env_exits_2():
     cmd = [sys.executable, str(ROOT / "env_timing.py"), "--envs", "CartPole-v1,Nope-v0"]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
-    assert len(proc.stderr.strip().splitlines()) == 1 and "Nope-v0" in proc.stderr and "Acrobot-v1" in proc.stderr
+    assert (
+        len(proc.stderr.strip().splitlines()) == 1
+        and "Nope-v0" in proc.stderr
+        and "Acrobot-v1" in proc.stderr
+    )
     assert all(env in proc.stderr for env in STUDY.expensive_envs)
 
 

@@ -104,8 +104,15 @@ def fake_env(tmp_path) -> dict:
     """The environment of a bench.sh whose study has the stand-in framework "fake"; its marks in tmp_path/marks."""
     script = tmp_path / "ppo_fake.py"
     script.write_text(FAKE_SCRIPT.format(root=str(ROOT)))
-    study_env = other_study(tmp_path, f'[frameworks.fake]\nscript = "{script}"\ncompile = ["fast"]\ncolor = "#000"\n')
-    return {**os.environ, "WANDB_MODE": "disabled", **study_env, "FAKE_MARKS": str(tmp_path / "marks")}
+    study_env = other_study(
+        tmp_path, f'[frameworks.fake]\nscript = "{script}"\ncompile = ["fast"]\ncolor = "#000"\n'
+    )
+    return {
+        **os.environ,
+        "WANDB_MODE": "disabled",
+        **study_env,
+        "FAKE_MARKS": str(tmp_path / "marks"),
+    }
 
 
 def marks(tmp_path: Path) -> list[dict]:
@@ -117,8 +124,12 @@ def bench_cmd(*args: str) -> list[str]:
     return ["bash", str(ROOT / "bench.sh"), "--python", sys.executable, *args]
 
 
-def run_bench(*args: str, env: dict, cwd: Path = ROOT, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run(bench_cmd(*args), cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
+def run_bench(
+    *args: str, env: dict, cwd: Path = ROOT, timeout: float = 120
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        bench_cmd(*args), cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env
+    )
 
 
 def one_line_refusal(proc, *words: str) -> None:
@@ -186,7 +197,12 @@ def slurm_script(tmp_path: Path, log_dir: Path, *args: str) -> str:
 
 def test_a_newline_in_slurm_args_is_refused_never_a_command(tmp_path):
     """The issue's case: a quoted newline in --slurm-args would end the #SBATCH line and run the rest."""
-    for value in ('--comment="x\ntouch ./pwned #"', "--comment 'a\rb'", "--comment '\t'", '--comment ""'):
+    for value in (
+        '--comment="x\ntouch ./pwned #"',
+        "--comment 'a\rb'",
+        "--comment '\t'",
+        '--comment ""',
+    ):
         proc = run_bench(
             "--dry-run",
             "--slurm",
@@ -231,12 +247,18 @@ def test_a_log_dir_with_spaces_quotes_and_dollars_stays_a_path_in_the_sbatch_scr
     log_dir = tmp_path / "my runs $(touch pwned) `touch pwned` 'q' \"d\" %j #x"
     script = slurm_script(tmp_path, log_dir, *TINY_EXTRA)
     (output,) = [line for line in script.splitlines() if line.startswith("#SBATCH --output")]
-    assert sbatch_reads(output) == [f"--output={str(log_dir).replace('%', '%%')}/logs/slurm/%A_%a.out"]
+    assert sbatch_reads(output) == [
+        f"--output={str(log_dir).replace('%', '%%')}/logs/slurm/%A_%a.out"
+    ]
     # the body, run as array task 0 would run it (its bench.sh call a dry run): the log dir is one word, nothing runs
     probe = tmp_path / "task.sh"
-    probe.write_text(script.replace('bench.sh --shard "$SHARD"', 'bench.sh --dry-run --shard "$SHARD"'))
+    probe.write_text(
+        script.replace('bench.sh --shard "$SHARD"', 'bench.sh --dry-run --shard "$SHARD"')
+    )
     env = {**os.environ, "SLURM_ARRAY_TASK_ID": "0", "SLURM_ARRAY_JOB_ID": "1"}
-    proc = subprocess.run(["bash", str(probe)], cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
+    proc = subprocess.run(
+        ["bash", str(probe)], cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env
+    )
     assert proc.returncode == 0, proc.stderr
     commands = [line for line in proc.stdout.splitlines() if "ppo_linen.py" in line]
     assert commands and all(shlex.quote(f"{log_dir}/exp3") in line for line in commands)
@@ -277,7 +299,17 @@ def test_arguments_after_dashdash_reach_each_run_exactly_as_given(tmp_path, fake
     """Any character (newline, tab, quotes, $(…), backquotes) reaches the run as it was given, in config.json's
     "command" too, and no extra run appears; the resume finds those runs by that command."""
     log_dir = tmp_path / "runs"
-    proc = run_bench("--log-dir", str(log_dir), *FAKE_SWEEP, "--seeds", "2", "--", *HOSTILE, env=fake, cwd=tmp_path)
+    proc = run_bench(
+        "--log-dir",
+        str(log_dir),
+        *FAKE_SWEEP,
+        "--seeds",
+        "2",
+        "--",
+        *HOSTILE,
+        env=fake,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "2 completed, 0 failed, 0 skipped"
     argvs = [mark["argv"] for mark in marks(tmp_path)]
@@ -286,8 +318,20 @@ def test_arguments_after_dashdash_reach_each_run_exactly_as_given(tmp_path, fake
     commands = sorted(read_json(p)["command"] for p in (log_dir / "exp1").glob("*/config.json"))
     assert commands == sorted(argvs)
     assert not list(tmp_path.glob("pwned*")) and not list(ROOT.glob("pwned*"))
-    again = run_bench("--log-dir", str(log_dir), *FAKE_SWEEP, "--seeds", "2", "--", *HOSTILE, env=fake, cwd=tmp_path)
-    assert again.stdout.strip().splitlines()[-1] == "0 completed, 0 failed, 2 skipped", again.stdout + again.stderr
+    again = run_bench(
+        "--log-dir",
+        str(log_dir),
+        *FAKE_SWEEP,
+        "--seeds",
+        "2",
+        "--",
+        *HOSTILE,
+        env=fake,
+        cwd=tmp_path,
+    )
+    assert again.stdout.strip().splitlines()[-1] == "0 completed, 0 failed, 2 skipped", (
+        again.stdout + again.stderr
+    )
 
 
 def test_the_dry_run_prints_one_line_per_run_that_bash_reads_back(tmp_path):
@@ -310,10 +354,16 @@ def test_the_dry_run_prints_one_line_per_run_that_bash_reads_back(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     *lines, count = proc.stdout.splitlines()
-    assert count.startswith(f"dry run: {len(lines)} runs") and len(lines) == len(STUDY.frameworks["linen"].compile)
+    assert count.startswith(f"dry run: {len(lines)} runs") and len(lines) == len(
+        STUDY.frameworks["linen"].compile
+    )
     for line in lines:
         argv = subprocess.run(
-            ["bash", "-c", f"{sys.executable} -c 'import json, sys; print(json.dumps(sys.argv[1:]))' {line}"],
+            [
+                "bash",
+                "-c",
+                f"{sys.executable} -c 'import json, sys; print(json.dumps(sys.argv[1:]))' {line}",
+            ],
             cwd=tmp_path,
             capture_output=True,
             text=True,
@@ -366,7 +416,9 @@ def test_a_second_sweep_of_the_same_log_dir_and_shard_is_refused(tmp_path, fake)
         second = run_bench(*args, "--shard", "0/2", env=fake, cwd=tmp_path, timeout=30)
         one_line_refusal(second, "another sweep", "shard 0/2", f"pid {first.pid}")
         assert second.stdout == "" and len(marks(tmp_path)) == 1  # no header, no run
-        other_shard = run_bench(*args, "--shard", "1/2", env=fake, cwd=tmp_path, timeout=60)  # side by side
+        other_shard = run_bench(
+            *args, "--shard", "1/2", env=fake, cwd=tmp_path, timeout=60
+        )  # side by side
         assert other_shard.returncode == 0, other_shard.stdout + other_shard.stderr
         assert len(marks(tmp_path)) == 2
     finally:
@@ -374,8 +426,13 @@ def test_a_second_sweep_of_the_same_log_dir_and_shard_is_refused(tmp_path, fake)
         out, err = first.communicate(timeout=60)
     assert first.returncode == 0, out + err
     assert out.strip().splitlines()[-1] == "1 completed, 0 failed, 0 skipped"
-    again = run_bench(*args, "--shard", "0/2", env=fake, cwd=tmp_path)  # the first one is gone: the lock with it
-    assert again.returncode == 0 and again.stdout.strip().splitlines()[-1] == "0 completed, 0 failed, 1 skipped"
+    again = run_bench(
+        *args, "--shard", "0/2", env=fake, cwd=tmp_path
+    )  # the first one is gone: the lock with it
+    assert (
+        again.returncode == 0
+        and again.stdout.strip().splitlines()[-1] == "0 completed, 0 failed, 1 skipped"
+    )
 
 
 # ---------------------------------------------------------------- 7: one definition of a usable completed run
@@ -385,7 +442,9 @@ def test_a_completed_run_whose_events_are_unusable_is_redone(tmp_path):
     run_dir = fake_run(log_dir, "exp2", "completed", jit, "a")
 
     def done() -> list[bool]:
-        return [("--compile jit" in line) for line in dry_lines(log_dir) if line.startswith("# done: ")]
+        return [
+            ("--compile jit" in line) for line in dry_lines(log_dir) if line.startswith("# done: ")
+        ]
 
     assert done() == [True]  # usable: skipped
     (events,) = run_dir.glob("events.out.tfevents.*")
@@ -393,12 +452,16 @@ def test_a_completed_run_whose_events_are_unusable_is_redone(tmp_path):
     events.write_bytes(b"garbage, not a TFRecord" * 10)
     assert done() == []  # unreadable events: redone
     events.write_bytes(content)
-    (run_dir / f"{events.name}.2").write_bytes(content)  # two events files: neither series can be trusted
+    (run_dir / f"{events.name}.2").write_bytes(
+        content
+    )  # two events files: neither series can be trusted
     assert done() == []
     (run_dir / f"{events.name}.2").unlink()
     assert done() == [True]
     summary = read_json(run_dir / "summary.json")
-    (run_dir / "summary.json").write_text(json.dumps({**summary, "iterations_completed": 3}))  # events hold 2
+    (run_dir / "summary.json").write_text(
+        json.dumps({**summary, "iterations_completed": 3})
+    )  # events hold 2
     assert done() == []
     (run_dir / "summary.json").write_text(json.dumps({**summary, "iterations_completed": 0}))
     assert done() == []
@@ -440,7 +503,14 @@ def dry_lines(log_dir: Path) -> list[str]:
 )
 def test_an_argument_after_dashdash_that_the_sweep_sets_is_refused(tmp_path, extra):
     proc = run_bench(
-        "--dry-run", "--log-dir", str(tmp_path / "runs"), "--experiments", "exp3", "--", *extra, env={**os.environ}
+        "--dry-run",
+        "--log-dir",
+        str(tmp_path / "runs"),
+        "--experiments",
+        "exp3",
+        "--",
+        *extra,
+        env={**os.environ},
     )
     flag = next(arg for arg in extra if arg not in ("--num-envs", "4")).split("=")[0]
     one_line_refusal(proc, flag, "after --")
@@ -448,16 +518,29 @@ def test_an_argument_after_dashdash_that_the_sweep_sets_is_refused(tmp_path, ext
 
 
 def test_num_iterations_and_tag_after_dashdash_are_refused_only_when_the_sweep_sets_them(tmp_path):
-    args = ("--dry-run", "--log-dir", str(tmp_path / "runs"), "--experiments", "exp3", "--seeds", "1")
+    args = (
+        "--dry-run",
+        "--log-dir",
+        str(tmp_path / "runs"),
+        "--experiments",
+        "exp3",
+        "--seeds",
+        "1",
+    )
     one_line_refusal(
         run_bench(*args, "--iterations", "2", "--", "--num-iterations", "3", env={**os.environ}),
         "--num-iterations",
         "--iterations",
     )
     one_line_refusal(run_bench(*args, "--tag", "a", "--", "--tag=b", env={**os.environ}), "--tag")
-    alone = run_bench(*args, "--", "--num-iterations", "3", "--tag", "b", "--num_envs", "8", env={**os.environ})
+    alone = run_bench(
+        *args, "--", "--num-iterations", "3", "--tag", "b", "--num_envs", "8", env={**os.environ}
+    )
     assert alone.returncode == 0, alone.stderr
-    assert all(line.endswith("--num-iterations 3 --tag b --num_envs 8") for line in alone.stdout.splitlines()[:-1])
+    assert all(
+        line.endswith("--num-iterations 3 --tag b --num_envs 8")
+        for line in alone.stdout.splitlines()[:-1]
+    )
 
 
 # -------------------------------------------------------------------- 12: signals, however bench.sh was started
@@ -474,8 +557,9 @@ STARTERS = {
         'signal.signal(signal.SIGTERM, signal.SIG_IGN); os.execvp(sys.argv[1], sys.argv[1:])" "$@" & pid=$!'
     ),
 }
-STARTER_TAIL = '\necho $pid > "$PIDFILE"\nwhile :; do wait $pid; rc=$?; kill -0 $pid 2>/dev/null || break; done\n' + (
-    'echo $rc > "$RCFILE"\n'
+STARTER_TAIL = (
+    '\necho $pid > "$PIDFILE"\nwhile :; do wait $pid; rc=$?; kill -0 $pid 2>/dev/null || break; done\n'
+    + ('echo $rc > "$RCFILE"\n')
 )
 
 
@@ -493,7 +577,12 @@ def test_a_signal_stops_the_sweep_however_it_was_started(tmp_path, fake, starter
     hold.touch()
     starter_script = tmp_path / "starter.sh"
     starter_script.write_text(STARTERS[starter] + STARTER_TAIL)
-    env = {**fake, "FAKE_HOLD": str(hold), "PIDFILE": str(tmp_path / "pid"), "RCFILE": str(tmp_path / "rc")}
+    env = {
+        **fake,
+        "FAKE_HOLD": str(hold),
+        "PIDFILE": str(tmp_path / "pid"),
+        "RCFILE": str(tmp_path / "rc"),
+    }
     args = ("--log-dir", str(tmp_path / "runs"), *FAKE_SWEEP, "--seeds", "2")
     with open(tmp_path / "out", "w") as out:
         proc = subprocess.Popen(
@@ -508,7 +597,9 @@ def test_a_signal_stops_the_sweep_however_it_was_started(tmp_path, fake, starter
         wait_until(lambda: len(marks(tmp_path)) == 1, what="the first run")
         os.killpg(proc.pid, signum)
         # the sweep stops; were the signal lost on bench.sh, the second run would start and hold
-        wait_until(lambda: (tmp_path / "rc").exists() or len(marks(tmp_path)) > 1, what="the sweep's end")
+        wait_until(
+            lambda: (tmp_path / "rc").exists() or len(marks(tmp_path)) > 1, what="the sweep's end"
+        )
         time.sleep(0.2)  # a second run, if any, has time to note itself
         started = len(marks(tmp_path))
     finally:
@@ -521,13 +612,20 @@ def test_a_signal_stops_the_sweep_however_it_was_started(tmp_path, fake, starter
     output = (tmp_path / "out").read_text()
     assert started == 1, output
     assert (tmp_path / "rc").read_text().strip() == "130", output
-    assert re.search(r"^\[1/2\] exp1 CartPole-v1 fake small fast seed 1 \.\.\. interrupted in ", output, re.M), output
-    assert "0 completed, 0 failed, 0 skipped" in output and "run the same command again to resume" in output
+    assert re.search(
+        r"^\[1/2\] exp1 CartPole-v1 fake small fast seed 1 \.\.\. interrupted in ", output, re.M
+    ), output
+    assert (
+        "0 completed, 0 failed, 0 skipped" in output
+        and "run the same command again to resume" in output
+    )
     (summary,) = (tmp_path / "runs" / "exp1").glob("*/summary.json")
     assert read_json(summary)["status"] == "interrupted"
 
 
-def test_a_run_stopped_by_a_signal_of_its_own_is_reported_interrupted_and_the_sweep_goes_on(tmp_path, fake):
+def test_a_run_stopped_by_a_signal_of_its_own_is_reported_interrupted_and_the_sweep_goes_on(
+    tmp_path, fake
+):
     hold = tmp_path / "hold"
     hold.touch()
     args = ("--log-dir", str(tmp_path / "runs"), *FAKE_SWEEP, "--seeds", "2")
@@ -556,8 +654,12 @@ def test_a_run_stopped_by_a_signal_of_its_own_is_reported_interrupted_and_the_sw
 # ----------------------------------------------------------------------------------- 14: the timeout's grace
 # A timeout of 5 s, not 1: the fake imports pandas (runlog) before its SIGTERM handler, which takes over 1 s on a
 # loaded machine, and a SIGTERM before the handler would leave no summary.
-@pytest.mark.parametrize("linger,words", [(False, "timed out (--timeout 5)"), (True, "timed out (--timeout 5, killed")])
-def test_a_run_past_its_timeout_is_reported_timed_out_even_when_killed(tmp_path, fake, linger, words):
+@pytest.mark.parametrize(
+    "linger,words", [(False, "timed out (--timeout 5)"), (True, "timed out (--timeout 5, killed")]
+)
+def test_a_run_past_its_timeout_is_reported_timed_out_even_when_killed(
+    tmp_path, fake, linger, words
+):
     hold = tmp_path / "hold"
     hold.touch()
     env = {**fake, "FAKE_HOLD": str(hold), **({"FAKE_LINGER": "1"} if linger else {})}
@@ -578,14 +680,21 @@ def test_a_run_past_its_timeout_is_reported_timed_out_even_when_killed(tmp_path,
         )
     finally:
         hold.unlink()
-    assert re.search(rf"^\[1/1\] .* seed 1 \.\.\. {re.escape(words)}", proc.stdout, re.M), proc.stdout + proc.stderr
+    assert re.search(rf"^\[1/1\] .* seed 1 \.\.\. {re.escape(words)}", proc.stdout, re.M), (
+        proc.stdout + proc.stderr
+    )
     (summary,) = (tmp_path / "runs" / "exp1").glob("*/summary.json")
     assert read_json(summary)["status"] == "interrupted"  # its summary, written after the SIGTERM
-    assert proc.returncode == 1 and proc.stdout.strip().splitlines()[-1] == "0 completed, 1 failed, 0 skipped"
+    assert (
+        proc.returncode == 1
+        and proc.stdout.strip().splitlines()[-1] == "0 completed, 1 failed, 0 skipped"
+    )
 
 
 def test_kill_after_sets_the_grace_and_the_slurm_time_limit(tmp_path):
-    script = slurm_script(tmp_path, tmp_path / "runs", "--timeout", "100", "--kill-after", "20", "--slurm-tasks", "1")
+    script = slurm_script(
+        tmp_path, tmp_path / "runs", "--timeout", "100", "--kill-after", "20", "--slurm-tasks", "1"
+    )
     runs = (
         len(STUDY.experiments["exp3"].envs)
         * len(STUDY.experiments["exp3"].sizes)
@@ -616,7 +725,13 @@ def test_kill_after_sets_the_grace_and_the_slurm_time_limit(tmp_path):
 )
 def test_unicode_digits_are_refused_with_one_line(tmp_path, args, bad):
     proc = run_bench(
-        "--dry-run", "--log-dir", str(tmp_path / "runs"), "--experiments", "exp3", *args, env={**os.environ}
+        "--dry-run",
+        "--log-dir",
+        str(tmp_path / "runs"),
+        "--experiments",
+        "exp3",
+        *args,
+        env={**os.environ},
     )
     one_line_refusal(proc, bad)
 
@@ -637,7 +752,9 @@ def test_an_env_the_scripts_cannot_train_is_refused_before_the_sweep(tmp_path, f
     )
     # names what can be trained: the study's envs, and the others of both action kinds (Catch: Discrete, PointRobot:
     # a 1-D Box)
-    one_line_refusal(proc, f"{env_id!r} is unknown", "CartPole-v1", "Catch-bsuite", "PointRobot-misc", "1-D Box")
+    one_line_refusal(
+        proc, f"{env_id!r} is unknown", "CartPole-v1", "Catch-bsuite", "PointRobot-misc", "1-D Box"
+    )
     assert STUDY.expensive_envs[0] in proc.stderr and STUDY.continuous_envs[0] in proc.stderr
     assert proc.stdout == "" and not (tmp_path / "runs").exists() and marks(tmp_path) == []
 
@@ -648,7 +765,9 @@ def box_of_boxes(monkeypatch, env_id: str) -> None:
     from gymnax.environments import spaces
 
     env, _ = gymnax.make(env_id)
-    monkeypatch.setattr(type(env), "action_space", lambda self, params=None: spaces.Box(-1.0, 1.0, (2, 2)))
+    monkeypatch.setattr(
+        type(env), "action_space", lambda self, params=None: spaces.Box(-1.0, 1.0, (2, 2))
+    )
 
 
 def test_an_env_of_another_action_space_is_refused_naming_the_kinds(monkeypatch):
@@ -665,7 +784,10 @@ def test_an_env_of_another_action_space_is_refused_naming_the_kinds(monkeypatch)
 
 def test_why_untrainable_agrees_with_the_study(monkeypatch):
     assert [env for env in STUDY.every_env if sweep.why_untrainable(env)] == []
-    assert sweep.why_untrainable("Catch-bsuite") is None and sweep.why_untrainable("PointRobot-misc") is None
+    assert (
+        sweep.why_untrainable("Catch-bsuite") is None
+        and sweep.why_untrainable("PointRobot-misc") is None
+    )
     assert "unknown" in sweep.why_untrainable("Nope-v0")
     box_of_boxes(monkeypatch, "PointRobot-misc")
     assert "Box action space" in sweep.why_untrainable("PointRobot-misc")

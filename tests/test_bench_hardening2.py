@@ -53,9 +53,21 @@ def test_a_bad_value_that_starts_with_a_dash_is_named(tmp_path, args, value):
 
 
 # ----------------------------------------------------------------------------- 7: an empty value names nothing
-@pytest.mark.parametrize("option", ["--log-dir", "--env-timing-file", "--python", "--tag", "--timeout", "--cpus"])
+@pytest.mark.parametrize(
+    "option", ["--log-dir", "--env-timing-file", "--python", "--tag", "--timeout", "--cpus"]
+)
 def test_an_empty_value_is_refused_in_one_line_before_anything(tmp_path, option):
-    proc = run_bench("--dry-run", "--experiments", "exp1", "--seeds", "1", option, "", env={**os.environ}, cwd=tmp_path)
+    proc = run_bench(
+        "--dry-run",
+        "--experiments",
+        "exp1",
+        "--seeds",
+        "1",
+        option,
+        "",
+        env={**os.environ},
+        cwd=tmp_path,
+    )
     one_line_refusal(proc, f"{option} is empty")
     assert list(tmp_path.iterdir()) == []
 
@@ -63,27 +75,46 @@ def test_an_empty_value_is_refused_in_one_line_before_anything(tmp_path, option)
 @pytest.mark.parametrize("action", ["dry-run", "plan", "check", "sbatch"])
 def test_sweep_py_names_a_bad_value_that_starts_with_a_dash(action):
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "sweep.py"), action, "--shard", "-1/2"], capture_output=True, text=True, cwd=ROOT
+        [sys.executable, str(ROOT / "sweep.py"), action, "--shard", "-1/2"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
     )
     one_line_refusal(proc, "'-1/2'")
 
 
 def test_a_tag_a_log_dir_and_a_timing_file_that_start_with_a_dash_are_used_as_given(tmp_path, fake):
-    proc = run_bench("--log-dir", "-runs", *FAKE_SWEEP, "--seeds", "1", "--tag", "-x", env=fake, cwd=tmp_path)
+    proc = run_bench(
+        "--log-dir", "-runs", *FAKE_SWEEP, "--seeds", "1", "--tag", "-x", env=fake, cwd=tmp_path
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (mark,) = marks(tmp_path)
     assert "--tag=-x" in mark["argv"] and "--log-dir=-runs/exp1" in mark["argv"]
     (config,) = (tmp_path / "-runs" / "exp1").glob("*/config.json")
     assert json.loads(config.read_text())["command"] == mark["argv"]
-    again = run_bench("--log-dir", "-runs", *FAKE_SWEEP, "--seeds", "1", "--tag", "-x", env=fake, cwd=tmp_path)
-    assert again.stdout.strip().splitlines()[-1] == "0 completed, 0 failed, 1 skipped"  # resumed: the same run
+    again = run_bench(
+        "--log-dir", "-runs", *FAKE_SWEEP, "--seeds", "1", "--tag", "-x", env=fake, cwd=tmp_path
+    )
+    assert (
+        again.stdout.strip().splitlines()[-1] == "0 completed, 0 failed, 1 skipped"
+    )  # resumed: the same run
     timing = subprocess.run(
-        [sys.executable, str(ROOT / "sweep.py"), "env-timing", "--file", "-t.json", "--experiments", "exp3"],
+        [
+            sys.executable,
+            str(ROOT / "sweep.py"),
+            "env-timing",
+            "--file",
+            "-t.json",
+            "--experiments",
+            "exp3",
+        ],
         capture_output=True,
         text=True,
         cwd=tmp_path,
     )
-    assert timing.returncode == 0 and timing.stdout.startswith("-t.json is missing"), timing.stdout + timing.stderr
+    assert timing.returncode == 0 and timing.stdout.startswith("-t.json is missing"), (
+        timing.stdout + timing.stderr
+    )
 
 
 # ------------------------------------------------------------------------------------ 10: sizes with a bound
@@ -98,7 +129,10 @@ HUGE = "9" * 30
         (["--seeds", "9" * 5000], "9" * 5000),  # past the digits Python's int() takes from a string
         (["--iterations", HUGE], HUGE),
         (["--shard", f"0/{HUGE}"], f"0/{HUGE}"),
-        (["--cpus", "18446744073709551617"], "18446744073709551617"),  # 2**64 + 1: bash's arithmetic reads 1
+        (
+            ["--cpus", "18446744073709551617"],
+            "18446744073709551617",
+        ),  # 2**64 + 1: bash's arithmetic reads 1
         (["--timeout", "9" * 400], "9" * 400),
         (["--timeout", "9", "--kill-after", HUGE], HUGE),
         (["--slurm", "--slurm-tasks", "9" * 5000], "9" * 5000),
@@ -109,17 +143,25 @@ HUGE = "9" * 30
 )
 def test_a_size_past_its_bound_is_refused_with_one_line(tmp_path, args, value):
     proc = run_bench("--dry-run", "--log-dir", str(tmp_path / "runs"), *args, env={**os.environ})
-    one_line_refusal(proc, value if len(value) <= 40 else f"{value[:20]!r}... ({len(value)} characters)")
+    one_line_refusal(
+        proc, value if len(value) <= 40 else f"{value[:20]!r}... ({len(value)} characters)"
+    )
     assert proc.stdout == "" and not (tmp_path / "runs").exists()
 
 
 def test_the_largest_sweep_that_can_be_planned_is_planned_and_one_seed_more_is_refused(tmp_path):
-    per_seed = len(planned_runs(tmp_path, "--experiments", "exp3", "--seeds", "1").stdout.splitlines()) - 1
+    per_seed = (
+        len(planned_runs(tmp_path, "--experiments", "exp3", "--seeds", "1").stdout.splitlines()) - 1
+    )
     most = sweep.MAX_RUNS // per_seed
     largest = planned_runs(tmp_path, "--experiments", "exp3", "--seeds", str(most))
-    assert largest.stdout.splitlines()[-1].startswith(f"dry run: {most * per_seed} runs (0 already completed)")
+    assert largest.stdout.splitlines()[-1].startswith(
+        f"dry run: {most * per_seed} runs (0 already completed)"
+    )
     one_line_refusal(
-        run_bench("--dry-run", "--experiments", "exp3", "--seeds", str(most + 1), env={**os.environ}),
+        run_bench(
+            "--dry-run", "--experiments", "exp3", "--seeds", str(most + 1), env={**os.environ}
+        ),
         f"--seeds {most + 1}",
         f"valid: 1 to {most}",
     )
@@ -152,7 +194,9 @@ def test_sweep_py_sbatch_refuses_a_size_past_its_bound(args, value):
 
 
 def test_bench_sh_and_sweep_py_bound_the_seconds_alike():
-    assert re.search(r"^MAX_SECONDS=(\d+)", (ROOT / "bench.sh").read_text(), re.M)[1] == str(sweep.MAX_SECONDS)
+    assert re.search(r"^MAX_SECONDS=(\d+)", (ROOT / "bench.sh").read_text(), re.M)[1] == str(
+        sweep.MAX_SECONDS
+    )
 
 
 # ------------------------------------------------------------- 2: --slurm-args resolved as sbatch resolves it
@@ -180,15 +224,30 @@ def test_bench_sh_and_sweep_py_bound_the_seconds_alike():
 )
 def test_slurm_args_refuses_any_spelling_of_an_option_bench_sh_sets(tmp_path, slurm_args, option):
     proc = run_bench(
-        "--dry-run", "--slurm", "--log-dir", str(tmp_path / "runs"), "--slurm-args", slurm_args, env={**os.environ}
+        "--dry-run",
+        "--slurm",
+        "--log-dir",
+        str(tmp_path / "runs"),
+        "--slurm-args",
+        slurm_args,
+        env={**os.environ},
     )
     one_line_refusal(proc, "--slurm-args", option)
     assert proc.stdout == ""
 
 
 def test_slurm_args_reads_a_value_that_looks_like_an_option_as_a_value():
-    lines = sweep.sbatch_lines("--comment -a5 -J -o/x --hold -p gpu --mail-user=:me --newer-option value")
-    assert lines == ["--comment -a5", "-J -o/x", "--hold", "-p gpu", '--mail-user=":me"', "--newer-option value"]
+    lines = sweep.sbatch_lines(
+        "--comment -a5 -J -o/x --hold -p gpu --mail-user=:me --newer-option value"
+    )
+    assert lines == [
+        "--comment -a5",
+        "-J -o/x",
+        "--hold",
+        "-p gpu",
+        '--mail-user=":me"',
+        "--newer-option value",
+    ]
     with pytest.raises(sweep.BadOption, match="'user'"):  # --hold takes no value
         sweep.sbatch_lines("--hold user")
 
@@ -237,11 +296,19 @@ def test_sigterm_to_bench_sh_stops_the_command_of_any_phase_at_once(tmp_path, fa
         )
     child = None
     try:
-        wait_until(lambda: stalled.exists() and stalled.read_text().strip(), what=f"the {phase} command")
+        wait_until(
+            lambda: stalled.exists() and stalled.read_text().strip(), what=f"the {phase} command"
+        )
         child = int(stalled.read_text())
-        os.kill(proc.pid, signal.SIGTERM)  # to bench.sh alone, as Slurm's --signal=B:TERM@120 sends it
+        os.kill(
+            proc.pid, signal.SIGTERM
+        )  # to bench.sh alone, as Slurm's --signal=B:TERM@120 sends it
         # a safety net, not a timing: without the signal passed on, bench.sh waits for the sleep's 600 s
-        wait_until(lambda: proc.poll() is not None and not alive(child), timeout=30, what="bench.sh and its child")
+        wait_until(
+            lambda: proc.poll() is not None and not alive(child),
+            timeout=30,
+            what="bench.sh and its child",
+        )
     finally:
         for pid in (proc.pid, child):
             if pid and alive(pid):
@@ -266,15 +333,28 @@ def test_overlapping_shards_of_different_counts_never_run_a_run_twice_at_once(tm
 
     def start(shard: str, out: Path) -> None:
         with open(out, "w") as f:
-            cmd = ["bash", str(ROOT / "bench.sh"), "--python", sys.executable, *args, "--shard", shard]
-            sweeps.append(subprocess.Popen(cmd, cwd=tmp_path, stdout=f, stderr=subprocess.STDOUT, env=env))
+            cmd = [
+                "bash",
+                str(ROOT / "bench.sh"),
+                "--python",
+                sys.executable,
+                *args,
+                "--shard",
+                shard,
+            ]
+            sweeps.append(
+                subprocess.Popen(cmd, cwd=tmp_path, stdout=f, stderr=subprocess.STDOUT, env=env)
+            )
 
     try:
         start("0/1", outputs[0])
         wait_until(lambda: len(marks(tmp_path)) == 1, what="the first sweep's run")
         start("0/2", outputs[1])
         # the second waits, or (were the cells not locked) starts the same run beside the first one's
-        wait_until(lambda: "waiting for it" in outputs[1].read_text() or len(marks(tmp_path)) > 1, what="the second")
+        wait_until(
+            lambda: "waiting for it" in outputs[1].read_text() or len(marks(tmp_path)) > 1,
+            what="the second",
+        )
         assert len(marks(tmp_path)) == 1, outputs[1].read_text()
     finally:
         hold.unlink()
@@ -287,8 +367,13 @@ def test_overlapping_shards_of_different_counts_never_run_a_run_twice_at_once(tm
     first, second = (path.read_text() for path in outputs)
     assert [proc.returncode for proc in sweeps] == [0, 0], first + second
     assert first.strip().splitlines()[-1] == "1 completed, 0 failed, 0 skipped", first
-    assert "another sweep is running the cell of exp1 CartPole-v1 fake small fast seed 1 (pid " in second
-    assert re.search(r"^\[1/1\] .* seed 1 \.\.\. skipped \(completed by another sweep\)$", second, re.M), second
+    assert (
+        "another sweep is running the cell of exp1 CartPole-v1 fake small fast seed 1 (pid "
+        in second
+    )
+    assert re.search(
+        r"^\[1/1\] .* seed 1 \.\.\. skipped \(completed by another sweep\)$", second, re.M
+    ), second
     assert second.strip().splitlines()[-1] == "0 completed, 0 failed, 1 skipped", second
     assert len(marks(tmp_path)) == 1  # one run, in all
 

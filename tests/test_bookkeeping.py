@@ -17,7 +17,9 @@ from helpers import ROOT, STUDY, TINY, only_run_dir, read_json, run_script
 
 FRAMEWORKS = list(STUDY.frameworks)
 # One process per script: the first script stays in the quick check, the others are marked slow.
-FIRST_FAST = [pytest.param(f, marks=() if i == 0 else pytest.mark.slow) for i, f in enumerate(FRAMEWORKS)]
+FIRST_FAST = [
+    pytest.param(f, marks=() if i == 0 else pytest.mark.slow) for i, f in enumerate(FRAMEWORKS)
+]
 
 
 def script(framework: str) -> str:
@@ -30,7 +32,9 @@ def strip_bookkeeping(source: str) -> str:
     `if __name__ == "__main__":`, and every line that contains `book.` or `Bookkeeping(`."""
     lines = source.splitlines(keepends=True)
     start = next(i for i, line in enumerate(lines) if line.startswith("# Benchmark bookkeeping"))
-    end = next(i for i in range(start, len(lines)) if lines[i].startswith('if __name__ == "__main__":'))
+    end = next(
+        i for i in range(start, len(lines)) if lines[i].startswith('if __name__ == "__main__":')
+    )
     kept = lines[:start] + lines[end:]
     return "".join(line for line in kept if "book." not in line and "Bookkeeping(" not in line)
 
@@ -39,10 +43,17 @@ def strip_bookkeeping(source: str) -> str:
 def test_the_stripped_copy_parses_and_needs_no_other_file(framework):
     stripped = strip_bookkeeping((ROOT / script(framework)).read_text())
     tree = ast.parse(stripped)
-    imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    imported = {
+        alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    }
     imported |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     assert "bookkeeping" not in imported and "book" not in stripped.replace("bookkeeping", "")
-    assert "env_adapters" in imported  # imported lazily, inside make_env, only for the envs it adapts
+    assert (
+        "env_adapters" in imported
+    )  # imported lazily, inside make_env, only for the envs it adapts
     assert len(stripped.splitlines()) < len((ROOT / script(framework)).read_text().splitlines())
 
 
@@ -56,7 +67,9 @@ def test_the_stripped_copy_trains_alone(framework, tmp_path):
     log_dir = tmp_path / "runs"
     cmd = [sys.executable, str(copy), *TINY, "--env", "CartPole-v1", "--log-dir", str(log_dir)]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_MODE": "disabled", "PYTHONPATH": ""}
-    proc = subprocess.run(cmd, cwd=copy.parent, capture_output=True, text=True, timeout=600, env=env)
+    proc = subprocess.run(
+        cmd, cwd=copy.parent, capture_output=True, text=True, timeout=600, env=env
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "iter 3/3 | SPS" in proc.stdout and "ETA" in proc.stdout
     (run_dir,) = log_dir.iterdir()
@@ -79,7 +92,10 @@ def test_two_identical_runs_started_together_get_two_folders(log_dir):
     """Two runs of the same command, started in the same second: two folders, two events files, two summaries."""
     cmd = [sys.executable, str(ROOT / "ppo_linen.py"), *TINY, "--log-dir", str(log_dir)]
     env = {**os.environ, "WANDB_MODE": "disabled", "OMP_NUM_THREADS": "1"}
-    procs = [subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in "ab"]
+    procs = [
+        subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        for _ in "ab"
+    ]
     for proc in procs:
         assert proc.wait(timeout=600) == 0, proc.stderr.read().decode()[-3000:]
     run_dirs = sorted(log_dir.iterdir())
@@ -100,7 +116,9 @@ def test_json_files_are_written_atomically(tmp_path, monkeypatch):
     monkeypatch.setattr(json, "dump", fail)
     with pytest.raises(OSError):
         bookkeeping.write_json(str(path), {"status": "failed"})
-    assert json.loads(path.read_text()) == {"status": "completed"} and os.listdir(tmp_path) == ["summary.json"]
+    assert json.loads(path.read_text()) == {"status": "completed"} and os.listdir(tmp_path) == [
+        "summary.json"
+    ]
 
 
 # ------------------------------------------------------------------------------------------ a full disk
@@ -109,7 +127,9 @@ def tiny_disk(tmp_path):
     """A 40 KB tmpfs (root only; skipped elsewhere)."""
     mount_point = tmp_path / "disk"
     mount_point.mkdir()
-    mount = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=40k", "tmpfs", str(mount_point)], capture_output=True)
+    mount = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=40k", "tmpfs", str(mount_point)], capture_output=True
+    )
     if mount.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {mount.stderr.decode().strip()}")
     yield mount_point
@@ -120,11 +140,20 @@ def tiny_disk(tmp_path):
 def test_a_full_disk_mid_run_fails_the_run_in_one_line(tiny_disk):
     """The events outgrow the disk: the run ends (no hang), status failed if summary.json fits, one line, exit 1."""
     proc = run_script(
-        "ppo_linen.py", *TINY[:-2], "--num-minibatches", "2", "--num-iterations", "400", log_dir=tiny_disk, timeout=300
+        "ppo_linen.py",
+        *TINY[:-2],
+        "--num-minibatches",
+        "2",
+        "--num-iterations",
+        "400",
+        log_dir=tiny_disk,
+        timeout=300,
     )
     assert proc.returncode == 1, proc.stderr[-3000:]
     lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ") and "disk" in lines[0], proc.stderr[-3000:]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "disk" in lines[0], proc.stderr[
+        -3000:
+    ]
     run_dir = only_run_dir(tiny_disk)
     config = read_json(run_dir / "config.json")  # whole, never half-written
     assert config["framework"] == "linen"
@@ -171,7 +200,9 @@ def test_a_sigint_during_the_imports_is_not_lost(framework, log_dir):
     ]
     cmd = ["bash", "-c", 'trap "" INT; exec "$@"', "bash", *cmd]
     env = {**os.environ, "WANDB_MODE": "disabled", "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     sent = time.perf_counter()
     time.sleep(0.5)
     proc.send_signal(signal.SIGINT)
@@ -181,4 +212,6 @@ def test_a_sigint_during_the_imports_is_not_lost(framework, log_dir):
     summary = read_json(only_run_dir(log_dir) / "summary.json")
     assert summary["status"] == "interrupted" and summary["signals"] == ["SIGINT"], summary
     assert summary["iterations_completed"] == 0
-    assert summary["import_s"] > sent, "the signal was sent after the imports: the test did not test them"
+    assert summary["import_s"] > sent, (
+        "the signal was sent after the imports: the test did not test them"
+    )

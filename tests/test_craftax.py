@@ -17,7 +17,9 @@ from helpers import ENV_FIELDS, STUDY
 
 MODULES = {name: importlib.import_module(fw.script[:-3]) for name, fw in STUDY.frameworks.items()}
 CRAFTAX_ENVS = env_adapters.CRAFTAX_ENVS
-NUM_ENVS = env_adapters.Craftax.NUM_RESETS + 1  # one more than the fresh worlds of a step: two envs may share one
+NUM_ENVS = (
+    env_adapters.Craftax.NUM_RESETS + 1
+)  # one more than the fresh worlds of a step: two envs may share one
 
 
 @cache
@@ -63,11 +65,20 @@ def test_a_death_is_terminated_and_the_env_gets_a_fresh_world(env_id):
     runner = kill(reset(jax.random.key(0)), [0])
     stepped_obs, _ = without_reset(env, params, runner, noop())
     next_runner, fields = step(runner, noop())
-    assert fields["terminated"].tolist() == [True] + [False] * (NUM_ENVS - 1) and not fields["truncated"].any()
-    np.testing.assert_array_equal(fields["final_obs"], stepped_obs)  # before the reset: what V bootstraps from
+    assert (
+        fields["terminated"].tolist() == [True] + [False] * (NUM_ENVS - 1)
+        and not fields["truncated"].any()
+    )
+    np.testing.assert_array_equal(
+        fields["final_obs"], stepped_obs
+    )  # before the reset: what V bootstraps from
     assert not np.array_equal(next_runner.obs[0], stepped_obs[0])  # a fresh world...
-    assert int(next_runner.env_state.timestep[0]) == 0 and next_runner.env_state.player_health[0] > 0
-    np.testing.assert_array_equal(next_runner.obs[1:], stepped_obs[1:])  # ...only where the episode ended
+    assert (
+        int(next_runner.env_state.timestep[0]) == 0 and next_runner.env_state.player_health[0] > 0
+    )
+    np.testing.assert_array_equal(
+        next_runner.obs[1:], stepped_obs[1:]
+    )  # ...only where the episode ended
     assert next_runner.env_state.timestep[1:].tolist() == [1] * (NUM_ENVS - 1)
     assert fields["episode_length"].tolist() == [1] + [0] * (NUM_ENVS - 1)
 
@@ -84,7 +95,10 @@ def test_the_time_limit_truncates_unless_the_agent_dies_then(env_id):
             assert not (fields["terminated"] | fields["truncated"]).any()
     assert fields["terminated"].tolist() == [i == 2 for i in range(NUM_ENVS)]
     assert fields["truncated"].tolist() == [i != 2 for i in range(NUM_ENVS)]
-    assert runner.env_state.timestep.tolist() == [0] * NUM_ENVS and fields["episode_length"].tolist() == [5] * NUM_ENVS
+    assert (
+        runner.env_state.timestep.tolist() == [0] * NUM_ENVS
+        and fields["episode_length"].tolist() == [5] * NUM_ENVS
+    )
 
 
 def test_more_done_envs_than_fresh_worlds_share_them():
@@ -92,8 +106,12 @@ def test_more_done_envs_than_fresh_worlds_share_them():
     env, _, reset, step = setup("linen", CRAFTAX_ENVS[0])
     runner, fields = step(kill(reset(jax.random.key(3)), range(NUM_ENVS)), noop())
     assert fields["terminated"].all() and NUM_ENVS == env.NUM_RESETS + 1
-    np.testing.assert_array_equal(runner.obs[0], runner.obs[env.NUM_RESETS])  # the first fresh world, twice
-    assert len({bytes(np.asarray(o)) for o in runner.obs[: env.NUM_RESETS]}) == env.NUM_RESETS  # distinct worlds
+    np.testing.assert_array_equal(
+        runner.obs[0], runner.obs[env.NUM_RESETS]
+    )  # the first fresh world, twice
+    assert (
+        len({bytes(np.asarray(o)) for o in runner.obs[: env.NUM_RESETS]}) == env.NUM_RESETS
+    )  # distinct worlds
 
 
 @pytest.mark.parametrize("env_id", CRAFTAX_ENVS)
@@ -117,11 +135,17 @@ def test_every_framework_steps_craftax_identically():
         for t, action in enumerate(actions):
             runner = kill(runner, [1]) if t == 2 else runner
             runner, fields = step(runner, jnp.asarray(action))
-            out.append({"obs": np.asarray(runner.obs), **{k: np.asarray(v) for k, v in fields.items()}})
+            out.append(
+                {"obs": np.asarray(runner.obs), **{k: np.asarray(v) for k, v in fields.items()}}
+            )
         runs[name] = out
     reference = runs["linen"]
-    assert any(t["terminated"].any() for t in reference) and any(t["truncated"].any() for t in reference)
+    assert any(t["terminated"].any() for t in reference) and any(
+        t["truncated"].any() for t in reference
+    )
     for name, out in runs.items():
         for step_index, (actual, expected) in enumerate(zip(out, reference, strict=True)):
             for key in expected:
-                np.testing.assert_array_equal(actual[key], expected[key], err_msg=f"{name} step {step_index} {key}")
+                np.testing.assert_array_equal(
+                    actual[key], expected[key], err_msg=f"{name} step {step_index} {key}"
+                )

@@ -33,7 +33,9 @@ class Batch:
         self.num_actions = space.shape[0] if self.continuous else space.n
         self.action_bounds = None
         if self.continuous:
-            self.action_bounds = tuple(np.full(self.num_actions, b, np.float32) for b in (space.low, space.high))
+            self.action_bounds = tuple(
+                np.full(self.num_actions, b, np.float32) for b in (space.low, space.high)
+            )
 
     def reset(self, keys, params):
         return jax.vmap(self.env.reset, in_axes=(0, None))(keys, params)
@@ -50,7 +52,9 @@ def rollout(env, params, num_envs: int, actions):
     out = [(obs, None, None, None, None)]
     for t, action in enumerate(actions):
         keys = jax.random.split(jax.random.fold_in(key, t + 1), num_envs)
-        obs, state, reward, terminated, truncated, info = env.step(keys, state, jnp.asarray(action), params)
+        obs, state, reward, terminated, truncated, info = env.step(
+            keys, state, jnp.asarray(action), params
+        )
         out.append((obs, reward, terminated, truncated, info))
     return out, state
 
@@ -75,25 +79,45 @@ def test_normalize_follows_purejaxrls_update_rule():
     env = Batch("CartPole-v1", max_steps_in_episode=3)
     num_envs, actions = 5, np.random.default_rng(0).integers(0, 2, (7, 5)).astype(np.int32)
     raw, _ = rollout(env, env.params, num_envs, actions)
-    normed, _ = rollout(env_adapters.normalize(env, obs=True, reward=True, gamma=GAMMA), env.params, num_envs, actions)
-    assert any(r[3].any() for r in raw[1:])  # the time limit was reached: the discounted returns restarted
+    normed, _ = rollout(
+        env_adapters.normalize(env, obs=True, reward=True, gamma=GAMMA),
+        env.params,
+        num_envs,
+        actions,
+    )
+    assert any(
+        r[3].any() for r in raw[1:]
+    )  # the time limit was reached: the discounted returns restarted
 
     obs0 = np.asarray(raw[0][0], np.float64)
     mean, var, count = numpy_merge(np.zeros(4), np.ones(4), 1e-4, obs0)
-    np.testing.assert_allclose(normed[0][0], clipped((obs0 - mean) / np.sqrt(var + 1e-8)), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        normed[0][0], clipped((obs0 - mean) / np.sqrt(var + 1e-8)), rtol=1e-5, atol=1e-5
+    )
     r_mean, r_var, r_count, returns = 0.0, 1.0, 1e-4, np.zeros(num_envs)
-    for (obs, reward, terminated, truncated, info), (n_obs, n_reward, n_term, n_trunc, n_info) in zip(
-        raw[1:], normed[1:], strict=True
-    ):
-        obs, final_obs = np.asarray(obs, np.float64), np.asarray(info["final_observation"], np.float64)
+    for (obs, reward, terminated, truncated, info), (
+        n_obs,
+        n_reward,
+        n_term,
+        n_trunc,
+        n_info,
+    ) in zip(raw[1:], normed[1:], strict=True):
+        obs, final_obs = (
+            np.asarray(obs, np.float64),
+            np.asarray(info["final_observation"], np.float64),
+        )
         mean, var, count = numpy_merge(mean, var, count, obs)
-        np.testing.assert_allclose(n_obs, clipped((obs - mean) / np.sqrt(var + 1e-8)), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(
+            n_obs, clipped((obs - mean) / np.sqrt(var + 1e-8)), rtol=1e-5, atol=1e-5
+        )
         final_normed = clipped((final_obs - mean) / np.sqrt(var + 1e-8))
         np.testing.assert_allclose(n_info["final_observation"], final_normed, 1e-5, 1e-5)
         done = np.asarray(terminated | truncated)
         returns = returns * GAMMA * (1 - done) + np.asarray(reward, np.float64)
         r_mean, r_var, r_count = numpy_merge(r_mean, r_var, r_count, returns)
-        np.testing.assert_allclose(n_reward, clipped(np.asarray(reward) / np.sqrt(r_var + 1e-8)), rtol=1e-5)
+        np.testing.assert_allclose(
+            n_reward, clipped(np.asarray(reward) / np.sqrt(r_var + 1e-8)), rtol=1e-5
+        )
         np.testing.assert_array_equal(n_info["raw_reward"], reward)
         np.testing.assert_array_equal(n_term, terminated)
         np.testing.assert_array_equal(n_trunc, truncated)
@@ -124,7 +148,10 @@ def test_normalized_observations_and_rewards_are_clipped_to_ten():
     for step in range(11):
         keys = jax.random.split(jax.random.key(step), 64)
         obs, state, reward, *_, info = env.step(keys, state, jnp.zeros(64, jnp.int32), None)
-    assert float(jnp.abs(obs).max()) == 10.0 and float(jnp.abs(info["final_observation"]).max()) == 10.0
+    assert (
+        float(jnp.abs(obs).max()) == 10.0
+        and float(jnp.abs(info["final_observation"]).max()) == 10.0
+    )
     assert float(reward.max()) == 10.0 and float(info["raw_reward"].max()) > 1e5
     assert float(jnp.abs(obs[1:]).max()) < 10.0  # the others, inside the clip
 
@@ -134,9 +161,15 @@ def test_normalize_each_part_alone_and_off():
     env = Batch("CartPole-v1", max_steps_in_episode=3)
     actions = np.ones((4, 3), np.int32)
     raw, _ = rollout(env, env.params, 3, actions)
-    obs_only, state = rollout(env_adapters.normalize(env, obs=True, reward=False), env.params, 3, actions)
-    reward_only, _ = rollout(env_adapters.normalize(env, obs=False, reward=True), env.params, 3, actions)
-    assert state.return_stats is None and state.returns is None and state.obs_stats.mean.shape == (4,)
+    obs_only, state = rollout(
+        env_adapters.normalize(env, obs=True, reward=False), env.params, 3, actions
+    )
+    reward_only, _ = rollout(
+        env_adapters.normalize(env, obs=False, reward=True), env.params, 3, actions
+    )
+    assert (
+        state.return_stats is None and state.returns is None and state.obs_stats.mean.shape == (4,)
+    )
     for (obs, reward, *_, info), (_, o_reward, *_), (r_obs, *_, r_info) in zip(
         raw[1:], obs_only[1:], reward_only[1:], strict=True
     ):
@@ -159,8 +192,12 @@ def test_normalize_passes_the_action_space_through_and_keeps_its_types():
 
     keys = jax.random.split(jax.random.key(1), 4)
     obs, state = jax.jit(wrapped.reset)(keys, env.params)
-    assert not any(x.weak_type for x in jax.tree.leaves(state._replace(env_state=None)))  # the statistics
-    state = jax.tree.map(lambda x: jnp.asarray(x, x.dtype), state)  # gymnax's weak types, cast as the scripts do
+    assert not any(
+        x.weak_type for x in jax.tree.leaves(state._replace(env_state=None))
+    )  # the statistics
+    state = jax.tree.map(
+        lambda x: jnp.asarray(x, x.dtype), state
+    )  # gymnax's weak types, cast as the scripts do
     step = jax.jit(wrapped.step)
     actions = jnp.full((4, 1), 0.5, jnp.float32)
     jitted = []
@@ -185,13 +222,19 @@ def test_brax_ids_are_adapted_and_usable_and_unknown_ids_refused():
     assert env_adapters.why_untrainable("brax-ant") is None
     with pytest.raises(ValueError) as e:
         env_adapters.make("brax-humanoid")
-    assert "\n" not in str(e.value) and "brax-halfcheetah" in str(e.value) and "'brax-humanoid'" in str(e.value)
+    assert (
+        "\n" not in str(e.value)
+        and "brax-halfcheetah" in str(e.value)
+        and "'brax-humanoid'" in str(e.value)
+    )
 
 
 def test_the_module_imports_no_brax():
     """The scripts import env_adapters for any adapted id: Brax (and MuJoCo) load only when a Brax env is made."""
     code = "import sys, env_adapters; print(sorted(m for m in ('brax', 'mujoco', 'craftax') if m in sys.modules))"
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
 
@@ -213,7 +256,9 @@ def flip(states, envs):
     pipeline = states.pipeline_state
     lifted = jnp.isin(jnp.arange(NUM_ENVS), jnp.asarray(envs, jnp.int32))
     q = pipeline.q.at[:, 2].set(jnp.where(lifted, 2.0, pipeline.q[:, 2]))
-    positions = {"q": q, "qpos": q} if hasattr(pipeline, "qpos") else {"q": q}  # MJX steps from its Data's qpos
+    positions = (
+        {"q": q, "qpos": q} if hasattr(pipeline, "qpos") else {"q": q}
+    )  # MJX steps from its Data's qpos
     return states.replace(pipeline_state=pipeline.replace(**positions))
 
 
@@ -236,9 +281,16 @@ def test_brax_contract_attributes_and_types(ant):
     for t in range(2 * LIMIT + 1):  # two time limits and a termination: both branches of the reset
         states = flip(states, [1]) if t == 2 else states
         obs, after, reward, terminated, truncated, _ = step(step_keys(t), states, actions, None)
-        assert jax.tree.map(jax.typeof, after) == jax.tree.map(jax.typeof, states)  # weak types included
+        assert jax.tree.map(jax.typeof, after) == jax.tree.map(
+            jax.typeof, states
+        )  # weak types included
         states = after
-    assert (obs.dtype, reward.dtype, terminated.dtype, truncated.dtype) == (jnp.float32, jnp.float32, bool, bool)
+    assert (obs.dtype, reward.dtype, terminated.dtype, truncated.dtype) == (
+        jnp.float32,
+        jnp.float32,
+        bool,
+        bool,
+    )
     assert step._cache_size() == 1  # one compile over every call
 
 
@@ -270,10 +322,14 @@ def test_brax_final_observation_is_the_pre_reset_one_and_done_envs_get_a_fresh_s
     env, step = ant
     first_obs, states = env.reset(jax.random.split(jax.random.key(2), NUM_ENVS), None)
     keys = step_keys(0)
-    obs, after, _, terminated, _, info = step(keys, flip(states, [1]), jnp.full((NUM_ENVS, 8), 0.3, jnp.float32), None)
+    obs, after, _, terminated, _, info = step(
+        keys, flip(states, [1]), jnp.full((NUM_ENVS, 8), 0.3, jnp.float32), None
+    )
     obs, final_obs = np.asarray(obs), np.asarray(info["final_observation"])
     assert terminated.tolist() == [False, True, False]
-    assert final_obs[1, 0] > 1.9 and obs[1, 0] < 1.0  # the torso's height: before the reset, and after it
+    assert (
+        final_obs[1, 0] > 1.9 and obs[1, 0] < 1.0
+    )  # the torso's height: before the reset, and after it
     fresh_obs, _ = env.reset(keys, None)
     np.testing.assert_array_equal(obs[1], fresh_obs[1])  # the fresh reset of its key...
     assert not np.allclose(obs[1], first_obs[1])  # ...not a replay of the first one
@@ -289,7 +345,9 @@ def test_env_timing_times_a_continuous_gymnax_env():
     inputs = env_timing.random_inputs(jax.random.key(0), env, 8, 10)
     actions = np.stack([a for _, a in inputs])
     assert actions.dtype == np.float32 and actions.shape == (10, 8, 1)
-    assert actions.min() >= -2.0 and actions.max() <= 2.0 and actions.max() - actions.min() > 3.0  # spread over ±2
+    assert (
+        actions.min() >= -2.0 and actions.max() <= 2.0 and actions.max() - actions.min() > 3.0
+    )  # spread over ±2
     result = env_timing.time_env("Pendulum-v1", args)
     assert (result["action_space"], result["num_actions"], result["obs_dim"]) == ("Box", 1, 3)
     assert result["num_envs"] == 8 and result["ms_per_step"] > 0
@@ -303,5 +361,10 @@ def test_env_timing_times_brax_halfcheetah():
     assert env.action_space.shape == (6,) and env.action_space.dtype == np.float32
     np.testing.assert_array_equal(env.action_space.low, -1.0)
     result = env_timing.time_env("brax-halfcheetah", args)
-    assert (result["action_space"], result["num_actions"], result["obs_dim"], result["num_envs"]) == ("Box", 6, 17, 2)
+    assert (
+        result["action_space"],
+        result["num_actions"],
+        result["obs_dim"],
+        result["num_envs"],
+    ) == ("Box", 6, 17, 2)
     assert result["ms_per_step"] > 0

@@ -49,20 +49,36 @@ def test_exp7_dry_run_lists_every_run_with_its_backend(tmp_path):
     frameworks = {name: fw.default_compile for name, fw in STUDY.frameworks.items()}
     expected = set(product(EXP7.envs, EXP7.sizes, frameworks.items(), (False, True)))
     got = {
-        (env_of(line), option(line, "--model-size"), (framework_of(line), option(line, "--compile")), synced(line))
+        (
+            env_of(line),
+            option(line, "--model-size"),
+            (framework_of(line), option(line, "--compile")),
+            synced(line),
+        )
         for line in lines
     }
     assert got == expected and len(lines) == len(expected)
     for line in lines:
         on_envpool = env_of(line).endswith("@envpool")
-        assert line.count(" --env-backend ") == on_envpool and (" --env-backend envpool" in line) == on_envpool
+        assert (
+            line.count(" --env-backend ") == on_envpool
+            and (" --env-backend envpool" in line) == on_envpool
+        )
         assert " --env-threads " not in line  # without --cpus: the scripts' own
-    assert list(dict.fromkeys(env_of(line) for line in lines)) == list(EXP7.envs)  # env by env, gymnax first
+    assert list(dict.fromkeys(env_of(line) for line in lines)) == list(
+        EXP7.envs
+    )  # env by env, gymnax first
     cells = list(dict.fromkeys((env_of(line), option(line, "--model-size")) for line in lines))
     for cell in cells:  # each cell: every framework sync off, then every one sync on
-        syncs = [synced(line) for line in lines if (env_of(line), option(line, "--model-size")) == cell]
+        syncs = [
+            synced(line) for line in lines if (env_of(line), option(line, "--model-size")) == cell
+        ]
         assert syncs == [False] * len(frameworks) + [True] * len(frameworks)
-    assert {study.split_label(env)[0] for env, _ in cells} == {"CartPole-v1", "Acrobot-v1", "MountainCar-v0"}
+    assert {study.split_label(env)[0] for env, _ in cells} == {
+        "CartPole-v1",
+        "Acrobot-v1",
+        "MountainCar-v0",
+    }
 
 
 def test_exp8_runs_mujoco_on_envpool_only_and_the_whole_study_lists_both(tmp_path):
@@ -72,12 +88,33 @@ def test_exp8_runs_mujoco_on_envpool_only_and_the_whole_study_lists_both(tmp_pat
     assert len(lines) == len(EXP8.envs) * len(EXP8.sizes) * len(STUDY.frameworks) * 2
     every = dry_run(tmp_path, "--seeds", "1")
     envpool = {option(line, "--exp-name") for line in every if " --env-backend envpool" in line}
-    assert envpool == {"exp7", "exp8", "exp9"}  # and the learning experiment's MuJoCo; no other runs on envpool
+    assert envpool == {
+        "exp7",
+        "exp8",
+        "exp9",
+    }  # and the learning experiment's MuJoCo; no other runs on envpool
 
 
 def test_the_plan_names_the_backend_in_descriptions_log_stems_and_cells(tmp_path):
-    cmd = [sys.executable, str(ROOT / "sweep.py"), "plan", "--experiments", "exp7", "--frameworks", "linen"]
-    cmd += ["--sizes", "small", "--seeds", "1", "--envs", "CartPole-v1,CartPole-v1@envpool", "--log-dir", str(tmp_path)]
+    cmd = [
+        sys.executable,
+        str(ROOT / "sweep.py"),
+        "plan",
+        "--experiments",
+        "exp7",
+        "--frameworks",
+        "linen",
+    ]
+    cmd += [
+        "--sizes",
+        "small",
+        "--seeds",
+        "1",
+        "--envs",
+        "CartPole-v1,CartPole-v1@envpool",
+        "--log-dir",
+        str(tmp_path),
+    ]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     rows = plan_rows(proc.stdout)
@@ -114,23 +151,40 @@ def test_resume_never_takes_an_envpool_run_for_the_gymnax_one(tmp_path):
     ],
 )
 def test_an_env_no_backend_can_train_is_refused_in_one_line(tmp_path, env_id, words):
-    proc = bench("--dry-run", "--log-dir", str(tmp_path / "runs"), "--envs", f"CartPole-v1,{env_id}")
-    one_line_refusal(proc, *words, "ID@envpool (ID one of CartPole-v1", "Walker2d-v4", "Catch-bsuite")
+    proc = bench(
+        "--dry-run", "--log-dir", str(tmp_path / "runs"), "--envs", f"CartPole-v1,{env_id}"
+    )
+    one_line_refusal(
+        proc, *words, "ID@envpool (ID one of CartPole-v1", "Walker2d-v4", "Catch-bsuite"
+    )
     assert proc.stdout == ""
 
 
 def test_why_untrainable_reads_env_labels():
     assert [env for env in STUDY.every_env if sweep.why_untrainable(env)] == []
-    assert sweep.why_untrainable("Humanoid-v4@envpool") is None and sweep.why_untrainable("Catch-bsuite") is None
+    assert (
+        sweep.why_untrainable("Humanoid-v4@envpool") is None
+        and sweep.why_untrainable("Catch-bsuite") is None
+    )
     assert sweep.why_untrainable("Catch-bsuite@envpool") == "is not an envpool env here"
 
 
 def test_an_envpool_env_outside_the_study_joins_the_envpool_experiments(tmp_path):
     """Like a gymnax env outside the study joins the experiments of envs "all", an envpool one joins those on
     envpool alone (exp8), as an env of its own."""
-    lines = dry_run(tmp_path, "--seeds", "1", "--frameworks", "linen", "--envs", "Humanoid-v4@envpool,CartPole-v1")
+    lines = dry_run(
+        tmp_path,
+        "--seeds",
+        "1",
+        "--frameworks",
+        "linen",
+        "--envs",
+        "Humanoid-v4@envpool,CartPole-v1",
+    )
     outside = [line for line in lines if option(line, "--env") == "Humanoid-v4"]
-    assert {option(line, "--exp-name") for line in outside} == {"exp8"} and len(outside) == len(EXP8.sizes) * 2
+    assert {option(line, "--exp-name") for line in outside} == {"exp8"} and len(outside) == len(
+        EXP8.sizes
+    ) * 2
     assert all(option(line, "--env-backend") == "envpool" for line in outside)
     on_gymnax = {option(line, "--exp-name") for line in lines if env_of(line) == "CartPole-v1"}
     assert on_gymnax == {"exp1", "exp2", "exp7", "exp9"}
@@ -138,13 +192,28 @@ def test_an_envpool_env_outside_the_study_joins_the_envpool_experiments(tmp_path
 
 def test_the_backend_after_dashdash_is_refused(tmp_path):
     proc = bench(
-        "--dry-run", "--log-dir", str(tmp_path / "runs"), "--experiments", "exp3", "--", "--env-backend=envpool"
+        "--dry-run",
+        "--log-dir",
+        str(tmp_path / "runs"),
+        "--experiments",
+        "exp3",
+        "--",
+        "--env-backend=envpool",
     )
     one_line_refusal(proc, "'--env-backend=envpool' after --", "--envs ID@envpool")
 
 
 # ------------------------------------------------------------------------------------ bench.sh --cpus
-ONE_ENV_EACH = ["--experiments", "exp1,exp7", "--frameworks", "linen", "--sizes", "small", "--seeds", "1"]
+ONE_ENV_EACH = [
+    "--experiments",
+    "exp1,exp7",
+    "--frameworks",
+    "linen",
+    "--sizes",
+    "small",
+    "--seeds",
+    "1",
+]
 ONE_ENV_EACH += ["--envs", "CartPole-v1,CartPole-v1@envpool"]
 
 
@@ -152,7 +221,9 @@ def test_cpus_gives_every_envpool_run_as_many_env_threads(tmp_path):
     """--cpus N: an envpool run gets --env-threads N; a gymnax run keeps its command (it has no use for the threads,
     and its runs of before stay done); without --cpus the scripts' default holds."""
     lines = dry_run(tmp_path, *ONE_ENV_EACH, "--cpus", "1")
-    assert len(lines) == 2 + 2 + 1  # exp7: CartPole-v1 on both backends, sync off and on; exp1: on gymnax
+    assert (
+        len(lines) == 2 + 2 + 1
+    )  # exp7: CartPole-v1 on both backends, sync off and on; exp1: on gymnax
     for line in lines:
         assert (" --env-threads 1" in line) == env_of(line).endswith("@envpool"), line
     assert not any(" --env-threads " in line for line in dry_run(tmp_path, *ONE_ENV_EACH))
@@ -160,7 +231,11 @@ def test_cpus_gives_every_envpool_run_as_many_env_threads(tmp_path):
 
 def test_env_threads_after_dashdash_are_refused_only_with_cpus(tmp_path):
     args = ("--dry-run", "--log-dir", str(tmp_path / "runs"), *ONE_ENV_EACH)
-    one_line_refusal(bench(*args, "--cpus", "1", "--", "--env-threads", "2"), "'--env-threads' after --", "--cpus")
+    one_line_refusal(
+        bench(*args, "--cpus", "1", "--", "--env-threads", "2"),
+        "'--env-threads' after --",
+        "--cpus",
+    )
     alone = bench(*args, "--", "--env-threads", "2")
     assert alone.returncode == 0, alone.stderr
     assert all(line.endswith("--env-threads 2") for line in alone.stdout.splitlines()[:-1])
@@ -168,7 +243,9 @@ def test_env_threads_after_dashdash_are_refused_only_with_cpus(tmp_path):
 
 def test_the_slurm_tasks_plan_the_same_env_threads(tmp_path):
     """--slurm --cpus N: every task's bench.sh gets --cpus N (so its envpool runs --env-threads N)."""
-    proc = bench("--slurm", "--dry-run", "--cpus", "1", "--log-dir", str(tmp_path / "runs"), *ONE_ENV_EACH)
+    proc = bench(
+        "--slurm", "--dry-run", "--cpus", "1", "--log-dir", str(tmp_path / "runs"), *ONE_ENV_EACH
+    )
     assert proc.returncode == 0, proc.stderr
     assert "--cpus 1" in proc.stdout and "5 runs" in proc.stdout
 
@@ -201,16 +278,24 @@ def test_a_sweep_with_cpus_gives_its_envpool_runs_and_the_env_timing_the_threads
     }
     args = ["--experiments", "exp7", "--frameworks", "fake", "--sizes", "small", "--seeds", "1"]
     args += ["--envs", "CartPole-v1,CartPole-v1@envpool", "--cpus", "1"]
-    proc = bench("--log-dir", str(tmp_path / "runs"), *args, env=env, python=str(python), timeout=300)
+    proc = bench(
+        "--log-dir", str(tmp_path / "runs"), *args, env=env, python=str(python), timeout=300
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "4 completed, 0 failed, 0 skipped"
     (timing,) = (tmp_path / "timing_marks").read_text().splitlines()
-    assert "--envs=CartPole-v1,CartPole-v1@envpool " in timing and timing.endswith("--env-threads=1")
+    assert "--envs=CartPole-v1,CartPole-v1@envpool " in timing and timing.endswith(
+        "--env-threads=1"
+    )
     runs = [json.loads(line)["argv"] for line in (tmp_path / "marks").read_text().splitlines()]
     assert len(runs) == 4
     for argv in runs:
         on_envpool = "--env-backend" in argv
-        assert (argv[argv.index("--env-threads") + 1] == "1") if on_envpool else "--env-threads" not in argv
+        assert (
+            (argv[argv.index("--env-threads") + 1] == "1")
+            if on_envpool
+            else "--env-threads" not in argv
+        )
     assert sum("--env-backend" in argv for argv in runs) == 2
 
 
@@ -223,12 +308,16 @@ def test_env_timing_is_redone_for_other_envpool_threads(tmp_path):
     path = timing_file(tmp_path / "env_timing.json", host, device, envs)
     reason, _ = sweep.env_timing_reason(path, ["CartPole-v1@envpool", "Hopper-v4@envpool"])
     assert "lacks Hopper-v4@envpool" in reason
-    default = sweep.DEFAULT_ENV_THREADS  # no env_threads in the file: the scripts' default (0, envpool's)
+    default = (
+        sweep.DEFAULT_ENV_THREADS
+    )  # no env_threads in the file: the scripts' default (0, envpool's)
     assert sweep.env_timing_reason(path, envs) is None
     assert sweep.env_timing_reason(path, envs, default) is None
     reason, again = sweep.env_timing_reason(path, envs, 2)
     assert f"with {default} threads, this sweep's runs get 2" in reason and again == envs
-    assert sweep.env_timing_reason(path, ["CartPole-v1"], 2) is None  # no envpool env: its threads do not matter
+    assert (
+        sweep.env_timing_reason(path, ["CartPole-v1"], 2) is None
+    )  # no envpool env: its threads do not matter
     data = json.loads(path.read_text())
     path.write_text(json.dumps({**data, "env_threads": 2}))
     assert sweep.env_timing_reason(path, envs, 2) is None
@@ -238,28 +327,56 @@ def test_env_timing_times_envpool_envs_beside_their_gymnax_twins(tmp_path):
     """A real tiny timing: CartPole-v1 on gymnax and on envpool (its adapter's batched step in the same timing loop),
     and Hopper-v4 on envpool (Box actions), each under its label."""
     out = tmp_path / "timing.json"
-    cmd = [sys.executable, str(ROOT / "env_timing.py"), "--envs", "CartPole-v1,CartPole-v1@envpool,Hopper-v4@envpool"]
-    cmd += ["--num-envs", "64", "--envpool-num-envs", "8", "--env-threads", "1", "--warmup-steps", "2"]
+    cmd = [
+        sys.executable,
+        str(ROOT / "env_timing.py"),
+        "--envs",
+        "CartPole-v1,CartPole-v1@envpool,Hopper-v4@envpool",
+    ]
+    cmd += [
+        "--num-envs",
+        "64",
+        "--envpool-num-envs",
+        "8",
+        "--env-threads",
+        "1",
+        "--warmup-steps",
+        "2",
+    ]
     cmd += ["--timed-steps", "3", "--out", str(out)]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     data = read_json(out)
-    assert data["envpool_num_envs"] == 8 and data["env_threads"] == 1 and "envpool" in data["versions"]
+    assert (
+        data["envpool_num_envs"] == 8 and data["env_threads"] == 1 and "envpool" in data["versions"]
+    )
     envs = data["envs"]
     assert list(envs) == ["CartPole-v1", "CartPole-v1@envpool", "Hopper-v4@envpool"]
     gymnax, envpool, hopper = envs.values()
     assert gymnax["num_envs"] == 64 and "env_threads" not in gymnax
     assert envpool["num_envs"] == hopper["num_envs"] == 8 and envpool["env_threads"] == 1
-    assert (envpool["obs_dim"], envpool["num_actions"], envpool["action_space"]) == (4, 2, "Discrete")
+    assert (envpool["obs_dim"], envpool["num_actions"], envpool["action_space"]) == (
+        4,
+        2,
+        "Discrete",
+    )
     assert (hopper["obs_dim"], hopper["num_actions"], hopper["action_space"]) == (11, 3, "Box")
     for r in envs.values():
-        assert r["us_per_env_step"] == pytest.approx(r["ms_per_step"] * 1e3 / r["num_envs"]) and r["ratio"] >= 1.0
+        assert (
+            r["us_per_env_step"] == pytest.approx(r["ms_per_step"] * 1e3 / r["num_envs"])
+            and r["ratio"] >= 1.0
+        )
     assert min(r["ratio"] for r in envs.values()) == 1.0
     assert "CartPole-v1@envpool" in proc.stdout  # the table
 
 
 def test_env_timing_refuses_an_env_envpool_lacks():
-    cmd = [sys.executable, str(ROOT / "env_timing.py"), "--envs", "CartPole-v1@envpool,Nope-v0@envpool"]
+    cmd = [
+        sys.executable,
+        str(ROOT / "env_timing.py"),
+        "--envs",
+        "CartPole-v1@envpool,Nope-v0@envpool",
+    ]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
@@ -290,24 +407,46 @@ def test_the_backends_of_one_env_are_never_merged(tmp_path):
         )
     summary, speedups = analysed(tmp_path)
     assert sorted(summary["env"]) == ["CartPole-v1"] * 4 + ["CartPole-v1@envpool"] * 2
-    assert set(summary.loc[summary["env"] == "CartPole-v1@envpool", "experiments"]) == {"exp7"}  # not exp1
+    assert set(summary.loc[summary["env"] == "CartPole-v1@envpool", "experiments"]) == {
+        "exp7"
+    }  # not exp1
     runs = pd.read_csv(tmp_path / "out" / "runs.csv")
     assert set(runs["env"]) == {"CartPole-v1", "CartPole-v1@envpool"}
     cells = speedups[(speedups["metric"] == "total") & (speedups["pair"] == "nnx->linen")]
     cells = cells.set_index(["experiment", "backend"])
-    assert cells.loc[("exp7", "gymnax"), "n_clusters"] == 1 and cells.loc[("exp7", "gymnax"), "n_pairs"] == 4
-    assert cells.loc[("exp7", "envpool"), "n_clusters"] == 1 and cells.loc[("exp7", "envpool"), "n_pairs"] == 1
-    assert cells.loc[("exp1", "gymnax"), "n_clusters"] == 1 and cells.loc[("exp1", "gymnax"), "n_pairs"] == 4
+    assert (
+        cells.loc[("exp7", "gymnax"), "n_clusters"] == 1
+        and cells.loc[("exp7", "gymnax"), "n_pairs"] == 4
+    )
+    assert (
+        cells.loc[("exp7", "envpool"), "n_clusters"] == 1
+        and cells.loc[("exp7", "envpool"), "n_pairs"] == 1
+    )
+    assert (
+        cells.loc[("exp1", "gymnax"), "n_clusters"] == 1
+        and cells.loc[("exp1", "gymnax"), "n_pairs"] == 4
+    )
     assert ("exp1", "envpool") not in cells.index
 
 
 def test_no_pair_crosses_backends(tmp_path):
     """linen on gymnax and nnx on envpool only: nothing to compare, both runs left out as unpaired."""
     write_run(tmp_path / "runs", "CartPole-v1", "linen", "small", "jit", 1, sync=False)
-    write_run(tmp_path / "runs", "CartPole-v1", "nnx", "small", "cached_partial", 1, sync=False, backend="envpool")
+    write_run(
+        tmp_path / "runs",
+        "CartPole-v1",
+        "nnx",
+        "small",
+        "cached_partial",
+        1,
+        sync=False,
+        backend="envpool",
+    )
     summary, speedups = analysed(tmp_path)
     assert speedups.empty and len(summary) == 2
-    left_out = (tmp_path / "out" / "REPORT.md").read_text().split("### Left out of the speedup tables")[1]
+    left_out = (
+        (tmp_path / "out" / "REPORT.md").read_text().split("### Left out of the speedup tables")[1]
+    )
     assert "CartPole-v1@envpool" in left_out and "unpaired" in left_out
 
 
@@ -315,7 +454,16 @@ def test_learning_curves_draw_each_backend_apart(tmp_path):
     from analysis import learning_curves
 
     for backend in (None, "envpool"):
-        write_run(tmp_path / "runs", "CartPole-v1", "linen", "small", "jit", 1, sync=False, backend=backend)
+        write_run(
+            tmp_path / "runs",
+            "CartPole-v1",
+            "linen",
+            "small",
+            "jit",
+            1,
+            sync=False,
+            backend=backend,
+        )
     runs = learning_curves.completed_runs([str(tmp_path / "runs")])
     assert set(learning_curves.curves(runs)) == {"CartPole-v1", "CartPole-v1@envpool"}
     assert "| CartPole-v1@envpool | linen |" in learning_curves.final_returns(runs)

@@ -17,7 +17,9 @@ ENV = "CartPole-v1"  # reference 490.04 +- 6.12
 BATCH = 512
 
 
-def run_rows(name: str, framework: str, seed: int, returns, seconds_per_iteration: float) -> pd.DataFrame:
+def run_rows(
+    name: str, framework: str, seed: int, returns, seconds_per_iteration: float
+) -> pd.DataFrame:
     """The per-iteration rows of one run: 10 s of setup, then seconds_per_iteration per iteration."""
     iterations = np.arange(len(returns))
     return pd.DataFrame(
@@ -32,7 +34,14 @@ def run_rows(name: str, framework: str, seed: int, returns, seconds_per_iteratio
 
 
 def summary_row(name: str, framework: str, seed: int, final_return: float) -> dict:
-    return dict(run=name, env=ENV, framework=framework, seed=seed, final_return=final_return, model_size="small")
+    return dict(
+        run=name,
+        env=ENV,
+        framework=framework,
+        seed=seed,
+        final_return=final_return,
+        model_size="small",
+    )
 
 
 def made_up_runs(never_reached: int = 1):
@@ -55,7 +64,11 @@ def made_up_runs(never_reached: int = 1):
 def test_the_smoothed_return_is_the_mean_of_the_last_ten_iterations_with_a_return():
     rows = run_rows("r", "linen", 1, [np.nan, 10.0, np.nan] + [20.0] * 12, 1.0)
     curve = learning.smoothed_returns(rows)
-    assert math.isnan(curve["smoothed"][0]) and curve["smoothed"][1] == 10.0 and curve["smoothed"][2] == 10.0
+    assert (
+        math.isnan(curve["smoothed"][0])
+        and curve["smoothed"][1] == 10.0
+        and curve["smoothed"][2] == 10.0
+    )
     assert curve["smoothed"][3] == 15.0  # the NaN iteration does not count
     assert curve["smoothed"].iloc[-1] == 20.0
 
@@ -79,7 +92,10 @@ def test_the_curves_hold_every_iteration_of_every_run():
     _, curves = learning.learning_runs(runs, summary, masks, STUDY)
     assert len(curves) == 6 * 20 and set(curves["framework"]) == {"linen", "torch"}
     linen = curves[(curves["framework"] == "linen") & (curves["seed"] == 2)]
-    assert list(linen["step"]) == [(i + 1) * BATCH for i in range(20)] and linen["smoothed"].iloc[-1] == 500.0
+    assert (
+        list(linen["step"]) == [(i + 1) * BATCH for i in range(20)]
+        and linen["smoothed"].iloc[-1] == 500.0
+    )
 
 
 @pytest.mark.parametrize("target", ["reference", "within_10pct"])
@@ -96,8 +112,12 @@ def test_the_table_counts_the_runs_that_reached_it_and_takes_their_median():
     linen, torch = (table[table["framework"] == f].iloc[0] for f in ("linen", "torch"))
     assert (linen["reached_reference"], torch["reached_reference"]) == (3, 2)
     assert linen["median_s_to_reference"] == 30.0 and torch["median_s_to_reference"] == 70.0
-    assert linen["meets_reference"] and not torch["meets_reference"]  # torch's mean: (100 + 500 + 500) / 3
-    assert torch["final_mean"] == pytest.approx(1100 / 3) and torch["final_std"] == pytest.approx(230.94, abs=0.01)
+    assert (
+        linen["meets_reference"] and not torch["meets_reference"]
+    )  # torch's mean: (100 + 500 + 500) / 3
+    assert torch["final_mean"] == pytest.approx(1100 / 3) and torch["final_std"] == pytest.approx(
+        230.94, abs=0.01
+    )
 
 
 def test_a_median_not_reached_by_most_seeds_is_nan():
@@ -109,10 +129,18 @@ def test_a_median_not_reached_by_most_seeds_is_nan():
 
 def test_the_speedups_pair_only_runs_that_both_reached_the_target():
     runs, summary, masks = made_up_runs(never_reached=1)
-    speedups = learning.learning_speedups(learning.learning_runs(runs, summary, masks, STUDY)[0], STUDY)
-    cell = speedups[(speedups["target"] == "reference") & (speedups["pair"] == "torch->linen")].iloc[0]
-    assert cell["n_pairs"] == 3 * 2 and cell["n_clusters"] == 1  # 3 linen runs x the 2 torch runs that reached it
-    assert cell["geomean"] == pytest.approx(70.0 / 30.0) and math.isnan(cell["ci_low"])  # one env: no interval
+    speedups = learning.learning_speedups(
+        learning.learning_runs(runs, summary, masks, STUDY)[0], STUDY
+    )
+    cell = speedups[
+        (speedups["target"] == "reference") & (speedups["pair"] == "torch->linen")
+    ].iloc[0]
+    assert (
+        cell["n_pairs"] == 3 * 2 and cell["n_clusters"] == 1
+    )  # 3 linen runs x the 2 torch runs that reached it
+    assert cell["geomean"] == pytest.approx(70.0 / 30.0) and math.isnan(
+        cell["ci_low"]
+    )  # one env: no interval
 
 
 def test_the_figure_draws_each_framework_in_steps_and_seconds_beside_the_reference(tmp_path):
@@ -128,7 +156,9 @@ def test_the_figure_draws_each_framework_in_steps_and_seconds_beside_the_referen
         assert labels == ["linen (3 seeds)", "torch (3 seeds)", "reference (mean ± std)"]
         assert ax.get_lines()[-1].get_ydata()[0] == 490.04
     assert list(steps.get_lines()[0].get_xdata()) == [(i + 1) * BATCH for i in range(20)]
-    assert seconds.get_lines()[1].get_xdata()[-1] == 10.0 + 20 * 3.0  # torch's mean elapsed at its last iteration
+    assert (
+        seconds.get_lines()[1].get_xdata()[-1] == 10.0 + 20 * 3.0
+    )  # torch's mean elapsed at its last iteration
     fig.savefig(tmp_path / "learning.png")
     plt.close(fig)
     assert learning_figure(curves.iloc[:0], EXP, STUDY) is None
@@ -157,12 +187,27 @@ def test_a_learning_sweep_is_analysed_into_its_tables_report_and_readme_block(tm
     from analysis.report import README_MARKERS
 
     log_dir = tmp_path / "runs"
-    sweep = ["--experiments", EXP, "--envs", ENV, "--frameworks", "linen,nnx", "--sizes", "small", "--seeds", "2"]
-    proc = bench(*sweep, "--iterations", "12", "--no-env-timing", "--log-dir", str(log_dir), timeout=900)
+    sweep = [
+        "--experiments",
+        EXP,
+        "--envs",
+        ENV,
+        "--frameworks",
+        "linen,nnx",
+        "--sizes",
+        "small",
+        "--seeds",
+        "2",
+    ]
+    proc = bench(
+        *sweep, "--iterations", "12", "--no-env-timing", "--log-dir", str(log_dir), timeout=900
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     readme = tmp_path / "README.md"
     speedups_block = f"{README_MARKERS[0]}\nthe speedups of an earlier edition\n{README_MARKERS[1]}"
-    readme.write_text(f"# r\n{speedups_block}\n{LEARNING_MARKERS[0]}\nnot run yet\n{LEARNING_MARKERS[1]}\n")
+    readme.write_text(
+        f"# r\n{speedups_block}\n{LEARNING_MARKERS[0]}\nnot run yet\n{LEARNING_MARKERS[1]}\n"
+    )
     out = tmp_path / "out"
     plot_results.main([str(log_dir), "--out", str(out), "--update-readme", str(readme)])
     table = pd.read_csv(out / "learning.csv")

@@ -15,18 +15,24 @@ def fake_run(root, env: str, framework: str, returns: list[float], status: str =
     run_dir = root / f"{env}__{framework}__small__jit__1__0"
     run_dir.mkdir(parents=True)
     mode = STUDY.default_compile(framework)
-    config = dict(env=env, framework=framework, model_size="small", compile=mode, seed=1, sync_timing=False)
+    config = dict(
+        env=env, framework=framework, model_size="small", compile=mode, seed=1, sync_timing=False
+    )
     config.update(batch_size=100, num_iterations=len(returns))
     config.update(hostname="host", start_time="2025-01-01T00:00:00+00:00")
     (run_dir / "config.json").write_text(json.dumps(config))
     final = sum(returns[-10:]) / len(returns[-10:])  # as bookkeeping.py makes it
-    summary = dict(status=status, total_s=1.0, iterations_completed=len(returns), final_return=final)
+    summary = dict(
+        status=status, total_s=1.0, iterations_completed=len(returns), final_return=final
+    )
     (run_dir / "summary.json").write_text(json.dumps(summary))
     wall = 1735689600.0  # the start time's: the events are written within the run (runlog ties them to it)
     with SummaryWriter(str(run_dir)) as writer:
         for i, value in enumerate(returns):
             writer.add_scalar("time/iteration", 0.1, (i + 1) * 100, walltime=wall + 0.1 * (i + 1))
-            writer.add_scalar(learning_curves.RETURN, value, (i + 1) * 100, walltime=wall + 0.1 * (i + 1))
+            writer.add_scalar(
+                learning_curves.RETURN, value, (i + 1) * 100, walltime=wall + 0.1 * (i + 1)
+            )
     tie_events(run_dir, config)
     return run_dir
 

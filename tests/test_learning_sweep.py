@@ -17,9 +17,14 @@ def test_a_learning_run_gets_its_configurations_flags(tmp_path):
 
 
 def test_iterations_and_flags_after_dashdash_come_after_the_configuration(tmp_path):
-    (command,) = planned(tmp_path / "runs", "exp9", "CartPole-v1", "--iterations", "2", "--", "--num-envs", "8")
+    (command,) = planned(
+        tmp_path / "runs", "exp9", "CartPole-v1", "--iterations", "2", "--", "--num-envs", "8"
+    )
     iterations = [i for i, word in enumerate(command) if word == "--num-iterations"]
-    assert [command[i + 1] for i in iterations] == ["976", "2"]  # the script's parser keeps the last
+    assert [command[i + 1] for i in iterations] == [
+        "976",
+        "2",
+    ]  # the script's parser keeps the last
     envs = [i for i, word in enumerate(command) if word == "--num-envs"]
     assert [command[i + 1] for i in envs] == ["4", "8"]
 

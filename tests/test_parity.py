@@ -39,8 +39,12 @@ class Spec(NamedTuple):
 SPECS = {
     "CartPole-v1": Spec(4, 3),  # a classic-control batch
     "Breakout-MinAtar": Spec(10 * 10 * 4, 3),  # a flattened MinAtar batch
-    "Pendulum-v1": Spec(3, 1, continuous=True),  # 1-D actions in [-2, 2], which gymnax clips itself too
-    "Reacher-misc": Spec(8, 2, continuous=True),  # 2-D actions in [-1, 1], which gymnax does not clip
+    "Pendulum-v1": Spec(
+        3, 1, continuous=True
+    ),  # 1-D actions in [-2, 2], which gymnax clips itself too
+    "Reacher-misc": Spec(
+        8, 2, continuous=True
+    ),  # 2-D actions in [-1, 1], which gymnax does not clip
 }
 DISCRETE = [env_id for env_id, spec in SPECS.items() if not spec.continuous]
 CONTINUOUS = [env_id for env_id, spec in SPECS.items() if spec.continuous]
@@ -56,7 +60,10 @@ def make_weights(spec: Spec, hidden, seed: int = 0) -> dict:
     for name, out_dim in zip(MLPS, (spec.num_actions, 1)):
         sizes = [spec.obs_dim, *hidden, out_dim]
         weights[name] = [
-            (rng.normal(0, 1 / np.sqrt(i), (i, o)).astype(np.float32), rng.normal(0, 0.1, o).astype(np.float32))
+            (
+                rng.normal(0, 1 / np.sqrt(i), (i, o)).astype(np.float32),
+                rng.normal(0, 0.1, o).astype(np.float32),
+            )
             for i, o in zip(sizes[:-1], sizes[1:])
         ]
     if spec.continuous:
@@ -67,7 +74,12 @@ def make_weights(spec: Spec, hidden, seed: int = 0) -> dict:
 def architecture(weights: dict) -> tuple[int, tuple[int, ...], int, bool]:
     """(obs_dim, hidden sizes, num_actions, continuous) of a set of weights."""
     actor = weights["actor"]
-    return actor[0][0].shape[0], tuple(w.shape[1] for w, _ in actor[:-1]), actor[-1][0].shape[1], "log_std" in weights
+    return (
+        actor[0][0].shape[0],
+        tuple(w.shape[1] for w, _ in actor[:-1]),
+        actor[-1][0].shape[1],
+        "log_std" in weights,
+    )
 
 
 # ------------------------------------------------------------------------------ NumPy references
@@ -90,9 +102,13 @@ def numpy_log_prob_and_entropy(actor_out, actions, log_std=None):
     actor_out = np.asarray(actor_out, np.float64)
     if log_std is None:
         log_probs = scipy.special.log_softmax(actor_out, -1)
-        return log_probs[np.arange(len(actions)), actions], scipy.stats.entropy(np.exp(log_probs), axis=-1)
+        return log_probs[np.arange(len(actions)), actions], scipy.stats.entropy(
+            np.exp(log_probs), axis=-1
+        )
     std = np.exp(np.asarray(log_std, np.float64))
-    return scipy.stats.norm.logpdf(actions, actor_out, std).sum(-1), scipy.stats.norm.entropy(scale=std).sum()
+    return scipy.stats.norm.logpdf(actions, actor_out, std).sum(-1), scipy.stats.norm.entropy(
+        scale=std
+    ).sum()
 
 
 def torch_noise(num_envs: int, num_actions: int, seed: int = 5):
@@ -110,7 +126,9 @@ def make_batch(weights: dict, size: int, seed: int = 1) -> dict:
     obs = rng.normal(size=(size, obs_dim)).astype(np.float32)
     if continuous:
         mean, _ = numpy_forward(weights, obs)
-        actions = (mean + 1.5 * np.exp(weights["log_std"]) * rng.normal(size=mean.shape)).astype(np.float32)
+        actions = (mean + 1.5 * np.exp(weights["log_std"]) * rng.normal(size=mean.shape)).astype(
+            np.float32
+        )
         logprobs, _ = numpy_log_prob_and_entropy(mean, actions, weights["log_std"])
         logprobs = (logprobs + rng.normal(0, 0.3, size)).astype(np.float32)
     else:
@@ -172,7 +190,9 @@ class LinenSide(Side):
         if self.continuous:
             params["log_std"] = jnp.asarray(weights["log_std"])
         tx, self.lr_schedule = ppo_linen.make_optimizer(args)
-        self.state = ppo_linen.TrainState.create(apply_fn=self.agent.apply, params={"params": params}, tx=tx)
+        self.state = ppo_linen.TrainState.create(
+            apply_fn=self.agent.apply, params={"params": params}, tx=tx
+        )
 
     def forward(self, obs):
         """(actor output: logits or mean, values)."""
@@ -181,20 +201,30 @@ class LinenSide(Side):
 
     def log_probs(self, actor_out, actions):
         """(the agent's log_prob, then log_prob_and_entropy's log-probs and entropy: the loss's) for given actions."""
-        apply = partial(self.state.apply_fn, self.state.params, jnp.asarray(actor_out), jnp.asarray(actions))
+        apply = partial(
+            self.state.apply_fn, self.state.params, jnp.asarray(actor_out), jnp.asarray(actions)
+        )
         log_prob = apply(method=ppo_linen.Agent.log_prob)
-        return tuple(np.asarray(x) for x in (log_prob, *apply(method=ppo_linen.Agent.log_prob_and_entropy)))
+        return tuple(
+            np.asarray(x) for x in (log_prob, *apply(method=ppo_linen.Agent.log_prob_and_entropy))
+        )
 
     def policy(self, obs, actions=None):
         """The rollout's policy step: (actions, log-probs, values), for the given actions or sampled ones."""
         actions = None if actions is None else jnp.asarray(actions)
         out = self.state.apply_fn(
-            self.state.params, jnp.asarray(obs), jax.random.key(5), actions, method=ppo_linen.Agent.get_action_and_value
+            self.state.params,
+            jnp.asarray(obs),
+            jax.random.key(5),
+            actions,
+            method=ppo_linen.Agent.get_action_and_value,
         )
         return tuple(np.asarray(x) for x in out)
 
     def run_rollout(self, env, env_params, runner):
-        return jax.jit(partial(ppo_linen.rollout, env, env_params, self.args))(self.state, runner)[1]  # as main() does
+        return jax.jit(partial(ppo_linen.rollout, env, env_params, self.args))(self.state, runner)[
+            1
+        ]  # as main() does
 
     def loss_and_grads(self, mb):
         batch = ppo_linen.Batch(**{k: jnp.asarray(v) for k, v in mb.items()})
@@ -205,7 +235,9 @@ class LinenSide(Side):
 
     def update(self, batch, permutations):
         batch = ppo_linen.Batch(**{k: jnp.asarray(v) for k, v in batch.items()})
-        self.state, _, metrics = ppo_linen.update(self.args, self.state, batch, None, jnp.asarray(permutations))
+        self.state, _, metrics = ppo_linen.update(
+            self.args, self.state, batch, None, jnp.asarray(permutations)
+        )
         return self.weights_of(self.state.params), {k: float(v) for k, v in metrics.items()}
 
     @staticmethod
@@ -215,7 +247,10 @@ class LinenSide(Side):
         for name in MLPS:
             layers = params[name]
             out[name] = [
-                (np.asarray(layers[f"Dense_{i}"]["kernel"]), np.asarray(layers[f"Dense_{i}"]["bias"]))
+                (
+                    np.asarray(layers[f"Dense_{i}"]["kernel"]),
+                    np.asarray(layers[f"Dense_{i}"]["bias"]),
+                )
                 for i in range(len(layers))
             ]
         if "log_std" in params:
@@ -238,7 +273,9 @@ class CallableAgentSide(Side):
     def log_probs(self, actor_out, actions):
         actor_out, actions = jnp.asarray(actor_out), jnp.asarray(actions)
         log_prob = self.agent.log_prob(actor_out, actions)
-        return tuple(np.asarray(x) for x in (log_prob, *self.agent.log_prob_and_entropy(actor_out, actions)))
+        return tuple(
+            np.asarray(x) for x in (log_prob, *self.agent.log_prob_and_entropy(actor_out, actions))
+        )
 
     def policy(self, obs, actions=None):
         actions = None if actions is None else jnp.asarray(actions)
@@ -246,7 +283,9 @@ class CallableAgentSide(Side):
         return tuple(np.asarray(x) for x in out)
 
     def run_rollout(self, env, env_params, runner):
-        return self.jit(partial(self.module.rollout, env, env_params, self.args))(self.agent, runner)[1]  # as main()
+        return self.jit(partial(self.module.rollout, env, env_params, self.args))(
+            self.agent, runner
+        )[1]  # as main()
 
 
 class NnxSide(CallableAgentSide):
@@ -256,9 +295,13 @@ class NnxSide(CallableAgentSide):
     def __init__(self, weights, args):
         super().__init__(weights, args)
         shape = (self.obs_dim, self.hidden, self.num_actions, self.continuous)
-        self.agent = nnx.eval_shape(lambda: ppo_nnx.Agent(*shape, rngs=nnx.Rngs(0)))  # no init: every leaf is set
+        self.agent = nnx.eval_shape(
+            lambda: ppo_nnx.Agent(*shape, rngs=nnx.Rngs(0))
+        )  # no init: every leaf is set
         for name in MLPS:
-            for linear, (w, b) in zip(self.linears(getattr(self.agent, name)), weights[name], strict=True):
+            for linear, (w, b) in zip(
+                self.linears(getattr(self.agent, name)), weights[name], strict=True
+            ):
                 linear.kernel.value, linear.bias.value = jnp.asarray(w), jnp.asarray(b)
         if self.continuous:
             self.agent.log_std.value = jnp.asarray(weights["log_std"])
@@ -272,13 +315,19 @@ class NnxSide(CallableAgentSide):
 
     def loss_and_grads(self, mb):
         batch = ppo_nnx.Batch(**{k: jnp.asarray(v) for k, v in mb.items()})
-        (loss, metrics), grads = nnx.value_and_grad(ppo_nnx.ppo_loss, has_aux=True)(self.agent, self.args, batch)
+        (loss, metrics), grads = nnx.value_and_grad(ppo_nnx.ppo_loss, has_aux=True)(
+            self.agent, self.args, batch
+        )
         return float(loss), {k: float(v) for k, v in metrics.items()}, self.weights_of(grads)
 
     def update(self, batch, permutations):
         batch = ppo_nnx.Batch(**{k: jnp.asarray(v) for k, v in batch.items()})
-        _, metrics = ppo_nnx.update(self.args, self.agent, self.optimizer, batch, None, jnp.asarray(permutations))
-        return self.weights_of(nnx.state(self.agent, nnx.Param)), {k: float(v) for k, v in metrics.items()}
+        _, metrics = ppo_nnx.update(
+            self.args, self.agent, self.optimizer, batch, None, jnp.asarray(permutations)
+        )
+        return self.weights_of(nnx.state(self.agent, nnx.Param)), {
+            k: float(v) for k, v in metrics.items()
+        }
 
     @staticmethod
     def weights_of(state) -> dict:
@@ -286,14 +335,19 @@ class NnxSide(CallableAgentSide):
         for name in MLPS:
             mlp = state[name]
             layers = [mlp["hidden"][i] for i in sorted(mlp["hidden"])] + [mlp["head"]]
-            out[name] = [(np.asarray(layer["kernel"].value), np.asarray(layer["bias"].value)) for layer in layers]
+            out[name] = [
+                (np.asarray(layer["kernel"].value), np.asarray(layer["bias"].value))
+                for layer in layers
+            ]
         if "log_std" in state:
             out["log_std"] = np.asarray(state["log_std"].value)
         return out
 
     @staticmethod
     def own_init(spec: Spec, hidden):
-        agent = ppo_nnx.Agent(spec.obs_dim, hidden, spec.num_actions, spec.continuous, rngs=nnx.Rngs(0))
+        agent = ppo_nnx.Agent(
+            spec.obs_dim, hidden, spec.num_actions, spec.continuous, rngs=nnx.Rngs(0)
+        )
         return NnxSide.weights_of(nnx.state(agent, nnx.Param))
 
 
@@ -304,14 +358,20 @@ class EquinoxSide(CallableAgentSide):
     def __init__(self, weights, args):
         super().__init__(weights, args)
         shape = (self.obs_dim, self.hidden, self.num_actions, self.continuous)
-        agent = eqx.filter_eval_shape(ppo_equinox.Agent, *shape, key=jax.random.key(0))  # no init: every leaf is set
+        agent = eqx.filter_eval_shape(
+            ppo_equinox.Agent, *shape, key=jax.random.key(0)
+        )  # no init: every leaf is set
         extra = ["log_std"] if self.continuous else []  # the Gaussian's log std: a leaf of its own
 
         def leaves(a):
             layers = [layer for mlp in (a.actor, a.critic) for layer in mlp.layers]
-            return [leaf for layer in layers for leaf in (layer.weight, layer.bias)] + [getattr(a, x) for x in extra]
+            return [leaf for layer in layers for leaf in (layer.weight, layer.bias)] + [
+                getattr(a, x) for x in extra
+            ]
 
-        values = [x for name in MLPS for w, b in weights[name] for x in (w.T, b)] + [weights[x] for x in extra]
+        values = [x for name in MLPS for w, b in weights[name] for x in (w.T, b)] + [
+            weights[x] for x in extra
+        ]
         self.agent = eqx.tree_at(leaves, agent, [jnp.asarray(x) for x in values])
         assert_all_set(self.agent)
         self.tx, self.lr_schedule = ppo_equinox.make_optimizer(args)
@@ -335,7 +395,10 @@ class EquinoxSide(CallableAgentSide):
     def weights_of(agent) -> dict:
         """Kernels as (in, out), like Linen's: eqx.nn.Linear keeps its weight as (out, in)."""
         out = {
-            name: [(np.asarray(layer.weight).T, np.asarray(layer.bias)) for layer in getattr(agent, name).layers]
+            name: [
+                (np.asarray(layer.weight).T, np.asarray(layer.bias))
+                for layer in getattr(agent, name).layers
+            ]
             for name in MLPS
         }
         if agent.log_std is not None:
@@ -344,7 +407,9 @@ class EquinoxSide(CallableAgentSide):
 
     @staticmethod
     def own_init(spec: Spec, hidden):
-        agent = ppo_equinox.Agent(spec.obs_dim, hidden, spec.num_actions, spec.continuous, key=jax.random.key(0))
+        agent = ppo_equinox.Agent(
+            spec.obs_dim, hidden, spec.num_actions, spec.continuous, key=jax.random.key(0)
+        )
         return EquinoxSide.weights_of(agent)
 
 
@@ -357,10 +422,15 @@ class TorchSide(Side):
         with torch.device("meta"):  # no init: every parameter is set below
             agent = ppo_torch.Agent(self.obs_dim, self.hidden, self.num_actions, self.continuous)
         self.agent = agent.to_empty(device="cpu")
-        assert len(list(agent.parameters())) == 2 * sum(len(weights[name]) for name in MLPS) + self.continuous
+        assert (
+            len(list(agent.parameters()))
+            == 2 * sum(len(weights[name]) for name in MLPS) + self.continuous
+        )
         with torch.no_grad():
             for name in MLPS:
-                for linear, (w, b) in zip(self.linears(getattr(self.agent, name)), weights[name], strict=True):
+                for linear, (w, b) in zip(
+                    self.linears(getattr(self.agent, name)), weights[name], strict=True
+                ):
                     linear.weight.copy_(torch.as_tensor(w.T))
                     linear.bias.copy_(torch.as_tensor(b))
             if self.continuous:
@@ -380,7 +450,9 @@ class TorchSide(Side):
         actor_out, actions = torch.as_tensor(actor_out), torch.as_tensor(actions)
         with torch.no_grad():
             log_prob = self.agent.log_prob(actor_out, actions)
-            return tuple(x.numpy() for x in (log_prob, *self.agent.log_prob_and_entropy(actor_out, actions)))
+            return tuple(
+                x.numpy() for x in (log_prob, *self.agent.log_prob_and_entropy(actor_out, actions))
+            )
 
     def policy(self, obs, actions=None):
         with torch.no_grad():
@@ -398,7 +470,9 @@ class TorchSide(Side):
         policy_fn = self.agent.get_action_and_value
         if traced:
             policy_fn = self.agent.traced_policy(torch.from_dlpack(runner.obs))
-        return ppo_torch.rollout(env_step_fn, finish_fn, self.args, policy_fn, env.num_actions, generator, runner)[1]
+        return ppo_torch.rollout(
+            env_step_fn, finish_fn, self.args, policy_fn, env.num_actions, generator, runner
+        )[1]
 
     def loss_and_grads(self, mb):
         batch = ppo_torch.Batch(**{k: torch.as_tensor(v) for k, v in mb.items()})
@@ -417,7 +491,9 @@ class TorchSide(Side):
             step_fn = torch.compile(step_fn, dynamic=False)
         generator = torch.Generator()  # its device is the update's; the permutations are given
         permutations = torch.as_tensor(permutations, dtype=torch.int64)
-        metrics = ppo_torch.update(self.args, self.lr_schedule, step_fn, generator, batch, 0, permutations)
+        metrics = ppo_torch.update(
+            self.args, self.lr_schedule, step_fn, generator, batch, 0, permutations
+        )
         return self.own_weights(self.agent), {k: float(v) for k, v in metrics.items()}
 
     @staticmethod
@@ -428,7 +504,10 @@ class TorchSide(Side):
             return of(param).detach().numpy().copy()
 
         out = {
-            name: [(read(m.weight).T, read(m.bias)) for m in TorchSide.linears(getattr(agent, name))] for name in MLPS
+            name: [
+                (read(m.weight).T, read(m.bias)) for m in TorchSide.linears(getattr(agent, name))
+            ]
+            for name in MLPS
         }
         if agent.continuous:
             out["log_std"] = read(agent.log_std)
@@ -437,7 +516,9 @@ class TorchSide(Side):
     @staticmethod
     def own_init(spec: Spec, hidden):
         torch.manual_seed(0)
-        return TorchSide.own_weights(ppo_torch.Agent(spec.obs_dim, hidden, spec.num_actions, spec.continuous))
+        return TorchSide.own_weights(
+            ppo_torch.Agent(spec.obs_dim, hidden, spec.num_actions, spec.continuous)
+        )
 
 
 SIDES = {"linen": LinenSide, "nnx": NnxSide, "equinox": EquinoxSide, "torch": TorchSide}
@@ -446,7 +527,9 @@ JAX_SIDES = [name for name in SIDES if name != "torch"]
 
 
 def test_sides_cover_the_study():
-    assert set(SIDES) == set(STUDY.frameworks), "a framework of the study has no parity adapter (or one is left over)"
+    assert set(SIDES) == set(STUDY.frameworks), (
+        "a framework of the study has no parity adapter (or one is left over)"
+    )
     for name, side in SIDES.items():
         assert side.module.__file__.endswith(STUDY.frameworks[name].script)
 
@@ -454,9 +537,15 @@ def test_sides_cover_the_study():
 def assert_weights_close(actual: dict, expected: dict, rtol: float, atol: float, what: str):
     assert set(actual) == set(expected), f"{what}: {sorted(actual)} != {sorted(expected)}"
     for name in MLPS:
-        for i, ((w, b), (w_ref, b_ref)) in enumerate(zip(actual[name], expected[name], strict=True)):
-            np.testing.assert_allclose(w, w_ref, rtol=rtol, atol=atol, err_msg=f"{what}: {name} layer {i} kernel")
-            np.testing.assert_allclose(b, b_ref, rtol=rtol, atol=atol, err_msg=f"{what}: {name} layer {i} bias")
+        for i, ((w, b), (w_ref, b_ref)) in enumerate(
+            zip(actual[name], expected[name], strict=True)
+        ):
+            np.testing.assert_allclose(
+                w, w_ref, rtol=rtol, atol=atol, err_msg=f"{what}: {name} layer {i} kernel"
+            )
+            np.testing.assert_allclose(
+                b, b_ref, rtol=rtol, atol=atol, err_msg=f"{what}: {name} layer {i} bias"
+            )
     if "log_std" in expected:
         np.testing.assert_allclose(
             actual["log_std"], expected["log_std"], rtol=rtol, atol=atol, err_msg=f"{what}: log_std"
@@ -466,9 +555,13 @@ def assert_weights_close(actual: dict, expected: dict, rtol: float, atol: float,
 def build_all(env_id: str, size: str, weights: dict | None = None, **arg_overrides):
     """Every framework's side, from the same weights (default: make_weights's for the env and size)."""
     args = ppo_linen.Args(env=env_id, model_size=size, **arg_overrides)
-    weights = make_weights(SPECS[env_id], ppo_linen.MODEL_SIZES[size]) if weights is None else weights
+    weights = (
+        make_weights(SPECS[env_id], ppo_linen.MODEL_SIZES[size]) if weights is None else weights
+    )
     sides = {
-        name: side(weights, getattr(side.module, "Args")(env=env_id, model_size=size, **arg_overrides))
+        name: side(
+            weights, getattr(side.module, "Args")(env=env_id, model_size=size, **arg_overrides)
+        )
         for name, side in SIDES.items()
     }
     return args, weights, sides
@@ -477,18 +570,29 @@ def build_all(env_id: str, size: str, weights: dict | None = None, **arg_overrid
 # -------------------------------------------------------------------------------------- the checks
 @pytest.mark.parametrize(  # the sizes differ in the hidden layers only: the Gaussian's head needs one
     "env_id, size",
-    [(env_id, size) for env_id in DISCRETE for size in ppo_linen.MODEL_SIZES] + [(CONTINUOUS[-1], "small")],
+    [(env_id, size) for env_id in DISCRETE for size in ppo_linen.MODEL_SIZES]
+    + [(CONTINUOUS[-1], "small")],
 )
 def test_forward_pass_agrees(env_id, size):
     _, weights, sides = build_all(env_id, size)
     obs = np.random.default_rng(2).normal(size=(64, SPECS[env_id].obs_dim)).astype(np.float32)
     outputs = {name: side.forward(obs) for name, side in sides.items()}
     for name in OTHERS:
-        for what, actual, expected in zip(("actor output", "values"), outputs[name], outputs["linen"]):
-            np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5, err_msg=f"{name} {what} ({size})")
-    for what, actual, expected in zip(("actor output", "values"), outputs["linen"], numpy_forward(weights, obs)):
-        np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-5, err_msg=f"linen {what} vs NumPy ({size})")
-    assert outputs["linen"][0].shape == (64, SPECS[env_id].num_actions) and outputs["linen"][1].shape == (64,)
+        for what, actual, expected in zip(
+            ("actor output", "values"), outputs[name], outputs["linen"]
+        ):
+            np.testing.assert_allclose(
+                actual, expected, rtol=1e-5, atol=1e-5, err_msg=f"{name} {what} ({size})"
+            )
+    for what, actual, expected in zip(
+        ("actor output", "values"), outputs["linen"], numpy_forward(weights, obs)
+    ):
+        np.testing.assert_allclose(
+            actual, expected, rtol=1e-4, atol=1e-5, err_msg=f"linen {what} vs NumPy ({size})"
+        )
+    assert outputs["linen"][0].shape == (64, SPECS[env_id].num_actions) and outputs["linen"][
+        1
+    ].shape == (64,)
 
 
 def policy_inputs(env_id: str, weights: dict, size: int = 64, seed: int = 6):
@@ -500,7 +604,9 @@ def policy_inputs(env_id: str, weights: dict, size: int = 64, seed: int = 6):
     if not spec.continuous:
         return obs, rng.integers(0, spec.num_actions, size).astype(np.int32)
     mean, _ = numpy_forward(weights, obs)
-    return obs, (mean + 3 * np.exp(weights["log_std"]) * rng.normal(size=mean.shape)).astype(np.float32)
+    return obs, (mean + 3 * np.exp(weights["log_std"]) * rng.normal(size=mean.shape)).astype(
+        np.float32
+    )
 
 
 @pytest.mark.parametrize("env_id", SPECS)
@@ -513,18 +619,30 @@ def test_log_probs_and_entropy_agree_with_scipy(env_id):
     for name, side in sides.items():
         actor_out, _ = side.forward(obs)
         log_prob, loss_log_prob, entropy = side.log_probs(actor_out, actions)
-        expected_log_prob, expected_entropy = numpy_log_prob_and_entropy(actor_out, actions, weights.get("log_std"))
+        expected_log_prob, expected_entropy = numpy_log_prob_and_entropy(
+            actor_out, actions, weights.get("log_std")
+        )
         assert log_prob.shape == loss_log_prob.shape == (64,), name
-        assert entropy.shape == (() if SPECS[env_id].continuous else (64,)), name  # a Gaussian's: one for all states
-        np.testing.assert_allclose(log_prob, expected_log_prob, rtol=1e-5, atol=1e-5, err_msg=f"{name} log_prob")
-        np.testing.assert_allclose(loss_log_prob, expected_log_prob, rtol=1e-5, atol=1e-5, err_msg=f"{name} loss's")
-        np.testing.assert_allclose(entropy, expected_entropy, rtol=1e-5, atol=1e-5, err_msg=f"{name} entropy")
+        assert entropy.shape == (() if SPECS[env_id].continuous else (64,)), (
+            name
+        )  # a Gaussian's: one for all states
+        np.testing.assert_allclose(
+            log_prob, expected_log_prob, rtol=1e-5, atol=1e-5, err_msg=f"{name} log_prob"
+        )
+        np.testing.assert_allclose(
+            loss_log_prob, expected_log_prob, rtol=1e-5, atol=1e-5, err_msg=f"{name} loss's"
+        )
+        np.testing.assert_allclose(
+            entropy, expected_entropy, rtol=1e-5, atol=1e-5, err_msg=f"{name} entropy"
+        )
 
 
 def test_gae_agrees_across_frameworks_and_numpy():
     rng = np.random.default_rng(3)
     steps, envs = 64, 8
-    rewards, values, final_values = (rng.normal(size=(steps, envs)).astype(np.float32) for _ in range(3))
+    rewards, values, final_values = (
+        rng.normal(size=(steps, envs)).astype(np.float32) for _ in range(3)
+    )
     terminated = rng.random((steps, envs)) < 0.05
     truncated = (rng.random((steps, envs)) < 0.05) & ~terminated
     expected = numpy_gae(rewards, values, final_values, terminated, truncated, 0.99, 0.95)
@@ -532,8 +650,12 @@ def test_gae_agrees_across_frameworks_and_numpy():
     for name, side in SIDES.items():
         convert = torch.as_tensor if name == "torch" else jnp.asarray
         advantages, returns = side.module.compute_gae(*map(convert, inputs), 0.99, 0.95)
-        np.testing.assert_allclose(np.asarray(advantages), expected[0], rtol=1e-6, atol=1e-5, err_msg=name)
-        np.testing.assert_allclose(np.asarray(returns), expected[1], rtol=1e-6, atol=1e-5, err_msg=name)
+        np.testing.assert_allclose(
+            np.asarray(advantages), expected[0], rtol=1e-6, atol=1e-5, err_msg=name
+        )
+        np.testing.assert_allclose(
+            np.asarray(returns), expected[1], rtol=1e-6, atol=1e-5, err_msg=name
+        )
 
 
 @pytest.mark.parametrize("clip_vloss", [True, False])
@@ -543,10 +665,19 @@ def test_loss_and_gradients_agree(env_id, clip_vloss):
     mb = make_batch(weights, 256)
     results = {name: side.loss_and_grads(mb) for name, side in sides.items()}
     loss_ref, metrics_ref, grads_ref = results["linen"]
-    assert set(metrics_ref) == {"policy_loss", "value_loss", "entropy", "old_approx_kl", "approx_kl", "clipfrac"}
+    assert set(metrics_ref) == {
+        "policy_loss",
+        "value_loss",
+        "entropy",
+        "old_approx_kl",
+        "approx_kl",
+        "clipfrac",
+    }
     assert 0 < metrics_ref["clipfrac"] < 1  # the batch exercises both sides of the clip
     if SPECS[env_id].continuous:
-        assert np.abs(grads_ref["log_std"]).min() > 1e-3, grads_ref["log_std"]  # a gradient worth comparing
+        assert np.abs(grads_ref["log_std"]).min() > 1e-3, grads_ref[
+            "log_std"
+        ]  # a gradient worth comparing
     for name in OTHERS:
         loss, metrics, grads = results[name]
         assert loss == pytest.approx(loss_ref, rel=1e-5, abs=1e-6), name
@@ -569,7 +700,9 @@ UPDATE_OVERRIDES = dict(  # a large learning rate and a small max_grad_norm make
 def update_inputs(args, weights):
     batch = make_batch(weights, args.batch_size)
     rng = np.random.default_rng(4)
-    permutations = np.stack([rng.permutation(args.batch_size) for _ in range(args.update_epochs)]).astype(np.int32)
+    permutations = np.stack(
+        [rng.permutation(args.batch_size) for _ in range(args.update_epochs)]
+    ).astype(np.int32)
     return batch, permutations
 
 
@@ -585,7 +718,8 @@ def test_one_full_update_agrees(env_id, anneal_lr):
     first = permutations[0, : args.batch_size // args.num_minibatches]
     grads = sides["linen"].loss_and_grads({key: value[first] for key, value in batch.items()})[2]
     norms = {
-        name: np.linalg.norm(np.concatenate([np.ravel(x) for x in jax.tree.leaves(g)])) for name, g in grads.items()
+        name: np.linalg.norm(np.concatenate([np.ravel(x) for x in jax.tree.leaves(g)]))
+        for name, g in grads.items()
     }
     total = np.linalg.norm(list(norms.values()))
     assert total > 2 * args.max_grad_norm, norms  # the first step is clipped already
@@ -597,9 +731,13 @@ def test_one_full_update_agrees(env_id, anneal_lr):
         moved["log_std"] = np.abs(new["linen"]["log_std"] - weights["log_std"]).min()
     assert min(moved.values()) > 1e-3, f"the update did not change the weights: {moved}"
     for name in OTHERS:
-        assert_weights_close(new[name], new["linen"], rtol=1e-4, atol=1e-5, what=f"{name} after one update")
+        assert_weights_close(
+            new[name], new["linen"], rtol=1e-4, atol=1e-5, what=f"{name} after one update"
+        )
         for key, value in results["linen"][1].items():
-            assert results[name][1][key] == pytest.approx(value, rel=1e-3, abs=1e-5), f"{name} {key}"
+            assert results[name][1][key] == pytest.approx(value, rel=1e-3, abs=1e-5), (
+                f"{name} {key}"
+            )
 
 
 @pytest.mark.slow
@@ -608,7 +746,9 @@ def test_compiled_update_agrees(env_id):
     """ppo_torch.py's --compile compile path: the whole minibatch step (forward, loss, backward, clipping, Adam with the
     tensor learning rate) compiled, from the same weights and minibatch order as Linen, gives the same new weights."""
     args, weights, sides = build_all(env_id, "small", **UPDATE_OVERRIDES)
-    compiled = TorchSide(weights, ppo_torch.Args(env=env_id, model_size="small", **UPDATE_OVERRIDES), compiled=True)
+    compiled = TorchSide(
+        weights, ppo_torch.Args(env=env_id, model_size="small", **UPDATE_OVERRIDES), compiled=True
+    )
     batch, permutations = update_inputs(args, weights)
     (expected, expected_metrics), (actual, metrics) = (
         sides["linen"].update(batch, permutations),
@@ -623,8 +763,12 @@ def test_learning_rate_schedules_agree():
     overrides = dict(num_iterations=3, update_epochs=2, num_minibatches=4)
     _, _, sides = build_all("CartPole-v1", "small", **overrides)
     steps = [0, 1, 11, 23]  # 24 optimizer steps in all
-    rates = {name: [float(side.lr_schedule(step)) for step in steps] for name, side in sides.items()}
-    assert rates["linen"][0] == pytest.approx(2.5e-4) and rates["linen"][-1] == pytest.approx(2.5e-4 / 24)
+    rates = {
+        name: [float(side.lr_schedule(step)) for step in steps] for name, side in sides.items()
+    }
+    assert rates["linen"][0] == pytest.approx(2.5e-4) and rates["linen"][-1] == pytest.approx(
+        2.5e-4 / 24
+    )
     for name in OTHERS:
         np.testing.assert_allclose(rates[name], rates["linen"], rtol=1e-6)
 
@@ -633,21 +777,30 @@ def test_learning_rate_schedules_agree():
 @pytest.mark.parametrize("framework", SIDES)
 def test_own_init_is_orthogonal_with_the_right_gains(framework, env_id):
     spec = SPECS[env_id]
-    hidden = ppo_linen.MODEL_SIZES["small" if spec.continuous else "medium"]  # continuous: for the head and log std
+    hidden = ppo_linen.MODEL_SIZES[
+        "small" if spec.continuous else "medium"
+    ]  # continuous: for the head and log std
     weights = SIDES[framework].own_init(spec, hidden)
     for name in MLPS:
         layers = weights[name]
         out_dim = spec.num_actions if name == "actor" else 1
-        assert [w.shape for w, _ in layers] == [(i, o) for i, o in zip([spec.obs_dim, *hidden], [*hidden, out_dim])]
+        assert [w.shape for w, _ in layers] == [
+            (i, o) for i, o in zip([spec.obs_dim, *hidden], [*hidden, out_dim])
+        ]
         for i, (w, b) in enumerate(layers):
             gain = GAINS["hidden"] if i < len(layers) - 1 else GAINS[name]
             # a (semi-)orthogonal matrix scaled by gain has every singular value equal to gain
             np.testing.assert_allclose(
-                np.linalg.svd(w, compute_uv=False), gain, rtol=1e-3, err_msg=f"{framework} {name} {i}"
+                np.linalg.svd(w, compute_uv=False),
+                gain,
+                rtol=1e-3,
+                err_msg=f"{framework} {name} {i}",
             )
             assert not np.any(b), f"{framework} {name} layer {i} bias is not zero"
     if spec.continuous:  # the Gaussian's log std starts at 0: a std of 1
-        np.testing.assert_array_equal(weights["log_std"], np.zeros(spec.num_actions, np.float32), err_msg=framework)
+        np.testing.assert_array_equal(
+            weights["log_std"], np.zeros(spec.num_actions, np.float32), err_msg=framework
+        )
     else:
         assert "log_std" not in weights, framework
 
@@ -668,12 +821,16 @@ def test_learning_parity_on_acrobot(tmp_path):
 
 # ------------------------------------------------------------------------- Args, rollout, env glue
 def test_shared_args_have_the_same_defaults():
-    defaults = {name: {f.name: f.default for f in fields(side.module.Args)} for name, side in SIDES.items()}
+    defaults = {
+        name: {f.name: f.default for f in fields(side.module.Args)} for name, side in SIDES.items()
+    }
     shared = set.intersection(*(set(d) for d in defaults.values())) - {"exp_name", "compile"}
     assert len(shared) >= 20, shared
     for name in OTHERS:
         for field in sorted(shared):
-            assert defaults[name][field] == defaults["linen"][field], f"{name}: --{field} default differs"
+            assert defaults[name][field] == defaults["linen"][field], (
+                f"{name}: --{field} default differs"
+            )
 
 
 def torch_sample(actor_out, log_std, noise):
@@ -695,24 +852,36 @@ def test_rollout_log_probs_and_values_agree(env_id):
     given = {name: side.policy(obs, actions) for name, side in sides.items()}
     for name in OTHERS:
         np.testing.assert_array_equal(given[name][0], actions)
-        np.testing.assert_allclose(given[name][1], given["linen"][1], rtol=1e-5, atol=1e-5, err_msg=f"{name} log-probs")
-        np.testing.assert_allclose(given[name][2], given["linen"][2], rtol=1e-5, atol=1e-6, err_msg=f"{name} values")
+        np.testing.assert_allclose(
+            given[name][1], given["linen"][1], rtol=1e-5, atol=1e-5, err_msg=f"{name} log-probs"
+        )
+        np.testing.assert_allclose(
+            given[name][2], given["linen"][2], rtol=1e-5, atol=1e-6, err_msg=f"{name} values"
+        )
     sampled = {}
     for name, side in sides.items():
         sampled[name], logprob, value = side.policy(obs)
         actor_out, values = side.forward(obs)
         if SPECS[env_id].continuous:
-            assert sampled[name].dtype == np.float32 and sampled[name].shape == actor_out.shape, name
+            assert sampled[name].dtype == np.float32 and sampled[name].shape == actor_out.shape, (
+                name
+            )
         else:
-            assert sampled[name].dtype == np.int32 and set(np.unique(sampled[name])) <= set(range(actor_out.shape[1]))
+            assert sampled[name].dtype == np.int32 and set(np.unique(sampled[name])) <= set(
+                range(actor_out.shape[1])
+            )
         expected, _ = numpy_log_prob_and_entropy(actor_out, sampled[name], log_std)
         np.testing.assert_allclose(logprob, expected, rtol=1e-5, atol=1e-5, err_msg=name)
         np.testing.assert_allclose(value, values, rtol=1e-5, atol=1e-6, err_msg=name)
     for name in JAX_SIDES:
-        np.testing.assert_allclose(sampled[name], sampled["linen"], rtol=1e-5, atol=1e-5, err_msg=f"{name} samples")
+        np.testing.assert_allclose(
+            sampled[name], sampled["linen"], rtol=1e-5, atol=1e-5, err_msg=f"{name} samples"
+        )
     noise = torch_noise(len(obs), SPECS[env_id].num_actions).numpy()
     expected = torch_sample(sides["torch"].forward(obs)[0], log_std, noise)
-    np.testing.assert_allclose(sampled["torch"], expected, rtol=1e-5, atol=1e-5, err_msg="torch samples")
+    np.testing.assert_allclose(
+        sampled["torch"], expected, rtol=1e-5, atol=1e-5, err_msg="torch samples"
+    )
 
 
 @pytest.mark.parametrize("env_id", ["Reacher-misc"])  # 2-D, and gymnax would not clip them itself
@@ -730,11 +899,17 @@ def test_rollout_keeps_the_unclipped_sample(env_id):
         assert np.mean(np.abs(batch["actions"]) > high) > 0.5, f"{name}: the samples were clipped"
         mean, values = numpy_forward(weights, batch["obs"])
         expected, _ = numpy_log_prob_and_entropy(mean, batch["actions"], weights["log_std"])
-        np.testing.assert_allclose(batch["logprobs"], expected, rtol=1e-5, atol=1e-4, err_msg=f"{name} log-probs")
-        np.testing.assert_allclose(batch["values"], values, rtol=1e-4, atol=1e-5, err_msg=f"{name} values")
+        np.testing.assert_allclose(
+            batch["logprobs"], expected, rtol=1e-5, atol=1e-4, err_msg=f"{name} log-probs"
+        )
+        np.testing.assert_allclose(
+            batch["values"], values, rtol=1e-4, atol=1e-5, err_msg=f"{name} values"
+        )
     for name in JAX_SIDES:  # the same key, the same samples, the same envs
         for key in ("obs", "actions"):
-            np.testing.assert_allclose(batches[name][key], batches["linen"][key], rtol=1e-5, atol=1e-5, err_msg=name)
+            np.testing.assert_allclose(
+                batches[name][key], batches["linen"][key], rtol=1e-5, atol=1e-5, err_msg=name
+            )
 
 
 def env_glue_run(name: str, env_id: str, actions: np.ndarray) -> tuple[list[dict], list]:
@@ -781,7 +956,9 @@ def direct_steps(env_id: str, runners: list, actions) -> list[tuple[np.ndarray, 
 def direct_step(env_id: str):
     """gymnax's step_env over a batch, jitted once per env, and the env params of make_env."""
     env, env_params = gymnax.make(env_id)
-    return jax.jit(jax.vmap(env.step_env, in_axes=(0, 0, 0, None))), env_params.replace(max_steps_in_episode=12)
+    return jax.jit(jax.vmap(env.step_env, in_axes=(0, 0, 0, None))), env_params.replace(
+        max_steps_in_episode=12
+    )
 
 
 @pytest.mark.parametrize("env_id", SPECS)
@@ -800,7 +977,9 @@ def test_env_glue_agrees(env_id):
         for step, (actual, reference) in enumerate(zip(runs[name][0], expected, strict=True)):
             assert set(actual) == set(reference)
             for key in reference:
-                np.testing.assert_array_equal(actual[key], reference[key], err_msg=f"{name} step {step} {key}")
+                np.testing.assert_array_equal(
+                    actual[key], reference[key], err_msg=f"{name} step {step} {key}"
+                )
     if not SPECS[env_id].continuous:
         return
     space = gymnax.make(env_id)[0].action_space()
@@ -809,9 +988,15 @@ def test_env_glue_agrees(env_id):
     for name, (transitions, runners) in runs.items():
         for step, (reward, next_obs) in enumerate(direct_steps(env_id, runners, clipped)):
             got = transitions[step + 1]
-            np.testing.assert_allclose(got["reward"], reward, rtol=1e-6, atol=1e-6, err_msg=f"{name} step {step}")
-            np.testing.assert_allclose(got["final_obs"], next_obs, rtol=1e-6, atol=1e-6, err_msg=f"{name} step {step}")
-    if env_id == "Reacher-misc":  # gymnax would not clip them itself: unclipped actions give other rewards
+            np.testing.assert_allclose(
+                got["reward"], reward, rtol=1e-6, atol=1e-6, err_msg=f"{name} step {step}"
+            )
+            np.testing.assert_allclose(
+                got["final_obs"], next_obs, rtol=1e-6, atol=1e-6, err_msg=f"{name} step {step}"
+            )
+    if (
+        env_id == "Reacher-misc"
+    ):  # gymnax would not clip them itself: unclipped actions give other rewards
         unclipped = direct_steps(env_id, runs["linen"][1], actions)
         assert not np.allclose([r for r, _ in unclipped], [t["reward"] for t in expected[1:]])
 
@@ -829,7 +1014,9 @@ def test_torch_traced_policy_follows_the_weights(env_id):
     for _ in range(2):
         with torch.no_grad():
             expected, actual = agent.get_action_and_value(obs, noise), traced(obs, noise)
-            for param in agent.parameters():  # in place, as the optimizer does: every weight and bias changes
+            for param in (
+                agent.parameters()
+            ):  # in place, as the optimizer does: every weight and bias changes
                 param.add_(0.1 * torch.randn(param.shape, generator=generator))
         np.testing.assert_array_equal(actual[0].numpy(), expected[0].numpy())
         for a, e in zip(actual[1:], expected[1:]):
@@ -843,9 +1030,13 @@ def test_torch_rollout_with_the_traced_policy_agrees(env_id):
     torch_side = sides["torch"]
     env, env_params = make_env(ppo_torch, env_id)
     runner = ppo_torch.reset_envs(env, env_params, jax.random.key(7), 4)
-    eager, traced = (torch_side.run_rollout(env, env_params, runner, traced=t) for t in (False, True))
+    eager, traced = (
+        torch_side.run_rollout(env, env_params, runner, traced=t) for t in (False, True)
+    )
     for key, value in eager._asdict().items():
-        np.testing.assert_allclose(getattr(traced, key).numpy(), value.numpy(), rtol=1e-5, atol=1e-6, err_msg=key)
+        np.testing.assert_allclose(
+            getattr(traced, key).numpy(), value.numpy(), rtol=1e-5, atol=1e-6, err_msg=key
+        )
 
 
 def test_explained_variance_is_nan_for_constant_returns():
@@ -858,4 +1049,7 @@ def test_explained_variance_is_nan_for_constant_returns():
     for name, side in sides.items():
         _, metrics = side.update(batch, permutations)
         assert np.isnan(metrics["explained_variance"]), name
-        assert all(np.isfinite(v) for k, v in metrics.items() if k != "explained_variance"), (name, metrics)
+        assert all(np.isfinite(v) for k, v in metrics.items() if k != "explained_variance"), (
+            name,
+            metrics,
+        )

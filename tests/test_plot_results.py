@@ -38,9 +38,15 @@ ALL_FIGURES = figures.figure_files(STUDY) - {f"{name}_learning.png" for name in 
 # Duration factors: each run's times are products of these, so every speedup is known.
 FRAMEWORK_FACTOR = {"linen": 1.0, "nnx": 1.25, "equinox": 1.5, "torch": 5.0, "fake": 2.0}
 SEED_FACTOR = {1: 1.0, 2: 1.2}
-ENV_FACTOR = {"CartPole-v1": 1.0, "Acrobot-v1": 2.0, "MountainCar-v0": 3.0}  # three envs: enough for an interval
+ENV_FACTOR = {
+    "CartPole-v1": 1.0,
+    "Acrobot-v1": 2.0,
+    "MountainCar-v0": 3.0,
+}  # three envs: enough for an interval
 EXPENSIVE_FACTOR = dict(zip(STUDY.expensive_envs, [6.0, 9.0]))  # exp5's envs
-EXPENSIVE_COST = dict(zip(STUDY.expensive_envs, [500.0, 2000.0]))  # their step cost in the synthetic env timing
+EXPENSIVE_COST = dict(
+    zip(STUDY.expensive_envs, [500.0, 2000.0])
+)  # their step cost in the synthetic env timing
 CONTINUOUS_FACTOR = dict(zip(STUDY.continuous_envs, [1.5, 2.5, 3.5, 4.5]))  # exp6's envs
 CONTINUOUS_COST = dict(zip(STUDY.continuous_envs, [1.5, 2.5, 4.0, 6.0]))
 MUJOCO_FACTOR = {"HalfCheetah-v4": 4.0, "Hopper-v4": 5.0}  # exp8's envs (on envpool)
@@ -58,7 +64,9 @@ WINDOW_SHAPE = [20.0] + [3.0] * 7 + [1.0 + 0.1 * (i - 8) for i in range(8, ITERA
 
 def known_durations(env, framework, size, seed, tag, factor=1.0) -> dict:
     """time/iteration per iteration, rollout/update shares and total_s of a synthetic run."""
-    env_factor = {**ENV_FACTOR, **CONTINUOUS_FACTOR, **EXPENSIVE_FACTOR, **MUJOCO_FACTOR}.get(env, 1.0)
+    env_factor = {**ENV_FACTOR, **CONTINUOUS_FACTOR, **EXPENSIVE_FACTOR, **MUJOCO_FACTOR}.get(
+        env, 1.0
+    )
     base = (
         0.01
         * factor
@@ -106,9 +114,7 @@ def write_run(
     --env-backend (config.json env_backend; None: a run of before the backends, with none)."""
     label = study.env_label(env, backend or "gymnax")
     backend_args = ["--env-backend", backend] if backend else []
-    name = (
-        f"{label}__{framework}__{size}__{compile_mode}__{seed}__{1_700_000_000 + len(list(root.rglob('config.json')))}"
-    )
+    name = f"{label}__{framework}__{size}__{compile_mode}__{seed}__{1_700_000_000 + len(list(root.rglob('config.json')))}"
     run_dir = root / tag / name
     run_dir.mkdir(parents=True)
     config = {
@@ -148,10 +154,14 @@ def write_run(
         wall = datetime.fromisoformat(config["start_time"]).timestamp() + 1.5  # after the setup
         for i in range(iterations):
             step = (i + 1) * BATCH
-            wall += durations["iteration"][i]  # the run's own clock: its events are written within total_s
+            wall += durations["iteration"][
+                i
+            ]  # the run's own clock: its events are written within total_s
             for part in ("iteration", "rollout", "update"):
                 writer.add_scalar(f"time/{part}", durations[part][i], step, walltime=wall)
-            if i % 3 == 2:  # the scripts skip the episode points of an iteration in which no episode ended
+            if (
+                i % 3 == 2
+            ):  # the scripts skip the episode points of an iteration in which no episode ended
                 writer.add_scalar("charts/episodic_return", 10.0 * i, step, walltime=wall)
         writer.close()
         tie_events(run_dir, config)
@@ -189,19 +199,45 @@ def write_study(root: Path) -> list[dict]:
         runs.append(write_run(root, env, framework, size, mode, seed, sync=False))
     for (framework, mode), seed in itertools.product(DEFAULT_MODES, SEED_FACTOR):
         runs.append(
-            write_run(root, "CartPole-v1", framework, "small", mode, seed, sync=False, tag="mac", old_config=True)
+            write_run(
+                root,
+                "CartPole-v1",
+                framework,
+                "small",
+                mode,
+                seed,
+                sync=False,
+                tag="mac",
+                old_config=True,
+            )
         )
     for env, (framework, mode) in itertools.product(ENV_FACTOR, MODES):
         runs.append(write_run(root, env, framework, "small", mode, 1, sync=True))
     for framework, mode in MODES:
         runs.append(write_run(root, "Acrobot-v1", framework, "large", mode, 1, sync=True))
-    for env, (framework, mode), sync in itertools.product(EXPENSIVE_FACTOR, DEFAULT_MODES, (False, True)):
+    for env, (framework, mode), sync in itertools.product(
+        EXPENSIVE_FACTOR, DEFAULT_MODES, (False, True)
+    ):
         runs.append(write_run(root, env, framework, "small", mode, 1, sync=sync))
-    for env, (framework, mode), sync in itertools.product(CONTINUOUS_FACTOR, DEFAULT_MODES, (False, True)):
+    for env, (framework, mode), sync in itertools.product(
+        CONTINUOUS_FACTOR, DEFAULT_MODES, (False, True)
+    ):
         runs.append(write_run(root, env, framework, "small", mode, 1, sync=sync))
-    for env, (framework, mode), sync in itertools.product([*ENV_FACTOR, *MUJOCO_FACTOR], DEFAULT_MODES, (False, True)):
+    for env, (framework, mode), sync in itertools.product(
+        [*ENV_FACTOR, *MUJOCO_FACTOR], DEFAULT_MODES, (False, True)
+    ):
         runs.append(write_run(root, env, framework, "small", mode, 1, sync=sync, backend="envpool"))
-    write_run(root, "CartPole-v1", "linen", "small", "jit", 7, sync=False, status="interrupted", iterations=5)
+    write_run(
+        root,
+        "CartPole-v1",
+        "linen",
+        "small",
+        "jit",
+        7,
+        sync=False,
+        status="interrupted",
+        iterations=5,
+    )
     write_run(root, "CartPole-v1", "nnx", "small", "cached_partial", 8, sync=False, events=False)
     corrupt = write_run(root, "CartPole-v1", "torch", "small", "compile", 9, sync=False)
     (corrupt["run_dir"] / "config.json").write_text("{not json")
@@ -222,7 +258,9 @@ def write_timing(path: Path) -> Path:
             for env, cost in {**CONTINUOUS_COST, **ENVPOOL_COST}.items()
         },
     }
-    path.write_text(json.dumps({"device": "cpu", "versions": {"jax": "0.6.0"}, "num_envs": 4096, "envs": envs}))
+    path.write_text(
+        json.dumps({"device": "cpu", "versions": {"jax": "0.6.0"}, "num_envs": 4096, "envs": envs})
+    )
     return path
 
 
@@ -248,7 +286,9 @@ def expected_speedups(runs: list[dict], metric: str, experiments: list[str], syn
     default-compile runs of one experiment with the same env, size and tag, under the metric's sync setting, the
     envs of one backend pooled."""
     expected = {}
-    for experiment, backend, size, (a, b) in itertools.product(experiments, study.BACKENDS, STUDY.sizes, STUDY.pairs):
+    for experiment, backend, size, (a, b) in itertools.product(
+        experiments, study.BACKENDS, STUDY.sizes, STUDY.pairs
+    ):
         ratios, envs = [], set()
         for ra, rb in itertools.product(runs, runs):
             if (
@@ -260,7 +300,8 @@ def expected_speedups(runs: list[dict], metric: str, experiments: list[str], syn
                 and experiment in experiments_of(ra)
                 and experiment in experiments_of(rb)
                 and ra["model_size"] == rb["model_size"] == size
-                and (ra["label"], ra["tag"]) == (rb["label"], rb["tag"])  # an env on envpool is another env
+                and (ra["label"], ra["tag"])
+                == (rb["label"], rb["tag"])  # an env on envpool is another env
             ):
                 ratios.append(ra[metric] / rb[metric])
                 envs.add((ra["label"], ra["tag"]))
@@ -308,8 +349,14 @@ def test_speedups_match_hand_computed_values(study_out):
         "n_clusters",
     ]
     # exp1, exp5-exp8: a learning experiment holds only the runs of its folder, none here
-    sync_off = [name for name, exp in STUDY.experiments.items() if False in exp.syncs and name not in LEARNING]
-    sync_on = [name for name, exp in STUDY.experiments.items() if True in exp.syncs]  # exp2, exp3, exp5-exp8
+    sync_off = [
+        name
+        for name, exp in STUDY.experiments.items()
+        if False in exp.syncs and name not in LEARNING
+    ]
+    sync_on = [
+        name for name, exp in STUDY.experiments.items() if True in exp.syncs
+    ]  # exp2, exp3, exp5-exp8
     selections = {
         "total": ("total_s", sync_off, False),
         "steady": ("steady", sync_off, False),
@@ -318,7 +365,9 @@ def test_speedups_match_hand_computed_values(study_out):
     }
     for metric, (key, experiments, sync) in selections.items():
         expected = expected_speedups(runs, key, experiments, sync)
-        got = speedups[speedups["metric"] == metric].set_index(["experiment", "backend", "size", "pair"])
+        got = speedups[speedups["metric"] == metric].set_index(
+            ["experiment", "backend", "size", "pair"]
+        )
         assert set(got.index) == set(expected), metric
         for cell, (geomean, median, n, envs) in expected.items():
             row = got.loc[cell]
@@ -328,21 +377,28 @@ def test_speedups_match_hand_computed_values(study_out):
             if envs < 3:
                 assert math.isnan(row["ci_low"]) and math.isnan(row["ci_high"]), (metric, cell)
             else:
-                assert row["ci_low"] <= row["geomean"] * (1 + 1e-9) and row["geomean"] <= row["ci_high"] * (1 + 1e-9)
+                assert row["ci_low"] <= row["geomean"] * (1 + 1e-9) and row["geomean"] <= row[
+                    "ci_high"
+                ] * (1 + 1e-9)
     # The same numbers by hand: seeds 1.0/1.2 give ratios 1.25 x {1, 1.2, 1/1.2, 1} -> geomean and median 1.25
     table = speedups.set_index(["metric", "experiment", "backend", "size", "pair"])
     steady = table.loc[("steady", "exp1", "gymnax", "large", "nnx->linen")]
-    assert steady["geomean"] == pytest.approx(1.25, rel=1e-5) and steady["median"] == pytest.approx(1.25, rel=1e-5)
+    assert steady["geomean"] == pytest.approx(1.25, rel=1e-5) and steady["median"] == pytest.approx(
+        1.25, rel=1e-5
+    )
     assert (steady["n_pairs"], steady["n_clusters"]) == (3 * 4, 3)  # 3 envs x 2 x 2 seeds
     assert steady["ci_low"] < 1.25 < steady["ci_high"]  # the seeds differ within each env
-    assert table.loc[("rollout", "exp3", "gymnax", "large", "torch->linen"), "geomean"] == pytest.approx(5.0, rel=1e-5)
+    assert table.loc[
+        ("rollout", "exp3", "gymnax", "large", "torch->linen"), "geomean"
+    ] == pytest.approx(5.0, rel=1e-5)
     # rollout/update per experiment: exp2 = the three envs' small runs, exp3 = Acrobot-v1's
     assert table.loc[("rollout", "exp2", "gymnax", "small", "nnx->linen"), "n_pairs"] == 3
     assert table.loc[("rollout", "exp3", "gymnax", "small", "nnx->linen"), "n_pairs"] == 1
     assert ("rollout", "exp2", "gymnax", "large", "nnx->linen") not in table.index
     # exp5, exp6: the sync-off runs give the totals, the sync-on runs the rollout/update split, each pair of runs once
     for (experiment, envs), metric in itertools.product(
-        {"exp5": EXPENSIVE_FACTOR, "exp6": CONTINUOUS_FACTOR}.items(), ("total", "steady", "rollout", "update")
+        {"exp5": EXPENSIVE_FACTOR, "exp6": CONTINUOUS_FACTOR}.items(),
+        ("total", "steady", "rollout", "update"),
     ):
         cell = table.loc[(metric, experiment, "gymnax", "small", "torch->linen")]
         assert cell["n_pairs"] == cell["n_clusters"] == len(envs)
@@ -350,12 +406,21 @@ def test_speedups_match_hand_computed_values(study_out):
             assert cell["geomean"] == pytest.approx(5.0, rel=1e-5)
     # exp7: a cell per backend (torch -> linen 5 on gymnax, 2.5 on envpool): 3 envs on gymnax under tag linux
     # (2 x 2 seeds each) and CartPole-v1 under tag mac (exp1's runs of its envs and sizes); 3 envs on envpool
-    gymnax, envpool = (table.loc[("steady", "exp7", backend, "small", "torch->linen")] for backend in study.BACKENDS)
+    gymnax, envpool = (
+        table.loc[("steady", "exp7", backend, "small", "torch->linen")]
+        for backend in study.BACKENDS
+    )
     assert (gymnax["n_pairs"], gymnax["n_clusters"]) == (3 * 4 + 4, 3 + 1)
     assert (envpool["n_pairs"], envpool["n_clusters"]) == (3, 3)
-    assert gymnax["geomean"] == pytest.approx(5.0, rel=1e-5) and envpool["geomean"] == pytest.approx(2.5, rel=1e-5)
-    exp8 = table.loc[("rollout", "exp8", "envpool", "small", "torch->linen")]  # MuJoCo on envpool only
-    assert exp8["geomean"] == pytest.approx(2.5, rel=1e-5) and exp8["n_clusters"] == len(MUJOCO_FACTOR)
+    assert gymnax["geomean"] == pytest.approx(5.0, rel=1e-5) and envpool[
+        "geomean"
+    ] == pytest.approx(2.5, rel=1e-5)
+    exp8 = table.loc[
+        ("rollout", "exp8", "envpool", "small", "torch->linen")
+    ]  # MuJoCo on envpool only
+    assert exp8["geomean"] == pytest.approx(2.5, rel=1e-5) and exp8["n_clusters"] == len(
+        MUJOCO_FACTOR
+    )
 
 
 def test_summary_windows_and_experiments(study_out):
@@ -375,9 +440,13 @@ def test_summary_windows_and_experiments(study_out):
     assert row["iters1_7_s"] == pytest.approx(statistics.mean(one["iteration"][1:8]), rel=1e-6)
     assert row["iters8plus_s"] == pytest.approx(one["steady"], rel=1e-6)
     assert math.isnan(row["rollout8plus_s"])  # rollout/update timers are not exact without sync
-    assert row["env_cost"] == 1.0 and row["experiments"] == "exp1 exp7 exp4"  # exp7: CartPole-v1 on gymnax
+    assert (
+        row["env_cost"] == 1.0 and row["experiments"] == "exp1 exp7 exp4"
+    )  # exp7: CartPole-v1 on gymnax
     acrobot_small = summary[
-        (summary["env"] == "Acrobot-v1") & (summary["model_size"] == "small") & summary["sync_timing"]
+        (summary["env"] == "Acrobot-v1")
+        & (summary["model_size"] == "small")
+        & summary["sync_timing"]
     ]
     assert set(acrobot_small["experiments"]) == {
         "exp2 exp3",
@@ -394,8 +463,13 @@ def test_device_name_command_and_import_time(study_out):
     assert set(summary.loc[summary["tag"] == "linux", "device_name"]) == {"Test GPU 9000"}
     assert set(summary.loc[summary["tag"] == "mac", "device_name"]) == {"cpu"}
     new = summary[summary["tag"] == "linux"]
-    assert set(new["import_s"]) == {0.7} and summary.loc[summary["tag"] == "mac", "import_s"].isna().all()
-    assert all(command.endswith("--exp-name 'two words'") for command in new["command"])  # argv as a command line
+    assert (
+        set(new["import_s"]) == {0.7}
+        and summary.loc[summary["tag"] == "mac", "import_s"].isna().all()
+    )
+    assert all(
+        command.endswith("--exp-name 'two words'") for command in new["command"]
+    )  # argv as a command line
     machines = (out / "REPORT.md").read_text().split("## Speedups")[0]
     assert "Test GPU 9000" in machines and "| cpu " in machines and "auto" not in machines
 
@@ -417,22 +491,34 @@ def test_every_figure_and_the_report(study_out):
         assert f"]({name})" in report
     assert "linux-host" in report and "mac-host" in report and "jax 0.6.0" in report
     block = (out.parent / "block.md").read_text()
-    headline = block.split("\n\n", 1)[1]  # the README block: a short intro, then the total and steady tables
+    headline = block.split("\n\n", 1)[
+        1
+    ]  # the README block: a short intro, then the total and steady tables
     assert "nnx → linen" in block and all(part in report for part in headline.split("\n\n"))
-    assert "**Rollout" not in block and "(exp5: " not in block and "(exp5: " in report  # REPORT.md has every experiment
-    titles = [(metric, exp) for metric, exp, _ in readme_tables(block)]  # study.tables, in its order
+    assert (
+        "**Rollout" not in block and "(exp5: " not in block and "(exp5: " in report
+    )  # REPORT.md has every experiment
+    titles = [
+        (metric, exp) for metric, exp, _ in readme_tables(block)
+    ]  # study.tables, in its order
     assert titles == [
         (metric, exp)
         for exp in STUDY.tables
         for metric in ("Total time", "Steady state")
         for _ in STUDY.experiments[exp].backends  # exp7: a table per backend
     ]
-    assert "(exp7: CPU envs" in block and "its envs on gymnax" in block and "its envs on envpool" in block
+    assert (
+        "(exp7: CPU envs" in block
+        and "its envs on gymnax" in block
+        and "its envs on envpool" in block
+    )
 
 
 def readme_tables(block: str) -> list[tuple[str, str, str]]:
     """(metric, experiment, the markdown table) of each table of a README block, in its order."""
-    pattern = r"^\*\*(Total time|Steady state)[^\n]*?\((exp\d):[^\n]*\*\*\n\n((?:\|[^\n]*(?:\n|$))+)"
+    pattern = (
+        r"^\*\*(Total time|Steady state)[^\n]*?\((exp\d):[^\n]*\*\*\n\n((?:\|[^\n]*(?:\n|$))+)"
+    )
     return re.findall(pattern, block, re.M)
 
 
@@ -458,8 +544,12 @@ def test_the_backends_figure_stacks_rollout_and_update_per_framework_and_backend
             and is_default(r)
         ]
         for part in ("rollout", "update"):
-            bars = [patch.get_height() for patch in ax.patches if patch.get_gid() == f"{backend} {part}"]
-            expected = [next(r[f"{part}8"] for r in mine if r["framework"] == fw) for fw in STUDY.frameworks]
+            bars = [
+                patch.get_height() for patch in ax.patches if patch.get_gid() == f"{backend} {part}"
+            ]
+            expected = [
+                next(r[f"{part}8"] for r in mine if r["framework"] == fw) for fw in STUDY.frameworks
+            ]
             assert bars == pytest.approx(expected, rel=1e-6), (backend, part)
     ratios = [f"×{ENVPOOL_FACTOR[fw]:.1f}" for fw in STUDY.frameworks]
     assert [text.get_text() for text in ax.texts] == ratios
@@ -472,14 +562,19 @@ def test_the_backends_figure_stacks_rollout_and_update_per_framework_and_backend
     assert "exp7" in tables
 
 
-def test_the_report_tables_each_frameworks_rollout_and_update_per_experiment_of_both_syncs(study_out):
+def test_the_report_tables_each_frameworks_rollout_and_update_per_experiment_of_both_syncs(
+    study_out,
+):
     """REPORT.md: for the experiments of sync "both" (exp5-exp8), a table of each framework's steady rollout + update
     per size, env label and tag, the median over its sync-on default-mode runs; none for the others."""
     runs, out = study_out
     report = (out / "REPORT.md").read_text()
     sections = re.findall(r"^## Rollout and update per framework \((\w+)\)", report, re.M)
     assert sections == [name for name, exp in STUDY.experiments.items() if len(exp.syncs) > 1]
-    for exp, labels in [("exp7", ["Acrobot-v1", "Acrobot-v1@envpool"]), ("exp6", STUDY.continuous_envs[:2])]:
+    for exp, labels in [
+        ("exp7", ["Acrobot-v1", "Acrobot-v1@envpool"]),
+        ("exp6", STUDY.continuous_envs[:2]),
+    ]:
         section = report.split(f"## Rollout and update per framework ({exp})")[1].split("\n## ")[0]
         header = next(line for line in section.splitlines() if line.startswith("| size"))
         columns = [cell.strip() for cell in header.strip("|").split("|")]
@@ -503,7 +598,11 @@ def test_the_report_tables_each_frameworks_rollout_and_update_per_experiment_of_
                 rollout = statistics.median(run["rollout8"] for run in mine)
                 update = statistics.median(run["update8"] for run in mine)
                 shown = [float(number) for number in re.findall(r"[\d.]+", cells[framework])]
-                expected = [rollout + update, rollout, update]  # "total (rollout + update)", to 3 decimals
+                expected = [
+                    rollout + update,
+                    rollout,
+                    update,
+                ]  # "total (rollout + update)", to 3 decimals
                 assert shown == pytest.approx(expected, abs=6e-4), (exp, label, framework)
 
 
@@ -511,16 +610,24 @@ def test_the_continuous_experiment_gets_its_tables_and_figures(study_out):
     """exp6, by the study's roles alone: its total-time and steady-state tables in the README block (every pair, with
     intervals: 4 envs), its figures, and its total-time figure drawn from its sync-off runs only."""
     runs, out = study_out
-    tables = {(metric, exp): table for metric, exp, table in readme_tables((out.parent / "block.md").read_text())}
+    tables = {
+        (metric, exp): table
+        for metric, exp, table in readme_tables((out.parent / "block.md").read_text())
+    }
     for metric in ("Total time", "Steady state"):
         rows = [line for line in tables[(metric, "exp6")].splitlines() if "→" in line]
         assert len(rows) == len(STUDY.pairs)
-        assert all(re.search(r"\[\d\.\d\d, \d\.\d\d\]; median [^|]*; 4 pairs / 4 envs", row) for row in rows)
+        assert all(
+            re.search(r"\[\d\.\d\d, \d\.\d\d\]; median [^|]*; 4 pairs / 4 envs", row)
+            for row in rows
+        )
     assert {"exp6_total.png", "exp6_speedups.png"} <= {p.name for p in out.glob("*.png")}
     an = analysis_of(out / "runs.csv", out.parent / "timing.json")
     total = figures.fig_total(an, "exp6")
     dots = sum(len(collection.get_offsets()) for collection in total.axes[0].collections)
-    assert dots == len(CONTINUOUS_FACTOR) * len(DEFAULT_MODES)  # each run once: sync off, not sync on
+    assert dots == len(CONTINUOUS_FACTOR) * len(
+        DEFAULT_MODES
+    )  # each run once: sync off, not sync on
     figures.plt.close(total)
 
 
@@ -582,9 +689,15 @@ def test_csv_round_trip(study_out, tmp_path):
 def test_a_runs_csv_of_the_older_tool_is_read(study_out, tmp_path):
     """An older runs.csv has a device column (the resolved device) instead of device_name."""
     runs, out = study_out
-    old = pd.read_csv(out / "runs.csv").drop(columns=["command", "import_s"]).rename(columns={"device_name": "device"})
+    old = (
+        pd.read_csv(out / "runs.csv")
+        .drop(columns=["command", "import_s"])
+        .rename(columns={"device_name": "device"})
+    )
     old.to_csv(tmp_path / "old.csv", index=False)
-    plot_results.main(["--csv", str(tmp_path / "old.csv"), "--out", str(tmp_path / "out"), "--no-figures"])
+    plot_results.main(
+        ["--csv", str(tmp_path / "old.csv"), "--out", str(tmp_path / "out"), "--no-figures"]
+    )
     summary = pd.read_csv(tmp_path / "out" / "summary.csv")
     assert set(summary["device_name"]) == {"Test GPU 9000", "cpu"}
 
@@ -592,23 +705,45 @@ def test_a_runs_csv_of_the_older_tool_is_read(study_out, tmp_path):
 def test_figures_of_absent_experiments_are_skipped_and_stale_ones_removed(tmp_path, capsys):
     out = tmp_path / "out"
     out.mkdir()
-    for name in [*ALL_FIGURES, "my_own.png"]:  # figures of an earlier call, and a file that is not this tool's
+    for name in [
+        *ALL_FIGURES,
+        "my_own.png",
+    ]:  # figures of an earlier call, and a file that is not this tool's
         (out / name).write_bytes(b"old")
     for (framework, mode), seed in itertools.product(MODES, SEED_FACTOR):  # exp2 only
         write_run(tmp_path / "runs", "CartPole-v1", framework, "small", mode, seed, sync=True)
-    (tmp_path / "timing.json").write_text('{"envs": {"CartPole-v1": {"ratio": "fast"}, "Acrobot-v1": 3}}')  # unusable
+    (tmp_path / "timing.json").write_text(
+        '{"envs": {"CartPole-v1": {"ratio": "fast"}, "Acrobot-v1": 3}}'
+    )  # unusable
     plot_results.main(
-        [str(tmp_path / "runs"), "--out", str(out), "--env-timing", str(tmp_path / "timing.json"), "--force"]
+        [
+            str(tmp_path / "runs"),
+            "--out",
+            str(out),
+            "--env-timing",
+            str(tmp_path / "timing.json"),
+            "--force",
+        ]
     )
-    drawn = {"exp2_rollout_update.png", "exp7_backends.png"}  # exp7: CartPole-v1 on gymnax, default modes, sync on
+    drawn = {
+        "exp2_rollout_update.png",
+        "exp7_backends.png",
+    }  # exp7: CartPole-v1 on gymnax, default modes, sync on
     assert {p.name for p in out.glob("*.png")} == drawn | {"my_own.png"}
     assert (out / "exp2_rollout_update.png").read_bytes() != b"old"
     report = (out / "REPORT.md").read_text()
     for name in ALL_FIGURES - drawn:
-        assert f"{name} skipped" in report and f"{name} removed" in report and f"]({name})" not in report
+        assert (
+            f"{name} skipped" in report
+            and f"{name} removed" in report
+            and f"]({name})" not in report
+        )
     assert "exp1_total.png removed" in capsys.readouterr().out
     speedups = pd.read_csv(out / "speedups.csv")
-    assert set(speedups["metric"]) == {"rollout", "update"} and set(speedups["experiment"]) == {"exp2", "exp7"}
+    assert set(speedups["metric"]) == {"rollout", "update"} and set(speedups["experiment"]) == {
+        "exp2",
+        "exp7",
+    }
 
 
 def test_no_figures_removes_the_figures_of_an_earlier_call(study_out, tmp_path):
@@ -616,7 +751,9 @@ def test_no_figures_removes_the_figures_of_an_earlier_call(study_out, tmp_path):
     again = tmp_path / "again"
     again.mkdir()
     (again / "exp1_total.png").write_bytes(b"old")
-    plot_results.main(["--csv", str(out / "runs.csv"), "--out", str(again), "--no-figures", "--force"])
+    plot_results.main(
+        ["--csv", str(out / "runs.csv"), "--out", str(again), "--no-figures", "--force"]
+    )
     assert not (again / "exp1_total.png").exists()
     assert "exp1_total.png removed" in (again / "REPORT.md").read_text()
 
@@ -624,7 +761,16 @@ def test_no_figures_removes_the_figures_of_an_earlier_call(study_out, tmp_path):
 def test_no_completed_run_writes_nothing(tmp_path, capsys):
     """An empty (or wrong) runs folder: exit 2, one line, --out and the README untouched."""
     (tmp_path / "runs").mkdir()
-    write_run(tmp_path / "runs", "CartPole-v1", "linen", "small", "jit", 1, sync=False, status="interrupted")
+    write_run(
+        tmp_path / "runs",
+        "CartPole-v1",
+        "linen",
+        "small",
+        "jit",
+        1,
+        sync=False,
+        status="interrupted",
+    )
     readme = tmp_path / "README.md"
     start, end = README_MARKERS
     readme.write_text(f"# title\n{start}\nold numbers\n{end}\n")
@@ -634,10 +780,16 @@ def test_no_completed_run_writes_nothing(tmp_path, capsys):
             (out / "speedups.csv").write_text("old")
         capsys.readouterr()
         with pytest.raises(SystemExit) as exit_info:
-            plot_results.main([str(tmp_path / "runs"), "--out", str(out), "--update-readme", str(readme)])
+            plot_results.main(
+                [str(tmp_path / "runs"), "--out", str(out), "--update-readme", str(readme)]
+            )
         assert exit_info.value.code == 2
-        errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
-        assert len(errors) == 1 and "no completed run" in errors[0] and "nothing written" in errors[0]
+        errors = [
+            line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")
+        ]
+        assert (
+            len(errors) == 1 and "no completed run" in errors[0] and "nothing written" in errors[0]
+        )
     assert not (tmp_path / "new").exists()
     assert [p.name for p in (tmp_path / "old").iterdir()] == ["speedups.csv"]
     assert (tmp_path / "old" / "speedups.csv").read_text() == "old"
@@ -652,7 +804,9 @@ def test_the_readme_tables_are_never_replaced_by_empty_ones(tmp_path, capsys):
     start, end = README_MARKERS
     readme.write_text(f"# title\n{start}\nold numbers\n{end}\n")
     with pytest.raises(SystemExit) as exit_info:
-        plot_results.main([str(tmp_path / "runs"), "--out", str(tmp_path / "out"), "--update-readme", str(readme)])
+        plot_results.main(
+            [str(tmp_path / "runs"), "--out", str(tmp_path / "out"), "--update-readme", str(readme)]
+        )
     assert exit_info.value.code == 2 and "no pairs of runs" in capsys.readouterr().err
     assert readme.read_text() == f"# title\n{start}\nold numbers\n{end}\n"
     assert not (tmp_path / "out").exists()
@@ -664,9 +818,13 @@ def test_the_readme_tables_are_never_replaced_by_empty_ones(tmp_path, capsys):
 def test_experiment_folder_of_bench_sh_decides_membership(tmp_path):
     """bench.sh runs Acrobot-v1 small twice, into exp2/ and exp3/: each copy belongs to its own experiment."""
     for experiment in ("exp2", "exp3"):
-        run_dir = write_run(tmp_path / experiment, "Acrobot-v1", "linen", "small", "jit", 1, sync=True)["run_dir"]
+        run_dir = write_run(
+            tmp_path / experiment, "Acrobot-v1", "linen", "small", "jit", 1, sync=True
+        )["run_dir"]
         (tmp_path / "runs" / experiment).mkdir(parents=True)
-        run_dir.rename(tmp_path / "runs" / experiment / f"{run_dir.name}{experiment[-1]}")  # started at another time
+        run_dir.rename(
+            tmp_path / "runs" / experiment / f"{run_dir.name}{experiment[-1]}"
+        )  # started at another time
     plot_results.main([str(tmp_path / "runs"), "--out", str(tmp_path / "out"), "--no-figures"])
     summary = pd.read_csv(tmp_path / "out" / "summary.csv")
     assert sorted(summary["experiments"]) == ["exp2", "exp3"]
@@ -675,10 +833,14 @@ def test_experiment_folder_of_bench_sh_decides_membership(tmp_path):
 
 def test_bench_sh_folder_admits_envs_outside_the_experiment_matrix(tmp_path):
     """bench.sh --envs may sweep an env the study's experiment does not list: in its exp folder it still counts."""
-    swept = write_run(tmp_path / "tmp", "CartPole-v1", "linen", "small", "jit", 1, sync=True)["run_dir"]
+    swept = write_run(tmp_path / "tmp", "CartPole-v1", "linen", "small", "jit", 1, sync=True)[
+        "run_dir"
+    ]
     (tmp_path / "runs" / "exp3").mkdir(parents=True)
     swept.rename(tmp_path / "runs" / "exp3" / swept.name)
-    write_run(tmp_path / "runs" / "loose", "CartPole-v1", "linen", "large", "jit", 1, sync=True)  # no bench folder
+    write_run(
+        tmp_path / "runs" / "loose", "CartPole-v1", "linen", "large", "jit", 1, sync=True
+    )  # no bench folder
     plot_results.main([str(tmp_path / "runs"), "--out", str(tmp_path / "out"), "--no-figures"])
     summary = pd.read_csv(tmp_path / "out" / "summary.csv").set_index("model_size")
     assert summary.loc["small", "experiments"] == "exp3"
@@ -701,13 +863,19 @@ def test_rollout_and_update_pair_runs_within_one_experiment(tmp_path):
             factor=factor,
         )["run_dir"]
         (tmp_path / "runs" / experiment).mkdir(parents=True, exist_ok=True)
-        run_dir.rename(tmp_path / "runs" / experiment / f"{run_dir.name}{experiment[-1]}")  # started at another time
+        run_dir.rename(
+            tmp_path / "runs" / experiment / f"{run_dir.name}{experiment[-1]}"
+        )  # started at another time
     plot_results.main([str(tmp_path / "runs"), "--out", str(tmp_path / "out"), "--no-figures"])
     speedups = pd.read_csv(tmp_path / "out" / "speedups.csv").set_index(["metric", "experiment"])
     for metric in ("rollout", "update"):
         assert speedups.loc[(metric, "exp2"), "geomean"] == pytest.approx(1.25, rel=1e-6)
         assert speedups.loc[(metric, "exp3"), "geomean"] == pytest.approx(3.75, rel=1e-6)
-        assert speedups.loc[(metric, "exp2"), "n_pairs"] == speedups.loc[(metric, "exp3"), "n_pairs"] == 1
+        assert (
+            speedups.loc[(metric, "exp2"), "n_pairs"]
+            == speedups.loc[(metric, "exp3"), "n_pairs"]
+            == 1
+        )
     block = speedup_markdown(speedups.reset_index(), STUDY)
     assert block.count("**Rollout") == 2 and "(exp2: " in block and "(exp3: " in block
 
@@ -718,7 +886,15 @@ def test_update_readme_replaces_only_the_marked_block(study_out, tmp_path):
     start, end = README_MARKERS
     readme.write_text(f"# title\n{start}\nold numbers\n{end}\ntail\n")
     plot_results.main(
-        ["--csv", str(out / "runs.csv"), "--out", str(tmp_path / "out"), "--no-figures", "--update-readme", str(readme)]
+        [
+            "--csv",
+            str(out / "runs.csv"),
+            "--out",
+            str(tmp_path / "out"),
+            "--no-figures",
+            "--update-readme",
+            str(readme),
+        ]
     )
     text = readme.read_text()
     block = readme_markdown(pd.read_csv(out / "speedups.csv"), STUDY)
@@ -759,8 +935,13 @@ def test_previous_edition_side_by_side(study_out, tmp_path):
         & (now["size"] == "small")
         & (now["pair"] == "torch->linen")
     ].iloc[0]
-    assert f"{2 * row.geomean:.2f}× [–] → **{row.geomean:.2f}× [{row.ci_low:.2f}, {row.ci_high:.2f}]**" in edition
-    assert "torch → nnx" in edition and "equinox → linen" not in edition and "equinox → linen" in block
+    assert (
+        f"{2 * row.geomean:.2f}× [–] → **{row.geomean:.2f}× [{row.ci_low:.2f}, {row.ci_high:.2f}]**"
+        in edition
+    )
+    assert (
+        "torch → nnx" in edition and "equinox → linen" not in edition and "equinox → linen" in block
+    )
     # a table per experiment (and env backend) of the README's tables, each named
     names = [line for line in edition.splitlines() if line.startswith("*exp")]
     assert [name.split(":")[0] for name in names] == [
@@ -776,7 +957,9 @@ def test_previous_edition_of_before_the_backends(study_out, tmp_path):
     now = pd.read_csv(out / "speedups.csv")
     old = now[now["backend"] == "gymnax"].drop(columns="backend")
     old.to_csv(tmp_path / "previous.csv", index=False)
-    block = readme_markdown(now, STUDY, read_previous(str(tmp_path / "previous.csv"), SPEEDUP_COLUMNS), "old")
+    block = readme_markdown(
+        now, STUDY, read_previous(str(tmp_path / "previous.csv"), SPEEDUP_COLUMNS), "old"
+    )
     edition = block[block.index("**Since the previous edition**") :]
     names = [line for line in edition.splitlines() if line.startswith("*exp")]
     assert [name.split(":")[0] for name in names] == [f"*{exp}" for exp in STUDY.tables]
@@ -831,12 +1014,25 @@ def write_runs_csv(path: Path, runs: list[tuple[str, str, int, float]]) -> Path:
 
 def nnx_linen_total(tmp_path: Path, name: str, runs) -> pd.Series:
     out = tmp_path / name
-    plot_results.main(["--csv", str(write_runs_csv(tmp_path / f"{name}.csv", runs)), "--out", str(out), "--no-figures"])
+    plot_results.main(
+        [
+            "--csv",
+            str(write_runs_csv(tmp_path / f"{name}.csv", runs)),
+            "--out",
+            str(out),
+            "--no-figures",
+        ]
+    )
     speedups = pd.read_csv(out / "speedups.csv")
     return speedups[(speedups["metric"] == "total") & (speedups["pair"] == "nnx->linen")].iloc[0]
 
 
-ENV_RATIOS = {"CartPole-v1": 1.0, "Acrobot-v1": 1.5, "MountainCar-v0": 2.0, "DiscountingChain-bsuite": 3.0}
+ENV_RATIOS = {
+    "CartPole-v1": 1.0,
+    "Acrobot-v1": 1.5,
+    "MountainCar-v0": 2.0,
+    "DiscountingChain-bsuite": 3.0,
+}
 
 
 def test_duplicated_runs_do_not_narrow_the_interval(tmp_path):
@@ -851,7 +1047,10 @@ def test_duplicated_runs_do_not_narrow_the_interval(tmp_path):
             for seed in range(copies)
         ]
 
-    once, thrice = nnx_linen_total(tmp_path, "once", runs(1)), nnx_linen_total(tmp_path, "thrice", runs(3))
+    once, thrice = (
+        nnx_linen_total(tmp_path, "once", runs(1)),
+        nnx_linen_total(tmp_path, "thrice", runs(3)),
+    )
     assert (once["n_pairs"], thrice["n_pairs"]) == (4, 36)
     assert once["geomean"] == pytest.approx(thrice["geomean"], rel=1e-9)
     assert once["ci_high"] / once["ci_low"] > 1.5  # the envs differ: a wide interval
@@ -877,7 +1076,12 @@ def test_runs_within_an_env_widen_the_interval(tmp_path):
 
 def test_fewer_than_three_envs_give_no_interval(tmp_path):
     runs = [
-        (env, framework, seed, 10.0 * (ENV_RATIOS[env] if framework == "nnx" else 1.0) * (1.0 + 0.2 * seed))
+        (
+            env,
+            framework,
+            seed,
+            10.0 * (ENV_RATIOS[env] if framework == "nnx" else 1.0) * (1.0 + 0.2 * seed),
+        )
         for env in list(ENV_RATIOS)[:2]
         for framework in ("linen", "nnx")
         for seed in range(3)
@@ -891,7 +1095,9 @@ def test_fewer_than_three_envs_give_no_interval(tmp_path):
 
 
 # ------------------------------------------------------------------------------ the study and the readers
-FAKE_FRAMEWORK = '\n[frameworks.fake]\nscript = "ppo_fake.py"\ncompile = ["fast", "slow"]\ncolor = "#9467bd"\n'
+FAKE_FRAMEWORK = (
+    '\n[frameworks.fake]\nscript = "ppo_fake.py"\ncompile = ["fast", "slow"]\ncolor = "#9467bd"\n'
+)
 
 
 def test_a_fifth_framework_of_the_study_is_compared(tmp_path, monkeypatch):
@@ -901,17 +1107,24 @@ def test_a_fifth_framework_of_the_study_is_compared(tmp_path, monkeypatch):
     study._load.cache_clear()
     for env, (framework, mode) in itertools.product(ENV_FACTOR, [*DEFAULT_MODES, ("fake", "fast")]):
         write_run(tmp_path / "runs", env, framework, "small", mode, 1, sync=False)
-    write_run(tmp_path / "runs", "CartPole-v1", "fake", "small", "slow", 1, sync=True)  # exp2: every compile mode
+    write_run(
+        tmp_path / "runs", "CartPole-v1", "fake", "small", "slow", 1, sync=True
+    )  # exp2: every compile mode
     plot_results.main([str(tmp_path / "runs"), "--out", str(tmp_path / "out")])
     speedups = pd.read_csv(tmp_path / "out" / "speedups.csv")
     speedups = speedups[(speedups["metric"] == "steady") & (speedups["experiment"] == "exp1")]
     speedups = speedups.set_index("pair")["geomean"]
-    frameworks = [*STUDY.frameworks, "fake"]  # every pair A -> B with B listed first, in the study's order
+    frameworks = [
+        *STUDY.frameworks,
+        "fake",
+    ]  # every pair A -> B with B listed first, in the study's order
     assert list(speedups.index) == [f"{a}->{b}" for b, a in itertools.combinations(frameworks, 2)]
     assert speedups["fake->linen"] == pytest.approx(2.0, rel=1e-6)
     assert speedups["fake->torch"] == pytest.approx(0.4, rel=1e-6)
     summary = pd.read_csv(tmp_path / "out" / "summary.csv").set_index(["framework", "compile"])
-    assert set(summary.loc[("fake", "fast"), "experiments"]) == {"exp1 exp7"}  # exp7: its envs on gymnax
+    assert set(summary.loc[("fake", "fast"), "experiments"]) == {
+        "exp1 exp7"
+    }  # exp7: its envs on gymnax
     assert summary.loc[("fake", "slow"), "experiments"] == "exp2"
     assert (tmp_path / "out" / "exp1_total.png").exists()
     assert "fake → linen" in (tmp_path / "out" / "REPORT.md").read_text()
@@ -928,7 +1141,8 @@ def test_windows_come_from_the_study(tmp_path, monkeypatch):
         'warmup = { first = 1, last = 4, label = "iterations 1-4" }',
     )
     text = text.replace(
-        'steady = { first = 8, label = "iterations 8+" }', 'steady = { first = 5, label = "iterations 5+" }'
+        'steady = { first = 8, label = "iterations 8+" }',
+        'steady = { first = 5, label = "iterations 5+" }',
     )
     path.write_text(text)
     monkeypatch.setenv(study.PATH_VARIABLE, str(path))
@@ -937,9 +1151,15 @@ def test_windows_come_from_the_study(tmp_path, monkeypatch):
         run = write_run(tmp_path / "runs", "CartPole-v1", "linen", "small", "jit", 1, sync=True)
         plot_results.main([str(tmp_path / "runs"), "--out", str(tmp_path / "out"), "--no-figures"])
         summary = pd.read_csv(tmp_path / "out" / "summary.csv").iloc[0]
-        assert summary["iters5plus_s"] == pytest.approx(statistics.mean(run["iteration"][5:]), rel=1e-6)
-        assert summary["rollout5plus_s"] == pytest.approx(statistics.mean(run["rollout"][5:]), rel=1e-6)
-        assert "iterations 1-4 (s/iter)" not in (tmp_path / "out" / "REPORT.md").read_text()  # no exp1 runs
+        assert summary["iters5plus_s"] == pytest.approx(
+            statistics.mean(run["iteration"][5:]), rel=1e-6
+        )
+        assert summary["rollout5plus_s"] == pytest.approx(
+            statistics.mean(run["rollout"][5:]), rel=1e-6
+        )
+        assert (
+            "iterations 1-4 (s/iter)" not in (tmp_path / "out" / "REPORT.md").read_text()
+        )  # no exp1 runs
     finally:
         monkeypatch.undo()
         assert importlib.reload(benchmarks.common).STEADY_FROM == STUDY.steady.first
@@ -952,14 +1172,20 @@ def test_one_reader_of_run_folders(tmp_path):
 
     analysis_code = [ROOT / "plot_results.py", *sorted((ROOT / "analysis").glob("*.py"))]
     for path in (*analysis_code, ROOT / "benchmarks" / "common.py"):
-        assert "EventAccumulator" not in path.read_text() and "SummaryReader" not in path.read_text(), path
+        assert (
+            "EventAccumulator" not in path.read_text() and "SummaryReader" not in path.read_text()
+        ), path
     assert "runlog.read_completed_run(" in (ROOT / "analysis" / "loading.py").read_text()
     assert not any("read_json(" in path.read_text() for path in analysis_code)
     run = write_run(tmp_path / "runs", "CartPole-v1", "linen", "small", "jit", 1, sync=True)
     series = benchmarks.common.run_series(run["run_dir"])["series"]
     np.testing.assert_allclose(series["time/iteration"], run["iteration"], rtol=1e-6)
-    np.testing.assert_allclose(series["charts/episodic_return"], [20.0, 50.0, 80.0])  # iterations 2, 5, 8
-    assert benchmarks.common.steady_mean({"series": series}) == pytest.approx(run["steady"], rel=1e-6)
+    np.testing.assert_allclose(
+        series["charts/episodic_return"], [20.0, 50.0, 80.0]
+    )  # iterations 2, 5, 8
+    assert benchmarks.common.steady_mean({"series": series}) == pytest.approx(
+        run["steady"], rel=1e-6
+    )
 
 
 # ------------------------------------------------------------------------------ speedup against env cost
@@ -984,39 +1210,64 @@ def test_the_expensive_envs_are_on_the_env_cost_axis(study_out):
     an = analysis_of(out / "runs.csv", out.parent / "timing.json")
     total = figures.fig_total(an, "exp1")
     every_cost = {1.0, 2.0, 3.0} | set(CONTINUOUS_COST.values()) | set(EXPENSIVE_COST.values())
-    assert every_cost | set(ENVPOOL_COST.values()) == scatter_x(total.axes[1])  # exp1's, exp6's, exp5's, exp7's, exp8's
+    assert every_cost | set(ENVPOOL_COST.values()) == scatter_x(
+        total.axes[1]
+    )  # exp1's, exp6's, exp5's, exp7's, exp8's
     against = figures.fig_speedup_vs_env_cost(an)
-    assert set(EXPENSIVE_COST.values()) | set(CONTINUOUS_COST.values()) < scatter_x(against.axes[0])  # total, small
+    assert set(EXPENSIVE_COST.values()) | set(CONTINUOUS_COST.values()) < scatter_x(
+        against.axes[0]
+    )  # total, small
     report = (out / "REPORT.md").read_text()
     assert "](speedup_vs_env_cost.png)" in report and "## Speedup against env cost" in report
     env_rows = report.split("## Environment complexity")[1]
     for env in [*EXPENSIVE_FACTOR, *CONTINUOUS_FACTOR]:
         assert f"| {env} " in env_rows
-    assert "| 2,000× " in env_rows and "| 500× " in env_rows and "e+0" not in env_rows  # costs, not 2e+03
+    assert (
+        "| 2,000× " in env_rows and "| 500× " in env_rows and "e+0" not in env_rows
+    )  # costs, not 2e+03
     table = pd.read_csv(out / "env_cost.csv").set_index(["metric", "size", "pair"])
     assert list(table.reset_index().columns) == ENV_COST_COLUMNS
     # 3 envs of exp1 (CartPole twice: 2 tags) + 2 of exp5 + 4 of exp6 + exp7's (exp1's 4 again, 3 on envpool)
     # + 2 of exp8
-    n_envs = 4 + len(EXPENSIVE_FACTOR) + len(CONTINUOUS_FACTOR) + (4 + len(ENV_FACTOR)) + len(MUJOCO_FACTOR)
+    n_envs = (
+        4
+        + len(EXPENSIVE_FACTOR)
+        + len(CONTINUOUS_FACTOR)
+        + (4 + len(ENV_FACTOR))
+        + len(MUJOCO_FACTOR)
+    )
     assert table.loc[("total", "small", "nnx->linen"), "n_envs"] == n_envs
-    assert table.loc[("total", "large", "nnx->linen"), "trend"].startswith("too few envs")  # exp1's 3 envs
+    assert table.loc[("total", "large", "nnx->linen"), "trend"].startswith(
+        "too few envs"
+    )  # exp1's 3 envs
 
 
 def cost_study(tmp_path: Path, ratio: dict, name: str = "cost") -> tuple[Path, Path]:
     """exp1 and exp5 runs of linen and nnx (two seeds) with nnx -> linen = ratio[env] in total time, and an env timing
     where the envs cost 1.5^i in the order of `ratio`; returns (runs.csv, timing.json)."""
     runs = [
-        (env, framework, seed, 10.0 * (ratio[env] if framework == "nnx" else 1.0) * (1.0 + 0.01 * seed))
+        (
+            env,
+            framework,
+            seed,
+            10.0 * (ratio[env] if framework == "nnx" else 1.0) * (1.0 + 0.01 * seed),
+        )
         for env in ratio
         for framework in ("linen", "nnx")
         for seed in (1, 2)
     ]
     timing = tmp_path / f"{name}_timing.json"
-    timing.write_text(json.dumps({"device": "cpu", "envs": {env: {"ratio": 1.5**i} for i, env in enumerate(ratio)}}))
+    timing.write_text(
+        json.dumps(
+            {"device": "cpu", "envs": {env: {"ratio": 1.5**i} for i, env in enumerate(ratio)}}
+        )
+    )
     return write_runs_csv(tmp_path / f"{name}.csv", runs), timing
 
 
-def env_cost_row(tmp_path: Path, ratio: dict, name: str = "cost", metric: str = "total") -> pd.Series:
+def env_cost_row(
+    tmp_path: Path, ratio: dict, name: str = "cost", metric: str = "total"
+) -> pd.Series:
     runs_csv, timing = cost_study(tmp_path, ratio, name)
     out = tmp_path / name
     plot_results.main(["--csv", str(runs_csv), "--env-timing", str(timing), "--out", str(out)])
@@ -1037,7 +1288,9 @@ def test_a_speedup_that_falls_with_env_cost(tmp_path):
     assert "ρ **-1.00** [-1.00, -1.00]" in report and envs in report
     assert (tmp_path / "cost" / "speedup_vs_env_cost.png").exists()
     steady = pd.read_csv(tmp_path / "cost" / "env_cost.csv").query("metric == 'steady'").iloc[0]
-    assert math.isnan(steady["rho"]) and steady["trend"].startswith("no correlation")  # every iteration took 0.1 s
+    assert math.isnan(steady["rho"]) and steady["trend"].startswith(
+        "no correlation"
+    )  # every iteration took 0.1 s
 
 
 def test_a_speedup_without_a_trend(tmp_path):
@@ -1048,9 +1301,13 @@ def test_a_speedup_without_a_trend(tmp_path):
 
 
 def test_too_few_envs_give_no_correlation(tmp_path):
-    ratio = {env: 3.0 - 0.1 * i for i, env in enumerate(STUDY.envs[: stats.MIN_CORRELATION_ENVS - 1])}
+    ratio = {
+        env: 3.0 - 0.1 * i for i, env in enumerate(STUDY.envs[: stats.MIN_CORRELATION_ENVS - 1])
+    }
     row = env_cost_row(tmp_path, ratio)
-    assert row["n_envs"] == 4 and all(math.isnan(row[c]) for c in ("rho", "rho_low", "rho_high", "slope"))
+    assert row["n_envs"] == 4 and all(
+        math.isnan(row[c]) for c in ("rho", "rho_low", "rho_high", "slope")
+    )
     assert row["trend"] == "too few envs (under 5)"
     assert "– (4 envs: too few envs (under 5))" in (tmp_path / "cost" / "REPORT.md").read_text()
 
@@ -1060,13 +1317,21 @@ def test_no_env_timing_no_correlation(tmp_path):
     plot_results.main(["--csv", str(runs_csv), "--out", str(tmp_path / "out")])
     assert pd.read_csv(tmp_path / "out" / "env_cost.csv").empty
     report = (tmp_path / "out" / "REPORT.md").read_text()
-    assert "no env costs to correlate with" in report and "speedup_vs_env_cost.png skipped: no env timing" in report
+    assert (
+        "no env costs to correlate with" in report
+        and "speedup_vs_env_cost.png skipped: no env timing" in report
+    )
 
 
 def test_cost_correlation_by_hand():
-    cost, speedup = np.array([1.0, 10.0, 100.0, 1000.0, 10000.0]), np.array([4.0, 2.0, 1.0, 0.5, 0.25])
+    cost, speedup = (
+        np.array([1.0, 10.0, 100.0, 1000.0, 10000.0]),
+        np.array([4.0, 2.0, 1.0, 0.5, 0.25]),
+    )
     result = stats.cost_correlation(cost, speedup)
-    assert result["rho"] == pytest.approx(-1.0) and 10 ** result["slope"] == pytest.approx(0.5)  # halves per 10x cost
+    assert result["rho"] == pytest.approx(-1.0) and 10 ** result["slope"] == pytest.approx(
+        0.5
+    )  # halves per 10x cost
     rising = stats.cost_correlation(cost, speedup[::-1])
     assert rising["rho"] == pytest.approx(1.0) and rising["rho_low"] == pytest.approx(1.0)
     assert math.isnan(stats.cost_correlation(cost[:4], speedup[:4])["rho"])
@@ -1080,7 +1345,11 @@ def drawn(fig, gid: str) -> list[float]:
     values = []
     for collection in (c for ax in fig.axes for c in ax.collections if c.get_gid() == gid):
         if gid == INTERVAL_GID:
-            values += [float(y) for segment in collection.get_segments() for y in (segment[0][1], segment[1][1])]
+            values += [
+                float(y)
+                for segment in collection.get_segments()
+                for y in (segment[0][1], segment[1][1])
+            ]
         else:
             values += [float(y) for y in collection.get_offsets()[:, 1]]
     return sorted(values)
@@ -1110,7 +1379,9 @@ def test_speedup_figures_draw_the_intervals_the_tables_print(study_out, kind, ow
     r = analysis_of(out / "runs.csv", out.parent / "timing.json")
     fig = figures.KINDS[kind].draw(r, owner)
     table = pd.read_csv(out / "speedups.csv")
-    ends, geomeans = table_values(table[table["metric"].isin(metrics) & (table["experiment"] == owner)])
+    ends, geomeans = table_values(
+        table[table["metric"].isin(metrics) & (table["experiment"] == owner)]
+    )
     assert len(ends) >= 4 and drawn(fig, INTERVAL_GID) == pytest.approx(ends, rel=1e-12)
     assert drawn(fig, CENTRE_GID) == pytest.approx(geomeans, rel=1e-12)
     assert not [p for ax in fig.axes for p in ax.patches]  # no boxes
@@ -1175,13 +1446,23 @@ def test_the_experiments_roles_come_from_the_study(tmp_path, monkeypatch):
         for framework, mode in MODES:
             write_run(root, "CartPole-v1", framework, "small", mode, 1, sync=True)
             write_run(root, "Acrobot-v1", framework, "large", mode, 1, sync=True)
-        for env, (framework, mode), sync in itertools.product(EXPENSIVE_FACTOR, DEFAULT_MODES, (False, True)):
+        for env, (framework, mode), sync in itertools.product(
+            EXPENSIVE_FACTOR, DEFAULT_MODES, (False, True)
+        ):
             write_run(root, env, framework, "small", mode, 1, sync=sync)
-        for env, (framework, mode), sync in itertools.product(CONTINUOUS_FACTOR, DEFAULT_MODES, (False, True)):
+        for env, (framework, mode), sync in itertools.product(
+            CONTINUOUS_FACTOR, DEFAULT_MODES, (False, True)
+        ):
             write_run(root, env, framework, "small", mode, 1, sync=sync)
         out = tmp_path / "out"
         plot_results.main(
-            [str(root), "--out", str(out), "--env-timing", str(write_timing(tmp_path / "timing.json"))]
+            [
+                str(root),
+                "--out",
+                str(out),
+                "--env-timing",
+                str(write_timing(tmp_path / "timing.json")),
+            ]
             + ["--readme-block", str(tmp_path / "block.md")]
         )
     finally:
@@ -1201,24 +1482,45 @@ def test_the_experiments_roles_come_from_the_study(tmp_path, monkeypatch):
         "backends_speedups.png",
     }
     speedups = pd.read_csv(out / "speedups.csv")
-    assert set(speedups["experiment"]) == {"overall", "rollout", "sizes", "craftax", "continuous", "backends"}
+    assert set(speedups["experiment"]) == {
+        "overall",
+        "rollout",
+        "sizes",
+        "craftax",
+        "continuous",
+        "backends",
+    }
     summary = pd.read_csv(out / "summary.csv")
     assert "overall backends platforms" in set(summary["experiments"])
     block, report = (tmp_path / "block.md").read_text(), (out / "REPORT.md").read_text()
-    assert "(overall: " in block and "(continuous: " in block and "(backends: " in block and "(craftax: " not in block
-    assert "### Total-time speedups per tag (platforms)" in report and "## Iteration windows (overall," in report
+    assert (
+        "(overall: " in block
+        and "(continuous: " in block
+        and "(backends: " in block
+        and "(craftax: " not in block
+    )
+    assert (
+        "### Total-time speedups per tag (platforms)" in report
+        and "## Iteration windows (overall," in report
+    )
     assert not re.search(r"\bexp\d", block + report)
 
 
 @pytest.mark.parametrize(
     "old,new,named",
     [
-        ('figures = ["compile_modes"]', 'figures = ["compile_mode"]', "'compile_mode'; valid: total"),
+        (
+            'figures = ["compile_modes"]',
+            'figures = ["compile_mode"]',
+            "'compile_mode'; valid: total",
+        ),
         ('figures = ["compile_modes"]', 'figures = ["tags"]', "lists figure 'tags'"),
         ('figures = ["compile_modes"]', 'figures = ["steady_speedups"]', "listed by exp1 and exp3"),
     ],
 )
-def test_a_figure_the_analysis_cannot_draw_is_refused(tmp_path, monkeypatch, capsys, old, new, named):
+def test_a_figure_the_analysis_cannot_draw_is_refused(
+    tmp_path, monkeypatch, capsys, old, new, named
+):
     text = study.DEFAULT_PATH.read_text()
     assert old in text
     (tmp_path / "study.toml").write_text(text.replace(old, new))
@@ -1226,7 +1528,14 @@ def test_a_figure_the_analysis_cannot_draw_is_refused(tmp_path, monkeypatch, cap
     study._load.cache_clear()
     try:
         with pytest.raises(SystemExit) as exit_info:
-            plot_results.main(["--csv", str(write_runs_csv(tmp_path / "a.csv", [])), "--out", str(tmp_path / "out")])
+            plot_results.main(
+                [
+                    "--csv",
+                    str(write_runs_csv(tmp_path / "a.csv", [])),
+                    "--out",
+                    str(tmp_path / "out"),
+                ]
+            )
     finally:
         study._load.cache_clear()
     errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]

@@ -19,10 +19,17 @@ import plot_results
 from helpers import STUDY
 
 ENVS = ["CartPole-v1", "Acrobot-v1", "MountainCar-v0", "DiscountingChain-bsuite"]
-NNX_RATIO = {"CartPole-v1": 1.0, "Acrobot-v1": 1.5, "MountainCar-v0": 2.0, "DiscountingChain-bsuite": 3.0}
+NNX_RATIO = {
+    "CartPole-v1": 1.0,
+    "Acrobot-v1": 1.5,
+    "MountainCar-v0": 2.0,
+    "DiscountingChain-bsuite": 3.0,
+}
 
 
-def csv_run(env, framework, seed, iterations=10, batch=BATCH, tag="t", host="h", completed=None) -> list[dict]:
+def csv_run(
+    env, framework, seed, iterations=10, batch=BATCH, tag="t", host="h", completed=None
+) -> list[dict]:
     """The rows of one exp1 run in a runs.csv: every iteration takes 0.1 s; nnx is NNX_RATIO[env] times slower."""
     total = 10.0 * (NNX_RATIO[env] if framework == "nnx" else 1.0) * (1.0 + 0.1 * seed)
     start = f"2025-01-01T00:00:00 {env} {framework} {seed} {iterations} {batch}"  # a start time of its own
@@ -59,7 +66,12 @@ def write_csv(path: Path, runs: list[list[dict]]) -> Path:
 
 
 def linen_nnx(envs, seeds=(1, 2), **options) -> list[list[dict]]:
-    return [csv_run(env, fw, seed, **options) for env in envs for fw in ("linen", "nnx") for seed in seeds]
+    return [
+        csv_run(env, fw, seed, **options)
+        for env in envs
+        for fw in ("linen", "nnx")
+        for seed in seeds
+    ]
 
 
 class Outcome(NamedTuple):
@@ -78,11 +90,17 @@ def analyse(capsys, *args) -> Outcome:
         code = e.code
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err
-    return Outcome(code, [line for line in captured.err.splitlines() if line.startswith("error:")], captured.out)
+    return Outcome(
+        code,
+        [line for line in captured.err.splitlines() if line.startswith("error:")],
+        captured.out,
+    )
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
 
 
 def leftovers(folder: Path) -> list[str]:
@@ -96,13 +114,20 @@ def full_out(tmp_path, capsys) -> Path:
     """A results folder of 4 envs (16 runs), with a figure of this tool and files that are not its own."""
     out = tmp_path / "results"
     code, _, _ = analyse(
-        capsys, "--csv", write_csv(tmp_path / "all.csv", linen_nnx(ENVS)), "--out", out, "--no-figures"
+        capsys,
+        "--csv",
+        write_csv(tmp_path / "all.csv", linen_nnx(ENVS)),
+        "--out",
+        out,
+        "--no-figures",
     )
     assert code == 0
     (out / "exp1_total.png").write_bytes(b"a figure of an earlier call")
     (out / "README.md").write_text("my reading of these results\n")
     (out / "runs").mkdir()
-    (out / "runs" / "config.json").write_text("{not a run of this study")  # e.g. the run folders themselves
+    (out / "runs" / "config.json").write_text(
+        "{not a run of this study"
+    )  # e.g. the run folders themselves
     return out
 
 
@@ -113,13 +138,17 @@ def test_out_holding_more_runs_is_refused_and_left_whole(full_out, tmp_path, cap
     fewer = write_csv(tmp_path / "fewer.csv", linen_nnx(ENVS[:1]))
     code, errors, _ = analyse(capsys, "--csv", fewer, "--out", full_out, "--no-figures")
     assert code == 2 and len(errors) == 1
-    assert str(full_out) in errors[0] and "--force" in errors[0] and "12 of its 16 runs" in errors[0]
+    assert (
+        str(full_out) in errors[0] and "--force" in errors[0] and "12 of its 16 runs" in errors[0]
+    )
     assert snapshot(full_out) == before and leftovers(full_out) == []
 
     code, errors, _ = analyse(capsys, "--csv", fewer, "--out", full_out, "--no-figures", "--force")
     assert code == 0 and errors == []
     assert len(pd.read_csv(full_out / "summary.csv")) == 4
-    assert not (full_out / "exp1_total.png").exists()  # this tool's stale figure, replaced by nothing
+    assert not (
+        full_out / "exp1_total.png"
+    ).exists()  # this tool's stale figure, replaced by nothing
     after = snapshot(full_out)
     assert all(after[name] == before[name] for name in ("README.md", "runs/config.json"))
     assert leftovers(full_out) == []
@@ -130,7 +159,9 @@ def test_out_holding_figures_this_call_does_not_draw_is_refused(full_out, tmp_pa
     before = snapshot(full_out)
     again = write_csv(tmp_path / "again.csv", linen_nnx(ENVS))
     code, errors, _ = analyse(capsys, "--csv", again, "--out", full_out, "--no-figures")
-    assert code == 2 and len(errors) == 1 and "exp1_total.png" in errors[0] and "--force" in errors[0]
+    assert (
+        code == 2 and len(errors) == 1 and "exp1_total.png" in errors[0] and "--force" in errors[0]
+    )
     assert snapshot(full_out) == before
     assert analyse(capsys, "--csv", again, "--out", full_out, "--no-figures", "--force")[0] == 0
 
@@ -157,7 +188,9 @@ def test_a_speedups_csv_of_before_the_backends_is_read_as_gymnax(full_out, tmp_p
 
     speedups = pd.read_csv(full_out / "speedups.csv")
     extra = speedups.iloc[:1].assign(pair="torch->linen")  # a pair these runs do not have
-    pd.concat([speedups, extra]).drop(columns="backend").to_csv(full_out / "speedups.csv", index=False)
+    pd.concat([speedups, extra]).drop(columns="backend").to_csv(
+        full_out / "speedups.csv", index=False
+    )
     code, errors, _ = analyse(capsys, "--csv", again, "--out", full_out, "--no-figures")
     assert code == 2 and "speedups.csv" in errors[0] and "--force" in errors[0]
 
@@ -166,8 +199,15 @@ def test_an_unreadable_table_in_out_is_not_replaced_silently(full_out, tmp_path,
     (full_out / "exp1_total.png").unlink()
     (full_out / "summary.csv").write_bytes(bytes(range(256)))
     before = snapshot(full_out)
-    code, errors, _ = analyse(capsys, "--csv", write_csv(tmp_path / "a.csv", linen_nnx(ENVS)), "--out", full_out)
-    assert code == 2 and "summary.csv" in errors[0] and "--force" in errors[0] and snapshot(full_out) == before
+    code, errors, _ = analyse(
+        capsys, "--csv", write_csv(tmp_path / "a.csv", linen_nnx(ENVS)), "--out", full_out
+    )
+    assert (
+        code == 2
+        and "summary.csv" in errors[0]
+        and "--force" in errors[0]
+        and snapshot(full_out) == before
+    )
 
 
 def test_an_interrupted_analysis_leaves_out_as_it_was(full_out, tmp_path, capsys, monkeypatch):
@@ -197,10 +237,20 @@ def test_out_that_is_a_file_is_refused(tmp_path, capsys):
 def test_a_new_out_is_created_whole_with_the_usual_permissions(tmp_path, capsys):
     out = tmp_path / "deep" / "new"
     assert (
-        analyse(capsys, "--csv", write_csv(tmp_path / "a.csv", linen_nnx(ENVS)), "--out", out, "--no-figures")[0] == 0
+        analyse(
+            capsys,
+            "--csv",
+            write_csv(tmp_path / "a.csv", linen_nnx(ENVS)),
+            "--out",
+            out,
+            "--no-figures",
+        )[0]
+        == 0
     )
     assert {p.name for p in out.iterdir()} == {*plot_results.TABLES, "REPORT.md"}
-    assert {"runs.csv", "summary.csv", "speedups.csv", "env_cost.csv", "learning.csv"} <= set(plot_results.TABLES)
+    assert {"runs.csv", "summary.csv", "speedups.csv", "env_cost.csv", "learning.csv"} <= set(
+        plot_results.TABLES
+    )
     umask = os.umask(0)
     os.umask(umask)
     assert out.stat().st_mode & 0o777 == 0o777 & ~umask and leftovers(out) == []
@@ -210,7 +260,9 @@ def test_a_new_out_is_created_whole_with_the_usual_permissions(tmp_path, capsys)
 def write_tagged(root: Path, tag: str) -> list[Path]:
     """exp1 runs of linen and nnx on three envs under one tag; the folder names repeat under every root."""
     return [
-        write_run(root, env, framework, "small", STUDY.default_compile(framework), 1, sync=False, tag=tag)["run_dir"]
+        write_run(
+            root, env, framework, "small", STUDY.default_compile(framework), 1, sync=False, tag=tag
+        )["run_dir"]
         for env, framework in itertools.product(ENVS[:3], ("linen", "nnx"))
     ]
 
@@ -223,7 +275,9 @@ def test_runs_of_other_tags_sharing_a_folder_name_are_all_kept(tmp_path, capsys)
     summary = pd.read_csv(out / "summary.csv")
     assert len(summary) == 12 and summary.groupby("tag").size().to_dict() == {"linux": 6, "mac": 6}
     speedups = pd.read_csv(out / "speedups.csv").set_index(["metric", "experiment", "pair"])
-    assert speedups.loc[("total", "exp1", "nnx->linen"), "n_clusters"] == 6  # 3 envs under each of 2 tags
+    assert (
+        speedups.loc[("total", "exp1", "nnx->linen"), "n_clusters"] == 6
+    )  # 3 envs under each of 2 tags
 
 
 def test_the_same_run_given_twice_is_kept_once(tmp_path, capsys):
@@ -232,7 +286,9 @@ def test_the_same_run_given_twice_is_kept_once(tmp_path, capsys):
     first = tmp_path / "first"
     assert analyse(capsys, tmp_path / "a", "--out", first, "--no-figures")[0] == 0
     out = tmp_path / "out"
-    outcome = analyse(capsys, tmp_path / "a", "--csv", first / "runs.csv", "--out", out, "--no-figures")
+    outcome = analyse(
+        capsys, tmp_path / "a", "--csv", first / "runs.csv", "--out", out, "--no-figures"
+    )
     assert outcome.code == 0 and "6 runs were given more than once" in outcome.stdout
     assert len(pd.read_csv(out / "summary.csv")) == 6
     assert (out / "speedups.csv").read_text() == (first / "speedups.csv").read_text()
@@ -245,10 +301,20 @@ def test_runs_of_other_lengths_or_batch_sizes_are_never_pooled(tmp_path, capsys)
     and REPORT.md says what was left out and why."""
     runs = linen_nnx(ENVS[:3])  # 12 pairs
     runs += linen_nnx(ENVS[:1], seeds=(3,), iterations=20)  # 1 pair of another length
-    runs += [csv_run(ENVS[3], "linen", 1), csv_run(ENVS[3], "nnx", 1, batch=2 * BATCH)]  # no partner
+    runs += [
+        csv_run(ENVS[3], "linen", 1),
+        csv_run(ENVS[3], "nnx", 1, batch=2 * BATCH),
+    ]  # no partner
     out = tmp_path / "out"
-    assert analyse(capsys, "--csv", write_csv(tmp_path / "runs.csv", runs), "--out", out, "--no-figures")[0] == 0
-    cell = pd.read_csv(out / "speedups.csv").set_index(["metric", "pair"]).loc[("total", "nnx->linen")]
+    assert (
+        analyse(
+            capsys, "--csv", write_csv(tmp_path / "runs.csv", runs), "--out", out, "--no-figures"
+        )[0]
+        == 0
+    )
+    cell = (
+        pd.read_csv(out / "speedups.csv").set_index(["metric", "pair"]).loc[("total", "nnx->linen")]
+    )
     assert (cell["n_pairs"], cell["n_clusters"]) == (12, 3)
     report = (out / "REPORT.md").read_text()
     assert "12 pairs / 3 envs" in report and "13 pairs" not in report and "4 envs" not in report
@@ -259,16 +325,32 @@ def test_runs_of_other_lengths_or_batch_sizes_are_never_pooled(tmp_path, capsys)
         if line.startswith("| ")
     }
     assert "not pooled" in rows["CartPole-v1 20"] and "1 linen, 1 nnx" in rows["CartPole-v1 20"]
-    assert "unpaired" in rows[f"{ENVS[3]} 10"] and re.search(rf"\|\s+{2 * BATCH}\s+\|\s+1 nnx", left_out)
+    assert "unpaired" in rows[f"{ENVS[3]} 10"] and re.search(
+        rf"\|\s+{2 * BATCH}\s+\|\s+1 nnx", left_out
+    )
     assert "CartPole-v1 10" not in rows  # the pooled runs are not listed
 
 
 def test_a_completed_run_with_no_iterations_is_skipped_with_its_reason(tmp_path, capsys):
     """summary.json says completed with 0 iterations (its events hold 11): an error, not data."""
     for framework in ("linen", "nnx"):
-        write_run(tmp_path / "runs", "CartPole-v1", framework, "small", STUDY.default_compile(framework), 1, sync=False)
-    broken = write_run(tmp_path / "runs", "Acrobot-v1", "linen", "small", "jit", 1, sync=False)["run_dir"]
-    summary = (broken / "summary.json").read_text().replace('"iterations_completed": 11', '"iterations_completed": 0')
+        write_run(
+            tmp_path / "runs",
+            "CartPole-v1",
+            framework,
+            "small",
+            STUDY.default_compile(framework),
+            1,
+            sync=False,
+        )
+    broken = write_run(tmp_path / "runs", "Acrobot-v1", "linen", "small", "jit", 1, sync=False)[
+        "run_dir"
+    ]
+    summary = (
+        (broken / "summary.json")
+        .read_text()
+        .replace('"iterations_completed": 11', '"iterations_completed": 0')
+    )
     (broken / "summary.json").write_text(summary)
     out = tmp_path / "out"
     assert analyse(capsys, tmp_path / "runs", "--out", out, "--no-figures")[0] == 0
@@ -280,9 +362,21 @@ def test_a_completed_run_with_no_iterations_is_skipped_with_its_reason(tmp_path,
 # ------------------------------------------------------------------- issue 25, item 11: two events files
 def test_a_run_folder_with_two_events_files_is_skipped_with_its_reason(tmp_path, capsys):
     for framework in ("linen", "nnx"):
-        write_run(tmp_path / "runs", "CartPole-v1", framework, "small", STUDY.default_compile(framework), 1, sync=False)
-    doubled = write_run(tmp_path / "runs", "Acrobot-v1", "linen", "small", "jit", 1, sync=False)["run_dir"]
-    writer = SummaryWriter(str(doubled), filename_suffix=".second")  # a second writer in the same folder
+        write_run(
+            tmp_path / "runs",
+            "CartPole-v1",
+            framework,
+            "small",
+            STUDY.default_compile(framework),
+            1,
+            sync=False,
+        )
+    doubled = write_run(tmp_path / "runs", "Acrobot-v1", "linen", "small", "jit", 1, sync=False)[
+        "run_dir"
+    ]
+    writer = SummaryWriter(
+        str(doubled), filename_suffix=".second"
+    )  # a second writer in the same folder
     writer.add_scalar("time/iteration", 1.0, BATCH)
     writer.close()
     assert len(list(doubled.glob("events.out.tfevents.*"))) == 2
@@ -323,7 +417,11 @@ def test_a_table_with_words_for_numbers_is_one_line_and_exit_2(tmp_path, capsys,
     table = pd.read_csv(source).astype({column: object})
     table.loc[1, column] = "fast"
     table.to_csv(tmp_path / "bad.csv", index=False)
-    inputs = ["--csv", tmp_path / "bad.csv"] if flag == "--csv" else ["--csv", good, "--previous", tmp_path / "bad.csv"]
+    inputs = (
+        ["--csv", tmp_path / "bad.csv"]
+        if flag == "--csv"
+        else ["--csv", good, "--previous", tmp_path / "bad.csv"]
+    )
     code, errors, _ = analyse(capsys, *inputs, "--out", tmp_path / "out", "--no-figures")
     assert code == 2 and len(errors) == 1 and "'fast'" in errors[0] and column in errors[0]
     assert not (tmp_path / "out").exists()

@@ -19,7 +19,9 @@ def test_the_env_timing_bench_sh_wrote_in_the_runs_folder_is_used(tmp_path, caps
     runs = sweep(tmp_path / "runs")
     write_timing(runs / "env_timing.json")
     (tmp_path / "empty").mkdir()  # a first RUNS_DIR without one
-    plot_results.main([str(tmp_path / "empty"), str(runs), "--out", str(tmp_path / "out"), "--no-figures"])
+    plot_results.main(
+        [str(tmp_path / "empty"), str(runs), "--out", str(tmp_path / "out"), "--no-figures"]
+    )
     summary = pd.read_csv(tmp_path / "out" / "summary.csv")
     assert summary["env_cost"].notna().all() and set(summary["env_cost"]) == {1.0, 2.0, 3.0}
     assert f"env costs from {runs / 'env_timing.json'}" in capsys.readouterr().out

@@ -12,7 +12,9 @@ import pytest
 from helpers import ROOT, STUDY, TINY, run_script
 
 FRAMEWORKS = list(STUDY.frameworks)
-FIRST_FAST = [pytest.param(f, marks=() if i == 0 else pytest.mark.slow) for i, f in enumerate(FRAMEWORKS)]
+FIRST_FAST = [
+    pytest.param(f, marks=() if i == 0 else pytest.mark.slow) for i, f in enumerate(FRAMEWORKS)
+]
 SCALARS = {"charts/SPS": 1000.0, "time/rollout": 0.5, "time/update": 0.25, "time/elapsed": 30.0}
 
 
@@ -25,11 +27,18 @@ def test_the_eta_is_the_mean_after_compilation_once_there_are_two(framework):
     ppo = module(framework)
     args = ppo.Args(num_iterations=10)
     scalars = {**SCALARS, "charts/episodic_return": 21.25}
-    assert ppo.progress(args, 0, scalars, []).endswith("elapsed 30.0s ETA -")  # iteration 0 compiles
-    assert ppo.progress(args, 1, scalars, [4.0]).endswith("ETA -")  # one iteration after it: not yet
+    assert ppo.progress(args, 0, scalars, []).endswith(
+        "elapsed 30.0s ETA -"
+    )  # iteration 0 compiles
+    assert ppo.progress(args, 1, scalars, [4.0]).endswith(
+        "ETA -"
+    )  # one iteration after it: not yet
     # iterations 1 and 2 took 4 s and 2 s: 3 s each for the 7 left
     line = ppo.progress(args, 2, scalars, [4.0, 2.0])
-    assert line == "iter 3/10 | SPS 1,000 | return 21.2 | rollout 0.500s update 0.250s | elapsed 30.0s ETA 21s"
+    assert (
+        line
+        == "iter 3/10 | SPS 1,000 | return 21.2 | rollout 0.500s update 0.250s | elapsed 30.0s ETA 21s"
+    )
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
@@ -51,14 +60,19 @@ def test_a_run_prints_a_first_line_then_its_progress(framework, log_dir):
     assert [line.split(" | ")[0] for line in progress] == [f"iter {i}/4" for i in range(1, 5)]
     assert all(line.endswith("ETA -") for line in progress[:2])
     assert all(re.search(r"ETA \d+s$", line) for line in progress[2:])
-    assert all("| no episode ended |" in line for line in progress) and "nan" not in proc.stdout.lower()
+    assert (
+        all("| no episode ended |" in line for line in progress)
+        and "nan" not in proc.stdout.lower()
+    )
     assert "final return none (no episode ended)" in lines[-1]
 
 
 def test_the_final_return_has_the_progress_lines_precision(log_dir):
     proc = run_script(STUDY.frameworks[FRAMEWORKS[0]].script, *TINY, log_dir=log_dir)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert re.search(r"final return \d+\.\d, logs in ", proc.stdout.splitlines()[-1]), proc.stdout[-500:]
+    assert re.search(r"final return \d+\.\d, logs in ", proc.stdout.splitlines()[-1]), proc.stdout[
+        -500:
+    ]
 
 
 @pytest.mark.parametrize("framework", FIRST_FAST)
@@ -70,7 +84,9 @@ def test_help_says_what_the_script_does_and_torch_what_each_compile_mode_does(fr
     described = proc.stdout.split("usage:", 1)[1].splitlines()
     assert described[2].startswith("PPO in ") and "trains one agent" in described[2]
     if framework == "torch":
-        text = " ".join(proc.stdout.split("--compile", 1)[1].split("--device")[0].replace("│", " ").split())
+        text = " ".join(
+            proc.stdout.split("--compile", 1)[1].split("--device")[0].replace("│", " ").split()
+        )
         for mode in STUDY.frameworks["torch"].compile + ("cudagraphs",):
             assert f"{mode}:" in text
         assert "needs a GPU" in text

@@ -19,7 +19,9 @@ from helpers import ROOT, STUDY, TINY, run_script
 
 FRAMEWORKS = list(STUDY.frameworks)
 # One process per script: the first script stays in the quick check, the others are marked slow.
-FIRST_FAST = [pytest.param(f, marks=() if i == 0 else pytest.mark.slow) for i, f in enumerate(FRAMEWORKS)]
+FIRST_FAST = [
+    pytest.param(f, marks=() if i == 0 else pytest.mark.slow) for i, f in enumerate(FRAMEWORKS)
+]
 
 # flags -> words the one-line refusal must hold (the flag and its bad value)
 NONSENSE = {
@@ -36,19 +38,40 @@ NONSENSE = {
     "max grad norm nan": (["--max-grad-norm", "nan"], ["--max-grad-norm", "nan"]),
     "zero epochs": (["--update-epochs", "0"], ["--update-epochs", "0"]),
     "negative env threads": (["--env-threads", "-2"], ["--env-threads", "-2"]),
-    "env threads past envpool's int": (["--env-threads", "99999999999"], ["--env-threads", "99999999999"]),
-    "optimizer steps past int32": (["--num-iterations", "100000000000"], ["--num-iterations", "8,000,000,000,000"]),
-    "seed past the generators": (["--seed", "99999999999999999999999"], ["--seed", "99999999999999999999999"]),
+    "env threads past envpool's int": (
+        ["--env-threads", "99999999999"],
+        ["--env-threads", "99999999999"],
+    ),
+    "optimizer steps past int32": (
+        ["--num-iterations", "100000000000"],
+        ["--num-iterations", "8,000,000,000,000"],
+    ),
+    "seed past the generators": (
+        ["--seed", "99999999999999999999999"],
+        ["--seed", "99999999999999999999999"],
+    ),
     "seed past envpool's int32": (["--seed", str(2**31)], ["--seed", str(2**31)]),
     "negative seed": (["--seed", "-1"], ["--seed", "-1"]),
     "empty log dir": (["--log-dir", ""], ["--log-dir", "''"]),
 }
 # Refused by the bookkeeping (it knows the machine and W&B), not by Args
 BOOKKEEPING_REFUSALS = {
-    "a batch no machine holds": (["--num-envs", "1000000000000"], ["--num-envs", "1000000000000", "256"]),
-    "a batch past int32": (["--num-envs", "2", "--num-steps", str(2**30)], ["--num-steps", str(2**30)]),
-    "W&B project with / ? #": (["--track", "--wandb-project-name", "a/b?c#d"], ["--wandb-project-name", "a/b?c#d"]),
-    "W&B project too long": (["--wandb-project-name", "p" * 129], ["--wandb-project-name", "p" * 129]),
+    "a batch no machine holds": (
+        ["--num-envs", "1000000000000"],
+        ["--num-envs", "1000000000000", "256"],
+    ),
+    "a batch past int32": (
+        ["--num-envs", "2", "--num-steps", str(2**30)],
+        ["--num-steps", str(2**30)],
+    ),
+    "W&B project with / ? #": (
+        ["--track", "--wandb-project-name", "a/b?c#d"],
+        ["--wandb-project-name", "a/b?c#d"],
+    ),
+    "W&B project too long": (
+        ["--wandb-project-name", "p" * 129],
+        ["--wandb-project-name", "p" * 129],
+    ),
     "empty W&B entity": (["--wandb-entity", ""], ["--wandb-entity", "''"]),
 }
 
@@ -77,8 +100,21 @@ def test_nonsense_is_refused_naming_the_flag_and_its_value(framework, case):
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_sensible_edges_are_accepted(framework):
     """The checks refuse nonsense only: the edges of each range are valid PPO settings."""
-    edges = ["--gamma", "1", "--gae-lambda", "0", "--clip-coef", "0", "--ent-coef", "0", "--vf-coef", "0"]
-    args = bookkeeping.check_args(module(framework).Args, [*edges, "--seed", str(2**31 - 1), "--env-threads", "0"])
+    edges = [
+        "--gamma",
+        "1",
+        "--gae-lambda",
+        "0",
+        "--clip-coef",
+        "0",
+        "--ent-coef",
+        "0",
+        "--vf-coef",
+        "0",
+    ]
+    args = bookkeeping.check_args(
+        module(framework).Args, [*edges, "--seed", str(2**31 - 1), "--env-threads", "0"]
+    )
     assert args.gamma == 1.0 and args.seed == 2**31 - 1
 
 
@@ -94,12 +130,16 @@ def test_every_float_flag_is_checked_for_nan_and_infinity(framework):
             assert flag in refusal(framework, [flag, bad])
 
 
-@pytest.mark.parametrize("case", ["learning rate nan", "gamma 2", "clip coef -1", "seed past the generators"])
+@pytest.mark.parametrize(
+    "case", ["learning rate nan", "gamma 2", "clip coef -1", "seed past the generators"]
+)
 @pytest.mark.parametrize("framework", FIRST_FAST)
 def test_a_script_refuses_nonsense_with_exit_2_and_no_folder(framework, case, tmp_path):
     argv, words = NONSENSE[case]
     log_dir = tmp_path / "runs"
-    proc = run_script(STUDY.frameworks[framework].script, *TINY, *argv, log_dir=log_dir, timeout=120)
+    proc = run_script(
+        STUDY.frameworks[framework].script, *TINY, *argv, log_dir=log_dir, timeout=120
+    )
     assert proc.returncode == 2, proc.stderr[-3000:]
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: --"), proc.stderr[-3000:]
@@ -125,10 +165,17 @@ def test_the_stripped_copy_still_refuses_nonsense(framework, tmp_path):
     copy.parent.mkdir()
     copy.write_text(strip_bookkeeping((ROOT / name).read_text()))
     env = {**os.environ, "WANDB_MODE": "disabled", "PYTHONPATH": ""}
-    for flags in (["--learning-rate", "nan"], ["--gamma", "2"], ["--max-grad-norm", "-1"], ["--seed", "-5"]):
+    for flags in (
+        ["--learning-rate", "nan"],
+        ["--gamma", "2"],
+        ["--max-grad-norm", "-1"],
+        ["--seed", "-5"],
+    ):
         log_dir = tmp_path / "runs"
         cmd = [sys.executable, str(copy), *TINY, *flags, "--log-dir", str(log_dir)]
-        proc = subprocess.run(cmd, cwd=copy.parent, capture_output=True, text=True, timeout=300, env=env)
+        proc = subprocess.run(
+            cmd, cwd=copy.parent, capture_output=True, text=True, timeout=300, env=env
+        )
         assert proc.returncode == 2, proc.stderr[-3000:]
         assert flags[0] in proc.stderr and flags[1] in proc.stderr
         assert not log_dir.exists()
@@ -146,8 +193,15 @@ def strict_json(text: str):
 
 def test_write_json_writes_null_for_nan_and_infinity(tmp_path):
     path = tmp_path / "summary.json"
-    bookkeeping.write_json(str(path), {"a": math.nan, "b": [1.0, math.inf], "c": {"d": -math.inf}, "e": 2.5})
-    assert strict_json(path.read_text()) == {"a": None, "b": [1.0, None], "c": {"d": None}, "e": 2.5}
+    bookkeeping.write_json(
+        str(path), {"a": math.nan, "b": [1.0, math.inf], "c": {"d": -math.inf}, "e": 2.5}
+    )
+    assert strict_json(path.read_text()) == {
+        "a": None,
+        "b": [1.0, None],
+        "c": {"d": None},
+        "e": 2.5,
+    }
 
 
 def test_one_timed_step_gives_no_std_and_no_nan(tmp_path):

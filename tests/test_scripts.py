@@ -18,7 +18,17 @@ import numpy as np
 import pytest
 from tbparse import SummaryReader
 
-from helpers import ROOT, STUDY, TINY, numpy_gae, only_run_dir, read_json, read_scalars, run_script, scalar_series
+from helpers import (
+    ROOT,
+    STUDY,
+    TINY,
+    numpy_gae,
+    only_run_dir,
+    read_json,
+    read_scalars,
+    run_script,
+    scalar_series,
+)
 
 FRAMEWORKS = list(STUDY.frameworks)
 MODES = [(name, mode) for name, fw in STUDY.frameworks.items() for mode in fw.compile]
@@ -87,7 +97,15 @@ NO_EPISODE_IN_TINY_RUN = (
     "Reacher-misc",
     "brax-halfcheetah",
 )
-SUMMARY_KEYS = ["status", "iterations_completed", "import_s", "setup_s", "total_s", "final_return", "signals"]
+SUMMARY_KEYS = [
+    "status",
+    "iterations_completed",
+    "import_s",
+    "setup_s",
+    "total_s",
+    "final_return",
+    "signals",
+]
 
 
 def script(framework: str) -> str:
@@ -112,7 +130,9 @@ def check_tiny_run(log_dir, framework, compile_mode, env_id, args):
     assert config["device_name"] == "cpu" or config["device_name"].startswith("NVIDIA")
     module = importlib.import_module(script(framework)[:-3])
     if "device" in module.Args.__dataclass_fields__:
-        assert config["device"] == module.Args.device, "config.json must keep the --device flag as given"
+        assert config["device"] == module.Args.device, (
+            "config.json must keep the --device flag as given"
+        )
     else:
         assert "device" not in config
 
@@ -133,7 +153,9 @@ def check_tiny_run(log_dir, framework, compile_mode, env_id, args):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("env_id", ["Pendulum-v1"])  # continuous; discrete: the sweep tests run every mode
+@pytest.mark.parametrize(
+    "env_id", ["Pendulum-v1"]
+)  # continuous; discrete: the sweep tests run every mode
 @pytest.mark.parametrize("framework,compile_mode", MODES)
 def test_tiny_run_every_compile_mode(framework, compile_mode, env_id, log_dir):
     args = [*TINY, "--env", env_id, "--compile", compile_mode]
@@ -162,7 +184,9 @@ def test_tiny_run_reacher_normalised(framework, log_dir):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("framework", ["linen", "torch"])  # a JAX scan and torch's loop: ~90 s of compile each
+@pytest.mark.parametrize(
+    "framework", ["linen", "torch"]
+)  # a JAX scan and torch's loop: ~90 s of compile each
 def test_tiny_run_brax(framework, log_dir):
     """An expensive continuous env, through the Brax adapter of env_adapters.py: the whole run-output contract."""
     args = [*TINY, "--env", "brax-halfcheetah"]
@@ -177,7 +201,11 @@ def test_tiny_run_minatar(framework, log_dir):
     proc = run_script(script(framework), *TINY, "--env", "Breakout-MinAtar", log_dir=log_dir)
     assert proc.returncode == 0, proc.stderr[-3000:]
     check_tiny_run(
-        log_dir, framework, default_mode(framework), "Breakout-MinAtar", [*TINY, "--env", "Breakout-MinAtar"]
+        log_dir,
+        framework,
+        default_mode(framework),
+        "Breakout-MinAtar",
+        [*TINY, "--env", "Breakout-MinAtar"],
     )
 
 
@@ -198,7 +226,9 @@ def test_no_episodic_point_when_no_episode_ends(framework, log_dir):
     args = [*TINY, "--env", "MountainCar-v0"]
     proc = run_script(script(framework), *args, log_dir=log_dir)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    run_dir, summary = check_tiny_run(log_dir, framework, default_mode(framework), "MountainCar-v0", args)
+    run_dir, summary = check_tiny_run(
+        log_dir, framework, default_mode(framework), "MountainCar-v0", args
+    )
     assert not set(EPISODIC_TAGS) & set(read_scalars(run_dir).columns)
     assert summary["final_return"] is None
     assert "NaN or Inf" not in proc.stdout + proc.stderr  # tensorboardX's warning for a NaN scalar
@@ -245,12 +275,18 @@ def test_learns_pendulum_with_the_readme_command(framework, log_dir):
 # ------------------------------------------------------------------------------------- bad input
 BAD_INPUTS = {
     "unknown env": (["--env", "Nope-v9"], ["Nope-v9", "CartPole-v1", "Breakout-MinAtar"]),
-    "env that needs a download": (["--env", "MNISTBandit-bsuite"], ["MNISTBandit-bsuite", "cannot be made"]),
+    "env that needs a download": (
+        ["--env", "MNISTBandit-bsuite"],
+        ["MNISTBandit-bsuite", "cannot be made"],
+    ),
     "minibatches": (["--num-minibatches", "7"], ["7", "8192"]),
     "zero envs": (["--num-envs", "0"], ["--num-envs", "0"]),
     "not a number (tyro's box, as one line)": (["--num-envs", "abc"], ["--num-envs", "abc"]),
     "negative iterations": (["--num-iterations", "-1"], ["--num-iterations", "-1"]),
-    "model size": (["--model-size", "huge"], ["--model-size", "huge", "'small', 'medium', 'large'"]),
+    "model size": (
+        ["--model-size", "huge"],
+        ["--model-size", "huge", "'small', 'medium', 'large'"],
+    ),
     "model size, underscore and =": (["--model_size=huge"], ["huge", "'small', 'medium', 'large'"]),
     "compile mode": (["--compile", "fast"], ["--compile", "fast"]),
 }
@@ -265,7 +301,9 @@ def assert_one_line_refusal(proc, words):
 
 
 # One process per case and script: the first script's cases stay in the quick check, the others are marked slow.
-FIRST_FAST = [pytest.param(f, marks=() if i == 0 else pytest.mark.slow) for i, f in enumerate(FRAMEWORKS)]
+FIRST_FAST = [
+    pytest.param(f, marks=() if i == 0 else pytest.mark.slow) for i, f in enumerate(FRAMEWORKS)
+]
 
 
 @pytest.mark.parametrize("case", BAD_INPUTS)
@@ -279,11 +317,17 @@ def test_bad_input_is_refused_in_one_line_before_any_work(framework, case, log_d
     assert not log_dir.exists(), "a run folder was created for bad input"
     if case == "unknown env":  # the list holds only the envs the script can train on
         usable = proc.stderr.split("usable envs")[1]
-        assert "Pendulum-v1" in usable and "brax-halfcheetah" in usable and "MNISTBandit-bsuite" not in usable
+        assert (
+            "Pendulum-v1" in usable
+            and "brax-halfcheetah" in usable
+            and "MNISTBandit-bsuite" not in usable
+        )
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
-def test_an_action_space_neither_discrete_nor_box_is_refused_naming_the_kinds(framework, monkeypatch):
+def test_an_action_space_neither_discrete_nor_box_is_refused_naming_the_kinds(
+    framework, monkeypatch
+):
     """gymnax has no such env, so one is made here: CartPole-v1 with a Tuple action space."""
     import gymnax
 
@@ -315,7 +359,9 @@ def test_compile_choices_match_the_study(framework):
     choices = get_args(get_type_hints(module.Args)["compile"])
     study_modes = STUDY.frameworks[framework].compile
     # beyond them, only ppo_torch.py's cudagraphs: refused without a GPU, so not in the study's static list
-    assert choices[: len(study_modes)] == study_modes and set(choices[len(study_modes) :]) <= {"cudagraphs"}
+    assert choices[: len(study_modes)] == study_modes and set(choices[len(study_modes) :]) <= {
+        "cudagraphs"
+    }
     assert module.Args().compile == STUDY.frameworks[framework].default_compile
 
 
@@ -323,7 +369,9 @@ def test_compile_choices_match_the_study(framework):
 def start(framework: str, *args: str, log_dir, ignore_sigint: bool = False):
     """The script in the background, as a shell would start it; a thread reads its output (stderr merged)."""
     cmd = [sys.executable, str(ROOT / script(framework)), *args, "--log-dir", str(log_dir)]
-    if ignore_sigint:  # as `cmd &` in a script: the shell starts it with SIGINT ignored, which exec keeps
+    if (
+        ignore_sigint
+    ):  # as `cmd &` in a script: the shell starts it with SIGINT ignored, which exec keeps
         cmd = ["bash", "-c", 'trap "" INT; exec "$@"', "bash", *cmd]
     proc = subprocess.Popen(
         cmd,
@@ -368,7 +416,14 @@ SIGNAL_CASES = {  # when (a line of output), which signals, SIGINT ignored from 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_signal_stops_the_run_with_a_summary(framework, case, log_dir):
     moment, signals, ignore_sigint = SIGNAL_CASES[case]
-    proc = start(framework, *TINY[:4], "--num-iterations", "100000", log_dir=log_dir, ignore_sigint=ignore_sigint)
+    proc = start(
+        framework,
+        *TINY[:4],
+        "--num-iterations",
+        "100000",
+        log_dir=log_dir,
+        ignore_sigint=ignore_sigint,
+    )
     try:
         wait_for(proc, moment)
         for signum in signals:
@@ -384,7 +439,9 @@ def test_signal_stops_the_run_with_a_summary(framework, case, log_dir):
     assert summary["status"] == "interrupted", summary
     assert sorted(summary["signals"]) == sorted(signal.Signals(s).name for s in signals)
     assert summary["total_s"] > summary["setup_s"] > 0
-    if moment == ": setup ":  # stopped within iteration 0, which compiles (or 1, had it compiled already)
+    if (
+        moment == ": setup "
+    ):  # stopped within iteration 0, which compiles (or 1, had it compiled already)
         assert summary["iterations_completed"] <= 1, summary
         SummaryReader(str(run_dir)).tensors  # the events are readable
     else:
@@ -398,7 +455,12 @@ def wandb_run_record(path):
     """The run record (group, tags, config) of an offline .wandb file: LevelDB-log framing around protobuf records."""
     from wandb.proto import wandb_internal_pb2 as pb
 
-    data, pos, payload, block = path.read_bytes(), 7, b"", 32768  # a 7-byte file header, then 32 KiB blocks
+    data, pos, payload, block = (
+        path.read_bytes(),
+        7,
+        b"",
+        32768,
+    )  # a 7-byte file header, then 32 KiB blocks
     while pos + 7 <= len(data):
         if block - pos % block < 7:  # a block's tail too short for a record header is padding
             pos += block - pos % block
@@ -416,12 +478,22 @@ def wandb_run_record(path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize(  # each framework once, the group from --tag or --exp-name in turn: half the runs of both
-    "framework,exp_name", [(framework, (None, "exp9")[i % 2]) for i, framework in enumerate(FRAMEWORKS)]
+    "framework,exp_name",
+    [(framework, (None, "exp9")[i % 2]) for i, framework in enumerate(FRAMEWORKS)],
 )
 def test_track_writes_offline_wandb_run(framework, exp_name, log_dir):
-    mode = STUDY.frameworks[framework].compile[-1]  # the quickest to start; tracking does not depend on it
-    args = [*TINY, "--track", "--tag", "machine-a", "--compile", mode] + (["--exp-name", exp_name] if exp_name else [])
-    proc = run_script(script(framework), *args, log_dir=log_dir, env={"WANDB_MODE": "offline", "WANDB_SILENT": "true"})
+    mode = STUDY.frameworks[framework].compile[
+        -1
+    ]  # the quickest to start; tracking does not depend on it
+    args = [*TINY, "--track", "--tag", "machine-a", "--compile", mode] + (
+        ["--exp-name", exp_name] if exp_name else []
+    )
+    proc = run_script(
+        script(framework),
+        *args,
+        log_dir=log_dir,
+        env={"WANDB_MODE": "offline", "WANDB_SILENT": "true"},
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     run_dir = only_run_dir(log_dir)
     offline_runs = list((run_dir / "wandb").glob("offline-run-*"))
@@ -429,8 +501,14 @@ def test_track_writes_offline_wandb_run(framework, exp_name, log_dir):
     run = wandb_run_record(next(offline_runs[0].glob("*.wandb")))
     assert run.run_group == (exp_name or "machine-a")  # --exp-name when set, else --tag
     assert list(run.tags) == [framework, "small", "CartPole-v1", "gymnax", mode]
-    config = {item.key: json.loads(item.value_json) for item in run.config.update}  # config.json is the W&B config
-    assert config["framework"] == framework and config["tag"] == "machine-a" and config["command"][-1] == str(log_dir)
+    config = {
+        item.key: json.loads(item.value_json) for item in run.config.update
+    }  # config.json is the W&B config
+    assert (
+        config["framework"] == framework
+        and config["tag"] == "machine-a"
+        and config["command"][-1] == str(log_dir)
+    )
     assert config["device_name"] == read_json(run_dir / "config.json")["device_name"]
 
 
@@ -503,9 +581,15 @@ def test_torch_compile_never_recompiles_after_iteration_0(log_dir):
     iteration 0 and are never recompiled (the annealed learning rate is a tensor set in place); TORCH_LOGS reports
     any recompile."""
     args = [*TINY, "--num-iterations", "4", "--env", "CartPole-v1", "--compile", "compile"]
-    proc = run_script("ppo_torch.py", *args, log_dir=log_dir, env={"TORCH_LOGS": "recompiles,graph_breaks"})
+    proc = run_script(
+        "ppo_torch.py", *args, log_dir=log_dir, env={"TORCH_LOGS": "recompiles,graph_breaks"}
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Recompiling function" not in proc.stderr, proc.stderr[-3000:]
-    assert "Graph break in user code" in proc.stderr  # the log is on: torch.optim's step breaks the graph by design
+    assert (
+        "Graph break in user code" in proc.stderr
+    )  # the log is on: torch.optim's step breaks the graph by design
     config = read_json(only_run_dir(log_dir) / "config.json")
-    assert config["torch_threads"] == 1 and config["cpu_affinity"] == sorted(os.sched_getaffinity(0))
+    assert config["torch_threads"] == 1 and config["cpu_affinity"] == sorted(
+        os.sched_getaffinity(0)
+    )

@@ -21,10 +21,21 @@ import pytest
 import sweep
 from helpers import ROOT, STUDY, read_json, wait_until
 
-pytestmark = pytest.mark.xdist_group("slurm")  # under pytest-xdist, one worker runs them: one cluster at a time
+pytestmark = pytest.mark.xdist_group(
+    "slurm"
+)  # under pytest-xdist, one worker runs them: one cluster at a time
 
 LOCAL_CLUSTER = ROOT / "slurm" / "local_cluster.sh"
-SLURM_BINARIES = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "scontrol", "scancel", "sinfo")
+SLURM_BINARIES = (
+    "munged",
+    "slurmctld",
+    "slurmd",
+    "sbatch",
+    "squeue",
+    "scontrol",
+    "scancel",
+    "sinfo",
+)
 TINY = ["--", "--num-envs", "4", "--num-steps", "16"]
 # A tiny sweep of two cells (seeds 1 and 2), two frameworks with a quick default compile mode where they exist.
 FRAMEWORKS = [name for name, fw in STUDY.frameworks.items() if (ROOT / fw.script).exists()]
@@ -45,15 +56,17 @@ SWEEP = [
 ]
 JOB_WAIT_S = 900  # a safety net for a stuck job, not a timing assertion
 # bench.sh's grace between a timed-out run's SIGTERM and its SIGKILL, when --kill-after is not given
-KILL_AFTER_DEFAULT = int(re.search(r"^KILL_AFTER_S=(\d+)", (ROOT / "bench.sh").read_text(), re.M)[1])
+KILL_AFTER_DEFAULT = int(
+    re.search(r"^KILL_AFTER_S=(\d+)", (ROOT / "bench.sh").read_text(), re.M)[1]
+)
 
 
 def missing_slurm() -> str:
-    missing = [b for b in SLURM_BINARIES if not shutil.which(b) and not Path("/usr/sbin", b).exists()]
+    missing = [
+        b for b in SLURM_BINARIES if not shutil.which(b) and not Path("/usr/sbin", b).exists()
+    ]
     if missing:
-        return (
-            f"slurm-wlm and munge are not installed ({', '.join(missing)} not found; apt-get install slurm-wlm munge)"
-        )
+        return f"slurm-wlm and munge are not installed ({', '.join(missing)} not found; apt-get install slurm-wlm munge)"
     if os.geteuid() != 0:
         return "the local Slurm cluster needs root (slurmd starts the jobs as their user)"
     return ""
@@ -65,18 +78,27 @@ needs_slurm = pytest.mark.skipif(bool(missing_slurm()), reason=missing_slurm() o
 def bench(*args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
     cmd = ["bash", str(ROOT / "bench.sh"), "--python", sys.executable, *args]
     full_env = {**os.environ, "WANDB_MODE": "disabled", **(env or {})}
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=full_env)
+    return subprocess.run(
+        cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=full_env
+    )
 
 
 def local_cluster(action: str, folder: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
-        ["bash", str(LOCAL_CLUSTER), action, str(folder)], capture_output=True, text=True, timeout=120
+        ["bash", str(LOCAL_CLUSTER), action, str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
 def daemon_pids(folder: Path) -> dict[str, int]:
     pids = {}
-    for name, path in (("munged", "munge/munged.pid"), ("slurmctld", "slurmctld.pid"), ("slurmd", "slurmd.pid")):
+    for name, path in (
+        ("munged", "munge/munged.pid"),
+        ("slurmctld", "slurmctld.pid"),
+        ("slurmd", "slurmd.pid"),
+    ):
         if (folder / path).exists():
             pids[name] = int((folder / path).read_text().split()[0])
     return pids
@@ -87,11 +109,16 @@ def alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    return Path(f"/proc/{pid}").exists() and "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
+    return (
+        Path(f"/proc/{pid}").exists()
+        and "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
+    )
 
 
 def slurm(env: dict, *cmd: str) -> str:
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env={**os.environ, **env})
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=60, env={**os.environ, **env}
+    )
     assert proc.returncode == 0, f"{shlex.join(cmd)}: {proc.stderr}"
     return proc.stdout
 
@@ -101,11 +128,20 @@ def wait_for_job(env: dict, job: str, log_dir: Path) -> None:
     deadline = time.monotonic() + JOB_WAIT_S
     while slurm(env, "squeue", "-h", "-j", job, "-o", "%i").strip():
         if time.monotonic() > deadline:
-            logs = "\n".join(p.read_text()[-1500:] for p in sorted((log_dir / "logs" / "slurm").glob(f"{job}_*.out")))
-            pytest.fail(f"job {job} still queued or running after {JOB_WAIT_S} s; its logs:\n{logs}")
+            logs = "\n".join(
+                p.read_text()[-1500:]
+                for p in sorted((log_dir / "logs" / "slurm").glob(f"{job}_*.out"))
+            )
+            pytest.fail(
+                f"job {job} still queued or running after {JOB_WAIT_S} s; its logs:\n{logs}"
+            )
         time.sleep(1)
     records = slurm(env, "scontrol", "show", "job", job).split("\n\n")
-    states = [(re.search(r"JobState=(\S+)", r)[1], re.search(r"ExitCode=(\S+)", r)[1]) for r in records if r.strip()]
+    states = [
+        (re.search(r"JobState=(\S+)", r)[1], re.search(r"ExitCode=(\S+)", r)[1])
+        for r in records
+        if r.strip()
+    ]
     assert states and all(state == ("COMPLETED", "0:0") for state in states), states
 
 
@@ -115,7 +151,10 @@ def submitted_job(proc: subprocess.CompletedProcess) -> str:
 
 
 def task_outputs(log_dir: Path, job: str) -> dict[int, str]:
-    return {int(p.stem.split("_")[1]): p.read_text() for p in (log_dir / "logs" / "slurm").glob(f"{job}_*.out")}
+    return {
+        int(p.stem.split("_")[1]): p.read_text()
+        for p in (log_dir / "logs" / "slurm").glob(f"{job}_*.out")
+    }
 
 
 def cells_run(output: str) -> set[tuple]:
@@ -146,15 +185,20 @@ def test_dry_run_prints_the_array_script(tmp_path):
     runs = cells * len(STUDY.frameworks["linen"].compile)
     script, count_line = dry_run_script(tmp_path, *sel)  # default: one task per cell
     assert (
-        count_line == f"dry run: sbatch script of {cells} array tasks for {runs} runs (0 already completed) in "
+        count_line
+        == f"dry run: sbatch script of {cells} array tasks for {runs} runs (0 already completed) in "
         f"{cells} cells; nothing submitted"
     )
     assert script.startswith("#!/bin/bash\n")
     assert f"\n#SBATCH --array=0-{cells - 1}\n" in script and "\n#SBATCH --exclusive\n" in script
-    assert f"\nNUM_TASKS={cells}\n" in script and 'SHARD="$SLURM_ARRAY_TASK_ID/$NUM_TASKS"' in script
+    assert (
+        f"\nNUM_TASKS={cells}\n" in script and 'SHARD="$SLURM_ARRAY_TASK_ID/$NUM_TASKS"' in script
+    )
     assert re.search(r'^exec bash \S+/bench\.sh --shard "\$SHARD" ', script, re.M)
     assert f"#SBATCH --output={tmp_path}/runs/logs/slurm/%A_%a.out" in script
-    assert "#SBATCH --time" not in script and "partition's default" in script  # no --timeout: no time limit
+    assert (
+        "#SBATCH --time" not in script and "partition's default" in script
+    )  # no --timeout: no time limit
     assert '--env-timing-file "$LOG_DIR/env_timing/$(hostname).json"' in script  # one file per node
 
     script, count_line = dry_run_script(
@@ -171,7 +215,10 @@ def test_dry_run_prints_the_array_script(tmp_path):
         '--partition=gpu --gres=gpu:1 --comment "tiny sweep"',
     )
     assert "\n#SBATCH --array=0-1%1\n" in script and "\nNUM_TASKS=2\n" in script
-    assert '\n#SBATCH --partition=gpu\n#SBATCH --gres=gpu:1\n#SBATCH --comment "tiny sweep"\n' in script
+    assert (
+        '\n#SBATCH --partition=gpu\n#SBATCH --gres=gpu:1\n#SBATCH --comment "tiny sweep"\n'
+        in script
+    )
     assert "--no-env-timing" in script and "--env-timing-file" not in script
     assert "array tasks" in count_line and "nothing submitted" in count_line
     # the largest of the 2 shards has ceil(cells / 2) cells; each run may take --timeout + bench.sh's grace
@@ -184,16 +231,24 @@ def test_the_array_tasks_run_disjoint_shards_that_cover_the_sweep(tmp_path):
     """The printed script, run as each array task would be (with --dry-run slipped into its bench.sh call)."""
     sel = ["--experiments", "exp3", "--frameworks", "linen", "--seeds", "2", "--iterations", "3"]
     script, _ = dry_run_script(tmp_path, *sel, "--slurm-tasks", "3", *TINY)
-    whole = bench("--dry-run", "--log-dir", str(tmp_path / "runs"), *sel, *TINY).stdout.splitlines()[:-1]
+    whole = bench(
+        "--dry-run", "--log-dir", str(tmp_path / "runs"), *sel, *TINY
+    ).stdout.splitlines()[:-1]
     probe = tmp_path / "task.sh"
-    probe.write_text(script.replace('bench.sh --shard "$SHARD"', 'bench.sh --dry-run --shard "$SHARD"'))
+    probe.write_text(
+        script.replace('bench.sh --shard "$SHARD"', 'bench.sh --dry-run --shard "$SHARD"')
+    )
     parts = []
     for task in range(3):
         env = {**os.environ, "SLURM_ARRAY_TASK_ID": str(task), "SLURM_ARRAY_JOB_ID": "1"}
-        proc = subprocess.run(["bash", str(probe)], capture_output=True, text=True, timeout=120, env=env)
+        proc = subprocess.run(
+            ["bash", str(probe)], capture_output=True, text=True, timeout=120, env=env
+        )
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout.splitlines()[-1].endswith(f"shard {task}/3")
-        parts.append(proc.stdout.splitlines()[1:-1])  # the task's echo line first, the count line last
+        parts.append(
+            proc.stdout.splitlines()[1:-1]
+        )  # the task's echo line first, the count line last
     assert all(parts) and sorted(sum(parts, [])) == sorted(whole)  # disjoint and covering
 
 
@@ -228,7 +283,8 @@ def test_slurm_without_sbatch_exits_2_with_one_line(tmp_path):
     proc = bench("--slurm", "--log-dir", str(tmp_path / "runs"), env={"PATH": str(bin_dir)})
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert (
-        proc.stderr.strip() == "bench.sh: --slurm: sbatch was not found; run this on a Slurm login node "
+        proc.stderr.strip()
+        == "bench.sh: --slurm: sbatch was not found; run this on a Slurm login node "
         "(or start a local one: slurm/local_cluster.sh)"
     )
     assert proc.stdout == "" and not (tmp_path / "runs").exists()
@@ -248,10 +304,19 @@ def test_local_cluster_starts_runs_a_job_and_stops_everything(tmp_path):
         assert set(pids) == {"munged", "slurmctld", "slurmd"} and all(map(alive, pids.values()))
         assert "idle" in slurm(env, "sinfo", "-h", "-o", "%T")
         out = tmp_path / "job.out"
-        job = slurm(env, "sbatch", "--parsable", f"--output={out}", "--wrap", "echo $SLURM_JOB_ID; exec sleep 300")
+        job = slurm(
+            env,
+            "sbatch",
+            "--parsable",
+            f"--output={out}",
+            "--wrap",
+            "echo $SLURM_JOB_ID; exec sleep 300",
+        )
         job = job.strip().split(";")[0]
         deadline = time.monotonic() + 120
-        while not (out.exists() and out.read_text().strip()):  # the job is running: a process that stop must end
+        while not (
+            out.exists() and out.read_text().strip()
+        ):  # the job is running: a process that stop must end
             assert time.monotonic() < deadline, slurm(env, "squeue")
             time.sleep(0.5)
         assert out.read_text().strip() == job
@@ -264,7 +329,9 @@ def test_local_cluster_starts_runs_a_job_and_stops_everything(tmp_path):
 
 
 def job_sleepers() -> list[str]:
-    return subprocess.run(["pgrep", "-f", "^sleep 300$"], capture_output=True, text=True).stdout.split()
+    return subprocess.run(
+        ["pgrep", "-f", "^sleep 300$"], capture_output=True, text=True
+    ).stdout.split()
 
 
 @pytest.fixture(scope="module")
@@ -285,16 +352,26 @@ def cluster(tmp_path_factory):
 @needs_slurm
 def test_sbatch_refusing_the_job_exits_1_and_leaves_nothing(cluster, tmp_path):
     proc = bench(
-        "--slurm", "--log-dir", str(tmp_path / "runs"), *SWEEP, "--slurm-args", "--partition=nope", env=cluster
+        "--slurm",
+        "--log-dir",
+        str(tmp_path / "runs"),
+        *SWEEP,
+        "--slurm-args",
+        "--partition=nope",
+        env=cluster,
     )
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "nope" in proc.stderr and "sbatch refused the job" in proc.stderr  # sbatch's own message, then ours
+    assert (
+        "nope" in proc.stderr and "sbatch refused the job" in proc.stderr
+    )  # sbatch's own message, then ours
     assert not (tmp_path / "runs").exists()
 
 
 @needs_slurm
 @pytest.mark.slow
-def test_a_sweep_on_slurm_runs_each_cell_once_and_resubmitting_skips_completed_runs(cluster, tmp_path):
+def test_a_sweep_on_slurm_runs_each_cell_once_and_resubmitting_skips_completed_runs(
+    cluster, tmp_path
+):
     log_dir = tmp_path / "runs"
     args = (
         "--slurm",
@@ -315,7 +392,9 @@ def test_a_sweep_on_slurm_runs_each_cell_once_and_resubmitting_skips_completed_r
     job = submitted_job(first)
     assert f"script: {log_dir}/logs/slurm/benchback_" in first.stdout
     assert f"logs:   {log_dir}/logs/slurm/{job}_{{0..1}}.out" in first.stdout
-    assert "benchback test" in slurm(cluster, "scontrol", "show", "job", job)  # --slurm-args reached sbatch
+    assert "benchback test" in slurm(
+        cluster, "scontrol", "show", "job", job
+    )  # --slurm-args reached sbatch
     wait_for_job(cluster, job, log_dir)
 
     outputs = task_outputs(log_dir, job)
@@ -324,10 +403,14 @@ def test_a_sweep_on_slurm_runs_each_cell_once_and_resubmitting_skips_completed_r
         assert f"task {task}: shard {task}/2 on {socket.gethostname()}" in output
         assert re.search(r"^2 completed, 0 failed, 0 skipped$", output, re.M), output[-2000:]
     cells = [cells_run(output) for output in outputs.values()]
-    assert len(cells[0]) == len(cells[1]) == 1 and not cells[0] & cells[1]  # the two tasks ran disjoint cells
+    assert (
+        len(cells[0]) == len(cells[1]) == 1 and not cells[0] & cells[1]
+    )  # the two tasks ran disjoint cells
     assert cells[0] | cells[1] == {("exp1", seed, "CartPole-v1", "small") for seed in (1, 2)}
     summaries = sorted((log_dir / "exp1").glob("*/summary.json"))
-    assert len(summaries) == num_runs and all(read_json(p)["status"] == "completed" for p in summaries)
+    assert len(summaries) == num_runs and all(
+        read_json(p)["status"] == "completed" for p in summaries
+    )
     for path in summaries:  # every run keeps its node's hostname and device
         config = read_json(path.parent / "config.json")
         assert config["hostname"] == socket.gethostname() and config["device_name"]
@@ -339,16 +422,26 @@ def test_a_sweep_on_slurm_runs_each_cell_once_and_resubmitting_skips_completed_r
 
     again = bench(*args, env=cluster)  # every run completed: nothing to submit
     assert again.returncode == 0, again.stderr
-    assert again.stdout.strip() == f"all {num_runs} runs of this sweep are completed in {log_dir}: nothing to submit"
+    assert (
+        again.stdout.strip()
+        == f"all {num_runs} runs of this sweep are completed in {log_dir}: nothing to submit"
+    )
     assert len(list((log_dir / "logs" / "slurm").glob("*.out"))) == 2
 
-    lost = summaries[0].parent  # one run lost: the resubmitted array runs it alone and skips the others
+    lost = summaries[
+        0
+    ].parent  # one run lost: the resubmitted array runs it alone and skips the others
     shutil.rmtree(lost)
     third = bench(*args, env=cluster)
     job3 = submitted_job(third)
-    assert f"submitted job array {job3}: 2 tasks; runs to do: 1 of {num_runs}, in 2 cells" in third.stdout
+    assert (
+        f"submitted job array {job3}: 2 tasks; runs to do: 1 of {num_runs}, in 2 cells"
+        in third.stdout
+    )
     wait_for_job(cluster, job3, log_dir)
-    ends = sorted(output.strip().splitlines()[-1] for output in task_outputs(log_dir, job3).values())
+    ends = sorted(
+        output.strip().splitlines()[-1] for output in task_outputs(log_dir, job3).values()
+    )
     assert ends == ["0 completed, 0 failed, 2 skipped", "1 completed, 0 failed, 1 skipped"]
     assert len(list((log_dir / "exp1").glob("*/summary.json"))) == num_runs
 
@@ -369,10 +462,26 @@ def test_sbatch_reads_quoted_slurm_args_and_a_log_dir_with_spaces_as_given(clust
     tasks' output lands in a log dir with spaces, quotes and a %, and nothing of either runs in a shell."""
     log_dir = tmp_path / "my runs 'q' %x $(touch pwned)"
     comment = "a b #c 'q' \"d\" \\e $(touch pwned)"
-    one_cell = [*SWEEP[: SWEEP.index("--seeds")], "--seeds", "1", "--iterations", "2", "--frameworks", "linen"]
+    one_cell = [
+        *SWEEP[: SWEEP.index("--seeds")],
+        "--seeds",
+        "1",
+        "--iterations",
+        "2",
+        "--frameworks",
+        "linen",
+    ]
     args = ("--slurm", "--log-dir", str(log_dir), *one_cell, "--no-env-timing", "--slurm-args")
     proc = subprocess.run(
-        ["bash", str(ROOT / "bench.sh"), "--python", sys.executable, *args, f"--comment {shlex.quote(comment)}", *TINY],
+        [
+            "bash",
+            str(ROOT / "bench.sh"),
+            "--python",
+            sys.executable,
+            *args,
+            f"--comment {shlex.quote(comment)}",
+            *TINY,
+        ],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -381,7 +490,9 @@ def test_sbatch_reads_quoted_slurm_args_and_a_log_dir_with_spaces_as_given(clust
     )
     job = submitted_job(proc)
     shown = slurm(cluster, "scontrol", "show", "job", job)
-    assert re.search(rf"^ *Comment={re.escape(comment)} *$", shown, re.M), shown  # scontrol adds a space
+    assert re.search(rf"^ *Comment={re.escape(comment)} *$", shown, re.M), (
+        shown
+    )  # scontrol adds a space
     wait_for_job(cluster, job, log_dir)
     (output,) = task_outputs(log_dir, job).values()  # {log dir}/logs/slurm/{job}_0.out, the % kept
     assert re.search(r"^1 completed, 0 failed, 0 skipped$", output, re.M), output[-2000:]
@@ -390,14 +501,25 @@ def test_sbatch_reads_quoted_slurm_args_and_a_log_dir_with_spaces_as_given(clust
 
 def plot(out: Path, *runs_dirs: Path) -> list[tuple]:
     """plot_results.py (tables only) over the folders; the (framework, seed, hostname, device) of each run read."""
-    cmd = [sys.executable, str(ROOT / "plot_results.py"), *map(str, runs_dirs), "--out", str(out), "--no-figures"]
+    cmd = [
+        sys.executable,
+        str(ROOT / "plot_results.py"),
+        *map(str, runs_dirs),
+        "--out",
+        str(out),
+        "--no-figures",
+    ]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     import pandas as pd
 
     summary = pd.read_csv(out / "summary.csv")
-    assert set(summary["hostname"]) == {socket.gethostname()} and summary["device_name"].notna().all()
-    return sorted(summary[["framework", "seed", "hostname", "device_name"]].itertuples(index=False, name=None))
+    assert (
+        set(summary["hostname"]) == {socket.gethostname()} and summary["device_name"].notna().all()
+    )
+    return sorted(
+        summary[["framework", "seed", "hostname", "device_name"]].itertuples(index=False, name=None)
+    )
 
 
 # ------------------------------------------------------------------------ --slurm-args as the real sbatch reads it
@@ -407,7 +529,9 @@ def sbatch_probe(cluster: dict, folder: Path, *words: str) -> subprocess.Complet
     script = folder / "probe.sbatch"
     script.write_text(f"#!/bin/bash\n#SBATCH {' '.join(words)}\ntrue\n")
     cmd = ["sbatch", "-v", "--test-only", str(script)]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=60, env={**os.environ, **cluster})
+    return subprocess.run(
+        cmd, capture_output=True, text=True, timeout=60, env={**os.environ, **cluster}
+    )
 
 
 def options_set(proc: subprocess.CompletedProcess) -> set[str]:
@@ -419,12 +543,22 @@ def test_the_sbatch_option_table_is_the_real_sbatchs(cluster, tmp_path):
     """sweep.py's table of sbatch options, against the sbatch here: every long option it lists takes a value as the
     table says (getopt_long's errors tell), and `sbatch --help` names no option nor letter the table lacks."""
     for name in sweep.SBATCH_NO_VALUE + sweep.SBATCH_OPTIONAL_VALUE + sweep.SBATCH_VALUE:
-        alone, valued = sbatch_probe(cluster, tmp_path, f"--{name}"), sbatch_probe(cluster, tmp_path, f"--{name}=1")
+        alone, valued = (
+            sbatch_probe(cluster, tmp_path, f"--{name}"),
+            sbatch_probe(cluster, tmp_path, f"--{name}=1"),
+        )
         assert "unrecognized option" not in alone.stderr + valued.stderr, name
-        assert (f"option '--{name}' requires an argument" in alone.stderr) == (name in sweep.SBATCH_VALUE), name
-        assert (f"option '--{name}' doesn't allow an argument" in valued.stderr) == (name in sweep.SBATCH_NO_VALUE)
+        assert (f"option '--{name}' requires an argument" in alone.stderr) == (
+            name in sweep.SBATCH_VALUE
+        ), name
+        assert (f"option '--{name}' doesn't allow an argument" in valued.stderr) == (
+            name in sweep.SBATCH_NO_VALUE
+        )
     for letter, name in sweep.SBATCH_LETTERS.items():
-        requires = f"option requires an argument -- '{letter}'" in sbatch_probe(cluster, tmp_path, f"-{letter}").stderr
+        requires = (
+            f"option requires an argument -- '{letter}'"
+            in sbatch_probe(cluster, tmp_path, f"-{letter}").stderr
+        )
         assert requires == (name in sweep.SBATCH_VALUE), letter
     shown = slurm(cluster, "sbatch", "--help")
     known = {*sweep.SBATCH_NO_VALUE, *sweep.SBATCH_OPTIONAL_VALUE, *sweep.SBATCH_VALUE}
@@ -432,7 +566,13 @@ def test_the_sbatch_option_table_is_the_real_sbatchs(cluster, tmp_path):
     assert dict(re.findall(r"^\s+-(\w),?\s+--([a-z-]+)", shown, re.M)) == sweep.SBATCH_LETTERS
 
 
-OWN_VALUES = {"array": "5", "output": "/tmp/x.out", "error": "/tmp/x.err", "wrap": "true", "signal": "KILL@1"}
+OWN_VALUES = {
+    "array": "5",
+    "output": "/tmp/x.out",
+    "error": "/tmp/x.err",
+    "wrap": "true",
+    "signal": "KILL@1",
+}
 
 
 def slurm_args_forms() -> list[list[str]]:
@@ -444,7 +584,11 @@ def slurm_args_forms() -> list[list[str]]:
         value = OWN_VALUES.get(option, "1") if option in sweep.SBATCH_VALUE else None
         for n in range(1, len(option) + 1):
             prefix = f"--{option[:n]}"
-            forms += [[f"{prefix}={value}"], [prefix, value]] if value else [[prefix], [f"{prefix}=user"]]
+            forms += (
+                [[f"{prefix}={value}"], [prefix, value]]
+                if value
+                else [[prefix], [f"{prefix}=user"]]
+            )
     for letter, option in sweep.SBATCH_LETTERS.items():
         if option in sweep.SBATCH_OWN:
             if option in sweep.SBATCH_VALUE:
@@ -476,17 +620,27 @@ def slurm_args_forms() -> list[list[str]]:
 
 
 @needs_slurm
-def test_slurm_args_refuses_exactly_what_the_real_sbatch_reads_as_an_option_bench_sh_sets(cluster, tmp_path):
+def test_slurm_args_refuses_exactly_what_the_real_sbatch_reads_as_an_option_bench_sh_sets(
+    cluster, tmp_path
+):
     """Each form, on an #SBATCH line of the real sbatch, against sweep.py's reading of it (bench.sh --slurm-args):
     refused exactly when sbatch sets an option bench.sh sets, or finds the option ambiguous."""
     disagree, accepted = [], []
     for words in slurm_args_forms():
         proc = sbatch_probe(cluster, tmp_path, *words)
         said = proc.stderr
-        if words[0].startswith("--"):  # and its name alone: sbatch names the long option it takes it for when the
-            said += sbatch_probe(cluster, tmp_path, words[0].split("=")[0]).stderr  # value is missing (--wrap=true
-        taken = re.findall(r"option '--([a-z-]+)' (?:requires|doesn't allow) an argument", said)  # sets nothing listed)
-        own = "is ambiguous" in proc.stderr or bool({*options_set(proc), *taken} & set(sweep.SBATCH_OWN))
+        if words[0].startswith(
+            "--"
+        ):  # and its name alone: sbatch names the long option it takes it for when the
+            said += sbatch_probe(
+                cluster, tmp_path, words[0].split("=")[0]
+            ).stderr  # value is missing (--wrap=true
+        taken = re.findall(
+            r"option '--([a-z-]+)' (?:requires|doesn't allow) an argument", said
+        )  # sets nothing listed)
+        own = "is ambiguous" in proc.stderr or bool(
+            {*options_set(proc), *taken} & set(sweep.SBATCH_OWN)
+        )
         try:
             sweep.sbatch_lines(shlex.join(words))
             refused = False
@@ -500,7 +654,15 @@ def test_slurm_args_refuses_exactly_what_the_real_sbatch_reads_as_an_option_benc
     assert {"--comment -a5", "-J -a5", "--part local", "--tasks=1"} <= set(accepted)
     # together, in the job's script: sbatch keeps what bench.sh set
     script, _ = dry_run_script(
-        tmp_path, "--experiments", "exp3", "--seeds", "1", "--slurm-tasks", "2", "--slurm-args", " ".join(accepted)
+        tmp_path,
+        "--experiments",
+        "exp3",
+        "--seeds",
+        "1",
+        "--slurm-tasks",
+        "2",
+        "--slurm-args",
+        " ".join(accepted),
     )
     (tmp_path / "job.sbatch").write_text(script)
     proc = subprocess.run(
@@ -515,4 +677,6 @@ def test_slurm_args_refuses_exactly_what_the_real_sbatch_reads_as_an_option_benc
     assert listed["array"] == "0-1" and listed["signal"] == f"B:TERM@{sweep.SIGNAL_BEFORE_S}"
     assert listed["output"] == f"{tmp_path}/runs/logs/slurm/%A_%a.out" and "error" not in listed
     assert (listed["nodes"], listed["ntasks"], listed["exclusive"]) == ("1", "1", "exclusive")
-    assert listed["comment"] == "-o/tmp/x" and listed["job-name"] == "x"  # the last of each: values, not options
+    assert (
+        listed["comment"] == "-o/tmp/x" and listed["job-name"] == "x"
+    )  # the last of each: values, not options

@@ -39,7 +39,12 @@ def test_the_study_as_committed():
         "torch->equinox",
     )
     assert len(STUDY.envs) == 12 and STUDY.sizes == ("small", "medium", "large")
-    assert STUDY.continuous_envs == ("Pendulum-v1", "MountainCarContinuous-v0", "Reacher-misc", "Swimmer-misc")
+    assert STUDY.continuous_envs == (
+        "Pendulum-v1",
+        "MountainCarContinuous-v0",
+        "Reacher-misc",
+        "Swimmer-misc",
+    )
     assert STUDY.expensive_envs == (
         *("Craftax-Classic-Symbolic-v1", "Craftax-Symbolic-v1"),
         *("brax-halfcheetah", "brax-ant"),
@@ -54,7 +59,9 @@ def test_the_study_as_committed():
         and exp3.compile_modes(STUDY.frameworks["nnx"]) == ("cached_partial", "jit", "none")
     )
     assert STUDY.experiments["exp1"].compile_modes(STUDY.frameworks["torch"]) == ("compile",)
-    assert STUDY.experiments["exp1"].syncs == (False,) and STUDY.experiments["exp2"].syncs == (True,)
+    assert STUDY.experiments["exp1"].syncs == (False,) and STUDY.experiments["exp2"].syncs == (
+        True,
+    )
 
 
 def test_the_expensive_envs_join_exp5_only():
@@ -65,7 +72,11 @@ def test_the_expensive_envs_join_exp5_only():
     others = {env for exp in STUDY.experiments.values() if exp.name != "exp5" for env in exp.envs}
     assert not set(STUDY.expensive_envs) & others
     exp5 = STUDY.experiments["exp5"]
-    assert exp5.envs == STUDY.expensive_envs and exp5.sizes == STUDY.sizes and exp5.syncs == (False, True)
+    assert (
+        exp5.envs == STUDY.expensive_envs
+        and exp5.sizes == STUDY.sizes
+        and exp5.syncs == (False, True)
+    )
     assert all(exp5.compile_modes(fw) == (fw.default_compile,) for fw in STUDY.frameworks.values())
 
 
@@ -73,7 +84,11 @@ def test_the_continuous_envs_join_exp6_only():
     """exp6, continuous control: the cheap continuous envs x every size x every framework, default modes, sync off
     and on; no other experiment runs them, and the README's tables hold exp6's beside exp1's."""
     exp6 = STUDY.experiments["exp6"]
-    assert exp6.envs == STUDY.continuous_envs and exp6.sizes == STUDY.sizes and exp6.syncs == (False, True)
+    assert (
+        exp6.envs == STUDY.continuous_envs
+        and exp6.sizes == STUDY.sizes
+        and exp6.syncs == (False, True)
+    )
     assert all(exp6.compile_modes(fw) == (fw.default_compile,) for fw in STUDY.frameworks.values())
     others = {env for exp in STUDY.experiments.values() if exp.name != "exp6" for env in exp.envs}
     assert not set(STUDY.continuous_envs) & others and "PointRobot-misc" not in STUDY.every_env
@@ -90,16 +105,32 @@ def test_exp7_runs_the_classic_envs_on_both_backends_and_exp8_mujoco_on_envpool(
     exp7, exp8 = STUDY.experiments["exp7"], STUDY.experiments["exp8"]
     assert exp7.backends == ("gymnax", "envpool") and exp8.backends == ("envpool",)
     assert exp7.envs == tuple(
-        label for env in ("CartPole-v1", "Acrobot-v1", "MountainCar-v0") for label in (env, f"{env}@envpool")
+        label
+        for env in ("CartPole-v1", "Acrobot-v1", "MountainCar-v0")
+        for label in (env, f"{env}@envpool")
     )
     assert exp8.envs == ("HalfCheetah-v4@envpool", "Hopper-v4@envpool")
     for exp in (exp7, exp8):
-        assert exp.sizes == ("small", "medium") and exp.syncs == (False, True) and "backends" in exp.figures
-        assert all(exp.compile_modes(fw) == (fw.default_compile,) for fw in STUDY.frameworks.values())
-    assert set(STUDY.envpool_envs) <= set(env_adapters.ENVPOOL_ENVS)  # every one an env the adapter can make
+        assert (
+            exp.sizes == ("small", "medium")
+            and exp.syncs == (False, True)
+            and "backends" in exp.figures
+        )
+        assert all(
+            exp.compile_modes(fw) == (fw.default_compile,) for fw in STUDY.frameworks.values()
+        )
+    assert set(STUDY.envpool_envs) <= set(
+        env_adapters.ENVPOOL_ENVS
+    )  # every one an env the adapter can make
     assert {study.split_label(env)[0] for env in exp7.envs + exp8.envs} <= set(STUDY.envpool_envs)
-    plain = [exp for exp in STUDY.experiments.values() if exp.name not in ("exp7", "exp8") and not exp.configs]
-    assert not {env for exp in plain for env in exp.envs if "@" in env}  # no other timing experiment uses envpool
+    plain = [
+        exp
+        for exp in STUDY.experiments.values()
+        if exp.name not in ("exp7", "exp8") and not exp.configs
+    ]
+    assert not {
+        env for exp in plain for env in exp.envs if "@" in env
+    }  # no other timing experiment uses envpool
     assert "exp7" in STUDY.tables
 
 
@@ -107,19 +138,28 @@ def test_exp9_reads_each_framework_against_cleanrls_published_returns():
     """The learning experiment's envs come from its two configurations, each env on its backend; a run gets its
     configuration's flags, and the published return it is read against."""
     exp9 = STUDY.experiments["exp9"]
-    assert exp9.backends == ("gymnax", "envpool") and exp9.syncs == (False,) and "learning" in exp9.figures
+    assert (
+        exp9.backends == ("gymnax", "envpool")
+        and exp9.syncs == (False,)
+        and "learning" in exp9.figures
+    )
     assert all(exp9.compile_modes(fw) == (fw.default_compile,) for fw in STUDY.frameworks.values())
     assert exp9.envs == tuple(env for config in exp9.configs for env in config.references)
     for env in exp9.envs:
         config = exp9.config(env)
         assert exp9.env_args(env) == config.args and config.references[env].std >= 0
-        assert "--num-iterations" in config.args  # each configuration fixes its own number of env steps
-    assert exp9.config("Hopper-v4") is None and exp9.env_args("Hopper-v4") == ()  # another backend: not in exp9
+        assert (
+            "--num-iterations" in config.args
+        )  # each configuration fixes its own number of env steps
+    assert (
+        exp9.config("Hopper-v4") is None and exp9.env_args("Hopper-v4") == ()
+    )  # another backend: not in exp9
     assert STUDY.experiments["exp1"].env_args("CartPole-v1") == ()
 
 
 @pytest.mark.parametrize(
-    "env,backend,label", [("CartPole-v1", "gymnax", "CartPole-v1"), ("Hopper-v4", "envpool", "Hopper-v4@envpool")]
+    "env,backend,label",
+    [("CartPole-v1", "gymnax", "CartPole-v1"), ("Hopper-v4", "envpool", "Hopper-v4@envpool")],
 )
 def test_an_env_label_names_the_backend_except_gymnax(env, backend, label):
     assert study.env_label(env, backend) == label and study.split_label(label) == (env, backend)
@@ -135,7 +175,9 @@ def edited_study(tmp_path: Path, old: str, new: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize("value,syncs", [("true", (True,)), ("false", (False,)), ('"both"', (False, True))])
+@pytest.mark.parametrize(
+    "value,syncs", [("true", (True,)), ("false", (False,)), ('"both"', (False, True))]
+)
 def test_sync_settings(tmp_path, value, syncs):
     path = edited_study(tmp_path, 'sync = "both"', f"sync = {value}")
     assert study.parse(path).experiments["exp5"].syncs == syncs
@@ -153,30 +195,54 @@ def test_sync_settings(tmp_path, value, syncs):
             'expensive_envs = ["CartPole-v1"',
             "CartPole-v1 listed twice",
         ),
-        ('continuous_envs = ["Pendulum-v1"', 'continuous_envs = ["brax-ant"', "brax-ant listed twice"),
+        (
+            'continuous_envs = ["Pendulum-v1"',
+            'continuous_envs = ["brax-ant"',
+            "brax-ant listed twice",
+        ),
         ('envs = "continuous"', 'envs = "continous"', "continous"),
         (
             'backends = ["gymnax", "envpool"]',
             'backends = ["gymnax", "brax"]',
             r"exp7's backends = \['gymnax', 'brax'\]",
         ),
-        ('backends = ["gymnax", "envpool"]', 'backends = ["envpool", "envpool"]', "exp7's backends"),
+        (
+            'backends = ["gymnax", "envpool"]',
+            'backends = ["envpool", "envpool"]',
+            "exp7's backends",
+        ),
         ('backends = ["gymnax", "envpool"]', 'backends = "envpool"', "exp7's backends = 'envpool'"),
         (
             'envs = ["HalfCheetah-v4", "Hopper-v4"]',
             'envs = ["HalfCheetah-v4", "Pendulum-v1"]',
             "Pendulum-v1 on envpool",
         ),
-        ('backends = ["envpool"]', 'backends = ["gymnax"]', "runs HalfCheetah-v4, Hopper-v4 on gymnax"),
+        (
+            'backends = ["envpool"]',
+            'backends = ["gymnax"]',
+            "runs HalfCheetah-v4, Hopper-v4 on gymnax",
+        ),
         ('"Walker2d-v4"]\n', '"Walker2d-v4", "Hopper-v4"]\n', "envpool_envs lists Hopper-v4 twice"),
         ('"Walker2d-v4"]\n', '"Walker2d-v4@envpool"]\n', "Walker2d-v4@envpool twice, or with an @"),
         # a learning experiment's configurations
-        ('"Acrobot-v1" = [-86.36, 1.32]', '"Acrobot-v1" = [-86.36]', "returns of Acrobot-v1 = \\[-86.36\\]"),
+        (
+            '"Acrobot-v1" = [-86.36, 1.32]',
+            '"Acrobot-v1" = [-86.36]',
+            "returns of Acrobot-v1 = \\[-86.36\\]",
+        ),
         ('"Acrobot-v1" = [-86.36, 1.32]', '"Acrobot-v1" = [-86.36, -1]', "returns of Acrobot-v1"),
         ('"Acrobot-v1" = [-86.36, 1.32]', '"Acrobot-v1" = ["a", 1]', "returns of Acrobot-v1"),
         ('"Acrobot-v1" = [-86.36, 1.32]', '"Acrobot-v1" = [nan, 1]', "returns of Acrobot-v1"),
-        ('"Acrobot-v1" = [-86.36, 1.32]', '"Acrobat-v1" = [-86.36, 1.32]', "'Acrobat-v1', not an env of the study"),
-        ('"Hopper-v4@envpool" = [', '"Hopper-v4@brax" = [', "'Hopper-v4@brax', not an env of the study"),
+        (
+            '"Acrobot-v1" = [-86.36, 1.32]',
+            '"Acrobat-v1" = [-86.36, 1.32]',
+            "'Acrobat-v1', not an env of the study",
+        ),
+        (
+            '"Hopper-v4@envpool" = [',
+            '"Hopper-v4@brax" = [',
+            "'Hopper-v4@brax', not an env of the study",
+        ),
         ('"Hopper-v4@envpool" = [', '"CartPole-v1" = [', "exp9 lists CartPole-v1 in two configs"),
     ],
 )
@@ -189,7 +255,9 @@ def test_the_analysis_roles_as_committed():
     """The headline experiment, the figures of each experiment and the platform comparison that repeats exp1."""
     assert STUDY.headline == "exp1"
     assert set(STUDY.platforms) == {"exp4"} and STUDY.platforms["exp4"].repeats == "exp1"
-    assert STUDY.platforms["exp4"].figures == ("tags",) and "exp4" not in STUDY.experiments  # bench.sh runs no exp4
+    assert (
+        STUDY.platforms["exp4"].figures == ("tags",) and "exp4" not in STUDY.experiments
+    )  # bench.sh runs no exp4
     assert STUDY.experiments["exp1"].figures[:2] == ("total", "speedups")
     assert all(exp.figures for exp in STUDY.experiments.values())
 
@@ -203,7 +271,11 @@ def test_the_analysis_roles_as_committed():
         ("[platforms.exp4]", "[platforms.exp1]", "both an experiment and a platform"),
         ('tables = ["exp1", "exp6", "exp7"]', 'tables = ["exp1", "exp99"]', "tables lists 'exp99'"),
         ('tables = ["exp1", "exp6", "exp7"]', 'tables = "exp6"', "tables = 'exp6'"),
-        ('tables = ["exp1", "exp6", "exp7"]', 'tables = ["exp2"]', "exp2, which has no sync-off runs"),
+        (
+            'tables = ["exp1", "exp6", "exp7"]',
+            'tables = ["exp2"]',
+            "exp2, which has no sync-off runs",
+        ),
     ],
 )
 def test_a_bad_analysis_role_is_named(tmp_path, old, new, named):
@@ -215,7 +287,9 @@ def test_the_roles_have_defaults(tmp_path):
     """No [analysis] table: the first experiment is the headline and the README's tables are its; no [platforms]: no
     platform comparison."""
     text = study.DEFAULT_PATH.read_text()
-    text = text.split("# Platform comparisons")[0]  # drops [platforms.exp4] and [analysis], the last tables
+    text = text.split("# Platform comparisons")[
+        0
+    ]  # drops [platforms.exp4] and [analysis], the last tables
     path = tmp_path / "study.toml"
     path.write_text(text)
     parsed = study.parse(path)
@@ -224,26 +298,36 @@ def test_the_roles_have_defaults(tmp_path):
 
 
 def test_an_experiment_may_list_gymnax_and_expensive_envs(tmp_path):
-    path = edited_study(tmp_path, 'envs = ["Acrobot-v1"]', 'envs = ["Acrobot-v1", "Craftax-Symbolic-v1"]')
+    path = edited_study(
+        tmp_path, 'envs = ["Acrobot-v1"]', 'envs = ["Acrobot-v1", "Craftax-Symbolic-v1"]'
+    )
     assert study.parse(path).experiments["exp3"].envs == ("Acrobot-v1", "Craftax-Symbolic-v1")
 
 
 def test_a_study_without_expensive_or_continuous_envs(tmp_path):
-    text = study.DEFAULT_PATH.read_text().split("[experiments.exp5]")[0]  # exp5, exp6 and the roles dropped
+    text = study.DEFAULT_PATH.read_text().split("[experiments.exp5]")[
+        0
+    ]  # exp5, exp6 and the roles dropped
     path = tmp_path / "study.toml"
     for key in ("expensive_envs", "continuous_envs", "envpool_envs"):
         text = text.replace(f"\n{key} = [", f"\n# {key} = [")
     path.write_text(text)
     parsed = study.parse(path)
     assert parsed.expensive_envs == parsed.continuous_envs == parsed.envpool_envs == ()
-    assert parsed.every_env == STUDY.envs and all(exp.backends == ("gymnax",) for exp in parsed.experiments.values())
+    assert parsed.every_env == STUDY.envs and all(
+        exp.backends == ("gymnax",) for exp in parsed.experiments.values()
+    )
 
 
 def test_a_new_framework_adds_its_pairs(tmp_path):
     fake = study.parse(fake_study(tmp_path))
     assert list(fake.frameworks)[-1] == "fake"
-    assert {pair for pair in fake.pairs if "fake" in pair} == {("fake", fw) for fw in STUDY.frameworks}
-    assert len(fake.pairs) == len(STUDY.pairs) + len(STUDY.frameworks) and set(STUDY.pairs) < set(fake.pairs)
+    assert {pair for pair in fake.pairs if "fake" in pair} == {
+        ("fake", fw) for fw in STUDY.frameworks
+    }
+    assert len(fake.pairs) == len(STUDY.pairs) + len(STUDY.frameworks) and set(STUDY.pairs) < set(
+        fake.pairs
+    )
 
 
 def test_the_study_file_can_be_swapped(tmp_path, monkeypatch):
@@ -266,7 +350,9 @@ def test_a_new_framework_is_parametrised_in_the_script_tests(tmp_path):
 def test_no_file_points_outside_the_repository():
     """Users have README.md and METHODOLOGY.md; no tracked file may send them to the developers' brief."""
     brief = "DESIGN" + ".md"  # spelled in two parts so that this file does not match itself
-    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    tracked = subprocess.run(
+        ["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
     if not tracked:
         pytest.skip("not a git checkout")
     offenders = [
