@@ -17,13 +17,11 @@ compiler and a run started with SIGINT ignored (nohup, a background job) still s
 run at once. The run then ends with status "interrupted" and exit code 130. Bad input (a ValueError, OSError or
 ImportError before the run folder is made) is one line and exit code 2, and leaves no run folder. Any other
 failure ends with status "failed": an OSError (a full disk, a removed log folder) with one line and exit code 1,
-anything else with its traceback. config.json and summary.json are written to a temporary
-file that is then renamed, so they are never empty or half-written.
+anything else with its traceback. config.json and summary.json are written by atomic.py's write_json (a
+temporary file, then renamed), so they are never empty or half-written.
 """
 
 import io
-import json
-import math
 import os
 import platform
 import signal
@@ -39,6 +37,8 @@ from typing import Callable, Optional
 import jax
 import numpy as np
 import tyro
+
+from atomic import write_json
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 # A lower bound of the rollout's float32 numbers per sample: observations twice (before and after any reset),
@@ -110,29 +110,6 @@ def check_wandb_names(args) -> None:
         if not name or len(name) > WANDB_MAX_NAME or bad:
             rule = f"1 to {WANDB_MAX_NAME} characters, none of {' '.join(WANDB_FORBIDDEN)}"
             raise ValueError(f"{flag} {name!r} is not a W&B name: {rule}")
-
-
-def finite_json(value):
-    """value with every NaN or infinity replaced by None, so that the JSON holds null: NaN is not JSON."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {key: finite_json(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [finite_json(item) for item in value]
-    return value
-
-
-def write_json(path: str, data: dict) -> None:
-    """JSON written to a temporary file, then renamed into place; the temporary file is removed on failure."""
-    tmp_path = f"{path}.tmp"
-    try:
-        with open(tmp_path, "w") as f:
-            json.dump(finite_json(data), f, indent=2, allow_nan=False)
-        os.replace(tmp_path, path)
-    finally:
-        if os.path.exists(tmp_path):
-            os.remove(tmp_path)
 
 
 def machine() -> dict:

@@ -48,7 +48,7 @@ from scipy import stats
 
 import env_adapters
 import study
-from bookkeeping import write_json
+from atomic import write_json
 
 TRIM = 0.1  # cut 10 % at each end for the trimmed mean
 CPU_EXPENSIVE_NUM_ENVS = 256  # the default --expensive-num-envs on a CPU (see the docstring)

@@ -40,6 +40,7 @@ from analysis import escape, figures, learning_report, output, report
 from analysis.loading import BadInput, load_runs, read_env_timing, read_previous
 from analysis.results import analyse
 from analysis.speedups import SPEEDUP_COLUMNS
+from atomic import write_file
 
 TIMING_FILE = "env_timing.json"  # bench.sh's, in its --log-dir
 TABLES = (
@@ -252,9 +253,9 @@ def run(args: argparse.Namespace, S: study.Study) -> None:
         )
         (stage / output.REPORT).write_text(text)
     if args.readme_block:
-        output.write_file(args.readme_block, "\n".join(blocks.values()))
+        write_file(args.readme_block, "\n".join(blocks.values()))
     if readme is not None:
-        output.write_file(args.update_readme, readme)
+        write_file(args.update_readme, readme)
     print(
         f"{len(results.summary)} runs ({len(skipped)} skipped), {len(drawn)} figures -> {out}/REPORT.md"
     )

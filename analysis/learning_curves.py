@@ -6,7 +6,7 @@ Every completed run under the folders is drawn, coloured by framework (study.tom
 (an env on envpool apart from its gymnax twin: "CartPole-v1@envpool"); beside the figure,
 {out}.md tables each run's final return (summary.json: the mean return of its last 10 iterations) and env steps.
 An existing --out is replaced only with --force; nothing is written (exit status 2, one line) when no completed run
-has an episodic return, or a path is empty or cannot be written (analysis/output.py: through links, never into a
+has an episodic return, or a path is empty or cannot be written (atomic.py and analysis/output.py: through links, never into a
 folder or a device).
 """
 
@@ -27,6 +27,7 @@ from analysis import output  # noqa: E402
 from analysis.escape import md_text  # noqa: E402
 from analysis.loading import BadInput, run_env  # noqa: E402
 from analysis.plotting import framework_colors  # noqa: E402
+from atomic import target, write_file  # noqa: E402
 
 RETURN = "charts/episodic_return"
 
@@ -97,7 +98,7 @@ def draw(by_env: dict[str, list], colors: dict[str, str], out: Path) -> None:
     png = io.BytesIO()
     fig.savefig(png, format="png", dpi=120)
     plt.close(fig)
-    output.write_file(out, png.getvalue())
+    write_file(out, png.getvalue())
 
 
 def check(args: argparse.Namespace) -> None:
@@ -113,11 +114,11 @@ def check(args: argparse.Namespace) -> None:
         raise BadInput(f"--out {out} exists; --force replaces it")
     for path in (out, out.with_suffix(".md")):
         folder = next(
-            p for p in output.target(path).parents if p.exists()
+            p for p in target(path).parents if p.exists()
         )  # the folders below it are made
-        if folder != output.target(path).parent and not folder.is_dir():
+        if folder != target(path).parent and not folder.is_dir():
             raise BadInput(f"--out {out}: {folder} is not a folder")
-        if folder == output.target(path).parent:
+        if folder == target(path).parent:
             output.check_target("--out", path)
 
 
@@ -143,9 +144,9 @@ def main(argv=None) -> None:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
     out = Path(args.out)
-    output.target(out).parent.mkdir(parents=True, exist_ok=True)
+    target(out).parent.mkdir(parents=True, exist_ok=True)
     draw(by_env, framework_colors(study.load()), out)
-    output.write_file(out.with_suffix(".md"), final_returns(runs))
+    write_file(out.with_suffix(".md"), final_returns(runs))
     print(f"{out}: {sum(len(c) for c in by_env.values())} runs, envs {', '.join(sorted(by_env))}")
 
 

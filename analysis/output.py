@@ -15,7 +15,7 @@ replace their namesakes in --out, each by one rename (atomic), with SIGINT and S
 analysis interrupted before then leaves --out as it was. A --out that does not exist yet is the temporary folder,
 renamed.
 
-Links: a write never replaces a symbolic link. --out, a file of this tool in it, the README (--update-readme), the
+Links (atomic.py's write_file, the project's one atomic write): a write never replaces a symbolic link. --out, a file of this tool in it, the README (--update-readme), the
 README block (--readme-block) and the learning curves may each be links: the write goes through them to the file
 they lead to, its temporary file staged beside that file, its mode (and, where allowed, its owner) kept. A target
 that is not a regular file (a folder, /dev/null, a FIFO, a link that leads round in a circle) is refused in one
@@ -24,16 +24,22 @@ line before anything is written (check_target, check_out); a failed write remove
 
 import os
 import shutil
-import signal
-import stat
 import tempfile
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
 
 from analysis.escape import from_csv
 from analysis.loading import BadInput, run_keys
+from atomic import (
+    current_umask,
+    deferred_signals,
+    keep_owner_and_mode,
+    old_stat,
+    target,
+    write_file,
+)
 from study import BACKENDS
 
 REPORT = "REPORT.md"
@@ -50,11 +56,6 @@ TABLE_KEYS = {
 ADDED_KEYS = {
     "backend": BACKENDS[0]
 }  # speedups.csv of before the env backends: every env on gymnax
-
-
-def target(path) -> Path:
-    """The file a write to path lands in: path itself (absolute), or the file its symbolic links lead to."""
-    return Path(os.path.realpath(path))
 
 
 def writable_folder(flag: str, path, folder: Path) -> None:
@@ -96,46 +97,6 @@ def check_out(out: Path, names=()) -> None:
         path = real / name
         if path.exists() or path.is_symlink():
             check_target("--out", path)
-
-
-def umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def keep_owner_and_mode(path: Path, old: os.stat_result | None) -> None:
-    """path given the mode (and, where allowed, the owner) of the file it replaces; a new file's usual mode."""
-    os.chmod(path, stat.S_IMODE(old.st_mode) if old else 0o666 & ~umask())
-    if old and (old.st_uid, old.st_gid) != (os.getuid(), os.getgid()):
-        with suppress(OSError):  # only root may give a file away: others keep theirs
-            os.chown(path, old.st_uid, old.st_gid)
-
-
-def old_stat(path: Path) -> os.stat_result | None:
-    try:
-        return path.stat()
-    except FileNotFoundError:
-        return None
-
-
-def write_file(path, data) -> None:
-    """data (text or bytes) written to the file at path, through its links: into a temporary file beside that file,
-    with its mode, renamed over it (atomic: the file is never half-written); the temporary file is removed on any
-    failure. check_target first: this never writes into a folder or a device."""
-    real = target(path)
-    data = data.encode() if isinstance(data, str) else data
-    with deferred_signals():  # an interruption never leaves the temporary file behind
-        fd, partial = tempfile.mkstemp(prefix=f".{real.name}.", suffix=".partial", dir=real.parent)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            keep_owner_and_mode(Path(partial), old_stat(real))
-            os.replace(partial, real)
-        except BaseException:
-            with suppress(OSError):
-                os.unlink(partial)
-            raise
 
 
 def replace_from(staged: Path, dest: Path) -> None:
@@ -227,19 +188,6 @@ def refuse(out: Path, losses: list[str]) -> None:
 
 
 @contextmanager
-def deferred_signals():
-    """SIGINT and SIGTERM held back (delivered after the block), so that a replacement is never cut in two."""
-    if not hasattr(signal, "pthread_sigmask"):
-        yield
-        return
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)
-
-
-@contextmanager
 def staged(out: Path, remove: list[str]):
     """A temporary folder beside out to write every file into; when the block ends without an error, its files
     replace their namesakes in out (REPORT.md last) and the files in remove are deleted from out. On an error or
@@ -254,7 +202,7 @@ def staged(out: Path, remove: list[str]):
         with deferred_signals():
             if not real.exists():
                 stage.chmod(
-                    0o777 & ~umask()
+                    0o777 & ~current_umask()
                 )  # mkdtemp's folder is private; a results folder is not
                 stage.rename(real)
                 return

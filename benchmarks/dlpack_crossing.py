@@ -31,7 +31,7 @@ import torch
 from jax.flatten_util import ravel_pytree
 
 import ppo_torch as ppo
-from bookkeeping import write_json
+from atomic import write_json
 
 SCRIPT_STEP = (
     "policy traced",

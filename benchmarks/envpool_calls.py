@@ -37,7 +37,7 @@ import numpy as np
 from jax.experimental import io_callback
 
 import env_adapters
-from bookkeeping import write_json
+from atomic import write_json
 
 SCAN_STEPS = 256
 CHILD_TIMEOUT_S = 120  # one round of one family: about 10 s

@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 
 import study
+from atomic import write_json
 from benchmarks.common import ROOT, STEADY_FROM, run_and_read
-from bookkeeping import write_json
 
 STUDY = study.load()
 JAX_FRAMEWORKS = ("nnx", "equinox")  # the JAX frameworks besides Linen

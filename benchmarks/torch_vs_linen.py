@@ -22,8 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from atomic import write_json
 from benchmarks.common import ROOT, STEADY_FROM, run_and_read
-from bookkeeping import write_json
 
 CONFIGS = {  # name: (script, compile mode)
     "linen jit": ("ppo_linen.py", "jit"),

@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 
 import study
+from atomic import write_json
 from benchmarks.common import ROOT
-from bookkeeping import write_json
 
 CONFIGS = {  # name: (framework, torch.compile options; None: eager, as --compile env-jit)
     "linen jit": ("linen", None),

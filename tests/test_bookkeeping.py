@@ -105,15 +105,21 @@ def test_two_identical_runs_started_together_get_two_folders(log_dir):
         assert len(list(run_dir.glob("events.out.tfevents.*"))) == 1
 
 
+def temporary_files(folder: Path) -> list[Path]:
+    """The temporary files of atomic.py's writes (".{name}.*.partial") left anywhere under folder."""
+    return [path for path in folder.rglob("*") if path.name.endswith((".partial", ".tmp"))]
+
+
 def test_json_files_are_written_atomically(tmp_path, monkeypatch):
-    """A write that fails half way leaves the old file whole and no temporary file."""
+    """A write that fails half way (its temporary file written, the rename refused) leaves the old file whole and
+    no temporary file."""
     path = tmp_path / "summary.json"
     bookkeeping.write_json(str(path), {"status": "completed"})
 
     def fail(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(json, "dump", fail)
+    monkeypatch.setattr(os, "replace", fail)
     with pytest.raises(OSError):
         bookkeeping.write_json(str(path), {"status": "failed"})
     assert json.loads(path.read_text()) == {"status": "completed"} and os.listdir(tmp_path) == [
@@ -161,7 +167,7 @@ def test_a_full_disk_mid_run_fails_the_run_in_one_line(tiny_disk):
         summary = read_json(run_dir / "summary.json")
         assert summary["status"] == "failed" and "error" in summary
         assert 0 < summary["iterations_completed"] < 400
-    assert not list(run_dir.glob("*.tmp"))
+    assert not temporary_files(run_dir)
 
 
 @pytest.mark.slow
@@ -180,7 +186,7 @@ def test_a_full_disk_at_the_start_is_one_line_and_no_empty_config(tiny_disk):
     assert "Traceback" not in proc.stderr
     for path in tiny_disk.rglob("*.json"):
         json.loads(path.read_text())  # whatever JSON exists is whole
-    assert not list(tiny_disk.rglob("*.tmp"))
+    assert not temporary_files(tiny_disk)
 
 
 # --------------------------------------------------------------------------------------------- signals
