@@ -1,0 +1,129 @@
+"""setup.sh and requirements.lock: the lock pins every top-level requirement, and setup.sh installs the lock
+once, chooses torch's build, falls back from an unreachable index at once and refuses bad input. setup.sh runs in
+a copy of the repository's set-up files with a stub .venv whose pip records what it is asked to do."""
+
+import os
+import re
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# A venv stand-in: pip appends its arguments to a log; python fails the index probe (no network here)
+STUB_PIP = """#!/usr/bin/env bash
+echo "pip $*" >> "$(dirname "$0")/../calls.log"
+"""
+STUB_PYTHON = """#!/usr/bin/env bash
+echo "python $*" >> "$(dirname "$0")/../calls.log"
+exit 1
+"""
+
+
+def locked_versions() -> dict[str, str]:
+    pins = {}
+    for line in (ROOT / "requirements.lock").read_text().splitlines():
+        match = re.match(r"^([A-Za-z0-9_.\-]+)==(\S+)", line)
+        if match:
+            pins[normalized(match.group(1))] = match.group(2)
+    return pins
+
+
+def normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def test_the_lock_pins_every_requirement_within_its_range():
+    pins = locked_versions()
+    for line in (ROOT / "requirements.txt").read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if not line:
+            continue
+        requirement = Requirement(line)
+        name = normalized(requirement.name)
+        if name == "torch":
+            # the one package setup.sh installs itself, by the machine's build
+            assert name not in pins
+            continue
+        assert name in pins, f"requirements.lock does not pin {name}: ./setup.sh lock"
+        assert requirement.specifier.contains(pins[name]), (name, pins[name])
+
+
+def make_copy(tmp_path: Path) -> Path:
+    for name in ("setup.sh", "requirements.txt", "requirements.lock"):
+        shutil.copy2(ROOT / name, tmp_path / name)
+    bin_dir = tmp_path / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    for name, text in (("pip", STUB_PIP), ("python", STUB_PYTHON)):
+        path = bin_dir / name
+        path.write_text(text)
+        path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return tmp_path
+
+
+def run_setup(repo: Path, *args, torch="cpu"):
+    env = dict(os.environ, BENCHBACK_TORCH=torch)
+    return subprocess.run(
+        ["bash", str(repo / "setup.sh"), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+
+
+def pip_calls(repo: Path) -> list[str]:
+    log = repo / ".venv" / "calls.log"
+    calls = log.read_text().splitlines() if log.exists() else []
+    return [call for call in calls if call.startswith("pip ")]
+
+
+def test_setup_installs_torch_then_the_lock_once(tmp_path):
+    repo = make_copy(tmp_path)
+    first = run_setup(repo, "run", "true")
+    assert first.returncode == 0, first.stderr
+    calls = pip_calls(repo)
+    assert calls[0] == "pip install -q torch==2.13.0"
+    assert calls[1].startswith("pip install --progress-bar off -r requirements.lock")
+    # the CPU index did not answer the probe: one line says so, and pip never tried it
+    assert "cannot be reached" in first.stderr
+    assert not any("download.pytorch.org" in call for call in calls)
+
+    again = run_setup(repo, "run", "true")
+    assert again.returncode == 0, again.stderr
+    assert pip_calls(repo) == calls, "an unchanged lock must not be installed again"
+
+    with open(repo / "requirements.lock", "a") as lock:
+        lock.write("# changed\n")
+    changed = run_setup(repo, "run", "true")
+    assert changed.returncode == 0, changed.stderr
+    assert len(pip_calls(repo)) == len(calls) + 2
+
+
+def test_a_gpu_machine_gets_the_cuda_build_and_jax_plugin(tmp_path):
+    repo = make_copy(tmp_path)
+    result = run_setup(repo, torch="cuda")
+    assert result.returncode == 0, result.stderr
+    jax = locked_versions()["jax"]
+    assert pip_calls(repo)[0] == f"pip install -q torch==2.13.0 jax[cuda12]=={jax}"
+
+
+@pytest.mark.parametrize(
+    "args, torch, message",
+    [
+        (("bogus",), "cpu", "unknown command 'bogus'"),
+        ((), "gpu", "BENCHBACK_TORCH must be cpu or cuda, not 'gpu'"),
+        (("run",), "cpu", "run needs a command"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2_before_installing(tmp_path, args, torch, message):
+    repo = make_copy(tmp_path)
+    result = run_setup(repo, *args, torch=torch)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert pip_calls(repo) == []
