@@ -1,18 +1,17 @@
-"""PPO in Flax Linen on gymnax environments (or envpool's CPU ones): a single-file starter, part of benchback-rl.
-Read it top to bottom: Args, the network, the environment glue, rollout, GAE, loss, update, main().
-The ppo_*.py files are written in parallel: `diff ppo_linen.py ppo_nnx.py` shows only what the framework changes.
-To drop the benchmark bookkeeping, delete its section at the bottom and every line that contains `book.`.
-
-    python ppo_linen.py --env Acrobot-v1 --model-size small
+"""PPO in Flax Linen on gymnax environments (or envpool's CPU ones): a single-file starter.
+Read it top to bottom: Args, network, env glue, rollout, GAE, loss, update, main(). The ppo_*.py
+files are parallel: `diff ppo_linen.py ppo_nnx.py` shows only the framework. To drop the
+benchmark bookkeeping (benchback-rl's), delete its section at the bottom and every `book.` line.
 """
 
 import signal
 import time
 
-START = time.perf_counter()  # import_s, setup_s and total_s count from this first line
-if __name__ == "__main__":  # SIGINT and SIGTERM wait until main() unblocks them: none is lost in the imports
+# import_s, setup_s and total_s count from this first line
+START = time.perf_counter()
+if __name__ == "__main__":
+    # SIGINT and SIGTERM wait until main() unblocks them: none is lost in the imports
     signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT, signal.SIGTERM])
-    # a first line while they load
     print("ppo_linen.py: importing JAX, Flax Linen and gymnax...", flush=True)
 
 import math
@@ -37,14 +36,14 @@ MODEL_SIZES = {"small": (64, 64), "medium": (256, 256, 256), "large": (1024,) * 
 
 @dataclass(frozen=True)
 class Args:
-    """PPO in Flax Linen on gymnax (or envpool's CPU envs): trains one agent, logs to TensorBoard"""
+    """PPO in Flax Linen on gymnax (or envpool's CPU envs): trains an agent, logs to TensorBoard."""
 
     exp_name: str = os.path.basename(__file__)[: -len(".py")]
-    """the name of this experiment (with --track, the W&B group when set; else the group is --tag)"""
+    """the name of this experiment (with --track, the W&B group if set; else the group is --tag)"""
     env: str = "CartPole-v1"
-    """the environment id: gymnax (discrete or Box actions), or Craftax and Brax through env_adapters.py"""
+    """the env id: gymnax (discrete or Box actions), or Craftax and Brax (env_adapters.py)"""
     env_backend: Literal["gymnax", "envpool"] = "gymnax"
-    """gymnax: JAX envs; envpool: CPU simulators (classic control, MuJoCo), through env_adapters.py"""
+    """gymnax: JAX envs; envpool: CPU simulators (classic control, MuJoCo), via env_adapters.py"""
     env_threads: int = 0
     """envpool's worker threads (0: envpool's default, one per core up to --num-envs)"""
     model_size: Literal["small", "medium", "large"] = "small"
@@ -86,7 +85,7 @@ class Args:
     norm_reward: bool = False
     """scale the rewards by the running std of their discounted return (env_adapters.py)"""
     compile: Literal["jit", "none"] = "jit"
-    """jit: jax.jit the rollout and the update; none: the same functions op by op under jax.disable_jit()"""
+    """jit: jax.jit the rollout and the update; none: the same functions op by op (disable_jit)"""
     sync_timing: bool = True
     """block on the device after the rollout and after the update, so that both timers are exact"""
     log_dir: str = "runs"
@@ -109,12 +108,11 @@ class Args:
         for name, value in asdict(self).items():
             if isinstance(value, float) and not math.isfinite(value):
                 raise ValueError(f"--{name.replace('_', '-')} must be a finite number, got {value}")
-        rules = [
-            ("num_envs", self.num_envs > 0, "a positive integer"),
-            ("num_steps", self.num_steps > 0, "a positive integer"),
-            ("num_iterations", self.num_iterations > 0, "a positive integer"),
-            ("update_epochs", self.update_epochs > 0, "a positive integer"),
-            ("num_minibatches", self.num_minibatches > 0, "a positive integer"),
+        num_updates = self.num_iterations * self.update_epochs * self.num_minibatches
+        steps = f"at most {2**31 - 1:,} optimizer steps, not {num_updates:,}"
+        counts = ("num_envs", "num_steps", "num_iterations", "update_epochs", "num_minibatches")
+        rules = [(name, getattr(self, name) > 0, "a positive integer") for name in counts]
+        rules += [
             ("learning_rate", self.learning_rate > 0, "positive"),
             ("gamma", 0 <= self.gamma <= 1, "in [0, 1]"),
             ("gae_lambda", 0 <= self.gae_lambda <= 1, "in [0, 1]"),
@@ -126,6 +124,8 @@ class Args:
             # the range that JAX keys, torch generators and envpool all take
             ("seed", 0 <= self.seed < 2**31, "in [0, 2**31 - 1]"),
             ("log_dir", self.log_dir != "", "a folder, not empty"),
+            # the optimizer's step count, which the learning-rate schedule reads, is an int32
+            ("num_iterations", num_updates < 2**31, steps),
         ]
         for name, ok, rule in rules:
             if not ok:
@@ -135,13 +135,6 @@ class Args:
             raise ValueError(
                 f"--num-minibatches {self.num_minibatches} must divide the batch size "
                 f"{self.batch_size} (num_envs x num_steps); choose a divisor of {self.batch_size}"
-            )
-        # the optimizer's step count, which the learning-rate schedule reads, is an int32
-        num_updates = self.num_iterations * self.update_epochs * self.num_minibatches
-        if num_updates >= 2**31:
-            raise ValueError(
-                f"--num-iterations x --update-epochs x --num-minibatches = {num_updates:,} "
-                f"optimizer steps; at most {2**31 - 1:,}"
             )
 
 
@@ -157,13 +150,14 @@ class MLP(nn.Module):
     def __call__(self, x):
         zeros = nn.initializers.zeros
         for size in self.hidden_sizes:
-            x = nn.Dense(size, kernel_init=nn.initializers.orthogonal(np.sqrt(2)), bias_init=zeros)(x)
-            x = nn.tanh(x)
-        return nn.Dense(self.out_dim, kernel_init=nn.initializers.orthogonal(self.out_gain), bias_init=zeros)(x)
+            kernel_init = nn.initializers.orthogonal(np.sqrt(2))
+            x = nn.tanh(nn.Dense(size, kernel_init=kernel_init, bias_init=zeros)(x))
+        kernel_init = nn.initializers.orthogonal(self.out_gain)
+        return nn.Dense(self.out_dim, kernel_init=kernel_init, bias_init=zeros)(x)
 
 
 class Agent(nn.Module):
-    """Separate actor and critic networks; the actor gives logits, or a Gaussian's mean (its log std: a parameter)."""
+    """Separate actor and critic MLPs; the actor gives logits, or a Gaussian's mean."""
 
     hidden_sizes: Sequence[int]
     num_actions: int
@@ -176,29 +170,33 @@ class Agent(nn.Module):
             self.log_std = self.param("log_std", nn.initializers.zeros, (self.num_actions,))
 
     def __call__(self, obs):
-        """The actor's output (logits or mean) and the state values."""
         return self.actor(obs), self.critic(obs)[..., 0]
 
     def get_value(self, obs):
         return self.critic(obs)[..., 0]
 
     def log_prob(self, actor_out, action):
-        if self.continuous:  # the Gaussian log-density, summed over the action's dimensions
+        if self.continuous:
             z = (action - actor_out) / jnp.exp(self.log_std)
             return (-0.5 * z**2 - self.log_std - 0.5 * np.log(2 * np.pi)).sum(-1)
-        return jnp.take_along_axis(jax.nn.log_softmax(actor_out), action[:, None], axis=-1)[:, 0]
+        log_probs = jax.nn.log_softmax(actor_out)
+        return jnp.take_along_axis(log_probs, action[:, None], axis=-1)[:, 0]
 
-    def log_prob_and_entropy(self, actor_out, action):  # for the loss: one log-softmax, its gradient as one
-        if self.continuous:  # the Gaussian's entropy is the same for every state
-            return self.log_prob(actor_out, action), (self.log_std + 0.5 + 0.5 * np.log(2 * np.pi)).sum()
+    def log_prob_and_entropy(self, actor_out, action):
+        """For the loss: one log-softmax, so one gradient through it."""
+        if self.continuous:
+            # the Gaussian's entropy is the same for every state
+            entropy = (self.log_std + 0.5 + 0.5 * np.log(2 * np.pi)).sum()
+            return self.log_prob(actor_out, action), entropy
         log_probs = jax.nn.log_softmax(actor_out)
         log_prob = jnp.take_along_axis(log_probs, action[:, None], axis=-1)[:, 0]
         return log_prob, -(jnp.exp(log_probs) * log_probs).sum(-1)
 
     def get_action_and_value(self, obs, key, action=None):
-        """Samples actions (unless given) with a JAX key; returns them, their log-probabilities and the values."""
+        """Actions sampled with a JAX key (unless given), their log-probabilities, the values."""
         actor_out, value = self(obs)
-        if action is None and self.continuous:  # unbounded: step_envs clips what the env gets
+        if action is None and self.continuous:
+            # unbounded: step_envs clips what the env gets
             action = actor_out + jnp.exp(self.log_std) * jax.random.normal(key, actor_out.shape)
         elif action is None:
             action = jax.random.categorical(key, actor_out)
@@ -207,32 +205,36 @@ class Agent(nn.Module):
 
 # ------------------------------------------------------------------------------- environment glue
 class GymnaxBatch:
-    """A gymnax env stepped as a batch, one key per env: the contract of every adapter in env_adapters.py."""
+    """A gymnax env stepped as a batch, one key per env: the contract of env_adapters.py's."""
 
     def __init__(self, env, space):
-        self.reset = jax.vmap(env.reset, in_axes=(0, None))  # (keys, params) -> obs, states
-        self.step = jax.vmap(env.step, in_axes=(0, 0, 0, None))  # -> obs, states, reward, terminated, truncated, info
-        self.num_actions = env.num_actions  # discrete: the choices; a Box: the action vector's length
+        self.reset = jax.vmap(env.reset, in_axes=(0, None))
+        self.step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
+        self.num_actions = env.num_actions
         self.continuous = isinstance(space, gymnax.environments.spaces.Box)
-        self.action_bounds = (space.low, space.high) if self.continuous else None  # (low, high), each broadcasts
+        self.action_bounds = (space.low, space.high) if self.continuous else None
 
 
-def make_env(env_id: str, backend: str = "gymnax", num_envs: int = 32, seed: int = 1, threads: int = 0):
+def make_env(env_id: str, backend="gymnax", num_envs=32, seed=1, threads=0):
     """The batched env and its params; ValueError (one line) when this script cannot train on it."""
     spaces = gymnax.environments.spaces
     try:
         env, env_params = gymnax.make(env_id)
-        space = env.action_space(env_params) if backend == "gymnax" else None  # None: env_adapters.py's
-    except Exception:  # not a gymnax id, or one that must download its data (MNISTBandit) without network
+        space = env.action_space(env_params) if backend == "gymnax" else None
+    except Exception:
+        # not a gymnax id, or one that must download its data (MNISTBandit) without network
         space = None
-    if isinstance(space, spaces.Discrete) or (isinstance(space, spaces.Box) and len(space.shape) == 1):
+    vector_box = isinstance(space, spaces.Box) and len(space.shape) == 1
+    if isinstance(space, spaces.Discrete) or vector_box:
         return GymnaxBatch(env, space), env_params
-    import env_adapters  # Craftax, Brax, envpool: beside this script; a copy for gymnax needs no other file
+    # Craftax, Brax, envpool: beside this script; a copy for gymnax needs no other file
+    import env_adapters
 
-    return env_adapters.make(env_id, backend, num_envs, seed, threads)  # or the error that lists the usable envs
+    return env_adapters.make(env_id, backend, num_envs, seed, threads)
 
 
-class Runner(NamedTuple):  # what carries over from one env step, and from one rollout, to the next
+# what carries over from one env step, and from one rollout, to the next
+class Runner(NamedTuple):
     env_state: object
     obs: jax.Array
     episode_return: jax.Array
@@ -243,34 +245,39 @@ class Runner(NamedTuple):  # what carries over from one env step, and from one r
 def reset_envs(env, env_params, key, num_envs: int) -> Runner:
     key, reset_key = jax.random.split(key)
     obs, env_state = env.reset(jax.random.split(reset_key, num_envs), env_params)
-    env_state = jax.tree.map(lambda x: jnp.asarray(x, x.dtype), env_state)  # no weak types, which a step changes
-    obs = obs.reshape(num_envs, -1)  # flattened: MinAtar observations are (10, 10, C)
+    # no weak types, which a step would change (and so compile the scan again)
+    env_state = jax.tree.map(lambda x: jnp.asarray(x, x.dtype), env_state)
+    # flattened: MinAtar observations are (10, 10, C)
+    obs = obs.reshape(num_envs, -1)
     return Runner(env_state, obs, jnp.zeros(num_envs), jnp.zeros(num_envs, jnp.int32), key)
 
 
 def step_envs(env, env_params, runner: Runner, action):
-    """Steps every env (auto-reset) and counts episodes: the next Runner, and the env's fields of a Transition."""
+    """Steps every env (auto-reset), counts episodes: the next Runner, a Transition's env fields."""
     num_envs = action.shape[0]
     key, step_key = jax.random.split(runner.key)
     step_keys = jax.random.split(step_key, num_envs)
-    if env.continuous:  # the env gets the sample clipped to its bounds; the Transition keeps the sample itself
+    if env.continuous:
+        # the env gets the sample clipped to its bounds; the Transition keeps the sample itself
         action = jnp.clip(action, *env.action_bounds)
-    obs, env_state, reward, terminated, truncated, info = env.step(step_keys, runner.env_state, action, env_params)
+    stepped = env.step(step_keys, runner.env_state, action, env_params)
+    obs, env_state, reward, terminated, truncated, info = stepped
     done = terminated | truncated
-    episode_return = runner.episode_return + info.get("raw_reward", reward)  # unscaled, even with --norm-reward
+    # unscaled, even with --norm-reward
+    episode_return = runner.episode_return + info.get("raw_reward", reward)
     episode_length = runner.episode_length + 1
-    running_return = jnp.where(done, 0.0, episode_return)  # 0 where a new episode starts
+    running_return = jnp.where(done, 0.0, episode_return)
     running_length = jnp.where(done, 0, episode_length)
     next_runner = Runner(env_state, obs.reshape(num_envs, -1), running_return, running_length, key)
-    final_obs = info["final_observation"].reshape(num_envs, -1)  # before the auto-reset: to bootstrap from
-    ended_return = jnp.where(done, episode_return, 0.0)  # of the episode that ended at this step, else 0
+    final_obs = info["final_observation"].reshape(num_envs, -1)
+    ended_return = jnp.where(done, episode_return, 0.0)
     ended_length = jnp.where(done, episode_length, 0)
     return next_runner, (reward, terminated, truncated, final_obs, ended_return, ended_length)
 
 
 # ---------------------------------------------------------------------------------------- rollout
 class Transition(NamedTuple):
-    """One step of every env; the rollout stacks num_steps of them."""
+    """One step of every env. final_obs: before any auto-reset; episode_*: of an ended one, or 0."""
 
     obs: jax.Array
     action: jax.Array
@@ -279,12 +286,13 @@ class Transition(NamedTuple):
     reward: jax.Array
     terminated: jax.Array
     truncated: jax.Array
-    final_obs: jax.Array  # the observation reached before any auto-reset
-    episode_return: jax.Array  # of the episode that ended at this step, else 0
+    final_obs: jax.Array
+    episode_return: jax.Array
     episode_length: jax.Array
 
 
-class Batch(NamedTuple):  # the rollout flattened to (batch_size, ...), plus advantages and returns: the update's input
+# the rollout flattened to (batch_size, ...), plus advantages and returns: the update's input
+class Batch(NamedTuple):
     obs: jax.Array
     actions: jax.Array
     logprobs: jax.Array
@@ -294,11 +302,12 @@ class Batch(NamedTuple):  # the rollout flattened to (batch_size, ...), plus adv
 
 
 def rollout(env, env_params, args: Args, state: TrainState, runner: Runner):
-    """Collects num_steps x num_envs transitions, then computes GAE. Everything stays on the device."""
+    """Collects num_steps x num_envs transitions, then computes GAE; all on the device."""
 
     def rollout_step(runner: Runner, _):
         key, action_key = jax.random.split(runner.key)
-        action, logprob, value = state.apply_fn(state.params, runner.obs, action_key, method=Agent.get_action_and_value)
+        policy = Agent.get_action_and_value
+        action, logprob, value = state.apply_fn(state.params, runner.obs, action_key, method=policy)
         next_runner, env_fields = step_envs(env, env_params, runner._replace(key=key), action)
         return next_runner, Transition(runner.obs, action, logprob, value, *env_fields)
 
@@ -308,19 +317,18 @@ def rollout(env, env_params, args: Args, state: TrainState, runner: Runner):
     advantages, returns = compute_gae(
         t.reward, t.value, final_values, t.terminated, t.truncated, args.gamma, args.gae_lambda
     )
-    steps = (t.obs, t.action, t.logprob, t.value, advantages, returns)  # each (num_steps, num_envs, ...)
+    steps = (t.obs, t.action, t.logprob, t.value, advantages, returns)
     batch = Batch(*[x.reshape(args.batch_size, *x.shape[2:]) for x in steps])
-    num_episodes = (t.terminated | t.truncated).sum()  # 0: NaN statistics, and main() logs no episodic point
-    episode_stats = {
-        "episodic_return": t.episode_return.sum() / num_episodes,
-        "episodic_length": t.episode_length.sum() / num_episodes,
-    }
+    # 0 episodes: NaN statistics, and main() logs no episodic point
+    num_episodes = (t.terminated | t.truncated).sum()
+    episode_stats = {"episodic_return": t.episode_return.sum() / num_episodes}
+    episode_stats["episodic_length"] = t.episode_length.sum() / num_episodes
     return runner, batch, episode_stats
 
 
 # -------------------------------------------------------------------------------------------- GAE
-def compute_gae(rewards, values, final_values, terminated, truncated, gamma: float, gae_lambda: float):
-    """GAE over (num_steps, num_envs); final_values[t]: V(pre-reset next obs); terminated: no bootstrap."""
+def compute_gae(rewards, values, final_values, terminated, truncated, gamma, gae_lambda):
+    """GAE over (num_steps, num_envs); final_values: V(pre-reset next obs), not for a terminated."""
     deltas = rewards + gamma * final_values * (1.0 - terminated) - values
     continues = 1.0 - (terminated | truncated)
 
@@ -329,7 +337,8 @@ def compute_gae(rewards, values, final_values, terminated, truncated, gamma: flo
         gae = delta + gamma * gae_lambda * cont * gae
         return gae, gae
 
-    _, advantages = jax.lax.scan(backward, jnp.zeros_like(deltas[0]), (deltas, continues), reverse=True)
+    init = jnp.zeros_like(deltas[0])
+    _, advantages = jax.lax.scan(backward, init, (deltas, continues), reverse=True)
     return advantages, advantages + values
 
 
@@ -337,12 +346,14 @@ def compute_gae(rewards, values, final_values, terminated, truncated, gamma: flo
 def ppo_loss(params, apply_fn, args: Args, mb: Batch):
     """Clipped PPO objective; returns the total loss and its parts."""
     actor_out, new_values = apply_fn(params, mb.obs)
-    new_logprobs, entropy = apply_fn(params, actor_out, mb.actions, method=Agent.log_prob_and_entropy)
+    method = Agent.log_prob_and_entropy
+    new_logprobs, entropy = apply_fn(params, actor_out, mb.actions, method=method)
     entropy = entropy.mean()
     logratio = new_logprobs - mb.logprobs
     ratio = jnp.exp(logratio)
     advantages = mb.advantages
-    if args.norm_adv:  # population std (ddof=0) in every framework
+    if args.norm_adv:
+        # population std (ddof=0) in every framework
         advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
     clipped_ratio = jnp.clip(ratio, 1 - args.clip_coef, 1 + args.clip_coef)
     pg_loss = jnp.maximum(-advantages * ratio, -advantages * clipped_ratio).mean()
@@ -362,47 +373,48 @@ def ppo_loss(params, apply_fn, args: Args, mb: Batch):
 
 # ----------------------------------------------------------------------------------------- update
 def make_optimizer(args: Args):
-    """Adam after global-norm clipping; the learning rate decays linearly to 0 over all optimizer steps."""
+    """Adam after global-norm clipping; the learning rate decays linearly to 0 over all steps."""
     num_updates = args.num_iterations * args.update_epochs * args.num_minibatches
     if args.anneal_lr:
         lr_schedule = optax.linear_schedule(args.learning_rate, 0.0, num_updates)
     else:
         lr_schedule = optax.constant_schedule(args.learning_rate)
-    tx = optax.chain(optax.clip_by_global_norm(args.max_grad_norm), optax.adam(lr_schedule, eps=1e-5))
+    adam = optax.adam(lr_schedule, eps=1e-5)
+    tx = optax.chain(optax.clip_by_global_norm(args.max_grad_norm), adam)
     return tx, lr_schedule
 
 
 def update(args: Args, state: TrainState, batch: Batch, key, permutations=None):
-    """update_epochs epochs of num_minibatches minibatches, in the orders of permutations (default: random)."""
+    """update_epochs epochs of num_minibatches minibatches, in the given orders (or random)."""
     if permutations is None:
         key, *epoch_keys = jax.random.split(key, args.update_epochs + 1)
         permutations = jnp.stack([jax.random.permutation(k, args.batch_size) for k in epoch_keys])
 
     def minibatch_step(state: TrainState, mb: Batch):
-        grads, metrics = jax.grad(ppo_loss, has_aux=True)(state.params, state.apply_fn, args, mb)
+        grad_fn = jax.grad(ppo_loss, has_aux=True)
+        grads, metrics = grad_fn(state.params, state.apply_fn, args, mb)
         return state.apply_gradients(grads=grads), metrics
 
     def epoch(state: TrainState, perm):
-        minibatches = jax.tree.map(lambda x: x[perm].reshape(args.num_minibatches, -1, *x.shape[1:]), batch)
+        shape = (args.num_minibatches, -1)
+        minibatches = jax.tree.map(lambda x: x[perm].reshape(*shape, *x.shape[1:]), batch)
         return jax.lax.scan(minibatch_step, state, minibatches)
 
     state, metrics = jax.lax.scan(epoch, state, permutations)
-    metrics = jax.tree.map(jnp.mean, metrics)  # mean over all epochs and minibatches
+    metrics = jax.tree.map(jnp.mean, metrics)
     var_returns = jnp.var(batch.returns)
     explained = 1 - jnp.var(batch.returns - batch.values) / var_returns
-    metrics["explained_variance"] = jnp.where(var_returns > 0, explained, np.nan)  # NaN: returns of zero variance
+    # NaN where the returns have zero variance
+    metrics["explained_variance"] = jnp.where(var_returns > 0, explained, np.nan)
     return state, key, metrics
 
 
-# --------------------------------------------------------------------------------------- progress
 def progress(args: Args, iteration: int, scalars: dict, after_compile: list) -> str:
-    """The iteration's progress line. The ETA comes from the mean time of the iterations after
-    the first (which compiles), once there are two of them."""
+    """The progress line; the ETA from the mean time of the iterations after the first (compile)."""
     done = f"iter {iteration + 1}/{args.num_iterations} | SPS {scalars['charts/SPS']:,.0f}"
+    episodes = "no episode ended"
     if "charts/episodic_return" in scalars:
         episodes = f"return {scalars['charts/episodic_return']:.1f}"
-    else:
-        episodes = "no episode ended"
     timing = f"rollout {scalars['time/rollout']:.3f}s update {scalars['time/update']:.3f}s"
     remaining = args.num_iterations - iteration - 1
     eta = f"ETA {np.mean(after_compile) * remaining:.0f}s" if len(after_compile) >= 2 else "ETA -"
@@ -411,27 +423,30 @@ def progress(args: Args, iteration: int, scalars: dict, after_compile: list) -> 
 
 # ------------------------------------------------------------------------------------------- main
 def main():
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT, signal.SIGTERM])  # held since the first line
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT, signal.SIGTERM])
     args = tyro.cli(Args)
-    env, env_params = make_env(args.env, args.env_backend, args.num_envs, args.seed, args.env_threads)
+    env_args = (args.env, args.env_backend, args.num_envs, args.seed, args.env_threads)
+    env, env_params = make_env(*env_args)
     if args.norm_obs or args.norm_reward:
         import env_adapters
 
         env = env_adapters.normalize(env, args.norm_obs, args.norm_reward, args.gamma)
-    run_name = f"{args.env}__{FRAMEWORK}__{args.model_size}__{args.compile}__{args.seed}__{int(time.time())}"
+    run_name = f"{args.env}__{FRAMEWORK}__{args.model_size}__{args.compile}__{args.seed}"
+    run_name += f"__{int(time.time())}"
     run_dir = os.path.join(args.log_dir, run_name)
-    run_dir = book.make_run_dir(run_dir)  # a new folder, even for two runs started in the same second
-    config = {**asdict(args), "framework": FRAMEWORK}
-    config.update(batch_size=args.batch_size, minibatch_size=args.batch_size // args.num_minibatches)
+    run_dir = book.make_run_dir(run_dir)  # a new folder, even for two runs in the same second
+    config = {**asdict(args), "framework": FRAMEWORK, "batch_size": args.batch_size}
+    config["minibatch_size"] = args.batch_size // args.num_minibatches
     config["device_name"] = jax.devices()[0].device_kind
-    book.start(config, run_dir)  # config.json: the config, plus the command line, the versions and the machine
+    book.start(config, run_dir)  # config.json: the config, the command line, versions, machine
     if args.track:
         import wandb
 
         group = args.exp_name if args.exp_name != Args.exp_name else args.tag
         tags = [FRAMEWORK, args.model_size, args.env, args.env_backend, args.compile]
-        run = dict(name=run_name, dir=run_dir, group=group, tags=tags, config=config, save_code=True)
-        wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, **run, sync_tensorboard=True)
+        run = dict(name=run_name, dir=run_dir, group=group, tags=tags, config=config)
+        project, entity = args.wandb_project_name, args.wandb_entity
+        wandb.init(project=project, entity=entity, **run, save_code=True, sync_tensorboard=True)
     with SummaryWriter(run_dir, max_queue=100) as writer, jax.disable_jit(args.compile == "none"):
         table = "\n".join(f"|{key}|{value}|" for key, value in asdict(args).items())
         writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
@@ -439,7 +454,8 @@ def main():
         runner = reset_envs(env, env_params, env_key, args.num_envs)
         agent = Agent(MODEL_SIZES[args.model_size], env.num_actions, env.continuous)
         tx, lr_schedule = make_optimizer(args)
-        params = jax.jit(agent.init)(init_key, runner.obs)  # jitted: one program to compile, not one per op
+        # jitted: one program to compile, not one per op
+        params = jax.jit(agent.init)(init_key, runner.obs)
         state = TrainState.create(apply_fn=agent.apply, params=params, tx=tx)
         rollout_fn = partial(rollout, env, env_params, args)
         update_fn = partial(update, args)
@@ -447,12 +463,14 @@ def main():
             rollout_fn = jax.jit(rollout_fn)
             update_fn = jax.jit(update_fn)
         book.setup_done()
-        print(f"{run_name}: setup {time.perf_counter() - START:.1f}s on {config['device_name']}", flush=True)
-        after_compile = []  # the times of iterations 1, 2, ...: the ETA's
+        setup_s = time.perf_counter() - START
+        print(f"{run_name}: setup {setup_s:.1f}s on {config['device_name']}", flush=True)
+        after_compile = []
         for iteration in range(args.num_iterations):
             book.check_signals()  # a SIGINT or SIGTERM stops the run here...
+            # the rate of this iteration's last optimizer step, read before the timer starts
             last_step = (iteration + 1) * args.update_epochs * args.num_minibatches - 1
-            learning_rate = lr_schedule(last_step)  # the rate of this iteration's last optimizer step; not timed
+            learning_rate = lr_schedule(last_step)
             iteration_start = time.perf_counter()
             runner, batch, episode_stats = rollout_fn(state, runner)
             if args.sync_timing:
@@ -463,8 +481,9 @@ def main():
             if args.sync_timing:
                 jax.block_until_ready(state)
             update_end = time.perf_counter()
-            metrics = jax.device_get({**episode_stats, **losses, "learning_rate": learning_rate})  # the one transfer
-            iteration_time = time.perf_counter() - iteration_start  # up to the metrics on the host
+            # the one transfer to the host, within the iteration's time
+            metrics = jax.device_get({**episode_stats, **losses, "learning_rate": learning_rate})
+            iteration_time = time.perf_counter() - iteration_start
             scalars = {
                 "time/rollout": rollout_end - iteration_start,
                 "time/update": update_end - rollout_end,
@@ -475,26 +494,26 @@ def main():
             }
             for name in ("episodic_return", "episodic_length"):
                 value = metrics.pop(name)
-                if not np.isnan(value):  # NaN: no episode ended in this rollout, so no point
+                # NaN: no episode ended in this rollout, so no point
+                if not np.isnan(value):
                     scalars[f"charts/{name}"] = value
-            for name, value in metrics.items():
-                scalars[f"losses/{name}"] = value
-            global_step = (iteration + 1) * args.batch_size  # env steps so far
+            scalars.update({f"losses/{name}": value for name, value in metrics.items()})
             for tag, value in scalars.items():
-                writer.add_scalar(tag, value, global_step)  # values on the host already
+                writer.add_scalar(tag, value, (iteration + 1) * args.batch_size)
             book.iteration_done(iteration, scalars, writer)
-            if iteration > 0:  # iteration 0 compiles: not for the ETA
+            # iteration 0 compiles: not for the ETA
+            if iteration > 0:
                 after_compile.append(iteration_time)
             print(progress(args, iteration, scalars, after_compile), flush=True)
     if args.track:
         wandb.finish()
 
 
-# Benchmark bookkeeping: signals, config.json, summary.json for bench.sh and plot_results.py (bookkeeping.py) =====
+# Benchmark bookkeeping: signals, config.json, summary.json for bench.sh and plot_results.py ======
 from bookkeeping import Bookkeeping
 
 book = Bookkeeping(START, packages=("jax", "jaxlib", "flax", "optax", "gymnax"))
-main = book.wrap(main, Args)  # bad input refused in one line; summary.json written whatever happens
+main = book.wrap(main, Args)  # bad input refused in one line; summary.json whatever happens
 
 if __name__ == "__main__":
     main()

@@ -311,7 +311,7 @@ class NnxSide(CallableAgentSide):
 
     @staticmethod
     def linears(mlp):
-        return [*mlp.hidden, mlp.head]
+        return list(mlp.layers)
 
     def loss_and_grads(self, mb):
         batch = ppo_nnx.Batch(**{k: jnp.asarray(v) for k, v in mb.items()})
@@ -334,7 +334,7 @@ class NnxSide(CallableAgentSide):
         out = {}
         for name in MLPS:
             mlp = state[name]
-            layers = [mlp["hidden"][i] for i in sorted(mlp["hidden"])] + [mlp["head"]]
+            layers = [mlp["layers"][i] for i in sorted(mlp["layers"])]
             out[name] = [
                 (np.asarray(layer["kernel"].value), np.asarray(layer["bias"].value))
                 for layer in layers
