@@ -2,7 +2,7 @@
 # bench.sh: runs the experiment matrix of benchback-rl (study.toml), one fresh process per run.
 # Resumable (a completed run is skipped) and shardable by cell (--shard K/N); --slurm submits it as a Slurm job
 # array (one shard a task). ./bench.sh --help for the options.
-# sweep.py plans the sweep (the matrix from the study, the option checks, the shards, which runs are done);
+# sweep.py (and its parts) plans the sweep (the matrix from the study, the option checks, the shards, which runs are done);
 # this script does the process work: env timing, one process per run, timeouts, logs, progress, Ctrl-C.
 # What crosses from sweep.py to this script is data (NUL-separated fields), never shell code: nothing is eval'd.
 set -euo pipefail
@@ -12,7 +12,7 @@ HERE=$(dirname "$0")
 # later (--kill-after): long enough for one phase of the slowest iteration (an eager rollout on MinAtar took 55 s on
 # the cpu-v2 VM, a whole iteration about 110 s) and the teardown
 KILL_AFTER_S=300
-MAX_SECONDS=2592000  # the longest --timeout and --kill-after, 30 days (sweep.py's MAX_SECONDS, the same)
+MAX_SECONDS=2592000  # the longest --timeout and --kill-after, 30 days (option_checks.py's MAX_SECONDS, the same)
 
 usage() {
   cat <<'EOF'
@@ -335,7 +335,7 @@ lock_log_dir() {  # LOCK_FD: this sweep's hold on {log-dir}/.bench-K-of-N.lock; 
 }
 
 # One sweep at a time per cell, whatever the shards (0/1 and 0/2 overlap, as a shard of one count and one of another
-# may): sweep.py's claim_cell() locks the cell's {log-dir}/.bench-cells/{cell id}.lock on a file descriptor of this
+# may): sweep_resume.py's claim_cell() locks the cell's {log-dir}/.bench-cells/{cell id}.lock on a file descriptor of this
 # shell, CELL_FD, waits while another sweep holds it, and says which of the cell's runs are done by then. The lock is
 # held until this shell moves on to the next cell (or is gone, with the runs it started).
 CELL_FD=""

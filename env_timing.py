@@ -20,9 +20,10 @@ continuous env's action length.
 An env on envpool (CPU simulators, whatever JAX's device) is named by its env label, "{id}@envpool" (study.py), the
 key of its times in the file, beside the gymnax env of the same id: the adapter's batched step through its host
 callback, inside the same jitted call and timing loop, --envpool-num-envs at once (1024) with --env-threads threads
-(1, the scripts' default; bench.sh --cpus N gives N). Its cost per env step is that of a C++ loop over the envs:
-flat from about a thousand envs (CartPole-v1, 1 thread: 23, 5.1, 3.4, 3.8 us at 32, 256, 1024, 4096 envs, where
-the call's fixed cost fades), and MuJoCo's 60-115 us would take 40 s an env at 4096. Random actions as above.
+(0, the scripts' default: envpool's own, one a core; bench.sh --cpus N gives N). Its cost per env step is that of
+a C++ loop over the envs: flat from about a thousand envs (CartPole-v1, 1 thread: 23, 5.1, 3.4, 3.8 us at 32, 256,
+1024, 4096 envs, where the call's fixed cost fades), and MuJoCo's 60-115 us would take 40 s an env at 4096. Random
+actions as above.
 
     python env_timing.py                                  # the study's envs -> results/env_timing.json
     python env_timing.py --envs CartPole-v1,Acrobot-v1 --num-envs 64 --out /tmp/timing.json
@@ -49,6 +50,7 @@ from scipy import stats
 import env_adapters
 import study
 from atomic import write_json
+from option_checks import check_int
 
 TRIM = 0.1  # cut 10 % at each end for the trimmed mean
 CPU_EXPENSIVE_NUM_ENVS = 256  # the default --expensive-num-envs on a CPU (see the docstring)
@@ -84,8 +86,9 @@ def env_list(args: Args) -> list[str]:
     return list(dict.fromkeys(names)) or list(study.load().every_env)
 
 
-def check_args(args: Args, envs: list[str]) -> None:
-    """Refuses bad input with one line naming the bad value and the valid choices."""
+def check_timing_args(args: Args, envs: list[str]) -> None:
+    """Refuses bad input (ValueError, option_checks.BadOption among them) with one line naming the bad value and
+    the valid choices."""
     envpool = [study.env_label(env, "envpool") for env in env_adapters.ENVPOOL_ENVS]
     valid = [*gymnax.registered_envs, *env_adapters.adapted_envs(), *envpool]
     unknown = [name for name in envs if name not in valid]
@@ -93,25 +96,18 @@ def check_args(args: Args, envs: list[str]) -> None:
         raise ValueError(
             f"unknown env {', '.join(map(repr, unknown))}; valid envs: {', '.join(valid)}"
         )
-    for name in (
-        "num_envs",
-        "warmup_steps",
-        "timed_steps",
-        "expensive_num_envs",
-        "envpool_num_envs",
-    ):
+    counts = ("num_envs", "warmup_steps", "timed_steps", "expensive_num_envs", "envpool_num_envs")
+    for name in counts:
         value = getattr(args, name)
-        if value is not None and value <= 0:
-            raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {value}")
-    if args.env_threads < 0:
-        raise ValueError(
-            f"--env-threads must be 0 (envpool's default) or more, got {args.env_threads}"
-        )
-    if not 0 <= args.seed < 2**31:  # the range that JAX keys and envpool both take
-        raise ValueError(f"--seed must be in [0, 2**31 - 1], got {args.seed}")
+        if value is not None:
+            check_int(f"--{name.replace('_', '-')}", value, 1)
+    # 0: envpool's default, one thread per core
+    check_int("--env-threads", args.env_threads, 0)
+    # the range that JAX keys and envpool both take
+    check_int("--seed", args.seed, 0, 2**31 - 1)
 
 
-def check_out(out: str) -> None:
+def check_out_file(out: str) -> None:
     """Refuses an --out that cannot be written, before any timing: its folder is made and a probe file written."""
     if not out:
         raise ValueError("--out '' is empty; give a JSON file name")
@@ -308,8 +304,8 @@ def main():
     args = tyro.cli(Args)
     envs = env_list(args)
     try:
-        check_args(args, envs)
-        check_out(args.out)
+        check_timing_args(args, envs)
+        check_out_file(args.out)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)

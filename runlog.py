@@ -1,6 +1,6 @@
 """Runs a ppo_*.py script in a fresh process, and reads what a run wrote: config.json, summary.json, its scalars.
 
-The one reader of run folders, used by plot_results.py, sweep.py (bench.sh's resume), benchmarks/ and the tests.
+The one reader of run folders, used by plot_results.py, sweep_resume.py (bench.sh's resume), benchmarks/ and the tests.
 One definition of a usable run serves them all: `check_completed` says why a run is not one.
 
     from runlog import read_run, is_completed
@@ -123,7 +123,7 @@ def read_events(run_dir: Path) -> tuple[pd.DataFrame, Events]:
     name and first and last wall time."""
     from tbparse import (
         SummaryReader,
-    )  # here: sweep.py's resume check must not pay for it when nothing is done
+    )  # here: the sweep's resume check must not pay for it when nothing is done
 
     run_dir = Path(run_dir)
     events = sorted(run_dir.glob("events.out.tfevents.*"))
@@ -206,21 +206,21 @@ def check_env(config: dict) -> None:
         )
 
 
-def check_config(config: dict, S: study.Study) -> None:
+def check_config(config: dict, the_study: study.Study) -> None:
     """RunError unless config.json names what the study knows, with values of the types the scripts write."""
     missing = [key for key in REQUIRED_CONFIG if key not in config]
     if missing:
         raise RunError(f"config.json lacks {', '.join(missing)}")
     framework, size, mode = config["framework"], config["model_size"], config["compile"]
-    if not isinstance(framework, str) or framework not in S.frameworks:
+    if not isinstance(framework, str) or framework not in the_study.frameworks:
         raise RunError(
-            f"config.json framework {framework!r} is not one of the study's ({', '.join(S.frameworks)})"
+            f"config.json framework {framework!r} is not one of the study's ({', '.join(the_study.frameworks)})"
         )
-    if not isinstance(size, str) or size not in S.sizes:
+    if not isinstance(size, str) or size not in the_study.sizes:
         raise RunError(
-            f"config.json model_size {size!r} is not one of the study's ({', '.join(S.sizes)})"
+            f"config.json model_size {size!r} is not one of the study's ({', '.join(the_study.sizes)})"
         )
-    modes = S.frameworks[framework].compile
+    modes = the_study.frameworks[framework].compile
     if not isinstance(mode, str) or mode not in modes:
         raise RunError(
             f"config.json compile {mode!r} is not one of {framework}'s ({', '.join(modes)})"
@@ -252,11 +252,26 @@ def check_config(config: dict, S: study.Study) -> None:
         raise RunError(f"config.json command is {command!r}, not a command line")
 
 
-def check_summary(summary: dict, config: dict) -> None:
-    """RunError unless summary.json says the run completed every iteration of config.json, in a finite time."""
-    status = summary.get("status")
+def check_status(summary) -> None:
+    """RunError unless summary.json (any JSON value) says status completed: the first check of a usable run, the
+    one the resume makes before reading anything more."""
+    status = summary.get("status") if isinstance(summary, dict) else None
     if status != "completed":
         raise RunError(f"status {status!r}")
+
+
+def says_completed(summary) -> bool:
+    """Whether summary.json (any JSON value) says status completed (check_status, as a yes or no)."""
+    try:
+        check_status(summary)
+    except RunError:
+        return False
+    return True
+
+
+def check_summary(summary: dict, config: dict) -> None:
+    """RunError unless summary.json says the run completed every iteration of config.json, in a finite time."""
+    check_status(summary)
     if summary.get("total_s") is None:
         raise RunError("summary.json lacks total_s")
     iterations = summary.get("iterations_completed")
@@ -369,29 +384,25 @@ def check_events(run: Run) -> None:
         )
 
 
-def check_completed(run: Run, S: Optional[study.Study] = None) -> None:
+def check_completed(run: Run, the_study: Optional[study.Study] = None) -> None:
     """RunError, saying why, unless the run completed, its files hold every iteration it claims, its values are the
-    study's and of the types the scripts write, and its events file (a run folder's) is its own. S: the study
+    study's and of the types the scripts write, and its events file (a run folder's) is its own. the_study: the study
     (study.load() when not given)."""
-    status = run.summary.get("status")
-    if status != "completed":
-        raise RunError(f"status {status!r}")
-    S = S or study.load()
-    check_config(run.config, S)
+    check_status(run.summary)
+    the_study = the_study or study.load()
+    check_config(run.config, the_study)
     check_summary(run.summary, run.config)
     check_scalars(run.scalars, run.config, run.summary)
     if run.events is not None:
         check_events(run)
 
 
-def read_completed_run(run_dir, S: Optional[study.Study] = None) -> Run:
+def read_completed_run(run_dir, the_study: Optional[study.Study] = None) -> Run:
     """read_run, then check_completed: the run, or RunError saying why it cannot be used. A run that did not
     complete says so first (its events, cut short, are not read)."""
-    status = read_json(Path(run_dir) / "summary.json").get("status")
-    if status != "completed":
-        raise RunError(f"status {status!r}")
+    check_status(read_json(Path(run_dir) / "summary.json"))
     run = read_run(run_dir)
-    check_completed(run, S)
+    check_completed(run, the_study)
     return run
 
 

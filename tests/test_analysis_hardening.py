@@ -23,7 +23,7 @@ from test_plot_results_inputs import ENVS, analyse, linen_nnx, snapshot, write_c
 
 import plot_results
 import runlog
-import sweep
+import sweep_resume
 from analysis import learning_curves, output
 from analysis.loading import load_runs
 from analysis.report import README_MARKERS
@@ -448,9 +448,9 @@ def test_forged_run_folders_are_not_completed_for_the_resume_nor_the_analysis(
     exp_dir = (
         tmp_path / "forged" / "e1"
     )  # bench.sh's resume: the folder of the run whose events are another's
-    assert sweep.completed_runs(exp_dir) == set() and sweep.run_key(
+    assert sweep_resume.completed_keys(exp_dir) == set() and sweep_resume.run_key(
         command
-    ) not in sweep.completed_runs(exp_dir)
+    ) not in sweep_resume.completed_keys(exp_dir)
 
     runs = tmp_path / "runs"
     shutil.copytree(tmp_path / "forged", runs / "forged")

@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 import study
-import sweep
+import sweep_env_timing
+import sweep_matrix
 from helpers import ROOT, STUDY, one_cell, read_json
 
 FRAMEWORKS = [name for name, fw in STUDY.frameworks.items() if (ROOT / fw.script).exists()]
@@ -475,7 +476,7 @@ def test_shards_split_the_matrix_by_cell(tmp_path, shards):
 def test_shard_of_cells_is_balanced_for_any_count():
     cells = [("exp1", 1, f"env{i}", "small") for i in range(17)]
     for n in range(1, 9):
-        owner = sweep.shard_of_cells(cells, n)
+        owner = sweep_matrix.shard_of_cells(cells, n)
         counts = [list(owner.values()).count(k) for k in range(n)]
         assert sum(counts) == len(cells) and max(counts) - min(counts) <= 1
 
@@ -860,14 +861,22 @@ def test_env_timing_check_wants_this_machine(tmp_path):
 
     device, host = jax.devices()[0].device_kind, socket.gethostname()
     path = tmp_path / "env_timing.json"
-    reason, envs = sweep.env_timing_reason(path, ["CartPole-v1"])
+    reason, envs = sweep_env_timing.env_timing_reason(path, ["CartPole-v1"])
     assert "missing" in reason and envs == ["CartPole-v1"]
-    reason, envs = sweep.env_timing_reason(timing_file(path, "elsewhere", device), ["CartPole-v1"])
+    reason, envs = sweep_env_timing.env_timing_reason(
+        timing_file(path, "elsewhere", device), ["CartPole-v1"]
+    )
     assert "'elsewhere'" in reason and host in reason and envs == ["CartPole-v1"]
-    reason, _ = sweep.env_timing_reason(timing_file(path, host, "TPU v9"), ["CartPole-v1"])
+    reason, _ = sweep_env_timing.env_timing_reason(
+        timing_file(path, host, "TPU v9"), ["CartPole-v1"]
+    )
     assert "'TPU v9'" in reason and device in reason
-    assert sweep.env_timing_reason(timing_file(path, host, device), ["CartPole-v1"]) is None
-    reason, envs = sweep.env_timing_reason(timing_file(path, host, device), ["Acrobot-v1"])
+    assert (
+        sweep_env_timing.env_timing_reason(timing_file(path, host, device), ["CartPole-v1"]) is None
+    )
+    reason, envs = sweep_env_timing.env_timing_reason(
+        timing_file(path, host, device), ["Acrobot-v1"]
+    )
     assert "lacks Acrobot-v1" in reason and envs == [
         "CartPole-v1",
         "Acrobot-v1",

@@ -19,7 +19,9 @@ from pathlib import Path
 import pytest
 from test_bench import fake_run, other_study, planned
 
-import sweep
+import option_checks
+import sbatch_script
+import sweep_options
 from helpers import ROOT, STUDY, TINY, one_cell, read_json, wait_until
 
 # A stand-in ppo script: notes {"pid", "argv"} in $FAKE_MARKS, writes config.json (its "command" = sys.argv) and, when
@@ -700,7 +702,7 @@ def test_kill_after_sets_the_grace_and_the_slurm_time_limit(tmp_path):
         * len(STUDY.experiments["exp3"].sizes)
         * len(STUDY.frameworks["linen"].compile)
     )
-    minutes = -(-(runs * (100 + 20) + sweep.TIME_MARGIN_S) // 60)
+    minutes = -(-(runs * (100 + 20) + sbatch_script.TIME_MARGIN_S) // 60)
     assert f"\n#SBATCH --time=0-{minutes // 60:02d}:{minutes % 60:02d}:00\n" in script
     assert "--timeout 100 --kill-after 20" in script  # each task's bench.sh gets it
     for args, bad in [
@@ -772,9 +774,12 @@ def box_of_boxes(monkeypatch, env_id: str) -> None:
 
 def test_an_env_of_another_action_space_is_refused_naming_the_kinds(monkeypatch):
     box_of_boxes(monkeypatch, "PointRobot-misc")
-    assert sweep.env_choices("CartPole-v1,Catch-bsuite", STUDY) == ("CartPole-v1", "Catch-bsuite")
-    with pytest.raises(sweep.BadOption) as refusal:
-        sweep.env_choices("CartPole-v1,PointRobot-misc", STUDY)
+    assert sweep_options.env_choices("CartPole-v1,Catch-bsuite", STUDY) == (
+        "CartPole-v1",
+        "Catch-bsuite",
+    )
+    with pytest.raises(option_checks.BadOption) as refusal:
+        sweep_options.env_choices("CartPole-v1,PointRobot-misc", STUDY)
     message = str(refusal.value)
     assert "'PointRobot-misc' has a Box action space" in message and "1-D Box actions" in message
     study_envs, others = message.split("the scripts can train (Discrete or 1-D Box actions): ")
@@ -783,14 +788,14 @@ def test_an_env_of_another_action_space_is_refused_naming_the_kinds(monkeypatch)
 
 
 def test_why_untrainable_agrees_with_the_study(monkeypatch):
-    assert [env for env in STUDY.every_env if sweep.why_untrainable(env)] == []
+    assert [env for env in STUDY.every_env if sweep_options.why_untrainable(env)] == []
     assert (
-        sweep.why_untrainable("Catch-bsuite") is None
-        and sweep.why_untrainable("PointRobot-misc") is None
+        sweep_options.why_untrainable("Catch-bsuite") is None
+        and sweep_options.why_untrainable("PointRobot-misc") is None
     )
-    assert "unknown" in sweep.why_untrainable("Nope-v0")
+    assert "unknown" in sweep_options.why_untrainable("Nope-v0")
     box_of_boxes(monkeypatch, "PointRobot-misc")
-    assert "Box action space" in sweep.why_untrainable("PointRobot-misc")
+    assert "Box action space" in sweep_options.why_untrainable("PointRobot-misc")
 
 
 @pytest.mark.parametrize("dry_run", [False, True])

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 from test_bench_hardening import FAKE_SWEEP, fake_env, marks, one_line_refusal, run_bench
 
-import sweep
+import option_checks
+import sbatch_options
 from helpers import ROOT, wait_until
 
 
@@ -153,7 +154,7 @@ def test_the_largest_sweep_that_can_be_planned_is_planned_and_one_seed_more_is_r
     per_seed = (
         len(planned_runs(tmp_path, "--experiments", "exp3", "--seeds", "1").stdout.splitlines()) - 1
     )
-    most = sweep.MAX_RUNS // per_seed
+    most = option_checks.MAX_RUNS // per_seed
     largest = planned_runs(tmp_path, "--experiments", "exp3", "--seeds", str(most))
     assert largest.stdout.splitlines()[-1].startswith(
         f"dry run: {most * per_seed} runs (0 already completed)"
@@ -195,7 +196,7 @@ def test_sweep_py_sbatch_refuses_a_size_past_its_bound(args, value):
 
 def test_bench_sh_and_sweep_py_bound_the_seconds_alike():
     assert re.search(r"^MAX_SECONDS=(\d+)", (ROOT / "bench.sh").read_text(), re.M)[1] == str(
-        sweep.MAX_SECONDS
+        option_checks.MAX_SECONDS
     )
 
 
@@ -237,7 +238,7 @@ def test_slurm_args_refuses_any_spelling_of_an_option_bench_sh_sets(tmp_path, sl
 
 
 def test_slurm_args_reads_a_value_that_looks_like_an_option_as_a_value():
-    lines = sweep.sbatch_lines(
+    lines = sbatch_options.sbatch_lines(
         "--comment -a5 -J -o/x --hold -p gpu --mail-user=:me --newer-option value"
     )
     assert lines == [
@@ -248,8 +249,8 @@ def test_slurm_args_reads_a_value_that_looks_like_an_option_as_a_value():
         '--mail-user=":me"',
         "--newer-option value",
     ]
-    with pytest.raises(sweep.BadOption, match="'user'"):  # --hold takes no value
-        sweep.sbatch_lines("--hold user")
+    with pytest.raises(option_checks.BadOption, match="'user'"):  # --hold takes no value
+        sbatch_options.sbatch_lines("--hold user")
 
 
 # ------------------------------------------------------------------ 3: a signal reaches whatever bench.sh runs

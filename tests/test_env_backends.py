@@ -31,7 +31,8 @@ from test_plot_results import write_run
 
 import plot_results
 import study
-import sweep
+import sweep_env_timing
+import sweep_options
 from helpers import ROOT, STUDY, read_json
 
 EXP7, EXP8 = STUDY.experiments["exp7"], STUDY.experiments["exp8"]
@@ -161,12 +162,12 @@ def test_an_env_no_backend_can_train_is_refused_in_one_line(tmp_path, env_id, wo
 
 
 def test_why_untrainable_reads_env_labels():
-    assert [env for env in STUDY.every_env if sweep.why_untrainable(env)] == []
+    assert [env for env in STUDY.every_env if sweep_options.why_untrainable(env)] == []
     assert (
-        sweep.why_untrainable("Humanoid-v4@envpool") is None
-        and sweep.why_untrainable("Catch-bsuite") is None
+        sweep_options.why_untrainable("Humanoid-v4@envpool") is None
+        and sweep_options.why_untrainable("Catch-bsuite") is None
     )
-    assert sweep.why_untrainable("Catch-bsuite@envpool") == "is not an envpool env here"
+    assert sweep_options.why_untrainable("Catch-bsuite@envpool") == "is not an envpool env here"
 
 
 def test_an_envpool_env_outside_the_study_joins_the_envpool_experiments(tmp_path):
@@ -306,21 +307,23 @@ def test_env_timing_is_redone_for_other_envpool_threads(tmp_path):
     device, host = jax.devices()[0].device_kind, socket.gethostname()
     envs = ["CartPole-v1", "CartPole-v1@envpool"]
     path = timing_file(tmp_path / "env_timing.json", host, device, envs)
-    reason, _ = sweep.env_timing_reason(path, ["CartPole-v1@envpool", "Hopper-v4@envpool"])
+    reason, _ = sweep_env_timing.env_timing_reason(
+        path, ["CartPole-v1@envpool", "Hopper-v4@envpool"]
+    )
     assert "lacks Hopper-v4@envpool" in reason
     default = (
-        sweep.DEFAULT_ENV_THREADS
+        sweep_env_timing.DEFAULT_ENV_THREADS
     )  # no env_threads in the file: the scripts' default (0, envpool's)
-    assert sweep.env_timing_reason(path, envs) is None
-    assert sweep.env_timing_reason(path, envs, default) is None
-    reason, again = sweep.env_timing_reason(path, envs, 2)
+    assert sweep_env_timing.env_timing_reason(path, envs) is None
+    assert sweep_env_timing.env_timing_reason(path, envs, default) is None
+    reason, again = sweep_env_timing.env_timing_reason(path, envs, 2)
     assert f"with {default} threads, this sweep's runs get 2" in reason and again == envs
     assert (
-        sweep.env_timing_reason(path, ["CartPole-v1"], 2) is None
+        sweep_env_timing.env_timing_reason(path, ["CartPole-v1"], 2) is None
     )  # no envpool env: its threads do not matter
     data = json.loads(path.read_text())
     path.write_text(json.dumps({**data, "env_threads": 2}))
-    assert sweep.env_timing_reason(path, envs, 2) is None
+    assert sweep_env_timing.env_timing_reason(path, envs, 2) is None
 
 
 def test_env_timing_times_envpool_envs_beside_their_gymnax_twins(tmp_path):

@@ -18,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
-import sweep
+import option_checks
+import sbatch_options
+import sbatch_script
 from helpers import ROOT, STUDY, read_json, wait_until
 
 pytestmark = pytest.mark.xdist_group(
@@ -223,7 +225,7 @@ def test_dry_run_prints_the_array_script(tmp_path):
     assert "array tasks" in count_line and "nothing submitted" in count_line
     # the largest of the 2 shards has ceil(cells / 2) cells; each run may take --timeout + bench.sh's grace
     per_task = -(-cells // 2) * len(STUDY.frameworks["linen"].compile)
-    minutes = -(-(per_task * (100 + KILL_AFTER_DEFAULT) + sweep.TIME_MARGIN_S) // 60)
+    minutes = -(-(per_task * (100 + KILL_AFTER_DEFAULT) + sbatch_script.TIME_MARGIN_S) // 60)
     assert f"\n#SBATCH --time=0-{minutes // 60:02d}:{minutes % 60:02d}:00\n" in script
 
 
@@ -542,28 +544,38 @@ def options_set(proc: subprocess.CompletedProcess) -> set[str]:
 def test_the_sbatch_option_table_is_the_real_sbatchs(cluster, tmp_path):
     """sweep.py's table of sbatch options, against the sbatch here: every long option it lists takes a value as the
     table says (getopt_long's errors tell), and `sbatch --help` names no option nor letter the table lacks."""
-    for name in sweep.SBATCH_NO_VALUE + sweep.SBATCH_OPTIONAL_VALUE + sweep.SBATCH_VALUE:
+    for name in (
+        sbatch_options.SBATCH_NO_VALUE
+        + sbatch_options.SBATCH_OPTIONAL_VALUE
+        + sbatch_options.SBATCH_VALUE
+    ):
         alone, valued = (
             sbatch_probe(cluster, tmp_path, f"--{name}"),
             sbatch_probe(cluster, tmp_path, f"--{name}=1"),
         )
         assert "unrecognized option" not in alone.stderr + valued.stderr, name
         assert (f"option '--{name}' requires an argument" in alone.stderr) == (
-            name in sweep.SBATCH_VALUE
+            name in sbatch_options.SBATCH_VALUE
         ), name
         assert (f"option '--{name}' doesn't allow an argument" in valued.stderr) == (
-            name in sweep.SBATCH_NO_VALUE
+            name in sbatch_options.SBATCH_NO_VALUE
         )
-    for letter, name in sweep.SBATCH_LETTERS.items():
+    for letter, name in sbatch_options.SBATCH_LETTERS.items():
         requires = (
             f"option requires an argument -- '{letter}'"
             in sbatch_probe(cluster, tmp_path, f"-{letter}").stderr
         )
-        assert requires == (name in sweep.SBATCH_VALUE), letter
+        assert requires == (name in sbatch_options.SBATCH_VALUE), letter
     shown = slurm(cluster, "sbatch", "--help")
-    known = {*sweep.SBATCH_NO_VALUE, *sweep.SBATCH_OPTIONAL_VALUE, *sweep.SBATCH_VALUE}
+    known = {
+        *sbatch_options.SBATCH_NO_VALUE,
+        *sbatch_options.SBATCH_OPTIONAL_VALUE,
+        *sbatch_options.SBATCH_VALUE,
+    }
     assert set(re.findall(r"--([a-z][a-z-]*[a-z])", shown)) <= known
-    assert dict(re.findall(r"^\s+-(\w),?\s+--([a-z-]+)", shown, re.M)) == sweep.SBATCH_LETTERS
+    assert (
+        dict(re.findall(r"^\s+-(\w),?\s+--([a-z-]+)", shown, re.M)) == sbatch_options.SBATCH_LETTERS
+    )
 
 
 OWN_VALUES = {
@@ -580,8 +592,8 @@ def slurm_args_forms() -> list[list[str]]:
     next word; each letter of one, its value attached, apart, or after another letter (-Ha5); and words that only
     look like one (--comment -a5: a comment), or that sbatch refuses for another reason (-za5, --hold=1)."""
     forms = []
-    for option in sweep.SBATCH_OWN:
-        value = OWN_VALUES.get(option, "1") if option in sweep.SBATCH_VALUE else None
+    for option in sbatch_options.SBATCH_OWN:
+        value = OWN_VALUES.get(option, "1") if option in sbatch_options.SBATCH_VALUE else None
         for n in range(1, len(option) + 1):
             prefix = f"--{option[:n]}"
             forms += (
@@ -589,9 +601,9 @@ def slurm_args_forms() -> list[list[str]]:
                 if value
                 else [[prefix], [f"{prefix}=user"]]
             )
-    for letter, option in sweep.SBATCH_LETTERS.items():
-        if option in sweep.SBATCH_OWN:
-            if option in sweep.SBATCH_VALUE:
+    for letter, option in sbatch_options.SBATCH_LETTERS.items():
+        if option in sbatch_options.SBATCH_OWN:
+            if option in sbatch_options.SBATCH_VALUE:
                 value = OWN_VALUES.get(option, "1")
                 forms += [[f"-{letter}{value}"], [f"-H{letter}{value}"], [f"-{letter}", value]]
             else:
@@ -639,12 +651,12 @@ def test_slurm_args_refuses_exactly_what_the_real_sbatch_reads_as_an_option_benc
             r"option '--([a-z-]+)' (?:requires|doesn't allow) an argument", said
         )  # sets nothing listed)
         own = "is ambiguous" in proc.stderr or bool(
-            {*options_set(proc), *taken} & set(sweep.SBATCH_OWN)
+            {*options_set(proc), *taken} & set(sbatch_options.SBATCH_OWN)
         )
         try:
-            sweep.sbatch_lines(shlex.join(words))
+            sbatch_options.sbatch_lines(shlex.join(words))
             refused = False
-        except sweep.BadOption:
+        except option_checks.BadOption:
             refused = True
         if refused != own:
             disagree.append((words, proc.stderr[-300:]))
@@ -674,7 +686,9 @@ def test_slurm_args_refuses_exactly_what_the_real_sbatch_reads_as_an_option_benc
     )
     assert proc.returncode == 0, proc.stderr
     listed = dict(re.findall(r"^sbatch: (\S+) +: (.*)$", proc.stderr, re.M))
-    assert listed["array"] == "0-1" and listed["signal"] == f"B:TERM@{sweep.SIGNAL_BEFORE_S}"
+    assert (
+        listed["array"] == "0-1" and listed["signal"] == f"B:TERM@{sbatch_options.SIGNAL_BEFORE_S}"
+    )
     assert listed["output"] == f"{tmp_path}/runs/logs/slurm/%A_%a.out" and "error" not in listed
     assert (listed["nodes"], listed["ntasks"], listed["exclusive"]) == ("1", "1", "exclusive")
     assert (

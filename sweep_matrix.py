@@ -1,0 +1,199 @@
+"""The run matrix of a sweep: every run of a selection (sweep_options.Selection), its command, and its shard.
+
+Matrix: for each experiment, seed, env and model size (a *cell*), every sync setting, framework and compile mode of
+the experiment, in the study's order (sync "both": every framework sync off, then every one sync on). An env is an env
+label (study.env_label): the env id on gymnax, "{id}@envpool" on envpool, whose runs get --env-backend envpool (and
+--env-threads N from bench.sh --cpus N), so the two backends of one env id are two cells. Sharding deals out whole
+cells, so every run of a cell lands on the same shard and a speedup never compares two machines.
+"""
+
+import hashlib
+from dataclasses import dataclass, replace
+from itertools import product
+
+import study
+from option_checks import MAX_RUNS, BadOption
+from sweep_options import DEFAULT_MODE, Selection
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One run of the sweep's matrix, as planned (runlog.Run is a run as it was written)."""
+
+    experiment: str
+    seed: int
+    # an env label (study.env_label), e.g. "CartPole-v1" (gymnax) or "CartPole-v1@envpool"
+    env: str
+    size: str
+    framework: str
+    compile: str
+    sync: bool
+    command: tuple[str, ...]  # python, script, arguments
+    # its experiment runs sync off and on: the description and the log name say which
+    both_syncs: bool = False
+
+    @property
+    def sync_name(self) -> str:
+        return f" sync {'on' if self.sync else 'off'}" if self.both_syncs else ""
+
+    @property
+    def cell(self) -> tuple[str, int, str, str]:
+        return (self.experiment, self.seed, self.env, self.size)
+
+    @property
+    def description(self) -> str:
+        return f"{self.experiment} {self.env} {self.framework} {self.size} {self.compile}{self.sync_name} seed {self.seed}"
+
+    @property
+    def log_stem(self) -> str:  # bench.sh adds __{unix time}.log
+        sync = self.sync_name.replace(" sync on", "__sync").replace(" sync off", "__nosync")
+        return f"logs/{self.experiment}/{self.env}__{self.framework}__{self.size}__{self.compile}{sync}__{self.seed}"
+
+
+def option(name: str, value: str) -> list[str]:
+    """A run's option and value, as two words; as one, --name=VALUE, when VALUE starts with "-" (a tag "-x", a log
+    dir "-runs"), which the script's parser would otherwise read as another option."""
+    return [f"{name}={value}"] if value.startswith("-") else [name, value]
+
+
+def command(
+    sel: Selection,
+    exp: study.Experiment,
+    fw: study.Framework,
+    env: str,
+    size: str,
+    mode: str,
+    seed: int,
+    sync: bool,
+) -> tuple[str, ...]:
+    """A run's command. env: an env label; a gymnax run's command names no backend (as before there were two)."""
+    env_id, backend = study.split_label(env)
+    cmd = [
+        sel.python,
+        str(study.ROOT / fw.script),
+        "--env",
+        env_id,
+        "--model-size",
+        size,
+        "--compile",
+        mode,
+        "--seed",
+        str(seed),
+        *option("--log-dir", f"{sel.log_dir.rstrip('/')}/{exp.name}"),
+        "--exp-name",
+        exp.name,
+    ]
+    if backend != study.BACKENDS[0]:
+        cmd += ["--env-backend", backend]
+    if backend == "envpool" and sel.env_threads is not None:  # a gymnax run has no use for it
+        cmd += ["--env-threads", str(sel.env_threads)]
+    # a learning experiment's reference configuration, before --iterations may cut it
+    cmd += exp.env_args(env)
+    if sel.iterations is not None:
+        cmd += ["--num-iterations", str(sel.iterations)]
+    if sel.tag is not None:
+        cmd += option("--tag", sel.tag)
+    if not sync:
+        cmd += ["--no-sync-timing"]
+    return (*cmd, *sel.extra)
+
+
+def kept_modes(sel: Selection, exp: study.Experiment, fw: study.Framework) -> tuple[str, ...]:
+    """The experiment's compile modes of this framework that --compile-modes keeps (all of them when not given)."""
+    modes = exp.compile_modes(fw)
+    if sel.compile_modes is None:
+        return modes
+    wanted = set(sel.compile_modes)
+    if DEFAULT_MODE in wanted:
+        wanted.add(fw.default_compile)
+    return tuple(mode for mode in modes if mode in wanted)
+
+
+def takes_outside_env(exp: study.Experiment, env: str, the_study: study.Study) -> bool:
+    """Whether an env label of --envs outside the study joins this experiment: a gymnax env joins the experiments of
+    envs "all", an env on another backend (e.g. "Humanoid-v4@envpool") those that run that backend alone."""
+    backend = study.split_label(env)[1]
+    return (
+        exp.envs == the_study.envs if backend == study.BACKENDS[0] else exp.backends == (backend,)
+    )
+
+
+def experiment_envs(
+    sel: Selection, exp: study.Experiment, the_study: study.Study
+) -> tuple[str, ...]:
+    """The env labels of an experiment in this sweep: its own, or those of --envs it has (in the order given), and
+    those of --envs outside the study that it takes (takes_outside_env)."""
+    if sel.envs is None:
+        return exp.envs
+    return tuple(
+        env
+        for env in sel.envs
+        if env in exp.envs
+        or (env not in the_study.every_env and takes_outside_env(exp, env, the_study))
+    )
+
+
+def matrix(sel: Selection, the_study: study.Study) -> list[PlannedRun]:
+    """Every run of the selection, cell after cell (experiments, seeds, envs, sizes); within a cell, every sync setting,
+    framework and compile mode of the experiment, one after another. The study's order throughout; envs in the order
+    given."""
+    runs = []
+    frameworks = [fw for name, fw in the_study.frameworks.items() if name in sel.frameworks]
+    for exp in (exp for name, exp in the_study.experiments.items() if name in sel.experiments):
+        sizes = [size for size in the_study.sizes if size in sel.sizes and size in exp.sizes]
+        for seed, env, size in product(
+            range(1, sel.seeds + 1), experiment_envs(sel, exp, the_study), sizes
+        ):
+            for sync, fw in product(exp.syncs, frameworks):
+                for mode in kept_modes(sel, exp, fw):
+                    runs.append(
+                        PlannedRun(
+                            exp.name,
+                            seed,
+                            env,
+                            size,
+                            fw.name,
+                            mode,
+                            sync,
+                            command(sel, exp, fw, env, size, mode, seed, sync),
+                            both_syncs=len(exp.syncs) > 1,
+                        )
+                    )
+    return runs
+
+
+def bounded_matrix(sel: Selection, the_study: study.Study) -> list[PlannedRun]:
+    """matrix(), when it holds at most MAX_RUNS runs; else BadOption, found from the runs of one seed before any
+    more are made (--seeds 2000000 would take minutes to plan)."""
+    per_seed = len(matrix(replace(sel, seeds=1), the_study))
+    if per_seed * sel.seeds > MAX_RUNS:
+        most = MAX_RUNS // per_seed
+        valid = f"valid: 1 to {most} with these options" if most else "narrow the sweep"
+        raise BadOption(
+            f"--seeds {sel.seeds} makes {per_seed * sel.seeds} runs, more than the {MAX_RUNS} a sweep may plan; {valid}"
+        )
+    return matrix(sel, the_study)
+
+
+def cells(runs: list[PlannedRun]) -> list[tuple]:
+    return list(dict.fromkeys(run.cell for run in runs))
+
+
+def shard_of_cells(all_cells: list[tuple], n: int) -> dict[tuple, int]:
+    """Each cell's shard: cells are dealt out in turn, in a fixed scrambled order (a hash of the cell).
+
+    So the shards differ by at most one cell, and no shard gets all of one size or env (dealing in matrix
+    order would, e.g. every large cell to one shard when N is the number of sizes)."""
+    order = sorted(all_cells, key=lambda cell: hashlib.sha256(repr(cell).encode()).hexdigest())
+    return {cell: i % n for i, cell in enumerate(order)}
+
+
+def shard_runs(runs: list[PlannedRun], k: int, n: int) -> list[PlannedRun]:
+    """This shard's runs, in matrix order."""
+    owner = shard_of_cells(cells(runs), n)
+    return [run for run in runs if owner[run.cell] == k]
+
+
+def cell_id(cell: tuple) -> str:
+    """A cell's name in file names (its lock): a hash of it."""
+    return hashlib.sha256(repr(cell).encode()).hexdigest()[:16]

@@ -1,0 +1,144 @@
+"""The options of a sweep (bench.sh's matrix options), checked against the study: what a sweep selects.
+
+Each check raises option_checks.BadOption, whose message names the bad value and the valid choices.
+"""
+
+import argparse
+from dataclasses import dataclass
+from typing import Optional
+
+import study
+from option_checks import MAX_RUNS, BadOption, choices, cpus, positive_int, shard
+
+
+def why_untrainable(env: str) -> Optional[str]:
+    """Why the PPO scripts cannot train `env`, an env label (an id on gymnax, "{id}@envpool" on envpool), in words;
+    None when they can. On gymnax, env_adapters.py's check, the same as the scripts' make_env (gymnax is imported only
+    for an env outside the study, which takes a few seconds); on envpool, an id of env_adapters.ENVPOOL_ENVS."""
+    env_id, backend = study.split_label(env)
+    if backend not in study.BACKENDS:
+        return f"names backend {backend!r}; backends: {', '.join(study.BACKENDS)}"
+    if study.env_label(env_id, backend) != env:  # "X@gymnax": a gymnax env is named by its id alone
+        return f"is a {backend} env, named {env_id!r} alone"
+    from env_adapters import ENVPOOL_ENVS
+    from env_adapters import why_untrainable as scripts_check
+
+    if backend == "envpool":
+        return None if env_id in ENVPOOL_ENVS else "is not an envpool env here"
+    problem = scripts_check(env_id)
+    if problem and env_id in ENVPOOL_ENVS:
+        problem += f" to gymnax (on envpool: {study.env_label(env_id, 'envpool')})"
+    return problem
+
+
+def env_choices(value: str, the_study: study.Study) -> tuple[str, ...]:
+    """--envs: each a study env label or another env the scripts can train (a gymnax id, or "{id}@envpool" for an
+    envpool id); BadOption names the first other one and lists what can be trained (on this error path only: it makes
+    every gymnax env, about a second)."""
+    envs = choices("--envs", value, the_study.every_env, extra=lambda env: True)
+    for env in (
+        env for env in envs if env not in the_study.every_env
+    ):  # the study's own are trainable
+        problem = why_untrainable(env)
+        if problem:
+            from env_adapters import ENVPOOL_ENVS, usable_envs
+
+            outside = [other for other in usable_envs() if other not in the_study.every_env]
+            raise BadOption(
+                f"--envs: {env!r} {problem}, so the scripts cannot train it; valid choices: the study's "
+                f"{', '.join(the_study.every_env)}, an envpool env as ID@envpool (ID one of {', '.join(ENVPOOL_ENVS)}), "
+                f"or another gymnax env the scripts can train (Discrete or 1-D Box actions): {', '.join(outside)}"
+            )
+    return envs
+
+
+# The run arguments the sweep sets itself (the scripts' flags, as tyro spells them; tyro takes _ for - too): given
+# again after --, the last value would win, and the run would not be the run its label, its folder and the resume
+# say. --num-iterations and --tag only when --iterations and --tag set them.
+SWEEP_FLAGS = {
+    "--env": "bench.sh --envs",
+    "--model-size": "bench.sh --sizes",
+    "--compile": "each experiment's compile modes",
+    "--seed": "bench.sh --seeds",
+    "--log-dir": "bench.sh --log-dir",
+    "--exp-name": "each experiment's name",
+    "--sync-timing": "each experiment's sync setting",
+    "--no-sync-timing": "each experiment's sync setting",
+    "--env-backend": "each experiment's backends, or bench.sh --envs ID@envpool",
+}
+
+
+def check_extra(
+    extra: tuple[str, ...],
+    iterations: Optional[int],
+    tag: Optional[str],
+    env_threads: Optional[int] = None,
+) -> None:
+    """BadOption for an argument after -- that sets what the sweep sets (in any spelling: --seed 7, --seed=7,
+    --log_dir X)."""
+    owned = dict(SWEEP_FLAGS)
+    if iterations is not None:
+        owned["--num-iterations"] = "bench.sh --iterations"
+    if tag is not None:
+        owned["--tag"] = "bench.sh --tag"
+    if env_threads is not None:
+        owned["--env-threads"] = "bench.sh --cpus"
+    for arg in extra:
+        flag = arg.split("=", 1)[0].replace("_", "-")
+        if flag in owned:
+            raise BadOption(
+                f"{arg!r} after -- would override what the sweep sets itself ({owned[flag]}); "
+                f"leave {', '.join(owned)} out of the arguments after --"
+            )
+
+
+@dataclass(frozen=True)
+class Selection:
+    experiments: tuple[str, ...]
+    frameworks: tuple[str, ...]
+    envs: Optional[tuple[str, ...]]  # None: each experiment's own
+    sizes: tuple[str, ...]
+    seeds: int
+    iterations: Optional[int]
+    tag: Optional[str]
+    log_dir: str
+    shard: tuple[int, int]
+    python: str
+    extra: tuple[str, ...]
+    # --env-threads of the envpool runs (bench.sh --cpus); None: the scripts' own
+    env_threads: Optional[int] = None
+    # None: each experiment's own; DEFAULT_MODE: each framework's first
+    compile_modes: Optional[tuple[str, ...]] = None
+
+
+# --compile-modes: the word for each framework's default mode (its first in study.toml), beside the modes' names
+DEFAULT_MODE = "default"
+
+
+def mode_choices(value: Optional[str], the_study: study.Study) -> Optional[tuple[str, ...]]:
+    """The items of --compile-modes, each "default" or a compile mode of some framework of the study."""
+    if value is None:
+        return None
+    modes = (mode for fw in the_study.frameworks.values() for mode in fw.compile)
+    return choices("--compile-modes", value, (DEFAULT_MODE, *dict.fromkeys(modes)))
+
+
+def select(args: argparse.Namespace, the_study: study.Study) -> Selection:
+    """Checks the options against the study; BadOption names the first bad value."""
+    sel = Selection(
+        experiments=choices("--experiments", args.experiments, tuple(the_study.experiments)),
+        frameworks=choices("--frameworks", args.frameworks, tuple(the_study.frameworks)),
+        envs=None if args.envs is None else env_choices(args.envs, the_study),
+        sizes=choices("--sizes", args.sizes, the_study.sizes),
+        seeds=positive_int("--seeds", args.seeds, MAX_RUNS),
+        iterations=positive_int("--iterations", args.iterations),
+        tag=args.tag,
+        log_dir=args.log_dir,
+        shard=shard(args.shard),
+        python=args.python,
+        extra=tuple(args.extra),
+        env_threads=cpus(args.env_threads),
+        compile_modes=mode_choices(args.compile_modes, the_study),
+    )
+    check_extra(sel.extra, sel.iterations, sel.tag, sel.env_threads)
+    return sel
