@@ -905,8 +905,32 @@ def test_bench_re_times_envs_from_another_host_into_its_log_dir(tmp_path):
     assert last_line(proc) == "0 completed, 0 failed, 1 skipped"
 
 
-def test_bench_never_writes_the_committed_env_timing():
-    assert "results/env_timing.json" not in (ROOT / "bench.sh").read_text()
+# A stand-in interpreter: notes the env timing's and each run's arguments in $MARKS, runs nothing of them.
+NOTING_PYTHON = """#!/usr/bin/env bash
+case ${1:-} in
+  */env_timing.py | */ppo_*.py) echo "$*" >> "$MARKS" ;;
+  *) exec "$REAL_PYTHON" "$@" ;;
+esac
+"""
+
+
+@pytest.mark.parametrize("timing_file", [None, "elsewhere/timing.json"])
+def test_bench_measures_the_env_timing_into_the_log_dir_never_the_committed_file(
+    tmp_path, timing_file
+):
+    """The env timing of a sweep goes to {log-dir}/env_timing.json, or to --env-timing-file: never to the
+    committed results/env_timing.json (env_timing.py's own default --out)."""
+    python = tmp_path / "python"
+    python.write_text(NOTING_PYTHON)
+    python.chmod(0o755)
+    marks, log_dir = tmp_path / "marks", tmp_path / "runs"
+    env = {"MARKS": str(marks), "REAL_PYTHON": sys.executable}
+    given = ["--env-timing-file", str(tmp_path / timing_file)] if timing_file else []
+    proc = bench("--log-dir", str(log_dir), *one_cell(), *given, env=env, python=str(python))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    timing = [line for line in marks.read_text().splitlines() if "/env_timing.py " in line]
+    wanted = tmp_path / timing_file if timing_file else log_dir / "env_timing.json"
+    assert len(timing) == 1 and timing[0].endswith(f" --out={wanted}"), timing
 
 
 def test_env_timing_defaults_to_the_study_envs(tmp_path):
