@@ -35,12 +35,14 @@ import argparse
 import sys
 from pathlib import Path
 
-import study
-from analysis import escape, figures, learning_report, output, report
-from analysis.loading import BadInput, load_runs, read_env_timing, read_previous
+from analysis import escape, figures, learning_report, output, readme_block, report
+from analysis.errors import BadInput
+from analysis.loading import load_runs, read_env_timing, read_previous
 from analysis.results import analyse
 from analysis.speedups import SPEEDUP_COLUMNS
 from atomic import write_file
+from study import Study
+from study import load as load_study
 
 TIMING_FILE = "env_timing.json"  # bench.sh's, in its --log-dir
 TABLES = (
@@ -112,7 +114,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument(
         "--update-readme",
         metavar="FILE",
-        help=f"replace the text between {report.README_MARKERS[0]} and {report.README_MARKERS[1]} in FILE with the "
+        help=f"replace the text between {readme_block.README_MARKERS[0]} and {readme_block.README_MARKERS[1]} in FILE with the "
         f"speedup tables, and between {learning_report.LEARNING_MARKERS[0]} and {learning_report.LEARNING_MARKERS[1]} "
         "with the learning tables, each when this analysis has data for it (refused when it has neither)",
     )
@@ -138,7 +140,7 @@ def named_paths(args: argparse.Namespace) -> list[tuple[str, str]]:
     return paths
 
 
-def check_paths(args: argparse.Namespace, S: study.Study) -> None:
+def check_paths(args: argparse.Namespace, study: Study) -> None:
     """BadInput for a named input that is missing, or an output that cannot be written, before anything is read.
     An empty path names no file (it would mean the current folder)."""
     for flag, path in named_paths(args):
@@ -160,7 +162,7 @@ def check_paths(args: argparse.Namespace, S: study.Study) -> None:
         output.check_target("--update-readme", args.update_readme, new=False)
     if args.readme_block is not None:
         output.check_target("--readme-block", args.readme_block)
-    output.check_out(Path(args.out), [*TABLES, output.REPORT, *sorted(figures.figure_files(S))])
+    output.check_out(Path(args.out), [*TABLES, output.REPORT, *sorted(figures.figure_files(study))])
 
 
 def sweep_timing(runs_dirs: list[str]):
@@ -171,23 +173,23 @@ def sweep_timing(runs_dirs: list[str]):
     return str(found[0]) if found else None
 
 
-def readme_blocks(results, S: study.Study, previous, previous_name) -> dict[tuple[str, str], str]:
+def readme_blocks(results, study: Study, previous, previous_name) -> dict[tuple[str, str], str]:
     """The README blocks this analysis has data for, by their markers: the speedup tables when the experiments of
     study.tables have pairs of runs, the learning tables when there are learning runs. A block without data is left
     as it is in the README."""
     blocks = {}
-    if not report.headline(results.speedups, S).empty:
-        blocks[report.README_MARKERS] = report.readme_markdown(
-            results.speedups, S, previous, previous_name
+    if not readme_block.headline(results.speedups, study).empty:
+        blocks[readme_block.README_MARKERS] = readme_block.readme_markdown(
+            results.speedups, study, previous, previous_name
         )
     if not results.learning.empty:
         blocks[learning_report.LEARNING_MARKERS] = learning_report.learning_markdown(results)
     return blocks
 
 
-def run(args: argparse.Namespace, S: study.Study) -> None:
-    figures.check_figures(S)
-    check_paths(args, S)
+def run(args: argparse.Namespace, study: Study) -> None:
+    figures.check_figures(study)
+    check_paths(args, study)
     out = Path(args.out)
     previous = read_previous(args.previous, SPEEDUP_COLUMNS) if args.previous else None
     sources = [*args.runs_dirs, *args.csv]
@@ -195,21 +197,23 @@ def run(args: argparse.Namespace, S: study.Study) -> None:
     if timing_path and not args.env_timing:
         print(f"note: env costs from {timing_path} (bench.sh's; --env-timing to choose another)")
     timing, timing_info = read_env_timing(timing_path)
-    runs, skipped = load_runs(args.runs_dirs, args.csv, S)
+    runs, skipped = load_runs(args.runs_dirs, args.csv, study)
     for run in skipped:
         print(f"warning: skipped {run.path}: {run.reason}", file=sys.stderr)
     if runs.empty:  # before anything is created or overwritten
         raise BadInput(
             f"no completed run in {', '.join(sources)} ({len(skipped)} skipped); nothing written"
         )
-    results = analyse(runs, timing, S)
-    blocks = readme_blocks(results, S, previous, args.previous)
+    results = analyse(runs, timing, study)
+    blocks = readme_blocks(results, study, previous, args.previous)
     if not blocks and (args.update_readme or args.readme_block):
         raise BadInput(
             "no pairs of runs to compare and no learning runs: the README's tables would be empty; nothing written "
             "(drop --update-readme/--readme-block to write the rest)"
         )
-    readme = report.readme_with(Path(args.update_readme), blocks) if args.update_readme else None
+    readme = (
+        readme_block.readme_with(Path(args.update_readme), blocks) if args.update_readme else None
+    )
     tables = [
         runs,
         results.summary,
@@ -227,7 +231,9 @@ def run(args: argparse.Namespace, S: study.Study) -> None:
         if args.figures
         else ([], ["figures not drawn (--no-figures)"])
     )
-    stale = output.stale_figures(out, figures.figure_files(S), {figure.file for figure, _ in drawn})
+    stale = output.stale_figures(
+        out, figures.figure_files(study), {figure.file for figure, _ in drawn}
+    )
     if stale and not args.force:
         figures.discard(drawn)
         output.refuse(out, [f"figures this call does not draw: {', '.join(stale)}"])
@@ -238,7 +244,7 @@ def run(args: argparse.Namespace, S: study.Study) -> None:
     for note in notes:
         print(f"note: {note}")
     edition = (
-        report.edition_markdown(previous, results.speedups, args.previous, S)
+        readme_block.edition_markdown(previous, results.speedups, args.previous, study)
         if previous is not None
         else ""
     )
@@ -264,7 +270,7 @@ def run(args: argparse.Namespace, S: study.Study) -> None:
 def main(argv=None) -> None:
     args = parse_args(argv)
     try:
-        run(args, study.load())  # the study, loaded once and passed down
+        run(args, load_study())  # the study, loaded once and passed down
     except BadInput as e:
         fail(str(e))
     except OSError as e:  # a write that failed (a full disk): one line, and no temporary file left

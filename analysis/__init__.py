@@ -1,15 +1,26 @@
 """The analysis behind plot_results.py (runs -> CSVs, figures, REPORT.md, the README block), one job per module:
 
-    loading   run folders (through runlog.py) and runs.csv files -> one tidy table of completed runs; env timing
-    summary   a row per run: its iteration windows and the experiments it belongs to
-    stats     numpy and scipy only: geometric mean, cluster bootstrap, rank correlation with its interval
-    speedups  pairs of runs -> the speedup and env-cost tables, and the runs left out of them
-    results   everything above computed once, for the figures and the report
-    plotting  axes, palettes, legends and interval markers shared by the figures
-    figures   the figures study.toml asks for, experiment by experiment
-    report    REPORT.md and the README block
-    output    writing --out without losing what was there, and writing files through links
-    escape    text from the runs made safe for spreadsheets (the CSVs) and markdown (REPORT.md, the README)
+    errors           BadInput: an input the analysis cannot use (one line, exit status 2)
+    names            how things are named and ordered in tables, titles and legends (pretty_pair, in_order)
+    escape           text from the runs made safe for spreadsheets (the CSVs) and markdown (REPORT.md, the README)
+    loading          run folders (through runlog.py) and runs.csv files -> one tidy table of completed runs; env
+                     timing
+    summary          a row per run: its iteration windows and the experiments it belongs to
+    stats            numpy and scipy only: geometric mean, cluster bootstrap, rank correlation with its interval
+    speedups         pairs of runs -> the speedup and env-cost tables, and the runs left out of them
+    learning         the learning experiments: returns against the reference's, times to reach it
+    results          everything above computed once, for the figures and the report
+    plotting         axes, palettes, legends and interval markers, drawn from frames and arrays (matplotlib)
+    time_figures     the figures of times: totals, iteration windows, rollout and update, compile modes, backends
+    speedup_figures  the figures of speedups: per experiment, per platform tag, against env cost
+    learning_figure  the learning curves of a learning experiment against the reference
+    figures          the figure kinds study.toml may list, and drawing the ones it asks for
+    markdown         markdown tables (no matplotlib: neither the report nor the README block needs it)
+    speedup_markdown the speedup and env-cost tables in markdown
+    readme_block     the README block (headline tables, the previous edition) and the README with it replaced
+    learning_report  the learning tables in markdown (the README's learning block, REPORT.md's section)
+    report           REPORT.md
+    output           writing --out without losing what was there (each file by atomic.py's write_file)
 
 and, on its own (python -m analysis.learning_curves): learning curves, each run's episodic return per env.
 

@@ -5,8 +5,8 @@ range as a band; the reference's published mean +- std as a grey band."""
 import pandas as pd
 
 from analysis.learning import SMOOTHING
+from analysis.names import in_order
 from analysis.plotting import framework_colors, new_figure, row_legend
-from analysis.results import present
 from study import Study
 
 
@@ -30,7 +30,7 @@ def draw_reference(ax, mean: float, std: float) -> None:
 
 
 def draw_env(axes_row, curves: pd.DataFrame, reference, colors: dict, study: Study) -> None:
-    for framework in present(study.frameworks, curves["framework"]):
+    for framework in in_order(study.frameworks, curves["framework"]):
         curve = mean_curve(curves[curves["framework"] == framework])
         seeds = curves.loc[curves["framework"] == framework, "seed"].nunique()
         label = f"{framework} ({seeds} seed{'s' if seeds > 1 else ''})"

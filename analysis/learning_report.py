@@ -5,9 +5,9 @@ import numpy as np
 import pandas as pd
 
 from analysis.learning import SMOOTHING, TARGET_LABELS, TARGETS, learning_experiments
-from analysis.plotting import pretty_pair
-from analysis.report import NO_INTERVAL, markdown_table
-from analysis.results import Results, present
+from analysis.markdown import NO_INTERVAL, markdown_table
+from analysis.names import in_order, pretty_pair
+from analysis.results import Results
 from study import Study
 
 LEARNING_MARKERS = ("<!-- learning:start -->", "<!-- learning:end -->")
@@ -32,7 +32,7 @@ def wide(table: pd.DataFrame, cell, study: Study, reference: bool) -> str:
     cells = table.assign(cell=[cell(row) for row in table.itertuples()])
     grid = cells.pivot(index="env", columns="framework", values="cell")
     envs = list(dict.fromkeys(table["env"]))
-    grid = grid.reindex(index=envs, columns=present(study.frameworks, grid.columns))
+    grid = grid.reindex(index=envs, columns=in_order(study.frameworks, grid.columns))
     if reference:
         published = table.drop_duplicates("env").set_index("env")
         published = published[["reference_mean", "reference_std"]].to_numpy()
@@ -54,13 +54,15 @@ def experiment_markdown(table: pd.DataFrame, experiment: str, study: Study) -> s
     )
 
 
-def learning_markdown(r: Results) -> str:
+def learning_markdown(results: Results) -> str:
     """The README's learning block: per learning experiment with runs, the final returns beside the reference's and
     the time each framework took to reach it. Empty when there are no learning runs."""
     with_runs = [
-        name for name in learning_experiments(r.study) if name in set(r.learning["experiment"])
+        name
+        for name in learning_experiments(results.study)
+        if name in set(results.learning["experiment"])
     ]
-    blocks = [experiment_markdown(r.learning, name, r.study) for name in with_runs]
+    blocks = [experiment_markdown(results.learning, name, results.study) for name in with_runs]
     return "\n\n".join(blocks) + "\n" if blocks else ""
 
 
@@ -74,24 +76,24 @@ def speedup_table(speedups: pd.DataFrame, study: Study) -> str:
     cells = speedups.assign(cell=[speedup_cell(row) for row in speedups.itertuples()])
     grid = cells.pivot(index="pair", columns="target", values="cell")
     grid = grid.reindex(
-        index=present(study.pair_names, grid.index), columns=present(TARGETS, grid.columns)
+        index=in_order(study.pair_names, grid.index), columns=in_order(TARGETS, grid.columns)
     )
     grid.index = [pretty_pair(pair) for pair in grid.index]
     grid.columns = [f"to {TARGET_LABELS[target]}" for target in grid.columns]
     return markdown_table(grid.rename_axis("pair").reset_index())
 
 
-def report_markdown(r: Results) -> str:
+def report_markdown(results: Results) -> str:
     """REPORT.md's learning section: the README block, then per experiment the time-to-return speedups."""
-    if r.learning.empty:
+    if results.learning.empty:
         return ""
-    parts = [learning_markdown(r)]
+    parts = [learning_markdown(results)]
     intro = (
         "Time-to-return speedups A → B (time of A / time of B), over the pairs of runs of one env that both reached "
         "the target, pooled over envs: geometric mean [cluster-bootstrap interval], median, pairs / envs."
     )
-    for experiment, speedups in r.learning_speedups.groupby("experiment", sort=False):
-        parts += [f"*{experiment}*: {intro}", speedup_table(speedups, r.study)]
-    if r.learning_speedups.empty:
+    for experiment, speedups in results.learning_speedups.groupby("experiment", sort=False):
+        parts += [f"*{experiment}*: {intro}", speedup_table(speedups, results.study)]
+    if results.learning_speedups.empty:
         parts.append("_No pair of runs of two frameworks reached a target._")
     return "\n\n".join(parts) + "\n"

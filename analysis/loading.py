@@ -23,6 +23,7 @@ from typing import NamedTuple, Optional
 import pandas as pd
 
 import runlog
+from analysis.errors import BadInput
 from analysis.escape import from_csv
 from study import BACKENDS, Study, env_label
 
@@ -103,10 +104,6 @@ RUNS_CSV_TEXT += [
     "status",
 ]
 TIMING_COLUMNS = ["obs_dim", "num_actions", "ms_per_step", "ratio"]
-
-
-class BadInput(Exception):
-    """An input the analysis cannot use: plot_results.py prints the message as one line and exits with status 2."""
 
 
 class SkippedRun(NamedTuple):

@@ -30,8 +30,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.errors import BadInput
 from analysis.escape import from_csv
-from analysis.loading import BadInput, run_keys
+from analysis.loading import run_keys
 from atomic import (
     current_umask,
     deferred_signals,

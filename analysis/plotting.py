@@ -13,8 +13,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
-from analysis.results import Results, mode_name, present  # noqa: E402
-from analysis.speedups import env_costs  # noqa: E402
+from analysis.names import in_order, mode_name, pretty_pair  # noqa: E402
 from analysis.stats import BOOTSTRAP_LEVEL  # noqa: E402
 from study import Study  # noqa: E402
 
@@ -67,15 +66,6 @@ def mode_palette(study: Study) -> dict[str, tuple]:
         for name, framework in study.frameworks.items()
         for i, mode in enumerate(framework.compile)
     }
-
-
-def pretty_pair(pair: str) -> str:
-    return pair.replace("->", " → ")
-
-
-def capitalised(name: str) -> str:
-    """An experiment's name at the start of a title."""
-    return name[:1].upper() + name[1:]
 
 
 # -------------------------------------------------------------------------------------------------- axes
@@ -179,10 +169,11 @@ def box_with_points(ax, data, x, y, order, hue, hue_order, palette, log=True) ->
     ax.set_xlabel("")
 
 
-def modes_pointplot(ax, data, x, y, order, title: str, joined: bool, study: Study) -> None:
-    """A time (column y) per (x, compile mode): the median over seeds, bars from min to max."""
-    modes = present(mode_palette(study), data["mode"])
-    palette = {mode: mode_palette(study).get(mode, "0.6") for mode in modes}
+def modes_pointplot(ax, data, x, y, order, title: str, joined: bool, mode_colors: dict) -> None:
+    """A time (column y) per (x, compile mode: column "mode"): the median over seeds, bars from min to max.
+    mode_colors: mode -> colour (mode_palette), its order the legend's; a mode not in it is grey."""
+    modes = in_order(mode_colors, data["mode"])
+    palette = {mode: mode_colors.get(mode, "0.6") for mode in modes}
     sns.pointplot(
         data=data,
         x=x,
@@ -254,53 +245,51 @@ def speedup_cells(
     rotate_xticks(ax)
 
 
-def draw_against_env_cost(ax, r: Results, runs: pd.DataFrame, y: str) -> list[Line2D]:
-    """Every run against its env's step cost; framework = color, size = marker and shade; lines join medians.
+def draw_against_env_cost(
+    ax, runs: pd.DataFrame, y: str, costs: pd.Series, env_order: list[str], study: Study
+) -> list[Line2D]:
+    """Every run (a row of runs) against its env's step cost (costs: env -> cost); framework = color, size =
+    marker and shade; lines join medians. Without a cost for every env, the envs are placed in env_order instead.
     Returns the legend handles."""
-    S, cost = r.study, env_costs(r.timing)
-    timed = runs["env"].isin(cost.index).all()
+    timed = runs["env"].isin(costs.index).all()
     x = (
-        runs["env"].map(cost)
+        runs["env"].map(costs)
         if timed
-        else runs["env"].map({env: i for i, env in enumerate(r.envs)})
+        else runs["env"].map({env: i for i, env in enumerate(env_order)})
     )
+    colors, shades, markers = framework_colors(study), size_shades(study), size_markers(study)
     for (framework, size), group in runs.groupby(["framework", "model_size"]):
-        color = shade(framework_colors(S).get(framework, "0.5"), size_shades(S).get(size, 0.0))
+        color = shade(colors.get(framework, "0.5"), shades.get(size, 0.0))
         ax.scatter(
-            x[group.index],
-            group[y],
-            color=color,
-            marker=size_markers(S).get(size, "o"),
-            s=28,
-            alpha=0.75,
+            x[group.index], group[y], color=color, marker=markers.get(size, "o"), s=28, alpha=0.75
         )
         medians = group.groupby(x[group.index])[y].median().sort_index()
         ax.plot(medians.index, medians.to_numpy(), color=color, lw=1.2)
     if timed:
         log_axis(ax, "env step cost relative to the cheapest env", suffix="×", axis="x")
     else:
-        envs = present(r.envs, runs["env"])
-        ax.set_xticks([r.envs.index(env) for env in envs], envs)
+        envs = in_order(env_order, runs["env"])
+        ax.set_xticks([env_order.index(env) for env in envs], envs)
         rotate_xticks(ax)
         ax.set_xlabel("env (no env timing given: by name)")
     handles = [
-        Line2D([], [], color=framework_colors(S).get(f, "0.5"), lw=3, label=f)
-        for f in present(S.frameworks, runs["framework"])
+        Line2D([], [], color=colors.get(f, "0.5"), lw=3, label=f)
+        for f in in_order(study.frameworks, runs["framework"])
     ]
     return handles + [
-        Line2D([], [], color="0.3", marker=size_markers(S).get(s, "o"), ls="", label=s)
-        for s in present(S.sizes, runs["model_size"])
+        Line2D([], [], color="0.3", marker=markers.get(s, "o"), ls="", label=s)
+        for s in in_order(study.sizes, runs["model_size"])
     ]
 
 
-def mark_expensive_envs(ax, r: Results, envs) -> None:
-    """A dotted line and the name of each expensive env (Craftax) on an env-cost x axis."""
-    cost = env_costs(r.timing)
-    for env in (env for env in r.study.expensive_envs if env in set(envs) and env in cost):
-        ax.axvline(cost[env], color="0.6", ls=":", lw=1, zorder=0)
+def mark_expensive_envs(ax, costs: pd.Series, expensive_envs, envs) -> None:
+    """A dotted line and the name of each expensive env (Craftax) among envs on an env-cost x axis (costs: env ->
+    cost)."""
+    for env in (env for env in expensive_envs if env in set(envs) and env in costs):
+        ax.axvline(costs[env], color="0.6", ls=":", lw=1, zorder=0)
         transform = ax.get_xaxis_transform()
         ax.text(
-            cost[env],
+            costs[env],
             0.02,
             f" {env}",
             transform=transform,
@@ -312,14 +301,15 @@ def mark_expensive_envs(ax, r: Results, envs) -> None:
 
 
 def backend_bars(
-    ax, cell: pd.DataFrame, parts: list[str], frameworks, backends, study: Study
+    ax, cell: pd.DataFrame, parts: list[str], frameworks, backends, colors: dict
 ) -> None:
     """Per framework (x), one stacked bar per backend: rollout (the framework's colour), then update (lighter),
     hatched by backend; gid "{backend} {rollout|update}" on each bar. Over a bar of any backend but the first, its
-    rollout over the first backend's, e.g. "×3.1". cell: medians indexed by (framework, backend), columns parts."""
+    rollout over the first backend's, e.g. "×3.1". cell: medians indexed by (framework, backend), columns parts;
+    colors: framework -> colour."""
     width = 0.8 / len(backends)
     for i, framework in enumerate(frameworks):
-        color = framework_colors(study).get(framework, "0.5")
+        color = colors.get(framework, "0.5")
         for j, backend in enumerate(backends):
             if (framework, backend) not in cell.index:
                 continue

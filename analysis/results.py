@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.learning import learning_runs, learning_speedups, learning_table
+from analysis.names import in_order, mode_name
 from analysis.speedups import (
     METRICS,
     env_cost_table,
@@ -83,21 +84,11 @@ class Results:
         return bool(self.masks.get(name, pd.Series(dtype=bool)).any())
 
 
-def mode_name(framework: str, compile_mode: str) -> str:
-    return f"{framework}/{compile_mode}"
-
-
-def present(order, values) -> list:
-    """The members of order found in values (then any others, sorted), so that categories keep a fixed order."""
-    values = set(values)
-    return [v for v in order if v in values] + sorted(v for v in values if v not in order)
-
-
 def env_order(envs, timing: pd.DataFrame, study: Study) -> list[str]:
     """Cheapest env first when timed; envs without timing follow in the study's order (others by name)."""
     cost = env_costs(timing)
     timed = sorted((env for env in set(envs) if env in cost), key=lambda env: (cost[env], env))
-    return timed + present(study.every_env, [env for env in set(envs) if env not in cost])
+    return timed + in_order(study.every_env, [env for env in set(envs) if env not in cost])
 
 
 def platform_tables(

@@ -26,7 +26,7 @@ import runlog
 import sweep_resume
 from analysis import learning_curves, output
 from analysis.loading import load_runs
-from analysis.report import README_MARKERS
+from analysis.readme_block import README_MARKERS
 from helpers import STUDY, TINY, only_run_dir, run_script
 
 START, END = README_MARKERS

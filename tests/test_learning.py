@@ -184,7 +184,7 @@ def test_a_learning_sweep_is_analysed_into_its_tables_report_and_readme_block(tm
 
     import plot_results
     from analysis.learning_report import LEARNING_MARKERS
-    from analysis.report import README_MARKERS
+    from analysis.readme_block import README_MARKERS
 
     log_dir = tmp_path / "runs"
     sweep = [

@@ -20,11 +20,12 @@ from tensorboardX import SummaryWriter
 
 import plot_results
 import study
-from analysis import figures, plotting, results, stats
+from analysis import figures, plotting, results, speedup_figures, stats, time_figures
 from analysis.loading import load_runs, read_env_timing, read_previous
-from analysis.report import README_MARKERS, readme_markdown, speedup_markdown
+from analysis.readme_block import README_MARKERS, readme_markdown
+from analysis.speedup_markdown import speedup_markdown
 from analysis.speedups import ENV_COST_COLUMNS, SPEEDUP_COLUMNS
-from helpers import ROOT, STUDY
+from helpers import STUDY
 
 NUM_ENVS, NUM_STEPS, ITERATIONS = 4, 8, 11  # iterations 0, 1-7 and 8-10: every window is populated
 BATCH = NUM_ENVS * NUM_STEPS
@@ -530,7 +531,7 @@ def test_the_backends_figure_stacks_rollout_and_update_per_framework_and_backend
     runs, out = study_out
     assert {"exp7_backends.png", "exp8_backends.png"} <= {p.name for p in out.glob("*.png")}
     an = analysis_of(out / "runs.csv", out.parent / "timing.json")
-    fig = figures.fig_backends(an, "exp7")
+    fig = time_figures.fig_backends(an, "exp7")
     panels = {ax.get_title(): ax for ax in fig.axes if ax.get_title()}
     assert set(panels) == {f"{env}, small model" for env in ENV_FACTOR}
     ax = panels["Acrobot-v1, small model"]
@@ -554,7 +555,7 @@ def test_the_backends_figure_stacks_rollout_and_update_per_framework_and_backend
     ratios = [f"×{ENVPOOL_FACTOR[fw]:.1f}" for fw in STUDY.frameworks]
     assert [text.get_text() for text in ax.texts] == ratios
     figures.plt.close(fig)
-    mujoco = figures.fig_backends(an, "exp8")
+    mujoco = time_figures.fig_backends(an, "exp8")
     gids = {patch.get_gid() for ax in mujoco.axes for patch in ax.patches if patch.get_gid()}
     assert gids == {"envpool rollout", "envpool update"} and not any(ax.texts for ax in mujoco.axes)
     figures.plt.close(mujoco)
@@ -623,7 +624,7 @@ def test_the_continuous_experiment_gets_its_tables_and_figures(study_out):
         )
     assert {"exp6_total.png", "exp6_speedups.png"} <= {p.name for p in out.glob("*.png")}
     an = analysis_of(out / "runs.csv", out.parent / "timing.json")
-    total = figures.fig_total(an, "exp6")
+    total = time_figures.fig_total(an, "exp6")
     dots = sum(len(collection.get_offsets()) for collection in total.axes[0].collections)
     assert dots == len(CONTINUOUS_FACTOR) * len(
         DEFAULT_MODES
@@ -637,7 +638,7 @@ def test_the_speedups_figure_has_a_panel_per_backend_of_its_experiment(study_out
     runs, out = study_out
     speedups = pd.read_csv(out / "speedups.csv")
     an = analysis_of(out / "runs.csv", out.parent / "timing.json")
-    fig = figures.fig_speedups(an, "exp7")
+    fig = speedup_figures.fig_speedups(an, "exp7")
     panels = [ax for ax in fig.axes if ax.get_title()]
     assert [ax.get_title().split(":")[0] for ax in panels] == ["envs on gymnax", "envs on envpool"]
     assert panels[0].get_ylim() == panels[1].get_ylim()
@@ -648,7 +649,7 @@ def test_the_speedups_figure_has_a_panel_per_backend_of_its_experiment(study_out
         drawn = sorted(y for c in centres for _, y in c.get_offsets())
         assert drawn == pytest.approx(expected, rel=1e-9), backend
     figures.plt.close(fig)
-    one = figures.fig_speedups(an, "exp1")
+    one = speedup_figures.fig_speedups(an, "exp1")
     assert len([ax for ax in one.axes if ax.get_title()]) == 1
     figures.plt.close(one)
 
@@ -1165,30 +1166,50 @@ def test_windows_come_from_the_study(tmp_path, monkeypatch):
         assert importlib.reload(benchmarks.common).STEADY_FROM == STUDY.steady.first
 
 
-def test_one_reader_of_run_folders(tmp_path):
-    """plot_results.py and benchmarks/common.py read runs through runlog.py (which skips unlogged points): the
-    analysis through runlog.read_completed_run, the one definition of a usable completed run."""
+def test_one_reader_of_run_folders(tmp_path, monkeypatch, capsys):
+    """plot_results.py and benchmarks/common.py read runs through runlog.py and no other way: the analysis through
+    runlog.read_completed_run (the one definition of a usable completed run: a run it refuses is skipped with its
+    reason), benchmarks/common.py through runlog.read_run (which read_completed_run reads with). Each sees only
+    what runlog hands it: times doubled by runlog.read_run are the times in summary.csv and in the series."""
     import benchmarks.common
+    import runlog
 
-    analysis_code = [ROOT / "plot_results.py", *sorted((ROOT / "analysis").glob("*.py"))]
-    for path in (*analysis_code, ROOT / "benchmarks" / "common.py"):
-        assert (
-            "EventAccumulator" not in path.read_text() and "SummaryReader" not in path.read_text()
-        ), path
-    assert "runlog.read_completed_run(" in (ROOT / "analysis" / "loading.py").read_text()
-    assert not any("read_json(" in path.read_text() for path in analysis_code)
-    run = write_run(tmp_path / "runs", "CartPole-v1", "linen", "small", "jit", 1, sync=True)
-    series = benchmarks.common.run_series(run["run_dir"])["series"]
-    np.testing.assert_allclose(series["time/iteration"], run["iteration"], rtol=1e-6)
+    root = tmp_path / "runs"
+    kept = write_run(root, "CartPole-v1", "linen", "small", "jit", 1, sync=True)
+    refused = write_run(root, "CartPole-v1", "nnx", "small", "jit", 1, sync=True)
+    read_completed_run, read_run = runlog.read_completed_run, runlog.read_run
+
+    def doubled(run: runlog.Run) -> runlog.Run:
+        scalars = run.scalars.assign(**{"time/iteration": run.scalars["time/iteration"] * 2})
+        return run._replace(scalars=scalars)
+
+    asked = []
+
+    def completed_reader(run_dir, *args, **kwargs):
+        asked.append(Path(run_dir).name)
+        if Path(run_dir) == Path(refused["run_dir"]):
+            raise runlog.RunError("refused by runlog")
+        return read_completed_run(run_dir, *args, **kwargs)
+
+    monkeypatch.setattr(runlog, "read_completed_run", completed_reader)
+    monkeypatch.setattr(runlog, "read_run", lambda run_dir: doubled(read_run(run_dir)))
+    out = tmp_path / "out"
+    plot_results.main([str(root), "--out", str(out), "--no-figures"])
+    assert sorted(asked) == sorted(Path(run["run_dir"]).name for run in (kept, refused))
+    assert "refused by runlog" in capsys.readouterr().err
+    summary = pd.read_csv(out / "summary.csv")
+    assert list(summary["run"]) == [Path(kept["run_dir"]).name]
+    steady = f"iters{STUDY.steady.first}plus_s"
+    assert summary[steady].iloc[0] == pytest.approx(
+        2 * statistics.mean(kept["iteration"][STUDY.steady.first :]), rel=1e-6
+    )
+    series = benchmarks.common.run_series(kept["run_dir"])["series"]
+    np.testing.assert_allclose(series["time/iteration"], 2 * np.array(kept["iteration"]), rtol=1e-6)
     np.testing.assert_allclose(
         series["charts/episodic_return"], [20.0, 50.0, 80.0]
     )  # iterations 2, 5, 8
-    assert benchmarks.common.steady_mean({"series": series}) == pytest.approx(
-        run["steady"], rel=1e-6
-    )
 
 
-# ------------------------------------------------------------------------------ speedup against env cost
 def analysis_of(runs_csv: Path, timing: Path | None) -> results.Results:
     """The Results plot_results.main draws its figures from."""
     runs, _ = load_runs([], [str(runs_csv)], STUDY)
@@ -1208,12 +1229,12 @@ def test_the_expensive_envs_are_on_the_env_cost_axis(study_out):
     assert set(expensive["experiments"]) == {"exp5"}
     assert dict(zip(expensive["env"], expensive["env_cost"])) == EXPENSIVE_COST
     an = analysis_of(out / "runs.csv", out.parent / "timing.json")
-    total = figures.fig_total(an, "exp1")
+    total = time_figures.fig_total(an, "exp1")
     every_cost = {1.0, 2.0, 3.0} | set(CONTINUOUS_COST.values()) | set(EXPENSIVE_COST.values())
     assert every_cost | set(ENVPOOL_COST.values()) == scatter_x(
         total.axes[1]
     )  # exp1's, exp6's, exp5's, exp7's, exp8's
-    against = figures.fig_speedup_vs_env_cost(an)
+    against = speedup_figures.fig_speedup_vs_env_cost(an)
     assert set(EXPENSIVE_COST.values()) | set(CONTINUOUS_COST.values()) < scatter_x(
         against.axes[0]
     )  # total, small
@@ -1422,17 +1443,10 @@ RENAMED = {
 }
 
 
-def test_no_analysis_code_names_an_experiment():
-    names = [*STUDY.experiments, *STUDY.platforms]
-    for path in [ROOT / "plot_results.py", *sorted((ROOT / "analysis").glob("*.py"))]:
-        text = path.read_text()
-        assert not re.search(r"\bexp\d", text), path
-        assert not [name for name in names if f'"{name}"' in text or f"'{name}'" in text], path
-
-
 @pytest.mark.slow
-def test_the_experiments_roles_come_from_the_study(tmp_path, monkeypatch):
-    """study.toml with every experiment renamed: the same analysis, under the new names (figures, tables, README)."""
+def test_the_experiments_roles_come_from_the_study(tmp_path, monkeypatch, capsys):
+    """study.toml with every experiment renamed: the same analysis, under the new names (figures, tables, README),
+    and no old name anywhere in what it writes or prints: no analysis code names an experiment."""
     text = re.sub(r"\bexp(\d)\b", lambda m: RENAMED[m.group(0)], study.DEFAULT_PATH.read_text())
     (tmp_path / "study.toml").write_text(text)
     monkeypatch.setenv(study.PATH_VARIABLE, str(tmp_path / "study.toml"))
@@ -1467,6 +1481,10 @@ def test_the_experiments_roles_come_from_the_study(tmp_path, monkeypatch):
         )
     finally:
         study._load.cache_clear()
+    printed = capsys.readouterr()
+    written = [path.read_text() for path in out.iterdir() if path.suffix in (".csv", ".md")]
+    for text in [printed.out, printed.err, *written]:
+        assert not re.search(r"\bexp\d", text)
     assert {p.name for p in out.glob("*.png")} == {
         "overall_total.png",
         "overall_speedups.png",

@@ -1,0 +1,53 @@
+"""Markdown tables of the analysis' outputs (REPORT.md, the README blocks).
+
+Text from outside (tags, hosts, platforms, devices, versions, env names, run folders, skip reasons) goes through
+analysis/escape.py: it reads as itself, never as markdown or HTML, and never breaks a table.
+"""
+
+import pandas as pd
+
+from analysis.escape import md_cell, md_text
+from analysis.names import in_order, pretty_pair
+from study import Study
+
+NO_INTERVAL = "–"
+TEXT_COLUMNS = (
+    "env",
+    "tag",
+    "hostname",
+    "device",
+    "platform",
+    "versions",
+    "run",
+    "reason",
+)  # text from outside
+
+
+def markdown_table(table: pd.DataFrame) -> str:
+    """A DataFrame as a markdown table (floats to 3 significant digits, missing as '-'). The cells of TEXT_COLUMNS
+    are text from outside: shown as they are (md_text, never read as numbers); the others are ours (md_cell)."""
+    text = [i for i, column in enumerate(table.columns) if column in TEXT_COLUMNS]
+    cells = table.copy()
+    for i, column in enumerate(table.columns):
+        escape = md_text if i in text else md_cell
+        cells[column] = table[column].map(
+            lambda v, escape=escape: escape(v) if isinstance(v, str) else v
+        )
+    cells = (
+        cells.astype(object).where(table.notna(), None).rename(columns=lambda c: md_cell(str(c)))
+    )
+    return cells.to_markdown(
+        index=False, floatfmt=".3g", missingval="-", disable_numparse=text or False
+    )
+
+
+def pair_by_size_table(rows: pd.DataFrame, cell, study: Study) -> str:
+    """A markdown table of cell(row) per pair (rows) and model size (columns), both in the study's order."""
+    wide = rows.assign(cell=[cell(row) for row in rows.itertuples()]).pivot(
+        index="pair", columns="size", values="cell"
+    )
+    wide = wide.reindex(
+        index=in_order(study.pair_names, wide.index), columns=in_order(study.sizes, wide.columns)
+    )
+    wide.index = [pretty_pair(p) for p in wide.index]
+    return markdown_table(wide.rename_axis("pair").reset_index())

@@ -1,0 +1,158 @@
+"""The figures of speedups: the tables' cells (geometric mean with its cluster-bootstrap interval) over every pair
+of runs as faint dots, per experiment, per platform tag, and against the env's step cost (figures.py lists them as
+kinds)."""
+
+import numpy as np
+import pandas as pd
+import seaborn as sns
+
+from analysis.names import capitalised, in_order, pretty_pair
+from analysis.plotting import (
+    INTERVAL,
+    box_with_points,
+    empty_panel,
+    log_axis,
+    mark_expensive_envs,
+    new_figure,
+    pair_palette,
+    ratio_axis,
+    row_legend,
+    same_y_range,
+    size_palette,
+    speedup_cells,
+)
+from analysis.results import Results
+from analysis.speedups import ENV_COST_METRICS, backends_of, env_costs, env_speedups
+from analysis.stats import MIN_CORRELATION_ENVS
+
+
+def speedup_figure(results: Results, name: str, metric: str, title: str):
+    """The speedups of one metric and experiment per pair and size: the table's cells and every pair of runs; a panel
+    per env backend when the experiment has several (as its tables do)."""
+    ratios, cells = results.pairs[metric], results.cells(metric, name)
+    ratios = ratios[ratios["experiment"] == name]
+    if cells.empty:
+        return None
+    study = results.study
+    ratios = ratios.assign(size=ratios["model_size"], backend=backends_of(ratios))
+    backends = in_order(study.experiments[name].backends, cells["backend"])
+    fig, axes = new_figure(len(backends), width=10, title=title)
+    sizes, pairs = in_order(study.sizes, cells["size"]), in_order(study.pair_names, cells["pair"])
+    for ax, backend in zip(axes[0], backends):
+        mine = ratios[ratios["backend"] == backend]
+        speedup_cells(
+            ax, mine, cells[cells["backend"] == backend], "size", sizes, size_palette(study), pairs
+        )
+        ratio_axis(ax)
+        where = f"envs on {backend}: " if len(study.experiments[name].backends) > 1 else ""
+        ax.set_title(
+            f"{where}as in the tables: geometric mean, {INTERVAL}; dots: pairs of runs", fontsize=12
+        )
+    same_y_range(axes[0])
+    row_legend(axes[0], "model size")
+    return fig
+
+
+def fig_speedups(results: Results, name: str):
+    title = f"{capitalised(name)}: total-time speedups per framework pair and model size"
+    return speedup_figure(results, name, "total", title)
+
+
+def fig_steady_speedups(results: Results, name: str):
+    label = results.study.steady.label
+    return speedup_figure(
+        results,
+        name,
+        "steady",
+        f"Steady state: speedups of the mean time/iteration over {label} ({name})",
+    )
+
+
+def fig_tags(results: Results, name: str):
+    """Top: total duration per framework under each tag, a panel per size. Bottom: each tag's total-time speedups of
+    the repeated experiment, its tables' cells with their intervals."""
+    study, runs = results.study, results.runs(name)
+    repeats = study.platforms[name].repeats
+    sizes = in_order(study.sizes, runs["model_size"])
+    tags = sorted(runs["tag"].unique())
+    palette = dict(zip(tags, sns.color_palette("Set2", len(tags))))
+    title = f"{capitalised(name)}: platforms (tags) compared on the {repeats} runs"
+    fig, axes = new_figure(len(sizes), 2, width=5.5, title=title)
+    frameworks = in_order(study.frameworks, runs["framework"])
+    ratios = results.pairs["total"][results.pairs["total"]["experiment"] == repeats]
+    tables = results.platform_speedups.get(name, {})
+    cells = (
+        pd.concat([table.assign(tag=tag) for tag, table in tables.items()])
+        if tables
+        else pd.DataFrame()
+    )
+    for col, size in enumerate(sizes):
+        top, bottom = axes[0, col], axes[1, col]
+        box_with_points(
+            top,
+            runs[runs["model_size"] == size],
+            "framework",
+            "total_s",
+            frameworks,
+            "tag",
+            tags,
+            palette,
+        )
+        log_axis(top, "total duration (s)")
+        top.set_title(f"{size} model: total duration")
+        size_cells = cells[cells["size"] == size] if len(cells) else cells
+        if size_cells.empty:
+            empty_panel(bottom, "no pairs of runs")
+            continue
+        pairs = in_order(study.pair_names, size_cells["pair"])
+        speedup_cells(
+            bottom, ratios[ratios["model_size"] == size], size_cells, "tag", tags, palette, pairs
+        )
+        ratio_axis(bottom)
+        bottom.set_title(f"{size} model: total-time speedups per tag")
+    row_legend(axes[0], "tag")
+    row_legend(axes[1], f"tag\n(geometric mean,\n{INTERVAL})")
+    return fig
+
+
+def fig_speedup_vs_env_cost(results: Results, name: str = ""):
+    """Per metric (row) and size (column): each pair's speedup per env against the env's step cost, and the log-log
+    fit."""
+    if env_costs(results.timing).empty:
+        return "no env timing (--env-timing)"
+    study = results.study
+    points = {
+        metric: env_speedups(results.pairs[metric], results.timing) for metric in ENV_COST_METRICS
+    }
+    if all(p.empty for p in points.values()):
+        return None
+    sizes = in_order(study.sizes, pd.concat(points.values())["model_size"])
+    experiments = " + ".join(results.compared("total"))
+    title = f"Speedup against env step cost ({experiments}, sync off, default compile modes)"
+    fig, axes = new_figure(len(sizes), len(ENV_COST_METRICS), width=5.5, height=4.8, title=title)
+    for row, (metric, data) in enumerate(points.items()):
+        for col, size in enumerate(sizes):
+            ax, cell = axes[row, col], data[data["model_size"] == size]
+            ax.set_title(f"{metric}, {size} model")
+            if cell.empty:
+                empty_panel(ax, "no pairs of runs")
+                continue
+            for pair in in_order(study.pair_names, cell["pair"]):
+                group = cell[cell["pair"] == pair]
+                color = pair_palette(study).get(pair, "0.5")
+                ax.scatter(
+                    group["cost"], group["speedup"], color=color, s=24, alpha=0.8, label=pair
+                )
+                if len(group) >= MIN_CORRELATION_ENVS:
+                    slope, intercept = np.polyfit(
+                        np.log10(group["cost"]), np.log10(group["speedup"]), 1
+                    )
+                    x = np.array([group["cost"].min(), group["cost"].max()])
+                    ax.plot(x, 10 ** (intercept + slope * np.log10(x)), color=color, lw=1.2)
+            ratio_axis(ax)
+            log_axis(ax, "env step cost relative to the cheapest env", suffix="×", axis="x")
+            mark_expensive_envs(ax, env_costs(results.timing), study.expensive_envs, cell["env"])
+        row_legend(
+            axes[row], "pair A → B\n(a point per env;\nlines: log-log fit)", rename=pretty_pair
+        )
+    return fig

@@ -1,0 +1,253 @@
+"""The figures of times: total durations, iteration windows, rollout against update, compile modes and env
+backends, each drawn from an experiment's runs (figures.py lists them as kinds)."""
+
+import itertools
+
+import numpy as np
+import pandas as pd
+
+from analysis.names import capitalised, in_order, pretty_pair
+from analysis.plotting import (
+    INTERVAL,
+    backend_bars,
+    backend_legend,
+    draw_against_env_cost,
+    empty_panel,
+    framework_colors,
+    intervals,
+    log_axis,
+    mode_palette,
+    modes_pointplot,
+    new_figure,
+    pair_palette,
+    ratio_axis,
+    rotate_xticks,
+    row_legend,
+    symlog_axis,
+)
+from analysis.plotting import box_with_points as boxes
+from analysis.results import Results
+from analysis.speedups import env_costs, pairwise
+from analysis.summary import window_column, window_columns
+from study import BACKENDS, split_label
+
+
+def fig_total(results: Results, name: str):
+    study, runs = results.study, results.runs(name)
+    runs = runs[
+        ~runs["sync_timing"].astype(bool)
+    ]  # an experiment of sync "both" has its totals sync off
+    if runs.empty:
+        return "no sync-off runs"
+    title = f"{capitalised(name)}: total run duration per framework (sync off, default compile)"
+    fig, axes = new_figure(2, width=6.5, title=title)
+    frameworks = in_order(study.frameworks, runs["framework"])
+    sizes = in_order(study.sizes, runs["model_size"])
+    boxes(
+        axes[0, 0],
+        runs,
+        "model_size",
+        "total_s",
+        sizes,
+        "framework",
+        frameworks,
+        framework_colors(study),
+    )
+    log_axis(axes[0, 0], "total duration (s)")
+    axes[0, 0].set_title("all envs and seeds, by model size")
+    # every sync-off experiment
+    costs = env_costs(results.timing)
+    handles = draw_against_env_cost(
+        axes[0, 1], results.metric_runs("total"), "total_s", costs, results.envs, study
+    )
+    log_axis(axes[0, 1], "total duration (s)")
+    axes[0, 1].set_title(
+        f"against env complexity ({' + '.join(results.compared('total'))}; lines: medians)"
+    )
+    row_legend(axes[0], "framework / size", handles=handles)
+    return fig
+
+
+def fig_overhead_windows(results: Results, name: str):
+    """Top: mean time/iteration per window and framework. Bottom: A - B per pair (symlog)."""
+    study, runs = results.study, results.runs(name)
+    sizes = in_order(study.sizes, runs["model_size"])
+    windows = window_columns(study)
+    labels = ", ".join(f"{w.label} = {w.name}" for w in windows.values())
+    fig, axes = new_figure(
+        len(sizes), 2, width=6, height=5, title=f"Overhead by iteration window: {labels} ({name})"
+    )
+    means = runs.melt(
+        id_vars=["model_size", "framework"],
+        value_vars=list(windows),
+        var_name="window",
+        value_name="s",
+    )
+    differences = pd.concat(
+        [
+            pairwise(results.summary, w, {name: results.masks[name]}, study, np.subtract).assign(
+                window=w
+            )
+            for w in windows
+        ]
+    )
+    ticks = [w.label.replace("iterations", "iters") for w in windows.values()]
+    frameworks = in_order(study.frameworks, runs["framework"])
+    for col, size in enumerate(sizes):
+        top, bottom = axes[0, col], axes[1, col]
+        size_means = means[means["model_size"] == size].dropna()
+        boxes(
+            top,
+            size_means,
+            "window",
+            "s",
+            list(windows),
+            "framework",
+            frameworks,
+            framework_colors(study),
+        )
+        top.set_xticks(range(len(ticks)), ticks)
+        top.set_title(f"{size} model")
+        log_axis(top, "mean time per iteration (s)")
+        diffs = differences[differences["model_size"] == size].dropna()
+        if diffs.empty:
+            empty_panel(bottom, "no pairs of runs")
+            continue
+        pairs = in_order(study.pair_names, diffs["pair"])
+        boxes(
+            bottom,
+            diffs,
+            "window",
+            "value",
+            list(windows),
+            "pair",
+            pairs,
+            pair_palette(study),
+            log=False,
+        )
+        bottom.set_xticks(range(len(ticks)), ticks)
+        symlog_axis(bottom, diffs["value"], "time A - time B per iteration (s)")
+    row_legend(axes[0], "framework")
+    row_legend(axes[1], "pair A → B", rename=pretty_pair)
+    return fig
+
+
+def fig_rollout_update(results: Results, name: str):
+    """Top: rollout and update time by env and compile mode. Bottom: each env's speedup between default modes, and the
+    table's cell over all envs with its interval."""
+    study, runs = results.study, results.runs(name)
+    envs = in_order(results.envs, runs["env"])
+    sizes = ", ".join(in_order(study.sizes, runs["model_size"]))
+    title = f"{capitalised(name)}: rollout vs update, {sizes} model, sync on (mean over {study.steady.label})"
+    fig, axes = new_figure(
+        2, 2, width=max(6.0, 0.6 * (len(envs) + 1) + 2.5), height=5.2, title=title
+    )
+    for col, part in enumerate(("rollout", "update")):
+        top, ax = axes[0, col], axes[1, col]
+        y = window_column(study.steady, part)
+        modes_pointplot(
+            top,
+            runs,
+            "env",
+            y,
+            envs,
+            f"{part}, every compile mode",
+            joined=False,
+            mode_colors=mode_palette(study),
+        )
+        log_axis(top, f"{part} time per iteration (s)")
+        rotate_xticks(top)
+        top.set_xlabel(
+            "env, cheapest step first" if results.timing["ratio"].notna().any() else "env, by name"
+        )
+        ratios = results.pairs[part][results.pairs[part]["experiment"] == name]
+        ax.set_title(f"{part} speedups, default compile modes")
+        if ratios.empty:
+            empty_panel(ax, "no pairs of default-compile runs")
+            continue
+        columns = [*in_order(envs, ratios["env"]), "all envs"]
+        pairs = in_order(study.pair_names, ratios["pair"])
+        cells = results.cells(part, name)
+        width = 0.8 / len(pairs)
+        for i, pair in enumerate(pairs):
+            offset = (i - (len(pairs) - 1) / 2) * width
+            color = pair_palette(study).get(pair, "0.5")
+            per_env = (
+                ratios[ratios["pair"] == pair]
+                .groupby("env")["value"]
+                .apply(lambda v: np.exp(np.log(v).mean()))
+            )
+            x = [columns.index(env) + offset for env in per_env.index]
+            ax.scatter(x, per_env.to_numpy(), color=color, s=30, alpha=0.8, label=pair)
+            for _, cell in cells[cells["pair"] == pair].iterrows():  # one per size
+                x = [len(columns) - 1 + offset]
+                intervals(
+                    ax, x, [cell["geomean"]], [cell["ci_low"]], [cell["ci_high"]], color, marker="D"
+                )
+        ax.set_xticks(range(len(columns)), columns)
+        ratio_axis(ax)
+        rotate_xticks(ax)
+        ax.set_xlabel("")
+    row_legend(axes[0], "framework/compile\n(median, min-max)")
+    row_legend(axes[1], f"pair A → B\n(geomean per env;\nall envs: {INTERVAL})", rename=pretty_pair)
+    return fig
+
+
+def fig_compile_modes(results: Results, name: str):
+    study, runs = results.study, results.runs(name)
+    envs = ", ".join(study.experiments[name].envs)
+    fig, axes = new_figure(
+        2, width=6, title=f"{capitalised(name)}: compile modes by model size ({envs}, sync on)"
+    )
+    sizes = in_order(study.sizes, runs["model_size"])
+    for col, part in enumerate(("rollout", "update")):
+        ax, y = axes[0, col], window_column(study.steady, part)
+        modes_pointplot(
+            ax,
+            runs,
+            "model_size",
+            y,
+            sizes,
+            f"{part} (mean over {study.steady.label})",
+            joined=True,
+            mode_colors=mode_palette(study),
+        )
+        log_axis(ax, f"{part} time per iteration (s)")
+        ax.set_xlabel("model size")
+    row_legend(axes[0], "framework/compile\n(median, min-max)")
+    return fig
+
+
+def fig_backends(results: Results, name: str):
+    """Per env (column) and model size (row): each framework's rollout and update time per iteration (sync on,
+    default compile modes, the steady window's mean; the median over seeds) as one stacked bar per env backend,
+    gymnax beside envpool, and over an envpool bar its rollout time / the gymnax one's."""
+    study, runs = results.study, results.backend_runs(name)
+    if runs.empty:
+        return "no sync-on runs in default compile modes"
+    parts = [window_column(study.steady, part) for part in ("rollout", "update")]
+    envs = in_order(dict.fromkeys(split_label(label)[0] for label in results.envs), runs["env_id"])
+    sizes, frameworks = (
+        in_order(study.sizes, runs["model_size"]),
+        in_order(study.frameworks, runs["framework"]),
+    )
+    backends = in_order(BACKENDS, runs["backend"])
+    medians = runs.groupby(["env_id", "model_size", "framework", "backend"])[parts].median()
+    title = (
+        f"{capitalised(name)}: time per iteration on each env backend ({' vs '.join(backends)}; sync on, default "
+        f"compile, mean over {study.steady.label})"
+    )
+    fig, axes = new_figure(len(envs), len(sizes), width=5.6, height=4.4, title=title)
+    cells = set(zip(runs["env_id"], runs["model_size"]))
+    for (row, size), (col, env) in itertools.product(enumerate(sizes), enumerate(envs)):
+        ax = axes[row, col]
+        ax.set_title(f"{env}, {size} model")
+        if (env, size) not in cells:
+            empty_panel(ax, "no runs")
+            continue
+        backend_bars(
+            ax, medians.loc[(env, size)], parts, frameworks, backends, framework_colors(study)
+        )
+    for row in range(len(sizes)):
+        backend_legend(axes[row], backends)
+    return fig
