@@ -1,4 +1,4 @@
-"""Runs a ppo_*.py script in a fresh process, and reads what a run wrote: config.json, summary.json, its scalars.
+"""Reads what a run of a ppo_*.py script wrote: config.json, summary.json, its scalars (launch.py runs one).
 
 The one reader of run folders, used by plot_results.py, sweep_resume.py (bench.sh's resume), benchmarks/ and the tests.
 One definition of a usable run serves them all: `check_completed` says why a run is not one.
@@ -31,10 +31,7 @@ A run of a runs.csv (plot_results.py --csv) goes through the same check_complete
 
 import json
 import math
-import os
 import re
-import subprocess
-import sys
 import warnings
 from datetime import datetime
 from pathlib import Path
@@ -43,8 +40,6 @@ from typing import NamedTuple, Optional
 import pandas as pd
 
 import study
-
-ROOT = Path(__file__).resolve().parent
 
 # config.json keys that the analysis and the resume need: a run without them cannot be placed in the study
 REQUIRED_CONFIG = [
@@ -57,28 +52,17 @@ REQUIRED_CONFIG = [
     "batch_size",
     "num_iterations",
 ]
-TEXT_CONFIG = [
-    "tag",
-    "hostname",
-    "platform",
-    "exp_name",
-    "device_name",
-    "device",
-    "start_time",
-]  # strings if given
-ENV_ID = re.compile(
-    r"[A-Za-z0-9][A-Za-z0-9._-]*"
-)  # the ids of gymnax, Craftax, Brax and envpool envs
-EVENTS_NAME = re.compile(
-    r"events\.out\.tfevents\.(\d+)\.(.+)"
-)  # tensorboardX's: {unix time}.{hostname}
-CLOCK_SLACK_S = (
-    2.0  # start_time and the events' wall times come from one clock: room for a step of it
-)
+# config.json keys that are strings if given
+TEXT_CONFIG = ["tag", "hostname", "platform", "exp_name", "device_name", "device", "start_time"]
+# the ids of gymnax, Craftax, Brax and envpool envs
+ENV_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+# tensorboardX's events file name: {unix time}.{hostname}
+EVENTS_NAME = re.compile(r"events\.out\.tfevents\.(\d+)\.(.+)")
+# start_time and the events' wall times come from one clock: room for a step of it
+CLOCK_SLACK_S = 2.0
 RETURN = "charts/episodic_return"
-FINAL_ITERATIONS = (
-    10  # summary.json final_return: the mean episodic return of the last 10 iterations
-)
+# summary.json final_return: the mean episodic return of the last 10 iterations
+FINAL_ITERATIONS = 10
 
 
 class RunError(Exception):
@@ -121,9 +105,8 @@ def read_json(path: Path) -> dict:
 def read_events(run_dir: Path) -> tuple[pd.DataFrame, Events]:
     """Every scalar of the one TensorBoard events file in run_dir (a row per step, a column per tag), and the file's
     name and first and last wall time."""
-    from tbparse import (
-        SummaryReader,
-    )  # here: the sweep's resume check must not pay for it when nothing is done
+    # imported here: the sweep's resume check must not pay for it when nothing is done
+    from tbparse import SummaryReader
 
     run_dir = Path(run_dir)
     events = sorted(run_dir.glob("events.out.tfevents.*"))
@@ -134,9 +117,8 @@ def read_events(run_dir: Path) -> tuple[pd.DataFrame, Events]:
     try:
         with warnings.catch_warnings():  # tbparse's own use of pandas, deprecated in pandas 3
             warnings.simplefilter("ignore")
-            long = SummaryReader(
-                str(events[0]), extra_columns={"wall_time"}
-            ).scalars  # a row per step and tag
+            # a row per step and tag
+            long = SummaryReader(str(events[0]), extra_columns={"wall_time"}).scalars
     except Exception as e:  # a truncated or corrupt file
         raise RunError(f"unreadable TensorBoard events ({type(e).__name__}: {e})") from None
     if long.empty or not {"step", "tag", "value", "wall_time"} <= set(long.columns):
@@ -413,13 +395,3 @@ def is_completed(run_dir) -> bool:
     except RunError:
         return False
     return True
-
-
-def run_script(script: str, *args: str, log_dir, timeout: float = 600, env: dict | None = None):
-    """Runs `python script args --log-dir log_dir` from the project root; returns the CompletedProcess."""
-    cmd = [sys.executable, str(ROOT / script), *args, "--log-dir", str(log_dir)]
-    # one torch thread unless set: OpenMP threads stall on the busy cores of a shared machine
-    full_env = {"OMP_NUM_THREADS": "1", **os.environ, "WANDB_MODE": "disabled", **(env or {})}
-    return subprocess.run(
-        cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=full_env
-    )

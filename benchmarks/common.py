@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+import launch
 import runlog
 import study
 
@@ -23,7 +24,7 @@ def run_and_read(script: str, *args: str) -> dict:
             "OMP_NUM_THREADS": threads,
             "JAX_COMPILATION_CACHE_DIR": "",
         }  # no JAX cache: a first run's compile
-        proc = runlog.run_script(script, *args, log_dir=log_dir, env=env)
+        proc = launch.run_script(script, *args, log_dir=log_dir, env=env)
         if proc.returncode != 0:
             raise RuntimeError(f"{script} {' '.join(args)} failed:\n{proc.stderr[-2000:]}")
         (run_dir,) = Path(log_dir).iterdir()

@@ -6,7 +6,8 @@ from pathlib import Path
 import numpy as np
 
 import study
-from runlog import read_json, read_scalars, run_script  # noqa: F401  (re-exported for the tests)
+from launch import run_script  # noqa: F401  (re-exported for the tests)
+from runlog import read_json, read_scalars  # noqa: F401  (re-exported for the tests)
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDY = study.load()
