@@ -236,6 +236,15 @@ ENVPOOL_ENVS += tuple(
 ENVPOOL_ENVS += ("Swimmer-v4", "Walker2d-v4")
 
 
+# gymnasium warns that it casts envpool's float64 space bounds to float32 (Pendulum, MuJoCo)
+warnings.filterwarnings(
+    "ignore",
+    message=r".*Box (low|high)'s precision lowered by casting to float32",
+    category=UserWarning,
+    module=r"gymnasium\.spaces\.box",
+)
+
+
 def make_envpool(env_id: str, num_envs: int, seed: int, num_threads: int = 0):
     """(env, params) of an envpool env: a pool of num_envs envs seeded by seed, stepped by num_threads threads
     (0: envpool's default, one per core up to num_envs); ValueError (one line) for an env id it does not have."""
@@ -250,19 +259,11 @@ def make_envpool(env_id: str, num_envs: int, seed: int, num_threads: int = 0):
     ), None  # params: none, the pool holds its config
 
 
-class HostRunner(NamedTuple):
-    """ppo_torch.py's Runner for envpool on the host: NumPy arrays, the env states in the pool."""
-
-    obs: np.ndarray
-    episode_return: np.ndarray
-    episode_length: np.ndarray
-
-
 class Envpool:
     """An envpool pool with gymnax's contract, stepped on the host (its NumPy API) in two ways:
 
-    - reset_host / step_host: NumPy in, NumPy out; host_reset / host_step_packed add ppo_torch.py's env glue, so
-      that torch steps it in NumPy in its Python loop, as CleanRL does;
+    - reset_host / step_host: NumPy in, NumPy out (ppo_torch.py steps these in its Python loop, as CleanRL
+      steps envpool);
     - reset / step: the same from JAX, through a host callback (host_call), so a jitted lax.scan rollout steps it.
 
     envpool resets an env one call late: the call after the one that ends an episode resets it, ignores its
@@ -310,36 +311,6 @@ class Envpool:
             obs[done_ids], reset_info = self.pool.reset(done_ids)
             steps[done_ids] = reset_info["elapsed_step"]
         return obs, steps, reward.astype(np.float32), terminated, truncated & ~terminated, final_obs
-
-    # ------------------------------------------------------------------ ppo_torch.py's steps, on the host
-    def host_reset(self) -> HostRunner:
-        """ppo_torch.py's reset_envs on the host."""
-        obs, _ = self.reset_host()
-        obs = obs.reshape(self.num_envs, -1)
-        return HostRunner(
-            obs, np.zeros(self.num_envs, np.float32), np.zeros(self.num_envs, np.int32)
-        )
-
-    def host_step_packed(self, runner: HostRunner, action):
-        """ppo_torch.py's env_step_packed on the host, in NumPy: step_envs' arithmetic (the clip, the episode
-        counts), then the next observations and the env fields in one flat float32 array, in the same layout."""
-        action = np.asarray(action)
-        if self.continuous:
-            action = np.clip(action, *self.action_bounds)
-        obs, _, reward, terminated, truncated, final_obs = self.step_host(action)
-        done = terminated | truncated
-        episode_return = runner.episode_return + reward
-        episode_length = runner.episode_length + 1
-        obs = obs.reshape(self.num_envs, -1)
-        running_return = np.where(
-            done, np.float32(0), episode_return
-        )  # 0 where a new episode starts
-        running_length = np.where(done, np.int32(0), episode_length)
-        ended_return = np.where(done, episode_return, np.float32(0))
-        ended_length = np.where(done, episode_length, np.int32(0))
-        fields = (obs, reward, terminated, truncated, final_obs, ended_return, ended_length)
-        packed = np.concatenate([np.ravel(x).astype(np.float32) for x in fields])
-        return HostRunner(obs, running_return, running_length), packed
 
     # ---------------------------------------------------------------------------- JAX, by a host callback
     def step_shapes(self):

@@ -1,29 +1,35 @@
-"""PPO in PyTorch on gymnax environments (or envpool's CPU ones): a single-file starter, part of benchback-rl.
-Read it top to bottom: Args, the network, the environment glue, rollout, GAE, loss, update, main().
-The ppo_*.py files are written in parallel: `diff ppo_linen.py ppo_torch.py` shows only what the framework changes.
-To drop the benchmark bookkeeping, delete its section at the bottom and every line that contains `book.`.
-
-    python ppo_torch.py --env Acrobot-v1 --model-size small
+"""PPO in PyTorch on gymnax environments (or envpool's CPU ones): a single-file starter.
+Read it top to bottom: Args, network, env glue, rollout, GAE, loss, update, main(). The ppo_*.py
+files are parallel: `diff ppo_linen.py ppo_torch.py` shows only the framework. To drop the
+benchmark bookkeeping (benchback-rl's), delete its section at the bottom and every `book.` line.
 """
 
+import logging
 import signal
 import time
 import warnings
 
-START = time.perf_counter()  # import_s, setup_s and total_s count from this first line
-if __name__ == "__main__":  # SIGINT and SIGTERM wait until main() unblocks them: none is lost in the imports
+# import_s, setup_s and total_s count from this first line
+START = time.perf_counter()
+if __name__ == "__main__":
+    # SIGINT and SIGTERM wait until main() unblocks them: none is lost in the imports
     signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT, signal.SIGTERM])
-    # a first line while they load
     print("ppo_torch.py: importing PyTorch, JAX and gymnax...", flush=True)
 
 import math
 import os
 from dataclasses import asdict, dataclass
 from functools import partial
-from typing import Literal, NamedTuple, Optional, Sequence
+from typing import Callable, Literal, NamedTuple, Optional
 
-os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # JAX shares the GPU with torch: no 75 % grab
-warnings.filterwarnings("ignore", r"`torch\.jit\.\w+` is deprecated", DeprecationWarning)  # TorchScript, in torch 2.13
+# JAX shares the GPU with torch: no 75 % grab
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+# --compile torchscript is deprecated in torch 2.13, and still the cheapest policy step on a CPU
+warnings.filterwarnings("ignore", r"`torch\.jit\.\w+` is deprecated", DeprecationWarning)
+# torch.compile says it ignores the optimizer's profiler span: nothing a user can act on
+logging.getLogger("torch._dynamo.variables.ctx_manager").addFilter(
+    lambda record: not record.getMessage().startswith("Profiler record function")
+)
 
 import gymnax
 import jax
@@ -35,26 +41,27 @@ import tyro
 from tensorboardX import SummaryWriter
 
 FRAMEWORK = "torch"
-COMPILED = {"compile": {}, "cudagraphs": dict(mode="reduce-overhead")}  # torch.compile options of the compiled modes
+# the torch.compile options of the compiled modes
+COMPILED = {"compile": {}, "cudagraphs": dict(mode="reduce-overhead")}
 MODEL_SIZES = {"small": (64, 64), "medium": (256, 256, 256), "large": (1024,) * 6}
 
 
 @dataclass(frozen=True)
 class Args:
-    """PPO in PyTorch on gymnax (or envpool's CPU envs): trains one agent, logs to TensorBoard."""
+    """PPO in PyTorch on gymnax (or envpool's CPU envs): trains an agent, logs to TensorBoard."""
 
     exp_name: str = os.path.basename(__file__)[: -len(".py")]
-    """the name of this experiment (with --track, the W&B group when set; else the group is --tag)"""
+    """the name of this experiment (with --track, the W&B group if set; else the group is --tag)"""
     env: str = "CartPole-v1"
-    """the environment id: gymnax (discrete or Box actions), or Craftax and Brax through env_adapters.py"""
+    """the env id: gymnax (discrete or Box actions), or Craftax and Brax (env_adapters.py)"""
     env_backend: Literal["gymnax", "envpool"] = "gymnax"
-    """gymnax: JAX envs; envpool: CPU simulators (classic control, MuJoCo), through env_adapters.py"""
+    """gymnax: JAX envs; envpool: CPU simulators (classic control, MuJoCo), via env_adapters.py"""
     env_threads: int = 0
     """envpool's worker threads (0: envpool's default, one per core up to --num-envs)"""
     model_size: Literal["small", "medium", "large"] = "small"
     """hidden layers of actor and critic: small (64, 64), medium (256,) * 3, large (1024,) * 6"""
     seed: int = 1
-    """seed of the experiment (JAX keys for the environment, torch generators for the init and the sampling)"""
+    """seed of the experiment (JAX keys for the environment, torch's for the init and sampling)"""
     num_envs: int = 32
     """the number of parallel environments"""
     num_steps: int = 256
@@ -94,7 +101,7 @@ class Args:
     eager torch, the env jitted; torchscript: the policy step traced (torch.jit.trace), the update
     eager; none: eager torch, the env op by op; cudagraphs: compile, CUDA graphs (needs a GPU)"""
     device: Literal["auto", "cpu", "cuda"] = "auto"
-    """where torch and JAX run (always the same device, so DLPack is zero-copy); auto: cuda when both see a GPU"""
+    """where torch and JAX run (one device: DLPack is zero-copy); auto: cuda when both see a GPU"""
     sync_timing: bool = True
     """block on the device after the rollout and after the update, so that both timers are exact"""
     log_dir: str = "runs"
@@ -117,12 +124,11 @@ class Args:
         for name, value in asdict(self).items():
             if isinstance(value, float) and not math.isfinite(value):
                 raise ValueError(f"--{name.replace('_', '-')} must be a finite number, got {value}")
-        rules = [
-            ("num_envs", self.num_envs > 0, "a positive integer"),
-            ("num_steps", self.num_steps > 0, "a positive integer"),
-            ("num_iterations", self.num_iterations > 0, "a positive integer"),
-            ("update_epochs", self.update_epochs > 0, "a positive integer"),
-            ("num_minibatches", self.num_minibatches > 0, "a positive integer"),
+        num_updates = self.num_iterations * self.update_epochs * self.num_minibatches
+        steps = f"at most {2**31 - 1:,} optimizer steps, not {num_updates:,}"
+        counts = ("num_envs", "num_steps", "num_iterations", "update_epochs", "num_minibatches")
+        rules = [(name, getattr(self, name) > 0, "a positive integer") for name in counts]
+        rules += [
             ("learning_rate", self.learning_rate > 0, "positive"),
             ("gamma", 0 <= self.gamma <= 1, "in [0, 1]"),
             ("gae_lambda", 0 <= self.gae_lambda <= 1, "in [0, 1]"),
@@ -134,6 +140,8 @@ class Args:
             # the range that JAX keys, torch generators and envpool all take
             ("seed", 0 <= self.seed < 2**31, "in [0, 2**31 - 1]"),
             ("log_dir", self.log_dir != "", "a folder, not empty"),
+            # the optimizer's step count, which the learning-rate schedule reads, is an int32
+            ("num_iterations", num_updates < 2**31, steps),
         ]
         for name, ok, rule in rules:
             if not ok:
@@ -144,103 +152,109 @@ class Args:
                 f"--num-minibatches {self.num_minibatches} must divide the batch size "
                 f"{self.batch_size} (num_envs x num_steps); choose a divisor of {self.batch_size}"
             )
-        # the optimizer's step count, which the learning-rate schedule reads, is an int32
-        num_updates = self.num_iterations * self.update_epochs * self.num_minibatches
-        if num_updates >= 2**31:
-            raise ValueError(
-                f"--num-iterations x --update-epochs x --num-minibatches = {num_updates:,} "
-                f"optimizer steps; at most {2**31 - 1:,}"
-            )
 
 
 # ---------------------------------------------------------------------------------------- network
 class MLP(nn.Sequential):
     """tanh MLP, orthogonal init (gain sqrt(2) on hidden layers), zero biases."""
 
-    def __init__(self, in_dim: int, hidden_sizes: Sequence[int], out_dim: int, out_gain: float):
-        sizes = [in_dim, *hidden_sizes, out_dim]
+    def __init__(self, in_dim: int, hidden_sizes, out_dim: int, out_gain: float):
+        sizes = (in_dim, *hidden_sizes, out_dim)
         gains = [np.sqrt(2)] * len(hidden_sizes) + [out_gain]
-        modules = []
+        layers = []
         for size_in, size_out, gain in zip(sizes, sizes[1:], gains):
             layer = nn.Linear(size_in, size_out)
             nn.init.orthogonal_(layer.weight, gain)
             nn.init.zeros_(layer.bias)
-            modules += [layer, nn.Tanh()]
-        super().__init__(*modules[:-1])  # no tanh after the head
+            layers += [layer, nn.Tanh()]
+        # no tanh after the head
+        super().__init__(*layers[:-1])
 
 
 class Agent(nn.Module):
-    """Separate actor and critic networks; the actor gives logits, or a Gaussian's mean (its log std: a parameter)."""
+    """Separate actor and critic MLPs; the actor gives logits, or a Gaussian's mean."""
 
-    def __init__(self, obs_dim: int, hidden_sizes: Sequence[int], num_actions: int, continuous: bool):
+    def __init__(self, obs_dim: int, hidden_sizes, num_actions: int, continuous: bool):
         super().__init__()
-        self.continuous = continuous
+        self.num_actions, self.continuous = num_actions, continuous
         self.actor = MLP(obs_dim, hidden_sizes, num_actions, out_gain=0.01)
         self.critic = MLP(obs_dim, hidden_sizes, 1, out_gain=1.0)
         if continuous:
             self.log_std = nn.Parameter(torch.zeros(num_actions))
 
-    def forward(self, obs):  # the actor's output (logits or mean) and the state values
+    def forward(self, obs):
         return self.actor(obs), self.critic(obs)[..., 0]
 
     def get_value(self, obs):
         return self.critic(obs)[..., 0]
 
     def log_prob(self, actor_out, action):
-        if self.continuous:  # the Gaussian log-density, summed over the action's dimensions
+        if self.continuous:
             z = (action - actor_out) / self.log_std.exp()
             return (-0.5 * z**2 - self.log_std - 0.5 * np.log(2 * np.pi)).sum(-1)
-        return actor_out.log_softmax(-1).gather(-1, action[:, None].long())[:, 0]
+        log_probs = actor_out.log_softmax(-1)
+        return log_probs.gather(-1, action[:, None].long())[:, 0]
 
-    def log_prob_and_entropy(self, actor_out, action):  # for the loss: one log-softmax, its gradient as one
-        if self.continuous:  # the Gaussian's entropy is the same for every state
-            return self.log_prob(actor_out, action), (self.log_std + 0.5 + 0.5 * np.log(2 * np.pi)).sum()
+    def log_prob_and_entropy(self, actor_out, action):
+        """For the loss: one log-softmax, so one gradient through it."""
+        if self.continuous:
+            # the Gaussian's entropy is the same for every state
+            entropy = (self.log_std + 0.5 + 0.5 * np.log(2 * np.pi)).sum()
+            return self.log_prob(actor_out, action), entropy
         log_probs = actor_out.log_softmax(-1)
         log_prob = log_probs.gather(-1, action[:, None].long())[:, 0]
         return log_prob, -(log_probs.exp() * log_probs).sum(-1)
 
     def get_action_and_value(self, obs, noise, action=None):
-        """Actions (sampled from uniform noise in (0, 1) unless given), their log-probabilities and the values."""
+        """Actions from uniform noise (unless given), their log-probabilities, the values."""
         actor_out, value = self(obs)
-        if action is None and self.continuous:  # normal noise by the inverse CDF; unbounded: step_envs clips
+        if action is None and self.continuous:
+            # normal noise by the inverse CDF; unbounded: step_envs clips what the env gets
             action = actor_out + self.log_std.exp() * torch.special.ndtri(noise)
-        elif action is None:  # Gumbel-max; int32: JAX runs without x64
+        elif action is None:
+            # Gumbel-max; int32: JAX runs without x64
             action = (actor_out - torch.log(-torch.log(noise))).argmax(-1).to(torch.int32)
         return action, self.log_prob(actor_out, action), value
 
-    def traced_policy(self, obs):  # get_action_and_value by TorchScript; traced, not frozen: the weights change
-        example = (obs, torch.rand(len(obs), self.actor[-1].out_features, device=obs.device))
-        return torch.jit.trace_module(self, {"get_action_and_value": example}).get_action_and_value
+    def traced_policy(self, obs):
+        """get_action_and_value by TorchScript; traced, not frozen: the weights change."""
+        noise = torch.rand(len(obs), self.num_actions, device=obs.device)
+        traced = torch.jit.trace_module(self, {"get_action_and_value": (obs, noise)})
+        return traced.get_action_and_value
 
 
 # ------------------------------------------------------------------------------- environment glue
 class GymnaxBatch:
-    """A gymnax env stepped as a batch, one key per env: the contract of every adapter in env_adapters.py."""
+    """A gymnax env stepped as a batch, one key per env: the contract of env_adapters.py's."""
 
     def __init__(self, env, space):
-        self.reset = jax.vmap(env.reset, in_axes=(0, None))  # (keys, params) -> obs, states
-        self.step = jax.vmap(env.step, in_axes=(0, 0, 0, None))  # -> obs, states, reward, terminated, truncated, info
-        self.num_actions = env.num_actions  # discrete: the choices; a Box: the action vector's length
+        self.reset = jax.vmap(env.reset, in_axes=(0, None))
+        self.step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
+        self.num_actions = env.num_actions
         self.continuous = isinstance(space, gymnax.environments.spaces.Box)
-        self.action_bounds = (space.low, space.high) if self.continuous else None  # (low, high), each broadcasts
+        self.action_bounds = (space.low, space.high) if self.continuous else None
 
 
-def make_env(env_id: str, backend: str = "gymnax", num_envs: int = 32, seed: int = 1, threads: int = 0):
+def make_env(env_id: str, backend="gymnax", num_envs=32, seed=1, threads=0):
     """The batched env and its params; ValueError (one line) when this script cannot train on it."""
     spaces = gymnax.environments.spaces
     try:
         env, env_params = gymnax.make(env_id)
-        space = env.action_space(env_params) if backend == "gymnax" else None  # None: env_adapters.py's
-    except Exception:  # not a gymnax id, or one that must download its data (MNISTBandit) without network
+        space = env.action_space(env_params) if backend == "gymnax" else None
+    except Exception:
+        # not a gymnax id, or one that must download its data (MNISTBandit) without network
         space = None
-    if isinstance(space, spaces.Discrete) or (isinstance(space, spaces.Box) and len(space.shape) == 1):
+    vector_box = isinstance(space, spaces.Box) and len(space.shape) == 1
+    if isinstance(space, spaces.Discrete) or vector_box:
         return GymnaxBatch(env, space), env_params
-    import env_adapters  # Craftax, Brax, envpool: beside this script; a copy for gymnax needs no other file
+    # Craftax, Brax, envpool: beside this script; a copy for gymnax needs no other file
+    import env_adapters
 
-    return env_adapters.make(env_id, backend, num_envs, seed, threads)  # or the error that lists the usable envs
+    return env_adapters.make(env_id, backend, num_envs, seed, threads)
 
 
-class Runner(NamedTuple):  # what carries over from one env step, and from one rollout, to the next
+# what carries over from one env step, and from one rollout, to the next
+class Runner(NamedTuple):
     env_state: object
     obs: jax.Array
     episode_return: jax.Array
@@ -251,33 +265,107 @@ class Runner(NamedTuple):  # what carries over from one env step, and from one r
 def reset_envs(env, env_params, key, num_envs: int) -> Runner:
     key, reset_key = jax.random.split(key)
     obs, env_state = env.reset(jax.random.split(reset_key, num_envs), env_params)
-    env_state = jax.tree.map(lambda x: jnp.asarray(x, x.dtype), env_state)  # no weak types, which a step changes
-    obs = obs.reshape(num_envs, -1)  # flattened: MinAtar observations are (10, 10, C)
+    # no weak types, which a step would change (and so compile the scan again)
+    env_state = jax.tree.map(lambda x: jnp.asarray(x, x.dtype), env_state)
+    # flattened: MinAtar observations are (10, 10, C)
+    obs = obs.reshape(num_envs, -1)
     return Runner(env_state, obs, jnp.zeros(num_envs), jnp.zeros(num_envs, jnp.int32), key)
 
 
 def step_envs(env, env_params, runner: Runner, action):
-    """Steps every env (auto-reset) and counts episodes: the next Runner, and the env's fields of a Transition."""
+    """Steps every env (auto-reset), counts episodes: the next Runner, a Transition's env fields."""
     num_envs = action.shape[0]
     key, step_key = jax.random.split(runner.key)
     step_keys = jax.random.split(step_key, num_envs)
-    if env.continuous:  # the env gets the sample clipped to its bounds; the Transition keeps the sample itself
+    if env.continuous:
+        # the env gets the sample clipped to its bounds; the Transition keeps the sample itself
         action = jnp.clip(action, *env.action_bounds)
-    obs, env_state, reward, terminated, truncated, info = env.step(step_keys, runner.env_state, action, env_params)
+    stepped = env.step(step_keys, runner.env_state, action, env_params)
+    obs, env_state, reward, terminated, truncated, info = stepped
     done = terminated | truncated
-    episode_return = runner.episode_return + info.get("raw_reward", reward)  # unscaled, even with --norm-reward
+    # unscaled, even with --norm-reward
+    episode_return = runner.episode_return + info.get("raw_reward", reward)
     episode_length = runner.episode_length + 1
-    running_return = jnp.where(done, 0.0, episode_return)  # 0 where a new episode starts
+    running_return = jnp.where(done, 0.0, episode_return)
     running_length = jnp.where(done, 0, episode_length)
     next_runner = Runner(env_state, obs.reshape(num_envs, -1), running_return, running_length, key)
-    final_obs = info["final_observation"].reshape(num_envs, -1)  # before the auto-reset: to bootstrap from
-    ended_return = jnp.where(done, episode_return, 0.0)  # of the episode that ended at this step, else 0
+    final_obs = info["final_observation"].reshape(num_envs, -1)
+    ended_return = jnp.where(done, episode_return, 0.0)
     ended_length = jnp.where(done, episode_length, 0)
     return next_runner, (reward, terminated, truncated, final_obs, ended_return, ended_length)
 
 
+# The env's output of one step, packed into one float32 array: one DLPack crossing a step. The two
+# observations are (num_envs, obs_dim) each, the other fields (num_envs,).
+PACKED_FIELDS = ("obs", "reward", "terminated", "truncated", "final_obs", "episode_return")
+PACKED_FIELDS += ("episode_length",)
+
+
+def pack(xp, runner: Runner, env_fields):
+    """runner.obs and step_envs' env fields in PACKED_FIELDS' layout; xp: jax.numpy or NumPy."""
+    return xp.concatenate([xp.ravel(x).astype(xp.float32) for x in (runner.obs, *env_fields)])
+
+
+def unpack(packed, num_envs: int):
+    """Packed steps (..., size) as PACKED_FIELDS: (..., num_envs), obs (..., num_envs, obs_dim)."""
+    obs_size = (packed.shape[-1] - 5 * num_envs) // 2
+    sizes = [obs_size if name.endswith("obs") else num_envs for name in PACKED_FIELDS]
+    fields = dict(zip(PACKED_FIELDS, packed.split(sizes, -1)))
+    for name in ("obs", "final_obs"):
+        fields[name] = fields[name].unflatten(-1, (num_envs, -1))
+    return list(fields.values())
+
+
+def env_step_packed(env, env_params, runner: Runner, action):
+    """step_envs, its outputs packed."""
+    runner, env_fields = step_envs(env, env_params, runner, action)
+    return runner, pack(jnp, runner, env_fields)
+
+
+def host_reset(env, num_envs: int) -> Runner:
+    """reset_envs for envpool in NumPy on the host, as CleanRL steps it: no JAX states or key."""
+    obs, _ = env.reset_host()
+    zeros = np.zeros(num_envs, np.float32)
+    return Runner(None, obs.reshape(num_envs, -1), zeros, np.zeros(num_envs, np.int32), None)
+
+
+def host_step_packed(env, runner: Runner, action):
+    """env_step_packed for envpool in NumPy on the host: step_envs' arithmetic, the same layout."""
+    action = np.asarray(action)
+    num_envs = action.shape[0]
+    if env.continuous:
+        action = np.clip(action, *env.action_bounds)
+    obs, _, reward, terminated, truncated, final_obs = env.step_host(action)
+    done = terminated | truncated
+    episode_return = runner.episode_return + reward
+    episode_length = runner.episode_length + 1
+    running_return = np.where(done, np.float32(0), episode_return)
+    running_length = np.where(done, np.int32(0), episode_length)
+    next_runner = Runner(None, obs.reshape(num_envs, -1), running_return, running_length, None)
+    ended_return = np.where(done, episode_return, np.float32(0))
+    ended_length = np.where(done, episode_length, np.int32(0))
+    env_fields = (reward, terminated, truncated, final_obs, ended_return, ended_length)
+    return next_runner, pack(np, next_runner, env_fields)
+
+
 # ---------------------------------------------------------------------------------------- rollout
-class Batch(NamedTuple):  # the rollout flattened to (batch_size, ...), plus advantages and returns: the update's input
+class Transition(NamedTuple):
+    """One step of every env. final_obs: before any auto-reset; episode_*: of an ended one, or 0."""
+
+    obs: torch.Tensor
+    action: torch.Tensor
+    logprob: torch.Tensor
+    value: torch.Tensor
+    reward: torch.Tensor
+    terminated: torch.Tensor
+    truncated: torch.Tensor
+    final_obs: torch.Tensor
+    episode_return: torch.Tensor
+    episode_length: torch.Tensor
+
+
+# the rollout flattened to (batch_size, ...), plus advantages and returns: the update's input
+class Batch(NamedTuple):
     obs: torch.Tensor
     actions: torch.Tensor
     logprobs: torch.Tensor
@@ -286,48 +374,66 @@ class Batch(NamedTuple):  # the rollout flattened to (batch_size, ...), plus adv
     returns: torch.Tensor
 
 
-def env_step_packed(env, env_params, runner: Runner, action):  # step_envs, its outputs in one float32 array
-    runner, fields = step_envs(env, env_params, runner, action)
-    return runner, jnp.concatenate([x.astype(jnp.float32).ravel() for x in (runner.obs, *fields)])
+class AgentSteps(NamedTuple):
+    """The agent's calls as --compile sets them up (agent_steps), and torch's generator: what the
+    JAX scripts' TrainState (or modules) and key are to their rollout and update."""
+
+    policy: Callable
+    finish: Callable
+    minibatch: Callable
+    generator: torch.Generator
+    num_actions: int
 
 
 @torch.no_grad()
-def rollout(env_step_fn, finish_fn, args: Args, policy_fn, num_actions: int, generator: torch.Generator, runner):
-    """Collects num_steps x num_envs transitions, then computes GAE. Everything stays on the device."""
-    noise = torch.rand(args.num_steps, args.num_envs, num_actions, generator=generator, device=generator.device)
-    noise.clamp_(min=torch.finfo(noise.dtype).tiny)  # log(0) and ndtri(0) would be -inf in the sampling
-    obs = torch.from_dlpack(runner.obs).to(generator.device)  # JAX (or NumPy) -> torch, zero-copy on one device
-    steps = []
+def rollout(env_step, args: Args, steps: AgentSteps, runner: Runner):
+    """Collects num_steps x num_envs transitions, then computes GAE; all on the device. env_step is
+    the jitted env_step_packed (or the host's): torch calls the JAX env step by step, where the JAX
+    scripts trace step_envs into their scan."""
+    device = steps.generator.device
+    shape = (args.num_steps, args.num_envs, steps.num_actions)
+    noise = torch.rand(shape, generator=steps.generator, device=device)
+    # log(0) and ndtri(0) would be -inf in the sampling
+    noise.clamp_(min=torch.finfo(noise.dtype).tiny)
+    # JAX (or NumPy) -> torch, zero-copy on one device
+    obs = torch.from_dlpack(runner.obs).to(device)
+    stepped = []
     for step in range(args.num_steps):
-        action, logprob, value = policy_fn(obs, noise[step])
-        runner, packed = env_step_fn(runner, np.from_dlpack(action) if action.is_cpu else jnp.from_dlpack(action))
-        packed = torch.from_dlpack(np.asarray(packed) if obs.is_cpu else packed).to(obs.device)  # CPU: NumPy's, faster
-        steps.append((obs, action, logprob, value, packed))
+        action, logprob, value = steps.policy(obs, noise[step])
+        env_action = np.from_dlpack(action) if action.is_cpu else jnp.from_dlpack(action)
+        runner, packed = env_step(runner, env_action)
+        # on a CPU, through NumPy: faster than from JAX
+        packed = torch.from_dlpack(np.asarray(packed) if obs.is_cpu else packed).to(device)
+        stepped.append((obs, action, logprob, value, packed))
         obs = packed[: obs.numel()].view(obs.shape)
-    batch, episode_stats = finish_fn(*[torch.stack(x) for x in zip(*steps)])  # each (num_steps, num_envs, ...)
+    obs, action, logprob, value, packed = [torch.stack(x) for x in zip(*stepped)]
+    env_fields = unpack(packed, args.num_envs)[1:]
+    batch, episode_stats = steps.finish(Transition(obs, action, logprob, value, *env_fields))
     return runner, batch, episode_stats
 
 
-def finish_rollout(agent: Agent, args: Args, obs, action, logprob, value, packed):
-    """The rollout's end: its stacked steps unpacked, V(final obs), GAE and the batch; one compiled region."""
-    n, d = args.num_envs, obs.shape[-1]  # packed: next obs, reward, terminated, truncated, final obs, episode stats
-    fields = packed.split([n * d, n, n, n, n * d, n, n], -1)
-    _, reward, terminated, truncated, final_obs, episode_return, episode_length = fields
-    final_values = agent.get_value(final_obs.view(obs.shape))  # V(pre-reset next obs): also the truncated's bootstrap
-    terminated, truncated = terminated > 0, truncated > 0
-    advantages, returns = compute_gae(reward, value, final_values, terminated, truncated, args.gamma, args.gae_lambda)
-    steps = (obs, action, logprob, value, advantages, returns)  # each (num_steps, num_envs, ...)
+def finish_rollout(agent: Agent, args: Args, t: Transition):
+    """The rollout's end, as in the JAX scripts: V(final obs), GAE, the batch; compiled as one."""
+    # V(pre-reset next observation): the next value within an episode, the bootstrap when truncated
+    final_values = agent.get_value(t.final_obs)
+    terminated, truncated = t.terminated > 0, t.truncated > 0
+    advantages, returns = compute_gae(
+        t.reward, t.value, final_values, terminated, truncated, args.gamma, args.gae_lambda
+    )
+    steps = (t.obs, t.action, t.logprob, t.value, advantages, returns)
     batch = Batch(*[x.reshape(args.batch_size, *x.shape[2:]) for x in steps])
-    num_episodes = (terminated | truncated).sum()  # 0: NaN statistics, and main() logs no episodic point
-    episode_stats = {"episodic_return": episode_return.sum() / num_episodes}
-    episode_stats["episodic_length"] = episode_length.sum() / num_episodes
+    # 0 episodes: NaN statistics, and main() logs no episodic point
+    num_episodes = (terminated | truncated).sum()
+    episode_stats = {"episodic_return": t.episode_return.sum() / num_episodes}
+    episode_stats["episodic_length"] = t.episode_length.sum() / num_episodes
     return batch, episode_stats
 
 
 # -------------------------------------------------------------------------------------------- GAE
-@torch.compiler.disable  # eager: Dynamo would unroll the loop (slow to compile); a compiled torch scan ran slower
-def compute_gae(rewards, values, final_values, terminated, truncated, gamma: float, gae_lambda: float):
-    """GAE over (num_steps, num_envs); final_values[t]: V(pre-reset next obs); terminated: no bootstrap."""
+# eager: Dynamo would unroll the loop (slow to compile); a compiled torch scan ran slower
+@torch.compiler.disable
+def compute_gae(rewards, values, final_values, terminated, truncated, gamma, gae_lambda):
+    """GAE over (num_steps, num_envs); final_values: V(pre-reset next obs), not for a terminated."""
     deltas = rewards + gamma * final_values * ~terminated - values
     discounts = gamma * gae_lambda * ~(terminated | truncated)
     gae = torch.zeros_like(deltas[0])
@@ -348,7 +454,8 @@ def ppo_loss(agent: Agent, args: Args, mb: Batch):
     logratio = new_logprobs - mb.logprobs
     ratio = logratio.exp()
     advantages = mb.advantages
-    if args.norm_adv:  # population std (ddof=0) in every framework
+    if args.norm_adv:
+        # population std (ddof=0) in every framework
         advantages = (advantages - advantages.mean()) / (advantages.std(correction=0) + 1e-8)
     clipped_ratio = ratio.clamp(1 - args.clip_coef, 1 + args.clip_coef)
     pg_loss = torch.max(-advantages * ratio, -advantages * clipped_ratio).mean()
@@ -367,23 +474,28 @@ def ppo_loss(agent: Agent, args: Args, mb: Batch):
 
 
 # ----------------------------------------------------------------------------------------- update
-def make_optimizer(args: Args, agent: Agent):  # Adam, its rate a tensor set in place: read as data, no recompile
+def make_optimizer(args: Args, agent: Agent):
+    """Adam; its rate a tensor set in place, which a compiled step reads as data (no recompile)."""
     num_updates = args.num_iterations * args.update_epochs * args.num_minibatches
 
-    def lr_schedule(step):  # linear decay to 0 over all optimizer steps
+    def lr_schedule(step):
+        # linear decay to 0 over all optimizer steps
         return args.learning_rate * (1.0 - step / num_updates if args.anneal_lr else 1.0)
 
     lr = torch.tensor(args.learning_rate, device=next(agent.parameters()).device)
-    kind = dict(foreach=False, capturable=True) if args.compile in COMPILED else dict(fused=True)  # eager: fused
+    # eager: the fused Adam; compiled: one that torch.compile (and a CUDA graph) captures
+    kind = dict(foreach=False, capturable=True) if args.compile in COMPILED else dict(fused=True)
     return torch.optim.Adam(agent.parameters(), lr, eps=1e-5, **kind), lr_schedule
 
 
 def minibatch_step(agent: Agent, optimizer: torch.optim.Optimizer, args: Args, mb: Batch, lr):
-    """Forward, loss, backward, global-norm clipping and the Adam step at learning rate lr (a tensor), compiled."""
+    """Forward, loss, backward, global-norm clipping and the Adam step at rate lr (a tensor)."""
     loss, metrics = ppo_loss(agent, args, mb)
-    metrics = {name: value.detach() for name, value in metrics.items()}  # before the backward consumes their graph
+    # detached before the backward consumes their graph
+    metrics = {name: value.detach() for name, value in metrics.items()}
     params = list(agent.parameters())
-    for param, grad in zip(params, torch.autograd.grad(loss, params)):  # not backward(): Dynamo traces this in
+    # autograd.grad, not backward(): Dynamo traces it into the compiled step
+    for param, grad in zip(params, torch.autograd.grad(loss, params)):
         param.grad = grad
     nn.utils.clip_grad_norm_(params, args.max_grad_norm, foreach=True)
     optimizer.param_groups[0]["lr"].copy_(lr)
@@ -391,35 +503,62 @@ def minibatch_step(agent: Agent, optimizer: torch.optim.Optimizer, args: Args, m
     return metrics
 
 
-def update(args: Args, lr_schedule, step_fn, generator, batch: Batch, optimizer_step: int, permutations=None):
-    """update_epochs epochs of num_minibatches minibatches, in the orders of permutations (default: random)."""
-    if permutations is None:  # the generator is on the batch's device
-        draw = partial(torch.randperm, args.batch_size, generator=generator, device=generator.device)
+def update(args: Args, lr_schedule, steps: AgentSteps, batch: Batch, first_step, permutations=None):
+    """update_epochs epochs of num_minibatches minibatches, in the given orders (or random). The
+    optimizer's step count (first_step) is the host's: the JAX scripts keep it in their state."""
+    device = steps.generator.device
+    if permutations is None:
+        draw = partial(torch.randperm, args.batch_size, generator=steps.generator, device=device)
         permutations = torch.stack([draw() for _ in range(args.update_epochs)])
-    steps = optimizer_step + torch.arange(args.update_epochs * args.num_minibatches, device=generator.device)
-    lrs = torch.as_tensor(lr_schedule(steps), dtype=torch.float32, device=steps.device).expand(steps.shape)
+    step_ids = first_step + torch.arange(args.update_epochs * args.num_minibatches, device=device)
+    lrs = torch.as_tensor(lr_schedule(step_ids), dtype=torch.float32, device=device)
+    lrs = lrs.expand(step_ids.shape)
     metrics = []
     for perm in permutations:
-        minibatches = Batch(*[x[perm].reshape(args.num_minibatches, -1, *x.shape[1:]) for x in batch])
+        shape = (args.num_minibatches, -1)
+        minibatches = Batch(*[x[perm].reshape(*shape, *x.shape[1:]) for x in batch])
         for mb in zip(*minibatches):
-            mb_metrics = step_fn(Batch(*mb), lrs[len(metrics)])
+            mb_metrics = steps.minibatch(Batch(*mb), lrs[len(metrics)])
             metrics.append(torch.stack(list(mb_metrics.values())))
-    metrics = dict(zip(mb_metrics, torch.stack(metrics).mean(0)))  # mean over all epochs and minibatches
+    metrics = dict(zip(mb_metrics, torch.stack(metrics).mean(0)))
     var_returns = batch.returns.var(correction=0)
     explained = 1 - (batch.returns - batch.values).var(correction=0) / var_returns
-    metrics["explained_variance"] = torch.where(var_returns > 0, explained, torch.nan)  # NaN: returns of zero variance
+    # NaN where the returns have zero variance
+    metrics["explained_variance"] = torch.where(var_returns > 0, explained, torch.nan)
     return metrics
 
 
-# --------------------------------------------------------------------------------------- progress
+def agent_steps(args: Args, agent: Agent, optimizer, obs, generator) -> AgentSteps:
+    """The policy step, the rollout's end and the minibatch step as --compile sets them up."""
+    policy, finish, minibatch = agent.get_action_and_value, finish_rollout, minibatch_step
+    options = dict(dynamic=False, **COMPILED.get(args.compile, {}))
+    if args.compile in COMPILED:
+        # static shapes: each compiles once, in iteration 0; the backward in the forward's graph;
+        # compiled before partial binds their arguments: one code object each
+        torch._dynamo.config.trace_autograd_ops = True
+        finish, minibatch = torch.compile(finish, **options), torch.compile(minibatch, **options)
+    if args.compile in COMPILED and obs.is_cuda:
+        policy = torch.compile(policy, fullgraph=True, **options)
+    elif args.compile in ("compile", "torchscript"):
+        # on a CPU, a compiled call's ~40 us overhead outweighs its gain: traced, the cheapest
+        policy = agent.traced_policy(obs)
+    if args.compile == "cudagraphs":
+        # a CUDA graph's outputs are overwritten by its next replay: keep copies
+        policy = partial(cloned_outputs, policy)
+    finish, minibatch = partial(finish, agent, args), partial(minibatch, agent, optimizer, args)
+    return AgentSteps(policy, finish, minibatch, generator, agent.num_actions)
+
+
+def cloned_outputs(fn, *args):
+    return [output.clone() for output in fn(*args)]
+
+
 def progress(args: Args, iteration: int, scalars: dict, after_compile: list) -> str:
-    """The iteration's progress line. The ETA comes from the mean time of the iterations after
-    the first (which compiles), once there are two of them."""
+    """The progress line; the ETA from the mean time of the iterations after the first (compile)."""
     done = f"iter {iteration + 1}/{args.num_iterations} | SPS {scalars['charts/SPS']:,.0f}"
+    episodes = "no episode ended"
     if "charts/episodic_return" in scalars:
         episodes = f"return {scalars['charts/episodic_return']:.1f}"
-    else:
-        episodes = "no episode ended"
     timing = f"rollout {scalars['time/rollout']:.3f}s update {scalars['time/update']:.3f}s"
     remaining = args.num_iterations - iteration - 1
     eta = f"ETA {np.mean(after_compile) * remaining:.0f}s" if len(after_compile) >= 2 else "ETA -"
@@ -428,68 +567,67 @@ def progress(args: Args, iteration: int, scalars: dict, after_compile: list) -> 
 
 # ------------------------------------------------------------------------------------------- main
 def main():
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT, signal.SIGTERM])  # held since the first line
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT, signal.SIGTERM])
     args = tyro.cli(Args)
-    env, env_params = make_env(args.env, args.env_backend, args.num_envs, args.seed, args.env_threads)
+    env_args = (args.env, args.env_backend, args.num_envs, args.seed, args.env_threads)
+    env, env_params = make_env(*env_args)
     if args.norm_obs or args.norm_reward:
         import env_adapters
 
         env = env_adapters.normalize(env, args.norm_obs, args.norm_reward, args.gamma)
     gpu = torch.cuda.is_available() and jax.default_backend() == "gpu"
     if not gpu and (args.device == "cuda" or args.compile == "cudagraphs"):
-        raise ValueError(f"--device {args.device} --compile {args.compile}: no GPU; use --device cpu --compile compile")
+        flags = f"--device {args.device} --compile {args.compile}"
+        raise ValueError(f"{flags}: no GPU; use --device cpu --compile compile")
     device = torch.device("cuda" if gpu and args.device != "cpu" else "cpu")
-    run_name = f"{args.env}__{FRAMEWORK}__{args.model_size}__{args.compile}__{args.seed}__{int(time.time())}"
+    # JAX on torch's device: DLPack is zero-copy
+    jax.config.update("jax_default_device", jax.devices("gpu" if gpu else "cpu")[0])
+    run_name = f"{args.env}__{FRAMEWORK}__{args.model_size}__{args.compile}__{args.seed}"
+    run_name += f"__{int(time.time())}"
     run_dir = os.path.join(args.log_dir, run_name)
-    run_dir = book.make_run_dir(run_dir)  # a new folder, even for two runs started in the same second
-    jax.config.update("jax_default_device", jax.devices("gpu" if device.type == "cuda" else "cpu")[0])  # torch's device
-    config = {**asdict(args), "framework": FRAMEWORK}
-    config.update(batch_size=args.batch_size, minibatch_size=args.batch_size // args.num_minibatches)
+    run_dir = book.make_run_dir(run_dir)  # a new folder, even for two runs in the same second
+    config = {**asdict(args), "framework": FRAMEWORK, "batch_size": args.batch_size}
+    config["minibatch_size"] = args.batch_size // args.num_minibatches
     config["device_name"] = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
-    config["torch_threads"] = torch.get_num_threads()  # every core, unless OMP_NUM_THREADS says otherwise
-    book.start(config, run_dir)  # config.json: the config, plus the command line, the versions and the machine
+    # every core, unless OMP_NUM_THREADS says otherwise
+    config["torch_threads"] = torch.get_num_threads()
+    book.start(config, run_dir)  # config.json: the config, the command line, versions, machine
     if args.track:
         import wandb
 
         group = args.exp_name if args.exp_name != Args.exp_name else args.tag
         tags = [FRAMEWORK, args.model_size, args.env, args.env_backend, args.compile]
-        run = dict(name=run_name, dir=run_dir, group=group, tags=tags, config=config, save_code=True)
-        wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, **run, sync_tensorboard=True)
+        run = dict(name=run_name, dir=run_dir, group=group, tags=tags, config=config)
+        project, entity = args.wandb_project_name, args.wandb_entity
+        wandb.init(project=project, entity=entity, **run, save_code=True, sync_tensorboard=True)
     with SummaryWriter(run_dir, max_queue=100) as writer, jax.disable_jit(args.compile == "none"):
         table = "\n".join(f"|{key}|{value}|" for key, value in asdict(args).items())
         writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
         torch.manual_seed(args.seed)
-        generator = torch.Generator(device).manual_seed(args.seed)  # action sampling and minibatch order
-        on_host = args.env_backend == "envpool" and not (args.norm_obs or args.norm_reward)  # NumPy, as CleanRL's
-        runner = env.host_reset() if on_host else reset_envs(env, env_params, jax.random.key(args.seed), args.num_envs)
-        env_step_fn = env.host_step_packed if on_host else jax.jit(partial(env_step_packed, env, env_params))
-        agent = Agent(runner.obs.shape[-1], MODEL_SIZES[args.model_size], env.num_actions, env.continuous).to(device)
+        # action sampling and minibatch order
+        generator = torch.Generator(device).manual_seed(args.seed)
+        # envpool in NumPy on the host, as CleanRL steps it; normalised: through JAX
+        if args.env_backend == "envpool" and not (args.norm_obs or args.norm_reward):
+            runner, env_step = host_reset(env, args.num_envs), partial(host_step_packed, env)
+        else:
+            runner = reset_envs(env, env_params, jax.random.key(args.seed), args.num_envs)
+            env_step = jax.jit(partial(env_step_packed, env, env_params))
+        sizes, obs_dim = MODEL_SIZES[args.model_size], runner.obs.shape[-1]
+        agent = Agent(obs_dim, sizes, env.num_actions, env.continuous).to(device)
         optimizer, lr_schedule = make_optimizer(args, agent)
-        policy_fn, finish_fn, step_fn = agent.get_action_and_value, finish_rollout, minibatch_step
-        if args.compile == "torchscript" or (args.compile == "compile" and device.type == "cpu"):
-            policy_fn = agent.traced_policy(torch.from_dlpack(runner.obs).to(device))  # on a CPU, the cheapest
-        if args.compile in COMPILED:  # static shapes: each compiles once, in iteration 0
-            torch._dynamo.config.trace_autograd_ops = True  # the backward in the graph of the forward
-            compile_fn = partial(torch.compile, dynamic=False, **COMPILED[args.compile])
-            finish_fn, step_fn = compile_fn(finish_fn), compile_fn(step_fn)  # before partial: one code object each
-            if device.type == "cuda":  # on a CPU, a compiled call's ~40 us overhead outweighs its gain here
-                policy_fn = compile_fn(policy_fn, fullgraph=True)
-        if args.compile == "cudagraphs":  # a CUDA graph's outputs are overwritten by its next replay: keep copies
-            graphed_policy = policy_fn
-
-            def policy_fn(obs, noise):
-                return [output.clone() for output in graphed_policy(obs, noise)]
-
-        finish_fn, step_fn = partial(finish_fn, agent, args), partial(step_fn, agent, optimizer, args)
-        rollout_fn = partial(rollout, env_step_fn, finish_fn, args, policy_fn, env.num_actions, generator)
-        update_fn = partial(update, args, lr_schedule, step_fn, generator)
+        obs = torch.from_dlpack(runner.obs).to(device)
+        steps = agent_steps(args, agent, optimizer, obs, generator)
+        rollout_fn = partial(rollout, env_step, args, steps)
+        update_fn = partial(update, args, lr_schedule, steps)
         book.setup_done()
-        print(f"{run_name}: setup {time.perf_counter() - START:.1f}s on {config['device_name']}", flush=True)
-        after_compile = []  # the times of iterations 1, 2, ...: the ETA's
+        setup_s = time.perf_counter() - START
+        print(f"{run_name}: setup {setup_s:.1f}s on {config['device_name']}", flush=True)
+        after_compile = []
         for iteration in range(args.num_iterations):
             book.check_signals()  # a SIGINT or SIGTERM stops the run here...
+            # the rate of this iteration's last optimizer step, read before the timer starts
             last_step = (iteration + 1) * args.update_epochs * args.num_minibatches - 1
-            learning_rate = lr_schedule(last_step)  # the rate of this iteration's last optimizer step; not timed
+            learning_rate = lr_schedule(last_step)
             iteration_start = time.perf_counter()
             runner, batch, episode_stats = rollout_fn(runner)
             if args.sync_timing:
@@ -502,9 +640,10 @@ def main():
             if args.sync_timing and device.type == "cuda":
                 torch.cuda.synchronize(device)
             update_end = time.perf_counter()
+            # the one transfer to the host, within the iteration's time
             metrics = {**episode_stats, **losses}
-            metrics = dict(zip(metrics, torch.stack(list(metrics.values())).tolist()))  # the one host transfer
-            iteration_time = time.perf_counter() - iteration_start  # up to the metrics on the host
+            metrics = dict(zip(metrics, torch.stack(list(metrics.values())).tolist()))
+            iteration_time = time.perf_counter() - iteration_start
             scalars = {
                 "time/rollout": rollout_end - iteration_start,
                 "time/update": update_end - rollout_end,
@@ -515,26 +654,26 @@ def main():
             }
             for name in ("episodic_return", "episodic_length"):
                 value = metrics.pop(name)
-                if not np.isnan(value):  # NaN: no episode ended in this rollout, so no point
+                # NaN: no episode ended in this rollout, so no point
+                if not np.isnan(value):
                     scalars[f"charts/{name}"] = value
-            for name, value in metrics.items():
-                scalars[f"losses/{name}"] = value
-            global_step = (iteration + 1) * args.batch_size  # env steps so far
+            scalars.update({f"losses/{name}": value for name, value in metrics.items()})
             for tag, value in scalars.items():
-                writer.add_scalar(tag, value, global_step)  # values on the host already
+                writer.add_scalar(tag, value, (iteration + 1) * args.batch_size)
             book.iteration_done(iteration, scalars, writer)
-            if iteration > 0:  # iteration 0 compiles: not for the ETA
+            # iteration 0 compiles: not for the ETA
+            if iteration > 0:
                 after_compile.append(iteration_time)
             print(progress(args, iteration, scalars, after_compile), flush=True)
     if args.track:
         wandb.finish()
 
 
-# Benchmark bookkeeping: signals, config.json, summary.json for bench.sh and plot_results.py (bookkeeping.py) =====
+# Benchmark bookkeeping: signals, config.json, summary.json for bench.sh and plot_results.py ======
 from bookkeeping import Bookkeeping
 
 book = Bookkeeping(START, packages=("torch", "jax", "jaxlib", "gymnax"))
-main = book.wrap(main, Args)  # bad input refused in one line; summary.json written whatever happens
+main = book.wrap(main, Args)  # bad input refused in one line; summary.json whatever happens
 
 if __name__ == "__main__":
     main()

@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import test_scripts
+import torch
 from gymnax.environments.classic_control.cartpole import EnvState
 from test_scripts import (
     FIRST_FAST,
@@ -255,6 +256,17 @@ def test_tiny_run_halfcheetah_on_envpool(framework, log_dir, monkeypatch):
     assert entropy == pytest.approx(6 * (0.5 + 0.5 * np.log(2 * np.pi)), abs=0.1)
 
 
+@pytest.mark.slow
+def test_a_torch_run_on_envpool_prints_no_idle_warning(log_dir):
+    """Issue 42, item 6: neither gymnasium's float32 cast of envpool's Pendulum bounds nor
+    torch.compile's notice that it ignores the optimizer's profiler span reaches stderr."""
+    args = [*TINY, "--env", "Pendulum-v1", "--env-backend", "envpool"]
+    proc = run_script(script("torch"), *args, log_dir=log_dir)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "precision lowered" not in proc.stderr, proc.stderr[-3000:]
+    assert "Profiler record function" not in proc.stderr, proc.stderr[-3000:]
+
+
 ENVPOOL_BAD_INPUTS = {
     "envpool env without the backend": (
         ["--env", "HalfCheetah-v4"],
@@ -323,23 +335,26 @@ def jax_glue_rollout(module, env_id: str, actions):
     return np.asarray(runner.obs), [np.asarray(x) for x in scan(runner, jnp.asarray(actions))]
 
 
-def unpack(packed, num_envs: int, obs_dim: int):
-    """ppo_torch.py's packed step (finish_rollout's split): next obs, reward, terminated, truncated, final obs,
-    ended return, ended length."""
-    sizes = [num_envs * obs_dim, num_envs, num_envs, num_envs, num_envs * obs_dim, num_envs]
-    return np.split(np.asarray(packed), np.cumsum(sizes))
+def unpack(packed):
+    """ppo_torch.py's packed step, unpacked by ppo_torch.unpack: next obs, reward, terminated,
+    truncated, final obs, ended return, ended length."""
+    return [
+        x.numpy()
+        for x in MODULES["torch"].unpack(torch.from_numpy(np.asarray(packed)), PARITY_NUM_ENVS)
+    ]
 
 
 def torch_host_rollout(env_id: str, actions):
-    """ppo_torch.py's envpool path: env.host_reset, then env.host_step_packed per step (NumPy actions, as its loop
-    passes them), unpacked."""
-    env, _ = MODULES["torch"].make_env(env_id, "envpool", PARITY_NUM_ENVS, PARITY_SEED, 1)
-    runner = env.host_reset()
+    """ppo_torch.py's envpool path: host_reset, then host_step_packed per step (NumPy actions, as its
+    loop passes them), unpacked."""
+    module = MODULES["torch"]
+    env, _ = module.make_env(env_id, "envpool", PARITY_NUM_ENVS, PARITY_SEED, 1)
+    runner = module.host_reset(env, PARITY_NUM_ENVS)
     reset_obs, steps = runner.obs.copy(), []
     for action in actions:
-        runner, packed = env.host_step_packed(runner, action)
+        runner, packed = module.host_step_packed(env, runner, action)
         assert packed.dtype == np.float32
-        steps.append(unpack(packed, PARITY_NUM_ENVS, reset_obs.shape[-1]))
+        steps.append(unpack(packed))
     return reset_obs, [np.stack(x) for x in zip(*steps)]
 
 
@@ -355,7 +370,7 @@ def torch_jit_rollout(env_id: str, actions):
     )
     for action in actions:
         runner, packed = step(runner, jnp.asarray(action))
-        steps.append(unpack(packed, PARITY_NUM_ENVS, reset_obs.shape[-1]))
+        steps.append(unpack(packed))
     return reset_obs, [np.stack(x) for x in zip(*steps)]
 
 

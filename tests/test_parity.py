@@ -464,15 +464,13 @@ class TorchSide(Side):
 
     def run_rollout(self, env, env_params, runner, traced: bool = False):
         """As main() sets it up: eager (env-jit), or with the policy step traced (torchscript; compile on a CPU)."""
-        env_step_fn = jax.jit(partial(ppo_torch.env_step_packed, env, env_params))
-        finish_fn = partial(ppo_torch.finish_rollout, self.agent, self.args)
-        generator = torch.Generator().manual_seed(5)
-        policy_fn = self.agent.get_action_and_value
-        if traced:
-            policy_fn = self.agent.traced_policy(torch.from_dlpack(runner.obs))
-        return ppo_torch.rollout(
-            env_step_fn, finish_fn, self.args, policy_fn, env.num_actions, generator, runner
-        )[1]
+        env_step = jax.jit(partial(ppo_torch.env_step_packed, env, env_params))
+        args = replace(self.args, compile="torchscript" if traced else "env-jit")
+        steps = ppo_torch.agent_steps(
+            args, self.agent, self.optimizer, torch.from_dlpack(runner.obs), torch.Generator()
+        )
+        steps.generator.manual_seed(5)
+        return ppo_torch.rollout(env_step, args, steps, runner)[1]
 
     def loss_and_grads(self, mb):
         batch = ppo_torch.Batch(**{k: torch.as_tensor(v) for k, v in mb.items()})
@@ -485,15 +483,12 @@ class TorchSide(Side):
 
     def update(self, batch, permutations):
         batch = ppo_torch.Batch(**{k: torch.as_tensor(v) for k, v in batch.items()})
-        step_fn = partial(ppo_torch.minibatch_step, self.agent, self.optimizer, self.args)
-        if self.args.compile == "compile":  # as main() compiles it
-            torch._dynamo.config.trace_autograd_ops = True
-            step_fn = torch.compile(step_fn, dynamic=False)
-        generator = torch.Generator()  # its device is the update's; the permutations are given
+        obs = batch.obs[: self.args.num_envs]
+        # as main() sets it up (compiled with --compile compile); the generator's device is the
+        # update's, the permutations are given
+        steps = ppo_torch.agent_steps(self.args, self.agent, self.optimizer, obs, torch.Generator())
         permutations = torch.as_tensor(permutations, dtype=torch.int64)
-        metrics = ppo_torch.update(
-            self.args, self.lr_schedule, step_fn, generator, batch, 0, permutations
-        )
+        metrics = ppo_torch.update(self.args, self.lr_schedule, steps, batch, 0, permutations)
         return self.own_weights(self.agent), {k: float(v) for k, v in metrics.items()}
 
     @staticmethod
