@@ -55,7 +55,10 @@ SUMMARY_JSON_COLUMNS = [
     "total_s",
     "final_return",
 ]
-RUN_COLUMNS = ["run", "run_dir", "sweep", *CONFIG_COLUMNS, *SUMMARY_JSON_COLUMNS]
+# experiment_folder: the experiment whose folder (bench.sh's) holds the run, "" for a run elsewhere
+RUN_COLUMNS = ["run", "run_dir", "experiment_folder", *CONFIG_COLUMNS, *SUMMARY_JSON_COLUMNS]
+# columns of a runs.csv of an older plot_results.py -> their names now
+RENAMED_COLUMNS = {"device": "device_name", "sweep": "experiment_folder"}
 IDENTITY_COLUMNS = [
     "run",
     "command",
@@ -85,6 +88,7 @@ RUNS_CSV_CHECKED_NUMBERS += ["final_return"]
 RUNS_CSV_TEXT = [
     "run",
     "run_dir",
+    "experiment_folder",
     "sweep",
     "env",
     "framework",
@@ -111,7 +115,7 @@ class SkippedRun(NamedTuple):
     reason: str
 
 
-def flat(value):
+def config_cell(value):
     """A config value as one CSV cell: a dict as 'key value, ...', a list (argv) as a shell command line."""
     if isinstance(value, dict):
         return ", ".join(f"{k} {v}" for k, v in value.items())
@@ -142,7 +146,7 @@ def run_rows(run: runlog.Run, study: Study) -> pd.DataFrame:
     config, summary, scalars = run.config, run.summary, run.scalars
     # bench.sh writes each experiment's runs into a folder of its name (two experiments may run the same cell)
     parent = run.path.parent.name
-    sweep = parent if parent in study.experiments else ""
+    experiment_folder = parent if parent in study.experiments else ""
     config = {
         **config,
         "device_name": config.get("device_name", config.get("device")),
@@ -151,8 +155,8 @@ def run_rows(run: runlog.Run, study: Study) -> pd.DataFrame:
     info = {
         "run": run.path.name,
         "run_dir": str(run.path),
-        "sweep": sweep,
-        **{key: flat(config.get(key)) for key in CONFIG_COLUMNS},
+        "experiment_folder": experiment_folder,
+        **{key: config_cell(config.get(key)) for key in CONFIG_COLUMNS},
         **{key: summary.get(key) for key in SUMMARY_JSON_COLUMNS},
     }
     iteration = scalars["step"] // config["batch_size"] - 1
@@ -188,7 +192,7 @@ def read_csv(flag: str, path: str, what: str, **options) -> pd.DataFrame:
         raise BadInput(f"{flag} {path} is not a {what} of plot_results.py ({reason})") from None
 
 
-def numbers(
+def numeric_columns(
     table: pd.DataFrame, columns: list[str], flag: str, path: str, what: str
 ) -> pd.DataFrame:
     """table with columns made numeric; BadInput naming the first cell that is not a number."""
@@ -205,7 +209,7 @@ def numbers(
     return table
 
 
-def plain(value):
+def json_value(value):
     """A cell as the JSON value it came from: None for a missing one, int for a whole number."""
     if pd.isna(value):
         return None
@@ -224,14 +228,14 @@ def cell_value(value):
             value = float(value)
         except ValueError:
             return value
-    return plain(value)
+    return json_value(value)
 
 
 def check_csv_run(rows: pd.DataFrame, study: Study) -> None:
     """runlog.check_completed on a run of a runs.csv (a runs.csv without iterations_completed: every logged one)."""
     first = rows.iloc[0]
     cell = {
-        key: plain if key in RUNS_CSV_TEXT else cell_value
+        key: json_value if key in RUNS_CSV_TEXT else cell_value
         for key in [*CONFIG_COLUMNS, *SUMMARY_JSON_COLUMNS]
     }
     config = {key: cell[key](first[key]) for key in CONFIG_COLUMNS if key in rows}
@@ -254,14 +258,17 @@ def read_runs_csv(path: str, study: Study) -> tuple[pd.DataFrame, list[SkippedRu
         keep_default_na=False,
         na_values=[""],
     )
-    if "device_name" not in runs and "device" in runs:  # a runs.csv of an older plot_results.py
-        runs = runs.rename(columns={"device": "device_name"})
+    runs = runs.rename(
+        columns={
+            old: new for old, new in RENAMED_COLUMNS.items() if old in runs and new not in runs
+        }
+    )
     missing = [column for column in RUNS_CSV_COLUMNS if column not in runs]
     if missing:
         raise BadInput(
             f"--csv {path} is not a runs.csv of plot_results.py (no column {', '.join(missing)})"
         )
-    runs = numbers(runs, RUNS_CSV_NUMBERS, "--csv", path, "runs.csv")
+    runs = numeric_columns(runs, RUNS_CSV_NUMBERS, "--csv", path, "runs.csv")
     keys = run_keys(runs)
     bad, skipped = pd.Series(False, index=runs.index), []
     for _, rows in runs.groupby(keys, sort=False):
@@ -354,4 +361,4 @@ def read_previous(path: str, columns: list[str]) -> pd.DataFrame:
             f"--previous {path} is not a speedups.csv of plot_results.py: no column {', '.join(missing)}"
         )
     numeric = ["geomean", "median", "ci_low", "ci_high", "n_pairs", "n_clusters"]
-    return numbers(previous, numeric, "--previous", path, "speedups.csv")
+    return numeric_columns(previous, numeric, "--previous", path, "speedups.csv")

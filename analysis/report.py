@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 import pandas as pd
 
 from analysis.escape import md_code, md_text
-from analysis.loading import SkippedRun, flat
+from analysis.loading import SkippedRun, config_cell
 from analysis.markdown import markdown_table
 from analysis.names import in_order
 from analysis.results import Results
@@ -191,7 +191,7 @@ def report_text(
         ]
     timing_note = (
         f"Measured by env_timing.py on {md_text(timing_info.get('device') or 'an unnamed device')} "
-        f"({md_text(flat(timing_info.get('versions')) or 'versions not recorded')})."
+        f"({md_text(config_cell(timing_info.get('versions')) or 'versions not recorded')})."
         if timing_info
         else "No env timing given (`--env-timing`): envs are in the study's order."
     )

@@ -53,12 +53,14 @@ def in_experiment(run, experiment: Experiment, study: Study) -> bool:
     perhaps outside the study with --envs); any other run must match the experiment's whole matrix. A learning
     experiment (one with configs) holds only the runs of its folder: its matrix is also the flags of its
     configurations, which a run elsewhere was not made with."""
-    sweep = run.get("sweep")
-    swept = isinstance(sweep, str) and sweep != ""
-    if (swept and sweep != experiment.name) or (experiment.configs and not swept):
+    folder = run.get("experiment_folder")
+    in_a_folder = isinstance(folder, str) and folder != ""
+    if (in_a_folder and folder != experiment.name) or (experiment.configs and not in_a_folder):
         return False
     framework = study.frameworks.get(run["framework"])
-    in_matrix = swept or (run["env"] in experiment.envs and run["model_size"] in experiment.sizes)
+    in_matrix = in_a_folder or (
+        run["env"] in experiment.envs and run["model_size"] in experiment.sizes
+    )
     return (
         framework is not None
         and bool(run["sync_timing"]) in experiment.syncs

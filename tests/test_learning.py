@@ -170,9 +170,9 @@ def test_a_learning_experiment_holds_only_the_runs_of_its_folder():
     from analysis.summary import in_experiment
 
     run = dict(env=ENV, model_size="small", framework="linen", compile="jit", sync_timing=False)
-    assert not in_experiment({**run, "sweep": ""}, STUDY.experiments[EXP], STUDY)
-    assert in_experiment({**run, "sweep": EXP}, STUDY.experiments[EXP], STUDY)
-    assert in_experiment({**run, "sweep": ""}, STUDY.experiments["exp1"], STUDY)
+    assert not in_experiment({**run, "experiment_folder": ""}, STUDY.experiments[EXP], STUDY)
+    assert in_experiment({**run, "experiment_folder": EXP}, STUDY.experiments[EXP], STUDY)
+    assert in_experiment({**run, "experiment_folder": ""}, STUDY.experiments["exp1"], STUDY)
 
 
 @pytest.mark.slow

@@ -829,7 +829,7 @@ def test_experiment_folder_of_bench_sh_decides_membership(tmp_path):
     plot_results.main([str(tmp_path / "runs"), "--out", str(tmp_path / "out"), "--no-figures"])
     summary = pd.read_csv(tmp_path / "out" / "summary.csv")
     assert sorted(summary["experiments"]) == ["exp2", "exp3"]
-    assert sorted(summary["sweep"]) == ["exp2", "exp3"]
+    assert sorted(summary["experiment_folder"]) == ["exp2", "exp3"]
 
 
 def test_bench_sh_folder_admits_envs_outside_the_experiment_matrix(tmp_path):
