@@ -156,22 +156,75 @@ def test_dry_run_matrix_contents(tmp_path):
         )  # in the study's order
 
 
-def test_bench_sh_holds_no_study():
-    """The study lives in study.toml: bench.sh names no compile mode, script, size list or experiment-specific env."""
-    text = (ROOT / "bench.sh").read_text()
-    text = re.sub(
-        r"^  \./bench\.sh .*$", "", text, flags=re.M
-    )  # the help's examples may name an env
-    for fw in STUDY.frameworks.values():
-        assert fw.script not in text
-        named_modes = [
-            mode for mode in fw.compile if mode not in ("none", "compile", "partition")
-        ]  # the others are words
-        assert not [mode for mode in named_modes if re.search(rf"\b{re.escape(mode)}\b", text)]
-    for exp in STUDY.experiments.values():
-        if exp.envs != STUDY.envs:
-            assert not [env for env in exp.envs if env in text]  # e.g. exp3's Acrobot-v1
-    assert ",".join(STUDY.sizes) not in text and ",".join(STUDY.frameworks) not in text
+# A study that shares no framework, script, compile mode, size, env or experiment with study.toml
+OTHER_STUDY = """
+sizes = ["tiny", "huge"]
+envs = ["Nowhere-v0", "Elsewhere-v3"]
+
+[windows]
+steady = { first = 1, label = "iterations 1+" }
+
+[frameworks.alpha]
+script = "ppo_alpha.py"
+compile = ["fast", "slow"]
+
+[frameworks.beta]
+script = "ppo_beta.py"
+compile = ["quick", "careful", "none"]
+
+[experiments.first]
+title = "every env and mode"
+envs = "all"
+sizes = "all"
+compile = "all"
+sync = "both"
+
+[experiments.second]
+title = "one env"
+envs = ["Elsewhere-v3"]
+sizes = ["huge"]
+compile = "default"
+sync = true
+"""
+
+
+def test_bench_sh_runs_the_study_it_is_given(tmp_path):
+    """The study lives in study.toml: given another study ($BENCHBACK_STUDY), bench.sh runs exactly its matrix
+    (scripts, envs, sizes, compile modes, experiments, sync settings) and refuses study.toml's names, offering the
+    other study's."""
+    path = tmp_path / "other_study.toml"
+    path.write_text(OTHER_STUDY)
+    other = study.parse(path)
+    env = {study.PATH_VARIABLE: str(path)}
+    runs = [
+        (
+            framework_of(line, other),
+            env_of(line),
+            option(line, "--model-size"),
+            option(line, "--compile"),
+            option(line, "--exp-name"),
+            " --no-sync-timing" not in line,
+        )
+        for line in dry_run(tmp_path, "--seeds", "1", env=env)
+    ]
+    wanted = [
+        (framework.name, env_label, size, mode, exp.name, sync)
+        for exp in other.experiments.values()
+        for env_label in exp.envs
+        for size in exp.sizes
+        for framework in other.frameworks.values()
+        for mode in exp.compile_modes(framework)
+        for sync in exp.syncs
+    ]
+    assert sorted(runs) == sorted(wanted)
+    committed = {
+        "--frameworks": (next(iter(STUDY.frameworks)), other.frameworks),
+        "--sizes": (STUDY.sizes[0], other.sizes),
+        "--experiments": (next(iter(STUDY.experiments)), other.experiments),
+    }
+    for flag, (name, choices) in committed.items():
+        proc = bench("--dry-run", "--log-dir", str(tmp_path / "runs"), flag, name, env=env)
+        assert proc.returncode == 2 and f"valid choices: {', '.join(choices)}" in proc.stderr
 
 
 @pytest.mark.parametrize(
