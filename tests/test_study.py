@@ -1,4 +1,5 @@
-"""study.toml, read by study.py: the one definition of the study, and what a new framework changes."""
+"""study.py: what it reads from a study file (a small study written here), what it refuses, and that the committed
+study.toml holds together. No test restates study.toml: adding a framework, an env or an experiment edits no test."""
 
 import os
 import subprocess
@@ -8,8 +9,338 @@ from pathlib import Path
 import pytest
 
 import study
-from helpers import ROOT, STUDY
+from helpers import ROOT
 
+# A small study of every kind of entry: env lists, frameworks (one without a color), experiments of each envs
+# keyword, a list, both backends, envpool alone, a learning experiment with two configurations, a platform
+# comparison and the analysis roles. Its parts are joined by study_text.
+LISTS = """
+sizes = ["s", "m"]
+envs = ["Disc-a", "Disc-b"]
+continuous_envs = ["Cont-a"]
+expensive_envs = ["Costly-a"]
+envpool_envs = ["Disc-a", "Disc-b", "Pool-only"]
+"""
+BASE = """
+[windows]
+compile = { first = 0, last = 0, label = "iteration 0" }
+steady = { first = 2, label = "iterations 2+" }
+
+[frameworks.first]
+script = "ppo_first.py"
+compile = ["fast", "slow"]
+color = "#000001"
+
+[frameworks.second]
+script = "ppo_second.py"
+compile = ["quick", "plain", "none"]
+
+[frameworks.third]
+script = "ppo_third.py"
+compile = ["one", "none"]
+color = "#000003"
+
+[experiments.every]
+title = "the discrete envs, every size, default modes, sync off"
+envs = "all"
+sizes = "all"
+compile = "default"
+sync = false
+figures = ["total", "speedups"]
+"""
+OTHERS = """
+[experiments.modes]
+title = "every mode"
+envs = ["Disc-b", "Costly-a"]
+sizes = ["m"]
+compile = "all"
+sync = true
+figures = ["compile_modes"]
+
+[experiments.continuous]
+title = "continuous"
+envs = "continuous"
+sizes = "all"
+compile = "default"
+sync = "both"
+figures = ["total"]
+
+[experiments.costly]
+title = "expensive"
+envs = "expensive"
+sizes = ["s"]
+compile = "default"
+sync = "both"
+figures = ["total"]
+
+[experiments.pooled]
+title = "both backends"
+envs = ["Disc-b", "Disc-a"]
+backends = ["gymnax", "envpool"]
+sizes = ["s"]
+compile = "default"
+sync = "both"
+figures = ["backends"]
+
+[experiments.pool_only]
+title = "envpool alone"
+envs = ["Pool-only"]
+backends = ["envpool"]
+sizes = ["s"]
+compile = "default"
+sync = "both"
+figures = ["backends"]
+
+[experiments.learn]
+title = "learning"
+reference = "a paper"
+sizes = ["s"]
+compile = "default"
+sync = false
+figures = ["learning"]
+
+[experiments.learn.configs.short]
+title = "short runs"
+args = ["--num-iterations", "3"]
+returns = { "Disc-a" = [1.5, 0.5], "Cont-a" = [-2, 0] }
+
+[experiments.learn.configs.pool]
+args = ["--num-iterations", "5", "--norm-obs"]
+returns = { "Pool-only@envpool" = [10, 1] }
+"""
+ROLES = """
+[platforms.again]
+title = "every, under another tag"
+repeats = "every"
+figures = ["tags"]
+
+[analysis]
+headline = "modes"
+tables = ["every", "continuous"]
+"""
+
+
+def study_text(*parts: str) -> str:
+    return "".join(parts)
+
+
+def write_study(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "study.toml"
+    path.write_text(text)
+    return path
+
+
+def small_study(tmp_path: Path, old: str = "", new: str = "") -> study.Study:
+    """The small study, with one piece of its text replaced when `old` is given."""
+    text = study_text(LISTS, BASE, OTHERS, ROLES)
+    assert old in text
+    return study.parse(write_study(tmp_path, text.replace(old, new, 1)))
+
+
+@pytest.fixture
+def small(tmp_path) -> study.Study:
+    return small_study(tmp_path)
+
+
+# ------------------------------------------------------------------------------------- what it reads
+def test_frameworks_sizes_and_windows_read_as_written(small, tmp_path):
+    assert small.path == tmp_path / "study.toml"
+    assert list(small.frameworks) == ["first", "second", "third"]
+    second = small.frameworks["second"]
+    assert (second.script, second.compile) == ("ppo_second.py", ("quick", "plain", "none"))
+    assert second.default_compile == "quick" and small.default_compile("second") == "quick"
+    assert small.default_compile("fourth") is None
+    # a framework without a color gets a neutral one
+    assert small.frameworks["first"].color == "#000001" and second.color.startswith("#")
+    assert small.sizes == ("s", "m")
+    assert small.steady == study.Window("steady", 2, None, "iterations 2+")
+    assert small.windows["compile"] == study.Window("compile", 0, 0, "iteration 0")
+
+
+def test_the_pairs_put_a_framework_against_each_one_listed_before_it(small):
+    assert small.pairs == (("second", "first"), ("third", "first"), ("third", "second"))
+    assert small.pair_names == ("second->first", "third->first", "third->second")
+
+
+def test_a_new_framework_adds_its_pairs_and_keeps_the_others(small, tmp_path):
+    fourth = '\n[frameworks.fourth]\nscript = "ppo_fourth.py"\ncompile = ["jit", "none"]\n'
+    grown = study.parse(write_study(tmp_path, study_text(LISTS, BASE, fourth, OTHERS, ROLES)))
+    assert list(grown.frameworks)[-1] == "fourth"
+    added = [pair for pair in grown.pairs if pair not in small.pairs]
+    assert added == [("fourth", name) for name in small.frameworks]
+    assert set(small.pairs) < set(grown.pairs)
+
+
+def test_the_env_keywords_draw_on_their_own_lists(small):
+    """The keyword "all" is the discrete envs alone (neither the continuous nor the expensive ones), "continuous"
+    and "expensive" their lists; a list may draw on any gymnax list."""
+    experiments = small.experiments
+    assert small.envs == ("Disc-a", "Disc-b") and experiments["every"].envs == small.envs
+    assert experiments["continuous"].envs == small.continuous_envs == ("Cont-a",)
+    assert experiments["costly"].envs == small.expensive_envs == ("Costly-a",)
+    assert experiments["modes"].envs == ("Disc-b", "Costly-a")
+    assert all(exp.backends == ("gymnax",) for exp in (experiments["every"], experiments["modes"]))
+
+
+def test_sizes_and_compile_modes_of_an_experiment(small):
+    every, modes = small.experiments["every"], small.experiments["modes"]
+    assert every.sizes == small.sizes and modes.sizes == ("m",)
+    for framework in small.frameworks.values():
+        assert modes.compile_modes(framework) == framework.compile
+        assert every.compile_modes(framework) == (framework.default_compile,)
+
+
+@pytest.mark.parametrize(
+    "value,syncs", [("true", (True,)), ("false", (False,)), ('"both"', (False, True))]
+)
+def test_sync_settings(tmp_path, value, syncs):
+    """sync = false, true or "both" (off, then on)."""
+    changed = small_study(tmp_path, "sync = true", f"sync = {value}")
+    assert changed.experiments["modes"].syncs == syncs
+
+
+def test_each_env_runs_on_each_backend_env_by_env(small):
+    """An env on envpool is labelled "{id}@envpool"; an experiment of two backends runs each env on both, one
+    after the other; every_env is the gymnax lists, then the envpool envs."""
+    assert small.experiments["pooled"].envs == (
+        "Disc-b",
+        "Disc-b@envpool",
+        "Disc-a",
+        "Disc-a@envpool",
+    )
+    assert small.experiments["pooled"].backends == ("gymnax", "envpool")
+    pool_only = small.experiments["pool_only"]
+    assert pool_only.envs == ("Pool-only@envpool",) and pool_only.backends == ("envpool",)
+    assert small.envpool_envs == ("Disc-a", "Disc-b", "Pool-only")
+    gymnax = ("Disc-a", "Disc-b", "Cont-a", "Costly-a")
+    envpool = ("Disc-a@envpool", "Disc-b@envpool", "Pool-only@envpool")
+    assert small.every_env == gymnax + envpool
+
+
+def test_a_learning_experiment_takes_its_envs_flags_and_returns_from_its_configs(small):
+    learn = small.experiments["learn"]
+    assert learn.envs == ("Disc-a", "Cont-a", "Pool-only@envpool")
+    assert learn.backends == ("gymnax", "envpool") and learn.reference == "a paper"
+    short, pool = learn.configs
+    assert (short.name, short.title, pool.title) == ("short", "short runs", "pool")
+    assert learn.config("Cont-a") is short and learn.env_args("Cont-a") == ("--num-iterations", "3")
+    assert learn.env_args("Pool-only@envpool") == ("--num-iterations", "5", "--norm-obs")
+    assert short.references == {
+        "Disc-a": study.Reference(1.5, 0.5),
+        "Cont-a": study.Reference(-2.0, 0.0),
+    }
+    assert isinstance(pool.references["Pool-only@envpool"].mean, float)
+    # an env of the configurations on another backend is not the experiment's
+    assert learn.config("Disc-a@envpool") is None and learn.env_args("Disc-a@envpool") == ()
+    assert (
+        small.experiments["every"].env_args("Disc-a") == ()
+        and not small.experiments["every"].configs
+    )
+
+
+def test_the_analysis_roles_as_written(small):
+    assert small.headline == "modes" and small.tables == ("every", "continuous")
+    assert list(small.platforms) == ["again"]
+    assert small.platforms["again"] == study.Platform(
+        "again", "every, under another tag", "every", ("tags",)
+    )
+    assert small.experiments["every"].figures == ("total", "speedups")
+
+
+def test_the_roles_have_defaults(tmp_path):
+    """No [analysis] table: the first experiment is the headline and the README's tables are its; no [platforms]: no
+    platform comparison."""
+    parsed = study.parse(write_study(tmp_path, study_text(LISTS, BASE, OTHERS)))
+    assert parsed.headline == "every" and parsed.tables == ("every",) and parsed.platforms == {}
+
+
+def test_a_study_without_continuous_expensive_or_envpool_envs(tmp_path):
+    lists = 'sizes = ["s"]\nenvs = ["Disc-a"]\n'
+    parsed = study.parse(write_study(tmp_path, study_text(lists, BASE)))
+    assert parsed.continuous_envs == parsed.expensive_envs == parsed.envpool_envs == ()
+    assert parsed.every_env == ("Disc-a",)
+    assert all(exp.backends == ("gymnax",) for exp in parsed.experiments.values())
+
+
+@pytest.mark.parametrize(
+    "env,backend,label",
+    [("CartPole-v1", "gymnax", "CartPole-v1"), ("Hopper-v4", "envpool", "Hopper-v4@envpool")],
+)
+def test_an_env_label_names_the_backend_except_gymnax(env, backend, label):
+    assert study.env_label(env, backend) == label and study.split_label(label) == (env, backend)
+    # gymnax, the scripts' default backend
+    assert study.env_label(env) == env
+
+
+# ------------------------------------------------------------------------------------- what it refuses
+@pytest.mark.parametrize(
+    "old,new,named",
+    [
+        ("sync = false", 'sync = "sometimes"', "sometimes"),
+        ("sync = false", "sync = 1", "sync = 1"),
+        ('envs = "expensive"', 'envs = "cheap"', "cheap"),
+        ('envs = "continuous"', 'envs = "continous"', "continous"),
+        ('envs = ["Disc-b", "Costly-a"]', 'envs = ["Disc-c"]', "Disc-c"),
+        ('expensive_envs = ["Costly-a"]', 'expensive_envs = ["Disc-a"]', "Disc-a listed twice"),
+        ('continuous_envs = ["Cont-a"]', 'continuous_envs = ["Costly-a"]', "Costly-a listed twice"),
+        (
+            'backends = ["gymnax", "envpool"]',
+            'backends = ["gymnax", "brax"]',
+            r"pooled's backends = \['gymnax', 'brax'\]",
+        ),
+        (
+            'backends = ["gymnax", "envpool"]',
+            'backends = ["envpool", "envpool"]',
+            "pooled's backends",
+        ),
+        (
+            'backends = ["gymnax", "envpool"]',
+            'backends = "envpool"',
+            "pooled's backends = 'envpool'",
+        ),
+        ('envs = ["Disc-b", "Disc-a"]', 'envs = ["Disc-b", "Cont-a"]', "Cont-a on envpool"),
+        ('backends = ["envpool"]', 'backends = ["gymnax"]', "runs Pool-only on gymnax"),
+        ('"Pool-only"]', '"Pool-only", "Disc-a"]', "envpool_envs lists Disc-a twice"),
+        ('"Pool-only"]', '"Pool-only@envpool"]', "Pool-only@envpool twice, or with an @"),
+        # a learning experiment's configurations
+        ('"Disc-a" = [1.5, 0.5]', '"Disc-a" = [1.5]', r"returns of Disc-a = \[1.5\]"),
+        ('"Disc-a" = [1.5, 0.5]', '"Disc-a" = [1.5, -1]', "returns of Disc-a"),
+        ('"Disc-a" = [1.5, 0.5]', '"Disc-a" = ["a", 1]', "returns of Disc-a"),
+        ('"Disc-a" = [1.5, 0.5]', '"Disc-a" = [nan, 1]', "returns of Disc-a"),
+        ('"Disc-a" = [1.5, 0.5]', '"Disc-c" = [1.5, 0.5]', "'Disc-c', not an env of the study"),
+        ('"Pool-only@envpool" = [', '"Pool-only@brax" = [', "'Pool-only@brax', not an env of"),
+        ('"Pool-only@envpool" = [', '"Cont-a" = [', "learn lists Cont-a in two configs"),
+        ('returns = { "Pool-only@envpool" = [10, 1] }', "", "config pool has no returns"),
+        ('args = ["--num-iterations", "3"]', 'args = "--num-iterations 3"', "short's args"),
+    ],
+)
+def test_a_bad_experiment_is_named(tmp_path, old, new, named):
+    with pytest.raises(ValueError, match=named):
+        small_study(tmp_path, old, new)
+
+
+@pytest.mark.parametrize(
+    "old,new,named",
+    [
+        ('headline = "modes"', 'headline = "exp99"', "headline = 'exp99'"),
+        ('repeats = "every"', 'repeats = "again"', "platform again repeats 'again'"),
+        ('figures = ["compile_modes"]', 'figures = "compile_modes"', "modes's figures"),
+        ("[platforms.again]", "[platforms.every]", "both an experiment and a platform"),
+        ('tables = ["every", "continuous"]', 'tables = ["every", "exp99"]', "tables lists 'exp99'"),
+        ('tables = ["every", "continuous"]', 'tables = "every"', "tables = 'every'"),
+        (
+            'tables = ["every", "continuous"]',
+            'tables = ["modes"]',
+            "modes, which has no sync-off runs",
+        ),
+    ],
+)
+def test_a_bad_analysis_role_is_named(tmp_path, old, new, named):
+    with pytest.raises(ValueError, match=named):
+        small_study(tmp_path, old, new)
+
+
+# ------------------------------------------------------------------------------------- which file it reads
 FAKE_FRAMEWORK = """
 [frameworks.fake]
 script = "ppo_linen.py"
@@ -19,325 +350,20 @@ color = "#000000"
 
 
 def fake_study(tmp_path: Path) -> Path:
-    """A copy of study.toml with a fifth framework appended (it reuses ppo_linen.py as its script)."""
-    path = tmp_path / "study.toml"
-    path.write_text(study.DEFAULT_PATH.read_text() + FAKE_FRAMEWORK)
-    return path
-
-
-def test_the_study_as_committed():
-    assert list(STUDY.frameworks) == ["linen", "nnx", "equinox", "torch"]
-    for framework in STUDY.frameworks.values():
-        assert (ROOT / framework.script).exists()
-        assert len(set(framework.compile)) == len(framework.compile) >= 2
-    assert STUDY.pair_names == (
-        "nnx->linen",
-        "equinox->linen",
-        "torch->linen",
-        "equinox->nnx",
-        "torch->nnx",
-        "torch->equinox",
-    )
-    assert len(STUDY.envs) == 12 and STUDY.sizes == ("small", "medium", "large")
-    assert STUDY.continuous_envs == (
-        "Pendulum-v1",
-        "MountainCarContinuous-v0",
-        "Reacher-misc",
-        "Swimmer-misc",
-    )
-    assert STUDY.expensive_envs == (
-        *("Craftax-Classic-Symbolic-v1", "Craftax-Symbolic-v1"),
-        *("brax-halfcheetah", "brax-ant"),
-    )
-    envpool = tuple(f"{env}@envpool" for env in STUDY.envpool_envs)
-    assert STUDY.every_env == STUDY.envs + STUDY.continuous_envs + STUDY.expensive_envs + envpool
-    assert (STUDY.steady.first, STUDY.steady.last) == (8, None)
-    exp3 = STUDY.experiments["exp3"]
-    assert (
-        exp3.envs == ("Acrobot-v1",)
-        and exp3.syncs == (True,)
-        and exp3.compile_modes(STUDY.frameworks["nnx"]) == ("cached_partial", "jit", "none")
-    )
-    assert STUDY.experiments["exp1"].compile_modes(STUDY.frameworks["torch"]) == ("compile",)
-    assert STUDY.experiments["exp1"].syncs == (False,) and STUDY.experiments["exp2"].syncs == (
-        True,
-    )
-
-
-def test_the_expensive_envs_join_exp5_only():
-    """exp1-exp3 keep the discrete gymnax envs ("all"); exp5 runs the Craftax and Brax envs, every size, default
-    modes, sync off, on."""
-    for name in ("exp1", "exp2"):
-        assert STUDY.experiments[name].envs == STUDY.envs
-    others = {env for exp in STUDY.experiments.values() if exp.name != "exp5" for env in exp.envs}
-    assert not set(STUDY.expensive_envs) & others
-    exp5 = STUDY.experiments["exp5"]
-    assert (
-        exp5.envs == STUDY.expensive_envs
-        and exp5.sizes == STUDY.sizes
-        and exp5.syncs == (False, True)
-    )
-    assert all(exp5.compile_modes(fw) == (fw.default_compile,) for fw in STUDY.frameworks.values())
-
-
-def test_the_continuous_envs_join_exp6_only():
-    """exp6, continuous control: the cheap continuous envs x every size x every framework, default modes, sync off
-    and on; no other experiment runs them, and the README's tables hold exp6's beside exp1's."""
-    exp6 = STUDY.experiments["exp6"]
-    assert (
-        exp6.envs == STUDY.continuous_envs
-        and exp6.sizes == STUDY.sizes
-        and exp6.syncs == (False, True)
-    )
-    assert all(exp6.compile_modes(fw) == (fw.default_compile,) for fw in STUDY.frameworks.values())
-    others = {env for exp in STUDY.experiments.values() if exp.name != "exp6" for env in exp.envs}
-    assert not set(STUDY.continuous_envs) & others and "PointRobot-misc" not in STUDY.every_env
-    assert {"total", "speedups", "speedup_vs_env_cost"} <= set(exp6.figures)
-    assert STUDY.tables == ("exp1", "exp6", "exp7")
-
-
-def test_exp7_runs_the_classic_envs_on_both_backends_and_exp8_mujoco_on_envpool():
-    """exp7: CartPole-v1, Acrobot-v1, MountainCar-v0 on gymnax and on envpool, small and medium, default modes, sync
-    off and on, each env on both backends one after the other; exp8: HalfCheetah-v4 and Hopper-v4 on envpool alone.
-    An env on envpool is named "{id}@envpool"; exp7 is in the README's tables, and both draw the backends figure."""
-    import env_adapters
-
-    exp7, exp8 = STUDY.experiments["exp7"], STUDY.experiments["exp8"]
-    assert exp7.backends == ("gymnax", "envpool") and exp8.backends == ("envpool",)
-    assert exp7.envs == tuple(
-        label
-        for env in ("CartPole-v1", "Acrobot-v1", "MountainCar-v0")
-        for label in (env, f"{env}@envpool")
-    )
-    assert exp8.envs == ("HalfCheetah-v4@envpool", "Hopper-v4@envpool")
-    for exp in (exp7, exp8):
-        assert (
-            exp.sizes == ("small", "medium")
-            and exp.syncs == (False, True)
-            and "backends" in exp.figures
-        )
-        assert all(
-            exp.compile_modes(fw) == (fw.default_compile,) for fw in STUDY.frameworks.values()
-        )
-    assert set(STUDY.envpool_envs) <= set(
-        env_adapters.ENVPOOL_ENVS
-    )  # every one an env the adapter can make
-    assert {study.split_label(env)[0] for env in exp7.envs + exp8.envs} <= set(STUDY.envpool_envs)
-    plain = [
-        exp
-        for exp in STUDY.experiments.values()
-        if exp.name not in ("exp7", "exp8") and not exp.configs
-    ]
-    assert not {
-        env for exp in plain for env in exp.envs if "@" in env
-    }  # no other timing experiment uses envpool
-    assert "exp7" in STUDY.tables
-
-
-def test_exp9_reads_each_framework_against_cleanrls_published_returns():
-    """The learning experiment's envs come from its two configurations, each env on its backend; a run gets its
-    configuration's flags, and the published return it is read against."""
-    exp9 = STUDY.experiments["exp9"]
-    assert (
-        exp9.backends == ("gymnax", "envpool")
-        and exp9.syncs == (False,)
-        and "learning" in exp9.figures
-    )
-    assert all(exp9.compile_modes(fw) == (fw.default_compile,) for fw in STUDY.frameworks.values())
-    assert exp9.envs == tuple(env for config in exp9.configs for env in config.references)
-    for env in exp9.envs:
-        config = exp9.config(env)
-        assert exp9.env_args(env) == config.args and config.references[env].std >= 0
-        assert (
-            "--num-iterations" in config.args
-        )  # each configuration fixes its own number of env steps
-    assert (
-        exp9.config("Hopper-v4") is None and exp9.env_args("Hopper-v4") == ()
-    )  # another backend: not in exp9
-    assert STUDY.experiments["exp1"].env_args("CartPole-v1") == ()
-
-
-@pytest.mark.parametrize(
-    "env,backend,label",
-    [("CartPole-v1", "gymnax", "CartPole-v1"), ("Hopper-v4", "envpool", "Hopper-v4@envpool")],
-)
-def test_an_env_label_names_the_backend_except_gymnax(env, backend, label):
-    assert study.env_label(env, backend) == label and study.split_label(label) == (env, backend)
-    assert study.env_label(env) == env  # gymnax, the scripts' default backend
-
-
-def edited_study(tmp_path: Path, old: str, new: str) -> Path:
-    """A copy of study.toml with one piece of text replaced."""
-    text = study.DEFAULT_PATH.read_text()
-    assert old in text
-    path = tmp_path / "study.toml"
-    path.write_text(text.replace(old, new, 1))
-    return path
-
-
-@pytest.mark.parametrize(
-    "value,syncs", [("true", (True,)), ("false", (False,)), ('"both"', (False, True))]
-)
-def test_sync_settings(tmp_path, value, syncs):
-    path = edited_study(tmp_path, 'sync = "both"', f"sync = {value}")
-    assert study.parse(path).experiments["exp5"].syncs == syncs
-
-
-@pytest.mark.parametrize(
-    "old,new,named",
-    [
-        ('sync = "both"', 'sync = "sometimes"', "sometimes"),
-        ('sync = "both"', "sync = 1", "sync = 1"),
-        ('envs = "expensive"', 'envs = "cheap"', "cheap"),
-        ('envs = ["Acrobot-v1"]', 'envs = ["Acrobat-v1"]', "Acrobat-v1"),
-        (
-            'expensive_envs = ["Craftax-Classic-Symbolic-v1"',
-            'expensive_envs = ["CartPole-v1"',
-            "CartPole-v1 listed twice",
-        ),
-        (
-            'continuous_envs = ["Pendulum-v1"',
-            'continuous_envs = ["brax-ant"',
-            "brax-ant listed twice",
-        ),
-        ('envs = "continuous"', 'envs = "continous"', "continous"),
-        (
-            'backends = ["gymnax", "envpool"]',
-            'backends = ["gymnax", "brax"]',
-            r"exp7's backends = \['gymnax', 'brax'\]",
-        ),
-        (
-            'backends = ["gymnax", "envpool"]',
-            'backends = ["envpool", "envpool"]',
-            "exp7's backends",
-        ),
-        ('backends = ["gymnax", "envpool"]', 'backends = "envpool"', "exp7's backends = 'envpool'"),
-        (
-            'envs = ["HalfCheetah-v4", "Hopper-v4"]',
-            'envs = ["HalfCheetah-v4", "Pendulum-v1"]',
-            "Pendulum-v1 on envpool",
-        ),
-        (
-            'backends = ["envpool"]',
-            'backends = ["gymnax"]',
-            "runs HalfCheetah-v4, Hopper-v4 on gymnax",
-        ),
-        ('"Walker2d-v4"]\n', '"Walker2d-v4", "Hopper-v4"]\n', "envpool_envs lists Hopper-v4 twice"),
-        ('"Walker2d-v4"]\n', '"Walker2d-v4@envpool"]\n', "Walker2d-v4@envpool twice, or with an @"),
-        # a learning experiment's configurations
-        (
-            '"Acrobot-v1" = [-86.36, 1.32]',
-            '"Acrobot-v1" = [-86.36]',
-            "returns of Acrobot-v1 = \\[-86.36\\]",
-        ),
-        ('"Acrobot-v1" = [-86.36, 1.32]', '"Acrobot-v1" = [-86.36, -1]', "returns of Acrobot-v1"),
-        ('"Acrobot-v1" = [-86.36, 1.32]', '"Acrobot-v1" = ["a", 1]', "returns of Acrobot-v1"),
-        ('"Acrobot-v1" = [-86.36, 1.32]', '"Acrobot-v1" = [nan, 1]', "returns of Acrobot-v1"),
-        (
-            '"Acrobot-v1" = [-86.36, 1.32]',
-            '"Acrobat-v1" = [-86.36, 1.32]',
-            "'Acrobat-v1', not an env of the study",
-        ),
-        (
-            '"Hopper-v4@envpool" = [',
-            '"Hopper-v4@brax" = [',
-            "'Hopper-v4@brax', not an env of the study",
-        ),
-        ('"Hopper-v4@envpool" = [', '"CartPole-v1" = [', "exp9 lists CartPole-v1 in two configs"),
-    ],
-)
-def test_a_bad_experiment_is_named(tmp_path, old, new, named):
-    with pytest.raises(ValueError, match=named):
-        study.parse(edited_study(tmp_path, old, new))
-
-
-def test_the_analysis_roles_as_committed():
-    """The headline experiment, the figures of each experiment and the platform comparison that repeats exp1."""
-    assert STUDY.headline == "exp1"
-    assert set(STUDY.platforms) == {"exp4"} and STUDY.platforms["exp4"].repeats == "exp1"
-    assert (
-        STUDY.platforms["exp4"].figures == ("tags",) and "exp4" not in STUDY.experiments
-    )  # bench.sh runs no exp4
-    assert STUDY.experiments["exp1"].figures[:2] == ("total", "speedups")
-    assert all(exp.figures for exp in STUDY.experiments.values())
-
-
-@pytest.mark.parametrize(
-    "old,new,named",
-    [
-        ('headline = "exp1"', 'headline = "exp99"', "headline = 'exp99'"),
-        ('repeats = "exp1"', 'repeats = "exp4"', "platform exp4 repeats 'exp4'"),
-        ('figures = ["compile_modes"]', 'figures = "compile_modes"', "exp3's figures"),
-        ("[platforms.exp4]", "[platforms.exp1]", "both an experiment and a platform"),
-        ('tables = ["exp1", "exp6", "exp7"]', 'tables = ["exp1", "exp99"]', "tables lists 'exp99'"),
-        ('tables = ["exp1", "exp6", "exp7"]', 'tables = "exp6"', "tables = 'exp6'"),
-        (
-            'tables = ["exp1", "exp6", "exp7"]',
-            'tables = ["exp2"]',
-            "exp2, which has no sync-off runs",
-        ),
-    ],
-)
-def test_a_bad_analysis_role_is_named(tmp_path, old, new, named):
-    with pytest.raises(ValueError, match=named):
-        study.parse(edited_study(tmp_path, old, new))
-
-
-def test_the_roles_have_defaults(tmp_path):
-    """No [analysis] table: the first experiment is the headline and the README's tables are its; no [platforms]: no
-    platform comparison."""
-    text = study.DEFAULT_PATH.read_text()
-    text = text.split("# Platform comparisons")[
-        0
-    ]  # drops [platforms.exp4] and [analysis], the last tables
-    path = tmp_path / "study.toml"
-    path.write_text(text)
-    parsed = study.parse(path)
-    assert parsed.headline == next(iter(parsed.experiments)) and parsed.platforms == {}
-    assert parsed.tables == (parsed.headline,)
-
-
-def test_an_experiment_may_list_gymnax_and_expensive_envs(tmp_path):
-    path = edited_study(
-        tmp_path, 'envs = ["Acrobot-v1"]', 'envs = ["Acrobot-v1", "Craftax-Symbolic-v1"]'
-    )
-    assert study.parse(path).experiments["exp3"].envs == ("Acrobot-v1", "Craftax-Symbolic-v1")
-
-
-def test_a_study_without_expensive_or_continuous_envs(tmp_path):
-    text = study.DEFAULT_PATH.read_text().split("[experiments.exp5]")[
-        0
-    ]  # exp5, exp6 and the roles dropped
-    path = tmp_path / "study.toml"
-    for key in ("expensive_envs", "continuous_envs", "envpool_envs"):
-        text = text.replace(f"\n{key} = [", f"\n# {key} = [")
-    path.write_text(text)
-    parsed = study.parse(path)
-    assert parsed.expensive_envs == parsed.continuous_envs == parsed.envpool_envs == ()
-    assert parsed.every_env == STUDY.envs and all(
-        exp.backends == ("gymnax",) for exp in parsed.experiments.values()
-    )
-
-
-def test_a_new_framework_adds_its_pairs(tmp_path):
-    fake = study.parse(fake_study(tmp_path))
-    assert list(fake.frameworks)[-1] == "fake"
-    assert {pair for pair in fake.pairs if "fake" in pair} == {
-        ("fake", fw) for fw in STUDY.frameworks
-    }
-    assert len(fake.pairs) == len(STUDY.pairs) + len(STUDY.frameworks) and set(STUDY.pairs) < set(
-        fake.pairs
-    )
+    """A copy of study.toml with a framework more appended (it reuses ppo_linen.py as its script)."""
+    return write_study(tmp_path, study.DEFAULT_PATH.read_text() + FAKE_FRAMEWORK)
 
 
 def test_the_study_file_can_be_swapped(tmp_path, monkeypatch):
-    monkeypatch.setenv(study.PATH_VARIABLE, str(fake_study(tmp_path)))
-    assert "fake" in study.load().frameworks
+    monkeypatch.delenv(study.PATH_VARIABLE, raising=False)
+    assert study.load().path == study.DEFAULT_PATH
+    monkeypatch.setenv(study.PATH_VARIABLE, str(write_study(tmp_path, study_text(LISTS, BASE))))
+    assert study.load() == study.parse(tmp_path / "study.toml")
 
 
 @pytest.mark.slow
 def test_a_new_framework_is_parametrised_in_the_script_tests(tmp_path):
-    """The script tests take their frameworks and compile modes from the study: a fifth one is collected too."""
+    """The script tests take their frameworks and compile modes from the study: one more is collected too."""
     env = {**os.environ, study.PATH_VARIABLE: str(fake_study(tmp_path))}
     cmd = [sys.executable, "-m", "pytest", "--collect-only", "-q", "tests/test_scripts.py"]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
@@ -347,19 +373,45 @@ def test_a_new_framework_is_parametrised_in_the_script_tests(tmp_path):
     assert "fake" not in plain.stdout
 
 
-def test_no_file_points_outside_the_repository():
-    """Users have README.md and METHODOLOGY.md; no tracked file may send them to the developers' brief."""
-    brief = "DESIGN" + ".md"  # spelled in two parts so that this file does not match itself
-    tracked = subprocess.run(
-        ["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True
-    ).stdout.split()
-    if not tracked:
-        pytest.skip("not a git checkout")
-    offenders = [
-        name
-        for name in tracked
-        if not name.startswith("results/")
-        and (ROOT / name).is_file()
-        and brief in (ROOT / name).read_text(errors="ignore")
-    ]
-    assert offenders == []
+# ------------------------------------------------------------------------------------- the committed study
+@pytest.fixture(scope="module")
+def committed() -> study.Study:
+    return study.parse(study.DEFAULT_PATH)
+
+
+def test_each_framework_has_its_script_and_modes_to_compare(committed):
+    for framework in committed.frameworks.values():
+        assert (ROOT / framework.script).exists()
+        assert len(set(framework.compile)) == len(framework.compile) >= 2
+
+
+def test_every_env_of_the_study_is_one_the_adapters_make_and_an_experiment_runs(committed):
+    """The env timing times every env of the study: each must be run by some experiment, and each envpool id be one
+    the adapter can make."""
+    import env_adapters
+
+    assert set(committed.envpool_envs) <= set(env_adapters.ENVPOOL_ENVS)
+    run = {env for exp in committed.experiments.values() for env in exp.envs}
+    assert set(committed.every_env) == run
+
+
+def test_the_iteration_windows_do_not_overlap(committed):
+    windows = sorted(committed.windows.values(), key=lambda window: window.first)
+    for window, following in zip(windows, windows[1:]):
+        assert window.last is not None and window.first <= window.last < following.first
+    assert committed.steady in windows
+
+
+def test_each_learning_experiment_fixes_its_runs_and_draws_its_curves(committed):
+    """A learning experiment (one with configs) draws the learning figure; each configuration fixes its own number
+    of env steps."""
+    learning = [exp for exp in committed.experiments.values() if exp.configs]
+    assert learning
+    for exp in learning:
+        assert "learning" in exp.figures
+        assert all("--num-iterations" in config.args for config in exp.configs)
+
+
+def test_every_experiment_and_platform_draws_something(committed):
+    assert all(exp.figures for exp in committed.experiments.values())
+    assert all(platform.figures for platform in committed.platforms.values())
