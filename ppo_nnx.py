@@ -35,7 +35,7 @@ MODEL_SIZES = {"small": (64, 64), "medium": (256, 256, 256), "large": (1024,) * 
 
 @dataclass(frozen=True)
 class Args:
-    """PPO in Flax NNX on gymnax (or envpool's CPU envs): trains an agent, logs to TensorBoard."""
+    """PPO in Flax NNX on gymnax (or envpool's CPU envs): trains one agent, logs to TensorBoard"""
 
     exp_name: str = os.path.basename(__file__)[: -len(".py")]
     """the name of this experiment (with --track, the W&B group if set; else the group is --tag)"""
