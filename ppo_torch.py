@@ -41,7 +41,6 @@ import tyro
 from tensorboardX import SummaryWriter
 
 FRAMEWORK = "torch"
-# the torch.compile options of the compiled modes
 COMPILED = {"compile": {}, "cudagraphs": dict(mode="reduce-overhead")}
 MODEL_SIZES = {"small": (64, 64), "medium": (256, 256, 256), "large": (1024,) * 6}
 
@@ -97,9 +96,8 @@ class Args:
     norm_reward: bool = False
     """scale the rewards by the running std of their discounted return (env_adapters.py)"""
     compile: Literal["compile", "env-jit", "torchscript", "none", "cudagraphs"] = "compile"
-    """compile: torch.compile of the minibatch step and the rollout's end, the env jitted; env-jit:
-    eager torch, the env jitted; torchscript: the policy step traced (torch.jit.trace), the update
-    eager; none: eager torch, the env op by op; cudagraphs: compile, CUDA graphs (needs a GPU)"""
+    """torch.compile the update; env-jit: eager, env jitted; torchscript: traced policy; none: op
+    by op; cudagraphs: compile with CUDA graphs (GPU only)"""
     device: Literal["auto", "cpu", "cuda"] = "auto"
     """where torch and JAX run (one device: DLPack is zero-copy); auto: cuda when both see a GPU"""
     sync_timing: bool = True
@@ -301,9 +299,11 @@ PACKED_FIELDS = ("obs", "reward", "terminated", "truncated", "final_obs", "episo
 PACKED_FIELDS += ("episode_length",)
 
 
-def pack(xp, runner: Runner, env_fields):
-    """runner.obs and step_envs' env fields in PACKED_FIELDS' layout; xp: jax.numpy or NumPy."""
-    return xp.concatenate([xp.ravel(x).astype(xp.float32) for x in (runner.obs, *env_fields)])
+def env_step_packed(env, env_params, runner: Runner, action):
+    """step_envs, its next obs and env fields packed in PACKED_FIELDS' layout."""
+    runner, env_fields = step_envs(env, env_params, runner, action)
+    fields = (runner.obs, *env_fields)
+    return runner, jnp.concatenate([x.ravel().astype(jnp.float32) for x in fields])
 
 
 def unpack(packed, num_envs: int):
@@ -314,38 +314,6 @@ def unpack(packed, num_envs: int):
     for name in ("obs", "final_obs"):
         fields[name] = fields[name].unflatten(-1, (num_envs, -1))
     return list(fields.values())
-
-
-def env_step_packed(env, env_params, runner: Runner, action):
-    """step_envs, its outputs packed."""
-    runner, env_fields = step_envs(env, env_params, runner, action)
-    return runner, pack(jnp, runner, env_fields)
-
-
-def host_reset(env, num_envs: int) -> Runner:
-    """reset_envs for envpool in NumPy on the host, as CleanRL steps it: no JAX states or key."""
-    obs, _ = env.reset_host()
-    zeros = np.zeros(num_envs, np.float32)
-    return Runner(None, obs.reshape(num_envs, -1), zeros, np.zeros(num_envs, np.int32), None)
-
-
-def host_step_packed(env, runner: Runner, action):
-    """env_step_packed for envpool in NumPy on the host: step_envs' arithmetic, the same layout."""
-    action = np.asarray(action)
-    num_envs = action.shape[0]
-    if env.continuous:
-        action = np.clip(action, *env.action_bounds)
-    obs, _, reward, terminated, truncated, final_obs = env.step_host(action)
-    done = terminated | truncated
-    episode_return = runner.episode_return + reward
-    episode_length = runner.episode_length + 1
-    running_return = np.where(done, np.float32(0), episode_return)
-    running_length = np.where(done, np.int32(0), episode_length)
-    next_runner = Runner(None, obs.reshape(num_envs, -1), running_return, running_length, None)
-    ended_return = np.where(done, episode_return, np.float32(0))
-    ended_length = np.where(done, episode_length, np.int32(0))
-    env_fields = (reward, terminated, truncated, final_obs, ended_return, ended_length)
-    return next_runner, pack(np, next_runner, env_fields)
 
 
 # ---------------------------------------------------------------------------------------- rollout
@@ -375,8 +343,7 @@ class Batch(NamedTuple):
 
 
 class AgentSteps(NamedTuple):
-    """The agent's calls as --compile sets them up (agent_steps), and torch's generator: what the
-    JAX scripts' TrainState (or modules) and key are to their rollout and update."""
+    """What the JAX scripts' TrainState and key are to their rollout and update."""
 
     policy: Callable
     finish: Callable
@@ -387,15 +354,13 @@ class AgentSteps(NamedTuple):
 
 @torch.no_grad()
 def rollout(env_step, args: Args, steps: AgentSteps, runner: Runner):
-    """Collects num_steps x num_envs transitions, then computes GAE; all on the device. env_step is
-    the jitted env_step_packed (or the host's): torch calls the JAX env step by step, where the JAX
-    scripts trace step_envs into their scan."""
+    """Collects num_steps x num_envs transitions, then computes GAE. env_step: env_step_packed
+    jitted (or the host's), called step by step where the JAX scripts scan step_envs."""
     device = steps.generator.device
     shape = (args.num_steps, args.num_envs, steps.num_actions)
     noise = torch.rand(shape, generator=steps.generator, device=device)
     # log(0) and ndtri(0) would be -inf in the sampling
     noise.clamp_(min=torch.finfo(noise.dtype).tiny)
-    # JAX (or NumPy) -> torch, zero-copy on one device
     obs = torch.from_dlpack(runner.obs).to(device)
     stepped = []
     for step in range(args.num_steps):
@@ -606,8 +571,9 @@ def main():
         torch.manual_seed(args.seed)
         # action sampling and minibatch order
         generator = torch.Generator(device).manual_seed(args.seed)
-        # envpool in NumPy on the host, as CleanRL steps it; normalised: through JAX
         if args.env_backend == "envpool" and not (args.norm_obs or args.norm_reward):
+            from ppo_torch_envpool import host_reset, host_step_packed
+
             runner, env_step = host_reset(env, args.num_envs), partial(host_step_packed, env)
         else:
             runner = reset_envs(env, env_params, jax.random.key(args.seed), args.num_envs)
