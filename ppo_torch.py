@@ -545,7 +545,6 @@ def main():
         flags = f"--device {args.device} --compile {args.compile}"
         raise ValueError(f"{flags}: no GPU; use --device cpu --compile compile")
     device = torch.device("cuda" if gpu and args.device != "cpu" else "cpu")
-    # JAX on torch's device: DLPack is zero-copy
     jax.config.update("jax_default_device", jax.devices("gpu" if gpu else "cpu")[0])
     run_name = f"{args.env}__{FRAMEWORK}__{args.model_size}__{args.compile}__{args.seed}"
     run_name += f"__{int(time.time())}"
@@ -554,7 +553,6 @@ def main():
     config = {**asdict(args), "framework": FRAMEWORK, "batch_size": args.batch_size}
     config["minibatch_size"] = args.batch_size // args.num_minibatches
     config["device_name"] = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
-    # every core, unless OMP_NUM_THREADS says otherwise
     config["torch_threads"] = torch.get_num_threads()
     book.start(config, run_dir)  # config.json: the config, the command line, versions, machine
     if args.track:
@@ -569,7 +567,6 @@ def main():
         table = "\n".join(f"|{key}|{value}|" for key, value in asdict(args).items())
         writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
         torch.manual_seed(args.seed)
-        # action sampling and minibatch order
         generator = torch.Generator(device).manual_seed(args.seed)
         if args.env_backend == "envpool" and not (args.norm_obs or args.norm_reward):
             from ppo_torch_envpool import host_reset, host_step_packed
