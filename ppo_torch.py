@@ -96,8 +96,8 @@ class Args:
     norm_reward: bool = False
     """scale the rewards by the running std of their discounted return (env_adapters.py)"""
     compile: Literal["compile", "env-jit", "torchscript", "none", "cudagraphs"] = "compile"
-    """torch.compile the update; env-jit: eager, env jitted; torchscript: traced policy; none: op
-    by op; cudagraphs: compile with CUDA graphs (GPU only)"""
+    """compile: torch.compile the update; env-jit: eager, env jitted; torchscript: traced policy;
+    none: op by op; cudagraphs: compile with CUDA graphs (needs a GPU)"""
     device: Literal["auto", "cpu", "cuda"] = "auto"
     """where torch and JAX run (one device: DLPack is zero-copy); auto: cuda when both see a GPU"""
     sync_timing: bool = True
