@@ -569,7 +569,7 @@ def main():
         torch.manual_seed(args.seed)
         generator = torch.Generator(device).manual_seed(args.seed)
         if args.env_backend == "envpool" and not (args.norm_obs or args.norm_reward):
-            from ppo_torch_envpool import host_reset, host_step_packed
+            from envpool_host import host_reset, host_step_packed
 
             runner, env_step = host_reset(env, args.num_envs), partial(host_step_packed, env)
         else:

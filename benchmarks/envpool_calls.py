@@ -4,7 +4,7 @@ envpool's envs run in C++ on the CPU. A JAX rollout (one jitted lax.scan) can re
 torch rollout (a Python loop) in one. This times, in microseconds per env step of num_envs envs:
 - "numpy step": the bare NumPy API, `pool.step(actions)`: envpool's own cost and the floor of any pattern;
 - "step_host": env_adapters.Envpool.step_host, the NumPy step plus the same-step reset of the done envs;
-- "torch host step": ppo_torch_envpool.host_step_packed, what ppo_torch.py calls per step (the episode counts
+- "torch host step": envpool_host.host_step_packed, what ppo_torch.py calls per step (the episode counts
   and the packing too);
 - "adapter in scan": env_adapters.Envpool.step inside a jitted 256-step lax.scan, what the JAX scripts run
   (step_host through buffer_callback);
@@ -37,7 +37,7 @@ import numpy as np
 from jax.experimental import io_callback
 
 import env_adapters
-import ppo_torch_envpool
+import envpool_host
 from atomic import write_json
 
 SCAN_STEPS = 256
@@ -73,11 +73,11 @@ def host_patterns(env_id: str, num_envs: int, threads: int) -> dict:
     env, _ = env_adapters.make_envpool(env_id, num_envs, seed=0, num_threads=threads)
     actions = random_actions(env, num_envs)
     _, steps = env.reset(None)
-    runner = ppo_torch_envpool.host_reset(env, num_envs)
+    runner = envpool_host.host_reset(env, num_envs)
 
     def torch_host_step():
         nonlocal runner
-        runner = ppo_torch_envpool.host_step_packed(env, runner, actions)[0]
+        runner = envpool_host.host_step_packed(env, runner, actions)[0]
 
     return {
         "numpy step": (lambda: env.pool.step(actions.astype(env.action_dtype)), 1),

@@ -29,7 +29,7 @@ from test_scripts import (
 )
 
 import env_adapters
-import ppo_torch_envpool
+import envpool_host
 from helpers import ENV_FIELDS, STUDY, TINY, only_run_dir, read_json, run_script, scalar_series
 
 pytestmark = pytest.mark.filterwarnings(
@@ -350,10 +350,10 @@ def torch_host_rollout(env_id: str, actions):
     loop passes them), unpacked."""
     module = MODULES["torch"]
     env, _ = module.make_env(env_id, "envpool", PARITY_NUM_ENVS, PARITY_SEED, 1)
-    runner = ppo_torch_envpool.host_reset(env, PARITY_NUM_ENVS)
+    runner = envpool_host.host_reset(env, PARITY_NUM_ENVS)
     reset_obs, steps = runner.obs.copy(), []
     for action in actions:
-        runner, packed = ppo_torch_envpool.host_step_packed(env, runner, action)
+        runner, packed = envpool_host.host_step_packed(env, runner, action)
         assert packed.dtype == np.float32
         steps.append(unpack(packed))
     return reset_obs, [np.stack(x) for x in zip(*steps)]
