@@ -27,6 +27,15 @@ from analysis.errors import BadInput
 from analysis.escape import from_csv
 from study import BACKENDS, Study, env_label
 
+# What reading a CSV file that is not one of this tool's (missing, binary, empty, malformed) raises
+CSV_READ_ERRORS = (
+    OSError,
+    ValueError,
+    UnicodeDecodeError,
+    pd.errors.ParserError,
+    pd.errors.EmptyDataError,
+)
+
 CONFIG_COLUMNS = [
     "env",
     "framework",
@@ -181,13 +190,7 @@ def read_csv(flag: str, path: str, what: str, **options) -> pd.DataFrame:
     empty, binary or not CSV."""
     try:
         return from_csv(pd.read_csv(path, **options))
-    except (
-        OSError,
-        ValueError,
-        UnicodeDecodeError,
-        pd.errors.ParserError,
-        pd.errors.EmptyDataError,
-    ) as e:
+    except CSV_READ_ERRORS as e:
         reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise BadInput(f"{flag} {path} is not a {what} of plot_results.py ({reason})") from None
 

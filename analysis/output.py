@@ -32,7 +32,7 @@ import pandas as pd
 
 from analysis.errors import BadInput
 from analysis.escape import from_csv
-from analysis.loading import run_keys
+from analysis.loading import CSV_READ_ERRORS, run_keys
 from atomic import (
     current_umask,
     deferred_signals,
@@ -132,13 +132,7 @@ def old_table(path: Path, name: str) -> pd.DataFrame:
         old = from_csv(
             old
         )  # its text as written from (analysis/escape.py): the keys of the new table's rows
-    except (
-        OSError,
-        ValueError,
-        UnicodeDecodeError,
-        pd.errors.ParserError,
-        pd.errors.EmptyDataError,
-    ) as e:
+    except CSV_READ_ERRORS as e:
         raise ValueError(f"{name} cannot be read ({type(e).__name__})") from None
     for column, value in ADDED_KEYS.items():
         if column in wanted and column not in old:
