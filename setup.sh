@@ -111,7 +111,7 @@ install_torch() {
 }
 
 stamp_text() {
-  echo "lock $(sha256sum "$LOCK" | cut -d' ' -f1) torch $1 $(torch_pin)"
+  echo "lock $(sha256sum "$LOCK" requirements.txt | cut -d' ' -f1 | tr '\n' ' ')torch $1 $(torch_pin)"
 }
 
 set_up() {
@@ -131,7 +131,10 @@ set_up() {
   say "installing the pinned packages into $VENV (torch: $build build; a few minutes the first time)"
   install_torch "$build"
   # pip's whole output goes to a log; a line per package shows progress (pipefail keeps pip's exit status)
-  "$VENV/bin/pip" install --progress-bar off -r "$LOCK" 2>&1 | tee "$VENV/pip-install.log" \
+  # requirements.txt too: what it asks for is then installed even where the lock lacks it (the tests refuse
+  # such a lock: ./setup.sh lock)
+  "$VENV/bin/pip" install --progress-bar off -r "$LOCK" -r requirements.txt 2>&1 \
+    | tee "$VENV/pip-install.log" \
     | awk '/^(Collecting|Successfully|ERROR)/ { print; fflush() }' >&2
   stamp_text "$build" >"$STAMP"
   say "set up in $((SECONDS - started)) s"

@@ -88,7 +88,9 @@ def test_setup_installs_torch_then_the_lock_once(tmp_path):
     assert first.returncode == 0, first.stderr
     calls = pip_calls(repo)
     assert calls[0] == "pip install -q torch==2.13.0"
-    assert calls[1].startswith("pip install --progress-bar off -r requirements.lock")
+    assert calls[1].startswith(
+        "pip install --progress-bar off -r requirements.lock -r requirements.txt"
+    )
     # the CPU index did not answer the probe: one line says so, and pip never tried it
     assert "cannot be reached" in first.stderr
     assert not any("download.pytorch.org" in call for call in calls)
@@ -102,6 +104,11 @@ def test_setup_installs_torch_then_the_lock_once(tmp_path):
     changed = run_setup(repo, "run", "true")
     assert changed.returncode == 0, changed.stderr
     assert len(pip_calls(repo)) == len(calls) + 2
+
+    with open(repo / "requirements.txt", "a") as requirements:
+        requirements.write("# changed\n")
+    assert run_setup(repo, "run", "true").returncode == 0
+    assert len(pip_calls(repo)) == len(calls) + 4, "a changed requirements.txt is installed again"
 
 
 def test_a_gpu_machine_gets_the_cuda_build_and_jax_plugin(tmp_path):
