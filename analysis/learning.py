@@ -12,7 +12,7 @@ the median over seeds counts it as infinitely slow, and the speedups pair only r
 import numpy as np
 import pandas as pd
 
-from analysis.speedups import PAIR_KEYS, cell_statistics, pairwise
+from analysis.speedups import CELL_STATISTICS, PAIR_KEYS, cell_statistics, pairwise
 from study import Study
 
 RETURN = "charts/episodic_return"
@@ -191,15 +191,4 @@ def learning_speedups(learned: pd.DataFrame, study: Study) -> pd.DataFrame:
             rows.append(
                 {"target": target, "experiment": experiment, "pair": pair, **cell_statistics(cell)}
             )
-    columns = [
-        "target",
-        "experiment",
-        "pair",
-        "geomean",
-        "median",
-        "ci_low",
-        "ci_high",
-        "n_pairs",
-        "n_clusters",
-    ]
-    return pd.DataFrame(rows, columns=columns)
+    return pd.DataFrame(rows, columns=["target", "experiment", "pair", *CELL_STATISTICS])

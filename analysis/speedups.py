@@ -31,19 +31,9 @@ ENV_COST_METRICS = (
     "total",
     "steady",
 )  # sync off: every env of the study, the expensive ones included
-SPEEDUP_COLUMNS = [
-    "metric",
-    "experiment",
-    "backend",
-    "size",
-    "pair",
-    "geomean",
-    "median",
-    "ci_low",
-    "ci_high",
-    "n_pairs",
-    "n_clusters",
-]
+# cell_statistics' columns, after each table's keys
+CELL_STATISTICS = ["geomean", "median", "ci_low", "ci_high", "n_pairs", "n_clusters"]
+SPEEDUP_COLUMNS = ["metric", "experiment", "backend", "size", "pair", *CELL_STATISTICS]
 ENV_COST_COLUMNS = [
     "metric",
     "size",
