@@ -92,9 +92,9 @@ class Args:
     norm_adv: bool = True
     """normalise the advantages of each minibatch"""
     norm_obs: bool = False
-    """normalise the observations by their running mean and variance (env_adapters.py)"""
+    """normalise the observations by their running mean and variance (env_normalize.py)"""
     norm_reward: bool = False
-    """scale the rewards by the running std of their discounted return (env_adapters.py)"""
+    """scale the rewards by the running std of their discounted return (env_normalize.py)"""
     compile: Literal["compile", "env-jit", "torchscript", "none", "cudagraphs"] = "compile"
     """compile: torch.compile the update; env-jit: eager, env jitted; torchscript: traced policy;
     none: op by op; cudagraphs: compile with CUDA graphs (needs a GPU)"""
@@ -342,29 +342,30 @@ class Batch(NamedTuple):
     returns: torch.Tensor
 
 
-class AgentSteps(NamedTuple):
-    """What the JAX scripts' TrainState and key are to their rollout and update."""
+class TrainState(NamedTuple):
+    """The JAX scripts' TrainState and key, in torch: the agent, its optimizer and random stream,
+    and its policy and minibatch steps as --compile sets them up (make_train_state)."""
 
-    policy: Callable
-    finish: Callable
-    minibatch: Callable
+    agent: Agent
+    optimizer: torch.optim.Optimizer
     generator: torch.Generator
-    num_actions: int
+    policy: Callable
+    minibatch_step: Callable
 
 
 @torch.no_grad()
-def rollout(env_step, args: Args, steps: AgentSteps, runner: Runner):
+def rollout(env_step, args: Args, state: TrainState, runner: Runner):
     """Collects num_steps x num_envs transitions, then computes GAE. env_step: env_step_packed
-    jitted (or the host's), called step by step where the JAX scripts scan step_envs."""
-    device = steps.generator.device
-    shape = (args.num_steps, args.num_envs, steps.num_actions)
-    noise = torch.rand(shape, generator=steps.generator, device=device)
+    jitted (or envpool_host's), called step by step where the JAX scripts scan step_envs."""
+    device = state.generator.device
+    shape = (args.num_steps, args.num_envs, state.agent.num_actions)
+    noise = torch.rand(shape, generator=state.generator, device=device)
     # log(0) and ndtri(0) would be -inf in the sampling
     noise.clamp_(min=torch.finfo(noise.dtype).tiny)
     obs = torch.from_dlpack(runner.obs).to(device)
     stepped = []
     for step in range(args.num_steps):
-        action, logprob, value = steps.policy(obs, noise[step])
+        action, logprob, value = state.policy(obs, noise[step])
         env_action = np.from_dlpack(action) if action.is_cpu else jnp.from_dlpack(action)
         runner, packed = env_step(runner, env_action)
         # on a CPU, through NumPy: faster than from JAX
@@ -372,15 +373,9 @@ def rollout(env_step, args: Args, steps: AgentSteps, runner: Runner):
         stepped.append((obs, action, logprob, value, packed))
         obs = packed[: obs.numel()].view(obs.shape)
     obs, action, logprob, value, packed = [torch.stack(x) for x in zip(*stepped)]
-    env_fields = unpack(packed, args.num_envs)[1:]
-    batch, episode_stats = steps.finish(Transition(obs, action, logprob, value, *env_fields))
-    return runner, batch, episode_stats
-
-
-def finish_rollout(agent: Agent, args: Args, t: Transition):
-    """The rollout's end, as in the JAX scripts: V(final obs), GAE, the batch; compiled as one."""
+    t = Transition(obs, action, logprob, value, *unpack(packed, args.num_envs)[1:])
     # V(pre-reset next observation): the next value within an episode, the bootstrap when truncated
-    final_values = agent.get_value(t.final_obs)
+    final_values = state.agent.get_value(t.final_obs)
     terminated, truncated = t.terminated > 0, t.truncated > 0
     advantages, returns = compute_gae(
         t.reward, t.value, final_values, terminated, truncated, args.gamma, args.gae_lambda
@@ -391,12 +386,10 @@ def finish_rollout(agent: Agent, args: Args, t: Transition):
     num_episodes = (terminated | truncated).sum()
     episode_stats = {"episodic_return": t.episode_return.sum() / num_episodes}
     episode_stats["episodic_length"] = t.episode_length.sum() / num_episodes
-    return batch, episode_stats
+    return runner, batch, episode_stats
 
 
 # -------------------------------------------------------------------------------------------- GAE
-# eager: Dynamo would unroll the loop (slow to compile); a compiled torch scan ran slower
-@torch.compiler.disable
 def compute_gae(rewards, values, final_values, terminated, truncated, gamma, gae_lambda):
     """GAE over (num_steps, num_envs); final_values: V(pre-reset next obs), not for a terminated."""
     deltas = rewards + gamma * final_values * ~terminated - values
@@ -468,12 +461,12 @@ def minibatch_step(agent: Agent, optimizer: torch.optim.Optimizer, args: Args, m
     return metrics
 
 
-def update(args: Args, lr_schedule, steps: AgentSteps, batch: Batch, first_step, permutations=None):
+def update(args: Args, lr_schedule, state: TrainState, batch: Batch, first_step, permutations=None):
     """update_epochs epochs of num_minibatches minibatches, in the given orders (or random). The
     optimizer's step count (first_step) is the host's: the JAX scripts keep it in their state."""
-    device = steps.generator.device
+    device = state.generator.device
     if permutations is None:
-        draw = partial(torch.randperm, args.batch_size, generator=steps.generator, device=device)
+        draw = partial(torch.randperm, args.batch_size, generator=state.generator, device=device)
         permutations = torch.stack([draw() for _ in range(args.update_epochs)])
     step_ids = first_step + torch.arange(args.update_epochs * args.num_minibatches, device=device)
     lrs = torch.as_tensor(lr_schedule(step_ids), dtype=torch.float32, device=device)
@@ -483,7 +476,7 @@ def update(args: Args, lr_schedule, steps: AgentSteps, batch: Batch, first_step,
         shape = (args.num_minibatches, -1)
         minibatches = Batch(*[x[perm].reshape(*shape, *x.shape[1:]) for x in batch])
         for mb in zip(*minibatches):
-            mb_metrics = steps.minibatch(Batch(*mb), lrs[len(metrics)])
+            mb_metrics = state.minibatch_step(Batch(*mb), lrs[len(metrics)])
             metrics.append(torch.stack(list(mb_metrics.values())))
     metrics = dict(zip(mb_metrics, torch.stack(metrics).mean(0)))
     var_returns = batch.returns.var(correction=0)
@@ -493,15 +486,16 @@ def update(args: Args, lr_schedule, steps: AgentSteps, batch: Batch, first_step,
     return metrics
 
 
-def agent_steps(args: Args, agent: Agent, optimizer, obs, generator) -> AgentSteps:
-    """The policy step, the rollout's end and the minibatch step as --compile sets them up."""
-    policy, finish, minibatch = agent.get_action_and_value, finish_rollout, minibatch_step
+def make_train_state(args: Args, agent: Agent, optimizer, generator, obs) -> TrainState:
+    """The agent's policy and minibatch steps as --compile sets them up."""
+    policy = agent.get_action_and_value
+    step = minibatch_step
     options = dict(dynamic=False, **COMPILED.get(args.compile, {}))
     if args.compile in COMPILED:
-        # static shapes: each compiles once, in iteration 0; the backward in the forward's graph;
-        # compiled before partial binds their arguments: one code object each
+        # static shapes: compiled once, in iteration 0, the backward in the forward's graph;
+        # compiled before partial binds its arguments: one code object for every agent
         torch._dynamo.config.trace_autograd_ops = True
-        finish, minibatch = torch.compile(finish, **options), torch.compile(minibatch, **options)
+        step = torch.compile(step, **options)
     if args.compile in COMPILED and obs.is_cuda:
         policy = torch.compile(policy, fullgraph=True, **options)
     elif args.compile in ("compile", "torchscript"):
@@ -510,8 +504,8 @@ def agent_steps(args: Args, agent: Agent, optimizer, obs, generator) -> AgentSte
     if args.compile == "cudagraphs":
         # a CUDA graph's outputs are overwritten by its next replay: keep copies
         policy = partial(cloned_outputs, policy)
-    finish, minibatch = partial(finish, agent, args), partial(minibatch, agent, optimizer, args)
-    return AgentSteps(policy, finish, minibatch, generator, agent.num_actions)
+    step = partial(step, agent, optimizer, args)
+    return TrainState(agent, optimizer, generator, policy, step)
 
 
 def cloned_outputs(fn, *args):
@@ -537,9 +531,9 @@ def main():
     env_args = (args.env, args.env_backend, args.num_envs, args.seed, args.env_threads)
     env, env_params = make_env(*env_args)
     if args.norm_obs or args.norm_reward:
-        import env_adapters
+        import env_normalize
 
-        env = env_adapters.normalize(env, args.norm_obs, args.norm_reward, args.gamma)
+        env = env_normalize.normalize(env, args.norm_obs, args.norm_reward, args.gamma)
     gpu = torch.cuda.is_available() and jax.default_backend() == "gpu"
     if not gpu and (args.device == "cuda" or args.compile == "cudagraphs"):
         flags = f"--device {args.device} --compile {args.compile}"
@@ -579,9 +573,9 @@ def main():
         agent = Agent(obs_dim, sizes, env.num_actions, env.continuous).to(device)
         optimizer, lr_schedule = make_optimizer(args, agent)
         obs = torch.from_dlpack(runner.obs).to(device)
-        steps = agent_steps(args, agent, optimizer, obs, generator)
-        rollout_fn = partial(rollout, env_step, args, steps)
-        update_fn = partial(update, args, lr_schedule, steps)
+        state = make_train_state(args, agent, optimizer, generator, obs)
+        rollout_fn = partial(rollout, env_step, args)
+        update_fn = partial(update, args, lr_schedule)
         book.setup_done()
         setup_s = time.perf_counter() - START
         print(f"{run_name}: setup {setup_s:.1f}s on {config['device_name']}", flush=True)
@@ -592,14 +586,15 @@ def main():
             last_step = (iteration + 1) * args.update_epochs * args.num_minibatches - 1
             learning_rate = lr_schedule(last_step)
             iteration_start = time.perf_counter()
-            runner, batch, episode_stats = rollout_fn(runner)
+            runner, batch, episode_stats = rollout_fn(state, runner)
             if args.sync_timing:
                 jax.block_until_ready(runner)
                 if device.type == "cuda":
                     torch.cuda.synchronize(device)
             rollout_end = time.perf_counter()
             book.check_signals()  # ...or here
-            losses = update_fn(batch, iteration * args.update_epochs * args.num_minibatches)
+            first_step = iteration * args.update_epochs * args.num_minibatches
+            losses = update_fn(state, batch, first_step)
             if args.sync_timing and device.type == "cuda":
                 torch.cuda.synchronize(device)
             update_end = time.perf_counter()

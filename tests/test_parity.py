@@ -466,11 +466,9 @@ class TorchSide(Side):
         """As main() sets it up: eager (env-jit), or with the policy step traced (torchscript; compile on a CPU)."""
         env_step = jax.jit(partial(ppo_torch.env_step_packed, env, env_params))
         args = replace(self.args, compile="torchscript" if traced else "env-jit")
-        steps = ppo_torch.agent_steps(
-            args, self.agent, self.optimizer, torch.from_dlpack(runner.obs), torch.Generator()
-        )
-        steps.generator.manual_seed(5)
-        return ppo_torch.rollout(env_step, args, steps, runner)[1]
+        obs, generator = torch.from_dlpack(runner.obs), torch.Generator().manual_seed(5)
+        state = ppo_torch.make_train_state(args, self.agent, self.optimizer, generator, obs)
+        return ppo_torch.rollout(env_step, args, state, runner)[1]
 
     def loss_and_grads(self, mb):
         batch = ppo_torch.Batch(**{k: torch.as_tensor(v) for k, v in mb.items()})
@@ -486,9 +484,11 @@ class TorchSide(Side):
         obs = batch.obs[: self.args.num_envs]
         # as main() sets it up (compiled with --compile compile); the generator's device is the
         # update's, the permutations are given
-        steps = ppo_torch.agent_steps(self.args, self.agent, self.optimizer, obs, torch.Generator())
+        state = ppo_torch.make_train_state(
+            self.args, self.agent, self.optimizer, torch.Generator(), obs
+        )
         permutations = torch.as_tensor(permutations, dtype=torch.int64)
-        metrics = ppo_torch.update(self.args, self.lr_schedule, steps, batch, 0, permutations)
+        metrics = ppo_torch.update(self.args, self.lr_schedule, state, batch, 0, permutations)
         return self.own_weights(self.agent), {k: float(v) for k, v in metrics.items()}
 
     @staticmethod

@@ -577,8 +577,8 @@ def test_torch_cudagraphs_without_gpu_is_refused(log_dir):
 
 @pytest.mark.slow
 def test_torch_compile_never_recompiles_after_iteration_0(log_dir):
-    """--compile compile: the rollout's end and the whole minibatch step (and on a GPU the policy step) compile in
-    iteration 0 and are never recompiled (the annealed learning rate is a tensor set in place); TORCH_LOGS reports
+    """--compile compile: the whole minibatch step (and on a GPU the policy step) compiles in
+    iteration 0 and is never recompiled (the annealed learning rate is a tensor set in place); TORCH_LOGS reports
     any recompile."""
     args = [*TINY, "--num-iterations", "4", "--env", "CartPole-v1", "--compile", "compile"]
     proc = run_script(
