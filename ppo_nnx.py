@@ -80,9 +80,9 @@ class Args:
     norm_adv: bool = True
     """normalise the advantages of each minibatch"""
     norm_obs: bool = False
-    """normalise the observations by their running mean and variance (env_adapters.py)"""
+    """normalise the observations by their running mean and variance (env_normalize.py)"""
     norm_reward: bool = False
-    """scale the rewards by the running std of their discounted return (env_adapters.py)"""
+    """scale the rewards by the running std of their discounted return (env_normalize.py)"""
     compile: Literal["cached_partial", "jit", "none"] = "cached_partial"
     """cached_partial: nnx.jit the rollout and the update, modules bound once (nnx.cached_partial);
     jit: the same nnx.jit functions, modules passed on every call; none: op by op (disable_jit)"""
@@ -428,9 +428,9 @@ def main():
     env_args = (args.env, args.env_backend, args.num_envs, args.seed, args.env_threads)
     env, env_params = make_env(*env_args)
     if args.norm_obs or args.norm_reward:
-        import env_adapters
+        import env_normalize
 
-        env = env_adapters.normalize(env, args.norm_obs, args.norm_reward, args.gamma)
+        env = env_normalize.normalize(env, args.norm_obs, args.norm_reward, args.gamma)
     run_name = f"{args.env}__{FRAMEWORK}__{args.model_size}__{args.compile}__{args.seed}"
     run_name += f"__{int(time.time())}"
     run_dir = os.path.join(args.log_dir, run_name)

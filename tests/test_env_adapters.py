@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import env_adapters
+import env_normalize
 import env_timing
 from helpers import ROOT
 
@@ -80,7 +81,7 @@ def test_normalize_follows_purejaxrls_update_rule():
     num_envs, actions = 5, np.random.default_rng(0).integers(0, 2, (7, 5)).astype(np.int32)
     raw, _ = rollout(env, env.params, num_envs, actions)
     normed, _ = rollout(
-        env_adapters.normalize(env, obs=True, reward=True, gamma=GAMMA),
+        env_normalize.normalize(env, obs=True, reward=True, gamma=GAMMA),
         env.params,
         num_envs,
         actions,
@@ -143,7 +144,7 @@ class Outlier:
 def test_normalized_observations_and_rewards_are_clipped_to_ten():
     """CleanRL's continuous PPO (and SB3's VecNormalize) clip both at +-10; so does the wrapper, and the raw
     reward stays in info for the episode returns."""
-    env = env_adapters.normalize(Outlier(), obs=True, reward=True, gamma=0.99)
+    env = env_normalize.normalize(Outlier(), obs=True, reward=True, gamma=0.99)
     _, state = env.reset(jnp.zeros(64), None)
     for step in range(11):
         keys = jax.random.split(jax.random.key(step), 64)
@@ -162,10 +163,10 @@ def test_normalize_each_part_alone_and_off():
     actions = np.ones((4, 3), np.int32)
     raw, _ = rollout(env, env.params, 3, actions)
     obs_only, state = rollout(
-        env_adapters.normalize(env, obs=True, reward=False), env.params, 3, actions
+        env_normalize.normalize(env, obs=True, reward=False), env.params, 3, actions
     )
     reward_only, _ = rollout(
-        env_adapters.normalize(env, obs=False, reward=True), env.params, 3, actions
+        env_normalize.normalize(env, obs=False, reward=True), env.params, 3, actions
     )
     assert (
         state.return_stats is None and state.returns is None and state.obs_stats.mean.shape == (4,)
@@ -176,18 +177,18 @@ def test_normalize_each_part_alone_and_off():
         np.testing.assert_array_equal(o_reward, reward)
         np.testing.assert_array_equal(r_obs, obs)
         np.testing.assert_array_equal(r_info["final_observation"], info["final_observation"])
-    assert env_adapters.normalize(env, obs=False, reward=False) is env
+    assert env_normalize.normalize(env, obs=False, reward=False) is env
 
 
 def test_normalize_passes_the_action_space_through_and_keeps_its_types():
     """A continuous env keeps num_actions, continuous and action_bounds; a jitted step of the wrapper compiles once
     over repeated calls (no weak types in its statistics) and works op by op under jax.disable_jit() too."""
     env = Batch("Pendulum-v1")
-    wrapped = env_adapters.normalize(env, obs=True, reward=True, gamma=0.99)
+    wrapped = env_normalize.normalize(env, obs=True, reward=True, gamma=0.99)
     assert (wrapped.num_actions, wrapped.continuous) == (1, True)
     np.testing.assert_array_equal(wrapped.action_bounds[0], [-2.0])
     np.testing.assert_array_equal(wrapped.action_bounds[1], [2.0])
-    discrete = env_adapters.normalize(Batch("CartPole-v1"), obs=True, reward=True)
+    discrete = env_normalize.normalize(Batch("CartPole-v1"), obs=True, reward=True)
     assert (discrete.num_actions, discrete.continuous, discrete.action_bounds) == (2, False, None)
 
     keys = jax.random.split(jax.random.key(1), 4)
