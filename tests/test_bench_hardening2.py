@@ -194,10 +194,29 @@ def test_sweep_py_sbatch_refuses_a_size_past_its_bound(args, value):
     one_line_refusal(proc, value)
 
 
-def test_bench_sh_and_sweep_py_bound_the_seconds_alike():
-    assert re.search(r"^MAX_SECONDS=(\d+)", (ROOT / "bench.sh").read_text(), re.M)[1] == str(
-        option_checks.MAX_SECONDS
-    )
+@pytest.mark.parametrize("option", ["--timeout", "--kill-after"])
+def test_bench_sh_and_sweep_py_bound_the_seconds_alike(tmp_path, option):
+    """Both take option_checks.MAX_SECONDS and refuse one second more, each naming the value."""
+    bound = option_checks.MAX_SECONDS
+    timeout = [] if option == "--timeout" else ["--timeout", "9"]
+    for seconds, accepted in ((bound, True), (bound + 1, False)):
+        bench = run_bench(
+            *("--dry-run", "--experiments", "exp3", "--log-dir", str(tmp_path / "runs")),
+            *(*timeout, option, str(seconds)),
+            env={**os.environ},
+        )
+        sweep = subprocess.run(
+            [sys.executable, str(ROOT / "sweep.py"), "sbatch", "--experiments", "exp3"]
+            + [*timeout, option, str(seconds)],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+        )
+        for proc in (bench, sweep):
+            if accepted:
+                assert proc.returncode == 0, proc.stderr
+            else:
+                one_line_refusal(proc, str(seconds))
 
 
 # ------------------------------------------------------------- 2: --slurm-args resolved as sbatch resolves it
