@@ -30,6 +30,11 @@ EOF
   "$PYTHON" "$HERE/sweep.py" experiments 2>/dev/null | sed 's/^/  /' || echo "  (see study.toml)"
   cat <<'EOF'
 
+presets (study.toml's [presets]: a sweep by name, the options it sets and the arguments of every run):
+EOF
+  "$PYTHON" "$HERE/sweep.py" presets 2>/dev/null | sed 's/^/  /' || echo "  (see study.toml)"
+  cat <<'EOF'
+
 options:
   --experiments LIST  comma-separated experiments (default: all of the study)
   --frameworks LIST   comma-separated frameworks (default: all of the study)
@@ -43,7 +48,11 @@ options:
   --seeds N           repeats, seeds 1..N (default 3)
   --iterations N      num_iterations of every run (default: the scripts' own)
   --tag TAG           label of every run, e.g. the machine (default: the scripts' own)
-  --log-dir DIR       the runs folder (default runs)
+  --log-dir DIR       the runs folder (default runs; with --preset NAME, runs-NAME)
+  --preset NAME       the sweep of a preset (above): the options it sets and the arguments of every run (ahead of
+                      those after --); an option it sets, or a run argument that would override one of its, may
+                      not be given beside it
+  --smoke             --preset smoke: the quick sweep, into runs-smoke unless --log-dir is given
   --timeout SECONDS   stop a run after this long (SIGTERM, so it saves an "interrupted" summary); it is
                       reported "timed out"
   --kill-after SECONDS  with --timeout: SIGKILL a run this long after its SIGTERM (default 300: one slow
@@ -89,7 +98,8 @@ Slurm (the sweep as a job array; every other option above applies to each task):
 examples:
   ./bench.sh --experiments exp1 --tag linux-h200
   ./bench.sh --shard 0/2 & ./bench.sh --shard 1/2    # two machines or GPUs, one sweep
-  ./bench.sh --envs CartPole-v1 --sizes small --seeds 1 --iterations 2 -- --num-envs 4 --num-steps 16
+  ./bench.sh --smoke                                 # the quick sweep, into runs-smoke/; then its analysis:
+  python plot_results.py runs-smoke --out runs-smoke/analysis
   ./bench.sh --slurm --timeout 1800 --slurm-args "--partition=gpu --gres=gpu:1"   # the study on a cluster
 EOF
 }
@@ -116,24 +126,25 @@ within_max_seconds() {  # within_max_seconds SECONDS (digits, maybe a point): at
 
 # ---------------------------------------------------------------------------------------- options
 LOG_DIR=runs TIMEOUT="" CPUS="" ENV_THREADS="" PYTHON=python ENV_TIMING=1 ENV_TIMING_FILE="" DRY_RUN=0 HELP=0 SLURM=0 SLURM_OPTION=""
-KILL_AFTER_GIVEN=0
+KILL_AFTER_GIVEN=0 LOG_DIR_GIVEN=0 PRESET=""
 SWEEP_ARGS=()  # the matrix options, for sweep.py
 SLURM_ARGS=()  # --slurm-tasks, --slurm-parallel, --slurm-args, for sweep.py sbatch
 EXTRA=()
 
-VALUE_OPTIONS=" --experiments --frameworks --envs --sizes --compile-modes --seeds --iterations --tag --log-dir --timeout --kill-after\
- --cpus --shard --python --env-timing-file --slurm-tasks --slurm-parallel --slurm-args "
+VALUE_OPTIONS=" --experiments --frameworks --envs --sizes --compile-modes --seeds --iterations --tag --preset --log-dir --timeout\
+ --kill-after --cpus --shard --python --env-timing-file --slurm-tasks --slurm-parallel --slurm-args "
 
 check_option() {  # dies on an unknown option
   [[ $VALUE_OPTIONS == *" $1 "* ]] || die "unknown option $(quoted "$1"); valid options:${VALUE_OPTIONS% }" \
-    "--no-env-timing --dry-run --slurm --help (then -- extra run args)"
+    "--smoke --no-env-timing --dry-run --slurm --help (then -- extra run args)"
 }
 
 set_option() {  # set_option --name value
   check_option "$1"
   [[ -n $2 ]] || die "$1 is empty: an empty value names nothing"
   case $1 in
-    --log-dir) LOG_DIR=$2 ;;
+    --log-dir) LOG_DIR=$2 LOG_DIR_GIVEN=1 ;;
+    --preset) PRESET=$2 SWEEP_ARGS+=("$1=$2") ;;  # sweep.py reads the preset; its name makes the default log dir
     --timeout) TIMEOUT=$2 ;;
     --kill-after) KILL_AFTER_S=$2 KILL_AFTER_GIVEN=1 ;;
     --cpus) CPUS=$2 ENV_THREADS=$2 ;;  # CPUS becomes every core when not given; ENV_THREADS stays unset
@@ -153,6 +164,7 @@ parse_args() {
       --dry-run) DRY_RUN=1 ;;
       --no-env-timing) ENV_TIMING=0 ;;
       --slurm) SLURM=1 ;;
+      --smoke) set_option --preset smoke ;;
       --) shift; EXTRA=("$@"); return ;;
       --*=*) set_option "${1%%=*}" "${1#*=}" ;;
       *)
@@ -534,6 +546,7 @@ submit() {  # --slurm: sweep.py writes the sbatch script of the job array; this 
 
 main() {
   parse_args "$@"
+  if [[ -n $PRESET ]] && ((!LOG_DIR_GIVEN)); then LOG_DIR=runs-$PRESET; fi  # a preset's runs apart from the study's
   if ((HELP)); then usage; exit 0; fi
   trap on_signal INT TERM  # from here on, a signal stops the child in progress (run_child), then bench.sh
   trap remove_captured EXIT

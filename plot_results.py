@@ -20,7 +20,8 @@ with the gymnax runs of that env id (a run without env_backend ran on gymnax). W
     learning.csv, learning_speedups.csv
                   the learning experiments (those with configs): final returns against the reference's, and
                   the times to reach it
-    *.png         the figures study.toml lists for each experiment (skipped when the experiment has no runs)
+    *.png         the figures study.toml lists for each experiment (skipped, and REPORT.md says why, when there is
+                  nothing to draw: no runs, or none reach the window drawn); a panel without data says why
     REPORT.md     the tables, the figures, the machines and versions, the runs left out of the speedups, the
                   skipped runs (and, with --previous, the headline speedups of both editions side by side)
 

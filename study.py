@@ -1,4 +1,4 @@
-"""The study of benchback-rl, read from study.toml: frameworks, envs, model sizes, experiments, windows.
+"""The study of benchback-rl, read from study.toml: frameworks, envs, model sizes, experiments, windows, presets.
 
 Every tool reads the study through this module (no heavy imports, so bench.sh can call it quickly); the types it
 reads into (Study, Experiment, ..., env_label) are study_types.py's, imported from here:
@@ -20,6 +20,7 @@ reads into (Study, Experiment, ..., env_label) are study_types.py's, imported fr
     S.platforms["exp4"].repeats        # 'exp1': a platform comparison repeats an experiment under other tags
     S.headline                         # 'exp1': REPORT.md's iteration windows
     S.tables                           # ('exp1', 'exp6'): the README's tables, and those compared with an edition
+    S.presets["smoke"].options         # {"experiments": "exp1", "seeds": "1", ...}: bench.sh --smoke's options
 """
 
 import math
@@ -34,6 +35,7 @@ from study_types import (
     Experiment,
     Framework,
     Platform,
+    Preset,
     Reference,
     Study,
     Window,
@@ -204,6 +206,45 @@ def _platforms(data: dict, experiments: dict, path: Path) -> dict[str, Platform]
     return platforms
 
 
+# a preset's keys: bench.sh's matrix options, each a list of names or a positive integer
+PRESET_LISTS = ("experiments", "frameworks", "envs", "sizes", "compile-modes")
+PRESET_NUMBERS = ("seeds", "iterations")
+
+
+def _preset_option(name: str, key: str, value, path: Path) -> str:
+    """A preset's option, as bench.sh takes it: "a,b" of a list of names, the digits of a positive integer."""
+    if key in PRESET_LISTS and _names(value, f"preset {name}'s {key}", path):
+        return ",".join(value)
+    if (
+        key in PRESET_NUMBERS
+        and isinstance(value, int)
+        and not isinstance(value, bool)
+        and value > 0
+    ):
+        return str(value)
+    raise ValueError(
+        f"{path}: preset {name} sets {key} = {value!r}; a preset sets {', '.join(PRESET_LISTS)} (a list of names), "
+        f"{', '.join(PRESET_NUMBERS)} (a positive integer), title and args (the arguments of every run)"
+    )
+
+
+def _presets(data: dict, windows: dict[str, Window], path: Path) -> dict[str, Preset]:
+    """[presets.NAME]: each a title, some of bench.sh's matrix options and the arguments of every run. Its
+    iterations, when it sets them, reach the steady window: else the analysis would have no steady state to show."""
+    presets, steady = {}, windows.get("steady")
+    for name, preset in data.get("presets", {}).items():
+        keys = [key for key in preset if key not in ("title", "args")]
+        options = {key: _preset_option(name, key, preset[key], path) for key in keys}
+        if steady and preset.get("iterations", steady.first + 1) <= steady.first:
+            raise ValueError(
+                f"{path}: preset {name}'s iterations = {preset['iterations']} end before the steady window "
+                f"({steady.label}); give {steady.first + 1} or more"
+            )
+        args = _names(preset.get("args", []), f"preset {name}'s args", path)
+        presets[name] = Preset(name, preset.get("title", name), options, args)
+    return presets
+
+
 def _headline(data: dict, experiments: dict, path: Path) -> str:
     """The headline experiment: [analysis] headline, else the first experiment."""
     headline = data.get("analysis", {}).get("headline", next(iter(experiments), ""))
@@ -281,6 +322,7 @@ def parse(path: Path) -> Study:
         platforms,
         headline,
         tables,
+        _presets(data, windows, path),
     )
 
 

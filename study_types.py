@@ -1,9 +1,9 @@
 """What a study is: its frameworks, iteration windows, experiments (a learning experiment with its reference
-configurations and their published returns), platform comparisons, and the env labels that name an env on a
-backend. study.py reads a study of these from study.toml; import them from there.
+configurations and their published returns), platform comparisons, presets (a sweep by name), and the env labels
+that name an env on a backend. study.py reads a study of these from study.toml; import them from there.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
 from typing import Optional
@@ -102,6 +102,18 @@ class Platform:
 
 
 @dataclass(frozen=True)
+class Preset:
+    """A sweep by name (bench.sh --preset NAME; --smoke is the preset "smoke"): the bench.sh matrix options it sets,
+    and the arguments it adds to every run (before those after bench.sh's --)."""
+
+    name: str
+    title: str
+    # bench.sh's option without its dashes ("seeds", "compile-modes") -> its value as bench.sh takes it ("1", "a,b")
+    options: dict[str, str]
+    args: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Study:
     path: Path
     frameworks: dict[str, Framework]  # in the order of the figures and tables
@@ -119,6 +131,7 @@ class Study:
     headline: str  # the experiment of REPORT.md's iteration windows
     # the experiments of the README's total-time and steady-state tables (and of --previous)
     tables: tuple[str, ...]
+    presets: dict[str, Preset] = field(default_factory=dict)  # bench.sh --preset NAME
 
     @property
     def pairs(self) -> tuple[tuple[str, str], ...]:

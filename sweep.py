@@ -7,14 +7,17 @@ logs, progress). Everything here comes from the study (study.toml, through study
     python sweep.py dry-run --experiments exp1 --seeds 1 --log-dir runs   # one command per run, then a count
     python sweep.py plan    --log-dir runs --shard 0/2 -- --num-envs 64   # the same, as NUL-separated data for bench.sh
     python sweep.py experiments                                           # one line per experiment
+    python sweep.py presets                                               # each preset and its options
+    python sweep.py dry-run --preset smoke --log-dir runs-smoke           # a preset's sweep (bench.sh --smoke)
     python sweep.py check   --log-dir runs --shard 0/2                    # exit 2 on a bad option, else prints 0/2
     python sweep.py env-timing --file runs/env_timing.json --envs CartPole-v1  # must the env timing be (re)done?
     python sweep.py sbatch  --log-dir runs --tasks 8 --timeout 900        # the job array script (bench.sh --slurm)
     python sweep.py claim --fd 9 --lock F --holder H --description D --log-dir runs -- N WORDS...  # a cell's lock
 
-Its parts, one job each: option_checks (a value's checks), sweep_options (the selection, against the study),
-sweep_matrix (the runs and their shards), sweep_resume (which are done; the cell locks), sweep_env_timing (must the
-env timing be redone), sbatch_options and sbatch_script (bench.sh --slurm), shell_quoting (the dry run's words).
+Its parts, one job each: option_checks (a value's checks), sweep_preset (a preset's options, from the study),
+sweep_options (the selection, against the study), sweep_matrix (the runs and their shards), sweep_resume (which are
+done; the cell locks), sweep_env_timing (must the env timing be redone), sbatch_options and sbatch_script (bench.sh
+--slurm), shell_quoting (the dry run's words).
 """
 
 import argparse
@@ -29,6 +32,7 @@ from shell_quoting import shell_word
 from sweep_env_timing import env_timing_reason
 from sweep_matrix import PlannedRun, bounded_matrix, cell_id, cells, shard_runs
 from sweep_options import Selection, select
+from sweep_preset import apply_preset, preset_words
 from sweep_resume import claim_cell, done_flags
 
 
@@ -78,7 +82,10 @@ def parser() -> Parser:
             "--compile-modes",
             help="comma-separated: 'default' or mode names (default: each experiment's)",
         )
-        s.add_argument("--seeds", default="3", help="seeds 1..N (default 3)")
+        s.add_argument("--seeds", help="seeds 1..N (default 3)")
+        s.add_argument(
+            "--preset", help="a preset of study.toml ([presets.NAME]): its options and run args"
+        )
         s.add_argument(
             "--iterations", help="--num-iterations of every run (default: the scripts' own)"
         )
@@ -91,6 +98,7 @@ def parser() -> Parser:
         )
         s.add_argument("extra", nargs="*", help="after --: arguments added to every run")
     sub.add_parser("experiments", allow_abbrev=False)
+    sub.add_parser("presets", allow_abbrev=False)
     # bench.sh's, before the runs of a cell: claim_cell()
     claim = sub.add_parser("claim", allow_abbrev=False)
     claim.add_argument(
@@ -181,6 +189,13 @@ def print_experiments(the_study: study.Study) -> None:
         )
 
 
+def print_presets(the_study: study.Study) -> None:
+    """Two lines per preset (bench.sh --help): its name and title, then the options it stands for."""
+    for preset in the_study.presets.values():
+        print(f"{preset.name}  {preset.title}")
+        print(f"    {preset_words(preset)}")
+
+
 def check_scripts(runs: list[PlannedRun], the_study: study.Study) -> None:
     """BadOption when a framework of these runs has no script."""
     scripts = {str(study.ROOT / the_study.frameworks[run.framework].script) for run in runs}
@@ -212,6 +227,7 @@ def print_dry_run(sel: Selection, runs: list[PlannedRun], whole: list[PlannedRun
 
 def sweep_action(args: argparse.Namespace, the_study: study.Study) -> None:
     """check, plan, dry-run, env-timing or sbatch, for the sweep the options select; BadOption names a bad one."""
+    args = apply_preset(args, the_study)  # its options, as if given
     sel = select(args, the_study)
     whole = bounded_matrix(sel, the_study)
     runs = shard_runs(whole, *sel.shard)
@@ -243,6 +259,9 @@ def main(argv=None) -> int:
     the_study = study.load()
     if args.action == "experiments":
         print_experiments(the_study)
+        return 0
+    if args.action == "presets":
+        print_presets(the_study)
         return 0
     try:
         sweep_action(args, the_study)

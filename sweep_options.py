@@ -113,6 +113,8 @@ class Selection:
 
 # --compile-modes: the word for each framework's default mode (its first in study.toml), beside the modes' names
 DEFAULT_MODE = "default"
+# --seeds when not given: seeds 1..3
+DEFAULT_SEEDS = "3"
 
 
 def mode_choices(value: Optional[str], the_study: study.Study) -> Optional[tuple[str, ...]]:
@@ -130,7 +132,9 @@ def select(args: argparse.Namespace, the_study: study.Study) -> Selection:
         frameworks=choices("--frameworks", args.frameworks, tuple(the_study.frameworks)),
         envs=None if args.envs is None else env_choices(args.envs, the_study),
         sizes=choices("--sizes", args.sizes, the_study.sizes),
-        seeds=positive_int("--seeds", args.seeds, MAX_RUNS),
+        seeds=positive_int(
+            "--seeds", DEFAULT_SEEDS if args.seeds is None else args.seeds, MAX_RUNS
+        ),
         iterations=positive_int("--iterations", args.iterations),
         tag=args.tag,
         log_dir=args.log_dir,

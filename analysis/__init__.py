@@ -10,6 +10,7 @@
     speedups         pairs of runs -> the speedup and env-cost tables, and the runs left out of them
     learning         the learning experiments: returns against the reference's, times to reach it
     results          everything above computed once, for the figures and the report
+    gaps             why a panel or a table has no data (a window no run reaches, no pair of runs), in words
     plotting         axes, palettes, legends and interval markers, drawn from frames and arrays (matplotlib)
     time_figures     the figures of times: totals, iteration windows, rollout and update, compile modes, backends
     speedup_figures  the figures of speedups: per experiment, per platform tag, against env cost

@@ -43,11 +43,11 @@ def draw_env(axes_row, curves: pd.DataFrame, reference, colors: dict, study: Stu
 
 
 def learning_figure(curves: pd.DataFrame, experiment: str, study: Study):
-    """The figure of one learning experiment's curves (learning.learning_runs' second table); None without any."""
+    """The figure of one learning experiment's curves (learning.learning_runs' second table); without any, why."""
     curves = curves[curves["experiment"] == experiment]
-    if curves.empty:
-        return None
     exp = study.experiments[experiment]
+    if curves.empty:
+        return f"no run of {experiment} is of an env of its configurations ({', '.join(exp.envs)})"
     envs = [env for env in exp.envs if env in set(curves["env"])]
     fig, axes = new_figure(2, len(envs), width=6.5, height=3.6, title=f"{experiment}: {exp.title}")
     colors = framework_colors(study)

@@ -1,5 +1,6 @@
 """Axes, palettes, legends and interval markers shared by the figures (matplotlib and seaborn)."""
 
+import textwrap
 from typing import Callable
 
 import matplotlib
@@ -29,6 +30,7 @@ BACKEND_HATCHES = {
     "envpool": "///",
 }  # a bar's env backend; its colour is its framework's
 UPDATE_SHADE = 0.55  # an update bar: its framework's colour, this much towards white
+EMPTY_PANEL_WIDTH = 28  # characters per line of an empty panel's words: narrow panels hold them
 
 
 # ---------------------------------------------------------------------------------------------- palettes
@@ -114,9 +116,18 @@ def rotate_xticks(ax) -> None:
 
 
 def empty_panel(ax, message: str) -> None:
-    ax.text(0.5, 0.5, message, ha="center", va="center", transform=ax.transAxes, color="0.4")
+    """A panel without data: why, in its middle (wrapped to the panel's width), instead of empty axes."""
+    text = textwrap.fill(message, EMPTY_PANEL_WIDTH)
+    where = dict(ha="center", va="center", transform=ax.transAxes)
+    ax.text(0.5, 0.5, text, **where, color="0.4", fontsize=10)
     ax.set_xticks([])
     ax.set_yticks([])
+
+
+def note_at(ax, x: float, message: str) -> None:
+    """Words at x (data coordinates) halfway up a panel: a category of it (an x tick) without data says why."""
+    transform = ax.get_xaxis_transform()
+    ax.text(x, 0.5, message, ha="center", va="center", transform=transform, color="0.4", fontsize=9)
 
 
 def same_y_range(axes_row) -> None:

@@ -10,12 +10,13 @@ from datetime import datetime, timezone
 import pandas as pd
 
 from analysis.escape import md_code, md_text
+from analysis.gaps import missing_time, speedup_gap
 from analysis.loading import SkippedRun, config_cell
 from analysis.markdown import markdown_table
 from analysis.names import in_order
 from analysis.results import Results
 from analysis.speedup_markdown import env_cost_markdown, speedup_markdown
-from analysis.speedups import env_costs
+from analysis.speedups import METRICS, env_costs, metric_experiments
 from analysis.summary import window_column, window_columns
 
 
@@ -92,6 +93,29 @@ def env_table(results: Results) -> pd.DataFrame:
     )
 
 
+def windows_gaps(results: Results) -> list[str]:
+    """Why a window of the headline's runs has no time (its column of windows_table is empty), a line each."""
+    runs = results.runs(results.study.headline)
+    return [
+        f"_No time for {window.label}: {missing_time(runs, column, results.study)}._"
+        for column, window in window_columns(results.study).items()
+        if runs[column].isna().all()
+    ]
+
+
+def missing_speedups(results: Results) -> list[str]:
+    """Why an experiment with runs has no speedup table of a metric it compares, a line each."""
+    study, speedups = results.study, results.speedups
+    lines = []
+    for metric in METRICS:
+        for name in metric_experiments(study, metric):
+            tabled = ((speedups["metric"] == metric) & (speedups["experiment"] == name)).any()
+            if results.has_runs(name) and not tabled:
+                why = speedup_gap(results, name, metric)
+                lines.append(f"_No {metric} speedups of {name}: {why}._")
+    return lines
+
+
 def split_experiments(results: Results) -> list[str]:
     """The experiments of sync "both" that have runs: their sync-on runs split each iteration into rollout and update,
     beside the sync-off runs of their total times."""
@@ -133,9 +157,17 @@ def split_table(results: Results, name: str) -> pd.DataFrame:
 
 
 def split_markdown(results: Results, name: str) -> str:
+    runs = results.backend_runs(name)
+    if runs.empty:
+        return f"_No sync-on runs of {name} in default compile modes._\n"
     table = split_table(results, name)
     if table.empty:
-        return f"_No sync-on runs of {name} in default compile modes._\n"
+        column = window_column(results.study.steady, "rollout")
+        why = missing_time(runs, column, results.study)
+        return (
+            f"_No rollout and update times of {name}'s {len(runs)} sync-on runs in default compile modes: "
+            f"{why}._\n"
+        )
     intro = (
         f"Seconds per iteration, rollout + update (the mean over {results.study.steady.label} of each sync-on run in its "
         "framework's default compile mode; the median over seeds): how much of each framework's iteration the env "
@@ -167,6 +199,7 @@ def report_text(
         markdown_table(machines_table(summary)) if len(summary) else "_No runs._",
         "## Speedups",
         speedup_markdown(results.speedups, study),
+        *missing_speedups(results),
         *([left_out] if left_out else []),
         *([edition] if edition else []),
     ]
@@ -188,6 +221,7 @@ def report_text(
         parts += [
             f"## Iteration windows ({study.headline}, median over runs)",
             markdown_table(windows_table(results)),
+            *windows_gaps(results),
         ]
     timing_note = (
         f"Measured by env_timing.py on {md_text(timing_info.get('device') or 'an unnamed device')} "

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
+from analysis.gaps import env_cost_gap, speedup_gap
 from analysis.names import capitalised, in_order, pretty_pair
 from analysis.plotting import (
     INTERVAL,
@@ -32,7 +33,7 @@ def speedup_figure(results: Results, name: str, metric: str, title: str):
     ratios, cells = results.pairs[metric], results.cells(metric, name)
     ratios = ratios[ratios["experiment"] == name]
     if cells.empty:
-        return None
+        return speedup_gap(results, name, metric)
     study = results.study
     ratios = ratios.assign(size=ratios["model_size"], backend=backends_of(ratios))
     backends = in_order(study.experiments[name].backends, cells["backend"])
@@ -102,7 +103,7 @@ def fig_tags(results: Results, name: str):
         top.set_title(f"{size} model: total duration")
         size_cells = cells[cells["size"] == size] if len(cells) else cells
         if size_cells.empty:
-            empty_panel(bottom, "no pairs of runs")
+            empty_panel(bottom, speedup_gap(results, repeats, "total", size))
             continue
         pairs = in_order(study.pair_names, size_cells["pair"])
         speedup_cells(
@@ -125,7 +126,7 @@ def fig_speedup_vs_env_cost(results: Results, name: str = ""):
         metric: env_speedups(results.pairs[metric], results.timing) for metric in ENV_COST_METRICS
     }
     if all(p.empty for p in points.values()):
-        return None
+        return env_cost_gap(results, "total")
     sizes = in_order(study.sizes, pd.concat(points.values())["model_size"])
     experiments = " + ".join(results.compared("total"))
     title = f"Speedup against env step cost ({experiments}, sync off, default compile modes)"
@@ -135,7 +136,7 @@ def fig_speedup_vs_env_cost(results: Results, name: str = ""):
             ax, cell = axes[row, col], data[data["model_size"] == size]
             ax.set_title(f"{metric}, {size} model")
             if cell.empty:
-                empty_panel(ax, "no pairs of runs")
+                empty_panel(ax, env_cost_gap(results, metric, size))
                 continue
             for pair in in_order(study.pair_names, cell["pair"]):
                 group = cell[cell["pair"] == pair]

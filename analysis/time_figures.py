@@ -6,6 +6,7 @@ import itertools
 import numpy as np
 import pandas as pd
 
+from analysis.gaps import missing_pairs, missing_time, short_note, speedup_gap
 from analysis.names import capitalised, in_order, pretty_pair
 from analysis.plotting import (
     INTERVAL,
@@ -19,6 +20,7 @@ from analysis.plotting import (
     mode_palette,
     modes_pointplot,
     new_figure,
+    note_at,
     pair_palette,
     ratio_axis,
     rotate_xticks,
@@ -29,7 +31,7 @@ from analysis.plotting import box_with_points as boxes
 from analysis.results import Results
 from analysis.speedups import env_costs, pairwise
 from analysis.summary import window_column, window_columns
-from study import BACKENDS, split_label
+from study import BACKENDS, Study, Window, split_label
 
 
 def fig_total(results: Results, name: str):
@@ -56,16 +58,25 @@ def fig_total(results: Results, name: str):
     log_axis(axes[0, 0], "total duration (s)")
     axes[0, 0].set_title("all envs and seeds, by model size")
     # every sync-off experiment
-    costs = env_costs(results.timing)
-    handles = draw_against_env_cost(
-        axes[0, 1], results.metric_runs("total"), "total_s", costs, results.envs, study
-    )
-    log_axis(axes[0, 1], "total duration (s)")
+    compared, handles = results.metric_runs("total"), None
+    if compared.empty:
+        empty_panel(axes[0, 1], "no sync-off runs in default compile modes")
+    else:
+        costs = env_costs(results.timing)
+        handles = draw_against_env_cost(axes[0, 1], compared, "total_s", costs, results.envs, study)
+        log_axis(axes[0, 1], "total duration (s)")
     axes[0, 1].set_title(
         f"against env complexity ({' + '.join(results.compared('total'))}; lines: medians)"
     )
     row_legend(axes[0], "framework / size", handles=handles)
     return fig
+
+
+def note_missing_windows(ax, runs: pd.DataFrame, windows: dict[str, Window], drawn: set) -> None:
+    """A note at each window of a panel (x: its position) that has no time: no run reached it."""
+    for x, (column, window) in enumerate(windows.items()):
+        if column not in drawn:
+            note_at(ax, x, short_note(runs, window))
 
 
 def fig_overhead_windows(results: Results, name: str):
@@ -109,9 +120,11 @@ def fig_overhead_windows(results: Results, name: str):
         top.set_xticks(range(len(ticks)), ticks)
         top.set_title(f"{size} model")
         log_axis(top, "mean time per iteration (s)")
+        size_runs = runs[runs["model_size"] == size]
+        note_missing_windows(top, size_runs, windows, set(size_means["window"]))
         diffs = differences[differences["model_size"] == size].dropna()
         if diffs.empty:
-            empty_panel(bottom, "no pairs of runs")
+            empty_panel(bottom, missing_pairs(size_runs, next(iter(windows)), study))
             continue
         pairs = in_order(study.pair_names, diffs["pair"])
         boxes(
@@ -127,43 +140,62 @@ def fig_overhead_windows(results: Results, name: str):
         )
         bottom.set_xticks(range(len(ticks)), ticks)
         symlog_axis(bottom, diffs["value"], "time A - time B per iteration (s)")
+        note_missing_windows(bottom, size_runs, windows, set(diffs["window"]))
     row_legend(axes[0], "framework")
     row_legend(axes[1], "pair A → B", rename=pretty_pair)
     return fig
+
+
+def steady_parts(study: Study) -> dict[str, str]:
+    """rollout and update -> their summary columns (the steady window's mean)."""
+    return {part: window_column(study.steady, part) for part in ("rollout", "update")}
+
+
+def no_part_times(runs: pd.DataFrame, study: Study) -> str:
+    """Why runs have neither a rollout nor an update time (the figure is then not drawn); "" when they have some."""
+    columns = list(steady_parts(study).values())
+    return missing_time(runs, columns[0], study) if runs[columns].isna().all().all() else ""
 
 
 def fig_rollout_update(results: Results, name: str):
     """Top: rollout and update time by env and compile mode. Bottom: each env's speedup between default modes, and the
     table's cell over all envs with its interval."""
     study, runs = results.study, results.runs(name)
+    gap = no_part_times(runs, study)
+    if gap:  # nothing to draw
+        return gap
     envs = in_order(results.envs, runs["env"])
     sizes = ", ".join(in_order(study.sizes, runs["model_size"]))
     title = f"{capitalised(name)}: rollout vs update, {sizes} model, sync on (mean over {study.steady.label})"
     fig, axes = new_figure(
         2, 2, width=max(6.0, 0.6 * (len(envs) + 1) + 2.5), height=5.2, title=title
     )
-    for col, part in enumerate(("rollout", "update")):
+    for col, (part, y) in enumerate(steady_parts(study).items()):
         top, ax = axes[0, col], axes[1, col]
-        y = window_column(study.steady, part)
-        modes_pointplot(
-            top,
-            runs,
-            "env",
-            y,
-            envs,
-            f"{part}, every compile mode",
-            joined=False,
-            mode_colors=mode_palette(study),
-        )
-        log_axis(top, f"{part} time per iteration (s)")
-        rotate_xticks(top)
-        top.set_xlabel(
-            "env, cheapest step first" if results.timing["ratio"].notna().any() else "env, by name"
-        )
+        if runs[y].isna().all():
+            empty_panel(top, missing_time(runs, y, study))
+        else:
+            modes_pointplot(
+                top,
+                runs,
+                "env",
+                y,
+                envs,
+                f"{part}, every compile mode",
+                joined=False,
+                mode_colors=mode_palette(study),
+            )
+            log_axis(top, f"{part} time per iteration (s)")
+            rotate_xticks(top)
+            top.set_xlabel(
+                "env, cheapest step first"
+                if results.timing["ratio"].notna().any()
+                else "env, by name"
+            )
         ratios = results.pairs[part][results.pairs[part]["experiment"] == name]
         ax.set_title(f"{part} speedups, default compile modes")
         if ratios.empty:
-            empty_panel(ax, "no pairs of default-compile runs")
+            empty_panel(ax, speedup_gap(results, name, part))
             continue
         columns = [*in_order(envs, ratios["env"]), "all envs"]
         pairs = in_order(study.pair_names, ratios["pair"])
@@ -195,13 +227,19 @@ def fig_rollout_update(results: Results, name: str):
 
 def fig_compile_modes(results: Results, name: str):
     study, runs = results.study, results.runs(name)
+    gap = no_part_times(runs, study)
+    if gap:  # nothing to draw
+        return gap
     envs = ", ".join(study.experiments[name].envs)
     fig, axes = new_figure(
         2, width=6, title=f"{capitalised(name)}: compile modes by model size ({envs}, sync on)"
     )
     sizes = in_order(study.sizes, runs["model_size"])
-    for col, part in enumerate(("rollout", "update")):
-        ax, y = axes[0, col], window_column(study.steady, part)
+    for col, (part, y) in enumerate(steady_parts(study).items()):
+        ax = axes[0, col]
+        if runs[y].isna().all():
+            empty_panel(ax, missing_time(runs, y, study))
+            continue
         modes_pointplot(
             ax,
             runs,
@@ -224,30 +262,34 @@ def fig_backends(results: Results, name: str):
     gymnax beside envpool, and over an envpool bar its rollout time / the gymnax one's."""
     study, runs = results.study, results.backend_runs(name)
     if runs.empty:
-        return "no sync-on runs in default compile modes"
-    parts = [window_column(study.steady, part) for part in ("rollout", "update")]
+        return f"no sync-on runs of {name} in default compile modes"
+    parts = list(steady_parts(study).values())
+    timed = runs.dropna(subset=parts)
+    if timed.empty:
+        return missing_time(runs, parts[0], study)
     envs = in_order(dict.fromkeys(split_label(label)[0] for label in results.envs), runs["env_id"])
     sizes, frameworks = (
         in_order(study.sizes, runs["model_size"]),
         in_order(study.frameworks, runs["framework"]),
     )
     backends = in_order(BACKENDS, runs["backend"])
-    medians = runs.groupby(["env_id", "model_size", "framework", "backend"])[parts].median()
+    medians = timed.groupby(["env_id", "model_size", "framework", "backend"])[parts].median()
     title = (
         f"{capitalised(name)}: time per iteration on each env backend ({' vs '.join(backends)}; sync on, default "
         f"compile, mean over {study.steady.label})"
     )
     fig, axes = new_figure(len(envs), len(sizes), width=5.6, height=4.4, title=title)
-    cells = set(zip(runs["env_id"], runs["model_size"]))
     for (row, size), (col, env) in itertools.product(enumerate(sizes), enumerate(envs)):
         ax = axes[row, col]
         ax.set_title(f"{env}, {size} model")
-        if (env, size) not in cells:
+        cell = runs[(runs["env_id"] == env) & (runs["model_size"] == size)]
+        if cell.empty:
             empty_panel(ax, "no runs")
-            continue
-        backend_bars(
-            ax, medians.loc[(env, size)], parts, frameworks, backends, framework_colors(study)
-        )
+        elif (env, size) not in medians.index.droplevel(["framework", "backend"]):
+            empty_panel(ax, missing_time(cell, parts[0], study))
+        else:
+            bars = medians.loc[(env, size)]
+            backend_bars(ax, bars, parts, frameworks, backends, framework_colors(study))
     for row in range(len(sizes)):
         backend_legend(axes[row], backends)
     return fig
