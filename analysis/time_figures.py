@@ -172,20 +172,8 @@ def fig_rollout_update(results: Results, name: str):
     )
     for col, (part, y) in enumerate(steady_parts(study).items()):
         top, ax = axes[0, col], axes[1, col]
-        if runs[y].isna().all():
-            empty_panel(top, missing_time(runs, y, study))
-        else:
-            modes_pointplot(
-                top,
-                runs,
-                "env",
-                y,
-                envs,
-                f"{part}, every compile mode",
-                joined=False,
-                mode_colors=mode_palette(study),
-            )
-            log_axis(top, f"{part} time per iteration (s)")
+        heading = f"{part}, every compile mode"
+        if time_panel(top, results, runs, ("env", envs), (part, y), heading, joined=False):
             rotate_xticks(top)
             top.set_xlabel(
                 "env, cheapest step first"
@@ -225,6 +213,19 @@ def fig_rollout_update(results: Results, name: str):
     return fig
 
 
+def time_panel(ax, results: Results, runs, x: tuple, part: tuple, title: str, joined: bool) -> bool:
+    """One steady-time panel: every framework/compile mode's time of part (its name, its column)
+    against x (a column, its order) on a log axis; or, with no such time, why not. True if drawn."""
+    study, (name, y) = results.study, part
+    if runs[y].isna().all():
+        empty_panel(ax, missing_time(runs, y, study))
+        return False
+    colors = mode_palette(study)
+    modes_pointplot(ax, runs, x[0], y, x[1], title, joined=joined, mode_colors=colors)
+    log_axis(ax, f"{name} time per iteration (s)")
+    return True
+
+
 def fig_compile_modes(results: Results, name: str):
     study, runs = results.study, results.runs(name)
     gap = no_part_times(runs, study)
@@ -237,21 +238,9 @@ def fig_compile_modes(results: Results, name: str):
     sizes = in_order(study.sizes, runs["model_size"])
     for col, (part, y) in enumerate(steady_parts(study).items()):
         ax = axes[0, col]
-        if runs[y].isna().all():
-            empty_panel(ax, missing_time(runs, y, study))
-            continue
-        modes_pointplot(
-            ax,
-            runs,
-            "model_size",
-            y,
-            sizes,
-            f"{part} (mean over {study.steady.label})",
-            joined=True,
-            mode_colors=mode_palette(study),
-        )
-        log_axis(ax, f"{part} time per iteration (s)")
-        ax.set_xlabel("model size")
+        heading = f"{part} (mean over {study.steady.label})"
+        if time_panel(ax, results, runs, ("model_size", sizes), (part, y), heading, joined=True):
+            ax.set_xlabel("model size")
     row_legend(axes[0], "framework/compile\n(median, min-max)")
     return fig
 
