@@ -130,9 +130,8 @@ def check_writer(writer, thread_errors: list) -> None:
     event_writer = writer._get_file_writer().event_writer
     if event_writer._worker.is_alive():
         return
-    event_writer._closed = (
-        True  # else its close(), on leaving `with` and at exit, writes to the full disk again
-    )
+    # else its close(), on leaving `with` and at exit, writes to the full disk again
+    event_writer._closed = True
     why = f" ({thread_errors[-1]})" if thread_errors else ""
     raise OSError(f"the TensorBoard writer stopped{why}: is the disk full?")
 
@@ -211,9 +210,8 @@ class Bookkeeping:
 
     def iteration_done(self, iteration: int, scalars: dict, writer):
         self.summary["iterations_completed"] = iteration + 1
-        self.returns.append(
-            float(scalars.get("charts/episodic_return", np.nan))
-        )  # NaN: no episode ended
+        # NaN: no episode ended
+        self.returns.append(float(scalars.get("charts/episodic_return", np.nan)))
         check_writer(writer, self.thread_errors)
 
     def finish(self, status: str, error: Optional[str] = None):
@@ -221,9 +219,8 @@ class Bookkeeping:
         self.running = False  # a signal from here on must not stop the writing
         if self.run_dir is None:  # no run folder was made
             return
-        last = [
-            r for r in self.returns[-10:] if not np.isnan(r)
-        ]  # final_return: of the last 10 iterations
+        # final_return: of the last 10 iterations
+        last = [r for r in self.returns[-10:] if not np.isnan(r)]
         self.summary["status"] = status
         self.summary["total_s"] = time.perf_counter() - self.start_time
         self.summary["final_return"] = float(np.mean(last)) if last else None
@@ -235,9 +232,8 @@ class Bookkeeping:
             self.summary_error = f"summary.json not written ({e})"
         done = f"{self.summary['iterations_completed']}/{self.num_iterations}"
         total, final = self.summary["total_s"], self.summary["final_return"]
-        final = (
-            "none (no episode ended)" if final is None else f"{final:.1f}"
-        )  # as the progress lines
+        # as the progress lines
+        final = "none (no episode ended)" if final is None else f"{final:.1f}"
         print(
             f"{status}: {done} iterations, total {total:.1f}s, final return {final}, logs in {self.run_dir}"
         )
@@ -257,9 +253,8 @@ class Bookkeeping:
         for signum in SIGNALS:
             signal.signal(signum, self.on_signal)
         threading.excepthook = self.on_thread_error
-        signal.pthread_sigmask(
-            signal.SIG_UNBLOCK, SIGNALS
-        )  # those held since the script's first line
+        # those held since the script's first line
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)
         try:
             check_args(args_type, sys.argv[1:])
             main()

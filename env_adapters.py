@@ -30,10 +30,8 @@ from jax.experimental import io_callback
 from jax.experimental.buffer_callback import buffer_callback
 
 ACTION_KINDS = "Discrete actions and 1-D Box actions (a diagonal Gaussian policy)"
-CRAFTAX_ENVS = (
-    "Craftax-Classic-Symbolic-v1",
-    "Craftax-Symbolic-v1",
-)  # expensive JAX envs (pip package craftax)
+# expensive JAX envs (pip package craftax)
+CRAFTAX_ENVS = ("Craftax-Classic-Symbolic-v1", "Craftax-Symbolic-v1")
 # Brax envs (pip package brax) and the physics backend of each, chosen by measurement on a CPU (2 busy cores): the
 # compile of the jitted reset + the jitted step, then a step's median, at 4 / 32 (the scripts' default) / 256 envs:
 #                 generalized                              mjx
@@ -111,9 +109,8 @@ class Craftax:
     alone), and resets optimistically, as Craftax_Baselines does: only NUM_RESETS fresh worlds a step, shared by
     the envs that are done."""
 
-    NUM_RESETS = (
-        4  # 32 envs under a random policy end about 0.2 episodes a step: sharing a world is rare
-    )
+    # 32 envs under a random policy end about 0.2 episodes a step: sharing a world is rare
+    NUM_RESETS = 4
 
     def __init__(self, env_id: str):
         from craftax.craftax_env import make_craftax_env_from_name
@@ -136,9 +133,8 @@ class Craftax:
         num_resets = min(self.NUM_RESETS, len(keys))
         reset_keys = jax.random.split(jax.random.fold_in(keys[0], 1), num_resets)
         fresh_obs, fresh_states = self.reset(reset_keys, params)
-        world = (
-            jnp.cumsum(done) - 1
-        ) % num_resets  # the k-th done env takes fresh world k mod num_resets
+        # the k-th done env takes fresh world k mod num_resets
+        world = (jnp.cumsum(done) - 1) % num_resets
         fresh = jax.tree.map(lambda x: x[world], (fresh_obs, fresh_states))
         next_obs, states = jax.tree.map(
             lambda new, old: pick_where(done, new, old), fresh, (obs, states)
@@ -186,9 +182,8 @@ class Brax:
         low, high = np.asarray(self.env.sys.actuator.ctrl_range, np.float32).T
         self.action_bounds = (low, high)
         self.default_params = None
-        self.reset_batch = jax.jit(
-            jax.vmap(self.env.reset)
-        )  # jitted: an eager MJX reset takes about 60 s
+        # jitted: an eager MJX reset takes about 60 s
+        self.reset_batch = jax.jit(jax.vmap(self.env.reset))
 
     def reset(self, keys, params=None):
         states = self.reset_batch(keys)
@@ -198,14 +193,12 @@ class Brax:
     def step(self, keys, states, actions, params=None):
         stepped = cast_like(jax.vmap(self.env.step)(states, actions), states)
         done = stepped.done.astype(bool)
-        truncated = stepped.info["truncation"].astype(
-            bool
-        )  # the time limit, unless the env also ended itself
+        # the time limit, unless the env also ended itself
+        truncated = stepped.info["truncation"].astype(bool)
 
         def reset_done(stepped):
-            fresh = self.reset(keys)[
-                1
-            ]  # a Brax step draws no randomness: its keys are fresh for the reset
+            # a Brax step draws no randomness: its keys are fresh for the reset
+            fresh = self.reset(keys)[1]
             return cast_like(
                 jax.tree.map(lambda new, old: pick_where(done, new, old), fresh, stepped), stepped
             )
@@ -253,9 +246,8 @@ def make_envpool(env_id: str, num_envs: int, seed: int, num_threads: int = 0):
         )
     if num_threads < 0:
         raise ValueError(f"--env-threads must be 0 (envpool's default) or more, got {num_threads}")
-    return Envpool(
-        env_id, num_envs, seed, num_threads
-    ), None  # params: none, the pool holds its config
+    # params: none, the pool holds its config
+    return Envpool(env_id, num_envs, seed, num_threads), None
 
 
 class Envpool:
@@ -340,9 +332,8 @@ def host_call(fn, shapes, *args):
     if jax.default_backend() != "cpu":
         return io_callback(fn, shapes, *args, ordered=True)
 
-    def write_outputs(
-        context, outputs, *inputs
-    ):  # XLA's own buffers, written in place: no copy out
+    # XLA's own buffers, written in place: no copy out
+    def write_outputs(context, outputs, *inputs):
         results = fn(*[np.asarray(x) for x in inputs])
         for output, result in zip(outputs, results):
             np.asarray(output)[...] = result

@@ -244,9 +244,8 @@ def summarise(times_ms: np.ndarray) -> dict:
         "median_ms": float(median),
         "iqr_ms": float(q3 - q1),
         "mean_ms": float(times_ms.mean()),
-        "std_ms": float(times_ms.std(ddof=1))
-        if len(times_ms) > 1
-        else None,  # None: one timed step
+        # None: one timed step
+        "std_ms": float(times_ms.std(ddof=1)) if len(times_ms) > 1 else None,
         "min_ms": float(times_ms.min()),
         "max_ms": float(times_ms.max()),
     }

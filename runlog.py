@@ -131,9 +131,8 @@ def read_events(run_dir: Path) -> tuple[pd.DataFrame, Events]:
     elapsed = long[long["tag"] == "time/elapsed"]
     origins = (elapsed["wall_time"] - elapsed["value"]).astype(float)
     origin = (float(origins.min()), float(origins.max())) if len(origins) else None
-    scalars = long.pivot(
-        index="step", columns="tag", values="value"
-    ).reset_index()  # as tbparse's pivot=True
+    # as tbparse's pivot=True
+    scalars = long.pivot(index="step", columns="tag", values="value").reset_index()
     scalars.columns.name = None
     return scalars, Events(events[0].name, float(walls.min()), float(walls.max()), origin)
 

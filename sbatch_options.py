@@ -116,18 +116,16 @@ def sbatch_lines(value: str) -> list[str]:
     except ValueError as e:
         raise BadOption(f"--slurm-args is not a valid shell word list ({e}): {value!r}") from None
     lines: list[list[str]] = []
-    value_next = unknown = (
-        False  # the next word is the last option's value; the last option is none sbatch knows
-    )
+    # the next word is the last option's value; the last option is none sbatch knows
+    value_next = unknown = False
     for word in words:
         if control_characters(word) or not word:
             raise BadOption(
                 f"--slurm-args: {word!r} is empty or holds a control character (a newline, a tab, ...), which "
                 "cannot go into an #SBATCH line; give sbatch options of printable characters"
             )
-        if value_next or (
-            unknown and not word.startswith("-")
-        ):  # its value, whatever it holds: --comment -a5
+        # its value, whatever it holds: --comment -a5
+        if value_next or (unknown and not word.startswith("-")):
             lines[-1].append(word)
             value_next = False
         elif word.startswith("-") and word not in ("-", "--"):

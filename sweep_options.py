@@ -36,9 +36,8 @@ def env_choices(value: str, the_study: study.Study) -> tuple[str, ...]:
     envpool id); BadOption names the first other one and lists what can be trained (on this error path only: it makes
     every gymnax env, about a second)."""
     envs = choices("--envs", value, the_study.every_env, extra=lambda env: True)
-    for env in (
-        env for env in envs if env not in the_study.every_env
-    ):  # the study's own are trainable
+    # the study's own are trainable
+    for env in (env for env in envs if env not in the_study.every_env):
         problem = why_untrainable(env)
         if problem:
             from env_adapters import ENVPOOL_ENVS, usable_envs

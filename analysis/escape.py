@@ -19,16 +19,8 @@ import re
 import pandas as pd
 
 QUOTE = "'"
-FORMULA_STARTS = (
-    "=",
-    "+",
-    "-",
-    "@",
-    "\t",
-    "\r",
-    "\n",
-    QUOTE,
-)  # OWASP's, and the quote itself (for the way back)
+# OWASP's, and the quote itself (for the way back)
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n", QUOTE)
 CELL_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "|": "&#124;"}
 TEXT_ENTITIES = {
     **CELL_ENTITIES,

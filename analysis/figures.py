@@ -26,18 +26,16 @@ from study import Study
 class Kind(NamedTuple):
     file: str  # "{experiment}" is replaced by the experiment's name
     caption: Callable[[Results, str], str]
-    draw: Callable[
-        [Results, str], "plt.Figure | str | None"
-    ]  # None: no pairs of runs; a string: why not drawn
+    # None: no pairs of runs; a string: why not drawn
+    draw: Callable[[Results, str], "plt.Figure | str | None"]
     platform: bool = False  # a kind of the platform comparisons ([platforms.*] in study.toml)
 
 
 class Figure(NamedTuple):
     kind: str
     file: str
-    owners: tuple[
-        str, ...
-    ]  # the experiments (or platform comparison) that list it: drawn when any has runs
+    # the experiments (or platform comparison) that list it: drawn when any has runs
+    owners: tuple[str, ...]
     caption: str
 
 

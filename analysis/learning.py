@@ -18,10 +18,8 @@ from study import Study
 RETURN = "charts/episodic_return"
 ELAPSED = "time/elapsed"
 SMOOTHING = 10  # iterations, as summary.json's final_return
-TARGETS = {
-    "reference": 0.0,
-    "within_10pct": 0.1,
-}  # target -> the fraction of |mean| below the reference's mean
+# target -> the fraction of |mean| below the reference's mean
+TARGETS = {"reference": 0.0, "within_10pct": 0.1}
 TARGET_LABELS = {"reference": "the reference's mean", "within_10pct": "within 10 % of it"}
 RUN_COLUMNS = [
     "experiment",
@@ -64,9 +62,8 @@ def smoothed_returns(rows: pd.DataFrame) -> pd.DataFrame:
     rows = rows.sort_values("iteration")
     returns = rows[RETURN] if RETURN in rows else pd.Series(np.nan, index=rows.index)
     smoothed = returns.rolling(SMOOTHING, min_periods=1).mean()  # NaN iterations are skipped
-    elapsed = (
-        rows[ELAPSED] if ELAPSED in rows else pd.Series(np.nan, index=rows.index)
-    )  # never reached without it
+    # never reached without it
+    elapsed = rows[ELAPSED] if ELAPSED in rows else pd.Series(np.nan, index=rows.index)
     return pd.DataFrame(
         {"step": rows["step"], "elapsed": elapsed, "smoothed": smoothed}
     ).reset_index(drop=True)

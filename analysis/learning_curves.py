@@ -114,9 +114,8 @@ def check(args: argparse.Namespace) -> None:
     if (out.exists() or out.is_symlink()) and not args.force:
         raise BadInput(f"--out {out} exists; --force replaces it")
     for path in (out, out.with_suffix(".md")):
-        folder = next(
-            p for p in target(path).parents if p.exists()
-        )  # the folders below it are made
+        # the folders below it are made
+        folder = next(p for p in target(path).parents if p.exists())
         if folder != target(path).parent and not folder.is_dir():
             raise BadInput(f"--out {out}: {folder} is not a folder")
         if folder == target(path).parent:

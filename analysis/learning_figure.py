@@ -57,8 +57,7 @@ def learning_figure(curves: pd.DataFrame, experiment: str, study: Study):
         axes_row[0].set_ylabel(f"{env}\nreturn (last {SMOOTHING} iterations)")
         axes_row[0].set_xlabel("env steps")
         axes_row[1].set_xlabel("seconds from the process's first line")
-        axes_row[1].set_xlim(
-            left=0
-        )  # the setup (imports, compilation) shows as the gap before a curve starts
+        # the setup (imports, compilation) shows as the gap before a curve starts
+        axes_row[1].set_xlim(left=0)
         row_legend(axes_row, "framework")
     return fig

@@ -68,12 +68,8 @@ SUMMARY_JSON_COLUMNS = [
 RUN_COLUMNS = ["run", "run_dir", "experiment_folder", *CONFIG_COLUMNS, *SUMMARY_JSON_COLUMNS]
 # columns of a runs.csv of an older plot_results.py -> their names now
 RENAMED_COLUMNS = {"device": "device_name", "sweep": "experiment_folder"}
-IDENTITY_COLUMNS = [
-    "run",
-    "command",
-    "hostname",
-    "start_time",
-]  # what tells two runs apart (run_keys)
+# what tells two runs apart (run_keys)
+IDENTITY_COLUMNS = ["run", "command", "hostname", "start_time"]
 RUNS_CSV_COLUMNS = [
     "run",
     "iteration",
@@ -156,10 +152,8 @@ def run_rows(run: runlog.Run, study: Study) -> pd.DataFrame:
     # bench.sh writes each experiment's runs into a folder of its name (two experiments may run the same cell)
     parent = run.path.parent.name
     experiment_folder = parent if parent in study.experiments else ""
-    config = {
-        **config,
-        "device_name": config.get("device_name", config.get("device")),
-    }  # "device" in older runs
+    # "device" in older runs
+    config = {**config, "device_name": config.get("device_name", config.get("device"))}
     config["env"] = run_env(config)
     info = {
         "run": run.path.name,
@@ -281,9 +275,8 @@ def read_runs_csv(path: str, study: Study) -> tuple[pd.DataFrame, list[SkippedRu
             bad[rows.index] = True
             skipped.append(SkippedRun(f"{rows['run'].iloc[0]} (in {path})", str(e)))
     runs = runs[~bad].copy()
-    for (
-        column
-    ) in RUNS_CSV_CHECKED_NUMBERS:  # numbers again once the runs whose cells were words are gone
+    # numbers again once the runs whose cells were words are gone
+    for column in RUNS_CSV_CHECKED_NUMBERS:
         if column in runs and runs[column].dtype == object:
             runs[column] = pd.to_numeric(runs[column].map(cell_value), errors="coerce")
     return runs, skipped

@@ -11,16 +11,8 @@ from analysis.names import in_order, pretty_pair
 from study import Study
 
 NO_INTERVAL = "–"
-TEXT_COLUMNS = (
-    "env",
-    "tag",
-    "hostname",
-    "device",
-    "platform",
-    "versions",
-    "run",
-    "reason",
-)  # text from outside
+# text from outside
+TEXT_COLUMNS = ("env", "tag", "hostname", "device", "platform", "versions", "run", "reason")
 
 
 def markdown_table(table: pd.DataFrame) -> str:

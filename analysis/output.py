@@ -54,9 +54,8 @@ TABLE_KEYS = {
     "learning_speedups.csv": ["target", "experiment", "pair"],
 }
 # key columns that tables of earlier versions lack, and the value their rows had
-ADDED_KEYS = {
-    "backend": BACKENDS[0]
-}  # speedups.csv of before the env backends: every env on gymnax
+# speedups.csv of before the env backends: every env on gymnax
+ADDED_KEYS = {"backend": BACKENDS[0]}
 
 
 def writable_folder(flag: str, path, folder: Path) -> None:
@@ -70,9 +69,8 @@ def check_target(flag: str, path, new: bool = True) -> None:
     """BadInput unless a write to path (through its links) replaces a regular file, or, when new, creates one in a
     writable folder."""
     real = target(path)
-    if (
-        real.is_symlink()
-    ):  # realpath stops at a link it cannot follow: one that leads round in a circle
+    # realpath stops at a link it cannot follow: one that leads round in a circle
+    if real.is_symlink():
         raise BadInput(f"{flag} {path}: a symbolic link that leads to no file")
     if real.exists() and not real.is_file():
         what = "a folder" if real.is_dir() else "not a regular file"
@@ -129,9 +127,8 @@ def old_table(path: Path, name: str) -> pd.DataFrame:
         old = pd.read_csv(
             path, usecols=lambda c: c in wanted, dtype=str, keep_default_na=False, na_values=[""]
         )
-        old = from_csv(
-            old
-        )  # its text as written from (analysis/escape.py): the keys of the new table's rows
+        # its text as written from (analysis/escape.py): the keys of the new table's rows
+        old = from_csv(old)
     except CSV_READ_ERRORS as e:
         raise ValueError(f"{name} cannot be read ({type(e).__name__})") from None
     for column, value in ADDED_KEYS.items():
@@ -187,18 +184,16 @@ def staged(out: Path, remove: list[str]):
     """A temporary folder beside out to write every file into; when the block ends without an error, its files
     replace their namesakes in out (REPORT.md last) and the files in remove are deleted from out. On an error or
     an interruption, out is left as it was and the temporary folder removed."""
-    real = target(
-        out
-    )  # out may be a link to the folder: the stage goes beside the folder, on its disk
+    # out may be a link to the folder: the stage goes beside the folder, on its disk
+    real = target(out)
     real.parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=f".{real.name}.", suffix=".partial", dir=real.parent))
     try:
         yield stage
         with deferred_signals():
             if not real.exists():
-                stage.chmod(
-                    0o777 & ~current_umask()
-                )  # mkdtemp's folder is private; a results folder is not
+                # mkdtemp's folder is private; a results folder is not
+                stage.chmod(0o777 & ~current_umask())
                 stage.rename(real)
                 return
             files = sorted(stage.iterdir(), key=lambda p: (p.name == REPORT, p.name))

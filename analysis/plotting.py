@@ -21,14 +21,10 @@ from study import Study  # noqa: E402
 MARKERS = ("o", "s", "^", "D", "v", "P")
 SPEEDUP_LABEL = "speedup A → B = time A / time B\n(above 1×: B is faster)"
 INTERVAL = f"{BOOTSTRAP_LEVEL:.0%} cluster-bootstrap interval"
-INTERVAL_GID, CENTRE_GID = (
-    "interval",
-    "centre",
-)  # the gids of the tables' intervals and estimates, found by tests
-BACKEND_HATCHES = {
-    "gymnax": "",
-    "envpool": "///",
-}  # a bar's env backend; its colour is its framework's
+# the gids of the tables' intervals and estimates, found by tests
+INTERVAL_GID, CENTRE_GID = ("interval", "centre")
+# a bar's env backend; its colour is its framework's
+BACKEND_HATCHES = {"gymnax": "", "envpool": "///"}
 UPDATE_SHADE = 0.55  # an update bar: its framework's colour, this much towards white
 EMPTY_PANEL_WIDTH = 28  # characters per line of an empty panel's words: narrow panels hold them
 
@@ -167,9 +163,8 @@ def new_figure(
 # ------------------------------------------------------------------------------------------------- marks
 def box_with_points(ax, data, x, y, order, hue, hue_order, palette, log=True) -> None:
     """A box per (x, hue) with every run (or pair of runs) drawn on top."""
-    palette = {
-        h: palette.get(h, "0.6") for h in hue_order
-    }  # grey for a framework or mode not listed above
+    # grey for a framework or mode not listed above
+    palette = {h: palette.get(h, "0.6") for h in hue_order}
     common = dict(
         data=data, x=x, y=y, order=order, hue=hue, hue_order=hue_order, ax=ax, log_scale=log
     )
@@ -351,9 +346,8 @@ def backend_bars(
                     fontsize=9,
                     color="0.2",
                 )
-    ax.set_xticks(
-        range(len(frameworks)), frameworks, rotation=30, ha="right"
-    )  # rotated: they never overlap
+    # rotated: they never overlap
+    ax.set_xticks(range(len(frameworks)), frameworks, rotation=30, ha="right")
     ax.set_xlim(-0.6, len(frameworks) - 0.4)
     tops = cell[parts].sum(axis=1, min_count=len(parts))
     ax.set_ylim(0, 1.15 * float(tops.max()) if tops.notna().any() else 1.0)  # room for the ratios

@@ -16,10 +16,8 @@ from analysis.speedups import SPEEDUP_COLUMNS
 from analysis.stats import BOOTSTRAP_LEVEL, MIN_CLUSTERS
 from study import Study
 
-HEADLINE_METRICS = (
-    "total",
-    "steady",
-)  # the README's tables, of study.tables; REPORT.md has every metric, experiment
+# the README's tables, of study.tables; REPORT.md has every metric, experiment
+HEADLINE_METRICS = ("total", "steady")
 README_MARKERS = ("<!-- speedups:start -->", "<!-- speedups:end -->")
 
 

@@ -31,19 +31,15 @@ class Results:
     speedups: pd.DataFrame  # speedups.csv
     env_cost: pd.DataFrame  # env_cost.csv
     left_out: pd.DataFrame  # runs a metric could use but does not, with the reason
-    platform_speedups: dict[
-        str, dict[str, pd.DataFrame]
-    ]  # platform comparison -> tag -> its total-time speedups
-    learning_runs: (
-        pd.DataFrame
-    )  # a row per run of a learning experiment: final return, times to the reference's
+    # platform comparison -> tag -> its total-time speedups
+    platform_speedups: dict[str, dict[str, pd.DataFrame]]
+    # a row per run of a learning experiment: final return, times to the reference's
+    learning_runs: pd.DataFrame
     learning_curves: pd.DataFrame  # their smoothed returns per iteration
-    learning: (
-        pd.DataFrame
-    )  # learning.csv: per learning experiment, env and framework, against the reference
-    learning_speedups: (
-        pd.DataFrame
-    )  # learning_speedups.csv: time-to-return speedups per target and pair
+    # learning.csv: per learning experiment, env and framework, against the reference
+    learning: pd.DataFrame
+    # learning_speedups.csv: time-to-return speedups per target and pair
+    learning_speedups: pd.DataFrame
 
     def runs(self, experiment: str) -> pd.DataFrame:
         """The summary rows of an experiment (or platform comparison), with their framework/compile mode."""

@@ -27,10 +27,8 @@ from study import Study, split_label
 PAIR_KEYS = ["experiment", "env", "model_size", "tag", "num_iterations", "batch_size"]
 CONFIGURATION = ["num_iterations", "batch_size"]  # never pooled in one cell
 METRICS = ("total", "steady", "rollout", "update")
-ENV_COST_METRICS = (
-    "total",
-    "steady",
-)  # sync off: every env of the study, the expensive ones included
+# sync off: every env of the study, the expensive ones included
+ENV_COST_METRICS = ("total", "steady")
 # cell_statistics' columns, after each table's keys
 CELL_STATISTICS = ["geomean", "median", "ci_low", "ci_high", "n_pairs", "n_clusters"]
 SPEEDUP_COLUMNS = ["metric", "experiment", "backend", "size", "pair", *CELL_STATISTICS]
@@ -99,9 +97,8 @@ def pairwise(
     for experiment, mask in masks.items():
         data = summary.loc[mask & summary[column].notna(), [*keys, "framework", "run", column]]
         data = data.sort_values("run", kind="stable").assign(experiment=experiment)
-        data["run"] = (
-            data.index
-        )  # folder names may repeat (other tags, other machines); summary rows do not
+        # folder names may repeat (other tags, other machines); summary rows do not
+        data["run"] = data.index
         for a, b in study.pairs:
             both = data[data["framework"] == a].merge(
                 data[data["framework"] == b], on=PAIR_KEYS, suffixes=("_a", "_b")

@@ -10,9 +10,8 @@ BOOTSTRAP_SEED = 0
 BOOTSTRAP_RESAMPLES = 10_000
 BOOTSTRAP_LEVEL = 0.95
 MIN_CLUSTERS = 3  # fewer envs than this: no interval ("–" in the tables, NaN in speedups.csv)
-MIN_CORRELATION_ENVS = (
-    5  # fewer envs: no correlation (with 4, even a perfect rank order has p > 0.05)
-)
+# fewer envs: no correlation (with 4, even a perfect rank order has p > 0.05)
+MIN_CORRELATION_ENVS = 5
 
 
 def geometric_mean(values) -> float:
@@ -77,13 +76,11 @@ def cost_correlation(
     bootstrap interval (envs resampled with replacement; seeded). All NaN under MIN_CORRELATION_ENVS envs."""
     names = ["rho", "rho_low", "rho_high", "slope", "slope_low", "slope_high"]
     x = np.log10(np.asarray(cost, float))
-    y = np.round(
-        np.log10(np.asarray(speedup, float)), 9
-    )  # speedups equal but for float rounding are ties
+    # speedups equal but for float rounding are ties
+    y = np.round(np.log10(np.asarray(speedup, float)), 9)
     rho, slope = row_correlations(x[None], y[None])
-    if len(x) < MIN_CORRELATION_ENVS or np.isnan(
-        rho[0]
-    ):  # too few envs; or every env has the same speedup or cost
+    # too few envs; or every env has the same speedup or cost
+    if len(x) < MIN_CORRELATION_ENVS or np.isnan(rho[0]):
         return dict.fromkeys(names, float("nan"))
     chosen = np.random.default_rng(seed).integers(0, len(x), size=(resamples, len(x)))
     rhos, slopes = row_correlations(x[chosen], y[chosen])

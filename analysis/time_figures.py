@@ -36,9 +36,8 @@ from study import BACKENDS, Study, Window, split_label
 
 def fig_total(results: Results, name: str):
     study, runs = results.study, results.runs(name)
-    runs = runs[
-        ~runs["sync_timing"].astype(bool)
-    ]  # an experiment of sync "both" has its totals sync off
+    # an experiment of sync "both" has its totals sync off
+    runs = runs[~runs["sync_timing"].astype(bool)]
     if runs.empty:
         return "no sync-off runs"
     title = f"{capitalised(name)}: total run duration per framework (sync off, default compile)"

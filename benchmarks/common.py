@@ -20,10 +20,8 @@ def run_and_read(script: str, *args: str) -> dict:
     --cpus sets it), else one thread per core this process may use."""
     threads = os.environ.get("OMP_NUM_THREADS", str(len(os.sched_getaffinity(0))))
     with tempfile.TemporaryDirectory() as log_dir:
-        env = {
-            "OMP_NUM_THREADS": threads,
-            "JAX_COMPILATION_CACHE_DIR": "",
-        }  # no JAX cache: a first run's compile
+        # no JAX cache: a first run's compile
+        env = {"OMP_NUM_THREADS": threads, "JAX_COMPILATION_CACHE_DIR": ""}
         proc = launch.run_script(script, *args, log_dir=log_dir, env=env)
         if proc.returncode != 0:
             raise RuntimeError(f"{script} {' '.join(args)} failed:\n{proc.stderr[-2000:]}")

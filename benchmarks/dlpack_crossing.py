@@ -39,15 +39,12 @@ SCRIPT_STEP = (
     "env call (Runner pytree)",
     "jax->torch via numpy",
 )
-FRESH = (
-    "jax->torch dlpack",
-    "jax->torch via numpy",
-)  # timed with the trivial call that makes a fresh result
+# timed with the trivial call that makes a fresh result
+FRESH = ("jax->torch dlpack", "jax->torch via numpy")
 
 
-def to_words(
-    x,
-):  # a leaf as 32-bit words (a key as its data, bool and small ints widened): exact, reversible
+# a leaf as 32-bit words (a key as its data, bool and small ints widened): exact, reversible
+def to_words(x):
     x = jax.random.key_data(x) if jnp.issubdtype(x.dtype, jax.dtypes.prng_key) else x
     return (
         jax.lax.bitcast_convert_type(x, jnp.uint32)
@@ -111,10 +108,8 @@ def env_pieces(env_id: str, num_envs: int) -> dict:
             lambda r, _: (ppo.env_step_packed(env, env_params, r, action)[0], None), r, length=256
         )[0]
     )
-    carried = {
-        "runner": runner,
-        "words": start_words(runner),
-    }  # each call takes the last call's output
+    # each call takes the last call's output
+    carried = {"runner": runner, "words": start_words(runner)}
 
     def call_pytree():
         carried["runner"], packed = pytree_call(carried["runner"], action)
@@ -130,16 +125,12 @@ def env_pieces(env_id: str, num_envs: int) -> dict:
             lambda: jax.block_until_ready(env_alone(step_keys, runner.env_state, action)),
             1,
         ),
-        "env step in a scan": (
-            lambda: jax.block_until_ready(scan(runner)),
-            1 / 256,
-        ),  # per step of 256
+        # per step of 256
+        "env step in a scan": (lambda: jax.block_until_ready(scan(runner)), 1 / 256),
         "env call (Runner pytree)": (call_pytree, 1),
         "env call (Runner as words)": (call_words, 1),
-        "jax->torch dlpack": (
-            lambda: torch.from_dlpack(trivial(x)),
-            1,
-        ),  # a fresh result each call, as in a rollout
+        # a fresh result each call, as in a rollout
+        "jax->torch dlpack": (lambda: torch.from_dlpack(trivial(x)), 1),
         "jax->torch via numpy": (lambda: torch.from_dlpack(np.asarray(trivial(x))), 1),
     }
 

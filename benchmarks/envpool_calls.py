@@ -172,14 +172,12 @@ def measure(env_id: str, num_envs: int, threads: int, rounds: int, steps: int) -
                     text=True,
                     timeout=CHILD_TIMEOUT_S,
                 )
-            except (
-                subprocess.TimeoutExpired
-            ):  # envpool's XLA op hangs with 2 threads here: no number, not a crash
+            # envpool's XLA op hangs with 2 threads here: no number, not a crash
+            except subprocess.TimeoutExpired:
                 failed[family] = "hung"
                 continue
-            if (
-                out.returncode != 0
-            ):  # envpool's XLA op segfaults now and then, even alone in its process
+            # envpool's XLA op segfaults now and then, even alone in its process
+            if out.returncode != 0:
                 failed[family] = (
                     "crashed" if out.returncode < 0 else f"failed: {out.stderr.strip()[-300:]}"
                 )
@@ -229,9 +227,8 @@ def main():
     parser.add_argument(
         "--out", help="also write the rows as JSON here, and the table beside it (.md)"
     )
-    parser.add_argument(
-        "--child", choices=list(FAMILIES), help=argparse.SUPPRESS
-    )  # one round, in a fresh process
+    # one round, in a fresh process
+    parser.add_argument("--child", choices=list(FAMILIES), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(

@@ -33,9 +33,8 @@ class Options:
 def fused_seconds_per_iteration(args: ppo.Args) -> tuple[float, float]:
     """(compile seconds, steady seconds per iteration) of the whole training as one jitted lax.scan."""
     env, env_params = ppo.make_env(args.env)
-    env_key, init_key, update_key = jax.random.split(
-        jax.random.key(args.seed), 3
-    )  # as ppo_linen.main()
+    # as ppo_linen.main()
+    env_key, init_key, update_key = jax.random.split(jax.random.key(args.seed), 3)
     runner = ppo.reset_envs(env, env_params, env_key, args.num_envs)
     agent = ppo.Agent(ppo.MODEL_SIZES[args.model_size], env.num_actions, env.continuous)
     tx, _ = ppo.make_optimizer(args)
@@ -102,9 +101,8 @@ def main():
     print(table.to_string(index=False, float_format="%.4f"))
     medians = table.groupby("design")["steady_s_per_iter"].median()
     batch = args.batch_size
-    steady = (
-        STEADY_FROM if opts.num_iterations > STEADY_FROM else 1
-    )  # as steady_mean: 1+ in a shorter run
+    # as steady_mean: 1+ in a shorter run
+    steady = STEADY_FROM if opts.num_iterations > STEADY_FROM else 1
     print(
         f"\n{opts.env} {opts.model_size}, {opts.num_iterations} iterations, steady state = iterations {steady}+ "
         f"(fused: whole loop / iterations)"

@@ -26,9 +26,8 @@ import ppo_equinox
 import ppo_linen
 import ppo_nnx
 
-OP = re.compile(
-    r"^\s*(?:ROOT )?%?[\w.\-]+ = [^=]*?\s([a-z][\w\-]*)\(", re.M
-)  # `%name = type opcode(`
+# `%name = type opcode(`
+OP = re.compile(r"^\s*(?:ROOT )?%?[\w.\-]+ = [^=]*?\s([a-z][\w\-]*)\(", re.M)
 
 
 def lowered_linen(args, env, env_params, runner, batch, init_key, update_key):
@@ -44,10 +43,8 @@ def lowered_linen(args, env, env_params, runner, batch, init_key, update_key):
 
 
 def lowered_nnx(args, env, env_params, runner, batch, init_key, update_key):
-    runner, batch = (
-        ppo_nnx.Runner(*runner),
-        ppo_nnx.Batch(*batch),
-    )  # each script's own NamedTuple types
+    # each script's own NamedTuple types
+    runner, batch = (ppo_nnx.Runner(*runner), ppo_nnx.Batch(*batch))
     agent = ppo_nnx.Agent(
         runner.obs.shape[-1],
         ppo_nnx.MODEL_SIZES[args.model_size],
@@ -125,9 +122,8 @@ def main():
 
     args = ppo_linen.Args(env=opts.env, model_size=opts.model_size)
     env, env_params = ppo_linen.make_env(args.env)
-    env_key, init_key, update_key = jax.random.split(
-        jax.random.key(args.seed), 3
-    )  # as the scripts' main()
+    # as the scripts' main()
+    env_key, init_key, update_key = jax.random.split(jax.random.key(args.seed), 3)
     runner = ppo_linen.reset_envs(env, env_params, env_key, args.num_envs)
     obs_dim = runner.obs.shape[-1]
     batch = ppo_linen.Batch(

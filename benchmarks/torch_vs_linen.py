@@ -38,27 +38,24 @@ COLUMNS = ("iter0_s", "rollout_s", "update_s", "total_s")
 
 def run_config(name: str, env: str, size: str, opts) -> dict:
     script, mode = CONFIGS[name]
-    if (
-        opts.cpus
-    ):  # pinned as `taskset -c` pins (the child inherits it): the same cores for every framework
+    # pinned as `taskset -c` pins (the child inherits it): the same cores for every framework
+    if opts.cpus:
         cores = {
             c
             for part in opts.cpus.split(",")
             for c in range(int(part.split("-")[0]), int(part.split("-")[-1]) + 1)
         }
         os.sched_setaffinity(0, cores)
-        os.environ["OMP_NUM_THREADS"] = str(
-            len(cores)
-        )  # torch: one thread per core; XLA sees the same cores
+        # torch: one thread per core; XLA sees the same cores
+        os.environ["OMP_NUM_THREADS"] = str(len(cores))
     length = (
         ["--num-iterations", str(opts.none_iterations), "--num-steps", str(opts.none_steps)]
         if mode == "none"
         else ["--num-iterations", str(opts.num_iterations)]
     )
     with tempfile.TemporaryDirectory() as cache_dir:
-        os.environ["TORCHINDUCTOR_CACHE_DIR"] = (
-            cache_dir  # inherited by the run: no compiled kernels from before
-        )
+        # inherited by the run: no compiled kernels from before
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache_dir
         run = run_and_read(
             script,
             "--env",
@@ -120,9 +117,8 @@ def table(results: dict, title: str) -> str:
 def per_step_line(env: str, size: str, results: dict) -> str:
     """Where torch's rollout time goes: its cost per env step against Linen's, and the pieces of a Python-loop step
     from the profile of benchmarks.dlpack_crossing, run here on the same cores."""
-    from benchmarks import (
-        dlpack_crossing,
-    )  # imports torch (OMP_NUM_THREADS already set) and JAX: only when asked
+    # imports torch (OMP_NUM_THREADS already set) and JAX: only when asked
+    from benchmarks import dlpack_crossing
 
     num_steps = dlpack_crossing.ppo.Args.num_steps  # the runs keep the default
     torch_step, linen_step = (
@@ -161,19 +157,16 @@ def main():
 
     all_results, tables = {}, []
     with tempfile.TemporaryDirectory() as before_dir:
-        if (
-            opts.torch_script
-        ):  # copied out of the repo, where no ppo_*.py appears while others lint and test
+        # copied out of the repo, where no ppo_*.py appears while others lint and test
+        if opts.torch_script:
             before = Path(before_dir, "ppo_torch_before.py")
             shutil.copy(opts.torch_script, before)
             # it imports the repo's helpers (bookkeeping.py, env_adapters.py) as the scripts do from beside them
             os.environ["PYTHONPATH"] = os.pathsep.join(
                 filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])
             )
-            CONFIGS["torch before"] = (
-                str(before),
-                "compile",
-            )  # an absolute path: run_and_read runs it where it is
+            # an absolute path: run_and_read runs it where it is
+            CONFIGS["torch before"] = (str(before), "compile")
             opts.configs = [*opts.configs, "torch before"]
         run_all(opts, all_results, tables)
     print("\n\n".join(tables))
@@ -185,9 +178,8 @@ def run_all(opts, all_results: dict, tables: list):
             results = {name: [] for name in opts.configs}
             for r in range(opts.rounds):
                 shift = r % len(opts.configs)
-                for name in (
-                    opts.configs[shift:] + opts.configs[:shift]
-                ):  # rotate the order each round
+                # rotate the order each round
+                for name in opts.configs[shift:] + opts.configs[:shift]:
                     res = run_config(name, env, size, opts)
                     results[name].append(res)
                     print(

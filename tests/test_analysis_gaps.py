@@ -16,11 +16,8 @@ import plot_results
 from analysis import figures
 from helpers import STUDY
 
-ENVS = [
-    "CartPole-v1",
-    "Acrobot-v1",
-    "MountainCar-v0",
-]  # three envs: the speedup tables get intervals
+# three envs: the speedup tables get intervals
+ENVS = ["CartPole-v1", "Acrobot-v1", "MountainCar-v0"]
 WINDOW = STUDY.steady
 SHORT = WINDOW.first - 2  # iterations: the warm-up window has data, the steady one none
 LONG = WINDOW.first + 3  # every window has data

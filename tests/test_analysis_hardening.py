@@ -67,9 +67,8 @@ def curve_run(
                 learning_curves.RETURN, -100.0 * i, (i + 1) * 100, walltime=start + 1 + 0.1 * i
             )
     tie_events(run_dir, config)
-    final = (
-        -100.0 * sum(range(iterations)[-10:]) / len(range(iterations)[-10:])
-    )  # as bookkeeping.py makes it
+    # as bookkeeping.py makes it
+    final = -100.0 * sum(range(iterations)[-10:]) / len(range(iterations)[-10:])
     summary = dict(
         status="completed", total_s=2.0, iterations_completed=iterations, final_return=final
     )
@@ -416,9 +415,8 @@ def forgeries(real_runs, root: Path) -> dict[str, Path]:
     )
     moved = forged_copy(first, root / "e4")
     events = events_of(moved)
-    events.rename(
-        events.with_name(events.name.rsplit(".", 1)[0] + ".elsewhere")
-    )  # another host's name
+    # another host's name
+    events.rename(events.with_name(events.name.rsplit(".", 1)[0] + ".elsewhere"))
     forged["events named for another host"] = moved
     return forged
 
@@ -445,9 +443,8 @@ def test_forged_run_folders_are_not_completed_for_the_resume_nor_the_analysis(
         with pytest.raises(runlog.RunError):
             runlog.read_completed_run(run_dir)
     command = json.loads((real_runs[0] / "config.json").read_text())["command"]
-    exp_dir = (
-        tmp_path / "forged" / "e1"
-    )  # bench.sh's resume: the folder of the run whose events are another's
+    # bench.sh's resume: the folder of the run whose events are another's
+    exp_dir = tmp_path / "forged" / "e1"
     assert sweep_resume.completed_keys(exp_dir) == set() and sweep_resume.run_key(
         command
     ) not in sweep_resume.completed_keys(exp_dir)
@@ -641,7 +638,6 @@ def test_markdown_and_html_in_the_runs_never_reach_report_md_or_the_readme_as_ma
     assert analyse(capsys, tmp_path / "runs", *args, "--readme-block", block)[0] == 0
     report = (tmp_path / "out2" / "REPORT.md").read_text()
     assert broken_tables(report) == [] and broken_tables(block.read_text()) == []
-    assert (
-        "&lt;img src=x onerror=alert(1)&gt;" in report and "&lt;script&gt;" in report
-    )  # shown, as text
+    # shown, as text
+    assert "&lt;img src=x onerror=alert(1)&gt;" in report and "&lt;script&gt;" in report
     assert "Owned" in report and "Linux" in report

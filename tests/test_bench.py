@@ -118,17 +118,17 @@ def test_dry_run_counts(tmp_path, exp):
     assert len(dry_run(tmp_path, "--experiments", exp, "--seeds", "1")) == expected_count(
         experiments=[exp]
     )
+    # default 3 seeds
     assert len(dry_run(tmp_path, "--experiments", exp)) == expected_count(
         experiments=[exp], seeds=3
-    )  # default 3 seeds
+    )
 
 
 def test_dry_run_all_experiments(tmp_path):
     lines = dry_run(tmp_path, "--seeds", "1")
     assert len(lines) == expected_count()
-    assert len(set(lines)) == len(
-        lines
-    )  # exp2 and exp3 overlap in settings but not in log dir or --exp-name
+    # exp2 and exp3 overlap in settings but not in log dir or --exp-name
+    assert len(set(lines)) == len(lines)
 
 
 def test_dry_run_matrix_contents(tmp_path):
@@ -151,9 +151,8 @@ def test_dry_run_matrix_contents(tmp_path):
             (fw.name, mode) for fw in STUDY.frameworks.values() for mode in exp.compile_modes(fw)
         }
         assert {option(line, "--model-size") for line in runs} == set(exp.sizes)
-        assert list(dict.fromkeys(env_of(line) for line in runs)) == list(
-            exp.envs
-        )  # in the study's order
+        # in the study's order
+        assert list(dict.fromkeys(env_of(line) for line in runs)) == list(exp.envs)
 
 
 # A study that shares no framework, script, compile mode, size, env or experiment with study.toml
@@ -367,9 +366,8 @@ def assert_every_env_size_and_framework_sync_off_and_on(
     }
     assert got == expected
     assert {option(line, "--exp-name") for line in lines} == {name}
-    for cell in dict.fromkeys(
-        cell_of(line) for line in lines
-    ):  # each cell: every framework sync off, then sync on
+    # each cell: every framework sync off, then sync on
+    for cell in dict.fromkeys(cell_of(line) for line in lines):
         syncs = [not line.endswith("--no-sync-timing") for line in lines if cell_of(line) == cell]
         assert syncs == [False] * len(STUDY.frameworks) + [True] * len(STUDY.frameworks)
 
@@ -512,9 +510,8 @@ def test_shards_split_the_matrix_by_cell(tmp_path, shards):
     shard_of_cell = {}
     for k, part in enumerate(parts):
         for line in part:
-            assert (
-                shard_of_cell.setdefault(cell_of(line), k) == k
-            )  # every run of a cell on one shard
+            # every run of a cell on one shard
+            assert shard_of_cell.setdefault(cell_of(line), k) == k
     cells_per_shard = [len({cell_of(line) for line in part}) for part in parts]
     assert max(cells_per_shard) - min(cells_per_shard) <= 1  # balanced to within one cell
     for part in parts:  # every framework and compile mode of a cell, one after another
@@ -613,17 +610,13 @@ def fake_run(
         sync_timing=False,
     )
     config.update(batch_size=1, num_iterations=iterations, hostname=socket.gethostname())
-    config.update(
-        start_time=datetime.now(timezone.utc).isoformat()
-    )  # before the events are written
+    # before the events are written
+    config.update(start_time=datetime.now(timezone.utc).isoformat())
     if command is not None:
         config["command"] = command
     (run_dir / "config.json").write_text(json.dumps(config))
-    summary = {
-        "status": status,
-        "iterations_completed": iterations,
-        "total_s": 60.0,
-    }  # the events within it
+    # the events within it
+    summary = {"status": status, "iterations_completed": iterations, "total_s": 60.0}
     (run_dir / "summary.json").write_text(json.dumps(summary))
     with SummaryWriter(str(run_dir)) as writer:
         for iteration in range(iterations):
@@ -646,9 +639,8 @@ def done_lines(log_dir: Path, *args: str, exp: str = "exp2", env: str = "CartPol
 def test_resume_needs_a_completed_run_of_the_same_command(tmp_path):
     log_dir = tmp_path / "runs"
     same = ("--iterations", "5", "--", "--num-envs", "4")
-    jit, none = planned(
-        log_dir, "exp2", "CartPole-v1", *same
-    )  # linen's compile modes, in the study's order
+    # linen's compile modes, in the study's order
+    jit, none = planned(log_dir, "exp2", "CartPole-v1", *same)
     assert (
         option(" ".join(jit), "--compile") == "jit"
         and option(" ".join(none), "--compile") == "none"
@@ -657,14 +649,12 @@ def test_resume_needs_a_completed_run_of_the_same_command(tmp_path):
     fake_run(log_dir, "exp2", "failed", none, "b")
     matching = done_lines(log_dir, *same)
     assert len(matching) == 1 and "--compile jit" in matching[0]  # the failed run is not done
-    assert not done_lines(
-        log_dir, "--iterations", "6", "--", "--num-envs", "4"
-    )  # other num_iterations
+    # other num_iterations
+    assert not done_lines(log_dir, "--iterations", "6", "--", "--num-envs", "4")
     assert not done_lines(log_dir, "--iterations", "5")  # other extra arguments
     assert not done_lines(log_dir, "--iterations", "5", "--tag", "mac", "--", "--num-envs", "4")
-    assert not done_lines(
-        log_dir, "--iterations", "5", "--", "--num-envs=4"
-    )  # the same command, not the same meaning
+    # the same command, not the same meaning
+    assert not done_lines(log_dir, "--iterations", "5", "--", "--num-envs=4")
 
 
 def test_resume_ignores_the_log_dir_spelling_but_not_the_script(tmp_path):
@@ -673,9 +663,8 @@ def test_resume_ignores_the_log_dir_spelling_but_not_the_script(tmp_path):
     moved = [
         f"./elsewhere/{v}" if i and jit[i - 1] == "--log-dir" else v for i, v in enumerate(jit)
     ]
-    fake_run(
-        log_dir, "exp2", "completed", moved, "a"
-    )  # the folder moved since: still found under the log dir
+    # the folder moved since: still found under the log dir
+    fake_run(log_dir, "exp2", "completed", moved, "a")
     nnx = ["/somewhere/ppo_nnx.py", *none[1:]]
     fake_run(log_dir, "exp2", "completed", nnx, "b")  # another script with linen's arguments
     fake_run(log_dir, "exp2", "completed", None, "c")  # an old run without "command"
@@ -697,9 +686,8 @@ def test_resume_tells_exp2_and_exp3_copies_apart(tmp_path):
     log_dir = tmp_path / "runs"
     (exp3_jit, _) = planned(log_dir, "exp3", "Acrobot-v1")
     fake_run(log_dir, "exp3", "completed", exp3_jit, "a")
-    fake_run(
-        log_dir, "exp2", "completed", exp3_jit, "b"
-    )  # exp3's command in exp2's folder (--exp-name exp3)
+    # exp3's command in exp2's folder (--exp-name exp3)
+    fake_run(log_dir, "exp2", "completed", exp3_jit, "b")
     assert len(done_lines(log_dir, exp="exp3", env="Acrobot-v1")) == 1
     assert not done_lines(log_dir, exp="exp2", env="Acrobot-v1")
 
@@ -761,8 +749,9 @@ def interrupted_sweep(tmp_path: Path, interrupt_plan: bool, exit_on_term: int = 
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        # its own process group, which the stand-in signals
         start_new_session=True,
-    )  # its own process group, which the stand-in signals
+    )
     try:
         out, err = proc.communicate(timeout=60)
     finally:
@@ -788,9 +777,10 @@ def test_ctrl_c_during_a_run_starts_no_other_run(tmp_path, exit_on_term, words, 
     rc, out, runs = interrupted_sweep(tmp_path, interrupt_plan=False, exit_on_term=exit_on_term)
     assert rc == 130, out
     assert len(runs) == 1 and "--seed 1 " in runs[0]  # seed 2 never started
+    # the run's own exit
     assert re.search(rf"\[1/2\] exp1 CartPole-v1 linen small jit seed 1 \.\.\. {words} in ", out), (
         out
-    )  # the run's own exit
+    )
     assert f"{counts}, 0 failed, 0 skipped" in out
 
 
@@ -882,9 +872,8 @@ def test_mini_sweep_completes_then_skips_every_run(tmp_path):
         )
         config = read_json(path.parent / "config.json")
         assert config["sync_timing"] is False and config["exp_name"] == "exp1"
-        assert config["cpu_affinity"] == [0], config[
-            "cpu_affinity"
-        ]  # --cpus 1: every framework on the same core
+        # --cpus 1: every framework on the same core
+        assert config["cpu_affinity"] == [0], config["cpu_affinity"]
         assert config.get("torch_threads", 1) == 1
     assert len(list((log_dir / "logs" / "exp1").glob("*.log"))) == num_runs
     assert not (log_dir / "env_timing.json").exists()  # --no-env-timing
@@ -930,10 +919,8 @@ def test_env_timing_check_wants_this_machine(tmp_path):
     reason, envs = sweep_env_timing.env_timing_reason(
         timing_file(path, host, device), ["Acrobot-v1"]
     )
-    assert "lacks Acrobot-v1" in reason and envs == [
-        "CartPole-v1",
-        "Acrobot-v1",
-    ]  # keeps what it had
+    # keeps what it had
+    assert "lacks Acrobot-v1" in reason and envs == ["CartPole-v1", "Acrobot-v1"]
 
 
 @pytest.mark.slow
@@ -944,9 +931,8 @@ def test_bench_re_times_envs_from_another_host_into_its_log_dir(tmp_path):
     committed = (ROOT / "results" / "env_timing.json").read_bytes()
     args = (*one_cell(),)
     (command,) = planned(log_dir, "exp1", "CartPole-v1")
-    fake_run(
-        log_dir, "exp1", "completed", command, "done"
-    )  # the one run is done: only the env timing runs
+    # the one run is done: only the env timing runs
+    fake_run(log_dir, "exp1", "completed", command, "done")
     proc = bench("--log-dir", str(log_dir), *args, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert re.search(
@@ -994,17 +980,15 @@ def test_env_timing_defaults_to_the_study_envs(tmp_path):
         .replace('"CartPole-v1", ', "")
         .replace('"CartPole-v1" = [490.04, 6.12], ', "")
     )
-    path.write_text(
-        text
-    )  # a study without CartPole-v1 (exp9 read against no published CartPole return either)
+    # a study without CartPole-v1 (exp9 read against no published CartPole return either)
+    path.write_text(text)
     code = "import env_timing; print(','.join(env_timing.env_list(env_timing.Args())))"
     proc = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    without = [
-        e for e in STUDY.every_env if study.split_label(e)[0] != "CartPole-v1"
-    ]  # nor CartPole-v1@envpool
+    # nor CartPole-v1@envpool
+    without = [e for e in STUDY.every_env if study.split_label(e)[0] != "CartPole-v1"]
     assert proc.stdout.strip().split(",") == without  # with the expensive and the envpool envs
 
 

@@ -418,9 +418,8 @@ def test_a_second_sweep_of_the_same_log_dir_and_shard_is_refused(tmp_path, fake)
         second = run_bench(*args, "--shard", "0/2", env=fake, cwd=tmp_path, timeout=30)
         one_line_refusal(second, "another sweep", "shard 0/2", f"pid {first.pid}")
         assert second.stdout == "" and len(marks(tmp_path)) == 1  # no header, no run
-        other_shard = run_bench(
-            *args, "--shard", "1/2", env=fake, cwd=tmp_path, timeout=60
-        )  # side by side
+        # side by side
+        other_shard = run_bench(*args, "--shard", "1/2", env=fake, cwd=tmp_path, timeout=60)
         assert other_shard.returncode == 0, other_shard.stdout + other_shard.stderr
         assert len(marks(tmp_path)) == 2
     finally:
@@ -428,9 +427,8 @@ def test_a_second_sweep_of_the_same_log_dir_and_shard_is_refused(tmp_path, fake)
         out, err = first.communicate(timeout=60)
     assert first.returncode == 0, out + err
     assert out.strip().splitlines()[-1] == "1 completed, 0 failed, 0 skipped"
-    again = run_bench(
-        *args, "--shard", "0/2", env=fake, cwd=tmp_path
-    )  # the first one is gone: the lock with it
+    # the first one is gone: the lock with it
+    again = run_bench(*args, "--shard", "0/2", env=fake, cwd=tmp_path)
     assert (
         again.returncode == 0
         and again.stdout.strip().splitlines()[-1] == "0 completed, 0 failed, 1 skipped"
@@ -454,16 +452,14 @@ def test_a_completed_run_whose_events_are_unusable_is_redone(tmp_path):
     events.write_bytes(b"garbage, not a TFRecord" * 10)
     assert done() == []  # unreadable events: redone
     events.write_bytes(content)
-    (run_dir / f"{events.name}.2").write_bytes(
-        content
-    )  # two events files: neither series can be trusted
+    # two events files: neither series can be trusted
+    (run_dir / f"{events.name}.2").write_bytes(content)
     assert done() == []
     (run_dir / f"{events.name}.2").unlink()
     assert done() == [True]
     summary = read_json(run_dir / "summary.json")
-    (run_dir / "summary.json").write_text(
-        json.dumps({**summary, "iterations_completed": 3})
-    )  # events hold 2
+    # events hold 2
+    (run_dir / "summary.json").write_text(json.dumps({**summary, "iterations_completed": 3}))
     assert done() == []
     (run_dir / "summary.json").write_text(json.dumps({**summary, "iterations_completed": 0}))
     assert done() == []

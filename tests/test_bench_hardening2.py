@@ -96,9 +96,8 @@ def test_a_tag_a_log_dir_and_a_timing_file_that_start_with_a_dash_are_used_as_gi
     again = run_bench(
         "--log-dir", "-runs", *FAKE_SWEEP, "--seeds", "1", "--tag", "-x", env=fake, cwd=tmp_path
     )
-    assert (
-        again.stdout.strip().splitlines()[-1] == "0 completed, 0 failed, 1 skipped"
-    )  # resumed: the same run
+    # resumed: the same run
+    assert again.stdout.strip().splitlines()[-1] == "0 completed, 0 failed, 1 skipped"
     timing = subprocess.run(
         [
             sys.executable,
@@ -130,10 +129,8 @@ HUGE = "9" * 30
         (["--seeds", "9" * 5000], "9" * 5000),  # past the digits Python's int() takes from a string
         (["--iterations", HUGE], HUGE),
         (["--shard", f"0/{HUGE}"], f"0/{HUGE}"),
-        (
-            ["--cpus", "18446744073709551617"],
-            "18446744073709551617",
-        ),  # 2**64 + 1: bash's arithmetic reads 1
+        # 2**64 + 1: bash's arithmetic reads 1
+        (["--cpus", "18446744073709551617"], "18446744073709551617"),
         (["--timeout", "9" * 400], "9" * 400),
         (["--timeout", "9", "--kill-after", HUGE], HUGE),
         (["--slurm", "--slurm-tasks", "9" * 5000], "9" * 5000),
@@ -320,9 +317,8 @@ def test_sigterm_to_bench_sh_stops_the_command_of_any_phase_at_once(tmp_path, fa
             lambda: stalled.exists() and stalled.read_text().strip(), what=f"the {phase} command"
         )
         child = int(stalled.read_text())
-        os.kill(
-            proc.pid, signal.SIGTERM
-        )  # to bench.sh alone, as Slurm's --signal=B:TERM@120 sends it
+        # to bench.sh alone, as Slurm's --signal=B:TERM@120 sends it
+        os.kill(proc.pid, signal.SIGTERM)
         # a safety net, not a timing: without the signal passed on, bench.sh waits for the sleep's 600 s
         wait_until(
             lambda: proc.poll() is not None and not alive(child),

@@ -51,9 +51,8 @@ def test_the_stripped_copy_parses_and_needs_no_other_file(framework):
     }
     imported |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     assert "bookkeeping" not in imported and "book" not in stripped.replace("bookkeeping", "")
-    assert (
-        "env_adapters" in imported
-    )  # imported lazily, inside make_env, only for the envs it adapts
+    # imported lazily, inside make_env, only for the envs it adapts
+    assert "env_adapters" in imported
     assert len(stripped.splitlines()) < len((ROOT / script(framework)).read_text().splitlines())
 
 

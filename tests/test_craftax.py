@@ -17,9 +17,8 @@ from helpers import ENV_FIELDS, STUDY
 
 MODULES = {name: importlib.import_module(fw.script[:-3]) for name, fw in STUDY.frameworks.items()}
 CRAFTAX_ENVS = env_adapters.CRAFTAX_ENVS
-NUM_ENVS = (
-    env_adapters.Craftax.NUM_RESETS + 1
-)  # one more than the fresh worlds of a step: two envs may share one
+# one more than the fresh worlds of a step: two envs may share one
+NUM_ENVS = env_adapters.Craftax.NUM_RESETS + 1
 
 
 @cache
@@ -69,16 +68,14 @@ def test_a_death_is_terminated_and_the_env_gets_a_fresh_world(env_id):
         fields["terminated"].tolist() == [True] + [False] * (NUM_ENVS - 1)
         and not fields["truncated"].any()
     )
-    np.testing.assert_array_equal(
-        fields["final_obs"], stepped_obs
-    )  # before the reset: what V bootstraps from
+    # before the reset: what V bootstraps from
+    np.testing.assert_array_equal(fields["final_obs"], stepped_obs)
     assert not np.array_equal(next_runner.obs[0], stepped_obs[0])  # a fresh world...
     assert (
         int(next_runner.env_state.timestep[0]) == 0 and next_runner.env_state.player_health[0] > 0
     )
-    np.testing.assert_array_equal(
-        next_runner.obs[1:], stepped_obs[1:]
-    )  # ...only where the episode ended
+    # ...only where the episode ended
+    np.testing.assert_array_equal(next_runner.obs[1:], stepped_obs[1:])
     assert next_runner.env_state.timestep[1:].tolist() == [1] * (NUM_ENVS - 1)
     assert fields["episode_length"].tolist() == [1] + [0] * (NUM_ENVS - 1)
 
@@ -106,12 +103,10 @@ def test_more_done_envs_than_fresh_worlds_share_them():
     env, _, reset, step = setup("linen", CRAFTAX_ENVS[0])
     runner, fields = step(kill(reset(jax.random.key(3)), range(NUM_ENVS)), noop())
     assert fields["terminated"].all() and NUM_ENVS == env.NUM_RESETS + 1
-    np.testing.assert_array_equal(
-        runner.obs[0], runner.obs[env.NUM_RESETS]
-    )  # the first fresh world, twice
-    assert (
-        len({bytes(np.asarray(o)) for o in runner.obs[: env.NUM_RESETS]}) == env.NUM_RESETS
-    )  # distinct worlds
+    # the first fresh world, twice
+    np.testing.assert_array_equal(runner.obs[0], runner.obs[env.NUM_RESETS])
+    # distinct worlds
+    assert len({bytes(np.asarray(o)) for o in runner.obs[: env.NUM_RESETS]}) == env.NUM_RESETS
 
 
 @pytest.mark.parametrize("env_id", CRAFTAX_ENVS)

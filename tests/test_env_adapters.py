@@ -86,9 +86,8 @@ def test_normalize_follows_purejaxrls_update_rule():
         num_envs,
         actions,
     )
-    assert any(
-        r[3].any() for r in raw[1:]
-    )  # the time limit was reached: the discounted returns restarted
+    # the time limit was reached: the discounted returns restarted
+    assert any(r[3].any() for r in raw[1:])
 
     obs0 = np.asarray(raw[0][0], np.float64)
     mean, var, count = numpy_merge(np.zeros(4), np.ones(4), 1e-4, obs0)
@@ -193,12 +192,10 @@ def test_normalize_passes_the_action_space_through_and_keeps_its_types():
 
     keys = jax.random.split(jax.random.key(1), 4)
     obs, state = jax.jit(wrapped.reset)(keys, env.params)
-    assert not any(
-        x.weak_type for x in jax.tree.leaves(state._replace(env_state=None))
-    )  # the statistics
-    state = jax.tree.map(
-        lambda x: jnp.asarray(x, x.dtype), state
-    )  # gymnax's weak types, cast as the scripts do
+    # the statistics
+    assert not any(x.weak_type for x in jax.tree.leaves(state._replace(env_state=None)))
+    # gymnax's weak types, cast as the scripts do
+    state = jax.tree.map(lambda x: jnp.asarray(x, x.dtype), state)
     step = jax.jit(wrapped.step)
     actions = jnp.full((4, 1), 0.5, jnp.float32)
     jitted = []
@@ -257,9 +254,8 @@ def flip(states, envs):
     pipeline = states.pipeline_state
     lifted = jnp.isin(jnp.arange(NUM_ENVS), jnp.asarray(envs, jnp.int32))
     q = pipeline.q.at[:, 2].set(jnp.where(lifted, 2.0, pipeline.q[:, 2]))
-    positions = (
-        {"q": q, "qpos": q} if hasattr(pipeline, "qpos") else {"q": q}
-    )  # MJX steps from its Data's qpos
+    # MJX steps from its Data's qpos
+    positions = {"q": q, "qpos": q} if hasattr(pipeline, "qpos") else {"q": q}
     return states.replace(pipeline_state=pipeline.replace(**positions))
 
 
@@ -282,9 +278,8 @@ def test_brax_contract_attributes_and_types(ant):
     for t in range(2 * LIMIT + 1):  # two time limits and a termination: both branches of the reset
         states = flip(states, [1]) if t == 2 else states
         obs, after, reward, terminated, truncated, _ = step(step_keys(t), states, actions, None)
-        assert jax.tree.map(jax.typeof, after) == jax.tree.map(
-            jax.typeof, states
-        )  # weak types included
+        # weak types included
+        assert jax.tree.map(jax.typeof, after) == jax.tree.map(jax.typeof, states)
         states = after
     assert (obs.dtype, reward.dtype, terminated.dtype, truncated.dtype) == (
         jnp.float32,
@@ -328,9 +323,8 @@ def test_brax_final_observation_is_the_pre_reset_one_and_done_envs_get_a_fresh_s
     )
     obs, final_obs = np.asarray(obs), np.asarray(info["final_observation"])
     assert terminated.tolist() == [False, True, False]
-    assert (
-        final_obs[1, 0] > 1.9 and obs[1, 0] < 1.0
-    )  # the torso's height: before the reset, and after it
+    # the torso's height: before the reset, and after it
+    assert final_obs[1, 0] > 1.9 and obs[1, 0] < 1.0
     fresh_obs, _ = env.reset(keys, None)
     np.testing.assert_array_equal(obs[1], fresh_obs[1])  # the fresh reset of its key...
     assert not np.allclose(obs[1], first_obs[1])  # ...not a replay of the first one
@@ -346,9 +340,8 @@ def test_env_timing_times_a_continuous_gymnax_env():
     inputs = env_timing.random_inputs(jax.random.key(0), env, 8, 10)
     actions = np.stack([a for _, a in inputs])
     assert actions.dtype == np.float32 and actions.shape == (10, 8, 1)
-    assert (
-        actions.min() >= -2.0 and actions.max() <= 2.0 and actions.max() - actions.min() > 3.0
-    )  # spread over ±2
+    # spread over ±2
+    assert actions.min() >= -2.0 and actions.max() <= 2.0 and actions.max() - actions.min() > 3.0
     result = env_timing.time_env("Pendulum-v1", args)
     assert (result["action_space"], result["num_actions"], result["obs_dim"]) == ("Box", 1, 3)
     assert result["num_envs"] == 8 and result["ms_per_step"] > 0

@@ -66,9 +66,8 @@ def test_exp7_dry_run_lists_every_run_with_its_backend(tmp_path):
             and (" --env-backend envpool" in line) == on_envpool
         )
         assert " --env-threads " not in line  # without --cpus: the scripts' own
-    assert list(dict.fromkeys(env_of(line) for line in lines)) == list(
-        EXP7.envs
-    )  # env by env, gymnax first
+    # env by env, gymnax first
+    assert list(dict.fromkeys(env_of(line) for line in lines)) == list(EXP7.envs)
     cells = list(dict.fromkeys((env_of(line), option(line, "--model-size")) for line in lines))
     for cell in cells:  # each cell: every framework sync off, then every one sync on
         syncs = [
@@ -89,11 +88,8 @@ def test_exp8_runs_mujoco_on_envpool_only_and_the_whole_study_lists_both(tmp_pat
     assert len(lines) == len(EXP8.envs) * len(EXP8.sizes) * len(STUDY.frameworks) * 2
     every = dry_run(tmp_path, "--seeds", "1")
     envpool = {option(line, "--exp-name") for line in every if " --env-backend envpool" in line}
-    assert envpool == {
-        "exp7",
-        "exp8",
-        "exp9",
-    }  # and the learning experiment's MuJoCo; no other runs on envpool
+    # and the learning experiment's MuJoCo; no other runs on envpool
+    assert envpool == {"exp7", "exp8", "exp9"}
 
 
 def test_the_plan_names_the_backend_in_descriptions_log_stems_and_cells(tmp_path):
@@ -222,9 +218,8 @@ def test_cpus_gives_every_envpool_run_as_many_env_threads(tmp_path):
     """--cpus N: an envpool run gets --env-threads N; a gymnax run keeps its command (it has no use for the threads,
     and its runs of before stay done); without --cpus the scripts' default holds."""
     lines = dry_run(tmp_path, *ONE_ENV_EACH, "--cpus", "1")
-    assert (
-        len(lines) == 2 + 2 + 1
-    )  # exp7: CartPole-v1 on both backends, sync off and on; exp1: on gymnax
+    # exp7: CartPole-v1 on both backends, sync off and on; exp1: on gymnax
+    assert len(lines) == 2 + 2 + 1
     for line in lines:
         assert (" --env-threads 1" in line) == env_of(line).endswith("@envpool"), line
     assert not any(" --env-threads " in line for line in dry_run(tmp_path, *ONE_ENV_EACH))
@@ -311,16 +306,14 @@ def test_env_timing_is_redone_for_other_envpool_threads(tmp_path):
         path, ["CartPole-v1@envpool", "Hopper-v4@envpool"]
     )
     assert "lacks Hopper-v4@envpool" in reason
-    default = (
-        sweep_env_timing.DEFAULT_ENV_THREADS
-    )  # no env_threads in the file: the scripts' default (0, envpool's)
+    # no env_threads in the file: the scripts' default (0, envpool's)
+    default = sweep_env_timing.DEFAULT_ENV_THREADS
     assert sweep_env_timing.env_timing_reason(path, envs) is None
     assert sweep_env_timing.env_timing_reason(path, envs, default) is None
     reason, again = sweep_env_timing.env_timing_reason(path, envs, 2)
     assert f"with {default} threads, this sweep's runs get 2" in reason and again == envs
-    assert (
-        sweep_env_timing.env_timing_reason(path, ["CartPole-v1"], 2) is None
-    )  # no envpool env: its threads do not matter
+    # no envpool env: its threads do not matter
+    assert sweep_env_timing.env_timing_reason(path, ["CartPole-v1"], 2) is None
     data = json.loads(path.read_text())
     path.write_text(json.dumps({**data, "env_threads": 2}))
     assert sweep_env_timing.env_timing_reason(path, envs, 2) is None
@@ -410,9 +403,8 @@ def test_the_backends_of_one_env_are_never_merged(tmp_path):
         )
     summary, speedups = analysed(tmp_path)
     assert sorted(summary["env"]) == ["CartPole-v1"] * 4 + ["CartPole-v1@envpool"] * 2
-    assert set(summary.loc[summary["env"] == "CartPole-v1@envpool", "experiments"]) == {
-        "exp7"
-    }  # not exp1
+    # not exp1
+    assert set(summary.loc[summary["env"] == "CartPole-v1@envpool", "experiments"]) == {"exp7"}
     runs = pd.read_csv(tmp_path / "out" / "runs.csv")
     assert set(runs["env"]) == {"CartPole-v1", "CartPole-v1@envpool"}
     cells = speedups[(speedups["metric"] == "total") & (speedups["pair"] == "nnx->linen")]

@@ -32,18 +32,15 @@ import env_adapters
 import envpool_host
 from helpers import ENV_FIELDS, STUDY, TINY, only_run_dir, read_json, run_script, scalar_series
 
-pytestmark = pytest.mark.filterwarnings(
-    "ignore:.*precision lowered by casting:UserWarning"
-)  # envpool's spaces
+# envpool's spaces
+pytestmark = pytest.mark.filterwarnings("ignore:.*precision lowered by casting:UserWarning")
 
 MODULES = {name: importlib.import_module(fw.script[:-3]) for name, fw in STUDY.frameworks.items()}
 GYMNAX_CARTPOLE, GYMNAX_PARAMS = gymnax.make("CartPole-v1")
-RESET_RANGE = (
-    0.05  # CartPole's reset draws each of (x, x_dot, theta, theta_dot) from U(-0.05, 0.05)
-)
-ATOL = (
-    1e-5  # envpool's CartPole against gymnax's, over an episode stepped from the same start state
-)
+# CartPole's reset draws each of (x, x_dot, theta, theta_dot) from U(-0.05, 0.05)
+RESET_RANGE = 0.05
+# envpool's CartPole against gymnax's, over an episode stepped from the same start state
+ATOL = 1e-5
 
 
 # ------------------------------------------------------------------------------------------ helpers
@@ -58,9 +55,8 @@ def cartpole_state(obs, steps) -> EnvState:
 @jax.jit
 def gymnax_step(state: EnvState, action):
     """gymnax's CartPole step of every env, without its auto-reset: (obs, state, reward, terminated, truncated)."""
-    step = jax.vmap(
-        GYMNAX_CARTPOLE.step_env, in_axes=(None, 0, 0, None)
-    )  # CartPole's step draws no randomness
+    # CartPole's step draws no randomness
+    step = jax.vmap(GYMNAX_CARTPOLE.step_env, in_axes=(None, 0, 0, None))
     obs, state, reward, terminated, _ = step(jax.random.key(0), state, action, GYMNAX_PARAMS)
     return obs, state, reward, terminated, GYMNAX_CARTPOLE.is_truncated(state, GYMNAX_PARAMS)
 
@@ -102,35 +98,30 @@ def test_scripted_cartpole_episodes_match_gymnax_and_reset_in_the_same_step():
         np.testing.assert_array_equal(terminated, g_terminated, err_msg=f"step {t}")
         np.testing.assert_array_equal(truncated, g_truncated, err_msg=f"step {t}")
         assert not truncated.any()
-        np.testing.assert_array_equal(
-            reward, g_reward
-        )  # 1: no reset-only transition, whose reward is 0
+        # 1: no reset-only transition, whose reward is 0
+        np.testing.assert_array_equal(reward, g_reward)
         assert reward.dtype == np.float32 and final_obs.dtype == obs.dtype == np.float32
-        np.testing.assert_allclose(
-            final_obs, g_obs, atol=ATOL, err_msg=f"step {t}"
-        )  # before any reset
+        # before any reset
+        np.testing.assert_allclose(final_obs, g_obs, atol=ATOL, err_msg=f"step {t}")
         for i in range(num_envs):
             if terminated[i]:  # reset in this same step: a fresh episode's first observation
                 assert_reset_obs(obs[i])
                 assert steps[i] == 0 and not np.array_equal(obs[i], final_obs[i])
-                assert (
-                    np.abs(final_obs[i, 2]) > GYMNAX_PARAMS.theta_threshold_radians
-                )  # the pole fell
+                # the pole fell
+                assert np.abs(final_obs[i, 2]) > GYMNAX_PARAMS.theta_threshold_radians
                 ended_at[i].append(t)
             else:  # no reset: the observation reached is the final one, and the step count runs on
                 np.testing.assert_array_equal(obs[i], final_obs[i])
                 assert steps[i] == int(g_state.time[i])
-                if (
-                    ended_at[i] and ended_at[i][-1] == t - 1
-                ):  # the first step after an end: the action applied
+                # the first step after an end: the action applied
+                if ended_at[i] and ended_at[i][-1] == t - 1:
                     assert steps[i] == 1 and reward[i] == 1
         # gymnax continues from its own state, and from envpool's reset state where an episode ended
         state = jax.tree.map(
             lambda g, e: jnp.where(terminated, e, g), g_state, cartpole_state(obs, steps)
         )
-    assert all(len(ends) >= 3 for ends in ended_at), (
-        ended_at
-    )  # three episodes (and more) in every env
+    # three episodes (and more) in every env
+    assert all(len(ends) >= 3 for ends in ended_at), ended_at
     assert all(ends[-1] < num_steps - 1 for ends in ended_at)  # each checked beyond its last end
 
 
@@ -155,16 +146,14 @@ def test_cartpole_time_limit_is_truncated_not_terminated():
             assert truncated.all() and not terminated.any()
             assert_reset_obs(obs)
             assert steps.tolist() == [0] * num_envs and not np.array_equal(obs, final_obs)
-            assert (
-                np.abs(final_obs[:, 2]) < GYMNAX_PARAMS.theta_threshold_radians
-            ).all()  # the pole still up
+            # the pole still up
+            assert (np.abs(final_obs[:, 2]) < GYMNAX_PARAMS.theta_threshold_radians).all()
         else:
             assert not truncated.any(), f"truncated at step {t}, not 500"
             np.testing.assert_array_equal(obs, final_obs)
             assert steps.tolist() == [t % 500] * num_envs
-    assert (
-        reward == 1
-    ).all()  # the steps after the limit: a fresh episode, not a reset-only transition
+    # the steps after the limit: a fresh episode, not a reset-only transition
+    assert (reward == 1).all()
 
 
 # ----------------------------------------------------------------------------------- 2. the JAX path
@@ -199,9 +188,8 @@ def test_the_jax_path_inside_jit_and_scan_steps_as_the_host_path(threads):
     for chunk in actions:
         states, out = rollout(states, jnp.asarray(chunk))
         for t, action in enumerate(chunk):
-            expected = host.step_host(
-                action
-            )  # obs, steps, reward, terminated, truncated, final_obs
+            # obs, steps, reward, terminated, truncated, final_obs
+            expected = host.step_host(action)
             for name, actual, want in zip(
                 ("obs", "steps", "reward", "term", "trunc", "final"), out, expected
             ):
@@ -249,9 +237,8 @@ def test_tiny_run_halfcheetah_on_envpool(framework, log_dir, monkeypatch):
         log_dir, framework, default_mode(framework), "HalfCheetah-v4", args
     )
     config = read_json(run_dir / "config.json")
-    assert (
-        config["env_backend"] == "envpool" and config["env_threads"] == 0
-    )  # the default: envpool's, one per core
+    # the default: envpool's, one per core
+    assert config["env_backend"] == "envpool" and config["env_threads"] == 0
     assert summary["final_return"] is None  # no episode ended
     entropy = scalar_series(run_dir, "losses/entropy")[0][1]
     assert entropy == pytest.approx(6 * (0.5 + 0.5 * np.log(2 * np.pi)), abs=0.1)
@@ -418,9 +405,8 @@ def test_every_script_steps_envpool_identically(env_id):
     done = fields["terminated"] | fields["truncated"]
     if env_id == "CartPole-v1":
         assert fields["terminated"].sum() >= 5 and not fields["truncated"].any()
-    if (
-        env_id == "Pendulum-v1"
-    ):  # every env truncated once, at its 200th step, with the episode's return
+    # every env truncated once, at its 200th step, with the episode's return
+    if env_id == "Pendulum-v1":
         assert fields["truncated"][199].all() and fields["truncated"].sum() == PARITY_NUM_ENVS
         assert not fields["terminated"].any()
         assert fields["episode_length"][199].tolist() == [200] * PARITY_NUM_ENVS
@@ -433,21 +419,18 @@ def test_every_script_steps_envpool_identically(env_id):
     if env_id != "CartPole-v1":
         low, high = MODULES["linen"].make_env(env_id, "envpool", 1, PARITY_SEED, 1)[0].action_bounds
         assert ((actions < low) | (actions > high)).mean() > 0.3  # many actions out of bounds
-    if (
-        env_id == "HalfCheetah-v4"
-    ):  # no episode ends in 20 steps: the bare pool's rewards compare step by step
+    # no episode ends in 20 steps: the bare pool's rewards compare step by step
+    if env_id == "HalfCheetah-v4":
         clipped = raw_pool_rewards(env_id, np.clip(actions, low, high))
         np.testing.assert_array_equal(fields["reward"], clipped)
-        assert not np.allclose(
-            raw_pool_rewards(env_id, actions), clipped
-        )  # the clip changes the reward
+        # the clip changes the reward
+        assert not np.allclose(raw_pool_rewards(env_id, actions), clipped)
 
 
 # ---------------------------------------------------------------------------------------- 5. learning
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "framework", ["linen", "torch"]
-)  # the JAX scan's callback, torch's NumPy loop
+# the JAX scan's callback, torch's NumPy loop
+@pytest.mark.parametrize("framework", ["linen", "torch"])
 def test_learns_cartpole_on_envpool(framework, log_dir):
     """The default (benchmark) configuration solves envpool's CartPole-v1 within 100 iterations, as it does
     gymnax's (measured on 2 busy cores: Linen 45 s, final return 500; torch 84 s, 494)."""

@@ -112,9 +112,8 @@ def test_the_table_counts_the_runs_that_reached_it_and_takes_their_median():
     linen, torch = (table[table["framework"] == f].iloc[0] for f in ("linen", "torch"))
     assert (linen["reached_reference"], torch["reached_reference"]) == (3, 2)
     assert linen["median_s_to_reference"] == 30.0 and torch["median_s_to_reference"] == 70.0
-    assert (
-        linen["meets_reference"] and not torch["meets_reference"]
-    )  # torch's mean: (100 + 500 + 500) / 3
+    # torch's mean: (100 + 500 + 500) / 3
+    assert linen["meets_reference"] and not torch["meets_reference"]
     assert torch["final_mean"] == pytest.approx(1100 / 3) and torch["final_std"] == pytest.approx(
         230.94, abs=0.01
     )
@@ -135,12 +134,10 @@ def test_the_speedups_pair_only_runs_that_both_reached_the_target():
     cell = speedups[
         (speedups["target"] == "reference") & (speedups["pair"] == "torch->linen")
     ].iloc[0]
-    assert (
-        cell["n_pairs"] == 3 * 2 and cell["n_clusters"] == 1
-    )  # 3 linen runs x the 2 torch runs that reached it
-    assert cell["geomean"] == pytest.approx(70.0 / 30.0) and math.isnan(
-        cell["ci_low"]
-    )  # one env: no interval
+    # 3 linen runs x the 2 torch runs that reached it
+    assert cell["n_pairs"] == 3 * 2 and cell["n_clusters"] == 1
+    # one env: no interval
+    assert cell["geomean"] == pytest.approx(70.0 / 30.0) and math.isnan(cell["ci_low"])
 
 
 def test_the_figure_draws_each_framework_in_steps_and_seconds_beside_the_reference(tmp_path):
@@ -156,9 +153,8 @@ def test_the_figure_draws_each_framework_in_steps_and_seconds_beside_the_referen
         assert labels == ["linen (3 seeds)", "torch (3 seeds)", "reference (mean ± std)"]
         assert ax.get_lines()[-1].get_ydata()[0] == 490.04
     assert list(steps.get_lines()[0].get_xdata()) == [(i + 1) * BATCH for i in range(20)]
-    assert (
-        seconds.get_lines()[1].get_xdata()[-1] == 10.0 + 20 * 3.0
-    )  # torch's mean elapsed at its last iteration
+    # torch's mean elapsed at its last iteration
+    assert seconds.get_lines()[1].get_xdata()[-1] == 10.0 + 20 * 3.0
     fig.savefig(tmp_path / "learning.png")
     plt.close(fig)
     empty = learning_figure(curves.iloc[:0], EXP, STUDY)  # not drawn: the words say why

@@ -21,10 +21,8 @@ def test_iterations_and_flags_after_dashdash_come_after_the_configuration(tmp_pa
         tmp_path / "runs", "exp9", "CartPole-v1", "--iterations", "2", "--", "--num-envs", "8"
     )
     iterations = [i for i, word in enumerate(command) if word == "--num-iterations"]
-    assert [command[i + 1] for i in iterations] == [
-        "976",
-        "2",
-    ]  # the script's parser keeps the last
+    # the script's parser keeps the last
+    assert [command[i + 1] for i in iterations] == ["976", "2"]
     envs = [i for i, word in enumerate(command) if word == "--num-envs"]
     assert [command[i + 1] for i in envs] == ["4", "8"]
 

@@ -39,12 +39,10 @@ class Spec(NamedTuple):
 SPECS = {
     "CartPole-v1": Spec(4, 3),  # a classic-control batch
     "Breakout-MinAtar": Spec(10 * 10 * 4, 3),  # a flattened MinAtar batch
-    "Pendulum-v1": Spec(
-        3, 1, continuous=True
-    ),  # 1-D actions in [-2, 2], which gymnax clips itself too
-    "Reacher-misc": Spec(
-        8, 2, continuous=True
-    ),  # 2-D actions in [-1, 1], which gymnax does not clip
+    # 1-D actions in [-2, 2], which gymnax clips itself too
+    "Pendulum-v1": Spec(3, 1, continuous=True),
+    # 2-D actions in [-1, 1], which gymnax does not clip
+    "Reacher-misc": Spec(8, 2, continuous=True),
 }
 DISCRETE = [env_id for env_id, spec in SPECS.items() if not spec.continuous]
 CONTINUOUS = [env_id for env_id, spec in SPECS.items() if spec.continuous]
@@ -222,9 +220,10 @@ class LinenSide(Side):
         return tuple(np.asarray(x) for x in out)
 
     def run_rollout(self, env, env_params, runner):
+        # as main() does
         return jax.jit(partial(ppo_linen.rollout, env, env_params, self.args))(self.state, runner)[
             1
-        ]  # as main() does
+        ]
 
     def loss_and_grads(self, mb):
         batch = ppo_linen.Batch(**{k: jnp.asarray(v) for k, v in mb.items()})
@@ -283,9 +282,10 @@ class CallableAgentSide(Side):
         return tuple(np.asarray(x) for x in out)
 
     def run_rollout(self, env, env_params, runner):
+        # as main()
         return self.jit(partial(self.module.rollout, env, env_params, self.args))(
             self.agent, runner
-        )[1]  # as main()
+        )[1]
 
 
 class NnxSide(CallableAgentSide):
@@ -295,9 +295,8 @@ class NnxSide(CallableAgentSide):
     def __init__(self, weights, args):
         super().__init__(weights, args)
         shape = (self.obs_dim, self.hidden, self.num_actions, self.continuous)
-        self.agent = nnx.eval_shape(
-            lambda: ppo_nnx.Agent(*shape, rngs=nnx.Rngs(0))
-        )  # no init: every leaf is set
+        # no init: every leaf is set
+        self.agent = nnx.eval_shape(lambda: ppo_nnx.Agent(*shape, rngs=nnx.Rngs(0)))
         for name in MLPS:
             for linear, (w, b) in zip(
                 self.linears(getattr(self.agent, name)), weights[name], strict=True
@@ -358,9 +357,8 @@ class EquinoxSide(CallableAgentSide):
     def __init__(self, weights, args):
         super().__init__(weights, args)
         shape = (self.obs_dim, self.hidden, self.num_actions, self.continuous)
-        agent = eqx.filter_eval_shape(
-            ppo_equinox.Agent, *shape, key=jax.random.key(0)
-        )  # no init: every leaf is set
+        # no init: every leaf is set
+        agent = eqx.filter_eval_shape(ppo_equinox.Agent, *shape, key=jax.random.key(0))
         extra = ["log_std"] if self.continuous else []  # the Gaussian's log std: a leaf of its own
 
         def leaves(a):
@@ -618,9 +616,8 @@ def test_log_probs_and_entropy_agree_with_scipy(env_id):
             actor_out, actions, weights.get("log_std")
         )
         assert log_prob.shape == loss_log_prob.shape == (64,), name
-        assert entropy.shape == (() if SPECS[env_id].continuous else (64,)), (
-            name
-        )  # a Gaussian's: one for all states
+        # a Gaussian's: one for all states
+        assert entropy.shape == (() if SPECS[env_id].continuous else (64,)), name
         np.testing.assert_allclose(
             log_prob, expected_log_prob, rtol=1e-5, atol=1e-5, err_msg=f"{name} log_prob"
         )
@@ -670,9 +667,8 @@ def test_loss_and_gradients_agree(env_id, clip_vloss):
     }
     assert 0 < metrics_ref["clipfrac"] < 1  # the batch exercises both sides of the clip
     if SPECS[env_id].continuous:
-        assert np.abs(grads_ref["log_std"]).min() > 1e-3, grads_ref[
-            "log_std"
-        ]  # a gradient worth comparing
+        # a gradient worth comparing
+        assert np.abs(grads_ref["log_std"]).min() > 1e-3, grads_ref["log_std"]
     for name in OTHERS:
         loss, metrics, grads = results[name]
         assert loss == pytest.approx(loss_ref, rel=1e-5, abs=1e-6), name
@@ -772,9 +768,8 @@ def test_learning_rate_schedules_agree():
 @pytest.mark.parametrize("framework", SIDES)
 def test_own_init_is_orthogonal_with_the_right_gains(framework, env_id):
     spec = SPECS[env_id]
-    hidden = ppo_linen.MODEL_SIZES[
-        "small" if spec.continuous else "medium"
-    ]  # continuous: for the head and log std
+    # continuous: for the head and log std
+    hidden = ppo_linen.MODEL_SIZES["small" if spec.continuous else "medium"]
     weights = SIDES[framework].own_init(spec, hidden)
     for name in MLPS:
         layers = weights[name]
@@ -989,9 +984,8 @@ def test_env_glue_agrees(env_id):
             np.testing.assert_allclose(
                 got["final_obs"], next_obs, rtol=1e-6, atol=1e-6, err_msg=f"{name} step {step}"
             )
-    if (
-        env_id == "Reacher-misc"
-    ):  # gymnax would not clip them itself: unclipped actions give other rewards
+    # gymnax would not clip them itself: unclipped actions give other rewards
+    if env_id == "Reacher-misc":
         unclipped = direct_steps(env_id, runs["linen"][1], actions)
         assert not np.allclose([r for r, _ in unclipped], [t["reward"] for t in expected[1:]])
 
@@ -1009,9 +1003,8 @@ def test_torch_traced_policy_follows_the_weights(env_id):
     for _ in range(2):
         with torch.no_grad():
             expected, actual = agent.get_action_and_value(obs, noise), traced(obs, noise)
-            for param in (
-                agent.parameters()
-            ):  # in place, as the optimizer does: every weight and bias changes
+            # in place, as the optimizer does: every weight and bias changes
+            for param in agent.parameters():
                 param.add_(0.1 * torch.randn(param.shape, generator=generator))
         np.testing.assert_array_equal(actual[0].numpy(), expected[0].numpy())
         for a, e in zip(actual[1:], expected[1:]):

@@ -39,15 +39,11 @@ ALL_FIGURES = figures.figure_files(STUDY) - {f"{name}_learning.png" for name in 
 # Duration factors: each run's times are products of these, so every speedup is known.
 FRAMEWORK_FACTOR = {"linen": 1.0, "nnx": 1.25, "equinox": 1.5, "torch": 5.0, "fake": 2.0}
 SEED_FACTOR = {1: 1.0, 2: 1.2}
-ENV_FACTOR = {
-    "CartPole-v1": 1.0,
-    "Acrobot-v1": 2.0,
-    "MountainCar-v0": 3.0,
-}  # three envs: enough for an interval
+# three envs: enough for an interval
+ENV_FACTOR = {"CartPole-v1": 1.0, "Acrobot-v1": 2.0, "MountainCar-v0": 3.0}
 EXPENSIVE_FACTOR = dict(zip(STUDY.expensive_envs, [6.0, 9.0]))  # exp5's envs
-EXPENSIVE_COST = dict(
-    zip(STUDY.expensive_envs, [500.0, 2000.0])
-)  # their step cost in the synthetic env timing
+# their step cost in the synthetic env timing
+EXPENSIVE_COST = dict(zip(STUDY.expensive_envs, [500.0, 2000.0]))
 CONTINUOUS_FACTOR = dict(zip(STUDY.continuous_envs, [1.5, 2.5, 3.5, 4.5]))  # exp6's envs
 CONTINUOUS_COST = dict(zip(STUDY.continuous_envs, [1.5, 2.5, 4.0, 6.0]))
 MUJOCO_FACTOR = {"HalfCheetah-v4": 4.0, "Hopper-v4": 5.0}  # exp8's envs (on envpool)
@@ -155,14 +151,12 @@ def write_run(
         wall = datetime.fromisoformat(config["start_time"]).timestamp() + 1.5  # after the setup
         for i in range(iterations):
             step = (i + 1) * BATCH
-            wall += durations["iteration"][
-                i
-            ]  # the run's own clock: its events are written within total_s
+            # the run's own clock: its events are written within total_s
+            wall += durations["iteration"][i]
             for part in ("iteration", "rollout", "update"):
                 writer.add_scalar(f"time/{part}", durations[part][i], step, walltime=wall)
-            if (
-                i % 3 == 2
-            ):  # the scripts skip the episode points of an iteration in which no episode ended
+            # the scripts skip the episode points of an iteration in which no episode ended
+            if i % 3 == 2:
                 writer.add_scalar("charts/episodic_return", 10.0 * i, step, walltime=wall)
         writer.close()
         tie_events(run_dir, config)
@@ -301,8 +295,8 @@ def expected_speedups(runs: list[dict], metric: str, experiments: list[str], syn
                 and experiment in experiments_of(ra)
                 and experiment in experiments_of(rb)
                 and ra["model_size"] == rb["model_size"] == size
-                and (ra["label"], ra["tag"])
-                == (rb["label"], rb["tag"])  # an env on envpool is another env
+                # an env on envpool is another env
+                and (ra["label"], ra["tag"]) == (rb["label"], rb["tag"])
             ):
                 ratios.append(ra[metric] / rb[metric])
                 envs.add((ra["label"], ra["tag"]))
@@ -355,9 +349,8 @@ def test_speedups_match_hand_computed_values(study_out):
         for name, exp in STUDY.experiments.items()
         if False in exp.syncs and name not in LEARNING
     ]
-    sync_on = [
-        name for name, exp in STUDY.experiments.items() if True in exp.syncs
-    ]  # exp2, exp3, exp5-exp8
+    # exp2, exp3, exp5-exp8
+    sync_on = [name for name, exp in STUDY.experiments.items() if True in exp.syncs]
     selections = {
         "total": ("total_s", sync_off, False),
         "steady": ("steady", sync_off, False),
@@ -416,9 +409,8 @@ def test_speedups_match_hand_computed_values(study_out):
     assert gymnax["geomean"] == pytest.approx(5.0, rel=1e-5) and envpool[
         "geomean"
     ] == pytest.approx(2.5, rel=1e-5)
-    exp8 = table.loc[
-        ("rollout", "exp8", "envpool", "small", "torch->linen")
-    ]  # MuJoCo on envpool only
+    # MuJoCo on envpool only
+    exp8 = table.loc[("rollout", "exp8", "envpool", "small", "torch->linen")]
     assert exp8["geomean"] == pytest.approx(2.5, rel=1e-5) and exp8["n_clusters"] == len(
         MUJOCO_FACTOR
     )
@@ -441,18 +433,15 @@ def test_summary_windows_and_experiments(study_out):
     assert row["iters1_7_s"] == pytest.approx(statistics.mean(one["iteration"][1:8]), rel=1e-6)
     assert row["iters8plus_s"] == pytest.approx(one["steady"], rel=1e-6)
     assert math.isnan(row["rollout8plus_s"])  # rollout/update timers are not exact without sync
-    assert (
-        row["env_cost"] == 1.0 and row["experiments"] == "exp1 exp7 exp4"
-    )  # exp7: CartPole-v1 on gymnax
+    # exp7: CartPole-v1 on gymnax
+    assert row["env_cost"] == 1.0 and row["experiments"] == "exp1 exp7 exp4"
     acrobot_small = summary[
         (summary["env"] == "Acrobot-v1")
         & (summary["model_size"] == "small")
         & summary["sync_timing"]
     ]
-    assert set(acrobot_small["experiments"]) == {
-        "exp2 exp3",
-        "exp2 exp3 exp7",
-    }  # a run can be in several (exp7: default)
+    # a run can be in several (exp7: default)
+    assert set(acrobot_small["experiments"]) == {"exp2 exp3", "exp2 exp3 exp7"}
     assert (summary["experiments"] == "exp3").sum() == len(MODES)  # Acrobot large
 
 
@@ -468,9 +457,8 @@ def test_device_name_command_and_import_time(study_out):
         set(new["import_s"]) == {0.7}
         and summary.loc[summary["tag"] == "mac", "import_s"].isna().all()
     )
-    assert all(
-        command.endswith("--exp-name 'two words'") for command in new["command"]
-    )  # argv as a command line
+    # argv as a command line
+    assert all(command.endswith("--exp-name 'two words'") for command in new["command"])
     machines = (out / "REPORT.md").read_text().split("## Speedups")[0]
     assert "Test GPU 9000" in machines and "| cpu " in machines and "auto" not in machines
 
@@ -492,16 +480,13 @@ def test_every_figure_and_the_report(study_out):
         assert f"]({name})" in report
     assert "linux-host" in report and "mac-host" in report and "jax 0.6.0" in report
     block = (out.parent / "block.md").read_text()
-    headline = block.split("\n\n", 1)[
-        1
-    ]  # the README block: a short intro, then the total and steady tables
+    # the README block: a short intro, then the total and steady tables
+    headline = block.split("\n\n", 1)[1]
     assert "nnx → linen" in block and all(part in report for part in headline.split("\n\n"))
-    assert (
-        "**Rollout" not in block and "(exp5: " not in block and "(exp5: " in report
-    )  # REPORT.md has every experiment
-    titles = [
-        (metric, exp) for metric, exp, _ in readme_tables(block)
-    ]  # study.tables, in its order
+    # REPORT.md has every experiment
+    assert "**Rollout" not in block and "(exp5: " not in block and "(exp5: " in report
+    # study.tables, in its order
+    titles = [(metric, exp) for metric, exp, _ in readme_tables(block)]
     assert titles == [
         (metric, exp)
         for exp in STUDY.tables
@@ -599,11 +584,8 @@ def test_the_report_tables_each_frameworks_rollout_and_update_per_experiment_of_
                 rollout = statistics.median(run["rollout8"] for run in mine)
                 update = statistics.median(run["update8"] for run in mine)
                 shown = [float(number) for number in re.findall(r"[\d.]+", cells[framework])]
-                expected = [
-                    rollout + update,
-                    rollout,
-                    update,
-                ]  # "total (rollout + update)", to 3 decimals
+                # "total (rollout + update)", to 3 decimals
+                expected = [rollout + update, rollout, update]
                 assert shown == pytest.approx(expected, abs=6e-4), (exp, label, framework)
 
 
@@ -626,9 +608,8 @@ def test_the_continuous_experiment_gets_its_tables_and_figures(study_out):
     an = analysis_of(out / "runs.csv", out.parent / "timing.json")
     total = time_figures.fig_total(an, "exp6")
     dots = sum(len(collection.get_offsets()) for collection in total.axes[0].collections)
-    assert dots == len(CONTINUOUS_FACTOR) * len(
-        DEFAULT_MODES
-    )  # each run once: sync off, not sync on
+    # each run once: sync off, not sync on
+    assert dots == len(CONTINUOUS_FACTOR) * len(DEFAULT_MODES)
     figures.plt.close(total)
 
 
@@ -706,16 +687,15 @@ def test_a_runs_csv_of_the_older_tool_is_read(study_out, tmp_path):
 def test_figures_of_absent_experiments_are_skipped_and_stale_ones_removed(tmp_path, capsys):
     out = tmp_path / "out"
     out.mkdir()
-    for name in [
-        *ALL_FIGURES,
-        "my_own.png",
-    ]:  # figures of an earlier call, and a file that is not this tool's
+    # figures of an earlier call, and a file that is not this tool's
+    for name in [*ALL_FIGURES, "my_own.png"]:
         (out / name).write_bytes(b"old")
     for (framework, mode), seed in itertools.product(MODES, SEED_FACTOR):  # exp2 only
         write_run(tmp_path / "runs", "CartPole-v1", framework, "small", mode, seed, sync=True)
+    # unusable
     (tmp_path / "timing.json").write_text(
         '{"envs": {"CartPole-v1": {"ratio": "fast"}, "Acrobot-v1": 3}}'
-    )  # unusable
+    )
     plot_results.main(
         [
             str(tmp_path / "runs"),
@@ -726,10 +706,8 @@ def test_figures_of_absent_experiments_are_skipped_and_stale_ones_removed(tmp_pa
             "--force",
         ]
     )
-    drawn = {
-        "exp2_rollout_update.png",
-        "exp7_backends.png",
-    }  # exp7: CartPole-v1 on gymnax, default modes, sync on
+    # exp7: CartPole-v1 on gymnax, default modes, sync on
+    drawn = {"exp2_rollout_update.png", "exp7_backends.png"}
     assert {p.name for p in out.glob("*.png")} == drawn | {"my_own.png"}
     assert (out / "exp2_rollout_update.png").read_bytes() != b"old"
     report = (out / "REPORT.md").read_text()
@@ -823,9 +801,8 @@ def test_experiment_folder_of_bench_sh_decides_membership(tmp_path):
             tmp_path / experiment, "Acrobot-v1", "linen", "small", "jit", 1, sync=True
         )["run_dir"]
         (tmp_path / "runs" / experiment).mkdir(parents=True)
-        run_dir.rename(
-            tmp_path / "runs" / experiment / f"{run_dir.name}{experiment[-1]}"
-        )  # started at another time
+        # started at another time
+        run_dir.rename(tmp_path / "runs" / experiment / f"{run_dir.name}{experiment[-1]}")
     plot_results.main([str(tmp_path / "runs"), "--out", str(tmp_path / "out"), "--no-figures"])
     summary = pd.read_csv(tmp_path / "out" / "summary.csv")
     assert sorted(summary["experiments"]) == ["exp2", "exp3"]
@@ -839,9 +816,8 @@ def test_bench_sh_folder_admits_envs_outside_the_experiment_matrix(tmp_path):
     ]
     (tmp_path / "runs" / "exp3").mkdir(parents=True)
     swept.rename(tmp_path / "runs" / "exp3" / swept.name)
-    write_run(
-        tmp_path / "runs" / "loose", "CartPole-v1", "linen", "large", "jit", 1, sync=True
-    )  # no bench folder
+    # no bench folder
+    write_run(tmp_path / "runs" / "loose", "CartPole-v1", "linen", "large", "jit", 1, sync=True)
     plot_results.main([str(tmp_path / "runs"), "--out", str(tmp_path / "out"), "--no-figures"])
     summary = pd.read_csv(tmp_path / "out" / "summary.csv").set_index("model_size")
     assert summary.loc["small", "experiments"] == "exp3"
@@ -864,9 +840,8 @@ def test_rollout_and_update_pair_runs_within_one_experiment(tmp_path):
             factor=factor,
         )["run_dir"]
         (tmp_path / "runs" / experiment).mkdir(parents=True, exist_ok=True)
-        run_dir.rename(
-            tmp_path / "runs" / experiment / f"{run_dir.name}{experiment[-1]}"
-        )  # started at another time
+        # started at another time
+        run_dir.rename(tmp_path / "runs" / experiment / f"{run_dir.name}{experiment[-1]}")
     plot_results.main([str(tmp_path / "runs"), "--out", str(tmp_path / "out"), "--no-figures"])
     speedups = pd.read_csv(tmp_path / "out" / "speedups.csv").set_index(["metric", "experiment"])
     for metric in ("rollout", "update"):
@@ -1108,24 +1083,20 @@ def test_a_fifth_framework_of_the_study_is_compared(tmp_path, monkeypatch):
     study._load.cache_clear()
     for env, (framework, mode) in itertools.product(ENV_FACTOR, [*DEFAULT_MODES, ("fake", "fast")]):
         write_run(tmp_path / "runs", env, framework, "small", mode, 1, sync=False)
-    write_run(
-        tmp_path / "runs", "CartPole-v1", "fake", "small", "slow", 1, sync=True
-    )  # exp2: every compile mode
+    # exp2: every compile mode
+    write_run(tmp_path / "runs", "CartPole-v1", "fake", "small", "slow", 1, sync=True)
     plot_results.main([str(tmp_path / "runs"), "--out", str(tmp_path / "out")])
     speedups = pd.read_csv(tmp_path / "out" / "speedups.csv")
     speedups = speedups[(speedups["metric"] == "steady") & (speedups["experiment"] == "exp1")]
     speedups = speedups.set_index("pair")["geomean"]
-    frameworks = [
-        *STUDY.frameworks,
-        "fake",
-    ]  # every pair A -> B with B listed first, in the study's order
+    # every pair A -> B with B listed first, in the study's order
+    frameworks = [*STUDY.frameworks, "fake"]
     assert list(speedups.index) == [f"{a}->{b}" for b, a in itertools.combinations(frameworks, 2)]
     assert speedups["fake->linen"] == pytest.approx(2.0, rel=1e-6)
     assert speedups["fake->torch"] == pytest.approx(0.4, rel=1e-6)
     summary = pd.read_csv(tmp_path / "out" / "summary.csv").set_index(["framework", "compile"])
-    assert set(summary.loc[("fake", "fast"), "experiments"]) == {
-        "exp1 exp7"
-    }  # exp7: its envs on gymnax
+    # exp7: its envs on gymnax
+    assert set(summary.loc[("fake", "fast"), "experiments"]) == {"exp1 exp7"}
     assert summary.loc[("fake", "slow"), "experiments"] == "exp2"
     assert (tmp_path / "out" / "exp1_total.png").exists()
     assert "fake → linen" in (tmp_path / "out" / "REPORT.md").read_text()
@@ -1158,9 +1129,8 @@ def test_windows_come_from_the_study(tmp_path, monkeypatch):
         assert summary["rollout5plus_s"] == pytest.approx(
             statistics.mean(run["rollout"][5:]), rel=1e-6
         )
-        assert (
-            "iterations 1-4 (s/iter)" not in (tmp_path / "out" / "REPORT.md").read_text()
-        )  # no exp1 runs
+        # no exp1 runs
+        assert "iterations 1-4 (s/iter)" not in (tmp_path / "out" / "REPORT.md").read_text()
     finally:
         monkeypatch.undo()
         assert importlib.reload(benchmarks.common).STEADY_FROM == STUDY.steady.first
@@ -1205,9 +1175,8 @@ def test_one_reader_of_run_folders(tmp_path, monkeypatch, capsys):
     )
     series = benchmarks.common.run_series(kept["run_dir"])["series"]
     np.testing.assert_allclose(series["time/iteration"], 2 * np.array(kept["iteration"]), rtol=1e-6)
-    np.testing.assert_allclose(
-        series["charts/episodic_return"], [20.0, 50.0, 80.0]
-    )  # iterations 2, 5, 8
+    # iterations 2, 5, 8
+    np.testing.assert_allclose(series["charts/episodic_return"], [20.0, 50.0, 80.0])
 
 
 def analysis_of(runs_csv: Path, timing: Path | None) -> results.Results:
@@ -1231,21 +1200,18 @@ def test_the_expensive_envs_are_on_the_env_cost_axis(study_out):
     an = analysis_of(out / "runs.csv", out.parent / "timing.json")
     total = time_figures.fig_total(an, "exp1")
     every_cost = {1.0, 2.0, 3.0} | set(CONTINUOUS_COST.values()) | set(EXPENSIVE_COST.values())
-    assert every_cost | set(ENVPOOL_COST.values()) == scatter_x(
-        total.axes[1]
-    )  # exp1's, exp6's, exp5's, exp7's, exp8's
+    # exp1's, exp6's, exp5's, exp7's, exp8's
+    assert every_cost | set(ENVPOOL_COST.values()) == scatter_x(total.axes[1])
     against = speedup_figures.fig_speedup_vs_env_cost(an)
-    assert set(EXPENSIVE_COST.values()) | set(CONTINUOUS_COST.values()) < scatter_x(
-        against.axes[0]
-    )  # total, small
+    # total, small
+    assert set(EXPENSIVE_COST.values()) | set(CONTINUOUS_COST.values()) < scatter_x(against.axes[0])
     report = (out / "REPORT.md").read_text()
     assert "](speedup_vs_env_cost.png)" in report and "## Speedup against env cost" in report
     env_rows = report.split("## Environment complexity")[1]
     for env in [*EXPENSIVE_FACTOR, *CONTINUOUS_FACTOR]:
         assert f"| {env} " in env_rows
-    assert (
-        "| 2,000× " in env_rows and "| 500× " in env_rows and "e+0" not in env_rows
-    )  # costs, not 2e+03
+    # costs, not 2e+03
+    assert "| 2,000× " in env_rows and "| 500× " in env_rows and "e+0" not in env_rows
     table = pd.read_csv(out / "env_cost.csv").set_index(["metric", "size", "pair"])
     assert list(table.reset_index().columns) == ENV_COST_COLUMNS
     # 3 envs of exp1 (CartPole twice: 2 tags) + 2 of exp5 + 4 of exp6 + exp7's (exp1's 4 again, 3 on envpool)
@@ -1258,9 +1224,8 @@ def test_the_expensive_envs_are_on_the_env_cost_axis(study_out):
         + len(MUJOCO_FACTOR)
     )
     assert table.loc[("total", "small", "nnx->linen"), "n_envs"] == n_envs
-    assert table.loc[("total", "large", "nnx->linen"), "trend"].startswith(
-        "too few envs"
-    )  # exp1's 3 envs
+    # exp1's 3 envs
+    assert table.loc[("total", "large", "nnx->linen"), "trend"].startswith("too few envs")
 
 
 def cost_study(tmp_path: Path, ratio: dict, name: str = "cost") -> tuple[Path, Path]:
@@ -1309,9 +1274,8 @@ def test_a_speedup_that_falls_with_env_cost(tmp_path):
     assert "ρ **-1.00** [-1.00, -1.00]" in report and envs in report
     assert (tmp_path / "cost" / "speedup_vs_env_cost.png").exists()
     steady = pd.read_csv(tmp_path / "cost" / "env_cost.csv").query("metric == 'steady'").iloc[0]
-    assert math.isnan(steady["rho"]) and steady["trend"].startswith(
-        "no correlation"
-    )  # every iteration took 0.1 s
+    # every iteration took 0.1 s
+    assert math.isnan(steady["rho"]) and steady["trend"].startswith("no correlation")
 
 
 def test_a_speedup_without_a_trend(tmp_path):
@@ -1350,9 +1314,8 @@ def test_cost_correlation_by_hand():
         np.array([4.0, 2.0, 1.0, 0.5, 0.25]),
     )
     result = stats.cost_correlation(cost, speedup)
-    assert result["rho"] == pytest.approx(-1.0) and 10 ** result["slope"] == pytest.approx(
-        0.5
-    )  # halves per 10x cost
+    # halves per 10x cost
+    assert result["rho"] == pytest.approx(-1.0) and 10 ** result["slope"] == pytest.approx(0.5)
     rising = stats.cost_correlation(cost, speedup[::-1])
     assert rising["rho"] == pytest.approx(1.0) and rising["rho_low"] == pytest.approx(1.0)
     assert math.isnan(stats.cost_correlation(cost[:4], speedup[:4])["rho"])

@@ -125,9 +125,8 @@ def full_out(tmp_path, capsys) -> Path:
     (out / "exp1_total.png").write_bytes(b"a figure of an earlier call")
     (out / "README.md").write_text("my reading of these results\n")
     (out / "runs").mkdir()
-    (out / "runs" / "config.json").write_text(
-        "{not a run of this study"
-    )  # e.g. the run folders themselves
+    # e.g. the run folders themselves
+    (out / "runs" / "config.json").write_text("{not a run of this study")
     return out
 
 
@@ -146,9 +145,8 @@ def test_out_holding_more_runs_is_refused_and_left_whole(full_out, tmp_path, cap
     code, errors, _ = analyse(capsys, "--csv", fewer, "--out", full_out, "--no-figures", "--force")
     assert code == 0 and errors == []
     assert len(pd.read_csv(full_out / "summary.csv")) == 4
-    assert not (
-        full_out / "exp1_total.png"
-    ).exists()  # this tool's stale figure, replaced by nothing
+    # this tool's stale figure, replaced by nothing
+    assert not (full_out / "exp1_total.png").exists()
     after = snapshot(full_out)
     assert all(after[name] == before[name] for name in ("README.md", "runs/config.json"))
     assert leftovers(full_out) == []
@@ -275,9 +273,8 @@ def test_runs_of_other_tags_sharing_a_folder_name_are_all_kept(tmp_path, capsys)
     summary = pd.read_csv(out / "summary.csv")
     assert len(summary) == 12 and summary.groupby("tag").size().to_dict() == {"linux": 6, "mac": 6}
     speedups = pd.read_csv(out / "speedups.csv").set_index(["metric", "experiment", "pair"])
-    assert (
-        speedups.loc[("total", "exp1", "nnx->linen"), "n_clusters"] == 6
-    )  # 3 envs under each of 2 tags
+    # 3 envs under each of 2 tags
+    assert speedups.loc[("total", "exp1", "nnx->linen"), "n_clusters"] == 6
 
 
 def test_the_same_run_given_twice_is_kept_once(tmp_path, capsys):
@@ -301,10 +298,8 @@ def test_runs_of_other_lengths_or_batch_sizes_are_never_pooled(tmp_path, capsys)
     and REPORT.md says what was left out and why."""
     runs = linen_nnx(ENVS[:3])  # 12 pairs
     runs += linen_nnx(ENVS[:1], seeds=(3,), iterations=20)  # 1 pair of another length
-    runs += [
-        csv_run(ENVS[3], "linen", 1),
-        csv_run(ENVS[3], "nnx", 1, batch=2 * BATCH),
-    ]  # no partner
+    # no partner
+    runs += [csv_run(ENVS[3], "linen", 1), csv_run(ENVS[3], "nnx", 1, batch=2 * BATCH)]
     out = tmp_path / "out"
     assert (
         analyse(
@@ -374,9 +369,8 @@ def test_a_run_folder_with_two_events_files_is_skipped_with_its_reason(tmp_path,
     doubled = write_run(tmp_path / "runs", "Acrobot-v1", "linen", "small", "jit", 1, sync=False)[
         "run_dir"
     ]
-    writer = SummaryWriter(
-        str(doubled), filename_suffix=".second"
-    )  # a second writer in the same folder
+    # a second writer in the same folder
+    writer = SummaryWriter(str(doubled), filename_suffix=".second")
     writer.add_scalar("time/iteration", 1.0, BATCH)
     writer.close()
     assert len(list(doubled.glob("events.out.tfevents.*"))) == 2

@@ -27,12 +27,10 @@ def test_the_eta_is_the_mean_after_compilation_once_there_are_two(framework):
     ppo = module(framework)
     args = ppo.Args(num_iterations=10)
     scalars = {**SCALARS, "charts/episodic_return": 21.25}
-    assert ppo.progress(args, 0, scalars, []).endswith(
-        "elapsed 30.0s ETA -"
-    )  # iteration 0 compiles
-    assert ppo.progress(args, 1, scalars, [4.0]).endswith(
-        "ETA -"
-    )  # one iteration after it: not yet
+    # iteration 0 compiles
+    assert ppo.progress(args, 0, scalars, []).endswith("elapsed 30.0s ETA -")
+    # one iteration after it: not yet
+    assert ppo.progress(args, 1, scalars, [4.0]).endswith("ETA -")
     # iterations 1 and 2 took 4 s and 2 s: 3 s each for the 7 left
     line = ppo.progress(args, 2, scalars, [4.0, 2.0])
     assert (

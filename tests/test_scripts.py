@@ -153,9 +153,8 @@ def check_tiny_run(log_dir, framework, compile_mode, env_id, args):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "env_id", ["Pendulum-v1"]
-)  # continuous; discrete: the sweep tests run every mode
+# continuous; discrete: the sweep tests run every mode
+@pytest.mark.parametrize("env_id", ["Pendulum-v1"])
 @pytest.mark.parametrize("framework,compile_mode", MODES)
 def test_tiny_run_every_compile_mode(framework, compile_mode, env_id, log_dir):
     args = [*TINY, "--env", env_id, "--compile", compile_mode]
@@ -184,9 +183,8 @@ def test_tiny_run_reacher_normalised(framework, log_dir):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "framework", ["linen", "torch"]
-)  # a JAX scan and torch's loop: ~90 s of compile each
+# a JAX scan and torch's loop: ~90 s of compile each
+@pytest.mark.parametrize("framework", ["linen", "torch"])
 def test_tiny_run_brax(framework, log_dir):
     """An expensive continuous env, through the Brax adapter of env_adapters.py: the whole run-output contract."""
     args = [*TINY, "--env", "brax-halfcheetah"]
@@ -369,9 +367,8 @@ def test_compile_choices_match_the_study(framework):
 def start(framework: str, *args: str, log_dir, ignore_sigint: bool = False):
     """The script in the background, as a shell would start it; a thread reads its output (stderr merged)."""
     cmd = [sys.executable, str(ROOT / script(framework)), *args, "--log-dir", str(log_dir)]
-    if (
-        ignore_sigint
-    ):  # as `cmd &` in a script: the shell starts it with SIGINT ignored, which exec keeps
+    # as `cmd &` in a script: the shell starts it with SIGINT ignored, which exec keeps
+    if ignore_sigint:
         cmd = ["bash", "-c", 'trap "" INT; exec "$@"', "bash", *cmd]
     proc = subprocess.Popen(
         cmd,
@@ -439,9 +436,8 @@ def test_signal_stops_the_run_with_a_summary(framework, case, log_dir):
     assert summary["status"] == "interrupted", summary
     assert sorted(summary["signals"]) == sorted(signal.Signals(s).name for s in signals)
     assert summary["total_s"] > summary["setup_s"] > 0
-    if (
-        moment == ": setup "
-    ):  # stopped within iteration 0, which compiles (or 1, had it compiled already)
+    # stopped within iteration 0, which compiles (or 1, had it compiled already)
+    if moment == ": setup ":
         assert summary["iterations_completed"] <= 1, summary
         SummaryReader(str(run_dir)).tensors  # the events are readable
     else:
@@ -455,12 +451,8 @@ def wandb_run_record(path):
     """The run record (group, tags, config) of an offline .wandb file: LevelDB-log framing around protobuf records."""
     from wandb.proto import wandb_internal_pb2 as pb
 
-    data, pos, payload, block = (
-        path.read_bytes(),
-        7,
-        b"",
-        32768,
-    )  # a 7-byte file header, then 32 KiB blocks
+    # a 7-byte file header, then 32 KiB blocks
+    data, pos, payload, block = (path.read_bytes(), 7, b"", 32768)
     while pos + 7 <= len(data):
         if block - pos % block < 7:  # a block's tail too short for a record header is padding
             pos += block - pos % block
@@ -482,9 +474,8 @@ def wandb_run_record(path):
     [(framework, (None, "exp9")[i % 2]) for i, framework in enumerate(FRAMEWORKS)],
 )
 def test_track_writes_offline_wandb_run(framework, exp_name, log_dir):
-    mode = STUDY.frameworks[framework].compile[
-        -1
-    ]  # the quickest to start; tracking does not depend on it
+    # the quickest to start; tracking does not depend on it
+    mode = STUDY.frameworks[framework].compile[-1]
     args = [*TINY, "--track", "--tag", "machine-a", "--compile", mode] + (
         ["--exp-name", exp_name] if exp_name else []
     )
@@ -501,9 +492,8 @@ def test_track_writes_offline_wandb_run(framework, exp_name, log_dir):
     run = wandb_run_record(next(offline_runs[0].glob("*.wandb")))
     assert run.run_group == (exp_name or "machine-a")  # --exp-name when set, else --tag
     assert list(run.tags) == [framework, "small", "CartPole-v1", "gymnax", mode]
-    config = {
-        item.key: json.loads(item.value_json) for item in run.config.update
-    }  # config.json is the W&B config
+    # config.json is the W&B config
+    config = {item.key: json.loads(item.value_json) for item in run.config.update}
     assert (
         config["framework"] == framework
         and config["tag"] == "machine-a"
@@ -586,9 +576,8 @@ def test_torch_compile_never_recompiles_after_iteration_0(log_dir):
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Recompiling function" not in proc.stderr, proc.stderr[-3000:]
-    assert (
-        "Graph break in user code" in proc.stderr
-    )  # the log is on: torch.optim's step breaks the graph by design
+    # the log is on: torch.optim's step breaks the graph by design
+    assert "Graph break in user code" in proc.stderr
     config = read_json(only_run_dir(log_dir) / "config.json")
     assert config["torch_threads"] == 1 and config["cpu_affinity"] == sorted(
         os.sched_getaffinity(0)

@@ -23,9 +23,8 @@ import sbatch_options
 import sbatch_script
 from helpers import ROOT, STUDY, read_json, wait_until
 
-pytestmark = pytest.mark.xdist_group(
-    "slurm"
-)  # under pytest-xdist, one worker runs them: one cluster at a time
+# under pytest-xdist, one worker runs them: one cluster at a time
+pytestmark = pytest.mark.xdist_group("slurm")
 
 LOCAL_CLUSTER = ROOT / "slurm" / "local_cluster.sh"
 SLURM_BINARIES = (
@@ -198,9 +197,8 @@ def test_dry_run_prints_the_array_script(tmp_path):
     )
     assert re.search(r'^exec bash \S+/bench\.sh --shard "\$SHARD" ', script, re.M)
     assert f"#SBATCH --output={tmp_path}/runs/logs/slurm/%A_%a.out" in script
-    assert (
-        "#SBATCH --time" not in script and "partition's default" in script
-    )  # no --timeout: no time limit
+    # no --timeout: no time limit
+    assert "#SBATCH --time" not in script and "partition's default" in script
     assert '--env-timing-file "$LOG_DIR/env_timing/$(hostname).json"' in script  # one file per node
 
     script, count_line = dry_run_script(
@@ -248,9 +246,8 @@ def test_the_array_tasks_run_disjoint_shards_that_cover_the_sweep(tmp_path):
         )
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout.splitlines()[-1].endswith(f"shard {task}/3")
-        parts.append(
-            proc.stdout.splitlines()[1:-1]
-        )  # the task's echo line first, the count line last
+        # the task's echo line first, the count line last
+        parts.append(proc.stdout.splitlines()[1:-1])
     assert all(parts) and sorted(sum(parts, [])) == sorted(whole)  # disjoint and covering
 
 
@@ -316,9 +313,8 @@ def test_local_cluster_starts_runs_a_job_and_stops_everything(tmp_path):
         )
         job = job.strip().split(";")[0]
         deadline = time.monotonic() + 120
-        while not (
-            out.exists() and out.read_text().strip()
-        ):  # the job is running: a process that stop must end
+        # the job is running: a process that stop must end
+        while not (out.exists() and out.read_text().strip()):
             assert time.monotonic() < deadline, slurm(env, "squeue")
             time.sleep(0.5)
         assert out.read_text().strip() == job
@@ -363,9 +359,8 @@ def test_sbatch_refusing_the_job_exits_1_and_leaves_nothing(cluster, tmp_path):
         env=cluster,
     )
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert (
-        "nope" in proc.stderr and "sbatch refused the job" in proc.stderr
-    )  # sbatch's own message, then ours
+    # sbatch's own message, then ours
+    assert "nope" in proc.stderr and "sbatch refused the job" in proc.stderr
     assert not (tmp_path / "runs").exists()
 
 
@@ -394,9 +389,8 @@ def test_a_sweep_on_slurm_runs_each_cell_once_and_resubmitting_skips_completed_r
     job = submitted_job(first)
     assert f"script: {log_dir}/logs/slurm/benchback_" in first.stdout
     assert f"logs:   {log_dir}/logs/slurm/{job}_{{0..1}}.out" in first.stdout
-    assert "benchback test" in slurm(
-        cluster, "scontrol", "show", "job", job
-    )  # --slurm-args reached sbatch
+    # --slurm-args reached sbatch
+    assert "benchback test" in slurm(cluster, "scontrol", "show", "job", job)
     wait_for_job(cluster, job, log_dir)
 
     outputs = task_outputs(log_dir, job)
@@ -405,9 +399,8 @@ def test_a_sweep_on_slurm_runs_each_cell_once_and_resubmitting_skips_completed_r
         assert f"task {task}: shard {task}/2 on {socket.gethostname()}" in output
         assert re.search(r"^2 completed, 0 failed, 0 skipped$", output, re.M), output[-2000:]
     cells = [cells_run(output) for output in outputs.values()]
-    assert (
-        len(cells[0]) == len(cells[1]) == 1 and not cells[0] & cells[1]
-    )  # the two tasks ran disjoint cells
+    # the two tasks ran disjoint cells
+    assert len(cells[0]) == len(cells[1]) == 1 and not cells[0] & cells[1]
     assert cells[0] | cells[1] == {("exp1", seed, "CartPole-v1", "small") for seed in (1, 2)}
     summaries = sorted((log_dir / "exp1").glob("*/summary.json"))
     assert len(summaries) == num_runs and all(
@@ -430,9 +423,8 @@ def test_a_sweep_on_slurm_runs_each_cell_once_and_resubmitting_skips_completed_r
     )
     assert len(list((log_dir / "logs" / "slurm").glob("*.out"))) == 2
 
-    lost = summaries[
-        0
-    ].parent  # one run lost: the resubmitted array runs it alone and skips the others
+    # one run lost: the resubmitted array runs it alone and skips the others
+    lost = summaries[0].parent
     shutil.rmtree(lost)
     third = bench(*args, env=cluster)
     job3 = submitted_job(third)
@@ -492,9 +484,8 @@ def test_sbatch_reads_quoted_slurm_args_and_a_log_dir_with_spaces_as_given(clust
     )
     job = submitted_job(proc)
     shown = slurm(cluster, "scontrol", "show", "job", job)
-    assert re.search(rf"^ *Comment={re.escape(comment)} *$", shown, re.M), (
-        shown
-    )  # scontrol adds a space
+    # scontrol adds a space
+    assert re.search(rf"^ *Comment={re.escape(comment)} *$", shown, re.M), shown
     wait_for_job(cluster, job, log_dir)
     (output,) = task_outputs(log_dir, job).values()  # {log dir}/logs/slurm/{job}_0.out, the % kept
     assert re.search(r"^1 completed, 0 failed, 0 skipped$", output, re.M), output[-2000:]
@@ -641,15 +632,11 @@ def test_slurm_args_refuses_exactly_what_the_real_sbatch_reads_as_an_option_benc
     for words in slurm_args_forms():
         proc = sbatch_probe(cluster, tmp_path, *words)
         said = proc.stderr
-        if words[0].startswith(
-            "--"
-        ):  # and its name alone: sbatch names the long option it takes it for when the
-            said += sbatch_probe(
-                cluster, tmp_path, words[0].split("=")[0]
-            ).stderr  # value is missing (--wrap=true
-        taken = re.findall(
-            r"option '--([a-z-]+)' (?:requires|doesn't allow) an argument", said
-        )  # sets nothing listed)
+        # and its name alone: sbatch names the long option it takes it for when the value is
+        # missing (--wrap=true sets nothing listed)
+        if words[0].startswith("--"):
+            said += sbatch_probe(cluster, tmp_path, words[0].split("=")[0]).stderr
+        taken = re.findall(r"option '--([a-z-]+)' (?:requires|doesn't allow) an argument", said)
         own = "is ambiguous" in proc.stderr or bool(
             {*options_set(proc), *taken} & set(sbatch_options.SBATCH_OWN)
         )
@@ -691,6 +678,5 @@ def test_slurm_args_refuses_exactly_what_the_real_sbatch_reads_as_an_option_benc
     )
     assert listed["output"] == f"{tmp_path}/runs/logs/slurm/%A_%a.out" and "error" not in listed
     assert (listed["nodes"], listed["ntasks"], listed["exclusive"]) == ("1", "1", "exclusive")
-    assert (
-        listed["comment"] == "-o/tmp/x" and listed["job-name"] == "x"
-    )  # the last of each: values, not options
+    # the last of each: values, not options
+    assert listed["comment"] == "-o/tmp/x" and listed["job-name"] == "x"

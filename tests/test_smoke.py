@@ -23,9 +23,8 @@ def test_the_smoke_sweep_runs_every_framework_once_in_its_default_mode(tmp_path)
     assert len({cell_of(line) for line in lines}) == 1  # one experiment, seed, env and size
     for line in lines:
         assert option(line, "--compile") == STUDY.default_compile(framework_of(line))
-        assert (
-            int(option(line, "--num-iterations")) > STUDY.steady.first
-        )  # the steady window has data
+        # the steady window has data
+        assert int(option(line, "--num-iterations")) > STUDY.steady.first
         assert line.endswith(" " + shlex.join(SMOKE.args))  # the preset's run arguments
         assert Path(option(line, "--log-dir")).parent == tmp_path / "runs"  # --log-dir, as given
 
