@@ -1,6 +1,7 @@
-"""benchmarks/quickstart.py: the README's quick-start lines timed from a fresh clone. Nothing here is timed: the
-steps run in a clone of a tiny local git repository whose setup.sh only echoes (and, for the demo, writes a run
-folder as the scripts do), and the checks are on what is recorded, not on how long it took."""
+"""benchmarks/quickstart.py and its modules (quickstart_steps, _clone, _measure, _report): the README's quick-start
+lines timed from a fresh clone. Nothing here is timed: the steps run in a clone of a tiny local git repository
+whose setup.sh only echoes (and, for the demo, writes a run folder as the scripts do), and the checks are on what is
+recorded, not on how long it took."""
 
 import json
 import os
@@ -14,8 +15,16 @@ from pathlib import Path
 import pytest
 from tensorboardX import SummaryWriter
 
-from benchmarks import quickstart
-from benchmarks.quickstart import MARKERS, PLACEHOLDER, Step
+from analysis.errors import BadInput
+from benchmarks import (
+    quickstart,
+    quickstart_clone,
+    quickstart_measure,
+    quickstart_report,
+    quickstart_steps,
+)
+from benchmarks.quickstart_report import MARKERS, PLACEHOLDER
+from benchmarks.quickstart_steps import Step
 from helpers import ROOT
 
 BATCH = 64
@@ -69,8 +78,8 @@ def test_a_readme_without_the_markers_is_refused_before_any_clone(tmp_path, caps
 
 
 def test_the_steps_run_in_their_order_and_tests_only_when_asked():
-    assert quickstart.step_groups("pendulum,demo") == ["demo", "pendulum"]
-    assert quickstart.step_groups("templates", with_tests=True) == ["templates", "tests"]
+    assert quickstart_steps.step_groups("pendulum,demo") == ["demo", "pendulum"]
+    assert quickstart_steps.step_groups("templates", with_tests=True) == ["templates", "tests"]
 
 
 # ------------------------------------------------------------------------------------------ the commands
@@ -114,23 +123,23 @@ def test_dry_run_lists_the_readme_commands_and_runs_nothing(tmp_path):
 
 def test_the_demo_task_is_setup_shs():
     """The templates run the demo's task: what setup.sh demo trains, and what the README says it trains."""
-    task = f"--env {quickstart.DEMO_ENV} --model-size {quickstart.DEMO_SIZE}"
+    task = f"--env {quickstart_steps.DEMO_ENV} --model-size {quickstart_steps.DEMO_SIZE}"
     assert f"ppo_nnx.py {task}" in (ROOT / "setup.sh").read_text()
     assert (
-        f"on {quickstart.DEMO_ENV} ({quickstart.DEMO_SIZE} model)"
+        f"on {quickstart_steps.DEMO_ENV} ({quickstart_steps.DEMO_SIZE} model)"
         in (ROOT / "README.md").read_text()
     )
 
 
 def test_without_demo_a_plain_setup_runs_first():
-    steps = quickstart.plan_steps(["templates"], "")
+    steps = quickstart_steps.plan_steps(["templates"], "")
     assert steps[0] == Step("setup", "setup", ("./setup.sh",), trains=False)
     assert [s.name for s in steps[1:]] == ["linen", "nnx", "equinox", "torch"]
 
 
 def test_a_readme_without_the_pendulum_block_is_bad_input():
-    with pytest.raises(quickstart.BadInput, match="Continuous control"):
-        quickstart.plan_steps(["pendulum"], "# a README\n")
+    with pytest.raises(BadInput, match="Continuous control"):
+        quickstart_steps.plan_steps(["pendulum"], "# a README\n")
 
 
 # ------------------------------------------------------------------------------------- what is measured
@@ -138,19 +147,19 @@ def test_the_compile_time_from_a_synthetic_events_file(tmp_path):
     clone = tmp_path / "clone"
     run_dir = clone / "runs" / "Acrobot-v1__torch__small__compile__1__1700000000"
     write_run(run_dir)
-    found = quickstart.training([run_dir], clone)
+    found = quickstart_steps.training([run_dir], clone)
     assert found["compile_s"] == pytest.approx(4.0)
     assert found["iterations"] == 5 and found["total_s"] == 12.5 and found["final_return"] == -84.25
     assert found["run_dir"] == f"runs/{run_dir.name}" and found["versions"] == {"python": "3.11.9"}
-    assert quickstart.compile_seconds([3.0]) is None
+    assert quickstart_steps.compile_seconds([3.0]) is None
 
 
 def test_no_run_folder_or_two_are_an_error_not_a_number(tmp_path):
-    assert "0 new run folders" in quickstart.training([], tmp_path)["error"]
+    assert "0 new run folders" in quickstart_steps.training([], tmp_path)["error"]
     broken = tmp_path / "runs" / "broken"
     broken.mkdir(parents=True)
     (broken / "config.json").write_text("{}")
-    assert "no summary.json" in quickstart.training([broken], tmp_path)["error"]
+    assert "no summary.json" in quickstart_steps.training([broken], tmp_path)["error"]
 
 
 @pytest.mark.parametrize(
@@ -165,20 +174,20 @@ def test_no_run_folder_or_two_are_an_error_not_a_number(tmp_path):
     ],
 )
 def test_human_durations(seconds, text):
-    assert quickstart.human(seconds) == text
+    assert quickstart_report.human(seconds) == text
 
 
 def test_the_steps_environment_reuses_nothing(tmp_path, monkeypatch):
     monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", "/somewhere")
     monkeypatch.setenv("VIRTUAL_ENV", "/some/venv")
     monkeypatch.setenv("PIP_CACHE_DIR", "/my/pip")
-    env = quickstart.step_environment(tmp_path, pip_cache=False)
+    env = quickstart_clone.step_environment(tmp_path, pip_cache=False)
     assert "JAX_COMPILATION_CACHE_DIR" not in env and "VIRTUAL_ENV" not in env
     assert env["PIP_CACHE_DIR"] == str(tmp_path / "pip-cache")
     assert env["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "torchinductor-cache")
     if sys.prefix != sys.base_prefix:  # this venv's bin is not on the steps' PATH
         assert str(Path(sys.executable).parent) not in env["PATH"].split(os.pathsep)
-    assert quickstart.step_environment(tmp_path, pip_cache=True)["PIP_CACHE_DIR"] == "/my/pip"
+    assert quickstart_clone.step_environment(tmp_path, pip_cache=True)["PIP_CACHE_DIR"] == "/my/pip"
 
 
 # ------------------------------------------------------------------------------------------- the README
@@ -225,7 +234,7 @@ def test_the_readme_block_is_rewritten_between_its_markers_only(tmp_path):
     before = readme.read_text()
     out = tmp_path / "results" / "quickstart"
     out.mkdir(parents=True)
-    quickstart.render(out, record(MEASURED), str(readme))
+    quickstart_report.render(out, record(MEASURED), str(readme))
     after = readme.read_text()
     assert after.split(MARKERS[0])[0] == before.split(MARKERS[0])[0]
     assert after.split(MARKERS[1])[1] == before.split(MARKERS[1])[1]
@@ -237,7 +246,7 @@ def test_the_readme_block_is_rewritten_between_its_markers_only(tmp_path):
     assert "`./setup.sh demo` 3m05s (set-up 2m10s, the run 55 s)" in line
     assert "linen 50 s, torch 1m40s (of which compile 45 s)" in line
     assert "the Pendulum line failed (exit 1)" in line and "`./setup.sh test` not timed" in line
-    quickstart.render(out, record(MEASURED), str(readme))
+    quickstart_report.render(out, record(MEASURED), str(readme))
     assert readme.read_text() == after  # idempotent
     table = (out / "README.md").read_text()
     assert "| demo " in table and "3m05s" in table and "failed (exit 1)" in table
@@ -328,7 +337,7 @@ def measure_fake(tmp_path: Path) -> tuple[int, Path, Path, str]:
     readme.write_text(f"top\n{MARKERS[0]}\n{PLACEHOLDER}\n{MARKERS[1]}\nbottom\n")
     argv = ["--repo", repo, "--out", out, "--work-dir", work, "--update-readme", readme]
     argv = [str(arg) for arg in argv]
-    code = quickstart.measure(
+    code = quickstart_measure.measure(
         quickstart.parse_args(argv), argv, plan=lambda groups, readme: FAKE_STEPS
     )
     assert list(work.iterdir()) == []  # the clone is gone
@@ -370,7 +379,7 @@ def test_ctrl_c_keeps_what_was_measured(tmp_path, monkeypatch):
             raise KeyboardInterrupt
         return real_run(command, *args, **kwargs)
 
-    monkeypatch.setattr(quickstart.subprocess, "run", interrupted_at_fail)
+    monkeypatch.setattr(quickstart_steps.subprocess, "run", interrupted_at_fail)
     code, out, seen, _ = measure_fake(tmp_path)
     assert code == 130
     results = json.loads((out / "quickstart.json").read_text())
