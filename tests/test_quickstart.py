@@ -1,0 +1,393 @@
+"""benchmarks/quickstart.py and its modules (quickstart_steps, _clone, _measure, _report): the README's quick-start
+lines timed from a fresh clone. Nothing here is timed: the steps run in a clone of a tiny local git repository
+whose setup.sh only echoes (and, for the demo, writes a run folder as the scripts do), and the checks are on what is
+recorded, not on how long it took."""
+
+import json
+import os
+import shlex
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tensorboardX import SummaryWriter
+
+from analysis.errors import BadInput
+from benchmarks import (
+    quickstart,
+    quickstart_clone,
+    quickstart_measure,
+    quickstart_report,
+    quickstart_steps,
+)
+from benchmarks.quickstart_report import MARKERS, PLACEHOLDER
+from benchmarks.quickstart_steps import Step
+from helpers import ROOT
+
+BATCH = 64
+ITERATION_TIMES = [
+    5.0,
+    1.0,
+    1.5,
+    0.5,
+    1.0,
+]  # iteration 0 compiles: 5.0 - median(1.0, 1.5, 0.5, 1.0) = 4.0
+
+
+def write_run(run_dir: Path, times=ITERATION_TIMES) -> None:
+    """A run folder as ppo_*.py writes it: config.json, summary.json and TensorBoard events."""
+    run_dir.mkdir(parents=True)
+    (run_dir / "config.json").write_text(json.dumps({"versions": {"python": "3.11.9"}}))
+    summary = {"status": "completed", "total_s": 12.5, "final_return": -84.25}
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    writer = SummaryWriter(str(run_dir))
+    for i, seconds in enumerate(times):
+        writer.add_scalar("time/iteration", seconds, (i + 1) * BATCH)
+    writer.close()
+
+
+def run_main(capsys, *argv) -> tuple[int, list[str], str]:
+    code = quickstart.main([str(arg) for arg in argv])
+    captured = capsys.readouterr()
+    return code, captured.err.strip().splitlines(), captured.out
+
+
+# ------------------------------------------------------------------------------------------ bad input
+@pytest.mark.parametrize("steps", ["demo,nope", "", "templates,Demo"])
+def test_an_unknown_step_is_one_line_and_exit_2_before_any_clone(tmp_path, capsys, steps):
+    out = tmp_path / "out"
+    code, err, _ = run_main(capsys, "--steps", steps, "--out", out, "--repo", tmp_path / "no-repo")
+    assert code == 2 and len(err) == 1, err
+    assert err[0].startswith("error: --steps") and "demo, templates, pendulum, tests" in err[0]
+    bad = {"demo,nope": "'nope'", "": "''", "templates,Demo": "'Demo'"}[steps]
+    assert bad in err[0]
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_a_readme_without_the_markers_is_refused_before_any_clone(tmp_path, capsys):
+    readme = tmp_path / "README.md"
+    readme.write_text("# no block here\n")
+    code, err, _ = run_main(
+        capsys, "--update-readme", readme, "--out", tmp_path / "out", "--repo", tmp_path / "none"
+    )
+    assert code == 2 and len(err) == 1 and MARKERS[0] in err[0], err
+    assert readme.read_text() == "# no block here\n" and not (tmp_path / "out").exists()
+
+
+def test_the_steps_run_in_their_order_and_tests_only_when_asked():
+    assert quickstart_steps.step_groups("pendulum,demo") == ["demo", "pendulum"]
+    assert quickstart_steps.step_groups("templates", with_tests=True) == ["templates", "tests"]
+
+
+# ------------------------------------------------------------------------------------------ the commands
+def readme_pendulum_line() -> str:
+    lines = [
+        line
+        for line in (ROOT / "README.md").read_text().splitlines()
+        if line.startswith("python ppo_linen.py --env Pendulum-v1 ")
+    ]
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+def test_dry_run_lists_the_readme_commands_and_runs_nothing(tmp_path):
+    if subprocess.run(["git", "-C", str(ROOT), "rev-parse"], capture_output=True).returncode:
+        pytest.skip("not a git checkout")
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.quickstart",
+            "--dry-run",
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "git clone --quiet" in out and "./setup.sh demo)" in out
+    assert f"./setup.sh run {readme_pendulum_line()})" in out
+    for framework in ("linen", "nnx", "equinox", "torch"):
+        assert (
+            f"./setup.sh run python ppo_{framework}.py --env Acrobot-v1 --model-size small)" in out
+        )
+    assert "./setup.sh test" not in out and not (tmp_path / "out").exists()
+
+
+def test_the_demo_task_is_setup_shs():
+    """The templates run the demo's task: what setup.sh demo trains, and what the README says it trains."""
+    task = f"--env {quickstart_steps.DEMO_ENV} --model-size {quickstart_steps.DEMO_SIZE}"
+    assert f"ppo_nnx.py {task}" in (ROOT / "setup.sh").read_text()
+    assert (
+        f"on {quickstart_steps.DEMO_ENV} ({quickstart_steps.DEMO_SIZE} model)"
+        in (ROOT / "README.md").read_text()
+    )
+
+
+def test_without_demo_a_plain_setup_runs_first():
+    steps = quickstart_steps.plan_steps(["templates"], "")
+    assert steps[0] == Step("setup", "setup", ("./setup.sh",), trains=False)
+    assert [s.name for s in steps[1:]] == ["linen", "nnx", "equinox", "torch"]
+
+
+def test_a_readme_without_the_pendulum_block_is_bad_input():
+    with pytest.raises(BadInput, match="Continuous control"):
+        quickstart_steps.plan_steps(["pendulum"], "# a README\n")
+
+
+# ------------------------------------------------------------------------------------- what is measured
+def test_the_compile_time_from_a_synthetic_events_file(tmp_path):
+    clone = tmp_path / "clone"
+    run_dir = clone / "runs" / "Acrobot-v1__torch__small__compile__1__1700000000"
+    write_run(run_dir)
+    found = quickstart_steps.training([run_dir], clone)
+    assert found["compile_s"] == pytest.approx(4.0)
+    assert found["iterations"] == 5 and found["total_s"] == 12.5 and found["final_return"] == -84.25
+    assert found["run_dir"] == f"runs/{run_dir.name}" and found["versions"] == {"python": "3.11.9"}
+    assert quickstart_steps.compile_seconds([3.0]) is None
+
+
+def test_no_run_folder_or_two_are_an_error_not_a_number(tmp_path):
+    assert "0 new run folders" in quickstart_steps.training([], tmp_path)["error"]
+    broken = tmp_path / "runs" / "broken"
+    broken.mkdir(parents=True)
+    (broken / "config.json").write_text("{}")
+    assert "no summary.json" in quickstart_steps.training([broken], tmp_path)["error"]
+
+
+@pytest.mark.parametrize(
+    "seconds, text",
+    [
+        (None, "-"),
+        (4.24, "4.2 s"),
+        (55.4, "55 s"),
+        (59.6, "1m00s"),
+        (178, "2m58s"),
+        (3900, "1h05m"),
+    ],
+)
+def test_human_durations(seconds, text):
+    assert quickstart_report.human(seconds) == text
+
+
+def test_the_steps_environment_reuses_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", "/somewhere")
+    monkeypatch.setenv("VIRTUAL_ENV", "/some/venv")
+    monkeypatch.setenv("PIP_CACHE_DIR", "/my/pip")
+    env = quickstart_clone.step_environment(tmp_path, pip_cache=False)
+    assert "JAX_COMPILATION_CACHE_DIR" not in env and "VIRTUAL_ENV" not in env
+    assert env["PIP_CACHE_DIR"] == str(tmp_path / "pip-cache")
+    assert env["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "torchinductor-cache")
+    if sys.prefix != sys.base_prefix:  # this venv's bin is not on the steps' PATH
+        assert str(Path(sys.executable).parent) not in env["PATH"].split(os.pathsep)
+    assert quickstart_clone.step_environment(tmp_path, pip_cache=True)["PIP_CACHE_DIR"] == "/my/pip"
+
+
+# ------------------------------------------------------------------------------------------- the README
+def record(steps: list[dict], status="finished") -> dict:
+    machine = {"cores": 2, "cpu_model": "Test CPU", "virtual_machine": True, "memory_gib": 7.8}
+    machine.update(os="Linux-test", python="3.11.9", hostname="h")
+    return {
+        "command": "python -m benchmarks.quickstart",
+        "status": status,
+        "started": "2026-12-03T11:00:00+00:00",
+        "commit": "0" * 40,
+        "machine": machine,
+        "caches": {"pip": "empty", "torchinductor": "empty", "jax_compilation": "none"},
+        "steps": steps,
+    }
+
+
+def step(name, group, wall, code=0, **more) -> dict:
+    return {
+        "step": name,
+        "group": group,
+        "command": f"./setup.sh {name}",
+        "wall_s": wall,
+        "exit_code": code,
+        **more,
+    }
+
+
+MEASURED = [
+    step("demo", "demo", 185.0, total_s=55.0, outside_script_s=130.0, final_return=-85.0),
+    step("linen", "templates", 50.0, compile_s=4.0, versions={"python": "3.11.9"}),
+    step("torch", "templates", 100.0, compile_s=45.0),
+    step("pendulum", "pendulum", 52.0, code=1),
+]
+
+
+def block(text: str) -> str:
+    return text.split(MARKERS[0])[1].split(MARKERS[1])[0]
+
+
+def test_the_readme_block_is_rewritten_between_its_markers_only(tmp_path):
+    readme = tmp_path / "README.md"
+    shutil.copy(ROOT / "README.md", readme)
+    before = readme.read_text()
+    out = tmp_path / "results" / "quickstart"
+    out.mkdir(parents=True)
+    quickstart_report.render(out, record(MEASURED), str(readme))
+    after = readme.read_text()
+    assert after.split(MARKERS[0])[0] == before.split(MARKERS[0])[0]
+    assert after.split(MARKERS[1])[1] == before.split(MARKERS[1])[1]
+    line = block(after).strip()
+    assert line.startswith(
+        "Measured from a fresh clone (pip's cache: empty) on 2 cores (Test CPU, a VM; 8 GiB), 2026-12-03"
+    )
+    assert "[results/quickstart](results/quickstart/README.md)" in line
+    assert "`./setup.sh demo` 3m05s (set-up 2m10s, the run 55 s)" in line
+    assert "linen 50 s, torch 1m40s (of which compile 45 s)" in line
+    assert "the Pendulum line failed (exit 1)" in line and "`./setup.sh test` not timed" in line
+    quickstart_report.render(out, record(MEASURED), str(readme))
+    assert readme.read_text() == after  # idempotent
+    table = (out / "README.md").read_text()
+    assert "| demo " in table and "3m05s" in table and "failed (exit 1)" in table
+
+
+def test_the_readme_holds_the_tools_block():
+    """The README's durations are the tool's: its placeholder, or a line it wrote."""
+    text = (ROOT / "README.md").read_text()
+    assert text.count(MARKERS[0]) == 1 and text.count(MARKERS[1]) == 1
+    line = block(text).strip()
+    assert line == PLACEHOLDER or line.startswith("Measured from a fresh clone (")
+
+
+def test_render_only_rewrites_the_readmes_from_quickstart_json(tmp_path, capsys):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "quickstart.json").write_text(json.dumps(record(MEASURED)))
+    readme = tmp_path / "README.md"
+    readme.write_text(f"top\n{MARKERS[0]}\nold\n{MARKERS[1]}\nbottom\n")
+    code, err, _ = run_main(capsys, "--render-only", "--out", out, "--update-readme", readme)
+    assert code == 0, err
+    text = readme.read_text()
+    assert text.startswith(f"top\n{MARKERS[0]}\nMeasured ") and text.endswith(
+        f"\n{MARKERS[1]}\nbottom\n"
+    )
+    assert "torch 1m40s" in text and (out / "README.md").is_file()
+
+
+# ---------------------------------------------------------------------- the run, in a clone of a fake repo
+FAKE_RUN = """import json, sys
+from pathlib import Path
+from tensorboardX import SummaryWriter
+run_dir = Path("runs/Acrobot-v1__nnx__small__cached_partial__1__1700000000")
+run_dir.mkdir(parents=True)
+(run_dir / "config.json").write_text(json.dumps({"versions": {"python": "3.11.9"}}))
+(run_dir / "summary.json").write_text(json.dumps({"status": "completed", "total_s": 0.5, "final_return": -90.0}))
+writer = SummaryWriter(str(run_dir))
+for i, seconds in enumerate([5.0, 1.0, 1.5, 0.5, 1.0]):
+    writer.add_scalar("time/iteration", seconds, (i + 1) * 64)
+writer.close()
+"""
+
+FAKE_SETUP = """#!/usr/bin/env bash
+cp "{out}/quickstart.json" "{seen}/before-$1.json"
+echo "setup.sh $*"
+case $1 in
+  demo) exec {python} fake_run.py ;;
+  fail) exit 3 ;;
+esac
+"""
+
+FAKE_STEPS = [
+    Step("demo", "demo", ("./setup.sh", "demo")),
+    Step("linen", "templates", ("./setup.sh", "fail")),
+    Step("tests", "tests", ("./setup.sh", "test"), trains=False),
+]
+
+
+def fake_repo(tmp_path: Path, out: Path, seen: Path) -> tuple[Path, str]:
+    """A git repository whose setup.sh copies quickstart.json as it is when a step starts, then echoes; its
+    demo writes a run folder, its `fail` exits 3. Returns it and its commit."""
+    if shutil.which("git") is None:
+        pytest.skip("no git")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    setup = repo / "setup.sh"
+    python = shlex.quote(sys.executable)
+    setup.write_text(FAKE_SETUP.format(out=out.resolve(), seen=seen, python=python))
+    setup.chmod(setup.stat().st_mode | stat.S_IEXEC)
+    (repo / "fake_run.py").write_text(FAKE_RUN)
+    (repo / "README.md").write_text("# fake\n")
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run(["git", "init", "--quiet", str(repo)], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "--quiet", "-m", "fake"], check=True)
+    commit = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
+    return repo, commit.stdout.strip()
+
+
+def measure_fake(tmp_path: Path) -> tuple[int, Path, Path, str]:
+    """The fake repo's steps measured, with --update-readme on tmp_path/README.md (the placeholder)."""
+    out, seen = tmp_path / "out", tmp_path / "seen"
+    seen.mkdir()
+    repo, commit = fake_repo(tmp_path, out, seen)
+    work = tmp_path / "work"
+    work.mkdir()
+    readme = tmp_path / "README.md"
+    readme.write_text(f"top\n{MARKERS[0]}\n{PLACEHOLDER}\n{MARKERS[1]}\nbottom\n")
+    argv = ["--repo", repo, "--out", out, "--work-dir", work, "--update-readme", readme]
+    argv = [str(arg) for arg in argv]
+    code = quickstart_measure.measure(
+        quickstart.parse_args(argv), argv, plan=lambda groups, readme: FAKE_STEPS
+    )
+    assert list(work.iterdir()) == []  # the clone is gone
+    return code, out, seen, commit
+
+
+def test_quickstart_json_is_written_after_each_step_and_a_failed_step_does_not_stop_the_others(
+    tmp_path,
+):
+    code, out, seen, commit = measure_fake(tmp_path)
+    assert code == 1  # a step failed
+    results = json.loads((out / "quickstart.json").read_text())
+    assert results["status"] == "finished" and results["commit"] == commit
+    assert results["machine"]["cores"] >= 1 and results["caches"]["pip"] == "empty"
+    demo, failed, tests = results["steps"]
+    assert demo["exit_code"] == 0 and demo["command"] == "./setup.sh demo"
+    assert demo["compile_s"] == pytest.approx(4.0) and demo["final_return"] == -90.0
+    assert demo["outside_script_s"] == pytest.approx(demo["wall_s"] - 0.5)
+    assert failed["exit_code"] == 3 and tests["exit_code"] == 0  # the step after the failure ran
+    # what each step found in quickstart.json when it started: the steps before it
+    assert [s["step"] for s in json.loads((seen / "before-demo.json").read_text())["steps"]] == []
+    after_one = json.loads((seen / "before-fail.json").read_text())
+    assert after_one["status"] == "running" and [s["step"] for s in after_one["steps"]] == ["demo"]
+    after_two = json.loads((seen / "before-test.json").read_text())["steps"]
+    assert [s["exit_code"] for s in after_two] == [0, 3]
+    assert (out / "logs" / "demo.log").read_text().startswith("setup.sh demo\n")
+    assert "failed (exit 3)" in (out / "README.md").read_text()
+    readme = (tmp_path / "README.md").read_text()
+    assert readme.startswith(f"top\n{MARKERS[0]}\nMeasured from a fresh clone (")
+    assert "linen failed (exit 3)" in readme and "[out](out/README.md)" in readme
+    assert readme.endswith(f"\n{MARKERS[1]}\nbottom\n")
+
+
+def test_ctrl_c_keeps_what_was_measured(tmp_path, monkeypatch):
+    real_run = subprocess.run
+
+    def interrupted_at_fail(command, *args, **kwargs):
+        if list(command) == ["./setup.sh", "fail"]:
+            raise KeyboardInterrupt
+        return real_run(command, *args, **kwargs)
+
+    monkeypatch.setattr(quickstart_steps.subprocess, "run", interrupted_at_fail)
+    code, out, seen, _ = measure_fake(tmp_path)
+    assert code == 130
+    results = json.loads((out / "quickstart.json").read_text())
+    assert results["status"] == "interrupted"
+    assert [(s["step"], s["exit_code"], s.get("interrupted")) for s in results["steps"]] == [
+        ("demo", 0, None),
+        ("linen", None, True),
+    ]
+    assert not (seen / "before-test.json").exists()  # nothing ran after Ctrl-C
+    assert PLACEHOLDER in (tmp_path / "README.md").read_text()  # left as it was
+    assert "status interrupted" in (out / "README.md").read_text()
