@@ -110,6 +110,7 @@ class Args:
                 raise ValueError(f"--{name.replace('_', '-')} must be a finite number, got {value}")
         num_updates = self.num_iterations * self.update_epochs * self.num_minibatches
         steps = f"at most {2**31 - 1:,} optimizer steps, not {num_updates:,}"
+        divides = self.num_minibatches > 0 and self.batch_size % self.num_minibatches == 0
         counts = ("num_envs", "num_steps", "num_iterations", "update_epochs", "num_minibatches")
         rules = [(name, getattr(self, name) > 0, "a positive integer") for name in counts]
         rules += [
@@ -126,16 +127,12 @@ class Args:
             ("log_dir", self.log_dir != "", "a folder, not empty"),
             # the optimizer's step count, which the learning-rate schedule reads, is an int32
             ("num_iterations", num_updates < 2**31, steps),
+            ("num_minibatches", divides, f"a divisor of num_envs x num_steps, {self.batch_size}"),
         ]
         for name, ok, rule in rules:
             if not ok:
                 value = getattr(self, name)
                 raise ValueError(f"--{name.replace('_', '-')} must be {rule}, got {value!r}")
-        if self.batch_size % self.num_minibatches:
-            raise ValueError(
-                f"--num-minibatches {self.num_minibatches} must divide the batch size "
-                f"{self.batch_size} (num_envs x num_steps); choose a divisor of {self.batch_size}"
-            )
 
 
 # ---------------------------------------------------------------------------------------- network
@@ -182,19 +179,13 @@ class Agent(eqx.Module):
     def get_value(self, obs):
         return jnp.vectorize(self.critic, signature="(n)->(1)")(obs)[..., 0]
 
-    def log_prob(self, actor_out, action):
+    def log_prob_and_entropy(self, actor_out, action):
+        """The actions' log-probabilities and the policy's entropy, from one log-softmax."""
         if self.continuous:
             z = (action - actor_out) / jnp.exp(self.log_std)
-            return (-0.5 * z**2 - self.log_std - 0.5 * np.log(2 * np.pi)).sum(-1)
-        log_probs = jax.nn.log_softmax(actor_out)
-        return jnp.take_along_axis(log_probs, action[:, None], axis=-1)[:, 0]
-
-    def log_prob_and_entropy(self, actor_out, action):
-        """For the loss: one log-softmax, so one gradient through it."""
-        if self.continuous:
+            log_prob = (-0.5 * z**2 - self.log_std - 0.5 * np.log(2 * np.pi)).sum(-1)
             # the Gaussian's entropy is the same for every state
-            entropy = (self.log_std + 0.5 + 0.5 * np.log(2 * np.pi)).sum()
-            return self.log_prob(actor_out, action), entropy
+            return log_prob, (self.log_std + 0.5 + 0.5 * np.log(2 * np.pi)).sum()
         log_probs = jax.nn.log_softmax(actor_out)
         log_prob = jnp.take_along_axis(log_probs, action[:, None], axis=-1)[:, 0]
         return log_prob, -(jnp.exp(log_probs) * log_probs).sum(-1)
@@ -207,7 +198,8 @@ class Agent(eqx.Module):
             action = actor_out + jnp.exp(self.log_std) * jax.random.normal(key, actor_out.shape)
         elif action is None:
             action = jax.random.categorical(key, actor_out)
-        return action, self.log_prob(actor_out, action), value
+        log_prob, _ = self.log_prob_and_entropy(actor_out, action)
+        return action, log_prob, value
 
 
 # ------------------------------------------------------------------------------- environment glue

@@ -124,6 +124,7 @@ class Args:
                 raise ValueError(f"--{name.replace('_', '-')} must be a finite number, got {value}")
         num_updates = self.num_iterations * self.update_epochs * self.num_minibatches
         steps = f"at most {2**31 - 1:,} optimizer steps, not {num_updates:,}"
+        divides = self.num_minibatches > 0 and self.batch_size % self.num_minibatches == 0
         counts = ("num_envs", "num_steps", "num_iterations", "update_epochs", "num_minibatches")
         rules = [(name, getattr(self, name) > 0, "a positive integer") for name in counts]
         rules += [
@@ -140,16 +141,12 @@ class Args:
             ("log_dir", self.log_dir != "", "a folder, not empty"),
             # the optimizer's step count, which the learning-rate schedule reads, is an int32
             ("num_iterations", num_updates < 2**31, steps),
+            ("num_minibatches", divides, f"a divisor of num_envs x num_steps, {self.batch_size}"),
         ]
         for name, ok, rule in rules:
             if not ok:
                 value = getattr(self, name)
                 raise ValueError(f"--{name.replace('_', '-')} must be {rule}, got {value!r}")
-        if self.batch_size % self.num_minibatches:
-            raise ValueError(
-                f"--num-minibatches {self.num_minibatches} must divide the batch size "
-                f"{self.batch_size} (num_envs x num_steps); choose a divisor of {self.batch_size}"
-            )
 
 
 # ---------------------------------------------------------------------------------------- network
@@ -186,19 +183,13 @@ class Agent(nn.Module):
     def get_value(self, obs):
         return self.critic(obs)[..., 0]
 
-    def log_prob(self, actor_out, action):
+    def log_prob_and_entropy(self, actor_out, action):
+        """The actions' log-probabilities and the policy's entropy, from one log-softmax."""
         if self.continuous:
             z = (action - actor_out) / self.log_std.exp()
-            return (-0.5 * z**2 - self.log_std - 0.5 * np.log(2 * np.pi)).sum(-1)
-        log_probs = actor_out.log_softmax(-1)
-        return log_probs.gather(-1, action[:, None].long())[:, 0]
-
-    def log_prob_and_entropy(self, actor_out, action):
-        """For the loss: one log-softmax, so one gradient through it."""
-        if self.continuous:
+            log_prob = (-0.5 * z**2 - self.log_std - 0.5 * np.log(2 * np.pi)).sum(-1)
             # the Gaussian's entropy is the same for every state
-            entropy = (self.log_std + 0.5 + 0.5 * np.log(2 * np.pi)).sum()
-            return self.log_prob(actor_out, action), entropy
+            return log_prob, (self.log_std + 0.5 + 0.5 * np.log(2 * np.pi)).sum()
         log_probs = actor_out.log_softmax(-1)
         log_prob = log_probs.gather(-1, action[:, None].long())[:, 0]
         return log_prob, -(log_probs.exp() * log_probs).sum(-1)
@@ -212,13 +203,8 @@ class Agent(nn.Module):
         elif action is None:
             # Gumbel-max; int32: JAX runs without x64
             action = (actor_out - torch.log(-torch.log(noise))).argmax(-1).to(torch.int32)
-        return action, self.log_prob(actor_out, action), value
-
-    def traced_policy(self, obs):
-        """get_action_and_value by TorchScript; traced, not frozen: the weights change."""
-        noise = torch.rand(len(obs), self.num_actions, device=obs.device)
-        traced = torch.jit.trace_module(self, {"get_action_and_value": (obs, noise)})
-        return traced.get_action_and_value
+        log_prob, _ = self.log_prob_and_entropy(actor_out, action)
+        return action, log_prob, value
 
 
 # ------------------------------------------------------------------------------- environment glue
@@ -343,8 +329,8 @@ class Batch(NamedTuple):
 
 
 class TrainState(NamedTuple):
-    """The JAX scripts' TrainState and key, in torch: the agent, its optimizer and random stream,
-    and its policy and minibatch steps as --compile sets them up (make_train_state)."""
+    """The JAX scripts' TrainState and key: the agent, its optimizer, its random stream, and its
+    policy and minibatch steps as --compile sets them up (make_train_state)."""
 
     agent: Agent
     optimizer: torch.optim.Optimizer
@@ -437,8 +423,8 @@ def make_optimizer(args: Args, agent: Agent):
     num_updates = args.num_iterations * args.update_epochs * args.num_minibatches
 
     def lr_schedule(step):
-        # linear decay to 0 over all optimizer steps
-        return args.learning_rate * (1.0 - step / num_updates if args.anneal_lr else 1.0)
+        # linear decay to 0 over all optimizer steps, or none
+        return args.learning_rate * (1.0 - args.anneal_lr * step / num_updates)
 
     lr = torch.tensor(args.learning_rate, device=next(agent.parameters()).device)
     # eager: the fused Adam; compiled: one that torch.compile (and a CUDA graph) captures
@@ -469,8 +455,7 @@ def update(args: Args, lr_schedule, state: TrainState, batch: Batch, first_step,
         draw = partial(torch.randperm, args.batch_size, generator=state.generator, device=device)
         permutations = torch.stack([draw() for _ in range(args.update_epochs)])
     step_ids = first_step + torch.arange(args.update_epochs * args.num_minibatches, device=device)
-    lrs = torch.as_tensor(lr_schedule(step_ids), dtype=torch.float32, device=device)
-    lrs = lrs.expand(step_ids.shape)
+    lrs = lr_schedule(step_ids)
     metrics = []
     for perm in permutations:
         shape = (args.num_minibatches, -1)
@@ -488,24 +473,25 @@ def update(args: Args, lr_schedule, state: TrainState, batch: Batch, first_step,
 
 def make_train_state(args: Args, agent: Agent, optimizer, generator, obs) -> TrainState:
     """The agent's policy and minibatch steps as --compile sets them up."""
-    policy = agent.get_action_and_value
-    step = minibatch_step
-    options = dict(dynamic=False, **COMPILED.get(args.compile, {}))
+    policy, step = agent.get_action_and_value, minibatch_step
     if args.compile in COMPILED:
         # static shapes: compiled once, in iteration 0, the backward in the forward's graph;
         # compiled before partial binds its arguments: one code object for every agent
         torch._dynamo.config.trace_autograd_ops = True
+        options = dict(dynamic=False, **COMPILED[args.compile])
         step = torch.compile(step, **options)
-    if args.compile in COMPILED and obs.is_cuda:
-        policy = torch.compile(policy, fullgraph=True, **options)
-    elif args.compile in ("compile", "torchscript"):
-        # on a CPU, a compiled call's ~40 us overhead outweighs its gain: traced, the cheapest
-        policy = agent.traced_policy(obs)
+        if obs.is_cuda:
+            policy = torch.compile(policy, fullgraph=True, **options)
+    if args.compile == "torchscript" or (args.compile == "compile" and obs.is_cpu):
+        # on a CPU, a compiled call's ~40 us overhead outweighs its gain: traced, the cheapest;
+        # traced, not frozen: the trace reads the weights as they change
+        noise = torch.rand(len(obs), agent.num_actions, device=obs.device)
+        policy = torch.jit.trace_module(agent, {"get_action_and_value": (obs, noise)})
+        policy = policy.get_action_and_value
     if args.compile == "cudagraphs":
         # a CUDA graph's outputs are overwritten by its next replay: keep copies
         policy = partial(cloned_outputs, policy)
-    step = partial(step, agent, optimizer, args)
-    return TrainState(agent, optimizer, generator, policy, step)
+    return TrainState(agent, optimizer, generator, policy, partial(step, agent, optimizer, args))
 
 
 def cloned_outputs(fn, *args):
@@ -535,11 +521,13 @@ def main():
 
         env = env_normalize.normalize(env, args.norm_obs, args.norm_reward, args.gamma)
     gpu = torch.cuda.is_available() and jax.default_backend() == "gpu"
-    if not gpu and (args.device == "cuda" or args.compile == "cudagraphs"):
-        flags = f"--device {args.device} --compile {args.compile}"
-        raise ValueError(f"{flags}: no GPU; use --device cpu --compile compile")
     device = torch.device("cuda" if gpu and args.device != "cpu" else "cpu")
-    jax.config.update("jax_default_device", jax.devices("gpu" if gpu else "cpu")[0])
+    if device.type == "cpu" and (args.device == "cuda" or args.compile == "cudagraphs"):
+        flags = f"--device {args.device} --compile {args.compile}"
+        raise ValueError(f"{flags}: no GPU for torch and JAX; use --device cpu --compile compile")
+    # JAX's env beside torch's tensors: DLPack then crosses without a copy
+    jax_device = jax.devices("gpu" if device.type == "cuda" else "cpu")[0]
+    jax.config.update("jax_default_device", jax_device)
     run_name = f"{args.env}__{FRAMEWORK}__{args.model_size}__{args.compile}__{args.seed}"
     run_name += f"__{int(time.time())}"
     run_dir = os.path.join(args.log_dir, run_name)
@@ -574,8 +562,6 @@ def main():
         optimizer, lr_schedule = make_optimizer(args, agent)
         obs = torch.from_dlpack(runner.obs).to(device)
         state = make_train_state(args, agent, optimizer, generator, obs)
-        rollout_fn = partial(rollout, env_step, args)
-        update_fn = partial(update, args, lr_schedule)
         book.setup_done()
         setup_s = time.perf_counter() - START
         print(f"{run_name}: setup {setup_s:.1f}s on {config['device_name']}", flush=True)
@@ -586,7 +572,7 @@ def main():
             last_step = (iteration + 1) * args.update_epochs * args.num_minibatches - 1
             learning_rate = lr_schedule(last_step)
             iteration_start = time.perf_counter()
-            runner, batch, episode_stats = rollout_fn(state, runner)
+            runner, batch, episode_stats = rollout(env_step, args, state, runner)
             if args.sync_timing:
                 jax.block_until_ready(runner)
                 if device.type == "cuda":
@@ -594,7 +580,7 @@ def main():
             rollout_end = time.perf_counter()
             book.check_signals()  # ...or here
             first_step = iteration * args.update_epochs * args.num_minibatches
-            losses = update_fn(state, batch, first_step)
+            losses = update(args, lr_schedule, state, batch, first_step)
             if args.sync_timing and device.type == "cuda":
                 torch.cuda.synchronize(device)
             update_end = time.perf_counter()

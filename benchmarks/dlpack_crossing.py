@@ -8,7 +8,7 @@ piece for the shapes a rollout step uses (num_envs envs), in microseconds per ca
   terminated, truncated out); the same env step inside a jitted 256-step lax.scan, per step (the env's own work);
 - the env call: the script's (the jitted env_step_packed, the Runner pytree in and out), and an alternative not in
   the script: the Runner carried as one flat array of 32-bit words (fewer arrays per call), donated; each blocked;
-- the policy step: eager, traced (Agent.traced_policy: what ppo_torch.py runs on a CPU) and torch.compile'd (what
+- the policy step: eager, traced (make_train_state's: what ppo_torch.py runs on a CPU) and torch.compile'd (what
   it runs on a GPU);
 - the crossings: torch -> NumPy by DLPack (the script's on a CPU) and by `.numpy()`; JAX -> torch by DLPack through
   NumPy's view (the script's on a CPU) and by JAX's DLPack, each on a fresh JAX result (less the trivial call).
@@ -140,7 +140,10 @@ def policy_pieces(env_id: str, size: str, num_envs: int) -> dict:
     obs_dim = ppo.reset_envs(env, env_params, jax.random.key(0), num_envs).obs.shape[-1]
     agent = ppo.Agent(obs_dim, ppo.MODEL_SIZES[size], env.num_actions, env.continuous)
     obs, noise = torch.randn(num_envs, obs_dim), torch.rand(num_envs, env.num_actions)
-    traced = agent.traced_policy(obs)
+    # the policy that make_train_state traces for --compile torchscript (and compile on a CPU)
+    args = ppo.Args(compile="torchscript")
+    optimizer, _ = ppo.make_optimizer(args, agent)
+    traced = ppo.make_train_state(args, agent, optimizer, torch.Generator(), obs).policy
     compiled = torch.compile(agent.get_action_and_value, dynamic=False, fullgraph=True)
     action = agent.get_action_and_value(obs, noise)[0].detach()
     return {

@@ -198,14 +198,11 @@ class LinenSide(Side):
         return np.asarray(actor_out), np.asarray(values)
 
     def log_probs(self, actor_out, actions):
-        """(the agent's log_prob, then log_prob_and_entropy's log-probs and entropy: the loss's) for given actions."""
+        """log_prob_and_entropy's (log-probs, entropy) for given actions: the rollout's and the loss's."""
         apply = partial(
             self.state.apply_fn, self.state.params, jnp.asarray(actor_out), jnp.asarray(actions)
         )
-        log_prob = apply(method=ppo_linen.Agent.log_prob)
-        return tuple(
-            np.asarray(x) for x in (log_prob, *apply(method=ppo_linen.Agent.log_prob_and_entropy))
-        )
+        return tuple(np.asarray(x) for x in apply(method=ppo_linen.Agent.log_prob_and_entropy))
 
     def policy(self, obs, actions=None):
         """The rollout's policy step: (actions, log-probs, values), for the given actions or sampled ones."""
@@ -271,10 +268,7 @@ class CallableAgentSide(Side):
 
     def log_probs(self, actor_out, actions):
         actor_out, actions = jnp.asarray(actor_out), jnp.asarray(actions)
-        log_prob = self.agent.log_prob(actor_out, actions)
-        return tuple(
-            np.asarray(x) for x in (log_prob, *self.agent.log_prob_and_entropy(actor_out, actions))
-        )
+        return tuple(np.asarray(x) for x in self.agent.log_prob_and_entropy(actor_out, actions))
 
     def policy(self, obs, actions=None):
         actions = None if actions is None else jnp.asarray(actions)
@@ -447,10 +441,7 @@ class TorchSide(Side):
     def log_probs(self, actor_out, actions):
         actor_out, actions = torch.as_tensor(actor_out), torch.as_tensor(actions)
         with torch.no_grad():
-            log_prob = self.agent.log_prob(actor_out, actions)
-            return tuple(
-                x.numpy() for x in (log_prob, *self.agent.log_prob_and_entropy(actor_out, actions))
-            )
+            return tuple(x.numpy() for x in self.agent.log_prob_and_entropy(actor_out, actions))
 
     def policy(self, obs, actions=None):
         with torch.no_grad():
@@ -604,25 +595,22 @@ def policy_inputs(env_id: str, weights: dict, size: int = 64, seed: int = 6):
 
 @pytest.mark.parametrize("env_id", SPECS)
 def test_log_probs_and_entropy_agree_with_scipy(env_id):
-    """Each framework's log_prob (the rollout's) and log_prob_and_entropy (the loss's), on its own actor output, are
+    """Each framework's log_prob_and_entropy (the rollout's log-probs and the loss's), on its own actor output, are
     SciPy's log-softmax and categorical entropy, or SciPy's normal log-density and entropy with the shared log std:
     a changed constant in any framework's formulas fails here, as well as in the cross-framework checks."""
     _, weights, sides = build_all(env_id, "small")
     obs, actions = policy_inputs(env_id, weights)
     for name, side in sides.items():
         actor_out, _ = side.forward(obs)
-        log_prob, loss_log_prob, entropy = side.log_probs(actor_out, actions)
+        log_prob, entropy = side.log_probs(actor_out, actions)
         expected_log_prob, expected_entropy = numpy_log_prob_and_entropy(
             actor_out, actions, weights.get("log_std")
         )
-        assert log_prob.shape == loss_log_prob.shape == (64,), name
+        assert log_prob.shape == (64,), name
         # a Gaussian's: one for all states
         assert entropy.shape == (() if SPECS[env_id].continuous else (64,)), name
         np.testing.assert_allclose(
             log_prob, expected_log_prob, rtol=1e-5, atol=1e-5, err_msg=f"{name} log_prob"
-        )
-        np.testing.assert_allclose(
-            loss_log_prob, expected_log_prob, rtol=1e-5, atol=1e-5, err_msg=f"{name} loss's"
         )
         np.testing.assert_allclose(
             entropy, expected_entropy, rtol=1e-5, atol=1e-5, err_msg=f"{name} entropy"
@@ -998,7 +986,13 @@ def test_torch_traced_policy_follows_the_weights(env_id):
     agent = sides["torch"].agent
     obs, _ = policy_inputs(env_id, weights)
     obs, noise = torch.as_tensor(obs), torch_noise(len(obs), SPECS[env_id].num_actions)
-    traced = agent.traced_policy(obs[:4])  # traced at another batch size
+    torch_side = sides["torch"]
+    args = replace(torch_side.args, compile="torchscript")
+    # traced at another batch size
+    state = ppo_torch.make_train_state(
+        args, agent, torch_side.optimizer, torch.Generator(), obs[:4]
+    )
+    traced = state.policy
     generator = torch.Generator().manual_seed(3)
     for _ in range(2):
         with torch.no_grad():
