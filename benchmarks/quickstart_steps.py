@@ -17,10 +17,8 @@ from analysis.errors import BadInput
 from benchmarks.common import run_series
 
 STEP_GROUPS = ("demo", "templates", "pendulum", "tests")  # --steps names, in the order they run
-DEMO_ENV, DEMO_SIZE = (
-    "Acrobot-v1",
-    "small",
-)  # what ./setup.sh demo trains (setup.sh); the templates too
+# what ./setup.sh demo trains (setup.sh); the templates too
+DEMO_ENV, DEMO_SIZE = "Acrobot-v1", "small"
 PENDULUM_HEADING = "**Continuous control.**"  # README.md's paragraph before the Pendulum code block
 
 

@@ -28,13 +28,8 @@ from benchmarks.quickstart_steps import Step
 from helpers import ROOT
 
 BATCH = 64
-ITERATION_TIMES = [
-    5.0,
-    1.0,
-    1.5,
-    0.5,
-    1.0,
-]  # iteration 0 compiles: 5.0 - median(1.0, 1.5, 0.5, 1.0) = 4.0
+# iteration 0 compiles: 5.0 - median(1.0, 1.5, 0.5, 1.0) = 4.0
+ITERATION_TIMES = [5.0, 1.0, 1.5, 0.5, 1.0]
 
 
 def write_run(run_dir: Path, times=ITERATION_TIMES) -> None:
