@@ -423,7 +423,7 @@ def make_optimizer(args: Args, agent: Agent):
     num_updates = args.num_iterations * args.update_epochs * args.num_minibatches
 
     def lr_schedule(step):
-        # linear decay to 0 over all optimizer steps, or none
+        # linear decay to 0 over all optimizer steps; anneal_lr, a bool, is 1 or 0 (no decay)
         return args.learning_rate * (1.0 - args.anneal_lr * step / num_updates)
 
     lr = torch.tensor(args.learning_rate, device=next(agent.parameters()).device)
