@@ -32,6 +32,9 @@ FAKE_SCRIPT = """
 import datetime, json, os, signal, socket, sys, time
 from pathlib import Path
 
+# held until the handlers are set, as the real scripts do from their first line: a signal that lands just
+# after the mark still ends in an "interrupted" summary
+signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT, signal.SIGTERM])
 sys.path.insert(0, {root!r})
 import runlog
 
@@ -74,6 +77,7 @@ def stop(signum, frame):
 
 signal.signal(signal.SIGINT, stop)
 signal.signal(signal.SIGTERM, stop)
+signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT, signal.SIGTERM])
 hold = os.environ.get("FAKE_HOLD")
 while hold and os.path.exists(hold):
     time.sleep(0.02)
