@@ -172,15 +172,14 @@ def eta_seconds(durations: dict[str, list[float]], remaining: list[str]) -> floa
     )
 
 
-def progress_line(done: int, total: int, label: str, result: dict, eta: float) -> str:
+def outcome(result: dict) -> str:
+    """A run's result in one line: its numbers, or why it failed and where its output is."""
     if "error" in result:
-        said = f"failed ({result['error'].splitlines()[0][:200]}; log {result['log']})"
-    else:
-        said = (
-            f"steady {result['steady_sps']:.0f} steps/s, whole run {human(result['wall_s'])}, "
-            f"iteration 0 {human(result['iter0_s'])}"
-        )
-    return f"[{done}/{total}] {label}: {said} | ETA {human(eta)}"
+        return f"failed ({result['error'].splitlines()[0][:200]}; log {result['log']})"
+    return (
+        f"steady {result['steady_sps']:.0f} steps/s, whole run {human(result['wall_s'])}, "
+        f"iteration 0 {human(result['iter0_s'])}"
+    )
 
 
 def save(opts, record: dict) -> None:
@@ -193,6 +192,8 @@ def run_rounds(opts, plan: Plan, record: dict) -> None:
     order = [(r, name) for r in range(opts.rounds) for name in rotated(opts.configs, r)]
     durations = {name: [] for name in opts.configs}
     for done, (r, name) in enumerate(order, 1):
+        # the line is finished when the run is: one line per run
+        print(f"[{done}/{len(order)}] round {r + 1}/{opts.rounds}, {name}:", end=" ", flush=True)
         started = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="leanrl-run-") as scratch:
             log_name = f"round{r + 1}-{name.replace(' ', '-')}.log"
@@ -202,8 +203,7 @@ def run_rounds(opts, plan: Plan, record: dict) -> None:
         record["rounds_done"] = r + (done % len(opts.configs) == 0)
         save(opts, record)
         eta = eta_seconds(durations, [n for _, n in order[done:]])
-        label = f"round {r + 1}/{opts.rounds}, {name}"
-        print(progress_line(done, len(order), label, result, eta), flush=True)
+        print(f"{outcome(result)} | ETA {human(eta)}", flush=True)
 
 
 def new_record(opts, argv, commit: str, leanrl_python: str, plan: Plan) -> dict:

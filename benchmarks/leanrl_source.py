@@ -88,7 +88,7 @@ def clone(repo: str, folder: Path) -> Path:
     """folder, a clone of repo (made unless it is one already)."""
     if not (folder / ".git").exists():
         print(f"cloning {repo} into {folder}", flush=True)
-        proc = git("clone", "--quiet", repo, str(folder))
+        proc = git("clone", "--quiet", "--", repo, str(folder))
         if proc.returncode != 0:
             raise SourceError(f"cannot clone {repo}: {last_line(proc)}")
     return folder
