@@ -17,17 +17,7 @@ from benchmarks.common import ROOT
 REQUIREMENTS = Path(__file__).with_name("leanrl-requirements.txt")
 STAMP = ".benchback-leanrl"
 # what the record lists of each side's interpreter (those it lacks are left out)
-PACKAGES = (
-    "torch",
-    "tensordict",
-    "gymnasium",
-    "mujoco",
-    "numpy",
-    "jax",
-    "jaxlib",
-    "flax",
-    "envpool",
-)
+PACKAGES = ("torch", "tensordict", "gymnasium", "mujoco", "numpy", "tqdm", "jax", "flax", "envpool")
 # run in the interpreter whose versions are wanted: no import of the packages themselves
 VERSIONS_SNIPPET = """
 import importlib.metadata as m, json, platform, sys

@@ -2,7 +2,8 @@
 
 Every configuration trains HalfCheetah-v4 under CleanRL's ppo_continuous_action.py settings as study.toml's exp9
 states them for "HalfCheetah-v4@envpool" (its --num-iterations replaced by the benchmark's): our scripts take those
-flags as they are, with exp9's backend (envpool), model size and sync setting; LeanRL's scripts take the ones they
+flags as they are, with exp9's backend (envpool), model size and sync setting and envpool's threads as
+`bench.sh --cpus` gives them; LeanRL's scripts take the ones they
 share by name with CleanRL's (LEANRL_SHARED), --total-timesteps for the iterations, and normalise observations and
 rewards as they always do (ALWAYS_ON). Each run is a fresh process with empty TorchInductor and Triton caches and no
 JAX cache: its iteration 0 pays the whole compile, as a first run does.
@@ -113,14 +114,15 @@ def batch_size() -> int:
     return int(options["--num-envs"]) * int(options["--num-steps"])
 
 
-def our_args(config: Config, num_iterations: int) -> list[str]:
-    """A run of ours, as bench.sh's sweep runs exp9's (sweep_matrix.command), for num_iterations."""
+def our_args(config: Config, num_iterations: int, cores: int) -> list[str]:
+    """A run of ours, as `bench.sh --cpus CORES` runs exp9's (sweep_matrix.command), for num_iterations."""
     exp = study.load().experiments[EXPERIMENT]
     env, backend = study.split_label(LABEL)
     options = as_options(reference_args())
     options.pop("--num-iterations", None)
     args = ["--env", env, "--env-backend", backend, "--model-size", exp.sizes[0], *config.flags]
-    args += ["--seed", SEED]
+    # envpool's threads, one per pinned core, as bench.sh --cpus gives them
+    args += ["--seed", SEED, "--env-threads", str(cores)]
     args += [word for flag, value in options.items() for word in (flag, value) if word is not None]
     args += ["--num-iterations", str(num_iterations)]
     # exp9's sync setting (its first, were it "both")
@@ -146,7 +148,7 @@ def command(config: Config, plan: Plan, log_dir: Path) -> list[str]:
     if config.leanrl:
         script = str(plan.leanrl_scripts[config.script])
         return [plan.leanrl_python, script, *leanrl_args(config, plan.num_iterations)]
-    args = our_args(config, plan.num_iterations)
+    args = our_args(config, plan.num_iterations, plan.cores)
     return [sys.executable, str(ROOT / config.script), *args, "--log-dir", str(log_dir)]
 
 

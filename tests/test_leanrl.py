@@ -154,7 +154,7 @@ def test_a_process_past_its_timeout_is_killed(tmp_path):
 
 # ------------------------------------------------------------------------------------------- the commands
 def test_both_sides_run_cleanrls_configuration_from_exp9():
-    ours = leanrl_runs.our_args(CONFIGS["torch compile"], 20)
+    ours = leanrl_runs.our_args(CONFIGS["torch compile"], 20, 2)
     theirs = leanrl_runs.leanrl_args(CONFIGS["leanrl compile"], 20)
     exp9 = study.load().experiments["exp9"].env_args("HalfCheetah-v4@envpool")
     assert leanrl_runs.batch_size() == 2048
@@ -165,6 +165,7 @@ def test_both_sides_run_cleanrls_configuration_from_exp9():
         assert ours[ours.index(flag) + 1] == exp9[exp9.index(flag) + 1]
     assert ours.count("--num-iterations") == 1 and ours[ours.index("--num-iterations") + 1] == "20"
     assert ours[ours.index("--env-backend") + 1] == "envpool"
+    assert ours[ours.index("--env-threads") + 1] == "2"
     assert {"--norm-obs", "--norm-reward", "--no-sync-timing"} <= set(ours)
     assert theirs[theirs.index("--total-timesteps") + 1] == str(20 * 2048)
     assert theirs[theirs.index("--measure-burnin") + 1] == str(STEADY_FROM + 1)
