@@ -2,10 +2,9 @@
 
 Every configuration trains HalfCheetah-v4 under CleanRL's ppo_continuous_action.py settings as study.toml's exp9
 states them for "HalfCheetah-v4@envpool" (its --num-iterations replaced by the benchmark's): our scripts take those
-flags as they are, with exp9's backend (envpool), model size and sync setting and envpool's threads as
-`bench.sh --cpus` gives them; LeanRL's scripts take the ones they
-share by name with CleanRL's (LEANRL_SHARED), --total-timesteps for the iterations, and normalise observations and
-rewards as they always do (ALWAYS_ON). Each run is a fresh process with empty TorchInductor and Triton caches and no
+flags as they are, with exp9's backend (envpool), model size and sync setting, and envpool's threads as `bench.sh
+--cpus` gives them; LeanRL's scripts take the ones they share by name with CleanRL's (LEANRL_SHARED),
+--total-timesteps for the iterations, and normalise observations and rewards as they always do (ALWAYS_ON). Each run is a fresh process with empty TorchInductor and Triton caches and no
 JAX cache: its iteration 0 pays the whole compile, as a first run does.
 
 Steady state is the study's: iterations STEADY_FROM+ (0-based); steps per second over it is the loop's wall time,
