@@ -4,8 +4,9 @@ Every configuration trains HalfCheetah-v4 under CleanRL's ppo_continuous_action.
 states them for "HalfCheetah-v4@envpool" (its --num-iterations replaced by the benchmark's): our scripts take those
 flags as they are, with exp9's backend (envpool), model size and sync setting, and envpool's threads as `bench.sh
 --cpus` gives them; LeanRL's scripts take the ones they share by name with CleanRL's (LEANRL_SHARED),
---total-timesteps for the iterations, and normalise observations and rewards as they always do (ALWAYS_ON). Each run is a fresh process with empty TorchInductor and Triton caches and no
-JAX cache: its iteration 0 pays the whole compile, as a first run does.
+--total-timesteps for the iterations, and normalise observations and rewards as they always do (ALWAYS_ON). Each
+run is a fresh process with empty TorchInductor and Triton caches and no JAX cache: its iteration 0 pays the whole
+compile, as a first run does.
 
 Steady state is the study's: iterations STEADY_FROM+ (0-based); steps per second over it is the loop's wall time,
 logging included, for both sides. LeanRL prints no time per iteration, so its progress is timed as it arrives: tqdm
@@ -21,6 +22,7 @@ import re
 import selectors
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -198,14 +200,15 @@ class Finished:
     progress: Progress
 
 
-def read_output(
-    proc: subprocess.Popen, progress: Progress, started: float, deadline: float
-) -> bool:
+def read_output(proc, progress: Progress, started: float, deadline: float, exited) -> bool:
     """Feeds proc's output to progress until it ends (True) or the deadline passes (False)."""
     with selectors.DefaultSelector() as selector:
         selector.register(proc.stdout, selectors.EVENT_READ)
         while (left := deadline - time.perf_counter()) > 0:
             if not selector.select(timeout=min(left, 1.0)):
+                # TorchInductor's compile workers inherit the pipe: it may outlive the run a while
+                if exited.is_set():
+                    return True
                 continue
             data = os.read(proc.stdout.fileno(), 1 << 16)
             if not data:
@@ -215,27 +218,32 @@ def read_output(
 
 
 def run_timed(cmd: list[str], cwd: Path, env: dict, timeout: float) -> Finished:
-    """Runs cmd (stderr into stdout), timing its output as it arrives; killed at the timeout or on Ctrl-C."""
+    """Runs cmd (stderr into stdout), timing its output as it arrives and its exit; killed at the timeout or on
+    Ctrl-C. Its wall time runs from its start to its exit."""
     progress = Progress()
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    returncode = None
+    exited, ended_at = threading.Event(), [None]
+
+    def wait() -> None:
+        proc.wait()
+        ended_at[0] = time.perf_counter()
+        exited.set()
+
+    threading.Thread(target=wait, daemon=True).start()
     try:
-        if read_output(proc, progress, started, started + timeout):
-            # its output closes as it exits
-            returncode = proc.wait(timeout=max(started + timeout - time.perf_counter(), 1.0))
-    except subprocess.TimeoutExpired:
-        pass
+        finished = read_output(proc, progress, started, started + timeout, exited)
+        finished = finished and exited.wait(timeout=max(started + timeout - time.perf_counter(), 1))
     except BaseException:
         proc.kill()
-        proc.wait()
         raise
     finally:
         proc.stdout.close()
-    if returncode is None:
+    if not finished:
         proc.kill()
-        proc.wait()
-    return Finished(returncode, time.perf_counter() - started, progress)
+        exited.wait()
+    returncode = proc.returncode if finished else None
+    return Finished(returncode, ended_at[0] - started, progress)
 
 
 # ------------------------------------------------------------------------------------------ what a run says
