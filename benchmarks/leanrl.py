@@ -9,7 +9,9 @@ ppo_continuous_action.py (1 env x 2048 steps, 32 minibatches x 10 epochs), read 
 --num-iterations iterations, in a fresh process each, pinned to --cpus with one OMP thread per core, in a rotating
 order round by round. Reported (medians over rounds): steady steps per second (iterations 8+, by the loop's wall
 time: LeanRL prints no time per iteration, so its progress bar is timed as it arrives), whole-run wall time and
-iteration 0, each against ppo_torch.py's.
+iteration 0, each against ppo_torch.py's. No compile cache is kept from run to run (TorchInductor's, Triton's and
+JAX's start empty), on either side: a whole run is a first run, compile included (about 6 minutes for LeanRL's
+--compile on 2 cores), and the steady state does not depend on it.
 
 LeanRL (benchmarks/leanrl_source.py): its two files at --leanrl-commit (default: pinned), read from --leanrl-dir (a
 checkout) or a clone of --leanrl-repo in --work-dir, with the shims today's packages need, listed in the output;
