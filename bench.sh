@@ -150,9 +150,7 @@ set_option() {  # set_option --name value
     --cpus) CPUS=$2 ENV_THREADS=$2 ;;  # CPUS becomes every core when not given; ENV_THREADS stays unset
     --python) PYTHON=$2 ;;
     --env-timing-file) ENV_TIMING_FILE=$2 ;;
-    --slurm-tasks) SLURM_ARGS+=("--tasks=$2") SLURM_OPTION=$1 ;;
-    --slurm-parallel) SLURM_ARGS+=("--parallel=$2") SLURM_OPTION=$1 ;;
-    --slurm-args) SLURM_ARGS+=("--slurm-args=$2") SLURM_OPTION=$1 ;;
+    --slurm-tasks | --slurm-parallel | --slurm-args) SLURM_ARGS+=("$1=$2") SLURM_OPTION=$1 ;;
     *) SWEEP_ARGS+=("$1=$2") ;;  # the matrix options: sweep.py checks them against the study
   esac
 }

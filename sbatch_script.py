@@ -63,12 +63,12 @@ def job_array(args: argparse.Namespace, sel: Selection, num_cells: int) -> JobAr
         raise BadOption(
             "--shard does not go with --slurm: the array tasks are the shards (--slurm-tasks N)"
         )
-    tasks = positive_int("--slurm-tasks", args.tasks, MAX_RUNS) or min(num_cells, MAX_TASKS)
+    tasks = positive_int("--slurm-tasks", args.slurm_tasks, MAX_RUNS) or min(num_cells, MAX_TASKS)
     if tasks > num_cells:
         raise BadOption(
             f"--slurm-tasks {tasks} is more than the {num_cells} cells of this sweep; valid: 1 to {num_cells}"
         )
-    parallel = positive_int("--slurm-parallel", args.parallel, MAX_RUNS)
+    parallel = positive_int("--slurm-parallel", args.slurm_parallel, MAX_RUNS)
     timeout = seconds("--timeout", args.timeout, positive=True) if args.timeout else None
     kill_after = seconds("--kill-after", args.kill_after, positive=False)
     cpus(args.cpus)

@@ -11,7 +11,7 @@ logs, progress). Everything here comes from the study (study.toml, through study
     python sweep.py dry-run --preset smoke --log-dir runs-smoke           # a preset's sweep (bench.sh --smoke)
     python sweep.py check   --log-dir runs --shard 0/2                    # exit 2 on a bad option, else prints 0/2
     python sweep.py env-timing --file runs/env_timing.json --envs CartPole-v1  # must the env timing be (re)done?
-    python sweep.py sbatch  --log-dir runs --tasks 8 --timeout 900        # the job array script (bench.sh --slurm)
+    python sweep.py sbatch  --log-dir runs --slurm-tasks 8 --timeout 900  # the job array script (bench.sh --slurm)
     python sweep.py claim --fd 9 --lock F --holder H --description D --log-dir runs -- N WORDS...  # a cell's lock
 
 Its parts, one job each: option_checks (a value's checks), sweep_preset (a preset's options, from the study),
@@ -51,10 +51,12 @@ def parser() -> Parser:
             s.add_argument("--file", required=True, help="the env_timing.json to check")
         if action == "sbatch":
             s.add_argument(
-                "--tasks",
+                "--slurm-tasks",
                 help=f"array tasks (default: the cells of the sweep, at most {MAX_TASKS})",
             )
-            s.add_argument("--parallel", help="at most this many tasks at once (the array's %%K)")
+            s.add_argument(
+                "--slurm-parallel", help="at most this many tasks at once (the array's %%K)"
+            )
             s.add_argument(
                 "--timeout", help="bench.sh --timeout (seconds per run): sets the time limit"
             )
