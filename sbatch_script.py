@@ -29,17 +29,6 @@ from sweep_options import Selection
 MAX_TASKS = 1000
 # added to a task's time limit: the env timing, imports, the last summary
 TIME_MARGIN_S = 15 * 60
-# bench.sh's matrix options, as sweep.py's parser names them: each task's bench.sh gets those given
-MATRIX_OPTIONS = (
-    "experiments",
-    "frameworks",
-    "envs",
-    "sizes",
-    "compile_modes",
-    "seeds",
-    "iterations",
-    "tag",
-)
 
 
 @dataclass(frozen=True)
@@ -74,12 +63,6 @@ def job_array(args: argparse.Namespace, sel: Selection, num_cells: int) -> JobAr
     cpus(args.cpus)
     slurm_lines = tuple(sbatch_lines(args.slurm_args))
     return JobArray(tasks, parallel, timeout, kill_after, args.env_timing, slurm_lines, args.cpus)
-
-
-def matrix_options(args: argparse.Namespace) -> list[str]:
-    """bench.sh's matrix options as given, e.g. ["--experiments", "exp1"], for every task's bench.sh."""
-    given = (name for name in MATRIX_OPTIONS if getattr(args, name) is not None)
-    return [word for name in given for word in (f"--{name.replace('_', '-')}", getattr(args, name))]
 
 
 def output_pattern(log_dir: str) -> str:
@@ -188,7 +171,7 @@ def bench_command(sel: Selection, options: list[str], job: JobArray, log_dir: st
 def sbatch_script(
     sel: Selection, options: list[str], whole: list[PlannedRun], done: list[bool], job: JobArray
 ) -> str:
-    """The sbatch script of the job array (see the module's docstring); `options`: matrix_options()."""
+    """The sbatch script of the job array (see the module's docstring); `options`: sweep_cli.matrix_options()."""
     log_dir = os.path.abspath(sel.log_dir)
     header = sbatch_header(whole, done, job, log_dir)
     return "\n".join([*header, *bench_command(sel, options, job, log_dir)]) + "\n"
