@@ -22,6 +22,8 @@ SBATCH = ("sbatch",)
 GENERAL, SLURM = "general", "slurm"
 # --kill-after when not given: bench.sh's KILL_AFTER_S, the same
 KILL_AFTER_S = "300"
+# the sbatch options bench.sh sets itself, which --slurm-args may not
+SBATCH_OWN_OPTIONS = ", ".join(f"--{name}" for name in SBATCH_OWN)
 # bench.sh --help: the column of each option's text, and the width of its lines (before their indent of 2)
 HELP_COLUMN, HELP_WIDTH = 20, 113
 
@@ -207,7 +209,7 @@ OPTIONS = (
         "ARGS",
         'sbatch options, e.g. "--partition=gpu --gres=gpu:1 --account=me", split like shell words, one '
         "#SBATCH line per option (a word holding a newline or another control character is refused: it would "
-        f"end the #SBATCH line); those bench.sh sets ({', '.join(f'--{name}' for name in SBATCH_OWN)}) are "
+        f"end the #SBATCH line); those bench.sh sets ({SBATCH_OWN_OPTIONS}) are "
         "refused in any spelling sbatch takes (-a5, --arr=5, -Ho x), and so is an ambiguous prefix (--ex); "
         "the --job-name may be changed, and the time limit, which is (runs of the largest shard) x (--timeout "
         f"+ --kill-after) + {TIME_MARGIN_S // 60} min, or without --timeout the partition's default (ARGS may "
