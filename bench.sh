@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench.sh: runs the experiment matrix of benchback-rl (study.toml), one fresh process per run.
 # Resumable (a completed run is skipped) and shardable by cell (--shard K/N); --slurm submits it as a Slurm job
-# array (one shard a task). ./bench.sh --help for the options.
+# array (one shard a task). ./bench.sh --help for the options (sweep_cli.py declares them).
 # sweep.py (and its parts) plans the sweep (the matrix from the study, the option checks, the shards, which runs are done);
 # this script does the process work: env timing, one process per run, timeouts, logs, progress, Ctrl-C.
 # What crosses from sweep.py to this script is data (NUL-separated fields), never shell code: nothing is eval'd.
@@ -36,38 +36,9 @@ EOF
   cat <<'EOF'
 
 options:
-  --experiments LIST  comma-separated experiments (default: all of the study)
-  --frameworks LIST   comma-separated frameworks (default: all of the study)
-  --envs LIST         comma-separated env ids (default: each experiment's envs), ID@envpool for an env on
-                      envpool; each experiment takes those of its own, an experiment of envs "all" also the gymnax
-                      envs outside the study (any with Discrete or 1-D Box actions) and one on envpool alone the
-                      envpool envs outside it; an env the scripts cannot train is refused
-  --sizes LIST        comma-separated model sizes (default: all of the study)
-  --compile-modes LIST  comma-separated compile modes to keep of each experiment's: "default" (each framework's
-                      first) or the study's mode names (default: every mode each experiment runs)
-  --seeds N           repeats, seeds 1..N (default 3)
-  --iterations N      num_iterations of every run (default: the scripts' own)
-  --tag TAG           label of every run, e.g. the machine (default: the scripts' own)
-  --log-dir DIR       the runs folder (default runs; with --preset NAME, runs-NAME)
-  --preset NAME       the sweep of a preset (above): the options it sets and the arguments of every run (ahead of
-                      those after --); an option it sets, or a run argument that would override one of its, may
-                      not be given beside it
-  --smoke             --preset smoke: the quick sweep, into runs-smoke unless --log-dir is given
-  --timeout SECONDS   stop a run after this long (SIGTERM, so it saves an "interrupted" summary); it is
-                      reported "timed out"
-  --kill-after SECONDS  with --timeout: SIGKILL a run this long after its SIGTERM (default 300: one slow
-                      iteration; a run stops at the next iteration boundary)
-  --cpus N            equal resources: pin every run to the same N cores (taskset) and give it N threads
-                      (OMP_NUM_THREADS: torch's thread count; JAX uses the cores it is pinned to; an envpool run
-                      and the env timing also get --env-threads N); default: every core this process may use
-                      (and envpool's threads the scripts' default)
-  --shard K/N         run only shard K (0..N-1) of N: whole cells (experiment, seed, env, model size), so every
-                      framework and compile mode of a cell runs on the same machine
-  --python PATH       the Python interpreter (default python)
-  --no-env-timing     do not measure the env step costs first
-  --env-timing-file F where the env step costs are measured to (default {log-dir}/env_timing.json)
-  --dry-run           print one command per run ("# done: " before those already completed) and the count
-  -h, --help          show this help
+EOF
+  "$PYTHON" "$HERE/sweep.py" options 2>/dev/null | sed 's/^/  /' || echo "  (see sweep_cli.py)"
+  cat <<'EOF'
 
 One sweep at a time per log dir and shard: a second bench.sh on the same --log-dir and --shard is refused (exit 2),
 while the first holds {log-dir}/.bench-K-of-N.lock. Sweeps of other shards run side by side, and never run one run
@@ -80,20 +51,9 @@ itself (--env, --env-backend, --model-size, --compile, --seed, --log-dir, --exp-
 --num-iterations, --tag or --env-threads when --iterations, --tag or --cpus is given) are refused.
 
 Slurm (the sweep as a job array; every other option above applies to each task):
-  --slurm             write an sbatch script and submit it: array task K of N runs this sweep with --shard K/N,
-                      on a node of its own (--exclusive), its output in {log-dir}/logs/slurm/{job}_{task}.out;
-                      each node measures its env step costs into {log-dir}/env_timing/{hostname}.json
-                      (--no-env-timing skips that). With --dry-run: print the script, submit nothing
-  --slurm-tasks N     array tasks, i.e. shards (default: one per cell of the sweep, at most 1000)
-  --slurm-parallel K  at most K tasks at once (default: as many as Slurm allows)
-  --slurm-args ARGS   sbatch options, e.g. "--partition=gpu --gres=gpu:1 --account=me", split like shell words,
-                      one #SBATCH line per option (a word holding a newline or another control character is
-                      refused: it would end the #SBATCH line); those bench.sh sets (--array, --output, --error,
-                      --wrap, --signal, --exclusive, --oversubscribe, --nodes, --ntasks) are refused in any
-                      spelling sbatch takes (-a5, --arr=5, -Ho x), and so is an ambiguous prefix (--ex); the
-                      --job-name may be changed, and the time limit, which is (runs of the largest shard) x
-                      (--timeout + --kill-after) + 15 min, or without --timeout the partition's default (ARGS
-                      may give --time=...)
+EOF
+  "$PYTHON" "$HERE/sweep.py" options slurm 2>/dev/null | sed 's/^/  /' || echo "  (see sweep_cli.py)"
+  cat <<'EOF'
 
 examples:
   ./bench.sh --experiments exp1 --tag linux-h200
@@ -131,12 +91,16 @@ SWEEP_ARGS=()  # the matrix options, for sweep.py
 SLURM_ARGS=()  # --slurm-tasks, --slurm-parallel, --slurm-args, for sweep.py sbatch
 EXTRA=()
 
-VALUE_OPTIONS=" --experiments --frameworks --envs --sizes --compile-modes --seeds --iterations --tag --preset --log-dir --timeout\
- --kill-after --cpus --shard --python --env-timing-file --slurm-tasks --slurm-parallel --slurm-args "
+# The names of the options, as sweep_cli.py declares them (tests/test_bench.py holds them to it): those that take a
+# value, then the flags. bash reads its command line itself: the interpreter that would read sweep_cli.py is one of
+# the options (--python).
+VALUE_OPTIONS=" --experiments --frameworks --envs --sizes --compile-modes --seeds --iterations --tag --log-dir --preset\
+ --timeout --kill-after --cpus --shard --python --env-timing-file --slurm-tasks --slurm-parallel --slurm-args "
+FLAGS=" --smoke --no-env-timing --dry-run --help --slurm "
 
 check_option() {  # dies on an unknown option
-  [[ $VALUE_OPTIONS == *" $1 "* ]] || die "unknown option $(quoted "$1"); valid options:${VALUE_OPTIONS% }" \
-    "--smoke --no-env-timing --dry-run --slurm --help (then -- extra run args)"
+  [[ $VALUE_OPTIONS == *" $1 "* ]] ||
+    die "unknown option $(quoted "$1"); valid options:${VALUE_OPTIONS% }${FLAGS% } (then -- extra run args)"
 }
 
 set_option() {  # set_option --name value
@@ -150,9 +114,7 @@ set_option() {  # set_option --name value
     --cpus) CPUS=$2 ENV_THREADS=$2 ;;  # CPUS becomes every core when not given; ENV_THREADS stays unset
     --python) PYTHON=$2 ;;
     --env-timing-file) ENV_TIMING_FILE=$2 ;;
-    --slurm-tasks) SLURM_ARGS+=("--tasks=$2") SLURM_OPTION=$1 ;;
-    --slurm-parallel) SLURM_ARGS+=("--parallel=$2") SLURM_OPTION=$1 ;;
-    --slurm-args) SLURM_ARGS+=("--slurm-args=$2") SLURM_OPTION=$1 ;;
+    --slurm-tasks | --slurm-parallel | --slurm-args) SLURM_ARGS+=("$1=$2") SLURM_OPTION=$1 ;;
     *) SWEEP_ARGS+=("$1=$2") ;;  # the matrix options: sweep.py checks them against the study
   esac
 }

@@ -29,17 +29,6 @@ from sweep_options import Selection
 MAX_TASKS = 1000
 # added to a task's time limit: the env timing, imports, the last summary
 TIME_MARGIN_S = 15 * 60
-# bench.sh's matrix options, as sweep.py's parser names them: each task's bench.sh gets those given
-MATRIX_OPTIONS = (
-    "experiments",
-    "frameworks",
-    "envs",
-    "sizes",
-    "compile_modes",
-    "seeds",
-    "iterations",
-    "tag",
-)
 
 
 @dataclass(frozen=True)
@@ -63,23 +52,17 @@ def job_array(args: argparse.Namespace, sel: Selection, num_cells: int) -> JobAr
         raise BadOption(
             "--shard does not go with --slurm: the array tasks are the shards (--slurm-tasks N)"
         )
-    tasks = positive_int("--slurm-tasks", args.tasks, MAX_RUNS) or min(num_cells, MAX_TASKS)
+    tasks = positive_int("--slurm-tasks", args.slurm_tasks, MAX_RUNS) or min(num_cells, MAX_TASKS)
     if tasks > num_cells:
         raise BadOption(
             f"--slurm-tasks {tasks} is more than the {num_cells} cells of this sweep; valid: 1 to {num_cells}"
         )
-    parallel = positive_int("--slurm-parallel", args.parallel, MAX_RUNS)
+    parallel = positive_int("--slurm-parallel", args.slurm_parallel, MAX_RUNS)
     timeout = seconds("--timeout", args.timeout, positive=True) if args.timeout else None
     kill_after = seconds("--kill-after", args.kill_after, positive=False)
     cpus(args.cpus)
     slurm_lines = tuple(sbatch_lines(args.slurm_args))
     return JobArray(tasks, parallel, timeout, kill_after, args.env_timing, slurm_lines, args.cpus)
-
-
-def matrix_options(args: argparse.Namespace) -> list[str]:
-    """bench.sh's matrix options as given, e.g. ["--experiments", "exp1"], for every task's bench.sh."""
-    given = (name for name in MATRIX_OPTIONS if getattr(args, name) is not None)
-    return [word for name in given for word in (f"--{name.replace('_', '-')}", getattr(args, name))]
 
 
 def output_pattern(log_dir: str) -> str:
@@ -188,7 +171,7 @@ def bench_command(sel: Selection, options: list[str], job: JobArray, log_dir: st
 def sbatch_script(
     sel: Selection, options: list[str], whole: list[PlannedRun], done: list[bool], job: JobArray
 ) -> str:
-    """The sbatch script of the job array (see the module's docstring); `options`: matrix_options()."""
+    """The sbatch script of the job array (see the module's docstring); `options`: sweep_cli.matrix_options()."""
     log_dir = os.path.abspath(sel.log_dir)
     header = sbatch_header(whole, done, job, log_dir)
     return "\n".join([*header, *bench_command(sel, options, job, log_dir)]) + "\n"

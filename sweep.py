@@ -8,16 +8,17 @@ logs, progress). Everything here comes from the study (study.toml, through study
     python sweep.py plan    --log-dir runs --shard 0/2 -- --num-envs 64   # the same, as NUL-separated data for bench.sh
     python sweep.py experiments                                           # one line per experiment
     python sweep.py presets                                               # each preset and its options
+    python sweep.py options [slurm]                                       # bench.sh --help's lists of options
     python sweep.py dry-run --preset smoke --log-dir runs-smoke           # a preset's sweep (bench.sh --smoke)
     python sweep.py check   --log-dir runs --shard 0/2                    # exit 2 on a bad option, else prints 0/2
     python sweep.py env-timing --file runs/env_timing.json --envs CartPole-v1  # must the env timing be (re)done?
-    python sweep.py sbatch  --log-dir runs --tasks 8 --timeout 900        # the job array script (bench.sh --slurm)
+    python sweep.py sbatch  --log-dir runs --slurm-tasks 8 --timeout 900  # the job array script (bench.sh --slurm)
     python sweep.py claim --fd 9 --lock F --holder H --description D --log-dir runs -- N WORDS...  # a cell's lock
 
-Its parts, one job each: option_checks (a value's checks), sweep_preset (a preset's options, from the study),
-sweep_options (the selection, against the study), sweep_matrix (the runs and their shards), sweep_resume (which are
-done; the cell locks), sweep_env_timing (must the env timing be redone), sbatch_options and sbatch_script (bench.sh
---slurm), shell_quoting (the dry run's words).
+Its parts, one job each: sweep_cli (the options, declared once), option_checks (a value's checks), sweep_preset
+(a preset's options, from the study), sweep_options (the selection, against the study), sweep_matrix (the runs and
+their shards), sweep_resume (which are done; the cell locks), sweep_env_timing (must the env timing be redone),
+sbatch_options and sbatch_script (bench.sh --slurm), shell_quoting (the dry run's words).
 """
 
 import argparse
@@ -27,8 +28,9 @@ from pathlib import Path
 
 import study
 from option_checks import PROG, BadOption
-from sbatch_script import MAX_TASKS, job_array, matrix_options, sbatch_script
+from sbatch_script import job_array, sbatch_script
 from shell_quoting import shell_word
+from sweep_cli import GENERAL, SLURM, SWEEP_ACTIONS, add_options, help_lines, matrix_options
 from sweep_env_timing import env_timing_reason
 from sweep_matrix import PlannedRun, bounded_matrix, cell_id, cells, shard_runs
 from sweep_options import Selection, select
@@ -45,61 +47,21 @@ class Parser(argparse.ArgumentParser):
 def parser() -> Parser:
     p = Parser(prog="sweep.py", description=__doc__.split("\n\n")[0], allow_abbrev=False)
     sub = p.add_subparsers(dest="action", required=True, parser_class=Parser)
-    for action in ("check", "plan", "dry-run", "env-timing", "sbatch"):
+    for action in SWEEP_ACTIONS:
         s = sub.add_parser(action, allow_abbrev=False)
-        if action == "env-timing":
-            s.add_argument("--file", required=True, help="the env_timing.json to check")
-        if action == "sbatch":
-            s.add_argument(
-                "--tasks",
-                help=f"array tasks (default: the cells of the sweep, at most {MAX_TASKS})",
-            )
-            s.add_argument("--parallel", help="at most this many tasks at once (the array's %%K)")
-            s.add_argument(
-                "--timeout", help="bench.sh --timeout (seconds per run): sets the time limit"
-            )
-            s.add_argument(
-                "--kill-after", default="60", help="bench.sh's SIGKILL this long after --timeout"
-            )
-            s.add_argument(
-                "--cpus", help="bench.sh --cpus for every task (default: every core of its node)"
-            )
-            s.add_argument("--no-env-timing", dest="env_timing", action="store_false")
-            s.add_argument(
-                "--slurm-args",
-                default="",
-                help="sbatch options, e.g. '--partition=gpu --gres=gpu:1'",
-            )
-        s.add_argument(
-            "--experiments", help="comma-separated (default: every experiment of the study)"
-        )
-        s.add_argument(
-            "--frameworks", help="comma-separated (default: every framework of the study)"
-        )
-        s.add_argument("--envs", help="comma-separated env ids (default: each experiment's envs)")
-        s.add_argument("--sizes", help="comma-separated (default: every size of the study)")
-        s.add_argument(
-            "--compile-modes",
-            help="comma-separated: 'default' or mode names (default: each experiment's)",
-        )
-        s.add_argument("--seeds", help="seeds 1..N (default 3)")
-        s.add_argument(
-            "--preset", help="a preset of study.toml ([presets.NAME]): its options and run args"
-        )
-        s.add_argument(
-            "--iterations", help="--num-iterations of every run (default: the scripts' own)"
-        )
-        s.add_argument("--tag", help="--tag of every run (default: the scripts' own)")
-        s.add_argument("--log-dir", default="runs")
-        s.add_argument("--shard", default="0/1", help="K/N: this shard's cells only")
-        s.add_argument("--python", default="python", help="the interpreter in the commands")
-        s.add_argument(
-            "--env-threads", help="--env-threads of every envpool run (bench.sh --cpus N gives N)"
-        )
+        add_options(s, action)
         s.add_argument("extra", nargs="*", help="after --: arguments added to every run")
     sub.add_parser("experiments", allow_abbrev=False)
     sub.add_parser("presets", allow_abbrev=False)
-    # bench.sh's, before the runs of a cell: claim_cell()
+    # bench.sh --help's lists of options
+    options = sub.add_parser("options", allow_abbrev=False)
+    options.add_argument("section", nargs="?", choices=(GENERAL, SLURM), default=GENERAL)
+    add_claim_parser(sub)
+    return p
+
+
+def add_claim_parser(sub: argparse._SubParsersAction) -> None:
+    """bench.sh's, before the runs of a cell: claim_cell()."""
     claim = sub.add_parser("claim", allow_abbrev=False)
     claim.add_argument(
         "--fd", type=int, required=True, help="bench.sh's open file descriptor of the lock file"
@@ -113,7 +75,6 @@ def parser() -> Parser:
     )
     claim.add_argument("--log-dir", required=True)
     claim.add_argument("runs", nargs="*", help="after --: each run to check, as N and its N words")
-    return p
 
 
 def attach_values(p: argparse.ArgumentParser, argv: list[str]) -> list[str]:
@@ -255,6 +216,9 @@ def main(argv=None) -> int:
             args.fd, args.lock, args.holder, args.description, args.log_dir, args.runs
         )
         print(" ".join("done" if is_done else "todo" for is_done in done))
+        return 0
+    if args.action == "options":
+        print(*help_lines(args.section), sep="\n")
         return 0
     the_study = study.load()
     if args.action == "experiments":

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 import study
+import sweep_cli
 import sweep_env_timing
 import sweep_matrix
 from helpers import ROOT, STUDY, one_cell, read_json
@@ -571,6 +572,39 @@ def test_help_lists_the_study_experiments():
     assert proc.returncode == 0 and "--shard K/N" in proc.stdout and "exp4" in proc.stdout
     for exp in STUDY.experiments.values():
         assert re.search(rf"^  {exp.name} +{re.escape(exp.title)}", proc.stdout, re.M)
+
+
+def test_help_lists_every_declared_option_with_its_help():
+    """bench.sh --help's lists of options come from sweep_cli.py: each option of bench.sh, in its order, with its
+    whole help."""
+    proc = bench("--help")
+    assert proc.returncode == 0, proc.stderr
+    heads = re.findall(r"^  (-h, )?(--[a-z-]+)", proc.stdout, re.M)
+    declared = [option for option in sweep_cli.OPTIONS if option.section]
+    assert [name for _, name in heads] == [option.name for option in declared]
+    text = " ".join(proc.stdout.split())
+    for option in declared:
+        assert " ".join(option.help.split()) in text, option.name
+
+
+def test_bench_sh_names_the_declared_options():
+    """bench.sh reads its command line itself (the interpreter is one of its options); its names are
+    sweep_cli.py's."""
+    proc = bench("--bogus")
+    assert proc.returncode == 2
+    listed = proc.stderr.split("valid options: ")[1].split(" (then -- extra run args)")[0].split()
+    value_names, flag_names = sweep_cli.value_names(), sweep_cli.flag_names()
+    assert listed == [*value_names, *flag_names], (
+        f'bench.sh should say VALUE_OPTIONS=" {" ".join(value_names)} " FLAGS=" {" ".join(flag_names)} "'
+    )
+
+
+@pytest.mark.parametrize("option", [*sweep_cli.value_names(), *sweep_cli.flag_names()])
+def test_bench_sh_reads_each_declared_option(option):
+    """A value option takes the next word, a flag none: what follows is read as an option."""
+    value = ["x"] if option in sweep_cli.value_names() else []
+    proc = bench(option, *value, "--bogus")
+    assert proc.returncode == 2 and "unknown option '--bogus'" in proc.stderr, proc.stderr
 
 
 # ------------------------------------------------------------------------------------------ resume

@@ -178,7 +178,7 @@ def planned_runs(tmp_path, *args: str) -> subprocess.CompletedProcess:
         (["--timeout", "nan"], "nan"),
         (["--timeout", "9", "--kill-after", "inf"], "inf"),
         (["--timeout", "9", "--kill-after", "-1"], "-1"),
-        (["--tasks", "9" * 5000], "(5000 characters)"),
+        (["--slurm-tasks", "9" * 5000], "(5000 characters)"),
     ],
 )
 def test_sweep_py_sbatch_refuses_a_size_past_its_bound(args, value):

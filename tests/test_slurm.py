@@ -227,6 +227,22 @@ def test_dry_run_prints_the_array_script(tmp_path):
     assert f"\n#SBATCH --time=0-{minutes // 60:02d}:{minutes % 60:02d}:00\n" in script
 
 
+def test_sweep_py_sbatch_takes_bench_sh_default_kill_after(tmp_path):
+    """sweep.py sbatch without --kill-after (sweep_cli.py's default) gives the time limit bench.sh --slurm gives."""
+    sel = ["--experiments", "exp3", "--frameworks", "linen", "--seeds", "1", "--timeout", "100"]
+    script, _ = dry_run_script(tmp_path, *sel)
+    sweep = subprocess.run(
+        [sys.executable, str(ROOT / "sweep.py"), "sbatch", "--log-dir", str(tmp_path / "runs")]
+        + ["--python", sys.executable, *sel],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert sweep.returncode == 0, sweep.stderr
+    limit = re.compile(r"^#SBATCH --time=.*$", re.M)
+    assert limit.findall(sweep.stdout) == limit.findall(script) != []
+
+
 def test_the_array_tasks_run_disjoint_shards_that_cover_the_sweep(tmp_path):
     """The printed script, run as each array task would be (with --dry-run slipped into its bench.sh call)."""
     sel = ["--experiments", "exp3", "--frameworks", "linen", "--seeds", "2", "--iterations", "3"]
