@@ -200,6 +200,9 @@ class Bookkeeping:
             **{p: version(p) for p in packages},
         }
         config.update(machine())
+        if "torch" in packages:
+            # the intra-op threads torch's ops run on (the scripts leave torch's default)
+            config["torch_threads"] = sys.modules["torch"].get_num_threads()
         self.run_dir = run_dir
         self.num_iterations = config["num_iterations"]
         self.running = True

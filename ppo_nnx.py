@@ -1,8 +1,7 @@
 """PPO in Flax NNX on gymnax environments (or envpool's CPU ones): a single-file starter.
-Read it top to bottom: Args, network, env glue, rollout, GAE, loss, update, main(). The ppo_*.py
-files are parallel: `diff ppo_linen.py ppo_nnx.py` shows only the framework. To drop the
-benchmark bookkeeping (benchback-rl's), delete its section at the bottom and every `book.` line.
-"""
+Read it top to bottom: Args, network, env glue, rollout, GAE, loss, update, main().
+To drop the benchmark bookkeeping, delete its section at the bottom and every `book.` line.
+The ppo_*.py files are parallel: `diff ppo_linen.py ppo_nnx.py` shows only the framework."""
 
 import signal
 import time
@@ -265,7 +264,7 @@ def step_envs(env, env_params, runner: Runner, action):
     return next_runner, (reward, terminated, truncated, final_obs, ended_return, ended_length)
 
 
-# ---------------------------------------------------------------------------------------- rollout
+# -------------------------------------------------------------------------------- rollout and GAE
 class Transition(NamedTuple):
     """One step of every env. final_obs: before any auto-reset; episode_*: of an ended one, or 0."""
 
@@ -315,7 +314,6 @@ def rollout(env, env_params, args: Args, agent: Agent, runner: Runner):
     return runner, batch, episode_stats
 
 
-# -------------------------------------------------------------------------------------------- GAE
 def compute_gae(rewards, values, final_values, terminated, truncated, gamma, gae_lambda):
     """GAE over (num_steps, num_envs); final_values: V(pre-reset next obs), not for a terminated."""
     deltas = rewards + gamma * final_values * (1.0 - terminated) - values
@@ -331,7 +329,7 @@ def compute_gae(rewards, values, final_values, terminated, truncated, gamma, gae
     return advantages, advantages + values
 
 
-# ------------------------------------------------------------------------------------------- loss
+# -------------------------------------------------------------------------------- loss and update
 def ppo_loss(agent: Agent, args: Args, mb: Batch):
     """Clipped PPO objective; returns the total loss and its parts."""
     actor_out, new_values = agent(mb.obs)
@@ -359,7 +357,6 @@ def ppo_loss(agent: Agent, args: Args, mb: Batch):
     return loss, metrics
 
 
-# ----------------------------------------------------------------------------------------- update
 def make_optimizer(args: Args):
     """Adam after global-norm clipping; the learning rate decays linearly to 0 over all steps."""
     num_updates = args.num_iterations * args.update_epochs * args.num_minibatches

@@ -1,13 +1,10 @@
-"""PPO in PyTorch on gymnax environments (or envpool's CPU ones): a single-file starter.
-Read it top to bottom: Args, network, env glue, rollout, GAE, loss, update, main(). The ppo_*.py
-files are parallel: `diff ppo_linen.py ppo_torch.py` shows only the framework. To drop the
-benchmark bookkeeping (benchback-rl's), delete its section at the bottom and every `book.` line.
-"""
+"""PPO in PyTorch on gymnax environments (or envpool's CPU ones): a starter in two files, with
+torch_glue.py. Read it top to bottom: Args, network, env glue, rollout, GAE, loss, update, main().
+To drop the benchmark bookkeeping, delete its section at the bottom and every `book.` line.
+The ppo_*.py files are parallel: `diff ppo_linen.py ppo_torch.py` shows only the framework."""
 
-import logging
 import signal
 import time
-import warnings
 
 # import_s, setup_s and total_s count from this first line
 START = time.perf_counter()
@@ -22,15 +19,6 @@ from dataclasses import asdict, dataclass
 from functools import partial
 from typing import Callable, Literal, NamedTuple, Optional
 
-# JAX shares the GPU with torch: no 75 % grab
-os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-# --compile torchscript is deprecated in torch 2.13, and still the cheapest policy step on a CPU
-warnings.filterwarnings("ignore", r"`torch\.jit\.\w+` is deprecated", DeprecationWarning)
-# torch.compile says it ignores the optimizer's profiler span: nothing a user can act on
-logging.getLogger("torch._dynamo.variables.ctx_manager").addFilter(
-    lambda record: not record.getMessage().startswith("Profiler record function")
-)
-
 import gymnax
 import jax
 import jax.numpy as jnp
@@ -40,8 +28,9 @@ import torch.nn as nn
 import tyro
 from tensorboardX import SummaryWriter
 
+import torch_glue
+
 FRAMEWORK = "torch"
-COMPILED = {"compile": {}, "cudagraphs": dict(mode="reduce-overhead")}
 MODEL_SIZES = {"small": (64, 64), "medium": (256, 256, 256), "large": (1024,) * 6}
 
 
@@ -279,30 +268,7 @@ def step_envs(env, env_params, runner: Runner, action):
     return next_runner, (reward, terminated, truncated, final_obs, ended_return, ended_length)
 
 
-# The env's output of one step, packed into one float32 array: one DLPack crossing a step. The two
-# observations are (num_envs, obs_dim) each, the other fields (num_envs,).
-PACKED_FIELDS = ("obs", "reward", "terminated", "truncated", "final_obs", "episode_return")
-PACKED_FIELDS += ("episode_length",)
-
-
-def env_step_packed(env, env_params, runner: Runner, action):
-    """step_envs, its next obs and env fields packed in PACKED_FIELDS' layout."""
-    runner, env_fields = step_envs(env, env_params, runner, action)
-    fields = (runner.obs, *env_fields)
-    return runner, jnp.concatenate([x.ravel().astype(jnp.float32) for x in fields])
-
-
-def unpack(packed, num_envs: int):
-    """Packed steps (..., size) as PACKED_FIELDS: (..., num_envs), obs (..., num_envs, obs_dim)."""
-    obs_size = (packed.shape[-1] - 5 * num_envs) // 2
-    sizes = [obs_size if name.endswith("obs") else num_envs for name in PACKED_FIELDS]
-    fields = dict(zip(PACKED_FIELDS, packed.split(sizes, -1)))
-    for name in ("obs", "final_obs"):
-        fields[name] = fields[name].unflatten(-1, (num_envs, -1))
-    return list(fields.values())
-
-
-# ---------------------------------------------------------------------------------------- rollout
+# -------------------------------------------------------------------------------- rollout and GAE
 class Transition(NamedTuple):
     """One step of every env. final_obs: before any auto-reset; episode_*: of an ended one, or 0."""
 
@@ -328,12 +294,9 @@ class Batch(NamedTuple):
     returns: torch.Tensor
 
 
+# the JAX scripts' TrainState and key: the agent, its random stream, its compiled steps
 class TrainState(NamedTuple):
-    """The JAX scripts' TrainState and key: the agent, its optimizer, its random stream, and its
-    policy and minibatch steps as --compile sets them up (make_train_state)."""
-
     agent: Agent
-    optimizer: torch.optim.Optimizer
     generator: torch.Generator
     policy: Callable
     minibatch_step: Callable
@@ -341,41 +304,39 @@ class TrainState(NamedTuple):
 
 @torch.no_grad()
 def rollout(env_step, args: Args, state: TrainState, runner: Runner):
-    """Collects num_steps x num_envs transitions, then computes GAE. env_step: env_step_packed
-    jitted (or envpool_host's), called step by step where the JAX scripts scan step_envs."""
+    """Collects num_steps x num_envs transitions, then computes GAE. env_step: step_envs jitted, or
+    envpool's NumPy step (torch_glue.env_step), called step by step where the JAX scripts scan."""
     device = state.generator.device
     shape = (args.num_steps, args.num_envs, state.agent.num_actions)
     noise = torch.rand(shape, generator=state.generator, device=device)
     # log(0) and ndtri(0) would be -inf in the sampling
     noise.clamp_(min=torch.finfo(noise.dtype).tiny)
-    obs = torch.from_dlpack(runner.obs).to(device)
-    stepped = []
+    obs = torch_glue.to_torch(runner.obs, device)
+    policy_steps, env_steps = [], []
     for step in range(args.num_steps):
         action, logprob, value = state.policy(obs, noise[step])
-        env_action = np.from_dlpack(action) if action.is_cpu else jnp.from_dlpack(action)
-        runner, packed = env_step(runner, env_action)
-        # on a CPU, through NumPy: faster than from JAX
-        packed = torch.from_dlpack(np.asarray(packed) if obs.is_cpu else packed).to(device)
-        stepped.append((obs, action, logprob, value, packed))
-        obs = packed[: obs.numel()].view(obs.shape)
-    obs, action, logprob, value, packed = [torch.stack(x) for x in zip(*stepped)]
-    t = Transition(obs, action, logprob, value, *unpack(packed, args.num_envs)[1:])
+        policy_steps.append((obs, action, logprob, value))
+        runner, env_fields = env_step(runner, torch_glue.to_jax(action))
+        env_steps.append(env_fields)
+        # the next obs crosses now, for the policy; the env's other fields once, below
+        obs = torch_glue.to_torch(runner.obs, device)
+    policy_fields = [torch.stack(x) for x in zip(*policy_steps)]
+    env_fields = [torch_glue.to_torch(x, device) for x in torch_glue.stack_steps(env_steps)]
+    t = Transition(*policy_fields, *env_fields)
     # V(pre-reset next observation): the next value within an episode, the bootstrap when truncated
     final_values = state.agent.get_value(t.final_obs)
-    terminated, truncated = t.terminated > 0, t.truncated > 0
     advantages, returns = compute_gae(
-        t.reward, t.value, final_values, terminated, truncated, args.gamma, args.gae_lambda
+        t.reward, t.value, final_values, t.terminated, t.truncated, args.gamma, args.gae_lambda
     )
     steps = (t.obs, t.action, t.logprob, t.value, advantages, returns)
     batch = Batch(*[x.reshape(args.batch_size, *x.shape[2:]) for x in steps])
     # 0 episodes: NaN statistics, and main() logs no episodic point
-    num_episodes = (terminated | truncated).sum()
+    num_episodes = (t.terminated | t.truncated).sum()
     episode_stats = {"episodic_return": t.episode_return.sum() / num_episodes}
     episode_stats["episodic_length"] = t.episode_length.sum() / num_episodes
     return runner, batch, episode_stats
 
 
-# -------------------------------------------------------------------------------------------- GAE
 def compute_gae(rewards, values, final_values, terminated, truncated, gamma, gae_lambda):
     """GAE over (num_steps, num_envs); final_values: V(pre-reset next obs), not for a terminated."""
     deltas = rewards + gamma * final_values * ~terminated - values
@@ -389,7 +350,7 @@ def compute_gae(rewards, values, final_values, terminated, truncated, gamma, gae
     return advantages, advantages + values
 
 
-# ------------------------------------------------------------------------------------------- loss
+# -------------------------------------------------------------------------------- loss and update
 def ppo_loss(agent: Agent, args: Args, mb: Batch):
     """Clipped PPO objective; returns the total loss and its parts."""
     actor_out, new_values = agent(mb.obs)
@@ -417,7 +378,6 @@ def ppo_loss(agent: Agent, args: Args, mb: Batch):
     return loss, metrics
 
 
-# ----------------------------------------------------------------------------------------- update
 def make_optimizer(args: Args, agent: Agent):
     """Adam; its rate a tensor set in place, which a compiled step reads as data (no recompile)."""
     num_updates = args.num_iterations * args.update_epochs * args.num_minibatches
@@ -427,9 +387,8 @@ def make_optimizer(args: Args, agent: Agent):
         return args.learning_rate * (1.0 - args.anneal_lr * step / num_updates)
 
     lr = torch.tensor(args.learning_rate, device=next(agent.parameters()).device)
-    # eager: the fused Adam; compiled: one that torch.compile (and a CUDA graph) captures
-    kind = dict(foreach=False, capturable=True) if args.compile in COMPILED else dict(fused=True)
-    return torch.optim.Adam(agent.parameters(), lr, eps=1e-5, **kind), lr_schedule
+    options = torch_glue.adam_options(args.compile)
+    return torch.optim.Adam(agent.parameters(), lr, eps=1e-5, **options), lr_schedule
 
 
 def minibatch_step(agent: Agent, optimizer: torch.optim.Optimizer, args: Args, mb: Batch, lr):
@@ -471,33 +430,6 @@ def update(args: Args, lr_schedule, state: TrainState, batch: Batch, first_step,
     return metrics
 
 
-def make_train_state(args: Args, agent: Agent, optimizer, generator, obs) -> TrainState:
-    """The agent's policy and minibatch steps as --compile sets them up."""
-    policy, step = agent.get_action_and_value, minibatch_step
-    if args.compile in COMPILED:
-        # static shapes: compiled once, in iteration 0, the backward in the forward's graph;
-        # compiled before partial binds its arguments: one code object for every agent
-        torch._dynamo.config.trace_autograd_ops = True
-        options = dict(dynamic=False, **COMPILED[args.compile])
-        step = torch.compile(step, **options)
-        if obs.is_cuda:
-            policy = torch.compile(policy, fullgraph=True, **options)
-    if args.compile == "torchscript" or (args.compile == "compile" and obs.is_cpu):
-        # on a CPU, a compiled call's ~40 us overhead outweighs its gain: traced, the cheapest;
-        # traced, not frozen: the trace reads the weights as they change
-        noise = torch.rand(len(obs), agent.num_actions, device=obs.device)
-        policy = torch.jit.trace_module(agent, {"get_action_and_value": (obs, noise)})
-        policy = policy.get_action_and_value
-    if args.compile == "cudagraphs":
-        # a CUDA graph's outputs are overwritten by its next replay: keep copies
-        policy = partial(cloned_outputs, policy)
-    return TrainState(agent, optimizer, generator, policy, partial(step, agent, optimizer, args))
-
-
-def cloned_outputs(fn, *args):
-    return [output.clone() for output in fn(*args)]
-
-
 def progress(args: Args, iteration: int, scalars: dict, after_compile: list) -> str:
     """The progress line; the ETA from the mean time of the iterations after the first (compile)."""
     done = f"iter {iteration + 1}/{args.num_iterations} | SPS {scalars['charts/SPS']:,.0f}"
@@ -520,22 +452,14 @@ def main():
         import env_normalize
 
         env = env_normalize.normalize(env, args.norm_obs, args.norm_reward, args.gamma)
-    gpu = torch.cuda.is_available() and jax.default_backend() == "gpu"
-    device = torch.device("cuda" if gpu and args.device != "cpu" else "cpu")
-    if device.type == "cpu" and (args.device == "cuda" or args.compile == "cudagraphs"):
-        flags = f"--device {args.device} --compile {args.compile}"
-        raise ValueError(f"{flags}: no GPU for torch and JAX; use --device cpu --compile compile")
-    # JAX's env beside torch's tensors: DLPack then crosses without a copy
-    jax_device = jax.devices("gpu" if device.type == "cuda" else "cpu")[0]
-    jax.config.update("jax_default_device", jax_device)
+    device = torch_glue.shared_device(args.device, args.compile)
     run_name = f"{args.env}__{FRAMEWORK}__{args.model_size}__{args.compile}__{args.seed}"
     run_name += f"__{int(time.time())}"
     run_dir = os.path.join(args.log_dir, run_name)
     run_dir = book.make_run_dir(run_dir)  # a new folder, even for two runs in the same second
     config = {**asdict(args), "framework": FRAMEWORK, "batch_size": args.batch_size}
     config["minibatch_size"] = args.batch_size // args.num_minibatches
-    config["device_name"] = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
-    config["torch_threads"] = torch.get_num_threads()
+    config["device_name"] = torch_glue.device_name(device)
     book.start(config, run_dir)  # config.json: the config, the command line, versions, machine
     if args.track:
         import wandb
@@ -550,18 +474,14 @@ def main():
         writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
         torch.manual_seed(args.seed)
         generator = torch.Generator(device).manual_seed(args.seed)
-        if args.env_backend == "envpool" and not (args.norm_obs or args.norm_reward):
-            from envpool_host import host_reset, host_step_packed
-
-            runner, env_step = host_reset(env, args.num_envs), partial(host_step_packed, env)
-        else:
-            runner = reset_envs(env, env_params, jax.random.key(args.seed), args.num_envs)
-            env_step = jax.jit(partial(env_step_packed, env, env_params))
+        runner = reset_envs(env, env_params, jax.random.key(args.seed), args.num_envs)
         sizes, obs_dim = MODEL_SIZES[args.model_size], runner.obs.shape[-1]
         agent = Agent(obs_dim, sizes, env.num_actions, env.continuous).to(device)
         optimizer, lr_schedule = make_optimizer(args, agent)
-        obs = torch.from_dlpack(runner.obs).to(device)
-        state = make_train_state(args, agent, optimizer, generator, obs)
+        policy, step = torch_glue.compiled_steps(args.compile, agent, minibatch_step, runner.obs)
+        state = TrainState(agent, generator, policy, partial(step, agent, optimizer, args))
+        env_step = torch_glue.env_step(env, env_params, step_envs)
+        rollout_fn = partial(rollout, env_step, args)
         book.setup_done()
         setup_s = time.perf_counter() - START
         print(f"{run_name}: setup {setup_s:.1f}s on {config['device_name']}", flush=True)
@@ -572,21 +492,18 @@ def main():
             last_step = (iteration + 1) * args.update_epochs * args.num_minibatches - 1
             learning_rate = lr_schedule(last_step)
             iteration_start = time.perf_counter()
-            runner, batch, episode_stats = rollout(env_step, args, state, runner)
+            runner, batch, episode_stats = rollout_fn(state, runner)
             if args.sync_timing:
-                jax.block_until_ready(runner)
-                if device.type == "cuda":
-                    torch.cuda.synchronize(device)
+                torch_glue.synchronize(device, runner)
             rollout_end = time.perf_counter()
             book.check_signals()  # ...or here
             first_step = iteration * args.update_epochs * args.num_minibatches
             losses = update(args, lr_schedule, state, batch, first_step)
-            if args.sync_timing and device.type == "cuda":
-                torch.cuda.synchronize(device)
+            if args.sync_timing:
+                torch_glue.synchronize(device)
             update_end = time.perf_counter()
             # the one transfer to the host, within the iteration's time
-            metrics = {**episode_stats, **losses}
-            metrics = dict(zip(metrics, torch.stack(list(metrics.values())).tolist()))
+            metrics = torch_glue.to_host({**episode_stats, **losses})
             iteration_time = time.perf_counter() - iteration_start
             scalars = {
                 "time/rollout": rollout_end - iteration_start,

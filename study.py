@@ -278,7 +278,13 @@ def parse(path: Path) -> Study:
     envpool_envs = _envpool_envs(data, path)
     sizes = tuple(data["sizes"])
     frameworks = {
-        name: Framework(name, fw["script"], tuple(fw["compile"]), fw.get("color", "#7f7f7f"))
+        name: Framework(
+            name,
+            fw["script"],
+            tuple(fw["compile"]),
+            fw.get("color", "#7f7f7f"),
+            tuple(fw.get("pieces", ())),
+        )
         for name, fw in data["frameworks"].items()
     }
     windows = {

@@ -30,6 +30,8 @@ class Framework:
     script: str
     compile: tuple[str, ...]  # the script's --compile choices, default first
     color: str
+    # the files beside the script that it imports (its own pieces); a copy of it takes them along
+    pieces: tuple[str, ...] = ()
 
     @property
     def default_compile(self) -> str:

@@ -1,14 +1,15 @@
 """What does one rollout step of ppo_torch.py cost, piece by piece? The per-call floor and the script's calls.
 
 ppo_torch.py's rollout is a Python loop: per env step, a policy call, a hand-over of the actions to JAX, one jitted
-env call and a hand-over of its packed output back to torch. Linen's rollout is one jitted scan. This times each
+env call (step_envs) and a hand-over of the next observation back to torch (the other env fields cross once per
+rollout, stacked by torch_glue.stack_steps). Linen's rollout is one jitted scan. This times each
 piece for the shapes a rollout step uses (num_envs envs), in microseconds per call, the median of --rounds rounds
 (the pieces alternate within each round) of the median of --blocks blocks of --calls calls:
 - floors: a trivial jitted call (`x + 1`); the vmapped gymnax step alone (keys split beforehand; obs, state, reward,
   terminated, truncated out); the same env step inside a jitted 256-step lax.scan, per step (the env's own work);
-- the env call: the script's (the jitted env_step_packed, the Runner pytree in and out), and an alternative not in
+- the env call: the script's (step_envs jitted, the Runner pytree in and out), and an alternative not in
   the script: the Runner carried as one flat array of 32-bit words (fewer arrays per call), donated; each blocked;
-- the policy step: eager, traced (make_train_state's: what ppo_torch.py runs on a CPU) and torch.compile'd (what
+- the policy step: eager, traced (torch_glue.compiled_steps': what ppo_torch.py runs on a CPU) and compiled (what
   it runs on a GPU);
 - the crossings: torch -> NumPy by DLPack (the script's on a CPU) and by `.numpy()`; JAX -> torch by DLPack through
   NumPy's view (the script's on a CPU) and by JAX's DLPack, each on a fresh JAX result (less the trivial call).
@@ -31,6 +32,7 @@ import torch
 from jax.flatten_util import ravel_pytree
 
 import ppo_torch as ppo
+import torch_glue
 from atomic import write_json
 
 SCRIPT_STEP = (
@@ -64,7 +66,7 @@ def from_words(words, like):  # to_words undone, given a leaf of the same shape 
 
 
 def words_env_call(env, env_params, runner):
-    """(start, step): the Runner as one flat uint32 array, and env_step_packed on it, jitted with the words donated."""
+    """(start, step): the Runner as one flat uint32 array, and step_envs on it, jitted with the words donated."""
     unravel = ravel_pytree(jax.tree.map(to_words, runner))[1]
 
     def start(runner):
@@ -72,8 +74,8 @@ def words_env_call(env, env_params, runner):
 
     def step(words, action):
         runner_in = jax.tree.map(from_words, unravel(words), runner)
-        runner_out, packed = ppo.env_step_packed(env, env_params, runner_in, action)
-        return start(runner_out), packed
+        runner_out, fields = ppo.step_envs(env, env_params, runner_in, action)
+        return start(runner_out), fields
 
     return jax.jit(start), jax.jit(step, donate_argnums=0)
 
@@ -100,24 +102,24 @@ def env_pieces(env_id: str, num_envs: int) -> dict:
     )
     step_keys = jax.random.split(jax.random.key(1), num_envs)
     env_alone = jax.jit(lambda keys, state, action: env.step(keys, state, action, env_params)[:5])
-    pytree_call = jax.jit(partial(ppo.env_step_packed, env, env_params))
+    pytree_call = jax.jit(partial(ppo.step_envs, env, env_params))
     start_words, words_call = words_env_call(env, env_params, runner)
     trivial, x = jax.jit(lambda x: x + 1), jnp.zeros(4)
     scan = jax.jit(
         lambda r: jax.lax.scan(
-            lambda r, _: (ppo.env_step_packed(env, env_params, r, action)[0], None), r, length=256
+            lambda r, _: (ppo.step_envs(env, env_params, r, action)[0], None), r, length=256
         )[0]
     )
     # each call takes the last call's output
     carried = {"runner": runner, "words": start_words(runner)}
 
     def call_pytree():
-        carried["runner"], packed = pytree_call(carried["runner"], action)
-        jax.block_until_ready(packed)
+        carried["runner"], fields = pytree_call(carried["runner"], action)
+        jax.block_until_ready(fields)
 
     def call_words():
-        carried["words"], packed = words_call(carried["words"], action)
-        jax.block_until_ready(packed)
+        carried["words"], fields = words_call(carried["words"], action)
+        jax.block_until_ready(fields)
 
     return {
         "trivial jit call": (lambda: jax.block_until_ready(trivial(x)), 1),
@@ -140,10 +142,8 @@ def policy_pieces(env_id: str, size: str, num_envs: int) -> dict:
     obs_dim = ppo.reset_envs(env, env_params, jax.random.key(0), num_envs).obs.shape[-1]
     agent = ppo.Agent(obs_dim, ppo.MODEL_SIZES[size], env.num_actions, env.continuous)
     obs, noise = torch.randn(num_envs, obs_dim), torch.rand(num_envs, env.num_actions)
-    # the policy that make_train_state traces for --compile torchscript (and compile on a CPU)
-    args = ppo.Args(compile="torchscript")
-    optimizer, _ = ppo.make_optimizer(args, agent)
-    traced = ppo.make_train_state(args, agent, optimizer, torch.Generator(), obs).policy
+    # the policy that ppo_torch.py traces for --compile torchscript (and compile on a CPU)
+    traced = torch_glue.compiled_steps("torchscript", agent, ppo.minibatch_step, obs)[0]
     compiled = torch.compile(agent.get_action_and_value, dynamic=False, fullgraph=True)
     action = agent.get_action_and_value(obs, noise)[0].detach()
     return {

@@ -4,8 +4,9 @@ envpool's envs run in C++ on the CPU. A JAX rollout (one jitted lax.scan) can re
 torch rollout (a Python loop) in one. This times, in microseconds per env step of num_envs envs:
 - "numpy step": the bare NumPy API, `pool.step(actions)`: envpool's own cost and the floor of any pattern;
 - "step_host": env_adapters.Envpool.step_host, the NumPy step plus the same-step reset of the done envs;
-- "torch host step": envpool_host.host_step_packed, what ppo_torch.py calls per step (the episode counts
-  and the packing too);
+- "torch host step": torch_glue.host_step, what ppo_torch.py calls per step (the episode counts too);
+- "torch jitted step": ppo_torch.step_envs jitted and called per step, what ppo_torch.py would call without
+  host_step (the path of an env wrapped by env_normalize);
 - "adapter in scan": env_adapters.Envpool.step inside a jitted 256-step lax.scan, what the JAX scripts run
   (step_host through buffer_callback);
 - "io_callback in scan": the same step_host through jax.experimental.io_callback instead;
@@ -28,6 +29,7 @@ import statistics
 import subprocess
 import sys
 import time
+from functools import partial
 from importlib.metadata import version
 from pathlib import Path
 
@@ -37,7 +39,8 @@ import numpy as np
 from jax.experimental import io_callback
 
 import env_adapters
-import envpool_host
+import ppo_torch
+import torch_glue
 from atomic import write_json
 
 SCAN_STEPS = 256
@@ -73,16 +76,23 @@ def host_patterns(env_id: str, num_envs: int, threads: int) -> dict:
     env, _ = env_adapters.make_envpool(env_id, num_envs, seed=0, num_threads=threads)
     actions = random_actions(env, num_envs)
     _, steps = env.reset(None)
-    runner = envpool_host.host_reset(env, num_envs)
+    runners = {}
+    for name in ("host", "jitted"):
+        runners[name] = ppo_torch.reset_envs(env, None, jax.random.key(0), num_envs)
+    jitted_step = jax.jit(partial(ppo_torch.step_envs, env, None))
 
     def torch_host_step():
-        nonlocal runner
-        runner = envpool_host.host_step_packed(env, runner, actions)[0]
+        runners["host"] = torch_glue.host_step(env, runners["host"], actions)[0]
+
+    def torch_jitted_step():
+        runners["jitted"], fields = jitted_step(runners["jitted"], actions)
+        jax.block_until_ready(fields)
 
     return {
         "numpy step": (lambda: env.pool.step(actions.astype(env.action_dtype)), 1),
         "step_host": (lambda: env.step_host(actions), 1),
         "torch host step": (torch_host_step, 1),
+        "torch jitted step": (torch_jitted_step, 1),
         "adapter in scan": (
             scanned(lambda s: env.step(None, s, jnp.asarray(actions))[1], steps),
             SCAN_STEPS,

@@ -88,7 +88,7 @@ def torch_update(size: str, options):
     step_fn = partial(step_fn, agent, optimizer, args)
     generator = torch.Generator().manual_seed(0)
     # the policy step is not timed here
-    state = ppo.TrainState(agent, optimizer, generator, agent.get_action_and_value, step_fn)
+    state = ppo.TrainState(agent, generator, agent.get_action_and_value, step_fn)
     return partial(ppo.update, args, lr_schedule, state, batch, 0)
 
 

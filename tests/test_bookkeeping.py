@@ -39,6 +39,18 @@ def strip_bookkeeping(source: str) -> str:
     return "".join(line for line in kept if "book." not in line and "Bookkeeping(" not in line)
 
 
+def stripped_copy(framework: str, folder: Path) -> Path:
+    """The framework's script stripped by the rule, alone in folder with its own pieces (study.toml's `pieces`):
+    what a user copies to start a project. Returns the copy's path."""
+    fw = STUDY.frameworks[framework]
+    folder.mkdir()
+    copy = folder / fw.script
+    copy.write_text(strip_bookkeeping((ROOT / fw.script).read_text()))
+    for piece in fw.pieces:
+        (folder / piece).write_text((ROOT / piece).read_text())
+    return copy
+
+
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_the_stripped_copy_parses_and_needs_no_other_file(framework):
     stripped = strip_bookkeeping((ROOT / script(framework)).read_text())
@@ -53,16 +65,18 @@ def test_the_stripped_copy_parses_and_needs_no_other_file(framework):
     assert "bookkeeping" not in imported and "book" not in stripped.replace("bookkeeping", "")
     # imported lazily, inside make_env, only for the envs it adapts
     assert "env_adapters" in imported
+    # of this repository's modules, only the lazy ones and the script's own pieces
+    local = {name for name in imported if (ROOT / f"{name}.py").exists()}
+    pieces = {piece[: -len(".py")] for piece in STUDY.frameworks[framework].pieces}
+    assert local == {"env_adapters", "env_normalize"} | pieces
     assert len(stripped.splitlines()) < len((ROOT / script(framework)).read_text().splitlines())
 
 
 @pytest.mark.parametrize("framework", FIRST_FAST)
 def test_the_stripped_copy_trains_alone(framework, tmp_path):
-    """The copy, alone in a folder (no bookkeeping.py, no env_adapters.py), trains a tiny CartPole-v1 run: it
-    prints its progress and writes TensorBoard events, and no config.json or summary.json."""
-    copy = tmp_path / "alone" / script(framework)
-    copy.parent.mkdir()
-    copy.write_text(strip_bookkeeping((ROOT / script(framework)).read_text()))
+    """The copy, alone in a folder with its own pieces (no bookkeeping.py, no env_adapters.py), trains a tiny
+    CartPole-v1 run: it prints its progress and writes TensorBoard events, and no config.json or summary.json."""
+    copy = stripped_copy(framework, tmp_path / "alone")
     log_dir = tmp_path / "runs"
     cmd = [sys.executable, str(copy), *TINY, "--env", "CartPole-v1", "--log-dir", str(log_dir)]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_MODE": "disabled", "PYTHONPATH": ""}
@@ -74,7 +88,8 @@ def test_the_stripped_copy_trains_alone(framework, tmp_path):
     (run_dir,) = log_dir.iterdir()
     assert list(run_dir.glob("events.out.tfevents.*"))
     assert not (run_dir / "config.json").exists() and not (run_dir / "summary.json").exists()
-    assert sorted(p.name for p in copy.parent.iterdir() if p.suffix == ".py") == [script(framework)]
+    expected = sorted([script(framework), *STUDY.frameworks[framework].pieces])
+    assert sorted(p.name for p in copy.parent.iterdir() if p.suffix == ".py") == expected
 
 
 # ----------------------------------------------------------------------------------------- run folders

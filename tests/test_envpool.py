@@ -29,7 +29,7 @@ from test_scripts import (
 )
 
 import env_adapters
-import envpool_host
+import torch_glue
 from helpers import ENV_FIELDS, STUDY, TINY, only_run_dir, read_json, run_script, scalar_series
 
 # envpool's spaces
@@ -323,43 +323,34 @@ def jax_glue_rollout(module, env_id: str, actions):
     return np.asarray(runner.obs), [np.asarray(x) for x in scan(runner, jnp.asarray(actions))]
 
 
-def unpack(packed):
-    """ppo_torch.py's packed step, unpacked by ppo_torch.unpack: next obs, reward, terminated,
-    truncated, final obs, ended return, ended length."""
-    return [
-        x.numpy()
-        for x in MODULES["torch"].unpack(torch.from_numpy(np.asarray(packed)), PARITY_NUM_ENVS)
-    ]
+def torch_env_rollout(env, params, env_step, actions):
+    """ppo_torch.rollout's env side: reset_envs, env_step per step (NumPy actions, as torch_glue.to_jax gives them on
+    a CPU), every step's next obs and env fields stacked by torch_glue.stack_steps and crossed by to_torch."""
+    runner = MODULES["torch"].reset_envs(env, params, jax.random.key(0), PARITY_NUM_ENVS)
+    reset_obs, steps = np.asarray(runner.obs), []
+    for action in actions:
+        runner, fields = env_step(runner, np.asarray(action))
+        steps.append((runner.obs, *fields))
+    stacked = torch_glue.stack_steps(steps)
+    return reset_obs, [torch_glue.to_torch(x, torch.device("cpu")).numpy() for x in stacked]
 
 
 def torch_host_rollout(env_id: str, actions):
-    """ppo_torch.py's envpool path: host_reset, then host_step_packed per step (NumPy actions, as its
-    loop passes them), unpacked."""
+    """ppo_torch.py's envpool path: torch_glue.env_step picks host_step, NumPy on the host, for a raw pool."""
     module = MODULES["torch"]
-    env, _ = module.make_env(env_id, "envpool", PARITY_NUM_ENVS, PARITY_SEED, 1)
-    runner = envpool_host.host_reset(env, PARITY_NUM_ENVS)
-    reset_obs, steps = runner.obs.copy(), []
-    for action in actions:
-        runner, packed = envpool_host.host_step_packed(env, runner, action)
-        assert packed.dtype == np.float32
-        steps.append(unpack(packed))
-    return reset_obs, [np.stack(x) for x in zip(*steps)]
+    env, params = module.make_env(env_id, "envpool", PARITY_NUM_ENVS, PARITY_SEED, 1)
+    env_step = torch_glue.env_step(env, params, module.step_envs)
+    assert env_step.func is torch_glue.host_step
+    return torch_env_rollout(env, params, env_step, actions)
 
 
 def torch_jit_rollout(env_id: str, actions):
-    """ppo_torch.py's other path (taken with --norm-obs/--norm-reward): reset_envs and the jitted env_step_packed."""
+    """ppo_torch.py's other path (the one every env wrapped by env_normalize takes): its step_envs, jitted, called
+    step by step."""
     module = MODULES["torch"]
     env, params = module.make_env(env_id, "envpool", PARITY_NUM_ENVS, PARITY_SEED, 1)
-    runner = module.reset_envs(env, params, jax.random.key(0), PARITY_NUM_ENVS)
-    reset_obs, step, steps = (
-        np.asarray(runner.obs),
-        jax.jit(partial(module.env_step_packed, env, params)),
-        [],
-    )
-    for action in actions:
-        runner, packed = step(runner, jnp.asarray(action))
-        steps.append(unpack(packed))
-    return reset_obs, [np.stack(x) for x in zip(*steps)]
+    env_step = jax.jit(partial(module.step_envs, env, params))
+    return torch_env_rollout(env, params, env_step, actions)
 
 
 def raw_pool_rewards(env_id: str, actions):
@@ -378,7 +369,7 @@ def raw_pool_rewards(env_id: str, actions):
 @pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1", "HalfCheetah-v4"])
 def test_every_script_steps_envpool_identically(env_id):
     """Fresh pools of one seed and one action sequence through each script's env glue (the JAX scripts' jitted scan
-    of step_envs; torch's NumPy host_step_packed, and its jitted env_step_packed) give the same reset observation and
+    of step_envs; torch's NumPy torch_glue.host_step, and its step_envs jitted) give the same reset observation and
     the same next obs, reward, terminated, truncated, final obs, ended return and ended length at every step, bit
     for bit. The out-of-bounds continuous actions are clipped to the bounds: HalfCheetah's reward (its control cost)
     is that of the clipped actions, not of the raw ones."""
@@ -389,7 +380,7 @@ def test_every_script_steps_envpool_identically(env_id):
         if name != "torch"
     }
     runs["torch"] = torch_host_rollout(env_id, actions)
-    runs["torch env_step_packed"] = torch_jit_rollout(env_id, actions)
+    runs["torch jitted step_envs"] = torch_jit_rollout(env_id, actions)
     assert len(runs) == len(MODULES) + 1
     reference_obs, reference = runs["linen"]
     for name, (reset_obs, fields) in runs.items():

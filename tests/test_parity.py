@@ -27,6 +27,7 @@ import ppo_equinox
 import ppo_linen
 import ppo_nnx
 import ppo_torch
+import torch_glue
 from helpers import ENV_FIELDS, STUDY, numpy_gae, only_run_dir, read_json, run_script
 
 
@@ -451,12 +452,19 @@ class TorchSide(Side):
             )
         return tuple(x.numpy() for x in out)
 
+    def train_state(self, args, generator, obs) -> ppo_torch.TrainState:
+        """The TrainState as main() builds it, with the steps that args.compile sets up (torch_glue.compiled_steps)."""
+        policy, step = torch_glue.compiled_steps(
+            args.compile, self.agent, ppo_torch.minibatch_step, obs
+        )
+        minibatch_step = partial(step, self.agent, self.optimizer, args)
+        return ppo_torch.TrainState(self.agent, generator, policy, minibatch_step)
+
     def run_rollout(self, env, env_params, runner, traced: bool = False):
         """As main() sets it up: eager (env-jit), or with the policy step traced (torchscript; compile on a CPU)."""
-        env_step = jax.jit(partial(ppo_torch.env_step_packed, env, env_params))
+        env_step = torch_glue.env_step(env, env_params, ppo_torch.step_envs)
         args = replace(self.args, compile="torchscript" if traced else "env-jit")
-        obs, generator = torch.from_dlpack(runner.obs), torch.Generator().manual_seed(5)
-        state = ppo_torch.make_train_state(args, self.agent, self.optimizer, generator, obs)
+        state = self.train_state(args, torch.Generator().manual_seed(5), runner.obs)
         return ppo_torch.rollout(env_step, args, state, runner)[1]
 
     def loss_and_grads(self, mb):
@@ -473,9 +481,7 @@ class TorchSide(Side):
         obs = batch.obs[: self.args.num_envs]
         # as main() sets it up (compiled with --compile compile); the generator's device is the
         # update's, the permutations are given
-        state = ppo_torch.make_train_state(
-            self.args, self.agent, self.optimizer, torch.Generator(), obs
-        )
+        state = self.train_state(self.args, torch.Generator(), obs)
         permutations = torch.as_tensor(permutations, dtype=torch.int64)
         metrics = ppo_torch.update(self.args, self.lr_schedule, state, batch, 0, permutations)
         return self.own_weights(self.agent), {k: float(v) for k, v in metrics.items()}
@@ -989,10 +995,7 @@ def test_torch_traced_policy_follows_the_weights(env_id):
     torch_side = sides["torch"]
     args = replace(torch_side.args, compile="torchscript")
     # traced at another batch size
-    state = ppo_torch.make_train_state(
-        args, agent, torch_side.optimizer, torch.Generator(), obs[:4]
-    )
-    traced = state.policy
+    traced = torch_side.train_state(args, torch.Generator(), obs[:4]).policy
     generator = torch.Generator().manual_seed(3)
     for _ in range(2):
         with torch.no_grad():

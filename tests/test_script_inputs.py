@@ -11,11 +11,11 @@ import sys
 
 import numpy as np
 import pytest
-from test_bookkeeping import strip_bookkeeping
+from test_bookkeeping import stripped_copy
 
 import bookkeeping
 import env_timing
-from helpers import ROOT, STUDY, TINY, run_script
+from helpers import STUDY, TINY, run_script
 
 FRAMEWORKS = list(STUDY.frameworks)
 # One process per script: the first script stays in the quick check, the others are marked slow.
@@ -160,10 +160,7 @@ def test_the_bookkeeping_refuses_before_any_folder(case, tmp_path):
 @pytest.mark.parametrize("framework", FIRST_FAST)
 def test_the_stripped_copy_still_refuses_nonsense(framework, tmp_path):
     """README's deletion rule takes the bookkeeping away; Args keeps the checks, and tyro refuses with exit 2."""
-    name = STUDY.frameworks[framework].script
-    copy = tmp_path / "alone" / name
-    copy.parent.mkdir()
-    copy.write_text(strip_bookkeeping((ROOT / name).read_text()))
+    copy = stripped_copy(framework, tmp_path / "alone")
     env = {**os.environ, "WANDB_MODE": "disabled", "PYTHONPATH": ""}
     for flags in (
         ["--learning-rate", "nan"],

@@ -1,0 +1,144 @@
+"""ppo_torch.py's systems side, a piece the script owns: the device torch shares with JAX, the
+DLPack crossings between them, and what each --compile mode compiles, traces or graphs.
+
+A copy of ppo_torch.py that trains on gymnax needs this file and no other.
+"""
+
+import logging
+import os
+import warnings
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import torch
+
+# JAX shares the GPU with torch: no 75 % grab (read when JAX first uses a device, not on import)
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+# --compile torchscript is deprecated in torch 2.13, and still the cheapest policy step on a CPU
+warnings.filterwarnings("ignore", r"`torch\.jit\.\w+` is deprecated", DeprecationWarning)
+# torch.compile says it ignores the optimizer's profiler span: nothing a user can act on
+logging.getLogger("torch._dynamo.variables.ctx_manager").addFilter(
+    lambda record: not record.getMessage().startswith("Profiler record function")
+)
+
+# the --compile modes that torch.compile the minibatch step, and its options for each
+COMPILED = {"compile": {}, "cudagraphs": dict(mode="reduce-overhead")}
+
+
+def shared_device(requested: str, compile_mode: str) -> torch.device:
+    """torch's device, made JAX's default too, so that DLPack crosses without a copy: cuda when
+    both see a GPU, unless --device cpu. ValueError (one line) when the flags need a GPU."""
+    gpu = torch.cuda.is_available() and jax.default_backend() == "gpu"
+    device = torch.device("cuda" if gpu and requested != "cpu" else "cpu")
+    if device.type == "cpu" and (requested == "cuda" or compile_mode == "cudagraphs"):
+        flags = f"--device {requested} --compile {compile_mode}"
+        raise ValueError(f"{flags}: no GPU for torch and JAX; use --device cpu --compile compile")
+    jax_device = jax.devices("gpu" if device.type == "cuda" else "cpu")[0]
+    jax.config.update("jax_default_device", jax_device)
+    return device
+
+
+def device_name(device: torch.device) -> str:
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+
+
+def synchronize(device: torch.device, *jax_values) -> None:
+    """Waits for JAX's values and torch's queued work, so that a timer reads finished work."""
+    jax.block_until_ready(jax_values)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def env_step(env, env_params, step_envs):
+    """What rollout calls each step: the script's step_envs, jitted; for an envpool pool (one with
+    step_host, not wrapped by env_normalize), host_step: NumPy only, as CleanRL steps envpool, with
+    no JAX call per step (benchmarks/envpool_calls.py times both)."""
+    if hasattr(env, "step_host"):
+        return partial(host_step, env)
+    return jax.jit(partial(step_envs, env, env_params))
+
+
+def host_step(env, runner, action):
+    """The script's step_envs in NumPy for an envpool pool (env_adapters.Envpool): the next runner
+    (its env_state and key passed on unused: the pool holds the states) and the env fields."""
+    action = np.asarray(action)
+    num_envs = action.shape[0]
+    if env.continuous:
+        action = np.clip(action, *env.action_bounds)
+    obs, _, reward, terminated, truncated, final_obs = env.step_host(action)
+    done = terminated | truncated
+    episode_return = np.asarray(runner.episode_return) + reward
+    episode_length = np.asarray(runner.episode_length) + 1
+    running_return = np.where(done, np.float32(0), episode_return)
+    running_length = np.where(done, np.int32(0), episode_length)
+    obs = obs.reshape(num_envs, -1)
+    next_runner = runner._replace(
+        obs=obs, episode_return=running_return, episode_length=running_length
+    )
+    final_obs = final_obs.reshape(num_envs, -1)
+    ended_return = np.where(done, episode_return, np.float32(0))
+    ended_length = np.where(done, episode_length, np.int32(0))
+    return next_runner, (reward, terminated, truncated, final_obs, ended_return, ended_length)
+
+
+def to_torch(x, device: torch.device) -> torch.Tensor:
+    """A JAX (or NumPy) array as a tensor on torch's device, without a copy where DLPack allows."""
+    if device.type == "cpu":
+        # through NumPy: a faster crossing than from JAX's array
+        x = np.asarray(x)
+    return torch.from_dlpack(x).to(device)
+
+
+def to_jax(x: torch.Tensor):
+    """A tensor for a jitted JAX call: NumPy on a CPU (a faster argument), a JAX array on a GPU."""
+    return np.from_dlpack(x) if x.is_cpu else jnp.from_dlpack(x)
+
+
+def to_host(scalars: dict) -> dict:
+    """A dict of scalar tensors as Python floats, in one transfer."""
+    floats = torch.stack(list(scalars.values())).tolist()
+    return dict(zip(scalars, floats))
+
+
+@jax.jit
+def stack_steps(steps: list):
+    """Per-step pytrees stacked into one of (num_steps, ...) arrays, in one call."""
+    return jax.tree.map(lambda *fields: jnp.stack(fields), *steps)
+
+
+def adam_options(compile_mode: str) -> dict:
+    """torch.optim.Adam's options: eager, the fused Adam; compiled, one torch.compile captures."""
+    if compile_mode in COMPILED:
+        return dict(foreach=False, capturable=True)
+    return dict(fused=True)
+
+
+def compiled_steps(compile_mode: str, agent: torch.nn.Module, minibatch_step, obs):
+    """The agent's policy step and the minibatch step, as compile_mode sets them up; obs: a batch
+    of observations (a JAX array), which a traced policy is traced with."""
+    obs = to_torch(obs, next(agent.parameters()).device)
+    policy, step = agent.get_action_and_value, minibatch_step
+    if compile_mode in COMPILED:
+        # static shapes: compiled once, in iteration 0, the backward in the forward's graph;
+        # compiled before partial binds its arguments: one code object for every agent
+        torch._dynamo.config.trace_autograd_ops = True
+        options = dict(dynamic=False, **COMPILED[compile_mode])
+        step = torch.compile(step, **options)
+        if obs.is_cuda:
+            policy = torch.compile(policy, fullgraph=True, **options)
+    if compile_mode == "torchscript" or (compile_mode == "compile" and obs.is_cpu):
+        # on a CPU, a compiled call's ~40 us overhead outweighs its gain: traced, the cheapest;
+        # traced, not frozen: the trace reads the weights as they change
+        noise = torch.rand(len(obs), agent.num_actions, device=obs.device)
+        policy = torch.jit.trace_module(agent, {"get_action_and_value": (obs, noise)})
+        policy = policy.get_action_and_value
+    if compile_mode == "cudagraphs":
+        # a CUDA graph's outputs are overwritten by its next replay: keep copies
+        policy = partial(cloned_outputs, policy)
+    return policy, step
+
+
+def cloned_outputs(fn, *args):
+    return [output.clone() for output in fn(*args)]
