@@ -327,8 +327,8 @@ class Envpool:
 
 def host_call(fn, shapes, *args):
     """fn(*args) run on the host from JAX, once per call (a side effect: never dropped or repeated), with NumPy
-    arrays in and out, also inside jit and lax.scan. On a CPU, by buffer_callback: about 10 us a call here, where
-    io_callback takes about 170 us (benchmarks/envpool_calls.py); io_callback on other devices."""
+    arrays in and out, also inside jit and lax.scan. On a CPU, by buffer_callback: io_callback took about 140 us a
+    call more here (benchmarks/envpool_calls.py); io_callback on other devices."""
     if jax.default_backend() != "cpu":
         return io_callback(fn, shapes, *args, ordered=True)
 
