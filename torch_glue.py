@@ -84,7 +84,7 @@ def host_step(env, runner, action):
 
 
 def to_torch(x, device: torch.device) -> torch.Tensor:
-    """A JAX (or NumPy) array as a tensor on torch's device, without a copy where DLPack allows."""
+    """A JAX or NumPy array (or a tensor) on torch's device, without a copy where DLPack allows."""
     if device.type == "cpu":
         # through NumPy: a faster crossing than from JAX's array
         x = np.asarray(x)
@@ -117,7 +117,7 @@ def adam_options(compile_mode: str) -> dict:
 
 def compiled_steps(compile_mode: str, agent: torch.nn.Module, minibatch_step, obs):
     """The agent's policy step and the minibatch step, as compile_mode sets them up; obs: a batch
-    of observations (a JAX array), which a traced policy is traced with."""
+    of observations (a JAX or NumPy array, or a tensor), which a traced policy is traced with."""
     obs = to_torch(obs, next(agent.parameters()).device)
     policy, step = agent.get_action_and_value, minibatch_step
     if compile_mode in COMPILED:

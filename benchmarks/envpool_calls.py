@@ -75,10 +75,10 @@ def host_patterns(env_id: str, num_envs: int, threads: int) -> dict:
     patterns that step a pool on the host."""
     env, _ = env_adapters.make_envpool(env_id, num_envs, seed=0, num_threads=threads)
     actions = random_actions(env, num_envs)
-    _, steps = env.reset(None)
-    runners = {}
-    for name in ("host", "jitted"):
-        runners[name] = ppo_torch.reset_envs(env, None, jax.random.key(0), num_envs)
+    # one reset for every pattern: the torch ones carry their own episode counts over the same pool
+    runner = ppo_torch.reset_envs(env, None, jax.random.key(0), num_envs)
+    steps = runner.env_state
+    runners = {"host": runner, "jitted": runner}
     jitted_step = jax.jit(partial(ppo_torch.step_envs, env, None))
 
     def torch_host_step():
