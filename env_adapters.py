@@ -253,8 +253,8 @@ def make_envpool(env_id: str, num_envs: int, seed: int, num_threads: int = 0):
 class Envpool:
     """An envpool pool with gymnax's contract, stepped on the host (its NumPy API) in two ways:
 
-    - reset_host / step_host: NumPy in, NumPy out (ppo_torch.py steps these in its Python loop, as CleanRL
-      steps envpool);
+    - reset_host / step_host: NumPy in, NumPy out; host_step: step_host with step's contract (ppo_torch.py
+      steps it in its Python loop, as CleanRL steps envpool);
     - reset / step: the same from JAX, through a host callback (host_call), so a jitted lax.scan rollout steps it.
 
     envpool resets an env one call late: the call after the one that ends an episode resets it, ignores its
@@ -302,6 +302,12 @@ class Envpool:
             obs[done_ids], reset_info = self.pool.reset(done_ids)
             steps[done_ids] = reset_info["elapsed_step"]
         return obs, steps, reward.astype(np.float32), terminated, truncated & ~terminated, final_obs
+
+    def host_step(self, states, actions):
+        """step's contract in NumPy, with no JAX call (ppo_torch.py's rollout steps it): (obs, states, reward,
+        terminated, truncated, info); the states are each env's step count, as step's."""
+        obs, steps, reward, terminated, truncated, final_obs = self.step_host(actions)
+        return obs, steps, reward, terminated, truncated, {"final_observation": final_obs}
 
     # ---------------------------------------------------------------------------- JAX, by a host callback
     def step_shapes(self):

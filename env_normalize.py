@@ -13,6 +13,7 @@ from typing import NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 CLIP = 10.0  # normalised observations and rewards are clipped to [-CLIP, CLIP]
 
@@ -51,7 +52,9 @@ def scale(x, stats: RunningStats, center: bool = True):
     """x in units of the running standard deviation (centred on the running mean for observations), clipped to
     +-CLIP as CleanRL's wrappers and SB3's VecNormalize clip it: an outlier early on, when the statistics have seen
     few samples, cannot reach the network as a huge input or the value loss as a huge reward."""
-    return jnp.clip(((x - stats.mean) if center else x) / jnp.sqrt(stats.var + 1e-8), -CLIP, CLIP)
+    # NumPy arrays stay NumPy (host_step); JAX arrays, traced or not, go through jnp
+    xp = np if isinstance(x, np.ndarray) else jnp
+    return xp.clip(((x - stats.mean) if center else x) / xp.sqrt(stats.var + 1e-8), -CLIP, CLIP)
 
 
 class NormalizeState(NamedTuple):
@@ -83,6 +86,9 @@ class Normalize:
             env.continuous,
             env.action_bounds,
         )
+        if hasattr(env, "host_step"):
+            # an envpool pool's NumPy step, normalised in NumPy: ppo_torch.py steps it with no JAX call
+            self.host_step = self.normalized_host_step
 
     def reset(self, keys, params):
         obs, env_state = self.env.reset(keys, params)
@@ -93,20 +99,33 @@ class Normalize:
         return (scale(obs, obs_stats) if self.obs else obs), state
 
     def step(self, keys, state: NormalizeState, actions, params):
-        obs, env_state, reward, terminated, truncated, info = self.env.step(
-            keys, state.env_state, actions, params
-        )
+        stepped = self.env.step(keys, state.env_state, actions, params)
+        return self.normalized(state, *stepped)
+
+    def normalized_host_step(self, state: NormalizeState, actions):
+        """step in NumPy, for an env with a NumPy host_step (env_adapters.Envpool): no JAX call, the same
+        arithmetic in float32."""
+        stepped = self.env.host_step(state.env_state, actions)
+        state = jax.tree.map(np.asarray, state)
+        return self.normalized(state, *stepped)
+
+    def normalized(
+        self, state: NormalizeState, obs, env_state, reward, terminated, truncated, info
+    ):
+        """The wrapped env's step, normalised: step's outputs, and the statistics updated."""
         info = {**info, "raw_reward": reward}
         obs_stats, return_stats, returns = state.obs_stats, state.return_stats, state.returns
         if self.obs:
-            obs_stats = merge(obs_stats, obs.astype(jnp.float32))
+            obs_stats = merge(obs_stats, obs.astype(np.float32))
             obs, info["final_observation"] = (
                 scale(obs, obs_stats),
                 scale(info["final_observation"], obs_stats),
             )
         if self.reward:
             done = terminated | truncated
-            returns = returns * self.gamma * (1.0 - done) + reward.astype(jnp.float32)
+            returns = returns * self.gamma * (1 - done.astype(np.float32)) + reward.astype(
+                np.float32
+            )
             return_stats = merge(return_stats, returns)
             reward = scale(reward, return_stats, center=False)
         state = NormalizeState(env_state, obs_stats, return_stats, returns)

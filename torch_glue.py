@@ -52,32 +52,37 @@ def synchronize(device: torch.device, *jax_values) -> None:
 
 
 def env_step(env, env_params, step_envs):
-    """What rollout calls each step: the script's step_envs, jitted; for an envpool pool (one with
-    step_host, not wrapped by env_normalize), host_step: NumPy only, as CleanRL steps envpool, with
-    no JAX call per step (benchmarks/envpool_calls.py times both)."""
-    if hasattr(env, "step_host"):
+    """What rollout calls each step: the script's step_envs, jitted; for an envpool pool, raw or
+    normalised by env_normalize (an env with host_step), host_step: NumPy only, as CleanRL steps
+    envpool, with no JAX call per step (benchmarks/envpool_calls.py times both)."""
+    if hasattr(env, "host_step"):
         return partial(host_step, env)
     return jax.jit(partial(step_envs, env, env_params))
 
 
 def host_step(env, runner, action):
-    """The script's step_envs in NumPy for an envpool pool (env_adapters.Envpool): the next runner
-    (its env_state and key passed on unused: the pool holds the states) and the env fields."""
+    """The script's step_envs in NumPy for an env with a NumPy host_step (env_adapters.Envpool): the
+    next runner (its key passed on unused: the pool holds the states) and the env fields."""
     action = np.asarray(action)
     num_envs = action.shape[0]
     if env.continuous:
         action = np.clip(action, *env.action_bounds)
-    obs, _, reward, terminated, truncated, final_obs = env.step_host(action)
+    stepped = env.host_step(runner.env_state, action)
+    obs, env_state, reward, terminated, truncated, info = stepped
     done = terminated | truncated
-    episode_return = np.asarray(runner.episode_return) + reward
+    # unscaled, even with --norm-reward
+    episode_return = np.asarray(runner.episode_return) + info.get("raw_reward", reward)
     episode_length = np.asarray(runner.episode_length) + 1
     running_return = np.where(done, np.float32(0), episode_return)
     running_length = np.where(done, np.int32(0), episode_length)
     obs = obs.reshape(num_envs, -1)
     next_runner = runner._replace(
-        obs=obs, episode_return=running_return, episode_length=running_length
+        env_state=env_state,
+        obs=obs,
+        episode_return=running_return,
+        episode_length=running_length,
     )
-    final_obs = final_obs.reshape(num_envs, -1)
+    final_obs = info["final_observation"].reshape(num_envs, -1)
     ended_return = np.where(done, episode_return, np.float32(0))
     ended_length = np.where(done, episode_length, np.int32(0))
     return next_runner, (reward, terminated, truncated, final_obs, ended_return, ended_length)

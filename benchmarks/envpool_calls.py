@@ -6,7 +6,7 @@ torch rollout (a Python loop) in one. This times, in microseconds per env step o
 - "step_host": env_adapters.Envpool.step_host, the NumPy step plus the same-step reset of the done envs;
 - "torch host step": torch_glue.host_step, what ppo_torch.py calls per step (the episode counts too);
 - "torch jitted step": ppo_torch.step_envs jitted and called per step, what ppo_torch.py would call without
-  host_step (the path of an env wrapped by env_normalize);
+  host_step;
 - "adapter in scan": env_adapters.Envpool.step inside a jitted 256-step lax.scan, what the JAX scripts run
   (step_host through buffer_callback);
 - "io_callback in scan": the same step_host through jax.experimental.io_callback instead;

@@ -29,6 +29,7 @@ from test_scripts import (
 )
 
 import env_adapters
+import env_normalize
 import torch_glue
 from helpers import ENV_FIELDS, STUDY, TINY, only_run_dir, read_json, run_script, scalar_series
 
@@ -306,10 +307,18 @@ def parity_actions(env_id: str):
     return (3 * rng.normal(size=(steps, PARITY_NUM_ENVS, dims))).astype(np.float32)
 
 
-def jax_glue_rollout(module, env_id: str, actions):
+def parity_env(module, env_id: str, normalized: bool):
+    """A script's make_env on envpool, wrapped as --norm-obs --norm-reward wrap it where normalized."""
+    env, params = module.make_env(env_id, "envpool", PARITY_NUM_ENVS, PARITY_SEED, 1)
+    if normalized:
+        env = env_normalize.normalize(env, obs=True, reward=True, gamma=0.99)
+    return env, params
+
+
+def jax_glue_rollout(module, env_id: str, actions, normalized=False):
     """A JAX script's make_env, reset_envs and step_envs, stepped in a jitted lax.scan as its rollout does: the
     reset observation and the stacked (num_steps, ...) fields, NumPy."""
-    env, params = module.make_env(env_id, "envpool", PARITY_NUM_ENVS, PARITY_SEED, 1)
+    env, params = parity_env(module, env_id, normalized)
     runner = module.reset_envs(env, params, jax.random.key(0), PARITY_NUM_ENVS)
 
     @jax.jit
@@ -335,10 +344,11 @@ def torch_env_rollout(env, params, env_step, actions):
     return reset_obs, [torch_glue.to_torch(x, torch.device("cpu")).numpy() for x in stacked]
 
 
-def torch_host_rollout(env_id: str, actions):
-    """ppo_torch.py's envpool path: torch_glue.env_step picks host_step, NumPy on the host, for a raw pool."""
+def torch_host_rollout(env_id: str, actions, normalized=False):
+    """ppo_torch.py's envpool path: torch_glue.env_step picks host_step, NumPy on the host, for a pool, raw or
+    normalised."""
     module = MODULES["torch"]
-    env, params = module.make_env(env_id, "envpool", PARITY_NUM_ENVS, PARITY_SEED, 1)
+    env, params = parity_env(module, env_id, normalized)
     env_step = torch_glue.env_step(env, params, module.step_envs)
     assert env_step.func is torch_glue.host_step
     return torch_env_rollout(env, params, env_step, actions)
@@ -436,3 +446,22 @@ def test_learns_cartpole_on_envpool(framework, log_dir):
     assert summary["final_return"] >= 400, summary
     returns = [value for _, value in scalar_series(run_dir, "charts/episodic_return")][-10:]
     assert summary["final_return"] == pytest.approx(np.mean(returns), rel=1e-6)
+
+
+@pytest.mark.parametrize("env_id", ["CartPole-v1", "HalfCheetah-v4"])
+def test_torch_steps_a_normalised_pool_on_the_host_as_jax_does(env_id):
+    """With --norm-obs --norm-reward, ppo_torch.py steps an envpool pool through env_normalize's NumPy host_step
+    (no JAX call a step: a JAX call cost 542 against 209 us a step, benchmarks/envpool_calls.py), and it gives what
+    a JAX script's jitted scan gives: the same normalised obs, rewards and final obs, within float32 rounding (the
+    two sum the statistics in different orders), and the same raw episode returns and done flags."""
+    actions = parity_actions(env_id)
+    reset_obs, fields = torch_host_rollout(env_id, actions, normalized=True)
+    expected_obs, expected = jax_glue_rollout(MODULES["linen"], env_id, actions, normalized=True)
+    np.testing.assert_allclose(reset_obs, expected_obs, rtol=1e-5, atol=1e-6)
+    for field, actual, wanted in zip(PARITY_FIELDS, fields, expected, strict=True):
+        actual = actual.reshape(len(actions), -1)
+        wanted = wanted.astype(np.float32).reshape(len(actions), -1)
+        np.testing.assert_allclose(actual, wanted, rtol=1e-4, atol=1e-5, err_msg=field)
+    raw_obs, raw = torch_host_rollout(env_id, actions)
+    # normalised: the observations and rewards are not the raw ones
+    assert not np.allclose(fields[0], raw[0]) and not np.allclose(fields[1], raw[1])
