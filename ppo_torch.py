@@ -304,8 +304,7 @@ class TrainState(NamedTuple):
 
 @torch.no_grad()
 def rollout(env_step, args: Args, state: TrainState, runner: Runner):
-    """Collects num_steps x num_envs transitions, then computes GAE. env_step: step_envs jitted, or
-    envpool's NumPy step (torch_glue.env_step), called step by step where the JAX scripts scan."""
+    """Collects num_steps x num_envs transitions, a step at a time where JAX scans; then GAE."""
     device = state.generator.device
     shape = (args.num_steps, args.num_envs, state.agent.num_actions)
     noise = torch.rand(shape, generator=state.generator, device=device)
@@ -480,12 +479,12 @@ def main():
         optimizer, lr_schedule = make_optimizer(args, agent)
         policy, step = torch_glue.compiled_steps(args.compile, agent, minibatch_step, runner.obs)
         state = TrainState(agent, generator, policy, partial(step, agent, optimizer, args))
-        env_step = torch_glue.env_step(env, env_params, step_envs)
-        rollout_fn = partial(rollout, env_step, args)
+        rollout_fn = partial(rollout, torch_glue.env_step(env, env_params, step_envs), args)
         book.setup_done()
         setup_s = time.perf_counter() - START
         print(f"{run_name}: setup {setup_s:.1f}s on {config['device_name']}", flush=True)
         after_compile = []
+        threads = torch_glue.ThreadGovernor()
         for iteration in range(args.num_iterations):
             book.check_signals()  # a SIGINT or SIGTERM stops the run here...
             # the rate of this iteration's last optimizer step, read before the timer starts
@@ -525,6 +524,7 @@ def main():
             # iteration 0 compiles: not for the ETA
             if iteration > 0:
                 after_compile.append(iteration_time)
+                threads.iteration_done(iteration_time)
             print(progress(args, iteration, scalars, after_compile), flush=True)
     if args.track:
         wandb.finish()

@@ -6,6 +6,7 @@ A copy of ppo_torch.py that trains on gymnax needs this file and no other.
 
 import logging
 import os
+import time
 import warnings
 from functools import partial
 
@@ -143,6 +144,90 @@ def compiled_steps(compile_mode: str, agent: torch.nn.Module, minibatch_step, ob
         # a CUDA graph's outputs are overwritten by its next replay: keep copies
         policy = partial(cloned_outputs, policy)
     return policy, step
+
+
+class ThreadGovernor:
+    """torch's intra-op threads, iteration by iteration: all of them (torch's default, or
+    OMP_NUM_THREADS), or one while other processes take the cores and one thread is faster. OpenMP
+    splits each op evenly between its threads and waits for the last one: when a competing process
+    deschedules one, every op waits for it (benchmarks/busy_machine.py: steady iterations 3x slower
+    on 2 cores beside one busy loop), where a single thread never waits. JAX's pool steals work.
+
+    After each iteration it reads how much CPU other processes took on this process's cores
+    (Linux's /proc/stat; elsewhere it does nothing). From `busy` cores' worth on, it tries one
+    thread and keeps it if an iteration on it is faster than the last on all threads (the first
+    iteration on a new thread count recompiles: not compared); a lost try waits `retry_every`
+    iterations. All threads come back once the others take less than `busy` cores."""
+
+    def __init__(self, busy: float = 0.5, retry_every: int = 10):
+        self.all = torch.get_num_threads()
+        self.busy, self.retry_every = busy, retry_every
+        self.active = self.all > 1 and os.path.exists("/proc/stat")
+        self.cores = os.sched_getaffinity(0) if self.active else set()
+        self.compiled = {self.all}  # thread counts that torch.compile has compiled for
+        self.since_switch = retry_every  # iterations since the last switch
+        # the iteration before a try (0 when none is on), iterations of the try not to compare
+        self.before, self.skip = 0.0, 0
+        # the first call only starts the count: compiling is done by TorchInductor's subprocesses
+        self.last = None
+
+    def cpu_seconds(self):
+        """(wall, this process's CPU, every process's busy CPU on its cores), in seconds now."""
+        if not self.active:
+            return 0.0, 0.0, 0.0
+        with open("/proc/stat") as stat:
+            busy_ticks = cores_busy_ticks(stat.read(), self.cores)
+        own = os.times()
+        return time.monotonic(), own.user + own.system, busy_ticks / os.sysconf("SC_CLK_TCK")
+
+    def iteration_done(self, seconds: float) -> None:
+        """Counts an iteration (not one that compiles) and sets the threads of the next."""
+        now, last = self.cpu_seconds(), self.last
+        self.last = now
+        if last is None:
+            return
+        wall, own, busy = [b - a for a, b in zip(last, now)]
+        if self.active and wall > 0:
+            self.decide(seconds, others=max(0.0, busy - own) / wall)
+
+    def decide(self, seconds: float, others: float) -> None:
+        """The next iteration's threads, from this one's seconds and the cores others took."""
+        threads = torch.get_num_threads()
+        self.since_switch += 1
+        if self.skip > 0:
+            self.skip -= 1
+        elif self.before > 0:
+            lost = seconds >= self.before
+            self.before = 0.0
+            if lost:
+                self.switch(self.all, f"one thread no faster ({seconds:.2f}s)")
+        elif threads == self.all and others >= self.busy and self.since_switch > self.retry_every:
+            self.before = seconds
+            self.switch(1, f"other processes take {others:.1f} of its cores, trying one")
+        elif threads < self.all and others < self.busy:
+            self.switch(self.all, f"other processes take {others:.1f} of its cores")
+
+    def switch(self, threads: int, why: str) -> None:
+        print(f"torch threads {torch.get_num_threads()} -> {threads}: {why}", flush=True)
+        torch.set_num_threads(threads)
+        self.since_switch = 0
+        if threads not in self.compiled:
+            self.compiled.add(threads)
+            self.skip = 1
+
+
+def cores_busy_ticks(proc_stat: str, cores: set) -> int:
+    """The clock ticks that the given cores spent busy (not idle, not waiting for I/O), from the
+    text of Linux's /proc/stat."""
+    ticks = 0
+    for line in proc_stat.splitlines():
+        name, *fields = line.split()
+        if not (name.startswith("cpu") and name[3:].isdigit() and int(name[3:]) in cores):
+            continue
+        # user nice system idle iowait irq softirq steal (guest time is within user)
+        values = [int(field) for field in fields[:8]]
+        ticks += sum(values) - values[3] - values[4]
+    return ticks
 
 
 def cloned_outputs(fn, *args):
