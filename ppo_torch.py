@@ -480,11 +480,11 @@ def main():
         policy, step = torch_glue.compiled_steps(args.compile, agent, minibatch_step, runner.obs)
         state = TrainState(agent, generator, policy, partial(step, agent, optimizer, args))
         rollout_fn = partial(rollout, torch_glue.env_step(env, env_params, step_envs), args)
+        threads = torch_glue.ThreadGovernor()
         book.setup_done()
         setup_s = time.perf_counter() - START
         print(f"{run_name}: setup {setup_s:.1f}s on {config['device_name']}", flush=True)
         after_compile = []
-        threads = torch_glue.ThreadGovernor()
         for iteration in range(args.num_iterations):
             book.check_signals()  # a SIGINT or SIGTERM stops the run here...
             # the rate of this iteration's last optimizer step, read before the timer starts
@@ -524,7 +524,7 @@ def main():
             # iteration 0 compiles: not for the ETA
             if iteration > 0:
                 after_compile.append(iteration_time)
-                threads.iteration_done(iteration_time)
+                threads.iteration_done()
             print(progress(args, iteration, scalars, after_compile), flush=True)
     if args.track:
         wandb.finish()

@@ -147,73 +147,62 @@ def compiled_steps(compile_mode: str, agent: torch.nn.Module, minibatch_step, ob
 
 
 class ThreadGovernor:
-    """torch's intra-op threads, iteration by iteration: all of them (torch's default, or
-    OMP_NUM_THREADS), or one while other processes take the cores and one thread is faster. OpenMP
-    splits each op evenly between its threads and waits for the last one: when a competing process
-    deschedules one, every op waits for it (benchmarks/busy_machine.py: steady iterations 3x slower
-    on 2 cores beside one busy loop), where a single thread never waits. JAX's pool steals work.
+    """torch's intra-op threads, iteration by iteration: the cores of this process that other
+    processes leave free (all of them on a quiet machine: torch's default, or OMP_NUM_THREADS).
+    OpenMP splits each op evenly between its threads and waits for the last one: when a competing
+    process deschedules one, every op waits for it (benchmarks/busy_machine.py: steady iterations
+    3x slower on 2 cores beside one busy loop). JAX's pool steals the work instead.
 
-    After each iteration it reads how much CPU other processes took on this process's cores
-    (Linux's /proc/stat; elsewhere it does nothing). From `busy` cores' worth on, it tries one
-    thread and keeps it if an iteration on it is faster than the last on all threads (the first
-    iteration on a new thread count recompiles: not compared); a lost try waits `retry_every`
-    iterations. All threads come back once the others take less than `busy` cores."""
+    It reads how much CPU other processes take on this process's cores (Linux's /proc/stat;
+    elsewhere it does nothing): for sample_s before the first iteration, so that a machine busy
+    from the start compiles for the right count, then over each iteration after the first. Each
+    thread count is a graph of its own for torch.compile (recompiled once, on first use): at most
+    max_counts of them, and one thread."""
 
-    def __init__(self, busy: float = 0.5, retry_every: int = 10):
+    def __init__(self, sample_s: float = 0.1, max_counts: int = 4):
         self.all = torch.get_num_threads()
-        self.busy, self.retry_every = busy, retry_every
+        self.max_counts = max_counts
         self.active = self.all > 1 and os.path.exists("/proc/stat")
         self.cores = os.sched_getaffinity(0) if self.active else set()
-        self.compiled = {self.all}  # thread counts that torch.compile has compiled for
-        self.since_switch = retry_every  # iterations since the last switch
-        # the iteration before a try (0 when none is on), iterations of the try not to compare
-        self.before, self.skip = 0.0, 0
-        # the first call only starts the count: compiling is done by TorchInductor's subprocesses
+        self.compiled = {self.all}
+        # the first iteration_done only starts the count: TorchInductor compiles in subprocesses
         self.last = None
+        if self.active:
+            start = self.cpu_seconds()
+            time.sleep(sample_s)
+            self.set_threads(self.others_since(start))
 
     def cpu_seconds(self):
         """(wall, this process's CPU, every process's busy CPU on its cores), in seconds now."""
-        if not self.active:
-            return 0.0, 0.0, 0.0
         with open("/proc/stat") as stat:
             busy_ticks = cores_busy_ticks(stat.read(), self.cores)
         own = os.times()
         return time.monotonic(), own.user + own.system, busy_ticks / os.sysconf("SC_CLK_TCK")
 
-    def iteration_done(self, seconds: float) -> None:
+    def others_since(self, last) -> float:
+        """The cores' worth of CPU that other processes took on this process's cores since last."""
+        wall, own, busy = [b - a for a, b in zip(last, self.cpu_seconds())]
+        return max(0.0, busy - own) / wall
+
+    def iteration_done(self) -> None:
         """Counts an iteration (not one that compiles) and sets the threads of the next."""
-        now, last = self.cpu_seconds(), self.last
-        self.last = now
-        if last is None:
+        if not self.active:
             return
-        wall, own, busy = [b - a for a, b in zip(last, now)]
-        if self.active and wall > 0:
-            self.decide(seconds, others=max(0.0, busy - own) / wall)
+        if self.last is not None:
+            self.set_threads(self.others_since(self.last))
+        self.last = self.cpu_seconds()
 
-    def decide(self, seconds: float, others: float) -> None:
-        """The next iteration's threads, from this one's seconds and the cores others took."""
-        threads = torch.get_num_threads()
-        self.since_switch += 1
-        if self.skip > 0:
-            self.skip -= 1
-        elif self.before > 0:
-            lost = seconds >= self.before
-            self.before = 0.0
-            if lost:
-                self.switch(self.all, f"one thread no faster ({seconds:.2f}s)")
-        elif threads == self.all and others >= self.busy and self.since_switch > self.retry_every:
-            self.before = seconds
-            self.switch(1, f"other processes take {others:.1f} of its cores, trying one")
-        elif threads < self.all and others < self.busy:
-            self.switch(self.all, f"other processes take {others:.1f} of its cores")
-
-    def switch(self, threads: int, why: str) -> None:
-        print(f"torch threads {torch.get_num_threads()} -> {threads}: {why}", flush=True)
+    def set_threads(self, others: float) -> None:
+        """As many threads as the cores that others leave free, rounded; at least one."""
+        threads = max(1, self.all - round(others))
+        if threads not in self.compiled and len(self.compiled) >= self.max_counts:
+            # the largest count already compiled that fits, or one thread
+            threads = max([count for count in self.compiled if count <= threads], default=1)
+        if threads == torch.get_num_threads():
+            return
+        print(f"torch threads -> {threads}: others take {others:.1f} of its cores", flush=True)
         torch.set_num_threads(threads)
-        self.since_switch = 0
-        if threads not in self.compiled:
-            self.compiled.add(threads)
-            self.skip = 1
+        self.compiled.add(threads)
 
 
 def cores_busy_ticks(proc_stat: str, cores: set) -> int:
