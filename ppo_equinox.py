@@ -46,6 +46,8 @@ class Args:
     """envpool's worker threads (0: envpool's default, one per core up to --num-envs)"""
     model_size: Literal["small", "medium", "large"] = "small"
     """hidden layers of actor and critic: small (64, 64), medium (256,) * 3, large (1024,) * 6"""
+    dtype: Literal["float32", "bfloat16"] = "float32"
+    """the networks' compute type; bfloat16: mixed precision (parameters, loss, GAE: float32)"""
     seed: int = 1
     """seed of the experiment (JAX keys for the environment, the init and the sampling)"""
     num_envs: int = 32
@@ -136,11 +138,14 @@ class Args:
 
 # ---------------------------------------------------------------------------------------- network
 class MLP(eqx.Module):
-    """tanh MLP, orthogonal init (gain sqrt(2) on hidden layers), zero biases; one observation."""
+    """tanh MLP, orthogonal init (gain sqrt(2) on hidden layers), zero biases; one observation;
+    float32 parameters and output, computed in dtype (bfloat16: the matrix products and tanh)."""
 
     layers: list[eqx.nn.Linear]
+    dtype: str = eqx.field(static=True)
 
-    def __init__(self, in_dim: int, hidden_sizes, out_dim: int, out_gain: float, key):
+    def __init__(self, in_dim: int, hidden_sizes, out_dim: int, out_gain: float, key, dtype):
+        self.dtype = dtype
         sizes = (in_dim, *hidden_sizes, out_dim)
         gains = [np.sqrt(2)] * len(hidden_sizes) + [out_gain]
         keys = jax.random.split(key, len(gains))
@@ -152,9 +157,12 @@ class MLP(eqx.Module):
             self.layers.append(layer)
 
     def __call__(self, x):
-        for dense in self.layers[:-1]:
+        # the input and the parameters cast to dtype at call time: the parameters stay float32
+        layers = jax.tree.map(lambda param: param.astype(self.dtype), self.layers)
+        x = x.astype(self.dtype)
+        for dense in layers[:-1]:
             x = jnp.tanh(dense(x))
-        return self.layers[-1](x)
+        return layers[-1](x).astype(jnp.float32)
 
 
 class Agent(eqx.Module):
@@ -165,10 +173,10 @@ class Agent(eqx.Module):
     log_std: Optional[jax.Array]  # None for discrete actions
     continuous: bool = eqx.field(static=True)
 
-    def __init__(self, obs_dim: int, hidden_sizes, num_actions: int, continuous: bool, key):
+    def __init__(self, obs_dim, hidden_sizes, num_actions, continuous, key, dtype="float32"):
         actor_key, critic_key = jax.random.fold_in(key, 0), jax.random.fold_in(key, 1)
-        self.actor = MLP(obs_dim, hidden_sizes, num_actions, out_gain=0.01, key=actor_key)
-        self.critic = MLP(obs_dim, hidden_sizes, 1, out_gain=1.0, key=critic_key)
+        self.actor = MLP(obs_dim, hidden_sizes, num_actions, 0.01, actor_key, dtype)
+        self.critic = MLP(obs_dim, hidden_sizes, 1, 1.0, critic_key, dtype)
         self.log_std = jnp.zeros(num_actions) if continuous else None
         self.continuous = continuous
 
@@ -460,7 +468,8 @@ def main():
 
         # jitted: one program to compile, not one per op
         sizes, obs_dim = MODEL_SIZES[args.model_size], runner.obs.shape[-1]
-        agent = eqx.filter_jit(Agent)(obs_dim, sizes, env.num_actions, env.continuous, key=init_key)
+        shape = (obs_dim, sizes, env.num_actions, env.continuous)
+        agent = eqx.filter_jit(Agent)(*shape, init_key, args.dtype)
         tx, lr_schedule = make_optimizer(args)
         opt_state = tx.init(eqx.filter(agent, eqx.is_array))
         rollout_fn = partial(rollout, env, env_params, args)

@@ -47,6 +47,8 @@ class Args:
     """envpool's worker threads (0: envpool's default, one per core up to --num-envs)"""
     model_size: Literal["small", "medium", "large"] = "small"
     """hidden layers of actor and critic: small (64, 64), medium (256,) * 3, large (1024,) * 6"""
+    dtype: Literal["float32", "bfloat16"] = "float32"
+    """the networks' compute type; bfloat16: mixed precision (parameters, loss, GAE: float32)"""
     seed: int = 1
     """seed of the experiment (JAX keys for the environment, the init and the sampling)"""
     num_envs: int = 32
@@ -136,20 +138,22 @@ class Args:
 
 # ---------------------------------------------------------------------------------------- network
 class MLP(nn.Module):
-    """tanh MLP, orthogonal init (gain sqrt(2) on hidden layers), zero biases."""
+    """tanh MLP, orthogonal init (gain sqrt(2) on hidden layers), zero biases; float32 parameters
+    and output, computed in dtype (bfloat16: the matrix products and tanh, mixed precision)."""
 
     hidden_sizes: Sequence[int]
     out_dim: int
     out_gain: float
+    dtype: str = "float32"
 
     @nn.compact
     def __call__(self, x):
-        zeros = nn.initializers.zeros
+        # Dense casts its input and kernel to dtype; its parameters stay float32 (param_dtype)
+        dense = partial(nn.Dense, bias_init=nn.initializers.zeros, dtype=self.dtype)
         for size in self.hidden_sizes:
-            kernel_init = nn.initializers.orthogonal(np.sqrt(2))
-            x = nn.tanh(nn.Dense(size, kernel_init=kernel_init, bias_init=zeros)(x))
-        kernel_init = nn.initializers.orthogonal(self.out_gain)
-        return nn.Dense(self.out_dim, kernel_init=kernel_init, bias_init=zeros)(x)
+            x = nn.tanh(dense(size, kernel_init=nn.initializers.orthogonal(np.sqrt(2)))(x))
+        x = dense(self.out_dim, kernel_init=nn.initializers.orthogonal(self.out_gain))(x)
+        return x.astype(jnp.float32)
 
 
 class Agent(nn.Module):
@@ -158,10 +162,11 @@ class Agent(nn.Module):
     hidden_sizes: Sequence[int]
     num_actions: int
     continuous: bool = False
+    dtype: str = "float32"
 
     def setup(self):
-        self.actor = MLP(self.hidden_sizes, self.num_actions, out_gain=0.01)
-        self.critic = MLP(self.hidden_sizes, 1, out_gain=1.0)
+        self.actor = MLP(self.hidden_sizes, self.num_actions, out_gain=0.01, dtype=self.dtype)
+        self.critic = MLP(self.hidden_sizes, 1, out_gain=1.0, dtype=self.dtype)
         if self.continuous:
             self.log_std = self.param("log_std", nn.initializers.zeros, (self.num_actions,))
 
@@ -441,7 +446,7 @@ def main():
         writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
         env_key, init_key, update_key = jax.random.split(jax.random.key(args.seed), 3)
         runner = reset_envs(env, env_params, env_key, args.num_envs)
-        agent = Agent(MODEL_SIZES[args.model_size], env.num_actions, env.continuous)
+        agent = Agent(MODEL_SIZES[args.model_size], env.num_actions, env.continuous, args.dtype)
         tx, lr_schedule = make_optimizer(args)
         # jitted: one program to compile, not one per op
         params = jax.jit(agent.init)(init_key, runner.obs)

@@ -46,6 +46,8 @@ class Args:
     """envpool's worker threads (0: envpool's default, one per core up to --num-envs)"""
     model_size: Literal["small", "medium", "large"] = "small"
     """hidden layers of actor and critic: small (64, 64), medium (256,) * 3, large (1024,) * 6"""
+    dtype: Literal["float32", "bfloat16"] = "float32"
+    """the networks' compute type; bfloat16: mixed precision (parameters, loss, GAE: float32)"""
     seed: int = 1
     """seed of the experiment (JAX keys for the environment, the init and the sampling)"""
     num_envs: int = 32
@@ -136,30 +138,32 @@ class Args:
 
 # ---------------------------------------------------------------------------------------- network
 class MLP(nnx.Module):
-    """tanh MLP, orthogonal init (gain sqrt(2) on hidden layers), zero biases."""
+    """tanh MLP, orthogonal init (gain sqrt(2) on hidden layers), zero biases; float32 parameters
+    and output, computed in dtype (bfloat16: the matrix products and tanh, mixed precision)."""
 
-    def __init__(self, in_dim: int, hidden_sizes, out_dim: int, out_gain: float, rngs):
+    def __init__(self, in_dim: int, hidden_sizes, out_dim: int, out_gain: float, rngs, dtype):
         sizes = (in_dim, *hidden_sizes, out_dim)
         gains = [np.sqrt(2)] * len(hidden_sizes) + [out_gain]
         zeros, layers = nnx.initializers.zeros, []
         for size_in, size_out, gain in zip(sizes, sizes[1:], gains):
             init = dict(kernel_init=nnx.initializers.orthogonal(gain), bias_init=zeros)
-            layers.append(nnx.Linear(size_in, size_out, **init, rngs=rngs))
+            # Linear casts its input and kernel to dtype; its parameters stay float32 (param_dtype)
+            layers.append(nnx.Linear(size_in, size_out, **init, dtype=dtype, rngs=rngs))
         self.layers = nnx.List(layers)
 
     def __call__(self, x):
         for dense in self.layers[:-1]:
             x = nnx.tanh(dense(x))
-        return self.layers[-1](x)
+        return self.layers[-1](x).astype(jnp.float32)
 
 
 class Agent(nnx.Module):
     """Separate actor and critic MLPs; the actor gives logits, or a Gaussian's mean."""
 
-    def __init__(self, obs_dim: int, hidden_sizes, num_actions: int, continuous: bool, rngs):
+    def __init__(self, obs_dim, hidden_sizes, num_actions, continuous, rngs, dtype="float32"):
         self.continuous = continuous
-        self.actor = MLP(obs_dim, hidden_sizes, num_actions, out_gain=0.01, rngs=rngs)
-        self.critic = MLP(obs_dim, hidden_sizes, 1, out_gain=1.0, rngs=rngs)
+        self.actor = MLP(obs_dim, hidden_sizes, num_actions, 0.01, rngs, dtype)
+        self.critic = MLP(obs_dim, hidden_sizes, 1, 1.0, rngs, dtype)
         if continuous:
             self.log_std = nnx.Param(jnp.zeros(num_actions))
 
@@ -446,7 +450,8 @@ def main():
         @nnx.jit
         def make_agent():
             sizes, rngs = MODEL_SIZES[args.model_size], nnx.Rngs(init_key)
-            return Agent(runner.obs.shape[-1], sizes, env.num_actions, env.continuous, rngs)
+            obs_dim = runner.obs.shape[-1]
+            return Agent(obs_dim, sizes, env.num_actions, env.continuous, rngs, args.dtype)
 
         agent = make_agent()
         tx, lr_schedule = make_optimizer(args)

@@ -48,6 +48,8 @@ class Args:
     """envpool's worker threads (0: envpool's default, one per core up to --num-envs)"""
     model_size: Literal["small", "medium", "large"] = "small"
     """hidden layers of actor and critic: small (64, 64), medium (256,) * 3, large (1024,) * 6"""
+    dtype: Literal["float32", "bfloat16"] = "float32"
+    """the networks' compute type; bfloat16: mixed precision (parameters, loss, GAE: float32)"""
     seed: int = 1
     """seed of the experiment (JAX keys for the environment, torch's for the init and sampling)"""
     num_envs: int = 32
@@ -140,9 +142,10 @@ class Args:
 
 # ---------------------------------------------------------------------------------------- network
 class MLP(nn.Sequential):
-    """tanh MLP, orthogonal init (gain sqrt(2) on hidden layers), zero biases."""
+    """tanh MLP, orthogonal init (gain sqrt(2) on hidden layers), zero biases; float32 parameters
+    and output, computed in dtype (bfloat16: the matrix products and tanh, mixed precision)."""
 
-    def __init__(self, in_dim: int, hidden_sizes, out_dim: int, out_gain: float):
+    def __init__(self, in_dim: int, hidden_sizes, out_dim: int, out_gain: float, dtype):
         sizes = (in_dim, *hidden_sizes, out_dim)
         gains = [np.sqrt(2)] * len(hidden_sizes) + [out_gain]
         layers = []
@@ -153,16 +156,22 @@ class MLP(nn.Sequential):
             layers += [layer, nn.Tanh()]
         # no tanh after the head
         super().__init__(*layers[:-1])
+        self.dtype = getattr(torch, dtype)
+
+    def forward(self, x):
+        # autocast runs Linear in dtype (and so tanh); the parameters stay float32
+        with torch.autocast(x.device.type, self.dtype, enabled=self.dtype != torch.float32):
+            return super().forward(x).float()
 
 
 class Agent(nn.Module):
     """Separate actor and critic MLPs; the actor gives logits, or a Gaussian's mean."""
 
-    def __init__(self, obs_dim: int, hidden_sizes, num_actions: int, continuous: bool):
+    def __init__(self, obs_dim, hidden_sizes, num_actions, continuous, dtype="float32"):
         super().__init__()
         self.num_actions, self.continuous = num_actions, continuous
-        self.actor = MLP(obs_dim, hidden_sizes, num_actions, out_gain=0.01)
-        self.critic = MLP(obs_dim, hidden_sizes, 1, out_gain=1.0)
+        self.actor = MLP(obs_dim, hidden_sizes, num_actions, 0.01, dtype)
+        self.critic = MLP(obs_dim, hidden_sizes, 1, 1.0, dtype)
         if continuous:
             self.log_std = nn.Parameter(torch.zeros(num_actions))
 
@@ -475,7 +484,7 @@ def main():
         generator = torch.Generator(device).manual_seed(args.seed)
         runner = reset_envs(env, env_params, jax.random.key(args.seed), args.num_envs)
         sizes, obs_dim = MODEL_SIZES[args.model_size], runner.obs.shape[-1]
-        agent = Agent(obs_dim, sizes, env.num_actions, env.continuous).to(device)
+        agent = Agent(obs_dim, sizes, env.num_actions, env.continuous, args.dtype).to(device)
         optimizer, lr_schedule = make_optimizer(args, agent)
         policy, step = torch_glue.compiled_steps(args.compile, agent, minibatch_step, runner.obs)
         state = TrainState(agent, generator, policy, partial(step, agent, optimizer, args))

@@ -178,7 +178,7 @@ class LinenSide(Side):
 
     def __init__(self, weights, args):
         super().__init__(weights, args)
-        self.agent = ppo_linen.Agent(self.hidden, self.num_actions, self.continuous)
+        self.agent = ppo_linen.Agent(self.hidden, self.num_actions, self.continuous, args.dtype)
         params = {
             name: {
                 f"Dense_{i}": {"kernel": jnp.asarray(w), "bias": jnp.asarray(b)}
@@ -291,7 +291,7 @@ class NnxSide(CallableAgentSide):
         super().__init__(weights, args)
         shape = (self.obs_dim, self.hidden, self.num_actions, self.continuous)
         # no init: every leaf is set
-        self.agent = nnx.eval_shape(lambda: ppo_nnx.Agent(*shape, rngs=nnx.Rngs(0)))
+        self.agent = nnx.eval_shape(lambda: ppo_nnx.Agent(*shape, nnx.Rngs(0), args.dtype))
         for name in MLPS:
             for linear, (w, b) in zip(
                 self.linears(getattr(self.agent, name)), weights[name], strict=True
@@ -353,7 +353,7 @@ class EquinoxSide(CallableAgentSide):
         super().__init__(weights, args)
         shape = (self.obs_dim, self.hidden, self.num_actions, self.continuous)
         # no init: every leaf is set
-        agent = eqx.filter_eval_shape(ppo_equinox.Agent, *shape, key=jax.random.key(0))
+        agent = eqx.filter_eval_shape(ppo_equinox.Agent, *shape, jax.random.key(0), args.dtype)
         extra = ["log_std"] if self.continuous else []  # the Gaussian's log std: a leaf of its own
 
         def leaves(a):
@@ -413,7 +413,8 @@ class TorchSide(Side):
         # eager (env-jit) unless asked: the compiled whole minibatch step has its own test, test_compiled_update_agrees
         super().__init__(weights, replace(args, compile="compile" if compiled else "env-jit"))
         with torch.device("meta"):  # no init: every parameter is set below
-            agent = ppo_torch.Agent(self.obs_dim, self.hidden, self.num_actions, self.continuous)
+            shape = (self.obs_dim, self.hidden, self.num_actions, self.continuous)
+            agent = ppo_torch.Agent(*shape, self.args.dtype)
         self.agent = agent.to_empty(device="cpu")
         assert (
             len(list(agent.parameters()))
