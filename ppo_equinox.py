@@ -138,8 +138,8 @@ class Args:
 
 # ---------------------------------------------------------------------------------------- network
 class MLP(eqx.Module):
-    """tanh MLP, orthogonal init (gain sqrt(2) on hidden layers), zero biases; one observation;
-    float32 parameters and output, computed in dtype (bfloat16: the matrix products and tanh)."""
+    """tanh MLP, orthogonal init (sqrt(2) on hidden layers), zero biases; float32, run in dtype;
+    one observation."""
 
     layers: list[eqx.nn.Linear]
     dtype: str = eqx.field(static=True)

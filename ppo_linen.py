@@ -138,8 +138,7 @@ class Args:
 
 # ---------------------------------------------------------------------------------------- network
 class MLP(nn.Module):
-    """tanh MLP, orthogonal init (gain sqrt(2) on hidden layers), zero biases; float32 parameters
-    and output, computed in dtype (bfloat16: the matrix products and tanh, mixed precision)."""
+    """tanh MLP, orthogonal init (sqrt(2) on hidden layers), zero biases; float32, run in dtype."""
 
     hidden_sizes: Sequence[int]
     out_dim: int

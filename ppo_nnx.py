@@ -138,8 +138,7 @@ class Args:
 
 # ---------------------------------------------------------------------------------------- network
 class MLP(nnx.Module):
-    """tanh MLP, orthogonal init (gain sqrt(2) on hidden layers), zero biases; float32 parameters
-    and output, computed in dtype (bfloat16: the matrix products and tanh, mixed precision)."""
+    """tanh MLP, orthogonal init (sqrt(2) on hidden layers), zero biases; float32, run in dtype."""
 
     def __init__(self, in_dim: int, hidden_sizes, out_dim: int, out_gain: float, rngs, dtype):
         sizes = (in_dim, *hidden_sizes, out_dim)

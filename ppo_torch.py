@@ -87,8 +87,7 @@ class Args:
     norm_reward: bool = False
     """scale the rewards by the running std of their discounted return (env_normalize.py)"""
     compile: Literal["compile", "env-jit", "torchscript", "none", "cudagraphs"] = "compile"
-    """compile: torch.compile the update; env-jit: eager, env jitted; torchscript: traced policy;
-    none: op by op; cudagraphs: compile with CUDA graphs (needs a GPU)"""
+    """compile: compiled update; env-jit: eager; torchscript: traced policy; none; cudagraphs"""
     device: Literal["auto", "cpu", "cuda"] = "auto"
     """where torch and JAX run (one device: DLPack is zero-copy); auto: cuda when both see a GPU"""
     sync_timing: bool = True
@@ -142,8 +141,7 @@ class Args:
 
 # ---------------------------------------------------------------------------------------- network
 class MLP(nn.Sequential):
-    """tanh MLP, orthogonal init (gain sqrt(2) on hidden layers), zero biases; float32 parameters
-    and output, computed in dtype (bfloat16: the matrix products and tanh, mixed precision)."""
+    """tanh MLP, orthogonal init (sqrt(2) on hidden layers), zero biases; float32, run in dtype."""
 
     def __init__(self, in_dim: int, hidden_sizes, out_dim: int, out_gain: float, dtype):
         sizes = (in_dim, *hidden_sizes, out_dim)
@@ -159,7 +157,6 @@ class MLP(nn.Sequential):
         self.dtype = getattr(torch, dtype)
 
     def forward(self, x):
-        # autocast runs Linear in dtype (and so tanh); the parameters stay float32
         with torch.autocast(x.device.type, self.dtype, enabled=self.dtype != torch.float32):
             return super().forward(x).float()
 
@@ -303,7 +300,6 @@ class Batch(NamedTuple):
     returns: torch.Tensor
 
 
-# the JAX scripts' TrainState and key: the agent, its random stream, its compiled steps
 class TrainState(NamedTuple):
     agent: Agent
     generator: torch.Generator
@@ -316,9 +312,8 @@ def rollout(env_step, args: Args, state: TrainState, runner: Runner):
     """Collects num_steps x num_envs transitions, a step at a time where JAX scans; then GAE."""
     device = state.generator.device
     shape = (args.num_steps, args.num_envs, state.agent.num_actions)
-    noise = torch.rand(shape, generator=state.generator, device=device)
-    # log(0) and ndtri(0) would be -inf in the sampling
-    noise.clamp_(min=torch.finfo(noise.dtype).tiny)
+    # log(0) and ndtri(0) would be -inf in the sampling: at least float32's smallest normal
+    noise = torch.rand(shape, generator=state.generator, device=device).clamp_(min=2**-126)
     obs = torch_glue.to_torch(runner.obs, device)
     policy_steps, env_steps = [], []
     for step in range(args.num_steps):
@@ -394,9 +389,7 @@ def make_optimizer(args: Args, agent: Agent):
         # linear decay to 0 over all optimizer steps; anneal_lr, a bool, is 1 or 0 (no decay)
         return args.learning_rate * (1.0 - args.anneal_lr * step / num_updates)
 
-    lr = torch.tensor(args.learning_rate, device=next(agent.parameters()).device)
-    options = torch_glue.adam_options(args.compile)
-    return torch.optim.Adam(agent.parameters(), lr, eps=1e-5, **options), lr_schedule
+    return torch_glue.adam(agent, args.learning_rate, 1e-5, args.compile), lr_schedule
 
 
 def minibatch_step(agent: Agent, optimizer: torch.optim.Optimizer, args: Args, mb: Batch, lr):
@@ -501,14 +494,12 @@ def main():
             learning_rate = lr_schedule(last_step)
             iteration_start = time.perf_counter()
             runner, batch, episode_stats = rollout_fn(state, runner)
-            if args.sync_timing:
-                torch_glue.synchronize(device, runner)
+            torch_glue.synchronize(args.sync_timing, device, runner)
             rollout_end = time.perf_counter()
             book.check_signals()  # ...or here
             first_step = iteration * args.update_epochs * args.num_minibatches
             losses = update(args, lr_schedule, state, batch, first_step)
-            if args.sync_timing:
-                torch_glue.synchronize(device)
+            torch_glue.synchronize(args.sync_timing, device)
             update_end = time.perf_counter()
             # the one transfer to the host, within the iteration's time
             metrics = torch_glue.to_host({**episode_stats, **losses})

@@ -45,8 +45,11 @@ def device_name(device: torch.device) -> str:
     return torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
 
 
-def synchronize(device: torch.device, *jax_values) -> None:
-    """Waits for JAX's values and torch's queued work, so that a timer reads finished work."""
+def synchronize(enabled: bool, device: torch.device, *jax_values) -> None:
+    """Where enabled (--sync-timing), waits for JAX's values and torch's queued work, so that a
+    timer reads finished work."""
+    if not enabled:
+        return
     jax.block_until_ready(jax_values)
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -114,11 +117,15 @@ def stack_steps(steps: list):
     return jax.tree.map(lambda *fields: jnp.stack(fields), *steps)
 
 
-def adam_options(compile_mode: str) -> dict:
-    """torch.optim.Adam's options: eager, the fused Adam; compiled, one torch.compile captures."""
+def adam(agent: torch.nn.Module, learning_rate: float, eps: float, compile_mode: str):
+    """torch.optim.Adam over the agent's parameters, at a rate held in a tensor (set in place each
+    step, which a compiled step reads as data: no recompile). Eager, the fused Adam; compiled, the
+    one that torch.compile captures."""
+    lr = torch.tensor(learning_rate, device=next(agent.parameters()).device)
+    options = dict(fused=True)
     if compile_mode in COMPILED:
-        return dict(foreach=False, capturable=True)
-    return dict(fused=True)
+        options = dict(foreach=False, capturable=True)
+    return torch.optim.Adam(agent.parameters(), lr, eps=eps, **options)
 
 
 def compiled_steps(compile_mode: str, agent: torch.nn.Module, minibatch_step, obs):
