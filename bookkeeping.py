@@ -113,15 +113,36 @@ def check_wandb_names(args) -> None:
 
 
 def machine() -> dict:
-    """Where the run runs: platform, host, the cores it may use (Linux) and the start time."""
+    """Where the run runs: platform, host, the cores it may use and the CPU's bfloat16 instructions
+    (Linux), and the start time."""
     return {
         "platform": platform.platform(),
         "hostname": socket.gethostname(),
         "cpu_affinity": sorted(os.sched_getaffinity(0))
         if hasattr(os, "sched_getaffinity")
         else None,
+        "cpu_bf16": cpu_bf16_flags(),
         "start_time": datetime.now(timezone.utc).isoformat(),
     }
+
+
+BF16_FLAGS = ("avx512_bf16", "amx_bf16")
+
+
+def cpu_bf16_flags(cpuinfo: str = "/proc/cpuinfo") -> Optional[list]:
+    """The CPU's native bfloat16 instructions among BF16_FLAGS, from Linux's cpuinfo ([] for none: --dtype
+    bfloat16 is then emulated); None where there is no cpuinfo to read."""
+    try:
+        with open(cpuinfo) as file:
+            text = file.read()
+    except OSError:
+        return None
+    flags = set()
+    for line in text.splitlines():
+        name, _, value = line.partition(":")
+        if name.strip() == "flags":
+            flags.update(value.split())
+    return [flag for flag in BF16_FLAGS if flag in flags]
 
 
 def check_writer(writer, thread_errors: list) -> None:

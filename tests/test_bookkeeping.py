@@ -235,3 +235,18 @@ def test_a_sigint_during_the_imports_is_not_lost(framework, log_dir):
     assert summary["import_s"] > sent, (
         "the signal was sent after the imports: the test did not test them"
     )
+
+
+def test_cpu_bf16_flags_name_the_native_bfloat16_instructions(tmp_path):
+    """config.json's cpu_bf16: the bfloat16 flags of every line of cpuinfo's flags, in a fixed order; [] for a CPU
+    without them (bfloat16 emulated); None without a cpuinfo."""
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(
+        "processor\t: 0\nflags\t\t: fpu avx2 amx_bf16 avx512f avx512_bf16\n\n"
+        "processor\t: 1\nflags\t\t: fpu avx2 amx_bf16 avx512f avx512_bf16\n"
+    )
+    assert bookkeeping.cpu_bf16_flags(str(cpuinfo)) == ["avx512_bf16", "amx_bf16"]
+    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu avx2 avx512f\nbugs\t\t: avx512_bf16\n")
+    assert bookkeeping.cpu_bf16_flags(str(cpuinfo)) == []
+    assert bookkeeping.cpu_bf16_flags(str(tmp_path / "missing")) is None
+    assert "cpu_bf16" in bookkeeping.machine()
