@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The GPU check: run it first on any machine with an NVIDIA GPU, from the repository root, before a GPU sweep.
 #   1. what the machine is: nvidia-smi and the package versions;
-#   2. a smoke test: a tiny CartPole-v1 run of every script in its default mode on the GPU, and of
-#      ppo_torch.py --compile cudagraphs (the GPU-only mode);
-#   3. the measurement that fits what is left: exp1, small, 4 envs x every framework, 1 seed, 20 iterations.
+#   2. a smoke test: a tiny CartPole-v1 run of every script in its default mode on the GPU, in float32 and
+#      with --dtype bfloat16, and of ppo_torch.py --compile cudagraphs (the GPU-only mode), in both too;
+#   3. the measurement that fits what is left: exp1, small, 4 envs x every framework, 1 seed, 20 iterations;
+#   4. with LEANRL_DIR (a LeanRL checkout; its packages in $PYTHON), one round of benchmarks/leanrl.py, whose
+#      configurations on a GPU include LeanRL's and ppo_torch.py's CUDA graphs.
 # Every step has a timeout; everything lands under $OUT (default gpu_check/), plus one line per step in
 # $OUT/check.txt. Usage: OUT=gpu_check PYTHON=python3 SWEEP_TIMEOUT=480 bash benchmarks/gpu_check.sh
 set -uo pipefail
@@ -22,8 +24,15 @@ PACKAGES="^(jax|jaxlib|jax-cuda.*|torch|flax|equinox|optax|gymnax|craftax) "
 { nvidia-smi; "$PY" -m pip list 2>/dev/null | grep -iE "$PACKAGES"; } > "$OUT/machine.txt" 2>&1
 for script in ppo_linen.py ppo_nnx.py ppo_equinox.py ppo_torch.py; do
   step "smoke_${script%.py}" 300 "$PY" "$script" --env CartPole-v1 "${TINY[@]}"
+  step "smoke_${script%.py}_bf16" 300 "$PY" "$script" --env CartPole-v1 --dtype bfloat16 "${TINY[@]}"
 done
 step smoke_torch_cudagraphs 300 "$PY" ppo_torch.py --env CartPole-v1 --compile cudagraphs "${TINY[@]}"
+step smoke_torch_cudagraphs_bf16 300 "$PY" ppo_torch.py --env CartPole-v1 --compile cudagraphs \
+  --dtype bfloat16 "${TINY[@]}"
 step exp1_small "${SWEEP_TIMEOUT:-480}" ./bench.sh --python "$PY" --log-dir "$OUT/runs" --experiments exp1 \
   --sizes small --envs CartPole-v1,Acrobot-v1,Breakout-MinAtar,SpaceInvaders-MinAtar --seeds 1 --iterations 20 \
   --tag gpu --timeout 120
+if [[ -n "${LEANRL_DIR:-}" ]]; then
+  step leanrl "${LEANRL_TIMEOUT:-900}" "$PY" -m benchmarks.leanrl --leanrl-dir "$LEANRL_DIR" --leanrl-python "$PY" \
+    --rounds 1 --num-iterations 20 --work-dir "$OUT/leanrl" --out "$OUT/leanrl_gpu.json"
+fi
