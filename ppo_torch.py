@@ -87,7 +87,8 @@ class Args:
     norm_reward: bool = False
     """scale the rewards by the running std of their discounted return (env_normalize.py)"""
     compile: Literal["compile", "env-jit", "torchscript", "none", "cudagraphs"] = "compile"
-    """compile: compiled update; env-jit: eager; torchscript: traced policy; none; cudagraphs"""
+    """compile: torch.compile the update; env-jit: eager, env jitted; torchscript: traced policy;
+    none: op by op; cudagraphs: compile with CUDA graphs (needs a GPU)"""
     device: Literal["auto", "cpu", "cuda"] = "auto"
     """where torch and JAX run (one device: DLPack is zero-copy); auto: cuda when both see a GPU"""
     sync_timing: bool = True
@@ -152,7 +153,6 @@ class MLP(nn.Sequential):
             nn.init.orthogonal_(layer.weight, gain)
             nn.init.zeros_(layer.bias)
             layers += [layer, nn.Tanh()]
-        # no tanh after the head
         super().__init__(*layers[:-1])
         self.dtype = getattr(torch, dtype)
 
