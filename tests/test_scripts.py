@@ -168,6 +168,19 @@ def test_tiny_run_every_compile_mode(framework, compile_mode, env_id, log_dir):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("framework,compile_mode", MODES)
+def test_tiny_bfloat16_run_every_compile_mode(framework, compile_mode, log_dir):
+    """--dtype bfloat16 keeps the whole run contract in every compile mode, the eager ones too; config.json records
+    it, and the CPU's bfloat16 instructions."""
+    args = [*TINY, "--env", "CartPole-v1", "--compile", compile_mode, "--dtype", "bfloat16"]
+    proc = run_script(script(framework), *args, log_dir=log_dir)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run_dir, _ = check_tiny_run(log_dir, framework, compile_mode, "CartPole-v1", args)
+    config = read_json(run_dir / "config.json")
+    assert config["dtype"] == "bfloat16" and "cpu_bf16" in config
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_tiny_run_reacher_normalised(framework, log_dir):
     """Two action dimensions, with the observation and reward normalisation of env_adapters.py: the whole
