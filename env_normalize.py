@@ -123,9 +123,8 @@ class Normalize:
             )
         if self.reward:
             done = terminated | truncated
-            returns = returns * self.gamma * (1 - done.astype(np.float32)) + reward.astype(
-                np.float32
-            )
+            not_done = 1 - done.astype(np.float32)
+            returns = returns * self.gamma * not_done + reward.astype(np.float32)
             return_stats = merge(return_stats, returns)
             reward = scale(reward, return_stats, center=False)
         state = NormalizeState(env_state, obs_stats, return_stats, returns)

@@ -524,7 +524,7 @@ def main():
             # iteration 0 compiles: not for the ETA
             if iteration > 0:
                 after_compile.append(iteration_time)
-                threads.iteration_done()
+            threads.iteration_done()
             print(progress(args, iteration, scalars, after_compile), flush=True)
     if args.track:
         wandb.finish()

@@ -162,7 +162,7 @@ class ThreadGovernor:
 
     It reads how much CPU other processes take on this process's cores (Linux's /proc/stat;
     elsewhere it does nothing): for sample_s before the first iteration, so that a machine busy
-    from the start compiles for the right count, then over each iteration after the first. Each
+    from the start compiles for the right count, then over each iteration but the first. Each
     thread count is a graph of its own for torch.compile (recompiled once, on first use): at most
     max_counts of them, and one thread."""
 
@@ -172,7 +172,8 @@ class ThreadGovernor:
         self.active = self.all > 1 and os.path.exists("/proc/stat")
         self.cores = os.sched_getaffinity(0) if self.active else set()
         self.compiled = {self.all}
-        # the first iteration_done only starts the count: TorchInductor compiles in subprocesses
+        # the first iteration_done (iteration 0's) only starts the count: TorchInductor compiles
+        # in subprocesses, which would count as others
         self.last = None
         if self.active:
             start = self.cpu_seconds()
@@ -189,10 +190,12 @@ class ThreadGovernor:
     def others_since(self, last) -> float:
         """The cores' worth of CPU that other processes took on this process's cores since last."""
         wall, own, busy = [b - a for a, b in zip(last, self.cpu_seconds())]
+        if wall <= 0:
+            return 0.0
         return max(0.0, busy - own) / wall
 
     def iteration_done(self) -> None:
-        """Counts an iteration (not one that compiles) and sets the threads of the next."""
+        """Counts an iteration and sets the threads of the next."""
         if not self.active:
             return
         if self.last is not None:
