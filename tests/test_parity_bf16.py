@@ -10,9 +10,9 @@ tighter than a loss computed in bfloat16 itself would. The backward passes round
 Equinox's gradients are the same bits, torch's differ from theirs by up to 16 % (L2, a layer's kernel) on
 Pendulum-v1's actor, where its own are within 1 % of float32's; so the gradients agree within 25 %. Adam's steps
 follow the gradients' signs, which those differences flip where a gradient is near 0: after an update each array's
-change agrees within 35 % (L2) with Linen's (up to 23 % for torch's compiled step on Reacher-misc; its largest entry differs by 6-10 % of the largest change, as much
-as bfloat16's from float32's); parameters kept or stepped in bfloat16 are caught by their values, which would all
-lie on bfloat16's grid."""
+change agrees within 35 % (L2) with Linen's (up to 23 % for torch's compiled step on Reacher-misc; torch's largest
+entry differs by 6-10 % of the largest change, as much as bfloat16's from float32's); parameters kept or stepped in
+bfloat16 are caught by their values, which would all lie on bfloat16's grid."""
 
 import equinox as eqx
 import jax
@@ -122,6 +122,14 @@ def weight_arrays(weights: dict) -> list:
     return [x for mlp in MLPS for layer in weights[mlp] for x in layer]
 
 
+def assert_float32_weights(weights: dict, what: str):
+    """float32 arrays, and values off bfloat16's grid: parameters kept or stepped in bfloat16 would lie on it."""
+    arrays = weight_arrays(weights)
+    assert all(x.dtype == np.float32 for x in arrays), what
+    flat = np.concatenate([x.ravel() for x in arrays])
+    assert (rounded(flat) != flat).mean() > 0.9, f"{what}: weights on bfloat16's grid"
+
+
 def assert_updates_agree(new: dict, reference: dict, start: dict, what: str):
     """Each array's update (new - start) within 35 % (L2) of the reference's: Adam's steps follow the gradients'
     signs, which bfloat16 flips where a gradient is near 0, so a few entries differ more."""
@@ -140,10 +148,7 @@ def test_bfloat16_update_keeps_float32_parameters(env_id):
     results = {name: side.update(batch, permutations) for name, side in sides.items()}
     new = {name: new_weights for name, (new_weights, _) in results.items()}
     for name, updated in new.items():
-        arrays = weight_arrays(updated)
-        assert all(x.dtype == np.float32 for x in arrays), name
-        flat = np.concatenate([x.ravel() for x in arrays])
-        assert (rounded(flat) != flat).mean() > 0.9, f"{name}: weights on bfloat16's grid"
+        assert_float32_weights(updated, name)
     moved = max(
         np.abs(a - b).max() for a, b in zip(weight_arrays(new["linen"]), weight_arrays(weights))
     )
@@ -163,8 +168,7 @@ def test_bfloat16_compiled_update_agrees(env_id):
     expected, _ = sides["linen"].update(batch, permutations)
     actual, _ = compiled.update(batch, permutations)
     assert_updates_agree(actual, expected, weights, "torch compiled bf16 update")
-    flat = np.concatenate([x.ravel() for x in weight_arrays(actual)])
-    assert (rounded(flat) != flat).mean() > 0.9, "torch compiled: weights on bfloat16's grid"
+    assert_float32_weights(actual, "torch compiled")
 
 
 @pytest.mark.parametrize("env_id", ["Breakout-MinAtar", "Reacher-misc"])

@@ -22,12 +22,11 @@ def threads():
     torch.set_num_threads(before)
 
 
-def quiet_governor(all_threads: int, set_threads):
-    """A governor of all_threads threads that found the machine quiet at its start."""
+def quiet_governor(all_threads: int, set_threads, monkeypatch):
+    """A governor of all_threads threads that found the machine quiet at its start (others took nothing)."""
     set_threads(all_threads)
-    governor = torch_glue.ThreadGovernor(sample_s=0.0)
-    governor.set_threads(0.0)
-    return governor
+    monkeypatch.setattr(torch_glue.ThreadGovernor, "others_since", lambda self, last: 0.0)
+    return torch_glue.ThreadGovernor(sample_s=0.0)
 
 
 def chosen(governor, others: list) -> list:
@@ -39,8 +38,8 @@ def chosen(governor, others: list) -> list:
     return counts
 
 
-def test_threads_are_the_cores_others_leave_free(threads, capsys):
-    governor = quiet_governor(2, threads)
+def test_threads_are_the_cores_others_leave_free(threads, capsys, monkeypatch):
+    governor = quiet_governor(2, threads, monkeypatch)
     assert chosen(governor, [0.0, 0.3, 0.8, 1.0, 1.4, 2.0, 0.2, 0.0]) == [2, 2, 1, 1, 1, 1, 2, 2]
     printed = capsys.readouterr().out.splitlines()
     assert printed == [
@@ -49,10 +48,10 @@ def test_threads_are_the_cores_others_leave_free(threads, capsys):
     ]
 
 
-def test_at_most_max_counts_thread_counts_are_compiled(threads):
+def test_at_most_max_counts_thread_counts_are_compiled(threads, monkeypatch):
     """Each count is a graph of its own for torch.compile: past max_counts, the largest compiled count that fits,
     or one thread."""
-    governor = quiet_governor(16, threads)
+    governor = quiet_governor(16, threads, monkeypatch)
     governor.max_counts = 3
     assert chosen(governor, [1.0, 3.0, 2.0, 5.0, 0.0, 15.6]) == [15, 13, 13, 1, 16, 1]
     assert governor.compiled == {16, 15, 13, 1}
