@@ -14,6 +14,7 @@ reads into (Study, Experiment, ..., env_label) are study_types.py's, imported fr
                                        #   what env_timing.py times
     S.experiments["exp7"].envs         # ('CartPole-v1', 'CartPole-v1@envpool', ...): env labels (env_label)
     S.experiments["exp5"].syncs        # (False, True): runs with --sync-timing off and on
+    S.experiments["exp10"].dtypes      # ('float32', 'bfloat16'): each run once per --dtype
     S.experiments["exp9"].env_args("CartPole-v1")  # the flags of its reference configuration (a learning experiment)
     S.experiments["exp9"].config("CartPole-v1").references["CartPole-v1"].mean  # the published return
     S.experiments["exp1"].figures      # what plot_results.py draws of its runs
@@ -31,6 +32,7 @@ from pathlib import Path
 
 from study_types import (
     BACKENDS,
+    DTYPES,
     Config,
     Experiment,
     Framework,
@@ -110,6 +112,17 @@ def _backends(value, path: Path, name: str) -> tuple[str, ...]:
             f"{path}: experiment {name}'s backends = {list(backends)}; give some of {', '.join(BACKENDS)}"
         )
     return backends
+
+
+def _dtypes(value, path: Path, name: str) -> tuple[str, ...]:
+    """An experiment's dtypes: a list of DTYPES, each once (default: float32 alone)."""
+    dtypes = _names(value, f"experiment {name}'s dtypes", path)
+    unknown = [d for d in dtypes if d not in DTYPES]
+    if unknown or not dtypes or len(set(dtypes)) < len(dtypes):
+        raise ValueError(
+            f"{path}: experiment {name}'s dtypes = {list(dtypes)}; give some of {', '.join(DTYPES)}, each once"
+        )
+    return dtypes
 
 
 def _reference(value, where: str, path: Path) -> Reference:
@@ -311,6 +324,7 @@ def parse(path: Path) -> Study:
             backends,
             configs,
             exp.get("reference", ""),
+            _dtypes(exp.get("dtypes", list(DTYPES[:1])), path, name),
         )
     platforms = _platforms(data, experiments, path)
     headline = _headline(data, experiments, path)

@@ -1,6 +1,6 @@
-"""What a study is: its frameworks, iteration windows, experiments (a learning experiment with its reference
-configurations and their published returns), platform comparisons, presets (a sweep by name), and the env labels
-that name an env on a backend. study.py reads a study of these from study.toml; import them from there.
+"""What a study is: its frameworks, iteration windows, experiments (their data types; a learning experiment with its
+reference configurations and their published returns), platform comparisons, presets (a sweep by name), and the env
+labels that name an env on a backend. study.py reads a study of these from study.toml; import them from there.
 """
 
 from dataclasses import dataclass, field
@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Optional
 
 BACKENDS = ("gymnax", "envpool")  # the scripts' --env-backend choices, the default first
+DTYPES = ("float32", "bfloat16")  # the scripts' --dtype choices, the default first
 
 
 def env_label(env: str, backend: str = BACKENDS[0]) -> str:
@@ -79,6 +80,8 @@ class Experiment:
     # a learning experiment's reference configurations, which name its envs
     configs: tuple[Config, ...] = ()
     reference: str = ""  # where its configurations' published returns come from
+    # the --dtype of its runs, each run once per data type (in this order, the default first when listed)
+    dtypes: tuple[str, ...] = DTYPES[:1]
 
     def compile_modes(self, framework: Framework) -> tuple[str, ...]:
         return framework.compile if self.all_compile_modes else framework.compile[:1]

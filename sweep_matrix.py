@@ -1,7 +1,8 @@
 """The run matrix of a sweep: every run of a selection (sweep_options.Selection), its command, and its shard.
 
-Matrix: for each experiment, seed, env and model size (a *cell*), every sync setting, framework and compile mode of
-the experiment, in the study's order (sync "both": every framework sync off, then every one sync on). An env is an env
+Matrix: for each experiment, seed, env and model size (a *cell*), every data type, sync setting, framework and compile
+mode of the experiment, in the study's order (sync "both": every framework sync off, then every one sync on; dtypes
+float32 and bfloat16: all of float32's runs, then bfloat16's, whose commands add --dtype bfloat16). An env is an env
 label (study.env_label): the env id on gymnax, "{id}@envpool" on envpool, whose runs get --env-backend envpool (and
 --env-threads N from bench.sh --cpus N), so the two backends of one env id are two cells. Sharding deals out whole
 cells, so every run of a cell lands on the same shard and a speedup never compares two machines.
@@ -31,10 +32,16 @@ class PlannedRun:
     command: tuple[str, ...]  # python, script, arguments
     # its experiment runs sync off and on: the description and the log name say which
     both_syncs: bool = False
+    # the script's --dtype; the description and the log name say it when it is not the default
+    dtype: str = study.DTYPES[0]
 
     @property
     def sync_name(self) -> str:
         return f" sync {'on' if self.sync else 'off'}" if self.both_syncs else ""
+
+    @property
+    def dtype_name(self) -> str:
+        return "" if self.dtype == study.DTYPES[0] else f" {self.dtype}"
 
     @property
     def cell(self) -> tuple[str, int, str, str]:
@@ -42,12 +49,19 @@ class PlannedRun:
 
     @property
     def description(self) -> str:
-        return f"{self.experiment} {self.env} {self.framework} {self.size} {self.compile}{self.sync_name} seed {self.seed}"
+        return (
+            f"{self.experiment} {self.env} {self.framework} {self.size} {self.compile}{self.dtype_name}"
+            f"{self.sync_name} seed {self.seed}"
+        )
 
     @property
     def log_stem(self) -> str:  # bench.sh adds __{unix time}.log
         sync = self.sync_name.replace(" sync on", "__sync").replace(" sync off", "__nosync")
-        return f"logs/{self.experiment}/{self.env}__{self.framework}__{self.size}__{self.compile}{sync}__{self.seed}"
+        dtype = self.dtype_name.replace(" ", "__")
+        return (
+            f"logs/{self.experiment}/{self.env}__{self.framework}__{self.size}__{self.compile}{dtype}{sync}"
+            f"__{self.seed}"
+        )
 
 
 def option(name: str, value: str) -> list[str]:
@@ -65,8 +79,10 @@ def command(
     mode: str,
     seed: int,
     sync: bool,
+    dtype: str = study.DTYPES[0],
 ) -> tuple[str, ...]:
-    """A run's command. env: an env label; a gymnax run's command names no backend (as before there were two)."""
+    """A run's command. env: an env label; a gymnax run's command names no backend, a float32 one no --dtype (the
+    scripts' defaults, as before there were two)."""
     env_id, backend = study.split_label(env)
     cmd = [
         sel.python,
@@ -95,6 +111,8 @@ def command(
         cmd += option("--tag", sel.tag)
     if not sync:
         cmd += ["--no-sync-timing"]
+    if dtype != study.DTYPES[0]:
+        cmd += ["--dtype", dtype]
     return (*cmd, *sel.extra)
 
 
@@ -134,8 +152,8 @@ def experiment_envs(
 
 
 def matrix(sel: Selection, the_study: study.Study) -> list[PlannedRun]:
-    """Every run of the selection, cell after cell (experiments, seeds, envs, sizes); within a cell, every sync setting,
-    framework and compile mode of the experiment, one after another. The study's order throughout; envs in the order
+    """Every run of the selection, cell after cell (experiments, seeds, envs, sizes); within a cell, every data type,
+    sync setting, framework and compile mode of the experiment, one after another. The study's order throughout; envs in the order
     given."""
     runs = []
     frameworks = [fw for name, fw in the_study.frameworks.items() if name in sel.frameworks]
@@ -144,7 +162,7 @@ def matrix(sel: Selection, the_study: study.Study) -> list[PlannedRun]:
         for seed, env, size in product(
             range(1, sel.seeds + 1), experiment_envs(sel, exp, the_study), sizes
         ):
-            for sync, fw in product(exp.syncs, frameworks):
+            for dtype, sync, fw in product(exp.dtypes, exp.syncs, frameworks):
                 for mode in kept_modes(sel, exp, fw):
                     runs.append(
                         PlannedRun(
@@ -155,8 +173,9 @@ def matrix(sel: Selection, the_study: study.Study) -> list[PlannedRun]:
                             fw.name,
                             mode,
                             sync,
-                            command(sel, exp, fw, env, size, mode, seed, sync),
+                            command(sel, exp, fw, env, size, mode, seed, sync, dtype),
                             both_syncs=len(exp.syncs) > 1,
+                            dtype=dtype,
                         )
                     )
     return runs

@@ -64,6 +64,7 @@ SWEEP_FLAGS = {
     "--sync-timing": "each experiment's sync setting",
     "--no-sync-timing": "each experiment's sync setting",
     "--env-backend": "each experiment's backends, or bench.sh --envs ID@envpool",
+    "--dtype": "each experiment's dtypes",
 }
 
 
