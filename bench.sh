@@ -47,8 +47,9 @@ while it holds {log-dir}/.bench-cells/{cell}.lock, waits while another sweep hol
 one completed. Ctrl-C or SIGTERM stops what is in progress at once (a run saves an "interrupted" summary; the env
 timing, the planning or sbatch just end) and then the sweep, however bench.sh was started (in the background of a
 script, under nohup). The arguments after -- reach every run as they are (any character); those the sweep sets
-itself (--env, --env-backend, --model-size, --compile, --seed, --log-dir, --exp-name, --[no-]sync-timing, and
---num-iterations, --tag or --env-threads when --iterations, --tag or --cpus is given) are refused.
+itself (--env, --env-backend, --model-size, --compile, --seed, --log-dir, --exp-name, --[no-]sync-timing, --dtype
+(each experiment's dtypes in study.toml), and --num-iterations, --tag or --env-threads when --iterations, --tag or
+--cpus is given) are refused.
 
 Slurm (the sweep as a job array; every other option above applies to each task):
 EOF

@@ -13,13 +13,16 @@ with the gymnax runs of that env id (a run without env_backend ran on gymnax). W
 
     runs.csv      one row per run x iteration: the run's config, its summary and every scalar
     summary.csv   one row per run: config, durations, iteration windows, the experiments it belongs to
-    speedups.csv  speedups A->B = time_A / time_B per metric, experiment, model size and framework pair
+    speedups.csv  speedups A->B = time_A / time_B per metric, experiment, data type, model size and framework pair
     env_cost.csv  per metric, model size and pair: does the speedup shrink with env cost? (Spearman's rho, the
                   log-log slope, bootstrap intervals over envs; needs the env timing: --env-timing, else the
                   env_timing.json that bench.sh wrote in the first RUNS_DIR that holds one)
     learning.csv, learning_speedups.csv
                   the learning experiments (those with configs): final returns against the reference's, and
                   the times to reach it
+    dtype_speedups.csv
+                  the experiments of several data types: each framework's time in bfloat16 / in float32, per
+                  metric and model size (the framework pairs within each data type are in speedups.csv)
     *.png         the figures study.toml lists for each experiment (skipped, and REPORT.md says why, when there is
                   nothing to draw: no runs, or none reach the window drawn); a panel without data says why
     REPORT.md     the tables, the figures, the machines and versions, the runs left out of the speedups, the
@@ -53,6 +56,7 @@ TABLES = (
     "env_cost.csv",
     "learning.csv",
     "learning_speedups.csv",
+    "dtype_speedups.csv",
 )
 
 
@@ -222,6 +226,7 @@ def run(args: argparse.Namespace, study: Study) -> None:
         results.env_cost,
         results.learning,
         results.learning_speedups,
+        results.dtype_speedups,
     ]
     tables = dict(zip(TABLES, tables))
     losses = [] if args.force else output.lost_rows(out, tables)

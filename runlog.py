@@ -211,6 +211,12 @@ def check_config(config: dict, the_study: study.Study) -> None:
         raise RunError(f"config.json seed is {config['seed']!r}, not an integer")
     if not isinstance(config["sync_timing"], bool):
         raise RunError(f"config.json sync_timing is {config['sync_timing']!r}, not true or false")
+    # runs of before --dtype have none: they ran in float32
+    dtype = config.get("dtype", study.DTYPES[0])
+    if not isinstance(dtype, str) or dtype not in study.DTYPES:
+        raise RunError(
+            f"config.json dtype {dtype!r} is not one of the scripts' ({', '.join(study.DTYPES)})"
+        )
     batch = positive_int("batch_size", config["batch_size"])
     positive_int("num_iterations", config["num_iterations"])
     if config.get("num_envs") is not None or config.get("num_steps") is not None:

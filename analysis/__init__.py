@@ -9,6 +9,7 @@
     stats            numpy and scipy only: geometric mean, cluster bootstrap, rank correlation with its interval
     speedups         pairs of runs -> the speedup and env-cost tables, and the runs left out of them
     learning         the learning experiments: returns against the reference's, times to reach it
+    dtypes           the data types compared: each framework's time in bfloat16 / in float32
     results          everything above computed once, for the figures and the report
     gaps             why a panel or a table has no data (a window no run reaches, no pair of runs), in words
     plotting         axes, palettes, legends and interval markers, drawn from frames and arrays (matplotlib)
@@ -20,6 +21,7 @@
     speedup_markdown the speedup and env-cost tables in markdown
     readme_block     the README block (headline tables, the previous edition) and the README with it replaced
     learning_report  the learning tables in markdown (the README's learning block, REPORT.md's section)
+    dtype_report     the data-type tables in markdown (REPORT.md's section)
     report           REPORT.md
     output           writing --out without losing what was there (each file by atomic.py's write_file)
 

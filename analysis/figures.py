@@ -96,6 +96,13 @@ KINDS = {
         ),
         time_figures.fig_backends,
     ),
+    "dtypes": Kind(
+        "{experiment}_dtypes.png",
+        lambda results, name: (
+            f"{capitalised(name)}: rollout and update time per framework in each data type (float32, bfloat16)"
+        ),
+        time_figures.fig_dtypes,
+    ),
     "learning": Kind(
         "{experiment}_learning.png",
         lambda results, name: (
@@ -112,6 +119,8 @@ KINDS = {
     ),
 }
 ONCE_OVER_EXPERIMENTS = {"speedup_vs_env_cost"}  # one figure, however many experiments list it
+# the kinds that tell data types apart: the others would draw an experiment's float32 and bfloat16 runs as one
+DTYPE_KINDS = {"dtypes"}
 
 
 def listed_figures(study: Study) -> list[tuple[str, str]]:
@@ -121,11 +130,14 @@ def listed_figures(study: Study) -> list[tuple[str, str]]:
 
 
 def check_figures(study: Study) -> None:
-    """BadInput for a figure kind study.toml lists that does not exist, in the wrong place, or twice to one file."""
+    """BadInput for a figure kind study.toml lists that does not exist, in the wrong place (one that would mix data
+    types included), or twice to one file."""
     files: dict[str, str] = {}
     for kind, owner in listed_figures(study):
         platform = owner in study.platforms
         valid = [k for k, spec in KINDS.items() if spec.platform == platform]
+        if not platform and len(study.experiments[owner].dtypes) > 1:
+            valid = [k for k in valid if k in DTYPE_KINDS]
         if kind not in valid:
             where = "platform comparison" if platform else "experiment"
             raise BadInput(

@@ -6,7 +6,8 @@ events file against its config), shared with bench.sh's resume. The runs of a ru
 the same check (runlog.check_completed, without an events file), run by run; its text columns are read as text (a
 tag "007" or "NA" stays one). Unusable runs are skipped with their reason, never stop the analysis.
 
-A run's env is its env label (study.env_label): the env id, with "@envpool" for a run on envpool (config.json
+A run's dtype is its config.json dtype (float32 for runs made before the scripts had --dtype). A run's env is its env
+label (study.env_label): the env id, with "@envpool" for a run on envpool (config.json
 env_backend; runs made before the scripts had backends lack it, and ran on gymnax), so that the env column, and
 every table and figure keyed by it, never merges the two backends of one env id.
 
@@ -25,7 +26,7 @@ import pandas as pd
 import runlog
 from analysis.errors import BadInput
 from analysis.escape import from_csv
-from study import BACKENDS, Study, env_label
+from study import BACKENDS, DTYPES, Study, env_label
 
 # What reading a CSV file that is not one of this tool's (missing, binary, empty, malformed) raises
 CSV_READ_ERRORS = (
@@ -44,6 +45,7 @@ CONFIG_COLUMNS = [
     "seed",
     "tag",
     "sync_timing",
+    "dtype",
     "num_iterations",
     "num_envs",
     "num_steps",
@@ -52,6 +54,7 @@ CONFIG_COLUMNS = [
     "device_name",
     "hostname",
     "platform",
+    "cpu_bf16",
     "versions",
     "command",
     "start_time",
@@ -99,6 +102,7 @@ RUNS_CSV_TEXT = [
     "framework",
     "model_size",
     "compile",
+    "dtype",
     "tag",
     "exp_name",
 ]
@@ -107,6 +111,7 @@ RUNS_CSV_TEXT += [
     "device",
     "hostname",
     "platform",
+    "cpu_bf16",
     "versions",
     "command",
     "start_time",
@@ -146,6 +151,14 @@ def run_env(config: dict) -> str:
     return env_label(config["env"], config.get("env_backend") or BACKENDS[0])
 
 
+def bf16_words(flags) -> Optional[str]:
+    """config.json cpu_bf16 (the CPU's native bfloat16 flags) in words: the flags, "none (emulated)" for none, None
+    where it was not recorded (a run of before --dtype, a machine without /proc/cpuinfo)."""
+    if not isinstance(flags, list):
+        return None
+    return " ".join(str(flag) for flag in flags) or "none (emulated)"
+
+
 def run_rows(run: runlog.Run, study: Study) -> pd.DataFrame:
     """The rows of one completed run: its config and summary on every row, its scalars one row per logged step."""
     config, summary, scalars = run.config, run.summary, run.scalars
@@ -155,6 +168,8 @@ def run_rows(run: runlog.Run, study: Study) -> pd.DataFrame:
     # "device" in older runs
     config = {**config, "device_name": config.get("device_name", config.get("device"))}
     config["env"] = run_env(config)
+    config["dtype"] = config.get("dtype") or DTYPES[0]
+    config["cpu_bf16"] = bf16_words(config.get("cpu_bf16"))
     info = {
         "run": run.path.name,
         "run_dir": str(run.path),
@@ -265,6 +280,8 @@ def read_runs_csv(path: str, study: Study) -> tuple[pd.DataFrame, list[SkippedRu
         raise BadInput(
             f"--csv {path} is not a runs.csv of plot_results.py (no column {', '.join(missing)})"
         )
+    # a runs.csv of before --dtype: every run in float32
+    runs["dtype"] = runs["dtype"].fillna(DTYPES[0]) if "dtype" in runs else DTYPES[0]
     runs = numeric_columns(runs, RUNS_CSV_NUMBERS, "--csv", path, "runs.csv")
     keys = run_keys(runs)
     bad, skipped = pd.Series(False, index=runs.index), []
@@ -351,6 +368,9 @@ def read_previous(path: str, columns: list[str]) -> pd.DataFrame:
     if "backend" not in previous.columns and "experiment" in previous.columns:
         # an edition of before the env backends: every env on gymnax
         previous.insert(list(previous.columns).index("experiment") + 1, "backend", BACKENDS[0])
+    if "dtype" not in previous.columns and "backend" in previous.columns:
+        # an edition of before --dtype: every run in float32
+        previous.insert(list(previous.columns).index("backend") + 1, "dtype", DTYPES[0])
     missing = [c for c in columns if c not in previous.columns]
     if missing:
         raise BadInput(

@@ -12,7 +12,17 @@ from study import Study
 
 NO_INTERVAL = "–"
 # text from outside
-TEXT_COLUMNS = ("env", "tag", "hostname", "device", "platform", "versions", "run", "reason")
+TEXT_COLUMNS = (
+    "env",
+    "tag",
+    "hostname",
+    "device",
+    "platform",
+    "native bfloat16",
+    "versions",
+    "run",
+    "reason",
+)
 
 
 def markdown_table(table: pd.DataFrame) -> str:
@@ -33,13 +43,25 @@ def markdown_table(table: pd.DataFrame) -> str:
     )
 
 
+def split_cell(times) -> str:
+    """Seconds of rollout and update as "total (rollout + update)"."""
+    rollout, update = times
+    return f"{rollout + update:.3f} ({rollout:.3f} + {update:.3f})"
+
+
 def pair_by_size_table(rows: pd.DataFrame, cell, study: Study) -> str:
     """A markdown table of cell(row) per pair (rows) and model size (columns), both in the study's order."""
+    return by_size_table(rows, cell, study, "pair", study.pair_names, pretty_pair)
+
+
+def by_size_table(rows: pd.DataFrame, cell, study: Study, index: str, order, name=str) -> str:
+    """A markdown table of cell(row) per value of the column `index` (rows, in `order`, shown as name(value)) and
+    model size (columns, in the study's order)."""
     wide = rows.assign(cell=[cell(row) for row in rows.itertuples()]).pivot(
-        index="pair", columns="size", values="cell"
+        index=index, columns="size", values="cell"
     )
     wide = wide.reindex(
-        index=in_order(study.pair_names, wide.index), columns=in_order(study.sizes, wide.columns)
+        index=in_order(order, wide.index), columns=in_order(study.sizes, wide.columns)
     )
-    wide.index = [pretty_pair(p) for p in wide.index]
-    return markdown_table(wide.rename_axis("pair").reset_index())
+    wide.index = [name(value) for value in wide.index]
+    return markdown_table(wide.rename_axis(index).reset_index())

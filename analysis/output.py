@@ -1,12 +1,12 @@
 """Writing --out without losing what was there.
 
-The files of this tool in --out are its tables (runs.csv, summary.csv, speedups.csv, env_cost.csv), REPORT.md and
-the figures the study can draw; anything else there (a README, the run folders, logs) is never touched.
+The files of this tool in --out are its tables (runs.csv, summary.csv, speedups.csv, env_cost.csv, the learning and
+data-type tables), REPORT.md and the figures the study can draw; anything else there (a README, the run folders, logs) is never touched.
 
 Replacing with less: an analysis would leave --out with less than it holds when one of its tables there has a row
 the new one lacks (a run of runs.csv or summary.csv, told apart by folder name, command, hostname and start time; an
-iteration of runs.csv; a (metric, experiment, backend, size, pair) of speedups.csv; a (metric, size, pair) of
-env_cost.csv), when such a table cannot be read, or when a figure of this tool there would not be drawn again (which
+iteration of runs.csv; a (metric, experiment, backend, dtype, size, pair) of speedups.csv; a (metric, size, pair) of
+env_cost.csv; the like of the others, TABLE_KEYS), when such a table cannot be read, or when a figure of this tool there would not be drawn again (which
 would leave it stale: it is removed). Such a call is refused (exit status 2, one line naming the folder and --force)
 before anything is written, unless --force is given. REPORT.md is rewritten from the rest and not compared.
 
@@ -41,21 +41,22 @@ from atomic import (
     target,
     write_file,
 )
-from study import BACKENDS
+from study import BACKENDS, DTYPES
 
 REPORT = "REPORT.md"
 # table -> the columns that identify its rows; "run_key" stands for loading.run_keys (the run's identity)
 TABLE_KEYS = {
     "runs.csv": ["run_key", "iteration"],
     "summary.csv": ["run_key"],
-    "speedups.csv": ["metric", "experiment", "backend", "size", "pair"],
+    "speedups.csv": ["metric", "experiment", "backend", "dtype", "size", "pair"],
+    "dtype_speedups.csv": ["metric", "experiment", "backend", "size", "framework", "pair"],
     "env_cost.csv": ["metric", "size", "pair"],
     "learning.csv": ["experiment", "env", "framework"],
     "learning_speedups.csv": ["target", "experiment", "pair"],
 }
 # key columns that tables of earlier versions lack, and the value their rows had
-# speedups.csv of before the env backends: every env on gymnax
-ADDED_KEYS = {"backend": BACKENDS[0]}
+# speedups.csv of before the env backends: every env on gymnax; of before --dtype: every run in float32
+ADDED_KEYS = {"backend": BACKENDS[0], "dtype": DTYPES[0]}
 
 
 def writable_folder(flag: str, path, folder: Path) -> None:

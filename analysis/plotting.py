@@ -25,6 +25,7 @@ INTERVAL = f"{BOOTSTRAP_LEVEL:.0%} cluster-bootstrap interval"
 INTERVAL_GID, CENTRE_GID = ("interval", "centre")
 # a bar's env backend; its colour is its framework's
 BACKEND_HATCHES = {"gymnax": "", "envpool": "///"}
+DTYPE_HATCHES = {"float32": "", "bfloat16": "xx"}
 UPDATE_SHADE = 0.55  # an update bar: its framework's colour, this much towards white
 EMPTY_PANEL_WIDTH = 28  # characters per line of an empty panel's words: narrow panels hold them
 
@@ -313,34 +314,46 @@ def backend_bars(
     hatched by backend; gid "{backend} {rollout|update}" on each bar. Over a bar of any backend but the first, its
     rollout over the first backend's, e.g. "×3.1". cell: medians indexed by (framework, backend), columns parts;
     colors: framework -> colour."""
-    width = 0.8 / len(backends)
+    variant_bars(ax, cell, parts, frameworks, backends, colors, BACKEND_HATCHES, parts[:1])
+
+
+def variant_bars(
+    ax, cell: pd.DataFrame, parts: list[str], frameworks, variants, colors: dict, hatches, ratio
+) -> None:
+    """Per framework (x), one stacked bar per variant (an env backend, a data type): rollout (the framework's
+    colour), then update (lighter), hatched by variant; gid "{variant} {rollout|update}" on each bar. Over a bar of
+    any variant but the first, the sum of its `ratio` parts over the first variant's, e.g. "×3.1". cell: medians
+    indexed by (framework, variant), columns parts; colors: framework -> colour."""
+    width = 0.8 / len(variants)
     for i, framework in enumerate(frameworks):
         color = colors.get(framework, "0.5")
-        for j, backend in enumerate(backends):
-            if (framework, backend) not in cell.index:
+        for j, variant in enumerate(variants):
+            if (framework, variant) not in cell.index:
                 continue
-            rollout, update = (float(cell.at[(framework, backend), part]) for part in parts)
-            x = i + (j - (len(backends) - 1) / 2) * width
-            hatch = BACKEND_HATCHES.get(backend, "..")
+            rollout, update = (float(cell.at[(framework, variant), part]) for part in parts)
+            x = i + (j - (len(variants) - 1) / 2) * width
+            hatch = hatches.get(variant, "..")
             common = dict(width=width * 0.92, hatch=hatch, edgecolor="0.25", linewidth=0.6)
-            ax.bar(x, rollout, color=color, gid=f"{backend} rollout", **common)
+            ax.bar(x, rollout, color=color, gid=f"{variant} rollout", **common)
             ax.bar(
                 x,
                 update,
                 bottom=rollout,
                 color=shade(color, UPDATE_SHADE),
-                gid=f"{backend} update",
+                gid=f"{variant} update",
                 **common,
             )
-            first = (framework, backends[0])
-            ratio = (
-                rollout / float(cell.at[first, parts[0]]) if j and first in cell.index else np.nan
-            )
-            if np.isfinite(ratio):
+            first = (framework, variants[0])
+            ratio_value = np.nan
+            if j and first in cell.index:
+                ratio_value = parts_sum(cell, (framework, variant), ratio) / parts_sum(
+                    cell, first, ratio
+                )
+            if np.isfinite(ratio_value):
                 ax.text(
                     x,
                     rollout + update,
-                    f"×{ratio:.1f}",
+                    f"×{ratio_value:.1f}",
                     ha="center",
                     va="bottom",
                     fontsize=9,
@@ -354,17 +367,27 @@ def backend_bars(
     ax.set_ylabel("time per iteration (s)")
 
 
+def parts_sum(cell: pd.DataFrame, key: tuple, parts: list[str]) -> float:
+    """The sum of some parts (rollout, update) of one bar of variant_bars."""
+    return sum(float(cell.at[key, part]) for part in parts)
+
+
 def backend_legend(axes_row, backends) -> None:
     """The legend of backend_bars: the parts (shades) and the backends (hatches)."""
+    ratio = (
+        f"\n×: rollout on {backends[1]} /\nrollout on {backends[0]}" if len(backends) > 1 else ""
+    )
+    variant_legend(axes_row, backends, BACKEND_HATCHES, ratio)
+
+
+def variant_legend(axes_row, variants, hatches, ratio: str) -> None:
+    """The legend of variant_bars: the parts (shades), the variants (hatches) and what the ratio over a bar is."""
     handles = [
         Patch(facecolor="0.35", edgecolor="0.25", label="rollout"),
         Patch(facecolor=shade("0.35", UPDATE_SHADE), edgecolor="0.25", label="update"),
         *(
-            Patch(facecolor="white", edgecolor="0.25", hatch=BACKEND_HATCHES.get(b, ".."), label=b)
-            for b in backends
+            Patch(facecolor="white", edgecolor="0.25", hatch=hatches.get(v, ".."), label=v)
+            for v in variants
         ),
     ]
-    title = "bar: rollout + update\n(median over seeds)" + (
-        f"\n×: rollout on {backends[1]} /\nrollout on {backends[0]}" if len(backends) > 1 else ""
-    )
-    row_legend(axes_row, title, handles=handles)
+    row_legend(axes_row, "bar: rollout + update\n(median over seeds)" + ratio, handles=handles)

@@ -11,7 +11,7 @@ from analysis.errors import BadInput
 from analysis.escape import md_text
 from analysis.markdown import NO_INTERVAL, markdown_table
 from analysis.names import in_order, pretty_pair
-from analysis.speedup_markdown import on_backend, speedup_markdown
+from analysis.speedup_markdown import in_dtype, on_backend, speedup_markdown
 from analysis.speedups import SPEEDUP_COLUMNS
 from analysis.stats import BOOTSTRAP_LEVEL, MIN_CLUSTERS
 from study import Study
@@ -76,8 +76,9 @@ def edition_table(table: pd.DataFrame, study: Study) -> str:
     return markdown_table(wide.rename_axis("pair").reset_index())
 
 
-def edition_name(experiment: str, backend: str, study: Study) -> str:
-    return f"{experiment}: {study.experiments[experiment].title}{on_backend(experiment, backend, study, ', ')}"
+def edition_name(experiment: str, backend: str, dtype: str, study: Study) -> str:
+    where = on_backend(experiment, backend, study, ", ") + in_dtype(experiment, dtype, study, ", ")
+    return f"{experiment}: {study.experiments[experiment].title}{where}"
 
 
 def edition_markdown(
@@ -88,15 +89,15 @@ def edition_markdown(
     table = headline(previous, study)[SPEEDUP_COLUMNS].merge(
         headline(speedups, study)[SPEEDUP_COLUMNS],
         suffixes=("_previous", ""),
-        on=["metric", "experiment", "backend", "size", "pair"],
+        on=["metric", "experiment", "backend", "dtype", "size", "pair"],
     )
     if table.empty:
         return f"_No pair of the headline tables was measured in the previous edition ({md_text(previous_name)})._\n"
-    experiments = table.groupby(["experiment", "backend"], sort=False)
+    experiments = table.groupby(["experiment", "backend", "dtype"], sort=False)
     blocks = [
-        (f"*{edition_name(name, backend, study)}*\n\n" if experiments.ngroups > 1 else "")
+        (f"*{edition_name(name, backend, dtype, study)}*\n\n" if experiments.ngroups > 1 else "")
         + edition_table(rows, study)
-        for (name, backend), rows in experiments
+        for (name, backend, dtype), rows in experiments
     ]
     return (
         f"**Since the previous edition** ({md_text(previous_name)}): geometric mean [interval], previous → now; "

@@ -9,10 +9,11 @@ from datetime import datetime, timezone
 
 import pandas as pd
 
+from analysis.dtype_report import report_sections as dtype_sections
 from analysis.escape import md_code, md_text
 from analysis.gaps import missing_time, speedup_gap
 from analysis.loading import SkippedRun, config_cell
-from analysis.markdown import markdown_table
+from analysis.markdown import markdown_table, split_cell
 from analysis.names import in_order
 from analysis.results import Results
 from analysis.speedup_markdown import env_cost_markdown, speedup_markdown
@@ -50,10 +51,10 @@ def left_out_markdown(results: Results) -> str:
 
 
 def machines_table(summary: pd.DataFrame) -> pd.DataFrame:
-    columns = ["tag", "hostname", "device_name", "platform", "framework", "versions"]
+    columns = ["tag", "hostname", "device_name", "platform", "cpu_bf16", "framework", "versions"]
     cells = summary[columns].astype(object).where(summary[columns].notna(), "")
     table = cells.groupby(columns).size().rename("runs").reset_index()
-    return table.rename(columns={"device_name": "device"})
+    return table.rename(columns={"device_name": "device", "cpu_bf16": "native bfloat16"})
 
 
 def windows_table(results: Results) -> pd.DataFrame:
@@ -125,11 +126,6 @@ def split_experiments(results: Results) -> list[str]:
         for name, exp in study.experiments.items()
         if len(exp.syncs) > 1 and results.has_runs(name)
     ]
-
-
-def split_cell(times) -> str:
-    rollout, update = times
-    return f"{rollout + update:.3f} ({rollout:.3f} + {update:.3f})"
 
 
 def split_table(results: Results, name: str) -> pd.DataFrame:
@@ -211,6 +207,7 @@ def report_text(
         parts += [f"### Total-time speedups per tag ({name})", *per_tag]
     for name in split_experiments(results):
         parts += [f"## Rollout and update per framework ({name})", split_markdown(results, name)]
+    parts += dtype_sections(results)
     if learning:
         parts += ["## Learning against the reference", learning]
     parts += [

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from analysis.dtypes import dtype_table
 from analysis.learning import learning_runs, learning_speedups, learning_table
 from analysis.names import in_order, mode_name
 from analysis.speedups import (
@@ -31,6 +32,8 @@ class Results:
     speedups: pd.DataFrame  # speedups.csv
     env_cost: pd.DataFrame  # env_cost.csv
     left_out: pd.DataFrame  # runs a metric could use but does not, with the reason
+    # dtype_speedups.csv: each framework's time in one data type / in another, per metric and size
+    dtype_speedups: pd.DataFrame
     # platform comparison -> tag -> its total-time speedups
     platform_speedups: dict[str, dict[str, pd.DataFrame]]
     # a row per run of a learning experiment: final return, times to the reference's
@@ -40,6 +43,11 @@ class Results:
     learning: pd.DataFrame
     # learning_speedups.csv: time-to-return speedups per target and pair
     learning_speedups: pd.DataFrame
+
+    def dtype_cells(self, metric: str, experiment: str) -> pd.DataFrame:
+        """The rows of dtype_speedups.csv of one metric and experiment."""
+        table = self.dtype_speedups
+        return table[(table["metric"] == metric) & (table["experiment"] == experiment)]
 
     def runs(self, experiment: str) -> pd.DataFrame:
         """The summary rows of an experiment (or platform comparison), with their framework/compile mode."""
@@ -120,6 +128,7 @@ def analyse(runs: pd.DataFrame, timing: pd.DataFrame, study: Study) -> Results:
         speedups=speedup_table(pairs, study),
         env_cost=env_cost_table(pairs, timing, study),
         left_out=left_out(summary, masks, study, pairs, not_pooled),
+        dtype_speedups=dtype_table(summary, masks, study),
         platform_speedups=platform_tables(summary, masks, study, pairs),
         learning_runs=learned,
         learning_curves=curves,

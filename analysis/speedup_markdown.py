@@ -20,13 +20,15 @@ def metric_name(metric: str, study: Study) -> str:
     }[metric]
 
 
-def metric_title(metric: str, experiment: str, study: Study, backend: str = "") -> str:
-    """A table's title: the metric, the experiment and, for an experiment of several env backends, the backend of
-    the table's envs."""
+def metric_title(
+    metric: str, experiment: str, study: Study, backend: str = "", dtype: str = ""
+) -> str:
+    """A table's title: the metric, the experiment and, for an experiment of several env backends or data types, the
+    backend of the table's envs and the data type of its runs."""
     exp = study.experiments[experiment]
     modes = "; speedups between default compile modes" if exp.all_compile_modes else ""
     sync = "on" if metric_sync(metric) else "off"
-    where = on_backend(experiment, backend, study, "; ")
+    where = on_backend(experiment, backend, study, "; ") + in_dtype(experiment, dtype, study, "; ")
     return f"{metric_name(metric, study)} ({experiment}: {exp.title}{where}; sync {sync}{modes})"
 
 
@@ -39,6 +41,11 @@ def on_backend(experiment: str, backend: str, study: Study, separator: str) -> s
     )
 
 
+def in_dtype(experiment: str, dtype: str, study: Study, separator: str) -> str:
+    """ "; in bfloat16" for an experiment of several data types (its tables are per data type), else ""."""
+    return f"{separator}in {dtype}" if len(study.experiments[experiment].dtypes) > 1 else ""
+
+
 def speedup_intro(study: Study) -> str:
     unsynced, synced = (
         ", ".join(metric_experiments(study, "total")),
@@ -46,7 +53,7 @@ def speedup_intro(study: Study) -> str:
     )
     return (
         "Speedup A → B = time of A / time of B (above 1×: B is faster), over every pair of runs of A and B with the "
-        "same env, model size and tag within one experiment (runs are never paired across experiments), each "
+        "same env, model size, data type and tag within one experiment (runs are never paired across experiments), each "
         f"framework in its default compile mode. Total time and steady state ({study.steady.label}) come from each "
         f"sync-off experiment on its own ({unsynced}), rollout and update from each sync-on one ({synced}); never "
         "pooled; an experiment of several env backends has a table per backend, of its envs on that backend. "
@@ -70,10 +77,10 @@ def speedup_markdown(speedups: pd.DataFrame, study: Study, intro: bool = True) -
     if speedups.empty:
         return "_No pairs of runs to compare._\n"
     blocks = [speedup_intro(study)] if intro else []
-    for (metric, experiment, backend), table in speedups.groupby(
-        ["metric", "experiment", "backend"], sort=False
+    for (metric, experiment, backend, dtype), table in speedups.groupby(
+        ["metric", "experiment", "backend", "dtype"], sort=False
     ):
-        title = metric_title(metric, experiment, study, backend)
+        title = metric_title(metric, experiment, study, backend, dtype)
         blocks.append(f"**{title}**\n\n" + pair_by_size_table(table, speedup_cell, study))
     return "\n\n".join(blocks) + "\n"
 

@@ -1,9 +1,9 @@
 """Pairs of runs -> the speedup tables, the speedups against env cost, and the runs left out of them.
 
 Speedup A -> B = time of A / time of B, over every pair of runs of frameworks A and B with the same PAIR_KEYS: one
-experiment (runs are never paired across experiments), env, model size, tag, number of iterations and batch size,
-each framework in its default compile mode, under the metric's sync setting. A table cell (metric, experiment,
-backend, size, pair) pools the envs of one env backend (an experiment of several, e.g. the same envs on gymnax and
+experiment (runs are never paired across experiments), env, model size, data type, tag, number of iterations and
+batch size, each framework in its default compile mode, under the metric's sync setting. A table cell (metric,
+experiment, backend, dtype, size, pair) pools the envs of one env backend (an experiment of several, e.g. the same envs on gymnax and
 on envpool, gets a cell per backend: the question it asks is how the backends differ) and the pairs of one run
 configuration (iterations and batch size): where an experiment's runs of one size come in several, the one with the
 most envs (then the most pairs, then the longest runs, then the largest batch) makes the cells and the others are
@@ -24,14 +24,14 @@ from analysis.stats import (
 from analysis.summary import window_column
 from study import Study, split_label
 
-PAIR_KEYS = ["experiment", "env", "model_size", "tag", "num_iterations", "batch_size"]
+PAIR_KEYS = ["experiment", "env", "model_size", "dtype", "tag", "num_iterations", "batch_size"]
 CONFIGURATION = ["num_iterations", "batch_size"]  # never pooled in one cell
 METRICS = ("total", "steady", "rollout", "update")
 # sync off: every env of the study, the expensive ones included
 ENV_COST_METRICS = ("total", "steady")
 # cell_statistics' columns, after each table's keys
 CELL_STATISTICS = ["geomean", "median", "ci_low", "ci_high", "n_pairs", "n_clusters"]
-SPEEDUP_COLUMNS = ["metric", "experiment", "backend", "size", "pair", *CELL_STATISTICS]
+SPEEDUP_COLUMNS = ["metric", "experiment", "backend", "dtype", "size", "pair", *CELL_STATISTICS]
 ENV_COST_COLUMNS = [
     "metric",
     "size",
@@ -47,7 +47,9 @@ ENV_COST_COLUMNS = [
     "trend",
 ]
 LEFT_OUT_COLUMNS = ["metric", "experiment", "run", "reason"]
-UNPAIRED = "no run of another framework with the same env, size, tag, iterations and batch size"
+UNPAIRED = (
+    "no run of another framework with the same env, size, data type, tag, iterations and batch size"
+)
 
 
 # ---------------------------------------------------------------------------------------------- metrics
@@ -92,30 +94,35 @@ def pairwise(
     """op(A, B) over every pair of runs of frameworks A and B with the same PAIR_KEYS, for each pair A->B.
     masks: experiment -> the runs of that experiment to pair. run_a, run_b: the runs' rows in summary."""
     columns = [*PAIR_KEYS, "pair", "run_a", "run_b", "a", "b", "value"]
-    keys = [key for key in PAIR_KEYS if key != "experiment"]
     frames = []
     for experiment, mask in masks.items():
-        data = summary.loc[mask & summary[column].notna(), [*keys, "framework", "run", column]]
-        data = data.sort_values("run", kind="stable").assign(experiment=experiment)
-        # folder names may repeat (other tags, other machines); summary rows do not
-        data["run"] = data.index
+        data = experiment_data(summary, mask, column, experiment)
         for a, b in study.pairs:
-            both = data[data["framework"] == a].merge(
-                data[data["framework"] == b], on=PAIR_KEYS, suffixes=("_a", "_b")
-            )
-            if both.empty:
-                continue
-            values_a, values_b = (
-                both[f"{column}_a"].to_numpy(float),
-                both[f"{column}_b"].to_numpy(float),
-            )
-            frames.append(
-                both[[*PAIR_KEYS, "run_a", "run_b"]].assign(
-                    pair=f"{a}->{b}", a=values_a, b=values_b, value=op(values_a, values_b)
-                )
-            )
+            frames.append(paired(data, column, "framework", a, b, PAIR_KEYS, op))
+    frames = [frame for frame in frames if not frame.empty]
     return (
         pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
+    )
+
+
+def experiment_data(summary: pd.DataFrame, mask, column: str, experiment: str) -> pd.DataFrame:
+    """The rows of an experiment's runs that have a time in column: the PAIR_KEYS, framework, run (its summary row) and
+    the time."""
+    keys = [key for key in PAIR_KEYS if key != "experiment"]
+    data = summary.loc[mask & summary[column].notna(), [*keys, "framework", "run", column]]
+    data = data.sort_values("run", kind="stable").assign(experiment=experiment)
+    # folder names may repeat (other tags, other machines); summary rows do not
+    data["run"] = data.index
+    return data
+
+
+def paired(data: pd.DataFrame, column: str, side: str, a: str, b: str, keys: list, op):
+    """op(A, B) over every pair of a run whose `side` (framework, dtype) is a with one whose `side` is b and the same
+    keys; the rows' keys, run_a, run_b, a, b, value and pair "a->b"."""
+    both = data[data[side] == a].merge(data[data[side] == b], on=keys, suffixes=("_a", "_b"))
+    values_a, values_b = both[f"{column}_a"].to_numpy(float), both[f"{column}_b"].to_numpy(float)
+    return both[[*keys, "run_a", "run_b"]].assign(
+        pair=f"{a}->{b}", a=values_a, b=values_b, value=op(values_a, values_b)
     )
 
 
@@ -180,17 +187,19 @@ def cell_statistics(cell: pd.DataFrame) -> dict:
 
 
 def speedup_table(pairs: dict[str, pd.DataFrame], study: Study) -> pd.DataFrame:
-    """A row per metric, experiment, backend, size and pair (combinations without pairs are left out), in the study's
-    orders, with cell_statistics' columns. pairs: metric -> its pooled pairs of runs (metric_pairs)."""
+    """A row per metric, experiment, backend, dtype, size and pair (combinations without pairs are left out), in the
+    study's orders, with cell_statistics' columns. pairs: metric -> its pooled pairs of runs (metric_pairs)."""
     rows = []
     for metric, ratios in pairs.items():
         ratios = ratios.assign(backend=backends_of(ratios))
         for experiment in metric_experiments(study, metric):
-            backends = study.experiments[experiment].backends
-            for backend, size, pair in itertools.product(backends, study.sizes, study.pair_names):
+            exp = study.experiments[experiment]
+            cells = itertools.product(exp.backends, exp.dtypes, study.sizes, study.pair_names)
+            for backend, dtype, size, pair in cells:
                 cell = ratios[
                     (ratios["experiment"] == experiment)
                     & (ratios["backend"] == backend)
+                    & (ratios["dtype"] == dtype)
                     & (ratios["model_size"] == size)
                     & (ratios["pair"] == pair)
                 ]
@@ -199,6 +208,7 @@ def speedup_table(pairs: dict[str, pd.DataFrame], study: Study) -> pd.DataFrame:
                         "metric": metric,
                         "experiment": experiment,
                         "backend": backend,
+                        "dtype": dtype,
                         "size": size,
                         "pair": pair,
                     }

@@ -1,14 +1,14 @@
 """One row per run: its config, durations, the mean time per iteration window, and the experiments it belongs to.
 
 A run belongs to an experiment of the study when it matches the experiment's matrix (envs, sizes, compile modes,
-sync setting), or, when bench.sh put it in the experiment's folder, to that experiment only. A platform
+sync setting, data type), or, when bench.sh put it in the experiment's folder, to that experiment only. A platform
 comparison holds the runs of the experiment it repeats when they span two or more tags.
 """
 
 import pandas as pd
 
 from analysis.loading import RUN_COLUMNS, run_keys
-from study import Experiment, Study, Window
+from study import DTYPES, Experiment, Study, Window
 
 
 def window_column(window: Window, what: str = "") -> str:
@@ -61,9 +61,11 @@ def in_experiment(run, experiment: Experiment, study: Study) -> bool:
     in_matrix = in_a_folder or (
         run["env"] in experiment.envs and run["model_size"] in experiment.sizes
     )
+    dtype = run.get("dtype")
     return (
         framework is not None
         and bool(run["sync_timing"]) in experiment.syncs
+        and (dtype if isinstance(dtype, str) else DTYPES[0]) in experiment.dtypes
         and in_matrix
         and run["compile"] in experiment.compile_modes(framework)
     )

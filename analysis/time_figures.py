@@ -1,5 +1,5 @@
-"""The figures of times: total durations, iteration windows, rollout against update, compile modes and env
-backends, each drawn from an experiment's runs (figures.py lists them as kinds)."""
+"""The figures of times: total durations, iteration windows, rollout against update, compile modes, env backends
+and data types, each drawn from an experiment's runs (figures.py lists them as kinds)."""
 
 import itertools
 
@@ -9,6 +9,7 @@ import pandas as pd
 from analysis.gaps import missing_pairs, missing_time, short_note, speedup_gap
 from analysis.names import capitalised, in_order, pretty_pair
 from analysis.plotting import (
+    DTYPE_HATCHES,
     INTERVAL,
     backend_bars,
     backend_legend,
@@ -26,12 +27,14 @@ from analysis.plotting import (
     rotate_xticks,
     row_legend,
     symlog_axis,
+    variant_bars,
+    variant_legend,
 )
 from analysis.plotting import box_with_points as boxes
 from analysis.results import Results
 from analysis.speedups import env_costs, pairwise
 from analysis.summary import window_column, window_columns
-from study import BACKENDS, Study, Window, split_label
+from study import BACKENDS, DTYPES, Study, Window, split_label
 
 
 def fig_total(results: Results, name: str):
@@ -280,4 +283,44 @@ def fig_backends(results: Results, name: str):
             backend_bars(ax, bars, parts, frameworks, backends, framework_colors(study))
     for row in range(len(sizes)):
         backend_legend(axes[row], backends)
+    return fig
+
+
+def fig_dtypes(results: Results, name: str):
+    """Per env (row) and model size (column): each framework's rollout and update time per iteration (sync on,
+    default compile modes, the steady window's mean; the median over seeds) as one stacked bar per data type, and
+    over a bar in bfloat16 its whole time (rollout + update) / the float32 one's."""
+    study, runs = results.study, results.backend_runs(name)
+    if runs.empty:
+        return f"no sync-on runs of {name} in default compile modes"
+    parts = list(steady_parts(study).values())
+    timed = runs.dropna(subset=parts)
+    if timed.empty:
+        return missing_time(runs, parts[0], study)
+    envs, sizes = in_order(results.envs, runs["env"]), in_order(study.sizes, runs["model_size"])
+    frameworks, dtypes = (
+        in_order(study.frameworks, runs["framework"]),
+        in_order(DTYPES, runs["dtype"]),
+    )
+    medians = timed.groupby(["env", "model_size", "framework", "dtype"])[parts].median()
+    title = (
+        f"{capitalised(name)}: time per iteration in each data type ({' vs '.join(dtypes)}; sync on, default "
+        f"compile, mean over {study.steady.label})"
+    )
+    fig, axes = new_figure(len(sizes), len(envs), width=5.6, height=4.4, title=title)
+    for (row, env), (col, size) in itertools.product(enumerate(envs), enumerate(sizes)):
+        ax = axes[row, col]
+        ax.set_title(f"{env}, {size} model")
+        cell = runs[(runs["env"] == env) & (runs["model_size"] == size)]
+        if cell.empty:
+            empty_panel(ax, "no runs")
+        elif (env, size) not in medians.index.droplevel(["framework", "dtype"]):
+            empty_panel(ax, missing_time(cell, parts[0], study))
+        else:
+            bars = medians.loc[(env, size)]
+            colors = framework_colors(study)
+            variant_bars(ax, bars, parts, frameworks, dtypes, colors, DTYPE_HATCHES, parts)
+    ratio = f"\n×: time in {dtypes[1]} /\ntime in {dtypes[0]}" if len(dtypes) > 1 else ""
+    for row in range(len(envs)):
+        variant_legend(axes[row], dtypes, DTYPE_HATCHES, ratio)
     return fig

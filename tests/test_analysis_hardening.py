@@ -356,6 +356,8 @@ CONFIG_FORGERIES = {
     "seed a string": {"seed": "1"},
     "seed a bool": {"seed": True},
     "sync_timing a string": {"sync_timing": "false"},
+    "dtype unknown": {"dtype": "float16"},
+    "dtype a list": {"dtype": ["bfloat16"]},
     "batch_size 0": {"batch_size": 0},
     "batch_size negative": {"batch_size": -64},
     "batch_size a bool": {"batch_size": True},
@@ -474,6 +476,7 @@ CSV_FORGERIES = {
     "num_iterations": 11,
     "seed": 1.5,
     "model_size": "huge",
+    "dtype": "fp8",
 }
 
 

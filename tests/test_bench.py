@@ -102,7 +102,7 @@ def expected_count(
                 for fw in study.frameworks.values()
                 if frameworks is None or fw.name in frameworks
             )
-            total += seeds * len(cells) * modes * len(exp.syncs)
+            total += seeds * len(cells) * modes * len(exp.syncs) * len(exp.dtypes)
     return total
 
 
@@ -467,6 +467,59 @@ def test_the_plan_names_the_sync_setting_of_exp5_runs(tmp_path):
     } <= set(stems)
 
 
+# ----------------------------------------------------------------------------------- exp10: the data types
+def test_exp10_runs_every_size_and_framework_in_each_data_type(tmp_path):
+    """exp10: Acrobot-v1 x every size x framework in its default mode, sync on; in each cell every framework in
+    float32 (no --dtype: the scripts' default), then every one with --dtype bfloat16."""
+    lines = dry_run(tmp_path, "--experiments", "exp10", "--seeds", "1")
+    exp = STUDY.experiments["exp10"]
+    assert exp.dtypes == ("float32", "bfloat16") and exp.envs == ("Acrobot-v1",)
+    assert len(lines) == len(STUDY.sizes) * len(STUDY.frameworks) * 2
+    frameworks = list(STUDY.frameworks)
+    for cell in dict.fromkeys(cell_of(line) for line in lines):
+        mine = [line for line in lines if cell_of(line) == cell]
+        dtypes = [option(line, "--dtype") if " --dtype " in line else "float32" for line in mine]
+        assert dtypes == ["float32"] * len(frameworks) + ["bfloat16"] * len(frameworks)
+        assert [framework_of(line) for line in mine] == frameworks * 2
+        assert not any(line.endswith("--no-sync-timing") for line in mine)
+
+
+def test_the_plan_names_the_data_type_of_exp10s_bfloat16_runs(tmp_path):
+    """A bfloat16 run's description and log name say its data type (a float32 run's, as before, do not), so no two
+    runs of a cell share a log name."""
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "sweep.py"),
+            "plan",
+            "--experiments",
+            "exp10",
+            "--frameworks",
+            "linen",
+            "--sizes",
+            "small",
+            "--seeds",
+            "1",
+            "--log-dir",
+            str(tmp_path),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    rows = plan_rows(proc.stdout)
+    assert [row[1:3] for row in rows] == [
+        ["exp10 Acrobot-v1 linen small jit seed 1", "logs/exp10/Acrobot-v1__linen__small__jit__1"],
+        [
+            "exp10 Acrobot-v1 linen small jit bfloat16 seed 1",
+            "logs/exp10/Acrobot-v1__linen__small__jit__bfloat16__1",
+        ],
+    ]
+    assert rows[1][-2:] == ["--dtype", "bfloat16"] and "--dtype" not in rows[0]
+
+
 # ------------------------------------------------------------------------------- a fifth framework
 FAKE_FRAMEWORK = (
     '[frameworks.fake]\nscript = "ppo_fake.py"\ncompile = ["fast", "slow"]\ncolor = "#000000"\n'
@@ -714,6 +767,17 @@ def test_resume_tells_the_sync_settings_of_exp5_apart(tmp_path):
     assert done.endswith("--no-sync-timing")
     fake_run(log_dir, "exp5", "completed", sync_on, "b")
     assert len(done_lines(log_dir, exp="exp5", env=env)) == 2
+
+
+def test_resume_tells_the_data_types_of_exp10_apart(tmp_path):
+    log_dir = tmp_path / "runs"
+    float32, bfloat16 = planned(log_dir, "exp10", "Acrobot-v1")
+    assert bfloat16[-2:] == ["--dtype", "bfloat16"] and "--dtype" not in float32
+    fake_run(log_dir, "exp10", "completed", bfloat16, "a")
+    (done,) = done_lines(log_dir, exp="exp10", env="Acrobot-v1")
+    assert done.endswith("--dtype bfloat16")
+    fake_run(log_dir, "exp10", "completed", float32, "b")
+    assert len(done_lines(log_dir, exp="exp10", env="Acrobot-v1")) == 2
 
 
 def test_resume_tells_exp2_and_exp3_copies_apart(tmp_path):

@@ -501,6 +501,8 @@ def dry_lines(log_dir: Path) -> list[str]:
         ["--sync-timing"],
         ["--no_sync_timing"],
         ["--num-envs", "4", "--seed", "7"],
+        ["--dtype", "bfloat16"],
+        ["--dtype=float32"],
     ],
 )
 def test_an_argument_after_dashdash_that_the_sweep_sets_is_refused(tmp_path, extra):

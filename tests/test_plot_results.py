@@ -21,6 +21,7 @@ from tensorboardX import SummaryWriter
 import plot_results
 import study
 from analysis import figures, plotting, results, speedup_figures, stats, time_figures
+from analysis.dtypes import DTYPE_COLUMNS
 from analysis.loading import load_runs, read_env_timing, read_previous
 from analysis.readme_block import README_MARKERS, readme_markdown
 from analysis.speedup_markdown import speedup_markdown
@@ -53,6 +54,8 @@ ENVPOOL_COST = {
     **{f"{env}@envpool": 30.0 + 5 * i for i, env in enumerate(ENV_FACTOR)},  # exp7's envpool envs
     **{f"{env}@envpool": cost for env, cost in zip(MUJOCO_FACTOR, [800.0, 1200.0])},  # exp8's
 }
+# a bfloat16 run's times, relative to its float32 twin's: slower for JAX, faster for torch (the ranking flips)
+DTYPE_FACTOR = {"linen": 2.0, "nnx": 2.0, "equinox": 2.5, "torch": 0.5, "fake": 1.0}
 SIZE_FACTOR = {"small": 1.0, "medium": 2.0, "large": 4.0}
 TAG_FACTOR = {"linux": 1.0, "mac": 3.0}
 # time/iteration relative to the steady state: iteration 0 compiles, 1-7 warm up, 8+ drift a little
@@ -105,12 +108,15 @@ def write_run(
     factor=1.0,
     old_config=False,
     backend=None,
+    dtype=None,
 ) -> dict:
     """One run folder as ppo_*.py writes it; returns its config plus its known durations and its env label.
     old_config: as the scripts wrote it before "device_name", "command" and "import_s" existed; backend: its
-    --env-backend (config.json env_backend; None: a run of before the backends, with none)."""
+    --env-backend (config.json env_backend; None: a run of before the backends, with none); dtype: its --dtype
+    (config.json dtype and cpu_bf16; None: a run of before --dtype, with neither)."""
     label = study.env_label(env, backend or "gymnax")
     backend_args = ["--env-backend", backend] if backend else []
+    backend_args += ["--dtype", dtype] if dtype else []
     name = f"{label}__{framework}__{size}__{compile_mode}__{seed}__{1_700_000_000 + len(list(root.rglob('config.json')))}"
     run_dir = root / tag / name
     run_dir.mkdir(parents=True)
@@ -144,6 +150,9 @@ def write_run(
     if backend is not None:
         config["env_backend"] = backend
         factor *= ENVPOOL_FACTOR[framework] if backend == "envpool" else 1.0
+    if dtype is not None:
+        config.update(dtype=dtype, cpu_bf16=["avx512_bf16"])
+        factor *= DTYPE_FACTOR[framework] if dtype == "bfloat16" else 1.0
     durations = known_durations(env, framework, size, seed, tag, factor)
     (run_dir / "config.json").write_text(json.dumps(config))
     if events:
@@ -175,6 +184,7 @@ def write_run(
     return {
         **config,
         **durations,
+        "dtype": dtype or "float32",
         "label": label,
         "run_dir": run_dir,
         "steady": statistics.mean(durations["iteration"][8:]),
@@ -184,8 +194,8 @@ def write_run(
 
 
 def write_study(root: Path) -> list[dict]:
-    """exp1 (linux) + a small exp4 repeat (mac, old-style configs) + exp2 + exp3 + exp5 and exp6 (small, sync off and
-    on) + exp7's envpool runs (exp1's and exp2's gymnax runs of its envs are its others) and exp8 (small, sync off
+    """exp1 (linux) + a small exp4 repeat (mac, old-style configs) + exp2 + exp3 + exp10's bfloat16 runs (small and
+    large; exp3's are its float32 runs) + exp5 and exp6 (small, sync off and on) + exp7's envpool runs (exp1's and exp2's gymnax runs of its envs are its others) and exp8 (small, sync off
     and on), and three runs that must be skipped."""
     runs = []
     for env, size, (framework, mode), seed in itertools.product(
@@ -210,6 +220,11 @@ def write_study(root: Path) -> list[dict]:
         runs.append(write_run(root, env, framework, "small", mode, 1, sync=True))
     for framework, mode in MODES:
         runs.append(write_run(root, "Acrobot-v1", framework, "large", mode, 1, sync=True))
+    # exp10's bfloat16 runs: beside the float32 runs of exp3 (its default modes)
+    for size, (framework, mode) in itertools.product(["small", "large"], DEFAULT_MODES):
+        runs.append(
+            write_run(root, "Acrobot-v1", framework, size, mode, 1, sync=True, dtype="bfloat16")
+        )
     for env, (framework, mode), sync in itertools.product(
         EXPENSIVE_FACTOR, DEFAULT_MODES, (False, True)
     ):
@@ -266,6 +281,7 @@ def experiments_of(run: dict) -> set[str]:
         name
         for name, exp in STUDY.experiments.items()
         if run["sync_timing"] in exp.syncs
+        and run["dtype"] in exp.dtypes
         and run["label"] in exp.envs
         and run["model_size"] in exp.sizes
         and run["compile"] in exp.compile_modes(framework)
@@ -277,12 +293,12 @@ def is_default(run) -> bool:
 
 
 def expected_speedups(runs: list[dict], metric: str, experiments: list[str], sync: bool) -> dict:
-    """(experiment, backend, size, pair) -> (geomean, median, n pairs, n envs) by plain math over every pair of
-    default-compile runs of one experiment with the same env, size and tag, under the metric's sync setting, the
-    envs of one backend pooled."""
+    """(experiment, backend, dtype, size, pair) -> (geomean, median, n pairs, n envs) by plain math over every pair
+    of default-compile runs of one experiment with the same env, size, data type and tag, under the metric's sync
+    setting, the envs of one backend pooled."""
     expected = {}
-    for experiment, backend, size, (a, b) in itertools.product(
-        experiments, study.BACKENDS, STUDY.sizes, STUDY.pairs
+    for experiment, backend, dtype, size, (a, b) in itertools.product(
+        experiments, study.BACKENDS, study.DTYPES, STUDY.sizes, STUDY.pairs
     ):
         ratios, envs = [], set()
         for ra, rb in itertools.product(runs, runs):
@@ -295,6 +311,7 @@ def expected_speedups(runs: list[dict], metric: str, experiments: list[str], syn
                 and experiment in experiments_of(ra)
                 and experiment in experiments_of(rb)
                 and ra["model_size"] == rb["model_size"] == size
+                and ra["dtype"] == rb["dtype"] == dtype
                 # an env on envpool is another env
                 and (ra["label"], ra["tag"]) == (rb["label"], rb["tag"])
             ):
@@ -303,7 +320,7 @@ def expected_speedups(runs: list[dict], metric: str, experiments: list[str], syn
         if ratios:
             geomean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
             cell = (geomean, statistics.median(ratios), len(ratios), len(envs))
-            expected[(experiment, backend, size, f"{a}->{b}")] = cell
+            expected[(experiment, backend, dtype, size, f"{a}->{b}")] = cell
     return expected
 
 
@@ -334,6 +351,7 @@ def test_speedups_match_hand_computed_values(study_out):
         "metric",
         "experiment",
         "backend",
+        "dtype",
         "size",
         "pair",
         "geomean",
@@ -349,7 +367,7 @@ def test_speedups_match_hand_computed_values(study_out):
         for name, exp in STUDY.experiments.items()
         if False in exp.syncs and name not in LEARNING
     ]
-    # exp2, exp3, exp5-exp8
+    # exp2, exp3, exp5-exp8, exp10
     sync_on = [name for name, exp in STUDY.experiments.items() if True in exp.syncs]
     selections = {
         "total": ("total_s", sync_off, False),
@@ -360,7 +378,7 @@ def test_speedups_match_hand_computed_values(study_out):
     for metric, (key, experiments, sync) in selections.items():
         expected = expected_speedups(runs, key, experiments, sync)
         got = speedups[speedups["metric"] == metric].set_index(
-            ["experiment", "backend", "size", "pair"]
+            ["experiment", "backend", "dtype", "size", "pair"]
         )
         assert set(got.index) == set(expected), metric
         for cell, (geomean, median, n, envs) in expected.items():
@@ -375,33 +393,45 @@ def test_speedups_match_hand_computed_values(study_out):
                     "ci_high"
                 ] * (1 + 1e-9)
     # The same numbers by hand: seeds 1.0/1.2 give ratios 1.25 x {1, 1.2, 1/1.2, 1} -> geomean and median 1.25
-    table = speedups.set_index(["metric", "experiment", "backend", "size", "pair"])
-    steady = table.loc[("steady", "exp1", "gymnax", "large", "nnx->linen")]
+    table = speedups.set_index(["metric", "experiment", "backend", "dtype", "size", "pair"])
+    steady = table.loc[("steady", "exp1", "gymnax", "float32", "large", "nnx->linen")]
     assert steady["geomean"] == pytest.approx(1.25, rel=1e-5) and steady["median"] == pytest.approx(
         1.25, rel=1e-5
     )
     assert (steady["n_pairs"], steady["n_clusters"]) == (3 * 4, 3)  # 3 envs x 2 x 2 seeds
     assert steady["ci_low"] < 1.25 < steady["ci_high"]  # the seeds differ within each env
     assert table.loc[
-        ("rollout", "exp3", "gymnax", "large", "torch->linen"), "geomean"
+        ("rollout", "exp3", "gymnax", "float32", "large", "torch->linen"), "geomean"
     ] == pytest.approx(5.0, rel=1e-5)
     # rollout/update per experiment: exp2 = the three envs' small runs, exp3 = Acrobot-v1's
-    assert table.loc[("rollout", "exp2", "gymnax", "small", "nnx->linen"), "n_pairs"] == 3
-    assert table.loc[("rollout", "exp3", "gymnax", "small", "nnx->linen"), "n_pairs"] == 1
-    assert ("rollout", "exp2", "gymnax", "large", "nnx->linen") not in table.index
+    assert (
+        table.loc[("rollout", "exp2", "gymnax", "float32", "small", "nnx->linen"), "n_pairs"] == 3
+    )
+    assert (
+        table.loc[("rollout", "exp3", "gymnax", "float32", "small", "nnx->linen"), "n_pairs"] == 1
+    )
+    assert ("rollout", "exp2", "gymnax", "float32", "large", "nnx->linen") not in table.index
+    # exp10: the framework pairs per data type; in bfloat16 torch is 4 times linen's speed less than in float32
+    for dtype, torch_linen in {"float32": 5.0, "bfloat16": 1.25}.items():
+        cell = table.loc[("update", "exp10", "gymnax", dtype, "large", "torch->linen")]
+        assert cell["geomean"] == pytest.approx(torch_linen, rel=1e-5) and cell["n_pairs"] == 1
+    # exp3 (float32 only) never takes exp10's bfloat16 runs
+    assert not (
+        speedups["experiment"].isin(["exp3", "exp2"]) & (speedups["dtype"] != "float32")
+    ).any()
     # exp5, exp6: the sync-off runs give the totals, the sync-on runs the rollout/update split, each pair of runs once
     for (experiment, envs), metric in itertools.product(
         {"exp5": EXPENSIVE_FACTOR, "exp6": CONTINUOUS_FACTOR}.items(),
         ("total", "steady", "rollout", "update"),
     ):
-        cell = table.loc[(metric, experiment, "gymnax", "small", "torch->linen")]
+        cell = table.loc[(metric, experiment, "gymnax", "float32", "small", "torch->linen")]
         assert cell["n_pairs"] == cell["n_clusters"] == len(envs)
         if metric != "total":  # total_s adds the same setup time to both
             assert cell["geomean"] == pytest.approx(5.0, rel=1e-5)
     # exp7: a cell per backend (torch -> linen 5 on gymnax, 2.5 on envpool): 3 envs on gymnax under tag linux
     # (2 x 2 seeds each) and CartPole-v1 under tag mac (exp1's runs of its envs and sizes); 3 envs on envpool
     gymnax, envpool = (
-        table.loc[("steady", "exp7", backend, "small", "torch->linen")]
+        table.loc[("steady", "exp7", backend, "float32", "small", "torch->linen")]
         for backend in study.BACKENDS
     )
     assert (gymnax["n_pairs"], gymnax["n_clusters"]) == (3 * 4 + 4, 3 + 1)
@@ -410,7 +440,7 @@ def test_speedups_match_hand_computed_values(study_out):
         "geomean"
     ] == pytest.approx(2.5, rel=1e-5)
     # MuJoCo on envpool only
-    exp8 = table.loc[("rollout", "exp8", "envpool", "small", "torch->linen")]
+    exp8 = table.loc[("rollout", "exp8", "envpool", "float32", "small", "torch->linen")]
     assert exp8["geomean"] == pytest.approx(2.5, rel=1e-5) and exp8["n_clusters"] == len(
         MUJOCO_FACTOR
     )
@@ -440,9 +470,12 @@ def test_summary_windows_and_experiments(study_out):
         & (summary["model_size"] == "small")
         & summary["sync_timing"]
     ]
-    # a run can be in several (exp7: default)
-    assert set(acrobot_small["experiments"]) == {"exp2 exp3", "exp2 exp3 exp7"}
-    assert (summary["experiments"] == "exp3").sum() == len(MODES)  # Acrobot large
+    # a run can be in several (exp7 and exp10: default modes); a bfloat16 run in exp10 alone
+    assert set(acrobot_small["experiments"]) == {"exp2 exp3", "exp2 exp3 exp7 exp10", "exp10"}
+    assert set(acrobot_small.loc[acrobot_small["dtype"] == "bfloat16", "experiments"]) == {"exp10"}
+    # Acrobot large: exp3's other modes; its default ones are exp10's float32 runs too
+    assert (summary["experiments"] == "exp3").sum() == len(MODES) - len(DEFAULT_MODES)
+    assert (summary["experiments"] == "exp3 exp10").sum() == len(DEFAULT_MODES)
 
 
 def test_device_name_command_and_import_time(study_out):
@@ -546,6 +579,52 @@ def test_the_backends_figure_stacks_rollout_and_update_per_framework_and_backend
     figures.plt.close(mujoco)
     tables = {exp for _, exp, _ in readme_tables((out.parent / "block.md").read_text())}
     assert "exp7" in tables
+
+
+def test_the_data_type_experiment_compares_each_framework_across_types(study_out):
+    """exp10: dtype_speedups.csv has each framework's bfloat16 -> float32 speedup (its time in bfloat16 / in float32,
+    DTYPE_FACTOR by construction) per sync-on metric and size; REPORT.md tables both times and those speedups, and
+    says which CPU had native bfloat16; exp10_dtypes.png puts a bar per data type, rollout under update, and over the
+    bfloat16 bar its whole time over the float32 one's. The runs.csv keeps each run's dtype."""
+    runs, out = study_out
+    table = pd.read_csv(out / "dtype_speedups.csv")
+    assert list(table.columns) == DTYPE_COLUMNS
+    assert set(table["experiment"]) == {"exp10"} and set(table["pair"]) == {"bfloat16->float32"}
+    cells = table.set_index(["metric", "size", "framework"])
+    expected = itertools.product(("rollout", "update"), ("small", "large"), STUDY.frameworks)
+    assert set(cells.index) == set(expected)  # sync on: no total or steady
+    for (metric, size, framework), row in cells.iterrows():
+        assert row["geomean"] == pytest.approx(DTYPE_FACTOR[framework], rel=1e-5)
+        assert (row["n_pairs"], row["n_clusters"]) == (1, 1)
+    report = (out / "REPORT.md").read_text()
+    section = report.split("## Data types (exp10)")[1].split("\n## ")[0]
+    assert "| float32" in section and "| bfloat16" in section
+    assert section.count("bfloat16 → float32 (sync on)") == 2  # rollout, update
+    linen = next(
+        r
+        for r in runs
+        if r["label"] == "Acrobot-v1"
+        and r["model_size"] == "large"
+        and r["framework"] == "linen"
+        and r["sync_timing"]
+        and is_default(r)
+        and r["dtype"] == "bfloat16"
+    )
+    total = linen["rollout8"] + linen["update8"]
+    assert f"{total:.3f} ({linen['rollout8']:.3f} + {linen['update8']:.3f})" in section
+    assert "avx512_bf16" in report.split("## Machines and versions")[1].split("\n## ")[0]
+    an = analysis_of(out / "runs.csv", out.parent / "timing.json")
+    assert set(an.summary["dtype"]) == {"float32", "bfloat16"}
+    fig = time_figures.fig_dtypes(an, "exp10")
+    panels = {ax.get_title(): ax for ax in fig.axes if ax.get_title()}
+    assert set(panels) == {"Acrobot-v1, small model", "Acrobot-v1, large model"}
+    ax = panels["Acrobot-v1, large model"]
+    bf16 = [patch.get_height() for patch in ax.patches if patch.get_gid() == "bfloat16 update"]
+    f32 = [patch.get_height() for patch in ax.patches if patch.get_gid() == "float32 update"]
+    factors = [DTYPE_FACTOR[fw] for fw in STUDY.frameworks]
+    assert np.divide(bf16, f32) == pytest.approx(factors, rel=1e-6)
+    assert [text.get_text() for text in ax.texts] == [f"×{f:.1f}" for f in factors]
+    figures.plt.close(fig)
 
 
 def test_the_report_tables_each_frameworks_rollout_and_update_per_experiment_of_both_syncs(
@@ -940,6 +1019,21 @@ def test_previous_edition_of_before_the_backends(study_out, tmp_path):
     names = [line for line in edition.splitlines() if line.startswith("*exp")]
     assert [name.split(":")[0] for name in names] == [f"*{exp}" for exp in STUDY.tables]
     assert "its envs on gymnax" in edition and "its envs on envpool" not in edition
+
+
+def test_previous_edition_of_before_the_data_types(study_out, tmp_path):
+    """A previous speedups.csv without the dtype column (editions of before --dtype): its rows were float32 runs, so
+    they meet this edition's float32 cells, as its full copy does."""
+    runs, out = study_out
+    now = pd.read_csv(out / "speedups.csv")
+    now[now["dtype"] == "float32"].drop(columns="dtype").to_csv(tmp_path / "old.csv", index=False)
+    old = read_previous(str(tmp_path / "old.csv"), SPEEDUP_COLUMNS)
+    assert set(old["dtype"]) == {"float32"}
+    block = readme_markdown(now, STUDY, old, "old")
+    same = readme_markdown(
+        now, STUDY, read_previous(str(out / "speedups.csv"), SPEEDUP_COLUMNS), "old"
+    )
+    assert "**Since the previous edition**" in block and block == same
 
 
 def test_previous_that_is_not_a_speedups_csv_is_refused(study_out, tmp_path, capsys):
@@ -1403,6 +1497,7 @@ RENAMED = {
     "exp7": "backends",
     "exp8": "mujoco",
     "exp9": "learning",
+    "exp10": "dtypes",
 }
 
 
@@ -1410,7 +1505,7 @@ RENAMED = {
 def test_the_experiments_roles_come_from_the_study(tmp_path, monkeypatch, capsys):
     """study.toml with every experiment renamed: the same analysis, under the new names (figures, tables, README),
     and no old name anywhere in what it writes or prints: no analysis code names an experiment."""
-    text = re.sub(r"\bexp(\d)\b", lambda m: RENAMED[m.group(0)], study.DEFAULT_PATH.read_text())
+    text = re.sub(r"\bexp(\d+)\b", lambda m: RENAMED[m.group(0)], study.DEFAULT_PATH.read_text())
     (tmp_path / "study.toml").write_text(text)
     monkeypatch.setenv(study.PATH_VARIABLE, str(tmp_path / "study.toml"))
     study._load.cache_clear()
@@ -1431,6 +1526,8 @@ def test_the_experiments_roles_come_from_the_study(tmp_path, monkeypatch, capsys
             CONTINUOUS_FACTOR, DEFAULT_MODES, (False, True)
         ):
             write_run(root, env, framework, "small", mode, 1, sync=sync)
+        for framework, mode in DEFAULT_MODES:
+            write_run(root, "Acrobot-v1", framework, "large", mode, 1, True, dtype="bfloat16")
         out = tmp_path / "out"
         plot_results.main(
             [
@@ -1461,6 +1558,7 @@ def test_the_experiments_roles_come_from_the_study(tmp_path, monkeypatch, capsys
         "continuous_speedups.png",
         "backends_backends.png",  # exp7's gymnax half: overall's and rollout's runs of its envs
         "backends_speedups.png",
+        "dtypes_dtypes.png",
     }
     speedups = pd.read_csv(out / "speedups.csv")
     assert set(speedups["experiment"]) == {
@@ -1470,7 +1568,9 @@ def test_the_experiments_roles_come_from_the_study(tmp_path, monkeypatch, capsys
         "craftax",
         "continuous",
         "backends",
+        "dtypes",
     }
+    assert set(pd.read_csv(out / "dtype_speedups.csv")["experiment"]) == {"dtypes"}
     summary = pd.read_csv(out / "summary.csv")
     assert "overall backends platforms" in set(summary["experiments"])
     block, report = (tmp_path / "block.md").read_text(), (out / "REPORT.md").read_text()
@@ -1483,6 +1583,7 @@ def test_the_experiments_roles_come_from_the_study(tmp_path, monkeypatch, capsys
     assert (
         "### Total-time speedups per tag (platforms)" in report
         and "## Iteration windows (overall," in report
+        and "## Data types (dtypes)" in report
     )
     assert not re.search(r"\bexp\d", block + report)
 
@@ -1497,6 +1598,12 @@ def test_the_experiments_roles_come_from_the_study(tmp_path, monkeypatch, capsys
         ),
         ('figures = ["compile_modes"]', 'figures = ["tags"]', "lists figure 'tags'"),
         ('figures = ["compile_modes"]', 'figures = ["steady_speedups"]', "listed by exp1 and exp3"),
+        # one that would draw exp10's float32 and bfloat16 runs as one
+        (
+            'figures = ["dtypes"]',
+            'figures = ["dtypes", "total"]',
+            "exp10 lists figure 'total'; valid: dtypes",
+        ),
     ],
 )
 def test_a_figure_the_analysis_cannot_draw_is_refused(

@@ -199,6 +199,14 @@ def test_sync_settings(tmp_path, value, syncs):
     assert changed.experiments["modes"].syncs == syncs
 
 
+def test_an_experiments_data_types(tmp_path, small):
+    """dtypes: float32 alone when not given, else the scripts' --dtype choices as listed."""
+    assert all(exp.dtypes == ("float32",) for exp in small.experiments.values())
+    changed = small_study(tmp_path, "sync = true", 'sync = true\ndtypes = ["float32", "bfloat16"]')
+    assert changed.experiments["modes"].dtypes == ("float32", "bfloat16")
+    assert changed.experiments["every"].dtypes == ("float32",)
+
+
 def test_each_env_runs_on_each_backend_env_by_env(small):
     """An env on envpool is labelled "{id}@envpool"; an experiment of two backends runs each env on both, one
     after the other; every_env is the gymnax lists, then the envpool envs."""
@@ -312,6 +320,11 @@ def test_an_env_label_names_the_backend_except_gymnax(env, backend, label):
         ('"Pool-only@envpool" = [', '"Cont-a" = [', "learn lists Cont-a in two configs"),
         ('returns = { "Pool-only@envpool" = [10, 1] }', "", "config pool has no returns"),
         ('args = ["--num-iterations", "3"]', 'args = "--num-iterations 3"', "short's args"),
+        # the data types: the scripts' --dtype choices, each once
+        ("sync = true", 'sync = true\ndtypes = ["float16"]', r"modes's dtypes = \['float16'\]"),
+        ("sync = true", "sync = true\ndtypes = []", r"modes's dtypes = \[\]; give some of"),
+        ("sync = true", 'sync = true\ndtypes = ["bfloat16", "bfloat16"]', "each once"),
+        ("sync = true", 'sync = true\ndtypes = "bfloat16"', "modes's dtypes = 'bfloat16'"),
     ],
 )
 def test_a_bad_experiment_is_named(tmp_path, old, new, named):
