@@ -162,13 +162,16 @@ class ThreadGovernor:
 
     It reads how much CPU other processes take on this process's cores (Linux's /proc/stat;
     elsewhere it does nothing): for sample_s before the first iteration, so that a machine busy
-    from the start compiles for the right count, then over each iteration but the first. Each
-    thread count is a graph of its own for torch.compile (recompiled once, on first use): at most
-    max_counts of them, and one thread."""
+    from the start compiles for the right count, then over windows of whole iterations (the
+    first one left out) of at least window_s. Each thread count is a graph of its own for
+    torch.compile (recompiled once, on first use): at most max_counts of them, and one thread."""
 
-    def __init__(self, sample_s: float = 0.1, max_counts: int = 4):
+    def __init__(self, sample_s: float = 0.1, max_counts: int = 4, window_s: float = 0.5):
         self.all = torch.get_num_threads()
         self.max_counts = max_counts
+        # /proc/stat counts in clock ticks (10 ms): over a 35 ms iteration, rounding alone can
+        # read as half a core taken by others
+        self.window_s = window_s
         self.active = self.all > 1 and os.path.exists("/proc/stat")
         self.cores = os.sched_getaffinity(0) if self.active else set()
         self.compiled = {self.all}
@@ -178,7 +181,7 @@ class ThreadGovernor:
         if self.active:
             start = self.cpu_seconds()
             time.sleep(sample_s)
-            self.set_threads(self.others_since(start))
+            self.set_threads(self.others_between(start, self.cpu_seconds()))
 
     def cpu_seconds(self):
         """(wall, this process's CPU, every process's busy CPU on its cores), in seconds now."""
@@ -187,20 +190,27 @@ class ThreadGovernor:
         own = os.times()
         return time.monotonic(), own.user + own.system, busy_ticks / os.sysconf("SC_CLK_TCK")
 
-    def others_since(self, last) -> float:
-        """The cores' worth of CPU that other processes took on this process's cores since last."""
-        wall, own, busy = [b - a for a, b in zip(last, self.cpu_seconds())]
+    def others_between(self, start, end) -> float:
+        """The cores' worth of CPU that other processes took on this process's cores between two
+        readings of cpu_seconds."""
+        wall, own, busy = [b - a for a, b in zip(start, end)]
         if wall <= 0:
             return 0.0
         return max(0.0, busy - own) / wall
 
     def iteration_done(self) -> None:
-        """Counts an iteration and sets the threads of the next."""
+        """Counts an iteration; once the window since the last choice is window_s long, sets the
+        threads of the next iterations from it."""
         if not self.active:
             return
-        if self.last is not None:
-            self.set_threads(self.others_since(self.last))
-        self.last = self.cpu_seconds()
+        now = self.cpu_seconds()
+        if self.last is None:
+            self.last = now
+            return
+        if now[0] - self.last[0] < self.window_s:
+            return
+        self.set_threads(self.others_between(self.last, now))
+        self.last = now
 
     def set_threads(self, others: float) -> None:
         """As many threads as the cores that others leave free, rounded; at least one."""

@@ -25,7 +25,7 @@ def threads():
 def quiet_governor(all_threads: int, set_threads, monkeypatch):
     """A governor of all_threads threads that found the machine quiet at its start (others took nothing)."""
     set_threads(all_threads)
-    monkeypatch.setattr(torch_glue.ThreadGovernor, "others_since", lambda self, last: 0.0)
+    monkeypatch.setattr(torch_glue.ThreadGovernor, "others_between", lambda self, start, end: 0.0)
     return torch_glue.ThreadGovernor(sample_s=0.0)
 
 
@@ -55,6 +55,36 @@ def test_at_most_max_counts_thread_counts_are_compiled(threads, monkeypatch):
     governor.max_counts = 3
     assert chosen(governor, [1.0, 3.0, 2.0, 5.0, 0.0, 15.6]) == [15, 13, 13, 1, 16, 1]
     assert governor.compiled == {16, 15, 13, 1}
+
+
+def fed_readings(monkeypatch, iterations: list) -> list:
+    """The thread count after each iteration of a governor of two threads, given each iteration's (wall seconds,
+    other processes' CPU seconds): the clock readings that cpu_seconds returns (this process's own CPU as much as its
+    wall time, all of it on its cores; nothing before the first iteration)."""
+    clock = [0.0, 0.0, 0.0]  # wall, own, busy
+    monkeypatch.setattr(torch_glue.ThreadGovernor, "cpu_seconds", lambda self: tuple(clock))
+    governor = torch_glue.ThreadGovernor(sample_s=0.0)
+    assert governor.active and governor.window_s == 0.5
+    counts = []
+    for seconds, others in iterations:
+        clock = [clock[0] + seconds, clock[1] + seconds, clock[2] + seconds + others]
+        governor.iteration_done()
+        counts.append(torch.get_num_threads())
+    return counts
+
+
+def test_short_iterations_are_judged_over_a_longer_window(threads, capsys, monkeypatch):
+    """A 35 ms iteration in which /proc/stat's clock ticks (10 ms) put 20 ms on others reads as 0.6 of a core taken:
+    one such reading is no reason to drop a thread (its recompile costs seconds). The governor judges at least
+    window_s at a time: the same 20 ms over 0.5 s is 0.04 of a core; a competitor that takes a core for the whole
+    window still costs torch its thread."""
+    threads(2)
+    # iteration 0 starts the count; 15 quick ones (0.525 s), one with a 20 ms rounding; then 15 beside a busy loop
+    quick = [(0.035, 0.02 if i == 3 else 0.0) for i in range(15)]
+    busy = [(0.035, 0.035)] * 15
+    counts = fed_readings(monkeypatch, [(1.0, 0.0), *quick, *busy])
+    assert counts == [2] * 30 + [1]
+    assert capsys.readouterr().out == "torch threads -> 1: others take 1.0 of its cores\n"
 
 
 def test_one_thread_from_the_start_is_left_alone(threads):
