@@ -103,26 +103,25 @@ def _envpool_envs(data: dict, path: Path) -> tuple[str, ...]:
     return envs
 
 
+def _some_of(value, valid: tuple[str, ...], what: str, path: Path) -> tuple[str, ...]:
+    """A list of some of valid's names, at least one, each once."""
+    names = _names(value, what, path)
+    unknown = [name for name in names if name not in valid]
+    if unknown or not names or len(set(names)) < len(names):
+        raise ValueError(
+            f"{path}: {what} = {list(names)}; give some of {', '.join(valid)}, each once"
+        )
+    return names
+
+
 def _backends(value, path: Path, name: str) -> tuple[str, ...]:
     """An experiment's backends: a list of BACKENDS, each once (default: gymnax alone)."""
-    backends = _names(value, f"experiment {name}'s backends", path)
-    unknown = [b for b in backends if b not in BACKENDS]
-    if unknown or not backends or len(set(backends)) < len(backends):
-        raise ValueError(
-            f"{path}: experiment {name}'s backends = {list(backends)}; give some of {', '.join(BACKENDS)}"
-        )
-    return backends
+    return _some_of(value, BACKENDS, f"experiment {name}'s backends", path)
 
 
 def _dtypes(value, path: Path, name: str) -> tuple[str, ...]:
     """An experiment's dtypes: a list of DTYPES, each once (default: float32 alone)."""
-    dtypes = _names(value, f"experiment {name}'s dtypes", path)
-    unknown = [d for d in dtypes if d not in DTYPES]
-    if unknown or not dtypes or len(set(dtypes)) < len(dtypes):
-        raise ValueError(
-            f"{path}: experiment {name}'s dtypes = {list(dtypes)}; give some of {', '.join(DTYPES)}, each once"
-        )
-    return dtypes
+    return _some_of(value, DTYPES, f"experiment {name}'s dtypes", path)
 
 
 def _reference(value, where: str, path: Path) -> Reference:

@@ -247,17 +247,38 @@ def fig_compile_modes(results: Results, name: str):
     return fig
 
 
+def why_no_parts(runs: pd.DataFrame, parts: list[str], name: str, study: Study) -> str:
+    """Why an experiment's sync-on runs in default compile modes give no rollout and update times; "" when they do."""
+    if runs.empty:
+        return f"no sync-on runs of {name} in default compile modes"
+    if runs.dropna(subset=parts).empty:
+        return missing_time(runs, parts[0], study)
+    return ""
+
+
+def variant_panel(ax, cell: pd.DataFrame, medians: pd.DataFrame, key: tuple, parts, study, draw):
+    """One panel of fig_backends or fig_dtypes, of an (env, size) key: draw(ax, its medians by framework and variant),
+    or why there are none. cell: the panel's runs; medians: indexed by (env, size, framework, variant)."""
+    env, size = key
+    ax.set_title(f"{env}, {size} model")
+    if cell.empty:
+        empty_panel(ax, "no runs")
+    elif key not in medians.index.droplevel([2, 3]):
+        empty_panel(ax, missing_time(cell, parts[0], study))
+    else:
+        draw(ax, medians.loc[key])
+
+
 def fig_backends(results: Results, name: str):
     """Per env (column) and model size (row): each framework's rollout and update time per iteration (sync on,
     default compile modes, the steady window's mean; the median over seeds) as one stacked bar per env backend,
     gymnax beside envpool, and over an envpool bar its rollout time / the gymnax one's."""
     study, runs = results.study, results.backend_runs(name)
-    if runs.empty:
-        return f"no sync-on runs of {name} in default compile modes"
     parts = list(steady_parts(study).values())
+    why = why_no_parts(runs, parts, name, study)
+    if why:
+        return why
     timed = runs.dropna(subset=parts)
-    if timed.empty:
-        return missing_time(runs, parts[0], study)
     envs = in_order(dict.fromkeys(split_label(label)[0] for label in results.envs), runs["env_id"])
     sizes, frameworks = (
         in_order(study.sizes, runs["model_size"]),
@@ -270,17 +291,14 @@ def fig_backends(results: Results, name: str):
         f"compile, mean over {study.steady.label})"
     )
     fig, axes = new_figure(len(envs), len(sizes), width=5.6, height=4.4, title=title)
+    colors = framework_colors(study)
+
+    def draw(ax, bars):
+        backend_bars(ax, bars, parts, frameworks, backends, colors)
+
     for (row, size), (col, env) in itertools.product(enumerate(sizes), enumerate(envs)):
-        ax = axes[row, col]
-        ax.set_title(f"{env}, {size} model")
         cell = runs[(runs["env_id"] == env) & (runs["model_size"] == size)]
-        if cell.empty:
-            empty_panel(ax, "no runs")
-        elif (env, size) not in medians.index.droplevel(["framework", "backend"]):
-            empty_panel(ax, missing_time(cell, parts[0], study))
-        else:
-            bars = medians.loc[(env, size)]
-            backend_bars(ax, bars, parts, frameworks, backends, framework_colors(study))
+        variant_panel(axes[row, col], cell, medians, (env, size), parts, study, draw)
     for row in range(len(sizes)):
         backend_legend(axes[row], backends)
     return fig
@@ -291,12 +309,11 @@ def fig_dtypes(results: Results, name: str):
     default compile modes, the steady window's mean; the median over seeds) as one stacked bar per data type, and
     over a bar in bfloat16 its whole time (rollout + update) / the float32 one's."""
     study, runs = results.study, results.backend_runs(name)
-    if runs.empty:
-        return f"no sync-on runs of {name} in default compile modes"
     parts = list(steady_parts(study).values())
+    why = why_no_parts(runs, parts, name, study)
+    if why:
+        return why
     timed = runs.dropna(subset=parts)
-    if timed.empty:
-        return missing_time(runs, parts[0], study)
     envs, sizes = in_order(results.envs, runs["env"]), in_order(study.sizes, runs["model_size"])
     frameworks, dtypes = (
         in_order(study.frameworks, runs["framework"]),
@@ -308,18 +325,14 @@ def fig_dtypes(results: Results, name: str):
         f"compile, mean over {study.steady.label})"
     )
     fig, axes = new_figure(len(sizes), len(envs), width=5.6, height=4.4, title=title)
+    colors = framework_colors(study)
+
+    def draw(ax, bars):
+        variant_bars(ax, bars, parts, frameworks, dtypes, colors, DTYPE_HATCHES, parts)
+
     for (row, env), (col, size) in itertools.product(enumerate(envs), enumerate(sizes)):
-        ax = axes[row, col]
-        ax.set_title(f"{env}, {size} model")
         cell = runs[(runs["env"] == env) & (runs["model_size"] == size)]
-        if cell.empty:
-            empty_panel(ax, "no runs")
-        elif (env, size) not in medians.index.droplevel(["framework", "dtype"]):
-            empty_panel(ax, missing_time(cell, parts[0], study))
-        else:
-            bars = medians.loc[(env, size)]
-            colors = framework_colors(study)
-            variant_bars(ax, bars, parts, frameworks, dtypes, colors, DTYPE_HATCHES, parts)
+        variant_panel(axes[row, col], cell, medians, (env, size), parts, study, draw)
     ratio = f"\n×: time in {dtypes[1]} /\ntime in {dtypes[0]}" if len(dtypes) > 1 else ""
     for row in range(len(envs)):
         variant_legend(axes[row], dtypes, DTYPE_HATCHES, ratio)

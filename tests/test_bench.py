@@ -429,22 +429,15 @@ def plan_rows(plan: str) -> list[list[str]]:
     return rows
 
 
-def test_the_plan_names_the_sync_setting_of_exp5_runs(tmp_path):
+def linen_small_plan(tmp_path: Path, experiments: str) -> list[list[str]]:
+    """plan_rows of sweep.py plan for linen, small, seed 1 of some experiments."""
     proc = subprocess.run(
         [
             sys.executable,
             str(ROOT / "sweep.py"),
             "plan",
-            "--experiments",
-            "exp1,exp5",
-            "--frameworks",
-            "linen",
-            "--sizes",
-            "small",
-            "--seeds",
-            "1",
-            "--log-dir",
-            str(tmp_path),
+            *("--experiments", experiments, "--frameworks", "linen", "--sizes", "small"),
+            *("--seeds", "1", "--log-dir", str(tmp_path)),
         ],
         cwd=ROOT,
         capture_output=True,
@@ -452,7 +445,11 @@ def test_the_plan_names_the_sync_setting_of_exp5_runs(tmp_path):
         timeout=60,
     )
     assert proc.returncode == 0, proc.stderr
-    rows = plan_rows(proc.stdout)
+    return plan_rows(proc.stdout)
+
+
+def test_the_plan_names_the_sync_setting_of_exp5_runs(tmp_path):
+    rows = linen_small_plan(tmp_path, "exp1,exp5")
     descriptions, stems = [row[1] for row in rows], [row[2] for row in rows]
     assert len(set(descriptions)) == len(set(stems)) == len(rows)
     assert not any(
@@ -487,29 +484,7 @@ def test_exp10_runs_every_size_and_framework_in_each_data_type(tmp_path):
 def test_the_plan_names_the_data_type_of_exp10s_bfloat16_runs(tmp_path):
     """A bfloat16 run's description and log name say its data type (a float32 run's, as before, do not), so no two
     runs of a cell share a log name."""
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "sweep.py"),
-            "plan",
-            "--experiments",
-            "exp10",
-            "--frameworks",
-            "linen",
-            "--sizes",
-            "small",
-            "--seeds",
-            "1",
-            "--log-dir",
-            str(tmp_path),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert proc.returncode == 0, proc.stderr
-    rows = plan_rows(proc.stdout)
+    rows = linen_small_plan(tmp_path, "exp10")
     assert [row[1:3] for row in rows] == [
         ["exp10 Acrobot-v1 linen small jit seed 1", "logs/exp10/Acrobot-v1__linen__small__jit__1"],
         [
@@ -534,7 +509,7 @@ def test_a_fifth_framework_in_the_study_joins_every_experiment(tmp_path):
         runs = [line for line in fake if option(line, "--exp-name") == name]
         assert len(runs) == len(exp.envs) * len(exp.sizes) * (
             2 if exp.all_compile_modes else 1
-        ) * len(exp.syncs)
+        ) * len(exp.syncs) * len(exp.dtypes)
         assert {option(line, "--compile") for line in runs} == (
             {"fast", "slow"} if exp.all_compile_modes else {"fast"}
         )

@@ -56,7 +56,9 @@ def made_up_runs(never_reached: int = 1):
             name = f"{ENV}__{framework}__{seed}"
             runs.append(run_rows(name, framework, seed, returns, seconds))
             summary.append(summary_row(name, framework, seed, float(np.mean(returns[-10:]))))
-    summary = pd.DataFrame(summary).assign(tag="t", num_iterations=20, batch_size=BATCH)
+    summary = pd.DataFrame(summary).assign(
+        tag="t", dtype="float32", num_iterations=20, batch_size=BATCH
+    )
     masks = {name: pd.Series(name == EXP, index=summary.index) for name in STUDY.experiments}
     return pd.concat(runs, ignore_index=True), summary, masks
 
