@@ -1,14 +1,16 @@
 """Writing --out without losing what was there.
 
 The files of this tool in --out are its tables (runs.csv, summary.csv, speedups.csv, env_cost.csv, the learning and
-data-type tables), REPORT.md and the figures the study can draw; anything else there (a README, the run folders, logs) is never touched.
+data-type tables), REPORT.md and the figures the study can draw; anything else there (a README, the run folders,
+logs) is never touched.
 
 Replacing with less: an analysis would leave --out with less than it holds when one of its tables there has a row
 the new one lacks (a run of runs.csv or summary.csv, told apart by folder name, command, hostname and start time; an
 iteration of runs.csv; a (metric, experiment, backend, dtype, size, pair) of speedups.csv; a (metric, size, pair) of
-env_cost.csv; the like of the others, TABLE_KEYS), when such a table cannot be read, or when a figure of this tool there would not be drawn again (which
-would leave it stale: it is removed). Such a call is refused (exit status 2, one line naming the folder and --force)
-before anything is written, unless --force is given. REPORT.md is rewritten from the rest and not compared.
+env_cost.csv; the like of the others, TABLE_KEYS), when such a table cannot be read, or when a figure of this tool
+there would not be drawn again (which would leave it stale: it is removed). Such a call is refused (exit status 2,
+one line naming the folder and --force) before anything is written, unless --force is given. REPORT.md is rewritten
+from the rest and not compared.
 
 Every file is first written into a temporary folder beside --out; only when all of them are complete do they
 replace their namesakes in --out, each by one rename (atomic), with SIGINT and SIGTERM held back meanwhile. An

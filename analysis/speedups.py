@@ -3,11 +3,11 @@
 Speedup A -> B = time of A / time of B, over every pair of runs of frameworks A and B with the same PAIR_KEYS: one
 experiment (runs are never paired across experiments), env, model size, data type, tag, number of iterations and
 batch size, each framework in its default compile mode, under the metric's sync setting. A table cell (metric,
-experiment, backend, dtype, size, pair) pools the envs of one env backend (an experiment of several, e.g. the same envs on gymnax and
-on envpool, gets a cell per backend: the question it asks is how the backends differ) and the pairs of one run
-configuration (iterations and batch size): where an experiment's runs of one size come in several, the one with the
-most envs (then the most pairs, then the longest runs, then the largest batch) makes the cells and the others are
-left out, as are the runs that found no run to pair with; the report lists both.
+experiment, backend, dtype, size, pair) pools the envs of one env backend (an experiment of several, e.g. the same
+envs on gymnax and on envpool, gets a cell per backend: the question it asks is how the backends differ) and the
+pairs of one run configuration (iterations and batch size): where an experiment's runs of one size come in several,
+the one with the most envs (then the most pairs, then the longest runs, then the largest batch) makes the cells and
+the others are left out, as are the runs that found no run to pair with; the report lists both.
 """
 
 import itertools
