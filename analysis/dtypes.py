@@ -19,12 +19,12 @@ from analysis.speedups import (
     METRICS,
     PAIR_KEYS,
     backends_of,
-    cell_statistics,
     experiment_data,
     metric_columns,
     one_configuration,
     paired,
     speedup_masks,
+    table_rows,
 )
 from study import DTYPES, Study
 
@@ -64,25 +64,17 @@ def dtype_table(summary: pd.DataFrame, masks: dict, study: Study) -> pd.DataFram
         for experiment, exp in study.experiments.items():
             names = [f"{a}->{b}" for a, b in dtype_pair_names(exp.dtypes)]
             cells = itertools.product(exp.backends, study.sizes, study.frameworks, names)
-            for backend, size, framework, pair in cells:
-                cell = ratios[
-                    (ratios["experiment"] == experiment)
-                    & (ratios["backend"] == backend)
-                    & (ratios["model_size"] == size)
-                    & (ratios["framework"] == framework)
-                    & (ratios["pair"] == pair)
-                ]
-                if cell.empty:
-                    continue
-                key = {
-                    "metric": metric,
+            keys = (
+                {
                     "experiment": experiment,
                     "backend": backend,
                     "size": size,
-                    "framework": framework,
+                    "framework": fw,
                     "pair": pair,
                 }
-                rows.append({**key, **cell_statistics(cell)})
+                for backend, size, fw, pair in cells
+            )
+            rows += table_rows(metric, ratios, keys)
     return pd.DataFrame(rows, columns=DTYPE_COLUMNS)
 
 

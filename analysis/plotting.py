@@ -307,16 +307,6 @@ def mark_expensive_envs(ax, costs: pd.Series, expensive_envs, envs) -> None:
         )
 
 
-def backend_bars(
-    ax, cell: pd.DataFrame, parts: list[str], frameworks, backends, colors: dict
-) -> None:
-    """Per framework (x), one stacked bar per backend: rollout (the framework's colour), then update (lighter),
-    hatched by backend; gid "{backend} {rollout|update}" on each bar. Over a bar of any backend but the first, its
-    rollout over the first backend's, e.g. "×3.1". cell: medians indexed by (framework, backend), columns parts;
-    colors: framework -> colour."""
-    variant_bars(ax, cell, parts, frameworks, backends, colors, BACKEND_HATCHES, parts[:1])
-
-
 def variant_bars(
     ax, cell: pd.DataFrame, parts: list[str], frameworks, variants, colors: dict, hatches, ratio
 ) -> None:
@@ -370,14 +360,6 @@ def variant_bars(
 def parts_sum(cell: pd.DataFrame, key: tuple, parts: list[str]) -> float:
     """The sum of some parts (rollout, update) of one bar of variant_bars."""
     return sum(float(cell.at[key, part]) for part in parts)
-
-
-def backend_legend(axes_row, backends) -> None:
-    """The legend of backend_bars: the parts (shades) and the backends (hatches)."""
-    ratio = (
-        f"\n×: rollout on {backends[1]} /\nrollout on {backends[0]}" if len(backends) > 1 else ""
-    )
-    variant_legend(axes_row, backends, BACKEND_HATCHES, ratio)
 
 
 def variant_legend(axes_row, variants, hatches, ratio: str) -> None:

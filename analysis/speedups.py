@@ -186,6 +186,19 @@ def cell_statistics(cell: pd.DataFrame) -> dict:
     }
 
 
+def table_rows(metric: str, ratios: pd.DataFrame, keys) -> list[dict]:
+    """A table's rows of one metric: per key (a table's column -> value; "size" is the pairs' model_size) whose cell
+    has pairs of runs, the metric, the key and cell_statistics' columns. ratios: pairs with their backend."""
+    rows = []
+    for key in keys:
+        cell = ratios
+        for column, value in key.items():
+            cell = cell[cell["model_size" if column == "size" else column] == value]
+        if not cell.empty:
+            rows.append({"metric": metric, **key, **cell_statistics(cell)})
+    return rows
+
+
 def speedup_table(pairs: dict[str, pd.DataFrame], study: Study) -> pd.DataFrame:
     """A row per metric, experiment, backend, dtype, size and pair (combinations without pairs are left out), in the
     study's orders, with cell_statistics' columns. pairs: metric -> its pooled pairs of runs (metric_pairs)."""
@@ -195,24 +208,17 @@ def speedup_table(pairs: dict[str, pd.DataFrame], study: Study) -> pd.DataFrame:
         for experiment in metric_experiments(study, metric):
             exp = study.experiments[experiment]
             cells = itertools.product(exp.backends, exp.dtypes, study.sizes, study.pair_names)
-            for backend, dtype, size, pair in cells:
-                cell = ratios[
-                    (ratios["experiment"] == experiment)
-                    & (ratios["backend"] == backend)
-                    & (ratios["dtype"] == dtype)
-                    & (ratios["model_size"] == size)
-                    & (ratios["pair"] == pair)
-                ]
-                if not cell.empty:
-                    key = {
-                        "metric": metric,
-                        "experiment": experiment,
-                        "backend": backend,
-                        "dtype": dtype,
-                        "size": size,
-                        "pair": pair,
-                    }
-                    rows.append({**key, **cell_statistics(cell)})
+            keys = (
+                {
+                    "experiment": experiment,
+                    "backend": backend,
+                    "dtype": dtype,
+                    "size": size,
+                    "pair": pair,
+                }
+                for backend, dtype, size, pair in cells
+            )
+            rows += table_rows(metric, ratios, keys)
     return pd.DataFrame(rows, columns=SPEEDUP_COLUMNS)
 
 

@@ -2,6 +2,7 @@
 and data types, each drawn from an experiment's runs (figures.py lists them as kinds)."""
 
 import itertools
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -9,10 +10,9 @@ import pandas as pd
 from analysis.gaps import missing_pairs, missing_time, short_note, speedup_gap
 from analysis.names import capitalised, in_order, pretty_pair
 from analysis.plotting import (
+    BACKEND_HATCHES,
     DTYPE_HATCHES,
     INTERVAL,
-    backend_bars,
-    backend_legend,
     draw_against_env_cost,
     empty_panel,
     framework_colors,
@@ -247,18 +247,30 @@ def fig_compile_modes(results: Results, name: str):
     return fig
 
 
-def why_no_parts(runs: pd.DataFrame, parts: list[str], name: str, study: Study) -> str:
-    """Why an experiment's sync-on runs in default compile modes give no rollout and update times; "" when they do."""
-    if runs.empty:
-        return f"no sync-on runs of {name} in default compile modes"
-    if runs.dropna(subset=parts).empty:
-        return missing_time(runs, parts[0], study)
-    return ""
+class Variants(NamedTuple):
+    """What a variant figure (fig_backends, fig_dtypes) puts beside each framework's bar: one bar per variant."""
+
+    column: str  # the runs' column of the variant: "backend", "dtype"
+    order: tuple[str, ...]  # the variants, the one the others are compared with first
+    hatches: dict  # variant -> its bars' hatch
+    env_column: str  # the runs' column a panel's env is read from
+    ratio: (
+        str  # over a bar: its "rollout" or its "time" (rollout + update) over the first variant's
+    )
+    preposition: str  # "on" a backend, "in" a data type
+    what: str  # the title's words: "env backend", "data type"
+    sizes_in_rows: bool  # a row per size and a column per env, or the other way round
+
+
+BACKEND_VARIANTS = Variants(
+    "backend", BACKENDS, BACKEND_HATCHES, "env_id", "rollout", "on", "env backend", True
+)
+DTYPE_VARIANTS = Variants("dtype", DTYPES, DTYPE_HATCHES, "env", "time", "in", "data type", False)
 
 
 def variant_panel(ax, cell: pd.DataFrame, medians: pd.DataFrame, key: tuple, parts, study, draw):
-    """One panel of fig_backends or fig_dtypes, of an (env, size) key: draw(ax, its medians by framework and variant),
-    or why there are none. cell: the panel's runs; medians: indexed by (env, size, framework, variant)."""
+    """One panel of a variant figure, of an (env, size) key: draw(ax, its medians by framework and variant), or why
+    there are none. cell: the panel's runs; medians: indexed by (env, size, framework, variant)."""
     env, size = key
     ax.set_title(f"{env}, {size} model")
     if cell.empty:
@@ -269,71 +281,60 @@ def variant_panel(ax, cell: pd.DataFrame, medians: pd.DataFrame, key: tuple, par
         draw(ax, medians.loc[key])
 
 
-def fig_backends(results: Results, name: str):
-    """Per env (column) and model size (row): each framework's rollout and update time per iteration (sync on,
-    default compile modes, the steady window's mean; the median over seeds) as one stacked bar per env backend,
-    gymnax beside envpool, and over an envpool bar its rollout time / the gymnax one's."""
+def variant_figure(results: Results, name: str, spec: Variants):
+    """Per env and model size: each framework's rollout and update time per iteration (sync on, default compile
+    modes, the steady window's mean; the median over seeds) as one stacked bar per variant, and over each bar but the
+    first variant's its rollout (or whole time) / the first variant's."""
     study, runs = results.study, results.backend_runs(name)
     parts = list(steady_parts(study).values())
-    why = why_no_parts(runs, parts, name, study)
-    if why:
-        return why
+    if runs.empty:
+        return f"no sync-on runs of {name} in default compile modes"
     timed = runs.dropna(subset=parts)
-    envs = in_order(dict.fromkeys(split_label(label)[0] for label in results.envs), runs["env_id"])
+    if timed.empty:
+        return missing_time(runs, parts[0], study)
+    order = results.envs
+    if spec.env_column == "env_id":  # a panel per env id: its backends' bars side by side
+        order = dict.fromkeys(split_label(label)[0] for label in results.envs)
+    envs = in_order(order, runs[spec.env_column])
     sizes, frameworks = (
         in_order(study.sizes, runs["model_size"]),
         in_order(study.frameworks, runs["framework"]),
     )
-    backends = in_order(BACKENDS, runs["backend"])
-    medians = timed.groupby(["env_id", "model_size", "framework", "backend"])[parts].median()
+    variants = in_order(spec.order, runs[spec.column])
+    keys = [spec.env_column, "model_size", "framework", spec.column]
+    medians = timed.groupby(keys)[parts].median()
     title = (
-        f"{capitalised(name)}: time per iteration on each env backend ({' vs '.join(backends)}; sync on, default "
-        f"compile, mean over {study.steady.label})"
+        f"{capitalised(name)}: time per iteration {spec.preposition} each {spec.what} ({' vs '.join(variants)}; "
+        f"sync on, default compile, mean over {study.steady.label})"
     )
-    fig, axes = new_figure(len(envs), len(sizes), width=5.6, height=4.4, title=title)
+    rows, columns = (sizes, envs) if spec.sizes_in_rows else (envs, sizes)
+    fig, axes = new_figure(len(columns), len(rows), width=5.6, height=4.4, title=title)
     colors = framework_colors(study)
+    ratio_parts = parts[:1] if spec.ratio == "rollout" else parts
 
     def draw(ax, bars):
-        backend_bars(ax, bars, parts, frameworks, backends, colors)
+        variant_bars(ax, bars, parts, frameworks, variants, colors, spec.hatches, ratio_parts)
 
-    for (row, size), (col, env) in itertools.product(enumerate(sizes), enumerate(envs)):
-        cell = runs[(runs["env_id"] == env) & (runs["model_size"] == size)]
+    for (row, first), (col, second) in itertools.product(enumerate(rows), enumerate(columns)):
+        size, env = (first, second) if spec.sizes_in_rows else (second, first)
+        cell = runs[(runs[spec.env_column] == env) & (runs["model_size"] == size)]
         variant_panel(axes[row, col], cell, medians, (env, size), parts, study, draw)
-    for row in range(len(sizes)):
-        backend_legend(axes[row], backends)
+    ratio = ""
+    if len(variants) > 1:
+        on = spec.preposition
+        ratio = f"\n×: {spec.ratio} {on} {variants[1]} /\n{spec.ratio} {on} {variants[0]}"
+    for row in range(len(rows)):
+        variant_legend(axes[row], variants, spec.hatches, ratio)
     return fig
+
+
+def fig_backends(results: Results, name: str):
+    """Per model size (row) and env (column): a bar per env backend, gymnax beside envpool, and over an envpool bar
+    its rollout time / the gymnax one's (variant_figure)."""
+    return variant_figure(results, name, BACKEND_VARIANTS)
 
 
 def fig_dtypes(results: Results, name: str):
-    """Per env (row) and model size (column): each framework's rollout and update time per iteration (sync on,
-    default compile modes, the steady window's mean; the median over seeds) as one stacked bar per data type, and
-    over a bar in bfloat16 its whole time (rollout + update) / the float32 one's."""
-    study, runs = results.study, results.backend_runs(name)
-    parts = list(steady_parts(study).values())
-    why = why_no_parts(runs, parts, name, study)
-    if why:
-        return why
-    timed = runs.dropna(subset=parts)
-    envs, sizes = in_order(results.envs, runs["env"]), in_order(study.sizes, runs["model_size"])
-    frameworks, dtypes = (
-        in_order(study.frameworks, runs["framework"]),
-        in_order(DTYPES, runs["dtype"]),
-    )
-    medians = timed.groupby(["env", "model_size", "framework", "dtype"])[parts].median()
-    title = (
-        f"{capitalised(name)}: time per iteration in each data type ({' vs '.join(dtypes)}; sync on, default "
-        f"compile, mean over {study.steady.label})"
-    )
-    fig, axes = new_figure(len(sizes), len(envs), width=5.6, height=4.4, title=title)
-    colors = framework_colors(study)
-
-    def draw(ax, bars):
-        variant_bars(ax, bars, parts, frameworks, dtypes, colors, DTYPE_HATCHES, parts)
-
-    for (row, env), (col, size) in itertools.product(enumerate(envs), enumerate(sizes)):
-        cell = runs[(runs["env"] == env) & (runs["model_size"] == size)]
-        variant_panel(axes[row, col], cell, medians, (env, size), parts, study, draw)
-    ratio = f"\n×: time in {dtypes[1]} /\ntime in {dtypes[0]}" if len(dtypes) > 1 else ""
-    for row in range(len(envs)):
-        variant_legend(axes[row], dtypes, DTYPE_HATCHES, ratio)
-    return fig
+    """Per env (row) and model size (column): a bar per data type, float32 beside bfloat16, and over a bfloat16 bar
+    its whole time (rollout + update) / the float32 one's (variant_figure)."""
+    return variant_figure(results, name, DTYPE_VARIANTS)
