@@ -8,7 +8,7 @@ comparison holds the runs of the experiment it repeats when they span two or mor
 import pandas as pd
 
 from analysis.loading import RUN_COLUMNS, run_keys
-from study import DTYPES, Experiment, Study, Window
+from study import Experiment, Study, Window
 
 
 def window_column(window: Window, what: str = "") -> str:
@@ -61,11 +61,10 @@ def in_experiment(run, experiment: Experiment, study: Study) -> bool:
     in_matrix = in_a_folder or (
         run["env"] in experiment.envs and run["model_size"] in experiment.sizes
     )
-    dtype = run.get("dtype")
     return (
         framework is not None
         and bool(run["sync_timing"]) in experiment.syncs
-        and (dtype if isinstance(dtype, str) else DTYPES[0]) in experiment.dtypes
+        and run["dtype"] in experiment.dtypes
         and in_matrix
         and run["compile"] in experiment.compile_modes(framework)
     )
