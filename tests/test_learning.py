@@ -168,7 +168,14 @@ def test_a_learning_experiment_holds_only_the_runs_of_its_folder():
     it joins exp9 only from bench.sh's exp9 folder."""
     from analysis.summary import in_experiment
 
-    run = dict(env=ENV, model_size="small", framework="linen", compile="jit", sync_timing=False)
+    run = dict(
+        env=ENV,
+        model_size="small",
+        framework="linen",
+        compile="jit",
+        sync_timing=False,
+        dtype="float32",
+    )
     assert not in_experiment({**run, "experiment_folder": ""}, STUDY.experiments[EXP], STUDY)
     assert in_experiment({**run, "experiment_folder": EXP}, STUDY.experiments[EXP], STUDY)
     assert in_experiment({**run, "experiment_folder": ""}, STUDY.experiments["exp1"], STUDY)
