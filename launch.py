@@ -12,11 +12,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 
 
-def run_script(script: str, *args: str, log_dir, timeout: float = 600, env: dict | None = None):
-    """Runs `python script args --log-dir log_dir` from the project root; returns the CompletedProcess."""
+def run_script(
+    script: str, *args: str, log_dir, timeout: float = 600, env: dict | None = None, cwd=ROOT
+):
+    """Runs `python script args --log-dir log_dir` from `cwd` (the project root unless given);
+    returns the CompletedProcess."""
     cmd = [sys.executable, str(ROOT / script), *args, "--log-dir", str(log_dir)]
     # one torch thread unless set: OpenMP threads stall on the busy cores of a shared machine
     full_env = {"OMP_NUM_THREADS": "1", **os.environ, "WANDB_MODE": "disabled", **(env or {})}
     return subprocess.run(
-        cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=full_env
+        cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=full_env
     )

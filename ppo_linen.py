@@ -38,7 +38,7 @@ class Args:
     """PPO in Flax Linen on gymnax (or envpool's CPU envs): trains one agent, logs to TensorBoard"""
 
     exp_name: str = os.path.basename(__file__)[: -len(".py")]
-    """the name of this experiment (with --track, the W&B group if set; else the group is --tag)"""
+    """the name of this experiment (with --track, the W&B group is this name and the env)"""
     env: str = "CartPole-v1"
     """the env id: gymnax (discrete or Box actions), or Craftax and Brax (env_adapters.py)"""
     env_backend: Literal["gymnax", "envpool"] = "gymnax"
@@ -92,7 +92,7 @@ class Args:
     log_dir: str = "runs"
     """the folder that receives one subfolder per run"""
     track: bool = False
-    """log to Weights & Biases too (the TensorBoard events are synced)"""
+    """log to Weights & Biases too (the same scalars, once per iteration)"""
     wandb_project_name: str = "benchback-rl"
     """the W&B project"""
     wandb_entity: Optional[str] = None
@@ -435,11 +435,14 @@ def main():
     if args.track:
         import wandb
 
-        group = args.exp_name if args.exp_name != Args.exp_name else args.tag
+        # the seeds and frameworks of one experiment on one env side by side
+        group = f"{args.exp_name}__{args.env}"
         tags = [FRAMEWORK, args.model_size, args.env, args.env_backend, args.compile]
         run = dict(name=run_name, dir=run_dir, group=group, tags=tags, config=config)
         project, entity = args.wandb_project_name, args.wandb_entity
-        wandb.init(project=project, entity=entity, **run, save_code=True, sync_tensorboard=True)
+        # the scalars are logged below, once per iteration: W&B's sync_tensorboard would also
+        # find its own copies of the events inside the run folder and sync them again
+        wandb.init(project=project, entity=entity, **run, save_code=True)
     with SummaryWriter(run_dir, max_queue=100) as writer, jax.disable_jit(args.compile == "none"):
         table = "\n".join(f"|{key}|{value}|" for key, value in asdict(args).items())
         writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
@@ -491,8 +494,11 @@ def main():
                 if not np.isnan(value):
                     scalars[f"charts/{name}"] = value
             scalars.update({f"losses/{name}": value for name, value in metrics.items()})
+            global_step = (iteration + 1) * args.batch_size
             for tag, value in scalars.items():
-                writer.add_scalar(tag, value, (iteration + 1) * args.batch_size)
+                writer.add_scalar(tag, value, global_step)
+            if args.track:
+                wandb.log(scalars, step=global_step)
             book.iteration_done(iteration, scalars, writer)
             # iteration 0 compiles: not for the ETA
             if iteration > 0:

@@ -460,8 +460,9 @@ def test_signal_stops_the_run_with_a_summary(framework, case, log_dir):
 
 
 # -------------------------------------------------------------------------------------------- W&B
-def wandb_run_record(path):
-    """The run record (group, tags, config) of an offline .wandb file: LevelDB-log framing around protobuf records."""
+def wandb_records(path):
+    """The records of an offline .wandb file, as (kind, record): LevelDB-log framing around protobuf
+    records."""
     from wandb.proto import wandb_internal_pb2 as pb
 
     # a 7-byte file header, then 32 KiB blocks
@@ -476,43 +477,62 @@ def wandb_run_record(path):
             record = pb.Record()
             record.ParseFromString(payload)
             payload = b""
-            if record.WhichOneof("record_type") == "run":
-                return record.run
-    raise AssertionError(f"no run record in {path}")
+            yield record.WhichOneof("record_type"), record
+
+
+def wandb_history(records) -> list[dict]:
+    """Each history row of the records as {key: value}, W&B's own keys (_step, _runtime, ...) included."""
+    rows = []
+    for kind, record in records:
+        if kind == "history":
+            items = record.history.item
+            rows.append({item.key or "/".join(item.nested_key): item.value_json for item in items})
+    return rows
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(  # each framework once, the group from --tag or --exp-name in turn: half the runs of both
+@pytest.mark.parametrize(  # each framework once, --exp-name given in half the runs
     "framework,exp_name",
     [(framework, (None, "exp9")[i % 2]) for i, framework in enumerate(FRAMEWORKS)],
 )
-def test_track_writes_offline_wandb_run(framework, exp_name, log_dir):
+def test_track_writes_offline_wandb_run(framework, exp_name, tmp_path):
     # the quickest to start; tracking does not depend on it
     mode = STUDY.frameworks[framework].compile[-1]
     args = [*TINY, "--track", "--tag", "machine-a", "--compile", mode] + (
         ["--exp-name", exp_name] if exp_name else []
     )
-    proc = run_script(
-        script(framework),
-        *args,
-        log_dir=log_dir,
-        env={"WANDB_MODE": "offline", "WANDB_SILENT": "true"},
-    )
+    env = {"WANDB_MODE": "offline", "WANDB_SILENT": "true"}
+    # a relative --log-dir, from another working folder: W&B once synced its own copies of the
+    # events found there, over and over
+    proc = run_script(script(framework), *args, log_dir="runs", env=env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    run_dir = only_run_dir(log_dir)
+    run_dir = only_run_dir(tmp_path / "runs")
+    assert len(list((tmp_path / "runs").iterdir())) == 1
+    assert len(list(run_dir.rglob("events.out.tfevents.*"))) == 1, list(run_dir.rglob("*"))[:20]
     offline_runs = list((run_dir / "wandb").glob("offline-run-*"))
     assert len(offline_runs) == 1, list(run_dir.rglob("*"))[:20]
-    run = wandb_run_record(next(offline_runs[0].glob("*.wandb")))
-    assert run.run_group == (exp_name or "machine-a")  # --exp-name when set, else --tag
+    records = list(wandb_records(next(offline_runs[0].glob("*.wandb"))))
+    run = next(record.run for kind, record in records if kind == "run")
+    # the experiment (the script's name when not given) and the env
+    assert run.run_group == f"{exp_name or 'ppo_' + framework}__CartPole-v1"
     assert list(run.tags) == [framework, "small", "CartPole-v1", "gymnax", mode]
     # config.json is the W&B config
     config = {item.key: json.loads(item.value_json) for item in run.config.update}
     assert (
         config["framework"] == framework
         and config["tag"] == "machine-a"
-        and config["command"][-1] == str(log_dir)
+        and config["command"][-1] == "runs"
     )
     assert config["device_name"] == read_json(run_dir / "config.json")["device_name"]
+    # one history row per iteration, at its global step, holding what TensorBoard holds
+    history = wandb_history(records)
+    scalars = read_scalars(run_dir)
+    assert [int(row["_step"]) for row in history] == list(scalars["step"]) == [64, 128, 192]
+    for row, (_, logged) in zip(history, scalars.set_index("step").iterrows()):
+        logged = logged.dropna()
+        assert {key for key in row if not key.startswith("_")} == set(logged.index)
+        for tag, value in logged.items():
+            assert json.loads(row[tag]) == pytest.approx(value, rel=1e-6, nan_ok=True)
 
 
 # ------------------------------------------------------------------------------------------ GAE
