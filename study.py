@@ -26,6 +26,8 @@ reads into (Study, Experiment, ..., env_label) are study_types.py's, imported fr
 
 import math
 import os
+import re
+import sys
 import tomllib
 from functools import cache
 from pathlib import Path
@@ -48,6 +50,76 @@ from study_types import (
 ROOT = Path(__file__).resolve().parent
 DEFAULT_PATH = ROOT / "study.toml"
 PATH_VARIABLE = "BENCHBACK_STUDY"  # another study file, e.g. a test's
+
+# A name in the study (a framework, experiment, platform, preset, window, configuration, size, env, compile mode)
+# becomes a folder, a file name, a W&B group or a script's flag value: a plain name, never a path
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
+NAME_RULE = "letters, digits, _ and - (not first)"
+# a framework's script and its pieces: plain file names of the repository's top level, run or copied from there
+FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*\.py")
+
+# The keys of each table (the study's top level, [windows.NAME], [frameworks.NAME], ...), the required ones first:
+# any other key is refused (a misspelt key would be ignored, and change what runs without a word)
+TOP_KEYS = (
+    "sizes",
+    "windows",
+    "frameworks",
+    "experiments",
+    "envs",
+    "continuous_envs",
+    "expensive_envs",
+)
+TOP_KEYS += ("envpool_envs", "platforms", "presets", "analysis")
+WINDOW_KEYS = ("first", "label", "last")
+FRAMEWORK_KEYS = ("script", "compile", "color", "pieces")
+EXPERIMENT_KEYS = ("title", "sizes", "compile", "sync", "envs", "backends", "dtypes", "figures")
+EXPERIMENT_KEYS += ("configs", "reference")
+CONFIG_KEYS = ("title", "args", "returns")
+PLATFORM_KEYS = ("repeats", "title", "figures")
+ANALYSIS_KEYS = ("headline", "tables")
+# an experiment's compile: each framework's default mode, or every mode
+COMPILE_CHOICES = ("default", "all")
+
+
+def _table(value, where: str, valid: tuple[str, ...], required: int, path: Path) -> dict:
+    """A TOML table of valid's keys, the first `required` of them present; ValueError names the table and the bad
+    or missing key, and the valid keys. where: the table as TOML names it ("experiments.exp1"; "" the top level)."""
+    table = f"[{where}]" if where else "the top level"
+    if not isinstance(value, dict):
+        raise ValueError(
+            f"{path}: {where} = {value!r}; give a table [{where}] of {', '.join(valid)}"
+        )
+    unknown = [key for key in value if key not in valid]
+    missing = [key for key in valid[:required] if key not in value]
+    if unknown or missing:
+        said = f"has an unknown key {unknown[0]!r}" if unknown else f"lacks the key {missing[0]!r}"
+        raise ValueError(
+            f"{path}: {table} {said}; valid keys: {', '.join(valid)} (required: {', '.join(valid[:required])})"
+        )
+    return value
+
+
+def _name(value, what: str, path: Path, pattern: re.Pattern = NAME, rule: str = NAME_RULE) -> str:
+    """A plain name (NAME), or ValueError naming it and what it names."""
+    if not isinstance(value, str) or not pattern.fullmatch(value):
+        raise ValueError(f"{path}: {what} {value!r} is not a plain name; give {rule}")
+    return value
+
+
+def _named_tables(
+    data: dict, key: str, valid: tuple[str, ...], required: int, path: Path, within: str = ""
+) -> dict[str, dict]:
+    """The tables [key.NAME] of data (none when it has no key), each of a plain NAME and of valid's keys, the first
+    `required` of them present. within: the table data is, as TOML names it ("experiments.exp9.")."""
+    tables = data.get(key, {})
+    if not isinstance(tables, dict):
+        raise ValueError(f"{path}: {within}{key} = {tables!r}; give tables [{within}{key}.NAME]")
+    return {
+        _name(name, f"[{within}{key}] name", path): _table(
+            table, f"{within}{key}.{name}", valid, required, path
+        )
+        for name, table in tables.items()
+    }
 
 
 def _choice(
@@ -84,7 +156,7 @@ ENV_KEYWORDS = {"all": "envs", "continuous": "continuous_envs", "expensive": "ex
 
 def _envs(data: dict, path: Path) -> dict[str, tuple[str, ...]]:
     """Each env list of the study (ENV_LISTS; a list left out is empty): no env may be listed twice."""
-    lists = {name: tuple(data.get(name, ())) for name in ENV_LISTS}
+    lists = {name: _plain_names(data.get(name, []), name, path) for name in ENV_LISTS}
     every = [env for envs in lists.values() for env in envs]
     repeated = sorted({env for env in every if every.count(env) > 1})
     if repeated:
@@ -100,7 +172,7 @@ def _envpool_envs(data: dict, path: Path) -> tuple[str, ...]:
         raise ValueError(
             f"{path}: envpool_envs lists {', '.join(bad)} twice, or with an @ (an envpool id has none)"
         )
-    return envs
+    return _plain_names(list(envs), "envpool_envs", path)
 
 
 def _some_of(value, valid: tuple[str, ...], what: str, path: Path) -> tuple[str, ...]:
@@ -154,7 +226,9 @@ def _configs(exp: dict, name: str, lists: dict, path: Path) -> tuple[Config, ...
     """A learning experiment's configurations: [experiments.NAME.configs.CONFIG] tables of a title, the script
     flags (args) and the published returns of its envs (returns: env label -> [mean, std])."""
     configs = []
-    for config_name, config in exp.get("configs", {}).items():
+    for config_name, config in _named_tables(
+        exp, "configs", CONFIG_KEYS, 0, path, f"experiments.{name}."
+    ).items():
         where = f"experiment {name}'s config {config_name}"
         returns = config.get("returns")
         if not isinstance(returns, dict) or not returns:
@@ -198,14 +272,20 @@ def _experiment_envs(
 
 
 def _names(value, what: str, path: Path) -> tuple[str, ...]:
+    """A list of strings (a configuration's or a preset's args: any run argument)."""
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ValueError(f"{path}: {what} = {value!r}; give a list of names")
     return tuple(value)
 
 
+def _plain_names(value, what: str, path: Path) -> tuple[str, ...]:
+    """A list of plain names (NAME): envs, sizes, compile modes."""
+    return tuple(_name(name, f"{what} lists", path) for name in _names(value, what, path))
+
+
 def _platforms(data: dict, experiments: dict, path: Path) -> dict[str, Platform]:
     platforms = {}
-    for name, platform in data.get("platforms", {}).items():
+    for name, platform in _named_tables(data, "platforms", PLATFORM_KEYS, 1, path).items():
         if name in experiments:
             raise ValueError(f"{path}: {name} is both an experiment and a platform comparison")
         repeats = platform.get("repeats")
@@ -221,6 +301,7 @@ def _platforms(data: dict, experiments: dict, path: Path) -> dict[str, Platform]
 # a preset's keys: bench.sh's matrix options, each a list of names or a positive integer
 PRESET_LISTS = ("experiments", "frameworks", "envs", "sizes", "compile-modes")
 PRESET_NUMBERS = ("seeds", "iterations")
+PRESET_KEYS = ("title", "args", *PRESET_LISTS, *PRESET_NUMBERS)
 
 
 def _preset_option(name: str, key: str, value, path: Path) -> str:
@@ -244,7 +325,7 @@ def _presets(data: dict, windows: dict[str, Window], path: Path) -> dict[str, Pr
     """[presets.NAME]: each a title, some of bench.sh's matrix options and the arguments of every run. Its
     iterations, when it sets them, reach the steady window: else the analysis would have no steady state to show."""
     presets, steady = {}, windows.get("steady")
-    for name, preset in data.get("presets", {}).items():
+    for name, preset in _named_tables(data, "presets", PRESET_KEYS, 0, path).items():
         keys = [key for key in preset if key not in ("title", "args")]
         options = {key: _preset_option(name, key, preset[key], path) for key in keys}
         if steady and preset.get("iterations", steady.first + 1) <= steady.first:
@@ -257,9 +338,14 @@ def _presets(data: dict, windows: dict[str, Window], path: Path) -> dict[str, Pr
     return presets
 
 
+def _analysis(data: dict, path: Path) -> dict:
+    """[analysis]: the roles of the experiments in the analysis (none given: the defaults)."""
+    return _table(data.get("analysis", {}), "analysis", ANALYSIS_KEYS, 0, path)
+
+
 def _headline(data: dict, experiments: dict, path: Path) -> str:
     """The headline experiment: [analysis] headline, else the first experiment."""
-    headline = data.get("analysis", {}).get("headline", next(iter(experiments), ""))
+    headline = _analysis(data, path).get("headline", next(iter(experiments), ""))
     if headline not in experiments:
         raise ValueError(
             f"{path}: [analysis] headline = {headline!r}; known experiments: {', '.join(experiments)}"
@@ -270,7 +356,7 @@ def _headline(data: dict, experiments: dict, path: Path) -> str:
 def _tables(data: dict, experiments: dict, headline: str, path: Path) -> tuple[str, ...]:
     """The experiments of the README's tables: [analysis] tables, else the headline. Each must have sync-off runs
     (total time and steady state are timed without the timers' waits)."""
-    tables = _names(data.get("analysis", {}).get("tables", [headline]), "[analysis] tables", path)
+    tables = _names(_analysis(data, path).get("tables", [headline]), "[analysis] tables", path)
     for name in tables:
         if name not in experiments:
             raise ValueError(
@@ -283,33 +369,58 @@ def _tables(data: dict, experiments: dict, headline: str, path: Path) -> tuple[s
     return tables
 
 
+def _script(value, what: str, path: Path) -> str:
+    """A framework's script or piece: a file name of the repository's top level (FILE_NAME), never a path."""
+    rule = "a .py file name of the repository's top level, e.g. ppo_linen.py, not a path"
+    return _name(value, what, path, FILE_NAME, rule)
+
+
+def _frameworks(data: dict, path: Path) -> dict[str, Framework]:
+    """[frameworks.NAME]: each a script, its compile modes (the default first), a color and its pieces."""
+    frameworks = {}
+    for name, fw in _named_tables(data, "frameworks", FRAMEWORK_KEYS, 2, path).items():
+        where = f"[frameworks.{name}]"
+        pieces = _names(fw.get("pieces", []), f"{where} pieces", path)
+        frameworks[name] = Framework(
+            name,
+            _script(fw["script"], f"{where} script", path),
+            _plain_names(fw["compile"], f"{where} compile", path),
+            fw.get("color", "#7f7f7f"),
+            tuple(_script(piece, f"{where} pieces lists", path) for piece in pieces),
+        )
+    return frameworks
+
+
+def _compile(exp: dict, name: str, path: Path) -> bool:
+    """An experiment's compile: True for "all" (every mode), False for "default" (each framework's first)."""
+    if exp["compile"] not in COMPILE_CHOICES:
+        raise ValueError(
+            f"{path}: [experiments.{name}] compile = {exp['compile']!r}; give one of {', '.join(COMPILE_CHOICES)}"
+        )
+    return exp["compile"] == "all"
+
+
 def parse(path: Path) -> Study:
+    """The study of a study file; ValueError (one line) names what is wrong in it."""
     with open(path, "rb") as f:
-        data = tomllib.load(f)
+        data = _table(tomllib.load(f), "", TOP_KEYS, 4, path)
     env_lists = _envs(data, path)
     envpool_envs = _envpool_envs(data, path)
-    sizes = tuple(data["sizes"])
-    frameworks = {
-        name: Framework(
-            name,
-            fw["script"],
-            tuple(fw["compile"]),
-            fw.get("color", "#7f7f7f"),
-            tuple(fw.get("pieces", ())),
-        )
-        for name, fw in data["frameworks"].items()
-    }
+    sizes = _plain_names(data["sizes"], "sizes", path)
+    frameworks = _frameworks(data, path)
     windows = {
         name: Window(name, w["first"], w.get("last"), w["label"])
-        for name, w in data["windows"].items()
+        for name, w in _named_tables(data, "windows", WINDOW_KEYS, 2, path).items()
     }
     lists = {**env_lists, "envpool_envs": envpool_envs}
     experiments = {}
-    for name, exp in data["experiments"].items():
+    for name, exp in _named_tables(data, "experiments", EXPERIMENT_KEYS, 4, path).items():
         configs = _configs(exp, name, lists, path)
         if configs:  # the configurations name the envs, each with its backend
             envs = tuple(env for config in configs for env in config.references)
             backends = tuple(dict.fromkeys(split_label(env)[1] for env in envs))
+        elif "envs" not in exp:
+            raise ValueError(f"{path}: [experiments.{name}] has neither envs nor configs; give one")
         else:
             envs, backends = _experiment_envs(exp, name, lists, path)
         experiments[name] = Experiment(
@@ -317,7 +428,7 @@ def parse(path: Path) -> Study:
             exp["title"],
             envs,
             _choice(exp["sizes"], sizes, "size", path, {"all": sizes}),
-            exp["compile"] == "all",
+            _compile(exp, name, path),
             _syncs(exp["sync"], path),
             _names(exp.get("figures", []), f"experiment {name}'s figures", path),
             backends,
@@ -351,5 +462,14 @@ def _load(path: str) -> Study:
 
 
 def load() -> Study:
-    """The study: study.toml next to this file, or the file named by $BENCHBACK_STUDY."""
-    return _load(os.environ.get(PATH_VARIABLE) or str(DEFAULT_PATH))
+    """The study: study.toml next to this file, or the file named by $BENCHBACK_STUDY. Every tool reads it here: a
+    bad study file (or none) is one line on stderr and exit 2, before the tool does anything."""
+    path = os.environ.get(PATH_VARIABLE) or str(DEFAULT_PATH)
+    try:
+        return _load(path)
+    except tomllib.TOMLDecodeError as e:  # says where in the file, not which file
+        problem = f"{path}: {e}"
+    except (ValueError, OSError) as e:
+        problem = str(e)
+    print(f"error: {problem}", file=sys.stderr)
+    sys.exit(2)

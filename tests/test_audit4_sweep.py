@@ -1,0 +1,129 @@
+"""The fourth audit's sweep items (issue 54): study.toml's names and keys (2), the run arguments after -- checked
+before the first run (12), a selection of no runs (15), setup.sh run (17) and a preset's run arguments against the
+steady window (21). Each bad input: one line, exit 2, nothing made."""
+
+import pytest
+from test_bench import bench
+
+import study
+from helpers import ROOT
+
+
+def changed_study(tmp_path, old: str, new: str):
+    """study.toml with its first `old` replaced by `new`, written in tmp_path: its path."""
+    text = (ROOT / "study.toml").read_text()
+    assert old in text
+    path = tmp_path / "study.toml"
+    path.write_text(text.replace(old, new, 1))
+    return path
+
+
+def refused_in_one_line(proc, *named: str) -> None:
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    for word in named:
+        assert word in proc.stderr
+
+
+# ---------------------------------------------------------------------------------- 2: the study's names and keys
+EXP10_DTYPES = 'dtypes = ["float32", "bfloat16"]'
+
+
+@pytest.mark.parametrize(
+    "old, new, named",
+    [
+        # a misspelt key, at each level: the table, the key and the valid keys named
+        (
+            EXP10_DTYPES,
+            'dtype = ["float32", "bfloat16"]',
+            ["[experiments.exp10]", "'dtype'", "dtypes"],
+        ),
+        (
+            'sizes = ["small", "medium", "large"]',
+            'colour = 1\nsizes = ["small", "medium", "large"]',
+            ["the top level", "'colour'", "experiments"],
+        ),
+        (
+            'script = "ppo_nnx.py"',
+            'script = "ppo_nnx.py"\nscrip = "x.py"',
+            ["[frameworks.nnx]", "'scrip'"],
+        ),
+        (
+            "steady = { first = 8,",
+            "steady = { frist = 8,",
+            ["[windows.steady]", "'frist'", "first"],
+        ),
+        ('repeats = "exp1"', 'repeats = "exp1"\nrepeat = "exp2"', ["[platforms.exp4]", "'repeat'"]),
+        ('headline = "exp1"', 'headlines = "exp1"', ["[analysis]", "'headlines'", "headline"]),
+        (
+            'title = "CleanRL ppo.py, 500k steps"',
+            'titel = "CleanRL ppo.py, 500k steps"',
+            ["[experiments.exp9.configs.ppo]", "'titel'", "returns"],
+        ),
+        ("[platforms.exp4]", "[platform.exp4]", ["the top level", "'platform'", "platforms"]),
+        # names that are not plain: a path of a run's folder, or of the script that is run
+        (
+            "[experiments.exp3]",
+            '[experiments."../../escape"]',
+            ["'../../escape'", "not a plain name"],
+        ),
+        (
+            'script = "ppo_linen.py"',
+            'script = "../../../elsewhere/x.py"',
+            ["[frameworks.linen]", "'../../../elsewhere/x.py'"],
+        ),
+        ('script = "ppo_linen.py"', 'script = "/tmp/ppo_linen.py"', ["top level"]),
+        (
+            'pieces = ["torch_glue.py"]',
+            'pieces = ["../torch_glue.py"]',
+            ["[frameworks.torch] pieces"],
+        ),
+        ("[frameworks.nnx]", '[frameworks."nn x"]', ["'nn x'"]),
+        ("[presets.smoke]", '[presets."../smoke"]', ["'../smoke'"]),
+        (
+            'sizes = ["small", "medium", "large"]',
+            'sizes = ["small", "../medium", "large"]',
+            ["'../medium'"],
+        ),
+        (
+            '"CartPole-v1", "Acrobot-v1", "MountainCar-v0",\n',
+            '"CartPole-v1", "../Acrobot-v1",\n',
+            ["'../Acrobot-v1'"],
+        ),
+        (
+            'compile = ["jit", "none"]',
+            'compile = ["jit", "no/ne"]',
+            ["[frameworks.linen] compile", "'no/ne'"],
+        ),
+        (
+            'compile = "default"',
+            'compile = "defualt"',
+            ["[experiments.exp1] compile = 'defualt'", "default, all"],
+        ),
+    ],
+)
+def test_a_bad_key_or_name_in_the_study_is_named(tmp_path, old, new, named):
+    path = changed_study(tmp_path, old, new)
+    with pytest.raises(ValueError) as error:
+        study.parse(path)
+    message = str(error.value)
+    assert message.startswith(f"{path}: ") and "\n" not in message
+    for word in named:
+        assert word in message
+
+
+def test_bench_sh_refuses_a_bad_study_in_one_line_and_makes_nothing(tmp_path):
+    """exp10's `dtype =` for `dtypes =` ran 12 runs instead of 24, without a word."""
+    path = changed_study(tmp_path, EXP10_DTYPES, 'dtype = ["float32", "bfloat16"]')
+    log_dir = tmp_path / "runs"
+    for dry in ([], ["--dry-run"]):
+        proc = bench(
+            *dry,
+            "--experiments",
+            "exp10",
+            "--log-dir",
+            str(log_dir),
+            env={study.PATH_VARIABLE: str(path)},
+        )
+        refused_in_one_line(proc, str(path), "'dtype'", "dtypes")
+        assert not log_dir.exists()
