@@ -43,6 +43,7 @@ from analysis import escape, figures, learning_report, output, readme_block, rep
 from analysis.errors import BadInput
 from analysis.loading import load_runs, read_env_timing, read_previous
 from analysis.results import analyse
+from analysis.speedup_markdown import few_runs_cells
 from analysis.speedups import SPEEDUP_COLUMNS
 from atomic import write_file
 from study import Study
@@ -184,8 +185,9 @@ def readme_blocks(results, study: Study, previous, previous_name) -> dict[tuple[
     as it is in the README."""
     blocks = {}
     if not readme_block.headline(results.speedups, study).empty:
+        few = few_runs_cells(results.pairs, results.speedups)
         blocks[readme_block.README_MARKERS] = readme_block.readme_markdown(
-            results.speedups, study, previous, previous_name
+            results.speedups, study, previous, previous_name, few
         )
     if not results.learning.empty:
         blocks[learning_report.LEARNING_MARKERS] = learning_report.learning_markdown(results)

@@ -11,7 +11,7 @@ from analysis.errors import BadInput
 from analysis.escape import md_text
 from analysis.markdown import NO_INTERVAL, markdown_table
 from analysis.names import in_order, pretty_pair
-from analysis.speedup_markdown import in_dtype, on_backend, speedup_markdown
+from analysis.speedup_markdown import few_runs_warning, in_dtype, on_backend, speedup_markdown
 from analysis.speedups import SPEEDUP_COLUMNS
 from analysis.stats import BOOTSTRAP_LEVEL, MIN_CLUSTERS
 from study import Study
@@ -35,15 +35,21 @@ def readme_markdown(
     study: Study,
     previous: Optional[pd.DataFrame] = None,
     previous_name: str = "",
+    few_runs: Optional[pd.DataFrame] = None,
 ) -> str:
     """The README's headline: the total-time and steady-state tables of the experiments of study.tables, with a short
-    intro (REPORT.md has the long one), then the comparison with a previous edition when one is given."""
+    intro (REPORT.md has the long one), then the comparison with a previous edition when one is given. few_runs: the
+    speedup cells of too few runs (speedup_markdown.few_runs_cells); those of the headline are warned of first."""
+    table = headline(speedups, study)
+    few = headline(few_runs, study) if few_runs is not None else table.iloc[:0]
+    warning = few_runs_warning(few, table)
     intro = (
         f"Speedup A → B = time of A / time of B (above 1×: B is faster), each framework in its default compile "
         f"mode. Cells: geometric mean [{BOOTSTRAP_LEVEL:.0%} cluster-bootstrap interval over envs, then runs; "
         f"{NO_INTERVAL} below {MIN_CLUSTERS} envs]; median; pairs / envs. METHODOLOGY.md explains the statistics."
     )
-    text = intro + "\n\n" + speedup_markdown(headline(speedups, study), study, intro=False)
+    text = (warning + "\n\n" if warning else "") + intro + "\n\n"
+    text += speedup_markdown(table, study, intro=False)
     if previous is not None:
         text += "\n" + edition_markdown(previous, speedups, previous_name, study)
     return text
@@ -108,9 +114,16 @@ def edition_markdown(
 
 
 def readme_with(path: Path, blocks: dict[tuple[str, str], str]) -> str:
-    """The text of the file at path with each block between its markers (start, end; the markers stay)."""
+    """The text of the file at path with each block between its markers (start, end; the markers stay). A file that
+    holds a block's markers more than once is refused: which block is the README's is ambiguous."""
     text = path.read_text()
     for (opening, closing), block in blocks.items():
+        twice = [marker for marker in (opening, closing) if text.count(marker) > 1]
+        if twice:
+            raise BadInput(
+                f"{path} holds {twice[0]} {text.count(twice[0])} times: which block to replace is ambiguous; "
+                "nothing written (keep one block)"
+            )
         start, end = text.find(opening), text.find(closing)
         if start < 0 or end < start:
             raise BadInput(f"{path} has no {opening} ... {closing} block; nothing written")

@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.markdown import NO_INTERVAL, pair_by_size_table
-from analysis.speedups import metric_experiments, metric_sync
+from analysis.speedups import backends_of, metric_experiments, metric_sync
 from analysis.stats import BOOTSTRAP_LEVEL, BOOTSTRAP_RESAMPLES, MIN_CLUSTERS, MIN_CORRELATION_ENVS
 from study import Study
 
@@ -62,6 +62,52 @@ def speedup_intro(study: Study) -> str:
         "replacement, then, within each drawn env, the runs of A and of B with replacement, recomputes the geometric "
         f"mean ({BOOTSTRAP_RESAMPLES:,} resamples, seeded) and takes its 2.5th and 97.5th percentiles; "
         f"{NO_INTERVAL} = fewer than {MIN_CLUSTERS} envs, too few for an interval."
+    )
+
+
+# runs of each framework a speedup cell needs before it reads as a result, not a single measurement (a smoke sweep)
+MIN_RUNS = 3
+CELL_KEYS = ["metric", "experiment", "backend", "dtype", "size", "pair"]
+
+
+def few_runs_cells(pairs: dict[str, pd.DataFrame], speedups: pd.DataFrame) -> pd.DataFrame:
+    """The rows of speedups (a speedup table's cells) whose pairs come from fewer than MIN_RUNS runs of A or of B.
+    pairs: metric -> the pairs of runs its speedups come from (Results.pairs)."""
+    counts = [
+        ratios.assign(metric=metric, backend=backends_of(ratios), size=ratios["model_size"])
+        .groupby(CELL_KEYS)[["run_a", "run_b"]]
+        .nunique()
+        .min(axis=1)
+        .rename("runs")
+        .reset_index()
+        for metric, ratios in pairs.items()
+        if not ratios.empty
+    ]
+    if not counts or speedups.empty:
+        return speedups.iloc[:0]
+    cells = speedups.merge(pd.concat(counts), on=CELL_KEYS, how="left")
+    return speedups[(cells["runs"] < MIN_RUNS).to_numpy()]
+
+
+def few_runs_warning(few: pd.DataFrame, cells: pd.DataFrame) -> str:
+    """One line for the top of REPORT.md or the README block when some of its speedup cells (cells) come from
+    fewer than MIN_RUNS runs a framework (few, of few_runs_cells); "" when none do."""
+    if few.empty:
+        return ""
+    runs = f"fewer than {MIN_RUNS} runs a framework"
+    if len(few) == len(cells):
+        return (
+            f"**Not a result:** {'the' if len(cells) == 1 else f'all {len(cells)}'} speedup "
+            f"cell{'s' * (len(cells) != 1)} below {'has' if len(cells) == 1 else 'have'} {runs} (a smoke sweep, or "
+            "too few seeds and envs): each speedup is a single measurement, not an estimate."
+        )
+    tables = few.groupby("experiment", sort=False)["metric"].agg(
+        lambda m: ", ".join(dict.fromkeys(m))
+    )
+    where = "; ".join(f"{experiment}: {metrics}" for experiment, metrics in tables.items())
+    return (
+        f"**Not a result, in part:** {len(few)} of the {len(cells)} speedup cells below have {runs} ({where}): "
+        "read those as single measurements, not estimates."
     )
 
 
