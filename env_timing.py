@@ -28,13 +28,15 @@ actions as above.
     python env_timing.py                                  # the study's envs -> results/env_timing.json
     python env_timing.py --envs CartPole-v1,Acrobot-v1 --num-envs 64 --out /tmp/timing.json
     python env_timing.py --envs CartPole-v1,CartPole-v1@envpool --out /tmp/timing.json   # both backends
+
+--out replaces only an env-timing file (env_timing_file.py) whose envs this call all times again: another file there
+(notes, a file with a nonsense cost) or one with more envs is refused in one line, exit status 2, before any timing.
 """
 
 import os
 import platform
 import socket
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -48,8 +50,9 @@ import tyro
 from scipy import stats
 
 import env_adapters
+import env_timing_file
 import study
-from atomic import write_json
+from atomic import check_replaceable, write_json
 from option_checks import check_int
 
 TRIM = 0.1  # cut 10 % at each end for the trimmed mean
@@ -107,19 +110,26 @@ def check_timing_args(args: Args, envs: list[str]) -> None:
     check_int("--seed", args.seed, 0, 2**31 - 1)
 
 
-def check_out_file(out: str) -> None:
-    """Refuses an --out that cannot be written, before any timing: its folder is made and a probe file written."""
+def check_out_file(out: str, envs: list[str]) -> None:
+    """Refuses (ValueError), before any timing, an --out that cannot be written, or that holds a file this call
+    must not replace: one that is not a usable env-timing file, or one with envs this call does not time (it would
+    be replaced by fewer)."""
     if not out:
         raise ValueError("--out '' is empty; give a JSON file name")
-    folder = os.path.dirname(os.path.abspath(out))
-    try:
-        if os.path.isdir(out):
-            raise ValueError(f"--out {out!r} is a folder; give a JSON file name")
-        os.makedirs(folder, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=folder, prefix=".env_timing-probe-"):
-            pass
-    except OSError as e:
-        raise ValueError(f"--out {out!r} cannot be written ({e.strerror or e})") from None
+    if os.path.isdir(out):
+        raise ValueError(f"--out {out!r} is a folder; give a JSON file name")
+
+    def why_not(text: str) -> Optional[str]:
+        try:
+            have = env_timing_file.loads(text, out)["envs"]
+        except env_timing_file.BadTiming as e:
+            return f"is not a file env_timing.py wrote ({e.reason})"
+        dropped = [env for env in have if env not in envs]
+        if dropped:
+            return f"holds envs this call does not time ({', '.join(dropped)}; give them to --envs too)"
+        return None
+
+    check_replaceable("--out", out, why_not)
 
 
 def expensive_num_envs(args: Args) -> int:
@@ -304,7 +314,7 @@ def main():
     envs = env_list(args)
     try:
         check_timing_args(args, envs)
-        check_out_file(args.out)
+        check_out_file(args.out, envs)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
@@ -320,7 +330,8 @@ def main():
         print(f"  {env_id}: {results[env_id]['ms_per_step']:.4f} ms/step", flush=True)
     add_ratios(results)
     print_table(results)
-    # renamed into place: an interrupted write leaves the old file whole
+    # renamed into place: an interrupted write leaves the old file whole; its folder made only now
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     write_json(args.out, {**metadata(args, envs), "envs": results})
     print(f"wrote {args.out}")
 

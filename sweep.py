@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 
 import study
+from env_timing_file import BadTiming
 from option_checks import PROG, BadOption
 from sbatch_script import job_array, sbatch_script
 from shell_quoting import shell_word
@@ -168,7 +169,10 @@ def check_scripts(runs: list[PlannedRun], the_study: study.Study) -> None:
 def print_env_timing(args: argparse.Namespace, sel: Selection, whole: list[PlannedRun]) -> None:
     """Two lines, why the env timing must be (re)done and the envs to time; nothing when the file is usable."""
     envs = list(dict.fromkeys(run.env for run in whole))
-    verdict = env_timing_reason(Path(args.file), envs, sel.env_threads)
+    try:
+        verdict = env_timing_reason(Path(args.file), envs, sel.env_threads)
+    except BadTiming as e:  # neither used nor replaced: bench.sh goes on without env timing
+        raise BadOption(str(e)) from None
     if verdict:
         print(*verdict[0].splitlines(), sep=" ")
         print(",".join(verdict[1]))

@@ -1,14 +1,17 @@
 """Whether a sweep must (re)measure the env step costs (env_timing.py) before its runs, and of which envs.
 
 bench.sh asks before a sweep (sweep.py env-timing): a file measured on another host or device, or lacking an env of
-the sweep, or with envpool's threads other than the sweep's, is measured again.
+the sweep, or with envpool's threads other than the sweep's, is measured again, with every env it holds (a file never
+ends up with fewer envs: one machine's times of the envs of both). A file that is not a usable env-timing file
+(env_timing_file.py: a step cost of -1, 0, NaN or "x") is refused (BadTiming, one line naming the file, the env and
+the value): bench.sh then says so and goes on without env timing, the file left as it is.
 """
 
-import json
 import socket
 from pathlib import Path
 from typing import Optional
 
+import env_timing_file
 import study
 
 # the scripts' --env-threads default (and env_timing.py's): 0, envpool's own (one thread per core)
@@ -22,28 +25,29 @@ def env_timing_reason(
 
     Usable: it exists, comes from this hostname and device (jax.devices()[0].device_kind), holds every env (label)
     of the sweep, and, when the sweep has envpool envs, timed them with the sweep's --env-threads (`env_threads`;
-    None: the scripts' default, 0: envpool's own). Re-timing on the same machine keeps the envs the file already has."""
+    None: the scripts' default, 0: envpool's own). Re-timing keeps the envs the file already has. BadTiming when the
+    file is not a usable env-timing file."""
     try:
-        data = json.loads(path.read_text())
+        data = env_timing_file.read(path)
     except FileNotFoundError:
         return f"{path} is missing", envs
-    except (OSError, ValueError) as e:
-        return f"{path} is unreadable ({e})", envs
+    have = list(data["envs"])
+    every = list(dict.fromkeys(have + envs))
+    kept = f" (timing here its {len(have)} envs and the sweep's: the file keeps every env)"
     host = socket.gethostname()
     if data.get("hostname") != host:
-        return f"{path} comes from host {data.get('hostname')!r}, this is {host!r}", envs
+        return f"{path} comes from host {data.get('hostname')!r}, this is {host!r}{kept}", every
     import jax  # only when the hostname matches: importing it takes a few seconds
 
     device = jax.devices()[0].device_kind
     if data.get("device") != device:
         return (
-            f"{path} was measured on {data.get('device')!r}, this machine's device is {device!r}",
-            envs,
+            f"{path} was measured on {data.get('device')!r}, this machine's device is {device!r}{kept}",
+            every,
         )
-    have = list(data.get("envs") or {})
     missing = [env for env in envs if env not in have]
     if missing:
-        return f"{path} lacks {', '.join(missing)}", list(dict.fromkeys(have + envs))
+        return f"{path} lacks {', '.join(missing)}", every
     threads, timed = (
         env_threads or DEFAULT_ENV_THREADS,
         data.get("env_threads", DEFAULT_ENV_THREADS),

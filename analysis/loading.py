@@ -16,13 +16,13 @@ other tags or machines that share a folder name are all kept; only true duplicat
 as a folder and in a runs.csv) are dropped, keeping the first copy.
 """
 
-import json
 import shlex
 from pathlib import Path
 from typing import NamedTuple, Optional
 
 import pandas as pd
 
+import env_timing_file
 import runlog
 from analysis.errors import BadInput
 from analysis.escape import from_csv
@@ -336,26 +336,19 @@ def load_runs(
 # ------------------------------------------------------------------------------------------ env timing
 def read_env_timing(path: Optional[str]) -> tuple[pd.DataFrame, dict]:
     """Per env obs_dim, num_actions, ms_per_step, ratio (from env_timing.py), and the file's device and versions.
-    An unusable file is warned about and ignored (envs are then in the study's order)."""
-    empty = pd.DataFrame(columns=TIMING_COLUMNS, dtype=float)
+    A file that is not a usable env-timing file (env_timing_file.py: a step cost of -1, 0, NaN or "x" among others)
+    is refused, not used: BadInput, one line naming the file, the env and the value."""
     if path is None:
-        return empty, {}
+        return pd.DataFrame(columns=TIMING_COLUMNS, dtype=float), {}
     try:
-        with open(path) as f:
-            data = json.load(f)
-        envs = data["envs"]
-        table = pd.DataFrame(
-            {
-                env: {c: pd.to_numeric(values.get(c), errors="coerce") for c in TIMING_COLUMNS}
-                for env, values in envs.items()
-                if isinstance(values, dict)
-            }
-        ).T
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
-        print(
-            f"warning: cannot use env timing {path} ({type(e).__name__}: {e}); envs are ordered by name"
-        )
-        return empty, {}
+        data = env_timing_file.read(path)
+    except FileNotFoundError:
+        raise BadInput(f"env timing {path}: no such file") from None
+    except env_timing_file.BadTiming as e:
+        raise BadInput(f"{e}; nothing written: fix it, or give --env-timing another file") from None
+    table = pd.DataFrame(
+        {env: {c: values.get(c) for c in TIMING_COLUMNS} for env, values in data["envs"].items()}
+    ).T
     return table.reindex(columns=TIMING_COLUMNS).astype(float), {
         "device": data.get("device"),
         "versions": data.get("versions"),

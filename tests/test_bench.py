@@ -964,7 +964,7 @@ def timing_file(path: Path, hostname: str, device: str, envs=("CartPole-v1",)) -
                 "hostname": hostname,
                 "device": device,
                 "num_envs": 4096,
-                "envs": {env: {"ms_per_step": 1.0} for env in envs},
+                "envs": {env: {"ms_per_step": 1.0, "ratio": 1.0} for env in envs},
             }
         )
     )
