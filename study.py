@@ -334,8 +334,20 @@ def _presets(data: dict, windows: dict[str, Window], path: Path) -> dict[str, Pr
                 f"({steady.label}); give {steady.first + 1} or more"
             )
         args = _names(preset.get("args", []), f"preset {name}'s args", path)
+        _check_preset_args(name, args, path)
         presets[name] = Preset(name, preset.get("title", name), options, args)
     return presets
+
+
+def _check_preset_args(name: str, args: tuple[str, ...], path: Path) -> None:
+    """A preset's run arguments may not set the iterations (in any spelling the scripts take: --num-iterations 3,
+    --num_iterations=3): its `iterations` sets them, where the steady-window check sees them."""
+    for arg in args:
+        if arg.split("=", 1)[0].replace("_", "-") == "--num-iterations":
+            raise ValueError(
+                f"{path}: [presets.{name}] args set {arg!r}; set the preset's iterations = N instead, which must "
+                "reach the steady window"
+            )
 
 
 def _analysis(data: dict, path: Path) -> dict:

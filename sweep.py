@@ -23,6 +23,7 @@ sbatch_options and sbatch_script (bench.sh --slurm), shell_quoting (the dry run'
 
 import argparse
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -166,6 +167,24 @@ def check_scripts(runs: list[PlannedRun], the_study: study.Study) -> None:
         raise BadOption(f"no script {', '.join(missing)}; check the study's [frameworks]")
 
 
+def check_selects_runs(
+    args: argparse.Namespace, sel: Selection, whole: list[PlannedRun], the_study: study.Study
+) -> None:
+    """BadOption when the options select no run at all (an env or a size that none of the chosen experiments runs, a
+    compile mode none of the chosen frameworks has): a sweep of nothing is a mistake, not a sweep."""
+    if whole:
+        return
+    selection = shlex.join(matrix_options(args)) or "the sweep"
+    experiments = [the_study.experiments[name] for name in sel.experiments]
+    modes = {True: "every compile mode", False: "each framework's default compile mode"}
+    runs = "; ".join(
+        f"{exp.name} runs {', '.join(exp.envs)} in sizes {', '.join(exp.sizes)}, "
+        f"{modes[exp.all_compile_modes]}"
+        for exp in experiments
+    )
+    raise BadOption(f"{selection} selects no runs ({runs}); choose among those")
+
+
 def print_env_timing(args: argparse.Namespace, sel: Selection, whole: list[PlannedRun]) -> None:
     """Two lines, why the env timing must be (re)done and the envs to time; nothing when the file is usable."""
     envs = list(dict.fromkeys(run.env for run in whole))
@@ -195,6 +214,7 @@ def sweep_action(args: argparse.Namespace, the_study: study.Study) -> None:
     args = apply_preset(args, the_study)  # its options, as if given
     sel = select(args, the_study)
     whole = bounded_matrix(sel, the_study)
+    check_selects_runs(args, sel, whole, the_study)
     runs = shard_runs(whole, *sel.shard)
     if args.action in ("check", "plan"):
         check_scripts(runs, the_study)

@@ -127,3 +127,41 @@ def test_bench_sh_refuses_a_bad_study_in_one_line_and_makes_nothing(tmp_path):
         )
         refused_in_one_line(proc, str(path), "'dtype'", "dtypes")
         assert not log_dir.exists()
+
+
+# ---------------------------------------------------------------------------------- 15: a selection of no runs
+@pytest.mark.parametrize(
+    "selection",
+    [
+        ["--experiments", "exp3", "--envs", "CartPole-v1"],  # exp3 runs Acrobot-v1 alone
+        ["--experiments", "exp2", "--sizes", "large"],  # exp2 runs the small model alone
+    ],
+)
+def test_a_selection_of_no_runs_is_refused_and_makes_nothing(tmp_path, selection):
+    log_dir = tmp_path / "runs"
+    for dry in ([], ["--dry-run"]):
+        proc = bench(*dry, *selection, "--log-dir", str(log_dir))
+        refused_in_one_line(proc, "selects no runs", " ".join(selection))
+        assert not log_dir.exists()
+
+
+# ---------------------------------------------------------------------------------- 21: a preset's run arguments
+@pytest.mark.parametrize("words", [["--num-iterations", "3"], ["--num_iterations=3"]])
+def test_a_presets_args_may_not_set_the_iterations_past_the_steady_window_check(tmp_path, words):
+    """A preset's iterations must reach the steady window; its args setting --num-iterations would escape that."""
+    old = 'args = ["--num-envs", "4", "--num-steps", "16",'
+    path = changed_study(
+        tmp_path,
+        old,
+        f'args = [{", ".join(map(repr, words))}, "--num-envs", "4", "--num-steps", "16",',
+    )
+    with pytest.raises(ValueError, match=f"{words[0]!r}.*iterations = N"):
+        study.parse(path)
+    proc = bench(
+        "--smoke",
+        "--dry-run",
+        "--log-dir",
+        str(tmp_path / "runs"),
+        env={study.PATH_VARIABLE: str(path)},
+    )
+    refused_in_one_line(proc, "[presets.smoke]", words[0])
