@@ -161,34 +161,56 @@ class ThreadGovernor:
     3x slower on 2 cores beside one busy loop). JAX's pool steals the work instead.
 
     It reads how much CPU other processes take on this process's cores (Linux's /proc/stat;
-    elsewhere it does nothing): for sample_s before the first iteration, so that a machine busy
+    elsewhere, or where the file cannot be read or parsed, it switches itself off and leaves
+    the threads as they are): for sample_s before the first iteration, so that a machine busy
     from the start compiles for the right count, then over windows of whole iterations (the
     first one left out) of at least window_s. Each thread count is a graph of its own for
     torch.compile (recompiled once, on first use): at most max_counts of them, and one thread."""
 
-    def __init__(self, sample_s: float = 0.1, max_counts: int = 4, window_s: float = 0.5):
+    def __init__(
+        self,
+        sample_s: float = 0.1,
+        max_counts: int = 4,
+        window_s: float = 0.5,
+        stat_path: str = "/proc/stat",
+    ):
         self.all = torch.get_num_threads()
         self.max_counts = max_counts
         # /proc/stat counts in clock ticks (10 ms): over a 35 ms iteration, rounding alone can
         # read as half a core taken by others
         self.window_s = window_s
-        self.active = self.all > 1 and os.path.exists("/proc/stat")
+        self.stat_path = stat_path
+        self.active = self.all > 1 and os.path.exists(stat_path)
         self.cores = os.sched_getaffinity(0) if self.active else set()
         self.compiled = {self.all}
         # the first iteration_done (iteration 0's) only starts the count: TorchInductor compiles
         # in subprocesses, which would count as others
         self.last = None
-        if self.active:
-            start = self.cpu_seconds()
+        start = self.reading() if self.active else None
+        if start is not None:
             time.sleep(sample_s)
-            self.set_threads(self.others_between(start, self.cpu_seconds()))
+            end = self.reading()
+            if end is not None:
+                self.set_threads(self.others_between(start, end))
 
     def cpu_seconds(self):
         """(wall, this process's CPU, every process's busy CPU on its cores), in seconds now."""
-        with open("/proc/stat") as stat:
+        with open(self.stat_path) as stat:
             busy_ticks = cores_busy_ticks(stat.read(), self.cores)
         own = os.times()
         return time.monotonic(), own.user + own.system, busy_ticks / os.sysconf("SC_CLK_TCK")
+
+    def reading(self):
+        """cpu_seconds(), or None, with the governor switched off, where the stat file cannot be
+        read (a container that hides it) or is not /proc/stat's format: it only tunes the speed,
+        and must never fail a run that is under way."""
+        try:
+            return self.cpu_seconds()
+        except (OSError, IndexError, ValueError) as e:
+            self.active = False
+            why = f"{self.stat_path} unreadable ({type(e).__name__}: {e})"
+            print(f"torch threads stay at {torch.get_num_threads()}: {why}", flush=True)
+            return None
 
     def others_between(self, start, end) -> float:
         """The cores' worth of CPU that other processes took on this process's cores between two
@@ -203,7 +225,9 @@ class ThreadGovernor:
         threads of the next iterations from it."""
         if not self.active:
             return
-        now = self.cpu_seconds()
+        now = self.reading()
+        if now is None:
+            return
         if self.last is None:
             self.last = now
             return

@@ -132,3 +132,52 @@ def test_a_busy_loop_on_its_cores_gives_torch_one_thread_from_the_start(threads)
         os.sched_setaffinity(0, before)
     assert governor.active and governor.all == 2
     assert torch.get_num_threads() == 1
+
+
+GOOD_STAT = "cpu  900 0 90 9000 9 0 0 0 0 0\ncpu0 100 1 10 1000 50 2 3 4 0 0\ncpu1 200 0 20 2000 60 0 0 0 7 0\n"
+# a stat file that cannot be read or parsed -> what reading it raises (issue 54 item 10)
+BAD_STATS = {
+    "a folder": None,  # IsADirectoryError, an OSError as a PermissionError is
+    "a short line": "cpu0 100 1 10\n",  # IndexError
+    "a word for a count": "cpu0 100 x 10 1000 50 2 3 4 0 0\n",  # ValueError
+    "an empty line": "cpu0 100 1 10 1000 50 2 3 4 0 0\n\n",  # ValueError (nothing to unpack)
+}
+
+
+def bad_stat(tmp_path, case: str) -> str:
+    path = tmp_path / "stat"
+    if BAD_STATS[case] is None:
+        path.mkdir()
+    else:
+        path.write_text(BAD_STATS[case])
+    return str(path)
+
+
+@pytest.mark.parametrize("case", BAD_STATS)
+def test_an_unreadable_stat_file_switches_the_governor_off(case, threads, tmp_path, capsys):
+    """The run folder exists by then: the governor only tunes the speed, so it leaves the threads as they are and
+    says so in one line, rather than failing the run."""
+    threads(2)
+    governor = torch_glue.ThreadGovernor(sample_s=0.0, stat_path=bad_stat(tmp_path, case))
+    assert not governor.active
+    governor.iteration_done()
+    assert torch.get_num_threads() == 2
+    printed = capsys.readouterr().out.splitlines()
+    assert len(printed) == 1 and printed[0].startswith("torch threads stay at 2: "), printed
+
+
+@pytest.mark.parametrize("case", BAD_STATS)
+def test_a_stat_file_that_goes_bad_mid_run_switches_the_governor_off(
+    case, threads, tmp_path, capsys
+):
+    threads(2)
+    path = tmp_path / "stat"
+    path.write_text(GOOD_STAT)
+    governor = torch_glue.ThreadGovernor(sample_s=0.0, stat_path=str(path))
+    assert governor.active
+    path.unlink()
+    bad_stat(tmp_path, case)
+    for _ in range(3):
+        governor.iteration_done()
+    assert not governor.active and torch.get_num_threads() == 2
+    assert len(capsys.readouterr().out.splitlines()) == 1
