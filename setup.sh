@@ -3,11 +3,11 @@
 #
 #   ./setup.sh demo              # set up, then train ppo_nnx.py on Acrobot-v1 (small model)
 #   ./setup.sh test [ARGS]       # set up, then the whole test suite (python -m pytest -q ARGS)
-#   ./setup.sh run CMD [ARGS]    # set up, then run CMD inside .venv
+#   ./setup.sh run CMD [ARGS]    # set up, then run CMD inside .venv, in the folder you call it from
 #   ./setup.sh                   # set up only
 #   ./setup.sh lock              # regenerate requirements.lock from requirements.txt (pip-tools)
 #
-# Setting up makes .venv with Python 3.11 ($PYTHON, else python3.11, else python3 if it is 3.11) and installs
+# Setting up makes .venv with Python 3.11 ($PYTHON, which must be one; else python3.11, else python3 if it is 3.11) and installs
 # torch, then every other package at the version requirements.lock pins. It does nothing when .venv already
 # holds that lock for that torch. torch is not in the lock because its build depends on the machine:
 #   - no NVIDIA GPU (nvidia-smi finds none): torch's CPU build, from https://download.pytorch.org/whl/cpu
@@ -17,7 +17,9 @@
 # BENCHBACK_TORCH=cpu or BENCHBACK_TORCH=cuda chooses instead of nvidia-smi (to change the build of an existing
 # .venv, delete .venv first).
 set -euo pipefail
+CALLER_DIR=$PWD  # where `run CMD` runs: CMD's relative paths mean what the caller meant
 cd "$(dirname "$0")"
+ROOT=$PWD
 
 VENV=.venv
 LOCK=requirements.lock
@@ -38,16 +40,35 @@ usage() {
   awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
 }
 
+# The Python 3.11 to make a venv with: $PYTHON when set (never passed over for another), else the first of
+# python3.11 and python3 that is 3.11.
 find_python() {
   local candidate
-  for candidate in "${PYTHON:-}" python3.11 python3; do
-    if [[ -n $candidate ]] && command -v "$candidate" >/dev/null \
-      && "$candidate" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null; then
+  if [[ -n ${PYTHON:-} ]]; then
+    check_python "$PYTHON"
+    echo "$PYTHON"
+    return
+  fi
+  for candidate in python3.11 python3; do
+    if command -v "$candidate" >/dev/null && [[ $(python_version "$candidate") == 3.11 ]]; then
       echo "$candidate"
       return
     fi
   done
-  die "no Python 3.11 found (tried \$PYTHON, python3.11, python3); set PYTHON=/path/to/python3.11"
+  die "no Python 3.11 found (tried python3.11, python3); set PYTHON=/path/to/python3.11"
+}
+
+python_version() {  # "3.11", or nothing when $1 is not a Python that runs
+  "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || true
+}
+
+check_python() {  # $PYTHON must be a Python 3.11: else one line that names it, exit 2
+  local version
+  command -v -- "$1" >/dev/null || die "PYTHON=${1@Q} is not found; set PYTHON to a Python 3.11, or unset it"
+  version=$(python_version "$1")
+  [[ $version == 3.11 ]] ||
+    die "PYTHON=${1@Q} is ${version:+Python }${version:-not a Python that runs}, not 3.11; set PYTHON to a" \
+      "Python 3.11, or unset it"
 }
 
 # The pinned torch version, read from requirements.txt's "torch==X" line.
@@ -143,14 +164,32 @@ set_up() {
 # pip-tools resolves with pip itself, in a throwaway venv: the lock is what pip installs on this kind of machine
 # (Linux x86_64, Python 3.11).
 make_lock() {
-  local tools
+  local python tools
+  python=$(find_python)
   tools=$(mktemp -d)
-  "$(find_python)" -m venv "$tools"
+  "$python" -m venv "$tools"
   "$tools/bin/pip" install -q "$PIP_TOOLS"
   CUSTOM_COMPILE_COMMAND="./setup.sh lock" "$tools/bin/pip-compile" -q --strip-extras --unsafe-package torch --no-emit-index-url \
     --no-emit-find-links --output-file "$LOCK" requirements.txt
   rm -rf "$tools"
   say "wrote $LOCK"
+}
+
+# run CMD: in the caller's folder, CMD taken from .venv/bin by its path when it is there (python, pip, pytest, ...):
+# a repository path holding ':' cannot be a PATH entry (PATH splits at ':'). What CMD starts finds .venv/bin first
+# on PATH, where the path allows.
+run_in_venv() {
+  local program=$1 bin=$ROOT/$VENV/bin
+  if [[ $program != */* && -x $bin/$program ]]; then program=$bin/$program; fi
+  if [[ $bin == *:* ]]; then
+    say "warning: the repository's path holds ':', which PATH cannot hold: the programs $1 starts find python" \
+      "on PATH as it is, not in $VENV"
+  else
+    export PATH="$bin:$PATH"
+  fi
+  export VIRTUAL_ENV=$ROOT/$VENV
+  cd -- "$CALLER_DIR"
+  exec "$program" "${@:2}"
 }
 
 main() {
@@ -171,7 +210,7 @@ main() {
     run)
       [[ $# -gt 0 ]] || die "run needs a command, e.g. ./setup.sh run python ppo_linen.py --env CartPole-v1"
       set_up
-      PATH="$PWD/$VENV/bin:$PATH" exec "$@"
+      run_in_venv "$@"
       ;;
     lock)
       make_lock

@@ -2,8 +2,13 @@
 before the first run (12), a selection of no runs (15), setup.sh run (17) and a preset's run arguments against the
 steady window (21). Each bad input: one line, exit 2, nothing made."""
 
+import os
+import subprocess
+from pathlib import Path
+
 import pytest
 from test_bench import bench
+from test_setup import make_copy, pip_calls
 
 import study
 from helpers import ROOT
@@ -15,6 +20,11 @@ def changed_study(tmp_path, old: str, new: str):
     assert old in text
     path = tmp_path / "study.toml"
     path.write_text(text.replace(old, new, 1))
+    return path
+
+
+def mkdir(path: Path) -> Path:
+    path.mkdir(parents=True)
     return path
 
 
@@ -165,3 +175,45 @@ def test_a_presets_args_may_not_set_the_iterations_past_the_steady_window_check(
         env={study.PATH_VARIABLE: str(path)},
     )
     refused_in_one_line(proc, "[presets.smoke]", words[0])
+
+
+# ---------------------------------------------------------------------------------- 17: setup.sh run
+def setup_sh(repo, *args, cwd, python=None):
+    """setup.sh of a copy (test_setup.make_copy: a stub .venv, nothing installed for real), run from cwd."""
+    env = {**os.environ, "BENCHBACK_TORCH": "cpu"}
+    env.pop("PYTHON", None)
+    if python is not None:
+        env["PYTHON"] = python
+    cmd = ["bash", str(repo / "setup.sh"), *args]
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env, timeout=60)
+
+
+def test_setup_sh_run_runs_in_the_callers_folder(tmp_path):
+    repo, caller = make_copy(mkdir(tmp_path / "repo")), mkdir(tmp_path / "caller")
+    (caller / "notes.txt").write_text("mine\n")
+    proc = setup_sh(repo, "run", "cat", "notes.txt", cwd=caller)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "mine\n"
+
+
+def test_setup_sh_run_takes_the_venvs_python_in_a_path_with_a_colon(tmp_path):
+    """PATH splits at ':': .venv/bin on PATH would name two folders that do not exist, and another python ran."""
+    repo = make_copy(mkdir(tmp_path / "a:b" / "repo"))
+    setup_sh(repo, "run", "python", "-c", "pass", cwd=tmp_path)
+    calls = (repo / ".venv" / "calls.log").read_text().splitlines()
+    assert "python -c pass" in calls  # the stub .venv/bin/python, not another
+
+
+@pytest.mark.parametrize(
+    "python, named", [("no-such-python-3.11", "is not found"), ("STUB", "3.10")]
+)
+def test_setup_sh_names_a_bad_python_and_makes_no_venv(tmp_path, python, named):
+    repo = make_copy(mkdir(tmp_path / "repo"))
+    (repo / ".venv" / "bin" / "python").unlink()  # no venv yet: setup.sh makes one with $PYTHON
+    if python == "STUB":
+        python = str(tmp_path / "python3.10")
+        Path(python).write_text("#!/usr/bin/env bash\necho 3.10\n")
+        Path(python).chmod(0o755)
+    proc = setup_sh(repo, "run", "true", cwd=tmp_path, python=python)
+    refused_in_one_line(proc, f"PYTHON='{python}'", named, "3.11")
+    assert not (repo / ".venv" / "bin" / "python").exists() and pip_calls(repo) == []
