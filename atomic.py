@@ -183,12 +183,17 @@ def table_path(out) -> Path:
     return Path(out).with_suffix(".md")
 
 
+def check_record(tool: str, out, flag: str = "--out") -> None:
+    """OutputRefused unless tool's JSON record can be written at out without replacing a file tool did not write."""
+    check_replaceable(flag, out, json_by(tool))
+
+
 def check_outputs(tool: str, out, flag: str = "--out") -> None:
     """OutputRefused unless out names a .json file and both it and the .md beside it can be written without
     replacing a file that tool did not write."""
     if Path(out).suffix != ".json":
         raise OutputRefused(f"{flag} {out}: give a .json file (the table goes beside it as .md)")
-    check_replaceable(flag, out, json_by(tool))
+    check_record(tool, out, flag)
     check_replaceable(flag, table_path(out), md_by(tool))
 
 

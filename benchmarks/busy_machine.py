@@ -26,9 +26,18 @@ import time
 from pathlib import Path
 
 import launch
-from atomic import write_json
-from benchmarks.common import ROOT, run_series, steady_mean
+import study
+from atomic import check_outputs, write_outputs, write_record
+from benchmarks.common import (
+    ROOT,
+    check_choices,
+    check_envs,
+    check_or_exit,
+    run_series,
+    steady_mean,
+)
 
+TOOL = "benchmarks.busy_machine"
 # name: (script, compile mode, extra environment)
 CONFIGS = {
     "linen jit": ("ppo_linen.py", "jit", {}),
@@ -142,7 +151,7 @@ def run_all(opts) -> dict:
             eta = (time.perf_counter() - started) / done * (total - done)
             numbers = " ".join(f"{column} {result[column]:.2f}" for column in COLUMNS)
             print(f"[{done}/{total}] {name} {condition}: {numbers} | ETA {eta:.0f}s", flush=True)
-            write_json(opts.out, {"options": opts.recorded, "results": results})
+            write_record(TOOL, opts.out, {"options": opts.recorded, "results": results})
     return results
 
 
@@ -156,7 +165,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--cpus", default="0-1", help="pin everything to these cores (e.g. 0-1)")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds per run at most")
     parser.add_argument(
-        "--out", default=str(ROOT / "runs" / f"busy_machine_{int(time.time())}.json")
+        "--out",
+        default=str(ROOT / "runs" / f"busy_machine_{int(time.time())}.json"),
+        help="the results as JSON, after each run (a .json file); the table beside it as .md",
     )
     opts = parser.parse_args(argv)
     if opts.rounds < 1 or opts.num_iterations < 1:
@@ -166,7 +177,17 @@ def parse_args(argv=None) -> argparse.Namespace:
     except ValueError:
         parser.error(f"--cpus must be a core list such as 0-1 or 0,2, got {opts.cpus!r}")
     opts.recorded = {k: v for k, v in vars(opts).items() if k != "cores"}
+    check_or_exit(lambda: check_paths_and_names(opts))
     return opts
+
+
+def check_paths_and_names(opts) -> None:
+    """BadOption or OutputRefused (atomic.py) for an env, size or --out the runs would fail on or lose data by."""
+    if not opts.timeout > 0:
+        raise ValueError(f"--timeout {opts.timeout}: give a positive number of seconds")
+    check_envs("--env", [opts.env])
+    check_choices("--model-size", [opts.model_size], list(study.load().sizes))
+    check_outputs(TOOL, opts.out)
 
 
 def main(argv=None) -> int:
@@ -179,7 +200,7 @@ def main(argv=None) -> int:
         f"{opts.num_iterations} iterations on cores {opts.cpus}, alone and beside one busy loop"
     )
     text = table(results, title)
-    Path(opts.out).with_suffix(".md").write_text(text + "\n")
+    write_outputs(TOOL, opts.out, {"options": opts.recorded, "results": results}, text)
     print("\n" + text)
     return 0
 

@@ -1,14 +1,20 @@
-"""Shared by the benchmarks: launch a PPO script in a fresh process and read what its run wrote."""
+"""Shared by the benchmarks: launch a PPO script in a fresh process and read what its run wrote; check their options
+before anything is measured (a bad one: one line, exit status 2). Their outputs, a JSON record and its table beside
+it as .md, are checked and written by atomic.py (check_outputs, write_outputs): a file there that the benchmark did
+not write is refused, never replaced."""
 
 import os
+import sys
 import tempfile
 from pathlib import Path
+from typing import Callable, NoReturn
 
 import numpy as np
 
 import launch
 import runlog
 import study
+from option_checks import BadOption, check_int
 
 ROOT = Path(__file__).resolve().parents[1]
 STEADY_FROM = study.load().steady.first  # the study's steady state: iterations STEADY_FROM+
@@ -45,3 +51,44 @@ def steady_mean(run: dict, tag: str = "time/iteration") -> float:
     """The mean over the steady state (iterations STEADY_FROM+), or over iterations 1+ in a shorter run."""
     values = run["series"][tag]
     return float(np.mean(values[STEADY_FROM if len(values) > STEADY_FROM else 1 :]))
+
+
+# ------------------------------------------------------------------------------------------ options
+def refuse(message) -> NoReturn:
+    """Bad input: one line on stderr, exit status 2."""
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def check_or_exit(check: Callable[[], None]) -> None:
+    """check() run before anything is measured; a ValueError it raises (BadOption, atomic.OutputRefused) refused."""
+    try:
+        check()
+    except ValueError as e:
+        refuse(e)
+
+
+def check_counts(opts, *names: str) -> None:
+    """BadOption for an option among names (attributes of opts) below 1."""
+    for name in names:
+        check_int(f"--{name.replace('_', '-')}", getattr(opts, name), 1)
+
+
+def check_choices(option: str, values, valid) -> None:
+    """BadOption for a value not among valid, naming it and the valid choices."""
+    for value in values:
+        if value not in valid:
+            raise BadOption(f"{option} {value!r} is not one of {', '.join(valid)}")
+
+
+def check_envs(option: str, envs, valid=None) -> None:
+    """BadOption for an env the scripts cannot train (or not among valid, when given), naming the usable ones."""
+    import env_adapters  # imports JAX: only when checking
+
+    for env in envs:
+        problem = env_adapters.why_untrainable(env) if valid is None else None
+        if problem or (valid is not None and env not in valid):
+            usable = env_adapters.usable_envs() if valid is None else valid
+            raise BadOption(
+                f"{option} {env!r} {problem or 'is not one this benchmark takes'}; usable envs: {', '.join(usable)}"
+            )

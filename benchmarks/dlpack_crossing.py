@@ -23,7 +23,6 @@ import argparse
 import statistics
 import time
 from functools import partial
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -33,8 +32,10 @@ from jax.flatten_util import ravel_pytree
 
 import ppo_torch as ppo
 import torch_glue
-from atomic import write_json
+from atomic import check_outputs, write_outputs
+from benchmarks.common import check_choices, check_counts, check_envs, check_or_exit
 
+TOOL = "benchmarks.dlpack_crossing"
 SCRIPT_STEP = (
     "policy traced",
     "torch->numpy np.from_dlpack",
@@ -186,7 +187,8 @@ def markdown(rows: list[dict], header: str) -> str:
     return "\n".join(lines)
 
 
-def main():
+def parse_args(argv=None) -> argparse.Namespace:
+    """The options, checked before anything is measured: a bad one ends the program in one line, exit status 2."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--envs", nargs="+", default=["CartPole-v1", "Acrobot-v1"])
     parser.add_argument("--model-sizes", nargs="+", default=["small", "medium"])
@@ -195,9 +197,24 @@ def main():
     parser.add_argument("--blocks", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument(
-        "--out", help="also write the rows as JSON here, and the table beside it as .md"
+        "--out",
+        help="also write the rows as JSON here (a .json file), and the table beside it as .md",
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+
+    def check():
+        check_counts(args, "num_envs", "calls", "blocks", "rounds")
+        check_envs("--envs", args.envs)
+        check_choices("--model-sizes", args.model_sizes, list(ppo.MODEL_SIZES))
+        if args.out:
+            check_outputs(TOOL, args.out)
+
+    check_or_exit(check)
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
     rows = [
         measure(env_id, size, args.num_envs, args.calls, args.blocks, args.rounds)
         for env_id in args.envs
@@ -211,8 +228,7 @@ def main():
     table = markdown(rows, header)
     print(table)
     if args.out:
-        write_json(args.out, {"header": header, "rows": rows})
-        Path(args.out).with_suffix(".md").write_text(table + "\n")
+        write_outputs(TOOL, args.out, {"header": header, "rows": rows}, table)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,6 @@ import sys
 import time
 from functools import partial
 from importlib.metadata import version
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -41,8 +40,11 @@ from jax.experimental import io_callback
 import env_adapters
 import ppo_torch
 import torch_glue
-from atomic import write_json
+from atomic import check_outputs, write_outputs
+from benchmarks.common import check_counts, check_envs, check_or_exit
+from option_checks import check_int
 
+TOOL = "benchmarks.envpool_calls"
 SCAN_STEPS = 256
 CHILD_TIMEOUT_S = 120  # one round of one family: about 10 s
 CLASSIC = ("CartPole-v1", "Acrobot-v1", "MountainCar-v0", "MountainCarContinuous-v0", "Pendulum-v1")
@@ -240,6 +242,7 @@ def main():
     # one round, in a fresh process
     parser.add_argument("--child", choices=list(FAMILIES), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    check_or_exit(lambda: check_options(args))
     if args.child:
         print(
             json.dumps(
@@ -260,11 +263,17 @@ def main():
     )
     print(f"\n{title}\n\n{table(rows)}")
     if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        write_json(args.out, {"title": title, "rows": rows})
-        Path(args.out).with_suffix(".md").write_text(
-            f"# benchmarks.envpool_calls\n\n{title}\n\n{table(rows)}\n"
-        )
+        text = f"# benchmarks.envpool_calls\n\n{title}\n\n{table(rows)}"
+        write_outputs(TOOL, args.out, {"title": title, "rows": rows}, text)
+
+
+def check_options(args) -> None:
+    """BadOption or OutputRefused (atomic.py), before anything is measured."""
+    check_counts(args, "num_envs", "rounds", "steps")
+    check_int("--threads", min(args.threads), 1)
+    check_envs("--envs", args.envs, env_adapters.ENVPOOL_ENVS)
+    if args.out:
+        check_outputs(TOOL, args.out)
 
 
 if __name__ == "__main__":

@@ -18,13 +18,20 @@ divide a median of the framework by the Linen median of the same kind: `linen ji
 import argparse
 import statistics
 import time
-from pathlib import Path
 
 import study
-from atomic import write_json
-from benchmarks.common import ROOT, STEADY_FROM, run_and_read
+from atomic import check_record, write_record
+from benchmarks.common import (
+    ROOT,
+    STEADY_FROM,
+    check_counts,
+    check_envs,
+    check_or_exit,
+    run_and_read,
+)
 
 STUDY = study.load()
+TOOL = "benchmarks.jax_vs_linen"
 JAX_FRAMEWORKS = ("nnx", "equinox")  # the JAX frameworks besides Linen
 
 
@@ -135,6 +142,7 @@ def main():
     )
     opts = parser.parse_args()
     opts.configs = opts.configs or list(configs(opts.framework))
+    check_or_exit(lambda: check_options(opts))
 
     results = {name: [] for name in opts.configs}
     for r in range(opts.rounds):
@@ -147,8 +155,7 @@ def main():
                 + " ".join(f"{c} {res[c]:.4f}" for c in COLUMNS),
                 flush=True,
             )
-            Path(opts.out).parent.mkdir(parents=True, exist_ok=True)
-            write_json(opts.out, results)
+            write_record(TOOL, opts.out, results)
     none = (
         f", `none` modes {opts.none_iterations}"
         if any(CONFIGS[n][1] == "none" for n in opts.configs)
@@ -163,6 +170,13 @@ def main():
             f"{opts.num_iterations} iterations{none}{flags}",
         )
     )
+
+
+def check_options(opts) -> None:
+    """BadOption or OutputRefused (atomic.py), before anything is measured."""
+    check_counts(opts, "rounds", "num_iterations", "none_iterations")
+    check_envs("--env", [opts.env])
+    check_record(TOOL, opts.out)
 
 
 if __name__ == "__main__":

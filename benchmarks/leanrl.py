@@ -23,7 +23,8 @@ without a GPU), made once, unless --leanrl-python names an interpreter that has 
     python -m benchmarks.leanrl --rounds 1 --configs "leanrl eager" "torch compile"
 
 Output: --out (default results/benchmarks/leanrl_cpu.json, leanrl_gpu.json with a GPU) and the .md beside it,
-rewritten after every run; each run's output in --work-dir/logs/. A line per run with an ETA. Exit status: 0, 1 when
+rewritten after every run (files there that this tool did not write, its mark absent, are refused: atomic.py's
+check_outputs; the committed, hand-annotated leanrl_cpu.* among them); each run's output in --work-dir/logs/. A line per run with an ETA. Exit status: 0, 1 when
 a run failed (recorded, the others go on) or LeanRL cannot be fetched or set up, 2 for bad input (one line, before
 anything is created), 130 when interrupted (what was measured is kept).
 """
@@ -41,12 +42,11 @@ from pathlib import Path
 from typing import Optional
 
 from analysis.errors import BadInput
-from analysis.output import check_target
-from atomic import write_json
+from atomic import OutputRefused, check_outputs, write_outputs
 from benchmarks.busy_machine import core_set, rotated
 from benchmarks.common import ROOT, STEADY_FROM
 from benchmarks.leanrl_env import EnvError, ensure_venv, gpus, venv_python, versions
-from benchmarks.leanrl_report import header, markdown, write_markdown
+from benchmarks.leanrl_report import header, markdown
 from benchmarks.leanrl_runs import CONFIGS, Plan, batch_size, command, run_config
 from benchmarks.leanrl_source import (
     LEANRL_COMMIT,
@@ -60,6 +60,7 @@ from benchmarks.leanrl_source import (
 from benchmarks.quickstart_clone import machine
 from benchmarks.quickstart_report import human
 
+TOOL = "benchmarks.leanrl"
 HEX = re.compile(r"[0-9a-f]{7,40}")
 
 
@@ -133,8 +134,6 @@ def checked(opts: argparse.Namespace, gpu: bool) -> argparse.Namespace:
     opts.out = opts.out or str(
         ROOT / "results" / "benchmarks" / f"leanrl_{'gpu' if gpu else 'cpu'}.json"
     )
-    if Path(opts.out).suffix != ".json":
-        raise BadInput(f"--out {opts.out}: give a .json file (the .md goes beside it)")
     return opts
 
 
@@ -185,8 +184,7 @@ def outcome(result: dict) -> str:
 
 
 def save(opts, record: dict) -> None:
-    write_json(opts.out, record)
-    write_markdown(Path(opts.out).with_suffix(".md"), record)
+    write_outputs(TOOL, opts.out, record, markdown(record))
 
 
 def run_rounds(opts, plan: Plan, record: dict) -> None:
@@ -282,9 +280,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         opts = parse_args(argv)
         if opts.dry_run:
             return dry_run(opts)
-        check_target("--out", opts.out)
-        check_target("--out", Path(opts.out).with_suffix(".md"))
-    except BadInput as e:
+        check_outputs(TOOL, opts.out)
+    except (BadInput, OutputRefused) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     # inherited by every run: the same cores for all

@@ -5,10 +5,8 @@ LeanRL commit, the shims and the commands."""
 
 import shlex
 import statistics
-from pathlib import Path
 from typing import Optional
 
-from atomic import write_file
 from benchmarks.common import ROOT, STEADY_FROM
 from benchmarks.leanrl_runs import BASELINE, CONFIGS, TORCH
 from benchmarks.quickstart_report import human
@@ -144,10 +142,6 @@ Commands (SCRATCH: the run's own temporary folder, its working folder for LeanRL
 
 {commands}
 """
-
-
-def write_markdown(path: Path, record: dict) -> None:
-    write_file(path, markdown(record))
 
 
 def header(record: dict) -> str:

@@ -27,6 +27,10 @@ recorded and the next one runs. Then OUT/README.md gets a table of the steps and
 text between <!-- quickstart:start --> and <!-- quickstart:end --> in FILE becomes the line that states the
 durations. Ctrl-C stops (exit status 130) and keeps what was written, and leaves FILE as it was.
 
+OUT's quickstart.json, README.md and logs/*.log are replaced only when this tool wrote them (the record's command,
+the README's title, the logs the record lists); any other file there is refused, `--out .` (the repository's
+README) among them.
+
 Exit status: 0 when every step succeeded, 1 when one failed, 2 for bad input (one line, before anything is cloned
 or written), 130 when interrupted. Time it on an otherwise quiet machine: anything else running slows every step.
 """
@@ -42,10 +46,18 @@ import runlog
 from analysis.errors import BadInput
 from analysis.output import check_out, check_target
 from analysis.readme_block import readme_with
+from atomic import OutputRefused, check_replaceable
 from benchmarks.common import ROOT
 from benchmarks.quickstart_clone import CLONE, committed_readme
 from benchmarks.quickstart_measure import measure
-from benchmarks.quickstart_report import MARKERS, RESULTS, render
+from benchmarks.quickstart_report import (
+    MARKERS,
+    RESULTS,
+    foreign_logs,
+    readme_why_not,
+    record_why_not,
+    render,
+)
 from benchmarks.quickstart_steps import STEP_GROUPS, plan_steps, step_groups
 
 DEFAULT_STEPS = "demo,templates,pendulum"
@@ -94,8 +106,19 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def check_paths(args) -> None:
-    """BadInput, before anything is cloned or written, for an --out or README that cannot be written."""
-    check_out(Path(args.out), [RESULTS, "README.md"])
+    """BadInput or OutputRefused, before anything is cloned or written, for an --out or README that cannot be
+    written, or an --out whose quickstart.json, README.md or logs/*.log this tool did not write (`--out .`: the
+    repository's README)."""
+    out = Path(args.out)
+    check_out(out, [RESULTS, "README.md"])
+    check_replaceable("--out", out / RESULTS, record_why_not)
+    check_replaceable("--out", out / "README.md", readme_why_not)
+    foreign = [] if args.render_only else foreign_logs(out)
+    if foreign:
+        raise OutputRefused(
+            f"--out {args.out}: logs/ holds logs this tool did not write ({', '.join(foreign[:5])}): "
+            "nothing is run; give another --out or move them away"
+        )
     if args.update_readme:
         check_target("--update-readme", args.update_readme, new=False)
         readme_with(Path(args.update_readme), {MARKERS: ""})  # BadInput without the markers
@@ -131,7 +154,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         if args.render_only:
             return render_only(args)
         return measure(args, argv)
-    except BadInput as e:
+    except (BadInput, OutputRefused) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # before the first step (while cloning)

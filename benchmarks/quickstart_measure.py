@@ -13,7 +13,14 @@ from pathlib import Path
 from typing import Callable
 
 from benchmarks.quickstart_clone import clone_repo, machine, step_environment, uncommitted
-from benchmarks.quickstart_report import RESULTS, human, outcome, render, write_results
+from benchmarks.quickstart_report import (
+    RESULTS,
+    human,
+    outcome,
+    render,
+    write_results,
+    written_logs,
+)
 from benchmarks.quickstart_steps import Step, StepInterrupted, plan_steps, run_step
 
 
@@ -68,11 +75,12 @@ def run_all(steps: list[Step], clone: Path, out: Path, record: dict, env: dict) 
 
 
 def fresh_logs(out: Path) -> None:
-    """OUT/logs made, without the logs of an earlier call (they would be taken for this one's)."""
-    logs = out / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    for old in logs.glob("*.log"):
-        old.unlink()
+    """OUT/logs made, without the logs of an earlier call (they would be taken for this one's): those its
+    quickstart.json lists, never another file (quickstart.py refuses an OUT/logs that holds one)."""
+    old = written_logs(out)
+    (out / "logs").mkdir(parents=True, exist_ok=True)
+    for log in old:
+        log.unlink(missing_ok=True)
 
 
 def measure(

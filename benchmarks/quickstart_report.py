@@ -3,7 +3,9 @@ rewritten after every step), OUT/README.md (a table of the steps, the machine, t
 means) and the README's sentence between its <!-- quickstart:start --> and <!-- quickstart:end --> markers (how long
 each quick-start line took, where and when); durations as a person reads them, and how each step ended, in words."""
 
+import json
 import os
+import re
 from pathlib import Path
 from typing import Optional
 
@@ -22,6 +24,8 @@ PLACEHOLDER = (
     "(`python -m benchmarks.quickstart --update-readme README.md` measures it from a fresh clone)."
 )
 RESULTS = "quickstart.json"
+TITLE = "# The quick start, timed"  # OUT/README.md's first line: what tells it is this tool's
+COMMAND = "python -m benchmarks.quickstart"  # how quickstart.json's "command" starts: what tells it is this tool's
 
 
 def human(seconds) -> str:
@@ -53,6 +57,50 @@ def outcome(result: dict) -> str:
 
 def write_results(out: Path, record: dict) -> None:
     write_json(out / RESULTS, record)
+
+
+# ------------------------------------------------------------------- what in --out this tool wrote (atomic.py)
+def record_why_not(text: str) -> Optional[str]:
+    """None when the text is a quickstart.json of this tool (its "command" is this tool's); else why not."""
+    try:
+        record = json.loads(text)
+    except (ValueError, RecursionError):
+        return "is not JSON, so not a quickstart.json of this tool"
+    if not isinstance(record, dict) or not str(record.get("command", "")).startswith(COMMAND):
+        return f'holds no "command" of {COMMAND}, so this tool did not write it'
+    return None
+
+
+def readme_why_not(text: str) -> Optional[str]:
+    """None when the text is an OUT/README.md of this tool (its title first); else why not."""
+    if text.partition("\n")[0] != TITLE:
+        return f"does not start with {TITLE!r}, so this tool did not write it"
+    return None
+
+
+def written_logs(out: Path) -> list[Path]:
+    """The logs of OUT/logs/ that OUT/quickstart.json lists (this tool's, of an earlier call): only plain names in
+    OUT/logs/, whatever the record says."""
+    path = out / RESULTS
+    if not path.is_file() or record_why_not(path.read_text(errors="replace")):
+        return []
+    steps = json.loads(path.read_text()).get("steps")
+    logs = (
+        [step.get("log") for step in steps if isinstance(step, dict)]
+        if isinstance(steps, list)
+        else []
+    )
+    return [
+        out / log
+        for log in logs
+        if isinstance(log, str) and re.fullmatch(r"logs/[A-Za-z0-9_.-]+\.log", log)
+    ]
+
+
+def foreign_logs(out: Path) -> list[str]:
+    """The logs in OUT/logs/ that this tool did not write (a call removes its earlier logs: never these)."""
+    ours = set(written_logs(out))
+    return sorted(p.name for p in (out / "logs").glob("*.log") if p not in ours)
 
 
 def machine_text(machine_info: dict) -> str:
@@ -132,7 +180,7 @@ def results_markdown(record: dict) -> str:
     """OUT/README.md: the steps' table, the machine, the commit and what each column means."""
     machine_info, caches = record["machine"], record["caches"]
     venv_python = next((s["versions"]["python"] for s in record["steps"] if s.get("versions")), "-")
-    return f"""# The quick start, timed
+    return f"""{TITLE}
 
 The README's quick-start lines, one at a time, in a fresh clone of commit `{record["commit"]}` (no `.venv`; pip's
 cache: {caches["pip"]}; TorchInductor's cache: {caches["torchinductor"]}; JAX's compilation cache:

@@ -22,9 +22,19 @@ import tempfile
 import time
 from pathlib import Path
 
-from atomic import write_json
-from benchmarks.common import ROOT, STEADY_FROM, run_and_read
+import study
+from atomic import check_record, write_record
+from benchmarks.common import (
+    ROOT,
+    STEADY_FROM,
+    check_choices,
+    check_counts,
+    check_envs,
+    check_or_exit,
+    run_and_read,
+)
 
+TOOL = "benchmarks.torch_vs_linen"
 CONFIGS = {  # name: (script, compile mode)
     "linen jit": ("ppo_linen.py", "jit"),
     "torch compile": ("ppo_torch.py", "compile"),
@@ -154,6 +164,7 @@ def main():
         "--out", default=str(ROOT / "runs" / f"torch_vs_linen_{int(time.time())}.json")
     )
     opts = parser.parse_args()
+    check_or_exit(lambda: check_options(opts))
 
     all_results, tables = {}, []
     with tempfile.TemporaryDirectory() as before_dir:
@@ -198,8 +209,15 @@ def run_all(opts, all_results: dict, tables: list):
             if {"linen jit", "torch compile"} <= set(results):
                 tables[-1] += "\n\n" + per_step_line(env, size, results)
             print("\n" + tables[-1] + "\n", flush=True)
-            Path(opts.out).parent.mkdir(parents=True, exist_ok=True)
-            write_json(opts.out, all_results)
+            write_record(TOOL, opts.out, all_results)
+
+
+def check_options(opts) -> None:
+    """BadOption or OutputRefused (atomic.py), before anything is measured."""
+    check_counts(opts, "rounds", "num_iterations", "none_iterations", "none_steps")
+    check_envs("--envs", opts.envs)
+    check_choices("--model-sizes", opts.model_sizes, list(study.load().sizes))
+    check_record(TOOL, opts.out)
 
 
 if __name__ == "__main__":

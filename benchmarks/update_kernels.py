@@ -18,14 +18,14 @@ import sys
 import tempfile
 import time
 from functools import partial
-from pathlib import Path
 
 import numpy as np
 
 import study
-from atomic import write_json
-from benchmarks.common import ROOT
+from atomic import check_outputs, write_outputs
+from benchmarks.common import ROOT, check_counts, check_or_exit
 
+TOOL = "benchmarks.update_kernels"
 CONFIGS = {  # name: (framework, torch.compile options; None: eager, as --compile env-jit)
     "linen jit": ("linen", None),
     "torch compile": ("torch", {}),
@@ -186,6 +186,7 @@ def main():
         "--child", nargs=3, metavar=("CONFIG", "SIZE", "REPEATS"), help=argparse.SUPPRESS
     )
     opts = parser.parse_args()
+    check_or_exit(lambda: check_options(opts))
     if opts.child:
         config, size, repeats = opts.child
         print(json.dumps(child(config, size, int(repeats))))
@@ -194,8 +195,14 @@ def main():
     table = markdown(rows)
     print(table)
     if opts.out:
-        write_json(opts.out, rows)
-        Path(opts.out).with_suffix(".md").write_text(table)
+        write_outputs(TOOL, opts.out, rows, table)
+
+
+def check_options(opts) -> None:
+    """BadOption or OutputRefused (atomic.py), before anything is measured."""
+    check_counts(opts, "rounds", "repeats")
+    if opts.out:
+        check_outputs(TOOL, opts.out)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,6 @@ import sys
 
 import pytest
 
-import env_timing_file
 import sweep_env_timing
 from analysis.errors import BadInput
 from analysis.loading import read_env_timing
@@ -111,7 +110,7 @@ BAD_VALUES = [
 def test_a_nonsense_step_cost_is_refused_by_the_sweep_check(tmp_path, field, value, shown):
     path = tmp_path / "timing.json"
     path.write_text(timing({"CartPole-v1": GOOD, "Acrobot-v1": {**GOOD, field: value}}))
-    with pytest.raises(env_timing_file.BadTiming) as e:
+    with pytest.raises(ValueError) as e:  # env_timing_file.BadTiming
         sweep_env_timing.env_timing_reason(path, ["CartPole-v1"])
     message = str(e.value)
     assert "\n" not in message
@@ -145,5 +144,158 @@ def test_sweep_py_says_why_in_one_line_and_exits_2(tmp_path, capsys):
 
 
 def test_the_committed_env_timings_are_usable():
+    import env_timing_file
+
     for path in sorted(ROOT.glob("results/**/env_timing.json")):
         assert env_timing_file.read(path)["envs"]
+
+
+# ------------------------------------------------------------------------- item 1: the benchmarks' outputs
+def tool_module(name: str, monkeypatch):
+    """benchmarks.<name>, with its measuring replaced by `never`."""
+    import importlib
+
+    module = importlib.import_module(f"benchmarks.{name}")
+    for measuring in ("measure", "run_all", "run_config"):
+        if hasattr(module, measuring):
+            monkeypatch.setattr(module, measuring, never)
+    return module
+
+
+# name, the arguments that select the least, whether it writes a table beside its JSON
+BENCHMARKS = [
+    ("dlpack_crossing", ["--envs", "CartPole-v1", "--model-sizes", "small"], True),
+    ("busy_machine", ["--configs", "linen jit", "--cpus", "0"], True),
+    ("update_kernels", ["--model-sizes", "small"], True),
+    ("envpool_calls", ["--envs", "CartPole-v1"], True),
+    ("jax_vs_linen", [], False),
+    ("torch_vs_linen", ["--envs", "CartPole-v1", "--model-sizes", "small"], False),
+]
+
+
+@pytest.mark.parametrize("name, argv, table", BENCHMARKS)
+def test_a_benchmark_refuses_an_out_it_did_not_write(
+    name, argv, table, monkeypatch, capsys, tmp_path
+):
+    """--out X/README.json beside a README.md of the user's: the table would replace it. And a JSON file there that
+    the benchmark did not write."""
+    module = tool_module(name, monkeypatch)
+    readme, record = tmp_path / "README.md", tmp_path / "README.json"
+    readme.write_text(NOTES)
+    record.write_text('{"mine": 1}')
+    for kept in (readme, record) if table else (record,):
+        other = record if kept is readme else readme
+        saved = other.read_text()
+        other.unlink()  # only `kept` in the way
+        assert exit_code(module.main, monkeypatch, [*argv, "--out", str(record)]) == 2
+        one_error_line(capsys, str(kept))
+        assert kept.read_text() in (NOTES, '{"mine": 1}')
+        other.write_text(saved)
+
+
+def test_dlpack_crossing_refuses_an_out_whose_table_would_replace_it(monkeypatch, capsys, tmp_path):
+    """--out res.md: the table beside it (.md) is the same file, which would replace the JSON."""
+    module = tool_module("dlpack_crossing", monkeypatch)
+    argv = ["--envs", "CartPole-v1", "--out", str(tmp_path / "res.md")]
+    assert exit_code(module.main, monkeypatch, argv) == 2
+    one_error_line(capsys, "res.md", ".json")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_benchmark_replaces_the_outputs_it_wrote(tmp_path):
+    import atomic
+
+    out = tmp_path / "sub" / "res.json"
+    atomic.check_outputs("benchmarks.x", out)  # a new folder: made when written
+    atomic.write_outputs("benchmarks.x", out, [{"a": 1.0}], "| a |")
+    assert json.loads(out.read_text()) == {"written_by": "benchmarks.x", "rows": [{"a": 1.0}]}
+    assert out.with_suffix(".md").read_text().splitlines()[1:] == ["| a |"]
+    atomic.check_outputs("benchmarks.x", out)  # its own: replaced
+    with pytest.raises(atomic.OutputRefused):  # another benchmark's
+        atomic.check_outputs("benchmarks.y", out)
+
+
+# ------------------------------------------------------------------------ item 22: bad options, one line
+@pytest.mark.parametrize(
+    "argv, said",
+    [
+        (["--rounds", "0"], "--rounds"),
+        (["--envs", "NoSuchEnv"], "'NoSuchEnv'"),
+        (["--model-sizes", "huge"], "'huge'"),
+        (["--num-envs", "-1"], "--num-envs"),
+    ],
+)
+def test_dlpack_crossing_refuses_bad_options_before_measuring(argv, said, monkeypatch, capsys):
+    module = tool_module("dlpack_crossing", monkeypatch)
+    assert exit_code(module.main, monkeypatch, argv) == 2
+    one_error_line(capsys, said)
+
+
+@pytest.mark.parametrize(
+    "name, argv, said",
+    [
+        ("envpool_calls", ["--rounds", "0"], "--rounds"),
+        ("envpool_calls", ["--envs", "NoSuchEnv"], "'NoSuchEnv'"),
+        ("update_kernels", ["--repeats", "0"], "--repeats"),
+        ("jax_vs_linen", ["--env", "NoSuchEnv"], "'NoSuchEnv'"),
+        ("torch_vs_linen", ["--rounds", "0"], "--rounds"),
+        ("busy_machine", ["--env", "NoSuchEnv", "--cpus", "0"], "'NoSuchEnv'"),
+    ],
+)
+def test_the_other_benchmarks_refuse_bad_options_before_measuring(
+    name, argv, said, monkeypatch, capsys
+):
+    module = tool_module(name, monkeypatch)
+    assert exit_code(module.main, monkeypatch, argv) == 2
+    one_error_line(capsys, said)
+
+
+# ------------------------------------------------------------------------------ item 1: the quick start's --out
+@pytest.fixture
+def quickstart(monkeypatch):
+    from benchmarks import quickstart
+
+    monkeypatch.setattr(quickstart, "measure", never)
+    return quickstart
+
+
+def test_quickstart_refuses_an_out_with_a_readme_or_logs_it_did_not_write(
+    quickstart, capsys, tmp_path
+):
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "mine.log").write_text(NOTES)
+    assert quickstart.main(["--out", str(tmp_path)]) == 2
+    one_error_line(capsys, "mine.log")
+    (tmp_path / "README.md").write_text(NOTES)
+    assert quickstart.main(["--out", str(tmp_path)]) == 2
+    one_error_line(capsys, "README.md")
+    assert (tmp_path / "README.md").read_text() == NOTES
+    assert (tmp_path / "logs" / "mine.log").read_text() == NOTES
+
+
+def test_quickstart_refuses_the_repository_as_its_out(quickstart, capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    assert quickstart.main(["--out", "."]) == 2
+    one_error_line(capsys, "README.md")
+
+
+def test_quickstart_removes_only_the_logs_its_record_lists(tmp_path):
+    from benchmarks.quickstart_measure import fresh_logs
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for name in ("demo.log", "mine.log"):
+        (logs / name).write_text(name)
+    (tmp_path / "keep.md").write_text(NOTES)
+    steps = [{"log": "logs/demo.log"}, {"log": "../keep.md"}, {"log": "logs/../keep.md"}]
+    command = "python -m benchmarks.quickstart --out x"
+    (tmp_path / "quickstart.json").write_text(json.dumps({"command": command, "steps": steps}))
+    fresh_logs(tmp_path)
+    assert sorted(p.name for p in logs.iterdir()) == ["mine.log"]
+    assert (tmp_path / "keep.md").read_text() == NOTES
+
+
+def test_the_committed_quick_start_is_this_tools_own(quickstart, capsys):
+    """The default --out, results/quickstart: its files were written by the tool, and it may replace them."""
+    args = quickstart.parse_args(["--out", str(ROOT / "results" / "quickstart")])
+    quickstart.check_paths(args)

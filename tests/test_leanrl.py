@@ -181,7 +181,7 @@ BAD = [
     (["--leanrl-dir", "{tmp}"], "not a git checkout"),
     (["--leanrl-python", "{tmp}/python"], "no such executable"),
     (["--out", "{tmp}/leanrl.md"], "give a .json file"),
-    (["--out", "{tmp}/no-folder/leanrl.json"], "no folder"),
+    (["--out", "/proc/no-folder/leanrl.json"], "cannot write into /proc"),
 ]
 
 
