@@ -95,6 +95,47 @@ def test_another_hosts_timing_file_is_timed_again_with_all_its_envs(tmp_path):
     assert envs == ["Acrobot-v1", "CartPole-v1", "MountainCar-v0"]
 
 
+def bench_with_timing_file(tmp_path, text: str):
+    """bench.sh, one cell (CartPole-v1), its env timing into --env-timing-file holding text; a stand-in Python
+    notes the env timing's arguments and runs nothing of it. (the process, the timing file, the noted lines)"""
+    from test_bench import NOTING_PYTHON, bench
+
+    from helpers import one_cell
+
+    python, marks, timing_path = tmp_path / "python", tmp_path / "marks", tmp_path / "timing.json"
+    python.write_text(NOTING_PYTHON)
+    python.chmod(0o755)
+    timing_path.write_text(text)
+    env = {"MARKS": str(marks), "REAL_PYTHON": sys.executable}
+    argv = ["--log-dir", str(tmp_path / "runs"), *one_cell(), "--env-timing-file", str(timing_path)]
+    proc = bench(*argv, env=env, python=str(python))
+    noted = marks.read_text().splitlines() if marks.exists() else []
+    return proc, timing_path, [line for line in noted if "/env_timing.py " in line]
+
+
+def test_bench_times_another_hosts_file_again_with_every_env_it_holds(tmp_path):
+    text = timing({"Acrobot-v1": GOOD, "CartPole-v1": GOOD}, host="elsewhere")
+    proc, _, timed = bench_with_timing_file(tmp_path, text)
+    assert proc.returncode == 0, proc.stderr
+    assert len(timed) == 1 and " --envs=Acrobot-v1,CartPole-v1 " in timed[0], timed
+
+
+def test_bench_neither_uses_nor_replaces_a_timing_file_with_a_nonsense_cost(tmp_path):
+    text = timing({"CartPole-v1": {**GOOD, "ratio": -1}}, host=socket.gethostname())
+    proc, path, timed = bench_with_timing_file(tmp_path, text)
+    assert proc.returncode == 0, proc.stderr  # the sweep goes on, without env timing
+    errors = [line for line in proc.stderr.splitlines() if str(path) in line and "ratio -1" in line]
+    assert len(errors) == 1 and "'CartPole-v1'" in errors[0], proc.stderr
+    assert timed == [] and path.read_text() == text
+
+
+def test_bench_does_not_replace_a_file_that_is_not_an_env_timing(tmp_path):
+    proc, path, timed = bench_with_timing_file(tmp_path, NOTES)
+    assert proc.returncode == 0, proc.stderr
+    assert timed == [] and path.read_text() == NOTES
+    assert any(str(path) in line and "not JSON" in line for line in proc.stderr.splitlines())
+
+
 # --------------------------------------------------------------------- item 19: env-timing files with nonsense
 BAD_VALUES = [
     ("ratio", -1, "-1"),
