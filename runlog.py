@@ -14,7 +14,9 @@ tables) is not one:
 - config.json: the framework, model size and compile mode that the study names; an env id (or an env label,
   "{id}@envpool") and an env_backend of the study's backends; seed an int; sync_timing a bool; batch_size and
   num_iterations positive ints (never bools), batch_size = num_envs x num_steps where those are given; the texts
-  (tag, hostname, platform, ...) strings.
+  (tag, hostname, platform, ...) strings; its command (argv) runs the framework's script, and every flag it gives
+  has the value of the field it sets (check_command: the resume knows a run by its command, the analysis by its
+  fields).
 - summary.json: status completed after num_iterations iterations; total_s a finite positive number; setup_s and
   import_s finite numbers within total_s; final_return null or a finite number: the mean episodic return of the
   last 10 iterations, as bookkeeping.py makes it.
@@ -24,14 +26,20 @@ tables) is not one:
   (events.out.tfevents.{unix time}.{hostname}), and written during the run: its time and the wall time of every
   scalar between config.json's start_time and start_time + total_s, and the script's first line by its
   time/elapsed scalars (wall time less time/elapsed) at most setup_s before start_time (each give or take
-  CLOCK_SLACK_S), so that an events file copied in from another run is not taken for this one's.
+  CLOCK_SLACK_S), so that an events file copied in from another run is not taken for this one's; and total_s at
+  most TAIL_S longer than the run its events show (its last time/elapsed).
+- config.json and summary.json: regular files of at most MAX_JSON_BYTES (a FIFO or a file nested too deep for the
+  parser is a reason, never a hang or a crash). Run folders are found without following links (find_runs).
 
 A run of a runs.csv (plot_results.py --csv) goes through the same check_completed, without an events file.
 """
 
 import json
 import math
+import os
 import re
+import shlex
+import stat
 import warnings
 from datetime import datetime
 from pathlib import Path
@@ -39,6 +47,7 @@ from typing import NamedTuple, Optional
 
 import pandas as pd
 
+import run_args
 import study
 
 # config.json keys that the analysis and the resume need: a run without them cannot be placed in the study
@@ -63,6 +72,11 @@ CLOCK_SLACK_S = 2.0
 RETURN = "charts/episodic_return"
 # summary.json final_return: the mean episodic return of the last 10 iterations
 FINAL_ITERATIONS = 10
+# config.json and summary.json are a few kB; a larger file is not a run's (and is not read whole)
+MAX_JSON_BYTES = 1 << 20
+# how much longer total_s may be than the run its events show (its last time/elapsed): the writer's close and, with
+# --track, W&B's finish; every run of results/ took under 1.1 s
+TAIL_S = 30.0
 
 
 class RunError(Exception):
@@ -89,14 +103,28 @@ class Run(NamedTuple):
 
 
 def read_json(path: Path) -> dict:
-    """A JSON object from a file; RunError (naming the file) when it is missing, unreadable or not an object."""
+    """A JSON object from a file; RunError (naming the file) when it is missing, unreadable, not a regular file (a FIFO
+    would block the reader for ever), over MAX_JSON_BYTES, nested too deep for the parser, or not an object."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text())
+        # O_NONBLOCK: opening a FIFO returns at once, and fstat then says what it is
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
         raise RunError(f"no {path.name}") from None
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
+    except OSError as e:
         raise RunError(f"unreadable {path.name} ({e})") from None
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise RunError(f"{path.name} is not a regular file")
+        if info.st_size > MAX_JSON_BYTES:
+            raise RunError(f"{path.name} holds {info.st_size:,} bytes, more than a run writes")
+        try:
+            data = json.loads(f.read(MAX_JSON_BYTES + 1))
+        except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise RunError(f"unreadable {path.name} ({e})") from None
+        except RecursionError:
+            raise RunError(f"unreadable {path.name} (nested too deep)") from None
     if not isinstance(data, dict):
         raise RunError(f"{path.name} is not a JSON object")
     return data
@@ -142,12 +170,26 @@ def read_scalars(run_dir: Path) -> pd.DataFrame:
     return read_events(run_dir)[0]
 
 
-def run_dirs(roots) -> list[Path]:
-    """Every run folder (one holding config.json) at any depth under the given folders, sorted per folder."""
-    found = []
+def find_runs(roots) -> tuple[list[Path], list[Path]]:
+    """(every run folder, one holding config.json, at any depth under the given folders, sorted per folder; the links
+    to folders met on the way). Links are never followed: a run is read where it is, once, and bench.sh's resume
+    (sweep_resume.py) finds runs here too, so that a run one of them counts, the other counts as well."""
+    found, links = [], []
     for root in roots:
-        found += sorted(path.parent for path in Path(root).rglob("config.json"))
-    return found
+        here = []
+        for folder, subfolders, files in os.walk(root):  # lists the links to folders, enters none
+            folder = Path(folder)
+            if "config.json" in files:
+                here.append(folder)
+            links += sorted(folder / name for name in subfolders if (folder / name).is_symlink())
+        found += sorted(here)
+    return found, links
+
+
+def run_dirs(roots) -> list[Path]:
+    """Every run folder (one holding config.json) at any depth under the given folders, sorted per folder, links
+    to folders not followed (find_runs)."""
+    return find_runs(roots)[0]
 
 
 def read_run(run_dir) -> Run:
@@ -231,12 +273,54 @@ def check_config(config: dict, the_study: study.Study) -> None:
     for key in TEXT_CONFIG:
         if config.get(key) is not None and not isinstance(config[key], str):
             raise RunError(f"config.json {key} is {config[key]!r}, not a string")
-    command = config.get("command")  # argv in config.json; one command line in a runs.csv
-    words = (
-        [command] if isinstance(command, str) else command if isinstance(command, list) else [None]
-    )
-    if command is not None and not all(isinstance(word, str) for word in words):
-        raise RunError(f"config.json command is {command!r}, not a command line")
+    check_command(config, the_study)
+
+
+def command_words(command) -> list[str]:
+    """config.json's command (argv; one shell command line in a runs.csv) as its words; RunError when it is
+    neither."""
+    if isinstance(command, str):
+        try:
+            return shlex.split(command)
+        except ValueError:
+            pass
+    elif isinstance(command, list) and command and all(isinstance(word, str) for word in command):
+        return command
+    raise RunError(f"config.json command is {command!r}, not a command line")
+
+
+def check_command(config: dict, the_study: study.Study) -> None:
+    """RunError unless config.json's fields are what its own command set: the script is the framework's, and every
+    flag the command gives has the value of the field it sets (as the analysis reads the fields: an env label's
+    backend, float32 for a run without dtype). The resume knows a run by its command and the analysis by its fields:
+    they must be one run. A run without a command (made before config.json had one) has nothing to agree with."""
+    if config.get("command") is None:
+        return
+    words = command_words(config["command"])
+    script = Path(the_study.frameworks[config["framework"]].script).name
+    if Path(words[0]).name != script:
+        raise RunError(
+            f"config.json command runs {Path(words[0]).name!r}, not {script}, the script of its framework "
+            f"{config['framework']}"
+        )
+    try:
+        given = run_args.flags(words)
+    except ValueError as e:
+        raise RunError(f"config.json command is not a command line of the scripts ({e})") from None
+    env_id, label_backend = study.split_label(config["env"])
+    fields = {
+        **config,
+        "env": env_id,
+        "env_backend": config.get("env_backend") or label_backend,
+        "dtype": config.get("dtype") or study.DTYPES[0],
+    }
+    for name, value in given.items():
+        # a runs.csv keeps only some fields
+        if name in fields and not run_args.same_value(value, fields[name]):
+            flag = f"--{name.replace('_', '-')}"
+            raise RunError(
+                f"config.json {name} is {fields[name]!r}, but its command gives {flag} {value!r}"
+            )
 
 
 def check_status(summary) -> None:
@@ -371,6 +455,31 @@ def check_events(run: Run) -> None:
         )
 
 
+def events_span(run: Run) -> Optional[float]:
+    """How long the run ran to its last iteration by its events: its last time/elapsed (seconds from the script's
+    first line); without one, a run folder's last event less start_time, plus setup_s (the most the first line came
+    before start_time); None for a run of a runs.csv without time/elapsed."""
+    if "time/elapsed" in run.scalars:
+        elapsed = pd.to_numeric(run.scalars["time/elapsed"], errors="coerce").dropna()
+        if len(elapsed):
+            return float(elapsed.max())
+    if run.events is None:
+        return None
+    started = datetime.fromisoformat(run.config["start_time"]).timestamp()
+    return run.events.last - started + (run.summary.get("setup_s") or 0.0)
+
+
+def check_total(run: Run) -> None:
+    """RunError when total_s is longer than the run its events show (events_span) by more than TAIL_S: the other
+    checks bound total_s from below only, and a total_s made longer would make its framework look slower."""
+    span, total = events_span(run), run.summary["total_s"]
+    if span is not None and total > span + TAIL_S:
+        raise RunError(
+            f"summary.json total_s {total:.6g} s is longer than its events show: {span:.6g} s to its last "
+            f"iteration (at most {TAIL_S:g} s more are a run's end)"
+        )
+
+
 def check_completed(run: Run, the_study: Optional[study.Study] = None) -> None:
     """RunError, saying why, unless the run completed, its files hold every iteration it claims, its values are the
     study's and of the types the scripts write, and its events file (a run folder's) is its own. the_study: the study
@@ -382,6 +491,7 @@ def check_completed(run: Run, the_study: Optional[study.Study] = None) -> None:
     check_scalars(run.scalars, run.config, run.summary)
     if run.events is not None:
         check_events(run)
+    check_total(run)
 
 
 def read_completed_run(run_dir, the_study: Optional[study.Study] = None) -> Run:

@@ -5,7 +5,6 @@ analysis) whose config.json "command" (sys.argv of the run) is the planned comma
 the same arguments, apart from the value of --log-dir.
 """
 
-import json
 import os
 import socket
 import sys
@@ -37,29 +36,32 @@ def run_key(command) -> tuple[str, tuple[str, ...]]:
 def completed_keys(exp_dir: Path, wanted: Optional[set] = None) -> set:
     """run_key of every usable completed run in a folder: runlog.is_completed, the one definition that the analysis
     uses too (status completed, the config keys, at least one iteration, one readable events file holding every
-    iteration). Runs without config.json "command" are not counted. `wanted`: only these keys are checked in full
-    (reading the events is the slow part: about 10 ms a run)."""
+    iteration, a command that its config.json agrees with), of the run folders the analysis finds (runlog.find_runs:
+    links to folders are not followed), directly in the folder. Runs without config.json "command" are not counted.
+    `wanted`: only these keys are checked in full (reading the events is the slow part: about 10 ms a run)."""
     done = set()
-    summaries = sorted(exp_dir.glob("*/summary.json"))
-    if not summaries:
+    if not any(exp_dir.glob("*/config.json")):
         return done
     # here: runlog imports pandas, which a sweep with no runs yet need not pay for
     import runlog
 
-    for summary_path in summaries:
-        # first the cheap part: a completed summary and a command
-        try:
-            summary = json.loads(summary_path.read_text())
-            config = json.loads((summary_path.parent / "config.json").read_text())
-        except (OSError, ValueError):
+    for run_dir in runlog.find_runs([exp_dir])[0]:
+        if run_dir.parent != exp_dir:  # bench.sh's run folders are directly in it
             continue
-        command = config.get("command") if isinstance(config, dict) else None
+        # first the cheap part: a completed summary and a command (runlog's reader: a FIFO or a file nested too
+        # deep is no run, never a hang or a crash)
+        try:
+            summary = runlog.read_json(run_dir / "summary.json")
+            config = runlog.read_json(run_dir / "config.json")
+        except runlog.RunError:
+            continue
+        command = config.get("command")
         if not (runlog.says_completed(summary) and isinstance(command, list) and command):
             continue
         key = run_key([str(word) for word in command])
         if key in done or (wanted is not None and key not in wanted):
             continue
-        if runlog.is_completed(summary_path.parent):
+        if runlog.is_completed(run_dir):
             done.add(key)
     return done
 

@@ -653,12 +653,25 @@ def planned(
     ]
 
 
+# the config.json fields a fake run takes from its command, as the scripts write them (runlog checks that they agree)
+COMMAND_FIELDS = {"env": str, "env_backend": str, "model_size": str, "compile": str, "seed": int}
+COMMAND_FIELDS |= {"dtype": str, "sync_timing": bool, "num_iterations": int, "tag": str}
+
+
 def fake_run(
-    log_dir: Path, exp: str, status: str, command: list[str] | None, name: str, iterations: int = 2
+    log_dir: Path,
+    exp: str,
+    status: str,
+    command: list[str] | None,
+    name: str,
+    iterations: int | None = None,
 ) -> Path:
-    """A run folder like the scripts write it, without running it: config.json (its "command" = sys.argv),
-    summary.json and one TensorBoard events file with a time/iteration per iteration (a usable run when completed)."""
+    """A run folder like the scripts write it, without running it: config.json (its "command" = sys.argv, and the
+    fields the command sets; the framework of its script), summary.json and one TensorBoard events file with a
+    time/iteration per iteration (a usable run when completed). iterations: the command's --num-iterations, else 2."""
     from tensorboardX import SummaryWriter
+
+    import run_args
 
     run_dir = log_dir / exp / name
     run_dir.mkdir(parents=True)
@@ -671,14 +684,23 @@ def fake_run(
         seed=1,
         sync_timing=False,
     )
-    config.update(batch_size=1, num_iterations=iterations, hostname=socket.gethostname())
+    config.update(batch_size=1, num_iterations=2, hostname=socket.gethostname())
     # before the events are written
     config.update(start_time=datetime.now(timezone.utc).isoformat())
     if command is not None:
         config["command"] = command
+        scripts = {Path(fw.script).name: name for name, fw in STUDY.frameworks.items()}
+        config["framework"] = scripts.get(Path(command[0]).name, "linen")
+        given = run_args.flags(command)
+        config |= {key: kind(given[key]) for key, kind in COMMAND_FIELDS.items() if key in given}
+    config["num_iterations"] = iterations = iterations or config["num_iterations"]
     (run_dir / "config.json").write_text(json.dumps(config))
     # the events within it
-    summary = {"status": status, "iterations_completed": iterations, "total_s": 60.0}
+    summary = {
+        "status": status,
+        "iterations_completed": iterations,
+        "total_s": 0.5 + 0.1 * iterations,
+    }
     (run_dir / "summary.json").write_text(json.dumps(summary))
     with SummaryWriter(str(run_dir)) as writer:
         for iteration in range(iterations):

@@ -10,7 +10,7 @@ import json
 import math
 import re
 import statistics
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import numpy as np
@@ -85,6 +85,10 @@ def known_durations(env, framework, size, seed, tag, factor=1.0) -> dict:
     }
 
 
+# each run written starts an hour after the one before
+START, STARTS = datetime(2025, 1, 1, tzinfo=timezone.utc), itertools.count()
+
+
 def tie_events(run_dir: Path, config: dict) -> Path:
     """The events file of run_dir renamed as tensorboardX names it on config.json's host at its start_time (runlog
     ties a run's events file to its config.json by both)."""
@@ -117,11 +121,12 @@ def write_run(
     label = study.env_label(env, backend or "gymnax")
     backend_args = ["--env-backend", backend] if backend else []
     backend_args += ["--dtype", dtype] if dtype else []
-    name = f"{label}__{framework}__{size}__{compile_mode}__{seed}__{1_700_000_000 + len(list(root.rglob('config.json')))}"
+    number = len(list(root.rglob("config.json")))
+    name = f"{label}__{framework}__{size}__{compile_mode}__{seed}__{1_700_000_000 + number}"
     run_dir = root / tag / name
     run_dir.mkdir(parents=True)
     config = {
-        "exp_name": f"ppo_{framework}",
+        "exp_name": "two words",  # as its command says
         "env": env,
         "model_size": size,
         "seed": seed,
@@ -137,7 +142,8 @@ def write_run(
         "versions": {"python": "3.11.0", "jax": "0.6.0"},
         "platform": "Linux-test",
         "hostname": f"{tag}-host",
-        "start_time": "2025-01-01T00:00:00+00:00",
+        # a start of its own: one command started on one host at one time is one run
+        "start_time": (START + timedelta(hours=next(STARTS))).isoformat(),
     }
     if old_config:
         config["device"] = "cpu"
