@@ -11,9 +11,11 @@ label (study.env_label): the env id, with "@envpool" for a run on envpool (confi
 env_backend; runs made before the scripts had backends lack it, and ran on gymnax), so that the env column, and
 every table and figure keyed by it, never merges the two backends of one env id.
 
-Runs are told apart by their content: the folder name with the config's command, hostname and start time. Runs of
-other tags or machines that share a folder name are all kept; only true duplicates (the same run given twice, e.g.
-as a folder and in a runs.csv) are dropped, keeping the first copy.
+Runs are told apart by their content: the config's command, hostname and start time (with the folder name only for
+a run of an older runs.csv without a start time). Runs of other tags or machines that share a folder name are all
+kept; the same run given twice (a copied folder, cp -a B B-2; a folder and a runs.csv) counts once: the first copy
+is kept, the others are listed as skipped. Run folders are found as bench.sh's resume finds them
+(runlog.find_runs): a link to a folder is not followed, and is listed as skipped.
 """
 
 import shlex
@@ -71,8 +73,8 @@ SUMMARY_JSON_COLUMNS = [
 RUN_COLUMNS = ["run", "run_dir", "experiment_folder", *CONFIG_COLUMNS, *SUMMARY_JSON_COLUMNS]
 # columns of a runs.csv of an older plot_results.py -> their names now
 RENAMED_COLUMNS = {"device": "device_name", "sweep": "experiment_folder"}
-# what tells two runs apart (run_keys)
-IDENTITY_COLUMNS = ["run", "command", "hostname", "start_time"]
+# what tells two runs apart (run_keys); the folder name too for a run without a start time
+IDENTITY_COLUMNS = ["command", "hostname", "start_time"]
 RUNS_CSV_COLUMNS = [
     "run",
     "iteration",
@@ -134,15 +136,20 @@ def config_cell(value):
     return value
 
 
+def text_column(table: pd.DataFrame, column: str) -> pd.Series:
+    """A column as text, "" where it is missing."""
+    if column not in table:
+        return pd.Series("", index=table.index)
+    return table[column].astype(object).where(table[column].notna(), "").astype(str)
+
+
 def run_keys(table: pd.DataFrame) -> pd.Series:
-    """Per row of a runs or summary table, the identity of its run (IDENTITY_COLUMNS as one string)."""
-    parts = [
-        table[c].astype(object).where(table[c].notna(), "").astype(str)
-        if c in table
-        else pd.Series("", index=table.index)
-        for c in IDENTITY_COLUMNS
-    ]
-    return parts[0].str.cat(parts[1:], sep="\x1f")
+    """Per row of a runs or summary table, the identity of its run: IDENTITY_COLUMNS as one string (one command
+    started on one host at one time is one run, whatever its folder is called), and its folder name where it has
+    no start time (a run of an older runs.csv)."""
+    parts = [text_column(table, c) for c in IDENTITY_COLUMNS]
+    key = parts[0].str.cat(parts[1:], sep="\x1f")
+    return key.where(parts[-1] != "", key + "\x1f" + text_column(table, "run"))
 
 
 # ----------------------------------------------------------------------------------------- run folders
@@ -183,8 +190,13 @@ def run_rows(run: runlog.Run, study: Study) -> pd.DataFrame:
 
 def read_run_dirs(roots: list[str], study: Study) -> tuple[list[pd.DataFrame], list[SkippedRun]]:
     """Every run folder (one holding config.json) at any depth under roots: the completed ones, and the skipped."""
-    frames, skipped = [], []
-    for run_dir in runlog.run_dirs(roots):
+    found, links = runlog.find_runs(roots)
+    frames = []
+    skipped = [
+        SkippedRun(str(link), "a link to a folder: not followed (nor by bench.sh's resume)")
+        for link in links
+    ]
+    for run_dir in found:
         try:
             frames.append(run_rows(runlog.read_completed_run(run_dir, study), study))
         except Exception as e:  # one broken run never stops the analysis
@@ -283,7 +295,8 @@ def read_runs_csv(path: str, study: Study) -> tuple[pd.DataFrame, list[SkippedRu
     # a runs.csv of before --dtype: every run in float32
     runs["dtype"] = runs["dtype"].fillna(DTYPES[0]) if "dtype" in runs else DTYPES[0]
     runs = numeric_columns(runs, RUNS_CSV_NUMBERS, "--csv", path, "runs.csv")
-    keys = run_keys(runs)
+    # copies of one run under two folder names are checked apart (and counted once by load_runs)
+    keys = run_keys(runs) + "\x1f" + text_column(runs, "run")
     bad, skipped = pd.Series(False, index=runs.index), []
     for _, rows in runs.groupby(keys, sort=False):
         try:
@@ -309,28 +322,51 @@ def load_runs(
 ) -> tuple[pd.DataFrame, list[SkippedRun]]:
     """The tidy table of all completed runs (one row per run x iteration), and the skipped runs."""
     frames, skipped = read_run_dirs(roots, study)
+    # where each run was read: its folder, or its folder name in a runs.csv
+    frames = [frame.assign(source=frame["run_dir"]) for frame in frames]
     for path in csvs:
         runs, bad = read_runs_csv(path, study)
-        frames.append(runs)
+        name = text_column(runs, "run_dir").where(text_column(runs, "run_dir") != "", runs["run"])
+        # a frame per run, as for the folders
+        runs = runs.assign(source=name + f" (in {path})")
+        frames += [rows for _, rows in runs.groupby(["source", run_keys(runs)], sort=False)]
         skipped += bad
+    frames = [frame.assign(frame=number) for number, frame in enumerate(frames)]
     if not frames:
         return pd.DataFrame(columns=[*RUN_COLUMNS, "iteration", "step", "time/iteration"]), skipped
     runs = pd.concat(frames, ignore_index=True)
     runs["sync_timing"] = as_bool(runs["sync_timing"])
     runs = runs.assign(run_key=run_keys(runs))
-    duplicated = runs.duplicated(["run_key", "iteration"])
-    if duplicated.any():
-        print(
-            f"note: {runs.loc[duplicated, 'run_key'].nunique()} runs were given more than once; kept the first copy"
-        )
-    runs = runs[~duplicated]
+    runs, copies = first_copies(runs)
+    skipped += copies
     first = [*RUN_COLUMNS, "iteration", "step"]
     columns = [c for c in first if c in runs] + sorted(
-        c for c in runs if c not in first and c != "run_key"
+        c for c in runs if c not in first and c not in ("run_key", "source", "frame")
     )
     # by folder name, then (folder names shared by runs of other tags or machines) by identity
     runs = runs.sort_values(["run", "run_key", "iteration"], kind="stable")
     return runs[columns].reset_index(drop=True), skipped
+
+
+def first_copies(runs: pd.DataFrame) -> tuple[pd.DataFrame, list[SkippedRun]]:
+    """The rows of each run's first copy (by run_key; runs: with the frame each row was read in and its source),
+    and the other copies as skipped."""
+    first = runs.groupby("run_key", sort=False)["frame"].transform("first")
+    again = runs["frame"] != first
+    copies = runs[again].drop_duplicates("frame")
+    if len(copies):
+        print(
+            f"note: {copies['run_key'].nunique()} runs were given more than once; kept the first copy"
+        )
+    kept = runs[~again].drop_duplicates("run_key").set_index("run_key")["source"]
+    skipped = [
+        SkippedRun(
+            f"{source} (again)" if source == kept[key] else source,
+            f"a copy of {kept[key]}: the same command, host and start time are one run, counted once",
+        )
+        for source, key in zip(copies["source"], copies["run_key"])
+    ]
+    return runs[~again], skipped
 
 
 # ------------------------------------------------------------------------------------------ env timing
