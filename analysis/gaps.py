@@ -59,7 +59,10 @@ def missing_pairs(runs: pd.DataFrame, column: str, study: Study) -> str:
     frameworks = in_order(study.frameworks, timed["framework"])
     if len(frameworks) < 2:
         return f"only {frameworks[0]} has runs; a pair needs two frameworks"
-    return "no runs of two frameworks share an env, model size, tag, number of iterations and batch size"
+    return (
+        "no runs of two frameworks share an env, model size, tag, number of iterations, batch size and "
+        "machine (host and device)"
+    )
 
 
 def sync_words(metric: str) -> str:

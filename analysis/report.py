@@ -22,7 +22,7 @@ from analysis.speedup_markdown import (
     few_runs_warning,
     speedup_markdown,
 )
-from analysis.speedups import METRICS, env_costs, metric_experiments
+from analysis.speedups import METRICS, env_costs, metric_experiments, several_machines
 from analysis.summary import window_column, window_columns
 
 
@@ -122,6 +122,17 @@ def missing_speedups(results: Results) -> list[str]:
     return lines
 
 
+def machines_notes(results: Results) -> list[str]:
+    """A line per speedup cell whose runs come from several machines: its pairs are of one machine each, and each
+    env on each machine is a cluster of its interval."""
+    return [
+        f"_{row.metric} speedups of {row.experiment} ({row.size}, {row.dtype}, {row.backend}): runs of "
+        f"{md_text(row.machines)}; each pair is of one machine, each env on each machine a cluster of the "
+        "interval._"
+        for row in several_machines(results.pairs).itertuples()
+    ]
+
+
 def split_experiments(results: Results) -> list[str]:
     """The experiments of sync "both" that have runs: their sync-on runs split each iteration into rollout and update,
     beside the sync-off runs of their total times."""
@@ -204,6 +215,7 @@ def report_text(
         "## Speedups",
         speedup_markdown(results.speedups, study),
         *missing_speedups(results),
+        *machines_notes(results),
         *([left_out] if left_out else []),
         *([edition] if edition else []),
     ]

@@ -1,8 +1,10 @@
 """Pairs of runs -> the speedup tables, the speedups against env cost, and the runs left out of them.
 
 Speedup A -> B = time of A / time of B, over every pair of runs of frameworks A and B with the same PAIR_KEYS: one
-experiment (runs are never paired across experiments), env, model size, data type, tag, number of iterations and
-batch size, each framework in its default compile mode, under the metric's sync setting. A table cell (metric,
+experiment (runs are never paired across experiments), env, model size, data type, tag, number of iterations, batch
+size and machine (host and device: runs of two machines are never paired; the seeds of one machine are), each
+framework in its default compile mode, under the metric's sync setting. A cluster of the interval's bootstrap is an
+env on one machine (one tag, ...): the pairs of a cell whose runs come from two machines form two clusters per env. A table cell (metric,
 experiment, backend, dtype, size, pair) pools the envs of one env backend (an experiment of several, e.g. the same
 envs on gymnax and on envpool, gets a cell per backend: the question it asks is how the backends differ) and the
 pairs of one run configuration (iterations and batch size): where an experiment's runs of one size come in several,
@@ -25,6 +27,8 @@ from analysis.summary import window_column
 from study import Study, split_label
 
 PAIR_KEYS = ["experiment", "env", "model_size", "dtype", "tag", "num_iterations", "batch_size"]
+# the machine a run ran on: runs are paired within one
+PAIR_KEYS += ["hostname", "device_name"]
 CONFIGURATION = ["num_iterations", "batch_size"]  # never pooled in one cell
 METRICS = ("total", "steady", "rollout", "update")
 # sync off: every env of the study, the expensive ones included
@@ -48,7 +52,8 @@ ENV_COST_COLUMNS = [
 ]
 LEFT_OUT_COLUMNS = ["metric", "experiment", "run", "reason"]
 UNPAIRED = (
-    "no run of another framework with the same env, size, data type, tag, iterations and batch size"
+    "no run of another framework with the same env, size, data type, tag, iterations, batch size and machine "
+    "(host and device)"
 )
 
 
@@ -155,13 +160,36 @@ def metric_pairs(
 
 
 def clusters_of(ratios: pd.DataFrame) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The runs of A and of B of each cluster (same PAIR_KEYS: one env, tag and experiment) of some pair rows."""
+    """The runs of A and of B of each cluster (same PAIR_KEYS: one env, tag, machine and experiment) of some pair
+    rows."""
     clusters = []
     for _, group in ratios.groupby(PAIR_KEYS, sort=True, dropna=False):
         runs_a = group.drop_duplicates("run_a").sort_values("run_a")["a"].to_numpy(float)
         runs_b = group.drop_duplicates("run_b").sort_values("run_b")["b"].to_numpy(float)
         clusters.append((runs_a, runs_b))
     return clusters
+
+
+def several_machines(pairs: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """The speedup cells whose pairs of runs come from two or more machines (each pair from one): a row per metric,
+    experiment, backend, dtype and size, with its machines ("host (device)", sorted) as one text."""
+    rows = []
+    for metric, ratios in pairs.items():
+        cells = ratios.assign(backend=backends_of(ratios)).groupby(
+            ["experiment", "backend", "dtype", "model_size"], sort=False
+        )
+        for (experiment, backend, dtype, size), cell in cells:
+            machines = sorted(
+                set(
+                    f"{host} ({device})"
+                    for host, device in zip(cell["hostname"], cell["device_name"])
+                )
+            )
+            if len(machines) > 1:
+                rows.append([metric, experiment, backend, dtype, size, ", ".join(machines)])
+    return pd.DataFrame(
+        rows, columns=["metric", "experiment", "backend", "dtype", "size", "machines"]
+    )
 
 
 # --------------------------------------------------------------------------------------------- speedups
