@@ -7,6 +7,7 @@ import argparse
 from dataclasses import dataclass
 from typing import Optional
 
+import run_args
 import study
 from option_checks import MAX_RUNS, BadOption, choices, cpus, positive_int, shard
 
@@ -92,6 +93,30 @@ def check_extra(
             )
 
 
+def check_learning(
+    experiments: tuple[str, ...], iterations: Optional[int], extra: tuple[str, ...], the_study
+) -> None:
+    """BadOption for --iterations, or a run argument (after --, or a preset's) that changes what a run learns, given
+    to a learning experiment: its runs are its configuration's (study.toml), or the analysis does not count them."""
+    learning = [name for name in experiments if the_study.experiments[name].configs]
+    if not learning:
+        return
+    where = f"{learning[0]} is a learning experiment, whose runs take its configurations' flags (study.toml)"
+    if iterations is not None:
+        raise BadOption(f"--iterations {iterations}: {where}; leave --iterations out")
+    try:
+        given = run_args.flags(["", *extra])
+    except ValueError:  # not flags: the scripts' parser says so before the first run
+        return
+    changed = [name for name in given if name not in run_args.PLACEMENT]
+    if changed:
+        flag = f"--{changed[0].replace('_', '-')}"
+        raise BadOption(
+            f"{flag} after --: {where}, and {flag} changes what it learns; leave it out (after -- a learning "
+            "experiment takes only flags that do not, such as --track or --env-threads)"
+        )
+
+
 @dataclass(frozen=True)
 class Selection:
     experiments: tuple[str, ...]
@@ -145,4 +170,5 @@ def select(args: argparse.Namespace, the_study: study.Study) -> Selection:
         compile_modes=mode_choices(args.compile_modes, the_study),
     )
     check_extra(sel.extra, sel.iterations, sel.tag, sel.env_threads)
+    check_learning(sel.experiments, sel.iterations, sel.extra, the_study)
     return sel

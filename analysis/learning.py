@@ -6,12 +6,22 @@ an episode (the scripts' final_return is that mean at the last iteration). Its t
 (seconds from the process's first line: imports and compilation included, as total_s) at the first iteration whose
 smoothed return reaches the target. Two targets per env: the reference's mean, and within 10 % of it (mean - 0.1 x
 |mean|: a lower bar, also for a negative return). A run that never reaches a target is kept, as not reaching it:
-the median over seeds counts it as infinitely slow, and the speedups pair only runs that both reached it.
+the median over seeds counts it as infinitely slow, and the speedups pair only runs that both reached it; a run that
+ended no episode has no return, reaches no target, and is counted in the table as a run without a final return.
+
+Only the runs of an experiment's configuration count (learning_selection): a run whose command gives flags that
+change what it learns (all but run_args.PLACEMENT: env, seed, tag, ...) other than its configuration's in
+study.toml, or values other than its configuration's (--num-steps 16, --num-iterations 12), is left out, with its
+reason; so is a seed run again with the same env, framework and tag (the first run of it is kept). The runs of two
+tags are never pooled: the table has a row per tag.
 """
+
+import shlex
 
 import numpy as np
 import pandas as pd
 
+import run_args
 from analysis.speedups import CELL_STATISTICS, PAIR_KEYS, cell_statistics, pairwise
 from study import Study
 
@@ -33,11 +43,14 @@ RUN_COLUMNS = [
     "reference_std",
     *[f"{what}_{target}" for target in TARGETS for what in ("s_to", "steps_to")],
 ]
+LEFT_OUT_COLUMNS = ["experiment", "env", "framework", "tag", "seed", "run", "reason"]
 TABLE_COLUMNS = [
     "experiment",
     "env",
+    "tag",
     "framework",
     "n_runs",
+    "n_returns",  # the runs that ended an episode: those with a final return
     "final_mean",
     "final_std",
     "reference_mean",
@@ -97,27 +110,70 @@ def run_row(experiment: str, config, run: pd.Series, curve: pd.DataFrame) -> dic
     return row
 
 
-def learning_runs(runs: pd.DataFrame, summary: pd.DataFrame, masks: dict, study: Study):
-    """(a row per run of a learning experiment (RUN_COLUMNS, with the PAIR_KEYS the speedups pair runs by), and
-    their smoothed curves: experiment, env, framework, seed, step, elapsed, smoothed)."""
-    rows, curves = [], []
-    iterations = {run: group for run, group in runs.groupby("run", sort=False)}
+def configuration_gap(run: pd.Series, config) -> str:
+    """Why a run is not one of a learning configuration ("" when it is): its command (a shell command line, as in
+    the summary) gives flags that change what it learns other than the configuration's, or other values."""
+    command = run.get("command")
+    if not isinstance(command, str) or not command:
+        return "no command to check its configuration's flags against"
+    try:
+        differing = run_args.differing_flags(shlex.split(command), ["", *config.args])
+    except ValueError as e:
+        return f"its command is not one of the scripts' ({e})"
+    if not differing:
+        return ""
+    flags = ", ".join(f"--{name.replace('_', '-')}" for name in differing)
+    return f"not configuration {config.name} of study.toml: its command differs in {flags}"
+
+
+def learning_selection(summary: pd.DataFrame, masks: dict, study: Study):
+    """(the runs of each learning experiment that count: (experiment, configuration, summary row), in the summary's
+    order; those left out, a row each (LEFT_OUT_COLUMNS) with the reason): a run counts with its env's
+    configuration, and once per seed, env, framework and tag (the first started)."""
+    kept, left_out, seen = [], [], set()
     for experiment in learning_experiments(study):
         exp = study.experiments[experiment]
-        for _, run in summary[masks[experiment]].iterrows():
+        runs = summary[masks[experiment]]
+        if "start_time" in runs:  # the first started of a seed counts
+            runs = runs.sort_values("start_time", kind="stable")
+        for _, run in runs.iterrows():
             config = exp.config(run["env"])
-            if config is None or run["run"] not in iterations:
+            if config is None:
                 continue
-            curve = smoothed_returns(iterations[run["run"]])
-            keys = {key: run[key] for key in PAIR_KEYS if key != "experiment"}
-            rows.append({**run_row(experiment, config, run, curve), **keys})
-            names = {
-                "experiment": experiment,
-                "env": run["env"],
-                "framework": run["framework"],
-                "seed": run["seed"],
-            }
-            curves.append(curve.assign(**names))
+            seed = (experiment, run["env"], run["framework"], run["tag"], run["seed"])
+            reason = configuration_gap(run, config)
+            if not reason and seed in seen:
+                reason = f"seed {run['seed']} again: its first run counts"
+            if reason:
+                names = {key: run[key] for key in LEFT_OUT_COLUMNS if key in run}
+                left_out.append({**names, "experiment": experiment, "reason": reason})
+                continue
+            seen.add(seed)
+            kept.append((experiment, config, run))
+    order = {index: i for i, index in enumerate(summary.index)}
+    kept.sort(key=lambda item: (learning_experiments(study).index(item[0]), order[item[2].name]))
+    return kept, pd.DataFrame(left_out, columns=LEFT_OUT_COLUMNS)
+
+
+def learning_runs(runs: pd.DataFrame, summary: pd.DataFrame, masks: dict, study: Study):
+    """(a row per run that counts (learning_selection) of a learning experiment (RUN_COLUMNS, with the PAIR_KEYS the
+    speedups pair runs by), and their smoothed curves: experiment, env, framework, seed, step, elapsed,
+    smoothed)."""
+    rows, curves = [], []
+    iterations = {run: group for run, group in runs.groupby("run", sort=False)}
+    for experiment, config, run in learning_selection(summary, masks, study)[0]:
+        if run["run"] not in iterations:
+            continue
+        curve = smoothed_returns(iterations[run["run"]])
+        keys = {key: run[key] for key in PAIR_KEYS if key != "experiment"}
+        rows.append({**run_row(experiment, config, run, curve), **keys})
+        names = {
+            "experiment": experiment,
+            "env": run["env"],
+            "framework": run["framework"],
+            "seed": run["seed"],
+        }
+        curves.append(curve.assign(**names))
     columns = [*RUN_COLUMNS, *[key for key in PAIR_KEYS if key not in RUN_COLUMNS]]
     curve_columns = ["experiment", "env", "framework", "seed", "step", "elapsed", "smoothed"]
     curves = (
@@ -140,21 +196,27 @@ def learning_table(learned: pd.DataFrame, study: Study) -> pd.DataFrame:
     beside the reference's, whether the mean is at least the reference's mean minus its std, and per target the
     runs that reached it and their median time."""
     rows = []
-    for (experiment, env, framework), group in learned.groupby(
-        ["experiment", "env", "framework"], sort=False
+    # a row per tag: two tags (two platforms) are never pooled
+    for (experiment, env, tag, framework), group in learned.groupby(
+        ["experiment", "env", "tag", "framework"], sort=False, dropna=False
     ):
+        returns = group["final_return"].dropna()
         row = {
             "experiment": experiment,
             "env": env,
+            "tag": tag,
             "framework": framework,
             "n_runs": len(group),
-            "final_mean": group["final_return"].mean(),
-            "final_std": group["final_return"].std(ddof=1) if len(group) > 1 else float("nan"),
+            "n_returns": len(returns),
+            "final_mean": returns.mean(),
+            "final_std": returns.std(ddof=1) if len(returns) > 1 else float("nan"),
             "reference_mean": group["reference_mean"].iloc[0],
             "reference_std": group["reference_std"].iloc[0],
         }
+        # a run without a return is not known to meet it
         row["meets_reference"] = bool(
-            row["final_mean"] >= row["reference_mean"] - row["reference_std"]
+            row["n_returns"] == row["n_runs"]
+            and row["final_mean"] >= row["reference_mean"] - row["reference_std"]
         )
         for target in TARGETS:
             row[f"reached_{target}"] = int(group[f"s_to_{target}"].notna().sum())
@@ -165,13 +227,14 @@ def learning_table(learned: pd.DataFrame, study: Study) -> pd.DataFrame:
     return table.iloc[sorted(range(len(table)), key=ranks.__getitem__)].reset_index(drop=True)
 
 
-def study_rank(row, study: Study) -> tuple[int, int, int]:
-    """A row's place in the study's orders: experiment, its env, framework."""
+def study_rank(row, study: Study) -> tuple:
+    """A row's place in the study's orders: experiment, its env, tag (by name), framework."""
     experiments = list(study.experiments)
     envs = study.experiments[row.experiment].envs
     return (
         experiments.index(row.experiment),
         envs.index(row.env),
+        str(row.tag),
         list(study.frameworks).index(row.framework),
     )
 

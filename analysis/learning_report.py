@@ -4,7 +4,13 @@ computes the numbers)."""
 import numpy as np
 import pandas as pd
 
-from analysis.learning import SMOOTHING, TARGET_LABELS, TARGETS, learning_experiments
+from analysis.learning import (
+    SMOOTHING,
+    TARGET_LABELS,
+    TARGETS,
+    learning_experiments,
+    learning_selection,
+)
 from analysis.markdown import NO_INTERVAL, markdown_table
 from analysis.names import in_order, pretty_pair
 from analysis.results import Results
@@ -14,9 +20,12 @@ LEARNING_MARKERS = ("<!-- learning:start -->", "<!-- learning:end -->")
 
 
 def final_cell(row) -> str:
-    """mean ± std over seeds, in bold where it meets the reference (at least its mean minus its std)."""
+    """mean ± std over seeds, in bold where it meets the reference (at least its mean minus its std); with the runs
+    that had a return where some ended no episode."""
     spread = f" ± {row.final_std:.1f}" if np.isfinite(row.final_std) else ""
-    text = f"{row.final_mean:.1f}{spread}"
+    text = f"{row.final_mean:.1f}{spread}" if row.n_returns else NO_INTERVAL
+    if row.n_returns < row.n_runs:
+        text += f" ({row.n_runs - row.n_returns} of {row.n_runs} runs ended no episode)"
     return f"**{text}**" if row.meets_reference else text
 
 
@@ -30,11 +39,14 @@ def time_cell(row, target: str) -> str:
 def wide(table: pd.DataFrame, cell, study: Study, reference: bool) -> str:
     """A row per env, a column per framework (and the reference's published return first, when asked)."""
     cells = table.assign(cell=[cell(row) for row in table.itertuples()])
+    # the runs of two tags are never pooled: a row each, the env named with its tag
+    tagged = cells["tag"].nunique(dropna=False) > 1
+    cells["env"] = [f"{e} ({t})" if tagged else e for e, t in zip(cells["env"], cells["tag"])]
     grid = cells.pivot(index="env", columns="framework", values="cell")
-    envs = list(dict.fromkeys(table["env"]))
+    envs = list(dict.fromkeys(cells["env"]))
     grid = grid.reindex(index=envs, columns=in_order(study.frameworks, grid.columns))
     if reference:
-        published = table.drop_duplicates("env").set_index("env")
+        published = cells.drop_duplicates("env").set_index("env")
         published = published[["reference_mean", "reference_std"]].to_numpy()
         grid.insert(0, "reference", [f"{mean:.1f} ± {std:.1f}" for mean, std in published])
     return markdown_table(grid.rename_axis("env").reset_index())
@@ -88,6 +100,13 @@ def report_markdown(results: Results) -> str:
     if results.learning.empty:
         return ""
     parts = [learning_markdown(results)]
+    left_out = learning_selection(results.summary, results.masks, results.study)[1]
+    if not left_out.empty:
+        parts += [
+            "Left out of the learning tables (only the runs of an experiment's configuration count, once per "
+            "seed):",
+            markdown_table(left_out),
+        ]
     intro = (
         "Time-to-return speedups A → B (time of A / time of B), over the pairs of runs of one env that both reached "
         "the target, pooled over envs: geometric mean [cluster-bootstrap interval], median, pairs / envs."

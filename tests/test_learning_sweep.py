@@ -1,9 +1,10 @@
 """The learning experiment in the sweep: each run gets its reference configuration's flags (study.toml), and
-bench.sh's --iterations and the flags after -- still come after them, so that they win."""
+bench.sh refuses --iterations and the flags after -- that would change them."""
 
-from test_bench import planned
+import pytest
+from test_bench import bench, planned
 
-from helpers import STUDY
+from helpers import STUDY, one_cell
 
 
 def test_a_learning_run_gets_its_configurations_flags(tmp_path):
@@ -16,15 +17,29 @@ def test_a_learning_run_gets_its_configurations_flags(tmp_path):
         assert ("--env-backend" in command) == env.endswith("@envpool")
 
 
-def test_iterations_and_flags_after_dashdash_come_after_the_configuration(tmp_path):
-    (command,) = planned(
-        tmp_path / "runs", "exp9", "CartPole-v1", "--iterations", "2", "--", "--num-envs", "8"
-    )
-    iterations = [i for i, word in enumerate(command) if word == "--num-iterations"]
-    # the script's parser keeps the last
-    assert [command[i + 1] for i in iterations] == ["976", "2"]
-    envs = [i for i, word in enumerate(command) if word == "--num-envs"]
-    assert [command[i + 1] for i in envs] == ["4", "8"]
+@pytest.mark.parametrize(
+    "args, flag",
+    [
+        (["--iterations", "10"], "--iterations 10"),
+        (["--", "--num-envs", "6"], "--num-envs"),
+        (["--", "--num_steps=16"], "--num-steps"),
+        (["--", "--no-anneal-lr"], "--anneal-lr"),
+    ],
+)
+def test_a_learning_experiment_refuses_what_would_change_its_configuration(tmp_path, args, flag):
+    """Issue 54, item 7: --iterations, or a run argument that changes what a run learns, would make runs that are
+    not the configuration's (which the analysis does not count): refused in one line, exit 2, nothing made."""
+    log_dir = tmp_path / "runs"
+    proc = bench("--dry-run", "--log-dir", str(log_dir), *one_cell("exp9", "CartPole-v1"), *args)
+    errors = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(errors) == 1, proc.stderr
+    assert flag in errors[0] and "exp9" in errors[0] and "learning experiment" in errors[0]
+    assert not log_dir.exists()
+
+
+def test_a_learning_experiment_takes_run_arguments_that_leave_its_learning_as_it_is(tmp_path):
+    (command,) = planned(tmp_path / "runs", "exp9", "CartPole-v1", "--", "--track")
+    assert command[-1] == "--track"
 
 
 def test_other_experiments_get_no_configuration(tmp_path):
