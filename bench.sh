@@ -49,7 +49,8 @@ timing, the planning or sbatch just end) and then the sweep, however bench.sh wa
 script, under nohup). The arguments after -- reach every run as they are (any character); those the sweep sets
 itself (--env, --env-backend, --model-size, --compile, --seed, --log-dir, --exp-name, --[no-]sync-timing, --dtype
 (each experiment's dtypes in study.toml), and --num-iterations, --tag or --env-threads when --iterations, --tag or
---cpus is given) are refused.
+--cpus is given) are refused, and so is one the scripts' own parser refuses (checked before the first run, in a few
+seconds: the scripts are imported).
 
 Slurm (the sweep as a job array; every other option above applies to each task):
 EOF

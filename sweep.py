@@ -18,7 +18,8 @@ logs, progress). Everything here comes from the study (study.toml, through study
 Its parts, one job each: sweep_cli (the options, declared once), option_checks (a value's checks), sweep_preset
 (a preset's options, from the study), sweep_options (the selection, against the study), sweep_matrix (the runs and
 their shards), sweep_resume (which are done; the cell locks), sweep_env_timing (must the env timing be redone),
-sbatch_options and sbatch_script (bench.sh --slurm), shell_quoting (the dry run's words).
+sbatch_options and sbatch_script (bench.sh --slurm), shell_quoting (the dry run's words), sweep_run_check (the run
+arguments, by the scripts' own parser).
 """
 
 import argparse
@@ -38,6 +39,7 @@ from sweep_matrix import PlannedRun, bounded_matrix, cell_id, cells, shard_runs
 from sweep_options import Selection, select
 from sweep_preset import apply_preset, preset_words
 from sweep_resume import claim_cell, done_flags
+from sweep_run_check import check_run_args
 
 
 class Parser(argparse.ArgumentParser):
@@ -211,6 +213,7 @@ def print_dry_run(sel: Selection, runs: list[PlannedRun], whole: list[PlannedRun
 
 def sweep_action(args: argparse.Namespace, the_study: study.Study) -> None:
     """check, plan, dry-run, env-timing or sbatch, for the sweep the options select; BadOption names a bad one."""
+    given = tuple(args.extra)  # the run arguments after --, before the preset's join them
     args = apply_preset(args, the_study)  # its options, as if given
     sel = select(args, the_study)
     whole = bounded_matrix(sel, the_study)
@@ -218,6 +221,8 @@ def sweep_action(args: argparse.Namespace, the_study: study.Study) -> None:
     runs = shard_runs(whole, *sel.shard)
     if args.action in ("check", "plan"):
         check_scripts(runs, the_study)
+    if args.action in ("check", "dry-run", "sbatch"):  # bench.sh's first call, whatever it does
+        check_run_args(whole, given, the_study, sel.python)
     if args.action == "check":
         # the options are good: this shard, as K/N
         print(f"{sel.shard[0]}/{sel.shard[1]}")

@@ -2,8 +2,10 @@
 before the first run (12), a selection of no runs (15), setup.sh run (17) and a preset's run arguments against the
 steady window (21). Each bad input: one line, exit 2, nothing made."""
 
+import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,7 +13,7 @@ from test_bench import bench
 from test_setup import make_copy, pip_calls
 
 import study
-from helpers import ROOT
+from helpers import ROOT, STUDY, one_cell
 
 
 def changed_study(tmp_path, old: str, new: str):
@@ -217,3 +219,34 @@ def test_setup_sh_names_a_bad_python_and_makes_no_venv(tmp_path, python, named):
     proc = setup_sh(repo, "run", "true", cwd=tmp_path, python=python)
     refused_in_one_line(proc, f"PYTHON='{python}'", named, "3.11")
     assert not (repo / ".venv" / "bin" / "python").exists() and pip_calls(repo) == []
+
+
+# ---------------------------------------------------------------------------------- 12: the run arguments after --
+@pytest.mark.parametrize(
+    "words, named",
+    [
+        (["--dtyp", "bfloat16"], "--dtyp"),  # misspelt: every run failed after its imports
+        (["--num-minibatches", "7"], "--num-minibatches must be a divisor"),  # Args' own check
+    ],
+)
+def test_a_bad_run_argument_after_the_dashes_is_refused_before_the_first_run(
+    tmp_path, words, named
+):
+    log_dir = tmp_path / "runs"
+    for dry in (["--dry-run"], []):
+        proc = bench(*dry, *one_cell(), "--log-dir", str(log_dir), "--", *words)
+        refused_in_one_line(proc, named, "ppo_linen.py")
+        assert not log_dir.exists()
+
+
+def test_the_studys_own_run_arguments_pass_every_scripts_parser():
+    """A preset's args and a learning configuration's are not checked at each sweep (only those after -- are): they
+    are checked here, by the child that checks those after --."""
+    argvs = [list(preset.args) for preset in STUDY.presets.values()]
+    argvs += [list(config.args) for exp in STUDY.experiments.values() for config in exp.configs]
+    scripts = {str(ROOT / fw.script): argvs for fw in STUDY.frameworks.values()}
+    cmd = [sys.executable, str(ROOT / "sweep_run_check.py"), json.dumps(scripts)]
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.splitlines()[-1]) == {"refused": None, "unchecked": []}

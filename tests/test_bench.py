@@ -249,14 +249,6 @@ def test_bench_sh_runs_the_study_it_is_given(tmp_path):
             ),
         ),
         (
-            ["--experiments", "exp3", "--envs", "CartPole-v1"],
-            dict(experiments=["exp3"], envs=["CartPole-v1"], seeds=3),
-        ),
-        (
-            ["--experiments", "exp2", "--sizes", "medium,large"],
-            dict(experiments=["exp2"], sizes=["medium", "large"], seeds=3),
-        ),
-        (
             [
                 "--experiments",
                 "exp1,exp2",
