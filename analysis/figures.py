@@ -18,7 +18,7 @@ from analysis import speedup_figures, time_figures
 from analysis.errors import BadInput
 from analysis.learning_figure import learning_figure
 from analysis.names import capitalised
-from analysis.plotting import plt
+from analysis.plotting import fit_layout, plt
 from analysis.results import Results
 from study import Study
 
@@ -197,7 +197,7 @@ def draw_figures(results: Results) -> tuple[list[tuple[Figure, "plt.Figure"]], l
         if fig is None or isinstance(fig, str):
             notes.append(f"{figure.file} skipped: {fig or 'no pairs of runs to compare'}")
             continue
-        fig.tight_layout()
+        fit_layout(fig)
         drawn.append((figure, fig))
     return drawn, notes
 

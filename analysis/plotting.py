@@ -1,5 +1,6 @@
 """Axes, palettes, legends and interval markers shared by the figures (matplotlib and seaborn)."""
 
+import itertools
 import textwrap
 from typing import Callable
 
@@ -23,11 +24,20 @@ SPEEDUP_LABEL = "speedup A → B = time A / time B\n(above 1×: B is faster)"
 INTERVAL = f"{BOOTSTRAP_LEVEL:.0%} cluster-bootstrap interval"
 # the gids of the tables' intervals and estimates, found by tests
 INTERVAL_GID, CENTRE_GID = ("interval", "centre")
+# the gids of the lines through medians (draw_against_env_cost) and of the log-log fits: a legend or title promises
+# lines only where some are drawn
+MEDIAN_GID, FIT_GID = ("median", "fit")
 # a bar's env backend; its colour is its framework's
 BACKEND_HATCHES = {"gymnax": "", "envpool": "///"}
 DTYPE_HATCHES = {"float32": "", "bfloat16": "xx"}
 UPDATE_SHADE = 0.55  # an update bar: its framework's colour, this much towards white
 EMPTY_PANEL_WIDTH = 28  # characters per line of an empty panel's words: narrow panels hold them
+# major ticks of a log axis per decade, finest first: 1-2-5 or finer on short ranges, decades on long ones
+LOG_SUBS = ((1.0, 1.2, 1.5, 2.0, 3.0, 5.0, 7.0), (1.0, 2.0, 5.0), (1.0,))
+MAX_X_TICKS = 5  # labels such as "0.5×" side by side: more on a panel's width run into each other
+DATA_MARGIN = (
+    0.05  # of a symlog panel's height, above and below its data: no point sits on the edge
+)
 
 
 # ---------------------------------------------------------------------------------------------- palettes
@@ -68,18 +78,23 @@ def mode_palette(study: Study) -> dict[str, tuple]:
 
 
 # -------------------------------------------------------------------------------------------------- axes
+def log_ticks(low: float, high: float, subs) -> int:
+    """How many major ticks a LogLocator of subs puts between low and high."""
+    decades = np.arange(np.floor(np.log10(low)), np.ceil(np.log10(high)) + 1)
+    ticks = np.outer(10.0**decades, subs).ravel()
+    return int(((ticks >= low) & (ticks <= high)).sum())
+
+
 def log_axis(ax, label: str, suffix: str = "", axis: str = "y") -> None:
-    """Log scale with plain-number ticks: 1-2-5 per decade on short ranges, finer on very short ones."""
+    """Log scale with plain-number ticks: 1-2-5 per decade on short ranges, finer on very short ones; on an x axis
+    no more than MAX_X_TICKS of them (its labels stand side by side)."""
     getattr(ax, f"set_{axis}scale")("log")
     low, high = getattr(ax, f"get_{axis}lim")()
     decades = np.log10(high / low)
-    subs = (
-        (1.0, 1.2, 1.5, 2.0, 3.0, 5.0, 7.0)
-        if decades < 0.6
-        else (1.0, 2.0, 5.0)
-        if decades < 3
-        else (1.0,)
-    )
+    choice = 0 if decades < 0.6 else 1 if decades < 3 else 2
+    while axis == "x" and choice < 2 and log_ticks(low, high, LOG_SUBS[choice]) > MAX_X_TICKS:
+        choice += 1
+    subs = LOG_SUBS[choice]
     target = ax.yaxis if axis == "y" else ax.xaxis
     target.set_major_locator(LogLocator(base=10, subs=subs))
     target.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}{suffix}"))
@@ -98,10 +113,13 @@ def symlog_axis(ax, values: pd.Series, label: str) -> None:
     smallest = max(float(np.nanpercentile(values.abs(), 10)), 1e-4)
     ax.set_yscale("symlog", linthresh=10 ** np.floor(np.log10(smallest)))
     ax.axhline(0, color="0.3", lw=1, ls="--", zorder=0)
-    if values.min() >= 0:
-        ax.set_ylim(bottom=0)
-    elif values.max() <= 0:
-        ax.set_ylim(top=0)
+    # the limits from the data, padded on the symlog scale (matplotlib pads on the linear one: the largest
+    # differences would sit on the panel's edge)
+    scale = ax.yaxis.get_transform()
+    low, high = scale.transform([min(values.min(), 0.0), max(values.max(), 0.0)])
+    pad = DATA_MARGIN * (high - low)
+    bottom, top = scale.inverted().transform([low - pad, high + pad])
+    ax.set_ylim(0 if values.min() >= 0 else bottom, 0 if values.max() <= 0 else top)
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax.set_ylabel(label)
 
@@ -156,24 +174,80 @@ def row_legend(axes_row, title: str, rename: Callable[[str], str] = str, handles
 def new_figure(
     ncols: int, nrows: int = 1, width: float = 6.0, height: float = 4.8, title: str = ""
 ):
+    """A figure of nrows x ncols panels, each about width x height inches (fit_layout adds the legends' room)."""
     fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False)
     fig.suptitle(title, fontsize=15, fontweight="bold")
     return fig, axes
 
 
+def fit_layout(fig) -> None:
+    """The figure widened by its legends (row_legend puts them right of the panels, which keep their width) and its
+    title wrapped to the figure's width, then laid out: the panels fill the image, not a column in a margin."""
+    renderer = fig.canvas.get_renderer()
+    legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+    room = max((legend.get_window_extent(renderer).width for legend in legends), default=0.0)
+    fig.set_figwidth(fig.get_figwidth() + room / fig.dpi)
+    title = fig._suptitle  # noqa: SLF001 (matplotlib has no getter for it)
+    if title is not None and title.get_text():
+        ratio = title.get_window_extent(renderer).width / (0.95 * fig.bbox.width)
+        if ratio > 1:
+            text = title.get_text()
+            title.set_text(textwrap.fill(text, int(len(text) / ratio)))
+    fig.tight_layout()
+
+
 # ------------------------------------------------------------------------------------------------- marks
 def box_with_points(ax, data, x, y, order, hue, hue_order, palette, log=True) -> None:
-    """A box per (x, hue) with every run (or pair of runs) drawn on top."""
+    """A box per (x, hue) with every run (or pair of runs) drawn on top in the box's colour (a box of one run is a
+    line: its point shows whose it is)."""
     # grey for a framework or mode not listed above
     palette = {h: palette.get(h, "0.6") for h in hue_order}
     common = dict(
         data=data, x=x, y=y, order=order, hue=hue, hue_order=hue_order, ax=ax, log_scale=log
     )
-    sns.boxplot(**common, palette=palette, showfliers=False, boxprops={"alpha": 0.8})
+    # saturation 1: the boxes (and the legend) in the palette's colours, those of the points
+    sns.boxplot(**common, palette=palette, saturation=1, showfliers=False, boxprops={"alpha": 0.8})
     sns.stripplot(
-        **common, palette={h: "0.2" for h in hue_order}, dodge=True, size=3, alpha=0.6, legend=False
+        **common, palette=palette, dodge=True, size=4, edgecolor="0.2", linewidth=0.6, legend=False
     )
     ax.set_xlabel("")
+
+
+def framework_boxes(ax, runs: pd.DataFrame, y: str, frameworks, sizes, study: Study) -> None:
+    """Per framework (an x tick), a box per model size of the runs' y, with every run on top; colour = framework,
+    shade and marker = size (as draw_against_env_cost draws them)."""
+    colors, shades, markers = framework_colors(study), size_shades(study), size_markers(study)
+    width = 0.8 / len(sizes)
+    jitter = np.random.default_rng(0)  # the points spread a little, the same way every time
+    for (i, framework), (j, size) in itertools.product(enumerate(frameworks), enumerate(sizes)):
+        values = runs.loc[(runs["framework"] == framework) & (runs["model_size"] == size), y]
+        values = values.dropna().to_numpy(float)
+        if not len(values):
+            continue
+        x = i + (j - (len(sizes) - 1) / 2) * width
+        color = shade(colors.get(framework, "0.5"), shades.get(size, 0.0))
+        box = ax.boxplot(
+            values, positions=[x], widths=0.85 * width, patch_artist=True, showfliers=False
+        )
+        for patch in box["boxes"]:
+            patch.set(facecolor=color, alpha=0.8, edgecolor="0.25")
+        for line in box["medians"]:
+            line.set_color("0.2")
+        spread = x + jitter.uniform(-0.2, 0.2, len(values)) * width
+        marker = markers.get(size, "o")
+        ax.scatter(
+            spread,
+            values,
+            color=color,
+            marker=marker,
+            s=30,
+            edgecolors="0.2",
+            linewidths=0.6,
+            zorder=3,
+        )
+    ax.set_xticks(range(len(frameworks)), frameworks)
+    ax.set_xlim(-0.6, len(frameworks) - 0.4)
+    ax.set_yscale("log")
 
 
 def modes_pointplot(ax, data, x, y, order, title: str, joined: bool, mode_colors: dict) -> None:
@@ -254,10 +328,11 @@ def speedup_cells(
 
 def draw_against_env_cost(
     ax, runs: pd.DataFrame, y: str, costs: pd.Series, env_order: list[str], study: Study
-) -> list[Line2D]:
+) -> tuple[list, bool]:
     """Every run (a row of runs) against its env's step cost (costs: env -> cost); framework = color, size =
-    marker and shade; lines join medians. Without a cost for every env, the envs are placed in env_order instead.
-    Returns the legend handles."""
+    marker and shade; lines join the medians of a framework and size measured on two envs or more. Without a cost
+    for every env, the envs are placed in env_order instead. Returns the legend handles and whether a line was
+    drawn."""
     timed = runs["env"].isin(costs.index).all()
     x = (
         runs["env"].map(costs)
@@ -265,13 +340,16 @@ def draw_against_env_cost(
         else runs["env"].map({env: i for i, env in enumerate(env_order)})
     )
     colors, shades, markers = framework_colors(study), size_shades(study), size_markers(study)
+    joined = False
     for (framework, size), group in runs.groupby(["framework", "model_size"]):
         color = shade(colors.get(framework, "0.5"), shades.get(size, 0.0))
         ax.scatter(
             x[group.index], group[y], color=color, marker=markers.get(size, "o"), s=28, alpha=0.75
         )
         medians = group.groupby(x[group.index])[y].median().sort_index()
-        ax.plot(medians.index, medians.to_numpy(), color=color, lw=1.2)
+        if len(medians) > 1:  # one env: a point, no line
+            ax.plot(medians.index, medians.to_numpy(), color=color, lw=1.2, gid=MEDIAN_GID)
+            joined = True
     if timed:
         log_axis(ax, "env step cost relative to the cheapest env", suffix="×", axis="x")
     else:
@@ -280,13 +358,14 @@ def draw_against_env_cost(
         rotate_xticks(ax)
         ax.set_xlabel("env (no env timing given: by name)")
     handles = [
-        Line2D([], [], color=colors.get(f, "0.5"), lw=3, label=f)
+        Patch(facecolor=colors.get(f, "0.5"), edgecolor="0.25", label=f)
         for f in in_order(study.frameworks, runs["framework"])
     ]
-    return handles + [
+    handles += [
         Line2D([], [], color="0.3", marker=markers.get(s, "o"), ls="", label=s)
         for s in in_order(study.sizes, runs["model_size"])
     ]
+    return handles, joined
 
 
 def mark_expensive_envs(ax, costs: pd.Series, expensive_envs, envs) -> None:

@@ -9,6 +9,7 @@ import seaborn as sns
 from analysis.gaps import env_cost_gap, speedup_gap
 from analysis.names import capitalised, in_order, pretty_pair
 from analysis.plotting import (
+    FIT_GID,
     INTERVAL,
     box_with_points,
     empty_panel,
@@ -118,7 +119,7 @@ def fig_tags(results: Results, name: str):
 
 def fig_speedup_vs_env_cost(results: Results, name: str = ""):
     """Per metric (row) and size (column): each pair's speedup per env against the env's step cost, and the log-log
-    fit."""
+    fit of a pair of MIN_CORRELATION_ENVS envs or more."""
     if env_costs(results.timing).empty:
         return "no env timing (--env-timing)"
     study = results.study
@@ -132,6 +133,8 @@ def fig_speedup_vs_env_cost(results: Results, name: str = ""):
     title = f"Speedup against env step cost ({experiments}, sync off, default compile modes)"
     fig, axes = new_figure(len(sizes), len(ENV_COST_METRICS), width=5.5, height=4.8, title=title)
     for row, (metric, data) in enumerate(points.items()):
+        # a fit needs MIN_CORRELATION_ENVS envs: the legend names lines only where some are drawn
+        fitted = False
         for col, size in enumerate(sizes):
             ax, cell = axes[row, col], data[data["model_size"] == size]
             ax.set_title(f"{metric}, {size} model")
@@ -149,11 +152,12 @@ def fig_speedup_vs_env_cost(results: Results, name: str = ""):
                         np.log10(group["cost"]), np.log10(group["speedup"]), 1
                     )
                     x = np.array([group["cost"].min(), group["cost"].max()])
-                    ax.plot(x, 10 ** (intercept + slope * np.log10(x)), color=color, lw=1.2)
+                    fit = 10 ** (intercept + slope * np.log10(x))
+                    ax.plot(x, fit, color=color, lw=1.2, gid=FIT_GID)
+                    fitted = True
             ratio_axis(ax)
             log_axis(ax, "env step cost relative to the cheapest env", suffix="×", axis="x")
             mark_expensive_envs(ax, env_costs(results.timing), study.expensive_envs, cell["env"])
-        row_legend(
-            axes[row], "pair A → B\n(a point per env;\nlines: log-log fit)", rename=pretty_pair
-        )
+        lines = ";\nlines: log-log fit" if fitted else ""
+        row_legend(axes[row], f"pair A → B\n(a point per env{lines})", rename=pretty_pair)
     return fig

@@ -15,6 +15,7 @@ from analysis.plotting import (
     INTERVAL,
     draw_against_env_cost,
     empty_panel,
+    framework_boxes,
     framework_colors,
     intervals,
     log_axis,
@@ -47,29 +48,21 @@ def fig_total(results: Results, name: str):
     fig, axes = new_figure(2, width=6.5, title=title)
     frameworks = in_order(study.frameworks, runs["framework"])
     sizes = in_order(study.sizes, runs["model_size"])
-    boxes(
-        axes[0, 0],
-        runs,
-        "model_size",
-        "total_s",
-        sizes,
-        "framework",
-        frameworks,
-        framework_colors(study),
-    )
+    framework_boxes(axes[0, 0], runs, "total_s", frameworks, sizes, study)
     log_axis(axes[0, 0], "total duration (s)")
-    axes[0, 0].set_title("all envs and seeds, by model size")
+    axes[0, 0].set_title("all envs and seeds, a box per size")
     # every sync-off experiment
-    compared, handles = results.metric_runs("total"), None
+    compared, handles, joined = results.metric_runs("total"), None, False
     if compared.empty:
         empty_panel(axes[0, 1], "no sync-off runs in default compile modes")
     else:
         costs = env_costs(results.timing)
-        handles = draw_against_env_cost(axes[0, 1], compared, "total_s", costs, results.envs, study)
+        handles, joined = draw_against_env_cost(
+            axes[0, 1], compared, "total_s", costs, results.envs, study
+        )
         log_axis(axes[0, 1], "total duration (s)")
-    axes[0, 1].set_title(
-        f"against env complexity ({' + '.join(results.compared('total'))}; lines: medians)"
-    )
+    lines = "; lines: medians" if joined else ""
+    axes[0, 1].set_title(f"against env complexity ({' + '.join(results.compared('total'))}{lines})")
     row_legend(axes[0], "framework / size", handles=handles)
     return fig
 
