@@ -24,6 +24,7 @@ temporary file, then renamed), so they are never empty or half-written.
 import io
 import os
 import platform
+import shutil
 import signal
 import socket
 import sys
@@ -48,6 +49,15 @@ BYTES_PER_SAMPLE = 16 * 4
 MAX_BATCH = 2**31 - 1  # the batch is indexed with int32 (the update's permutations)
 WANDB_FORBIDDEN = "/\\#?%:"  # characters W&B refuses in a project (and an entity) name
 WANDB_MAX_NAME = 128
+# JAX settings that config.json would misreport: its dtype (float32, bfloat16) and its compile mode
+REFUSED_JAX_SETTINGS = {
+    "jax_enable_x64": "runs in float64 where config.json says --dtype",
+    "jax_disable_jit": "runs op by op whatever config.json says of --compile (use --compile none)",
+}
+# The environment variables that change the computation, recorded in config.json: JAX's and XLA's settings
+# (XLA_FLAGS, JAX_PLATFORMS, ...), TorchInductor's, the OpenMP/MKL/OpenBLAS thread settings and the GPU's
+COMPUTATION_PREFIXES = ("JAX_", "XLA_", "TORCHINDUCTOR_", "OMP_", "KMP_", "MKL_", "OPENBLAS_")
+COMPUTATION_VARIABLES = ("CUDA_VISIBLE_DEVICES", "NVIDIA_TF32_OVERRIDE")
 
 
 def tyro_message(box: str) -> str:
@@ -72,9 +82,47 @@ def check_args(args_type, argv: list[str]):
         message = tyro_message(messages.getvalue())
         # an Args check (__post_init__) names its flag itself
         raise ValueError(message.removeprefix(f"Error parsing {args_type.__name__}: ")) from None
+    check_environment()
     check_batch_memory(args)
     check_wandb_names(args)
     return args
+
+
+def check_environment() -> None:
+    """ValueError (one line, naming the variable) for a JAX setting from the environment that config.json would
+    misreport (REFUSED_JAX_SETTINGS), or a JAX_PLATFORMS that JAX cannot start on."""
+    for setting, why in REFUSED_JAX_SETTINGS.items():
+        if getattr(jax.config, setting):
+            variable = setting.upper()
+            raise ValueError(f"{variable}={os.environ.get(variable)!r}: JAX {why}; unset it")
+    try:
+        jax.devices()
+    except Exception as e:  # a RuntimeError, or an AssertionError for cuda without a GPU
+        platforms = os.environ.get("JAX_PLATFORMS")
+        why = str(e).splitlines()[0] if str(e) else "no such device"
+        raise ValueError(
+            f"JAX_PLATFORMS={platforms!r}: JAX cannot start on it here ({why}); unset it to let JAX choose"
+        ) from None
+
+
+def exit_on_bad_environment() -> None:
+    """check_environment() for a script's first lines, before its imports start JAX (gymnax's does): its one
+    line and exit code 2, not JAX's traceback."""
+    try:
+        check_environment()
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+
+
+def computation_variables() -> dict:
+    """The environment variables that change the computation (COMPUTATION_PREFIXES and _VARIABLES) and
+    are set, with their values."""
+    return {
+        name: value
+        for name, value in sorted(os.environ.items())
+        if name.startswith(COMPUTATION_PREFIXES) or name in COMPUTATION_VARIABLES
+    }
 
 
 def memory_bytes() -> int:
@@ -114,7 +162,7 @@ def check_wandb_names(args) -> None:
 
 def machine() -> dict:
     """Where the run runs: platform, host, the cores it may use and the CPU's bfloat16 instructions
-    (Linux), and the start time."""
+    (Linux), the environment variables that change the computation, and the start time."""
     return {
         "platform": platform.platform(),
         "hostname": socket.gethostname(),
@@ -122,6 +170,7 @@ def machine() -> dict:
         if hasattr(os, "sched_getaffinity")
         else None,
         "cpu_bf16": cpu_bf16_flags(),
+        "environment_variables": computation_variables(),
         "start_time": datetime.now(timezone.utc).isoformat(),
     }
 
@@ -157,12 +206,32 @@ def check_writer(writer, thread_errors: list) -> None:
     raise OSError(f"the TensorBoard writer stopped{why}: is the disk full?")
 
 
+def missing_folders(path: str) -> list[str]:
+    """The folders that os.makedirs(path) would create, path first."""
+    missing = []
+    while path and not os.path.exists(path):
+        missing.append(path)
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    return missing
+
+
+def quiet_os_errors(unraisable) -> None:
+    """sys.unraisablehook once the run's error line has named an OSError (a full disk): an OSError that
+    nothing can catch (tensorboardX's writer closing at exit, on the same disk) prints nothing."""
+    if not issubclass(unraisable.exc_type, OSError):
+        sys.__unraisablehook__(unraisable)
+
+
 class Bookkeeping:
     def __init__(self, start: float, packages: tuple[str, ...]):
         """start: time.perf_counter() at the script's first line; packages: the versions config.json records."""
         self.start_time = start
         self.packages = packages
         self.run_dir = None  # set by start(): from then on, the run must leave a summary.json
+        self.made_dirs = []  # the folders make_run_dir made, the run folder first
         self.num_iterations = None
         self.running = False  # while True, a second signal stops the run at once
         self.summary_error = None  # why summary.json could not be written
@@ -200,12 +269,16 @@ class Bookkeeping:
     # -------------------------------------------------------------------------------- the run
     def make_run_dir(self, run_dir: str) -> str:
         """Creates run_dir, or run_dir-2, run_dir-3, ... when it exists (two runs started in the same second);
-        returns the folder made. OSError when the log folder is a file or cannot be created."""
+        returns the folder made. OSError when the log folder is a file or cannot be created; KeyboardInterrupt,
+        and no folder, after a signal (one sent during the imports)."""
+        self.check_signals()
         path = run_dir
         suffix = 1
         while True:
+            missing = missing_folders(path)
             try:
                 os.makedirs(path)
+                self.made_dirs = missing
                 return path
             except FileExistsError:
                 suffix += 1
@@ -241,7 +314,16 @@ class Bookkeeping:
     def finish(self, status: str, error: Optional[str] = None):
         """summary.json, and the line that ends the run's output."""
         self.running = False  # a signal from here on must not stop the writing
+        nothing_ran = status == "interrupted" and self.summary["iterations_completed"] == 0
+        if nothing_ran and self.run_dir is None:
+            print("interrupted before the first iteration: nothing ran, no run folder made")
         if self.run_dir is None:  # no run folder was made
+            return
+        # Stopped before its first iteration ended (in the imports, the setup or iteration 0's compile), a run
+        # measured nothing: it leaves no folder, rather than one that bench.sh's resume would run again anyway
+        # and the analysis would only list as skipped. The sweep's log keeps the attempt.
+        if nothing_ran and self.remove_run_dir():
+            print(f"interrupted before the first iteration: nothing ran, {self.run_dir} removed")
             return
         # final_return: of the last 10 iterations
         last = [r for r in self.returns[-10:] if not np.isnan(r)]
@@ -262,6 +344,24 @@ class Bookkeeping:
             f"{status}: {done} iterations, total {total:.1f}s, final return {final}, logs in {self.run_dir}"
         )
 
+    def remove_run_dir(self) -> bool:
+        """Removes the run folder, and the log folders make_run_dir made for it where they are empty (no other
+        run writes there); False, with the folder left, when it cannot."""
+        wandb = sys.modules.get("wandb")
+        # a W&B run's files may be in the folder: closed first
+        if wandb is not None and wandb.run is not None:
+            wandb.finish(exit_code=130)
+        try:
+            shutil.rmtree(self.run_dir)
+        except OSError:
+            return False
+        for folder in self.made_dirs[1:]:  # innermost first
+            try:
+                os.rmdir(folder)
+            except OSError:  # not empty: another run's
+                break
+        return True
+
     def end(self, status: str, error: Optional[Exception] = None, one_line: bool = False):
         """finish(), then one error line: the error itself when one_line, and summary.json when it was not written."""
         self.finish(status, f"{type(error).__name__}: {error}" if error else None)
@@ -270,6 +370,8 @@ class Bookkeeping:
             problems.append(self.summary_error)
         if problems:
             print(f"error: {'; '.join(problems)}", file=sys.stderr)
+            # the full disk said once: a writer that fails to close again at exit says nothing more
+            sys.unraisablehook = quiet_os_errors
 
     def run(self, main: Callable[[], None], args_type):
         """main() with the signals caught and summary.json written whatever happens. Exit codes: 2 for bad input

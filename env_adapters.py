@@ -20,6 +20,7 @@ actions of shape (num_envs, num_actions), already clipped to action_bounds by th
 
 import contextlib
 import io
+import os
 import warnings
 from typing import Optional
 
@@ -244,8 +245,12 @@ def make_envpool(env_id: str, num_envs: int, seed: int, num_threads: int = 0):
         raise ValueError(
             f"env {env_id!r} is not an envpool env here; usable envpool envs: {', '.join(ENVPOOL_ENVS)}"
         )
-    if num_threads < 0:
-        raise ValueError(f"--env-threads must be 0 (envpool's default) or more, got {num_threads}")
+    # by the cores: envpool aborts the process when it cannot start its threads (100000)
+    cores = len(os.sched_getaffinity(0))
+    if not 0 <= num_threads <= cores:
+        raise ValueError(
+            f"--env-threads must be 0 (envpool's default) to {cores}, got {num_threads}"
+        )
     # params: none, the pool holds its config
     return Envpool(env_id, num_envs, seed, num_threads), None
 

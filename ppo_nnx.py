@@ -12,6 +12,7 @@ if __name__ == "__main__":
     # SIGINT and SIGTERM wait until main() unblocks them: none is lost in the imports
     signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT, signal.SIGTERM])
     print("ppo_nnx.py: importing JAX, Flax NNX and gymnax...", flush=True)
+    __import__("bookkeeping").exit_on_bad_environment()  # a book. line: JAX starts in the imports
 
 import math
 import os
@@ -113,6 +114,7 @@ class Args:
         steps = f"at most {2**31 - 1:,} optimizer steps, not {num_updates:,}"
         divides = self.num_minibatches > 0 and self.batch_size % self.num_minibatches == 0
         counts = ("num_envs", "num_steps", "num_iterations", "update_epochs", "num_minibatches")
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
         rules = [(name, getattr(self, name) > 0, "a positive integer") for name in counts]
         rules += [
             ("learning_rate", self.learning_rate > 0, "positive"),
@@ -122,7 +124,8 @@ class Args:
             ("ent_coef", self.ent_coef >= 0, "0 or more"),
             ("vf_coef", self.vf_coef >= 0, "0 or more"),
             ("max_grad_norm", self.max_grad_norm > 0, "positive (0 would stop every update)"),
-            ("env_threads", 0 <= self.env_threads < 2**31, "0 (envpool's default) to 2**31 - 1"),
+            # by the cores: envpool aborts the process when it cannot start its threads (100000)
+            ("env_threads", 0 <= self.env_threads <= cores, f"0 (envpool's default) to {cores}"),
             # the range that JAX keys, torch generators and envpool all take
             ("seed", 0 <= self.seed < 2**31, "in [0, 2**31 - 1]"),
             ("log_dir", self.log_dir != "", "a folder, not empty"),

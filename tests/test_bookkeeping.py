@@ -208,7 +208,7 @@ def test_a_full_disk_at_the_start_is_one_line_and_no_empty_config(tiny_disk):
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_a_sigint_during_the_imports_is_not_lost(framework, log_dir):
     """Started with SIGINT ignored (a background job of a script), a SIGINT sent while the script still imports its
-    packages stops the run at iteration 0: status interrupted, exit 130."""
+    packages stops the run before its first iteration: exit 130, and no run folder (nothing ran)."""
     cmd = [
         sys.executable,
         str(ROOT / script(framework)),
@@ -223,18 +223,12 @@ def test_a_sigint_during_the_imports_is_not_lost(framework, log_dir):
     proc = subprocess.Popen(
         cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
-    sent = time.perf_counter()
-    time.sleep(0.5)
+    time.sleep(0.5)  # in the imports, which take seconds
     proc.send_signal(signal.SIGINT)
-    sent = time.perf_counter() - sent
     output, _ = proc.communicate(timeout=600)
     assert proc.returncode == 130, output[-3000:]
-    summary = read_json(only_run_dir(log_dir) / "summary.json")
-    assert summary["status"] == "interrupted" and summary["signals"] == ["SIGINT"], summary
-    assert summary["iterations_completed"] == 0
-    assert summary["import_s"] > sent, (
-        "the signal was sent after the imports: the test did not test them"
-    )
+    assert "nothing ran, no run folder made" in output, output[-3000:]
+    assert ": setup " not in output and not log_dir.exists()
 
 
 def test_cpu_bf16_flags_name_the_native_bfloat16_instructions(tmp_path):

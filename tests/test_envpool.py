@@ -9,6 +9,7 @@ agree to about 1e-6. envpool's pools are seeded when made, so two pools of one s
 """
 
 import importlib
+import os
 from functools import partial
 
 import gymnax
@@ -269,6 +270,11 @@ ENVPOOL_BAD_INPUTS = {
         ["--env-threads", "-1", "--env-backend", "envpool"],
         ["--env-threads", "-1"],
     ),
+    # it aborted with "terminate called without an active exception", exit 134 (issue 54 item 11)
+    "more threads than cores": (
+        ["--env-threads", "100000", "--env-backend", "envpool"],
+        ["--env-threads", "100000", f"to {len(os.sched_getaffinity(0))}"],
+    ),
 }
 
 
@@ -281,6 +287,13 @@ def test_envpool_bad_input_is_refused_in_one_line_before_any_work(framework, cas
     assert not log_dir.exists(), "a run folder was created for bad input"
     if case == "unknown envpool env":  # the list is envpool's envs, not gymnax's
         assert "Breakout-MinAtar" not in proc.stderr
+
+
+def test_make_envpool_refuses_more_threads_than_cores():
+    """env_timing.py makes its pools here, with no Args to check its --env-threads."""
+    cores = len(os.sched_getaffinity(0))
+    with pytest.raises(ValueError, match=f"--env-threads must be 0 .* to {cores}, got {cores + 1}"):
+        env_adapters.make_envpool("CartPole-v1", num_envs=4, seed=1, num_threads=cores + 1)
 
 
 @pytest.mark.parametrize("framework", FIRST_FAST)

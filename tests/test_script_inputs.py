@@ -18,6 +18,7 @@ import env_timing
 from helpers import STUDY, TINY, run_script
 
 FRAMEWORKS = list(STUDY.frameworks)
+CORES = len(os.sched_getaffinity(0))
 # One process per script: the first script stays in the quick check, the others are marked slow.
 FIRST_FAST = [
     pytest.param(f, marks=() if i == 0 else pytest.mark.slow) for i, f in enumerate(FRAMEWORKS)
@@ -41,6 +42,11 @@ NONSENSE = {
     "env threads past envpool's int": (
         ["--env-threads", "99999999999"],
         ["--env-threads", "99999999999"],
+    ),
+    # envpool aborts the process when it cannot start its threads (issue 54 item 11)
+    "env threads past the cores": (
+        ["--env-threads", str(CORES + 1)],
+        ["--env-threads", str(CORES + 1), f"0 (envpool's default) to {CORES}"],
     ),
     "optimizer steps past int32": (
         ["--num-iterations", "100000000000"],

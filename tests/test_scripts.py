@@ -444,14 +444,18 @@ def test_signal_stops_the_run_with_a_summary(framework, case, log_dir):
         proc.wait()
     output = "".join(proc.output)
     assert proc.returncode == 130, output[-3000:]
+    if moment == ": setup " and not log_dir.exists():
+        # stopped within iteration 0, which compiles: nothing ran, and no folder is left (issue 54 item 13)
+        assert "interrupted before the first iteration: nothing ran" in output, output[-3000:]
+        return
     run_dir = only_run_dir(log_dir)
     summary = read_json(run_dir / "summary.json")
     assert summary["status"] == "interrupted", summary
     assert sorted(summary["signals"]) == sorted(signal.Signals(s).name for s in signals)
     assert summary["total_s"] > summary["setup_s"] > 0
-    # stopped within iteration 0, which compiles (or 1, had it compiled already)
+    # or stopped in iteration 1, had iteration 0 compiled already
     if moment == ": setup ":
-        assert summary["iterations_completed"] <= 1, summary
+        assert summary["iterations_completed"] == 1, summary
         SummaryReader(str(run_dir)).tensors  # the events are readable
     else:
         assert summary["iterations_completed"] >= 3
