@@ -219,7 +219,7 @@ def test_one_timed_step_gives_no_std_and_no_nan(tmp_path):
 def test_env_timing_refuses_an_empty_out_and_a_seed_out_of_range(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ValueError, match="--out ''"):
-        env_timing.check_out_file("")
+        env_timing.check_out_file("", ["CartPole-v1"])
     args = env_timing.Args(envs=("CartPole-v1",), seed=2**31)
     with pytest.raises(ValueError, match=f"--seed must .* got {2**31}"):
         env_timing.check_timing_args(args, ["CartPole-v1"])
