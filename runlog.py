@@ -142,6 +142,8 @@ def read_events(run_dir: Path) -> tuple[pd.DataFrame, Events]:
         raise RunError(f"{len(events)} TensorBoard events files in one run folder")
     if not events:
         raise RunError("no TensorBoard events file")
+    if not events[0].is_file():  # a FIFO would block the reader for ever
+        raise RunError(f"{events[0].name} is not a regular file")
     try:
         with warnings.catch_warnings():  # tbparse's own use of pandas, deprecated in pandas 3
             warnings.simplefilter("ignore")

@@ -292,16 +292,25 @@ def test_a_linked_run_folder_is_counted_by_neither_and_listed_as_skipped(tmp_pat
 
 
 # ------------------------------------------ item 14: a summary.json nested too deep, or a FIFO in its place
+BROKEN = {
+    "deep": "nested too deep",
+    "fifo": "summary.json is not a regular file",
+    "events fifo": "is not a regular file",
+}
+
+
 def broken_summary(run_dir: Path, kind: str) -> None:
+    """run_dir with summary.json nested 100,000 deep, or a FIFO in its place (or in its events file's)."""
     summary = run_dir / "summary.json"
-    summary.unlink()
     if kind == "deep":
         summary.write_text("[" * 100_000 + "]" * 100_000)
     else:
-        os.mkfifo(summary)
+        (path,) = run_dir.glob("events.out.tfevents.*") if kind == "events fifo" else (summary,)
+        path.unlink()
+        os.mkfifo(path)
 
 
-@pytest.mark.parametrize("kind", ["deep", "fifo"])
+@pytest.mark.parametrize("kind", BROKEN)
 def test_a_summary_nested_too_deep_or_a_fifo_is_skipped_by_the_resume_and_the_analysis(
     tmp_path, kind
 ):
@@ -332,8 +341,7 @@ def test_a_summary_nested_too_deep_or_a_fifo_is_skipped_by_the_resume_and_the_an
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     skipped = skipped_section(out)
-    reason = "nested too deep" if kind == "deep" else "summary.json is not a regular file"
-    assert broken.name in skipped and reason in skipped
+    assert broken.name in skipped and BROKEN[kind] in skipped
 
 
 def test_read_json_refuses_a_file_larger_than_a_run_writes(tmp_path):
