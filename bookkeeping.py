@@ -69,8 +69,8 @@ def tyro_message(box: str) -> str:
     return " ".join(" ".join(lines[rules[0] + 1 : rules[1]]).split())
 
 
-def check_args(args_type, argv: list[str]):
-    """The script's Args from argv, parsed by tyro as the script will; bad input raises ValueError with one line."""
+def parse_args(args_type, argv: list[str]):
+    """args_type parsed from argv by tyro; bad input raises ValueError with tyro's message on one line."""
     messages = io.StringIO()
     try:
         with redirect_stderr(messages), redirect_stdout(messages):
@@ -82,6 +82,12 @@ def check_args(args_type, argv: list[str]):
         message = tyro_message(messages.getvalue())
         # an Args check (__post_init__) names its flag itself
         raise ValueError(message.removeprefix(f"Error parsing {args_type.__name__}: ")) from None
+    return args
+
+
+def check_args(args_type, argv: list[str]):
+    """The script's Args from argv, parsed by tyro as the script will; bad input raises ValueError with one line."""
+    args = parse_args(args_type, argv)
     check_environment()
     check_batch_memory(args)
     check_wandb_names(args)
