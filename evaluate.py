@@ -96,7 +96,7 @@ class Replay(NamedTuple):
     env: object  # the template's batched env (make_env), not normalised
     env_params: object
     # env 0's state before each step of its first episode, batch axis dropped, as NumPy arrays
-    # (gymnax, Craftax, Brax); [] for envpool, whose states live in C++
+    # (gymnax, Craftax, Brax; envpool's are step counts: its states live in the pool)
     states: list
     # env 0's actions, as the env got them
     actions: list
@@ -112,9 +112,10 @@ def checkpoint_folder(path: str) -> Path:
     return Path(path) if Path(path).is_dir() else Path(path).parent
 
 
-def actor_function(framework: str, module, agent) -> Callable[[np.ndarray], np.ndarray]:
+def actor_function(framework: str, agent) -> Callable[[np.ndarray], np.ndarray]:
     """Observations (n, obs_dim) float32 -> the actor's output (n, num_actions) float32, run by the
-    framework's own network: the logits, or the Gaussian's mean. Jitted in the JAX frameworks."""
+    framework's own network (from_shared's agent): the logits, or the Gaussian's mean. Jitted in the
+    JAX frameworks."""
     if framework == "torch":
         import torch
 
@@ -141,42 +142,49 @@ def actor_function(framework: str, module, agent) -> Callable[[np.ndarray], np.n
     return lambda obs: np.asarray(equinox_actor(agent, obs))
 
 
-def choose_discrete(logits: np.ndarray, rng: Optional[np.random.Generator]) -> np.ndarray:
-    """The argmax, or (rng given) a sample of the categorical distribution (Gumbel-max)."""
-    if rng is not None:
-        logits = logits + rng.gumbel(size=logits.shape)
-    return logits.argmax(-1).astype(np.int32)
+def load_actor(ckpt, framework: str) -> Callable[[np.ndarray], np.ndarray]:
+    """The actor of ckpt (checkpoint.load's) in framework's network, built by its template."""
+    meta = ckpt.meta
+    module = importlib.import_module(f"ppo_{framework}")
+    agent = module.from_shared(ckpt.params, meta["action_kind"] == "continuous", meta["dtype"])
+    return actor_function(framework, agent)
 
 
-def choose_continuous(mean, log_std, bounds, rng: Optional[np.random.Generator]) -> np.ndarray:
-    """The Gaussian's mean, or (rng given) a sample, clipped to the env's bounds as in training."""
-    if rng is not None:
-        mean = mean + np.exp(log_std) * rng.standard_normal(mean.shape, np.float32)
-    return np.clip(mean, *bounds).astype(np.float32)
-
-
-def make_policy(actor, ckpt, bounds, stochastic: bool, seed: int):
-    """A batch of raw observations -> the actions the env gets: normalised with the checkpoint's
-    statistics (frozen: env_normalize's scale, as in training), the actor, then chosen."""
+def normaliser(ckpt) -> Callable[[np.ndarray], np.ndarray]:
+    """Raw observations -> the network's input: flattened, float32, and normalised with the
+    checkpoint's statistics (frozen) by env_normalize's scale, as in training."""
     import env_normalize
 
     stats = None
     if ckpt.obs_norm is not None:
         parts = (np.asarray(ckpt.obs_norm[name], np.float32) for name in ("mean", "var", "count"))
         stats = env_normalize.RunningStats(*parts)
-    rng = np.random.default_rng(seed) if stochastic else None
-    log_std = ckpt.params.get("log_std")
 
-    def policy(obs: np.ndarray) -> np.ndarray:
+    def normalise(obs: np.ndarray) -> np.ndarray:
         obs = np.asarray(obs, np.float32).reshape(len(obs), -1)
-        if stats is not None:
-            obs = env_normalize.scale(obs, stats).astype(np.float32)
-        out = actor(obs)
-        if log_std is None:
-            return choose_discrete(out, rng)
-        return choose_continuous(out, log_std, bounds, rng)
+        return obs if stats is None else env_normalize.scale(obs, stats).astype(np.float32)
 
-    return policy
+    return normalise
+
+
+def choose(out: np.ndarray, log_std, bounds, rng: Optional[np.random.Generator]) -> np.ndarray:
+    """The actions from the actor's output. Discrete (log_std None): the argmax of the logits, or
+    (rng given) a sample (Gumbel-max); continuous: the Gaussian's mean, or a sample, clipped to the
+    env's bounds as in training."""
+    if log_std is None:
+        if rng is not None:
+            out = out + rng.gumbel(size=out.shape)
+        return out.argmax(-1).astype(np.int32)
+    if rng is not None:
+        out = out + np.exp(log_std) * rng.standard_normal(out.shape, np.float32)
+    return np.clip(out, *bounds).astype(np.float32)
+
+
+def make_policy(actor, ckpt, bounds, rng: Optional[np.random.Generator]):
+    """A batch of raw observations -> the actions the env gets: normalised, the actor, chosen
+    (sampled with rng, when given)."""
+    normalise, log_std = normaliser(ckpt), ckpt.params.get("log_std")
+    return lambda obs: choose(actor(normalise(obs)), log_std, bounds, rng)
 
 
 # ------------------------------------------------------------------------------------- the episodes
@@ -257,9 +265,8 @@ def prepare(ckpt, framework: str, episodes: int, seed: int, stochastic: bool) ->
     env, env_params = module.make_env(meta["env"], meta["env_backend"], episodes, seed)
     runner = module.reset_envs(env, env_params, jax.random.key(seed), episodes)
     check_env(env, runner.obs.shape[-1], ckpt)
-    agent = module.from_shared(ckpt.params, meta["action_kind"] == "continuous", meta["dtype"])
-    actor = actor_function(framework, module, agent)
-    policy = make_policy(actor, ckpt, env.action_bounds, stochastic, seed)
+    rng = np.random.default_rng(seed) if stochastic else None
+    policy = make_policy(load_actor(ckpt, framework), ckpt, env.action_bounds, rng)
     return Setup(ckpt, framework, module, env, env_params, runner, policy, stochastic)
 
 
