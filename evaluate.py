@@ -29,8 +29,9 @@ Interfaces of the modules behind three options, imported only when the option is
     evaluation.share.check_onnx(path: str) -> None
     evaluation.share.check_hub_folder(folder: str) -> None
         ValueError (one line) for an output they cannot write: called before anything runs
-    evaluation.share.export_onnx(ckpt: checkpoint.Checkpoint, path: str) -> None
-        the actor as ONNX, through ppo_torch's network, whatever framework trained it
+    evaluation.share.export_onnx(ckpt: checkpoint.Checkpoint, path: str, bounds) -> None
+        the actor as ONNX, through ppo_torch's network, whatever framework trained it; bounds: the
+        env's action bounds (low, high), to which a continuous action is clipped
     evaluation.share.write_hub_folder(folder: str, ckpt_path: Path, ckpt: checkpoint.Checkpoint,
                                       result: dict, replay: Replay) -> None
         the folder for `huggingface-cli upload`; result: this evaluation's entry of eval.json
@@ -346,8 +347,9 @@ def check_options(args: Args, meta: dict) -> None:
             share.check_hub_folder(args.hub_folder)
 
 
-def write_extras(args: Args, ckpt_path: Path, ckpt, evaluation: Evaluation) -> None:
+def write_extras(args: Args, ckpt_path: Path, setup: Setup, evaluation: Evaluation) -> None:
     """The video, the ONNX file and the Hub folder, each only when its option is given."""
+    ckpt = setup.ckpt
     if args.video is not None:
         from evaluation import video
 
@@ -358,7 +360,7 @@ def write_extras(args: Args, ckpt_path: Path, ckpt, evaluation: Evaluation) -> N
     if args.export_onnx is not None:
         from evaluation import share
 
-        share.export_onnx(ckpt, args.export_onnx)
+        share.export_onnx(ckpt, args.export_onnx, setup.env.action_bounds)
     if args.hub_folder is not None:
         from evaluation import share
 
@@ -389,7 +391,7 @@ def main(argv: Optional[list[str]] = None) -> dict:
     ckpt_path = (
         folder / checkpoint.FILE_NAME if Path(args.checkpoint).is_dir() else Path(args.checkpoint)
     )
-    write_extras(args, ckpt_path, ckpt, evaluation)
+    write_extras(args, ckpt_path, setup, evaluation)
     return evaluation.result
 
 
