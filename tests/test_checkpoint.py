@@ -1,0 +1,308 @@
+"""model.safetensors (checkpoint.py, --save-model): one format that the four frameworks write and read (issue 55
+items 1 and 8). A checkpoint written and read back keeps every tensor and the metadata; each framework's to_shared
+and from_shared are inverses; tensors loaded into any framework's network give the same actions and values; a
+script's --save-model run leaves a checkpoint of its last finished iteration however it ends; and every bad
+checkpoint is refused in one line that names what is wrong."""
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import safetensors.numpy
+
+import checkpoint
+from checkpoint import BadCheckpoint
+from helpers import STUDY
+
+# A small continuous checkpoint: 3 observations, 2 actions, with --norm-obs
+OBS_DIM, NUM_ACTIONS, HIDDEN = 3, 2, checkpoint.MODEL_SIZES["small"]
+
+
+def shared_tensors(
+    obs_dim=OBS_DIM, hidden=HIDDEN, num_actions=NUM_ACTIONS, continuous=True, seed=0
+):
+    """Random float32 tensors under the shared names, biases and log std non-zero."""
+    rng = np.random.default_rng(seed)
+    tensors = {}
+    for mlp, out_dim in (("actor", num_actions), ("critic", 1)):
+        sizes = (obs_dim, *hidden, out_dim)
+        for i, (size_in, size_out) in enumerate(zip(sizes, sizes[1:])):
+            kernel = rng.normal(0, 1 / np.sqrt(size_in), (size_in, size_out))
+            tensors[f"{mlp}.{i}.kernel"] = kernel.astype(np.float32)
+            tensors[f"{mlp}.{i}.bias"] = rng.normal(0, 0.1, size_out).astype(np.float32)
+    if continuous:
+        tensors["log_std"] = rng.normal(0, 0.5, num_actions).astype(np.float32)
+    return tensors
+
+
+def obs_stats(obs_dim=OBS_DIM, seed=1) -> dict:
+    rng = np.random.default_rng(seed)
+    return {
+        "mean": rng.normal(size=obs_dim).astype(np.float32),
+        "var": rng.uniform(0.5, 2, obs_dim).astype(np.float32),
+        "count": np.array(1234.0, np.float32),
+    }
+
+
+def metadata(**changes) -> dict:
+    meta = {
+        "framework": "nnx",
+        "env": "Pendulum-v1",
+        "env_backend": "gymnax",
+        "model_size": "small",
+        "obs_shape": [OBS_DIM],
+        "action_kind": "continuous",
+        "num_actions": NUM_ACTIONS,
+        "dtype": "float32",
+        "norm_obs": True,
+        "iteration": 3,
+        "final_return": -1234.5,
+        "commit": "0123abcd",
+        "command": ["ppo_nnx.py", "--env", "Pendulum-v1", "--save-model"],
+        "seed": 1,
+    }
+    return meta | changes
+
+
+def write_raw(path: Path, tensors: dict, meta: dict | None) -> Path:
+    """A safetensors file written as it is, with checkpoint.py's encoding of the metadata but none of its checks."""
+    header = None if meta is None else checkpoint.encode({"format": checkpoint.FORMAT, **meta})
+    safetensors.numpy.save_file(tensors, str(path), metadata=header)
+    return path
+
+
+def valid_raw(tmp_path: Path) -> tuple[dict, dict]:
+    """The tensors (with obs_norm.*) and metadata of a valid checkpoint, to spoil one thing at a time."""
+    tensors = shared_tensors() | {f"obs_norm.{k}": v for k, v in obs_stats().items()}
+    return tensors, metadata()
+
+
+def refused(path, *args, **kwargs) -> str:
+    """load's one-line refusal, which names the file."""
+    with pytest.raises(BadCheckpoint) as refusal:
+        checkpoint.load(path, *args, **kwargs)
+    message = str(refusal.value)
+    assert "\n" not in message and str(path) in message, message
+    return message
+
+
+# --------------------------------------------------------------------------------------- the format
+def test_saved_and_loaded_back_whole(tmp_path):
+    params, stats, meta = shared_tensors(), obs_stats(), metadata()
+    path = tmp_path / "model.safetensors"
+    checkpoint.save(path, params, stats, meta)
+    loaded = checkpoint.load(tmp_path)  # a run folder: its model.safetensors
+    assert loaded.meta == {"format": checkpoint.FORMAT, **meta}
+    assert sorted(loaded.params) == sorted(params) and sorted(loaded.obs_norm) == [
+        "count",
+        "mean",
+        "var",
+    ]
+    for name, tensor in params.items():
+        np.testing.assert_array_equal(loaded.params[name], tensor, err_msg=name)
+        assert loaded.params[name].dtype == np.float32
+    for name, tensor in stats.items():
+        np.testing.assert_array_equal(loaded.obs_norm[name], tensor, err_msg=name)
+    assert checkpoint.hidden_sizes(loaded.params) == HIDDEN
+    assert checkpoint.architecture(loaded.params) == (OBS_DIM, HIDDEN, NUM_ACTIONS)
+    # the header is plain strings that any safetensors reader shows
+    with safetensors.safe_open(str(path), "np") as f:
+        header = f.metadata()
+    assert header["norm_obs"] == "true" and json.loads(header["obs_shape"]) == [OBS_DIM]
+    assert header["framework"] == "nnx" and json.loads(header["command"])[0] == "ppo_nnx.py"
+
+
+def test_a_discrete_checkpoint_without_norm_obs(tmp_path):
+    params = shared_tensors(obs_dim=4, num_actions=2, continuous=False)
+    meta = metadata(obs_shape=[4], action_kind="discrete", norm_obs=False, final_return=None)
+    checkpoint.save(tmp_path / "model.safetensors", params, None, meta)
+    loaded = checkpoint.load(
+        tmp_path / "model.safetensors", obs_dim=4, action_space=("discrete", 2)
+    )
+    assert loaded.obs_norm is None and "log_std" not in loaded.params
+    assert loaded.meta["final_return"] is None and loaded.meta["norm_obs"] is False
+
+
+def test_a_count_saved_as_one_element_is_read_as_a_scalar(tmp_path):
+    tensors, meta = valid_raw(tmp_path)
+    tensors["obs_norm.count"] = tensors["obs_norm.count"].reshape(1)
+    loaded = checkpoint.load(write_raw(tmp_path / "m.safetensors", tensors, meta))
+    assert loaded.obs_norm["count"].shape == () and loaded.obs_norm["count"] == 1234.0
+
+
+def test_normalize_obs_is_env_normalize_scale():
+    """The observations evaluate.py feeds a network are those training fed it: env_normalize.scale's, clipped."""
+    import env_normalize
+
+    stats = obs_stats()
+    obs = np.random.default_rng(3).normal(0, 20, (50, OBS_DIM)).astype(np.float32)
+    running = env_normalize.RunningStats(stats["mean"], stats["var"], stats["count"])
+    expected = np.asarray(env_normalize.scale(obs, running))
+    np.testing.assert_array_equal(checkpoint.normalize_obs(obs, stats), expected)
+    assert np.abs(expected).max() == env_normalize.CLIP  # some clipped
+    assert checkpoint.normalize_obs(obs, None) is obs
+
+
+def test_model_sizes_and_frameworks_are_the_scripts():
+    import importlib
+
+    assert set(checkpoint.FRAMEWORKS) == set(STUDY.frameworks)
+    for name, framework in STUDY.frameworks.items():
+        module = importlib.import_module(framework.script[: -len(".py")])
+        assert module.MODEL_SIZES == checkpoint.MODEL_SIZES, name
+        assert module.FRAMEWORK == name
+
+
+def test_save_refuses_a_policy_gone_nan_and_writes_nothing(tmp_path):
+    params = shared_tensors()
+    params["critic.1.kernel"][3, 4] = np.nan
+    path = tmp_path / "model.safetensors"
+    with pytest.raises(BadCheckpoint, match="critic.1.kernel holds 1 non-finite value"):
+        checkpoint.save(path, params, obs_stats(), metadata())
+    assert not list(tmp_path.iterdir())
+
+
+# ---------------------------------------------------------------------------------- bad checkpoints
+def test_a_truncated_file_is_refused(tmp_path):
+    checkpoint.save(tmp_path / "model.safetensors", shared_tensors(), obs_stats(), metadata())
+    data = (tmp_path / "model.safetensors").read_bytes()
+    for size in (len(data) - 1, len(data) // 2, 20, 3, 0):
+        path = tmp_path / f"cut{size}.safetensors"
+        path.write_bytes(data[:size])
+        assert "not a readable safetensors file" in refused(path)
+
+
+def test_not_a_file_is_refused(tmp_path):
+    assert "cannot be read (No such file or directory)" in refused(tmp_path)  # a folder without one
+    (tmp_path / "text.safetensors").write_text('{"not": "safetensors"}')
+    assert "not a readable safetensors file" in refused(tmp_path / "text.safetensors")
+    os.mkfifo(tmp_path / "fifo")
+    assert "not a regular file" in refused(tmp_path / "fifo")  # and no hang
+
+
+def test_another_env_is_refused(tmp_path):
+    checkpoint.save(tmp_path / "model.safetensors", shared_tensors(), obs_stats(), metadata())
+    message = refused(tmp_path / "model.safetensors", obs_dim=4)
+    assert "Pendulum-v1, whose observations have 3 values, not 4: another env's" in message
+    message = refused(tmp_path / "model.safetensors", action_space=("discrete", 2))
+    assert "with 2 continuous actions, not 2 discrete: another env's" in message
+    message = refused(tmp_path / "model.safetensors", action_space=("continuous", 6))
+    assert "not 6 continuous" in message
+    checkpoint.load(tmp_path / "model.safetensors", obs_dim=3, action_space=("continuous", 2))
+
+
+def test_unknown_and_missing_tensors_are_refused(tmp_path):
+    tensors, meta = valid_raw(tmp_path)
+    extra = write_raw(
+        tmp_path / "extra.safetensors", tensors | {"actor.3.kernel": np.ones(2, np.float32)}, meta
+    )
+    assert "unknown tensors actor.3.kernel (the metadata says model_size small" in refused(extra)
+    del tensors["critic.2.bias"]
+    missing = write_raw(tmp_path / "missing.safetensors", tensors, meta)
+    assert "missing tensors critic.2.bias" in refused(missing)
+    optimizer = {f"adam.mu.{name}": x for name, x in shared_tensors().items()}
+    many = write_raw(tmp_path / "many.safetensors", valid_raw(tmp_path)[0] | optimizer, meta)
+    assert "unknown tensors adam.mu.actor.0.bias, " in refused(many) and "and 8 more" in refused(
+        many
+    )
+
+
+def test_wrong_shapes_are_refused(tmp_path):
+    tensors, meta = valid_raw(tmp_path)
+    # torch's (out, in) layout, not transposed
+    tensors["actor.0.kernel"] = np.ascontiguousarray(tensors["actor.0.kernel"].T)
+    message = refused(write_raw(tmp_path / "torch_layout.safetensors", tensors, meta))
+    assert "tensor actor.0.kernel has shape [64, 3], not [3, 64] as the metadata says" in message
+    tensors, meta = valid_raw(tmp_path)
+    tensors["obs_norm.mean"] = np.zeros(5, np.float32)
+    assert "obs_norm.mean has shape [5], not [3]" in refused(
+        write_raw(tmp_path / "m.safetensors", tensors, meta)
+    )
+
+
+@pytest.mark.parametrize("name", ["actor.2.bias", "log_std", "obs_norm.var"])
+@pytest.mark.parametrize("value", [np.nan, np.inf])
+def test_non_finite_values_are_refused(tmp_path, name, value):
+    tensors, meta = valid_raw(tmp_path)
+    tensors[name] = tensors[name].copy()
+    tensors[name].flat[0] = value
+    message = refused(write_raw(tmp_path / "m.safetensors", tensors, meta))
+    assert f"tensor {name} holds 1 non-finite values (NaN or inf)" in message
+
+
+def test_statistics_that_cannot_be_are_refused(tmp_path):
+    tensors, meta = valid_raw(tmp_path)
+    tensors["obs_norm.var"] = -tensors["obs_norm.var"]
+    assert "negative variance" in refused(write_raw(tmp_path / "m.safetensors", tensors, meta))
+
+
+def test_tensors_not_float32_are_refused(tmp_path):
+    tensors, meta = valid_raw(tmp_path)
+    tensors["critic.0.kernel"] = tensors["critic.0.kernel"].astype(np.float64)
+    assert "tensor critic.0.kernel is F64, not F32" in refused(
+        write_raw(tmp_path / "m.safetensors", tensors, meta)
+    )
+
+
+@pytest.mark.parametrize(
+    "changes, says",
+    [
+        # the tensors are a small model's, of 3 observations and 2 continuous actions, with obs_norm
+        ({"obs_shape": [4]}, "actor.0.kernel has shape [3, 64], not [4, 64]"),
+        ({"num_actions": 3}, "actor.2.kernel has shape [64, 2], not [64, 3]"),
+        ({"model_size": "medium"}, "missing tensors actor.3.bias, actor.3.kernel, critic.3.bias"),
+        ({"action_kind": "discrete"}, "unknown tensors log_std"),
+        ({"norm_obs": False}, "unknown tensors obs_norm.count, obs_norm.mean, obs_norm.var"),
+    ],
+)
+def test_metadata_that_disagrees_with_the_tensors_is_refused(tmp_path, changes, says):
+    tensors, meta = valid_raw(tmp_path)
+    assert says in refused(write_raw(tmp_path / "m.safetensors", tensors, meta | changes))
+
+
+@pytest.mark.parametrize(
+    "changes, says",
+    [
+        (
+            {"framework": "jax"},
+            "metadata framework must be one of linen, nnx, equinox, torch, not 'jax'",
+        ),
+        (
+            {"iteration": 0},
+            "metadata iteration must be a positive integer (iterations completed), not '0'",
+        ),
+        ({"num_actions": "two"}, "metadata num_actions must be a positive integer, not '\"two\"'"),
+        ({"obs_shape": [10, 10, 4]}, "metadata obs_shape must be [obs_dim], a positive integer"),
+        ({"norm_obs": "yes"}, "metadata norm_obs must be true or false"),
+        (
+            {"final_return": float("nan")},
+            "metadata final_return must be a finite number or null, not 'NaN'",
+        ),
+        ({"command": "ppo_nnx.py"}, "metadata command must be a JSON list of strings"),
+        (
+            {"model_size": "huge"},
+            "metadata model_size must be one of small, medium, large, not 'huge'",
+        ),
+    ],
+)
+def test_malformed_metadata_is_refused(tmp_path, changes, says):
+    tensors, meta = valid_raw(tmp_path)
+    assert says in refused(write_raw(tmp_path / "m.safetensors", tensors, meta | changes))
+
+
+def test_missing_or_foreign_metadata_is_refused(tmp_path):
+    tensors, meta = valid_raw(tmp_path)
+    del meta["seed"]
+    assert "the metadata has no seed" in refused(
+        write_raw(tmp_path / "m.safetensors", tensors, meta)
+    )
+    foreign = write_raw(
+        tmp_path / "foreign.safetensors", tensors, None
+    )  # another tool's safetensors file
+    assert "no benchback-rl/1 metadata: not a checkpoint of --save-model" in refused(foreign)
+    path = tmp_path / "future.safetensors"
+    header = checkpoint.encode({**valid_raw(tmp_path)[1], "format": "benchback-rl/2"})
+    safetensors.numpy.save_file(tensors, str(path), metadata=header)
+    assert "metadata format must be 'benchback-rl/1', not 'benchback-rl/2'" in refused(path)
