@@ -108,11 +108,6 @@ class Replay(NamedTuple):
 
 
 # ------------------------------------------------------------------------------------ the policy
-def checkpoint_folder(path: str) -> Path:
-    """The folder that holds the checkpoint: the run folder given, or the checkpoint file's."""
-    return Path(path) if Path(path).is_dir() else Path(path).parent
-
-
 def actor_function(framework: str, agent) -> Callable[[np.ndarray], np.ndarray]:
     """Observations (n, obs_dim) float32 -> the actor's output (n, num_actions) float32, run by the
     framework's own network (from_shared's agent): the logits, or the Gaussian's mean. Jitted in the
@@ -226,12 +221,12 @@ def check_env(env, obs_dim: int, ckpt) -> None:
     trained on (another version of the env's package, say)."""
     meta = ckpt.meta
     kind = "continuous" if env.continuous else "discrete"
-    if kind != meta["action_kind"] or env.num_actions != int(meta["num_actions"]):
+    if kind != meta["action_kind"] or env.num_actions != meta["num_actions"]:
         raise ValueError(
             f"{meta['env']} here has {kind} actions of size {env.num_actions}, the checkpoint's "
             f"policy {meta['action_kind']} ones of size {meta['num_actions']}"
         )
-    if obs_dim != json.loads(meta["obs_shape"])[0]:
+    if [obs_dim] != meta["obs_shape"]:
         raise ValueError(
             f"{meta['env']} here gives observations of length {obs_dim}, the checkpoint's network "
             f"takes {meta['obs_shape']}"
@@ -290,7 +285,7 @@ def evaluate(setup: Setup, seed: int, keep: bool = False) -> Evaluation:
         "std_return": float(returns.std()),
         "returns": returns.tolist(),
         "lengths": lengths.tolist(),
-        "iteration": int(meta["iteration"]),
+        "iteration": meta["iteration"],
     }
     replay = None
     if keep:
@@ -375,9 +370,9 @@ def main(argv: Optional[list[str]] = None) -> dict:
     try:
         args = bookkeeping.parse_args(Args, sys.argv[1:] if argv is None else argv)
         ckpt = checkpoint.load(args.checkpoint)
-        folder = checkpoint_folder(args.checkpoint)
+        ckpt_path = Path(checkpoint.checkpoint_file(args.checkpoint))
         framework = args.framework or ckpt.meta["framework"]
-        eval_path = folder / EVAL_FILE
+        eval_path = ckpt_path.parent / EVAL_FILE
         check_eval_file(eval_path)
         check_options(args, ckpt.meta)
         setup = prepare(ckpt, framework, args.episodes, args.seed, args.stochastic)
@@ -388,9 +383,6 @@ def main(argv: Optional[list[str]] = None) -> dict:
     evaluation = evaluate(setup, args.seed, keep)
     atomic.write_json(eval_path, merged_record(eval_path, evaluation.result))
     print(summary(evaluation.result), flush=True)
-    ckpt_path = (
-        folder / checkpoint.FILE_NAME if Path(args.checkpoint).is_dir() else Path(args.checkpoint)
-    )
     write_extras(args, ckpt_path, setup, evaluation)
     return evaluation.result
 
