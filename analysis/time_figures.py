@@ -117,7 +117,7 @@ def fig_overhead_windows(results: Results, name: str):
         log_axis(top, "mean time per iteration (s)")
         size_runs = runs[runs["model_size"] == size]
         note_missing_windows(top, size_runs, windows, set(size_means["window"]))
-        diffs = differences[differences["model_size"] == size].dropna()
+        diffs = differences[differences["model_size"] == size].dropna(subset=["value"])
         if diffs.empty:
             empty_panel(bottom, missing_pairs(size_runs, next(iter(windows)), study))
             continue
