@@ -212,6 +212,34 @@ class Agent(eqx.Module):
         return action, log_prob, value
 
 
+# ------------------------------------------------------------------- checkpoint (checkpoint.py)
+def to_shared(agent: Agent) -> dict[str, np.ndarray]:
+    """The parameters by checkpoint.py's shared names, kernels (in, out): float32 NumPy copies."""
+    tensors = {"log_std": agent.log_std} if agent.continuous else {}
+    for mlp in ("actor", "critic"):
+        for i, dense in enumerate(getattr(agent, mlp).layers):
+            # eqx.nn.Linear keeps its weight as (out, in)
+            tensors[f"{mlp}.{i}.kernel"], tensors[f"{mlp}.{i}.bias"] = dense.weight.T, dense.bias
+    return {name: np.array(x, np.float32) for name, x in tensors.items()}
+
+
+def from_shared(tensors: dict[str, np.ndarray], continuous: bool, dtype: str = "float32") -> Agent:
+    """The Agent that holds to_shared's tensors (checkpoint.load's params): to_shared's inverse."""
+    shape = (*__import__("checkpoint").architecture(tensors), continuous)
+    agent = eqx.filter_eval_shape(Agent, *shape, jax.random.key(0), dtype)  # no init: all set below
+    names = [f"{mlp}.{i}" for mlp in ("actor", "critic") for i in range(len(agent.actor.layers))]
+    # eqx.nn.Linear's weight is (out, in)
+    values = [x for name in names for x in (tensors[f"{name}.kernel"].T, tensors[f"{name}.bias"])]
+    values += [tensors["log_std"]] if continuous else []
+
+    def leaves(a: Agent):  # in the order of values
+        layers = [dense for mlp in (a.actor, a.critic) for dense in mlp.layers]
+        extra = [a.log_std] if continuous else []
+        return [x for dense in layers for x in (dense.weight, dense.bias)] + extra
+
+    return eqx.tree_at(leaves, agent, [jnp.asarray(x) for x in values])
+
+
 # ------------------------------------------------------------------------------- environment glue
 class GymnaxBatch:
     """A gymnax env stepped as a batch, one key per env: the contract of env_adapters.py's."""

@@ -201,6 +201,31 @@ class Agent(nn.Module):
         return action, log_prob, value
 
 
+# ------------------------------------------------------------------- checkpoint (checkpoint.py)
+def to_shared(params: dict) -> dict[str, np.ndarray]:
+    """The parameters by checkpoint.py's shared names, kernels (in, out): float32 NumPy copies."""
+    params = params["params"]
+    tensors = {"log_std": params["log_std"]} if "log_std" in params else {}
+    for mlp in ("actor", "critic"):
+        for i in range(len(params[mlp])):
+            for part in ("kernel", "bias"):
+                tensors[f"{mlp}.{i}.{part}"] = params[mlp][f"Dense_{i}"][part]
+    return {name: np.array(x, np.float32) for name, x in tensors.items()}
+
+
+def from_shared(tensors: dict[str, np.ndarray], continuous: bool, dtype: str = "float32"):
+    """The Agent, and the params that hold to_shared's tensors (checkpoint.load's params)."""
+    _, hidden_sizes, num_actions = __import__("checkpoint").architecture(tensors)
+    params = {"log_std": tensors["log_std"]} if continuous else {}
+    for mlp in ("actor", "critic"):
+        params[mlp] = {}
+        for i in range(len(hidden_sizes) + 1):
+            kernel, bias = tensors[f"{mlp}.{i}.kernel"], tensors[f"{mlp}.{i}.bias"]
+            params[mlp][f"Dense_{i}"] = {"kernel": kernel, "bias": bias}
+    params = jax.tree.map(jnp.asarray, {"params": params})
+    return Agent(hidden_sizes, num_actions, continuous, dtype), params
+
+
 # ------------------------------------------------------------------------------- environment glue
 class GymnaxBatch:
     """A gymnax env stepped as a batch, one key per env: the contract of env_adapters.py's."""

@@ -198,6 +198,29 @@ class Agent(nnx.Module):
         return action, log_prob, value
 
 
+# ------------------------------------------------------------------- checkpoint (checkpoint.py)
+def to_shared(agent: Agent) -> dict[str, np.ndarray]:
+    """The parameters by checkpoint.py's shared names, kernels (in, out): float32 NumPy copies."""
+    tensors = {"log_std": agent.log_std.value} if agent.continuous else {}
+    for mlp in ("actor", "critic"):
+        for i, dense in enumerate(getattr(agent, mlp).layers):
+            tensors[f"{mlp}.{i}.kernel"], tensors[f"{mlp}.{i}.bias"] = dense.kernel, dense.bias
+    return {name: np.array(x, np.float32) for name, x in tensors.items()}
+
+
+def from_shared(tensors: dict[str, np.ndarray], continuous: bool, dtype: str = "float32") -> Agent:
+    """The Agent that holds to_shared's tensors (checkpoint.load's params): to_shared's inverse."""
+    shape = (*__import__("checkpoint").architecture(tensors), continuous)
+    agent = nnx.eval_shape(lambda: Agent(*shape, nnx.Rngs(0), dtype))  # no init: all set below
+    for mlp in ("actor", "critic"):
+        for i, dense in enumerate(getattr(agent, mlp).layers):
+            dense.kernel.value = jnp.asarray(tensors[f"{mlp}.{i}.kernel"])
+            dense.bias.value = jnp.asarray(tensors[f"{mlp}.{i}.bias"])
+    if continuous:
+        agent.log_std.value = jnp.asarray(tensors["log_std"])
+    return agent
+
+
 # ------------------------------------------------------------------------------- environment glue
 class GymnaxBatch:
     """A gymnax env stepped as a batch, one key per env: the contract of env_adapters.py's."""

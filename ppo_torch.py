@@ -205,6 +205,32 @@ class Agent(nn.Module):
         return action, log_prob, value
 
 
+# ------------------------------------------------------------------- checkpoint (checkpoint.py)
+def to_shared(agent: Agent) -> dict[str, np.ndarray]:
+    """The parameters by checkpoint.py's shared names, kernels (in, out): float32 NumPy copies."""
+    tensors = {"log_std": agent.log_std} if agent.continuous else {}
+    for mlp in ("actor", "critic"):
+        for i, dense in enumerate(list(getattr(agent, mlp))[::2]):  # Linear, Tanh, Linear, ...
+            # nn.Linear keeps its weight as (out, in)
+            tensors[f"{mlp}.{i}.kernel"], tensors[f"{mlp}.{i}.bias"] = dense.weight.T, dense.bias
+    return {name: np.array(x.detach().cpu(), np.float32) for name, x in tensors.items()}
+
+
+def from_shared(tensors: dict[str, np.ndarray], continuous: bool, dtype: str = "float32") -> Agent:
+    """The Agent that holds to_shared's tensors (checkpoint.load's params): to_shared's inverse."""
+    shape = (*__import__("checkpoint").architecture(tensors), continuous)
+    with torch.device("meta"):  # no init: load_state_dict assigns every parameter
+        agent = Agent(*shape, dtype)
+    state = {"log_std": tensors["log_std"]} if continuous else {}
+    for mlp in ("actor", "critic"):
+        for i in range(len(shape[1]) + 1):  # Linear, Tanh, Linear, ...: the Linears are 0, 2, ...
+            state[f"{mlp}.{2 * i}.weight"] = tensors[f"{mlp}.{i}.kernel"].T
+            state[f"{mlp}.{2 * i}.bias"] = tensors[f"{mlp}.{i}.bias"]
+    state = {name: torch.tensor(x).contiguous() for name, x in state.items()}
+    agent.load_state_dict(state, assign=True)
+    return agent
+
+
 # ------------------------------------------------------------------------------- environment glue
 class GymnaxBatch:
     """A gymnax env stepped as a batch, one key per env: the contract of env_adapters.py's."""

@@ -306,3 +306,103 @@ def test_missing_or_foreign_metadata_is_refused(tmp_path):
     header = checkpoint.encode({**valid_raw(tmp_path)[1], "format": "benchback-rl/2"})
     safetensors.numpy.save_file(tensors, str(path), metadata=header)
     assert "metadata format must be 'benchback-rl/1', not 'benchback-rl/2'" in refused(path)
+
+
+# ------------------------------------------------------------- the scripts' mappings (to_shared, from_shared)
+FRAMEWORKS = list(STUDY.frameworks)
+# (obs_dim, model size, num_actions, continuous): a classic-control and a flattened MinAtar batch, and a Gaussian
+ARCHITECTURES = [(4, "small", 2, False), (400, "medium", 6, False), (3, "small", 2, True)]
+
+
+def script_module(framework: str):
+    import importlib
+
+    return importlib.import_module(STUDY.frameworks[framework].script[: -len(".py")])
+
+
+def params_of(framework: str, agent):
+    """What the script's to_shared takes: Linen's params tree (its from_shared gives the module too), else the agent."""
+    return agent[1] if framework == "linen" else agent
+
+
+def outputs(framework: str, agent, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(actor output: logits or the Gaussian's mean, values) of a from_shared agent, as NumPy."""
+    if framework == "linen":
+        module, params = agent
+        return tuple(np.asarray(x) for x in module.apply(params, obs))
+    if framework == "torch":
+        import torch
+
+        with torch.no_grad():
+            return tuple(x.numpy() for x in agent(torch.as_tensor(obs)))
+    return tuple(np.asarray(x) for x in agent(obs))
+
+
+def numpy_outputs(tensors: dict, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The tanh MLPs of the shared tensors, in float64."""
+    hidden = checkpoint.hidden_sizes(tensors)
+
+    def mlp(name, x):
+        for i in range(len(hidden) + 1):
+            x = x @ tensors[f"{name}.{i}.kernel"].astype(np.float64) + tensors[f"{name}.{i}.bias"]
+            x = np.tanh(x) if i < len(hidden) else x
+        return x
+
+    obs = obs.astype(np.float64)
+    return mlp("actor", obs), mlp("critic", obs)[:, 0]
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+@pytest.mark.parametrize("obs_dim, size, num_actions, continuous", ARCHITECTURES)
+def test_from_shared_then_to_shared_gives_the_tensors_back(
+    framework, obs_dim, size, num_actions, continuous
+):
+    module = script_module(framework)
+    tensors = shared_tensors(obs_dim, module.MODEL_SIZES[size], num_actions, continuous)
+    back = module.to_shared(params_of(framework, module.from_shared(tensors, continuous)))
+    assert sorted(back) == sorted(tensors)
+    for name, tensor in tensors.items():
+        assert back[name].dtype == np.float32, name
+        np.testing.assert_array_equal(back[name], tensor, err_msg=f"{framework} {name}")
+
+
+@pytest.mark.parametrize("obs_dim, size, num_actions, continuous", ARCHITECTURES)
+def test_the_same_tensors_give_the_same_outputs_in_every_framework(
+    obs_dim, size, num_actions, continuous
+):
+    """One checkpoint's tensors, loaded by each of the four: the same logits (or Gaussian means) and values as the
+    float64 NumPy MLP, to float32 tolerance (the frameworks' matmuls sum in different orders)."""
+    tensors = shared_tensors(obs_dim, checkpoint.MODEL_SIZES[size], num_actions, continuous)
+    obs = np.random.default_rng(4).normal(size=(64, obs_dim)).astype(np.float32)
+    expected = numpy_outputs(tensors, obs)
+    for framework in FRAMEWORKS:
+        agent = script_module(framework).from_shared(tensors, continuous)
+        for what, actual, reference in zip(
+            ("actor output", "values"), outputs(framework, agent, obs), expected
+        ):
+            assert actual.dtype == np.float32 and actual.shape == reference.shape, (framework, what)
+            np.testing.assert_allclose(
+                actual, reference, rtol=1e-4, atol=1e-5, err_msg=f"{framework} {what}"
+            )
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_to_shared_copies_what_training_then_changes(framework):
+    """The Saver keeps to_shared's tensors of the last finished iteration while training goes on: they must not be
+    views of the parameters that the next update changes in place (torch's are updated in place)."""
+    module = script_module(framework)
+    tensors = shared_tensors()
+    agent = module.from_shared(tensors, True)
+    first = module.to_shared(params_of(framework, agent))
+    if framework == "torch":
+        import torch
+
+        with torch.no_grad():
+            for param in agent.parameters():
+                param.add_(1.0)
+        assert not np.array_equal(
+            module.to_shared(agent)["actor.0.kernel"], first["actor.0.kernel"]
+        )
+    for name, tensor in tensors.items():
+        np.testing.assert_array_equal(first[name], tensor, err_msg=name)
+        assert first[name].flags.owndata, name
