@@ -1,6 +1,6 @@
 """The flags of a run's command, read as the scripts' parser (tyro) reads them: one reading for runlog.py (a run's
 config.json must agree with its own command), the learning analysis (a run counts only with its configuration's
-flags) and bench.sh's option checks (a learning experiment takes no run argument that changes what it learns).
+hyperparameters) and bench.sh's option checks (a learning experiment takes no run argument that changes them).
 
     flags(["ppo_linen.py", "--env", "CartPole-v1", "--num_envs=4", "--no-sync-timing"])
     -> {"env": "CartPole-v1", "num_envs": "4", "sync_timing": False}
@@ -8,24 +8,28 @@ flags) and bench.sh's option checks (a learning experiment takes no run argument
 
 from typing import Union
 
-# The flags that place a run (which env, model, seed, data type, folder, label, logging) but leave the learning of
-# a reference configuration as it is: a learning experiment's runs may differ in these and nothing else
-PLACEMENT = frozenset(
+# The flags that change what a run learns: PPO's hyperparameters (the scripts' other flags place a run, time it
+# or log it: env, seed, model size, compile mode, data type, device, folders, tag, W&B, ...). A learning
+# experiment's runs may differ from its configuration in the others only.
+HYPERPARAMETERS = frozenset(
     {
-        "env",
-        "env_backend",
-        "env_threads",
-        "model_size",
-        "compile",
-        "seed",
-        "dtype",
-        "log_dir",
-        "exp_name",
-        "tag",
-        "sync_timing",
-        "track",
-        "wandb_project_name",
-        "wandb_entity",
+        "num_envs",
+        "num_steps",
+        "num_iterations",
+        "update_epochs",
+        "num_minibatches",
+        "learning_rate",
+        "anneal_lr",
+        "gamma",
+        "gae_lambda",
+        "clip_coef",
+        "clip_vloss",
+        "ent_coef",
+        "vf_coef",
+        "max_grad_norm",
+        "norm_adv",
+        "norm_obs",
+        "norm_reward",
     }
 )
 
@@ -71,11 +75,6 @@ def same_value(written: Union[str, bool], value) -> bool:
     return written == value
 
 
-def learning_flags(command) -> dict[str, Union[str, bool]]:
-    """The flags of a command that change what a run learns (all but PLACEMENT)."""
-    return {name: value for name, value in flags(command).items() if name not in PLACEMENT}
-
-
 def same_flag(one: Union[str, bool], other: Union[str, bool]) -> bool:
     """Whether two flags' values as written mean the same: equal bools, equal numbers ("2.5e-4", "0.00025") or
     equal texts."""
@@ -88,9 +87,12 @@ def same_flag(one: Union[str, bool], other: Union[str, bool]) -> bool:
 
 
 def differing_flags(command, wanted) -> list[str]:
-    """The flags (as config keys) that change what a run learns whose values differ between two argvs, sorted: one
-    gives a flag the other does not, or gives it another value."""
-    one, other = learning_flags(command), learning_flags(wanted)
+    """The flags (as config keys) that change what a run learns (HYPERPARAMETERS, and any flag `wanted` gives)
+    whose values differ between two argvs, sorted: one gives a flag the other does not, or another value."""
+    wanted_flags = flags(wanted)
+    names = HYPERPARAMETERS | set(wanted_flags)
+    one = {name: value for name, value in flags(command).items() if name in names}
+    other = {name: value for name, value in wanted_flags.items() if name in names}
     return sorted(
         name
         for name in one.keys() | other.keys()

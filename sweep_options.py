@@ -108,7 +108,14 @@ def check_learning(
         given = run_args.flags(["", *extra])
     except ValueError:  # not flags: the scripts' parser says so before the first run
         return
-    changed = [name for name in given if name not in run_args.PLACEMENT]
+    configured = {
+        run_args.key(arg)
+        for name in learning
+        for config in the_study.experiments[name].configs
+        for arg in config.args
+        if arg.startswith("--")
+    }
+    changed = [name for name in given if name in run_args.HYPERPARAMETERS | configured]
     if changed:
         flag = f"--{changed[0].replace('_', '-')}"
         raise BadOption(

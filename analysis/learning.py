@@ -9,10 +9,9 @@ smoothed return reaches the target. Two targets per env: the reference's mean, a
 the median over seeds counts it as infinitely slow, and the speedups pair only runs that both reached it; a run that
 ended no episode has no return, reaches no target, and is counted in the table as a run without a final return.
 
-Only the runs of an experiment's configuration count (learning_selection): a run whose command gives flags that
-change what it learns (all but run_args.PLACEMENT: env, seed, tag, ...) other than its configuration's in
-study.toml, or values other than its configuration's (--num-steps 16, --num-iterations 12), is left out, with its
-reason; so is a seed run again with the same env, framework and tag (the first run of it is kept). The runs of two
+Only the runs of an experiment's configuration count (learning_selection): a run whose command gives
+hyperparameters (run_args.HYPERPARAMETERS) other than its configuration's in study.toml, or other values of its
+configuration's flags (--num-steps 16, --num-iterations 12), is left out, with its reason; so is a seed run again with the same env, framework and tag (the first run of it is kept). The runs of two
 tags are never pooled: the table has a row per tag.
 """
 

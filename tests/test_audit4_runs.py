@@ -219,32 +219,28 @@ def learning_table(extra):
     )[1]
 
 
+def with_args(name: str, seed: int, args: list[str]) -> tuple:
+    """A linen run of exp9 (always at 500) whose command gives args."""
+    command = summary_row(name, "linen", seed, 0.0, args)["command"]
+    return (name, "linen", seed, [500.0] * 20, {"command": command})
+
+
 def test_a_run_of_another_configuration_is_left_out_with_its_reason():
-    """--num-steps 16 after the configuration's 128 (the last wins), or another --num-iterations: not exp9's
-    configuration; left out of the table, listed with the flags it differs in."""
-    other = [*CONFIG_ARGS, "--num-steps", "16"]
-    shorter = [*CONFIG_ARGS, "--num-iterations", "12"]
+    """--num-steps 16 after the configuration's 128 (the last wins), another --num-iterations, or a hyperparameter
+    the configuration leaves at its default: not exp9's configuration; left out of the table, listed with the flags
+    it differs in. A flag that does not change the learning (--device) leaves the run in."""
     table, left_out = learning_table(
         [
-            (
-                "short",
-                "linen",
-                4,
-                [500.0] * 20,
-                {"command": summary_row("x", "linen", 4, 0, other)["command"]},
-            ),
-            (
-                "fewer",
-                "linen",
-                5,
-                [500.0] * 20,
-                {"command": summary_row("x", "linen", 5, 0, shorter)["command"]},
-            ),
+            with_args("short", 4, [*CONFIG_ARGS, "--num-steps", "16"]),
+            with_args("fewer", 5, [*CONFIG_ARGS, "--num-iterations", "12"]),
+            with_args("gamma", 6, [*CONFIG_ARGS, "--gamma", "0.9"]),
+            with_args("device", 7, [*CONFIG_ARGS, "--device", "cpu"]),
         ]
     )
-    assert table.set_index("framework").loc["linen", "n_runs"] == 3
+    assert table.set_index("framework").loc["linen", "n_runs"] == 4
     reasons = left_out.set_index("run")["reason"]
     assert "--num-steps" in reasons["short"] and "--num-iterations" in reasons["fewer"]
+    assert "--gamma" in reasons["gamma"] and "device" not in reasons
 
 
 def test_two_tags_are_not_pooled_and_a_seed_counts_once():
