@@ -240,3 +240,28 @@ def test_bad_checkpoint_is_refused(tmp_path):
     (tmp_path / "model.safetensors").write_bytes(b"not a checkpoint")
     proc = run_evaluate(str(tmp_path))
     assert_refused(proc, ["model.safetensors"], tmp_path, ["model.safetensors"])
+
+
+@pytest.fixture
+def untrained_checkpoint(tmp_path):
+    """A run folder with the checkpoint of an untrained nnx CartPole-v1 agent, as --save-model writes one."""
+    from flax import nnx
+
+    import ppo_nnx
+
+    agent = ppo_nnx.Agent(4, (64, 64), 2, False, nnx.Rngs(0))
+    meta = dict(framework="nnx", env="CartPole-v1", env_backend="gymnax", model_size="small")
+    meta |= dict(
+        obs_shape=[4], action_kind="discrete", num_actions=2, dtype="float32", norm_obs=False
+    )
+    meta |= dict(iteration=1, final_return=None, commit="unknown", command=["ppo_nnx.py"], seed=1)
+    checkpoint.save(tmp_path / "model.safetensors", ppo_nnx.to_shared(agent), None, meta)
+    return tmp_path
+
+
+def test_eval_json_not_ours_is_refused(untrained_checkpoint):
+    """An eval.json that evaluate.py did not write is left as it is: one line naming it, exit 2."""
+    (untrained_checkpoint / "eval.json").write_text('{"mine": 1}')
+    proc = run_evaluate(str(untrained_checkpoint), "--episodes", "1")
+    assert_refused(proc, ["eval.json"], untrained_checkpoint, ["eval.json", "model.safetensors"])
+    assert (untrained_checkpoint / "eval.json").read_text() == '{"mine": 1}'
