@@ -185,10 +185,14 @@ def make_policy(actor, ckpt, bounds, rng: Optional[np.random.Generator]):
 
 # ------------------------------------------------------------------------------------- the episodes
 def first_env(tree):
-    """env 0's part of a batched pytree, as NumPy arrays."""
+    """env 0's part of a batched pytree, as NumPy arrays; a typed JAX key (in Craftax's state) stays a
+    JAX array: NumPy has no key type."""
     import jax
 
-    return jax.tree.map(lambda x: np.asarray(x[0]), tree)
+    def first(x):
+        return x[0] if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key) else np.asarray(x[0])
+
+    return jax.tree.map(first, tree)
 
 
 def run_episodes(module, env, env_params, runner, policy, keep: bool = False):
