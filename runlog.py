@@ -27,7 +27,7 @@ tables) is not one:
   scalar between config.json's start_time and start_time + total_s, and the script's first line by its
   time/elapsed scalars (wall time less time/elapsed) at most setup_s before start_time (each give or take
   CLOCK_SLACK_S), so that an events file copied in from another run is not taken for this one's; and total_s at
-  most TAIL_S longer than the run its events show (its last time/elapsed).
+  most TAIL_S longer than the run its events show (its last time/elapsed; TRACKED_TAIL_S with --track).
 - config.json and summary.json: regular files of at most MAX_JSON_BYTES (a FIFO or a file nested too deep for the
   parser is a reason, never a hang or a crash). Run folders are found without following links (find_runs).
 
@@ -74,9 +74,11 @@ RETURN = "charts/episodic_return"
 FINAL_ITERATIONS = 10
 # config.json and summary.json are a few kB; a larger file is not a run's (and is not read whole)
 MAX_JSON_BYTES = 1 << 20
-# how much longer total_s may be than the run its events show (its last time/elapsed): the writer's close and, with
-# --track, W&B's finish; every run of results/ took under 1.1 s
+# how much longer total_s may be than the run its events show (its last time/elapsed): the writer's close (every run
+# of results/ took under 1.1 s); with --track also W&B's finish, which uploads over the network (else a tracked
+# run on a slow link would be refused, and run again by every resume)
 TAIL_S = 30.0
+TRACKED_TAIL_S = 600.0
 
 
 class RunError(Exception):
@@ -475,10 +477,11 @@ def check_total(run: Run) -> None:
     """RunError when total_s is longer than the run its events show (events_span) by more than TAIL_S: the other
     checks bound total_s from below only, and a total_s made longer would make its framework look slower."""
     span, total = events_span(run), run.summary["total_s"]
-    if span is not None and total > span + TAIL_S:
+    tail = TRACKED_TAIL_S if run.config.get("track") is True else TAIL_S
+    if span is not None and total > span + tail:
         raise RunError(
             f"summary.json total_s {total:.6g} s is longer than its events show: {span:.6g} s to its last "
-            f"iteration (at most {TAIL_S:g} s more are a run's end)"
+            f"iteration (at most {tail:g} s more are a run's end)"
         )
 
 

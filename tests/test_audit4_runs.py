@@ -63,6 +63,18 @@ def test_a_total_as_long_as_its_events_show_is_kept(tmp_path):
     assert runlog.is_completed(run_dir)
 
 
+def test_a_tracked_run_may_end_with_a_slow_upload(tmp_path):
+    """W&B's finish uploads over the network: with --track, minutes after the last iteration are a run's end (a
+    tracked run refused would be run again by every resume); without it, the same total is refused."""
+    run_dir = linen_run(tmp_path / "runs", factor=100.0)
+    total = json.loads((run_dir / "summary.json").read_text())["total_s"]
+    edit(run_dir, "summary.json", total_s=total + 5 * 60)
+    assert not runlog.is_completed(run_dir)
+    with_command(run_dir, "--track")
+    edit(run_dir, "config.json", track=True)
+    assert runlog.is_completed(run_dir)
+
+
 # ------------------------------------------------------ item 4: config.json agrees with its own command
 def with_command(run_dir: Path, *words: str) -> list[str]:
     """run_dir's config.json given the command bench.sh would have run for it, plus words; returns it."""
