@@ -644,7 +644,11 @@ def test_markdown_and_html_in_the_runs_never_reach_report_md_or_the_readme_as_ma
     previous = tmp_path / "<img src=x onerror=alert(1)> [a](javascript:alert(1)).csv"
     shutil.copy(out / "speedups.csv", previous)
     timing = tmp_path / "timing.json"
-    timing.write_text(json.dumps({"device": "<script>alert(1)</script>\n# Owned", "envs": {}}))
+    hostile = {
+        "device": "<script>alert(1)</script>\n# Owned",
+        "envs": {"CartPole-v1": {"ratio": 1}},
+    }
+    timing.write_text(json.dumps(hostile))
     block = tmp_path / "block.md"
     args = [
         "--out",

@@ -777,9 +777,8 @@ def test_figures_of_absent_experiments_are_skipped_and_stale_ones_removed(tmp_pa
         (out / name).write_bytes(b"old")
     for (framework, mode), seed in itertools.product(MODES, SEED_FACTOR):  # exp2 only
         write_run(tmp_path / "runs", "CartPole-v1", framework, "small", mode, seed, sync=True)
-    # unusable
     (tmp_path / "timing.json").write_text(
-        '{"envs": {"CartPole-v1": {"ratio": "fast"}, "Acrobot-v1": 3}}'
+        '{"envs": {"CartPole-v1": {"ratio": 1.0}, "Acrobot-v1": {"ratio": 3.0}}}'
     )
     plot_results.main(
         [
