@@ -53,12 +53,13 @@ TABLE_KEYS = {
     "speedups.csv": ["metric", "experiment", "backend", "dtype", "size", "pair"],
     "dtype_speedups.csv": ["metric", "experiment", "backend", "size", "framework", "pair"],
     "env_cost.csv": ["metric", "size", "pair"],
-    "learning.csv": ["experiment", "env", "framework"],
+    "learning.csv": ["experiment", "tag", "env", "framework"],
     "learning_speedups.csv": ["target", "experiment", "pair"],
 }
 # key columns that tables of earlier versions lack, and the value their rows had
-# speedups.csv of before the env backends: every env on gymnax; of before --dtype: every run in float32
-ADDED_KEYS = {"backend": BACKENDS[0], "dtype": DTYPES[0]}
+# speedups.csv of before the env backends: every env on gymnax; of before --dtype: every run in float32;
+# learning.csv of before a row per tag: the scripts' default tag, the only one its editions used
+ADDED_KEYS = {"backend": BACKENDS[0], "dtype": DTYPES[0], "tag": "default"}
 
 
 def writable_folder(flag: str, path, folder: Path) -> None:

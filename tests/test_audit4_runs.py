@@ -20,7 +20,7 @@ from test_plot_results_inputs import ENVS, analyse, csv_run, write_csv
 
 import runlog
 import sweep_resume
-from analysis import learning, learning_report
+from analysis import learning, learning_report, output
 from helpers import ROOT, STUDY
 
 
@@ -262,6 +262,21 @@ def test_two_tags_are_not_pooled_and_a_seed_counts_once():
     linen = table[table["framework"] == "linen"].set_index("tag")
     assert linen.loc["t", "n_runs"] == 3 and linen.loc["mac", "n_runs"] == 2
     assert "seed 1 again" in left_out.set_index("run").loc["again", "reason"]
+
+
+def test_a_learning_table_of_two_tags_is_not_replaced_by_one_of_them(tmp_path):
+    """learning.csv's rows are one per tag: a call that analyses one tag's runs would lose the other's row, which
+    --out's check of lost rows must see; a learning.csv of before the tag column was of the default tag."""
+    mac = [(f"mac{seed}", "linen", seed, [500.0] * 20, {"tag": "mac"}) for seed in (1, 2)]
+    both = learning_table(mac)[0]
+    assert set(both["tag"]) == {"t", "mac"}
+    both.to_csv(tmp_path / "learning.csv", index=False)
+    one_tag = both[both["tag"] == "t"]
+    losses = output.lost_rows(tmp_path, {"learning.csv": one_tag})
+    assert losses == [f"learning.csv: 1 of its {len(both)} rows are not in this analysis"]
+    default = one_tag.assign(tag="default")
+    default.drop(columns="tag").to_csv(tmp_path / "learning.csv", index=False)
+    assert output.lost_rows(tmp_path, {"learning.csv": default}) == []
 
 
 def test_a_seed_that_ended_no_episode_counts_as_not_reaching_and_shows():
