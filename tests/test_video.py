@@ -1,0 +1,177 @@
+"""evaluate.py --video (issue 55 item 4, evaluation/video.py): episode 0 drawn by the env's own renderer, one frame
+per step (the state the policy acted in), written as a GIF (Pillow) or an MP4 (imageio-ffmpeg) and read back here
+with imageio; an env or a path it cannot do refused in one line before anything runs."""
+
+import imageio.v2 as imageio
+import jax
+import numpy as np
+import pytest
+from test_evaluate import run_evaluate
+from test_scripts import assert_one_line_refusal
+
+import checkpoint
+import evaluate
+from evaluation import video
+
+FORMATS = [".gif", ".mp4"]
+
+
+def save_untrained(folder, env_id, backend, obs_dim, num_actions, continuous):
+    """folder/model.safetensors: an untrained nnx agent's checkpoint for env_id, as --save-model writes one."""
+    from flax import nnx
+
+    import ppo_nnx
+
+    agent = ppo_nnx.Agent(obs_dim, (64, 64), num_actions, continuous, nnx.Rngs(0))
+    meta = dict(framework="nnx", env=env_id, env_backend=backend, model_size="small")
+    meta |= dict(obs_shape=[obs_dim], num_actions=num_actions, dtype="float32", norm_obs=False)
+    meta |= dict(action_kind="continuous" if continuous else "discrete", iteration=1)
+    meta |= dict(final_return=None, commit="unknown", command=["ppo_nnx.py"], seed=1)
+    folder.mkdir(exist_ok=True)
+    checkpoint.save(folder / "model.safetensors", ppo_nnx.to_shared(agent), None, meta)
+    return folder
+
+
+def read_frames(path) -> list[np.ndarray]:
+    return imageio.mimread(path, memtest=False)
+
+
+@pytest.mark.parametrize("suffix", FORMATS)
+def test_gymnax_video_has_a_frame_per_step(tmp_path, suffix):
+    """CartPole-v1 (gymnax) drawn by gymnax's Visualizer: the evaluated episode 0 itself, as many frames as
+    eval.json says it has steps (each frame is titled with its step, so the GIF merges none), 600 x 500."""
+    folder = save_untrained(tmp_path / "run", "CartPole-v1", "gymnax", 4, 2, False)
+    path = tmp_path / f"replay{suffix}"
+    result = evaluate.main([str(folder), "--episodes", "2", "--video", str(path)])
+    frames = read_frames(path)
+    assert len(frames) == result["lengths"][0] > 1
+    assert {frame.shape for frame in frames} == {(500, 600, 3)}
+    assert len({frame.tobytes() for frame in frames}) > 1  # a film, not one picture
+
+
+def full_push(acted):
+    """A policy that pushes InvertedPendulum's cart at full force (its bound, 3): the pole falls within a few
+    steps, so the episode ends itself; each call is kept in acted."""
+
+    def policy(obs):
+        acted.append(obs)
+        return np.full((len(obs), 1), 3.0, np.float32)
+
+    return policy
+
+
+@pytest.mark.parametrize("suffix", FORMATS)
+def test_mujoco_video_has_a_frame_per_step(tmp_path, suffix):
+    """envpool's InvertedPendulum-v4 drawn by gymnasium's MuJoCo renderer (MUJOCO_GL=egl): the episode is
+    gymnasium's, run by the replay's policy, one frame per observation the policy acted on, 480 x 480."""
+    path = tmp_path / "sub" / f"replay{suffix}"
+    env = dict(env="InvertedPendulum-v4", env_backend="envpool")
+    video.check(str(path), env)
+    acted = []
+    replay = evaluate.Replay(
+        env_id=env["env"],
+        backend=env["env_backend"],
+        env=None,
+        env_params=None,
+        states=[],
+        actions=[],
+        policy=full_push(acted),
+        seed=1,
+    )
+    recording = video.record(replay, str(path))
+    frames = read_frames(path)
+    assert len(frames) == len(acted) == recording.frames
+    assert 1 < len(acted) < 1000  # ended by the pole's fall, before the time limit
+    assert {frame.shape for frame in frames} == {(480, 480, 3)}
+    assert (recording.height, recording.width, recording.renderer) == (480, 480, "gymnasium")
+    video.check(str(path), env)  # its own video: replaceable
+    assert video.record(replay, str(path)).frames == recording.frames
+
+
+@pytest.mark.slow
+def test_envpool_evaluation_video(tmp_path):
+    """evaluate.py --video on an envpool checkpoint: its policy replayed in gymnasium, drawn as an MP4."""
+    folder = save_untrained(tmp_path / "run", "InvertedPendulum-v4", "envpool", 4, 1, True)
+    path = tmp_path / "replay.mp4"
+    evaluate.main([str(folder), "--episodes", "1", "--video", str(path)])
+    frames = read_frames(path)
+    assert len(frames) >= 1 and {frame.shape for frame in frames} == {(480, 480, 3)}
+
+
+def first_steps(env_id: str, steps: int):
+    """A Replay of the first steps of env_id (an env_adapters env, one env), acting with zeros."""
+    import env_adapters
+
+    env, params = env_adapters.make(env_id, "gymnax", 1, 0)
+    _, states = env.reset(jax.random.split(jax.random.key(0), 1), params)
+    kept = []
+    for step in range(steps):
+        kept.append(evaluate.first_env(states))
+        shape = (1, env.num_actions) if env.continuous else (1,)
+        action = np.zeros(shape, np.float32 if env.continuous else np.int32)
+        _, states, *_ = env.step(jax.random.split(jax.random.key(step), 1), states, action, params)
+    return evaluate.Replay(env_id, "gymnax", env, params, kept, [], None, 0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "env_id, shape",
+    [("Craftax-Classic-Symbolic-v1", (144, 144, 3)), ("brax-halfcheetah", (240, 320, 3))],
+)
+def test_craftax_and_brax_videos(tmp_path, env_id, shape):
+    """Craftax's pixel renderer and Brax's (MuJoCo, EGL) draw the replay's own states, a frame each."""
+    video.check(str(tmp_path / "replay.mp4"), dict(env=env_id, env_backend="gymnax"))
+    recording = video.record(first_steps(env_id, 3), str(tmp_path / "replay.mp4"))
+    frames = read_frames(tmp_path / "replay.mp4")
+    assert len(frames) == recording.frames == 3
+    assert {frame.shape for frame in frames} == {shape}
+
+
+def test_first_env_keeps_typed_keys():
+    """A Craftax state holds a typed JAX key, which NumPy cannot hold: env 0's part of it stays a JAX key."""
+    tree = {"key": jax.random.split(jax.random.key(0), 2), "x": np.arange(2)}
+    first = evaluate.first_env(tree)
+    assert jax.dtypes.issubdtype(first["key"].dtype, jax.dtypes.prng_key) and first["x"] == 0
+
+
+# ------------------------------------------------------------------------------------------------ refusals
+def test_env_without_renderer_is_refused(tmp_path):
+    """DeepSea-bsuite has no renderer here: evaluate.py --video says so in one line, exit 2, before evaluating
+    (no eval.json, no video)."""
+    folder = save_untrained(tmp_path, "DeepSea-bsuite", "gymnax", 64, 2, False)
+    proc = run_evaluate(str(folder), "--episodes", "1", "--video", str(tmp_path / "replay.gif"))
+    assert_one_line_refusal(proc, ["--video", "DeepSea-bsuite", "no renderer", "CartPole-v1"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.safetensors"]
+
+
+def test_unrenderable_envpool_env_is_refused():
+    """Pusher-v4, which gymnasium makes only with mujoco < 3: refused in one line, gymnasium's reason in it."""
+    with pytest.raises(video.CannotRecord, match="Pusher-v4 cannot be drawn here") as refused:
+        video.check("replay.mp4", dict(env="Pusher-v4", env_backend="envpool"))
+    assert "\n" not in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "name, content, words",
+    [
+        ("replay.avi", None, [".gif or .mp4", "'.avi'"]),
+        (
+            "replay.gif",
+            b"GIF89a, someone else's",
+            ["not a video evaluate.py wrote", "left as it is"],
+        ),
+        ("folder.mp4", "folder", ["not a regular file"]),
+    ],
+)
+def test_video_path_is_refused(tmp_path, name, content, words):
+    """A path of another format, a file evaluate.py did not write (left as it is), a folder: one line."""
+    path = tmp_path / name
+    if content == "folder":
+        path.mkdir()
+    elif content is not None:
+        path.write_bytes(content)
+    with pytest.raises(video.CannotRecord) as refused:
+        video.check(str(path), dict(env="CartPole-v1", env_backend="gymnax"))
+    assert all(word in str(refused.value) for word in words), refused.value
+    if isinstance(content, bytes):
+        assert path.read_bytes() == content
