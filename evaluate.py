@@ -20,12 +20,12 @@ write, an output the options cannot write): one line, exit code 2, nothing writt
 Interfaces of the modules behind three options, imported only when the option is given:
 
     evaluation.video.check(path: str, meta: dict) -> None
-        ValueError (one line) for a --video path it cannot write (its suffix, a folder, a file it did
-        not write...): called before anything runs; meta: the checkpoint's metadata
-    evaluation.video.record(replay: Replay, path: str) -> None
-        episode 0 of the evaluation as a video at path (GIF, or MP4); an env it cannot render raises
-        evaluation.video.CannotRecord (a ValueError, one line): evaluate.py prints it, the evaluation
-        stays written
+        evaluation.video.CannotRecord (a ValueError, one line) for a --video path it cannot write (its
+        suffix, a folder, a file it did not write...) or an env it cannot draw here (no renderer, or
+        MuJoCo's cannot start): called before anything runs; meta: the checkpoint's metadata
+    evaluation.video.record(replay: Replay, path: str) -> evaluation.video.Recording
+        episode 0 of the evaluation as a video at path (GIF, or MP4); a renderer that fails midway
+        raises CannotRecord: evaluate.py prints it, the evaluation stays written
     evaluation.share.check_onnx(path: str) -> None
     evaluation.share.check_hub_folder(folder: str) -> None
         ValueError (one line) for an output they cannot write: called before anything runs
@@ -353,7 +353,9 @@ def write_extras(args: Args, ckpt_path: Path, setup: Setup, evaluation: Evaluati
         from evaluation import video
 
         try:
-            video.record(evaluation.replay, args.video)
+            made = video.record(evaluation.replay, args.video)
+            size = f"{made.width} x {made.height}"
+            print(f"video: {made.path} ({made.frames} frames, {size}, drawn by {made.renderer})")
         except video.CannotRecord as e:
             print(f"{TOOL}: no video: {e}", file=sys.stderr)
     if args.export_onnx is not None:
