@@ -324,7 +324,7 @@ def mp4_bytes(frames: Iterable[np.ndarray], fps: float) -> bytes:
             "ignore", message=r"os\.fork\(\) was called", category=RuntimeWarning
         )
         path = Path(folder) / "video.mp4"
-        # macro_block_size 2: H.264 wants even sizes; an odd one is padded by a pixel, the others are kept
+        # macro_block_size 2: H.264 wants even sizes; an odd one is resized by a pixel, the others kept
         options = dict(fps=fps, codec="libx264", macro_block_size=2, ffmpeg_log_level="error")
         with imageio.get_writer(
             path,
@@ -356,12 +356,11 @@ def record(replay, path: str) -> Recording:
             data = gif_bytes(counted(frames), fps)
         else:
             data = mp4_bytes(counted(frames), fps)
-    except (
-        Exception
-    ) as e:  # a renderer's failure: one line, never a traceback (evaluate.py prints it)
+    except Exception as e:
+        # a renderer's failure, whatever it raises: one line, never a traceback (evaluate.py prints it)
         raise CannotRecord(
             f"--video: {replay.env_id} could not be drawn ({type(e).__name__}: {one_line(e)})"
-        )
+        ) from None
     atomic.target(path).parent.mkdir(parents=True, exist_ok=True)
     atomic.write_file(path, data)
     height, width = shapes[0][:2]

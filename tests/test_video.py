@@ -175,3 +175,19 @@ def test_video_path_is_refused(tmp_path, name, content, words):
     assert all(word in str(refused.value) for word in words), refused.value
     if isinstance(content, bytes):
         assert path.read_bytes() == content
+
+
+def test_renderer_failing_midway_is_one_line_and_writes_nothing(tmp_path):
+    """A renderer that fails after some frames (here the policy, at its third step): CannotRecord in one line,
+    no file (evaluate.py prints it; the evaluation is already written)."""
+    acted = []
+
+    def failing(obs):
+        if len(acted) == 2:
+            raise RuntimeError("the policy broke\non two lines")
+        return full_push(acted)(obs)
+
+    replay = evaluate.Replay("InvertedPendulum-v4", "envpool", None, None, [], [], failing, 1)
+    with pytest.raises(video.CannotRecord, match="could not be drawn") as refused:
+        video.record(replay, str(tmp_path / "replay.gif"))
+    assert "\n" not in str(refused.value) and list(tmp_path.iterdir()) == []
