@@ -114,6 +114,38 @@ def hidden_sizes(params: dict) -> tuple[int, ...]:
     return architecture(params)[1]
 
 
+def shared(actor: list, critic: list, log_std=None) -> dict[str, np.ndarray]:
+    """The shared tensors of an agent's two MLPs, each a list of (kernel (in, out), bias), the hidden layers then
+    the head, and a Gaussian's log std (None for discrete actions): float32 NumPy copies, which the training that
+    goes on cannot change. What the scripts' to_shared returns; layers_of is its inverse."""
+    tensors = {} if log_std is None else {"log_std": log_std}
+    for mlp, layers in (("actor", actor), ("critic", critic)):
+        for i, (kernel, bias) in enumerate(layers):
+            tensors[f"{mlp}.{i}.kernel"], tensors[f"{mlp}.{i}.bias"] = kernel, bias
+    return {name: np.array(x, np.float32) for name, x in tensors.items()}
+
+
+class Layers(NamedTuple):
+    """A network of shared tensors, as the scripts' from_shared build theirs."""
+
+    obs_dim: int
+    hidden_sizes: tuple[int, ...]
+    num_actions: int
+    actor: list  # [(kernel (in, out), bias), ...]: the hidden layers, then the head
+    critic: list  # likewise, the head's out = 1
+    log_std: Optional[np.ndarray]  # None for discrete actions
+
+
+def layers_of(params: dict) -> Layers:
+    """The network of shared tensors (checkpoint.load's params): shared's inverse."""
+    obs_dim, hidden, num_actions = architecture(params)
+    actor, critic = (
+        [(params[f"{mlp}.{i}.kernel"], params[f"{mlp}.{i}.bias"]) for i in range(len(hidden) + 1)]
+        for mlp in ("actor", "critic")
+    )
+    return Layers(obs_dim, hidden, num_actions, actor, critic, params.get("log_std"))
+
+
 def expected_shapes(meta: dict) -> dict[str, tuple[int, ...]]:
     """Every tensor a checkpoint with this (decoded, checked) metadata holds, and its shape."""
     obs_dim, num_actions = meta["obs_shape"][0], meta["num_actions"]

@@ -16,6 +16,7 @@ if __name__ == "__main__":
 
 import math
 import os
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 from functools import partial
 from typing import Literal, NamedTuple, Optional
@@ -92,6 +93,8 @@ class Args:
     """block on the device after the rollout and after the update, so that both timers are exact"""
     log_dir: str = "runs"
     """the folder that receives one subfolder per run"""
+    save_model: bool = False
+    """save the last finished iteration's policy as model.safetensors in the run folder"""
     track: bool = False
     """log to Weights & Biases too (the same scalars, once per iteration)"""
     wandb_project_name: str = "benchback-rl"
@@ -214,30 +217,21 @@ class Agent(eqx.Module):
 
 # ------------------------------------------------------------------- checkpoint (checkpoint.py)
 def to_shared(agent: Agent) -> dict[str, np.ndarray]:
-    """The parameters by checkpoint.py's shared names, kernels (in, out): float32 NumPy copies."""
-    tensors = {"log_std": agent.log_std} if agent.continuous else {}
-    for mlp in ("actor", "critic"):
-        for i, dense in enumerate(getattr(agent, mlp).layers):
-            # eqx.nn.Linear keeps its weight as (out, in)
-            tensors[f"{mlp}.{i}.kernel"], tensors[f"{mlp}.{i}.bias"] = dense.weight.T, dense.bias
-    return {name: np.array(x, np.float32) for name, x in tensors.items()}
+    """The parameters by checkpoint.py's shared names and layout: float32 NumPy copies."""
+    # eqx.nn.Linear keeps its weight as (out, in)
+    actor, critic = ([(d.weight.T, d.bias) for d in m.layers] for m in (agent.actor, agent.critic))
+    return __import__("checkpoint").shared(actor, critic, agent.log_std)
 
 
 def from_shared(tensors: dict[str, np.ndarray], continuous: bool, dtype: str = "float32") -> Agent:
     """The Agent that holds to_shared's tensors (checkpoint.load's params): to_shared's inverse."""
-    shape = (*__import__("checkpoint").architecture(tensors), continuous)
+    net = __import__("checkpoint").layers_of(tensors)
+    shape = (net.obs_dim, net.hidden_sizes, net.num_actions, continuous)
     agent = eqx.filter_eval_shape(Agent, *shape, jax.random.key(0), dtype)  # no init: all set below
-    names = [f"{mlp}.{i}" for mlp in ("actor", "critic") for i in range(len(agent.actor.layers))]
-    # eqx.nn.Linear's weight is (out, in)
-    values = [x for name in names for x in (tensors[f"{name}.kernel"].T, tensors[f"{name}.bias"])]
-    values += [tensors["log_std"]] if continuous else []
-
-    def leaves(a: Agent):  # in the order of values
-        layers = [dense for mlp in (a.actor, a.critic) for dense in mlp.layers]
-        extra = [a.log_std] if continuous else []
-        return [x for dense in layers for x in (dense.weight, dense.bias)] + extra
-
-    return eqx.tree_at(leaves, agent, [jnp.asarray(x) for x in values])
+    # its leaves in order: each Linear's weight (out, in) and bias, actor then critic; log_std
+    leaves = [x for kernel, bias in net.actor + net.critic for x in (kernel.T, bias)]
+    leaves += [net.log_std] if continuous else []
+    return jax.tree.unflatten(jax.tree.structure(agent), [jnp.asarray(x) for x in leaves])
 
 
 # ------------------------------------------------------------------------------- environment glue
@@ -494,7 +488,9 @@ def main():
         # the scalars are logged below, once per iteration: W&B's sync_tensorboard would also
         # find its own copies of the events inside the run folder and sync them again
         wandb.init(project=project, entity=entity, **run, save_code=True)
-    with SummaryWriter(run_dir, max_queue=100) as writer, jax.disable_jit(args.compile == "none"):
+    saver = __import__("checkpoint").Saver(run_dir, config, __file__) if args.save_model else None
+    no_jit = jax.disable_jit(args.compile == "none")
+    with SummaryWriter(run_dir, max_queue=100) as writer, no_jit, saver or nullcontext():
         table = "\n".join(f"|{key}|{value}|" for key, value in asdict(args).items())
         writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
         env_key, init_key, update_key = jax.random.split(jax.random.key(args.seed), 3)
@@ -556,6 +552,8 @@ def main():
                 writer.add_scalar(tag, value, global_step)
             if args.track:
                 wandb.log(scalars, step=global_step)
+            if args.save_model:  # the policy to save when the run ends, however it ends
+                saver.iteration_done(to_shared(agent), runner.env_state, scalars)
             book.iteration_done(iteration, scalars, writer)
             # iteration 0 compiles: not for the ETA
             if iteration > 0:

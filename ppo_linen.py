@@ -16,6 +16,7 @@ if __name__ == "__main__":
 
 import math
 import os
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 from functools import partial
 from typing import Literal, NamedTuple, Optional, Sequence
@@ -92,6 +93,8 @@ class Args:
     """block on the device after the rollout and after the update, so that both timers are exact"""
     log_dir: str = "runs"
     """the folder that receives one subfolder per run"""
+    save_model: bool = False
+    """save the last finished iteration's policy as model.safetensors in the run folder"""
     track: bool = False
     """log to Weights & Biases too (the same scalars, once per iteration)"""
     wandb_project_name: str = "benchback-rl"
@@ -203,27 +206,21 @@ class Agent(nn.Module):
 
 # ------------------------------------------------------------------- checkpoint (checkpoint.py)
 def to_shared(params: dict) -> dict[str, np.ndarray]:
-    """The parameters by checkpoint.py's shared names, kernels (in, out): float32 NumPy copies."""
-    params = params["params"]
-    tensors = {"log_std": params["log_std"]} if "log_std" in params else {}
-    for mlp in ("actor", "critic"):
-        for i in range(len(params[mlp])):
-            for part in ("kernel", "bias"):
-                tensors[f"{mlp}.{i}.{part}"] = params[mlp][f"Dense_{i}"][part]
-    return {name: np.array(x, np.float32) for name, x in tensors.items()}
+    """The parameters by checkpoint.py's shared names and layout: float32 NumPy copies."""
+    p = params["params"]
+    layers = [[mlp[f"Dense_{i}"] for i in range(len(mlp))] for mlp in (p["actor"], p["critic"])]
+    actor, critic = ([(d["kernel"], d["bias"]) for d in mlp] for mlp in layers)
+    return __import__("checkpoint").shared(actor, critic, p.get("log_std"))
 
 
 def from_shared(tensors: dict[str, np.ndarray], continuous: bool, dtype: str = "float32"):
     """The Agent, and the params that hold to_shared's tensors (checkpoint.load's params)."""
-    _, hidden_sizes, num_actions = __import__("checkpoint").architecture(tensors)
-    params = {"log_std": tensors["log_std"]} if continuous else {}
-    for mlp in ("actor", "critic"):
-        params[mlp] = {}
-        for i in range(len(hidden_sizes) + 1):
-            kernel, bias = tensors[f"{mlp}.{i}.kernel"], tensors[f"{mlp}.{i}.bias"]
-            params[mlp][f"Dense_{i}"] = {"kernel": kernel, "bias": bias}
+    net = __import__("checkpoint").layers_of(tensors)
+    params = {"log_std": net.log_std} if continuous else {}
+    for mlp, layers in (("actor", net.actor), ("critic", net.critic)):
+        params[mlp] = {f"Dense_{i}": {"kernel": k, "bias": b} for i, (k, b) in enumerate(layers)}
     params = jax.tree.map(jnp.asarray, {"params": params})
-    return Agent(hidden_sizes, num_actions, continuous, dtype), params
+    return Agent(net.hidden_sizes, net.num_actions, continuous, dtype), params
 
 
 # ------------------------------------------------------------------------------- environment glue
@@ -471,7 +468,9 @@ def main():
         # the scalars are logged below, once per iteration: W&B's sync_tensorboard would also
         # find its own copies of the events inside the run folder and sync them again
         wandb.init(project=project, entity=entity, **run, save_code=True)
-    with SummaryWriter(run_dir, max_queue=100) as writer, jax.disable_jit(args.compile == "none"):
+    saver = __import__("checkpoint").Saver(run_dir, config, __file__) if args.save_model else None
+    no_jit = jax.disable_jit(args.compile == "none")
+    with SummaryWriter(run_dir, max_queue=100) as writer, no_jit, saver or nullcontext():
         table = "\n".join(f"|{key}|{value}|" for key, value in asdict(args).items())
         writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
         env_key, init_key, update_key = jax.random.split(jax.random.key(args.seed), 3)
@@ -527,6 +526,8 @@ def main():
                 writer.add_scalar(tag, value, global_step)
             if args.track:
                 wandb.log(scalars, step=global_step)
+            if args.save_model:  # the policy to save when the run ends, however it ends
+                saver.iteration_done(to_shared(state.params), runner.env_state, scalars)
             book.iteration_done(iteration, scalars, writer)
             # iteration 0 compiles: not for the ETA
             if iteration > 0:

@@ -16,6 +16,7 @@ if __name__ == "__main__":
 
 import math
 import os
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 from functools import partial
 from typing import Literal, NamedTuple, Optional
@@ -92,6 +93,8 @@ class Args:
     """block on the device after the rollout and after the update, so that both timers are exact"""
     log_dir: str = "runs"
     """the folder that receives one subfolder per run"""
+    save_model: bool = False
+    """save the last finished iteration's policy as model.safetensors in the run folder"""
     track: bool = False
     """log to Weights & Biases too (the same scalars, once per iteration)"""
     wandb_project_name: str = "benchback-rl"
@@ -200,24 +203,22 @@ class Agent(nnx.Module):
 
 # ------------------------------------------------------------------- checkpoint (checkpoint.py)
 def to_shared(agent: Agent) -> dict[str, np.ndarray]:
-    """The parameters by checkpoint.py's shared names, kernels (in, out): float32 NumPy copies."""
-    tensors = {"log_std": agent.log_std.value} if agent.continuous else {}
-    for mlp in ("actor", "critic"):
-        for i, dense in enumerate(getattr(agent, mlp).layers):
-            tensors[f"{mlp}.{i}.kernel"], tensors[f"{mlp}.{i}.bias"] = dense.kernel, dense.bias
-    return {name: np.array(x, np.float32) for name, x in tensors.items()}
+    """The parameters by checkpoint.py's shared names and layout: float32 NumPy copies."""
+    actor, critic = ([(d.kernel, d.bias) for d in m.layers] for m in (agent.actor, agent.critic))
+    log_std = agent.log_std if agent.continuous else None
+    return __import__("checkpoint").shared(actor, critic, log_std)
 
 
 def from_shared(tensors: dict[str, np.ndarray], continuous: bool, dtype: str = "float32") -> Agent:
     """The Agent that holds to_shared's tensors (checkpoint.load's params): to_shared's inverse."""
-    shape = (*__import__("checkpoint").architecture(tensors), continuous)
+    net = __import__("checkpoint").layers_of(tensors)
+    shape = (net.obs_dim, net.hidden_sizes, net.num_actions, continuous)
     agent = nnx.eval_shape(lambda: Agent(*shape, nnx.Rngs(0), dtype))  # no init: all set below
-    for mlp in ("actor", "critic"):
-        for i, dense in enumerate(getattr(agent, mlp).layers):
-            dense.kernel.value = jnp.asarray(tensors[f"{mlp}.{i}.kernel"])
-            dense.bias.value = jnp.asarray(tensors[f"{mlp}.{i}.bias"])
+    for mlp, layers in ((agent.actor, net.actor), (agent.critic, net.critic)):
+        for dense, (kernel, bias) in zip(mlp.layers, layers, strict=True):
+            dense.kernel.value, dense.bias.value = jnp.asarray(kernel), jnp.asarray(bias)
     if continuous:
-        agent.log_std.value = jnp.asarray(tensors["log_std"])
+        agent.log_std.value = jnp.asarray(net.log_std)
     return agent
 
 
@@ -468,7 +469,9 @@ def main():
         # the scalars are logged below, once per iteration: W&B's sync_tensorboard would also
         # find its own copies of the events inside the run folder and sync them again
         wandb.init(project=project, entity=entity, **run, save_code=True)
-    with SummaryWriter(run_dir, max_queue=100) as writer, jax.disable_jit(args.compile == "none"):
+    saver = __import__("checkpoint").Saver(run_dir, config, __file__) if args.save_model else None
+    no_jit = jax.disable_jit(args.compile == "none")
+    with SummaryWriter(run_dir, max_queue=100) as writer, no_jit, saver or nullcontext():
         table = "\n".join(f"|{key}|{value}|" for key, value in asdict(args).items())
         writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
         env_key, init_key, update_key = jax.random.split(jax.random.key(args.seed), 3)
@@ -535,6 +538,8 @@ def main():
                 writer.add_scalar(tag, value, global_step)
             if args.track:
                 wandb.log(scalars, step=global_step)
+            if args.save_model:  # the policy to save when the run ends, however it ends
+                saver.iteration_done(to_shared(agent), runner.env_state, scalars)
             book.iteration_done(iteration, scalars, writer)
             # iteration 0 compiles: not for the ETA
             if iteration > 0:

@@ -16,6 +16,7 @@ if __name__ == "__main__":
 
 import math
 import os
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 from functools import partial
 from typing import Callable, Literal, NamedTuple, Optional
@@ -96,6 +97,8 @@ class Args:
     """block on the device after the rollout and after the update, so that both timers are exact"""
     log_dir: str = "runs"
     """the folder that receives one subfolder per run"""
+    save_model: bool = False
+    """save the last finished iteration's policy as model.safetensors in the run folder"""
     track: bool = False
     """log to Weights & Biases too (the same scalars, once per iteration)"""
     wandb_project_name: str = "benchback-rl"
@@ -207,27 +210,26 @@ class Agent(nn.Module):
 
 # ------------------------------------------------------------------- checkpoint (checkpoint.py)
 def to_shared(agent: Agent) -> dict[str, np.ndarray]:
-    """The parameters by checkpoint.py's shared names, kernels (in, out): float32 NumPy copies."""
-    tensors = {"log_std": agent.log_std} if agent.continuous else {}
-    for mlp in ("actor", "critic"):
-        for i, dense in enumerate(list(getattr(agent, mlp))[::2]):  # Linear, Tanh, Linear, ...
-            # nn.Linear keeps its weight as (out, in)
-            tensors[f"{mlp}.{i}.kernel"], tensors[f"{mlp}.{i}.bias"] = dense.weight.T, dense.bias
-    return {name: np.array(x.detach().cpu(), np.float32) for name, x in tensors.items()}
+    """The parameters by checkpoint.py's shared names and layout: float32 NumPy copies."""
+    # numpy(force=True): detached, on the host; nn.Linear keeps its weight as (out, in)
+    actor, critic = (
+        [(d.weight.numpy(force=True).T, d.bias.numpy(force=True)) for d in list(mlp)[::2]]
+        for mlp in (agent.actor, agent.critic)  # Linear, Tanh, Linear, ...
+    )
+    log_std = agent.log_std.numpy(force=True) if agent.continuous else None
+    return __import__("checkpoint").shared(actor, critic, log_std)
 
 
 def from_shared(tensors: dict[str, np.ndarray], continuous: bool, dtype: str = "float32") -> Agent:
     """The Agent that holds to_shared's tensors (checkpoint.load's params): to_shared's inverse."""
-    shape = (*__import__("checkpoint").architecture(tensors), continuous)
+    net = __import__("checkpoint").layers_of(tensors)
     with torch.device("meta"):  # no init: load_state_dict assigns every parameter
-        agent = Agent(*shape, dtype)
-    state = {"log_std": tensors["log_std"]} if continuous else {}
-    for mlp in ("actor", "critic"):
-        for i in range(len(shape[1]) + 1):  # Linear, Tanh, Linear, ...: the Linears are 0, 2, ...
-            state[f"{mlp}.{2 * i}.weight"] = tensors[f"{mlp}.{i}.kernel"].T
-            state[f"{mlp}.{2 * i}.bias"] = tensors[f"{mlp}.{i}.bias"]
-    state = {name: torch.tensor(x).contiguous() for name, x in state.items()}
-    agent.load_state_dict(state, assign=True)
+        agent = Agent(net.obs_dim, net.hidden_sizes, net.num_actions, continuous, dtype)
+    state = {"log_std": net.log_std} if continuous else {}
+    for mlp, layers in (("actor", net.actor), ("critic", net.critic)):
+        for i, (kernel, bias) in enumerate(layers):  # Linear, Tanh, Linear, ...: Linears 0, 2, ...
+            state[f"{mlp}.{2 * i}.weight"], state[f"{mlp}.{2 * i}.bias"] = kernel.T, bias
+    agent.load_state_dict({k: torch.tensor(x).contiguous() for k, x in state.items()}, assign=True)
     return agent
 
 
@@ -502,7 +504,9 @@ def main():
         # the scalars are logged below, once per iteration: W&B's sync_tensorboard would also
         # find its own copies of the events inside the run folder and sync them again
         wandb.init(project=project, entity=entity, **run, save_code=True)
-    with SummaryWriter(run_dir, max_queue=100) as writer, jax.disable_jit(args.compile == "none"):
+    saver = __import__("checkpoint").Saver(run_dir, config, __file__) if args.save_model else None
+    no_jit = jax.disable_jit(args.compile == "none")
+    with SummaryWriter(run_dir, max_queue=100) as writer, no_jit, saver or nullcontext():
         table = "\n".join(f"|{key}|{value}|" for key, value in asdict(args).items())
         writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
         torch.manual_seed(args.seed)
@@ -555,6 +559,8 @@ def main():
                 writer.add_scalar(tag, value, global_step)
             if args.track:
                 wandb.log(scalars, step=global_step)
+            if args.save_model:  # the policy to save when the run ends, however it ends
+                saver.iteration_done(to_shared(agent), runner.env_state, scalars)
             book.iteration_done(iteration, scalars, writer)
             # iteration 0 compiles: not for the ETA
             if iteration > 0:

@@ -6,15 +6,20 @@ checkpoint is refused in one line that names what is wrong."""
 
 import json
 import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import safetensors.numpy
+from test_bookkeeping import stripped_copy
+from test_scripts import start, wait_for
 
 import checkpoint
 from checkpoint import BadCheckpoint
-from helpers import STUDY
+from helpers import ROOT, STUDY, TINY, only_run_dir, read_json, run_script
 
 # A small continuous checkpoint: 3 observations, 2 actions, with --norm-obs
 OBS_DIM, NUM_ACTIONS, HIDDEN = 3, 2, checkpoint.MODEL_SIZES["small"]
@@ -406,3 +411,133 @@ def test_to_shared_copies_what_training_then_changes(framework):
     for name, tensor in tensors.items():
         np.testing.assert_array_equal(first[name], tensor, err_msg=name)
         assert first[name].flags.owndata, name
+
+
+# ------------------------------------------------------------------------- --save-model in the scripts
+def tiny_run(framework: str, log_dir: Path, *args: str) -> Path:
+    """A tiny run of the framework's script with --save-model; its run folder."""
+    proc = run_script(
+        STUDY.frameworks[framework].script, *TINY, *args, "--save-model", log_dir=log_dir
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return only_run_dir(log_dir)
+
+
+def stats_count(iterations: int, num_envs: int = 4, num_steps: int = 16) -> float:
+    """env_normalize's observation count after that many iterations: 1e-4, the reset batch, every step's batch."""
+    return 1e-4 + num_envs * (1 + num_steps * iterations)
+
+
+# the first framework in the quick check, the others slow
+FIRST_FAST = [
+    pytest.param(f, marks=() if i == 0 else pytest.mark.slow) for i, f in enumerate(FRAMEWORKS)
+]
+
+
+@pytest.mark.parametrize("framework", FIRST_FAST)
+def test_save_model_keeps_the_policy_of_the_run(framework, log_dir):
+    """A completed --save-model run leaves model.safetensors that load accepts, with the run's metadata; the
+    policy is the trained one (not the initial one: the final update changed it)."""
+    run_dir = tiny_run(framework, log_dir, "--env", "CartPole-v1", "--seed", "3")
+    loaded = checkpoint.load(run_dir, obs_dim=4, action_space=("discrete", 2))
+    summary, config = read_json(run_dir / "summary.json"), read_json(run_dir / "config.json")
+    meta = loaded.meta
+    assert meta["framework"] == framework and meta["env"] == "CartPole-v1" and meta["seed"] == 3
+    assert (meta["env_backend"], meta["model_size"], meta["dtype"]) == (
+        "gymnax",
+        "small",
+        "float32",
+    )
+    assert meta["iteration"] == summary["iterations_completed"] == 3
+    assert meta["final_return"] == pytest.approx(summary["final_return"])
+    assert meta["command"] == config["command"] and "--save-model" in meta["command"]
+    # the repository's HEAD when the run started (a commit since then may have moved HEAD on)
+    ancestor = ["git", "-C", str(ROOT), "merge-base", "--is-ancestor", meta["commit"], "HEAD"]
+    assert len(meta["commit"]) == 40 and subprocess.run(ancestor).returncode == 0, meta["commit"]
+    assert meta["norm_obs"] is False and loaded.obs_norm is None
+    # the critic's head starts at zero biases in every framework: trained, they are not
+    assert np.abs(loaded.params["critic.2.bias"]).max() > 0
+
+
+@pytest.mark.slow
+def test_save_model_keeps_the_observation_statistics(log_dir):
+    """With --norm-obs the checkpoint holds the running statistics of the observations the network saw: those of
+    the last iteration (their count says which), flattened as the network sees them."""
+    run_dir = tiny_run("linen", log_dir, "--env", "Pendulum-v1", "--norm-obs")
+    loaded = checkpoint.load(run_dir, obs_dim=3, action_space=("continuous", 1))
+    assert loaded.meta["norm_obs"] is True and loaded.meta["iteration"] == 3
+    assert float(loaded.obs_norm["count"]) == pytest.approx(stats_count(3))
+    assert loaded.obs_norm["mean"].shape == (3,) and (loaded.obs_norm["var"] > 0).all()
+    assert np.abs(loaded.obs_norm["mean"]).max() > 0  # Pendulum's observations are not centred
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+@pytest.mark.parametrize(
+    "signals", [[signal.SIGTERM], [signal.SIGTERM, signal.SIGINT]], ids=["stop", "at-once"]
+)
+def test_a_stopped_run_saves_its_last_finished_iteration(framework, signals, log_dir):
+    """Stopped by a signal after a few iterations (at the next boundary, or at once by a second signal, perhaps in
+    the middle of an update): the checkpoint holds the last finished iteration's policy and statistics, as many
+    iterations as summary.json counts."""
+    args = [
+        *TINY[:4],
+        "--num-iterations",
+        "100000",
+        "--env",
+        "Pendulum-v1",
+        "--norm-obs",
+        "--save-model",
+    ]
+    proc = start(framework, *args, log_dir=log_dir)
+    try:
+        wait_for(proc, "iter 3/")
+        for signum in signals:
+            proc.send_signal(signum)
+        proc.wait(timeout=300)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 130, "".join(proc.output)[-3000:]
+    run_dir = only_run_dir(log_dir)
+    summary = read_json(run_dir / "summary.json")
+    loaded = checkpoint.load(run_dir)
+    assert summary["status"] == "interrupted" and summary["iterations_completed"] >= 3
+    assert loaded.meta["iteration"] == summary["iterations_completed"]
+    assert float(loaded.obs_norm["count"]) == pytest.approx(stats_count(loaded.meta["iteration"]))
+    assert "model.safetensors: the policy of iteration" in "".join(proc.output)
+
+
+@pytest.mark.slow
+def test_a_run_stopped_before_its_first_iteration_saves_nothing(log_dir):
+    proc = start("nnx", *["--num-envs", "4", "--num-steps", "16", "--save-model"], log_dir=log_dir)
+    try:
+        wait_for(proc, ": setup ")  # iteration 0 compiles
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=300)
+    finally:
+        proc.kill()
+        proc.wait()
+    output = "".join(proc.output)
+    assert proc.returncode == 130 and "model.safetensors" not in output, output[-3000:]
+    assert not list(log_dir.rglob("model.safetensors"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_a_stripped_copy_saves_its_model_with_checkpoint_beside_it(framework, tmp_path):
+    """README's starter rule (delete the bookkeeping) leaves --save-model working: the copy, with checkpoint.py and
+    atomic.py beside it (what --save-model needs, besides the script's own pieces), saves a checkpoint that loads."""
+    copy = stripped_copy(framework, tmp_path / "alone")
+    for piece in ("checkpoint.py", "atomic.py"):
+        (copy.parent / piece).write_text((ROOT / piece).read_text())
+    cmd = [sys.executable, str(copy), *TINY, "--save-model", "--log-dir", str(tmp_path / "runs")]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_MODE": "disabled", "PYTHONPATH": ""}
+    proc = subprocess.run(
+        cmd, cwd=copy.parent, capture_output=True, text=True, timeout=600, env=env
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    loaded = checkpoint.load(run_dir)
+    assert loaded.meta["framework"] == framework and loaded.meta["iteration"] == 3
+    assert not (run_dir / "summary.json").exists()
