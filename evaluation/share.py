@@ -165,6 +165,7 @@ def export_onnx(ckpt, path, bounds) -> None:
     props = {**checkpoint.encode(ckpt.meta), "action": ACTION_DOC[kind], atomic.WRITTEN_BY: TOOL}
     for key, value in props.items():
         model.metadata_props.add(key=key, value=value)
+    atomic.target(path).parent.mkdir(parents=True, exist_ok=True)  # check_onnx let it be made
     atomic.write_file(path, model.SerializeToString())
 
 
@@ -173,12 +174,10 @@ def check_hub_folder(folder) -> None:
     """OutputRefused (one line) unless folder is absent, empty, or a Hub folder this tool wrote (its config.json
     says so), and can be written."""
     real = atomic.target(folder)
-    atomic.check_writable_folder("--hub-folder", folder, real / MARK_FILE)
-    if not os.path.lexists(real):
-        return
-    if not real.is_dir():
+    if os.path.lexists(real) and not real.is_dir():
         raise refused("--hub-folder", folder, "is not a folder")
-    if not any(real.iterdir()):
+    atomic.check_writable_folder("--hub-folder", folder, real / MARK_FILE)
+    if not real.exists() or not any(real.iterdir()):
         return
     mark = real / MARK_FILE
     if not mark.is_file():
@@ -264,7 +263,8 @@ def card_text(meta: dict, result: dict, files: list[str]) -> str:
         "",
         f"Evaluated by `evaluate.py` in {FRAMEWORK_NAMES[evaluated]}'s network: mean return "
         f"{mean_reward(result)} (population std) over {result['episodes']} episodes, {result['mode']} "
-        f"actions, seed {result['seed']} (`{EVAL}`).",
+        f"actions, seed {result['seed']} (`{EVAL}`)"
+        + (f"; `{VIDEO}` replays its episode 0." if VIDEO in files else "."),
         "",
         "## Use it",
         "",
@@ -307,7 +307,7 @@ def record_replay(replay, folder: Path, meta: dict) -> bool:
         video.check(str(folder / VIDEO), meta)
         video.record(replay, str(folder / VIDEO))
     except ValueError as e:  # video.CannotRecord among them
-        print(f"{TOOL}: {HUB_TOOL}: no {VIDEO}: {e}", file=sys.stderr)
+        print(f"{TOOL}: --hub-folder: no {VIDEO}: {e}", file=sys.stderr)
         return False
     return True
 
@@ -330,9 +330,9 @@ def write_hub_folder(folder, ckpt_path: Path, ckpt, result: dict, replay) -> Non
     atomic.write_json(real / MARK_FILE, config)
     copy_file(Path(ckpt_path), real, MODEL)
     atomic.write_json(real / EVAL, {atomic.WRITTEN_BY: TOOL, "evaluations": [result]})
-    code = loading_files(meta["framework"])
+    has_video = record_replay(replay, real, meta)
+    code = loading_files(meta["framework"])  # after the video: its module is one of them
     for name in code:
         copy_file(ROOT / name, real, name)
-    has_video = record_replay(replay, real, meta)
     files = sorted([CARD, MARK_FILE, MODEL, EVAL, *code, *([VIDEO] if has_video else [])])
     atomic.write_file(real / CARD, card_text(meta, result, files))

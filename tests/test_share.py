@@ -1,0 +1,303 @@
+"""evaluate.py --export-onnx and --hub-folder (issue 55 items 5 and 6, evaluation/share.py): the actor as ONNX gives,
+under onnxruntime, the actions of the framework that trained it; the Hub folder's model card is read by
+huggingface_hub's own reader, offline; outputs this tool did not write are refused in one line.
+
+The checkpoints are written by checkpoint.save from random parameters of the right shapes (no training): what is
+checked is the path from a checkpoint to the ONNX graph and the folder, whatever the weights."""
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import atomic
+import checkpoint
+import evaluate
+from evaluation import share
+from helpers import ROOT
+
+# env -> (trained by, action kind, obs_dim, num_actions): a discrete and a continuous env, each trained (so the
+# checkpoint says) by a JAX framework, so the ONNX graph (PyTorch's network) is checked against another framework
+ENVS = {
+    "CartPole-v1": ("linen", "discrete", 4, 2),
+    "Pendulum-v1": ("nnx", "continuous", 3, 1),
+}
+PENDULUM_BOUNDS = (-2.0, 2.0)  # gymnax's Pendulum-v1 action space
+# float32 tolerance of a continuous action (the Gaussian's mean): the same float32 function, summed in another
+# order by XLA and by onnxruntime (about sqrt(64) ulps of activations at most 1 after tanh: ~1e-6), ten times that
+RTOL, ATOL = 1e-5, 1e-6
+
+
+def random_checkpoint(path: Path, env_id: str, seed: int = 0) -> Path:
+    """A --norm-obs checkpoint of env_id with random parameters of the small model's shapes, written by
+    checkpoint.save. The actor's head is scaled up (3 / sqrt(fan_in)) so that the logits stand apart (no near-tie
+    that float32 rounding could flip) and the Gaussian's mean often leaves Pendulum's bounds (the clip is used)."""
+    framework, kind, obs_dim, num_actions = ENVS[env_id]
+    rng = np.random.default_rng(seed)
+    sizes = (obs_dim, *checkpoint.MODEL_SIZES["small"])
+    params = {}
+    for mlp, out_dim in (("actor", num_actions), ("critic", 1)):
+        layers = list(zip((*sizes,), (*sizes[1:], out_dim)))
+        for i, (size_in, size_out) in enumerate(layers):
+            gain = 3.0 if (mlp, i) == ("actor", len(layers) - 1) else 1.0
+            kernel = rng.normal(0, gain / np.sqrt(size_in), (size_in, size_out))
+            params[f"{mlp}.{i}.kernel"] = kernel.astype(np.float32)
+            params[f"{mlp}.{i}.bias"] = rng.normal(0, 0.1, size_out).astype(np.float32)
+    if kind == "continuous":
+        params["log_std"] = np.full(num_actions, -0.5, np.float32)
+    obs_norm = {
+        "mean": rng.normal(0, 1, obs_dim).astype(np.float32),
+        "var": rng.uniform(0.5, 4.0, obs_dim).astype(np.float32),
+        "count": np.array(1000.0, np.float32),
+    }
+    meta = {
+        "framework": framework,
+        "env": env_id,
+        "env_backend": "gymnax",
+        "model_size": "small",
+        "obs_shape": [obs_dim],
+        "action_kind": kind,
+        "num_actions": num_actions,
+        "dtype": "float32",
+        "norm_obs": True,
+        "iteration": 3,
+        "final_return": 12.5,
+        "commit": "unknown",
+        "command": [f"ppo_{framework}.py", "--env", env_id, "--norm-obs", "--save-model"],
+        "seed": 1,
+    }
+    path.mkdir(parents=True, exist_ok=True)
+    checkpoint.save(path / checkpoint.FILENAME, params, obs_norm, meta)
+    return path / checkpoint.FILENAME
+
+
+def raw_observations(ckpt, n: int = 1000) -> np.ndarray:
+    """n raw observations around the checkpoint's statistics, out to several std: some are clipped at +-10 once
+    normalised, which the graph must do as evaluate.py does."""
+    rng = np.random.default_rng(1)
+    mean, var = ckpt.obs_norm["mean"], ckpt.obs_norm["var"]
+    return (mean + 5 * np.sqrt(var) * rng.standard_normal((n, len(mean)))).astype(np.float32)
+
+
+def onnx_actions(path: Path, obs: np.ndarray) -> np.ndarray:
+    import onnxruntime
+
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    assert [i.name for i in session.get_inputs()] == ["obs"]
+    assert [o.name for o in session.get_outputs()] == ["action"]
+    return session.run(None, {"obs": obs})[0]
+
+
+# ------------------------------------------------------------------------------------------------------ ONNX
+@pytest.mark.parametrize("env_id", ENVS)
+def test_onnx_actions_equal_the_frameworks_own_on_1000_observations(tmp_path, env_id):
+    """The exported graph, from raw observations (normalisation and clip inside), gives under onnxruntime the
+    deterministic actions of evaluate.py's policy in the framework that trained the checkpoint: the same argmax
+    (int64) for CartPole, the same clipped mean for Pendulum, on 1,000 observations; one observation works too
+    (the batch size is free)."""
+    ckpt = checkpoint.load(random_checkpoint(tmp_path / "run", env_id))
+    framework = ckpt.meta["framework"]
+    continuous = ckpt.meta["action_kind"] == "continuous"
+    bounds = PENDULUM_BOUNDS if continuous else None
+    share.export_onnx(ckpt, tmp_path / "actor.onnx", bounds)
+
+    obs = raw_observations(ckpt)
+    expected = evaluate.make_policy(evaluate.load_actor(ckpt, framework), ckpt, bounds, None)(obs)
+    actions = onnx_actions(tmp_path / "actor.onnx", obs)
+    assert actions.shape == expected.shape
+    if continuous:
+        assert actions.dtype == np.float32
+        # the clip is exercised: some means leave the bounds, some stay inside
+        assert (np.abs(expected) == 2.0).any() and (np.abs(expected) < 2.0).any()
+        np.testing.assert_allclose(actions, expected, rtol=RTOL, atol=ATOL)
+    else:
+        assert actions.dtype == np.int64
+        assert len(np.unique(expected)) == 2  # both actions taken: argmax is exercised
+        np.testing.assert_array_equal(actions, expected)
+    # normalisation inside: raw observations outside +-10 std are clipped as in training
+    assert (np.abs(evaluate.normaliser(ckpt)(obs)) == 10.0).any()
+    np.testing.assert_array_equal(onnx_actions(tmp_path / "actor.onnx", obs[:1]), actions[:1])
+
+
+def test_the_onnx_metadata_names_the_checkpoint_and_the_action(tmp_path):
+    import onnx
+
+    ckpt = checkpoint.load(random_checkpoint(tmp_path / "run", "CartPole-v1"))
+    share.export_onnx(ckpt, tmp_path / "actor.onnx", None)
+    props = {p.key: p.value for p in onnx.load(str(tmp_path / "actor.onnx")).metadata_props}
+    assert props[atomic.WRITTEN_BY] == "evaluate.py"
+    assert props["env"] == "CartPole-v1" and props["framework"] == "linen"
+    assert props["action"].startswith("int64")
+
+
+def test_an_onnx_path_is_refused_unless_this_tool_wrote_it(tmp_path):
+    """A file that is not this tool's ONNX is refused in one line and left as it is; its own is replaced."""
+    other = tmp_path / "notes.onnx"
+    other.write_text("not a model")
+    with pytest.raises(
+        atomic.OutputRefused, match="not an ONNX file that evaluate.py wrote"
+    ) as refusal:
+        share.check_onnx(other)
+    assert "\n" not in str(refusal.value)
+    assert other.read_text() == "not a model"
+    with pytest.raises(atomic.OutputRefused, match="not a regular file"):
+        share.check_onnx(tmp_path)
+    new = tmp_path / "new" / "actor.onnx"  # a new file, in a folder that is made
+    share.check_onnx(new)
+    ckpt = checkpoint.load(random_checkpoint(tmp_path / "run", "CartPole-v1"))
+    share.export_onnx(ckpt, new, None)
+    share.check_onnx(new)
+
+
+# ------------------------------------------------------------------------------------------------ Hub folder
+@pytest.fixture
+def evaluated(tmp_path):
+    """A CartPole checkpoint, evaluated over 2 episodes by evaluate.py's own functions: (path, ckpt, result)."""
+    path = random_checkpoint(tmp_path / "run", "CartPole-v1")
+    ckpt = checkpoint.load(path)
+    setup = evaluate.prepare(ckpt, "linen", episodes=2, seed=3, stochastic=False)
+    return path, ckpt, evaluate.evaluate(setup, 3).result
+
+
+def no_network(*args, **kwargs):
+    raise OSError("no network in this test")
+
+
+def test_the_hub_folder_is_built_offline_and_its_card_read_by_huggingface_hub(
+    tmp_path, evaluated, monkeypatch
+):
+    """Built with every socket connection refused; huggingface_hub's ModelCard reads, offline, the metadata the Hub
+    shows: model-index with the evaluation's mean_reward "x +/- y", the tags, the library; the folder holds the
+    checkpoint, eval.json, config.json (command, run config, metadata) and the files that load the policy."""
+    from huggingface_hub import ModelCard
+
+    path, ckpt, result = evaluated
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    folder = tmp_path / "hub"
+    share.check_hub_folder(folder)
+    share.write_hub_folder(folder, path, ckpt, result, None)
+
+    card = ModelCard.load(folder / "README.md")
+    assert card.data.library_name == "benchback-rl"
+    assert set(card.data.tags) == {
+        "reinforcement-learning",
+        "CartPole-v1",
+        "flax-linen",
+        "benchback-rl",
+    }
+    (eval_result,) = card.data.eval_results
+    assert eval_result.task_type == "reinforcement-learning"
+    assert eval_result.dataset_name == "CartPole-v1"
+    assert eval_result.metric_type == "mean_reward"
+    assert eval_result.metric_value == f"{result['mean_return']:.2f} +/- {result['std_return']:.2f}"
+
+    assert (folder / "model.safetensors").read_bytes() == path.read_bytes()
+    assert json.loads((folder / "eval.json").read_text())["evaluations"] == [result]
+    config = json.loads((folder / "config.json").read_text())
+    assert config["command"] == ckpt.meta["command"] and config["checkpoint"] == ckpt.meta
+    for name in (
+        "evaluate.py",
+        "checkpoint.py",
+        "ppo_linen.py",
+        "evaluation/share.py",
+        "requirements.lock",
+    ):
+        assert (folder / name).read_bytes() == (ROOT / name).read_bytes(), name
+        assert f"`{name}`" in card.text
+    assert not (folder / "tests").exists() and not (folder / ".venv").exists()
+    assert not (folder / "replay.mp4").exists()  # no replay given, none claimed
+    assert "replay.mp4" not in card.text
+
+
+def test_a_hub_folder_this_tool_did_not_write_is_refused(tmp_path, evaluated):
+    """A non-empty folder without this tool's config.json, or with another's, or a file: refused in one line, left
+    as it is; an empty folder and this tool's own folder are written."""
+    path, ckpt, result = evaluated
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "notes.txt").write_text("mine")
+    with pytest.raises(atomic.OutputRefused, match="holds files and no config.json") as refusal:
+        share.check_hub_folder(theirs)
+    assert "\n" not in str(refusal.value)
+    (theirs / "config.json").write_text('{"lr": 3}')
+    with pytest.raises(atomic.OutputRefused, match="did not write it"):
+        share.check_hub_folder(theirs)
+    assert sorted(p.name for p in theirs.iterdir()) == ["config.json", "notes.txt"]
+    with pytest.raises(atomic.OutputRefused, match="is not a folder"):
+        share.check_hub_folder(theirs / "notes.txt")
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    share.check_hub_folder(empty)
+    share.write_hub_folder(empty, path, ckpt, result, None)
+    share.check_hub_folder(empty)  # its own: replaced by the next write
+
+
+def test_evaluate_refuses_a_foreign_hub_folder_before_anything_is_written(tmp_path):
+    """evaluate.py --hub-folder DIR, DIR not its own: one line, exit 2, no eval.json, DIR as it was."""
+    path = random_checkpoint(tmp_path / "run", "CartPole-v1")
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "README.md").write_text("my model")
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "evaluate.py"), str(path), "--hub-folder", str(theirs)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert len(proc.stderr.strip().splitlines()) == 1 and "--hub-folder" in proc.stderr
+    assert not (path.parent / "eval.json").exists()
+    assert [p.name for p in theirs.iterdir()] == ["README.md"]
+
+
+@pytest.mark.slow
+def test_evaluate_exports_onnx_and_a_hub_folder_that_loads_on_its_own(tmp_path):
+    """evaluate.py --export-onnx --hub-folder on a Pendulum checkpoint: the ONNX actions are the evaluation's
+    policy's; then a copy of the Hub folder, away from the project, evaluates its own model.safetensors with its
+    own files (the files needed to load it are all there) to the same returns."""
+    path = random_checkpoint(tmp_path / "run", "Pendulum-v1")
+    hub, onnx_path = tmp_path / "hub", tmp_path / "actor.onnx"
+    command = [sys.executable, "evaluate.py", str(path), "--episodes", "2"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run(
+        [*command, "--export-onnx", str(onnx_path), "--hub-folder", str(hub)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    ckpt = checkpoint.load(path)
+    obs = raw_observations(ckpt)
+    expected = evaluate.make_policy(evaluate.load_actor(ckpt, "nnx"), ckpt, PENDULUM_BOUNDS, None)(
+        obs
+    )
+    np.testing.assert_allclose(onnx_actions(onnx_path, obs), expected, rtol=RTOL, atol=ATOL)
+
+    # Pendulum renders (gymnax's renderer): the replay is there, and the module that recorded it
+    assert (hub / "replay.mp4").stat().st_size > 0 and (hub / "evaluation" / "video.py").is_file()
+    assert "`replay.mp4`" in (hub / "README.md").read_text()
+
+    copy = shutil.copytree(hub, tmp_path / "elsewhere" / "downloaded")
+    (copy / "eval.json").unlink()
+    proc = subprocess.run(
+        [sys.executable, "evaluate.py", "model.safetensors", "--episodes", "2"],
+        cwd=copy,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**env, "PYTHONPATH": ""},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (ours,) = json.loads((path.parent / "eval.json").read_text())["evaluations"]
+    (theirs,) = json.loads((copy / "eval.json").read_text())["evaluations"]
+    assert theirs["returns"] == ours["returns"]
