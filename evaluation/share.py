@@ -207,11 +207,15 @@ def loading_files(framework: str) -> list[str]:
 
 
 def training_config(ckpt_path: Path):
-    """The run's config.json beside the checkpoint (the scripts' bookkeeping writes it), or None."""
+    """The run's config.json beside the checkpoint (the scripts' bookkeeping writes it), or None; beside a Hub
+    folder's checkpoint (shared again), the training config that folder kept."""
     try:
-        return json.loads((ckpt_path.parent / "config.json").read_text())
+        config = json.loads((ckpt_path.parent / MARK_FILE).read_text())
     except (OSError, ValueError):
         return None
+    if isinstance(config, dict) and config.get(atomic.WRITTEN_BY) == HUB_TOOL:
+        return config.get("training_config")
+    return config
 
 
 def mean_reward(result: dict) -> str:

@@ -156,10 +156,15 @@ def test_an_onnx_path_is_refused_unless_this_tool_wrote_it(tmp_path):
 
 
 # ------------------------------------------------------------------------------------------------ Hub folder
+# a run's config.json (a part of one), beside the checkpoint
+RUN_CONFIG = {"env": "CartPole-v1", "norm_obs": True}
+
+
 @pytest.fixture
 def evaluated(tmp_path):
     """A CartPole checkpoint, evaluated over 2 episodes by evaluate.py's own functions: (path, ckpt, result)."""
     path = random_checkpoint(tmp_path / "run", "CartPole-v1")
+    atomic.write_json(path.parent / "config.json", RUN_CONFIG)
     ckpt = checkpoint.load(path)
     setup = evaluate.prepare(ckpt, "linen", episodes=2, seed=3, stochastic=False)
     return path, ckpt, evaluate.evaluate(setup, 3).result
@@ -202,6 +207,7 @@ def test_the_hub_folder_is_built_offline_and_its_card_read_by_huggingface_hub(
     assert json.loads((folder / "eval.json").read_text())["evaluations"] == [result]
     config = json.loads((folder / "config.json").read_text())
     assert config["command"] == ckpt.meta["command"] and config["checkpoint"] == ckpt.meta
+    assert config["training_config"] == RUN_CONFIG
     for name in (
         "evaluate.py",
         "checkpoint.py",
@@ -238,6 +244,10 @@ def test_a_hub_folder_this_tool_did_not_write_is_refused(tmp_path, evaluated):
     share.check_hub_folder(empty)
     share.write_hub_folder(empty, path, ckpt, result, None)
     share.check_hub_folder(empty)  # its own: replaced by the next write
+    # shared again from the folder's own checkpoint: the run's training config is kept, not the folder's mark
+    again = tmp_path / "again"
+    share.write_hub_folder(again, empty / "model.safetensors", ckpt, result, None)
+    assert json.loads((again / "config.json").read_text())["training_config"] == RUN_CONFIG
 
 
 def test_evaluate_refuses_a_foreign_hub_folder_before_anything_is_written(tmp_path):
