@@ -215,7 +215,6 @@ class Agent(eqx.Module):
         return action, log_prob, value
 
 
-# ------------------------------------------------------------------- checkpoint (checkpoint.py)
 def to_shared(agent: Agent) -> dict[str, np.ndarray]:
     """The parameters by checkpoint.py's shared names and layout: float32 NumPy copies."""
     # eqx.nn.Linear keeps its weight as (out, in)

@@ -204,7 +204,6 @@ class Agent(nn.Module):
         return action, log_prob, value
 
 
-# ------------------------------------------------------------------- checkpoint (checkpoint.py)
 def to_shared(params: dict) -> dict[str, np.ndarray]:
     """The parameters by checkpoint.py's shared names and layout: float32 NumPy copies."""
     p = params["params"]

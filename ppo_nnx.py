@@ -201,7 +201,6 @@ class Agent(nnx.Module):
         return action, log_prob, value
 
 
-# ------------------------------------------------------------------- checkpoint (checkpoint.py)
 def to_shared(agent: Agent) -> dict[str, np.ndarray]:
     """The parameters by checkpoint.py's shared names and layout: float32 NumPy copies."""
     actor, critic = ([(d.kernel, d.bias) for d in m.layers] for m in (agent.actor, agent.critic))

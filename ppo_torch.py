@@ -19,7 +19,7 @@ import os
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 from functools import partial
-from typing import Callable, Literal, NamedTuple, Optional
+from typing import Literal, NamedTuple, Optional
 
 import gymnax
 import jax
@@ -31,6 +31,7 @@ import tyro
 from tensorboardX import SummaryWriter
 
 import torch_glue
+from torch_glue import TrainState
 
 FRAMEWORK = "torch"
 MODEL_SIZES = {"small": (64, 64), "medium": (256, 256, 256), "large": (1024,) * 6}
@@ -208,29 +209,15 @@ class Agent(nn.Module):
         return action, log_prob, value
 
 
-# ------------------------------------------------------------------- checkpoint (checkpoint.py)
 def to_shared(agent: Agent) -> dict[str, np.ndarray]:
     """The parameters by checkpoint.py's shared names and layout: float32 NumPy copies."""
-    # numpy(force=True): detached, on the host; nn.Linear keeps its weight as (out, in)
-    actor, critic = (
-        [(d.weight.numpy(force=True).T, d.bias.numpy(force=True)) for d in list(mlp)[::2]]
-        for mlp in (agent.actor, agent.critic)  # Linear, Tanh, Linear, ...
-    )
-    log_std = agent.log_std.numpy(force=True) if agent.continuous else None
-    return __import__("checkpoint").shared(actor, critic, log_std)
+    return __import__("checkpoint").shared(*torch_glue.host_layers(agent))
 
 
 def from_shared(tensors: dict[str, np.ndarray], continuous: bool, dtype: str = "float32") -> Agent:
     """The Agent that holds to_shared's tensors (checkpoint.load's params): to_shared's inverse."""
     net = __import__("checkpoint").layers_of(tensors)
-    with torch.device("meta"):  # no init: load_state_dict assigns every parameter
-        agent = Agent(net.obs_dim, net.hidden_sizes, net.num_actions, continuous, dtype)
-    state = {"log_std": net.log_std} if continuous else {}
-    for mlp, layers in (("actor", net.actor), ("critic", net.critic)):
-        for i, (kernel, bias) in enumerate(layers):  # Linear, Tanh, Linear, ...: Linears 0, 2, ...
-            state[f"{mlp}.{2 * i}.weight"], state[f"{mlp}.{2 * i}.bias"] = kernel.T, bias
-    agent.load_state_dict({k: torch.tensor(x).contiguous() for k, x in state.items()}, assign=True)
-    return agent
+    return torch_glue.agent_of(Agent, net, continuous, dtype)
 
 
 # ------------------------------------------------------------------------------- environment glue
@@ -329,13 +316,6 @@ class Batch(NamedTuple):
     values: torch.Tensor
     advantages: torch.Tensor
     returns: torch.Tensor
-
-
-class TrainState(NamedTuple):
-    agent: Agent
-    generator: torch.Generator
-    policy: Callable
-    minibatch_step: Callable
 
 
 @torch.no_grad()
@@ -509,8 +489,7 @@ def main():
     with SummaryWriter(run_dir, max_queue=100) as writer, no_jit, saver or nullcontext():
         table = "\n".join(f"|{key}|{value}|" for key, value in asdict(args).items())
         writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
-        torch.manual_seed(args.seed)
-        generator = torch.Generator(device).manual_seed(args.seed)
+        generator = torch_glue.seeded_generator(args.seed, device)
         runner = reset_envs(env, env_params, jax.random.key(args.seed), args.num_envs)
         sizes, obs_dim = MODEL_SIZES[args.model_size], runner.obs.shape[-1]
         agent = Agent(obs_dim, sizes, env.num_actions, env.continuous, args.dtype).to(device)

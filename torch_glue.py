@@ -1,5 +1,6 @@
 """ppo_torch.py's systems side, a piece the script owns: the device torch shares with JAX, the
-DLPack crossings between them, and what each --compile mode compiles, traces or graphs.
+DLPack crossings between them, what each --compile mode compiles, traces or graphs, the random
+state, and the crossing of the agent's parameters to and from checkpoint.py's shared layout.
 
 A copy of ppo_torch.py that trains on gymnax needs this file and no other.
 """
@@ -9,6 +10,7 @@ import os
 import time
 import warnings
 from functools import partial
+from typing import Callable, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -126,6 +128,49 @@ def adam(agent: torch.nn.Module, learning_rate: float, eps: float, compile_mode:
     if compile_mode in COMPILED:
         options = dict(foreach=False, capturable=True)
     return torch.optim.Adam(agent.parameters(), lr, eps=eps, **options)
+
+
+class TrainState(NamedTuple):
+    """What the script's rollout and update run with: the agent, the generator of their random
+    numbers, and the policy step and the minibatch step as compiled_steps sets them up."""
+
+    agent: torch.nn.Module
+    generator: torch.Generator
+    policy: Callable
+    minibatch_step: Callable
+
+
+def seeded_generator(seed: int, device: torch.device) -> torch.Generator:
+    """torch's global random state seeded (the agent's init draws from it), and a generator on the
+    device for the rollout's and the update's random numbers, seeded the same."""
+    torch.manual_seed(seed)
+    return torch.Generator(device).manual_seed(seed)
+
+
+def host_layers(agent: torch.nn.Module) -> tuple[list, list, Optional[np.ndarray]]:
+    """The agent's actor and critic as NumPy on the host, each [(kernel (in, out), bias), ...]
+    (nn.Linear keeps its weight as (out, in)), and its log std (None for discrete actions): what
+    checkpoint.shared names."""
+    actor, critic = (
+        [(d.weight.numpy(force=True).T, d.bias.numpy(force=True)) for d in list(mlp)[::2]]
+        for mlp in (agent.actor, agent.critic)  # Linear, Tanh, Linear, ...
+    )
+    return actor, critic, agent.log_std.numpy(force=True) if agent.continuous else None
+
+
+def agent_of(agent_type, net, continuous: bool, dtype: str) -> torch.nn.Module:
+    """The script's Agent (agent_type) that holds checkpoint.layers_of's network net, on the CPU:
+    host_layers' inverse. Built on the meta device, no init: load_state_dict assigns every
+    parameter, and refuses a missing one or a wrong shape."""
+    with torch.device("meta"):
+        agent = agent_type(net.obs_dim, net.hidden_sizes, net.num_actions, continuous, dtype)
+    state = {"log_std": net.log_std} if continuous else {}
+    for mlp, layers in (("actor", net.actor), ("critic", net.critic)):
+        for i, (kernel, bias) in enumerate(layers):  # Linear, Tanh, Linear, ...: 0, 2, ...
+            state[f"{mlp}.{2 * i}.weight"], state[f"{mlp}.{2 * i}.bias"] = kernel.T, bias
+    state = {name: torch.tensor(x).contiguous() for name, x in state.items()}
+    agent.load_state_dict(state, assign=True)
+    return agent
 
 
 def compiled_steps(compile_mode: str, agent: torch.nn.Module, minibatch_step, obs):
