@@ -79,7 +79,7 @@ META_KEYS = {
     "seed": ("an integer", lambda v: isinstance(v, int) and not isinstance(v, bool)),
 }
 # the keys whose value is kept as the string it is; the others are JSON
-STRING_KEYS = (
+STRING_KEYS = {
     "format",
     "framework",
     "env",
@@ -88,7 +88,7 @@ STRING_KEYS = (
     "action_kind",
     "dtype",
     "commit",
-)
+}
 
 
 class BadCheckpoint(ValueError):
@@ -153,10 +153,8 @@ def expected_shapes(meta: dict) -> dict[str, tuple[int, ...]]:
     for mlp, out_dim in (("actor", num_actions), ("critic", 1)):
         sizes = (obs_dim, *MODEL_SIZES[meta["model_size"]], out_dim)
         for i, (size_in, size_out) in enumerate(zip(sizes, sizes[1:])):
-            shapes[f"{mlp}.{i}.kernel"], shapes[f"{mlp}.{i}.bias"] = (
-                (size_in, size_out),
-                (size_out,),
-            )
+            shapes[f"{mlp}.{i}.kernel"] = (size_in, size_out)
+            shapes[f"{mlp}.{i}.bias"] = (size_out,)
     if meta["action_kind"] == "continuous":
         shapes["log_std"] = (num_actions,)
     if meta["norm_obs"]:
@@ -212,6 +210,14 @@ def obs_norm_of(env_state) -> Optional[dict]:
     }
 
 
+class Snapshot(NamedTuple):
+    """What a Saver keeps of the last finished iteration."""
+
+    params: dict  # the script's to_shared(agent)
+    obs_norm: Optional[dict]
+    returns: tuple  # each finished iteration's mean episodic return, NaN where no episode ended
+
+
 class Saver:
     """--save-model: model.safetensors in the run folder when the run ends, however it ends (completed, stopped by a
     signal, failed): the policy of the last finished iteration, as iteration_done last received it; nothing when no
@@ -223,27 +229,26 @@ class Saver:
         self.config = config
         self.commit = commit_of(os.path.dirname(os.path.abspath(script)))
         self.command = list(sys.argv)
-        self.policy = None  # (params, obs_norm) of the last finished iteration
-        self.returns = []  # each finished iteration's mean episodic return, NaN where no episode ended
+        # one attribute, replaced whole: a signal cannot stop the run between a policy and its count
+        self.last = Snapshot({}, None, ())
 
     def iteration_done(self, params: dict, env_state, scalars: dict) -> None:
         """params: the script's to_shared(agent), copies made after the iteration's update; env_state: the runner's
         (its observation statistics, with --norm-obs); scalars: the iteration's logged values."""
-        self.policy = (params, obs_norm_of(env_state))
-        self.returns.append(float(scalars.get("charts/episodic_return", math.nan)))
+        episodic_return = float(scalars.get("charts/episodic_return", math.nan))
+        self.last = Snapshot(params, obs_norm_of(env_state), (*self.last.returns, episodic_return))
 
-    def metadata(self, params: dict) -> dict:
+    def metadata(self) -> dict:
+        params, _, returns = self.last
         obs_dim, _, num_actions = architecture(params)
-        last = [
-            r for r in self.returns[-10:] if not math.isnan(r)
-        ]  # as summary.json's final_return
+        last_10 = [r for r in returns[-10:] if not math.isnan(r)]  # as summary.json's final_return
         keys = ("framework", "env", "env_backend", "model_size", "dtype", "norm_obs", "seed")
         return {key: self.config[key] for key in keys} | {
             "obs_shape": [obs_dim],
             "action_kind": "continuous" if "log_std" in params else "discrete",
             "num_actions": num_actions,
-            "iteration": len(self.returns),
-            "final_return": float(np.mean(last)) if last else None,
+            "iteration": len(returns),
+            "final_return": float(np.mean(last_10)) if last_10 else None,
             "commit": self.commit,
             "command": self.command,
         }
@@ -252,19 +257,16 @@ class Saver:
         return self
 
     def __exit__(self, *exc_info):
-        if self.policy is None:
+        if not self.last.returns:  # no iteration finished
             return
-        params, obs_norm = self.policy
         try:
-            save(self.path, params, obs_norm, self.metadata(params))
-        except (
-            BadCheckpoint
-        ) as e:  # a policy gone NaN: nothing worth keeping, the run's own end goes on
+            save(self.path, self.last.params, self.last.obs_norm, self.metadata())
+        except BadCheckpoint as e:
+            # a policy gone NaN: nothing worth keeping; the run ends as it would have
             print(f"error: {FILENAME} not written: {e}", file=sys.stderr)
             return
-        print(
-            f"{FILENAME}: the policy of iteration {len(self.returns)}, in {self.path}", flush=True
-        )
+        iteration = len(self.last.returns)
+        print(f"{FILENAME}: the policy of iteration {iteration}, in {self.path}", flush=True)
 
 
 # ------------------------------------------------------------------------------------------------- reading
@@ -375,9 +377,8 @@ def load(
             f"{path}: a checkpoint of {meta['env']}, whose observations have {meta['obs_shape'][0]} values, not"
             f" {obs_dim}: another env's"
         )
-    if action_space is not None and (meta["action_kind"], meta["num_actions"]) != tuple(
-        action_space
-    ):
+    actions = (meta["action_kind"], meta["num_actions"])
+    if action_space is not None and actions != tuple(action_space):
         kind, num = action_space
         raise BadCheckpoint(
             f"{path}: a checkpoint of {meta['env']}, with {meta['num_actions']} {meta['action_kind']} actions,"
