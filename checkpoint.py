@@ -1,8 +1,8 @@
 """model.safetensors: a trained policy kept in one format that the four frameworks share (part of benchback-rl).
 
 The one place that writes, reads and validates a checkpoint: `--save-model` in the ppo_*.py scripts (Saver), and
-whatever loads one (evaluate.py). Each script adds only its own mapping between its parameters and the shared names
-(to_shared, from_shared). The standard library, NumPy and safetensors only: no JAX, no torch, no pickle, nothing
+whatever loads one (evaluate.py). Each script adds only its own mapping of its parameters to the shared layout
+(to_shared); evaluate.py's build_agent loads them back into each framework's network. The standard library, NumPy and safetensors only: no JAX, no torch, no pickle, nothing
 executed on load. The scripts import it lazily, only with --save-model, so a copy of one that trains without it needs
 no other file.
 
@@ -15,7 +15,7 @@ and the metadata of META_KEYS (safetensors' header holds strings: a str as it is
 
     import checkpoint
     ckpt = checkpoint.load("runs/CartPole-v1__nnx__small__cached_partial__1__1700000000")  # or .../model.safetensors
-    agent = ppo_nnx.from_shared(ckpt.params, ckpt.meta["action_kind"] == "continuous")
+    agent = evaluate.build_agent("nnx", checkpoint.layers_of(ckpt.params), continuous=False)
     obs = checkpoint.normalize_obs(obs, ckpt.obs_norm)
 """
 
@@ -117,7 +117,7 @@ def hidden_sizes(params: dict) -> tuple[int, ...]:
 def shared(actor: list, critic: list, log_std=None) -> dict[str, np.ndarray]:
     """The shared tensors of an agent's two MLPs, each a list of (kernel (in, out), bias), the hidden layers then
     the head, and a Gaussian's log std (None for discrete actions): float32 NumPy copies, which the training that
-    goes on cannot change. What the scripts' to_shared returns; layers_of is its inverse."""
+    goes on cannot change. Of what the scripts' to_shared returns; layers_of is its inverse."""
     tensors = {} if log_std is None else {"log_std": log_std}
     for mlp, layers in (("actor", actor), ("critic", critic)):
         for i, (kernel, bias) in enumerate(layers):
@@ -126,7 +126,7 @@ def shared(actor: list, critic: list, log_std=None) -> dict[str, np.ndarray]:
 
 
 class Layers(NamedTuple):
-    """A network of shared tensors, as the scripts' from_shared build theirs."""
+    """A network of shared tensors, as evaluate.build_agent builds each framework's from it."""
 
     obs_dim: int
     hidden_sizes: tuple[int, ...]
@@ -213,7 +213,7 @@ def obs_norm_of(env_state) -> Optional[dict]:
 class Snapshot(NamedTuple):
     """What a Saver keeps of the last finished iteration."""
 
-    params: dict  # the script's to_shared(agent)
+    params: dict  # shared(*the script's to_shared(agent))
     obs_norm: Optional[dict]
     returns: tuple  # each finished iteration's mean episodic return, NaN where no episode ended
 
@@ -232,10 +232,12 @@ class Saver:
         # one attribute, replaced whole: a signal cannot stop the run between a policy and its count
         self.last = Snapshot({}, None, ())
 
-    def iteration_done(self, params: dict, env_state, scalars: dict) -> None:
-        """params: the script's to_shared(agent), copies made after the iteration's update; env_state: the runner's
-        (its observation statistics, with --norm-obs); scalars: the iteration's logged values."""
+    def iteration_done(self, layers: tuple, env_state, scalars: dict) -> None:
+        """layers: the script's to_shared(agent) after the iteration's update (named and copied here: training goes
+        on); env_state: the runner's (its observation statistics, with --norm-obs); scalars: the iteration's logged
+        values."""
         episodic_return = float(scalars.get("charts/episodic_return", math.nan))
+        params = shared(*layers)
         self.last = Snapshot(params, obs_norm_of(env_state), (*self.last.returns, episodic_return))
 
     def metadata(self) -> dict:

@@ -5,7 +5,7 @@ benchback-rl).
         [--seed 1] [--stochastic] [--video PATH] [--export-onnx PATH] [--hub-folder DIR]
 
 The checkpoint (model.safetensors, read and validated by checkpoint.py) is loaded into the chosen
-framework's own network (its template's from_shared; default: the framework that trained it). The env
+framework's own network (build_agent; default: the framework that trained it). The env
 is made as the template makes it (its make_env, the checkpoint's env id and backend), one env per
 episode; each runs its first episode to its end (termination or truncation). The observations are
 normalised with the checkpoint's statistics (env_normalize.scale, as in training, frozen), the policy
@@ -110,7 +110,7 @@ class Replay(NamedTuple):
 # ------------------------------------------------------------------------------------ the policy
 def actor_function(framework: str, agent) -> Callable[[np.ndarray], np.ndarray]:
     """Observations (n, obs_dim) float32 -> the actor's output (n, num_actions) float32, run by the
-    framework's own network (from_shared's agent): the logits, or the Gaussian's mean. Jitted in the
+    framework's own network (build_agent's agent): the logits, or the Gaussian's mean. Jitted in the
     JAX frameworks."""
     if framework == "torch":
         import torch
@@ -138,11 +138,51 @@ def actor_function(framework: str, agent) -> Callable[[np.ndarray], np.ndarray]:
     return lambda obs: np.asarray(equinox_actor(agent, obs))
 
 
-def load_actor(ckpt, framework: str) -> Callable[[np.ndarray], np.ndarray]:
-    """The actor of ckpt (checkpoint.load's) in framework's network, built by its template."""
-    meta = ckpt.meta
+def build_agent(framework: str, net: checkpoint.Layers, continuous: bool, dtype: str = "float32"):
+    """framework's own Agent (its template's class) holding the network net (checkpoint.layers_of's),
+    built without an init: the inverse of the template's to_shared. Linen's: (the Agent module, its
+    params)."""
     module = importlib.import_module(f"ppo_{framework}")
-    agent = module.from_shared(ckpt.params, meta["action_kind"] == "continuous", meta["dtype"])
+    shape = (net.obs_dim, net.hidden_sizes, net.num_actions, continuous)
+    if framework == "torch":
+        import torch_glue
+
+        return torch_glue.agent_of(module.Agent, net, continuous, dtype)
+    import jax
+    import jax.numpy as jnp
+
+    if framework == "linen":
+        params = {"log_std": net.log_std} if continuous else {}
+        for mlp, layers in (("actor", net.actor), ("critic", net.critic)):
+            params[mlp] = {
+                f"Dense_{i}": {"kernel": k, "bias": b} for i, (k, b) in enumerate(layers)
+            }
+        agent = module.Agent(net.hidden_sizes, net.num_actions, continuous, dtype)
+        return agent, jax.tree.map(jnp.asarray, {"params": params})
+    if framework == "nnx":
+        from flax import nnx
+
+        agent = nnx.eval_shape(lambda: module.Agent(*shape, nnx.Rngs(0), dtype))
+        for mlp, layers in ((agent.actor, net.actor), (agent.critic, net.critic)):
+            for dense, (kernel, bias) in zip(mlp.layers, layers, strict=True):
+                dense.kernel.value, dense.bias.value = jnp.asarray(kernel), jnp.asarray(bias)
+        if continuous:
+            agent.log_std.value = jnp.asarray(net.log_std)
+        return agent
+    import equinox as eqx
+
+    agent = eqx.filter_eval_shape(module.Agent, *shape, jax.random.key(0), dtype)
+    # its leaves in order: each Linear's weight (out, in) and bias, actor then critic; log_std
+    leaves = [x for kernel, bias in net.actor + net.critic for x in (kernel.T, bias)]
+    leaves += [net.log_std] if continuous else []
+    return jax.tree.unflatten(jax.tree.structure(agent), [jnp.asarray(x) for x in leaves])
+
+
+def load_actor(ckpt, framework: str) -> Callable[[np.ndarray], np.ndarray]:
+    """The actor of ckpt (checkpoint.load's) in framework's network."""
+    continuous = ckpt.meta["action_kind"] == "continuous"
+    net = checkpoint.layers_of(ckpt.params)
+    agent = build_agent(framework, net, continuous, ckpt.meta["dtype"])
     return actor_function(framework, agent)
 
 

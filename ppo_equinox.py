@@ -144,8 +144,7 @@ class Args:
 
 # ---------------------------------------------------------------------------------------- network
 class MLP(eqx.Module):
-    """tanh MLP, orthogonal init (sqrt(2) on hidden layers), zero biases; float32, run in dtype;
-    one observation."""
+    """tanh MLP of one observation, orthogonal init (sqrt(2) hidden), zero biases; run in dtype."""
 
     layers: list[eqx.nn.Linear]
     dtype: str = eqx.field(static=True)
@@ -177,14 +176,12 @@ class Agent(eqx.Module):
     actor: MLP
     critic: MLP
     log_std: Optional[jax.Array]  # None for discrete actions
-    continuous: bool = eqx.field(static=True)
 
     def __init__(self, obs_dim, hidden_sizes, num_actions, continuous, key, dtype="float32"):
         actor_key, critic_key = jax.random.fold_in(key, 0), jax.random.fold_in(key, 1)
         self.actor = MLP(obs_dim, hidden_sizes, num_actions, 0.01, actor_key, dtype)
         self.critic = MLP(obs_dim, hidden_sizes, 1, 1.0, critic_key, dtype)
         self.log_std = jnp.zeros(num_actions) if continuous else None
-        self.continuous = continuous
 
     def __call__(self, obs):
         return jnp.vectorize(self.actor, signature="(n)->(a)")(obs), self.get_value(obs)
@@ -194,7 +191,7 @@ class Agent(eqx.Module):
 
     def log_prob_and_entropy(self, actor_out, action):
         """The actions' log-probabilities and the policy's entropy, from one log-softmax."""
-        if self.continuous:
+        if self.log_std is not None:
             z = (action - actor_out) / jnp.exp(self.log_std)
             log_prob = (-0.5 * z**2 - self.log_std - 0.5 * np.log(2 * np.pi)).sum(-1)
             # the Gaussian's entropy is the same for every state
@@ -206,7 +203,7 @@ class Agent(eqx.Module):
     def get_action_and_value(self, obs, key, action=None):
         """Actions sampled with a JAX key (unless given), their log-probabilities, the values."""
         actor_out, value = self(obs)
-        if action is None and self.continuous:
+        if action is None and self.log_std is not None:
             # unbounded: step_envs clips what the env gets
             action = actor_out + jnp.exp(self.log_std) * jax.random.normal(key, actor_out.shape)
         elif action is None:
@@ -215,22 +212,11 @@ class Agent(eqx.Module):
         return action, log_prob, value
 
 
-def to_shared(agent: Agent) -> dict[str, np.ndarray]:
-    """The parameters by checkpoint.py's shared names and layout: float32 NumPy copies."""
+def to_shared(agent: Agent) -> tuple:
+    """The parameters in checkpoint.py's layout: each MLP's [(kernel (in, out), bias)]; log_std."""
     # eqx.nn.Linear keeps its weight as (out, in)
     actor, critic = ([(d.weight.T, d.bias) for d in m.layers] for m in (agent.actor, agent.critic))
-    return __import__("checkpoint").shared(actor, critic, agent.log_std)
-
-
-def from_shared(tensors: dict[str, np.ndarray], continuous: bool, dtype: str = "float32") -> Agent:
-    """The Agent that holds to_shared's tensors (checkpoint.load's params): to_shared's inverse."""
-    net = __import__("checkpoint").layers_of(tensors)
-    shape = (net.obs_dim, net.hidden_sizes, net.num_actions, continuous)
-    agent = eqx.filter_eval_shape(Agent, *shape, jax.random.key(0), dtype)  # no init: all set below
-    # its leaves in order: each Linear's weight (out, in) and bias, actor then critic; log_std
-    leaves = [x for kernel, bias in net.actor + net.critic for x in (kernel.T, bias)]
-    leaves += [net.log_std] if continuous else []
-    return jax.tree.unflatten(jax.tree.structure(agent), [jnp.asarray(x) for x in leaves])
+    return actor, critic, agent.log_std
 
 
 # ------------------------------------------------------------------------------- environment glue
@@ -479,17 +465,19 @@ def main():
     if args.track:
         import wandb
 
-        # the seeds and frameworks of one experiment on one env side by side
+        # grouped by experiment and env; the scalars are logged below, once per iteration
         group = f"{args.exp_name}__{args.env}"
         tags = [FRAMEWORK, args.model_size, args.env, args.env_backend, args.compile]
         run = dict(name=run_name, dir=run_dir, group=group, tags=tags, config=config)
         project, entity = args.wandb_project_name, args.wandb_entity
-        # the scalars are logged below, once per iteration: W&B's sync_tensorboard would also
-        # find its own copies of the events inside the run folder and sync them again
         wandb.init(project=project, entity=entity, **run, save_code=True)
-    saver = __import__("checkpoint").Saver(run_dir, config, __file__) if args.save_model else None
+    saver = nullcontext()
+    if args.save_model:
+        import checkpoint
+
+        saver = checkpoint.Saver(run_dir, config, __file__)
     no_jit = jax.disable_jit(args.compile == "none")
-    with SummaryWriter(run_dir, max_queue=100) as writer, no_jit, saver or nullcontext():
+    with SummaryWriter(run_dir, max_queue=100) as writer, no_jit, saver:
         table = "\n".join(f"|{key}|{value}|" for key, value in asdict(args).items())
         writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
         env_key, init_key, update_key = jax.random.split(jax.random.key(args.seed), 3)

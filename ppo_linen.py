@@ -204,22 +204,12 @@ class Agent(nn.Module):
         return action, log_prob, value
 
 
-def to_shared(params: dict) -> dict[str, np.ndarray]:
-    """The parameters by checkpoint.py's shared names and layout: float32 NumPy copies."""
+def to_shared(params: dict) -> tuple:
+    """The parameters in checkpoint.py's layout: each MLP's [(kernel (in, out), bias)]; log_std."""
     p = params["params"]
     layers = [[mlp[f"Dense_{i}"] for i in range(len(mlp))] for mlp in (p["actor"], p["critic"])]
     actor, critic = ([(d["kernel"], d["bias"]) for d in mlp] for mlp in layers)
-    return __import__("checkpoint").shared(actor, critic, p.get("log_std"))
-
-
-def from_shared(tensors: dict[str, np.ndarray], continuous: bool, dtype: str = "float32"):
-    """The Agent, and the params that hold to_shared's tensors (checkpoint.load's params)."""
-    net = __import__("checkpoint").layers_of(tensors)
-    params = {"log_std": net.log_std} if continuous else {}
-    for mlp, layers in (("actor", net.actor), ("critic", net.critic)):
-        params[mlp] = {f"Dense_{i}": {"kernel": k, "bias": b} for i, (k, b) in enumerate(layers)}
-    params = jax.tree.map(jnp.asarray, {"params": params})
-    return Agent(net.hidden_sizes, net.num_actions, continuous, dtype), params
+    return actor, critic, p.get("log_std")
 
 
 # ------------------------------------------------------------------------------- environment glue
@@ -459,17 +449,19 @@ def main():
     if args.track:
         import wandb
 
-        # the seeds and frameworks of one experiment on one env side by side
+        # grouped by experiment and env; the scalars are logged below, once per iteration
         group = f"{args.exp_name}__{args.env}"
         tags = [FRAMEWORK, args.model_size, args.env, args.env_backend, args.compile]
         run = dict(name=run_name, dir=run_dir, group=group, tags=tags, config=config)
         project, entity = args.wandb_project_name, args.wandb_entity
-        # the scalars are logged below, once per iteration: W&B's sync_tensorboard would also
-        # find its own copies of the events inside the run folder and sync them again
         wandb.init(project=project, entity=entity, **run, save_code=True)
-    saver = __import__("checkpoint").Saver(run_dir, config, __file__) if args.save_model else None
+    saver = nullcontext()
+    if args.save_model:
+        import checkpoint
+
+        saver = checkpoint.Saver(run_dir, config, __file__)
     no_jit = jax.disable_jit(args.compile == "none")
-    with SummaryWriter(run_dir, max_queue=100) as writer, no_jit, saver or nullcontext():
+    with SummaryWriter(run_dir, max_queue=100) as writer, no_jit, saver:
         table = "\n".join(f"|{key}|{value}|" for key, value in asdict(args).items())
         writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
         env_key, init_key, update_key = jax.random.split(jax.random.key(args.seed), 3)

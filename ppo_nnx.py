@@ -201,24 +201,10 @@ class Agent(nnx.Module):
         return action, log_prob, value
 
 
-def to_shared(agent: Agent) -> dict[str, np.ndarray]:
-    """The parameters by checkpoint.py's shared names and layout: float32 NumPy copies."""
+def to_shared(agent: Agent) -> tuple:
+    """The parameters in checkpoint.py's layout: each MLP's [(kernel (in, out), bias)]; log_std."""
     actor, critic = ([(d.kernel, d.bias) for d in m.layers] for m in (agent.actor, agent.critic))
-    log_std = agent.log_std if agent.continuous else None
-    return __import__("checkpoint").shared(actor, critic, log_std)
-
-
-def from_shared(tensors: dict[str, np.ndarray], continuous: bool, dtype: str = "float32") -> Agent:
-    """The Agent that holds to_shared's tensors (checkpoint.load's params): to_shared's inverse."""
-    net = __import__("checkpoint").layers_of(tensors)
-    shape = (net.obs_dim, net.hidden_sizes, net.num_actions, continuous)
-    agent = nnx.eval_shape(lambda: Agent(*shape, nnx.Rngs(0), dtype))  # no init: all set below
-    for mlp, layers in ((agent.actor, net.actor), (agent.critic, net.critic)):
-        for dense, (kernel, bias) in zip(mlp.layers, layers, strict=True):
-            dense.kernel.value, dense.bias.value = jnp.asarray(kernel), jnp.asarray(bias)
-    if continuous:
-        agent.log_std.value = jnp.asarray(net.log_std)
-    return agent
+    return actor, critic, agent.log_std if agent.continuous else None
 
 
 # ------------------------------------------------------------------------------- environment glue
@@ -460,17 +446,19 @@ def main():
     if args.track:
         import wandb
 
-        # the seeds and frameworks of one experiment on one env side by side
+        # grouped by experiment and env; the scalars are logged below, once per iteration
         group = f"{args.exp_name}__{args.env}"
         tags = [FRAMEWORK, args.model_size, args.env, args.env_backend, args.compile]
         run = dict(name=run_name, dir=run_dir, group=group, tags=tags, config=config)
         project, entity = args.wandb_project_name, args.wandb_entity
-        # the scalars are logged below, once per iteration: W&B's sync_tensorboard would also
-        # find its own copies of the events inside the run folder and sync them again
         wandb.init(project=project, entity=entity, **run, save_code=True)
-    saver = __import__("checkpoint").Saver(run_dir, config, __file__) if args.save_model else None
+    saver = nullcontext()
+    if args.save_model:
+        import checkpoint
+
+        saver = checkpoint.Saver(run_dir, config, __file__)
     no_jit = jax.disable_jit(args.compile == "none")
-    with SummaryWriter(run_dir, max_queue=100) as writer, no_jit, saver or nullcontext():
+    with SummaryWriter(run_dir, max_queue=100) as writer, no_jit, saver:
         table = "\n".join(f"|{key}|{value}|" for key, value in asdict(args).items())
         writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
         env_key, init_key, update_key = jax.random.split(jax.random.key(args.seed), 3)

@@ -5,7 +5,7 @@
     share.write_hub_folder(folder, ckpt_path, ckpt, result, replay)  # a folder for `huggingface-cli upload`
 
 The ONNX file is the deployable policy: raw observations in, the deterministic action out, whatever framework
-trained it (ppo_torch.py's network, loaded by its from_shared, is what torch.onnx exports). The Hub folder is built
+trained it (ppo_torch.py's network, loaded by evaluate.build_agent, is what torch.onnx exports). The Hub folder is built
 from local files only (no network): the checkpoint, a model card whose metadata the Hub reads, eval.json, the
 training command and config, the files that load the policy, and a replay video where the env can be rendered.
 
@@ -87,17 +87,17 @@ def check_onnx(path) -> None:
 
 
 def deployed_actor(ckpt, bounds):
-    """ppo_torch.py's actor, loaded with ckpt's parameters (its from_shared, in float32), as a torch module from
+    """ppo_torch.py's actor, loaded with ckpt's parameters (evaluate.build_agent, in float32), as a torch module from
     raw observations (batch, obs_dim) float32 to the deterministic action: ckpt's observation normalisation first
     (env_normalize.scale's arithmetic, its statistics frozen), then the actor; discrete: the argmax of the logits
     (int64); continuous: the Gaussian's mean clipped to bounds (the env's (low, high)), as the env gets it."""
     import torch
 
     import env_normalize
-    import ppo_torch
+    import evaluate
 
     continuous = ckpt.meta["action_kind"] == "continuous"
-    agent = ppo_torch.from_shared(ckpt.params, continuous, "float32")
+    agent = evaluate.build_agent("torch", checkpoint.layers_of(ckpt.params), continuous)
 
     class DeployedActor(torch.nn.Module):
         def __init__(self):

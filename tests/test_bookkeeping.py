@@ -63,12 +63,13 @@ def test_the_stripped_copy_parses_and_needs_no_other_file(framework):
     }
     imported |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     assert "bookkeeping" not in imported and "book" not in stripped.replace("bookkeeping", "")
-    # imported lazily, inside make_env, only for the envs it adapts
+    # imported lazily, inside make_env, only for the envs it adapts (and env_normalize and
+    # checkpoint only with the options that need them)
     assert "env_adapters" in imported
     # of this repository's modules, only the lazy ones and the script's own pieces
     local = {name for name in imported if (ROOT / f"{name}.py").exists()}
     pieces = {piece[: -len(".py")] for piece in STUDY.frameworks[framework].pieces}
-    assert local == {"env_adapters", "env_normalize"} | pieces
+    assert local == {"env_adapters", "env_normalize", "checkpoint"} | pieces
     assert len(stripped.splitlines()) < len((ROOT / script(framework)).read_text().splitlines())
 
 

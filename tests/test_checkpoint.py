@@ -18,6 +18,7 @@ from test_bookkeeping import stripped_copy
 from test_scripts import start, wait_for
 
 import checkpoint
+import evaluate
 from checkpoint import BadCheckpoint
 from helpers import ROOT, STUDY, TINY, only_run_dir, read_json, run_script
 
@@ -313,7 +314,7 @@ def test_missing_or_foreign_metadata_is_refused(tmp_path):
     assert "metadata format must be 'benchback-rl/1', not 'benchback-rl/2'" in refused(path)
 
 
-# ------------------------------------------------------------- the scripts' mappings (to_shared, from_shared)
+# -------------------------------------------- the scripts' mappings (to_shared) and evaluate.build_agent
 FRAMEWORKS = list(STUDY.frameworks)
 # (obs_dim, model size, num_actions, continuous): a classic-control and a flattened MinAtar batch, and a Gaussian
 ARCHITECTURES = [(4, "small", 2, False), (400, "medium", 6, False), (3, "small", 2, True)]
@@ -326,12 +327,22 @@ def script_module(framework: str):
 
 
 def params_of(framework: str, agent):
-    """What the script's to_shared takes: Linen's params tree (its from_shared gives the module too), else the agent."""
+    """What the script's to_shared takes: Linen's params tree (build_agent gives the module too), else the agent."""
     return agent[1] if framework == "linen" else agent
 
 
+def from_shared(framework: str, tensors: dict, continuous: bool):
+    """framework's agent holding the shared tensors, as evaluate.py builds it."""
+    return evaluate.build_agent(framework, checkpoint.layers_of(tensors), continuous)
+
+
+def to_shared(framework: str, agent) -> dict:
+    """The shared tensors of framework's agent, as --save-model names and copies them."""
+    return checkpoint.shared(*script_module(framework).to_shared(params_of(framework, agent)))
+
+
 def outputs(framework: str, agent, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(actor output: logits or the Gaussian's mean, values) of a from_shared agent, as NumPy."""
+    """(actor output: logits or the Gaussian's mean, values) of a build_agent agent, as NumPy."""
     if framework == "linen":
         module, params = agent
         return tuple(np.asarray(x) for x in module.apply(params, obs))
@@ -364,7 +375,7 @@ def test_from_shared_then_to_shared_gives_the_tensors_back(
 ):
     module = script_module(framework)
     tensors = shared_tensors(obs_dim, module.MODEL_SIZES[size], num_actions, continuous)
-    back = module.to_shared(params_of(framework, module.from_shared(tensors, continuous)))
+    back = to_shared(framework, from_shared(framework, tensors, continuous))
     assert sorted(back) == sorted(tensors)
     for name, tensor in tensors.items():
         assert back[name].dtype == np.float32, name
@@ -381,7 +392,7 @@ def test_the_same_tensors_give_the_same_outputs_in_every_framework(
     obs = np.random.default_rng(4).normal(size=(64, obs_dim)).astype(np.float32)
     expected = numpy_outputs(tensors, obs)
     for framework in FRAMEWORKS:
-        agent = script_module(framework).from_shared(tensors, continuous)
+        agent = from_shared(framework, tensors, continuous)
         for what, actual, reference in zip(
             ("actor output", "values"), outputs(framework, agent, obs), expected
         ):
@@ -395,10 +406,9 @@ def test_the_same_tensors_give_the_same_outputs_in_every_framework(
 def test_to_shared_copies_what_training_then_changes(framework):
     """The Saver keeps to_shared's tensors of the last finished iteration while training goes on: they must not be
     views of the parameters that the next update changes in place (torch's are updated in place)."""
-    module = script_module(framework)
     tensors = shared_tensors()
-    agent = module.from_shared(tensors, True)
-    first = module.to_shared(params_of(framework, agent))
+    agent = from_shared(framework, tensors, True)
+    first = to_shared(framework, agent)
     if framework == "torch":
         import torch
 
@@ -406,7 +416,7 @@ def test_to_shared_copies_what_training_then_changes(framework):
             for param in agent.parameters():
                 param.add_(1.0)
         assert not np.array_equal(
-            module.to_shared(agent)["actor.0.kernel"], first["actor.0.kernel"]
+            to_shared(framework, agent)["actor.0.kernel"], first["actor.0.kernel"]
         )
     for name, tensor in tensors.items():
         np.testing.assert_array_equal(first[name], tensor, err_msg=name)

@@ -255,7 +255,9 @@ def untrained_checkpoint(tmp_path):
         obs_shape=[4], action_kind="discrete", num_actions=2, dtype="float32", norm_obs=False
     )
     meta |= dict(iteration=1, final_return=None, commit="unknown", command=["ppo_nnx.py"], seed=1)
-    checkpoint.save(tmp_path / "model.safetensors", ppo_nnx.to_shared(agent), None, meta)
+    checkpoint.save(
+        tmp_path / "model.safetensors", checkpoint.shared(*ppo_nnx.to_shared(agent)), None, meta
+    )
     return tmp_path
 
 

@@ -28,7 +28,9 @@ def save_untrained(folder, env_id, backend, obs_dim, num_actions, continuous):
     meta |= dict(action_kind="continuous" if continuous else "discrete", iteration=1)
     meta |= dict(final_return=None, commit="unknown", command=["ppo_nnx.py"], seed=1)
     folder.mkdir(exist_ok=True)
-    checkpoint.save(folder / "model.safetensors", ppo_nnx.to_shared(agent), None, meta)
+    checkpoint.save(
+        folder / "model.safetensors", checkpoint.shared(*ppo_nnx.to_shared(agent)), None, meta
+    )
     return folder
 
 
