@@ -92,9 +92,8 @@ def verdict(argvs: dict[str, list[list[str]]]) -> dict:
         name = Path(script).name
         try:
             args_type = load_script(script).Args
-        except (
-            Exception
-        ) as e:  # an import that fails (a framework not installed): its runs will say
+        # an import that fails (a framework not installed): its runs will say why
+        except Exception as e:
             unchecked.append([name, f"{type(e).__name__}: {first_line(e)}"])
             continue
         for argv in script_argvs:
