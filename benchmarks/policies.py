@@ -196,32 +196,51 @@ def returns_table(results: list[dict]) -> str:
     return markdown_table(pd.DataFrame(rows))
 
 
-def reading(results: list[dict]) -> str:
-    """One line: how far a policy's returns move between the frameworks, and the policies' own returns."""
-    rows = {}
+def names(frameworks: list[str]) -> str:
+    """The frameworks' names as a list in words: "A", "A and B", "A, B and C"."""
+    named = [FRAMEWORK_NAMES[f] for f in frameworks]
+    return named[0] if len(named) == 1 else f"{', '.join(named[:-1])} and {named[-1]}"
+
+
+def agreement(results: list[dict]) -> str:
+    """Which frameworks' networks give every policy the same returns, episode by episode (the largest such
+    group), and how far the others' mean returns are from theirs."""
+    columns = {}  # evaluated in -> trained by -> result
     for r in results:
-        rows.setdefault(r["trained_by"], []).append(r)
-    identical = all(all(r["returns"] == row[0]["returns"] for r in row) for row in rows.values())
-    spread = {
-        t: max(r["mean_return"] for r in row) - min(r["mean_return"] for r in row)
-        for t, row in rows.items()
-    }
-    widest = max(spread, key=spread.get)
-    if identical:
-        across = "Each policy gets the same returns, episode by episode, in the four frameworks' networks"
-    else:
-        across = (
-            f"A policy's mean return moves by at most {spread[widest]:.3g} between the frameworks' networks "
-            f"({FRAMEWORK_NAMES[widest]}'s)"
-        )
+        columns.setdefault(r["framework"], {})[r["trained_by"]] = r
+    groups = {}  # every policy's returns -> the frameworks that gave them
+    for framework in [f for f in FRAMEWORKS if f in columns]:
+        key = tuple(sorted((t, tuple(r["returns"])) for t, r in columns[framework].items()))
+        groups.setdefault(key, []).append(framework)
+    if len(groups) == 1:
+        return f"{names(columns)} give each policy the same returns, episode by episode"
+    agreeing = max(groups.values(), key=len)
+    others = [f for f in columns if f not in agreeing]
+    reference = columns[agreeing[0]]
+    gap = max(
+        abs(r["mean_return"] - reference[t]["mean_return"])
+        for f in others
+        for t, r in columns[f].items()
+        if t in reference
+    )
+    if len(agreeing) == 1:
+        return f"No two frameworks give a policy the same returns; their means differ by at most {gap:.3g}"
+    return (
+        f"{names(agreeing)} give each policy the same returns, episode by episode; {names(others)} "
+        f"{'differs' if len(others) == 1 else 'differ'} from them by at most {gap:.3g} in the mean"
+    )
+
+
+def reading(results: list[dict]) -> str:
+    """One line: where the frameworks agree on a policy's returns, and the policies' own returns."""
     own = {r["trained_by"]: r["mean_return"] for r in results if r["trained_by"] == r["framework"]}
     if not own:
-        return f"{across}."
+        return f"{agreement(results)}."
     low, high = min(own, key=own.get), max(own, key=own.get)
     if low == high:
-        return f"{across}; in its own framework the policy returns {own[low]:.1f}."
+        return f"{agreement(results)}; in its own framework the policy returns {own[low]:.1f}."
     return (
-        f"{across}; in their own frameworks the policies return from {own[low]:.1f} "
+        f"{agreement(results)}; in their own frameworks the policies return from {own[low]:.1f} "
         f"({FRAMEWORK_NAMES[low]}) to {own[high]:.1f} ({FRAMEWORK_NAMES[high]})."
     )
 

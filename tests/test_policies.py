@@ -44,14 +44,24 @@ def test_returns_table_rows_are_trained_by_columns_evaluated_in():
     assert torch == ["PyTorch", "105.0 ± 5.0", "106.0 ± 5.0", "107.0 ± 5.0", policies.NO_RESULT]
 
 
-def test_reading_says_how_far_the_frameworks_move_a_policy():
+def test_reading_says_where_the_frameworks_agree():
+    """The frameworks that give every policy the same returns, episode by episode, how far the others' means are
+    from theirs, and the range of the policies' own returns."""
     same = [result("linen", f, [10.0, 20.0]) for f in policies.FRAMEWORKS]
-    assert policies.reading(same).startswith("Each policy gets the same returns")
+    assert policies.reading(same).startswith(
+        "Flax Linen, Flax NNX, Equinox and PyTorch give each policy the same returns, episode by episode;"
+    )
     moved = same[:3] + [result("linen", "torch", [10.0, 20.5])]
     moved += [result("nnx", f, [30.0, 30.0]) for f in policies.FRAMEWORKS]
-    line = policies.reading(moved)
-    assert "at most 0.25 between" in line and "(Flax Linen's)" in line
-    assert "from 15.0 (Flax Linen) to 30.0 (Flax NNX)" in line
+    assert policies.reading(moved) == (
+        "Flax Linen, Flax NNX and Equinox give each policy the same returns, episode by episode; PyTorch "
+        "differs from them by at most 0.25 in the mean; in their own frameworks the policies return from 15.0 "
+        "(Flax Linen) to 30.0 (Flax NNX)."
+    )
+    apart = [result("linen", f, [10.0, 20.0 + i]) for i, f in enumerate(policies.FRAMEWORKS)]
+    assert policies.reading(apart).startswith(
+        "No two frameworks give a policy the same returns; their means differ by at most 1.5;"
+    )
 
 
 def test_readme_names_sizes_machine_and_commands(tmp_path):
