@@ -252,7 +252,9 @@ def policy_rows(policies: list[dict], out: Path) -> str:
             "trained by": FRAMEWORK_NAMES[p["framework"]],
             "run": p["run"],
             "iterations": p["iteration"],
-            "training return": p["final_return"],
+            "last training return": NO_RESULT
+            if p["final_return"] is None
+            else round(p["final_return"]),
             f"{checkpoint.FILENAME} (bytes)": f"{p['checkpoint_bytes']:,}",
             "replay": f"[{Path(p['video']).name}]({Path(p['video']).relative_to(out).as_posix()})",
         }
@@ -288,7 +290,10 @@ def versions_of(runs: list[Path]) -> dict:
 def readme_text(record: dict, out: Path) -> str:
     """DIR/README.md from the record."""
     machine_info, env = record["machine"], record["env"]
-    versions = ", ".join(f"{name} {version}" for name, version in record["versions"].items())
+    packages = {
+        name: v for name, v in record["versions"].items() if name != "python"
+    }  # Python: the machine's
+    versions = ", ".join(f"{name} {version}" for name, version in packages.items())
     training = "\n".join(
         f"    python {shown(project_relative(p['training_command']))}" for p in record["policies"]
     )

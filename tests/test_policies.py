@@ -81,13 +81,13 @@ def test_readme_names_sizes_machine_and_commands(tmp_path):
             "python": "3.11.7",
             "hostname": "vm",
         },
-        "versions": {"jax": "0.10.2", "torch": "2.13.0+cpu"},
+        "versions": {"python": "3.11.7", "jax": "0.10.2", "torch": "2.13.0+cpu"},
         "policies": [
             {
                 "framework": "linen",
                 "run": "exp9/CartPole-v1__linen__1",
                 "iteration": 488,
-                "final_return": 500.0,
+                "final_return": 1836.3841796875,
                 "checkpoint_bytes": 43210,
                 "training_command": ["ppo_linen.py", "--env", "CartPole-v1", "--save-model"],
                 "video": str(out / "videos" / "linen.mp4"),
@@ -102,6 +102,7 @@ def test_readme_names_sizes_machine_and_commands(tmp_path):
     }
     text = " ".join(policies.readme_text(record, out).split())  # the tables' padding aside
     assert "| Flax Linen | 500.0 ± 0.0 | 500.0 ± 0.0 | 500.0 ± 0.0 | 500.0 ± 0.0 |" in text
+    assert "| 1836 | 43,210 |" in text and "python 3.11.7" not in text  # Python once, the machine's
     assert "43,210" in text and "[linen.mp4](videos/linen.mp4)" in text
     assert "2 cores (AMD EPYC, a VM; 24 GiB)" in text and "jax 0.10.2, torch 2.13.0+cpu" in text
     assert "python ppo_linen.py --env CartPole-v1 --save-model" in text
