@@ -1,0 +1,210 @@
+"""Files written whole or not at all: the one atomic write of benchback-rl (the standard library only).
+
+Every file the project writes goes through write_file (or write_json): the scripts' config.json and summary.json
+(bookkeeping.py), env_timing.json, the benchmarks' JSON files, and the analysis' tables, figures, REPORT.md, README
+blocks and learning curves (analysis/output.py). It imports nothing of the project and no third-party package, so
+that the scripts, env_timing.py, benchmarks/ and the analysis can all import it.
+
+A write goes into a temporary file beside the file it replaces, is given that file's mode (and, where allowed, its
+owner; a new file gets the usual mode under the umask), and is renamed over it: the file is never half-written, and
+the temporary file is removed on any failure. SIGINT and SIGTERM are held back meanwhile, so that an interruption
+never leaves the temporary file behind. A path that is a symbolic link is written through it: the write lands in
+the file it leads to, the link stays.
+
+A tool replaces only files it wrote (check_replaceable, the one check of every output path: env_timing.py's --out,
+the benchmarks' outputs, the quick start's): before anything is measured, a file already at an output path is read
+and recognised as this tool's (by the mark it wrote: "written_by" in a JSON object, a first line MARK in a Markdown
+file; or by its content), else refused in one line (OutputRefused) and left as it is. A benchmark's outputs are a JSON
+record and its table beside it as .md (check_outputs, write_outputs).
+"""
+
+import json
+import math
+import os
+import signal
+import stat
+import tempfile
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Callable, Optional
+
+
+def target(path) -> Path:
+    """The file a write to path lands in: path itself (absolute), or the file its symbolic links lead to."""
+    return Path(os.path.realpath(path))
+
+
+@contextmanager
+def deferred_signals():
+    """SIGINT and SIGTERM held back (delivered after the block), so that a replacement is never cut in two."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+
+def current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def old_stat(path: Path) -> os.stat_result | None:
+    try:
+        return path.stat()
+    except FileNotFoundError:
+        return None
+
+
+def keep_owner_and_mode(path: Path, old: os.stat_result | None) -> None:
+    """path given the mode (and, where allowed, the owner) of the file it replaces; a new file's usual mode."""
+    os.chmod(path, stat.S_IMODE(old.st_mode) if old else 0o666 & ~current_umask())
+    if old and (old.st_uid, old.st_gid) != (os.getuid(), os.getgid()):
+        # only root may give a file away: others keep theirs
+        with suppress(OSError):
+            os.chown(path, old.st_uid, old.st_gid)
+
+
+def write_file(path, data: str | bytes) -> None:
+    """data written to the file at path, through its links: into a temporary file beside that file, with its
+    mode, renamed over it; the temporary file is removed on any failure."""
+    real = target(path)
+    data = data.encode() if isinstance(data, str) else data
+    with deferred_signals():
+        fd, partial = tempfile.mkstemp(prefix=f".{real.name}.", suffix=".partial", dir=real.parent)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            keep_owner_and_mode(Path(partial), old_stat(real))
+            os.replace(partial, real)
+        except BaseException:
+            with suppress(OSError):
+                os.unlink(partial)
+            raise
+
+
+def finite_json(value):
+    """value with every NaN or infinity replaced by None, so that the JSON holds null: NaN is not JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: finite_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_json(item) for item in value]
+    return value
+
+
+def write_json(path, data) -> None:
+    """data as indented JSON (NaN and infinities as null), written by write_file."""
+    write_file(path, json.dumps(finite_json(data), indent=2, allow_nan=False))
+
+
+# ------------------------------------------------------------------------------------- files this tool wrote
+WRITTEN_BY = "written_by"  # the key of a JSON record that names the tool that wrote it
+
+
+class OutputRefused(ValueError):
+    """An output path that holds what the tool did not write, or that it cannot write: the message, one line, names
+    the option, the path and why."""
+
+
+def md_mark(tool: str) -> str:
+    """The first line of a Markdown file that tool wrote (an HTML comment: not shown)."""
+    return f"<!-- written by {tool}; its next run with the same --out replaces this file -->"
+
+
+def check_writable_folder(flag: str, path, real: Path) -> None:
+    """OutputRefused unless a file can be made in the folder of real, or in its nearest folder that exists (where
+    the missing ones would be made): a file made there and removed at once tells, for root too."""
+    folder = next(p for p in real.parents if p.exists())
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as e:
+        raise OutputRefused(
+            f"{flag} {path}: cannot write into {folder} ({e.strerror or e})"
+        ) from None
+
+
+def check_replaceable(flag: str, path, why_not: Callable[[str], Optional[str]]) -> None:
+    """OutputRefused unless a write to path (through its links) makes a new file in a folder that is or can be made
+    writable, or replaces a regular file of whose text why_not says nothing (None: this tool's own; else why not)."""
+    real = target(path)
+    check_writable_folder(flag, path, real)
+    if not os.path.lexists(real):
+        return
+    if not real.is_file():
+        raise OutputRefused(
+            f"{flag} {path} is not a regular file: nothing is run; give a file name"
+        )
+    try:
+        reason = why_not(real.read_text())
+    except (OSError, UnicodeDecodeError) as e:
+        reason = f"cannot be read ({e})"
+    if reason:
+        raise OutputRefused(
+            f"{flag} {path} {reason}: it is left as it is and nothing is run; give another {flag} "
+            "or move that file away"
+        )
+
+
+def json_by(tool: str) -> Callable[[str], Optional[str]]:
+    """why_not for a JSON record of tool: an object whose "written_by" is tool."""
+
+    def why_not(text: str) -> Optional[str]:
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError):
+            return f"is not JSON, so not written by {tool}"
+        if not isinstance(data, dict) or data.get(WRITTEN_BY) != tool:
+            return f'holds no "{WRITTEN_BY}": "{tool}", so {tool} did not write it'
+        return None
+
+    return why_not
+
+
+def md_by(tool: str) -> Callable[[str], Optional[str]]:
+    """why_not for a Markdown file of tool: its first line is md_mark(tool)."""
+
+    def why_not(text: str) -> Optional[str]:
+        if text.partition("\n")[0] != md_mark(tool):
+            return f"does not start with the mark of {tool}, so {tool} did not write it"
+        return None
+
+    return why_not
+
+
+def table_path(out) -> Path:
+    """Where a benchmark's table goes: beside its JSON record, as .md."""
+    return Path(out).with_suffix(".md")
+
+
+def check_record(tool: str, out, flag: str = "--out") -> None:
+    """OutputRefused unless tool's JSON record can be written at out without replacing a file tool did not write."""
+    check_replaceable(flag, out, json_by(tool))
+
+
+def check_outputs(tool: str, out, flag: str = "--out") -> None:
+    """OutputRefused unless out names a .json file and both it and the .md beside it can be written without
+    replacing a file that tool did not write."""
+    if Path(out).suffix != ".json":
+        raise OutputRefused(f"{flag} {out}: give a .json file (the table goes beside it as .md)")
+    check_record(tool, out, flag)
+    check_replaceable(flag, table_path(out), md_by(tool))
+
+
+def write_record(tool: str, out, record) -> None:
+    """A benchmark's record as JSON at out, marked as tool's (a list of rows goes under "rows")."""
+    record = record if isinstance(record, dict) else {"rows": record}
+    target(out).parent.mkdir(parents=True, exist_ok=True)
+    write_json(out, {WRITTEN_BY: tool, **record})
+
+
+def write_outputs(tool: str, out, record, table: str) -> None:
+    """A benchmark's record at out (JSON) and its table beside it (.md), each marked as tool's."""
+    write_record(tool, out, record)
+    write_file(table_path(out), f"{md_mark(tool)}\n{table.rstrip()}\n")

@@ -1,0 +1,437 @@
+"""Evaluate a policy kept by a ppo_*.py script's --save-model, in any of the four frameworks (part of
+benchback-rl).
+
+    python evaluate.py RUN_DIR_OR_CHECKPOINT [--framework linen|nnx|equinox|torch] [--episodes 10]
+        [--seed 1] [--stochastic] [--video PATH] [--export-onnx PATH] [--hub-folder DIR]
+
+The checkpoint (model.safetensors, read and validated by checkpoint.py) is loaded into the chosen
+framework's own network (build_agent; default: the framework that trained it). The env
+is made as the template makes it (its make_env, the checkpoint's env id and backend), one env per
+episode; each runs its first episode to its end (termination or truncation). The observations are
+normalised with the checkpoint's statistics (env_normalize.scale, as in training, frozen), the policy
+acts deterministically (argmax of the logits, or the Gaussian's mean) or, with --stochastic, samples
+(seeded by --seed), and the env gets the action clipped to its bounds as in training. It prints the
+mean ± std (population std) of the episode returns and records them in eval.json beside the
+checkpoint: one entry per framework, mode, episodes and seed; an evaluation replaces only its own.
+
+Bad input (a missing or bad checkpoint, a framework not in the list, an eval.json this tool did not
+write, an output the options cannot write): one line, exit code 2, nothing written.
+
+Interfaces of the modules behind three options, imported only when the option is given:
+
+    evaluation.video.check(path: str, meta: dict) -> None
+        evaluation.video.CannotRecord (a ValueError, one line) for a --video path it cannot write (its
+        suffix, a folder, a file it did not write...) or an env it cannot draw here (no renderer, or
+        MuJoCo's cannot start): called before anything runs; meta: the checkpoint's metadata
+    evaluation.video.record(replay: Replay, path: str) -> evaluation.video.Recording
+        episode 0 of the evaluation as a video at path (GIF, or MP4); a renderer that fails midway
+        raises CannotRecord: evaluate.py prints it, the evaluation stays written
+    evaluation.share.check_onnx(path: str) -> None
+    evaluation.share.check_hub_folder(folder: str) -> None
+        ValueError (one line) for an output they cannot write: called before anything runs
+    evaluation.share.export_onnx(ckpt: checkpoint.Checkpoint, path: str, bounds) -> None
+        the actor as ONNX, through ppo_torch's network, whatever framework trained it; bounds: the
+        env's action bounds (low, high), to which a continuous action is clipped
+    evaluation.share.write_hub_folder(folder: str, ckpt_path: Path, ckpt: checkpoint.Checkpoint,
+                                      result: dict, replay: Replay) -> None
+        the folder for `huggingface-cli upload`; result: this evaluation's entry of eval.json
+
+A Replay (below) is episode 0 of the evaluation: its env 0's states, and the policy that acted.
+"""
+
+import importlib
+import json
+import sys
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Annotated, Callable, Literal, NamedTuple, Optional
+
+import numpy as np
+import tyro
+
+import atomic
+import bookkeeping
+import checkpoint
+import option_checks
+
+TOOL = "evaluate.py"
+EVAL_FILE = "eval.json"
+FRAMEWORKS = ("linen", "nnx", "equinox", "torch")
+# one env per episode, all in one batch
+MAX_EPISODES = 10_000
+
+
+@dataclass(frozen=True)
+class Args:
+    """Evaluates a policy saved by a ppo_*.py script's --save-model, in any of the four frameworks"""
+
+    checkpoint: Annotated[str, tyro.conf.Positional]
+    """a run folder (its model.safetensors) or a checkpoint file"""
+    framework: Optional[Literal["linen", "nnx", "equinox", "torch"]] = None
+    """the framework whose network runs the policy (default: the one that trained it)"""
+    episodes: int = 10
+    """the number of episodes, each run to its end (termination or truncation)"""
+    seed: int = 1
+    """the seed of the envs (and of the sampling, with --stochastic)"""
+    stochastic: bool = False
+    """sample the actions from the policy (default: argmax of the logits, or the Gaussian's mean)"""
+    video: Optional[str] = None
+    """record episode 0 as a video at this path (.gif, or .mp4)"""
+    export_onnx: Optional[str] = None
+    """write the actor as ONNX at this path (through PyTorch, whatever framework trained it)"""
+    hub_folder: Optional[str] = None
+    """write a folder ready for `huggingface-cli upload` (model, model card, eval.json, video)"""
+
+    def __post_init__(self):
+        option_checks.check_int("--episodes", self.episodes, 1, MAX_EPISODES)
+        # the range that JAX keys, NumPy generators and envpool all take
+        option_checks.check_int("--seed", self.seed, 0, 2**31 - 1)
+
+
+class Replay(NamedTuple):
+    """Episode 0 of an evaluation, for a video: what a renderer needs, whatever the env."""
+
+    env_id: str
+    backend: str
+    env: object  # the template's batched env (make_env), not normalised
+    env_params: object
+    # env 0's state before each step of its first episode, batch axis dropped, as NumPy arrays
+    # (gymnax, Craftax, Brax; envpool's are step counts: its states live in the pool)
+    states: list
+    # env 0's actions, as the env got them
+    actions: list
+    # a batch of raw observations -> the actions the env gets (normalised, the policy, clipped): the
+    # policy to replay in another simulator of the same model (gymnasium's MuJoCo for envpool's)
+    policy: Callable[[np.ndarray], np.ndarray]
+    seed: int
+
+
+# ------------------------------------------------------------------------------------ the policy
+def actor_function(framework: str, agent) -> Callable[[np.ndarray], np.ndarray]:
+    """Observations (n, obs_dim) float32 -> the actor's output (n, num_actions) float32, run by the
+    framework's own network (build_agent's agent): the logits, or the Gaussian's mean. Jitted in the
+    JAX frameworks."""
+    if framework == "torch":
+        import torch
+
+        def torch_actor(obs):
+            with torch.no_grad():
+                return agent(torch.from_numpy(obs))[0].numpy()
+
+        return torch_actor
+    import jax
+
+    if framework == "linen":
+        net, params = agent
+        linen_actor = jax.jit(lambda params, obs: net.apply(params, obs)[0])
+        return lambda obs: np.asarray(linen_actor(params, obs))
+    if framework == "nnx":
+        from flax import nnx
+
+        graphdef, state = nnx.split(agent)
+        nnx_actor = jax.jit(lambda state, obs: nnx.merge(graphdef, state)(obs)[0])
+        return lambda obs: np.asarray(nnx_actor(state, obs))
+    import equinox as eqx
+
+    equinox_actor = eqx.filter_jit(lambda agent, obs: agent(obs)[0])
+    return lambda obs: np.asarray(equinox_actor(agent, obs))
+
+
+def build_agent(framework: str, net: checkpoint.Layers, continuous: bool, dtype: str = "float32"):
+    """framework's own Agent (its template's class) holding the network net (checkpoint.layers_of's),
+    built without an init: the inverse of the template's to_shared. Linen's: (the Agent module, its
+    params)."""
+    module = importlib.import_module(f"ppo_{framework}")
+    shape = (net.obs_dim, net.hidden_sizes, net.num_actions, continuous)
+    if framework == "torch":
+        import torch_glue
+
+        return torch_glue.agent_of(module.Agent, net, continuous, dtype)
+    import jax
+    import jax.numpy as jnp
+
+    if framework == "linen":
+        params = {"log_std": net.log_std} if continuous else {}
+        for mlp, layers in (("actor", net.actor), ("critic", net.critic)):
+            params[mlp] = {
+                f"Dense_{i}": {"kernel": k, "bias": b} for i, (k, b) in enumerate(layers)
+            }
+        agent = module.Agent(net.hidden_sizes, net.num_actions, continuous, dtype)
+        return agent, jax.tree.map(jnp.asarray, {"params": params})
+    if framework == "nnx":
+        from flax import nnx
+
+        agent = nnx.eval_shape(lambda: module.Agent(*shape, nnx.Rngs(0), dtype))
+        for mlp, layers in ((agent.actor, net.actor), (agent.critic, net.critic)):
+            for dense, (kernel, bias) in zip(mlp.layers, layers, strict=True):
+                dense.kernel.value, dense.bias.value = jnp.asarray(kernel), jnp.asarray(bias)
+        if continuous:
+            agent.log_std.value = jnp.asarray(net.log_std)
+        return agent
+    import equinox as eqx
+
+    agent = eqx.filter_eval_shape(module.Agent, *shape, jax.random.key(0), dtype)
+    # its leaves in order: each Linear's weight (out, in) and bias, actor then critic; log_std
+    leaves = [x for kernel, bias in net.actor + net.critic for x in (kernel.T, bias)]
+    leaves += [net.log_std] if continuous else []
+    return jax.tree.unflatten(jax.tree.structure(agent), [jnp.asarray(x) for x in leaves])
+
+
+def load_actor(ckpt, framework: str) -> Callable[[np.ndarray], np.ndarray]:
+    """The actor of ckpt (checkpoint.load's) in framework's network."""
+    continuous = ckpt.meta["action_kind"] == "continuous"
+    net = checkpoint.layers_of(ckpt.params)
+    agent = build_agent(framework, net, continuous, ckpt.meta["dtype"])
+    return actor_function(framework, agent)
+
+
+def normaliser(ckpt) -> Callable[[np.ndarray], np.ndarray]:
+    """Raw observations -> the network's input: flattened, float32, and normalised with the
+    checkpoint's statistics (frozen) by env_normalize's scale, as in training."""
+    import env_normalize
+
+    stats = None
+    if ckpt.obs_norm is not None:
+        parts = (np.asarray(ckpt.obs_norm[name], np.float32) for name in ("mean", "var", "count"))
+        stats = env_normalize.RunningStats(*parts)
+
+    def normalise(obs: np.ndarray) -> np.ndarray:
+        obs = np.asarray(obs, np.float32).reshape(len(obs), -1)
+        return obs if stats is None else env_normalize.scale(obs, stats).astype(np.float32)
+
+    return normalise
+
+
+def choose(out: np.ndarray, log_std, bounds, rng: Optional[np.random.Generator]) -> np.ndarray:
+    """The actions from the actor's output. Discrete (log_std None): the argmax of the logits, or
+    (rng given) a sample (Gumbel-max); continuous: the Gaussian's mean, or a sample, clipped to the
+    env's bounds as in training."""
+    if log_std is None:
+        if rng is not None:
+            out = out + rng.gumbel(size=out.shape)
+        return out.argmax(-1).astype(np.int32)
+    if rng is not None:
+        out = out + np.exp(log_std) * rng.standard_normal(out.shape, np.float32)
+    return np.clip(out, *bounds).astype(np.float32)
+
+
+def make_policy(actor, ckpt, bounds, rng: Optional[np.random.Generator]):
+    """A batch of raw observations -> the actions the env gets: normalised, the actor, chosen
+    (sampled with rng, when given)."""
+    normalise, log_std = normaliser(ckpt), ckpt.params.get("log_std")
+    return lambda obs: choose(actor(normalise(obs)), log_std, bounds, rng)
+
+
+# ------------------------------------------------------------------------------------- the episodes
+def first_env(tree):
+    """env 0's part of a batched pytree, as NumPy arrays; a typed JAX key (in Craftax's state) stays a
+    JAX array: NumPy has no key type."""
+    import jax
+
+    def first(x):
+        return x[0] if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key) else np.asarray(x[0])
+
+    return jax.tree.map(first, tree)
+
+
+def run_episodes(module, env, env_params, runner, policy, keep: bool = False):
+    """Each env of the reset runner run to the end of its first episode, with the template's own
+    step (the env's time limit ends every episode): (returns, lengths, env 0's states and actions,
+    when keep)."""
+    import jax
+
+    episodes = len(runner.obs)
+    step = jax.jit(partial(module.step_envs, env, env_params))
+    returns = np.zeros(episodes, np.float64)
+    lengths = np.zeros(episodes, np.int64)
+    ended = np.zeros(episodes, bool)
+    states, actions = [], []
+    while not ended.all():
+        action = policy(np.asarray(runner.obs))
+        if keep and not ended[0]:
+            states.append(first_env(runner.env_state))
+            actions.append(action[0])
+        runner, (_, terminated, truncated, _, ended_return, ended_length) = step(runner, action)
+        first_end = np.asarray(terminated | truncated) & ~ended
+        returns[first_end] = np.asarray(ended_return)[first_end]
+        lengths[first_end] = np.asarray(ended_length)[first_end]
+        ended |= first_end
+    return returns, lengths, states, actions
+
+
+def check_env(env, obs_dim: int, ckpt) -> None:
+    """ValueError (one line) when the env made from the metadata is not the one the network was
+    trained on (another version of the env's package, say)."""
+    meta = ckpt.meta
+    kind = "continuous" if env.continuous else "discrete"
+    if kind != meta["action_kind"] or env.num_actions != meta["num_actions"]:
+        raise ValueError(
+            f"{meta['env']} here has {kind} actions of size {env.num_actions}, the checkpoint's "
+            f"policy {meta['action_kind']} ones of size {meta['num_actions']}"
+        )
+    if [obs_dim] != meta["obs_shape"]:
+        raise ValueError(
+            f"{meta['env']} here gives observations of length {obs_dim}, the checkpoint's network "
+            f"takes {meta['obs_shape']}"
+        )
+
+
+class Setup(NamedTuple):
+    """What an evaluation runs: the template, its env, and the policy in its network."""
+
+    ckpt: object  # checkpoint.Checkpoint
+    framework: str
+    module: object  # the template, ppo_{framework}
+    env: object
+    env_params: object
+    runner: object  # the template's Runner of the envs just reset, one per episode
+    policy: Callable[[np.ndarray], np.ndarray]
+    stochastic: bool
+
+
+class Evaluation(NamedTuple):
+    result: dict  # this evaluation's entry of eval.json
+    replay: Optional[Replay]  # episode 0, when kept
+
+
+def prepare(ckpt, framework: str, episodes: int, seed: int, stochastic: bool) -> Setup:
+    """The envs (reset) and the policy of ckpt (checkpoint.load's) in framework's network, to run
+    once; ValueError (one line) for an env that cannot be made here, or that is not the network's."""
+    import jax
+
+    meta = ckpt.meta
+    module = importlib.import_module(f"ppo_{framework}")
+    env, env_params = module.make_env(meta["env"], meta["env_backend"], episodes, seed)
+    runner = module.reset_envs(env, env_params, jax.random.key(seed), episodes)
+    check_env(env, runner.obs.shape[-1], ckpt)
+    rng = np.random.default_rng(seed) if stochastic else None
+    policy = make_policy(load_actor(ckpt, framework), ckpt, env.action_bounds, rng)
+    return Setup(ckpt, framework, module, env, env_params, runner, policy, stochastic)
+
+
+def evaluate(setup: Setup, seed: int, keep: bool = False) -> Evaluation:
+    """The setup's policy over its envs' first episodes (env 0's states and actions kept, when keep);
+    seed: the one the setup was prepared with, for the record."""
+    meta, env, env_params, policy = setup.ckpt.meta, setup.env, setup.env_params, setup.policy
+    returns, lengths, states, actions = run_episodes(
+        setup.module, env, env_params, setup.runner, policy, keep
+    )
+    result = {
+        "framework": setup.framework,
+        "trained_by": meta["framework"],
+        "env": meta["env"],
+        "env_backend": meta["env_backend"],
+        "mode": "stochastic" if setup.stochastic else "deterministic",
+        "episodes": len(returns),
+        "seed": seed,
+        "mean_return": float(returns.mean()),
+        "std_return": float(returns.std()),
+        "returns": returns.tolist(),
+        "lengths": lengths.tolist(),
+        "iteration": meta["iteration"],
+    }
+    replay = None
+    if keep:
+        replay = Replay(
+            meta["env"], meta["env_backend"], env, env_params, states, actions, policy, seed
+        )
+    return Evaluation(result, replay)
+
+
+# ---------------------------------------------------------------------------------------- eval.json
+def entry_key(entry: dict) -> tuple:
+    return tuple(entry.get(name) for name in ("framework", "mode", "episodes", "seed"))
+
+
+def merged_record(path: Path, result: dict) -> dict:
+    """eval.json's record with result in it: it replaces only an entry of the same framework, mode,
+    episodes and seed, the others stay."""
+    entries = []
+    if path.exists():
+        entries = json.loads(path.read_text()).get("evaluations", [])
+    entries = [entry for entry in entries if entry_key(entry) != entry_key(result)] + [result]
+    return {atomic.WRITTEN_BY: TOOL, "evaluations": entries}
+
+
+def check_eval_file(path: Path) -> None:
+    """ValueError (one line) unless eval.json is absent or this tool's, with a list of evaluations."""
+    atomic.check_record(TOOL, path, EVAL_FILE)
+    if path.exists() and not isinstance(json.loads(path.read_text()).get("evaluations"), list):
+        raise ValueError(f"{EVAL_FILE} {path} holds no list of evaluations: move it away")
+
+
+def summary(result: dict) -> str:
+    env, trained, framework = result["env"], result["trained_by"], result["framework"]
+    mean, std, n = result["mean_return"], result["std_return"], result["episodes"]
+    return (
+        f"{env} ({trained}'s policy) in {framework}: return {mean:.2f} ± {std:.2f} over {n} "
+        f"episodes, {result['mode']}, seed {result['seed']}"
+    )
+
+
+# ------------------------------------------------------------------------------------------- main
+def check_options(args: Args, meta: dict) -> None:
+    """The outputs of --video, --export-onnx and --hub-folder checked before anything runs."""
+    if args.video is not None:
+        from evaluation import video
+
+        video.check(args.video, meta)
+    if args.export_onnx is not None or args.hub_folder is not None:
+        from evaluation import share
+
+        if args.export_onnx is not None:
+            share.check_onnx(args.export_onnx)
+        if args.hub_folder is not None:
+            share.check_hub_folder(args.hub_folder)
+
+
+def write_extras(args: Args, ckpt_path: Path, setup: Setup, evaluation: Evaluation) -> None:
+    """The video, the ONNX file and the Hub folder, each only when its option is given."""
+    ckpt = setup.ckpt
+    if args.video is not None:
+        from evaluation import video
+
+        try:
+            made = video.record(evaluation.replay, args.video)
+            size = f"{made.width} x {made.height}"
+            print(f"video: {made.path} ({made.frames} frames, {size}, drawn by {made.renderer})")
+        except video.CannotRecord as e:
+            print(f"{TOOL}: no video: {e}", file=sys.stderr)
+    if args.export_onnx is not None:
+        from evaluation import share
+
+        share.export_onnx(ckpt, args.export_onnx, setup.env.action_bounds)
+    if args.hub_folder is not None:
+        from evaluation import share
+
+        share.write_hub_folder(
+            args.hub_folder, ckpt_path, ckpt, evaluation.result, evaluation.replay
+        )
+
+
+def main(argv: Optional[list[str]] = None) -> dict:
+    """evaluate.py's command line: this evaluation's entry of eval.json. Bad input: one line on
+    stderr, exit code 2, nothing written."""
+    try:
+        args = bookkeeping.parse_args(Args, sys.argv[1:] if argv is None else argv)
+        ckpt = checkpoint.load(args.checkpoint)
+        ckpt_path = Path(checkpoint.checkpoint_file(args.checkpoint))
+        framework = args.framework or ckpt.meta["framework"]
+        eval_path = ckpt_path.parent / EVAL_FILE
+        check_eval_file(eval_path)
+        check_options(args, ckpt.meta)
+        setup = prepare(ckpt, framework, args.episodes, args.seed, args.stochastic)
+    except (ValueError, OSError, ImportError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+    keep = args.video is not None or args.hub_folder is not None
+    evaluation = evaluate(setup, args.seed, keep)
+    atomic.write_json(eval_path, merged_record(eval_path, evaluation.result))
+    print(summary(evaluation.result), flush=True)
+    write_extras(args, ckpt_path, setup, evaluation)
+    return evaluation.result
+
+
+if __name__ == "__main__":
+    main()

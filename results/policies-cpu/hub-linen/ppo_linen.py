@@ -1,0 +1,538 @@
+"""PPO in Flax Linen on gymnax environments (or envpool's CPU ones): a single-file starter.
+Read it top to bottom: Args, network, env glue, rollout, GAE, loss, update, main().
+To drop the benchmark bookkeeping, delete its section at the bottom and every `book.` line.
+The ppo_*.py files are parallel: `diff ppo_linen.py ppo_nnx.py` shows only the framework."""
+
+import signal
+import time
+
+# import_s, setup_s and total_s count from this first line
+START = time.perf_counter()
+if __name__ == "__main__":
+    # SIGINT and SIGTERM wait until main() unblocks them: none is lost in the imports
+    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT, signal.SIGTERM])
+    print("ppo_linen.py: importing JAX, Flax Linen and gymnax...", flush=True)
+    __import__("bookkeeping").exit_on_bad_environment()  # a book. line: JAX starts in the imports
+
+import math
+import os
+from contextlib import nullcontext
+from dataclasses import asdict, dataclass
+from functools import partial
+from typing import Literal, NamedTuple, Optional, Sequence
+
+import flax.linen as nn
+import gymnax
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import tyro
+from flax.training.train_state import TrainState
+from tensorboardX import SummaryWriter
+
+FRAMEWORK = "linen"
+MODEL_SIZES = {"small": (64, 64), "medium": (256, 256, 256), "large": (1024,) * 6}
+
+
+@dataclass(frozen=True)
+class Args:
+    """PPO in Flax Linen on gymnax (or envpool's CPU envs): trains one agent, logs to TensorBoard"""
+
+    exp_name: str = os.path.basename(__file__)[: -len(".py")]
+    """the name of this experiment (with --track, the W&B group is this name and the env)"""
+    env: str = "CartPole-v1"
+    """the env id: gymnax (discrete or Box actions), or Craftax and Brax (env_adapters.py)"""
+    env_backend: Literal["gymnax", "envpool"] = "gymnax"
+    """gymnax: JAX envs; envpool: CPU simulators (classic control, MuJoCo), via env_adapters.py"""
+    env_threads: int = 0
+    """envpool's worker threads (0: envpool's default, one per core up to --num-envs)"""
+    model_size: Literal["small", "medium", "large"] = "small"
+    """hidden layers of actor and critic: small (64, 64), medium (256,) * 3, large (1024,) * 6"""
+    dtype: Literal["float32", "bfloat16"] = "float32"
+    """the networks' compute type; bfloat16: mixed precision (parameters, loss, GAE: float32)"""
+    seed: int = 1
+    """seed of the experiment (JAX keys for the environment, the init and the sampling)"""
+    num_envs: int = 32
+    """the number of parallel environments"""
+    num_steps: int = 256
+    """the number of steps per environment in each rollout"""
+    num_iterations: int = 100
+    """the number of iterations (rollout + update)"""
+    update_epochs: int = 10
+    """the number of epochs over the batch in each update"""
+    num_minibatches: int = 8
+    """the number of minibatches per epoch"""
+    learning_rate: float = 2.5e-4
+    """the learning rate of the Adam optimizer"""
+    anneal_lr: bool = True
+    """anneal the learning rate linearly to 0, per optimizer step"""
+    gamma: float = 0.99
+    """the discount factor"""
+    gae_lambda: float = 0.95
+    """the lambda of generalized advantage estimation"""
+    clip_coef: float = 0.2
+    """the surrogate clipping coefficient"""
+    clip_vloss: bool = True
+    """clip the value loss around the old values"""
+    ent_coef: float = 0.01
+    """the entropy coefficient"""
+    vf_coef: float = 0.5
+    """the value loss coefficient"""
+    max_grad_norm: float = 0.5
+    """the maximum global norm of the gradients"""
+    norm_adv: bool = True
+    """normalise the advantages of each minibatch"""
+    norm_obs: bool = False
+    """normalise the observations by their running mean and variance (env_normalize.py)"""
+    norm_reward: bool = False
+    """scale the rewards by the running std of their discounted return (env_normalize.py)"""
+    compile: Literal["jit", "none"] = "jit"
+    """jit: jax.jit the rollout and the update; none: the same functions op by op (disable_jit)"""
+    sync_timing: bool = True
+    """block on the device after the rollout and after the update, so that both timers are exact"""
+    log_dir: str = "runs"
+    """the folder that receives one subfolder per run"""
+    save_model: bool = False
+    """save the last finished iteration's policy as model.safetensors in the run folder"""
+    track: bool = False
+    """log to Weights & Biases too (the same scalars, once per iteration)"""
+    wandb_project_name: str = "benchback-rl"
+    """the W&B project"""
+    wandb_entity: Optional[str] = None
+    """the W&B entity (team); None is your default entity"""
+    tag: str = "default"
+    """a free label for the run, e.g. the machine or the OS, used to compare platforms"""
+
+    @property
+    def batch_size(self) -> int:
+        return self.num_envs * self.num_steps
+
+    def __post_init__(self):
+        """Refuses what no PPO run can use, in one line: tyro prints it and exits with code 2."""
+        for name, value in asdict(self).items():
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ValueError(f"--{name.replace('_', '-')} must be a finite number, got {value}")
+        num_updates = self.num_iterations * self.update_epochs * self.num_minibatches
+        steps = f"at most {2**31 - 1:,} optimizer steps, not {num_updates:,}"
+        divides = self.num_minibatches > 0 and self.batch_size % self.num_minibatches == 0
+        counts = ("num_envs", "num_steps", "num_iterations", "update_epochs", "num_minibatches")
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        rules = [(name, getattr(self, name) > 0, "a positive integer") for name in counts]
+        rules += [
+            ("learning_rate", self.learning_rate > 0, "positive"),
+            ("gamma", 0 <= self.gamma <= 1, "in [0, 1]"),
+            ("gae_lambda", 0 <= self.gae_lambda <= 1, "in [0, 1]"),
+            ("clip_coef", self.clip_coef >= 0, "0 or more"),
+            ("ent_coef", self.ent_coef >= 0, "0 or more"),
+            ("vf_coef", self.vf_coef >= 0, "0 or more"),
+            ("max_grad_norm", self.max_grad_norm > 0, "positive (0 would stop every update)"),
+            # by the cores: envpool aborts the process when it cannot start its threads (100000)
+            ("env_threads", 0 <= self.env_threads <= cores, f"0 (envpool's default) to {cores}"),
+            # the range that JAX keys, torch generators and envpool all take
+            ("seed", 0 <= self.seed < 2**31, "in [0, 2**31 - 1]"),
+            ("log_dir", self.log_dir != "", "a folder, not empty"),
+            # the optimizer's step count, which the learning-rate schedule reads, is an int32
+            ("num_iterations", num_updates < 2**31, steps),
+            ("num_minibatches", divides, f"a divisor of num_envs x num_steps, {self.batch_size}"),
+        ]
+        for name, ok, rule in rules:
+            if not ok:
+                value = getattr(self, name)
+                raise ValueError(f"--{name.replace('_', '-')} must be {rule}, got {value!r}")
+
+
+# ---------------------------------------------------------------------------------------- network
+class MLP(nn.Module):
+    """tanh MLP, orthogonal init (sqrt(2) on hidden layers), zero biases; float32, run in dtype."""
+
+    hidden_sizes: Sequence[int]
+    out_dim: int
+    out_gain: float
+    dtype: str = "float32"
+
+    @nn.compact
+    def __call__(self, x):
+        # Dense casts its input and kernel to dtype; its parameters stay float32 (param_dtype)
+        dense = partial(nn.Dense, bias_init=nn.initializers.zeros, dtype=self.dtype)
+        for size in self.hidden_sizes:
+            x = nn.tanh(dense(size, kernel_init=nn.initializers.orthogonal(np.sqrt(2)))(x))
+        x = dense(self.out_dim, kernel_init=nn.initializers.orthogonal(self.out_gain))(x)
+        return x.astype(jnp.float32)
+
+
+class Agent(nn.Module):
+    """Separate actor and critic MLPs; the actor gives logits, or a Gaussian's mean."""
+
+    hidden_sizes: Sequence[int]
+    num_actions: int
+    continuous: bool = False
+    dtype: str = "float32"
+
+    def setup(self):
+        self.actor = MLP(self.hidden_sizes, self.num_actions, out_gain=0.01, dtype=self.dtype)
+        self.critic = MLP(self.hidden_sizes, 1, out_gain=1.0, dtype=self.dtype)
+        if self.continuous:
+            self.log_std = self.param("log_std", nn.initializers.zeros, (self.num_actions,))
+
+    def __call__(self, obs):
+        return self.actor(obs), self.critic(obs)[..., 0]
+
+    def get_value(self, obs):
+        return self.critic(obs)[..., 0]
+
+    def log_prob_and_entropy(self, actor_out, action):
+        """The actions' log-probabilities and the policy's entropy, from one log-softmax."""
+        if self.continuous:
+            z = (action - actor_out) / jnp.exp(self.log_std)
+            log_prob = (-0.5 * z**2 - self.log_std - 0.5 * np.log(2 * np.pi)).sum(-1)
+            # the Gaussian's entropy is the same for every state
+            return log_prob, (self.log_std + 0.5 + 0.5 * np.log(2 * np.pi)).sum()
+        log_probs = jax.nn.log_softmax(actor_out)
+        log_prob = jnp.take_along_axis(log_probs, action[:, None], axis=-1)[:, 0]
+        return log_prob, -(jnp.exp(log_probs) * log_probs).sum(-1)
+
+    def get_action_and_value(self, obs, key, action=None):
+        """Actions sampled with a JAX key (unless given), their log-probabilities, the values."""
+        actor_out, value = self(obs)
+        if action is None and self.continuous:
+            # unbounded: step_envs clips what the env gets
+            action = actor_out + jnp.exp(self.log_std) * jax.random.normal(key, actor_out.shape)
+        elif action is None:
+            action = jax.random.categorical(key, actor_out)
+        log_prob, _ = self.log_prob_and_entropy(actor_out, action)
+        return action, log_prob, value
+
+
+def to_shared(params: dict) -> tuple:
+    """The parameters in checkpoint.py's layout: each MLP's [(kernel (in, out), bias)]; log_std."""
+    p = params["params"]
+    layers = [[mlp[f"Dense_{i}"] for i in range(len(mlp))] for mlp in (p["actor"], p["critic"])]
+    actor, critic = ([(d["kernel"], d["bias"]) for d in mlp] for mlp in layers)
+    return actor, critic, p.get("log_std")
+
+
+# ------------------------------------------------------------------------------- environment glue
+class GymnaxBatch:
+    """A gymnax env stepped as a batch, one key per env: the contract of env_adapters.py's."""
+
+    def __init__(self, env, space):
+        self.reset = jax.vmap(env.reset, in_axes=(0, None))
+        self.step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
+        self.num_actions = env.num_actions
+        self.continuous = isinstance(space, gymnax.environments.spaces.Box)
+        self.action_bounds = (space.low, space.high) if self.continuous else None
+
+
+def make_env(env_id: str, backend="gymnax", num_envs=32, seed=1, threads=0):
+    """The batched env and its params; ValueError (one line) when this script cannot train on it."""
+    spaces = gymnax.environments.spaces
+    try:
+        env, env_params = gymnax.make(env_id)
+        space = env.action_space(env_params) if backend == "gymnax" else None
+    except Exception:
+        # not a gymnax id, or one that must download its data (MNISTBandit) without network
+        space = None
+    vector_box = isinstance(space, spaces.Box) and len(space.shape) == 1
+    if isinstance(space, spaces.Discrete) or vector_box:
+        return GymnaxBatch(env, space), env_params
+    # Craftax, Brax, envpool: beside this script; a copy for gymnax needs no other file
+    import env_adapters
+
+    return env_adapters.make(env_id, backend, num_envs, seed, threads)
+
+
+# what carries over from one env step, and from one rollout, to the next
+class Runner(NamedTuple):
+    env_state: object
+    obs: jax.Array
+    episode_return: jax.Array
+    episode_length: jax.Array
+    key: jax.Array
+
+
+def reset_envs(env, env_params, key, num_envs: int) -> Runner:
+    key, reset_key = jax.random.split(key)
+    obs, env_state = env.reset(jax.random.split(reset_key, num_envs), env_params)
+    # no weak types, which a step would change (and so compile the scan again)
+    env_state = jax.tree.map(lambda x: jnp.asarray(x, x.dtype), env_state)
+    # flattened: MinAtar observations are (10, 10, C)
+    obs = obs.reshape(num_envs, -1)
+    return Runner(env_state, obs, jnp.zeros(num_envs), jnp.zeros(num_envs, jnp.int32), key)
+
+
+def step_envs(env, env_params, runner: Runner, action):
+    """Steps every env (auto-reset), counts episodes: the next Runner, a Transition's env fields."""
+    num_envs = action.shape[0]
+    key, step_key = jax.random.split(runner.key)
+    step_keys = jax.random.split(step_key, num_envs)
+    if env.continuous:
+        # the env gets the sample clipped to its bounds; the Transition keeps the sample itself
+        action = jnp.clip(action, *env.action_bounds)
+    stepped = env.step(step_keys, runner.env_state, action, env_params)
+    obs, env_state, reward, terminated, truncated, info = stepped
+    done = terminated | truncated
+    # unscaled, even with --norm-reward
+    episode_return = runner.episode_return + info.get("raw_reward", reward)
+    episode_length = runner.episode_length + 1
+    running_return = jnp.where(done, 0.0, episode_return)
+    running_length = jnp.where(done, 0, episode_length)
+    next_runner = Runner(env_state, obs.reshape(num_envs, -1), running_return, running_length, key)
+    final_obs = info["final_observation"].reshape(num_envs, -1)
+    ended_return = jnp.where(done, episode_return, 0.0)
+    ended_length = jnp.where(done, episode_length, 0)
+    return next_runner, (reward, terminated, truncated, final_obs, ended_return, ended_length)
+
+
+# -------------------------------------------------------------------------------- rollout and GAE
+class Transition(NamedTuple):
+    """One step of every env. final_obs: before any auto-reset; episode_*: of an ended one, or 0."""
+
+    obs: jax.Array
+    action: jax.Array
+    logprob: jax.Array
+    value: jax.Array
+    reward: jax.Array
+    terminated: jax.Array
+    truncated: jax.Array
+    final_obs: jax.Array
+    episode_return: jax.Array
+    episode_length: jax.Array
+
+
+# the rollout flattened to (batch_size, ...), plus advantages and returns: the update's input
+class Batch(NamedTuple):
+    obs: jax.Array
+    actions: jax.Array
+    logprobs: jax.Array
+    values: jax.Array
+    advantages: jax.Array
+    returns: jax.Array
+
+
+def rollout(env, env_params, args: Args, state: TrainState, runner: Runner):
+    """Collects num_steps x num_envs transitions, then computes GAE; all on the device."""
+
+    def rollout_step(runner: Runner, _):
+        key, action_key = jax.random.split(runner.key)
+        policy = Agent.get_action_and_value
+        action, logprob, value = state.apply_fn(state.params, runner.obs, action_key, method=policy)
+        next_runner, env_fields = step_envs(env, env_params, runner._replace(key=key), action)
+        return next_runner, Transition(runner.obs, action, logprob, value, *env_fields)
+
+    runner, t = jax.lax.scan(rollout_step, runner, length=args.num_steps)
+    # V(pre-reset next observation): the next value within an episode, the bootstrap when truncated
+    final_values = state.apply_fn(state.params, t.final_obs, method=Agent.get_value)
+    advantages, returns = compute_gae(
+        t.reward, t.value, final_values, t.terminated, t.truncated, args.gamma, args.gae_lambda
+    )
+    steps = (t.obs, t.action, t.logprob, t.value, advantages, returns)
+    batch = Batch(*[x.reshape(args.batch_size, *x.shape[2:]) for x in steps])
+    # 0 episodes: NaN statistics, and main() logs no episodic point
+    num_episodes = (t.terminated | t.truncated).sum()
+    episode_stats = {"episodic_return": t.episode_return.sum() / num_episodes}
+    episode_stats["episodic_length"] = t.episode_length.sum() / num_episodes
+    return runner, batch, episode_stats
+
+
+def compute_gae(rewards, values, final_values, terminated, truncated, gamma, gae_lambda):
+    """GAE over (num_steps, num_envs); final_values: V(pre-reset next obs), not for a terminated."""
+    deltas = rewards + gamma * final_values * (1.0 - terminated) - values
+    continues = 1.0 - (terminated | truncated)
+
+    def backward(gae, x):
+        delta, cont = x
+        gae = delta + gamma * gae_lambda * cont * gae
+        return gae, gae
+
+    init = jnp.zeros_like(deltas[0])
+    _, advantages = jax.lax.scan(backward, init, (deltas, continues), reverse=True)
+    return advantages, advantages + values
+
+
+# -------------------------------------------------------------------------------- loss and update
+def ppo_loss(params, apply_fn, args: Args, mb: Batch):
+    """Clipped PPO objective; returns the total loss and its parts."""
+    actor_out, new_values = apply_fn(params, mb.obs)
+    method = Agent.log_prob_and_entropy
+    new_logprobs, entropy = apply_fn(params, actor_out, mb.actions, method=method)
+    entropy = entropy.mean()
+    logratio = new_logprobs - mb.logprobs
+    ratio = jnp.exp(logratio)
+    advantages = mb.advantages
+    if args.norm_adv:
+        # population std (ddof=0) in every framework
+        advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+    clipped_ratio = jnp.clip(ratio, 1 - args.clip_coef, 1 + args.clip_coef)
+    pg_loss = jnp.maximum(-advantages * ratio, -advantages * clipped_ratio).mean()
+    v_loss_unclipped = (new_values - mb.returns) ** 2
+    if args.clip_vloss:
+        v_clipped = mb.values + jnp.clip(new_values - mb.values, -args.clip_coef, args.clip_coef)
+        v_loss = 0.5 * jnp.maximum(v_loss_unclipped, (v_clipped - mb.returns) ** 2).mean()
+    else:
+        v_loss = 0.5 * v_loss_unclipped.mean()
+    loss = pg_loss - args.ent_coef * entropy + args.vf_coef * v_loss
+    metrics = {"policy_loss": pg_loss, "value_loss": v_loss, "entropy": entropy}
+    metrics["old_approx_kl"] = (-logratio).mean()
+    metrics["approx_kl"] = ((ratio - 1) - logratio).mean()
+    metrics["clipfrac"] = (jnp.abs(ratio - 1) > args.clip_coef).mean()
+    return loss, metrics
+
+
+def make_optimizer(args: Args):
+    """Adam after global-norm clipping; the learning rate decays linearly to 0 over all steps."""
+    num_updates = args.num_iterations * args.update_epochs * args.num_minibatches
+    if args.anneal_lr:
+        lr_schedule = optax.linear_schedule(args.learning_rate, 0.0, num_updates)
+    else:
+        lr_schedule = optax.constant_schedule(args.learning_rate)
+    adam = optax.adam(lr_schedule, eps=1e-5)
+    tx = optax.chain(optax.clip_by_global_norm(args.max_grad_norm), adam)
+    return tx, lr_schedule
+
+
+def update(args: Args, state: TrainState, batch: Batch, key, permutations=None):
+    """update_epochs epochs of num_minibatches minibatches, in the given orders (or random)."""
+    if permutations is None:
+        key, *epoch_keys = jax.random.split(key, args.update_epochs + 1)
+        permutations = jnp.stack([jax.random.permutation(k, args.batch_size) for k in epoch_keys])
+
+    def minibatch_step(state: TrainState, mb: Batch):
+        grad_fn = jax.grad(ppo_loss, has_aux=True)
+        grads, metrics = grad_fn(state.params, state.apply_fn, args, mb)
+        return state.apply_gradients(grads=grads), metrics
+
+    def epoch(state: TrainState, perm):
+        shape = (args.num_minibatches, -1)
+        minibatches = jax.tree.map(lambda x: x[perm].reshape(*shape, *x.shape[1:]), batch)
+        return jax.lax.scan(minibatch_step, state, minibatches)
+
+    state, metrics = jax.lax.scan(epoch, state, permutations)
+    metrics = jax.tree.map(jnp.mean, metrics)
+    var_returns = jnp.var(batch.returns)
+    explained = 1 - jnp.var(batch.returns - batch.values) / var_returns
+    # NaN where the returns have zero variance
+    metrics["explained_variance"] = jnp.where(var_returns > 0, explained, np.nan)
+    return state, key, metrics
+
+
+def progress(args: Args, iteration: int, scalars: dict, after_compile: list) -> str:
+    """The progress line; the ETA from the mean time of the iterations after the first (compile)."""
+    done = f"iter {iteration + 1}/{args.num_iterations} | SPS {scalars['charts/SPS']:,.0f}"
+    episodes = "no episode ended"
+    if "charts/episodic_return" in scalars:
+        episodes = f"return {scalars['charts/episodic_return']:.1f}"
+    timing = f"rollout {scalars['time/rollout']:.3f}s update {scalars['time/update']:.3f}s"
+    remaining = args.num_iterations - iteration - 1
+    eta = f"ETA {np.mean(after_compile) * remaining:.0f}s" if len(after_compile) >= 2 else "ETA -"
+    return f"{done} | {episodes} | {timing} | elapsed {scalars['time/elapsed']:.1f}s {eta}"
+
+
+# ------------------------------------------------------------------------------------------- main
+def main():
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT, signal.SIGTERM])
+    args = tyro.cli(Args)
+    env_args = (args.env, args.env_backend, args.num_envs, args.seed, args.env_threads)
+    env, env_params = make_env(*env_args)
+    if args.norm_obs or args.norm_reward:
+        import env_normalize
+
+        env = env_normalize.normalize(env, args.norm_obs, args.norm_reward, args.gamma)
+    run_name = f"{args.env}__{FRAMEWORK}__{args.model_size}__{args.compile}__{args.seed}"
+    run_name += f"__{int(time.time())}"
+    run_dir = os.path.join(args.log_dir, run_name)
+    run_dir = book.make_run_dir(run_dir)  # a new folder, even for two runs in the same second
+    config = {**asdict(args), "framework": FRAMEWORK, "batch_size": args.batch_size}
+    config["minibatch_size"] = args.batch_size // args.num_minibatches
+    config["device_name"] = jax.devices()[0].device_kind
+    book.start(config, run_dir)  # config.json: the config, the command line, versions, machine
+    if args.track:
+        import wandb
+
+        # grouped by experiment and env; the scalars are logged below, once per iteration
+        group = f"{args.exp_name}__{args.env}"
+        tags = [FRAMEWORK, args.model_size, args.env, args.env_backend, args.compile]
+        run = dict(name=run_name, dir=run_dir, group=group, tags=tags, config=config)
+        project, entity = args.wandb_project_name, args.wandb_entity
+        wandb.init(project=project, entity=entity, **run, save_code=True)
+    saver = nullcontext()
+    if args.save_model:
+        import checkpoint
+
+        saver = checkpoint.Saver(run_dir, config, __file__)
+    no_jit = jax.disable_jit(args.compile == "none")
+    with SummaryWriter(run_dir, max_queue=100) as writer, no_jit, saver:
+        table = "\n".join(f"|{key}|{value}|" for key, value in asdict(args).items())
+        writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
+        env_key, init_key, update_key = jax.random.split(jax.random.key(args.seed), 3)
+        runner = reset_envs(env, env_params, env_key, args.num_envs)
+        agent = Agent(MODEL_SIZES[args.model_size], env.num_actions, env.continuous, args.dtype)
+        tx, lr_schedule = make_optimizer(args)
+        # jitted: one program to compile, not one per op
+        params = jax.jit(agent.init)(init_key, runner.obs)
+        state = TrainState.create(apply_fn=agent.apply, params=params, tx=tx)
+        rollout_fn = partial(rollout, env, env_params, args)
+        update_fn = partial(update, args)
+        if args.compile == "jit":
+            rollout_fn = jax.jit(rollout_fn)
+            update_fn = jax.jit(update_fn)
+        book.setup_done()
+        setup_s = time.perf_counter() - START
+        print(f"{run_name}: setup {setup_s:.1f}s on {config['device_name']}", flush=True)
+        after_compile = []
+        for iteration in range(args.num_iterations):
+            book.check_signals()  # a SIGINT or SIGTERM stops the run here...
+            # the rate of this iteration's last optimizer step, read before the timer starts
+            last_step = (iteration + 1) * args.update_epochs * args.num_minibatches - 1
+            learning_rate = lr_schedule(last_step)
+            iteration_start = time.perf_counter()
+            runner, batch, episode_stats = rollout_fn(state, runner)
+            if args.sync_timing:
+                jax.block_until_ready(batch)
+            rollout_end = time.perf_counter()
+            book.check_signals()  # ...or here
+            state, update_key, losses = update_fn(state, batch, update_key)
+            if args.sync_timing:
+                jax.block_until_ready(state)
+            update_end = time.perf_counter()
+            # the one transfer to the host, within the iteration's time
+            metrics = jax.device_get({**episode_stats, **losses, "learning_rate": learning_rate})
+            iteration_time = time.perf_counter() - iteration_start
+            scalars = {
+                "time/rollout": rollout_end - iteration_start,
+                "time/update": update_end - rollout_end,
+                "time/iteration": iteration_time,
+                "time/elapsed": time.perf_counter() - START,
+                "charts/SPS": args.batch_size / iteration_time,
+                "charts/learning_rate": metrics.pop("learning_rate"),
+            }
+            for name in ("episodic_return", "episodic_length"):
+                value = metrics.pop(name)
+                # NaN: no episode ended in this rollout, so no point
+                if not np.isnan(value):
+                    scalars[f"charts/{name}"] = value
+            scalars.update({f"losses/{name}": value for name, value in metrics.items()})
+            global_step = (iteration + 1) * args.batch_size
+            for tag, value in scalars.items():
+                writer.add_scalar(tag, value, global_step)
+            if args.track:
+                wandb.log(scalars, step=global_step)
+            if args.save_model:  # the policy to save when the run ends, however it ends
+                saver.iteration_done(to_shared(state.params), runner.env_state, scalars)
+            book.iteration_done(iteration, scalars, writer)
+            # iteration 0 compiles: not for the ETA
+            if iteration > 0:
+                after_compile.append(iteration_time)
+            print(progress(args, iteration, scalars, after_compile), flush=True)
+    if args.track:
+        wandb.finish()
+
+
+# Benchmark bookkeeping: signals, config.json, summary.json for bench.sh and plot_results.py ======
+from bookkeeping import Bookkeeping
+
+book = Bookkeeping(START, packages=("jax", "jaxlib", "flax", "optax", "gymnax"))
+main = book.wrap(main, Args)  # bad input refused in one line; summary.json whatever happens
+
+if __name__ == "__main__":
+    main()
