@@ -55,7 +55,8 @@ PATH_VARIABLE = "BENCHBACK_STUDY"  # another study file, e.g. a test's
 # becomes a folder, a file name, a W&B group or a script's flag value: a plain name, never a path
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 NAME_RULE = "letters, digits, _ and - (not first)"
-# a framework's script and its pieces: plain file names of the repository's top level, run or copied from there
+# a framework's script and its pieces: plain file names, of the repository's top level (or of the study file's
+# folder, for a study's own framework), run or copied from there
 FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*\.py")
 
 # The keys of each table (the study's top level, [windows.NAME], [frameworks.NAME], ...), the required ones first:
@@ -383,7 +384,7 @@ def _tables(data: dict, experiments: dict, headline: str, path: Path) -> tuple[s
 
 def _script(value, what: str, path: Path) -> str:
     """A framework's script or piece: a file name of the repository's top level (FILE_NAME), never a path."""
-    rule = "a .py file name of the repository's top level, e.g. ppo_linen.py, not a path"
+    rule = "a .py file name (of the repository's top level, or beside the study file), not a path"
     return _name(value, what, path, FILE_NAME, rule)
 
 
@@ -393,12 +394,15 @@ def _frameworks(data: dict, path: Path) -> dict[str, Framework]:
     for name, fw in _named_tables(data, "frameworks", FRAMEWORK_KEYS, 2, path).items():
         where = f"[frameworks.{name}]"
         pieces = _names(fw.get("pieces", []), f"{where} pieces", path)
+        script = _script(fw["script"], f"{where} script", path)
+        beside = path.parent.resolve()
         frameworks[name] = Framework(
             name,
-            _script(fw["script"], f"{where} script", path),
+            script,
             _plain_names(fw["compile"], f"{where} compile", path),
             fw.get("color", "#7f7f7f"),
             tuple(_script(piece, f"{where} pieces lists", path) for piece in pieces),
+            beside if beside != ROOT and (beside / script).is_file() else None,
         )
     return frameworks
 

@@ -33,10 +33,17 @@ class Framework:
     color: str
     # the files beside the script that it imports (its own pieces); a copy of it takes them along
     pieces: tuple[str, ...] = ()
+    # where the script is: the repository's top level (None), or the folder of the study file that
+    # names it when it is there (a study of one's own, e.g. a test's stand-in framework)
+    folder: Optional[Path] = None
 
     @property
     def default_compile(self) -> str:
         return self.compile[0]
+
+    def script_path(self, root: Path) -> Path:
+        """The script's path; root: the repository's top level."""
+        return (self.folder or root) / self.script
 
 
 @dataclass(frozen=True)

@@ -163,7 +163,7 @@ def print_presets(the_study: study.Study) -> None:
 
 def check_scripts(runs: list[PlannedRun], the_study: study.Study) -> None:
     """BadOption when a framework of these runs has no script."""
-    scripts = {str(study.ROOT / the_study.frameworks[run.framework].script) for run in runs}
+    scripts = {str(the_study.frameworks[run.framework].script_path(study.ROOT)) for run in runs}
     missing = sorted(script for script in scripts if not Path(script).exists())
     if missing:
         raise BadOption(f"no script {', '.join(missing)}; check the study's [frameworks]")

@@ -86,7 +86,7 @@ def command(
     env_id, backend = study.split_label(env)
     cmd = [
         sel.python,
-        str(study.ROOT / fw.script),
+        str(fw.script_path(study.ROOT)),
         "--env",
         env_id,
         "--model-size",

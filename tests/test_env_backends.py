@@ -261,7 +261,7 @@ def test_a_sweep_with_cpus_gives_its_envpool_runs_and_the_env_timing_the_threads
     script = tmp_path / "ppo_fake.py"
     script.write_text(FAKE_SCRIPT.format(root=str(ROOT)))
     study_file = tmp_path / "study.toml"
-    fake = f'\n[frameworks.fake]\nscript = "{script}"\ncompile = ["fast"]\ncolor = "#000"\n'
+    fake = f'\n[frameworks.fake]\nscript = "{script.name}"\ncompile = ["fast"]\ncolor = "#000"\n'
     study_file.write_text((ROOT / "study.toml").read_text() + fake)
     python = tmp_path / "python"
     python.write_text(NOTING_PYTHON)
