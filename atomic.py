@@ -130,9 +130,12 @@ def check_writable_folder(flag: str, path, real: Path) -> None:
         ) from None
 
 
-def check_replaceable(flag: str, path, why_not: Callable[[str], Optional[str]]) -> None:
+def check_replaceable(
+    flag: str, path, why_not: Callable[[str], Optional[str]], read: Callable = Path.read_text
+) -> None:
     """OutputRefused unless a write to path (through its links) makes a new file in a folder that is or can be made
-    writable, or replaces a regular file of whose text why_not says nothing (None: this tool's own; else why not)."""
+    writable, or replaces a regular file of whose text (or bytes: read=Path.read_bytes) why_not says nothing (None:
+    this tool's own; else why not)."""
     real = target(path)
     check_writable_folder(flag, path, real)
     if not os.path.lexists(real):
@@ -142,7 +145,7 @@ def check_replaceable(flag: str, path, why_not: Callable[[str], Optional[str]]) 
             f"{flag} {path} is not a regular file: nothing is run; give a file name"
         )
     try:
-        reason = why_not(real.read_text())
+        reason = why_not(read(real))
     except (OSError, UnicodeDecodeError) as e:
         reason = f"cannot be read ({e})"
     if reason:

@@ -141,30 +141,22 @@ def mujoco_probe() -> None:
 
 # ------------------------------------------------------------------------------------------ the output path
 def check_path(path: str) -> None:
-    """CannotRecord (or atomic.OutputRefused) unless path is a .gif or .mp4 that can be written: a new file in a
+    """CannotRecord unless path is a .gif or .mp4 that can be written (atomic.check_replaceable): a new file in a
     folder that is or can be made writable, or a video this tool wrote (MARK)."""
     suffix = Path(path).suffix.lower()
     if suffix not in FORMATS:
         raise CannotRecord(
             f"--video {path}: a video is {' or '.join(FORMATS)}, not {suffix or 'no suffix'!r}"
         )
-    real = atomic.target(path)
-    atomic.check_writable_folder("--video", path, real)
-    if not os.path.lexists(real):
-        return
-    if not real.is_file():
-        raise CannotRecord(
-            f"--video {path} is not a regular file: nothing is run; give a file name"
-        )
     try:
-        ours = MARK in real.read_bytes()
-    except OSError as e:
-        raise CannotRecord(f"--video {path} cannot be read ({e.strerror or e})") from None
-    if not ours:
-        raise CannotRecord(
-            f"--video {path} is not a video evaluate.py wrote: it is left as it is and nothing is run; give "
-            "another --video or move that file away"
-        )
+        atomic.check_replaceable("--video", path, not_ours, read=Path.read_bytes)
+    except atomic.OutputRefused as e:
+        raise CannotRecord(str(e)) from None
+
+
+def not_ours(data: bytes) -> Optional[str]:
+    """Why a file at --video is not a video this tool wrote (None: it is)."""
+    return None if MARK in data else "is not a video evaluate.py wrote"
 
 
 def ffmpeg() -> str:
