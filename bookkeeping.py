@@ -273,11 +273,14 @@ class Bookkeeping:
             raise KeyboardInterrupt
 
     # -------------------------------------------------------------------------------- the run
-    def make_run_dir(self, run_dir: str) -> str:
+    def make_run_dir(self, run_dir: str, resume: Optional[str] = None) -> str:
         """Creates run_dir, or run_dir-2, run_dir-3, ... when it exists (two runs started in the same second);
         returns the folder made. OSError when the log folder is a file or cannot be created; KeyboardInterrupt,
-        and no folder, after a signal (one sent during the imports)."""
+        and no folder, after a signal (one sent during the imports). resume: --resume's run folder, returned as
+        it is (start() reads it)."""
         self.check_signals()
+        if resume:
+            return resume
         path = run_dir
         suffix = 1
         while True:
@@ -292,7 +295,16 @@ class Bookkeeping:
 
     def start(self, config: dict, run_dir: str):
         """Adds the command line, the versions and the machine to config (so W&B gets them too), and writes it
-        to config.json."""
+        to config.json. With --resume, config.json stays the first start's (the run's identity) and the run
+        goes on from its resume file's iteration: BadCheckpoint (bad input) when it cannot."""
+        if config.get("resume"):
+            import checkpoint
+
+            resume = checkpoint.read_resume(run_dir, config)
+            self.returns = list(resume.returns)
+            self.summary["iterations_completed"] = resume.iteration
+            # the analysis reads a resumed run's events files as one run, and does not time it
+            self.summary["resumed_at"] = [*resume.resumed_at, resume.iteration]
         config["command"] = sys.argv
         packages = self.packages + (("envpool",) if config.get("env_backend") == "envpool" else ())
         config["versions"] = {
@@ -306,7 +318,8 @@ class Bookkeeping:
         self.run_dir = run_dir
         self.num_iterations = config["num_iterations"]
         self.running = True
-        write_json(os.path.join(run_dir, "config.json"), config)
+        if not config.get("resume"):
+            write_json(os.path.join(run_dir, "config.json"), config)
 
     def setup_done(self):
         self.summary["setup_s"] = time.perf_counter() - self.start_time

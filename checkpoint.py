@@ -1,10 +1,16 @@
-"""model.safetensors: a trained policy kept in one format that the four frameworks share (part of benchback-rl).
+"""model.safetensors and resume.safetensors: a trained policy kept in one format that the four frameworks share, and
+a run's whole state, to continue it (part of benchback-rl).
 
-The one place that writes, reads and validates a checkpoint: `--save-model` in the ppo_*.py scripts (Saver), and
-whatever loads one (evaluate.py). Each script adds only its own mapping of its parameters to the shared layout
-(to_shared); evaluate.py's build_agent loads them back into each framework's network. The standard library, NumPy and safetensors only: no JAX, no torch, no pickle, nothing
-executed on load. The scripts import it lazily, only with --save-model, so a copy of one that trains without it needs
-no other file.
+The one place that writes, reads and validates them: `--save-model`, `--save-every` and `--resume` in the ppo_*.py
+scripts (Saver), and whatever loads a policy (evaluate.py). Each script adds only its own mapping of its parameters to
+the shared layout (to_shared); evaluate.py's build_agent loads them back into each framework's network. Loading a
+policy needs the standard library, NumPy and safetensors only: no JAX, no torch, no pickle, nothing executed on load.
+The scripts import it lazily, only with those flags, so a copy of one that trains without them needs no other file.
+
+A resume file holds the run's state as the script hands it over (Saver.save_state: parameters, Adam's moments and
+step, the envs' state with the normalisation statistics, the random keys), its arrays numbered in the order of
+jax.tree.leaves, with the iterations completed, their returns and the run's flags; Saver.resume puts them back into a
+fresh state of the same structure, bit for bit.
 
 The layout (METHODOLOGY.md, "Checkpoints"): float32 tensors in JAX's layout, whatever framework trained them,
     actor.{i}.kernel (in, out), actor.{i}.bias (out,)   i = 0 .. L: the L hidden layers, then the head
@@ -224,21 +230,59 @@ class Saver:
     iteration finished. A context manager around the training loop; it needs no bookkeeping."""
 
     def __init__(self, run_dir: str, config: dict, script: str):
-        """config: the script's Args as a dict, with "framework"; script: its __file__ (its repository's commit)."""
+        """config: the script's Args as a dict, with "framework"; script: its __file__ (its repository's commit).
+        With config's resume, the run folder's resume file must be of a run with the same flags (read_resume)."""
         self.path = os.path.join(run_dir, FILENAME)
-        self.config = config
+        self.run_dir = run_dir
+        self.config = dict(config)  # as it is now: the bookkeeping adds the machine's keys later
         self.commit = commit_of(os.path.dirname(os.path.abspath(script)))
         self.command = list(sys.argv)
         # one attribute, replaced whole: a signal cannot stop the run between a policy and its count
         self.last = Snapshot({}, None, ())
+        self.resumed_at = ()
+        if config.get("resume"):
+            resume = read_resume(run_dir, self.config)
+            self.last = Snapshot({}, None, resume.returns)
+            self.resumed_at = (*resume.resumed_at, resume.iteration)
 
-    def iteration_done(self, layers: tuple, env_state, scalars: dict) -> None:
-        """layers: the script's to_shared(agent) after the iteration's update (named and copied here: training goes
-        on); env_state: the runner's (its observation statistics, with --norm-obs); scalars: the iteration's logged
-        values."""
+    @property
+    def iteration(self) -> int:
+        """The iterations completed, those before a resume included."""
+        return len(self.last.returns)
+
+    def resume(self, training, runner, writer=None):
+        """(training, runner, iterations completed): the run's fresh state, as iteration_done receives it, with the
+        resume file's arrays in it, bit for bit. writer: the run's SummaryWriter, whose TensorBoard then hides what
+        the stopped run logged after its save (a purge mark at the next iteration's step)."""
+        resume, arrays = read_resume(self.run_dir, self.config, tensors=True)
+        if callable(training):
+            training = training()
+        training, runner = tree_with(resume_file(self.run_dir), (training, runner), arrays)
+        if writer is not None:
+            from tensorboardX.proto.event_pb2 import Event, SessionLog
+
+            step = (resume.iteration + 1) * self.config["batch_size"]
+            start = SessionLog(status=SessionLog.START)
+            writer._get_file_writer().add_event(Event(step=step, session_log=start))
+        print(f"{RESUME_FILE}: resumed after iteration {resume.iteration}", flush=True)
+        return training, runner, resume.iteration
+
+    def iteration_done(self, layers: tuple, runner, scalars: dict, training) -> None:
+        """After each iteration. layers: the script's to_shared(agent) after the update (named and copied here:
+        training goes on); runner: the envs' state (with --norm-obs, the observation statistics); scalars: the
+        iteration's logged values; training: the rest of the run's state (a pytree of JAX or NumPy arrays, or a
+        function that returns one), saved with the runner every save_every iterations."""
         episodic_return = float(scalars.get("charts/episodic_return", math.nan))
         params = shared(*layers)
-        self.last = Snapshot(params, obs_norm_of(env_state), (*self.last.returns, episodic_return))
+        obs_norm = obs_norm_of(runner.env_state)
+        self.last = Snapshot(params, obs_norm, (*self.last.returns, episodic_return))
+        every = self.config.get("save_every") or 0
+        if every and self.iteration % every == 0:
+            if callable(training):
+                training = training()
+            flags = {k: v for k, v in self.config.items() if k not in FREE_FLAGS}
+            resume = Resume(self.iteration, self.last.returns, self.resumed_at, flags)
+            save_resume(self.run_dir, tree_arrays((training, runner)), resume)
 
     def metadata(self) -> dict:
         params, _, returns = self.last
@@ -259,7 +303,8 @@ class Saver:
         return self
 
     def __exit__(self, *exc_info):
-        if not self.last.returns:  # no iteration finished
+        # no iteration finished (since the resume), or no --save-model
+        if not self.last.params or not self.config.get("save_model", True):
             return
         try:
             save(self.path, self.last.params, self.last.obs_norm, self.metadata())
@@ -267,7 +312,7 @@ class Saver:
             # a policy gone NaN: nothing worth keeping; the run ends as it would have
             print(f"error: {FILENAME} not written: {e}", file=sys.stderr)
             return
-        iteration = len(self.last.returns)
+        iteration = self.iteration
         print(f"{FILENAME}: the policy of iteration {iteration}, in {self.path}", flush=True)
 
 
@@ -388,3 +433,131 @@ def load(
         )
     obs_norm = {k: tensors.pop(f"obs_norm.{k}") for k in OBS_NORM} if meta["norm_obs"] else None
     return Checkpoint(tensors, obs_norm, meta)
+
+
+# -------------------------------------------------------------------------------------------------- resume
+RESUME_FILE = "resume.safetensors"
+RESUME_FORMAT = "benchback-rl-resume/1"
+# the flags that a resumed run may give otherwise than the run it continues: where it runs from, how often it saves,
+# where it reports; any other flag changes the training, and --resume refuses it
+FREE_FLAGS = (
+    *("resume", "save_every", "save_model", "log_dir", "device_name"),
+    *("track", "wandb_project_name", "wandb_entity"),
+)
+
+
+class Resume(NamedTuple):
+    """What a resume file says of the run it saved (its tensors are read by Saver.resume only)."""
+
+    iteration: int  # the iterations completed when it was saved
+    returns: tuple  # each one's mean episodic return, NaN where no episode ended
+    resumed_at: tuple  # the iterations that the run was resumed after, one per resume, in order
+    flags: dict  # the run's Args
+
+
+def is_key(leaf) -> bool:
+    import jax
+
+    return hasattr(leaf, "dtype") and jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key)
+
+
+def tree_arrays(tree) -> list[np.ndarray]:
+    """The arrays of a pytree (JAX arrays, NumPy arrays) as NumPy copies, in jax.tree.leaves' order; a typed JAX
+    random key as its key data."""
+    import jax
+
+    arrays = []
+    for leaf in jax.tree.leaves(tree):
+        if is_key(leaf):
+            leaf = jax.random.key_data(leaf)
+        arrays.append(np.array(leaf, order="C"))
+    return arrays
+
+
+def tree_with(path, like, arrays: list[np.ndarray]):
+    """like (a pytree of this run's state) with its arrays replaced by the saved ones, bit for bit; BadCheckpoint
+    when they are not of its shapes and dtypes (another env, model size or framework)."""
+    import jax
+
+    leaves, treedef = jax.tree.flatten(like)
+    if len(arrays) != len(leaves):
+        raise BadCheckpoint(
+            f"{path}: {len(arrays)} arrays, not the {len(leaves)} of this run's state"
+        )
+    restored = []
+    for i, (leaf, array) in enumerate(zip(leaves, arrays)):
+        data = np.asarray(jax.random.key_data(leaf) if is_key(leaf) else leaf)
+        want = f"{data.dtype} {list(data.shape)}"
+        # a Python number (a fresh TrainState's step) is saved as the array it has become
+        same_kind = not hasattr(leaf, "dtype") and data.dtype.kind == array.dtype.kind
+        if f"{array.dtype} {list(array.shape)}" != want and not same_kind:
+            raise BadCheckpoint(
+                f"{path}: array {i} is {array.dtype} {list(array.shape)}, not {want} as in this run's state"
+            )
+        if is_key(leaf):
+            restored.append(jax.random.wrap_key_data(array, impl=jax.random.key_impl(leaf)))
+        elif isinstance(leaf, np.ndarray):
+            restored.append(array)
+        else:
+            restored.append(jax.device_put(array))
+    return jax.tree.unflatten(treedef, restored)
+
+
+def resume_file(run_dir) -> str:
+    return os.path.join(os.fspath(run_dir), RESUME_FILE)
+
+
+def save_resume(run_dir, arrays: list[np.ndarray], state: Resume) -> None:
+    """The run's state (tree_arrays) and what Resume says of it, written whole or not at all."""
+    header = {
+        "format": RESUME_FORMAT,
+        "iteration": json.dumps(state.iteration),
+        # NaN (no episode ended) as null: JSON has no NaN
+        "returns": json.dumps([None if math.isnan(r) else r for r in state.returns]),
+        "resumed_at": json.dumps(list(state.resumed_at)),
+        "flags": json.dumps(state.flags),
+    }
+    tensors = {str(i): array for i, array in enumerate(arrays)}
+    write_file(resume_file(run_dir), safetensors.numpy.save(tensors, metadata=header))
+
+
+def read_resume(run_dir, flags: Optional[dict] = None, tensors: bool = False):
+    """The Resume of a run folder's resume file (and, with tensors, its arrays in order); BadCheckpoint, one line,
+    when there is none, it cannot be read, or flags (this run's Args) differ from the saved run's in a flag that
+    changes the training (all but FREE_FLAGS)."""
+    path = resume_file(run_dir)
+    if not os.path.isdir(os.fspath(run_dir)):
+        raise BadCheckpoint(f"--resume {os.fspath(run_dir)}: not a run folder")
+    if not os.path.lexists(path):
+        raise BadCheckpoint(
+            f"--resume {os.fspath(run_dir)}: no {RESUME_FILE} (a run saves one with --save-every)"
+        )
+    path = checkpoint_file(path)
+    try:
+        with safetensors.safe_open(path, "np") as f:
+            header = f.metadata() or {}
+            arrays = [f.get_tensor(str(i)) for i in range(len(f.keys()))] if tensors else []
+        if header.get("format") != RESUME_FORMAT:
+            raise ValueError(f"no {RESUME_FORMAT} metadata")
+        returns = tuple(math.nan if r is None else float(r) for r in json.loads(header["returns"]))
+        state = Resume(
+            json.loads(header["iteration"]),
+            returns,
+            tuple(json.loads(header["resumed_at"])),
+            json.loads(header["flags"]),
+        )
+    except (safetensors.SafetensorError, OSError, ValueError, KeyError, TypeError) as e:
+        why = " ".join(str(e).split())  # one line
+        raise BadCheckpoint(f"{path}: not a resume file of --save-every ({why})") from None
+    if not is_count(state.iteration) or len(state.returns) != state.iteration:
+        raise BadCheckpoint(
+            f"{path}: iteration {state.iteration!r} and {len(state.returns)} returns disagree"
+        )
+    for name, value in (flags or {}).items():
+        if name not in FREE_FLAGS and state.flags.get(name, value) != value:
+            saved = state.flags[name]
+            flag = f"--{name.replace('_', '-')}"
+            raise BadCheckpoint(
+                f"--resume {os.fspath(run_dir)}: that run has {flag} {saved!r}, not {value!r}: give it its own flags"
+            )
+    return (state, arrays) if tensors else state

@@ -1,13 +1,11 @@
 """PPO in Equinox on gymnax environments (or envpool's CPU ones): a single-file starter.
 Read it top to bottom: Args, network, env glue, rollout, GAE, loss, update, main().
-To drop the benchmark bookkeeping, delete its section at the bottom and every `book.` line.
 The ppo_*.py files are parallel: `diff ppo_linen.py ppo_equinox.py` shows only the framework."""
 
 import signal
 import time
 
-# import_s, setup_s and total_s count from this first line
-START = time.perf_counter()
+START = time.perf_counter()  # import_s, setup_s and total_s count from this first line
 if __name__ == "__main__":
     # SIGINT and SIGTERM wait until main() unblocks them: none is lost in the imports
     signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT, signal.SIGTERM])
@@ -87,14 +85,17 @@ class Args:
     norm_reward: bool = False
     """scale the rewards by the running std of their discounted return (env_normalize.py)"""
     compile: Literal["partition", "filter_jit", "none"] = "partition"
-    """partition: jax.jit over the arrays, split once (eqx.partition); filter_jit: eqx.filter_jit,
-    the modules split at every call; none: op by op (disable_jit)"""
+    """partition: jax.jit on the arrays (eqx.partition); filter_jit: eqx.filter_jit; none: eager"""
     sync_timing: bool = True
     """block on the device after the rollout and after the update, so that both timers are exact"""
     log_dir: str = "runs"
     """the folder that receives one subfolder per run"""
     save_model: bool = False
     """save the last finished iteration's policy as model.safetensors in the run folder"""
+    save_every: int = 0
+    """every N iterations, save the run's state for --resume (0: never; the gymnax backend only)"""
+    resume: Optional[str] = None
+    """the folder of a run stopped after a --save-every save: continue it there (same flags)"""
     track: bool = False
     """log to Weights & Biases too (the same scalars, once per iteration)"""
     wandb_project_name: str = "benchback-rl"
@@ -110,15 +111,14 @@ class Args:
 
     def __post_init__(self):
         """Refuses what no PPO run can use, in one line: tyro prints it and exits with code 2."""
-        for name, value in asdict(self).items():
-            if isinstance(value, float) and not math.isfinite(value):
-                raise ValueError(f"--{name.replace('_', '-')} must be a finite number, got {value}")
         num_updates = self.num_iterations * self.update_epochs * self.num_minibatches
         steps = f"at most {2**31 - 1:,} optimizer steps, not {num_updates:,}"
         divides = self.num_minibatches > 0 and self.batch_size % self.num_minibatches == 0
         counts = ("num_envs", "num_steps", "num_iterations", "update_epochs", "num_minibatches")
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-        rules = [(name, getattr(self, name) > 0, "a positive integer") for name in counts]
+        floats = [name for name, value in asdict(self).items() if isinstance(value, float)]
+        rules = [(name, math.isfinite(getattr(self, name)), "a finite number") for name in floats]
+        rules += [(name, getattr(self, name) > 0, "a positive integer") for name in counts]
         rules += [
             ("learning_rate", self.learning_rate > 0, "positive"),
             ("gamma", 0 <= self.gamma <= 1, "in [0, 1]"),
@@ -132,6 +132,8 @@ class Args:
             # the range that JAX keys, torch generators and envpool all take
             ("seed", 0 <= self.seed < 2**31, "in [0, 2**31 - 1]"),
             ("log_dir", self.log_dir != "", "a folder, not empty"),
+            ("save_every", self.save_every >= 0, "0 or more"),
+            ("save_every", self.save_every == 0 or self.env_backend == "gymnax", "0 with envpool"),
             # the optimizer's step count, which the learning-rate schedule reads, is an int32
             ("num_iterations", num_updates < 2**31, steps),
             ("num_minibatches", divides, f"a divisor of num_envs x num_steps, {self.batch_size}"),
@@ -213,8 +215,7 @@ class Agent(eqx.Module):
 
 
 def to_shared(agent: Agent) -> tuple:
-    """The parameters in checkpoint.py's layout: each MLP's [(kernel (in, out), bias)]; log_std."""
-    # eqx.nn.Linear keeps its weight as (out, in)
+    """checkpoint.py's layout: each MLP's [(kernel (in, out), bias)]; Linear's weight: (out, in)"""
     actor, critic = ([(d.weight.T, d.bias) for d in m.layers] for m in (agent.actor, agent.critic))
     return actor, critic, agent.log_std
 
@@ -387,10 +388,8 @@ def ppo_loss(agent: Agent, args: Args, mb: Batch):
 def make_optimizer(args: Args):
     """Adam after global-norm clipping; the learning rate decays linearly to 0 over all steps."""
     num_updates = args.num_iterations * args.update_epochs * args.num_minibatches
-    if args.anneal_lr:
-        lr_schedule = optax.linear_schedule(args.learning_rate, 0.0, num_updates)
-    else:
-        lr_schedule = optax.constant_schedule(args.learning_rate)
+    end_value = 0.0 if args.anneal_lr else args.learning_rate
+    lr_schedule = optax.linear_schedule(args.learning_rate, end_value, num_updates)
     adam = optax.adam(lr_schedule, eps=1e-5)
     tx = optax.chain(optax.clip_by_global_norm(args.max_grad_norm), adam)
     return tx, lr_schedule
@@ -432,21 +431,21 @@ def jit_partitioned(fn, static):
     return jax.jit(on_arrays)
 
 
-def progress(args: Args, iteration: int, scalars: dict, after_compile: list) -> str:
-    """The progress line; the ETA from the mean time of the iterations after the first (compile)."""
+def progress(args: Args, iteration: int, scalars: dict, iteration_times: list) -> str:
+    """The progress line; the ETA from this process's iterations after its first (compile)."""
     done = f"iter {iteration + 1}/{args.num_iterations} | SPS {scalars['charts/SPS']:,.0f}"
     episodes = "no episode ended"
     if "charts/episodic_return" in scalars:
         episodes = f"return {scalars['charts/episodic_return']:.1f}"
     timing = f"rollout {scalars['time/rollout']:.3f}s update {scalars['time/update']:.3f}s"
     remaining = args.num_iterations - iteration - 1
+    after_compile = iteration_times[1:]
     eta = f"ETA {np.mean(after_compile) * remaining:.0f}s" if len(after_compile) >= 2 else "ETA -"
     return f"{done} | {episodes} | {timing} | elapsed {scalars['time/elapsed']:.1f}s {eta}"
 
 
 # ------------------------------------------------------------------------------------------- main
 def main():
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT, signal.SIGTERM])
     args = tyro.cli(Args)
     env_args = (args.env, args.env_backend, args.num_envs, args.seed, args.env_threads)
     env, env_params = make_env(*env_args)
@@ -456,11 +455,16 @@ def main():
         env = env_normalize.normalize(env, args.norm_obs, args.norm_reward, args.gamma)
     run_name = f"{args.env}__{FRAMEWORK}__{args.model_size}__{args.compile}__{args.seed}"
     run_name += f"__{int(time.time())}"
-    run_dir = os.path.join(args.log_dir, run_name)
-    run_dir = book.make_run_dir(run_dir)  # a new folder, even for two runs in the same second
+    run_dir = args.resume or os.path.join(args.log_dir, run_name)
+    run_dir = book.make_run_dir(run_dir, args.resume)  # new, even for two runs in one second
     config = {**asdict(args), "framework": FRAMEWORK, "batch_size": args.batch_size}
     config["minibatch_size"] = args.batch_size // args.num_minibatches
     config["device_name"] = jax.devices()[0].device_kind
+    saver = nullcontext()
+    if args.save_model or args.save_every or args.resume:
+        import checkpoint
+
+        saver = checkpoint.Saver(run_dir, config, __file__)
     book.start(config, run_dir)  # config.json: the config, the command line, versions, machine
     if args.track:
         import wandb
@@ -469,26 +473,23 @@ def main():
         group = f"{args.exp_name}__{args.env}"
         tags = [FRAMEWORK, args.model_size, args.env, args.env_backend, args.compile]
         run = dict(name=run_name, dir=run_dir, group=group, tags=tags, config=config)
-        project, entity = args.wandb_project_name, args.wandb_entity
-        wandb.init(project=project, entity=entity, **run, save_code=True)
-    saver = nullcontext()
-    if args.save_model:
-        import checkpoint
-
-        saver = checkpoint.Saver(run_dir, config, __file__)
+        wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, **run, save_code=True)
     no_jit = jax.disable_jit(args.compile == "none")
     with SummaryWriter(run_dir, max_queue=100) as writer, no_jit, saver:
         table = "\n".join(f"|{key}|{value}|" for key, value in asdict(args).items())
         writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
         env_key, init_key, update_key = jax.random.split(jax.random.key(args.seed), 3)
         runner = reset_envs(env, env_params, env_key, args.num_envs)
-
         # jitted: one program to compile, not one per op
         sizes, obs_dim = MODEL_SIZES[args.model_size], runner.obs.shape[-1]
         shape = (obs_dim, sizes, env.num_actions, env.continuous)
         agent = eqx.filter_jit(Agent)(*shape, init_key, args.dtype)
         tx, lr_schedule = make_optimizer(args)
         opt_state = tx.init(eqx.filter(agent, eqx.is_array))
+        start = 0
+        if args.resume:
+            training = (agent, opt_state, update_key)
+            (agent, opt_state, update_key), runner, start = saver.resume(training, runner, writer)
         rollout_fn = partial(rollout, env, env_params, args)
         update_fn = partial(update, args, tx)
         if args.compile == "partition":
@@ -501,8 +502,8 @@ def main():
         book.setup_done()
         setup_s = time.perf_counter() - START
         print(f"{run_name}: setup {setup_s:.1f}s on {config['device_name']}", flush=True)
-        after_compile = []
-        for iteration in range(args.num_iterations):
+        iteration_times = []
+        for iteration in range(start, args.num_iterations):
             book.check_signals()  # a SIGINT or SIGTERM stops the run here...
             # the rate of this iteration's last optimizer step, read before the timer starts
             last_step = (iteration + 1) * args.update_epochs * args.num_minibatches - 1
@@ -539,13 +540,12 @@ def main():
                 writer.add_scalar(tag, value, global_step)
             if args.track:
                 wandb.log(scalars, step=global_step)
-            if args.save_model:  # the policy to save when the run ends, however it ends
-                saver.iteration_done(to_shared(agent), runner.env_state, scalars)
+            if args.save_model or args.save_every:
+                training = (agent, opt_state, update_key)
+                saver.iteration_done(to_shared(agent), runner, scalars, training)
             book.iteration_done(iteration, scalars, writer)
-            # iteration 0 compiles: not for the ETA
-            if iteration > 0:
-                after_compile.append(iteration_time)
-            print(progress(args, iteration, scalars, after_compile), flush=True)
+            iteration_times.append(iteration_time)
+            print(progress(args, iteration, scalars, iteration_times), flush=True)
     if args.track:
         wandb.finish()
 

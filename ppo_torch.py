@@ -1,13 +1,11 @@
 """PPO in PyTorch on gymnax environments (or envpool's CPU ones): a starter in two files, with
 torch_glue.py. Read it top to bottom: Args, network, env glue, rollout, GAE, loss, update, main().
-To drop the benchmark bookkeeping, delete its section at the bottom and every `book.` line.
 The ppo_*.py files are parallel: `diff ppo_linen.py ppo_torch.py` shows only the framework."""
 
 import signal
 import time
 
-# import_s, setup_s and total_s count from this first line
-START = time.perf_counter()
+START = time.perf_counter()  # import_s, setup_s and total_s count from this first line
 if __name__ == "__main__":
     # SIGINT and SIGTERM wait until main() unblocks them: none is lost in the imports
     signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT, signal.SIGTERM])
@@ -100,6 +98,10 @@ class Args:
     """the folder that receives one subfolder per run"""
     save_model: bool = False
     """save the last finished iteration's policy as model.safetensors in the run folder"""
+    save_every: int = 0
+    """every N iterations, save the run's state for --resume (0: never; the gymnax backend only)"""
+    resume: Optional[str] = None
+    """the folder of a run stopped after a --save-every save: continue it there (same flags)"""
     track: bool = False
     """log to Weights & Biases too (the same scalars, once per iteration)"""
     wandb_project_name: str = "benchback-rl"
@@ -115,15 +117,14 @@ class Args:
 
     def __post_init__(self):
         """Refuses what no PPO run can use, in one line: tyro prints it and exits with code 2."""
-        for name, value in asdict(self).items():
-            if isinstance(value, float) and not math.isfinite(value):
-                raise ValueError(f"--{name.replace('_', '-')} must be a finite number, got {value}")
         num_updates = self.num_iterations * self.update_epochs * self.num_minibatches
         steps = f"at most {2**31 - 1:,} optimizer steps, not {num_updates:,}"
         divides = self.num_minibatches > 0 and self.batch_size % self.num_minibatches == 0
         counts = ("num_envs", "num_steps", "num_iterations", "update_epochs", "num_minibatches")
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-        rules = [(name, getattr(self, name) > 0, "a positive integer") for name in counts]
+        floats = [name for name, value in asdict(self).items() if isinstance(value, float)]
+        rules = [(name, math.isfinite(getattr(self, name)), "a finite number") for name in floats]
+        rules += [(name, getattr(self, name) > 0, "a positive integer") for name in counts]
         rules += [
             ("learning_rate", self.learning_rate > 0, "positive"),
             ("gamma", 0 <= self.gamma <= 1, "in [0, 1]"),
@@ -137,6 +138,8 @@ class Args:
             # the range that JAX keys, torch generators and envpool all take
             ("seed", 0 <= self.seed < 2**31, "in [0, 2**31 - 1]"),
             ("log_dir", self.log_dir != "", "a folder, not empty"),
+            ("save_every", self.save_every >= 0, "0 or more"),
+            ("save_every", self.save_every == 0 or self.env_backend == "gymnax", "0 with envpool"),
             # the optimizer's step count, which the learning-rate schedule reads, is an int32
             ("num_iterations", num_updates < 2**31, steps),
             ("num_minibatches", divides, f"a divisor of num_envs x num_steps, {self.batch_size}"),
@@ -209,9 +212,8 @@ class Agent(nn.Module):
         return action, log_prob, value
 
 
-def to_shared(agent: Agent) -> tuple:
-    """The parameters in checkpoint.py's layout: each MLP's [(kernel (in, out), bias)]; log_std."""
-    return torch_glue.host_layers(agent)
+# the parameters in checkpoint.py's layout: each MLP's [(kernel (in, out), bias)]; log_std
+to_shared = torch_glue.host_layers
 
 
 # ------------------------------------------------------------------------------- environment glue
@@ -436,21 +438,21 @@ def update(args: Args, lr_schedule, state: TrainState, batch: Batch, first_step,
     return metrics
 
 
-def progress(args: Args, iteration: int, scalars: dict, after_compile: list) -> str:
-    """The progress line; the ETA from the mean time of the iterations after the first (compile)."""
+def progress(args: Args, iteration: int, scalars: dict, iteration_times: list) -> str:
+    """The progress line; the ETA from this process's iterations after its first (compile)."""
     done = f"iter {iteration + 1}/{args.num_iterations} | SPS {scalars['charts/SPS']:,.0f}"
     episodes = "no episode ended"
     if "charts/episodic_return" in scalars:
         episodes = f"return {scalars['charts/episodic_return']:.1f}"
     timing = f"rollout {scalars['time/rollout']:.3f}s update {scalars['time/update']:.3f}s"
     remaining = args.num_iterations - iteration - 1
+    after_compile = iteration_times[1:]
     eta = f"ETA {np.mean(after_compile) * remaining:.0f}s" if len(after_compile) >= 2 else "ETA -"
     return f"{done} | {episodes} | {timing} | elapsed {scalars['time/elapsed']:.1f}s {eta}"
 
 
 # ------------------------------------------------------------------------------------------- main
 def main():
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT, signal.SIGTERM])
     args = tyro.cli(Args)
     env_args = (args.env, args.env_backend, args.num_envs, args.seed, args.env_threads)
     env, env_params = make_env(*env_args)
@@ -461,11 +463,16 @@ def main():
     device = torch_glue.shared_device(args.device, args.compile)
     run_name = f"{args.env}__{FRAMEWORK}__{args.model_size}__{args.compile}__{args.seed}"
     run_name += f"__{int(time.time())}"
-    run_dir = os.path.join(args.log_dir, run_name)
-    run_dir = book.make_run_dir(run_dir)  # a new folder, even for two runs in the same second
+    run_dir = args.resume or os.path.join(args.log_dir, run_name)
+    run_dir = book.make_run_dir(run_dir, args.resume)  # new, even for two runs in one second
     config = {**asdict(args), "framework": FRAMEWORK, "batch_size": args.batch_size}
     config["minibatch_size"] = args.batch_size // args.num_minibatches
     config["device_name"] = torch_glue.device_name(device)
+    saver = nullcontext()
+    if args.save_model or args.save_every or args.resume:
+        import checkpoint
+
+        saver = checkpoint.Saver(run_dir, config, __file__)
     book.start(config, run_dir)  # config.json: the config, the command line, versions, machine
     if args.track:
         import wandb
@@ -474,13 +481,7 @@ def main():
         group = f"{args.exp_name}__{args.env}"
         tags = [FRAMEWORK, args.model_size, args.env, args.env_backend, args.compile]
         run = dict(name=run_name, dir=run_dir, group=group, tags=tags, config=config)
-        project, entity = args.wandb_project_name, args.wandb_entity
-        wandb.init(project=project, entity=entity, **run, save_code=True)
-    saver = nullcontext()
-    if args.save_model:
-        import checkpoint
-
-        saver = checkpoint.Saver(run_dir, config, __file__)
+        wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, **run, save_code=True)
     no_jit = jax.disable_jit(args.compile == "none")
     with SummaryWriter(run_dir, max_queue=100) as writer, no_jit, saver:
         table = "\n".join(f"|{key}|{value}|" for key, value in asdict(args).items())
@@ -490,6 +491,9 @@ def main():
         sizes, obs_dim = MODEL_SIZES[args.model_size], runner.obs.shape[-1]
         agent = Agent(obs_dim, sizes, env.num_actions, env.continuous, args.dtype).to(device)
         optimizer, lr_schedule = make_optimizer(args, agent)
+        start = 0
+        if args.resume:
+            runner, start = torch_glue.resume(saver, writer, agent, optimizer, generator, runner)
         policy, step = torch_glue.compiled_steps(args.compile, agent, minibatch_step, runner.obs)
         state = TrainState(agent, generator, policy, partial(step, agent, optimizer, args))
         rollout_fn = partial(rollout, torch_glue.env_step(env, env_params, step_envs), args)
@@ -497,8 +501,8 @@ def main():
         book.setup_done()
         setup_s = time.perf_counter() - START
         print(f"{run_name}: setup {setup_s:.1f}s on {config['device_name']}", flush=True)
-        after_compile = []
-        for iteration in range(args.num_iterations):
+        iteration_times = []
+        for iteration in range(start, args.num_iterations):
             book.check_signals()  # a SIGINT or SIGTERM stops the run here...
             # the rate of this iteration's last optimizer step, read before the timer starts
             last_step = (iteration + 1) * args.update_epochs * args.num_minibatches - 1
@@ -534,14 +538,13 @@ def main():
                 writer.add_scalar(tag, value, global_step)
             if args.track:
                 wandb.log(scalars, step=global_step)
-            if args.save_model:  # the policy to save when the run ends, however it ends
-                saver.iteration_done(to_shared(agent), runner.env_state, scalars)
+            if args.save_model or args.save_every:
+                training = partial(torch_glue.arrays, agent, optimizer, generator)
+                saver.iteration_done(to_shared(agent), runner, scalars, training)
             book.iteration_done(iteration, scalars, writer)
-            # iteration 0 compiles: not for the ETA
-            if iteration > 0:
-                after_compile.append(iteration_time)
+            iteration_times.append(iteration_time)
             threads.iteration_done()
-            print(progress(args, iteration, scalars, after_compile), flush=True)
+            print(progress(args, iteration, scalars, iteration_times), flush=True)
     if args.track:
         wandb.finish()
 

@@ -158,6 +158,44 @@ def host_layers(agent: torch.nn.Module) -> tuple[list, list, Optional[np.ndarray
     return actor, critic, agent.log_std.numpy(force=True) if agent.continuous else None
 
 
+def arrays(agent: torch.nn.Module, optimizer, generator) -> dict[str, np.ndarray]:
+    """What --save-every keeps of the torch side, as NumPy copies: the agent's parameters, Adam's
+    step and moments of each (zeros before its first step) and the generator's state."""
+    state = {f"agent.{name}": x.numpy(force=True) for name, x in agent.state_dict().items()}
+    for i, param in enumerate(optimizer.param_groups[0]["params"]):
+        adam = optimizer.state.get(param, {})
+        state[f"adam.{i}.step"] = np.float32(adam["step"].item() if adam else 0.0)
+        for key in ("exp_avg", "exp_avg_sq"):
+            moment = adam[key].numpy(force=True) if adam else np.zeros(param.shape, np.float32)
+            state[f"adam.{i}.{key}"] = moment
+    state["generator"] = generator.get_state().numpy()
+    return state
+
+
+def load_arrays(agent: torch.nn.Module, optimizer, generator, state: dict) -> None:
+    """arrays' inverse: the saved values copied into the agent's own parameters (which a compiled
+    or traced step reads), Adam's state and the generator."""
+    params = {name[len("agent.") :]: x for name, x in state.items() if name.startswith("agent.")}
+    agent.load_state_dict({name: torch.from_numpy(x) for name, x in params.items()})
+    saved = optimizer.state_dict()
+    saved["state"] = {}
+    for i in range(len(optimizer.param_groups[0]["params"])):
+        adam = {"step": torch.tensor(float(state[f"adam.{i}.step"]))}
+        for key in ("exp_avg", "exp_avg_sq"):
+            adam[key] = torch.from_numpy(state[f"adam.{i}.{key}"])
+        saved["state"][i] = adam
+    optimizer.load_state_dict(saved)
+    generator.set_state(torch.from_numpy(state["generator"]))
+
+
+def resume(saver, writer, agent: torch.nn.Module, optimizer, generator, runner):
+    """(runner, iterations completed) of --resume: the saved run's state put back into the agent,
+    Adam and the generator (checkpoint.Saver.resume), bit for bit."""
+    training, runner, start = saver.resume(arrays(agent, optimizer, generator), runner, writer)
+    load_arrays(agent, optimizer, generator, training)
+    return runner, start
+
+
 def agent_of(agent_type, net, continuous: bool, dtype: str) -> torch.nn.Module:
     """The script's Agent (agent_type) that holds checkpoint.layers_of's network net, on the CPU:
     host_layers' inverse. Built on the meta device, no init: load_state_dict assigns every
