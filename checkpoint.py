@@ -553,7 +553,13 @@ def read_resume(run_dir, flags: Optional[dict] = None, tensors: bool = False):
         raise BadCheckpoint(
             f"{path}: iteration {state.iteration!r} and {len(state.returns)} returns disagree"
         )
-    for name, value in (flags or {}).items():
+    flags = flags or {}
+    trained_by = state.flags.get("framework")
+    if "framework" in flags and trained_by != flags["framework"]:
+        raise BadCheckpoint(
+            f"--resume {os.fspath(run_dir)}: a {trained_by} run, not {flags['framework']}: resume it with its script"
+        )
+    for name, value in flags.items():
         if name not in FREE_FLAGS and state.flags.get(name, value) != value:
             saved = state.flags[name]
             flag = f"--{name.replace('_', '-')}"

@@ -1,0 +1,241 @@
+"""--save-every and --resume (checkpoint.py's resume file, issue 55 item 7): a run stopped by a signal and resumed in
+its folder ends with the same state as the same run uninterrupted: parameters, Adam's moments and step, the envs'
+state with the normalisation statistics, the random keys. The JAX scripts match bit for bit; so does ppo_torch.py on
+one machine here, but torch promises no bit-for-bit reduction order when its thread count changes (its thread governor
+may change it between the two processes), so its tolerance is float32 rounding over a few optimizer steps, 1e-5.
+Every bad --resume is refused in one line, exit code 2, with nothing written."""
+
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+import pytest
+import safetensors.numpy
+from test_scripts import start, wait_for
+
+import checkpoint
+from helpers import ROOT, STUDY, only_run_dir, read_json
+
+FRAMEWORKS = list(STUDY.frameworks)
+# 6 iterations, saved every 2: a stop after the first save is resumed from iteration 2 (or 4)
+RUN = ["--num-envs", "4", "--num-steps", "32", "--num-iterations", "6", "--update-epochs", "2"]
+RUN += ["--num-minibatches", "2", "--save-every", "2", "--save-model"]
+ENVS = {
+    "discrete": ["--env", "CartPole-v1"],
+    "continuous, normalised": ["--env", "Pendulum-v1", "--norm-obs", "--norm-reward"],
+}
+TOLERANCE = {"torch": 1e-5}  # the JAX scripts: 0, bit for bit
+
+
+def script(framework: str) -> str:
+    return str(ROOT / STUDY.frameworks[framework].script)
+
+
+def run(framework: str, *args: str, log_dir=None) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, script(framework), *args]
+    if log_dir is not None:
+        cmd += ["--log-dir", str(log_dir)]
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+
+def arrays(run_dir: Path, name: str) -> dict:
+    return safetensors.numpy.load_file(str(run_dir / name))
+
+
+def events_files(run_dir: Path) -> list[Path]:
+    return sorted(run_dir.glob("events.out.tfevents.*"))
+
+
+def stopped_after_first_save(framework: str, args: list, log_dir: Path) -> Path:
+    """The run, stopped by SIGINT once it has printed iteration 2's line (saved just before it)."""
+    proc = start(framework, *args, log_dir=log_dir)
+    try:
+        wait_for(proc, "iter 2/")
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=300)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 130, "".join(proc.output)[-3000:]
+    return only_run_dir(log_dir)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("env", ENVS)
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_a_stopped_and_resumed_run_ends_as_an_uninterrupted_one(framework, env, tmp_path):
+    args = [*RUN, *ENVS[env]]
+    whole = run(framework, *args, log_dir=tmp_path / "whole")
+    assert whole.returncode == 0, whole.stderr[-3000:]
+    whole_dir = only_run_dir(tmp_path / "whole")
+
+    run_dir = stopped_after_first_save(framework, args, tmp_path / "stopped")
+    stopped = read_json(run_dir / "summary.json")
+    assert stopped["status"] == "interrupted" and stopped["iterations_completed"] < 6
+    saved_at = checkpoint.read_resume(run_dir).iteration
+    assert saved_at in (2, 4)
+    config_before = (run_dir / "config.json").read_text()
+
+    resumed = run(framework, *args, "--resume", str(run_dir))
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"resumed after iteration {saved_at}" in resumed.stdout
+    # the progress goes on from the saved iteration
+    assert [
+        line.split(" |")[0] for line in resumed.stdout.splitlines() if line.startswith("iter ")
+    ] == [f"iter {i}/6" for i in range(saved_at + 1, 7)]
+
+    tolerance = TOLERANCE.get(framework, 0.0)
+    for name in (checkpoint.RESUME_FILE, checkpoint.FILENAME):
+        want, got = arrays(whole_dir, name), arrays(run_dir, name)
+        assert want.keys() == got.keys()
+        for key in want:
+            assert want[key].dtype == got[key].dtype, (name, key)
+            np.testing.assert_allclose(
+                got[key], want[key], rtol=0, atol=tolerance, err_msg=f"{name} {key}"
+            )
+    # the resumed run is one run in its folder: the first start's config.json, a summary of all 6 iterations
+    assert (run_dir / "config.json").read_text() == config_before
+    summary = read_json(run_dir / "summary.json")
+    assert summary["status"] == "completed" and summary["iterations_completed"] == 6
+    assert summary["resumed_at"] == [saved_at]
+    assert summary["final_return"] == pytest.approx(
+        read_json(whole_dir / "summary.json")["final_return"]
+    )
+    assert len(events_files(run_dir)) == 2
+
+
+@pytest.fixture(scope="module")
+def saved_run(tmp_path_factory):
+    """A finished linen run with a resume file (iteration 2 of 2)."""
+    log_dir = tmp_path_factory.mktemp("saved")
+    args = ["--num-envs", "4", "--num-steps", "16", "--num-iterations", "2", "--save-every", "2"]
+    done = run("linen", *args, log_dir=log_dir)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return only_run_dir(log_dir), args
+
+
+def listing(folder: Path) -> dict:
+    return {path.name: path.is_file() and path.read_bytes() for path in sorted(folder.iterdir())}
+
+
+def refused(framework: str, args: list, folder: Path, wanted: str) -> None:
+    """One line naming wanted, exit code 2, and the folder as it was."""
+    before = listing(folder)
+    proc = run(framework, *args)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and wanted in lines[0], proc.stderr
+    assert listing(folder) == before
+
+
+@pytest.mark.slow
+def test_a_resume_with_other_flags_is_refused(saved_run):
+    run_dir, args = saved_run
+    other = ["--num-envs", "8", *args[2:]]  # not 4
+    refused("linen", [*other, "--resume", str(run_dir)], run_dir, "--num-envs 4, not 8")
+
+
+@pytest.mark.slow
+def test_a_resume_in_another_framework_is_refused(saved_run):
+    run_dir, args = saved_run
+    refused("nnx", [*args, "--resume", str(run_dir)], run_dir, "a linen run, not nnx")
+
+
+@pytest.mark.slow
+def test_a_resume_of_a_folder_without_a_resume_file_is_refused(saved_run, tmp_path):
+    run_dir, args = saved_run
+    copy = tmp_path / "copy"
+    shutil.copytree(run_dir, copy)
+    (copy / checkpoint.RESUME_FILE).unlink()
+    refused("linen", [*args, "--resume", str(copy)], copy, "a run saves one with --save-every")
+    refused("linen", [*args, "--resume", str(tmp_path / "nowhere")], tmp_path, "not a run folder")
+
+
+@pytest.mark.slow
+def test_a_truncated_resume_file_is_refused(saved_run, tmp_path):
+    run_dir, args = saved_run
+    copy = tmp_path / "copy"
+    shutil.copytree(run_dir, copy)
+    data = (copy / checkpoint.RESUME_FILE).read_bytes()
+    (copy / checkpoint.RESUME_FILE).write_bytes(data[: len(data) // 2])
+    refused("linen", [*args, "--resume", str(copy)], copy, "not a resume file of --save-every")
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+@pytest.mark.parametrize(
+    "args, wanted",
+    [
+        (["--save-every", "-1"], "--save-every must be 0 or more, got -1"),
+        (["--save-every", "2", "--env-backend", "envpool"], "--save-every must be 0 with envpool"),
+    ],
+    ids=["negative", "envpool"],
+)
+def test_a_bad_save_every_is_refused(framework, args, wanted, tmp_path):
+    proc = run(framework, *args, log_dir=tmp_path / "runs")
+    assert proc.returncode == 2 and wanted in proc.stderr, proc.stderr[-3000:]
+    assert not (tmp_path / "runs").exists()
+
+
+class Runner(NamedTuple):
+    """A runner as the scripts' (iteration_done reads env_state): here, no env state and some observations."""
+
+    env_state: object
+    obs: np.ndarray
+
+
+def saved_state(tmp_path: Path, training, obs) -> checkpoint.Saver:
+    """A Saver that saved (training, Runner(None, obs)) after iteration 1 in tmp_path, a return of 5."""
+    config = {"framework": "linen", "save_every": 1, "batch_size": 8, "seed": 1}
+    saver = checkpoint.Saver(str(tmp_path), config, __file__)
+    layer = (np.ones((2, 1), np.float32), np.zeros(1, np.float32))
+    scalars = {"charts/episodic_return": 5.0}
+    saver.iteration_done(([layer], [layer], None), Runner(None, obs), scalars, training)
+    return saver
+
+
+def resumer(saver: checkpoint.Saver) -> checkpoint.Saver:
+    return checkpoint.Saver(saver.run_dir, {**saver.config, "resume": saver.run_dir}, __file__)
+
+
+def test_the_state_comes_back_bit_for_bit_with_its_keys_and_dtypes(tmp_path):
+    import jax
+    import jax.numpy as jnp
+
+    key = jax.random.key(3)
+    weights = jnp.arange(6, dtype=jnp.float32).reshape(2, 3) / 7
+    training = {"w": weights, "step": jnp.int32(5), "key": key}
+    saver = resumer(saved_state(tmp_path, training, np.arange(4, dtype=np.uint8)))
+    fresh = {"w": jnp.zeros((2, 3)), "step": jnp.int32(0), "key": jax.random.key(0)}
+    back, runner, start = saver.resume(fresh, Runner(None, np.zeros(4, np.uint8)))
+    assert start == 1 and saver.iteration == 1
+    assert np.array_equal(back["w"], weights) and back["w"].dtype == jnp.float32
+    assert int(back["step"]) == 5
+    assert np.array_equal(jax.random.key_data(back["key"]), jax.random.key_data(key))
+    assert np.array_equal(runner.obs, np.arange(4, dtype=np.uint8))
+
+
+def test_a_state_of_another_shape_is_refused(tmp_path):
+    import jax.numpy as jnp
+
+    saver = resumer(saved_state(tmp_path, {"w": jnp.zeros((2, 3))}, np.zeros(4)))
+    runner = Runner(None, np.zeros(4))
+    wrong = r"array 0 is float32 \[2, 3\], not float32 \[3, 3\]"
+    with pytest.raises(checkpoint.BadCheckpoint, match=wrong):
+        saver.resume({"w": jnp.zeros((3, 3))}, runner)
+    with pytest.raises(checkpoint.BadCheckpoint, match="2 arrays, not the 3 of this run's state"):
+        saver.resume({"v": jnp.zeros(1), "w": jnp.zeros((2, 3))}, runner)
+
+
+def test_a_resume_file_keeps_its_returns_and_flags(tmp_path):
+    import jax.numpy as jnp
+
+    saved_state(tmp_path, {"w": jnp.zeros(2)}, np.zeros(1))
+    resume = checkpoint.read_resume(tmp_path)
+    assert resume.iteration == 1 and resume.returns == (5.0,) and resume.resumed_at == ()
+    assert resume.flags["seed"] == 1 and "save_every" not in resume.flags
+    with pytest.raises(checkpoint.BadCheckpoint, match="that run has --seed 1, not 2"):
+        checkpoint.read_resume(tmp_path, {"seed": 2})
