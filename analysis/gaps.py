@@ -1,7 +1,8 @@
 """Why a figure's panel or a table has no data, in the words that panel or REPORT.md shows instead of empty axes.
 
 A time of an iteration window is missing when the runs end before the window starts; a rollout or update time when
-the run's timers were not synchronised (sync off) or it logged none; a speedup when the experiment has no runs of
+the run's timers were not synchronised (sync off) or it logged none, and every time of a run resumed after a stop
+(analysis/summary.py's is_timed); a speedup when the experiment has no runs of
 the metric's sync setting in default compile modes, none with a time for it, or no second framework to pair with.
 """
 
@@ -9,7 +10,7 @@ import pandas as pd
 
 from analysis.names import in_order
 from analysis.speedups import metric_columns, metric_sync, speedup_masks
-from analysis.summary import window_columns
+from analysis.summary import is_timed, window_columns
 from study import Study, Window
 
 
@@ -44,6 +45,8 @@ def short_note(runs: pd.DataFrame, window: Window) -> str:
 def missing_time(runs: pd.DataFrame, column: str, study: Study) -> str:
     """Why none of `runs` (not empty) has a time in `column` (a window's, or the steady rollout or update)."""
     window = window_of(column, study)
+    if not is_timed(runs).any():
+        return "these runs were resumed after a stop: a second start is in their times, which are not compared"
     if (runs["num_iterations"] <= window.first).all():
         return too_short(runs, window)
     if column not in window_columns(study) and not runs["sync_timing"].astype(bool).any():

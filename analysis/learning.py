@@ -8,6 +8,8 @@ smoothed return reaches the target. Two targets per env: the reference's mean, a
 |mean|: a lower bar, also for a negative return). A run that never reaches a target is kept, as not reaching it:
 the median over seeds counts it as infinitely slow, and the speedups pair only runs that both reached it; a run that
 ended no episode has no return, reaches no target, and is counted in the table as a run without a final return.
+A resumed run (analysis/summary.py's is_timed) counts for its final return and its steps to a target, but has no time
+to it: the times to a target (their medians, the runs that reached it, the speedups) are of the timed runs alone.
 
 Only the runs of an experiment's configuration count (learning_selection): a run whose command gives
 hyperparameters (run_args.HYPERPARAMETERS) other than its configuration's in study.toml, or other values of its
@@ -22,6 +24,7 @@ import pandas as pd
 
 import run_args
 from analysis.speedups import CELL_STATISTICS, PAIR_KEYS, cell_statistics, pairwise
+from analysis.summary import is_timed
 from study import Study
 
 RETURN = "charts/episodic_return"
@@ -41,6 +44,7 @@ RUN_COLUMNS = [
     "reference_mean",
     "reference_std",
     *[f"{what}_{target}" for target in TARGETS for what in ("s_to", "steps_to")],
+    "timed",  # not resumed: its seconds are one process's
 ]
 LEFT_OUT_COLUMNS = ["experiment", "env", "framework", "tag", "seed", "run", "reason"]
 TABLE_COLUMNS = [
@@ -50,6 +54,7 @@ TABLE_COLUMNS = [
     "framework",
     "n_runs",
     "n_returns",  # the runs that ended an episode: those with a final return
+    "n_timed",  # the runs whose times to a target count: those not resumed
     "final_mean",
     "final_std",
     "reference_mean",
@@ -81,16 +86,19 @@ def smoothed_returns(rows: pd.DataFrame) -> pd.DataFrame:
     ).reset_index(drop=True)
 
 
-def first_reach(curve: pd.DataFrame, target: float) -> tuple[float, float]:
-    """(seconds, env steps) at the first iteration whose smoothed return reaches target; NaN, NaN when none does."""
-    reached = curve[(curve["smoothed"] >= target) & curve["elapsed"].notna()]
+def first_reach(curve: pd.DataFrame, target: float, timed: bool = True) -> tuple[float, float]:
+    """(seconds, env steps) at the first iteration whose smoothed return reaches target; NaN, NaN when none does. A
+    timed run without time/elapsed reaches none; a run not timed (its elapsed NaN) reaches it in steps alone."""
+    reached = curve[curve["smoothed"] >= target]
+    if timed:
+        reached = reached[reached["elapsed"].notna()]
     if reached.empty:
         return float("nan"), float("nan")
     first = reached.iloc[0]
     return float(first["elapsed"]), float(first["step"])
 
 
-def run_row(experiment: str, config, run: pd.Series, curve: pd.DataFrame) -> dict:
+def run_row(experiment: str, config, run: pd.Series, curve: pd.DataFrame, timed: bool) -> dict:
     reference = config.references[run["env"]]
     row = {
         "experiment": experiment,
@@ -102,9 +110,10 @@ def run_row(experiment: str, config, run: pd.Series, curve: pd.DataFrame) -> dic
         "final_return": run["final_return"],
         "reference_mean": reference.mean,
         "reference_std": reference.std,
+        "timed": timed,
     }
     for target in TARGETS:
-        seconds, steps = first_reach(curve, target_return(reference.mean, target))
+        seconds, steps = first_reach(curve, target_return(reference.mean, target), timed)
         row[f"s_to_{target}"], row[f"steps_to_{target}"] = seconds, steps
     return row
 
@@ -160,12 +169,15 @@ def learning_runs(runs: pd.DataFrame, summary: pd.DataFrame, masks: dict, study:
     smoothed)."""
     rows, curves = [], []
     iterations = {run: group for run, group in runs.groupby("run", sort=False)}
+    timed = is_timed(summary)
     for experiment, config, run in learning_selection(summary, masks, study)[0]:
         if run["run"] not in iterations:
             continue
         curve = smoothed_returns(iterations[run["run"]])
+        if not timed[run.name]:  # a resumed run: its time/elapsed restarted with each process
+            curve["elapsed"] = np.nan
         keys = {key: run[key] for key in PAIR_KEYS if key != "experiment"}
-        rows.append({**run_row(experiment, config, run, curve), **keys})
+        rows.append({**run_row(experiment, config, run, curve, timed[run.name]), **keys})
         names = {
             "experiment": experiment,
             "env": run["env"],
@@ -193,13 +205,14 @@ def median_time(seconds: pd.Series) -> float:
 def learning_table(learned: pd.DataFrame, study: Study) -> pd.DataFrame:
     """Per learning experiment, env and framework (TABLE_COLUMNS): the final return's mean and std over seeds
     beside the reference's, whether the mean is at least the reference's mean minus its std, and per target the
-    runs that reached it and their median time."""
+    runs that reached it and their median time (of the timed runs: n_timed)."""
     rows = []
     # a row per tag: two tags (two platforms) are never pooled
     for (experiment, env, tag, framework), group in learned.groupby(
         ["experiment", "env", "tag", "framework"], sort=False, dropna=False
     ):
         returns = group["final_return"].dropna()
+        timed = group[group["timed"].astype(bool)]
         row = {
             "experiment": experiment,
             "env": env,
@@ -207,6 +220,7 @@ def learning_table(learned: pd.DataFrame, study: Study) -> pd.DataFrame:
             "framework": framework,
             "n_runs": len(group),
             "n_returns": len(returns),
+            "n_timed": len(timed),
             "final_mean": returns.mean(),
             "final_std": returns.std(ddof=1) if len(returns) > 1 else float("nan"),
             "reference_mean": group["reference_mean"].iloc[0],
@@ -218,8 +232,8 @@ def learning_table(learned: pd.DataFrame, study: Study) -> pd.DataFrame:
             and row["final_mean"] >= row["reference_mean"] - row["reference_std"]
         )
         for target in TARGETS:
-            row[f"reached_{target}"] = int(group[f"s_to_{target}"].notna().sum())
-            row[f"median_s_to_{target}"] = median_time(group[f"s_to_{target}"])
+            row[f"reached_{target}"] = int(timed[f"s_to_{target}"].notna().sum())
+            row[f"median_s_to_{target}"] = median_time(timed[f"s_to_{target}"])
         rows.append(row)
     table = pd.DataFrame(rows, columns=TABLE_COLUMNS)
     ranks = [study_rank(row, study) for row in table.itertuples()]

@@ -1,6 +1,7 @@
 """The learning figure of a learning experiment: per env (a row), each framework's smoothed return against env
 steps (left) and against seconds from the process's first line (right): the mean over seeds as a line, their
-range as a band; the reference's published mean +- std as a grey band."""
+range as a band; the reference's published mean +- std as a grey band. A resumed run is drawn in steps only: its
+seconds are not one process's."""
 
 import pandas as pd
 
@@ -31,10 +32,12 @@ def draw_reference(ax, mean: float, std: float) -> None:
 
 def draw_env(axes_row, curves: pd.DataFrame, reference, colors: dict, study: Study) -> None:
     for framework in in_order(study.frameworks, curves["framework"]):
-        curve = mean_curve(curves[curves["framework"] == framework])
-        seeds = curves.loc[curves["framework"] == framework, "seed"].nunique()
+        mine = curves[curves["framework"] == framework]
+        seeds = mine["seed"].nunique()
         label = f"{framework} ({seeds} seed{'s' if seeds > 1 else ''})"
         for ax, x in zip(axes_row, ("step", "elapsed")):
+            # in seconds, the timed runs alone: a resumed run's elapsed is NaN (analysis/learning.py)
+            curve = mean_curve(mine.dropna(subset=[x]))
             color = colors.get(framework, "0.5")
             ax.plot(curve[x], curve["mean"], color=color, lw=1.8, label=label)
             ax.fill_between(curve[x], curve["low"], curve["high"], color=color, alpha=0.15, lw=0)

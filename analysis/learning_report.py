@@ -30,9 +30,9 @@ def final_cell(row) -> str:
 
 
 def time_cell(row, target: str) -> str:
-    """The median time to the target over seeds, and how many of the runs reached it."""
+    """The median time to the target over seeds, and how many of the timed runs reached it."""
     median = getattr(row, f"median_s_to_{target}")
-    reached = f"({getattr(row, f'reached_{target}')}/{row.n_runs})"
+    reached = f"({getattr(row, f'reached_{target}')}/{row.n_timed})"
     return f"{median:,.0f} s {reached}" if np.isfinite(median) else f"{NO_INTERVAL} {reached}"
 
 
@@ -55,13 +55,20 @@ def wide(table: pd.DataFrame, cell, study: Study, reference: bool) -> str:
 def experiment_markdown(table: pd.DataFrame, experiment: str, study: Study) -> str:
     exp = study.experiments[experiment]
     rows = table[table["experiment"] == experiment]
+    resumed = int((rows["n_runs"] - rows["n_timed"]).sum())
+    untimed = (
+        f" {resumed} run{'s' if resumed > 1 else ''} resumed after a stop count{'' if resumed > 1 else 's'} in "
+        "the final return, not here: a second start is in its time."
+        if resumed
+        else ""
+    )
     return (
         f"**{experiment}: {exp.title}.** Final return: the mean over each run's last {SMOOTHING} iterations, mean ± "
         f"std over seeds, in bold where it is at least the reference's mean minus its std ({exp.reference}).\n\n"
         + wide(rows, final_cell, study, reference=True)
         + f"\n\nTime to {TARGET_LABELS['reference']}: seconds from the process's first line (imports and "
         "compilation included), the median over seeds (runs that never reached it count as slowest; "
-        f"{NO_INTERVAL}: fewer than half reached it), and the runs that reached it.\n\n"
+        f"{NO_INTERVAL}: fewer than half reached it), and the runs that reached it.{untimed}\n\n"
         + wide(rows, lambda row: time_cell(row, "reference"), study, reference=False)
     )
 

@@ -11,6 +11,10 @@ label (study.env_label): the env id, with "@envpool" for a run on envpool (confi
 env_backend; runs made before the scripts had backends lack it, and ran on gymnax), so that the env column, and
 every table and figure keyed by it, never merges the two backends of one env id.
 
+A resumed run (the scripts' --resume) is read by runlog as one run, its events files merged; its resumed_at column
+holds summary.json's resumed_at as words ("4 8"; "" for a run never resumed), and is read back from a runs.csv, so
+that the analysis keeps it out of its timings there too (analysis/summary.py's is_timed).
+
 Runs are told apart by their content: the config's command, hostname and start time (with the folder name only for
 a run of an older runs.csv without a start time). Runs of other tags or machines that share a folder name are all
 kept; the same run given twice (a copied folder, cp -a B B-2; a folder and a runs.csv) counts once: the first copy
@@ -68,6 +72,7 @@ SUMMARY_JSON_COLUMNS = [
     "import_s",
     "total_s",
     "final_return",
+    "resumed_at",  # as words: resumed_words
 ]
 # experiment_folder: the experiment whose folder (bench.sh's) holds the run, "" for a run elsewhere
 RUN_COLUMNS = ["run", "run_dir", "experiment_folder", *CONFIG_COLUMNS, *SUMMARY_JSON_COLUMNS]
@@ -118,6 +123,7 @@ RUNS_CSV_TEXT += [
     "command",
     "start_time",
     "status",
+    "resumed_at",
 ]
 TIMING_COLUMNS = ["obs_dim", "num_actions", "ms_per_step", "ratio"]
 
@@ -153,6 +159,22 @@ def run_keys(table: pd.DataFrame) -> pd.Series:
 
 
 # ----------------------------------------------------------------------------------------- run folders
+def resumed_words(summary: dict) -> str:
+    """summary.json's resumed_at (runlog.resumed_at: checked) as one cell: "4 8", "" for a run never resumed."""
+    return " ".join(str(k) for k in runlog.resumed_at(summary))
+
+
+def resumed_list(cell):
+    """A resumed_at cell of a runs.csv as summary.json's value (for runlog's checks): None for a run never resumed,
+    a list of ints, or the cell as it is when it is not one (which runlog then refuses)."""
+    if cell is None or cell == "":
+        return None
+    words = str(cell).split()
+    if all(word.isascii() and word.isdigit() for word in words):
+        return [int(word) for word in words]
+    return cell
+
+
 def run_env(config: dict) -> str:
     """A run's env label: its env on its env_backend (gymnax where config.json has none)."""
     return env_label(config["env"], config.get("env_backend") or BACKENDS[0])
@@ -183,6 +205,7 @@ def run_rows(run: runlog.Run, study: Study) -> pd.DataFrame:
         "experiment_folder": experiment_folder,
         **{key: config_cell(config.get(key)) for key in CONFIG_COLUMNS},
         **{key: summary.get(key) for key in SUMMARY_JSON_COLUMNS},
+        "resumed_at": resumed_words(summary),
     }
     iteration = scalars["step"] // config["batch_size"] - 1
     return pd.concat([pd.DataFrame({**info, "iteration": iteration}), scalars], axis=1)
@@ -264,6 +287,9 @@ def check_csv_run(rows: pd.DataFrame, study: Study) -> None:
     }
     config = {key: cell[key](first[key]) for key in CONFIG_COLUMNS if key in rows}
     summary = {key: cell[key](first[key]) for key in SUMMARY_JSON_COLUMNS if key in rows}
+    resumed = resumed_list(summary.pop("resumed_at", None))
+    if resumed is not None:
+        summary["resumed_at"] = resumed
     if "iterations_completed" not in rows:
         summary["iterations_completed"] = int(rows["time/iteration"].notna().sum())
     run = runlog.Run(Path(str(first.get("run_dir", first["run"]))), config, summary, rows)

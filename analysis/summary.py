@@ -3,11 +3,17 @@
 A run belongs to an experiment of the study when it matches the experiment's matrix (envs, sizes, compile modes,
 sync setting, data type), or, when bench.sh put it in the experiment's folder, to that experiment only. A platform
 comparison holds the runs of the experiment it repeats when they span two or more tags.
+
+A resumed run (summary.json resumed_at, the scripts' --resume) is not timed (is_timed): a second start (its imports,
+its compilation, its machine perhaps) is in its times, and its total_s is its last process's alone. It counts for
+learning (its returns are those of one run, bit for bit) but its summary row's times are left empty (TIMES), so that
+no timed result (speedups, pairs, dtype and platform tables, time figures, the report's time tables) takes it; the
+learning analysis leaves its time to a return out too (analysis/learning.py).
 """
 
 import pandas as pd
 
-from analysis.loading import RUN_COLUMNS, run_keys
+from analysis.loading import RUN_COLUMNS, run_keys, text_column
 from study import Experiment, Study, Window
 
 
@@ -25,6 +31,18 @@ def window_column(window: Window, what: str = "") -> str:
 def window_columns(study: Study) -> dict[str, Window]:
     """summary column -> window, in the study's order."""
     return {window_column(w): w for w in study.windows.values()}
+
+
+def time_columns(study: Study) -> list[str]:
+    """The summary columns of a run's times: those a resumed run leaves empty."""
+    parts = [window_column(study.steady, part) for part in ("rollout", "update")]
+    return ["setup_s", "import_s", "total_s", *window_columns(study), *parts]
+
+
+def is_timed(runs: pd.DataFrame) -> pd.Series:
+    """Per row of a runs or summary table, whether its run's times are one process's: it was never resumed. The one
+    split of the runs into timed ones and the others (which count for learning only)."""
+    return text_column(runs, "resumed_at") == ""
 
 
 def window_mean(values: pd.Series, window: Window) -> float:
@@ -45,6 +63,8 @@ def summarize_run(rows: pd.DataFrame, study: Study) -> dict:
         exact = row["sync_timing"] and f"time/{part}" in rows
         mean = window_mean(rows[f"time/{part}"], study.steady) if exact else float("nan")
         row[window_column(study.steady, part)] = mean
+    if not is_timed(rows.iloc[:1]).iloc[0]:  # a resumed run: no times
+        row.update(dict.fromkeys(time_columns(study), float("nan")))
     return row
 
 
