@@ -111,14 +111,29 @@ def check_environment() -> None:
         ) from None
 
 
-def exit_on_bad_environment() -> None:
+def exit_on_bad_environment(framework: str) -> None:
     """check_environment() for a script's first lines, before its imports start JAX (gymnax's does): its one
-    line and exit code 2, not JAX's traceback."""
+    line and exit code 2, not JAX's traceback. For the JAX scripts, also tensorboardX without torch."""
     try:
         check_environment()
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
+    if framework != "torch":
+        import_tensorboardx_without_torch()
+
+
+def import_tensorboardx_without_torch() -> None:
+    """Imports tensorboardX with torch hidden from it: its writer imports torch whenever torch is installed (about
+    1 s on a CPU, a third of a JAX script's imports) only to accept torch tensors, which the JAX scripts never log.
+    torch is hidden for that import only (other packages, SciPy's among them, look for it later)."""
+    if "torch" in sys.modules or "tensorboardX" in sys.modules:
+        return
+    sys.modules["torch"] = None  # `import torch` raises ImportError, which tensorboardX expects
+    try:
+        import tensorboardX  # noqa: F401
+    finally:
+        del sys.modules["torch"]
 
 
 def computation_variables() -> dict:

@@ -10,7 +10,7 @@ if __name__ == "__main__":
     # SIGINT and SIGTERM wait until main() unblocks them: none is lost in the imports
     signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT, signal.SIGTERM])
     print("ppo_equinox.py: importing JAX, Equinox and gymnax...", flush=True)
-    __import__("bookkeeping").exit_on_bad_environment()  # a book. line: JAX starts in the imports
+    __import__("bookkeeping").exit_on_bad_environment("equinox")  # a book. line: before JAX starts
 
 import math
 import os

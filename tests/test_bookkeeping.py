@@ -245,3 +245,17 @@ def test_cpu_bf16_flags_name_the_native_bfloat16_instructions(tmp_path):
     assert bookkeeping.cpu_bf16_flags(str(cpuinfo)) == []
     assert bookkeeping.cpu_bf16_flags(str(tmp_path / "missing")) is None
     assert "cpu_bf16" in bookkeeping.machine()
+
+
+@pytest.mark.parametrize("framework", list(STUDY.frameworks))
+def test_only_the_torch_script_imports_torch(framework):
+    """tensorboardX imports torch whenever it is installed (about 1 s): the JAX scripts import it with torch hidden,
+    and never load torch (python -X importtime lists every module a run imports, --help included)."""
+    script = STUDY.frameworks[framework].script
+    cmd = [sys.executable, "-X", "importtime", str(ROOT / script), "--help"]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if "|" in line}
+    # (a hidden torch is listed too, as a failed import of no submodule)
+    assert "tensorboardX" in imported
+    assert ("torch._C" in imported) == (framework == "torch")
