@@ -1,0 +1,169 @@
+"""./setup.sh starter FRAMEWORK DIR (tools/starter.py): each framework's starter, built into an empty folder,
+trains from that folder where no module of the repository can be imported, names itself, ends with its done line,
+never shares a run folder, passes ruff, and refuses bad input in one line; the tool refuses a bad framework or a
+folder that is not empty, and a template that lost the structure it strips by."""
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tools import starter
+
+ROOT = Path(__file__).resolve().parents[1]
+FRAMEWORKS = ("linen", "nnx", "equinox", "torch")
+TINY = ["--num-envs", "4", "--num-steps", "16", "--update-epochs", "1", "--num-minibatches", "2"]
+TINY += ["--num-iterations", "2"]
+DONE = re.compile(r"^done: return (-?\d+\.\d|none \(no episode ended\)), logs in (runs/\S+)$")
+
+
+def build(framework: str, folder, via_setup: bool = True) -> subprocess.CompletedProcess:
+    """The starter command, as the README shows it (or python -m tools.starter), from the repository."""
+    if via_setup:
+        command = [str(ROOT / "setup.sh"), "starter", framework, str(folder)]
+    else:
+        command = [sys.executable, "-m", "tools.starter", framework, str(folder)]
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+def clean_env() -> dict:
+    """The environment with no PYTHONPATH: run from the copy's folder, nothing of the repository imports."""
+    return {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
+
+
+def run_copy(folder: Path, script: str, *argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, script, *argv],
+        cwd=folder,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def expected_files(framework: str) -> set[str]:
+    pieces = {"env_normalize.py", "checkpoint.py", "atomic.py"}
+    return {f"ppo_{framework}.py", *pieces} | ({"torch_glue.py"} if framework == "torch" else set())
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_each_starter_holds_its_files_no_bookkeeping_and_passes_ruff(tmp_path, framework):
+    folder = tmp_path / "project"
+    done = build(framework, folder, via_setup=False)
+    assert done.returncode == 0, done.stderr
+    assert {path.name for path in folder.iterdir()} == expected_files(framework)
+    script = f"ppo_{framework}.py"
+    text = (folder / script).read_text()
+    for word in ("book", "sigmask", "signal"):
+        assert word not in text.lower(), word
+    ruff = Path(sys.executable).parent / "ruff"
+    # run from the copy's folder: its own modules (torch_glue) are first-party there
+    rules = ["--isolated", "--line-length", "100", "--select", "E,F,W,I", "--ignore", "E402"]
+    for command in (["check", *rules], ["format", "--isolated", "--line-length", "100", "--check"]):
+        checked = subprocess.run(
+            [str(ruff), *command, script], cwd=folder, capture_output=True, text=True
+        )
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_each_starter_trains_alone_and_refuses_bad_input_in_one_line(tmp_path, framework):
+    folder = tmp_path / "project"
+    folder.mkdir()  # an empty folder is taken too
+    done = build(framework, folder)
+    assert done.returncode == 0, done.stderr
+    script = f"ppo_{framework}.py"
+    # the clean environment really cannot reach the repository's modules
+    probe = run_copy(folder, "-c", "import bookkeeping")
+    assert probe.returncode != 0 and "No module named 'bookkeeping'" in probe.stderr
+
+    cartpole = run_copy(folder, script, "--env", "CartPole-v1", "--norm-obs", *TINY)
+    assert cartpole.returncode == 0, cartpole.stderr
+    lines = cartpole.stdout.strip().splitlines()
+    assert lines[0].startswith(f"{script}: importing ")
+    cartpole_dir = DONE.match(lines[-1]).group(2)
+    assert Path(cartpole_dir).name.startswith(f"CartPole-v1__{framework}__small__")
+    assert list((folder / cartpole_dir).glob("events.out.tfevents.*"))
+
+    # every folder name the Pendulum run could take in the next 10 minutes is taken already, each holding a
+    # file of its own: the run makes a new one beside it ("-2") and touches none of them
+    pendulum_name = Path(cartpole_dir).name.replace("CartPole-v1", "Pendulum-v1").rsplit("__", 1)[0]
+    now = int(time.time())
+    taken = [folder / "runs" / f"{pendulum_name}__{second}" for second in range(now - 1, now + 600)]
+    for path in taken:
+        path.mkdir()
+        (path / "mine.txt").write_text("another run's")
+    pendulum = run_copy(folder, script, "--env", "Pendulum-v1", "--norm-obs", *TINY)
+    assert pendulum.returncode == 0, pendulum.stderr
+    lines = pendulum.stdout.strip().splitlines()
+    assert lines[0].startswith(f"{script}: importing ")
+    pendulum_dir = folder / DONE.match(lines[-1]).group(2)
+    assert pendulum_dir.parent / pendulum_dir.name.removesuffix("-2") in taken
+    assert list(pendulum_dir.glob("events.out.tfevents.*"))
+    assert all([p.name for p in path.iterdir()] == ["mine.txt"] for path in taken)
+
+    runs_before = sorted((folder / "runs").iterdir())
+    unknown = run_copy(folder, script, "--env", "NoSuchEnv-v0", *TINY)
+    assert unknown.returncode == 2
+    error = unknown.stderr.strip().splitlines()
+    assert len(error) == 1 and error[0].startswith("error: unknown env id 'NoSuchEnv-v0'")
+    assert "CartPole-v1" in error[0] and "Pendulum-v1" in error[0] and "env_adapters.py" in error[0]
+    out_of_range = run_copy(folder, script, "--num-envs", "0")
+    assert out_of_range.returncode == 2
+    assert out_of_range.stderr.strip().splitlines() == [
+        "error: --num-envs must be a positive integer, got 0"
+    ]
+    assert sorted((folder / "runs").iterdir()) == runs_before  # refused before any run folder
+
+
+def refused(command: subprocess.CompletedProcess) -> str:
+    assert command.returncode == 2, command.stdout + command.stderr
+    lines = command.stderr.strip().splitlines()
+    assert len(lines) == 1 and not command.stdout, command.stdout + command.stderr
+    return lines[0]
+
+
+def test_the_starter_refuses_a_folder_that_is_not_empty_and_writes_nothing(tmp_path):
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("mine")
+    assert "is not empty" in refused(build("nnx", folder))
+    assert [path.name for path in folder.iterdir()] == ["notes.txt"]
+    a_file = tmp_path / "a_file"
+    a_file.write_text("mine")
+    assert "is a file" in refused(build("nnx", a_file))
+    assert a_file.read_text() == "mine"
+
+
+def test_the_starter_refuses_a_bad_framework_and_names_the_valid_ones(tmp_path):
+    line = refused(build("jax", tmp_path / "project"))
+    assert "'jax'" in line and "linen, nnx, equinox, torch" in line
+    assert not (tmp_path / "project").exists()
+    missing_dir = subprocess.run(
+        [str(ROOT / "setup.sh"), "starter", "nnx"], capture_output=True, text=True, timeout=60
+    )
+    assert "starter needs FRAMEWORK DIR" in refused(missing_dir)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        ("        book.setup_done()\n", "        book.setup_done()\n        book.new_call()\n"),
+        ("# Benchmark bookkeeping", "# Bookkeeping"),
+        ("    import env_adapters\n", "    import env_adapters as adapters\n"),
+        ("    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT, signal.SIGTERM])\n", ""),
+        ("main = book.wrap(main, Args)", "main = book.wrap(main, Args)\nEXTRA = 1"),
+    ],
+)
+def test_a_template_that_lost_its_structure_stops_the_tool_loudly(tmp_path, change):
+    text = (ROOT / "ppo_nnx.py").read_text()
+    old, new = change
+    assert old in text
+    with pytest.raises(starter.TemplateChanged, match="tools/starter.py must follow it"):
+        starter.strip("ppo_nnx.py", text.replace(old, new, 1))

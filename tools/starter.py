@@ -1,0 +1,345 @@
+"""A starter project in one command: a ppo_*.py template without its benchmark bookkeeping, and the files it needs.
+
+    python -m tools.starter FRAMEWORK DIR      # or ./setup.sh starter FRAMEWORK DIR; FRAMEWORK: linen, nnx, ...
+
+DIR (new, or an empty folder) receives ppo_FRAMEWORK.py and the pieces its kept options import: env_normalize.py
+(--norm-obs, --norm-reward), checkpoint.py and atomic.py (--save-model, --save-every, --resume), torch_glue.py
+(ppo_torch.py). env_adapters.py (Craftax, Brax, envpool) is left out: the copy then refuses those ids in one line that
+lists gymnax's envs and names the file to copy.
+
+The copy is the template, changed by its structure, which is checked first: a template that no longer has it stops
+the tool with one line (exit 1) and nothing written, never a broken copy.
+  - the top block under `if __name__ == "__main__":` keeps only its "importing ..." line, now naming the copy's own
+    file; the signal mask (which only the bookkeeping lifts) and the environment check go;
+  - each `book.` line is dropped or becomes the copy's own (BOOK_CALLS); main() ends with a "done: return X, logs
+    in Y" line;
+  - `tyro.cli(Args)` becomes parse_args(), which says tyro's error box on one line;
+  - make_env's `import env_adapters` becomes a one-line refusal (not_gymnax);
+  - the `# Benchmark bookkeeping` section, to the end, becomes FOOTER: bad input is one line and exit code 2.
+"""
+
+import ast
+import re
+import shutil
+import sys
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+# the pieces every copy gets, for the options it keeps; a framework's own (torch_glue.py) come from study.toml
+PIECES = ("env_normalize.py", "checkpoint.py", "atomic.py")
+LEFT_OUT = "env_adapters"  # its one import in make_env becomes not_gymnax's refusal
+BANNER = "# Benchmark bookkeeping"
+BOOK_SECTION = (
+    "from bookkeeping import Bookkeeping",
+    "book = Bookkeeping(",
+    "main = book.wrap(main, Args)",
+    'if __name__ == "__main__":',
+    "main()",
+)
+# each bookkeeping call in the template: how many times it must be there, and the copy's line (None: dropped)
+# (make_run_dir: the copy's own, a new folder even for two runs in one second; start: config.json; check_signals:
+# Ctrl-C is Python's KeyboardInterrupt in the copy; returns: for its done line)
+BOOK_CALLS = {
+    "make_run_dir": (1, "make_run_dir"),
+    "start": (1, None),
+    "setup_done": (1, "returns = []  # each iteration's mean episodic return (NaN: none ended)"),
+    "check_signals": (2, None),
+    "iteration_done": (1, 'returns.append(scalars.get("charts/episodic_return", np.nan))'),
+}
+IMPORTING = re.compile(r'^    print\("ppo_\w+\.py: (importing [^"]*)", flush=True\)$')
+ADDED_IMPORTS = ("import io", "import sys")
+ADDED_FUNCTIONS = ("parse_args", "make_run_dir", "not_gymnax", "done_line")  # FOOTER's
+
+FOOTER = '''
+
+# ------------------------------------------------------------------------------- command line
+def parse_args() -> Args:
+    """tyro.cli(Args); bad input (a bad flag, a broken Args rule): ValueError, on one line."""
+    box = io.StringIO()
+    try:
+        with redirect_stderr(box):
+            return tyro.cli(Args)
+    except SystemExit as e:
+        if e.code == 0:  # --help
+            raise
+        message = []  # tyro's error box: a title, the message, a rule, then help
+        for line in box.getvalue().splitlines()[1:]:
+            line = line.strip("│ ")
+            if not line.strip("─"):
+                break
+            message.append(line)
+        message = " ".join(" ".join(message).split()).removeprefix("Error parsing Args: ")
+        raise ValueError(message or "bad arguments (see --help)") from None
+
+
+def make_run_dir(run_dir: str, resume: Optional[str]) -> str:
+    """--resume's folder, or run_dir made new (run_dir-2, -3, ... when another run has it)."""
+    if resume:
+        return resume
+    path, suffix = run_dir, 1
+    while True:
+        try:
+            os.makedirs(path)
+            return path
+        except FileExistsError:
+            suffix += 1
+            path = f"{run_dir}-{suffix}"
+
+
+def not_gymnax(env_id: str, backend: str) -> str:
+    """Why make_env cannot train on env_id here: env_adapters.py was left out of this starter."""
+    left_out = "env_adapters.py (left out of this starter: copy it from benchback-rl beside this)"
+    if backend != "gymnax":
+        return f"--env-backend {backend} needs {left_out}"
+    if env_id in gymnax.registered_envs:
+        return f"{env_id}: this script trains gymnax envs of discrete or 1-d Box actions only"
+    valid = ", ".join(gymnax.registered_envs)
+    return f"unknown env id {env_id!r}; gymnax has {valid} (Craftax and Brax need {left_out})"
+
+
+def done_line(returns: list, run_dir: str) -> str:
+    """The last line: the mean episodic return of the last 10 iterations (those that ended one)."""
+    last = [r for r in returns[-10:] if not np.isnan(r)]
+    final = f"{np.mean(last):.1f}" if last else "none (no episode ended)"
+    return f"done: return {final}, logs in {run_dir}"
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except ValueError as e:  # bad input: parse_args, make_env, a --resume folder
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)
+'''
+
+
+class TemplateChanged(Exception):
+    """The template no longer has the structure this tool strips by: the tool must follow it."""
+
+
+class BadInput(Exception):
+    """The command line: one line, exit code 2, nothing written."""
+
+
+def expect(ok: bool, template: str, what: str) -> None:
+    if not ok:
+        raise TemplateChanged(f"{template} no longer has {what}: tools/starter.py must follow it")
+
+
+def index_of(lines: list[str], text: str, template: str, start: int = 0) -> int:
+    """The index of the one line (from start on) that is text, stripped; TemplateChanged unless one."""
+    found = [i for i in range(start, len(lines)) if lines[i].strip() == text]
+    expect(len(found) == 1, template, f"one line {text!r}")
+    return found[0]
+
+
+def strip_top_block(lines: list[str], template: str) -> list[str]:
+    """The first `if __name__ == "__main__":` block keeps only its "importing" line, naming the copy's
+    file (os, imported in place of signal); the signal mask and the environment check go."""
+    start = next((i for i, line in enumerate(lines) if line == 'if __name__ == "__main__":'), None)
+    expect(start is not None, template, 'a top block under `if __name__ == "__main__":`')
+    end = lines.index("", start) if "" in lines[start:] else start
+    block = lines[start + 1 : end]
+    kept = [line for line in block if IMPORTING.match(line)]
+    expect(len(kept) == 1, template, 'one print("ppo_X.py: importing ...") line in its top block')
+    removed = [line for line in block if line not in kept]
+    expect(
+        len(removed) == 3
+        and removed[0].strip().startswith("#")
+        and "pthread_sigmask" in removed[1]
+        and removed[2].strip().startswith('__import__("bookkeeping")'),
+        template,
+        "a top block of a comment, the signal mask, the print and the bookkeeping's environment check",
+    )
+    printed = IMPORTING.match(kept[0]).group(1)
+    line = f'    print(f"{{os.path.basename(__file__)}}: {printed}", flush=True)'
+    lines = lines[: start + 1] + [line] + lines[end:]
+    lines[index_of(lines[:start], "import signal", template)] = "import os"
+    # the later `import os` is now the top's; io and sys for the footer, redirect_stderr for parse_args
+    del lines[index_of(lines, "import os", template, start + 1)]
+    first = end = index_of(lines, "import math", template)
+    while lines[end].startswith("import "):
+        end += 1
+    lines[first:end] = sorted(lines[first:end] + list(ADDED_IMPORTS))
+    contextlib_line = index_of(lines, "from contextlib import nullcontext", template)
+    lines[contextlib_line] = "from contextlib import nullcontext, redirect_stderr"
+    return lines
+
+
+def strip_book_lines(lines: list[str], template: str) -> list[str]:
+    """Each `book.` call dropped or made the copy's own (BOOK_CALLS); any other one: TemplateChanged."""
+    out, seen = [], {name: 0 for name in BOOK_CALLS}
+    for line in lines:
+        calls = re.findall(r"\bbook\.(\w+)\(", line)
+        if not calls:
+            out.append(line)
+            continue
+        expect(
+            len(calls) == 1 and calls[0] in BOOK_CALLS,
+            template,
+            f"only known book. calls: {line!r}",
+        )
+        name = calls[0]
+        seen[name] += 1
+        replacement = BOOK_CALLS[name][1]
+        if replacement == "make_run_dir":
+            out.append(line.replace("book.make_run_dir(", "make_run_dir("))
+        elif replacement is not None:
+            out.append(line[: len(line) - len(line.lstrip())] + replacement)
+    for name, (count, _) in BOOK_CALLS.items():
+        expect(seen[name] == count, template, f"book.{name}( {count} time(s) (found {seen[name]})")
+    return out
+
+
+def replace_line(lines: list[str], old: str, new: str, template: str) -> list[str]:
+    i = index_of(lines, old, template)
+    indent = lines[i][: len(lines[i]) - len(lines[i].lstrip())]
+    return lines[:i] + [indent + new] + lines[i + 1 :]
+
+
+def refuse_left_out(lines: list[str], template: str) -> list[str]:
+    """make_env's comment, `import env_adapters`, blank, `return env_adapters.make(...)`: a refusal."""
+    i = index_of(lines, f"import {LEFT_OUT}", template)
+    expect(
+        lines[i - 1].strip().startswith("#")
+        and lines[i + 1] == ""
+        and lines[i + 2].strip().startswith(f"return {LEFT_OUT}.make(")
+        and lines[i + 3] == "",
+        template,
+        f"make_env's `import {LEFT_OUT}` between a comment and `return {LEFT_OUT}.make(...)`",
+    )
+    indent = lines[i][: len(lines[i]) - len(lines[i].lstrip())]
+    refusal = [
+        f"{indent}# Craftax, Brax, envpool: {LEFT_OUT}.py, left out of this starter",
+        f"{indent}raise ValueError(not_gymnax(env_id, backend))",
+    ]
+    return lines[: i - 1] + refusal + lines[i + 3 :]
+
+
+def replace_book_section(lines: list[str], template: str) -> list[str]:
+    """The `# Benchmark bookkeeping` banner to the end becomes FOOTER; main() ends with done_line."""
+    start = [i for i, line in enumerate(lines) if line.startswith(BANNER)]
+    expect(len(start) == 1, template, f"one {BANNER!r} banner")
+    section = [line.strip() for line in lines[start[0] + 1 :] if line.strip()]
+    expect(
+        len(section) == len(BOOK_SECTION)
+        and all(line.startswith(part) for line, part in zip(section, BOOK_SECTION)),
+        template,
+        f"a bookkeeping section of exactly {' / '.join(BOOK_SECTION)}",
+    )
+    body = lines[: start[0]]
+    while body[-1] == "":
+        body.pop()
+    module = ast.parse("\n".join(body)).body
+    main = [node for node in module if getattr(node, "name", None) == "main"]
+    expect(
+        len(main) == 1 and main[0].end_lineno == len(body), template, "main() just above its banner"
+    )
+    # the names the copy adds must be free: FOOTER's functions, and main's returns
+    defined = {getattr(node, "name", None) for node in module}
+    stored = {
+        n.id for n in ast.walk(main[0]) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
+    taken = (defined & set(ADDED_FUNCTIONS)) | ({"returns"} & stored)
+    expect(not taken, template, f"the names the starter adds free (it has {sorted(taken)})")
+    done = "    print(done_line(returns, run_dir), flush=True)"
+    return body + [done] + FOOTER.splitlines()
+
+
+def strip(template: str, text: str) -> str:
+    """The template's text without its bookkeeping (the module's docstring says what changes)."""
+    lines = text.splitlines()
+    lines = strip_top_block(lines, template)
+    lines = replace_book_section(lines, template)
+    lines = strip_book_lines(lines, template)
+    lines = replace_line(lines, "args = tyro.cli(Args)", "args = parse_args()", template)
+    lines = refuse_left_out(lines, template)
+    copy = "\n".join(lines) + "\n"
+    left = [word for word in ("book", "signal") if word in copy]
+    expect(not left, template, f"no other mention of {', '.join(left)} (the copy would keep one)")
+    ast.parse(copy)
+    return copy
+
+
+def imported_modules(text: str) -> set[str]:
+    """The top-level names of every module the text imports, at any depth (lazy imports too)."""
+    names = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def frameworks() -> dict[str, dict]:
+    """study.toml's [frameworks.NAME] tables: each framework's script and its own pieces."""
+    with open(ROOT / "study.toml", "rb") as file:
+        return tomllib.load(file)["frameworks"]
+
+
+def starter_files(framework: dict) -> dict[str, str]:
+    """Each file of the starter and its text; TemplateChanged when a file imports a repository module that
+    the starter lacks."""
+    script = framework["script"]
+    files = {script: strip(script, (ROOT / script).read_text())}
+    for piece in (*PIECES, *framework.get("pieces", ())):
+        expect((ROOT / piece).is_file(), piece, "its place at the repository's top level")
+        files[piece] = (ROOT / piece).read_text()
+    ours = {path.stem for path in ROOT.glob("*.py")}
+    for name, text in files.items():
+        missing = (imported_modules(text) & ours) - {Path(f).stem for f in files}
+        expect(
+            not missing, name, f"only imports of the starter's files (it imports {sorted(missing)})"
+        )
+    return files
+
+
+def check_target(folder: Path) -> None:
+    if folder.exists() and not folder.is_dir():
+        raise BadInput(f"{folder} is a file, not a folder for the starter")
+    if folder.is_dir() and any(folder.iterdir()):
+        raise BadInput(f"{folder} is not empty: give a new folder or an empty one")
+
+
+def write_starter(framework: str, folder: Path) -> list[str]:
+    """The starter's files in folder, built and checked whole before the first is written."""
+    known = frameworks()
+    if framework not in known:
+        raise BadInput(f"unknown framework {framework!r}: choose {', '.join(known)}")
+    check_target(folder)
+    files = starter_files(known[framework])
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (folder / name).write_text(text)
+        shutil.copymode(ROOT / name, folder / name)
+    return list(files)
+
+
+def main(argv: list[str]) -> int:
+    usage = f"usage: python -m tools.starter FRAMEWORK DIR (FRAMEWORK: {', '.join(frameworks())})"
+    if argv in (["-h"], ["--help"]):
+        print(usage)
+        return 0
+    try:
+        if len(argv) != 2:
+            raise BadInput(f"{usage}; got {len(argv)} argument(s)")
+        names = write_starter(argv[0], Path(argv[1]))
+    except BadInput as e:
+        print(f"starter: {e}", file=sys.stderr)
+        return 2
+    except TemplateChanged as e:
+        print(f"starter: {e}", file=sys.stderr)
+        return 1
+    script, pieces = names[0], ", ".join(names[1:])
+    print(f"starter: wrote {Path(argv[1]) / script} (with {pieces}); train in that folder with")
+    print(f"  python {script} --env CartPole-v1  (in .venv: {ROOT / 'setup.sh'} run python ...)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
