@@ -1,7 +1,7 @@
 """The benchmark bookkeeping of the ppo_*.py scripts: signals, config.json and summary.json (part of benchback-rl).
 
-bench.sh and plot_results.py rely on what it writes; a starter copy of a script deletes its bookkeeping section
-and every line that contains `book.`, and then needs no other file. A script uses it like this:
+bench.sh and plot_results.py rely on what it writes; `./setup.sh starter` (tools/starter.py) writes a copy of a
+script without it, which then needs no other file. A script uses it like this:
 
     book = Bookkeeping(START, packages=("jax", "jaxlib", "flax", "optax", "gymnax"))
     main = book.wrap(main, Args)     # bad input refused, signals caught, summary.json written, exit codes

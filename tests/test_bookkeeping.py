@@ -1,7 +1,6 @@
 """The benchmark bookkeeping of the PPO scripts (bookkeeping.py): it goes by deletion, and with it a run never loses
 its folder, its summary or a signal. Parametrised over the study's frameworks."""
 
-import ast
 import json
 import os
 import signal
@@ -14,6 +13,7 @@ import pytest
 
 import bookkeeping
 from helpers import ROOT, STUDY, TINY, only_run_dir, read_json, run_script
+from tools.starter import write_starter
 
 FRAMEWORKS = list(STUDY.frameworks)
 # One process per script: the first script stays in the quick check, the others are marked slow.
@@ -26,71 +26,12 @@ def script(framework: str) -> str:
     return STUDY.frameworks[framework].script
 
 
-# ------------------------------------------------------------------------------------- the deletion rule
-def strip_bookkeeping(source: str) -> str:
-    """The README's rule: delete from the `# Benchmark bookkeeping` banner down to (not including)
-    `if __name__ == "__main__":`, and every line that contains `book.` or `Bookkeeping(`."""
-    lines = source.splitlines(keepends=True)
-    start = next(i for i, line in enumerate(lines) if line.startswith("# Benchmark bookkeeping"))
-    end = next(
-        i for i in range(start, len(lines)) if lines[i].startswith('if __name__ == "__main__":')
-    )
-    kept = lines[:start] + lines[end:]
-    return "".join(line for line in kept if "book." not in line and "Bookkeeping(" not in line)
-
-
+# ------------------------------------------------------------------------------------- the starter copy
 def stripped_copy(framework: str, folder: Path) -> Path:
-    """The framework's script stripped by the rule, alone in folder with its own pieces (study.toml's `pieces`):
-    what a user copies to start a project. Returns the copy's path."""
-    fw = STUDY.frameworks[framework]
-    folder.mkdir()
-    copy = folder / fw.script
-    copy.write_text(strip_bookkeeping((ROOT / fw.script).read_text()))
-    for piece in fw.pieces:
-        (folder / piece).write_text((ROOT / piece).read_text())
-    return copy
-
-
-@pytest.mark.parametrize("framework", FRAMEWORKS)
-def test_the_stripped_copy_parses_and_needs_no_other_file(framework):
-    stripped = strip_bookkeeping((ROOT / script(framework)).read_text())
-    tree = ast.parse(stripped)
-    imported = {
-        alias.name
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Import)
-        for alias in node.names
-    }
-    imported |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
-    assert "bookkeeping" not in imported and "book" not in stripped.replace("bookkeeping", "")
-    # imported lazily, inside make_env, only for the envs it adapts (and env_normalize and
-    # checkpoint only with the options that need them)
-    assert "env_adapters" in imported
-    # of this repository's modules, only the lazy ones and the script's own pieces
-    local = {name for name in imported if (ROOT / f"{name}.py").exists()}
-    pieces = {piece[: -len(".py")] for piece in STUDY.frameworks[framework].pieces}
-    assert local == {"env_adapters", "env_normalize", "checkpoint"} | pieces
-    assert len(stripped.splitlines()) < len((ROOT / script(framework)).read_text().splitlines())
-
-
-@pytest.mark.parametrize("framework", FIRST_FAST)
-def test_the_stripped_copy_trains_alone(framework, tmp_path):
-    """The copy, alone in a folder with its own pieces (no bookkeeping.py, no env_adapters.py), trains a tiny
-    CartPole-v1 run: it prints its progress and writes TensorBoard events, and no config.json or summary.json."""
-    copy = stripped_copy(framework, tmp_path / "alone")
-    log_dir = tmp_path / "runs"
-    cmd = [sys.executable, str(copy), *TINY, "--env", "CartPole-v1", "--log-dir", str(log_dir)]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_MODE": "disabled", "PYTHONPATH": ""}
-    proc = subprocess.run(
-        cmd, cwd=copy.parent, capture_output=True, text=True, timeout=600, env=env
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "iter 3/3 | SPS" in proc.stdout and "ETA" in proc.stdout
-    (run_dir,) = log_dir.iterdir()
-    assert list(run_dir.glob("events.out.tfevents.*"))
-    assert not (run_dir / "config.json").exists() and not (run_dir / "summary.json").exists()
-    expected = sorted([script(framework), *STUDY.frameworks[framework].pieces])
-    assert sorted(p.name for p in copy.parent.iterdir() if p.suffix == ".py") == expected
+    """The framework's starter as `./setup.sh starter` writes it (tools/starter.py): the script without its
+    bookkeeping, alone in folder with the pieces it needs. Returns the copy's path."""
+    write_starter(framework, folder)
+    return folder / STUDY.frameworks[framework].script
 
 
 # ----------------------------------------------------------------------------------------- run folders

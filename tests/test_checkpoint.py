@@ -536,11 +536,9 @@ def test_a_run_stopped_before_its_first_iteration_saves_nothing(log_dir):
 @pytest.mark.slow
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_a_stripped_copy_saves_its_model_with_checkpoint_beside_it(framework, tmp_path):
-    """README's starter rule (delete the bookkeeping) leaves --save-model working: the copy, with checkpoint.py and
-    atomic.py beside it (what --save-model needs, besides the script's own pieces), saves a checkpoint that loads."""
+    """The starter (./setup.sh starter, without the bookkeeping) keeps --save-model working: the copy, with the
+    checkpoint.py and atomic.py that it comes with, saves a checkpoint that loads."""
     copy = stripped_copy(framework, tmp_path / "alone")
-    for piece in ("checkpoint.py", "atomic.py"):
-        (copy.parent / piece).write_text((ROOT / piece).read_text())
     cmd = [sys.executable, str(copy), *TINY, "--save-model", "--log-dir", str(tmp_path / "runs")]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_MODE": "disabled", "PYTHONPATH": ""}
     proc = subprocess.run(

@@ -165,7 +165,7 @@ def test_the_bookkeeping_refuses_before_any_folder(case, tmp_path):
 
 @pytest.mark.parametrize("framework", FIRST_FAST)
 def test_the_stripped_copy_still_refuses_nonsense(framework, tmp_path):
-    """README's deletion rule takes the bookkeeping away; Args keeps the checks, and tyro refuses with exit 2."""
+    """The starter (./setup.sh starter) takes the bookkeeping away; Args keeps the checks: one line, exit 2."""
     copy = stripped_copy(framework, tmp_path / "alone")
     env = {**os.environ, "WANDB_MODE": "disabled", "PYTHONPATH": ""}
     for flags in (
