@@ -24,6 +24,7 @@ temporary file, then renamed), so they are never empty or half-written.
 import io
 import os
 import platform
+import resource
 import shutil
 import signal
 import socket
@@ -246,6 +247,24 @@ def quiet_os_errors(unraisable) -> None:
         sys.__unraisablehook__(unraisable)
 
 
+def peak_rss_bytes() -> int:
+    """The process's peak resident memory on the host (Linux's ru_maxrss, in KiB), threads included."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def peak_device_bytes() -> Optional[int]:
+    """The accelerator memory the run's frameworks held at their peak (JAX's allocator, and torch's when it used
+    CUDA), summed; None on a CPU, where peak_rss_bytes holds it all."""
+    peaks = []
+    stats = jax.devices()[0].memory_stats()  # None on a CPU
+    if stats and "peak_bytes_in_use" in stats:
+        peaks.append(stats["peak_bytes_in_use"])
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        peaks.append(torch.cuda.max_memory_allocated())
+    return sum(peaks) if peaks else None
+
+
 class Bookkeeping:
     def __init__(self, start: float, packages: tuple[str, ...]):
         """start: time.perf_counter() at the script's first line; packages: the versions config.json records."""
@@ -364,6 +383,8 @@ class Bookkeeping:
         self.summary["status"] = status
         self.summary["total_s"] = time.perf_counter() - self.start_time
         self.summary["final_return"] = float(np.mean(last)) if last else None
+        self.summary["peak_rss_bytes"] = peak_rss_bytes()
+        self.summary["peak_device_bytes"] = peak_device_bytes()
         if error:
             self.summary["error"] = error
         try:

@@ -140,6 +140,9 @@ def check_tiny_run(log_dir, framework, compile_mode, env_id, args):
     assert summary["status"] == "completed" and summary["iterations_completed"] == 3
     assert 0 < summary["import_s"] < summary["setup_s"] < summary["total_s"]
     assert set(SUMMARY_KEYS) <= set(summary) and summary["signals"] == []
+    # the peak resident set: at least the interpreter with JAX (and torch) loaded; no device on a CPU
+    assert 200 * 2**20 < summary["peak_rss_bytes"] < 64 * 2**30
+    assert summary["peak_device_bytes"] is None
 
     for tag in TAGS:
         if tag in EPISODIC_TAGS and env_id in NO_EPISODE_IN_TINY_RUN:
