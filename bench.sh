@@ -20,7 +20,8 @@ usage: ./bench.sh [options] [-- extra args passed to every run]
 
 Runs the benchback-rl experiments of study.toml, one fresh process per run, into {log-dir}/{exp}/.
 A run is skipped when a folder in {log-dir}/{exp}/ holds a completed run of the same command (config.json
-"command": the same script and arguments, --log-dir aside), so an interrupted sweep resumes where it stopped.
+"command": the same script and arguments, --log-dir aside), so an interrupted sweep resumes where it stopped; a run
+stopped part-way after a save (--save-every) is continued in its folder with --resume, the others start afresh.
 Each run's output goes to {log-dir}/logs/{exp}/. Before the runs, the env step costs are measured into
 {log-dir}/env_timing.json when that file is missing, lacks an env of the sweep, or comes from another host
 or device.
@@ -96,8 +97,8 @@ EXTRA=()
 # The names of the options, as sweep_cli.py declares them (tests/test_bench.py holds them to it): those that take a
 # value, then the flags. bash reads its command line itself: the interpreter that would read sweep_cli.py is one of
 # the options (--python).
-VALUE_OPTIONS=" --experiments --frameworks --envs --sizes --compile-modes --seeds --iterations --tag --log-dir --preset\
- --timeout --kill-after --cpus --shard --python --env-timing-file --slurm-tasks --slurm-parallel --slurm-args "
+VALUE_OPTIONS=" --experiments --frameworks --envs --sizes --compile-modes --seeds --iterations --tag --save-every --log-dir\
+ --preset --timeout --kill-after --cpus --shard --python --env-timing-file --slurm-tasks --slurm-parallel --slurm-args "
 FLAGS=" --smoke --no-env-timing --dry-run --help --slurm "
 
 check_option() {  # dies on an unknown option

@@ -38,7 +38,7 @@ from sweep_env_timing import env_timing_reason
 from sweep_matrix import PlannedRun, bounded_matrix, cell_id, cells, shard_runs
 from sweep_options import Selection, select
 from sweep_preset import apply_preset, preset_words
-from sweep_resume import claim_cell, done_flags
+from sweep_resume import claim_cell, done_flags, with_resumes
 from sweep_run_check import check_run_args
 
 
@@ -200,9 +200,10 @@ def print_env_timing(args: argparse.Namespace, sel: Selection, whole: list[Plann
 
 
 def print_dry_run(sel: Selection, runs: list[PlannedRun], whole: list[PlannedRun]) -> None:
-    """One command per run ("# done: " before those already completed), then the count."""
+    """One command per run ("# done: " before those already completed; --resume FOLDER after those that continue
+    a stopped run), then the count."""
     done = done_flags(runs, sel.log_dir)
-    for run, is_done in zip(runs, done):
+    for run, is_done in zip(with_resumes(runs, done, sel.log_dir), done):
         print(("# done: " if is_done else "") + " ".join(map(shell_word, run.command)))
     k, n = sel.shard
     print(
@@ -231,7 +232,9 @@ def sweep_action(args: argparse.Namespace, the_study: study.Study) -> None:
     elif args.action == "sbatch":
         print_sbatch(args, sel, whole)
     elif args.action == "plan":
-        print_plan(plan_fields(runs, done_flags(runs, sel.log_dir), len(whole), *sel.shard))
+        done = done_flags(runs, sel.log_dir)
+        runs = with_resumes(runs, done, sel.log_dir)  # a run stopped after a save goes on from it
+        print_plan(plan_fields(runs, done, len(whole), *sel.shard))
     else:
         print_dry_run(sel, runs, whole)
 

@@ -111,6 +111,15 @@ OPTIONS = (
         matrix=True,
     ),
     Option(
+        "--save-every",
+        "N",
+        "every N iterations, each gymnax run saves its state (the scripts' --save-every N: resume.safetensors in "
+        "its folder; not envpool runs), and a run stopped part-way (a timeout, a Slurm requeue) is continued from "
+        "its last save (--resume) when the sweep is run again (default 0: off, a stopped run starts afresh)",
+        actions=SWEEP_ACTIONS,
+        matrix=True,
+    ),
+    Option(
         "--log-dir",
         "DIR",
         "the runs folder (default runs; with --preset NAME, runs-NAME)",

@@ -113,6 +113,9 @@ def command(
         cmd += ["--no-sync-timing"]
     if dtype != study.DTYPES[0]:
         cmd += ["--dtype", dtype]
+    # the scripts save a run's state on gymnax only
+    if sel.save_every and backend == study.BACKENDS[0]:
+        cmd += ["--save-every", str(sel.save_every)]
     return (*cmd, *sel.extra)
 
 

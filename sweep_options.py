@@ -9,7 +9,16 @@ from typing import Optional
 
 import run_args
 import study
-from option_checks import MAX_RUNS, BadOption, choices, cpus, positive_int, shard
+from option_checks import (
+    MAX_COUNT,
+    MAX_RUNS,
+    BadOption,
+    bounded_int,
+    choices,
+    cpus,
+    positive_int,
+    shard,
+)
 
 
 def why_untrainable(env: str) -> Optional[str]:
@@ -74,6 +83,7 @@ def check_extra(
     iterations: Optional[int],
     tag: Optional[str],
     env_threads: Optional[int] = None,
+    save_every: int = 0,
 ) -> None:
     """BadOption for an argument after -- that sets what the sweep sets (in any spelling: --seed 7, --seed=7,
     --log_dir X)."""
@@ -84,6 +94,8 @@ def check_extra(
         owned["--tag"] = "bench.sh --tag"
     if env_threads is not None:
         owned["--env-threads"] = "bench.sh --cpus"
+    if save_every:
+        owned["--save-every"] = "bench.sh --save-every"
     for arg in extra:
         flag = arg.split("=", 1)[0].replace("_", "-")
         if flag in owned:
@@ -141,6 +153,8 @@ class Selection:
     env_threads: Optional[int] = None
     # None: each experiment's own; DEFAULT_MODE: each framework's first
     compile_modes: Optional[tuple[str, ...]] = None
+    # --save-every of the gymnax runs (bench.sh --save-every); 0: none
+    save_every: int = 0
 
 
 # --compile-modes: the word for each framework's default mode (its first in study.toml), beside the modes' names
@@ -175,7 +189,8 @@ def select(args: argparse.Namespace, the_study: study.Study) -> Selection:
         extra=tuple(args.extra),
         env_threads=cpus(args.env_threads),
         compile_modes=mode_choices(args.compile_modes, the_study),
+        save_every=bounded_int("--save-every", args.save_every or "0", 0, MAX_COUNT),
     )
-    check_extra(sel.extra, sel.iterations, sel.tag, sel.env_threads)
+    check_extra(sel.extra, sel.iterations, sel.tag, sel.env_threads, sel.save_every)
     check_learning(sel.experiments, sel.iterations, sel.extra, the_study)
     return sel

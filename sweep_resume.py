@@ -2,34 +2,44 @@
 
 A run is done when a folder in {log-dir}/{exp}/ holds a usable completed run (runlog.is_completed, as for the
 analysis) whose config.json "command" (sys.argv of the run) is the planned command: the same script file name and
-the same arguments, apart from the value of --log-dir.
+the same arguments, apart from the value of --log-dir (and --resume, which the first start's command never has).
+
+A run that is not done, but whose folder (the same command, not completed) holds the resume file of the scripts'
+--save-every (checkpoint.RESUME_FILE, readable), is continued there: its command gets --resume FOLDER (with_resumes),
+so that a sweep stopped part-way (a Slurm requeue, a timeout) loses at most --save-every iterations of it. Of several
+such folders, the one saved furthest on. Any other run starts afresh.
 """
 
 import os
 import socket
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
 from option_checks import PROG
 from sweep_matrix import PlannedRun
 
+# the options that do not tell two runs apart: where the run writes (a run folder is found under the log dir anyway),
+# and the folder it continues (the command of config.json, the first start's, has none)
+WHERE = ("--log-dir", "--resume")
+
 
 def without_log_dir(args) -> tuple[str, ...]:
-    """The arguments without the value of --log-dir (a run folder is found under the log dir anyway)."""
+    """The arguments without --log-dir and --resume and their values."""
     args, out, i = list(args), [], 0
     while i < len(args):
-        if args[i] == "--log-dir":
+        if args[i] in WHERE:
             i += 2
             continue
-        if not args[i].startswith("--log-dir="):
+        if not args[i].startswith(tuple(f"{name}=" for name in WHERE)):
             out.append(args[i])
         i += 1
     return tuple(out)
 
 
 def run_key(command) -> tuple[str, tuple[str, ...]]:
-    """What makes two runs the same: the script's file name and its arguments (bar --log-dir)."""
+    """What makes two runs the same: the script's file name and its arguments (bar --log-dir and --resume)."""
     return Path(command[0]).name, without_log_dir(command[1:])
 
 
@@ -64,6 +74,66 @@ def completed_keys(exp_dir: Path, wanted: Optional[set] = None) -> set:
         if runlog.is_completed(run_dir):
             done.add(key)
     return done
+
+
+def resumable(run_dir: Path) -> int:
+    """The iterations that a run folder's resume file saved, 0 when it has none that the scripts would take."""
+    # checkpoint.RESUME_FILE (checkpoint is imported only for a folder that has one)
+    if not (run_dir / "resume.safetensors").is_file():  # none, or a FIFO
+        return 0
+    import checkpoint
+
+    try:
+        return checkpoint.read_resume(run_dir).iteration
+    except checkpoint.BadCheckpoint:
+        return 0
+
+
+def stopped_runs(exp_dir: Path, wanted: set) -> dict:
+    """run_key -> the folder in exp_dir that continues it: a run of a wanted key, not completed, whose resume file
+    saved the most iterations."""
+    found = {}
+    if not any(exp_dir.glob("*/resume.safetensors")):
+        return found
+    import runlog
+
+    for run_dir in runlog.find_runs([exp_dir])[0]:
+        if run_dir.parent != exp_dir:
+            continue
+        # a run killed (SIGKILL) before its first summary has none: a stopped run all the same
+        has_summary = os.path.lexists(run_dir / "summary.json")
+        try:
+            config = runlog.read_json(run_dir / "config.json")
+            summary = runlog.read_json(run_dir / "summary.json") if has_summary else {}
+        except runlog.RunError:
+            continue
+        command = config.get("command")
+        if runlog.says_completed(summary) or not (isinstance(command, list) and command):
+            continue
+        key = run_key([str(word) for word in command])
+        saved = resumable(run_dir) if key in wanted else 0
+        if saved > found.get(key, (0, None))[0]:
+            found[key] = (saved, run_dir)
+    return {key: run_dir for key, (_, run_dir) in found.items()}
+
+
+def with_resumes(runs: list[PlannedRun], done: list[bool], log_dir: str) -> list[PlannedRun]:
+    """The runs, each that is not done and was stopped part-way after a save (stopped_runs) with --resume FOLDER
+    added to its command."""
+    exps = dict.fromkeys(run.experiment for run, is_done in zip(runs, done) if not is_done)
+    stopped = {
+        exp: stopped_runs(
+            Path(log_dir) / exp,
+            {run_key(run.command[1:]) for run in runs if run.experiment == exp},
+        )
+        for exp in exps
+    }
+    resumed = []
+    for run, is_done in zip(runs, done):
+        folder = None if is_done else stopped[run.experiment].get(run_key(run.command[1:]))
+        command = run.command if folder is None else (*run.command, "--resume", str(folder))
+        resumed.append(replace(run, command=command))
+    return resumed
 
 
 def done_flags(runs: list[PlannedRun], log_dir: str) -> list[bool]:
