@@ -9,7 +9,8 @@ the README's tables, the figures, the platform comparisons) is read from study.t
 holding a config.json (at any depth under the given folders) is a run. Completed runs are read (config.json,
 summary.json, TensorBoard scalars, through runlog.py); the others are skipped and listed in the report. A run on
 envpool (config.json env_backend) is an env of its own, "CartPole-v1@envpool" in every table, never paired or pooled
-with the gymnax runs of that env id (a run without env_backend ran on gymnax). Written to --out:
+with the gymnax runs of that env id (a run without env_backend ran on gymnax). A run resumed after a stop (the scripts'
+--resume) is one run: in the learning results, and out of every timed one (analysis/summary.py). Written to --out:
 
     runs.csv      one row per run x iteration: the run's config, its summary and every scalar
     summary.csv   one row per run: config, durations, iteration windows, the experiments it belongs to
