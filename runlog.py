@@ -503,15 +503,16 @@ def config_start(run: Run) -> tuple[str, datetime]:
     return host, started
 
 
-def check_made(events: Events, host: str, started: datetime, high: float) -> None:
-    """RunError unless an events file is named for config.json's host, and was made and written from start_time
-    to `high` (give or take CLOCK_SLACK_S)."""
+def check_made(run: Run, events: Events, high: float) -> None:
+    """RunError unless an events file of the run is named for config.json's host, and was made and written from
+    start_time to `high` (give or take CLOCK_SLACK_S)."""
+    host, started = config_start(run)
     name = EVENTS_NAME.fullmatch(events.name)
     if not name or name[2] != host:
         raise RunError(
             f"events file {events.name} was not written on {host}, the host of config.json"
         )
-    low, start = started.timestamp() - CLOCK_SLACK_S, started.isoformat()
+    low, start = started.timestamp() - CLOCK_SLACK_S, run.config["start_time"]
     if not low - 1 <= int(name[1]) <= high:  # the file's name has its time in whole seconds
         raise RunError(f"events file {events.name} was not made during the run (started {start})")
     if not low <= events.first <= events.last <= high:
@@ -523,12 +524,12 @@ def check_made(events: Events, host: str, started: datetime, high: float) -> Non
 def check_events(run: Run) -> None:
     """RunError unless the events file is the run's own: named for config.json's host, made and written during the
     run (start_time to start_time + total_s, give or take CLOCK_SLACK_S). A resumed run's: check_resumed_events."""
-    host, started = config_start(run)
+    started = config_start(run)[1]
     if resumed_at(run.summary):
-        check_resumed_events(run, host, started)
+        check_resumed_events(run, started)
         return
     high = started.timestamp() + run.summary["total_s"] + CLOCK_SLACK_S
-    check_made(run.events, host, started, high)
+    check_made(run, run.events, high)
     # the script's first line (a wall time less its time/elapsed) came before start_time, by at most setup_s
     setup = run.summary.get("setup_s")
     setup = run.summary["total_s"] if setup is None else setup
@@ -544,7 +545,7 @@ def check_events(run: Run) -> None:
         )
 
 
-def check_resumed_events(run: Run, host: str, started: datetime) -> None:
+def check_resumed_events(run: Run, started: datetime) -> None:
     """RunError unless a resumed run's events files are its own: each named for config.json's host, made and
     written from start_time to its last process's end; the first process's first line before start_time; the
     last one's (the file of run.events) started after it, logged the iterations after resumed_at's last, each
@@ -556,7 +557,7 @@ def check_resumed_events(run: Run, host: str, started: datetime) -> None:
         raise RunError(f"the events in {last.name} have no time/elapsed: not a resumed process's")
     end = last.origin[1] + total + CLOCK_SLACK_S
     for events in run.segments:
-        check_made(events, host, started, end)
+        check_made(run, events, end)
     first = run.segments[0].origin
     if first and first[1] > started.timestamp() + CLOCK_SLACK_S:
         raise RunError(
