@@ -3,7 +3,7 @@
 Every file the project writes goes through write_file (or write_json): the scripts' config.json and summary.json
 (bookkeeping.py), env_timing.json, the benchmarks' JSON files, and the analysis' tables, figures, REPORT.md, README
 blocks and learning curves (analysis/output.py). It imports nothing of the project and no third-party package, so
-that the scripts, env_timing.py, benchmarks/ and the analysis can all import it.
+that the scripts, sweep/env_timing.py, benchmarks/ and the analysis can all import it.
 
 A write goes into a temporary file beside the file it replaces, is given that file's mode (and, where allowed, its
 owner; a new file gets the usual mode under the umask), and is renamed over it: the file is never half-written, and
@@ -11,7 +11,7 @@ the temporary file is removed on any failure. SIGINT and SIGTERM are held back m
 never leaves the temporary file behind. A path that is a symbolic link is written through it: the write lands in
 the file it leads to, the link stays.
 
-A tool replaces only files it wrote (check_replaceable, the one check of every output path: env_timing.py's --out,
+A tool replaces only files it wrote (check_replaceable, the one check of every output path: sweep/env_timing.py's --out,
 the benchmarks' outputs, the quick start's): before anything is measured, a file already at an output path is read
 and recognised as this tool's (by the mark it wrote: "written_by" in a JSON object, a first line MARK in a Markdown
 file; or by its content), else refused in one line (OutputRefused) and left as it is. A benchmark's outputs are a JSON

@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # bench.sh: runs the experiment matrix of benchback-rl (study.toml), one fresh process per run.
 # Resumable (a completed run is skipped) and shardable by cell (--shard K/N); --slurm submits it as a Slurm job
-# array (one shard a task). ./bench.sh --help for the options (sweep_cli.py declares them).
-# sweep.py (and its parts) plans the sweep (the matrix from the study, the option checks, the shards, which runs are done);
+# array (one shard a task). ./bench.sh --help for the options (sweep/cli.py declares them).
+# python -m sweep (and its parts) plans the sweep (the matrix from the study, the option checks, the shards, which runs are done);
 # this script does the process work: env timing, one process per run, timeouts, logs, progress, Ctrl-C.
-# What crosses from sweep.py to this script is data (NUL-separated fields), never shell code: nothing is eval'd.
+# What crosses from python -m sweep to this script is data (NUL-separated fields), never shell code: nothing is eval'd.
 set -euo pipefail
 
 HERE=$(dirname "$0")
+# python -m sweep (the sweep's Python side, sweep/) wherever the sweep is started from
+export PYTHONPATH="$HERE${PYTHONPATH:+:$PYTHONPATH}"
 # after --timeout, a run gets SIGTERM (it saves its summary at the next iteration boundary), then SIGKILL this much
 # later (--kill-after): long enough for one phase of the slowest iteration (an eager rollout on MinAtar took 55 s on
 # the cpu-v2 VM, a whole iteration about 110 s) and the teardown
 KILL_AFTER_S=300
-MAX_SECONDS=2592000  # the longest --timeout and --kill-after, 30 days (option_checks.py's MAX_SECONDS, the same)
+MAX_SECONDS=2592000  # the longest --timeout and --kill-after, 30 days (sweep/option_checks.py's MAX_SECONDS, the same)
 
 usage() {
   cat <<'EOF'
@@ -28,17 +30,17 @@ or device.
 
 experiments (study.toml; each run is repeated for seeds 1..N):
 EOF
-  "$PYTHON" "$HERE/sweep.py" experiments 2>/dev/null | sed 's/^/  /' || echo "  (see study.toml)"
+  "$PYTHON" -m sweep experiments 2>/dev/null | sed 's/^/  /' || echo "  (see study.toml)"
   cat <<'EOF'
 
 presets (study.toml's [presets]: a sweep by name, the options it sets and the arguments of every run):
 EOF
-  "$PYTHON" "$HERE/sweep.py" presets 2>/dev/null | sed 's/^/  /' || echo "  (see study.toml)"
+  "$PYTHON" -m sweep presets 2>/dev/null | sed 's/^/  /' || echo "  (see study.toml)"
   cat <<'EOF'
 
 options:
 EOF
-  "$PYTHON" "$HERE/sweep.py" options 2>/dev/null | sed 's/^/  /' || echo "  (see sweep_cli.py)"
+  "$PYTHON" -m sweep options 2>/dev/null | sed 's/^/  /' || echo "  (see sweep/cli.py)"
   cat <<'EOF'
 
 One sweep at a time per log dir and shard: a second bench.sh on the same --log-dir and --shard is refused (exit 2),
@@ -55,7 +57,7 @@ seconds: the scripts are imported).
 
 Slurm (the sweep as a job array; every other option above applies to each task):
 EOF
-  "$PYTHON" "$HERE/sweep.py" options slurm 2>/dev/null | sed 's/^/  /' || echo "  (see sweep_cli.py)"
+  "$PYTHON" -m sweep options slurm 2>/dev/null | sed 's/^/  /' || echo "  (see sweep/cli.py)"
   cat <<'EOF'
 
 examples:
@@ -90,12 +92,12 @@ within_max_seconds() {  # within_max_seconds SECONDS (digits, maybe a point): at
 # ---------------------------------------------------------------------------------------- options
 LOG_DIR=runs TIMEOUT="" CPUS="" ENV_THREADS="" PYTHON=python ENV_TIMING=1 ENV_TIMING_FILE="" DRY_RUN=0 HELP=0 SLURM=0 SLURM_OPTION=""
 KILL_AFTER_GIVEN=0 LOG_DIR_GIVEN=0 PRESET=""
-SWEEP_ARGS=()  # the matrix options, for sweep.py
-SLURM_ARGS=()  # --slurm-tasks, --slurm-parallel, --slurm-args, for sweep.py sbatch
+SWEEP_ARGS=()  # the matrix options, for python -m sweep
+SLURM_ARGS=()  # --slurm-tasks, --slurm-parallel, --slurm-args, for python -m sweep sbatch
 EXTRA=()
 
-# The names of the options, as sweep_cli.py declares them (tests/test_bench.py holds them to it): those that take a
-# value, then the flags. bash reads its command line itself: the interpreter that would read sweep_cli.py is one of
+# The names of the options, as sweep/cli.py declares them (tests/test_bench.py holds them to it): those that take a
+# value, then the flags. bash reads its command line itself: the interpreter that would read sweep/cli.py is one of
 # the options (--python).
 VALUE_OPTIONS=" --experiments --frameworks --envs --sizes --compile-modes --seeds --iterations --tag --save-every --log-dir\
  --preset --timeout --kill-after --cpus --shard --python --env-timing-file --slurm-tasks --slurm-parallel --slurm-args "
@@ -111,14 +113,14 @@ set_option() {  # set_option --name value
   [[ -n $2 ]] || die "$1 is empty: an empty value names nothing"
   case $1 in
     --log-dir) LOG_DIR=$2 LOG_DIR_GIVEN=1 ;;
-    --preset) PRESET=$2 SWEEP_ARGS+=("$1=$2") ;;  # sweep.py reads the preset; its name makes the default log dir
+    --preset) PRESET=$2 SWEEP_ARGS+=("$1=$2") ;;  # python -m sweep reads the preset; its name makes the default log dir
     --timeout) TIMEOUT=$2 ;;
     --kill-after) KILL_AFTER_S=$2 KILL_AFTER_GIVEN=1 ;;
     --cpus) CPUS=$2 ENV_THREADS=$2 ;;  # CPUS becomes every core when not given; ENV_THREADS stays unset
     --python) PYTHON=$2 ;;
     --env-timing-file) ENV_TIMING_FILE=$2 ;;
     --slurm-tasks | --slurm-parallel | --slurm-args) SLURM_ARGS+=("$1=$2") SLURM_OPTION=$1 ;;
-    *) SWEEP_ARGS+=("$1=$2") ;;  # the matrix options: sweep.py checks them against the study
+    *) SWEEP_ARGS+=("$1=$2") ;;  # the matrix options: python -m sweep checks them against the study
   esac
 }
 
@@ -152,7 +154,7 @@ check_log_dir() {  # --log-dir must be a folder, or a path where one can be made
   [[ -d $dir ]] || die "--log-dir $(quoted "$LOG_DIR") cannot be made: $(quoted "$dir") is not a folder"
 }
 
-check_args() {  # the process options; sweep.py checks the matrix options
+check_args() {  # the process options; python -m sweep checks the matrix options
   check_log_dir
   if [[ -n $TIMEOUT ]]; then
     [[ $TIMEOUT =~ ^[0-9]*\.?[0-9]+$ && ! $TIMEOUT =~ ^[0.]+$ ]] && within_max_seconds "$TIMEOUT" ||
@@ -195,10 +197,10 @@ resources() {  # PIN: the command prefix that gives a run its cores and threads 
   if [[ -n ${CPU_LIST:-} ]]; then PIN+=(taskset -c "$CPU_LIST"); fi
 }
 
-sweep_py() {  # sweep_py ACTION [ARGS]: sweep.py with the matrix options of this sweep, as a child (run_child)
+sweep_py() {  # sweep_py ACTION [ARGS]: python -m sweep with the matrix options of this sweep, as a child (run_child)
   # (every value goes to a program as --name=VALUE: one that starts with "-", e.g. --shard -1/2, stays a value,
   # which the check then names, instead of an option; a path that does goes to a command after --)
-  run_child "$PYTHON" "$HERE/sweep.py" "$1" "${@:2}" ${SWEEP_ARGS[@]+"${SWEEP_ARGS[@]}"} --log-dir="$LOG_DIR" \
+  run_child "$PYTHON" -m sweep "$1" "${@:2}" ${SWEEP_ARGS[@]+"${SWEEP_ARGS[@]}"} --log-dir="$LOG_DIR" \
     --python="$PYTHON" ${ENV_THREADS:+--env-threads="$ENV_THREADS"} -- ${EXTRA[@]+"${EXTRA[@]}"}
 }
 
@@ -312,7 +314,7 @@ lock_log_dir() {  # LOCK_FD: this sweep's hold on {log-dir}/.bench-K-of-N.lock; 
 }
 
 # One sweep at a time per cell, whatever the shards (0/1 and 0/2 overlap, as a shard of one count and one of another
-# may): sweep_resume.py's claim_cell() locks the cell's {log-dir}/.bench-cells/{cell id}.lock on a file descriptor of this
+# may): sweep/resume.py's claim_cell() locks the cell's {log-dir}/.bench-cells/{cell id}.lock on a file descriptor of this
 # shell, CELL_FD, waits while another sweep holds it, and says which of the cell's runs are done by then. The lock is
 # held until this shell moves on to the next cell (or is gone, with the runs it started).
 CELL_FD=""
@@ -329,7 +331,7 @@ claim_cell() {  # claim_cell I: the cell of the run PLAN[I] (its runs follow one
   file=$LOG_DIR/.bench-cells/$cell.lock
   { mkdir -p -- "$LOG_DIR/.bench-cells" && exec {CELL_FD}>>"$file"; } 2>/dev/null ||
     die "cannot write $(quoted "$file"); give a --log-dir you may write to"
-  capture said run_child "$PYTHON" "$HERE/sweep.py" claim --fd="$CELL_FD" --lock="$file" \
+  capture said run_child "$PYTHON" -m sweep claim --fd="$CELL_FD" --lock="$file" \
     --holder="pid $$ (shard $SHARD)" --description="${PLAN[${todo[0]} + 1]}" --log-dir="$LOG_DIR" -- "${words[@]}" ||
     rc=$?
   ((rc == 0)) || exit "$rc"
@@ -347,23 +349,23 @@ release_cell() {
 }
 
 # ------------------------------------------------------------------------------------------ plan
-check_plan() {  # SHARD: sweep.py checks the matrix options (exit 2 names a bad one) before anything is made
+check_plan() {  # SHARD: python -m sweep checks the matrix options (exit 2 names a bad one) before anything is made
   local rc=0
   capture SHARD sweep_py check || rc=$?
   ((rc == 0)) || exit "$rc"
 }
 
-plan() {  # PLAN: sweep.py's plan, NUL-separated fields (data: read, never run); NUM_RUNS … from its header
+plan() {  # PLAN: python -m sweep's plan, NUL-separated fields (data: read, never run); NUM_RUNS … from its header
   local file rc=0
   file=$(mktemp)
   STDOUT_TO=$file sweep_py plan || rc=$?
   mapfile -d '' -t PLAN <"$file"
   rm -f "$file"
-  ((rc == 0)) || exit "$rc"  # sweep.py said why
+  ((rc == 0)) || exit "$rc"  # python -m sweep said why
   NUM_RUNS=${PLAN[0]} NUM_TODO=${PLAN[1]} NUM_CELLS=${PLAN[2]} MATRIX_SIZE=${PLAN[3]} SHARD=${PLAN[4]}
 }
 
-time_envs_first() {  # env_timing.py into {log-dir}/env_timing.json when that is missing or from another machine
+time_envs_first() {  # sweep/env_timing.py into {log-dir}/env_timing.json when that is missing or from another machine
   local out=${ENV_TIMING_FILE:-$LOG_DIR/env_timing.json} verdict
   ((ENV_TIMING)) || return 0
   capture verdict sweep_py env-timing --file="$out" || {  # nothing: usable; else line 1 says why, line 2 the envs
@@ -372,9 +374,9 @@ time_envs_first() {  # env_timing.py into {log-dir}/env_timing.json when that is
   }
   [[ -n $verdict ]] || return 0
   echo "measuring the env step costs first: ${verdict%%$'\n'*} (--no-env-timing skips this)"
-  run_child "$PYTHON" "$HERE/env_timing.py" --envs="${verdict#*$'\n'}" --out="$out" \
+  run_child "$PYTHON" -m sweep.env_timing --envs="${verdict#*$'\n'}" --out="$out" \
     ${ENV_THREADS:+--env-threads="$ENV_THREADS"} ||
-    echo "bench.sh: warning: env_timing.py failed; the sweep goes on" >&2
+    echo "bench.sh: warning: sweep/env_timing.py failed; the sweep goes on" >&2
 }
 
 # ------------------------------------------------------------------------------------------ sweep
@@ -473,11 +475,11 @@ sweep() {
 }
 
 # ------------------------------------------------------------------------------------------ Slurm
-submit() {  # --slurm: sweep.py writes the sbatch script of the job array; this submits it (or prints it: --dry-run)
+submit() {  # --slurm: python -m sweep writes the sbatch script of the job array; this submits it (or prints it: --dry-run)
   local out rc=0 script slurm_dir file job
   capture out sweep_py sbatch --kill-after="$KILL_AFTER_S" ${ENV_TIMING_ARG[@]+"${ENV_TIMING_ARG[@]}"} \
     ${TIMEOUT:+--timeout="$TIMEOUT"} ${CPUS:+--cpus="$CPUS"} ${SLURM_ARGS[@]+"${SLURM_ARGS[@]}"} || rc=$?
-  ((rc == 0)) || exit "$rc"  # sweep.py said why (exit 2: a bad option)
+  ((rc == 0)) || exit "$rc"  # python -m sweep said why (exit 2: a bad option)
   read -r NUM_RUNS NUM_TODO NUM_CELLS NUM_TASKS <<<"${out%%$'\n'*}"
   script=${out#*$'\n'}
   if ((DRY_RUN)); then

@@ -53,7 +53,7 @@ import tyro
 import atomic
 import bookkeeping
 import checkpoint
-import option_checks
+from sweep import option_checks
 
 TOOL = "evaluate.py"
 EVAL_FILE = "eval.json"

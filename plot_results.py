@@ -5,9 +5,9 @@
     python plot_results.py runs/ --out new/ --previous old/speedups.csv   # an edition next to the one before
 
 The study (frameworks, compile modes, envs, sizes, experiments and what the analysis makes of each: the headline,
-the README's tables, the figures, the platform comparisons) is read from study.toml through study.py. Every folder
+the README's tables, the figures, the platform comparisons) is read from study.toml through sweep/study.py. Every folder
 holding a config.json (at any depth under the given folders) is a run. Completed runs are read (config.json,
-summary.json, TensorBoard scalars, through runlog.py); the others are skipped and listed in the report. A run on
+summary.json, TensorBoard scalars, through analysis/runlog.py); the others are skipped and listed in the report. A run on
 envpool (config.json env_backend) is an env of its own, "CartPole-v1@envpool" in every table, never paired or pooled
 with the gymnax runs of that env id (a run without env_backend ran on gymnax). A run resumed after a stop (the scripts'
 --resume) is one run: in the learning results, and out of every timed one (analysis/summary.py). Written to --out:
@@ -47,8 +47,8 @@ from analysis.results import analyse
 from analysis.speedup_markdown import few_runs_cells
 from analysis.speedups import SPEEDUP_COLUMNS
 from atomic import write_file
-from study import Study
-from study import load as load_study
+from sweep.study import Study
+from sweep.study import load as load_study
 
 TIMING_FILE = "env_timing.json"  # bench.sh's, in its --log-dir
 TABLES = (
@@ -97,7 +97,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument(
         "--env-timing",
         metavar="FILE",
-        help="env_timing.json from env_timing.py: orders envs by step cost (default: the env_timing.json bench.sh "
+        help="env_timing.json from sweep/env_timing.py: orders envs by step cost (default: the env_timing.json bench.sh "
         "wrote in the first RUNS_DIR that holds one; none: the study's order)",
     )
     parser.add_argument(

@@ -3,7 +3,7 @@
     errors           BadInput: an input the analysis cannot use (one line, exit status 2)
     names            how things are named and ordered in tables, titles and legends (pretty_pair, in_order)
     escape           text from the runs made safe for spreadsheets (the CSVs) and markdown (REPORT.md, the README)
-    loading          run folders (through runlog.py) and runs.csv files -> one tidy table of completed runs; env
+    loading          run folders (through analysis/runlog.py) and runs.csv files -> one tidy table of completed runs; env
                      timing
     summary          a row per run: its iteration windows and the experiments it belongs to
     stats            numpy and scipy only: geometric mean, cluster bootstrap, rank correlation with its interval
@@ -27,7 +27,7 @@
 
 and, on its own (python -m analysis.learning_curves): learning curves, each run's episodic return per env.
 
-The study (study.toml, through study.py) is loaded once by plot_results.py and passed down. No module names an
+The study (study.toml, through sweep/study.py) is loaded once by plot_results.py and passed down. No module names an
 experiment: which one is the headline, which ones the README's tables hold, which figures each gets and which one a
 platform comparison repeats are declared in study.toml.
 """

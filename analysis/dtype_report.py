@@ -10,7 +10,7 @@ from analysis.results import Results
 from analysis.speedup_markdown import metric_name, speedup_cell
 from analysis.speedups import METRICS, metric_sync
 from analysis.summary import window_column
-from study import DTYPES
+from sweep.study import DTYPES
 
 
 def times_table(results: Results, name: str) -> pd.DataFrame:

@@ -26,7 +26,7 @@ from analysis.speedups import (
     speedup_masks,
     table_rows,
 )
-from study import DTYPES, Study
+from sweep.study import DTYPES, Study
 
 DTYPE_COLUMNS = ["metric", "experiment", "backend", "size", "framework", "pair", *CELL_STATISTICS]
 

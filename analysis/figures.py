@@ -20,7 +20,7 @@ from analysis.learning_figure import learning_figure
 from analysis.names import capitalised
 from analysis.plotting import fit_layout, plt
 from analysis.results import Results
-from study import Study
+from sweep.study import Study
 
 
 class Kind(NamedTuple):

@@ -11,7 +11,7 @@ import pandas as pd
 from analysis.names import in_order
 from analysis.speedups import metric_columns, metric_sync, speedup_masks
 from analysis.summary import is_timed, window_columns
-from study import Study, Window
+from sweep.study import Study, Window
 
 
 def window_of(column: str, study: Study) -> Window:

@@ -22,10 +22,10 @@ import shlex
 import numpy as np
 import pandas as pd
 
-import run_args
 from analysis.speedups import CELL_STATISTICS, PAIR_KEYS, cell_statistics, pairwise
 from analysis.summary import is_timed
-from study import Study
+from sweep import run_args
+from sweep.study import Study
 
 RETURN = "charts/episodic_return"
 ELAPSED = "time/elapsed"

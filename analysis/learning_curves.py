@@ -21,14 +21,16 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import EngFormatter  # noqa: E402
 
-import runlog  # noqa: E402
-import study  # noqa: E402
-from analysis import output  # noqa: E402
+from analysis import (
+    output,  # noqa: E402
+    runlog,  # noqa: E402
+)
 from analysis.errors import BadInput  # noqa: E402
 from analysis.escape import md_text  # noqa: E402
 from analysis.loading import run_env  # noqa: E402
 from analysis.plotting import framework_colors  # noqa: E402
 from atomic import target, write_file  # noqa: E402
+from sweep import study  # noqa: E402
 
 RETURN = "charts/episodic_return"
 

@@ -8,7 +8,7 @@ import pandas as pd
 from analysis.learning import SMOOTHING
 from analysis.names import in_order
 from analysis.plotting import framework_colors, new_figure, row_legend
-from study import Study
+from sweep.study import Study
 
 
 def mean_curve(curves: pd.DataFrame) -> pd.DataFrame:

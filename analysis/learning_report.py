@@ -14,7 +14,7 @@ from analysis.learning import (
 from analysis.markdown import NO_INTERVAL, markdown_table
 from analysis.names import in_order, pretty_pair
 from analysis.results import Results
-from study import Study
+from sweep.study import Study
 
 LEARNING_MARKERS = ("<!-- learning:start -->", "<!-- learning:end -->")
 

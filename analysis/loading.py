@@ -28,11 +28,11 @@ from typing import NamedTuple, Optional
 
 import pandas as pd
 
-import env_timing_file
-import runlog
+from analysis import runlog
 from analysis.errors import BadInput
 from analysis.escape import from_csv
-from study import BACKENDS, DTYPES, Study, env_label
+from sweep import env_timing_file
+from sweep.study import BACKENDS, DTYPES, Study, env_label
 
 # What reading a CSV file that is not one of this tool's (missing, binary, empty, malformed) raises
 CSV_READ_ERRORS = (
@@ -397,8 +397,8 @@ def first_copies(runs: pd.DataFrame) -> tuple[pd.DataFrame, list[SkippedRun]]:
 
 # ------------------------------------------------------------------------------------------ env timing
 def read_env_timing(path: Optional[str]) -> tuple[pd.DataFrame, dict]:
-    """Per env obs_dim, num_actions, ms_per_step, ratio (from env_timing.py), and the file's device and versions.
-    A file that is not a usable env-timing file (env_timing_file.py: a step cost of -1, 0, NaN or "x" among others)
+    """Per env obs_dim, num_actions, ms_per_step, ratio (from sweep/env_timing.py), and the file's device and versions.
+    A file that is not a usable env-timing file (sweep/env_timing_file.py: a step cost of -1, 0, NaN or "x" among others)
     is refused, not used: BadInput, one line naming the file, the env and the value."""
     if path is None:
         return pd.DataFrame(columns=TIMING_COLUMNS, dtype=float), {}

@@ -8,7 +8,7 @@ import pandas as pd
 
 from analysis.escape import md_cell, md_text
 from analysis.names import in_order, pretty_pair
-from study import Study
+from sweep.study import Study
 
 NO_INTERVAL = "–"
 # text from outside

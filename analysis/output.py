@@ -43,7 +43,7 @@ from atomic import (
     target,
     write_file,
 )
-from study import BACKENDS, DTYPES
+from sweep.study import BACKENDS, DTYPES
 
 REPORT = "REPORT.md"
 # table -> the columns that identify its rows; "run_key" stands for loading.run_keys (the run's identity)

@@ -17,7 +17,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: 
 
 from analysis.names import in_order, mode_name, pretty_pair  # noqa: E402
 from analysis.stats import BOOTSTRAP_LEVEL  # noqa: E402
-from study import Study  # noqa: E402
+from sweep.study import Study  # noqa: E402
 
 MARKERS = ("o", "s", "^", "D", "v", "P")
 SPEEDUP_LABEL = "speedup A → B = time A / time B\n(above 1×: B is faster)"

@@ -14,7 +14,7 @@ from analysis.names import in_order, pretty_pair
 from analysis.speedup_markdown import few_runs_warning, in_dtype, on_backend, speedup_markdown
 from analysis.speedups import SPEEDUP_COLUMNS
 from analysis.stats import BOOTSTRAP_LEVEL, MIN_CLUSTERS
-from study import Study
+from sweep.study import Study
 
 # the README's tables, of study.tables; REPORT.md has every metric, experiment
 HEADLINE_METRICS = ("total", "steady")

@@ -254,7 +254,7 @@ def report_text(
             *windows_gaps(results),
         ]
     timing_note = (
-        f"Measured by env_timing.py on {md_text(timing_info.get('device') or 'an unnamed device')} "
+        f"Measured by sweep/env_timing.py on {md_text(timing_info.get('device') or 'an unnamed device')} "
         f"({md_text(config_cell(timing_info.get('versions')) or 'versions not recorded')})."
         if timing_info
         else "No env timing given (`--env-timing`): envs are in the study's order."

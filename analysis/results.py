@@ -18,7 +18,7 @@ from analysis.speedups import (
     speedup_table,
 )
 from analysis.summary import summarize
-from study import Study, split_label
+from sweep.study import Study, split_label
 
 
 @dataclass
@@ -27,7 +27,7 @@ class Results:
     summary: pd.DataFrame  # a row per run
     masks: dict[str, pd.Series]  # experiment or platform comparison -> its rows of summary
     envs: list[str]  # cheapest first when timed, else in the study's order
-    timing: pd.DataFrame  # env_timing.py's table (empty without --env-timing)
+    timing: pd.DataFrame  # sweep/env_timing.py's table (empty without --env-timing)
     pairs: dict[str, pd.DataFrame]  # metric -> the pairs of runs its speedups come from
     speedups: pd.DataFrame  # speedups.csv
     env_cost: pd.DataFrame  # env_cost.csv

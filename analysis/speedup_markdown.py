@@ -7,7 +7,7 @@ import pandas as pd
 from analysis.markdown import NO_INTERVAL, pair_by_size_table
 from analysis.speedups import backends_of, metric_experiments, metric_sync
 from analysis.stats import BOOTSTRAP_LEVEL, BOOTSTRAP_RESAMPLES, MIN_CLUSTERS, MIN_CORRELATION_ENVS
-from study import Study
+from sweep.study import Study
 
 
 def metric_name(metric: str, study: Study) -> str:
@@ -137,7 +137,7 @@ def env_cost_intro(study: Study) -> str:
     return (
         f"Does a speedup shrink as the env's step gets more expensive? Per pair and model size, one point per env of "
         f"{experiments} (sync off, default compile modes; an env under several tags counts once per tag): its "
-        "geometric mean speedup, against the env's step cost measured by env_timing.py. **ρ**: Spearman's rank "
+        "geometric mean speedup, against the env's step cost measured by sweep/env_timing.py. **ρ**: Spearman's rank "
         "correlation of speedup and env cost (below 0: the speedup falls as the env gets costlier); **slope**: the "
         "least-squares fit of log speedup on log cost, as the factor by which the speedup changes per tenfold env "
         "cost (the few expensive envs weigh heavily on it; ρ, on ranks, does not). Intervals: "

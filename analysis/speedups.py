@@ -24,7 +24,7 @@ from analysis.stats import (
     geometric_mean,
 )
 from analysis.summary import window_column
-from study import Study, split_label
+from sweep.study import Study, split_label
 
 PAIR_KEYS = ["experiment", "env", "model_size", "dtype", "tag", "num_iterations", "batch_size"]
 # the machine a run ran on: runs are paired within one
@@ -294,7 +294,7 @@ def runs_in(ratios: pd.DataFrame, experiment: str) -> set:
 
 # ------------------------------------------------------------------------------ speedup against env cost
 def env_costs(timing: pd.DataFrame) -> pd.Series:
-    """env -> its step cost relative to the cheapest env (env_timing.py's ratio); empty without timing."""
+    """env -> its step cost relative to the cheapest env (sweep/env_timing.py's ratio); empty without timing."""
     return timing["ratio"].dropna() if "ratio" in timing else pd.Series(dtype=float)
 
 

@@ -14,7 +14,7 @@ learning analysis leaves its time to a return out too (analysis/learning.py).
 import pandas as pd
 
 from analysis.loading import RUN_COLUMNS, run_keys, text_column
-from study import Experiment, Study, Window
+from sweep.study import Experiment, Study, Window
 
 
 def window_column(window: Window, what: str = "") -> str:

@@ -35,7 +35,7 @@ from analysis.plotting import box_with_points as boxes
 from analysis.results import Results
 from analysis.speedups import env_costs, pairwise
 from analysis.summary import window_column, window_columns
-from study import BACKENDS, DTYPES, Study, Window, split_label
+from sweep.study import BACKENDS, DTYPES, Study, Window, split_label
 
 
 def fig_total(results: Results, name: str):

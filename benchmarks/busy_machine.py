@@ -25,8 +25,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import launch
-import study
 from atomic import check_outputs, write_outputs, write_record
 from benchmarks.common import (
     ROOT,
@@ -36,6 +34,8 @@ from benchmarks.common import (
     run_series,
     steady_mean,
 )
+from sweep import study
+from tools import launch
 
 TOOL = "benchmarks.busy_machine"
 # name: (script, compile mode, extra environment)

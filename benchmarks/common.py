@@ -11,10 +11,10 @@ from typing import Callable, NoReturn
 
 import numpy as np
 
-import launch
-import runlog
-import study
-from option_checks import BadOption, check_int
+from analysis import runlog
+from sweep import study
+from sweep.option_checks import BadOption, check_int
+from tools import launch
 
 ROOT = Path(__file__).resolve().parents[1]
 STEADY_FROM = study.load().steady.first  # the study's steady state: iterations STEADY_FROM+

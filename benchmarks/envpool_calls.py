@@ -42,7 +42,7 @@ import ppo_torch
 import torch_glue
 from atomic import check_outputs, write_outputs
 from benchmarks.common import check_counts, check_envs, check_or_exit
-from option_checks import check_int
+from sweep.option_checks import check_int
 
 TOOL = "benchmarks.envpool_calls"
 SCAN_STEPS = 256

@@ -19,7 +19,6 @@ import argparse
 import statistics
 import time
 
-import study
 from atomic import check_record, write_record
 from benchmarks.common import (
     ROOT,
@@ -29,6 +28,7 @@ from benchmarks.common import (
     check_or_exit,
     run_and_read,
 )
+from sweep import study
 
 STUDY = study.load()
 TOOL = "benchmarks.jax_vs_linen"

@@ -28,11 +28,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-import runlog
-import study
+from analysis import runlog
 from benchmarks.common import ROOT, STEADY_FROM, run_series, steady_mean
 from benchmarks.leanrl_source import COMPILED, PLAIN
 from benchmarks.quickstart_clone import DROPPED_VARIABLES
+from sweep import study
 
 EXPERIMENT, LABEL = "exp9", "HalfCheetah-v4@envpool"
 SEED = "1"

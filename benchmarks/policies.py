@@ -35,7 +35,7 @@ from benchmarks.common import ROOT, refuse
 from benchmarks.quickstart_clone import machine
 from benchmarks.quickstart_report import machine_text
 from evaluation.share import FRAMEWORK_NAMES
-from shell_quoting import shell_word
+from sweep.shell_quoting import shell_word
 
 TOOL = "benchmarks.policies"
 EPISODES, SEED = 10, 1

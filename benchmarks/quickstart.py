@@ -42,7 +42,7 @@ import tempfile
 from pathlib import Path
 from typing import Optional
 
-import runlog
+from analysis import runlog
 from analysis.errors import BadInput
 from analysis.output import check_out, check_target
 from analysis.readme_block import readme_with

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-import runlog
-import study
+from analysis import runlog
 from analysis.errors import BadInput
 from benchmarks.common import run_series
+from sweep import study
 
 STEP_GROUPS = ("demo", "templates", "pendulum", "tests")  # --steps names, in the order they run
 # what ./setup.sh demo trains (setup.sh); the templates too

@@ -22,7 +22,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import study
 from atomic import check_record, write_record
 from benchmarks.common import (
     ROOT,
@@ -33,6 +32,7 @@ from benchmarks.common import (
     check_or_exit,
     run_and_read,
 )
+from sweep import study
 
 TOOL = "benchmarks.torch_vs_linen"
 CONFIGS = {  # name: (script, compile mode)

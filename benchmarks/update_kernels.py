@@ -21,9 +21,9 @@ from functools import partial
 
 import numpy as np
 
-import study
 from atomic import check_outputs, write_outputs
 from benchmarks.common import ROOT, check_counts, check_or_exit
+from sweep import study
 
 TOOL = "benchmarks.update_kernels"
 CONFIGS = {  # name: (framework, torch.compile options; None: eager, as --compile env-jit)

@@ -26,7 +26,7 @@ import numpy as np
 
 import atomic
 import checkpoint
-import shell_quoting
+from sweep import shell_quoting
 
 TOOL = "evaluate.py"  # the mark of the ONNX files, and the writer of eval.json (as evaluate.py writes it)
 HUB_TOOL = "evaluate.py --hub-folder"  # the mark of a Hub folder, in its config.json

@@ -5,11 +5,15 @@ from pathlib import Path
 
 import numpy as np
 
-import study
-from launch import run_script  # noqa: F401  (re-exported for the tests)
-from runlog import read_json, read_scalars  # noqa: F401  (re-exported for the tests)
+from analysis.runlog import read_json, read_scalars  # noqa: F401  (re-exported for the tests)
+from sweep import study
+from tools.launch import run_script  # noqa: F401  (re-exported for the tests)
 
 ROOT = Path(__file__).resolve().parents[1]
+# the sweep's programs, as bench.sh runs them (python -m, the repository on PYTHONPATH: conftest.py sets it)
+SWEEP_MODULE = ["-m", "sweep"]
+ENV_TIMING_MODULE = ["-m", "sweep.env_timing"]
+RUN_CHECK_MODULE = ["-m", "sweep.run_check"]
 STUDY = study.load()
 
 # The env fields of a Transition, in the order the scripts' step_envs returns them

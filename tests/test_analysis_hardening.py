@@ -1,4 +1,4 @@
-"""plot_results.py, analysis.learning_curves and runlog.py given what issue 39 found them taking: links and devices as
+"""plot_results.py, analysis.learning_curves and analysis/runlog.py given what issue 39 found them taking: links and devices as
 write targets, empty paths, forged run folders, and text that a spreadsheet or a markdown reader would run.
 
 Every plot_results test goes through plot_results.main, as a user would; the run folders are built by hand, as the
@@ -23,12 +23,11 @@ from test_plot_results import tie_events, write_run
 from test_plot_results_inputs import ENVS, analyse, linen_nnx, snapshot, write_csv
 
 import plot_results
-import runlog
-import sweep_resume
-from analysis import learning_curves, output
+from analysis import learning_curves, output, runlog
 from analysis.loading import load_runs
 from analysis.readme_block import README_MARKERS
 from helpers import STUDY, TINY, only_run_dir, run_script
+from sweep import resume as sweep_resume
 
 START, END = README_MARKERS
 

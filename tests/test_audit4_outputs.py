@@ -9,10 +9,10 @@ import sys
 
 import pytest
 
-import sweep_env_timing
 from analysis.errors import BadInput
 from analysis.loading import read_env_timing
 from helpers import ROOT
+from sweep import env_timing_check as sweep_env_timing
 
 NOTES = "# my notes\n\nnot to be lost\n"
 
@@ -45,10 +45,10 @@ def timing(envs: dict, host: str = "elsewhere", device: str = "cpu") -> str:
 GOOD = {"ms_per_step": 0.5, "ratio": 1.0, "obs_dim": 4, "num_actions": 2}
 
 
-# ------------------------------------------------------------------------------------ item 1: env_timing.py --out
+# ------------------------------------------------------------------------------------ item 1: sweep/env_timing.py --out
 @pytest.fixture
 def env_timing(monkeypatch):
-    import env_timing
+    from sweep import env_timing
 
     monkeypatch.setattr(env_timing, "time_env", never)
     return env_timing
@@ -61,7 +61,7 @@ def test_env_timing_refuses_an_out_that_is_not_an_env_timing_file(
     notes.write_text(NOTES)
     argv = ["--envs", "CartPole-v1", "--out", str(notes)]
     assert exit_code(env_timing.main, monkeypatch, argv) == 2
-    one_error_line(capsys, str(notes), "env_timing.py")
+    one_error_line(capsys, str(notes), "sweep/env_timing.py")
     assert notes.read_text() == NOTES
 
 
@@ -87,7 +87,7 @@ def test_env_timing_replaces_its_own_file_with_as_many_envs(env_timing, monkeypa
 # ------------------------------------------------------------ item 1: bench.sh --env-timing-file of another host
 def test_another_hosts_timing_file_is_timed_again_with_all_its_envs(tmp_path):
     """bench.sh re-times a file of another host into the same file: with every env it holds, not only the sweep's
-    (env_timing.py would refuse fewer)."""
+    (sweep/env_timing.py would refuse fewer)."""
     path = tmp_path / "timing.json"
     path.write_text(timing({"Acrobot-v1": GOOD, "CartPole-v1": GOOD}, host="elsewhere"))
     reason, envs = sweep_env_timing.env_timing_reason(path, ["CartPole-v1", "MountainCar-v0"])
@@ -110,7 +110,7 @@ def bench_with_timing_file(tmp_path, text: str):
     argv = ["--log-dir", str(tmp_path / "runs"), *one_cell(), "--env-timing-file", str(timing_path)]
     proc = bench(*argv, env=env, python=str(python))
     noted = marks.read_text().splitlines() if marks.exists() else []
-    return proc, timing_path, [line for line in noted if "/env_timing.py " in line]
+    return proc, timing_path, [line for line in noted if "-m sweep.env_timing " in line]
 
 
 def test_bench_times_another_hosts_file_again_with_every_env_it_holds(tmp_path):
@@ -170,9 +170,9 @@ def test_a_nonsense_step_cost_is_refused_by_the_analysis(tmp_path, field, value,
 
 
 def test_sweep_py_says_why_in_one_line_and_exits_2(tmp_path, capsys):
-    """bench.sh's check (sweep.py env-timing): one line naming the file, the env and the value; bench.sh then goes
+    """bench.sh's check (python -m sweep env-timing): one line naming the file, the env and the value; bench.sh then goes
     on without env timing, the file neither used nor replaced."""
-    import sweep
+    import sweep.__main__ as sweep
 
     path = tmp_path / "timing.json"
     text = timing({"CartPole-v1": {**GOOD, "ratio": -1}}, host=socket.gethostname())
@@ -185,7 +185,7 @@ def test_sweep_py_says_why_in_one_line_and_exits_2(tmp_path, capsys):
 
 
 def test_the_committed_env_timings_are_usable():
-    import env_timing_file
+    from sweep import env_timing_file
 
     for path in sorted(ROOT.glob("results/**/env_timing.json")):
         assert env_timing_file.read(path)["envs"]

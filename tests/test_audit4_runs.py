@@ -1,5 +1,5 @@
 """What counts as a run, and how runs pair (issue 54, items 3-7, 9 and 14): the checks that keep wrong or forged
-results out of the README's tables, for bench.sh's resume (sweep_resume.py) and the analysis (plot_results.py)
+results out of the README's tables, for bench.sh's resume (sweep/resume.py) and the analysis (plot_results.py)
 alike. The run folders are built as the scripts write them (tests/test_plot_results.py's write_run)."""
 
 import json
@@ -18,10 +18,9 @@ from test_learning import CONFIG_ARGS, EXP, made_up_runs, run_rows, summary_row
 from test_plot_results import write_run
 from test_plot_results_inputs import ENVS, analyse, csv_run, write_csv
 
-import runlog
-import sweep_resume
-from analysis import learning, learning_report, output
+from analysis import learning, learning_report, output, runlog
 from helpers import ROOT, STUDY
+from sweep import resume as sweep_resume
 
 
 def linen_run(root: Path, factor: float = 1.0, env: str = "CartPole-v1", seed: int = 1) -> Path:
@@ -345,7 +344,7 @@ def test_a_summary_nested_too_deep_or_a_fifo_is_skipped_by_the_resume_and_the_an
     with_command(broken)
     broken_summary(broken, kind)
     resume = (
-        "import sys, sweep_resume; from pathlib import Path; "
+        "import sys; from sweep import resume as sweep_resume; from pathlib import Path; "
         "print(len(sweep_resume.completed_keys(Path(sys.argv[1]))))"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -375,7 +374,7 @@ def test_read_json_refuses_a_file_larger_than_a_run_writes(tmp_path):
 
 
 def test_the_commands_flags_are_read_as_the_scripts_parser_reads_them():
-    import run_args
+    from sweep import run_args
 
     words = ["p.py", "--env", "A", "--num_envs=4", "--no-sync-timing", "--track", "--seed", "1"]
     assert run_args.flags(words) == {

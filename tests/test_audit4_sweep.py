@@ -12,8 +12,8 @@ import pytest
 from test_bench import bench
 from test_setup import make_copy, pip_calls
 
-import study
-from helpers import ROOT, STUDY, one_cell
+from helpers import ROOT, RUN_CHECK_MODULE, STUDY, one_cell
+from sweep import study
 
 
 def changed_study(tmp_path, old: str, new: str):
@@ -245,7 +245,7 @@ def test_the_studys_own_run_arguments_pass_every_scripts_parser():
     argvs = [list(preset.args) for preset in STUDY.presets.values()]
     argvs += [list(config.args) for exp in STUDY.experiments.values() for config in exp.configs]
     scripts = {str(ROOT / fw.script): argvs for fw in STUDY.frameworks.values()}
-    cmd = [sys.executable, str(ROOT / "sweep_run_check.py"), json.dumps(scripts)]
+    cmd = [sys.executable, *RUN_CHECK_MODULE, json.dumps(scripts)]
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr

@@ -1,7 +1,7 @@
-"""Tests of bench.sh and sweep.py (the experiment matrix from the study, options, shards by cell, resume,
-Ctrl-C, failures, env timing) and env_timing.py.
+"""Tests of bench.sh and python -m sweep (the experiment matrix from the study, options, shards by cell, resume,
+Ctrl-C, failures, env timing) and sweep/env_timing.py.
 
-Expected counts come from the study (study.toml through study.py), never from hard-coded numbers. The mini
+Expected counts come from the study (study.toml through sweep/study.py), never from hard-coded numbers. The mini
 sweeps use the frameworks whose script exists.
 """
 
@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-import study
-import sweep_cli
-import sweep_env_timing
-import sweep_matrix
-from helpers import ROOT, STUDY, one_cell, read_json
+from helpers import ENV_TIMING_MODULE, ROOT, STUDY, SWEEP_MODULE, one_cell, read_json
+from sweep import cli as sweep_cli
+from sweep import env_timing_check as sweep_env_timing
+from sweep import matrix as sweep_matrix
+from sweep import study
 
 FRAMEWORKS = [name for name, fw in STUDY.frameworks.items() if (ROOT / fw.script).exists()]
 TINY = ["--", "--num-envs", "4", "--num-steps", "16"]
@@ -400,7 +400,7 @@ def test_the_expensive_and_continuous_envs_stay_out_of_the_other_experiments(tmp
 
 
 def plan_rows(plan: str) -> list[list[str]]:
-    """sweep.py plan's runs: [state, description, log stem, *command] each (NUL-separated fields after a 5-field
+    """python -m sweep plan's runs: [state, description, log stem, *command] each (NUL-separated fields after a 5-field
     header; a run's command is preceded by its cell's id and its length)."""
     fields = plan.split("\0")
     assert fields[-1] == "" and len(fields) >= 6, plan[:200]
@@ -414,11 +414,11 @@ def plan_rows(plan: str) -> list[list[str]]:
 
 
 def linen_small_plan(tmp_path: Path, experiments: str) -> list[list[str]]:
-    """plan_rows of sweep.py plan for linen, small, seed 1 of some experiments."""
+    """plan_rows of python -m sweep plan for linen, small, seed 1 of some experiments."""
     proc = subprocess.run(
         [
             sys.executable,
-            str(ROOT / "sweep.py"),
+            *SWEEP_MODULE,
             "plan",
             *("--experiments", experiments, "--frameworks", "linen", "--sizes", "small"),
             *("--seeds", "1", "--log-dir", str(tmp_path)),
@@ -587,7 +587,7 @@ def test_help_lists_the_study_experiments():
 
 
 def test_help_lists_every_declared_option_with_its_help():
-    """bench.sh --help's lists of options come from sweep_cli.py: each option of bench.sh, in its order, with its
+    """bench.sh --help's lists of options come from sweep/cli.py: each option of bench.sh, in its order, with its
     whole help."""
     proc = bench("--help")
     assert proc.returncode == 0, proc.stderr
@@ -601,7 +601,7 @@ def test_help_lists_every_declared_option_with_its_help():
 
 def test_bench_sh_names_the_declared_options():
     """bench.sh reads its command line itself (the interpreter is one of its options); its names are
-    sweep_cli.py's."""
+    sweep/cli.py's."""
     proc = bench("--bogus")
     assert proc.returncode == 2
     listed = proc.stderr.split("valid options: ")[1].split(" (then -- extra run args)")[0].split()
@@ -655,7 +655,7 @@ def fake_run(
     time/iteration per iteration (a usable run when completed). iterations: the command's --num-iterations, else 2."""
     from tensorboardX import SummaryWriter
 
-    import run_args
+    from sweep import run_args
 
     run_dir = log_dir / exp / name
     run_dir.mkdir(parents=True)
@@ -773,16 +773,16 @@ def test_resume_tells_exp2_and_exp3_copies_apart(tmp_path):
 
 # ------------------------------------------------------------------------------------------ Ctrl-C
 FAKE_PYTHON = """#!/usr/bin/env bash
-# A stand-in interpreter: real Python for sweep.py; a run notes itself, presses Ctrl-C, waits for bench's SIGTERM.
+# A stand-in interpreter: real Python for python -m sweep; a run notes itself, presses Ctrl-C, waits for bench's SIGTERM.
 case ${1:-} in
   */ppo_*.py)
     echo "$*" >> "$MARKS"
     trap 'exit $EXIT_ON_TERM' TERM
     kill -INT 0  # Ctrl-C: SIGINT to the whole process group, as a terminal sends it
     while :; do sleep 0.05; done ;;
-  */sweep.py)
+  -m)
     "$REAL_PYTHON" "$@"; rc=$?
-    if [[ $2 == plan && $INTERRUPT_PLAN == 1 ]]; then kill -INT 0; fi
+    if [[ $2 == sweep && $3 == plan && $INTERRUPT_PLAN == 1 ]]; then kill -INT 0; fi
     exit $rc ;;
   *) exec "$REAL_PYTHON" "$@" ;;
 esac
@@ -1028,7 +1028,8 @@ def test_bench_re_times_envs_from_another_host_into_its_log_dir(tmp_path):
 # A stand-in interpreter: notes the env timing's and each run's arguments in $MARKS, runs nothing of them.
 NOTING_PYTHON = """#!/usr/bin/env bash
 case ${1:-} in
-  */env_timing.py | */ppo_*.py) echo "$*" >> "$MARKS" ;;
+  */ppo_*.py) echo "$*" >> "$MARKS" ;;
+  -m) if [[ $2 == sweep.env_timing ]]; then echo "$*" >> "$MARKS"; else exec "$REAL_PYTHON" "$@"; fi ;;
   *) exec "$REAL_PYTHON" "$@" ;;
 esac
 """
@@ -1039,7 +1040,7 @@ def test_bench_measures_the_env_timing_into_the_log_dir_never_the_committed_file
     tmp_path, timing_file
 ):
     """The env timing of a sweep goes to {log-dir}/env_timing.json, or to --env-timing-file: never to the
-    committed results/env_timing.json (env_timing.py's own default --out)."""
+    committed results/env_timing.json (sweep/env_timing.py's own default --out)."""
     python = tmp_path / "python"
     python.write_text(NOTING_PYTHON)
     python.chmod(0o755)
@@ -1048,7 +1049,7 @@ def test_bench_measures_the_env_timing_into_the_log_dir_never_the_committed_file
     given = ["--env-timing-file", str(tmp_path / timing_file)] if timing_file else []
     proc = bench("--log-dir", str(log_dir), *one_cell(), *given, env=env, python=str(python))
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    timing = [line for line in marks.read_text().splitlines() if "/env_timing.py " in line]
+    timing = [line for line in marks.read_text().splitlines() if "-m sweep.env_timing " in line]
     wanted = tmp_path / timing_file if timing_file else log_dir / "env_timing.json"
     assert len(timing) == 1 and timing[0].endswith(f" --out={wanted}"), timing
 
@@ -1063,7 +1064,7 @@ def test_env_timing_defaults_to_the_study_envs(tmp_path):
     )
     # a study without CartPole-v1 (exp9 read against no published CartPole return either)
     path.write_text(text)
-    code = "import env_timing; print(','.join(env_timing.env_list(env_timing.Args())))"
+    code = "from sweep import env_timing; print(','.join(env_timing.env_list(env_timing.Args())))"
     proc = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env
     )
@@ -1077,7 +1078,7 @@ def test_env_timing_writes_json(tmp_path):
     out = tmp_path / "timing.json"
     cmd = [
         sys.executable,
-        str(ROOT / "env_timing.py"),
+        *ENV_TIMING_MODULE,
         "--envs",
         "CartPole-v1,MemoryChain-bsuite",
         "--num-envs",
@@ -1138,7 +1139,7 @@ def test_env_timing_steps_an_adapted_env_with_its_batched_step(monkeypatch):
     """An expensive env that env_adapters.py adapts (a stand-in for Craftax) is stepped by its adapter's batched
     step, --expensive-num-envs at once; a gymnax env by the vmapped gymnax step."""
     import env_adapters
-    import env_timing
+    from sweep import env_timing
 
     adapter = BatchedAdapter("CartPole-v1")
     expensive = STUDY.expensive_envs[0]
@@ -1160,7 +1161,7 @@ def test_env_timing_checks_out_before_timing(tmp_path):
     for out in (tmp_path, "/proc/no/such/env_timing.json"):
         cmd = [
             sys.executable,
-            str(ROOT / "env_timing.py"),
+            *ENV_TIMING_MODULE,
             "--envs",
             "CartPole-v1",
             "--out",
@@ -1175,7 +1176,7 @@ def test_env_timing_checks_out_before_timing(tmp_path):
 def test_env_timing_uses_the_adapter_module_not_a_ppo_script():
     """A timing tool must not pull in a PPO script and its training packages (optax, tensorboardX); flax comes with
     gymnax."""
-    code = "import sys, env_timing; print(sorted(m for m in ('ppo_linen', 'optax', 'tensorboardX') if m in sys.modules))"
+    code = "import sys; from sweep import env_timing; print(sorted(m for m in ('ppo_linen', 'optax', 'tensorboardX') if m in sys.modules))"
     proc = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300
     )
@@ -1186,7 +1187,7 @@ def test_env_timing_uses_the_adapter_module_not_a_ppo_script():
 def test_env_timing_ratio_is_per_env_step():
     import jax
 
-    import env_timing
+    from sweep import env_timing
 
     results = {"cheap": {"us_per_env_step": 0.25}, "costly": {"us_per_env_step": 100.0}}
     env_timing.add_ratios(results)
@@ -1206,7 +1207,7 @@ def test_env_timing_times_craftax(tmp_path):
     env = "Craftax-Classic-Symbolic-v1"
     cmd = [
         sys.executable,
-        str(ROOT / "env_timing.py"),
+        *ENV_TIMING_MODULE,
         "--envs",
         f"CartPole-v1,{env}",
         "--num-envs",
@@ -1230,7 +1231,7 @@ def test_env_timing_times_craftax(tmp_path):
 
 
 def test_env_timing_bad_env_exits_2():
-    cmd = [sys.executable, str(ROOT / "env_timing.py"), "--envs", "CartPole-v1,Nope-v0"]
+    cmd = [sys.executable, *ENV_TIMING_MODULE, "--envs", "CartPole-v1,Nope-v0"]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert (

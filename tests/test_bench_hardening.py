@@ -1,4 +1,4 @@
-"""Tests of bench.sh and sweep.py against hostile or unlucky input and starts (issue 25): nothing a user types runs
+"""Tests of bench.sh and python -m sweep against hostile or unlucky input and starts (issue 25): nothing a user types runs
 as code, a second sweep of a log dir is refused, resume counts only usable runs, signals stop the sweep however it
 was started, timeouts are named, and bad values get one line and exit 2 before anything is made.
 
@@ -19,10 +19,9 @@ from pathlib import Path
 import pytest
 from test_bench import fake_run, other_study, planned
 
-import option_checks
-import sbatch_script
-import sweep_options
 from helpers import ROOT, STUDY, TINY, one_cell, read_json, wait_until
+from sweep import option_checks, sbatch_script
+from sweep import options as sweep_options
 
 # A stand-in ppo script: notes {"pid", "argv"} in $FAKE_MARKS, writes config.json (its "command" = sys.argv) and, when
 # it completes, a usable run (runlog.is_completed). $FAKE_HOLD: run while that file exists. SIGINT or SIGTERM: an
@@ -40,7 +39,7 @@ if __name__ != "__main__":
 # after the mark still ends in an "interrupted" summary
 signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT, signal.SIGTERM])
 sys.path.insert(0, {root!r})
-import runlog
+from analysis import runlog
 
 def arg(name):  # --name VALUE or --name=VALUE
     for word, after in zip(sys.argv, sys.argv[1:] + [None]):

@@ -1,4 +1,4 @@
-"""Tests of bench.sh and sweep.py against the findings of the second audit (issue 39): --slurm-args resolved as sbatch
+"""Tests of bench.sh and python -m sweep against the findings of the second audit (issue 39): --slurm-args resolved as sbatch
 resolves it, a signal that reaches any child of bench.sh, no run twice at once whatever the shards, bounded sizes, and
 values that start with "-".
 
@@ -17,9 +17,8 @@ from pathlib import Path
 import pytest
 from test_bench_hardening import FAKE_SWEEP, fake_env, marks, one_line_refusal, run_bench
 
-import option_checks
-import sbatch_options
-from helpers import ROOT, wait_until
+from helpers import ROOT, SWEEP_MODULE, wait_until
+from sweep import option_checks, sbatch_options
 
 
 @pytest.fixture
@@ -76,7 +75,7 @@ def test_an_empty_value_is_refused_in_one_line_before_anything(tmp_path, option)
 @pytest.mark.parametrize("action", ["dry-run", "plan", "check", "sbatch"])
 def test_sweep_py_names_a_bad_value_that_starts_with_a_dash(action):
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "sweep.py"), action, "--shard", "-1/2"],
+        [sys.executable, *SWEEP_MODULE, action, "--shard", "-1/2"],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -101,7 +100,7 @@ def test_a_tag_a_log_dir_and_a_timing_file_that_start_with_a_dash_are_used_as_gi
     timing = subprocess.run(
         [
             sys.executable,
-            str(ROOT / "sweep.py"),
+            *SWEEP_MODULE,
             "env-timing",
             "--file",
             "-t.json",
@@ -183,7 +182,7 @@ def planned_runs(tmp_path, *args: str) -> subprocess.CompletedProcess:
 )
 def test_sweep_py_sbatch_refuses_a_size_past_its_bound(args, value):
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "sweep.py"), "sbatch", "--experiments", "exp3", *args],
+        [sys.executable, *SWEEP_MODULE, "sbatch", "--experiments", "exp3", *args],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -203,7 +202,7 @@ def test_bench_sh_and_sweep_py_bound_the_seconds_alike(tmp_path, option):
             env={**os.environ},
         )
         sweep = subprocess.run(
-            [sys.executable, str(ROOT / "sweep.py"), "sbatch", "--experiments", "exp3"]
+            [sys.executable, *SWEEP_MODULE, "sbatch", "--experiments", "exp3"]
             + [*timeout, option, str(seconds)],
             capture_output=True,
             text=True,
@@ -277,14 +276,14 @@ if [[ " $* " == *"$STALL"* ]]; then echo $$ > "$STALLED"; exec sleep 600; fi
 exec {python} "$@"
 """
 PHASES = {  # the words of the phase's command, and the options that reach it
-    "check": ("/sweep.py check ", ["--no-env-timing"]),
+    "check": ("-m sweep check ", ["--no-env-timing"]),
     "lock": ("fcntl.flock", ["--no-env-timing"]),
-    "plan": ("/sweep.py plan ", ["--no-env-timing"]),
-    "env timing check": ("/sweep.py env-timing ", []),
-    "env timing": ("/env_timing.py ", []),
+    "plan": ("-m sweep plan ", ["--no-env-timing"]),
+    "env timing check": ("-m sweep env-timing ", []),
+    "env timing": ("-m sweep.env_timing ", []),
     "cores": ("sched_getaffinity", ["--no-env-timing", "--cpus", "1"]),
-    "dry run": ("/sweep.py dry-run ", ["--dry-run"]),
-    "sbatch script": ("/sweep.py sbatch ", ["--dry-run", "--slurm"]),
+    "dry run": ("-m sweep dry-run ", ["--dry-run"]),
+    "sbatch script": ("-m sweep sbatch ", ["--dry-run", "--slurm"]),
 }
 
 

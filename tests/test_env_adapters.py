@@ -1,6 +1,6 @@
 """env_adapters.py beyond Craftax (tests/test_craftax.py): the Brax adapter's batched contract (terminated apart from
 truncated, the pre-reset final observation, fresh resets, one compile, stable types), the observation and reward
-normalisation against a NumPy reference of PureJaxRL's update rule, and env_timing.py on continuous and Brax envs.
+normalisation against a NumPy reference of PureJaxRL's update rule, and sweep/env_timing.py on continuous and Brax envs.
 
 Brax compiles slowly on a CPU (tens of seconds): its tests share one adapter of a few envs and one jitted step, and
 are marked slow.
@@ -17,8 +17,8 @@ import pytest
 
 import env_adapters
 import env_normalize
-import env_timing
 from helpers import ROOT
+from sweep import env_timing
 
 GAMMA = 0.9
 

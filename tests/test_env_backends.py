@@ -1,4 +1,4 @@
-"""The study's env backends (gymnax, envpool) in the sweep, bench.sh --cpus, env_timing.py and the analysis.
+"""The study's env backends (gymnax, envpool) in the sweep, bench.sh --cpus, sweep/env_timing.py and the analysis.
 
 An env on envpool is named "{id}@envpool" (study.env_label) in the sweep's cells and log names, bench.sh --envs, the
 env timing and the analysis' env column, so that it is never taken for the gymnax env of the same id: exp7 runs
@@ -30,10 +30,10 @@ from test_bench_hardening import FAKE_SCRIPT, one_line_refusal
 from test_plot_results import write_run
 
 import plot_results
-import study
-import sweep_env_timing
-import sweep_options
-from helpers import ROOT, STUDY, read_json
+from helpers import ENV_TIMING_MODULE, ROOT, STUDY, SWEEP_MODULE, read_json
+from sweep import env_timing_check as sweep_env_timing
+from sweep import options as sweep_options
+from sweep import study
 
 EXP7, EXP8 = STUDY.experiments["exp7"], STUDY.experiments["exp8"]
 
@@ -95,7 +95,7 @@ def test_exp8_runs_mujoco_on_envpool_only_and_the_whole_study_lists_both(tmp_pat
 def test_the_plan_names_the_backend_in_descriptions_log_stems_and_cells(tmp_path):
     cmd = [
         sys.executable,
-        str(ROOT / "sweep.py"),
+        *SWEEP_MODULE,
         "plan",
         "--experiments",
         "exp7",
@@ -246,10 +246,10 @@ def test_the_slurm_tasks_plan_the_same_env_threads(tmp_path):
     assert "--cpus 1" in proc.stdout and "5 runs" in proc.stdout
 
 
-# A stand-in interpreter: notes env_timing.py's arguments (and times nothing), real Python for everything else.
+# A stand-in interpreter: notes sweep/env_timing.py's arguments (and times nothing), real Python for everything else.
 NOTING_PYTHON = """#!/usr/bin/env bash
 case ${1:-} in
-  */env_timing.py) echo "$*" >> "$TIMING_MARKS" ;;
+  -m) if [[ $2 == sweep.env_timing ]]; then echo "$*" >> "$TIMING_MARKS"; else exec "$REAL_PYTHON" "$@"; fi ;;
   *) exec "$REAL_PYTHON" "$@" ;;
 esac
 """
@@ -325,7 +325,7 @@ def test_env_timing_times_envpool_envs_beside_their_gymnax_twins(tmp_path):
     out = tmp_path / "timing.json"
     cmd = [
         sys.executable,
-        str(ROOT / "env_timing.py"),
+        *ENV_TIMING_MODULE,
         "--envs",
         "CartPole-v1,CartPole-v1@envpool,Hopper-v4@envpool",
     ]
@@ -369,7 +369,7 @@ def test_env_timing_times_envpool_envs_beside_their_gymnax_twins(tmp_path):
 def test_env_timing_refuses_an_env_envpool_lacks():
     cmd = [
         sys.executable,
-        str(ROOT / "env_timing.py"),
+        *ENV_TIMING_MODULE,
         "--envs",
         "CartPole-v1@envpool,Nope-v0@envpool",
     ]

@@ -290,7 +290,7 @@ def test_envpool_bad_input_is_refused_in_one_line_before_any_work(framework, cas
 
 
 def test_make_envpool_refuses_more_threads_than_cores():
-    """env_timing.py makes its pools here, with no Args to check its --env-threads."""
+    """sweep/env_timing.py makes its pools here, with no Args to check its --env-threads."""
     cores = len(os.sched_getaffinity(0))
     with pytest.raises(ValueError, match=f"--env-threads must be 0 .* to {cores}, got {cores + 1}"):
         env_adapters.make_envpool("CartPole-v1", num_envs=4, seed=1, num_threads=cores + 1)

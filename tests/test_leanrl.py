@@ -8,12 +8,12 @@ import sys
 
 import pytest
 
-import study
 from benchmarks import leanrl, leanrl_env, leanrl_runs, leanrl_source
 from benchmarks.common import STEADY_FROM
 from benchmarks.leanrl_runs import CONFIGS
 from benchmarks.leanrl_source import COMPILED, PLAIN, SCRIPTS, SHIMS, ShimMismatch
 from helpers import ROOT
+from sweep import study
 
 
 # ------------------------------------------------------------------------------------------------ the shims

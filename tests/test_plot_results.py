@@ -19,7 +19,6 @@ import pytest
 from tensorboardX import SummaryWriter
 
 import plot_results
-import study
 from analysis import figures, plotting, results, speedup_figures, stats, time_figures
 from analysis.dtypes import DTYPE_COLUMNS
 from analysis.loading import load_runs, read_env_timing, read_previous
@@ -27,6 +26,7 @@ from analysis.readme_block import README_MARKERS, readme_markdown
 from analysis.speedup_markdown import speedup_markdown
 from analysis.speedups import ENV_COST_COLUMNS, SPEEDUP_COLUMNS
 from helpers import STUDY
+from sweep import study
 
 NUM_ENVS, NUM_STEPS, ITERATIONS = 4, 8, 11  # iterations 0, 1-7 and 8-10: every window is populated
 BATCH = NUM_ENVS * NUM_STEPS
@@ -1236,12 +1236,12 @@ def test_windows_come_from_the_study(tmp_path, monkeypatch):
 
 
 def test_one_reader_of_run_folders(tmp_path, monkeypatch, capsys):
-    """plot_results.py and benchmarks/common.py read runs through runlog.py and no other way: the analysis through
+    """plot_results.py and benchmarks/common.py read runs through analysis/runlog.py and no other way: the analysis through
     runlog.read_completed_run (the one definition of a usable completed run: a run it refuses is skipped with its
     reason), benchmarks/common.py through runlog.read_run (which read_completed_run reads with). Each sees only
     what runlog hands it: times doubled by runlog.read_run are the times in summary.csv and in the series."""
     import benchmarks.common
-    import runlog
+    from analysis import runlog
 
     root = tmp_path / "runs"
     kept = write_run(root, "CartPole-v1", "linen", "small", "jit", 1, sync=True)

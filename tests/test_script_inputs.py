@@ -14,8 +14,8 @@ import pytest
 from test_bookkeeping import stripped_copy
 
 import bookkeeping
-import env_timing
 from helpers import STUDY, TINY, run_script
+from sweep import env_timing
 
 FRAMEWORKS = list(STUDY.frameworks)
 CORES = len(os.sched_getaffinity(0))

@@ -1,4 +1,4 @@
-"""Tests of bench.sh --slurm (the sweep as a Slurm job array, written by sweep.py) and slurm/local_cluster.sh,
+"""Tests of bench.sh --slurm (the sweep as a Slurm job array, written by python -m sweep) and slurm/local_cluster.sh,
 against a real single-node Slurm on this machine (Debian's slurm-wlm and munge; .ci/run installs them).
 
 Where slurm-wlm and munge are not installed, or not as root (slurmd starts the jobs), the tests that need a
@@ -18,10 +18,8 @@ from pathlib import Path
 
 import pytest
 
-import option_checks
-import sbatch_options
-import sbatch_script
-from helpers import ROOT, STUDY, read_json, wait_until
+from helpers import ROOT, STUDY, SWEEP_MODULE, read_json, wait_until
+from sweep import option_checks, sbatch_options, sbatch_script
 
 # under pytest-xdist, one worker runs them: one cluster at a time
 pytestmark = pytest.mark.xdist_group("slurm")
@@ -228,11 +226,11 @@ def test_dry_run_prints_the_array_script(tmp_path):
 
 
 def test_sweep_py_sbatch_takes_bench_sh_default_kill_after(tmp_path):
-    """sweep.py sbatch without --kill-after (sweep_cli.py's default) gives the time limit bench.sh --slurm gives."""
+    """python -m sweep sbatch without --kill-after (sweep/cli.py's default) gives the time limit bench.sh --slurm gives."""
     sel = ["--experiments", "exp3", "--frameworks", "linen", "--seeds", "1", "--timeout", "100"]
     script, _ = dry_run_script(tmp_path, *sel)
     sweep = subprocess.run(
-        [sys.executable, str(ROOT / "sweep.py"), "sbatch", "--log-dir", str(tmp_path / "runs")]
+        [sys.executable, *SWEEP_MODULE, "sbatch", "--log-dir", str(tmp_path / "runs")]
         + ["--python", sys.executable, *sel],
         capture_output=True,
         text=True,
@@ -549,7 +547,7 @@ def options_set(proc: subprocess.CompletedProcess) -> set[str]:
 
 @needs_slurm
 def test_the_sbatch_option_table_is_the_real_sbatchs(cluster, tmp_path):
-    """sweep.py's table of sbatch options, against the sbatch here: every long option it lists takes a value as the
+    """python -m sweep's table of sbatch options, against the sbatch here: every long option it lists takes a value as the
     table says (getopt_long's errors tell), and `sbatch --help` names no option nor letter the table lacks."""
     for name in (
         sbatch_options.SBATCH_NO_VALUE
@@ -642,7 +640,7 @@ def slurm_args_forms() -> list[list[str]]:
 def test_slurm_args_refuses_exactly_what_the_real_sbatch_reads_as_an_option_bench_sh_sets(
     cluster, tmp_path
 ):
-    """Each form, on an #SBATCH line of the real sbatch, against sweep.py's reading of it (bench.sh --slurm-args):
+    """Each form, on an #SBATCH line of the real sbatch, against python -m sweep's reading of it (bench.sh --slurm-args):
     refused exactly when sbatch sets an option bench.sh sets, or finds the option ambiguous."""
     disagree, accepted = [], []
     for words in slurm_args_forms():

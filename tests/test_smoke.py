@@ -10,9 +10,9 @@ from test_analysis_gaps import has_data
 from test_bench import bench, cell_of, dry_run, framework_of, last_line, option
 
 import plot_results
-import study
 from analysis import figures
 from helpers import ROOT, STUDY
+from sweep import study
 
 SMOKE = STUDY.presets["smoke"]
 

@@ -10,8 +10,8 @@ letters. (tasks-per-node is another name of ntasks-per-node.)
 import shlex
 from typing import Optional
 
-from option_checks import BadOption
-from shell_quoting import control_characters
+from sweep.option_checks import BadOption
+from sweep.shell_quoting import control_characters
 
 # bench.sh gets SIGTERM this long before the time limit: the run in progress saves its summary
 SIGNAL_BEFORE_S = 120

@@ -17,7 +17,7 @@ need the large batch for their cost per env step to be compute rather than call 
 --num-envs. Each env's num_envs is recorded with its times. num_actions: a discrete env's number of choices, a
 continuous env's action length.
 
-An env on envpool (CPU simulators, whatever JAX's device) is named by its env label, "{id}@envpool" (study.py), the
+An env on envpool (CPU simulators, whatever JAX's device) is named by its env label, "{id}@envpool" (sweep/study.py), the
 key of its times in the file, beside the gymnax env of the same id: the adapter's batched step through its host
 callback, inside the same jitted call and timing loop, --envpool-num-envs at once (1024) with --env-threads threads
 (0, the scripts' default: envpool's own, one a core; bench.sh --cpus N gives N). Its cost per env step is that of
@@ -25,11 +25,11 @@ a C++ loop over the envs: flat from about a thousand envs (CartPole-v1, 1 thread
 1024, 4096 envs, where the call's fixed cost fades), and MuJoCo's 60-115 us would take 40 s an env at 4096. Random
 actions as above.
 
-    python env_timing.py                                  # the study's envs -> results/env_timing.json
-    python env_timing.py --envs CartPole-v1,Acrobot-v1 --num-envs 64 --out /tmp/timing.json
-    python env_timing.py --envs CartPole-v1,CartPole-v1@envpool --out /tmp/timing.json   # both backends
+    python -m sweep.env_timing                                  # the study's envs -> results/env_timing.json
+    python -m sweep.env_timing --envs CartPole-v1,Acrobot-v1 --num-envs 64 --out /tmp/timing.json
+    python -m sweep.env_timing --envs CartPole-v1,CartPole-v1@envpool --out /tmp/timing.json   # both backends
 
---out replaces only an env-timing file (env_timing_file.py) whose envs this call all times again: another file there
+--out replaces only an env-timing file (sweep/env_timing_file.py) whose envs this call all times again: another file there
 (notes, a file with a nonsense cost) or one with more envs is refused in one line, exit status 2, before any timing.
 """
 
@@ -50,10 +50,9 @@ import tyro
 from scipy import stats
 
 import env_adapters
-import env_timing_file
-import study
 from atomic import check_replaceable, write_json
-from option_checks import check_int
+from sweep import env_timing_file, study
+from sweep.option_checks import check_int
 
 TRIM = 0.1  # cut 10 % at each end for the trimmed mean
 CPU_EXPENSIVE_NUM_ENVS = 256  # the default --expensive-num-envs on a CPU (see the docstring)
@@ -123,7 +122,7 @@ def check_out_file(out: str, envs: list[str]) -> None:
         try:
             have = env_timing_file.loads(text, out)["envs"]
         except env_timing_file.BadTiming as e:
-            return f"is not a file env_timing.py wrote ({e.reason})"
+            return f"is not a file sweep/env_timing.py wrote ({e.reason})"
         dropped = [env for env in have if env not in envs]
         if dropped:
             return f"holds envs this call does not time ({', '.join(dropped)}; give them to --envs too)"

@@ -17,8 +17,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
-from option_checks import PROG
-from sweep_matrix import PlannedRun
+from sweep.matrix import PlannedRun
+from sweep.option_checks import PROG
 
 # the options that do not tell two runs apart: where the run writes (a run folder is found under the log dir anyway),
 # and the folder it continues (the command of config.json, the first start's, has none)
@@ -53,7 +53,7 @@ def completed_keys(exp_dir: Path, wanted: Optional[set] = None) -> set:
     if not any(exp_dir.glob("*/config.json")):
         return done
     # here: runlog imports pandas, which a sweep with no runs yet need not pay for
-    import runlog
+    from analysis import runlog
 
     for run_dir in runlog.find_runs([exp_dir])[0]:
         if run_dir.parent != exp_dir:  # bench.sh's run folders are directly in it

@@ -1,7 +1,7 @@
-"""The sweep's options, declared once: bench.sh's, with their help, and the sweep.py actions that take each.
+"""The sweep's options, declared once: bench.sh's, with their help, and the python -m sweep actions that take each.
 
-From this table sweep.py makes its parsers (add_options), and bench.sh --help its lists of options
-(`python sweep.py options [slurm]`: help_lines). bench.sh reads its own command line without Python (the
+From this table python -m sweep makes its parsers (add_options), and bench.sh --help its lists of options
+(`python -m sweep options [slurm]`: help_lines). bench.sh reads its own command line without Python (the
 interpreter, --python, is one of its options), so it keeps the names of those that take a value and of the flags;
 tests/test_bench.py holds them to value_names() and flag_names().
 """
@@ -11,11 +11,11 @@ import textwrap
 from dataclasses import dataclass
 from typing import Optional
 
-from sbatch_options import SBATCH_OWN
-from sbatch_script import MAX_TASKS, TIME_MARGIN_S
-from sweep_options import DEFAULT_SEEDS
+from sweep.options import DEFAULT_SEEDS
+from sweep.sbatch_options import SBATCH_OWN
+from sweep.sbatch_script import MAX_TASKS, TIME_MARGIN_S
 
-# sweep.py's actions on a sweep: each takes the options of the sweep's runs
+# python -m sweep's actions on a sweep: each takes the options of the sweep's runs
 SWEEP_ACTIONS = ("check", "plan", "dry-run", "env-timing", "sbatch")
 SBATCH = ("sbatch",)
 # bench.sh --help's lists of options: the sweep's, and those of the Slurm job array
@@ -30,17 +30,17 @@ HELP_COLUMN, HELP_WIDTH = 20, 113
 
 @dataclass(frozen=True)
 class Option:
-    """An option of the sweep: bench.sh's (in a section of its --help), sweep.py's (taken by actions), or both."""
+    """An option of the sweep: bench.sh's (in a section of its --help), python -m sweep's (taken by actions), or both."""
 
     name: str
     # its value in bench.sh --help; None: a flag, which takes no value
     metavar: Optional[str]
     help: str
-    # the list of bench.sh --help it is in; None: sweep.py's alone (bench.sh passes one of its own on with it)
+    # the list of bench.sh --help it is in; None: python -m sweep's alone (bench.sh passes one of its own on with it)
     section: Optional[str] = GENERAL
-    # the sweep.py actions that take it; none: bench.sh's alone
+    # the python -m sweep actions that take it; none: bench.sh's alone
     actions: tuple[str, ...] = ()
-    # sweep.py's value when it is not given
+    # python -m sweep's value when it is not given
     default: Optional[str] = None
     required: bool = False
     # it selects the sweep's runs: each Slurm task's bench.sh gets it as it was given
@@ -246,7 +246,7 @@ OPTIONS = (
 
 
 def attribute(name: str) -> str:
-    """sweep.py's attribute of an option: "--compile-modes" -> "compile_modes"."""
+    """python -m sweep's attribute of an option: "--compile-modes" -> "compile_modes"."""
     return name.removeprefix("--").replace("-", "_")
 
 
@@ -264,7 +264,7 @@ def argparse_settings(option: Option) -> dict:
 
 
 def add_options(parser: argparse.ArgumentParser, action: str) -> None:
-    """The options that the sweep.py action takes, into its parser."""
+    """The options that the python -m sweep action takes, into its parser."""
     for option in OPTIONS:
         if action in option.actions:
             parser.add_argument(option.name, **argparse_settings(option))

@@ -18,12 +18,12 @@ import shutil
 from dataclasses import dataclass
 from typing import Optional
 
-import study
-from option_checks import MAX_RUNS, BadOption, cpus, positive_int, seconds
-from sbatch_options import SIGNAL_BEFORE_S, sbatch_lines, sbatch_word
-from shell_quoting import control_characters
-from sweep_matrix import PlannedRun, cells, shard_of_cells
-from sweep_options import Selection
+from sweep import study
+from sweep.matrix import PlannedRun, cells, shard_of_cells
+from sweep.option_checks import MAX_RUNS, BadOption, cpus, positive_int, seconds
+from sweep.options import Selection
+from sweep.sbatch_options import SIGNAL_BEFORE_S, sbatch_lines, sbatch_word
+from sweep.shell_quoting import control_characters
 
 # the default task count is the number of cells, at most this (Slurm's default MaxArraySize is 1001)
 MAX_TASKS = 1000
@@ -47,7 +47,7 @@ class JobArray:
 
 
 def job_array(args: argparse.Namespace, sel: Selection, num_cells: int) -> JobArray:
-    """The job's settings from sweep.py sbatch's options; BadOption names the first bad one."""
+    """The job's settings from python -m sweep sbatch's options; BadOption names the first bad one."""
     if sel.shard != (0, 1):
         raise BadOption(
             "--shard does not go with --slurm: the array tasks are the shards (--slurm-tasks N)"

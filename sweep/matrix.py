@@ -12,9 +12,9 @@ import hashlib
 from dataclasses import dataclass, replace
 from itertools import product
 
-import study
-from option_checks import MAX_RUNS, BadOption
-from sweep_options import DEFAULT_MODE, Selection
+from sweep import study
+from sweep.option_checks import MAX_RUNS, BadOption
+from sweep.options import DEFAULT_MODE, Selection
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
-"""The env-timing file (env_timing.py's JSON) read and checked one way by each of its readers: bench.sh's check
-(sweep_env_timing.py), env_timing.py's --out and the analysis (analysis/loading.py). Standard library only.
+"""The env-timing file (sweep/env_timing.py's JSON) read and checked one way by each of its readers: bench.sh's check
+(sweep/env_timing_check.py), sweep/env_timing.py's --out and the analysis (analysis/loading.py). Standard library only.
 
 A file is usable when it is a JSON object whose "envs" object holds, per env label, an object with a "ratio" (the
 env's cost, which the analysis uses) whose step costs ("ratio", "ms_per_step", "us_per_env_step") are finite positive

@@ -1,9 +1,9 @@
 """The study of benchback-rl, read from study.toml: frameworks, envs, model sizes, experiments, windows, presets.
 
 Every tool reads the study through this module (no heavy imports, so bench.sh can call it quickly); the types it
-reads into (Study, Experiment, ..., env_label) are study_types.py's, imported from here:
+reads into (Study, Experiment, ..., env_label) are sweep/study_types.py's, imported from here:
 
-    import study
+    from sweep import study
     S = study.load()                   # study.toml, or the file named by $BENCHBACK_STUDY
     S.frameworks["nnx"].compile        # ('cached_partial', 'jit', 'none'): the default first
     S.pairs                            # (('nnx', 'linen'), ('equinox', 'linen'), ('equinox', 'nnx'), ...)
@@ -11,7 +11,7 @@ reads into (Study, Experiment, ..., env_label) are study_types.py's, imported fr
     S.continuous_envs                  # the cheap envs with 1-D Box actions: an experiment's envs "continuous"
     S.envpool_envs                     # the envpool ids of the study (an experiment's backends "envpool")
     S.every_env                        # envs, continuous_envs, expensive_envs, then "{id}@envpool" of envpool_envs:
-                                       #   what env_timing.py times
+                                       #   what sweep/env_timing.py times
     S.experiments["exp7"].envs         # ('CartPole-v1', 'CartPole-v1@envpool', ...): env labels (env_label)
     S.experiments["exp5"].syncs        # (False, True): runs with --sync-timing off and on
     S.experiments["exp10"].dtypes      # ('float32', 'bfloat16'): each run once per --dtype
@@ -32,7 +32,7 @@ import tomllib
 from functools import cache
 from pathlib import Path
 
-from study_types import (
+from sweep.study_types import (
     BACKENDS,
     DTYPES,
     Config,
@@ -47,7 +47,7 @@ from study_types import (
     split_label,
 )
 
-ROOT = Path(__file__).resolve().parent
+ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_PATH = ROOT / "study.toml"
 PATH_VARIABLE = "BENCHBACK_STUDY"  # another study file, e.g. a test's
 

@@ -1,7 +1,7 @@
 """The checks of an option's value, one function each: a count, an integer range, seconds, a shard, a list.
 
 Each raises BadOption (a ValueError), whose message names the option, the bad value and the valid choices: the
-sweep prints it on one line and exits 2, env_timing.py likewise. The bounds of every count and number of seconds a
+sweep prints it on one line and exits 2, sweep/env_timing.py likewise. The bounds of every count and number of seconds a
 sweep takes live here too.
 """
 
@@ -47,7 +47,7 @@ def bounded_int(option: str, value: str, low: int, high: int) -> int:
 
 def check_int(option: str, value: int, low: int, high: int = MAX_COUNT, said: str = "") -> int:
     """`value` when it is from low to high; else BadOption naming the option, the value (as `said`, when given)
-    and the valid range. The one range check of the sweep's options and env_timing.py's."""
+    and the valid range. The one range check of the sweep's options and sweep/env_timing.py's."""
     if not low <= value <= high:
         raise BadOption(f"{option} must be an integer from {low} to {high}, got {said or value!r}")
     return value

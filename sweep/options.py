@@ -7,9 +7,8 @@ import argparse
 from dataclasses import dataclass
 from typing import Optional
 
-import run_args
-import study
-from option_checks import (
+from sweep import run_args, study
+from sweep.option_checks import (
     MAX_COUNT,
     MAX_RUNS,
     BadOption,

@@ -1,9 +1,9 @@
-"""Whether a sweep must (re)measure the env step costs (env_timing.py) before its runs, and of which envs.
+"""Whether a sweep must (re)measure the env step costs (sweep/env_timing.py) before its runs, and of which envs.
 
-bench.sh asks before a sweep (sweep.py env-timing): a file measured on another host or device, or lacking an env of
+bench.sh asks before a sweep (python -m sweep env-timing): a file measured on another host or device, or lacking an env of
 the sweep, or with envpool's threads other than the sweep's, is measured again, with every env it holds (a file never
 ends up with fewer envs: one machine's times of the envs of both). A file that is not a usable env-timing file
-(env_timing_file.py: a step cost of -1, 0, NaN or "x") is refused (BadTiming, one line naming the file, the env and
+(sweep/env_timing_file.py: a step cost of -1, 0, NaN or "x") is refused (BadTiming, one line naming the file, the env and
 the value): bench.sh then says so and goes on without env timing, the file left as it is.
 """
 
@@ -11,10 +11,9 @@ import socket
 from pathlib import Path
 from typing import Optional
 
-import env_timing_file
-import study
+from sweep import env_timing_file, study
 
-# the scripts' --env-threads default (and env_timing.py's): 0, envpool's own (one thread per core)
+# the scripts' --env-threads default (and sweep/env_timing.py's): 0, envpool's own (one thread per core)
 DEFAULT_ENV_THREADS = 0
 
 

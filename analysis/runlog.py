@@ -1,9 +1,9 @@
-"""Reads what a run of a ppo_*.py script wrote: config.json, summary.json, its scalars (launch.py runs one).
+"""Reads what a run of a ppo_*.py script wrote: config.json, summary.json, its scalars (tools/launch.py runs one).
 
-The one reader of run folders, used by plot_results.py, sweep_resume.py (bench.sh's resume), benchmarks/ and the tests.
+The one reader of run folders, used by plot_results.py, sweep/resume.py (bench.sh's resume), benchmarks/ and the tests.
 One definition of a usable run serves them all: `check_completed` says why a run is not one.
 
-    from runlog import read_run, is_completed
+    from analysis.runlog import read_run, is_completed
     run = read_run("runs/CartPole-v1__linen__small__jit__1__1700000000")
     run.config["framework"], run.summary["status"], run.scalars["time/iteration"]
 
@@ -56,8 +56,7 @@ from typing import NamedTuple, Optional
 
 import pandas as pd
 
-import run_args
-import study
+from sweep import run_args, study
 
 # config.json keys that the analysis and the resume need: a run without them cannot be placed in the study
 REQUIRED_CONFIG = [
@@ -221,7 +220,7 @@ def read_scalars(run_dir: Path) -> pd.DataFrame:
 def find_runs(roots) -> tuple[list[Path], list[Path]]:
     """(every run folder, one holding config.json, at any depth under the given folders, sorted per folder; the links
     to folders met on the way). Links are never followed: a run is read where it is, once, and bench.sh's resume
-    (sweep_resume.py) finds runs here too, so that a run one of them counts, the other counts as well."""
+    (sweep/resume.py) finds runs here too, so that a run one of them counts, the other counts as well."""
     found, links = [], []
     for root in roots:
         here = []

@@ -1,6 +1,6 @@
 """What a study is: its frameworks, iteration windows, experiments (their data types; a learning experiment with its
 reference configurations and their published returns), platform comparisons, presets (a sweep by name), and the env
-labels that name an env on a backend. study.py reads a study of these from study.toml; import them from there.
+labels that name an env on a backend. sweep/study.py reads a study of these from study.toml; import them from there.
 """
 
 from dataclasses import dataclass, field

@@ -1,6 +1,6 @@
-"""Runs a ppo_*.py script in a fresh process, as the tests and benchmarks/ do; runlog.py reads what it wrote.
+"""Runs a ppo_*.py script in a fresh process, as the tests and benchmarks/ do; analysis/runlog.py reads what it wrote.
 
-from launch import run_script
+from tools.launch import run_script
 proc = run_script("ppo_linen.py", "--num-iterations", "3", log_dir=tmp_dir)
 """
 
@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def run_script(

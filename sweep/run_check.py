@@ -11,7 +11,7 @@ configuration's and those after --). The scripts are imported in one child of th
 nothing. The child sees no accelerator (JAX_PLATFORMS=cpu): parsing needs none, and a run checks its batch against
 its own device's memory.
 
-    python sweep_run_check.py '{"SCRIPT": [ARGV, ...], ...}'   # the child: prints its verdict as JSON
+    python sweep/run_check.py '{"SCRIPT": [ARGV, ...], ...}'   # the child: prints its verdict as JSON
 """
 
 import importlib.util
@@ -22,9 +22,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import study
-from option_checks import PROG, BadOption
-from sweep_matrix import PlannedRun
+from sweep import study
+from sweep.matrix import PlannedRun
+from sweep.option_checks import PROG, BadOption
 
 
 def argvs_to_check(runs: list[PlannedRun], the_study: study.Study) -> dict[str, list[list[str]]]:
@@ -46,8 +46,10 @@ def check_run_args(
     these. A script that cannot be imported (its framework not installed) is a warning: its runs will say why."""
     if not given:
         return
-    cmd = [python, __file__, json.dumps(argvs_to_check(runs, the_study))]
-    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    cmd = [python, "-m", "sweep.run_check", json.dumps(argvs_to_check(runs, the_study))]
+    # the sweep package importable from any folder
+    path = os.pathsep.join(filter(None, [str(study.ROOT), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": path}
     try:
         child = subprocess.run(cmd, capture_output=True, text=True, env=env)
     except OSError as e:

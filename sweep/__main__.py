@@ -2,18 +2,18 @@
 are done, and the Slurm job array's script.
 
 bench.sh calls this module once per sweep and keeps the process work (one fresh process per run, timeouts,
-logs, progress). Everything here comes from the study (study.toml, through study.py):
+logs, progress). Everything here comes from the study (study.toml, through sweep/study.py):
 
-    python sweep.py dry-run --experiments exp1 --seeds 1 --log-dir runs   # one command per run, then a count
-    python sweep.py plan    --log-dir runs --shard 0/2 -- --num-envs 64   # the same, as NUL-separated data for bench.sh
-    python sweep.py experiments                                           # one line per experiment
-    python sweep.py presets                                               # each preset and its options
-    python sweep.py options [slurm]                                       # bench.sh --help's lists of options
-    python sweep.py dry-run --preset smoke --log-dir runs-smoke           # a preset's sweep (bench.sh --smoke)
-    python sweep.py check   --log-dir runs --shard 0/2                    # exit 2 on a bad option, else prints 0/2
-    python sweep.py env-timing --file runs/env_timing.json --envs CartPole-v1  # must the env timing be (re)done?
-    python sweep.py sbatch  --log-dir runs --slurm-tasks 8 --timeout 900  # the job array script (bench.sh --slurm)
-    python sweep.py claim --fd 9 --lock F --holder H --description D --log-dir runs -- N WORDS...  # a cell's lock
+    python -m sweep dry-run --experiments exp1 --seeds 1 --log-dir runs   # one command per run, then a count
+    python -m sweep plan    --log-dir runs --shard 0/2 -- --num-envs 64   # the same, as NUL-separated data for bench.sh
+    python -m sweep experiments                                           # one line per experiment
+    python -m sweep presets                                               # each preset and its options
+    python -m sweep options [slurm]                                       # bench.sh --help's lists of options
+    python -m sweep dry-run --preset smoke --log-dir runs-smoke           # a preset's sweep (bench.sh --smoke)
+    python -m sweep check   --log-dir runs --shard 0/2                    # exit 2 on a bad option, else prints 0/2
+    python -m sweep env-timing --file runs/env_timing.json --envs CartPole-v1  # must the env timing be (re)done?
+    python -m sweep sbatch  --log-dir runs --slurm-tasks 8 --timeout 900  # the job array script (bench.sh --slurm)
+    python -m sweep claim --fd 9 --lock F --holder H --description D --log-dir runs -- N WORDS...  # a cell's lock
 
 Its parts, one job each: sweep_cli (the options, declared once), option_checks (a value's checks), sweep_preset
 (a preset's options, from the study), sweep_options (the selection, against the study), sweep_matrix (the runs and
@@ -28,18 +28,18 @@ import shlex
 import sys
 from pathlib import Path
 
-import study
-from env_timing_file import BadTiming
-from option_checks import PROG, BadOption
-from sbatch_script import job_array, sbatch_script
-from shell_quoting import shell_word
-from sweep_cli import GENERAL, SLURM, SWEEP_ACTIONS, add_options, help_lines, matrix_options
-from sweep_env_timing import env_timing_reason
-from sweep_matrix import PlannedRun, bounded_matrix, cell_id, cells, shard_runs
-from sweep_options import Selection, select
-from sweep_preset import apply_preset, preset_words
-from sweep_resume import claim_cell, done_flags, with_resumes
-from sweep_run_check import check_run_args
+from sweep import study
+from sweep.cli import GENERAL, SLURM, SWEEP_ACTIONS, add_options, help_lines, matrix_options
+from sweep.env_timing_check import env_timing_reason
+from sweep.env_timing_file import BadTiming
+from sweep.matrix import PlannedRun, bounded_matrix, cell_id, cells, shard_runs
+from sweep.option_checks import PROG, BadOption
+from sweep.options import Selection, select
+from sweep.preset import apply_preset, preset_words
+from sweep.resume import claim_cell, done_flags, with_resumes
+from sweep.run_check import check_run_args
+from sweep.sbatch_script import job_array, sbatch_script
+from sweep.shell_quoting import shell_word
 
 
 class Parser(argparse.ArgumentParser):
@@ -49,7 +49,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def parser() -> Parser:
-    p = Parser(prog="sweep.py", description=__doc__.split("\n\n")[0], allow_abbrev=False)
+    p = Parser(prog="python -m sweep", description=__doc__.split("\n\n")[0], allow_abbrev=False)
     sub = p.add_subparsers(dest="action", required=True, parser_class=Parser)
     for action in SWEEP_ACTIONS:
         s = sub.add_parser(action, allow_abbrev=False)

@@ -9,12 +9,12 @@ arguments: BadOption names the value and the preset.
 import argparse
 import shlex
 
-import study
-from option_checks import BadOption
+from sweep import study
+from sweep.option_checks import BadOption
 
 
 def attribute(option: str) -> str:
-    """sweep.py's name of a bench.sh option: "compile-modes" -> "compile_modes"."""
+    """python -m sweep's name of a bench.sh option: "compile-modes" -> "compile_modes"."""
     return option.replace("-", "_")
 
 
