@@ -95,7 +95,7 @@ def stopped_runs(exp_dir: Path, wanted: set) -> dict:
     found = {}
     if not any(exp_dir.glob("*/resume.safetensors")):
         return found
-    import runlog
+    from analysis import runlog
 
     for run_dir in runlog.find_runs([exp_dir])[0]:
         if run_dir.parent != exp_dir:

@@ -22,9 +22,9 @@ import pandas as pd
 import pytest
 from test_bench import bench, fake_run, other_study, planned
 
-import runlog
-import sweep_resume
+from analysis import runlog
 from helpers import ROOT, STUDY, one_cell, only_run_dir, read_json
+from sweep import resume as sweep_resume
 
 SHORT = "resume9"
 ITERATIONS, BATCH = 20, 8 * 64
