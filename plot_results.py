@@ -150,6 +150,7 @@ def named_paths(args: argparse.Namespace) -> list[tuple[str, str]]:
 def check_paths(args: argparse.Namespace, study: Study) -> None:
     """BadInput for a named input that is missing, or an output that cannot be written, before anything is read.
     An empty path names no file (it would mean the current folder)."""
+    report.generated_at()  # a bad SOURCE_DATE_EPOCH, before anything is read
     for flag, path in named_paths(args):
         if path == "":
             raise BadInput(f"{flag} '': an empty path names no file or folder")

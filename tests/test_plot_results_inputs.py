@@ -419,3 +419,19 @@ def test_a_table_with_words_for_numbers_is_one_line_and_exit_2(tmp_path, capsys,
     code, errors, _ = analyse(capsys, *inputs, "--out", tmp_path / "out", "--no-figures")
     assert code == 2 and len(errors) == 1 and "'fast'" in errors[0] and column in errors[0]
     assert not (tmp_path / "out").exists()
+
+
+def test_source_date_epoch_makes_a_replot_byte_for_byte(tmp_path, capsys, monkeypatch):
+    """SOURCE_DATE_EPOCH (the reproducible-builds convention) dates REPORT.md, so that an edition plotted
+    twice is the same byte for byte; a value that is not a number is refused before anything is written."""
+    runs = write_csv(tmp_path / "all.csv", linen_nnx(ENVS))
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1796342400")
+    assert analyse(capsys, "--csv", runs, "--out", tmp_path / "a", "--no-figures").code == 0
+    assert "on 2026-12-04 00:00 UTC from" in (tmp_path / "a" / "REPORT.md").read_text()
+    assert analyse(capsys, "--csv", runs, "--out", tmp_path / "b", "--no-figures").code == 0
+    assert snapshot(tmp_path / "a") == snapshot(tmp_path / "b")
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "yesterday")
+    code, errors, _ = analyse(capsys, "--csv", runs, "--out", tmp_path / "c", "--no-figures")
+    assert (
+        code == 2 and "SOURCE_DATE_EPOCH='yesterday'" in errors[0] and not (tmp_path / "c").exists()
+    )
