@@ -1,21 +1,24 @@
-"""Files written whole or not at all: the one atomic write of benchback-rl (the standard library only).
+"""Files written whole or not at all: the one atomic write of benchback-rl (the standard library
+only).
 
-Every file the project writes goes through write_file (or write_json): the scripts' config.json and summary.json
-(bookkeeping.py), env_timing.json, the benchmarks' JSON files, and the analysis' tables, figures, REPORT.md, README
-blocks and learning curves (analysis/output.py). It imports nothing of the project and no third-party package, so
-that the scripts, sweep/env_timing.py, benchmarks/ and the analysis can all import it.
+Every file the project writes goes through write_file (or write_json): the scripts' config.json and
+summary.json (bookkeeping.py), env_timing.json, the benchmarks' JSON files, and the analysis'
+tables, figures, REPORT.md, README blocks and learning curves (analysis/output.py). It imports
+nothing of the project and no third-party package, so that the scripts, sweep/env_timing.py,
+benchmarks/ and the analysis can all import it.
 
-A write goes into a temporary file beside the file it replaces, is given that file's mode (and, where allowed, its
-owner; a new file gets the usual mode under the umask), and is renamed over it: the file is never half-written, and
-the temporary file is removed on any failure. SIGINT and SIGTERM are held back meanwhile, so that an interruption
-never leaves the temporary file behind. A path that is a symbolic link is written through it: the write lands in
-the file it leads to, the link stays.
+A write goes into a temporary file beside the file it replaces, is given that file's mode (and,
+where allowed, its owner; a new file gets the usual mode under the umask), and is renamed over it:
+the file is never half-written, and the temporary file is removed on any failure. SIGINT and SIGTERM
+are held back meanwhile, so that an interruption never leaves the temporary file behind. A path that
+is a symbolic link is written through it: the write lands in the file it leads to, the link stays.
 
-A tool replaces only files it wrote (check_replaceable, the one check of every output path: sweep/env_timing.py's --out,
-the benchmarks' outputs, the quick start's): before anything is measured, a file already at an output path is read
-and recognised as this tool's (by the mark it wrote: "written_by" in a JSON object, a first line MARK in a Markdown
-file; or by its content), else refused in one line (OutputRefused) and left as it is. A benchmark's outputs are a JSON
-record and its table beside it as .md (check_outputs, write_outputs).
+A tool replaces only files it wrote (check_replaceable, the one check of every output path:
+sweep/env_timing.py's --out, the benchmarks' outputs, the quick start's): before anything is
+measured, a file already at an output path is read and recognised as this tool's (by the mark it
+wrote: "written_by" in a JSON object, a first line MARK in a Markdown file; or by its content), else
+refused in one line (OutputRefused) and left as it is. A benchmark's outputs are a JSON record and
+its table beside it as .md (check_outputs, write_outputs).
 """
 
 import json
@@ -30,13 +33,15 @@ from typing import Callable, Optional
 
 
 def target(path) -> Path:
-    """The file a write to path lands in: path itself (absolute), or the file its symbolic links lead to."""
+    """The file a write to path lands in: path itself (absolute), or the file its symbolic links
+    lead to."""
     return Path(os.path.realpath(path))
 
 
 @contextmanager
 def deferred_signals():
-    """SIGINT and SIGTERM held back (delivered after the block), so that a replacement is never cut in two."""
+    """SIGINT and SIGTERM held back (delivered after the block), so that a replacement is never cut
+    in two."""
     if not hasattr(signal, "pthread_sigmask"):
         yield
         return
@@ -61,7 +66,8 @@ def old_stat(path: Path) -> os.stat_result | None:
 
 
 def keep_owner_and_mode(path: Path, old: os.stat_result | None) -> None:
-    """path given the mode (and, where allowed, the owner) of the file it replaces; a new file's usual mode."""
+    """path given the mode (and, where allowed, the owner) of the file it replaces; a new file's
+    usual mode."""
     os.chmod(path, stat.S_IMODE(old.st_mode) if old else 0o666 & ~current_umask())
     if old and (old.st_uid, old.st_gid) != (os.getuid(), os.getgid()):
         # only root may give a file away: others keep theirs
@@ -70,8 +76,8 @@ def keep_owner_and_mode(path: Path, old: os.stat_result | None) -> None:
 
 
 def write_file(path, data: str | bytes) -> None:
-    """data written to the file at path, through its links: into a temporary file beside that file, with its
-    mode, renamed over it; the temporary file is removed on any failure."""
+    """data written to the file at path, through its links: into a temporary file beside that file,
+    with its mode, renamed over it; the temporary file is removed on any failure."""
     real = target(path)
     data = data.encode() if isinstance(data, str) else data
     with deferred_signals():
@@ -88,7 +94,8 @@ def write_file(path, data: str | bytes) -> None:
 
 
 def finite_json(value):
-    """value with every NaN or infinity replaced by None, so that the JSON holds null: NaN is not JSON."""
+    """value with every NaN or infinity replaced by None, so that the JSON holds null: NaN is not
+    JSON."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
@@ -103,13 +110,13 @@ def write_json(path, data) -> None:
     write_file(path, json.dumps(finite_json(data), indent=2, allow_nan=False))
 
 
-# ------------------------------------------------------------------------------------- files this tool wrote
+# ---------------------------------------------------------------------------- files this tool wrote
 WRITTEN_BY = "written_by"  # the key of a JSON record that names the tool that wrote it
 
 
 class OutputRefused(ValueError):
-    """An output path that holds what the tool did not write, or that it cannot write: the message, one line, names
-    the option, the path and why."""
+    """An output path that holds what the tool did not write, or that it cannot write: the message,
+    one line, names the option, the path and why."""
 
 
 def md_mark(tool: str) -> str:
@@ -118,8 +125,9 @@ def md_mark(tool: str) -> str:
 
 
 def check_writable_folder(flag: str, path, real: Path) -> None:
-    """OutputRefused unless a file can be made in the folder of real, or in its nearest folder that exists (where
-    the missing ones would be made): a file made there and removed at once tells, for root too."""
+    """OutputRefused unless a file can be made in the folder of real, or in its nearest folder that
+    exists (where the missing ones would be made): a file made there and removed at once tells, for
+    root too."""
     folder = next(p for p in real.parents if p.exists())
     try:
         with tempfile.TemporaryFile(dir=folder):
@@ -133,9 +141,9 @@ def check_writable_folder(flag: str, path, real: Path) -> None:
 def check_replaceable(
     flag: str, path, why_not: Callable[[str], Optional[str]], read: Callable = Path.read_text
 ) -> None:
-    """OutputRefused unless a write to path (through its links) makes a new file in a folder that is or can be made
-    writable, or replaces a regular file of whose text (or bytes: read=Path.read_bytes) why_not says nothing (None:
-    this tool's own; else why not)."""
+    """OutputRefused unless a write to path (through its links) makes a new file in a folder that is
+    or can be made writable, or replaces a regular file of whose text (or bytes:
+    read=Path.read_bytes) why_not says nothing (None: this tool's own; else why not)."""
     real = target(path)
     check_writable_folder(flag, path, real)
     if not os.path.lexists(real):
@@ -187,13 +195,14 @@ def table_path(out) -> Path:
 
 
 def check_record(tool: str, out, flag: str = "--out") -> None:
-    """OutputRefused unless tool's JSON record can be written at out without replacing a file tool did not write."""
+    """OutputRefused unless tool's JSON record can be written at out without replacing a file tool
+    did not write."""
     check_replaceable(flag, out, json_by(tool))
 
 
 def check_outputs(tool: str, out, flag: str = "--out") -> None:
-    """OutputRefused unless out names a .json file and both it and the .md beside it can be written without
-    replacing a file that tool did not write."""
+    """OutputRefused unless out names a .json file and both it and the .md beside it can be written
+    without replacing a file that tool did not write."""
     if Path(out).suffix != ".json":
         raise OutputRefused(f"{flag} {out}: give a .json file (the table goes beside it as .md)")
     check_record(tool, out, flag)

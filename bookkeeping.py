@@ -1,10 +1,12 @@
-"""The benchmark bookkeeping of the ppo_*.py scripts: signals, config.json and summary.json (part of benchback-rl).
+"""The benchmark bookkeeping of the ppo_*.py scripts: signals, config.json and summary.json (part of
+benchback-rl).
 
-bench.sh and plot_results.py rely on what it writes; `./setup.sh starter` (tools/starter.py) writes a copy of a
-script without it, which then needs no other file. A script uses it like this:
+bench.sh and plot_results.py rely on what it writes; `./setup.sh starter` (tools/starter.py) writes
+a copy of a script without it, which then needs no other file. A script uses it like this:
 
     book = Bookkeeping(START, packages=("jax", "jaxlib", "flax", "optax", "gymnax"))
-    main = book.wrap(main, Args)     # bad input refused, signals caught, summary.json written, exit codes
+    # bad input refused, signals caught, summary.json written, exit codes:
+    main = book.wrap(main, Args)
     ... in main():
     run_dir = book.make_run_dir(run_dir)  # a new folder, suffixed when the name is taken
     book.start(config, run_dir)      # config.json, before iteration 0
@@ -12,13 +14,14 @@ script without it, which then needs no other file. A script uses it like this:
     book.check_signals()             # between phases: a SIGINT or SIGTERM stops the run there
     book.iteration_done(iteration, scalars, writer)
 
-Signals: SIGINT and SIGTERM set a flag that the script checks between phases, so that none is lost inside a
-compiler and a run started with SIGINT ignored (nohup, a background job) still stops; a second signal stops the
-run at once. The run then ends with status "interrupted" and exit code 130. Bad input (a ValueError, OSError or
-ImportError before the run folder is made) is one line and exit code 2, and leaves no run folder. Any other
-failure ends with status "failed": an OSError (a full disk, a removed log folder) with one line and exit code 1,
-anything else with its traceback. config.json and summary.json are written by atomic.py's write_json (a
-temporary file, then renamed), so they are never empty or half-written.
+Signals: SIGINT and SIGTERM set a flag that the script checks between phases, so that none is lost
+inside a compiler and a run started with SIGINT ignored (nohup, a background job) still stops; a
+second signal stops the run at once. The run then ends with status "interrupted" and exit code 130.
+Bad input (a ValueError, OSError or ImportError before the run folder is made) is one line and exit
+code 2, and leaves no run folder. Any other failure ends with status "failed": an OSError (a full
+disk, a removed log folder) with one line and exit code 1, anything else with its traceback.
+config.json and summary.json are written by atomic.py's write_json (a temporary file, then renamed),
+so they are never empty or half-written.
 """
 
 import io
@@ -43,9 +46,9 @@ import tyro
 from atomic import write_json
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
-# A lower bound of the rollout's float32 numbers per sample: observations twice (before and after any reset),
-# actions, log-probabilities, values, rewards, returns of ended episodes, advantages and value targets, and the
-# update's shuffled copies of them
+# A lower bound of the rollout's float32 numbers per sample: observations twice (before and after
+# any reset), actions, log-probabilities, values, rewards, returns of ended episodes, advantages and
+# value targets, and the update's shuffled copies of them
 BYTES_PER_SAMPLE = 16 * 4
 MAX_BATCH = 2**31 - 1  # the batch is indexed with int32 (the update's permutations)
 WANDB_FORBIDDEN = "/\\#?%:"  # characters W&B refuses in a project (and an entity) name
@@ -55,14 +58,16 @@ REFUSED_JAX_SETTINGS = {
     "jax_enable_x64": "runs in float64 where config.json says --dtype",
     "jax_disable_jit": "runs op by op whatever config.json says of --compile (use --compile none)",
 }
-# The environment variables that change the computation, recorded in config.json: JAX's and XLA's settings
-# (XLA_FLAGS, JAX_PLATFORMS, ...), TorchInductor's, the OpenMP/MKL/OpenBLAS thread settings and the GPU's
+# The environment variables that change the computation, recorded in config.json: JAX's and XLA's
+# settings (XLA_FLAGS, JAX_PLATFORMS, ...), TorchInductor's, the OpenMP/MKL/OpenBLAS thread settings
+# and the GPU's
 COMPUTATION_PREFIXES = ("JAX_", "XLA_", "TORCHINDUCTOR_", "OMP_", "KMP_", "MKL_", "OPENBLAS_")
 COMPUTATION_VARIABLES = ("CUDA_VISIBLE_DEVICES", "NVIDIA_TF32_OVERRIDE")
 
 
 def tyro_message(box: str) -> str:
-    """The message of tyro's error box (a title, a rule, the message wrapped over lines, a rule, help), on one line."""
+    """The message of tyro's error box (a title, a rule, the message wrapped over lines, a rule,
+    help), on one line."""
     lines = [line.strip() for line in box.splitlines()]
     rules = [i for i, line in enumerate(lines) if line.startswith("---")]
     if len(rules) < 2:
@@ -71,7 +76,8 @@ def tyro_message(box: str) -> str:
 
 
 def parse_args(args_type, argv: list[str]):
-    """args_type parsed from argv by tyro; bad input raises ValueError with tyro's message on one line."""
+    """args_type parsed from argv by tyro; bad input raises ValueError with tyro's message on one
+    line."""
     messages = io.StringIO()
     try:
         with redirect_stderr(messages), redirect_stdout(messages):
@@ -87,7 +93,8 @@ def parse_args(args_type, argv: list[str]):
 
 
 def check_args(args_type, argv: list[str]):
-    """The script's Args from argv, parsed by tyro as the script will; bad input raises ValueError with one line."""
+    """The script's Args from argv, parsed by tyro as the script will; bad input raises ValueError
+    with one line."""
     args = parse_args(args_type, argv)
     check_environment()
     check_batch_memory(args)
@@ -96,8 +103,9 @@ def check_args(args_type, argv: list[str]):
 
 
 def check_environment() -> None:
-    """ValueError (one line, naming the variable) for a JAX setting from the environment that config.json would
-    misreport (REFUSED_JAX_SETTINGS), or a JAX_PLATFORMS that JAX cannot start on."""
+    """ValueError (one line, naming the variable) for a JAX setting from the environment that
+    config.json would misreport (REFUSED_JAX_SETTINGS), or a JAX_PLATFORMS that JAX cannot start
+    on."""
     for setting, why in REFUSED_JAX_SETTINGS.items():
         if getattr(jax.config, setting):
             variable = setting.upper()
@@ -108,13 +116,15 @@ def check_environment() -> None:
         platforms = os.environ.get("JAX_PLATFORMS")
         why = str(e).splitlines()[0] if str(e) else "no such device"
         raise ValueError(
-            f"JAX_PLATFORMS={platforms!r}: JAX cannot start on it here ({why}); unset it to let JAX choose"
+            f"JAX_PLATFORMS={platforms!r}: JAX cannot start on it here ({why}); unset it to let "
+            "JAX choose"
         ) from None
 
 
 def exit_on_bad_environment(framework: str) -> None:
-    """check_environment() for a script's first lines, before its imports start JAX (gymnax's does): its one
-    line and exit code 2, not JAX's traceback. For the JAX scripts, also tensorboardX without torch."""
+    """check_environment() for a script's first lines, before its imports start JAX (gymnax's does):
+    its one line and exit code 2, not JAX's traceback. For the JAX scripts, also tensorboardX
+    without torch."""
     try:
         check_environment()
     except ValueError as e:
@@ -125,9 +135,10 @@ def exit_on_bad_environment(framework: str) -> None:
 
 
 def import_tensorboardx_without_torch() -> None:
-    """Imports tensorboardX with torch hidden from it: its writer imports torch whenever torch is installed (about
-    1 s on a CPU, a third of a JAX script's imports) only to accept torch tensors, which the JAX scripts never log.
-    torch is hidden for that import only (other packages, SciPy's among them, look for it later)."""
+    """Imports tensorboardX with torch hidden from it: its writer imports torch whenever torch is
+    installed (about 1 s on a CPU, a third of a JAX script's imports) only to accept torch tensors,
+    which the JAX scripts never log. torch is hidden for that import only (other packages, SciPy's
+    among them, look for it later)."""
     if "torch" in sys.modules or "tensorboardX" in sys.modules:
         return
     sys.modules["torch"] = None  # `import torch` raises ImportError, which tensorboardX expects
@@ -138,8 +149,8 @@ def import_tensorboardx_without_torch() -> None:
 
 
 def computation_variables() -> dict:
-    """The environment variables that change the computation (COMPUTATION_PREFIXES and _VARIABLES) and
-    are set, with their values."""
+    """The environment variables that change the computation (COMPUTATION_PREFIXES and _VARIABLES)
+    and are set, with their values."""
     return {
         name: value
         for name, value in sorted(os.environ.items())
@@ -148,7 +159,8 @@ def computation_variables() -> dict:
 
 
 def memory_bytes() -> int:
-    """The memory the rollout can use: the host's, or the accelerator's when JAX has one (then the smaller)."""
+    """The memory the rollout can use: the host's, or the accelerator's when JAX has one (then the
+    smaller)."""
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     stats = jax.devices()[0].memory_stats()  # None on a CPU
     if stats and stats.get("bytes_limit"):
@@ -157,19 +169,22 @@ def memory_bytes() -> int:
 
 
 def check_batch_memory(args) -> None:
-    """ValueError when the batch cannot be indexed or cannot fit, before the run starts to allocate it."""
+    """ValueError when the batch cannot be indexed or cannot fit, before the run starts to allocate
+    it."""
     need = args.batch_size * BYTES_PER_SAMPLE
     memory = memory_bytes()
     if args.batch_size > MAX_BATCH or need > memory:
         raise ValueError(
-            f"--num-envs {args.num_envs} x --num-steps {args.num_steps} = {args.batch_size:,} samples: too many "
+            f"--num-envs {args.num_envs} x --num-steps {args.num_steps} = {args.batch_size:,} "
+            "samples: too many "
             f"(at most {min(MAX_BATCH, memory // BYTES_PER_SAMPLE):,} here; each needs at least "
             f"{BYTES_PER_SAMPLE} bytes and this machine has {memory / 2**30:.1f} GiB)"
         )
 
 
 def check_wandb_names(args) -> None:
-    """ValueError for a W&B project or entity name that W&B would refuse once the run has started."""
+    """ValueError for a W&B project or entity name that W&B would refuse once the run has
+    started."""
     for flag, name in (
         ("--wandb-project-name", args.wandb_project_name),
         ("--wandb-entity", args.wandb_entity),
@@ -201,8 +216,8 @@ BF16_FLAGS = ("avx512_bf16", "amx_bf16")
 
 
 def cpu_bf16_flags(cpuinfo: str = "/proc/cpuinfo") -> Optional[list]:
-    """The CPU's native bfloat16 instructions among BF16_FLAGS, from Linux's cpuinfo ([] for none: --dtype
-    bfloat16 is then emulated); None where there is no cpuinfo to read."""
+    """The CPU's native bfloat16 instructions among BF16_FLAGS, from Linux's cpuinfo ([] for none:
+    --dtype bfloat16 is then emulated); None where there is no cpuinfo to read."""
     try:
         with open(cpuinfo) as file:
             text = file.read()
@@ -217,8 +232,8 @@ def cpu_bf16_flags(cpuinfo: str = "/proc/cpuinfo") -> Optional[list]:
 
 
 def check_writer(writer, thread_errors: list) -> None:
-    """OSError when tensorboardX's writer thread has died. It dies when a write fails (a full disk), and the run
-    would then hang as soon as the writer's queue is full."""
+    """OSError when tensorboardX's writer thread has died. It dies when a write fails (a full disk),
+    and the run would then hang as soon as the writer's queue is full."""
     event_writer = writer._get_file_writer().event_writer
     if event_writer._worker.is_alive():
         return
@@ -241,20 +256,22 @@ def missing_folders(path: str) -> list[str]:
 
 
 def quiet_os_errors(unraisable) -> None:
-    """sys.unraisablehook once the run's error line has named an OSError (a full disk): an OSError that
-    nothing can catch (tensorboardX's writer closing at exit, on the same disk) prints nothing."""
+    """sys.unraisablehook once the run's error line has named an OSError (a full disk): an OSError
+    that nothing can catch (tensorboardX's writer closing at exit, on the same disk) prints
+    nothing."""
     if not issubclass(unraisable.exc_type, OSError):
         sys.__unraisablehook__(unraisable)
 
 
 def peak_rss_bytes() -> int:
-    """The process's peak resident memory on the host (Linux's ru_maxrss, in KiB), threads included."""
+    """The process's peak resident memory on the host (Linux's ru_maxrss, in KiB), threads
+    included."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def peak_device_bytes() -> Optional[int]:
-    """The accelerator memory the run's frameworks held at their peak (JAX's allocator, and torch's when it used
-    CUDA), summed; None on a CPU, where peak_rss_bytes holds it all."""
+    """The accelerator memory the run's frameworks held at their peak (JAX's allocator, and torch's
+    when it used CUDA), summed; None on a CPU, where peak_rss_bytes holds it all."""
     peaks = []
     stats = jax.devices()[0].memory_stats()  # None on a CPU
     if stats and "peak_bytes_in_use" in stats:
@@ -267,7 +284,8 @@ def peak_device_bytes() -> Optional[int]:
 
 class Bookkeeping:
     def __init__(self, start: float, packages: tuple[str, ...]):
-        """start: time.perf_counter() at the script's first line; packages: the versions config.json records."""
+        """start: time.perf_counter() at the script's first line; packages: the versions config.json
+        records."""
         self.start_time = start
         self.packages = packages
         self.run_dir = None  # set by start(): from then on, the run must leave a summary.json
@@ -275,7 +293,8 @@ class Bookkeeping:
         self.num_iterations = None
         self.running = False  # while True, a second signal stops the run at once
         self.summary_error = None  # why summary.json could not be written
-        self.thread_errors = []  # OSErrors that ended a thread (tensorboardX's writer on a full disk)
+        # OSErrors that ended a thread (tensorboardX's writer on a full disk)
+        self.thread_errors = []
         self.returns = []
         self.summary = {
             "status": "failed",
@@ -296,7 +315,8 @@ class Bookkeeping:
             raise KeyboardInterrupt
 
     def on_thread_error(self, hook_args):
-        """An OSError ends a thread without a traceback; iteration_done() then fails the run with it, in one line."""
+        """An OSError ends a thread without a traceback; iteration_done() then fails the run with
+        it, in one line."""
         if isinstance(hook_args.exc_value, OSError):
             self.thread_errors.append(hook_args.exc_value)
         else:
@@ -308,10 +328,11 @@ class Bookkeeping:
 
     # -------------------------------------------------------------------------------- the run
     def make_run_dir(self, run_dir: str, resume: Optional[str] = None) -> str:
-        """Creates run_dir, or run_dir-2, run_dir-3, ... when it exists (two runs started in the same second);
-        returns the folder made. OSError when the log folder is a file or cannot be created; KeyboardInterrupt,
-        and no folder, after a signal (one sent during the imports). resume: --resume's run folder, returned as
-        it is (start() reads it)."""
+        """Creates run_dir, or run_dir-2, run_dir-3, ... when it exists (two runs started in the
+        same second); returns the folder made. OSError when the log folder is a file or cannot be
+        created; KeyboardInterrupt, and no folder, after a signal (one sent during the imports).
+        resume:
+        --resume's run folder, returned as it is (start() reads it)."""
         self.check_signals()
         if resume:
             return resume
@@ -328,9 +349,10 @@ class Bookkeeping:
                 path = f"{run_dir}-{suffix}"
 
     def start(self, config: dict, run_dir: str):
-        """Adds the command line, the versions and the machine to config (so W&B gets them too), and writes it
-        to config.json. With --resume, config.json stays the first start's (the run's identity) and the run
-        goes on from its resume file's iteration: BadCheckpoint (bad input) when it cannot."""
+        """Adds the command line, the versions and the machine to config (so W&B gets them too), and
+        writes it to config.json. With --resume, config.json stays the first start's (the run's
+        identity) and the run goes on from its resume file's iteration: BadCheckpoint (bad input)
+        when it cannot."""
         if config.get("resume"):
             import checkpoint
 
@@ -372,9 +394,10 @@ class Bookkeeping:
             print("interrupted before the first iteration: nothing ran, no run folder made")
         if self.run_dir is None:  # no run folder was made
             return
-        # Stopped before its first iteration ended (in the imports, the setup or iteration 0's compile), a run
-        # measured nothing: it leaves no folder, rather than one that bench.sh's resume would run again anyway
-        # and the analysis would only list as skipped. The sweep's log keeps the attempt.
+        # Stopped before its first iteration ended (in the imports, the setup or iteration 0's
+        # compile), a run measured nothing: it leaves no folder, rather than one that bench.sh's
+        # resume would run again anyway and the analysis would only list as skipped. The sweep's log
+        # keeps the attempt.
         if nothing_ran and self.remove_run_dir():
             print(f"interrupted before the first iteration: nothing ran, {self.run_dir} removed")
             return
@@ -396,12 +419,13 @@ class Bookkeeping:
         # as the progress lines
         final = "none (no episode ended)" if final is None else f"{final:.1f}"
         print(
-            f"{status}: {done} iterations, total {total:.1f}s, final return {final}, logs in {self.run_dir}"
+            f"{status}: {done} iterations, total {total:.1f}s, final return {final}, logs in "
+            f"{self.run_dir}"
         )
 
     def remove_run_dir(self) -> bool:
-        """Removes the run folder, and the log folders make_run_dir made for it where they are empty (no other
-        run writes there); False, with the folder left, when it cannot."""
+        """Removes the run folder, and the log folders make_run_dir made for it where they are empty
+        (no other run writes there); False, with the folder left, when it cannot."""
         wandb = sys.modules.get("wandb")
         # a W&B run's files may be in the folder: closed first
         if wandb is not None and wandb.run is not None:
@@ -418,7 +442,8 @@ class Bookkeeping:
         return True
 
     def end(self, status: str, error: Optional[Exception] = None, one_line: bool = False):
-        """finish(), then one error line: the error itself when one_line, and summary.json when it was not written."""
+        """finish(), then one error line: the error itself when one_line, and summary.json when it
+        was not written."""
         self.finish(status, f"{type(error).__name__}: {error}" if error else None)
         problems = [str(error)] if one_line else []
         if self.summary_error:
@@ -429,8 +454,8 @@ class Bookkeeping:
             sys.unraisablehook = quiet_os_errors
 
     def run(self, main: Callable[[], None], args_type):
-        """main() with the signals caught and summary.json written whatever happens. Exit codes: 2 for bad input
-        (before the run folder is made), 130 when interrupted, 1 when failed."""
+        """main() with the signals caught and summary.json written whatever happens. Exit codes: 2
+        for bad input (before the run folder is made), 130 when interrupted, 1 when failed."""
         for signum in SIGNALS:
             signal.signal(signum, self.on_signal)
         threading.excepthook = self.on_thread_error
@@ -459,7 +484,8 @@ class Bookkeeping:
             sys.exit(1)
 
     def wrap(self, main: Callable[[], None], args_type) -> Callable[[], None]:
-        """main, run under the bookkeeping; args_type: the script's Args, checked before main() starts."""
+        """main, run under the bookkeeping; args_type: the script's Args, checked before main()
+        starts."""
 
         def bookkept_main():
             self.run(main, args_type)

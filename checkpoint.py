@@ -1,26 +1,31 @@
-"""model.safetensors and resume.safetensors: a trained policy kept in one format that the four frameworks share, and
-a run's whole state, to continue it (part of benchback-rl).
+"""model.safetensors and resume.safetensors: a trained policy kept in one format that the four
+frameworks share, and a run's whole state, to continue it (part of benchback-rl).
 
-The one place that writes, reads and validates them: `--save-model`, `--save-every` and `--resume` in the ppo_*.py
-scripts (Saver), and whatever loads a policy (evaluate.py). Each script adds only its own mapping of its parameters to
-the shared layout (to_shared); evaluate.py's build_agent loads them back into each framework's network. Loading a
-policy needs the standard library, NumPy and safetensors only: no JAX, no torch, no pickle, nothing executed on load.
-The scripts import it lazily, only with those flags, so a copy of one that trains without them needs no other file.
+The one place that writes, reads and validates them: `--save-model`, `--save-every` and `--resume`
+in the ppo_*.py scripts (Saver), and whatever loads a policy (evaluate.py). Each script adds only
+its own mapping of its parameters to the shared layout (to_shared); evaluate.py's build_agent loads
+them back into each framework's network. Loading a policy needs the standard library, NumPy and
+safetensors only: no JAX, no torch, no pickle, nothing executed on load. The scripts import it
+lazily, only with those flags, so a copy of one that trains without them needs no other file.
 
-A resume file holds the run's state as the script hands it over (Saver.save_state: parameters, Adam's moments and
-step, the envs' state with the normalisation statistics, the random keys), its arrays numbered in the order of
-jax.tree.leaves, with the iterations completed, their returns and the run's flags; Saver.resume puts them back into a
-fresh state of the same structure, bit for bit.
+A resume file holds the run's state as the script hands it over (Saver.save_state: parameters,
+Adam's moments and step, the envs' state with the normalisation statistics, the random keys), its
+arrays numbered in the order of jax.tree.leaves, with the iterations completed, their returns and
+the run's flags; Saver.resume puts them back into a fresh state of the same structure, bit for bit.
 
-The layout (METHODOLOGY.md, "Checkpoints"): float32 tensors in JAX's layout, whatever framework trained them,
-    actor.{i}.kernel (in, out), actor.{i}.bias (out,)   i = 0 .. L: the L hidden layers, then the head
+The layout (METHODOLOGY.md, "Checkpoints"): float32 tensors in JAX's layout, whatever framework
+trained them,
+    actor.{i}.kernel (in, out), actor.{i}.bias (out,)   i = 0 .. L: the L hidden layers, then head
     critic.{i}.kernel, critic.{i}.bias                   likewise, the head's out = 1
     log_std (num_actions,)                               continuous action spaces only
-    obs_norm.mean, obs_norm.var (obs_dim,), obs_norm.count ()   with --norm-obs: env_normalize's running statistics
-and the metadata of META_KEYS (safetensors' header holds strings: a str as it is, anything else as JSON).
+    obs_norm.mean, obs_norm.var (obs_dim,)               with --norm-obs: env_normalize's running
+    obs_norm.count ()                                    statistics
+and the metadata of META_KEYS (safetensors' header holds strings: a str as it is, anything else as
+JSON).
 
     import checkpoint
-    ckpt = checkpoint.load("runs/CartPole-v1__nnx__small__cached_partial__1__1700000000")  # or .../model.safetensors
+    # a run folder, or its model.safetensors
+    ckpt = checkpoint.load("runs/CartPole-v1__nnx__small__cached_partial__1__1700000000")
     agent = evaluate.build_agent("nnx", checkpoint.layers_of(ckpt.params), continuous=False)
     obs = checkpoint.normalize_obs(obs, ckpt.obs_norm)
 """
@@ -42,7 +47,8 @@ from atomic import write_file
 FORMAT = "benchback-rl/1"
 FILENAME = "model.safetensors"
 FRAMEWORKS = ("linen", "nnx", "equinox", "torch")
-# the scripts' own MODEL_SIZES (a test checks that they agree): a checkpoint's hidden layers must be its model_size's
+# the scripts' own MODEL_SIZES (a test checks that they agree): a checkpoint's hidden layers must be
+# its model_size's
 MODEL_SIZES = {"small": (64, 64), "medium": (256, 256, 256), "large": (1024,) * 6}
 OBS_NORM = ("mean", "var", "count")
 CLIP, EPSILON = 10.0, 1e-8  # env_normalize.scale's (a test checks normalize_obs against it)
@@ -107,9 +113,10 @@ class Checkpoint(NamedTuple):
     meta: dict  # META_KEYS, decoded: obs_shape a list, num_actions an int, norm_obs a bool, ...
 
 
-# --------------------------------------------------------------------------------------------- the layout
+# --------------------------------------------------------------------------------------- the layout
 def architecture(params: dict) -> tuple[int, tuple[int, ...], int]:
-    """(obs_dim, hidden sizes, num_actions) of a set of shared tensors, read from the actor's kernels."""
+    """(obs_dim, hidden sizes, num_actions) of a set of shared tensors, read from the actor's
+    kernels."""
     kernels = []
     while f"actor.{len(kernels)}.kernel" in params:
         kernels.append(params[f"actor.{len(kernels)}.kernel"])
@@ -121,9 +128,10 @@ def hidden_sizes(params: dict) -> tuple[int, ...]:
 
 
 def shared(actor: list, critic: list, log_std=None) -> dict[str, np.ndarray]:
-    """The shared tensors of an agent's two MLPs, each a list of (kernel (in, out), bias), the hidden layers then
-    the head, and a Gaussian's log std (None for discrete actions): float32 NumPy copies, which the training that
-    goes on cannot change. Of what the scripts' to_shared returns; layers_of is its inverse."""
+    """The shared tensors of an agent's two MLPs, each a list of (kernel (in, out), bias), the
+    hidden layers then the head, and a Gaussian's log std (None for discrete actions): float32 NumPy
+    copies, which the training that goes on cannot change. Of what the scripts' to_shared returns;
+    layers_of is its inverse."""
     tensors = {} if log_std is None else {"log_std": log_std}
     for mlp, layers in (("actor", actor), ("critic", critic)):
         for i, (kernel, bias) in enumerate(layers):
@@ -169,21 +177,23 @@ def expected_shapes(meta: dict) -> dict[str, tuple[int, ...]]:
 
 
 def normalize_obs(obs: np.ndarray, obs_norm: Optional[dict]) -> np.ndarray:
-    """Flattened observations (..., obs_dim) as the network saw them in training: env_normalize.scale with the
-    checkpoint's statistics (centred, divided by sqrt(var + 1e-8), clipped to +-10); as they are without."""
+    """Flattened observations (..., obs_dim) as the network saw them in training:
+    env_normalize.scale with the checkpoint's statistics (centred, divided by sqrt(var + 1e-8),
+    clipped to +-10); as they are without."""
     if obs_norm is None:
         return obs
     return np.clip((obs - obs_norm["mean"]) / np.sqrt(obs_norm["var"] + EPSILON), -CLIP, CLIP)
 
 
-# ------------------------------------------------------------------------------------------------- writing
+# ------------------------------------------------------------------------------------------ writing
 def encode(meta: dict) -> dict[str, str]:
     return {key: value if key in STRING_KEYS else json.dumps(value) for key, value in meta.items()}
 
 
 def save(path, params: dict, obs_norm: Optional[dict], meta: dict) -> None:
-    """Writes the checkpoint at path, whole or not at all (atomic.write_file). meta: META_KEYS but format, as Python
-    values. BadCheckpoint, and nothing written, when it would not load (checked by load's own checks)."""
+    """Writes the checkpoint at path, whole or not at all (atomic.write_file). meta: META_KEYS but
+    format, as Python values. BadCheckpoint, and nothing written, when it would not load (checked by
+    load's own checks)."""
     # copies in C order (np.ascontiguousarray would make the () count a (1,))
     tensors = {name: np.array(x, np.float32, order="C") for name, x in params.items()}
     if obs_norm is not None:
@@ -205,8 +215,8 @@ def commit_of(folder: str) -> str:
 
 
 def obs_norm_of(env_state) -> Optional[dict]:
-    """The observations' running statistics in a runner's env state (env_normalize.NormalizeState), flattened as the
-    network sees the observations, as float32 copies; None without --norm-obs."""
+    """The observations' running statistics in a runner's env state (env_normalize.NormalizeState),
+    flattened as the network sees the observations, as float32 copies; None without --norm-obs."""
     stats = getattr(env_state, "obs_stats", None)
     if stats is None:
         return None
@@ -225,13 +235,15 @@ class Snapshot(NamedTuple):
 
 
 class Saver:
-    """--save-model: model.safetensors in the run folder when the run ends, however it ends (completed, stopped by a
-    signal, failed): the policy of the last finished iteration, as iteration_done last received it; nothing when no
-    iteration finished. A context manager around the training loop; it needs no bookkeeping."""
+    """--save-model: model.safetensors in the run folder when the run ends, however it ends
+    (completed, stopped by a signal, failed): the policy of the last finished iteration, as
+    iteration_done last received it; nothing when no iteration finished. A context manager around
+    the training loop; it needs no bookkeeping."""
 
     def __init__(self, run_dir: str, config: dict, script: str):
-        """config: the script's Args as a dict, with "framework"; script: its __file__ (its repository's commit).
-        With config's resume, the run folder's resume file must be of a run with the same flags (read_resume)."""
+        """config: the script's Args as a dict, with "framework"; script: its __file__ (its
+        repository's commit). With config's resume, the run folder's resume file must be of a run
+        with the same flags (read_resume)."""
         self.path = os.path.join(run_dir, FILENAME)
         self.run_dir = run_dir
         self.config = dict(config)  # as it is now: the bookkeeping adds the machine's keys later
@@ -251,9 +263,10 @@ class Saver:
         return len(self.last.returns)
 
     def resume(self, training, runner, writer=None):
-        """(training, runner, iterations completed): the run's fresh state, as iteration_done receives it, with the
-        resume file's arrays in it, bit for bit. writer: the run's SummaryWriter, whose TensorBoard then hides what
-        the stopped run logged after its save (a purge mark at the next iteration's step)."""
+        """(training, runner, iterations completed): the run's fresh state, as iteration_done
+        receives it, with the resume file's arrays in it, bit for bit. writer: the run's
+        SummaryWriter, whose TensorBoard then hides what the stopped run logged after its save (a
+        purge mark at the next iteration's step)."""
         resume, arrays = read_resume(self.run_dir, self.config, tensors=True)
         if callable(training):
             training = training()
@@ -268,10 +281,11 @@ class Saver:
         return training, runner, resume.iteration
 
     def iteration_done(self, layers: tuple, runner, scalars: dict, training) -> None:
-        """After each iteration. layers: the script's to_shared(agent) after the update (named and copied here:
-        training goes on); runner: the envs' state (with --norm-obs, the observation statistics); scalars: the
-        iteration's logged values; training: the rest of the run's state (a pytree of JAX or NumPy arrays, or a
-        function that returns one), saved with the runner every save_every iterations."""
+        """After each iteration. layers: the script's to_shared(agent) after the update (named and
+        copied here: training goes on); runner: the envs' state (with --norm-obs, the observation
+        statistics); scalars: the iteration's logged values; training: the rest of the run's state
+        (a pytree of JAX or NumPy arrays, or a function that returns one), saved with the runner
+        every save_every iterations."""
         episodic_return = float(scalars.get("charts/episodic_return", math.nan))
         params = shared(*layers)
         obs_norm = obs_norm_of(runner.env_state)
@@ -316,10 +330,10 @@ class Saver:
         print(f"{FILENAME}: the policy of iteration {iteration}, in {self.path}", flush=True)
 
 
-# ------------------------------------------------------------------------------------------------- reading
+# ------------------------------------------------------------------------------------------ reading
 def decode(header: dict[str, str]) -> dict:
-    """The metadata as Python values; a value that is not JSON where JSON is due stays the string it is (check_meta
-    then names it)."""
+    """The metadata as Python values; a value that is not JSON where JSON is due stays the string it
+    is (check_meta then names it)."""
     meta = {}
     for key, value in header.items():
         meta[key] = value
@@ -353,10 +367,12 @@ def describe(names) -> str:
 
 
 def check_tensors(path, meta: dict, tensors: dict) -> None:
-    """The tensors exactly those the metadata implies (names, shapes), float32 and finite; else BadCheckpoint."""
+    """The tensors exactly those the metadata implies (names, shapes), float32 and finite; else
+    BadCheckpoint."""
     shapes = expected_shapes(meta)
-    says = f"model_size {meta['model_size']}, obs_shape {meta['obs_shape']}, {meta['action_kind']} actions"
-    says += f" ({meta['num_actions']}), norm_obs {str(meta['norm_obs']).lower()}"
+    says = f"model_size {meta['model_size']}, obs_shape {meta['obs_shape']}"
+    says += f", {meta['action_kind']} actions ({meta['num_actions']})"
+    says += f", norm_obs {str(meta['norm_obs']).lower()}"
     if unknown := set(tensors) - set(shapes):
         raise BadCheckpoint(
             f"{path}: unknown tensors {describe(unknown)} (the metadata says {says})"
@@ -371,7 +387,8 @@ def check_tensors(path, meta: dict, tensors: dict) -> None:
             raise BadCheckpoint(f"{path}: tensor {name} is {tensor.dtype}, not float32")
         if tensor.shape != shape:
             raise BadCheckpoint(
-                f"{path}: tensor {name} has shape {list(tensor.shape)}, not {list(shape)} as the metadata says"
+                f"{path}: tensor {name} has shape {list(tensor.shape)}, not {list(shape)} as the "
+                "metadata says"
                 f" ({says})"
             )
         if bad := int(np.size(tensor) - np.isfinite(tensor).sum()):
@@ -383,8 +400,8 @@ def check_tensors(path, meta: dict, tensors: dict) -> None:
 
 
 def checkpoint_file(path) -> str:
-    """path itself, or a run folder's model.safetensors; BadCheckpoint unless it is a regular file (a FIFO would
-    block the read)."""
+    """path itself, or a run folder's model.safetensors; BadCheckpoint unless it is a regular file
+    (a FIFO would block the read)."""
     path = os.fspath(path)
     if os.path.isdir(path):
         path = os.path.join(path, FILENAME)
@@ -400,10 +417,11 @@ def checkpoint_file(path) -> str:
 def load(
     path, obs_dim: Optional[int] = None, action_space: Optional[tuple[str, int]] = None
 ) -> Checkpoint:
-    """The checkpoint at path (a file, or a run folder holding model.safetensors), checked whole: a readable
-    safetensors file of this format, its metadata, its tensors those the metadata implies, float32 and finite. With
-    obs_dim or action_space (("discrete" | "continuous", num_actions)), it must be a checkpoint of such an env.
-    Anything else: BadCheckpoint, one line naming what is wrong."""
+    """The checkpoint at path (a file, or a run folder holding model.safetensors), checked whole: a
+    readable safetensors file of this format, its metadata, its tensors those the metadata implies,
+    float32 and finite. With obs_dim or action_space (("discrete" | "continuous", num_actions)), it
+    must be a checkpoint of such an env. Anything else: BadCheckpoint, one line naming what is
+    wrong."""
     path = checkpoint_file(path)
     try:
         with safetensors.safe_open(path, "np") as f:
@@ -421,25 +439,27 @@ def load(
     check_tensors(path, meta, tensors)
     if obs_dim is not None and meta["obs_shape"] != [obs_dim]:
         raise BadCheckpoint(
-            f"{path}: a checkpoint of {meta['env']}, whose observations have {meta['obs_shape'][0]} values, not"
+            f"{path}: a checkpoint of {meta['env']}, whose observations have "
+            f"{meta['obs_shape'][0]} values, not"
             f" {obs_dim}: another env's"
         )
     actions = (meta["action_kind"], meta["num_actions"])
     if action_space is not None and actions != tuple(action_space):
         kind, num = action_space
         raise BadCheckpoint(
-            f"{path}: a checkpoint of {meta['env']}, with {meta['num_actions']} {meta['action_kind']} actions,"
+            f"{path}: a checkpoint of {meta['env']}, with {meta['num_actions']} "
+            f"{meta['action_kind']} actions,"
             f" not {num} {kind}: another env's"
         )
     obs_norm = {k: tensors.pop(f"obs_norm.{k}") for k in OBS_NORM} if meta["norm_obs"] else None
     return Checkpoint(tensors, obs_norm, meta)
 
 
-# -------------------------------------------------------------------------------------------------- resume
+# ------------------------------------------------------------------------------------------- resume
 RESUME_FILE = "resume.safetensors"
 RESUME_FORMAT = "benchback-rl-resume/1"
-# the flags that a resumed run may give otherwise than the run it continues: where it runs from, how often it saves,
-# where it reports; any other flag changes the training, and --resume refuses it
+# the flags that a resumed run may give otherwise than the run it continues: where it runs from, how
+# often it saves, where it reports; any other flag changes the training, and --resume refuses it
 FREE_FLAGS = (
     *("resume", "save_every", "save_model", "log_dir", "device_name"),
     *("track", "wandb_project_name", "wandb_entity"),
@@ -462,8 +482,8 @@ def is_key(leaf) -> bool:
 
 
 def tree_arrays(tree) -> list[np.ndarray]:
-    """The arrays of a pytree (JAX arrays, NumPy arrays) as NumPy copies, in jax.tree.leaves' order; a typed JAX
-    random key as its key data."""
+    """The arrays of a pytree (JAX arrays, NumPy arrays) as NumPy copies, in jax.tree.leaves' order;
+    a typed JAX random key as its key data."""
     import jax
 
     arrays = []
@@ -475,8 +495,9 @@ def tree_arrays(tree) -> list[np.ndarray]:
 
 
 def tree_with(path, like, arrays: list[np.ndarray]):
-    """like (a pytree of this run's state) with its arrays replaced by the saved ones, bit for bit; BadCheckpoint
-    when they are not of its shapes and dtypes (another env, model size or framework)."""
+    """like (a pytree of this run's state) with its arrays replaced by the saved ones, bit for bit;
+    BadCheckpoint when they are not of its shapes and dtypes (another env, model size or
+    framework)."""
     import jax
 
     leaves, treedef = jax.tree.flatten(like)
@@ -492,7 +513,8 @@ def tree_with(path, like, arrays: list[np.ndarray]):
         same_kind = not hasattr(leaf, "dtype") and data.dtype.kind == array.dtype.kind
         if f"{array.dtype} {list(array.shape)}" != want and not same_kind:
             raise BadCheckpoint(
-                f"{path}: array {i} is {array.dtype} {list(array.shape)}, not {want} as in this run's state"
+                f"{path}: array {i} is {array.dtype} {list(array.shape)}, not {want} as in this "
+                "run's state"
             )
         if is_key(leaf):
             restored.append(jax.random.wrap_key_data(array, impl=jax.random.key_impl(leaf)))
@@ -522,9 +544,9 @@ def save_resume(run_dir, arrays: list[np.ndarray], state: Resume) -> None:
 
 
 def read_resume(run_dir, flags: Optional[dict] = None, tensors: bool = False):
-    """The Resume of a run folder's resume file (and, with tensors, its arrays in order); BadCheckpoint, one line,
-    when there is none, it cannot be read, or flags (this run's Args) differ from the saved run's in a flag that
-    changes the training (all but FREE_FLAGS)."""
+    """The Resume of a run folder's resume file (and, with tensors, its arrays in order);
+    BadCheckpoint, one line, when there is none, it cannot be read, or flags (this run's Args)
+    differ from the saved run's in a flag that changes the training (all but FREE_FLAGS)."""
     path = resume_file(run_dir)
     if not os.path.isdir(os.fspath(run_dir)):
         raise BadCheckpoint(f"--resume {os.fspath(run_dir)}: not a run folder")
@@ -557,13 +579,15 @@ def read_resume(run_dir, flags: Optional[dict] = None, tensors: bool = False):
     trained_by = state.flags.get("framework")
     if "framework" in flags and trained_by != flags["framework"]:
         raise BadCheckpoint(
-            f"--resume {os.fspath(run_dir)}: a {trained_by} run, not {flags['framework']}: resume it with its script"
+            f"--resume {os.fspath(run_dir)}: a {trained_by} run, not {flags['framework']}: resume "
+            "it with its script"
         )
     for name, value in flags.items():
         if name not in FREE_FLAGS and state.flags.get(name, value) != value:
             saved = state.flags[name]
             flag = f"--{name.replace('_', '-')}"
             raise BadCheckpoint(
-                f"--resume {os.fspath(run_dir)}: that run has {flag} {saved!r}, not {value!r}: give it its own flags"
+                f"--resume {os.fspath(run_dir)}: that run has {flag} {saved!r}, not {value!r}: "
+                "give it its own flags"
             )
     return (state, arrays) if tensors else state

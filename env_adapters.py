@@ -1,21 +1,25 @@
-"""Environments beyond plain gymnax, adapted to the batched contract of the ppo_*.py scripts (part of benchback-rl).
+"""Environments beyond plain gymnax, adapted to the batched contract of the ppo_*.py scripts (part
+of benchback-rl).
 
-The scripts import this module lazily, only for the env ids it adapts, so a copy of one script that trains on
-gymnax needs no other file. Every adapter, like the scripts' `GymnaxBatch`, gives:
+The scripts import this module lazily, only for the env ids it adapts, so a copy of one script that
+trains on gymnax needs no other file. Every adapter, like the scripts' `GymnaxBatch`, gives:
 
     env.reset(keys, params) -> (obs, states)           one key per env
     env.step(keys, states, actions, params) -> (obs, states, reward, terminated, truncated, info)
-    env.num_actions      discrete: the number of choices; continuous: the length of the action vector
+    env.num_actions      discrete: the number of choices; continuous: the action vector's length
     env.continuous       bool
-    env.action_bounds    continuous: (low, high), float32 NumPy arrays of shape (num_actions,); discrete: None
+    env.action_bounds    continuous: (low, high), float32 NumPy arrays of shape (num_actions,);
+                         discrete: None
 
-with gymnax's auto-reset: `terminated` apart from `truncated` (the time limit alone), the observation reached
-before any reset in `info["final_observation"]`, and no reset-only transition. A continuous env gets float32
-actions of shape (num_envs, num_actions), already clipped to action_bounds by the scripts.
+with gymnax's auto-reset: `terminated` apart from `truncated` (the time limit alone), the
+observation reached before any reset in `info["final_observation"]`, and no reset-only transition. A
+continuous env gets float32 actions of shape (num_envs, num_actions), already clipped to
+action_bounds by the scripts.
 
     import env_adapters
     env, params = env_adapters.make("Craftax-Classic-Symbolic-v1")
-    env, params = env_adapters.make_envpool("CartPole-v1", num_envs=32, seed=1)  # a CPU simulator (envpool)
+    # a CPU simulator (envpool)
+    env, params = env_adapters.make_envpool("CartPole-v1", num_envs=32, seed=1)
 """
 
 import contextlib
@@ -33,12 +37,14 @@ from jax.experimental.buffer_callback import buffer_callback
 ACTION_KINDS = "Discrete actions and 1-D Box actions (a diagonal Gaussian policy)"
 # expensive JAX envs (pip package craftax)
 CRAFTAX_ENVS = ("Craftax-Classic-Symbolic-v1", "Craftax-Symbolic-v1")
-# Brax envs (pip package brax) and the physics backend of each, chosen by measurement on a CPU (2 busy cores): the
-# compile of the jitted reset + the jitted step, then a step's median, at 4 / 32 (the scripts' default) / 256 envs:
+# Brax envs (pip package brax) and the physics backend of each, chosen by measurement on a CPU (2
+# busy cores): the compile of the jitted reset + the jitted step, then a step's median, at 4 / 32
+# (the scripts' default) / 256 envs:
 #                 generalized                              mjx
 #   halfcheetah   21 + 22 s; 4.6 / 16 / 121 ms             36 + 40 s; 10.7 / 26 / 144 ms
 #   ant           22 + 18 s; 4.0 / 14 / 50 ms              46 + 62 s; 4.2 / 5.2 / 31 ms
-# halfcheetah: generalized wins both; ant: MJX steps 2.6x faster at 32 envs, for about 40 s more compile.
+# halfcheetah: generalized wins both; ant: MJX steps 2.6x faster at 32 envs, for about 40 s more
+# compile.
 BRAX_ENVS = {"brax-halfcheetah": ("halfcheetah", "generalized"), "brax-ant": ("ant", "mjx")}
 
 
@@ -48,8 +54,8 @@ def adapted_envs() -> tuple[str, ...]:
 
 
 def make(env_id: str, backend: str = "gymnax", num_envs: int = 32, seed: int = 1, threads: int = 0):
-    """(env, params) of an adapted env; ValueError (one line that lists the usable envs) for any other id. With
-    backend "envpool", a pool of num_envs envpool envs (make_envpool)."""
+    """(env, params) of an adapted env; ValueError (one line that lists the usable envs) for any
+    other id. With backend "envpool", a pool of num_envs envpool envs (make_envpool)."""
     if backend == "envpool":
         return make_envpool(env_id, num_envs, seed, threads)
     if env_id in CRAFTAX_ENVS:
@@ -63,9 +69,10 @@ def make(env_id: str, backend: str = "gymnax", num_envs: int = 32, seed: int = 1
     raise ValueError(f"env {env_id!r} {problem}; usable envs: {', '.join(usable_envs())}")
 
 
-# ------------------------------------------------------------------------------------- what can be trained
+# ------------------------------------------------------------------------------ what can be trained
 def gymnax_problem(env_id: str) -> Optional[str]:
-    """Why the scripts cannot train this gymnax env (None: they can); the same check as their make_env."""
+    """Why the scripts cannot train this gymnax env (None: they can); the same check as their
+    make_env."""
     import gymnax
 
     if env_id not in gymnax.registered_envs:
@@ -83,21 +90,23 @@ def gymnax_problem(env_id: str) -> Optional[str]:
 
 
 def why_untrainable(env_id: str) -> Optional[str]:
-    """None when the scripts can train on this env id, else why not (e.g. "has a Box action space")."""
+    """None when the scripts can train on this env id, else why not (e.g. "has a Box action
+    space")."""
     if env_id in adapted_envs():
         return None
     return gymnax_problem(env_id)
 
 
 def usable_envs() -> list[str]:
-    """Every env id the scripts can train on: gymnax's envs with a usable action space, then the adapted ones."""
+    """Every env id the scripts can train on: gymnax's envs with a usable action space, then the
+    adapted ones."""
     import gymnax
 
     usable = [env_id for env_id in gymnax.registered_envs if gymnax_problem(env_id) is None]
     return usable + list(adapted_envs())
 
 
-# ------------------------------------------------------------------------------------------------ Craftax
+# ------------------------------------------------------------------------------------------ Craftax
 def pick_where(done, new, old):
     """new where an env is done, else old; done has one entry per env (the leading axis)."""
     done = done.reshape(-1, *[1] * (old.ndim - 1))
@@ -105,10 +114,10 @@ def pick_where(done, new, old):
 
 
 class Craftax:
-    """Craftax with gymnax's contract. Its step has one `done` for a death and for the time limit, and a reset
-    generates a world (about 7 steps' cost). So step splits `done` into terminated and truncated (the time limit
-    alone), and resets optimistically, as Craftax_Baselines does: only NUM_RESETS fresh worlds a step, shared by
-    the envs that are done."""
+    """Craftax with gymnax's contract. Its step has one `done` for a death and for the time limit,
+    and a reset generates a world (about 7 steps' cost). So step splits `done` into terminated and
+    truncated (the time limit alone), and resets optimistically, as Craftax_Baselines does: only
+    NUM_RESETS fresh worlds a step, shared by the envs that are done."""
 
     # 32 envs under a random policy end about 0.2 episodes a step: sharing a world is rare
     NUM_RESETS = 4
@@ -144,17 +153,17 @@ class Craftax:
         return next_obs, states, reward, terminated, done & ~terminated, info
 
 
-# --------------------------------------------------------------------------------------------------- Brax
+# --------------------------------------------------------------------------------------------- Brax
 def cast_like(tree, like):
-    """tree with the dtypes of like, leaf by leaf, and no weak types: ant's step returns weak-typed leaves, and a
-    jitted step fed a state of other types would compile again at every call."""
+    """tree with the dtypes of like, leaf by leaf, and no weak types: ant's step returns weak-typed
+    leaves, and a jitted step fed a state of other types would compile again at every call."""
     return jax.tree.map(lambda x, y: jnp.asarray(x, y.dtype), tree, like)
 
 
 def load_brax(name: str, backend: str):
-    """The Brax env, loaded quietly: mujoco.mjx prints on stdout that it has no warp, and MuJoCo writes its
-    warnings (half_cheetah.xml's deprecated settotalmass) to MUJOCO_LOG.TXT in the working folder; here they
-    become Python warnings."""
+    """The Brax env, loaded quietly: mujoco.mjx prints on stdout that it has no warp, and MuJoCo
+    writes its warnings (half_cheetah.xml's deprecated settotalmass) to MUJOCO_LOG.TXT in the
+    working folder; here they become Python warnings."""
     with contextlib.redirect_stdout(io.StringIO()):
         import mujoco
         from brax import envs
@@ -168,10 +177,11 @@ def load_brax(name: str, backend: str):
 
 
 class Brax:
-    """A Brax env with gymnax's contract. Only Brax's EpisodeWrapper (the time limit; action_repeat 1): its
-    AutoResetWrapper replays the first reset state and overwrites the final observation, so done envs are reset
-    here, with the step's fresh keys. Brax's `done` includes the time limit; info["truncation"] is the time limit
-    alone. The states are Brax States, with the time limit's step count in state.info["steps"]."""
+    """A Brax env with gymnax's contract. Only Brax's EpisodeWrapper (the time limit; action_repeat
+    1): its AutoResetWrapper replays the first reset state and overwrites the final observation, so
+    done envs are reset here, with the step's fresh keys. Brax's `done` includes the time limit;
+    info["truncation"] is the time limit alone. The states are Brax States, with the time limit's
+    step count in state.info["steps"]."""
 
     def __init__(self, env_id: str, episode_length: int = 1000):
         from brax.envs.wrappers.training import EpisodeWrapper
@@ -204,15 +214,16 @@ class Brax:
                 jax.tree.map(lambda new, old: pick_where(done, new, old), fresh, stepped), stepped
             )
 
-        # the reset costs nothing on a step where no episode ends (halfcheetah ends them all at once, every 1000)
+        # the reset costs nothing on a step where no episode ends (halfcheetah ends them all at
+        # once, every 1000)
         states = jax.lax.cond(done.any(), reset_done, lambda stepped: stepped, stepped)
         info = {"final_observation": stepped.obs}
         return states.obs, states, stepped.reward, done & ~truncated, truncated, info
 
 
-# ------------------------------------------------------------------------------------------------ envpool
-# envpool's CPU simulators (pip package envpool, imported lazily: about 6 s): the classic-control twins of
-# gymnax's envs, and MuJoCo (float64 in envpool, float32 here).
+# ------------------------------------------------------------------------------------------ envpool
+# envpool's CPU simulators (pip package envpool, imported lazily: about 6 s): the classic-control
+# twins of gymnax's envs, and MuJoCo (float64 in envpool, float32 here).
 ENVPOOL_ENVS = (
     "CartPole-v1",
     "Acrobot-v1",
@@ -239,11 +250,13 @@ warnings.filterwarnings(
 
 
 def make_envpool(env_id: str, num_envs: int, seed: int, num_threads: int = 0):
-    """(env, params) of an envpool env: a pool of num_envs envs seeded by seed, stepped by num_threads threads
-    (0: envpool's default, one per core up to num_envs); ValueError (one line) for an env id it does not have."""
+    """(env, params) of an envpool env: a pool of num_envs envs seeded by seed, stepped by
+    num_threads threads (0: envpool's default, one per core up to num_envs); ValueError (one line)
+    for an env id it does not have."""
     if env_id not in ENVPOOL_ENVS:
         raise ValueError(
-            f"env {env_id!r} is not an envpool env here; usable envpool envs: {', '.join(ENVPOOL_ENVS)}"
+            f"env {env_id!r} is not an envpool env here; usable envpool envs: "
+            f"{', '.join(ENVPOOL_ENVS)}"
         )
     # by the cores: envpool aborts the process when it cannot start its threads (100000)
     cores = len(os.sched_getaffinity(0))
@@ -258,16 +271,18 @@ def make_envpool(env_id: str, num_envs: int, seed: int, num_threads: int = 0):
 class Envpool:
     """An envpool pool with gymnax's contract, stepped on the host (its NumPy API) in two ways:
 
-    - reset_host / step_host: NumPy in, NumPy out; host_step: step_host with step's contract (ppo_torch.py
-      steps it in its Python loop, as CleanRL steps envpool);
-    - reset / step: the same from JAX, through a host callback (host_call), so a jitted lax.scan rollout steps it.
+    - reset_host / step_host: NumPy in, NumPy out; host_step: step_host with step's contract
+      (ppo_torch.py steps it in its Python loop, as CleanRL steps envpool);
+    - reset / step: the same from JAX, through a host callback (host_call), so a jitted lax.scan
+      rollout steps it.
 
-    envpool resets an env one call late: the call after the one that ends an episode resets it, ignores its
-    action and returns reward 0 (envpool#194). So step_host resets the done envs itself, within the same step
-    (`pool.reset(done_ids)`), and returns the observation reached before the reset as the final observation:
-    no reset-only transition is ever returned. terminated and truncated are envpool's own; at the time limit
-    envpool says truncated only, even where the episode also ended there (gymnax: both). The env states live in
-    the pool; the JAX states are each env's step count in its episode (they cannot replay a step)."""
+    envpool resets an env one call late: the call after the one that ends an episode resets it,
+    ignores its action and returns reward 0 (envpool#194). So step_host resets the done envs itself,
+    within the same step (`pool.reset(done_ids)`), and returns the observation reached before the
+    reset as the final observation: no reset-only transition is ever returned. terminated and
+    truncated are envpool's own; at the time limit envpool says truncated only, even where the
+    episode also ended there (gymnax: both). The env states live in the pool; the JAX states are
+    each env's step count in its episode (they cannot replay a step)."""
 
     def __init__(self, env_id: str, num_envs: int, seed: int, num_threads: int):
         import envpool
@@ -287,15 +302,15 @@ class Envpool:
         self.action_dtype = space.dtype  # MuJoCo: float64; classic control: int64 or float32
         self.default_params = None
 
-    # ----------------------------------------------------------------------------------- NumPy, on the host
+    # --------------------------------------------------------------------------- NumPy, on the host
     def reset_host(self):
         """Every env reset: (obs, steps), float32 observations and each env's step count (0)."""
         obs, info = self.pool.reset()
         return obs.astype(np.float32), info["elapsed_step"].astype(np.int32)
 
     def step_host(self, actions):
-        """One step of every env, done envs reset in the same step: (obs, steps, reward, terminated, truncated,
-        final_obs), NumPy, with float32 observations and rewards."""
+        """One step of every env, done envs reset in the same step: (obs, steps, reward, terminated,
+        truncated, final_obs), NumPy, with float32 observations and rewards."""
         final_obs, reward, terminated, truncated, info = self.pool.step(
             np.asarray(actions, self.action_dtype)
         )
@@ -309,14 +324,16 @@ class Envpool:
         return obs, steps, reward.astype(np.float32), terminated, truncated & ~terminated, final_obs
 
     def host_step(self, states, actions):
-        """step's contract in NumPy, with no JAX call (ppo_torch.py's rollout steps it): (obs, states, reward,
-        terminated, truncated, info); the states are each env's step count, as step's."""
+        """step's contract in NumPy, with no JAX call (ppo_torch.py's rollout steps it): (obs,
+        states, reward, terminated, truncated, info); the states are each env's step count, as
+        step's."""
         obs, steps, reward, terminated, truncated, final_obs = self.step_host(actions)
         return obs, steps, reward, terminated, truncated, {"final_observation": final_obs}
 
-    # ---------------------------------------------------------------------------- JAX, by a host callback
+    # ---------------------------------------------------------------------- JAX, by a host callback
     def step_shapes(self):
-        """The shapes and dtypes of step_host's outputs: obs, steps, reward, terminated, truncated, final obs."""
+        """The shapes and dtypes of step_host's outputs: obs, steps, reward, terminated, truncated,
+        final obs."""
         n = self.num_envs
         obs = jax.ShapeDtypeStruct((n, *self.obs_shape), jnp.float32)
         vector = [
@@ -337,9 +354,10 @@ class Envpool:
 
 
 def host_call(fn, shapes, *args):
-    """fn(*args) run on the host from JAX, once per call (a side effect: never dropped or repeated), with NumPy
-    arrays in and out, also inside jit and lax.scan. On a CPU, by buffer_callback: io_callback took about 140 us a
-    call more here (benchmarks/envpool_calls.py); io_callback on other devices."""
+    """fn(*args) run on the host from JAX, once per call (a side effect: never dropped or repeated),
+    with NumPy arrays in and out, also inside jit and lax.scan. On a CPU, by buffer_callback:
+    io_callback took about 140 us a call more here (benchmarks/envpool_calls.py); io_callback on
+    other devices."""
     if jax.default_backend() != "cpu":
         return io_callback(fn, shapes, *args, ordered=True)
 

@@ -1,5 +1,5 @@
-"""Evaluate a policy kept by a ppo_*.py script's --save-model, in any of the four frameworks (part of
-benchback-rl).
+"""Evaluate a policy kept by a ppo_*.py script's --save-model, in any of the four frameworks (part
+of benchback-rl).
 
     python evaluate.py RUN_DIR_OR_CHECKPOINT [--framework linen|nnx|equinox|torch] [--episodes 10]
         [--seed 1] [--stochastic] [--video PATH] [--export-onnx PATH] [--hub-folder DIR]
@@ -8,11 +8,12 @@ The checkpoint (model.safetensors, read and validated by checkpoint.py) is loade
 framework's own network (build_agent; default: the framework that trained it). The env
 is made as the template makes it (its make_env, the checkpoint's env id and backend), one env per
 episode; each runs its first episode to its end (termination or truncation). The observations are
-normalised with the checkpoint's statistics (env_normalize.scale, as in training, frozen), the policy
-acts deterministically (argmax of the logits, or the Gaussian's mean) or, with --stochastic, samples
-(seeded by --seed), and the env gets the action clipped to its bounds as in training. It prints the
-mean ± std (population std) of the episode returns and records them in eval.json beside the
-checkpoint: one entry per framework, mode, episodes and seed; an evaluation replaces only its own.
+normalised with the checkpoint's statistics (env_normalize.scale, as in training, frozen), the
+policy acts deterministically (argmax of the logits, or the Gaussian's mean) or, with --stochastic,
+samples (seeded by --seed), and the env gets the action clipped to its bounds as in training. It
+prints the mean ± std (population std) of the episode returns and records them in eval.json beside
+the checkpoint: one entry per framework, mode, episodes and seed; an evaluation replaces only its
+own.
 
 Bad input (a missing or bad checkpoint, a framework not in the list, an eval.json this tool did not
 write, an output the options cannot write): one line, exit code 2, nothing written.
@@ -20,9 +21,10 @@ write, an output the options cannot write): one line, exit code 2, nothing writt
 Interfaces of the modules behind three options, imported only when the option is given:
 
     evaluation.video.check(path: str, meta: dict) -> None
-        evaluation.video.CannotRecord (a ValueError, one line) for a --video path it cannot write (its
-        suffix, a folder, a file it did not write...) or an env it cannot draw here (no renderer, or
-        MuJoCo's cannot start): called before anything runs; meta: the checkpoint's metadata
+        evaluation.video.CannotRecord (a ValueError, one line) for a --video path it cannot write
+        (its suffix, a folder, a file it did not write...) or an env it cannot draw here (no
+        renderer, or MuJoCo's cannot start): called before anything runs; meta: the checkpoint's
+        metadata
     evaluation.video.record(replay: Replay, path: str) -> evaluation.video.Recording
         episode 0 of the evaluation as a video at path (GIF, or MP4); a renderer that fails midway
         raises CannotRecord: evaluate.py prints it, the evaluation stays written
@@ -64,7 +66,8 @@ MAX_EPISODES = 10_000
 
 @dataclass(frozen=True)
 class Args:
-    """Evaluates a policy saved by a ppo_*.py script's --save-model, in any of the four frameworks"""
+    """Evaluates a policy saved by a ppo_*.py script's --save-model, in any of the four
+    frameworks"""
 
     checkpoint: Annotated[str, tyro.conf.Positional]
     """a run folder (its model.safetensors) or a checkpoint file"""
@@ -139,9 +142,9 @@ def actor_function(framework: str, agent) -> Callable[[np.ndarray], np.ndarray]:
 
 
 def build_agent(framework: str, net: checkpoint.Layers, continuous: bool, dtype: str = "float32"):
-    """framework's own Agent (its template's class) holding the network net (checkpoint.layers_of's),
-    built without an init: the inverse of the template's to_shared. Linen's: (the Agent module, its
-    params)."""
+    """framework's own Agent (its template's class) holding the network net
+    (checkpoint.layers_of's), built without an init: the inverse of the template's to_shared.
+    Linen's: (the Agent module, its params)."""
     module = importlib.import_module(f"ppo_{framework}")
     shape = (net.obs_dim, net.hidden_sizes, net.num_actions, continuous)
     if framework == "torch":
@@ -225,8 +228,8 @@ def make_policy(actor, ckpt, bounds, rng: Optional[np.random.Generator]):
 
 # ------------------------------------------------------------------------------------- the episodes
 def first_env(tree):
-    """env 0's part of a batched pytree, as NumPy arrays; a typed JAX key (in Craftax's state) stays a
-    JAX array: NumPy has no key type."""
+    """env 0's part of a batched pytree, as NumPy arrays; a typed JAX key (in Craftax's state) stays
+    a JAX array: NumPy has no key type."""
     import jax
 
     def first(x):
@@ -297,7 +300,8 @@ class Evaluation(NamedTuple):
 
 def prepare(ckpt, framework: str, episodes: int, seed: int, stochastic: bool) -> Setup:
     """The envs (reset) and the policy of ckpt (checkpoint.load's) in framework's network, to run
-    once; ValueError (one line) for an env that cannot be made here, or that is not the network's."""
+    once; ValueError (one line) for an env that cannot be made here, or that is not the
+    network's."""
     import jax
 
     meta = ckpt.meta
@@ -311,8 +315,8 @@ def prepare(ckpt, framework: str, episodes: int, seed: int, stochastic: bool) ->
 
 
 def evaluate(setup: Setup, seed: int, keep: bool = False) -> Evaluation:
-    """The setup's policy over its envs' first episodes (env 0's states and actions kept, when keep);
-    seed: the one the setup was prepared with, for the record."""
+    """The setup's policy over its envs' first episodes (env 0's states and actions kept, when
+    keep); seed: the one the setup was prepared with, for the record."""
     meta, env, env_params, policy = setup.ckpt.meta, setup.env, setup.env_params, setup.policy
     returns, lengths, states, actions = run_episodes(
         setup.module, env, env_params, setup.runner, policy, keep
@@ -355,7 +359,8 @@ def merged_record(path: Path, result: dict) -> dict:
 
 
 def check_eval_file(path: Path) -> None:
-    """ValueError (one line) unless eval.json is absent or this tool's, with a list of evaluations."""
+    """ValueError (one line) unless eval.json is absent or this tool's, with a list of
+    evaluations."""
     atomic.check_record(TOOL, path, EVAL_FILE)
     if path.exists() and not isinstance(json.loads(path.read_text()).get("evaluations"), list):
         raise ValueError(f"{EVAL_FILE} {path} holds no list of evaluations: move it away")

@@ -1,4 +1,5 @@
-"""Fixtures, and the test session's JAX compilation cache; the shared helpers live in tests/helpers.py."""
+"""Fixtures, and the test session's JAX compilation cache; the shared helpers live in
+tests/helpers.py."""
 
 import os
 import tempfile
@@ -6,16 +7,18 @@ from pathlib import Path
 
 import pytest
 
-# The tests run the scripts hundreds of times on the same tiny configurations: a persistent JAX compilation cache,
-# shared by the session's processes, skips XLA's compile after the first (a tiny Linen run: ~23 s -> ~13 s here).
-# Only the tests set it: a benchmark's or a sweep's run starts from an empty cache (METHODOLOGY.md).
+# The tests run the scripts hundreds of times on the same tiny configurations: a persistent JAX
+# compilation cache, shared by the session's processes, skips XLA's compile after the first (a tiny
+# Linen run: ~23 s -> ~13 s here). Only the tests set it: a benchmark's or a sweep's run starts from
+# an empty cache (METHODOLOGY.md).
 CACHE = Path(tempfile.gettempdir()) / f"benchback-rl-tests-jax-cache-{os.getuid()}"
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(CACHE))
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 
 
-# the repository on the path of every child process: bench.sh and the tests run the sweep as python -m sweep
+# the repository on the path of every child process: bench.sh and the tests run the sweep as python
+# -m sweep
 ROOT = Path(__file__).resolve().parents[1]
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
 

@@ -1,16 +1,19 @@
-"""Helpers shared by the tests: run a script in a fresh process, find its run folder, read its events."""
+"""Helpers shared by the tests: run a script in a fresh process, find its run folder, read its
+events."""
 
 import time
 from pathlib import Path
 
 import numpy as np
 
-from analysis.runlog import read_json, read_scalars  # noqa: F401  (re-exported for the tests)
+from analysis.events import read_scalars  # noqa: F401  (re-exported for the tests)
+from analysis.runlog import read_json  # noqa: F401  (re-exported for the tests)
 from sweep import study
 from tools.launch import run_script  # noqa: F401  (re-exported for the tests)
 
 ROOT = Path(__file__).resolve().parents[1]
-# the sweep's programs, as bench.sh runs them (python -m, the repository on PYTHONPATH: conftest.py sets it)
+# the sweep's programs, as bench.sh runs them (python -m, the repository on PYTHONPATH: conftest.py
+# sets it)
 SWEEP_MODULE = ["-m", "sweep"]
 ENV_TIMING_MODULE = ["-m", "sweep.env_timing"]
 RUN_CHECK_MODULE = ["-m", "sweep.run_check"]
@@ -57,14 +60,16 @@ def only_run_dir(log_dir: Path) -> Path:
 
 
 def scalar_series(run_dir: Path, tag: str) -> list[tuple[int, float]]:
-    """[(step, value), ...] of one TensorBoard tag of a run, skipping steps where it was not logged."""
+    """[(step, value), ...] of one TensorBoard tag of a run, skipping steps where it was not
+    logged."""
     scalars = read_scalars(run_dir)
     rows = scalars[["step", tag]].dropna()
     return [(int(step), float(value)) for step, value in rows.itertuples(index=False)]
 
 
 def numpy_gae(rewards, values, final_values, terminated, truncated, gamma, lam):
-    """Textbook GAE with one loop per env: bootstrap unless terminated, reset the trace on any episode end."""
+    """Textbook GAE with one loop per env: bootstrap unless terminated, reset the trace on any
+    episode end."""
     advantages = np.zeros_like(rewards)
     for env in range(rewards.shape[1]):
         gae = 0.0

@@ -1,7 +1,8 @@
-"""The fourth audit's output paths and env-timing files (issue 54 items 1, 19 and 22): a tool replaces only files it
-wrote, refused in one line (exit 2) before anything is measured; an env-timing file with a nonsense step cost is
-refused wherever it is read; a benchmark's bad options are refused before measuring. Nothing here measures: the
-measuring functions are replaced by ones that fail the test if called."""
+"""The fourth audit's output paths and env-timing files (issue 54 items 1, 19 and 22): a tool
+replaces only files it wrote, refused in one line (exit 2) before anything is measured; an
+env-timing file with a nonsense step cost is refused wherever it is read; a benchmark's bad options
+are refused before measuring. Nothing here measures: the measuring functions are replaced by ones
+that fail the test if called."""
 
 import json
 import socket
@@ -9,8 +10,8 @@ import sys
 
 import pytest
 
-from analysis.errors import BadInput
-from analysis.loading import read_env_timing
+from analysis.common import BadInput
+from analysis.output import read_env_timing
 from helpers import ROOT
 from sweep import env_timing_check as sweep_env_timing
 
@@ -22,7 +23,8 @@ def never(*args, **kwargs):
 
 
 def exit_code(main, monkeypatch, argv: list[str]) -> int:
-    """main() run with argv as its command line: its exit status (SystemExit or its return value)."""
+    """main() run with argv as its command line: its exit status (SystemExit or its return
+    value)."""
     monkeypatch.setattr(sys, "argv", ["prog", *argv])
     try:
         return main() or 0
@@ -45,7 +47,7 @@ def timing(envs: dict, host: str = "elsewhere", device: str = "cpu") -> str:
 GOOD = {"ms_per_step": 0.5, "ratio": 1.0, "obs_dim": 4, "num_actions": 2}
 
 
-# ------------------------------------------------------------------------------------ item 1: sweep/env_timing.py --out
+# ---------------------------------------------------------------- item 1: sweep/env_timing.py --out
 @pytest.fixture
 def env_timing(monkeypatch):
     from sweep import env_timing
@@ -84,10 +86,10 @@ def test_env_timing_replaces_its_own_file_with_as_many_envs(env_timing, monkeypa
     env_timing.check_out_file(str(out), ["CartPole-v1", "Acrobot-v1"])  # no refusal
 
 
-# ------------------------------------------------------------ item 1: bench.sh --env-timing-file of another host
+# ----------------------------------------------- item 1: bench.sh --env-timing-file of another host
 def test_another_hosts_timing_file_is_timed_again_with_all_its_envs(tmp_path):
-    """bench.sh re-times a file of another host into the same file: with every env it holds, not only the sweep's
-    (sweep/env_timing.py would refuse fewer)."""
+    """bench.sh re-times a file of another host into the same file: with every env it holds, not
+    only the sweep's (sweep/env_timing.py would refuse fewer)."""
     path = tmp_path / "timing.json"
     path.write_text(timing({"Acrobot-v1": GOOD, "CartPole-v1": GOOD}, host="elsewhere"))
     reason, envs = sweep_env_timing.env_timing_reason(path, ["CartPole-v1", "MountainCar-v0"])
@@ -96,8 +98,9 @@ def test_another_hosts_timing_file_is_timed_again_with_all_its_envs(tmp_path):
 
 
 def bench_with_timing_file(tmp_path, text: str):
-    """bench.sh, one cell (CartPole-v1), its env timing into --env-timing-file holding text; a stand-in Python
-    notes the env timing's arguments and runs nothing of it. (the process, the timing file, the noted lines)"""
+    """bench.sh, one cell (CartPole-v1), its env timing into --env-timing-file holding text; a
+    stand-in Python notes the env timing's arguments and runs nothing of it. (the process, the
+    timing file, the noted lines)"""
     from test_bench import NOTING_PYTHON, bench
 
     from helpers import one_cell
@@ -136,7 +139,7 @@ def test_bench_does_not_replace_a_file_that_is_not_an_env_timing(tmp_path):
     assert any(str(path) in line and "not JSON" in line for line in proc.stderr.splitlines())
 
 
-# --------------------------------------------------------------------- item 19: env-timing files with nonsense
+# ---------------------------------------------------------- item 19: env-timing files with nonsense
 BAD_VALUES = [
     ("ratio", -1, "-1"),
     ("ratio", 0, "0"),
@@ -170,8 +173,8 @@ def test_a_nonsense_step_cost_is_refused_by_the_analysis(tmp_path, field, value,
 
 
 def test_sweep_py_says_why_in_one_line_and_exits_2(tmp_path, capsys):
-    """bench.sh's check (python -m sweep env-timing): one line naming the file, the env and the value; bench.sh then goes
-    on without env timing, the file neither used nor replaced."""
+    """bench.sh's check (python -m sweep env-timing): one line naming the file, the env and the
+    value; bench.sh then goes on without env timing, the file neither used nor replaced."""
     import sweep.__main__ as sweep
 
     path = tmp_path / "timing.json"
@@ -191,7 +194,7 @@ def test_the_committed_env_timings_are_usable():
         assert env_timing_file.read(path)["envs"]
 
 
-# ------------------------------------------------------------------------- item 1: the benchmarks' outputs
+# ------------------------------------------------------------------ item 1: the benchmarks' outputs
 def tool_module(name: str, monkeypatch):
     """benchmarks.<name>, with its measuring replaced by `never`."""
     import importlib
@@ -218,8 +221,8 @@ BENCHMARKS = [
 def test_a_benchmark_refuses_an_out_it_did_not_write(
     name, argv, table, monkeypatch, capsys, tmp_path
 ):
-    """--out X/README.json beside a README.md of the user's: the table would replace it. And a JSON file there that
-    the benchmark did not write."""
+    """--out X/README.json beside a README.md of the user's: the table would replace it. And a JSON
+    file there that the benchmark did not write."""
     module = tool_module(name, monkeypatch)
     readme, record = tmp_path / "README.md", tmp_path / "README.json"
     readme.write_text(NOTES)
@@ -256,7 +259,7 @@ def test_a_benchmark_replaces_the_outputs_it_wrote(tmp_path):
         atomic.check_outputs("benchmarks.y", out)
 
 
-# ------------------------------------------------------------------------ item 22: bad options, one line
+# ------------------------------------------------------------------- item 22: bad options, one line
 @pytest.mark.parametrize(
     "argv, said",
     [
@@ -291,7 +294,7 @@ def test_the_other_benchmarks_refuse_bad_options_before_measuring(
     one_error_line(capsys, said)
 
 
-# ------------------------------------------------------------------------------ item 1: the quick start's --out
+# ------------------------------------------------------------------ item 1: the quick start's --out
 @pytest.fixture
 def quickstart(monkeypatch):
     from benchmarks import quickstart
@@ -337,6 +340,7 @@ def test_quickstart_removes_only_the_logs_its_record_lists(tmp_path):
 
 
 def test_the_committed_quick_start_is_this_tools_own(quickstart, capsys):
-    """The default --out, results/quickstart: its files were written by the tool, and it may replace them."""
+    """The default --out, results/quickstart: its files were written by the tool, and it may replace
+    them."""
     args = quickstart.parse_args(["--out", str(ROOT / "results" / "quickstart")])
     quickstart.check_paths(args)

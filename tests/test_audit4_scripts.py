@@ -1,6 +1,7 @@
-"""The fourth audit's findings in the training scripts' bookkeeping (issue 54 items 8, 13, 16 and 20): the JAX
-settings of the environment, a run stopped before its first iteration, and a full disk at the writer's close.
-(Items 10 and 11: tests/test_thread_governor.py, tests/test_script_inputs.py and tests/test_envpool.py.)"""
+"""The fourth audit's findings in the training scripts' bookkeeping (issue 54 items 8, 13, 16 and
+20): the JAX settings of the environment, a run stopped before its first iteration, and a full disk
+at the writer's close. (Items 10 and 11: tests/test_thread_governor.py, tests/test_script_inputs.py
+and tests/test_envpool.py.)"""
 
 import os
 import signal
@@ -27,14 +28,14 @@ def assert_refused_in_one_line(proc, words: list[str], log_dir) -> None:
     assert not log_dir.exists()
 
 
-# ------------------------------------------------------------------------ item 8: the computation's environment
+# ------------------------------------------------------------ item 8: the computation's environment
 @pytest.mark.parametrize(
     "setting,variable",
     [("jax_enable_x64", "JAX_ENABLE_X64"), ("jax_disable_jit", "JAX_DISABLE_JIT")],
 )
 def test_a_jax_setting_config_json_would_misreport_is_refused(setting, variable):
-    """x64 runs the networks in float64 where config.json says float32 (and the analysis compares it with torch as
-    float32); disable_jit runs op by op where it says jit."""
+    """x64 runs the networks in float64 where config.json says float32 (and the analysis compares it
+    with torch as float32); disable_jit runs op by op where it says jit."""
     jax.config.update(setting, True)
     try:
         with pytest.raises(ValueError, match=variable):
@@ -65,20 +66,21 @@ def test_config_records_the_variables_that_change_the_computation(monkeypatch):
     assert "UNRELATED_SETTING" not in variables and "PATH" not in variables
 
 
-# --------------------------------------------------------------------------- item 16: a platform JAX cannot start
+# ------------------------------------------------------------- item 16: a platform JAX cannot start
 @pytest.mark.slow
 def test_jax_platforms_without_its_device_is_one_line(log_dir):
-    """JAX_PLATFORMS=cuda on a CPU machine failed in gymnax's import with JAX's 37-line traceback."""
+    """JAX_PLATFORMS=cuda on a CPU machine failed in gymnax's import with JAX's 37-line
+    traceback."""
     if jax.default_backend() == "gpu":
         pytest.skip("this machine has the GPU that JAX_PLATFORMS=cuda asks for")
     proc = run_script("ppo_linen.py", *SMALL, log_dir=log_dir, env={"JAX_PLATFORMS": "cuda"})
     assert_refused_in_one_line(proc, ["JAX_PLATFORMS='cuda'"], log_dir)
 
 
-# ------------------------------------------------------------------- item 13: stopped before its first iteration
+# ------------------------------------------------------ item 13: stopped before its first iteration
 def start_script(log_dir, *args: str):
-    """ppo_linen.py in the background, without the tests' compilation cache (so iteration 0 compiles for seconds);
-    its output (stderr merged) read line by line."""
+    """ppo_linen.py in the background, without the tests' compilation cache (so iteration 0 compiles
+    for seconds); its output (stderr merged) read line by line."""
     cmd = [sys.executable, str(ROOT / "ppo_linen.py"), *args, "--log-dir", str(log_dir)]
     env = {**os.environ, "WANDB_MODE": "disabled", "JAX_COMPILATION_CACHE_DIR": ""}
     return subprocess.Popen(
@@ -104,9 +106,9 @@ def sigterm_at(proc, words: str) -> str:
 @pytest.mark.slow
 @pytest.mark.parametrize("moment", ["importing", ": setup "])
 def test_a_run_stopped_before_its_first_iteration_leaves_no_folder(moment, tmp_path):
-    """A SIGTERM in the imports (held until main() starts) or in iteration 0's compile: exit 130, a line that says
-    nothing ran, and no run folder for bench.sh's resume or the analysis to find (the log folder it made for the
-    run is gone too)."""
+    """A SIGTERM in the imports (held until main() starts) or in iteration 0's compile: exit 130, a
+    line that says nothing ran, and no run folder for bench.sh's resume or the analysis to find (the
+    log folder it made for the run is gone too)."""
     log_dir = tmp_path / "logs" / "runs"
     proc = start_script(log_dir, *TINY[:4], "--num-iterations", "1000")
     output = sigterm_at(proc, moment)
@@ -115,7 +117,7 @@ def test_a_run_stopped_before_its_first_iteration_leaves_no_folder(moment, tmp_p
     assert os.listdir(tmp_path) == []
 
 
-# -------------------------------------------------------------------------- item 20: a full disk at the close
+# ---------------------------------------------------------------- item 20: a full disk at the close
 FULL_AT_CLOSE = """
     import os
     from dataclasses import dataclass
@@ -150,7 +152,8 @@ FULL_AT_CLOSE = """
         with SummaryWriter(run_dir) as writer:
             writer.add_scalar("x", 1.0, 1)
             book.iteration_done(0, {}, writer)
-            # the disk is full when the writer flushes what it holds: on leaving `with`, and again at exit
+            # the disk is full when the writer flushes what it holds: on leaving `with`, and again
+            # at exit
             writer._get_file_writer().event_writer._ev_writer.flush = full_disk
 
 
@@ -160,8 +163,8 @@ FULL_AT_CLOSE = """
 
 
 def test_a_full_disk_at_the_writers_close_is_one_line_and_no_atexit_traceback(tmp_path):
-    """The run's error line names the full disk; tensorboardX's writer, closing again at exit, printed "Exception
-    ignored in atexit callback" and a traceback after it."""
+    """The run's error line names the full disk; tensorboardX's writer, closing again at exit,
+    printed "Exception ignored in atexit callback" and a traceback after it."""
     script = tmp_path / "stand_in.py"
     script.write_text(textwrap.dedent(FULL_AT_CLOSE))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

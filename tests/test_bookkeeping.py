@@ -1,5 +1,5 @@
-"""The benchmark bookkeeping of the PPO scripts (bookkeeping.py): it goes by deletion, and with it a run never loses
-its folder, its summary or a signal. Parametrised over the study's frameworks."""
+"""The benchmark bookkeeping of the PPO scripts (bookkeeping.py): it goes by deletion, and with it a
+run never loses its folder, its summary or a signal. Parametrised over the study's frameworks."""
 
 import json
 import os
@@ -26,15 +26,15 @@ def script(framework: str) -> str:
     return STUDY.frameworks[framework].script
 
 
-# ------------------------------------------------------------------------------------- the starter copy
+# --------------------------------------------------------------------------------- the starter copy
 def stripped_copy(framework: str, folder: Path) -> Path:
-    """The framework's starter as `./setup.sh starter` writes it (tools/starter.py): the script without its
-    bookkeeping, alone in folder with the pieces it needs. Returns the copy's path."""
+    """The framework's starter as `./setup.sh starter` writes it (tools/starter.py): the script
+    without its bookkeeping, alone in folder with the pieces it needs. Returns the copy's path."""
     write_starter(framework, folder)
     return folder / STUDY.frameworks[framework].script
 
 
-# ----------------------------------------------------------------------------------------- run folders
+# -------------------------------------------------------------------------------------- run folders
 def test_a_taken_run_folder_name_gets_a_suffix(tmp_path):
     book = bookkeeping.Bookkeeping(time.perf_counter(), packages=())
     name = str(tmp_path / "CartPole-v1__linen__small__jit__1__1700000000")
@@ -45,7 +45,8 @@ def test_a_taken_run_folder_name_gets_a_suffix(tmp_path):
 
 @pytest.mark.slow
 def test_two_identical_runs_started_together_get_two_folders(log_dir):
-    """Two runs of the same command, started in the same second: two folders, two events files, two summaries."""
+    """Two runs of the same command, started in the same second: two folders, two events files, two
+    summaries."""
     cmd = [sys.executable, str(ROOT / "ppo_linen.py"), *TINY, "--log-dir", str(log_dir)]
     env = {**os.environ, "WANDB_MODE": "disabled", "OMP_NUM_THREADS": "1"}
     procs = [
@@ -62,13 +63,14 @@ def test_two_identical_runs_started_together_get_two_folders(log_dir):
 
 
 def temporary_files(folder: Path) -> list[Path]:
-    """The temporary files of atomic.py's writes (".{name}.*.partial") left anywhere under folder."""
+    """The temporary files of atomic.py's writes (".{name}.*.partial") left anywhere under
+    folder."""
     return [path for path in folder.rglob("*") if path.name.endswith((".partial", ".tmp"))]
 
 
 def test_json_files_are_written_atomically(tmp_path, monkeypatch):
-    """A write that fails half way (its temporary file written, the rename refused) leaves the old file whole and
-    no temporary file."""
+    """A write that fails half way (its temporary file written, the rename refused) leaves the old
+    file whole and no temporary file."""
     path = tmp_path / "summary.json"
     bookkeeping.write_json(str(path), {"status": "completed"})
 
@@ -83,7 +85,7 @@ def test_json_files_are_written_atomically(tmp_path, monkeypatch):
     ]
 
 
-# ------------------------------------------------------------------------------------------ a full disk
+# -------------------------------------------------------------------------------------- a full disk
 @pytest.fixture
 def tiny_disk(tmp_path):
     """A 40 KB tmpfs (root only; skipped elsewhere)."""
@@ -100,7 +102,8 @@ def tiny_disk(tmp_path):
 
 @pytest.mark.slow
 def test_a_full_disk_mid_run_fails_the_run_in_one_line(tiny_disk):
-    """The events outgrow the disk: the run ends (no hang), status failed if summary.json fits, one line, exit 1."""
+    """The events outgrow the disk: the run ends (no hang), status failed if summary.json fits, one
+    line, exit 1."""
     proc = run_script(
         "ppo_linen.py",
         *TINY[:-2],
@@ -145,12 +148,13 @@ def test_a_full_disk_at_the_start_is_one_line_and_no_empty_config(tiny_disk):
     assert not temporary_files(tiny_disk)
 
 
-# --------------------------------------------------------------------------------------------- signals
+# ------------------------------------------------------------------------------------------ signals
 @pytest.mark.slow
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_a_sigint_during_the_imports_is_not_lost(framework, log_dir):
-    """Started with SIGINT ignored (a background job of a script), a SIGINT sent while the script still imports its
-    packages stops the run before its first iteration: exit 130, and no run folder (nothing ran)."""
+    """Started with SIGINT ignored (a background job of a script), a SIGINT sent while the script
+    still imports its packages stops the run before its first iteration: exit 130, and no run folder
+    (nothing ran)."""
     cmd = [
         sys.executable,
         str(ROOT / script(framework)),
@@ -174,8 +178,8 @@ def test_a_sigint_during_the_imports_is_not_lost(framework, log_dir):
 
 
 def test_cpu_bf16_flags_name_the_native_bfloat16_instructions(tmp_path):
-    """config.json's cpu_bf16: the bfloat16 flags of every line of cpuinfo's flags, in a fixed order; [] for a CPU
-    without them (bfloat16 emulated); None without a cpuinfo."""
+    """config.json's cpu_bf16: the bfloat16 flags of every line of cpuinfo's flags, in a fixed
+    order; [] for a CPU without them (bfloat16 emulated); None without a cpuinfo."""
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text(
         "processor\t: 0\nflags\t\t: fpu avx2 amx_bf16 avx512f avx512_bf16\n\n"
@@ -190,8 +194,9 @@ def test_cpu_bf16_flags_name_the_native_bfloat16_instructions(tmp_path):
 
 @pytest.mark.parametrize("framework", list(STUDY.frameworks))
 def test_only_the_torch_script_imports_torch(framework):
-    """tensorboardX imports torch whenever it is installed (about 1 s): the JAX scripts import it with torch hidden,
-    and never load torch (python -X importtime lists every module a run imports, --help included)."""
+    """tensorboardX imports torch whenever it is installed (about 1 s): the JAX scripts import it
+    with torch hidden, and never load torch (python -X importtime lists every module a run imports,
+    --help included)."""
     script = STUDY.frameworks[framework].script
     cmd = [sys.executable, "-X", "importtime", str(ROOT / script), "--help"]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)

@@ -1,8 +1,9 @@
-"""model.safetensors (checkpoint.py, --save-model): one format that the four frameworks write and read (issue 55
-items 1 and 8). A checkpoint written and read back keeps every tensor and the metadata; each framework's to_shared
-and from_shared are inverses; tensors loaded into any framework's network give the same actions and values; a
-script's --save-model run leaves a checkpoint of its last finished iteration however it ends; and every bad
-checkpoint is refused in one line that names what is wrong."""
+"""model.safetensors (checkpoint.py, --save-model): one format that the four frameworks write and
+read (issue 55 items 1 and 8). A checkpoint written and read back keeps every tensor and the
+metadata; each framework's to_shared and from_shared are inverses; tensors loaded into any
+framework's network give the same actions and values; a script's --save-model run leaves a
+checkpoint of its last finished iteration however it ends; and every bad checkpoint is refused in
+one line that names what is wrong."""
 
 import json
 import os
@@ -73,14 +74,16 @@ def metadata(**changes) -> dict:
 
 
 def write_raw(path: Path, tensors: dict, meta: dict | None) -> Path:
-    """A safetensors file written as it is, with checkpoint.py's encoding of the metadata but none of its checks."""
+    """A safetensors file written as it is, with checkpoint.py's encoding of the metadata but none
+    of its checks."""
     header = None if meta is None else checkpoint.encode({"format": checkpoint.FORMAT, **meta})
     safetensors.numpy.save_file(tensors, str(path), metadata=header)
     return path
 
 
 def valid_raw(tmp_path: Path) -> tuple[dict, dict]:
-    """The tensors (with obs_norm.*) and metadata of a valid checkpoint, to spoil one thing at a time."""
+    """The tensors (with obs_norm.*) and metadata of a valid checkpoint, to spoil one thing at a
+    time."""
     tensors = shared_tensors() | {f"obs_norm.{k}": v for k, v in obs_stats().items()}
     return tensors, metadata()
 
@@ -139,7 +142,8 @@ def test_a_count_saved_as_one_element_is_read_as_a_scalar(tmp_path):
 
 
 def test_normalize_obs_is_env_normalize_scale():
-    """The observations evaluate.py feeds a network are those training fed it: env_normalize.scale's, clipped."""
+    """The observations evaluate.py feeds a network are those training fed it:
+    env_normalize.scale's, clipped."""
     import env_normalize
 
     stats = obs_stats()
@@ -314,9 +318,10 @@ def test_missing_or_foreign_metadata_is_refused(tmp_path):
     assert "metadata format must be 'benchback-rl/1', not 'benchback-rl/2'" in refused(path)
 
 
-# -------------------------------------------- the scripts' mappings (to_shared) and evaluate.build_agent
+# --------------------------------------- the scripts' mappings (to_shared) and evaluate.build_agent
 FRAMEWORKS = list(STUDY.frameworks)
-# (obs_dim, model size, num_actions, continuous): a classic-control and a flattened MinAtar batch, and a Gaussian
+# (obs_dim, model size, num_actions, continuous): a classic-control and a flattened MinAtar batch,
+# and a Gaussian
 ARCHITECTURES = [(4, "small", 2, False), (400, "medium", 6, False), (3, "small", 2, True)]
 
 
@@ -327,7 +332,8 @@ def script_module(framework: str):
 
 
 def params_of(framework: str, agent):
-    """What the script's to_shared takes: Linen's params tree (build_agent gives the module too), else the agent."""
+    """What the script's to_shared takes: Linen's params tree (build_agent gives the module too),
+    else the agent."""
     return agent[1] if framework == "linen" else agent
 
 
@@ -386,8 +392,9 @@ def test_from_shared_then_to_shared_gives_the_tensors_back(
 def test_the_same_tensors_give_the_same_outputs_in_every_framework(
     obs_dim, size, num_actions, continuous
 ):
-    """One checkpoint's tensors, loaded by each of the four: the same logits (or Gaussian means) and values as the
-    float64 NumPy MLP, to float32 tolerance (the frameworks' matmuls sum in different orders)."""
+    """One checkpoint's tensors, loaded by each of the four: the same logits (or Gaussian means) and
+    values as the float64 NumPy MLP, to float32 tolerance (the frameworks' matmuls sum in different
+    orders)."""
     tensors = shared_tensors(obs_dim, checkpoint.MODEL_SIZES[size], num_actions, continuous)
     obs = np.random.default_rng(4).normal(size=(64, obs_dim)).astype(np.float32)
     expected = numpy_outputs(tensors, obs)
@@ -404,8 +411,9 @@ def test_the_same_tensors_give_the_same_outputs_in_every_framework(
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_to_shared_copies_what_training_then_changes(framework):
-    """The Saver keeps to_shared's tensors of the last finished iteration while training goes on: they must not be
-    views of the parameters that the next update changes in place (torch's are updated in place)."""
+    """The Saver keeps to_shared's tensors of the last finished iteration while training goes on:
+    they must not be views of the parameters that the next update changes in place (torch's are
+    updated in place)."""
     tensors = shared_tensors()
     agent = from_shared(framework, tensors, True)
     first = to_shared(framework, agent)
@@ -423,7 +431,7 @@ def test_to_shared_copies_what_training_then_changes(framework):
         assert first[name].flags.owndata, name
 
 
-# ------------------------------------------------------------------------- --save-model in the scripts
+# ---------------------------------------------------------------------- --save-model in the scripts
 def tiny_run(framework: str, log_dir: Path, *args: str) -> Path:
     """A tiny run of the framework's script with --save-model; its run folder."""
     proc = run_script(
@@ -434,7 +442,8 @@ def tiny_run(framework: str, log_dir: Path, *args: str) -> Path:
 
 
 def stats_count(iterations: int, num_envs: int = 4, num_steps: int = 16) -> float:
-    """env_normalize's observation count after that many iterations: 1e-4, the reset batch, every step's batch."""
+    """env_normalize's observation count after that many iterations: 1e-4, the reset batch, every
+    step's batch."""
     return 1e-4 + num_envs * (1 + num_steps * iterations)
 
 
@@ -446,8 +455,8 @@ FIRST_FAST = [
 
 @pytest.mark.parametrize("framework", FIRST_FAST)
 def test_save_model_keeps_the_policy_of_the_run(framework, log_dir):
-    """A completed --save-model run leaves model.safetensors that load accepts, with the run's metadata; the
-    policy is the trained one (not the initial one: the final update changed it)."""
+    """A completed --save-model run leaves model.safetensors that load accepts, with the run's
+    metadata; the policy is the trained one (not the initial one: the final update changed it)."""
     run_dir = tiny_run(framework, log_dir, "--env", "CartPole-v1", "--seed", "3")
     loaded = checkpoint.load(run_dir, obs_dim=4, action_space=("discrete", 2))
     summary, config = read_json(run_dir / "summary.json"), read_json(run_dir / "config.json")
@@ -471,8 +480,9 @@ def test_save_model_keeps_the_policy_of_the_run(framework, log_dir):
 
 @pytest.mark.slow
 def test_save_model_keeps_the_observation_statistics(log_dir):
-    """With --norm-obs the checkpoint holds the running statistics of the observations the network saw: those of
-    the last iteration (their count says which), flattened as the network sees them."""
+    """With --norm-obs the checkpoint holds the running statistics of the observations the network
+    saw: those of the last iteration (their count says which), flattened as the network sees
+    them."""
     run_dir = tiny_run("linen", log_dir, "--env", "Pendulum-v1", "--norm-obs")
     loaded = checkpoint.load(run_dir, obs_dim=3, action_space=("continuous", 1))
     assert loaded.meta["norm_obs"] is True and loaded.meta["iteration"] == 3
@@ -487,9 +497,9 @@ def test_save_model_keeps_the_observation_statistics(log_dir):
     "signals", [[signal.SIGTERM], [signal.SIGTERM, signal.SIGINT]], ids=["stop", "at-once"]
 )
 def test_a_stopped_run_saves_its_last_finished_iteration(framework, signals, log_dir):
-    """Stopped by a signal after a few iterations (at the next boundary, or at once by a second signal, perhaps in
-    the middle of an update): the checkpoint holds the last finished iteration's policy and statistics, as many
-    iterations as summary.json counts."""
+    """Stopped by a signal after a few iterations (at the next boundary, or at once by a second
+    signal, perhaps in the middle of an update): the checkpoint holds the last finished iteration's
+    policy and statistics, as many iterations as summary.json counts."""
     args = [
         *TINY[:4],
         "--num-iterations",
@@ -536,8 +546,8 @@ def test_a_run_stopped_before_its_first_iteration_saves_nothing(log_dir):
 @pytest.mark.slow
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_a_stripped_copy_saves_its_model_with_checkpoint_beside_it(framework, tmp_path):
-    """The starter (./setup.sh starter, without the bookkeeping) keeps --save-model working: the copy, with the
-    checkpoint.py and atomic.py that it comes with, saves a checkpoint that loads."""
+    """The starter (./setup.sh starter, without the bookkeeping) keeps --save-model working: the
+    copy, with the checkpoint.py and atomic.py that it comes with, saves a checkpoint that loads."""
     copy = stripped_copy(framework, tmp_path / "alone")
     cmd = [sys.executable, str(copy), *TINY, "--save-model", "--log-dir", str(tmp_path / "runs")]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_MODE": "disabled", "PYTHONPATH": ""}

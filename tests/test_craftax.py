@@ -1,5 +1,6 @@
-"""The Craftax adapter (env_adapters.py) behind the scripts' env glue: terminated / truncated / final observation at
-a death and at the time limit, optimistic resets, stable types, and the same transitions in every framework's script.
+"""The Craftax adapter (env_adapters.py) behind the scripts' env glue: terminated / truncated /
+final observation at a death and at the time limit, optimistic resets, stable types, and the same
+transitions in every framework's script.
 
 Craftax is slow to compile on a CPU: the checks use a few envs and share one jitted step per env id.
 """
@@ -99,7 +100,8 @@ def test_the_time_limit_truncates_unless_the_agent_dies_then(env_id):
 
 
 def test_more_done_envs_than_fresh_worlds_share_them():
-    """Optimistic resets: NUM_RESETS fresh worlds a step; the k-th done env takes world k mod NUM_RESETS."""
+    """Optimistic resets: NUM_RESETS fresh worlds a step; the k-th done env takes world k mod
+    NUM_RESETS."""
     env, _, reset, step = setup("linen", CRAFTAX_ENVS[0])
     runner, fields = step(kill(reset(jax.random.key(3)), range(NUM_ENVS)), noop())
     assert fields["terminated"].all() and NUM_ENVS == env.NUM_RESETS + 1
@@ -111,7 +113,8 @@ def test_more_done_envs_than_fresh_worlds_share_them():
 
 @pytest.mark.parametrize("env_id", CRAFTAX_ENVS)
 def test_types_do_not_change_across_a_step(env_id):
-    """The jitted rollout takes the Runner the last one returned: another type (weak types too) would recompile."""
+    """The jitted rollout takes the Runner the last one returned: another type (weak types too)
+    would recompile."""
     _, _, reset, step = setup("linen", env_id)
     runner = reset(jax.random.key(4))
     after, _ = step(runner, noop())
@@ -120,8 +123,8 @@ def test_types_do_not_change_across_a_step(env_id):
 
 @pytest.mark.slow
 def test_every_framework_steps_craftax_identically():
-    """The same keys and actions through each script's glue give the same transitions, bit for bit, deaths,
-    time limits and optimistic resets included."""
+    """The same keys and actions through each script's glue give the same transitions, bit for bit,
+    deaths, time limits and optimistic resets included."""
     actions = np.random.default_rng(5).integers(0, 17, (7, NUM_ENVS)).astype(np.int32)
     runs = {}
     for name in MODULES:

@@ -1,9 +1,10 @@
-"""env_adapters.py beyond Craftax (tests/test_craftax.py): the Brax adapter's batched contract (terminated apart from
-truncated, the pre-reset final observation, fresh resets, one compile, stable types), the observation and reward
-normalisation against a NumPy reference of PureJaxRL's update rule, and sweep/env_timing.py on continuous and Brax envs.
+"""env_adapters.py beyond Craftax (tests/test_craftax.py): the Brax adapter's batched contract
+(terminated apart from truncated, the pre-reset final observation, fresh resets, one compile, stable
+types), the observation and reward normalisation against a NumPy reference of PureJaxRL's update
+rule, and sweep/env_timing.py on continuous and Brax envs.
 
-Brax compiles slowly on a CPU (tens of seconds): its tests share one adapter of a few envs and one jitted step, and
-are marked slow.
+Brax compiles slowly on a CPU (tens of seconds): its tests share one adapter of a few envs and one
+jitted step, and are marked slow.
 """
 
 import subprocess
@@ -24,7 +25,8 @@ GAMMA = 0.9
 
 
 class Batch:
-    """A gymnax env stepped as a batch, one key per env: the scripts' GymnaxBatch, with the contract's attributes."""
+    """A gymnax env stepped as a batch, one key per env: the scripts' GymnaxBatch, with the
+    contract's attributes."""
 
     def __init__(self, env_id: str, **params):
         self.env, params_ = gymnax.make(env_id)
@@ -45,9 +47,10 @@ class Batch:
         return jax.vmap(self.env.step, in_axes=(0, 0, 0, None))(keys, states, actions, params)
 
 
-# ---------------------------------------------------------------------------------------- normalisation
+# ------------------------------------------------------------------------------------ normalisation
 def rollout(env, params, num_envs: int, actions):
-    """reset, then one step per row of actions, with keys from seed 0: [(obs, reward, terminated, truncated, info)]."""
+    """reset, then one step per row of actions, with keys from seed 0: [(obs, reward, terminated,
+    truncated, info)]."""
     key = jax.random.key(0)
     obs, state = env.reset(jax.random.split(key, num_envs), params)
     out = [(obs, None, None, None, None)]
@@ -75,8 +78,9 @@ def clipped(x):
 
 
 def test_normalize_follows_purejaxrls_update_rule():
-    """Over a few steps of CartPole with a 3-step time limit (so returns restart), the normalised observations, final
-    observations and rewards match a NumPy reference; info["raw_reward"] is the env's reward."""
+    """Over a few steps of CartPole with a 3-step time limit (so returns restart), the normalised
+    observations, final observations and rewards match a NumPy reference; info["raw_reward"] is the
+    env's reward."""
     env = Batch("CartPole-v1", max_steps_in_episode=3)
     num_envs, actions = 5, np.random.default_rng(0).integers(0, 2, (7, 5)).astype(np.int32)
     raw, _ = rollout(env, env.params, num_envs, actions)
@@ -124,8 +128,9 @@ def test_normalize_follows_purejaxrls_update_rule():
 
 
 class Outlier:
-    """A batched env whose observations and rewards are standard normal for 10 steps, then huge in env 0: against
-    the 700 samples of the running statistics, that one is about 26 standard deviations out, unclipped."""
+    """A batched env whose observations and rewards are standard normal for 10 steps, then huge in
+    env 0: against the 700 samples of the running statistics, that one is about 26 standard
+    deviations out, unclipped."""
 
     num_actions, continuous, action_bounds = 2, False, None
 
@@ -141,8 +146,8 @@ class Outlier:
 
 
 def test_normalized_observations_and_rewards_are_clipped_to_ten():
-    """CleanRL's continuous PPO (and SB3's VecNormalize) clip both at +-10; so does the wrapper, and the raw
-    reward stays in info for the episode returns."""
+    """CleanRL's continuous PPO (and SB3's VecNormalize) clip both at +-10; so does the wrapper, and
+    the raw reward stays in info for the episode returns."""
     env = env_normalize.normalize(Outlier(), obs=True, reward=True, gamma=0.99)
     _, state = env.reset(jnp.zeros(64), None)
     for step in range(11):
@@ -157,7 +162,8 @@ def test_normalized_observations_and_rewards_are_clipped_to_ten():
 
 
 def test_normalize_each_part_alone_and_off():
-    """obs only: rewards untouched; reward only: observations untouched; both off: the env itself."""
+    """obs only: rewards untouched; reward only: observations untouched; both off: the env
+    itself."""
     env = Batch("CartPole-v1", max_steps_in_episode=3)
     actions = np.ones((4, 3), np.int32)
     raw, _ = rollout(env, env.params, 3, actions)
@@ -180,8 +186,9 @@ def test_normalize_each_part_alone_and_off():
 
 
 def test_normalize_passes_the_action_space_through_and_keeps_its_types():
-    """A continuous env keeps num_actions, continuous and action_bounds; a jitted step of the wrapper compiles once
-    over repeated calls (no weak types in its statistics) and works op by op under jax.disable_jit() too."""
+    """A continuous env keeps num_actions, continuous and action_bounds; a jitted step of the
+    wrapper compiles once over repeated calls (no weak types in its statistics) and works op by op
+    under jax.disable_jit() too."""
     env = Batch("Pendulum-v1")
     wrapped = env_normalize.normalize(env, obs=True, reward=True, gamma=0.99)
     assert (wrapped.num_actions, wrapped.continuous) == (1, True)
@@ -213,7 +220,7 @@ def test_normalize_passes_the_action_space_through_and_keeps_its_types():
             np.testing.assert_allclose(reward, jitted_reward, rtol=1e-5, atol=1e-6)
 
 
-# ----------------------------------------------------------------------------------------------- the ids
+# ------------------------------------------------------------------------------------------ the ids
 def test_brax_ids_are_adapted_and_usable_and_unknown_ids_refused():
     assert {"brax-halfcheetah", "brax-ant"} <= set(env_adapters.adapted_envs())
     assert {"brax-halfcheetah", "brax-ant", "Pendulum-v1"} <= set(env_adapters.usable_envs())
@@ -228,8 +235,12 @@ def test_brax_ids_are_adapted_and_usable_and_unknown_ids_refused():
 
 
 def test_the_module_imports_no_brax():
-    """The scripts import env_adapters for any adapted id: Brax (and MuJoCo) load only when a Brax env is made."""
-    code = "import sys, env_adapters; print(sorted(m for m in ('brax', 'mujoco', 'craftax') if m in sys.modules))"
+    """The scripts import env_adapters for any adapted id: Brax (and MuJoCo) load only when a Brax
+    env is made."""
+    code = (
+        "import sys, env_adapters; "
+        "print(sorted(m for m in ('brax', 'mujoco', 'craftax') if m in sys.modules))"
+    )
     proc = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
     )
@@ -237,20 +248,22 @@ def test_the_module_imports_no_brax():
     assert proc.stdout.strip() == "[]"
 
 
-# -------------------------------------------------------------------------------------------------- Brax
+# --------------------------------------------------------------------------------------------- Brax
 NUM_ENVS = 3
 LIMIT = 4  # a short time limit, to reach it in a few steps
 
 
 @pytest.fixture(scope="module")
 def ant():
-    """brax-ant with a 4-step time limit and its jitted batched step: compiled once for the module."""
+    """brax-ant with a 4-step time limit and its jitted batched step: compiled once for the
+    module."""
     env = env_adapters.Brax("brax-ant", episode_length=LIMIT)
     return env, jax.jit(env.step)
 
 
 def flip(states, envs):
-    """The states with these envs' torsos lifted to 2 m: above ant's healthy range, so they end at the next step."""
+    """The states with these envs' torsos lifted to 2 m: above ant's healthy range, so they end at
+    the next step."""
     pipeline = states.pipeline_state
     lifted = jnp.isin(jnp.arange(NUM_ENVS), jnp.asarray(envs, jnp.int32))
     q = pipeline.q.at[:, 2].set(jnp.where(lifted, 2.0, pipeline.q[:, 2]))
@@ -292,8 +305,8 @@ def test_brax_contract_attributes_and_types(ant):
 
 @pytest.mark.slow
 def test_brax_time_limit_truncates_unless_the_env_ends_itself(ant):
-    """An env that ends itself (ant out of its healthy range) is terminated, also at the time limit; the others are
-    truncated at the limit; each done env restarts its step count."""
+    """An env that ends itself (ant out of its healthy range) is terminated, also at the time limit;
+    the others are truncated at the limit; each done env restarts its step count."""
     env, step = ant
     obs, states = env.reset(jax.random.split(jax.random.key(1), NUM_ENVS), None)
     actions = jnp.zeros((NUM_ENVS, 8), jnp.float32)
@@ -312,9 +325,10 @@ def test_brax_time_limit_truncates_unless_the_env_ends_itself(ant):
 
 @pytest.mark.slow
 def test_brax_final_observation_is_the_pre_reset_one_and_done_envs_get_a_fresh_state(ant):
-    """final_observation is the step's own observation: for the env that ended (its torso lifted to 2 m, the first
-    entry of ant's observation), the height it reached, not its reset's; a done env continues from the reset of its
-    step key (not the first reset state, which AutoResetWrapper would replay); the others go on, without a reset."""
+    """final_observation is the step's own observation: for the env that ended (its torso lifted to
+    2 m, the first entry of ant's observation), the height it reached, not its reset's; a done env
+    continues from the reset of its step key (not the first reset state, which AutoResetWrapper
+    would replay); the others go on, without a reset."""
     env, step = ant
     first_obs, states = env.reset(jax.random.split(jax.random.key(2), NUM_ENVS), None)
     keys = step_keys(0)
@@ -332,9 +346,10 @@ def test_brax_final_observation_is_the_pre_reset_one_and_done_envs_get_a_fresh_s
     assert after.info["steps"].tolist() == [1, 0, 1]
 
 
-# --------------------------------------------------------------------------------------------- env timing
+# --------------------------------------------------------------------------------------- env timing
 def test_env_timing_times_a_continuous_gymnax_env():
-    """Pendulum-v1: random actions are float32 vectors within its bounds; num_actions is the vector's length."""
+    """Pendulum-v1: random actions are float32 vectors within its bounds; num_actions is the
+    vector's length."""
     args = env_timing.Args(num_envs=8, warmup_steps=2, timed_steps=3)
     env = env_timing.make_env("Pendulum-v1")
     inputs = env_timing.random_inputs(jax.random.key(0), env, 8, 10)

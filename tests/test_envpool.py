@@ -1,11 +1,13 @@
-"""The envpool backend (env_adapters.Envpool, `--env-backend envpool`): the adapter's contract on scripted CartPole
-episodes against gymnax's own CartPole (terminated / truncated, the pre-reset final observation, the same-step reset
-that is no reset-only transition, the time limit), the JAX path (a host callback inside jit and lax.scan) against the
-NumPy one, tiny runs of every script and its bad input, the same transitions in every script's env glue (clipped
-continuous actions included), and CartPole learnt on envpool.
+"""The envpool backend (env_adapters.Envpool, `--env-backend envpool`): the adapter's contract on
+scripted CartPole episodes against gymnax's own CartPole (terminated / truncated, the pre-reset
+final observation, the same-step reset that is no reset-only transition, the time limit), the JAX
+path (a host callback inside jit and lax.scan) against the NumPy one, tiny runs of every script and
+its bad input, the same transitions in every script's env glue (clipped continuous actions
+included), and CartPole learnt on envpool.
 
-envpool's CartPole-v1 has gymnax's dynamics, observations, rewards and limits: stepped from the same state, they
-agree to about 1e-6. envpool's pools are seeded when made, so two pools of one seed give the same episodes.
+envpool's CartPole-v1 has gymnax's dynamics, observations, rewards and limits: stepped from the same
+state, they agree to about 1e-6. envpool's pools are seeded when made, so two pools of one seed give
+the same episodes.
 """
 
 import importlib
@@ -32,7 +34,15 @@ from test_scripts import (
 import env_adapters
 import env_normalize
 import torch_glue
-from helpers import ENV_FIELDS, STUDY, TINY, only_run_dir, read_json, run_script, scalar_series
+from helpers import (
+    ENV_FIELDS,
+    STUDY,
+    TINY,
+    only_run_dir,
+    read_json,
+    run_script,
+    scalar_series,
+)
 
 # envpool's spaces
 pytestmark = pytest.mark.filterwarnings("ignore:.*precision lowered by casting:UserWarning")
@@ -47,7 +57,8 @@ ATOL = 1e-5
 
 # ------------------------------------------------------------------------------------------ helpers
 def cartpole_state(obs, steps) -> EnvState:
-    """gymnax's CartPole state of these observations: CartPole's state is its observation plus the step count."""
+    """gymnax's CartPole state of these observations: CartPole's state is its observation plus the
+    step count."""
     obs = jnp.asarray(obs, jnp.float32)
     return EnvState(
         x=obs[:, 0], x_dot=obs[:, 1], theta=obs[:, 2], theta_dot=obs[:, 3], time=jnp.asarray(steps)
@@ -56,7 +67,8 @@ def cartpole_state(obs, steps) -> EnvState:
 
 @jax.jit
 def gymnax_step(state: EnvState, action):
-    """gymnax's CartPole step of every env, without its auto-reset: (obs, state, reward, terminated, truncated)."""
+    """gymnax's CartPole step of every env, without its auto-reset: (obs, state, reward, terminated,
+    truncated)."""
     # CartPole's step draws no randomness
     step = jax.vmap(GYMNAX_CARTPOLE.step_env, in_axes=(None, 0, 0, None))
     obs, state, reward, terminated, _ = step(jax.random.key(0), state, action, GYMNAX_PARAMS)
@@ -64,7 +76,8 @@ def gymnax_step(state: EnvState, action):
 
 
 def balance(obs):
-    """A linear controller that keeps CartPole's pole up and its cart in bounds for 500 steps and more."""
+    """A linear controller that keeps CartPole's pole up and its cart in bounds for 500 steps and
+    more."""
     return (np.asarray(obs) @ np.array([0.1, 0.5, 10.0, 1.0]) > 0).astype(np.int32)
 
 
@@ -72,13 +85,14 @@ def assert_reset_obs(obs):
     assert obs.shape[-1] == 4 and (np.abs(obs) <= RESET_RANGE).all(), obs
 
 
-# ----------------------------------------------------------------------- 1. the contract against gymnax
+# ------------------------------------------------------------------- 1. the contract against gymnax
 def test_scripted_cartpole_episodes_match_gymnax_and_reset_in_the_same_step():
-    """Every env pushes right, so its pole falls within about ten steps, three times over. gymnax steps from the same
-    start state (set from envpool's reset observation) with the same actions: terminated, truncated, reward and the
-    final observation agree at every step. At the ending step the returned observation is a fresh reset one; the
-    next step is that episode's first (step count 1, reward 1, the action applied to the reset state), never
-    envpool's reset-only transition (reward 0, the action ignored)."""
+    """Every env pushes right, so its pole falls within about ten steps, three times over. gymnax
+    steps from the same start state (set from envpool's reset observation) with the same actions:
+    terminated, truncated, reward and the final observation agree at every step. At the ending step
+    the returned observation is a fresh reset one; the next step is that episode's first (step count
+    1, reward 1, the action applied to the reset state), never envpool's reset-only transition
+    (reward 0, the action ignored)."""
     num_envs, num_steps = 3, 40
     env, params = env_adapters.make_envpool("CartPole-v1", num_envs=num_envs, seed=3, num_threads=1)
     assert params is None and (env.num_actions, env.continuous, env.action_bounds) == (
@@ -128,9 +142,10 @@ def test_scripted_cartpole_episodes_match_gymnax_and_reset_in_the_same_step():
 
 
 def test_cartpole_time_limit_is_truncated_not_terminated():
-    """A balancing controller keeps the pole up: at step 500 (envpool's CartPole-v1 limit, as gymnax's) the episode
-    is truncated, not terminated, as gymnax says from the same state; its final observation is the state reached,
-    the returned observation a fresh reset one, and the env's step count starts again."""
+    """A balancing controller keeps the pole up: at step 500 (envpool's CartPole-v1 limit, as
+    gymnax's) the episode is truncated, not terminated, as gymnax says from the same state; its
+    final observation is the state reached, the returned observation a fresh reset one, and the
+    env's step count starts again."""
     num_envs = 2
     env, _ = env_adapters.make_envpool("CartPole-v1", num_envs=num_envs, seed=4, num_threads=1)
     obs, steps = env.reset_host()
@@ -158,14 +173,14 @@ def test_cartpole_time_limit_is_truncated_not_terminated():
     assert (reward == 1).all()
 
 
-# ----------------------------------------------------------------------------------- 2. the JAX path
+# ---------------------------------------------------------------------------------- 2. the JAX path
 @pytest.mark.parametrize("threads", [1, 2])
 def test_the_jax_path_inside_jit_and_scan_steps_as_the_host_path(threads):
-    """Envpool.reset and .step called from JAX (jit, lax.scan, the host callback) give the same transitions, bit for
-    bit and of the same dtypes, as reset_host and step_host on a second pool of the same seed and actions (a pool of
-    1 thread: the worker threads change nothing). Each call steps the pool once: a second call of the compiled scan
-    carries on where the first stopped (no recompile), and a jitted step whose outputs are all discarded still
-    steps the pool."""
+    """Envpool.reset and .step called from JAX (jit, lax.scan, the host callback) give the same
+    transitions, bit for bit and of the same dtypes, as reset_host and step_host on a second pool of
+    the same seed and actions (a pool of 1 thread: the worker threads change nothing). Each call
+    steps the pool once: a second call of the compiled scan carries on where the first stopped (no
+    recompile), and a jitted step whose outputs are all discarded still steps the pool."""
     num_envs, num_steps = 4, 30
     actions = np.random.default_rng(0).integers(0, 2, (2, num_steps, num_envs)).astype(np.int32)
     env, _ = env_adapters.make_envpool(
@@ -213,7 +228,8 @@ def test_the_jax_path_inside_jit_and_scan_steps_as_the_host_path(threads):
 @pytest.mark.slow
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_tiny_run_cartpole_on_envpool(framework, log_dir):
-    """The whole run-output contract on envpool; config.json records the backend and the worker threads."""
+    """The whole run-output contract on envpool; config.json records the backend and the worker
+    threads."""
     args = [*TINY, "--env", "CartPole-v1", "--env-backend", "envpool", "--env-threads", "2"]
     proc = run_script(script(framework), *args, log_dir=log_dir)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -228,8 +244,9 @@ def test_tiny_run_cartpole_on_envpool(framework, log_dir):
 @pytest.mark.slow
 @pytest.mark.parametrize("framework", ["linen", "torch"])  # a JAX scan and torch's NumPy loop
 def test_tiny_run_halfcheetah_on_envpool(framework, log_dir, monkeypatch):
-    """A continuous MuJoCo env (6 action dimensions, float64 in envpool): the whole run-output contract, with a
-    Gaussian policy of log std 0 at the start. No episode ends in 3 x 16 steps (the limit is 1000)."""
+    """A continuous MuJoCo env (6 action dimensions, float64 in envpool): the whole run-output
+    contract, with a Gaussian policy of log std 0 at the start. No episode ends in 3 x 16 steps (the
+    limit is 1000)."""
     no_episode = (*test_scripts.NO_EPISODE_IN_TINY_RUN, "HalfCheetah-v4")
     monkeypatch.setattr(test_scripts, "NO_EPISODE_IN_TINY_RUN", no_episode)
     args = [*TINY, "--env", "HalfCheetah-v4", "--env-backend", "envpool"]
@@ -298,21 +315,22 @@ def test_make_envpool_refuses_more_threads_than_cores():
 
 @pytest.mark.parametrize("framework", FIRST_FAST)
 def test_negative_env_threads_is_refused_with_the_gymnax_backend_too(framework, log_dir):
-    """--env-threads -1 is bad input whatever the backend: the gymnax backend ignores the flag, but a run started
-    with it would record env_threads -1 in config.json."""
+    """--env-threads -1 is bad input whatever the backend: the gymnax backend ignores the flag, but
+    a run started with it would record env_threads -1 in config.json."""
     proc = run_script(script(framework), *TINY, "--env-threads", "-1", log_dir=log_dir, timeout=120)
     assert_one_line_refusal(proc, ["--env-threads", "-1"])
     assert not log_dir.exists(), "a run folder was created for bad input"
 
 
-# ------------------------------------------------------------------------------------------ 4. parity
+# ---------------------------------------------------------------------------------------- 4. parity
 PARITY_NUM_ENVS, PARITY_SEED = 3, 5
 PARITY_FIELDS = ("obs", *ENV_FIELDS)  # the next observation, then the env fields of a Transition
 
 
 def parity_actions(env_id: str):
-    """(num_steps, num_envs, ...) actions: CartPole random (episodes end); Pendulum past its 200-step limit and
-    HalfCheetah, normal with std 3, far out of their bounds (±2, ±1), which every script must clip."""
+    """(num_steps, num_envs, ...) actions: CartPole random (episodes end); Pendulum past its
+    200-step limit and HalfCheetah, normal with std 3, far out of their bounds (±2, ±1), which every
+    script must clip."""
     rng = np.random.default_rng(1)
     if env_id == "CartPole-v1":
         return rng.integers(0, 2, (60, PARITY_NUM_ENVS)).astype(np.int32)
@@ -321,7 +339,8 @@ def parity_actions(env_id: str):
 
 
 def parity_env(module, env_id: str, normalized: bool):
-    """A script's make_env on envpool, wrapped as --norm-obs --norm-reward wrap it where normalized."""
+    """A script's make_env on envpool, wrapped as --norm-obs --norm-reward wrap it where
+    normalized."""
     env, params = module.make_env(env_id, "envpool", PARITY_NUM_ENVS, PARITY_SEED, 1)
     if normalized:
         env = env_normalize.normalize(env, obs=True, reward=True, gamma=0.99)
@@ -329,8 +348,8 @@ def parity_env(module, env_id: str, normalized: bool):
 
 
 def jax_glue_rollout(module, env_id: str, actions, normalized=False):
-    """A JAX script's make_env, reset_envs and step_envs, stepped in a jitted lax.scan as its rollout does: the
-    reset observation and the stacked (num_steps, ...) fields, NumPy."""
+    """A JAX script's make_env, reset_envs and step_envs, stepped in a jitted lax.scan as its
+    rollout does: the reset observation and the stacked (num_steps, ...) fields, NumPy."""
     env, params = parity_env(module, env_id, normalized)
     runner = module.reset_envs(env, params, jax.random.key(0), PARITY_NUM_ENVS)
 
@@ -346,8 +365,9 @@ def jax_glue_rollout(module, env_id: str, actions, normalized=False):
 
 
 def torch_env_rollout(env, params, env_step, actions):
-    """ppo_torch.rollout's env side: reset_envs, env_step per step (NumPy actions, as torch_glue.to_jax gives them on
-    a CPU), every step's next obs and env fields stacked by torch_glue.stack_steps and crossed by to_torch."""
+    """ppo_torch.rollout's env side: reset_envs, env_step per step (NumPy actions, as
+    torch_glue.to_jax gives them on a CPU), every step's next obs and env fields stacked by
+    torch_glue.stack_steps and crossed by to_torch."""
     runner = MODULES["torch"].reset_envs(env, params, jax.random.key(0), PARITY_NUM_ENVS)
     reset_obs, steps = np.asarray(runner.obs), []
     for action in actions:
@@ -358,8 +378,8 @@ def torch_env_rollout(env, params, env_step, actions):
 
 
 def torch_host_rollout(env_id: str, actions, normalized=False):
-    """ppo_torch.py's envpool path: torch_glue.env_step picks host_step, NumPy on the host, for a pool, raw or
-    normalised."""
+    """ppo_torch.py's envpool path: torch_glue.env_step picks host_step, NumPy on the host, for a
+    pool, raw or normalised."""
     module = MODULES["torch"]
     env, params = parity_env(module, env_id, normalized)
     env_step = torch_glue.env_step(env, params, module.step_envs)
@@ -368,8 +388,8 @@ def torch_host_rollout(env_id: str, actions, normalized=False):
 
 
 def torch_jit_rollout(env_id: str, actions):
-    """ppo_torch.py's other path (the one every env wrapped by env_normalize takes): its step_envs, jitted, called
-    step by step."""
+    """ppo_torch.py's other path (the one every env wrapped by env_normalize takes): its step_envs,
+    jitted, called step by step."""
     module = MODULES["torch"]
     env, params = module.make_env(env_id, "envpool", PARITY_NUM_ENVS, PARITY_SEED, 1)
     env_step = jax.jit(partial(module.step_envs, env, params))
@@ -377,7 +397,8 @@ def torch_jit_rollout(env_id: str, actions):
 
 
 def raw_pool_rewards(env_id: str, actions):
-    """The rewards of a bare envpool pool of the same seed, stepped with these actions as they are (float64)."""
+    """The rewards of a bare envpool pool of the same seed, stepped with these actions as they are
+    (float64)."""
     import envpool
 
     pool = envpool.make(
@@ -391,11 +412,12 @@ def raw_pool_rewards(env_id: str, actions):
 
 @pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1", "HalfCheetah-v4"])
 def test_every_script_steps_envpool_identically(env_id):
-    """Fresh pools of one seed and one action sequence through each script's env glue (the JAX scripts' jitted scan
-    of step_envs; torch's NumPy torch_glue.host_step, and its step_envs jitted) give the same reset observation and
-    the same next obs, reward, terminated, truncated, final obs, ended return and ended length at every step, bit
-    for bit. The out-of-bounds continuous actions are clipped to the bounds: HalfCheetah's reward (its control cost)
-    is that of the clipped actions, not of the raw ones."""
+    """Fresh pools of one seed and one action sequence through each script's env glue (the JAX
+    scripts' jitted scan of step_envs; torch's NumPy torch_glue.host_step, and its step_envs jitted)
+    give the same reset observation and the same next obs, reward, terminated, truncated, final obs,
+    ended return and ended length at every step, bit for bit. The out-of-bounds continuous actions
+    are clipped to the bounds: HalfCheetah's reward (its control cost) is that of the clipped
+    actions, not of the raw ones."""
     actions = parity_actions(env_id)
     runs = {
         name: jax_glue_rollout(module, env_id, actions)
@@ -441,13 +463,13 @@ def test_every_script_steps_envpool_identically(env_id):
         assert not np.allclose(raw_pool_rewards(env_id, actions), clipped)
 
 
-# ---------------------------------------------------------------------------------------- 5. learning
+# -------------------------------------------------------------------------------------- 5. learning
 @pytest.mark.slow
 # the JAX scan's callback, torch's NumPy loop
 @pytest.mark.parametrize("framework", ["linen", "torch"])
 def test_learns_cartpole_on_envpool(framework, log_dir):
-    """The default (benchmark) configuration solves envpool's CartPole-v1 within 100 iterations, as it does
-    gymnax's (measured on 2 busy cores: Linen 45 s, final return 500; torch 84 s, 494)."""
+    """The default (benchmark) configuration solves envpool's CartPole-v1 within 100 iterations, as
+    it does gymnax's (measured on 2 busy cores: Linen 45 s, final return 500; torch 84 s, 494)."""
     proc = run_script(
         script(framework), "--env", "CartPole-v1", "--env-backend", "envpool", log_dir=log_dir
     )
@@ -463,10 +485,11 @@ def test_learns_cartpole_on_envpool(framework, log_dir):
 
 @pytest.mark.parametrize("env_id", ["CartPole-v1", "HalfCheetah-v4"])
 def test_torch_steps_a_normalised_pool_on_the_host_as_jax_does(env_id):
-    """With --norm-obs --norm-reward, ppo_torch.py steps an envpool pool through env_normalize's NumPy host_step
-    (no JAX call a step: a JAX call cost 542 against 209 us a step, benchmarks/envpool_calls.py), and it gives what
-    a JAX script's jitted scan gives: the same normalised obs, rewards and final obs, within float32 rounding (the
-    two sum the statistics in different orders), and the same raw episode returns and done flags."""
+    """With --norm-obs --norm-reward, ppo_torch.py steps an envpool pool through env_normalize's
+    NumPy host_step (no JAX call a step: a JAX call cost 542 against 209 us a step,
+    benchmarks/envpool_calls.py), and it gives what a JAX script's jitted scan gives: the same
+    normalised obs, rewards and final obs, within float32 rounding (the two sum the statistics in
+    different orders), and the same raw episode returns and done flags."""
     actions = parity_actions(env_id)
     reset_obs, fields = torch_host_rollout(env_id, actions, normalized=True)
     expected_obs, expected = jax_glue_rollout(MODULES["linen"], env_id, actions, normalized=True)

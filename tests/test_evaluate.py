@@ -1,7 +1,9 @@
-"""evaluate.py and a policy across frameworks (issue 55 items 2 and 3): a tiny run of every script with --norm-obs
---save-model, on a discrete env (CartPole-v1) and a continuous one (Pendulum-v1), then each checkpoint loaded by
-each of the four frameworks (a 4 x 4 matrix per env): the same actions on the same observations, and the same
-episode returns under evaluate.py with the same seed; the command line, eval.json, and bad input."""
+"""evaluate.py and a policy across frameworks (issue 55 items 2 and 3): a tiny run of every script
+with --norm-obs
+--save-model, on a discrete env (CartPole-v1) and a continuous one (Pendulum-v1), then each
+checkpoint loaded by each of the four frameworks (a 4 x 4 matrix per env): the same actions on the
+same observations, and the same episode returns under evaluate.py with the same seed; the command
+line, eval.json, and bad input."""
 
 import json
 import os
@@ -19,27 +21,30 @@ from helpers import ROOT, TINY, only_run_dir, run_script
 ENVS = ("CartPole-v1", "Pendulum-v1")
 # each script's fastest --compile for a tiny run (torch.compile would take a minute to compile)
 FAST_COMPILE = {"linen": "jit", "nnx": "cached_partial", "equinox": "partition", "torch": "env-jit"}
-# The float32 tolerance of the actor's outputs, one checkpoint in two frameworks. The networks compute the same
-# function with the same float32 parameters; only the order of the sums differs (XLA's dot products and
-# PyTorch's, each blocked its own way) and each library's tanh (an ulp or two). A dot product of n terms then
-# differs by about sqrt(n) ulps of the terms' magnitudes: for the small model (64 hidden units) ~1e-6 of the
-# largest activation, which tanh keeps at most 1. 1e-5 relative (and 1e-6 absolute for outputs near 0) is ten
-# times that; measured: ~2e-7 of the largest output (torch against the JAX three; the test prints it).
+# The float32 tolerance of the actor's outputs, one checkpoint in two frameworks. The networks
+# compute the same function with the same float32 parameters; only the order of the sums differs
+# (XLA's dot products and PyTorch's, each blocked its own way) and each library's tanh (an ulp or
+# two). A dot product of n terms then differs by about sqrt(n) ulps of the terms' magnitudes: for
+# the small model (64 hidden units) ~1e-6 of the largest activation, which tanh keeps at most 1.
+# 1e-5 relative (and 1e-6 absolute for outputs near 0) is ten times that; measured: ~2e-7 of the
+# largest output (torch against the JAX three; the test prints it).
 RTOL, ATOL = 1e-5, 1e-6
-# Discrete actions: the argmax of logits that agree to that tolerance is the same action wherever the top two
-# logits stand apart by more than twice it. Closer than that, float32 cannot say which is larger: such
-# observations are left out, and the test checks that they are at most 1 % (none, in practice), so equal actions
-# are a test of the outputs, not luck. Continuous actions (the Gaussian's mean, clipped) agree to the tolerance.
-# Episode returns: equal actions give equal episodes (the same env and seed), so a discrete policy's returns are
-# identical in the four frameworks; a continuous policy's actions differ by ~1e-7, which Pendulum carries over
-# 200 steps into its returns' last float32 digits (measured: ~1e-7 relative).
+# Discrete actions: the argmax of logits that agree to that tolerance is the same action wherever
+# the top two logits stand apart by more than twice it. Closer than that, float32 cannot say which
+# is larger: such observations are left out, and the test checks that they are at most 1 % (none, in
+# practice), so equal actions are a test of the outputs, not luck. Continuous actions (the
+# Gaussian's mean, clipped) agree to the tolerance. Episode returns: equal actions give equal
+# episodes (the same env and seed), so a discrete policy's returns are identical in the four
+# frameworks; a continuous policy's actions differ by ~1e-7, which Pendulum carries over 200 steps
+# into its returns' last float32 digits (measured: ~1e-7 relative).
 RETURN_RTOL = 1e-5
 EPISODES = 4
 
 
 @pytest.fixture(scope="module")
 def checkpoints(tmp_path_factory) -> dict:
-    """{(framework, env): run folder} of tiny --norm-obs --save-model runs, trained once for the module."""
+    """{(framework, env): run folder} of tiny --norm-obs --save-model runs, trained once for the
+    module."""
     found = {}
     for env_id in ENVS:
         for framework in FRAMEWORKS:
@@ -53,8 +58,8 @@ def checkpoints(tmp_path_factory) -> dict:
 
 
 def observations(ckpt, n: int = 1000) -> np.ndarray:
-    """n raw observations around the checkpoint's normalisation statistics, out to several std (some clipped at
-    +-10 once normalised), the same for every framework."""
+    """n raw observations around the checkpoint's normalisation statistics, out to several std (some
+    clipped at +-10 once normalised), the same for every framework."""
     rng = np.random.default_rng(0)
     mean, var = ckpt.obs_norm["mean"], ckpt.obs_norm["var"]
     return (mean + 4 * np.sqrt(var) * rng.standard_normal((n, len(mean)))).astype(np.float32)
@@ -67,8 +72,9 @@ def tolerance(reference: np.ndarray) -> float:
 @pytest.mark.slow
 @pytest.mark.parametrize("env_id", ENVS)
 def test_same_actions_in_every_framework(checkpoints, env_id):
-    """The 4 x 4 matrix of one env: the checkpoint of each framework, loaded by each of the four, gives the same
-    actor outputs (to RTOL and ATOL) and the same actions on the same 1,000 observations."""
+    """The 4 x 4 matrix of one env: the checkpoint of each framework, loaded by each of the four,
+    gives the same actor outputs (to RTOL and ATOL) and the same actions on the same 1,000
+    observations."""
     worst = 0.0
     for trained_by in FRAMEWORKS:
         ckpt = checkpoint.load(checkpoints[trained_by, env_id])
@@ -94,12 +100,14 @@ def test_same_actions_in_every_framework(checkpoints, env_id):
             else:
                 np.testing.assert_allclose(theirs, actions, rtol=RTOL, atol=ATOL, err_msg=where)
     print(
-        f"{env_id}: the largest difference of two frameworks' outputs: {worst:.1e} of the largest output"
+        f"{env_id}: the largest difference of two frameworks' outputs: {worst:.1e} of the largest "
+        "output"
     )
 
 
 def evaluated(ckpt, framework: str, seed: int = 1, stochastic: bool = False) -> dict:
-    """evaluate.py's result, in this process: what its command line runs between its checks and eval.json."""
+    """evaluate.py's result, in this process: what its command line runs between its checks and
+    eval.json."""
     setup = evaluate.prepare(ckpt, framework, EPISODES, seed, stochastic)
     return evaluate.evaluate(setup, seed).result
 
@@ -107,14 +115,16 @@ def evaluated(ckpt, framework: str, seed: int = 1, stochastic: bool = False) -> 
 @pytest.mark.slow
 @pytest.mark.parametrize("env_id", ENVS)
 def test_same_returns_in_every_framework(checkpoints, env_id):
-    """The 4 x 4 matrix of one env under evaluate.py with one seed: every framework's episodes of a checkpoint
-    end as its own framework's do (the same lengths; the same returns, to RETURN_RTOL for a continuous policy);
-    each runs to its end; another seed gives other episodes, and the same seed the same ones again."""
+    """The 4 x 4 matrix of one env under evaluate.py with one seed: every framework's episodes of a
+    checkpoint end as its own framework's do (the same lengths; the same returns, to RETURN_RTOL for
+    a continuous policy); each runs to its end; another seed gives other episodes, and the same seed
+    the same ones again."""
     for trained_by in FRAMEWORKS:
         ckpt = checkpoint.load(checkpoints[trained_by, env_id])
         own = evaluated(ckpt, trained_by)
         assert own["episodes"] == len(own["returns"]) == len(own["lengths"]) == EPISODES
-        # Pendulum's time limit ends every episode; a CartPole pole falls (terminated) or stands to 500
+        # Pendulum's time limit ends every episode; a CartPole pole falls (terminated) or stands to
+        # 500
         assert all(
             1 <= length <= (200 if env_id == "Pendulum-v1" else 500) for length in own["lengths"]
         )
@@ -137,8 +147,8 @@ def test_same_returns_in_every_framework(checkpoints, env_id):
 
 @pytest.mark.slow
 def test_stochastic_is_seeded(checkpoints):
-    """--stochastic samples the actions: the same seed gives the same episodes, and they differ from the
-    deterministic policy's."""
+    """--stochastic samples the actions: the same seed gives the same episodes, and they differ from
+    the deterministic policy's."""
     ckpt = checkpoint.load(checkpoints["nnx", "Pendulum-v1"])
     first, again = (evaluated(ckpt, "nnx", stochastic=True) for _ in range(2))
     assert first["mode"] == "stochastic" and first["returns"] == again["returns"]
@@ -146,7 +156,8 @@ def test_stochastic_is_seeded(checkpoints):
 
 
 def run_evaluate(*args: str):
-    """`python evaluate.py args` in a fresh process, as a user runs it (one torch thread, as run_script's)."""
+    """`python evaluate.py args` in a fresh process, as a user runs it (one torch thread, as
+    run_script's)."""
     env = {"OMP_NUM_THREADS": "1", **os.environ}
     cmd = [sys.executable, str(ROOT / "evaluate.py"), *args]
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
@@ -154,9 +165,9 @@ def run_evaluate(*args: str):
 
 @pytest.mark.slow
 def test_command_line_writes_eval_json(checkpoints, tmp_path):
-    """`python evaluate.py RUN_DIR`: the framework that trained it by default, the mean ± std printed, eval.json
-    beside the checkpoint; another framework's evaluation (the checkpoint file given) is added to it, the first
-    kept."""
+    """`python evaluate.py RUN_DIR`: the framework that trained it by default, the mean ± std
+    printed, eval.json beside the checkpoint; another framework's evaluation (the checkpoint file
+    given) is added to it, the first kept."""
     run_dir = checkpoints["linen", "CartPole-v1"]
     proc = run_evaluate(str(run_dir), "--episodes", "3", "--seed", "5")
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -197,7 +208,8 @@ def test_eval_json_keeps_other_evaluations(tmp_path):
 
 
 def test_choose():
-    """The deterministic actions: the argmax; the Gaussian's mean clipped to the bounds, as training clips."""
+    """The deterministic actions: the argmax; the Gaussian's mean clipped to the bounds, as training
+    clips."""
     logits = np.array([[0.1, 0.3, 0.2], [2.0, -1.0, 0.0]], np.float32)
     np.testing.assert_array_equal(evaluate.choose(logits, None, None, None), [1, 0])
     mean = np.array([[-3.0], [0.5]], np.float32)
@@ -211,7 +223,7 @@ def test_choose():
     )
 
 
-# ------------------------------------------------------------------------------------------------ bad input
+# ---------------------------------------------------------------------------------------- bad input
 def assert_refused(proc, words, folder=None, before=None):
     """One line, exit code 2, and (folder given) nothing written in it."""
     assert_one_line_refusal(proc, words)
@@ -244,7 +256,8 @@ def test_bad_checkpoint_is_refused(tmp_path):
 
 @pytest.fixture
 def untrained_checkpoint(tmp_path):
-    """A run folder with the checkpoint of an untrained nnx CartPole-v1 agent, as --save-model writes one."""
+    """A run folder with the checkpoint of an untrained nnx CartPole-v1 agent, as --save-model
+    writes one."""
     from flax import nnx
 
     import ppo_nnx

@@ -1,11 +1,12 @@
 """Parity: the Linen, NNX, Equinox and Torch scripts compute the same PPO.
 
-One set of weights (NumPy, fixed seed) is loaded into every framework's agent; forward pass, the rollout's
-log-probabilities and values, the env glue, GAE, loss, gradients and a whole update (with the minibatch order handed
-in) must agree to float32 tolerance, and so must the Args defaults. Each framework is wrapped in a small adapter with
-one interface, so every check is written once; SIDES must cover the study's frameworks. Every check runs on discrete
-envs (a categorical policy) and on continuous ones (a Gaussian policy, whose log std is one more shared weight); the
-policy's formulas are also checked against SciPy's, so that a changed constant in any framework fails.
+One set of weights (NumPy, fixed seed) is loaded into every framework's agent; forward pass, the
+rollout's log-probabilities and values, the env glue, GAE, loss, gradients and a whole update (with
+the minibatch order handed in) must agree to float32 tolerance, and so must the Args defaults. Each
+framework is wrapped in a small adapter with one interface, so every check is written once; SIDES
+must cover the study's frameworks. Every check runs on discrete envs (a categorical policy) and on
+continuous ones (a Gaussian policy, whose log std is one more shared weight); the policy's formulas
+are also checked against SciPy's, so that a changed constant in any framework fails.
 """
 
 from dataclasses import fields, replace
@@ -33,7 +34,8 @@ from helpers import ENV_FIELDS, STUDY, numpy_gae, only_run_dir, read_json, run_s
 
 class Spec(NamedTuple):
     obs_dim: int
-    num_actions: int  # discrete: the choices (3, whatever the env has); continuous: the action vector's length
+    # discrete: the choices (3, whatever the env has); continuous: the action vector's length
+    num_actions: int
     continuous: bool = False
 
 
@@ -52,8 +54,8 @@ GAINS = {"hidden": np.sqrt(2), "actor": 0.01, "critic": 1.0}
 
 
 def make_weights(spec: Spec, hidden, seed: int = 0) -> dict:
-    """{"actor"|"critic": [(kernel (in, out), bias), ...], "log_std" (continuous): (num_actions,)}: random, biases
-    and log std non-zero, float32."""
+    """{"actor"|"critic": [(kernel (in, out), bias), ...], "log_std" (continuous): (num_actions,)}:
+    random, biases and log std non-zero, float32."""
     rng = np.random.default_rng(seed)
     weights = {}
     for name, out_dim in zip(MLPS, (spec.num_actions, 1)):
@@ -96,8 +98,9 @@ def numpy_forward(weights: dict, obs):
 
 
 def numpy_log_prob_and_entropy(actor_out, actions, log_std=None):
-    """SciPy's: the chosen action's log-softmax and the categorical's entropy per state; or (log_std given) the
-    diagonal Gaussian's log-density summed over the action's dimensions, and its entropy (one for every state)."""
+    """SciPy's: the chosen action's log-softmax and the categorical's entropy per state; or (log_std
+    given) the diagonal Gaussian's log-density summed over the action's dimensions, and its entropy
+    (one for every state)."""
     actor_out = np.asarray(actor_out, np.float64)
     if log_std is None:
         log_probs = scipy.special.log_softmax(actor_out, -1)
@@ -117,8 +120,9 @@ def torch_noise(num_envs: int, num_actions: int, seed: int = 5):
 
 
 def make_batch(weights: dict, size: int, seed: int = 1) -> dict:
-    """A minibatch; continuous actions are samples of the policy (wider), their old log-probs near the new ones,
-    so that the ratio clips on both sides; discrete ones random, with random old log-probs."""
+    """A minibatch; continuous actions are samples of the policy (wider), their old log-probs near
+    the new ones, so that the ratio clips on both sides; discrete ones random, with random old
+    log-probs."""
     obs_dim, _, num_actions, continuous = architecture(weights)
     rng = np.random.default_rng(seed)
     values = rng.normal(size=size).astype(np.float32)
@@ -151,7 +155,8 @@ def make_env(module, env_id: str, max_steps: int = 12):
 
 # -------------------------------------------------------------------------------------- adapters
 class Side:
-    """What every adapter shares: the architecture of the weights it was built from, and the rollout's setup."""
+    """What every adapter shares: the architecture of the weights it was built from, and the
+    rollout's setup."""
 
     module = None
 
@@ -160,7 +165,8 @@ class Side:
         self.obs_dim, self.hidden, self.num_actions, self.continuous = architecture(weights)
 
     def rollout(self) -> dict:
-        """One rollout of the script's own rollout function, from a fixed reset: its Batch, as NumPy."""
+        """One rollout of the script's own rollout function, from a fixed reset: its Batch, as
+        NumPy."""
         env, env_params = make_env(self.module, self.args.env)
         runner = self.module.reset_envs(env, env_params, jax.random.key(7), self.args.num_envs)
         batch = self.run_rollout(env, env_params, runner)
@@ -199,14 +205,16 @@ class LinenSide(Side):
         return np.asarray(actor_out), np.asarray(values)
 
     def log_probs(self, actor_out, actions):
-        """log_prob_and_entropy's (log-probs, entropy) for given actions: the rollout's and the loss's."""
+        """log_prob_and_entropy's (log-probs, entropy) for given actions: the rollout's and the
+        loss's."""
         apply = partial(
             self.state.apply_fn, self.state.params, jnp.asarray(actor_out), jnp.asarray(actions)
         )
         return tuple(np.asarray(x) for x in apply(method=ppo_linen.Agent.log_prob_and_entropy))
 
     def policy(self, obs, actions=None):
-        """The rollout's policy step: (actions, log-probs, values), for the given actions or sampled ones."""
+        """The rollout's policy step: (actions, log-probs, values), for the given actions or sampled
+        ones."""
         actions = None if actions is None else jnp.asarray(actions)
         out = self.state.apply_fn(
             self.state.params,
@@ -410,7 +418,8 @@ class TorchSide(Side):
     module = ppo_torch
 
     def __init__(self, weights, args, compiled: bool = False):
-        # eager (env-jit) unless asked: the compiled whole minibatch step has its own test, test_compiled_update_agrees
+        # eager (env-jit) unless asked: the compiled whole minibatch step has its own test,
+        # test_compiled_update_agrees
         super().__init__(weights, replace(args, compile="compile" if compiled else "env-jit"))
         with torch.device("meta"):  # no init: every parameter is set below
             shape = (self.obs_dim, self.hidden, self.num_actions, self.continuous)
@@ -454,7 +463,8 @@ class TorchSide(Side):
         return tuple(x.numpy() for x in out)
 
     def train_state(self, args, generator, obs) -> ppo_torch.TrainState:
-        """The TrainState as main() builds it, with the steps that args.compile sets up (torch_glue.compiled_steps)."""
+        """The TrainState as main() builds it, with the steps that args.compile sets up
+        (torch_glue.compiled_steps)."""
         policy, step = torch_glue.compiled_steps(
             args.compile, self.agent, ppo_torch.minibatch_step, obs
         )
@@ -462,7 +472,8 @@ class TorchSide(Side):
         return ppo_torch.TrainState(self.agent, generator, policy, minibatch_step)
 
     def run_rollout(self, env, env_params, runner, traced: bool = False):
-        """As main() sets it up: eager (env-jit), or with the policy step traced (torchscript; compile on a CPU)."""
+        """As main() sets it up: eager (env-jit), or with the policy step traced (torchscript;
+        compile on a CPU)."""
         env_step = torch_glue.env_step(env, env_params, ppo_torch.step_envs)
         args = replace(self.args, compile="torchscript" if traced else "env-jit")
         state = self.train_state(args, torch.Generator().manual_seed(5), runner.obs)
@@ -544,7 +555,8 @@ def assert_weights_close(actual: dict, expected: dict, rtol: float, atol: float,
 
 
 def build_all(env_id: str, size: str, weights: dict | None = None, **arg_overrides):
-    """Every framework's side, from the same weights (default: make_weights's for the env and size)."""
+    """Every framework's side, from the same weights (default: make_weights's for the env and
+    size)."""
     args = ppo_linen.Args(env=env_id, model_size=size, **arg_overrides)
     weights = (
         make_weights(SPECS[env_id], ppo_linen.MODEL_SIZES[size]) if weights is None else weights
@@ -559,7 +571,8 @@ def build_all(env_id: str, size: str, weights: dict | None = None, **arg_overrid
 
 
 # -------------------------------------------------------------------------------------- the checks
-@pytest.mark.parametrize(  # the sizes differ in the hidden layers only: the Gaussian's head needs one
+# the sizes differ in the hidden layers only: the Gaussian's head needs one
+@pytest.mark.parametrize(
     "env_id, size",
     [(env_id, size) for env_id in DISCRETE for size in ppo_linen.MODEL_SIZES]
     + [(CONTINUOUS[-1], "small")],
@@ -587,8 +600,8 @@ def test_forward_pass_agrees(env_id, size):
 
 
 def policy_inputs(env_id: str, weights: dict, size: int = 64, seed: int = 6):
-    """Observations, and actions to score: random choices; or, continuous, wide samples around the NumPy mean,
-    many beyond the bounds and some far in the tails."""
+    """Observations, and actions to score: random choices; or, continuous, wide samples around the
+    NumPy mean, many beyond the bounds and some far in the tails."""
     rng = np.random.default_rng(seed)
     spec = SPECS[env_id]
     obs = rng.normal(size=(size, spec.obs_dim)).astype(np.float32)
@@ -602,9 +615,10 @@ def policy_inputs(env_id: str, weights: dict, size: int = 64, seed: int = 6):
 
 @pytest.mark.parametrize("env_id", SPECS)
 def test_log_probs_and_entropy_agree_with_scipy(env_id):
-    """Each framework's log_prob_and_entropy (the rollout's log-probs and the loss's), on its own actor output, are
-    SciPy's log-softmax and categorical entropy, or SciPy's normal log-density and entropy with the shared log std:
-    a changed constant in any framework's formulas fails here, as well as in the cross-framework checks."""
+    """Each framework's log_prob_and_entropy (the rollout's log-probs and the loss's), on its own
+    actor output, are SciPy's log-softmax and categorical entropy, or SciPy's normal log-density and
+    entropy with the shared log std: a changed constant in any framework's formulas fails here, as
+    well as in the cross-framework checks."""
     _, weights, sides = build_all(env_id, "small")
     obs, actions = policy_inputs(env_id, weights)
     for name, side in sides.items():
@@ -672,7 +686,8 @@ def test_loss_and_gradients_agree(env_id, clip_vloss):
         assert_weights_close(grads, grads_ref, rtol=1e-4, atol=1e-6, what=f"{name} gradients")
 
 
-UPDATE_OVERRIDES = dict(  # a large learning rate and a small max_grad_norm make the clipping and the schedule matter
+# a large learning rate and a small max_grad_norm make the clipping and the schedule matter
+UPDATE_OVERRIDES = dict(
     num_envs=8,
     num_steps=32,
     update_epochs=3,
@@ -697,8 +712,9 @@ def update_inputs(args, weights):
     [("CartPole-v1", True), ("CartPole-v1", False), ("Pendulum-v1", True), ("Reacher-misc", False)],
 )
 def test_one_full_update_agrees(env_id, anneal_lr):
-    """All epochs x minibatches on the same batch and minibatch order: the new parameters agree, log std's too (its
-    Adam step, and its share of the global norm that every gradient is clipped by)."""
+    """All epochs x minibatches on the same batch and minibatch order: the new parameters agree, log
+    std's too (its Adam step, and its share of the global norm that every gradient is clipped
+    by)."""
     args, weights, sides = build_all(env_id, "small", **UPDATE_OVERRIDES, anneal_lr=anneal_lr)
     batch, permutations = update_inputs(args, weights)
     first = permutations[0, : args.batch_size // args.num_minibatches]
@@ -729,8 +745,9 @@ def test_one_full_update_agrees(env_id, anneal_lr):
 @pytest.mark.slow
 @pytest.mark.parametrize("env_id", ["CartPole-v1", "Reacher-misc"])
 def test_compiled_update_agrees(env_id):
-    """ppo_torch.py's --compile compile path: the whole minibatch step (forward, loss, backward, clipping, Adam with the
-    tensor learning rate) compiled, from the same weights and minibatch order as Linen, gives the same new weights."""
+    """ppo_torch.py's --compile compile path: the whole minibatch step (forward, loss, backward,
+    clipping, Adam with the tensor learning rate) compiled, from the same weights and minibatch
+    order as Linen, gives the same new weights."""
     args, weights, sides = build_all(env_id, "small", **UPDATE_OVERRIDES)
     compiled = TorchSide(
         weights, ppo_torch.Args(env=env_id, model_size="small", **UPDATE_OVERRIDES), compiled=True
@@ -819,7 +836,8 @@ def test_shared_args_have_the_same_defaults():
 
 
 def torch_sample(actor_out, log_std, noise):
-    """What ppo_torch.py's policy must sample from uniform noise: Gumbel-max; or the Gaussian by SciPy's inverse CDF."""
+    """What ppo_torch.py's policy must sample from uniform noise: Gumbel-max; or the Gaussian by
+    SciPy's inverse CDF."""
     noise = np.asarray(noise, np.float64)
     if log_std is None:
         return np.argmax(actor_out - np.log(-np.log(noise)), -1)
@@ -828,9 +846,10 @@ def torch_sample(actor_out, log_std, noise):
 
 @pytest.mark.parametrize("env_id", SPECS)
 def test_rollout_log_probs_and_values_agree(env_id):
-    """The rollout's policy step: given the same weights, observations and actions, the same log-probs and values;
-    with its own sampled actions, each framework's log-probs and values are SciPy's at its forward pass. The JAX
-    frameworks sample the same actions for the same key; torch samples its formula of the uniform noise."""
+    """The rollout's policy step: given the same weights, observations and actions, the same
+    log-probs and values; with its own sampled actions, each framework's log-probs and values are
+    SciPy's at its forward pass. The JAX frameworks sample the same actions for the same key; torch
+    samples its formula of the uniform noise."""
     _, weights, sides = build_all(env_id, "small")
     obs, actions = policy_inputs(env_id, weights)
     log_std = weights.get("log_std")
@@ -871,8 +890,9 @@ def test_rollout_log_probs_and_values_agree(env_id):
 
 @pytest.mark.parametrize("env_id", ["Reacher-misc"])  # 2-D, and gymnax would not clip them itself
 def test_rollout_keeps_the_unclipped_sample(env_id):
-    """Each script's own rollout, with a log std that puts most samples beyond the bounds: the Batch keeps the samples
-    themselves, with their log-probs at the rollout's observations (the env gets them clipped: test_env_glue_agrees)."""
+    """Each script's own rollout, with a log std that puts most samples beyond the bounds: the Batch
+    keeps the samples themselves, with their log-probs at the rollout's observations (the env gets
+    them clipped: test_env_glue_agrees)."""
     spec = SPECS[env_id]
     weights = make_weights(spec, ppo_linen.MODEL_SIZES["small"])
     high = np.asarray(gymnax.make(env_id)[0].action_space().high)
@@ -898,8 +918,9 @@ def test_rollout_keeps_the_unclipped_sample(env_id):
 
 
 def env_glue_run(name: str, env_id: str, actions: np.ndarray) -> tuple[list[dict], list]:
-    """reset_envs, then step_envs once per row of actions (jitted, as in the scripts): every field as NumPy, and the
-    Runner before each step. ppo_torch.py hands actions and observations across with DLPack, so its side does too."""
+    """reset_envs, then step_envs once per row of actions (jitted, as in the scripts): every field
+    as NumPy, and the Runner before each step. ppo_torch.py hands actions and observations across
+    with DLPack, so its side does too."""
     module = SIDES[name].module
     env, env_params = make_env(module, env_id)
     to_jax = (lambda a: jnp.from_dlpack(torch.as_tensor(a))) if name == "torch" else jnp.asarray
@@ -916,8 +937,9 @@ def env_glue_run(name: str, env_id: str, actions: np.ndarray) -> tuple[list[dict
 
 
 def glue_actions(env_id: str, num_envs: int = 6) -> np.ndarray:
-    """Random actions: 40 steps of choices, episodes ending both ways; or 16 continuous ones (one truncation: these
-    envs only end by the time limit), up to 5 times the bounds, most of them beyond."""
+    """Random actions: 40 steps of choices, episodes ending both ways; or 16 continuous ones (one
+    truncation: these envs only end by the time limit), up to 5 times the bounds, most of them
+    beyond."""
     rng = np.random.default_rng(8)
     spec = SPECS[env_id]
     if not spec.continuous:
@@ -927,7 +949,8 @@ def glue_actions(env_id: str, num_envs: int = 6) -> np.ndarray:
 
 
 def direct_steps(env_id: str, runners: list, actions) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(reward, next observation before any reset) of gymnax's own step_env from each Runner's states, no glue."""
+    """(reward, next observation before any reset) of gymnax's own step_env from each Runner's
+    states, no glue."""
     step, env_params = direct_step(env_id)
     out = []
     for runner, action in zip(runners, actions, strict=True):
@@ -948,9 +971,10 @@ def direct_step(env_id: str):
 
 @pytest.mark.parametrize("env_id", SPECS)
 def test_env_glue_agrees(env_id):
-    """step_envs and reset_envs give the same transitions in every framework. On continuous envs, with actions far
-    beyond the bounds: in every framework the env got them clipped (rewards and next observations are gymnax's own
-    for the clipped actions); see test_rollout_keeps_the_unclipped_sample for what the Batch keeps."""
+    """step_envs and reset_envs give the same transitions in every framework. On continuous envs,
+    with actions far beyond the bounds: in every framework the env got them clipped (rewards and
+    next observations are gymnax's own for the clipped actions); see
+    test_rollout_keeps_the_unclipped_sample for what the Batch keeps."""
     actions = glue_actions(env_id)
     runs = {name: env_glue_run(name, env_id, actions) for name in SIDES}
     expected = runs["linen"][0]
@@ -987,8 +1011,9 @@ def test_env_glue_agrees(env_id):
 
 @pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])
 def test_torch_traced_policy_follows_the_weights(env_id):
-    """--compile torchscript (and compile on a CPU) traces the policy step: it gives the eager policy's actions,
-    log-probs and values, also after every weight changed (a frozen trace keeps the weights it was traced with)."""
+    """--compile torchscript (and compile on a CPU) traces the policy step: it gives the eager
+    policy's actions, log-probs and values, also after every weight changed (a frozen trace keeps
+    the weights it was traced with)."""
     _, weights, sides = build_all(env_id, "small")
     agent = sides["torch"].agent
     obs, _ = policy_inputs(env_id, weights)
@@ -1011,7 +1036,8 @@ def test_torch_traced_policy_follows_the_weights(env_id):
 
 @pytest.mark.parametrize("env_id", ["Breakout-MinAtar", "Reacher-misc"])
 def test_torch_rollout_with_the_traced_policy_agrees(env_id):
-    """ppo_torch.rollout with the traced policy step gives the eager rollout's Batch: the same weights and noise."""
+    """ppo_torch.rollout with the traced policy step gives the eager rollout's Batch: the same
+    weights and noise."""
     _, _, sides = build_all(env_id, "small", num_envs=4, num_steps=8)
     torch_side = sides["torch"]
     env, env_params = make_env(ppo_torch, env_id)
@@ -1026,7 +1052,8 @@ def test_torch_rollout_with_the_traced_policy_agrees(env_id):
 
 
 def test_explained_variance_is_nan_for_constant_returns():
-    """No crash and no inf when the returns have zero variance: explained variance is NaN in every framework."""
+    """No crash and no inf when the returns have zero variance: explained variance is NaN in every
+    framework."""
     overrides = dict(num_envs=4, num_steps=8, update_epochs=1, num_minibatches=2, num_iterations=1)
     args, weights, sides = build_all("CartPole-v1", "small", **overrides)
     batch = make_batch(weights, args.batch_size)

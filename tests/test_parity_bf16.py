@@ -1,18 +1,21 @@
-"""--dtype bfloat16 means the same in the four scripts: mixed precision, with float32 parameters, optimizer state,
-log-probabilities, loss, GAE and advantages, and the networks' matrix products and tanh in bfloat16.
+"""--dtype bfloat16 means the same in the four scripts: mixed precision, with float32 parameters,
+optimizer state, log-probabilities, loss, GAE and advantages, and the networks' matrix products and
+tanh in bfloat16.
 
-Tolerances. bfloat16 keeps 8 bits of mantissa: one rounding moves a value by up to 2**-9 of itself (0.2 %). The
-frameworks round at slightly different points (torch's Linear adds the bias before its one rounding, Flax and
-Equinox round the product and then the sum), so their outputs differ by a rounding here and there, and agree with a
-NumPy emulation of the casts (numpy_forward_bf16) within 2 % of the outputs' scale, where float32 ones agree within
-1e-5. The loss is a mean over the minibatch, where those roundings average out: the four agree within 1e-3 of it,
-tighter than a loss computed in bfloat16 itself would. The backward passes round differently: Linen's, NNX's and
-Equinox's gradients are the same bits, torch's differ from theirs by up to 16 % (L2, a layer's kernel) on
-Pendulum-v1's actor, where its own are within 1 % of float32's; so the gradients agree within 25 %. Adam's steps
-follow the gradients' signs, which those differences flip where a gradient is near 0: after an update each array's
-change agrees within 35 % (L2) with Linen's (up to 23 % for torch's compiled step on Reacher-misc; torch's largest
-entry differs by 6-10 % of the largest change, as much as bfloat16's from float32's); parameters kept or stepped in
-bfloat16 are caught by their values, which would all lie on bfloat16's grid."""
+Tolerances. bfloat16 keeps 8 bits of mantissa: one rounding moves a value by up to 2**-9 of itself
+(0.2 %). The frameworks round at slightly different points (torch's Linear adds the bias before its
+one rounding, Flax and Equinox round the product and then the sum), so their outputs differ by a
+rounding here and there, and agree with a NumPy emulation of the casts (numpy_forward_bf16) within 2
+% of the outputs' scale, where float32 ones agree within 1e-5. The loss is a mean over the
+minibatch, where those roundings average out: the four agree within 1e-3 of it, tighter than a loss
+computed in bfloat16 itself would. The backward passes round differently: Linen's, NNX's and
+Equinox's gradients are the same bits, torch's differ from theirs by up to 16 % (L2, a layer's
+kernel) on Pendulum-v1's actor, where its own are within 1 % of float32's; so the gradients agree
+within 25 %. Adam's steps follow the gradients' signs, which those differences flip where a gradient
+is near 0: after an update each array's change agrees within 35 % (L2) with Linen's (up to 23 % for
+torch's compiled step on Reacher-misc; torch's largest entry differs by 6-10 % of the largest
+change, as much as bfloat16's from float32's); parameters kept or stepped in bfloat16 are caught by
+their values, which would all lie on bfloat16's grid."""
 
 import equinox as eqx
 import jax
@@ -51,8 +54,9 @@ def rounded(x):
 
 
 def numpy_forward_bf16(weights: dict, obs):
-    """The MLPs as --dtype bfloat16 runs them, in NumPy: the observations, kernels and biases rounded to bfloat16;
-    each product summed in float32 and rounded, the bias added and rounded, tanh rounded; the output as float32."""
+    """The MLPs as --dtype bfloat16 runs them, in NumPy: the observations, kernels and biases
+    rounded to bfloat16; each product summed in float32 and rounded, the bias added and rounded,
+    tanh rounded; the output as float32."""
 
     def mlp(layers, x):
         x = rounded(x)
@@ -73,8 +77,8 @@ def scale(x) -> float:
     "env_id, size", [(DISCRETE[0], "small"), (DISCRETE[1], "medium"), (CONTINUOUS[-1], "small")]
 )
 def test_bfloat16_forward_agrees(env_id, size):
-    """Every framework's bfloat16 forward pass: float32 outputs, within 2 % of their scale of the NumPy emulation of
-    the casts, and away from the float32 pass (bfloat16 is really on)."""
+    """Every framework's bfloat16 forward pass: float32 outputs, within 2 % of their scale of the
+    NumPy emulation of the casts, and away from the float32 pass (bfloat16 is really on)."""
     _, weights, sides = build_all(env_id, size, **BF16)
     obs = np.random.default_rng(2).normal(size=(64, SPECS[env_id].obs_dim)).astype(np.float32)
     emulated = numpy_forward_bf16(weights, obs)
@@ -94,9 +98,9 @@ def test_bfloat16_forward_agrees(env_id, size):
 
 @pytest.mark.parametrize("env_id", [DISCRETE[0], CONTINUOUS[0]])
 def test_bfloat16_loss_and_gradients_agree(env_id):
-    """The loss, its parts and the gradients (float32) of every framework in bfloat16 against Linen's: the loss and
-    its parts within 1e-3, each layer's kernel gradient within 25 % (L2; see the module's docstring); and the loss
-    away from float32's."""
+    """The loss, its parts and the gradients (float32) of every framework in bfloat16 against
+    Linen's: the loss and its parts within 1e-3, each layer's kernel gradient within 25 % (L2; see
+    the module's docstring); and the loss away from float32's."""
     _, weights, sides = build_all(env_id, "small", **BF16)
     _, _, full_sides = build_all(env_id, "small", weights=weights)
     mb = make_batch(weights, 256)
@@ -123,7 +127,8 @@ def weight_arrays(weights: dict) -> list:
 
 
 def assert_float32_weights(weights: dict, what: str):
-    """float32 arrays, and values off bfloat16's grid: parameters kept or stepped in bfloat16 would lie on it."""
+    """float32 arrays, and values off bfloat16's grid: parameters kept or stepped in bfloat16 would
+    lie on it."""
     arrays = weight_arrays(weights)
     assert all(x.dtype == np.float32 for x in arrays), what
     flat = np.concatenate([x.ravel() for x in arrays])
@@ -131,8 +136,9 @@ def assert_float32_weights(weights: dict, what: str):
 
 
 def assert_updates_agree(new: dict, reference: dict, start: dict, what: str):
-    """Each array's update (new - start) within 35 % (L2) of the reference's: Adam's steps follow the gradients'
-    signs, which bfloat16 flips where a gradient is near 0, so a few entries differ more."""
+    """Each array's update (new - start) within 35 % (L2) of the reference's: Adam's steps follow
+    the gradients' signs, which bfloat16 flips where a gradient is near 0, so a few entries differ
+    more."""
     pairs = zip(weight_arrays(new), weight_arrays(reference), weight_arrays(start))
     for i, (actual, expected, before) in enumerate(pairs):
         off = np.linalg.norm(actual - expected) / np.linalg.norm(expected - before)
@@ -141,8 +147,9 @@ def assert_updates_agree(new: dict, reference: dict, start: dict, what: str):
 
 @pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])
 def test_bfloat16_update_keeps_float32_parameters(env_id):
-    """One full update in bfloat16: every framework's new weights are float32 and not bfloat16 values (parameters
-    kept, or stepped, in bfloat16 would be), and their updates agree with Linen's (assert_updates_agree)."""
+    """One full update in bfloat16: every framework's new weights are float32 and not bfloat16
+    values (parameters kept, or stepped, in bfloat16 would be), and their updates agree with Linen's
+    (assert_updates_agree)."""
     args, weights, sides = build_all(env_id, "small", **UPDATE_OVERRIDES, **BF16)
     batch, permutations = update_inputs(args, weights)
     results = {name: side.update(batch, permutations) for name, side in sides.items()}
@@ -160,7 +167,8 @@ def test_bfloat16_update_keeps_float32_parameters(env_id):
 @pytest.mark.slow
 @pytest.mark.parametrize("env_id", ["CartPole-v1", "Reacher-misc"])
 def test_bfloat16_compiled_update_agrees(env_id):
-    """ppo_torch.py's --compile compile path in bfloat16 (autocast inside the compiled step) gives Linen's update."""
+    """ppo_torch.py's --compile compile path in bfloat16 (autocast inside the compiled step) gives
+    Linen's update."""
     args, weights, sides = build_all(env_id, "small", **UPDATE_OVERRIDES, **BF16)
     torch_args = ppo_torch.Args(env=env_id, model_size="small", **UPDATE_OVERRIDES, **BF16)
     compiled = TorchSide(weights, torch_args, compiled=True)
@@ -173,8 +181,9 @@ def test_bfloat16_compiled_update_agrees(env_id):
 
 @pytest.mark.parametrize("env_id", ["Breakout-MinAtar", "Reacher-misc"])
 def test_bfloat16_traced_rollout_agrees_with_eager(env_id):
-    """ppo_torch.py's policy step traced (--compile compile on a CPU, and torchscript) keeps autocast: its
-    rollout gives the eager bfloat16 rollout's Batch, in float32, and values away from a float32 rollout's."""
+    """ppo_torch.py's policy step traced (--compile compile on a CPU, and torchscript) keeps
+    autocast: its rollout gives the eager bfloat16 rollout's Batch, in float32, and values away from
+    a float32 rollout's."""
     sizes = dict(num_envs=4, num_steps=8)
     _, _, sides = build_all(env_id, "small", **sizes, **BF16)
     _, _, full_sides = build_all(env_id, "small", **sizes)
@@ -204,7 +213,8 @@ def test_bfloat16_is_a_choice_of_every_script():
 
 
 def own_parameters(name: str, spec, hidden) -> list:
-    """The parameters of a script's own Agent, built as its main() builds it with --dtype bfloat16."""
+    """The parameters of a script's own Agent, built as its main() builds it with --dtype
+    bfloat16."""
     shape = (spec.obs_dim, hidden, spec.num_actions, spec.continuous)
     key = jax.random.key(0)
     if name == "linen":
@@ -222,8 +232,8 @@ def own_parameters(name: str, spec, hidden) -> list:
 @pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])
 @pytest.mark.parametrize("name", test_parity.SIDES)
 def test_bfloat16_agents_keep_float32_parameters(name, env_id):
-    """Each script's own Agent with --dtype bfloat16 (its own init, which the parity sides bypass) holds float32
-    parameters, all of them."""
+    """Each script's own Agent with --dtype bfloat16 (its own init, which the parity sides bypass)
+    holds float32 parameters, all of them."""
     parameters = own_parameters(name, SPECS[env_id], (64, 64))
     assert len(parameters) == 12 + SPECS[env_id].continuous
     dtypes = {str(p.dtype).removeprefix("torch.") for p in parameters}

@@ -1,6 +1,6 @@
-"""What a script prints while it runs: a first line before the heavy imports, progress lines whose ETA comes from
-the iterations after compilation (none before two of them), "no episode ended" rather than a NaN return, and the
-final return at the progress lines' precision."""
+"""What a script prints while it runs: a first line before the heavy imports, progress lines whose
+ETA comes from the iterations after compilation (none before two of them), "no episode ended" rather
+than a NaN return, and the final return at the progress lines' precision."""
 
 import importlib
 import re
@@ -35,7 +35,8 @@ def test_the_eta_is_the_mean_after_compilation_once_there_are_two(framework):
     line = ppo.progress(args, 2, scalars, [9.0, 4.0, 2.0])
     assert (
         line
-        == "iter 3/10 | SPS 1,000 | return 21.2 | rollout 0.500s update 0.250s | elapsed 30.0s ETA 21s"
+        == "iter 3/10 | SPS 1,000 | return 21.2 | rollout 0.500s update 0.250s | elapsed 30.0s ETA "
+        "21s"
     )
 
 

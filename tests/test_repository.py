@@ -8,7 +8,8 @@ from helpers import ROOT
 
 
 def test_no_file_points_outside_the_repository():
-    """Users have README.md and METHODOLOGY.md; no tracked file may send them to the developers' brief."""
+    """Users have README.md and METHODOLOGY.md; no tracked file may send them to the developers'
+    brief."""
     # spelled in two parts so that this file does not match itself
     brief = "DESIGN" + ".md"
     tracked = subprocess.run(

@@ -1,9 +1,10 @@
-"""--save-every and --resume (checkpoint.py's resume file, issue 55 item 7): a run stopped by a signal and resumed in
-its folder ends with the same state as the same run uninterrupted: parameters, Adam's moments and step, the envs'
-state with the normalisation statistics, the random keys. The JAX scripts match bit for bit; so does ppo_torch.py on
-one machine here, but torch promises no bit-for-bit reduction order when its thread count changes (its thread governor
-may change it between the two processes), so its tolerance is float32 rounding over a few optimizer steps, 1e-5.
-Every bad --resume is refused in one line, exit code 2, with nothing written."""
+"""--save-every and --resume (checkpoint.py's resume file, issue 55 item 7): a run stopped by a
+signal and resumed in its folder ends with the same state as the same run uninterrupted: parameters,
+Adam's moments and step, the envs' state with the normalisation statistics, the random keys. The JAX
+scripts match bit for bit; so does ppo_torch.py on one machine here, but torch promises no
+bit-for-bit reduction order when its thread count changes (its thread governor may change it between
+the two processes), so its tolerance is float32 rounding over a few optimizer steps, 1e-5. Every bad
+--resume is refused in one line, exit code 2, with nothing written."""
 
 import shutil
 import signal
@@ -97,7 +98,8 @@ def test_a_stopped_and_resumed_run_ends_as_an_uninterrupted_one(framework, env, 
             np.testing.assert_allclose(
                 got[key], want[key], rtol=0, atol=tolerance, err_msg=f"{name} {key}"
             )
-    # the resumed run is one run in its folder: the first start's config.json, a summary of all 6 iterations
+    # the resumed run is one run in its folder: the first start's config.json, a summary of all 6
+    # iterations
     assert (run_dir / "config.json").read_text() == config_before
     summary = read_json(run_dir / "summary.json")
     assert summary["status"] == "completed" and summary["iterations_completed"] == 6
@@ -181,14 +183,16 @@ def test_a_bad_save_every_is_refused(framework, args, wanted, tmp_path):
 
 
 class Runner(NamedTuple):
-    """A runner as the scripts' (iteration_done reads env_state): here, no env state and some observations."""
+    """A runner as the scripts' (iteration_done reads env_state): here, no env state and some
+    observations."""
 
     env_state: object
     obs: np.ndarray
 
 
 def saved_state(tmp_path: Path, training, obs) -> checkpoint.Saver:
-    """A Saver that saved (training, Runner(None, obs)) after iteration 1 in tmp_path, a return of 5."""
+    """A Saver that saved (training, Runner(None, obs)) after iteration 1 in tmp_path, a return of
+    5."""
     config = {"framework": "linen", "save_every": 1, "batch_size": 8, "seed": 1}
     saver = checkpoint.Saver(str(tmp_path), config, __file__)
     layer = (np.ones((2, 1), np.float32), np.zeros(1, np.float32))

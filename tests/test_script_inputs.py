@@ -1,6 +1,6 @@
-"""Nonsense flags are refused by every PPO script in one line, before any folder exists (issue 39: findings 1, 6
-and 7), by the script's own Args so that a copy stripped of its bookkeeping still refuses them; and no JSON file
-the project writes holds NaN or Infinity."""
+"""Nonsense flags are refused by every PPO script in one line, before any folder exists (issue 39:
+findings 1, 6 and 7), by the script's own Args so that a copy stripped of its bookkeeping still
+refuses them; and no JSON file the project writes holds NaN or Infinity."""
 
 import importlib
 import json
@@ -87,7 +87,8 @@ def module(framework: str):
 
 
 def refusal(framework: str, argv: list[str]) -> str:
-    """The one-line message the script's bookkeeping refuses argv with (parsed in-process, as the script does)."""
+    """The one-line message the script's bookkeeping refuses argv with (parsed in-process, as the
+    script does)."""
     with pytest.raises(ValueError) as refused:
         bookkeeping.check_args(module(framework).Args, argv)
     return str(refused.value)
@@ -126,7 +127,8 @@ def test_sensible_edges_are_accepted(framework):
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_every_float_flag_is_checked_for_nan_and_infinity(framework):
-    """Not only the flags named above: any float field of Args that a future edit adds is checked too."""
+    """Not only the flags named above: any float field of Args that a future edit adds is checked
+    too."""
     args_type = module(framework).Args
     floats = [name for name, value in vars(args_type()).items() if isinstance(value, float)]
     assert {"learning_rate", "gamma", "max_grad_norm"} <= set(floats)
@@ -165,7 +167,8 @@ def test_the_bookkeeping_refuses_before_any_folder(case, tmp_path):
 
 @pytest.mark.parametrize("framework", FIRST_FAST)
 def test_the_stripped_copy_still_refuses_nonsense(framework, tmp_path):
-    """The starter (./setup.sh starter) takes the bookkeeping away; Args keeps the checks: one line, exit 2."""
+    """The starter (./setup.sh starter) takes the bookkeeping away; Args keeps the checks: one line,
+    exit 2."""
     copy = stripped_copy(framework, tmp_path / "alone")
     env = {**os.environ, "WANDB_MODE": "disabled", "PYTHONPATH": ""}
     for flags in (
@@ -184,7 +187,7 @@ def test_the_stripped_copy_still_refuses_nonsense(framework, tmp_path):
         assert not log_dir.exists()
 
 
-# ------------------------------------------------------------------------------------------------ JSON files
+# --------------------------------------------------------------------------------------- JSON files
 def strict_json(text: str):
     """json.loads that refuses NaN and Infinity, which are not JSON."""
 
@@ -208,7 +211,8 @@ def test_write_json_writes_null_for_nan_and_infinity(tmp_path):
 
 
 def test_one_timed_step_gives_no_std_and_no_nan(tmp_path):
-    """env_timing --timed-steps 1: a standard deviation of one sample does not exist; it is written as null."""
+    """env_timing --timed-steps 1: a standard deviation of one sample does not exist; it is written
+    as null."""
     summary = env_timing.summarise(np.array([1.5]))
     assert summary["std_ms"] is None and summary["ms_per_step"] == 1.5
     path = tmp_path / "timing.json"

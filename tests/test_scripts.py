@@ -1,6 +1,8 @@
-"""End-to-end and unit tests of the PPO scripts, written once and parametrised over the study's frameworks.
+"""End-to-end and unit tests of the PPO scripts, written once and parametrised over the study's
+frameworks.
 
-A new framework is one [frameworks.*] entry in study.toml plus its script: these tests pick it up from there.
+A new framework is one [frameworks.*] entry in study.toml plus its script: these tests pick it up
+from there.
 """
 
 import importlib
@@ -140,7 +142,8 @@ def check_tiny_run(log_dir, framework, compile_mode, env_id, args):
     assert summary["status"] == "completed" and summary["iterations_completed"] == 3
     assert 0 < summary["import_s"] < summary["setup_s"] < summary["total_s"]
     assert set(SUMMARY_KEYS) <= set(summary) and summary["signals"] == []
-    # the peak resident set: at least the interpreter with JAX (and torch) loaded; no device on a CPU
+    # the peak resident set: at least the interpreter with JAX (and torch) loaded; no device on a
+    # CPU
     assert 200 * 2**20 < summary["peak_rss_bytes"] < 64 * 2**30
     assert summary["peak_device_bytes"] is None
 
@@ -173,8 +176,8 @@ def test_tiny_run_every_compile_mode(framework, compile_mode, env_id, log_dir):
 @pytest.mark.slow
 @pytest.mark.parametrize("framework,compile_mode", MODES)
 def test_tiny_bfloat16_run_every_compile_mode(framework, compile_mode, log_dir):
-    """--dtype bfloat16 keeps the whole run contract in every compile mode, the eager ones too; config.json records
-    it, and the CPU's bfloat16 instructions."""
+    """--dtype bfloat16 keeps the whole run contract in every compile mode, the eager ones too;
+    config.json records it, and the CPU's bfloat16 instructions."""
     args = [*TINY, "--env", "CartPole-v1", "--compile", compile_mode, "--dtype", "bfloat16"]
     proc = run_script(script(framework), *args, log_dir=log_dir)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -186,8 +189,8 @@ def test_tiny_bfloat16_run_every_compile_mode(framework, compile_mode, log_dir):
 @pytest.mark.slow
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_tiny_run_reacher_normalised(framework, log_dir):
-    """Two action dimensions, with the observation and reward normalisation of env_adapters.py: the whole
-    run-output contract holds, and config.json records both flags."""
+    """Two action dimensions, with the observation and reward normalisation of env_adapters.py: the
+    whole run-output contract holds, and config.json records both flags."""
     args = [*TINY, "--env", "Reacher-misc", "--norm-obs", "--norm-reward"]
     proc = run_script(script(framework), *args, log_dir=log_dir)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -202,7 +205,8 @@ def test_tiny_run_reacher_normalised(framework, log_dir):
 # a JAX scan and torch's loop: ~90 s of compile each
 @pytest.mark.parametrize("framework", ["linen", "torch"])
 def test_tiny_run_brax(framework, log_dir):
-    """An expensive continuous env, through the Brax adapter of env_adapters.py: the whole run-output contract."""
+    """An expensive continuous env, through the Brax adapter of env_adapters.py: the whole
+    run-output contract."""
     args = [*TINY, "--env", "brax-halfcheetah"]
     proc = run_script(script(framework), *args, log_dir=log_dir, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -226,7 +230,8 @@ def test_tiny_run_minatar(framework, log_dir):
 @pytest.mark.slow
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_tiny_run_craftax(framework, log_dir):
-    """An expensive env, through the Craftax adapter of the env glue: the whole run-output contract holds."""
+    """An expensive env, through the Craftax adapter of the env glue: the whole run-output contract
+    holds."""
     args = [*TINY, "--env", "Craftax-Classic-Symbolic-v1"]
     proc = run_script(script(framework), *args, log_dir=log_dir)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -236,7 +241,8 @@ def test_tiny_run_craftax(framework, log_dir):
 @pytest.mark.slow
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_no_episodic_point_when_no_episode_ends(framework, log_dir):
-    """MountainCar-v0 episodes last 200 steps: none ends in 3 x 16 steps, so no episodic point (and no NaN warning)."""
+    """MountainCar-v0 episodes last 200 steps: none ends in 3 x 16 steps, so no episodic point (and
+    no NaN warning)."""
     args = [*TINY, "--env", "MountainCar-v0"]
     proc = run_script(script(framework), *args, log_dir=log_dir)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -274,9 +280,9 @@ def readme_recipe(env_id: str) -> list[str]:
 @pytest.mark.slow
 @pytest.mark.parametrize("framework", ["linen", "torch"])
 def test_learns_pendulum_with_the_readme_command(framework, log_dir):
-    """A Gaussian policy: README.md's Pendulum-v1 command reaches a return above -400 within 500k steps. Seed 2:
-    PPO on Pendulum-v1 is seed-sensitive, and torch's seed 1 plateaus near -580 (measured, final returns of seeds
-    1, 2, 3: Linen -172, -210, -209; torch -576, -179, -235)."""
+    """A Gaussian policy: README.md's Pendulum-v1 command reaches a return above -400 within 500k
+    steps. Seed 2: PPO on Pendulum-v1 is seed-sensitive, and torch's seed 1 plateaus near -580
+    (measured, final returns of seeds 1, 2, 3: Linen -172, -210, -209; torch -576, -179, -235)."""
     args = [*readme_recipe("Pendulum-v1"), "--seed", "2"]
     proc = run_script(script(framework), *args, log_dir=log_dir, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -314,7 +320,8 @@ def assert_one_line_refusal(proc, words):
         assert word in lines[0], f"{word!r} not in: {lines[0]}"
 
 
-# One process per case and script: the first script's cases stay in the quick check, the others are marked slow.
+# One process per case and script: the first script's cases stay in the quick check, the others are
+# marked slow.
 FIRST_FAST = [
     pytest.param(f, marks=() if i == 0 else pytest.mark.slow) for i, f in enumerate(FRAMEWORKS)
 ]
@@ -372,7 +379,8 @@ def test_compile_choices_match_the_study(framework):
     module = importlib.import_module(script(framework)[:-3])
     choices = get_args(get_type_hints(module.Args)["compile"])
     study_modes = STUDY.frameworks[framework].compile
-    # beyond them, only ppo_torch.py's cudagraphs: refused without a GPU, so not in the study's static list
+    # beyond them, only ppo_torch.py's cudagraphs: refused without a GPU, so not in the study's
+    # static list
     assert choices[: len(study_modes)] == study_modes and set(choices[len(study_modes) :]) <= {
         "cudagraphs"
     }
@@ -381,7 +389,8 @@ def test_compile_choices_match_the_study(framework):
 
 # ---------------------------------------------------------------------------------------- signals
 def start(framework: str, *args: str, log_dir, ignore_sigint: bool = False):
-    """The script in the background, as a shell would start it; a thread reads its output (stderr merged)."""
+    """The script in the background, as a shell would start it; a thread reads its output (stderr
+    merged)."""
     cmd = [sys.executable, str(ROOT / script(framework)), *args, "--log-dir", str(log_dir)]
     # as `cmd &` in a script: the shell starts it with SIGINT ignored, which exec keeps
     if ignore_sigint:
@@ -407,7 +416,8 @@ def start(framework: str, *args: str, log_dir, ignore_sigint: bool = False):
 
 
 def wait_for(proc, text: str, timeout: float = 300):
-    """Blocks until a line of output contains text; fails (with the output) if the process ends first."""
+    """Blocks until a line of output contains text; fails (with the output) if the process ends
+    first."""
     while True:
         line = proc.lines.get(timeout=timeout)
         assert line is not None, "".join(proc.output)[-3000:]
@@ -415,7 +425,8 @@ def wait_for(proc, text: str, timeout: float = 300):
             return
 
 
-SIGNAL_CASES = {  # when (a line of output), which signals, SIGINT ignored from the start (a background job)
+# when (a line of output), which signals, SIGINT ignored from the start (a background job)
+SIGNAL_CASES = {
     "SIGINT during compilation": (": setup ", [signal.SIGINT], False),
     "SIGTERM during compilation": (": setup ", [signal.SIGTERM], False),
     "SIGTERM after iterations": ("iter 3/", [signal.SIGTERM], False),
@@ -448,7 +459,8 @@ def test_signal_stops_the_run_with_a_summary(framework, case, log_dir):
     output = "".join(proc.output)
     assert proc.returncode == 130, output[-3000:]
     if moment == ": setup " and not log_dir.exists():
-        # stopped within iteration 0, which compiles: nothing ran, and no folder is left (issue 54 item 13)
+        # stopped within iteration 0, which compiles: nothing ran, and no folder is left (issue 54
+        # item 13)
         assert "interrupted before the first iteration: nothing ran" in output, output[-3000:]
         return
     run_dir = only_run_dir(log_dir)
@@ -488,7 +500,8 @@ def wandb_records(path):
 
 
 def wandb_history(records) -> list[dict]:
-    """Each history row of the records as {key: value}, W&B's own keys (_step, _runtime, ...) included."""
+    """Each history row of the records as {key: value}, W&B's own keys (_step, _runtime, ...)
+    included."""
     rows = []
     for kind, record in records:
         if kind == "history":
@@ -608,8 +621,8 @@ def test_torch_cudagraphs_without_gpu_is_refused(log_dir):
 @pytest.mark.slow
 def test_torch_compile_never_recompiles_after_iteration_0(log_dir):
     """--compile compile: the whole minibatch step (and on a GPU the policy step) compiles in
-    iteration 0 and is never recompiled (the annealed learning rate is a tensor set in place); TORCH_LOGS reports
-    any recompile."""
+    iteration 0 and is never recompiled (the annealed learning rate is a tensor set in place);
+    TORCH_LOGS reports any recompile."""
     args = [*TINY, "--num-iterations", "4", "--env", "CartPole-v1", "--compile", "compile"]
     proc = run_script(
         "ppo_torch.py", *args, log_dir=log_dir, env={"TORCH_LOGS": "recompiles,graph_breaks"}

@@ -1,6 +1,7 @@
-"""setup.sh and requirements.lock: the lock pins every top-level requirement, and setup.sh installs the lock
-once, chooses torch's build, falls back from an unreachable index at once and refuses bad input. setup.sh runs in
-a copy of the repository's set-up files with a stub .venv whose pip records what it is asked to do."""
+"""setup.sh and requirements.lock: the lock pins every top-level requirement, and setup.sh installs
+the lock once, chooses torch's build, falls back from an unreachable index at once and refuses bad
+input. setup.sh runs in a copy of the repository's set-up files with a stub .venv whose pip records
+what it is asked to do."""
 
 import os
 import re
@@ -14,7 +15,8 @@ from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# A venv stand-in: pip appends its arguments to a log; python fails the index probe (no network here)
+# A venv stand-in: pip appends its arguments to a log; python fails the index probe (no network
+# here)
 STUB_PIP = """#!/usr/bin/env bash
 echo "pip $*" >> "$(dirname "$0")/../calls.log"
 """

@@ -1,9 +1,11 @@
-"""evaluate.py --export-onnx and --hub-folder (issue 55 items 5 and 6, evaluation/share.py): the actor as ONNX gives,
-under onnxruntime, the actions of the framework that trained it; the Hub folder's model card is read by
-huggingface_hub's own reader, offline; outputs this tool did not write are refused in one line.
+"""evaluate.py --export-onnx and --hub-folder (issue 55 items 5 and 6, evaluation/share.py): the
+actor as ONNX gives, under onnxruntime, the actions of the framework that trained it; the Hub
+folder's model card is read by huggingface_hub's own reader, offline; outputs this tool did not
+write are refused in one line.
 
-The checkpoints are written by checkpoint.save from random parameters of the right shapes (no training): what is
-checked is the path from a checkpoint to the ONNX graph and the folder, whatever the weights."""
+The checkpoints are written by checkpoint.save from random parameters of the right shapes (no
+training): what is checked is the path from a checkpoint to the ONNX graph and the folder, whatever
+the weights."""
 
 import json
 import os
@@ -22,22 +24,25 @@ import evaluate
 from evaluation import share
 from helpers import ROOT
 
-# env -> (trained by, action kind, obs_dim, num_actions): a discrete and a continuous env, each trained (so the
-# checkpoint says) by a JAX framework, so the ONNX graph (PyTorch's network) is checked against another framework
+# env -> (trained by, action kind, obs_dim, num_actions): a discrete and a continuous env, each
+# trained (so the checkpoint says) by a JAX framework, so the ONNX graph (PyTorch's network) is
+# checked against another framework
 ENVS = {
     "CartPole-v1": ("linen", "discrete", 4, 2),
     "Pendulum-v1": ("nnx", "continuous", 3, 1),
 }
 PENDULUM_BOUNDS = (-2.0, 2.0)  # gymnax's Pendulum-v1 action space
-# float32 tolerance of a continuous action (the Gaussian's mean): the same float32 function, summed in another
-# order by XLA and by onnxruntime (about sqrt(64) ulps of activations at most 1 after tanh: ~1e-6), ten times that
+# float32 tolerance of a continuous action (the Gaussian's mean): the same float32 function, summed
+# in another order by XLA and by onnxruntime (about sqrt(64) ulps of activations at most 1 after
+# tanh: ~1e-6), ten times that
 RTOL, ATOL = 1e-5, 1e-6
 
 
 def random_checkpoint(path: Path, env_id: str, seed: int = 0) -> Path:
-    """A --norm-obs checkpoint of env_id with random parameters of the small model's shapes, written by
-    checkpoint.save. The actor's head is scaled up (3 / sqrt(fan_in)) so that the logits stand apart (no near-tie
-    that float32 rounding could flip) and the Gaussian's mean often leaves Pendulum's bounds (the clip is used)."""
+    """A --norm-obs checkpoint of env_id with random parameters of the small model's shapes, written
+    by checkpoint.save. The actor's head is scaled up (3 / sqrt(fan_in)) so that the logits stand
+    apart (no near-tie that float32 rounding could flip) and the Gaussian's mean often leaves
+    Pendulum's bounds (the clip is used)."""
     framework, kind, obs_dim, num_actions = ENVS[env_id]
     rng = np.random.default_rng(seed)
     sizes = (obs_dim, *checkpoint.MODEL_SIZES["small"])
@@ -78,8 +83,8 @@ def random_checkpoint(path: Path, env_id: str, seed: int = 0) -> Path:
 
 
 def raw_observations(ckpt, n: int = 1000) -> np.ndarray:
-    """n raw observations around the checkpoint's statistics, out to several std: some are clipped at +-10 once
-    normalised, which the graph must do as evaluate.py does."""
+    """n raw observations around the checkpoint's statistics, out to several std: some are clipped
+    at +-10 once normalised, which the graph must do as evaluate.py does."""
     rng = np.random.default_rng(1)
     mean, var = ckpt.obs_norm["mean"], ckpt.obs_norm["var"]
     return (mean + 5 * np.sqrt(var) * rng.standard_normal((n, len(mean)))).astype(np.float32)
@@ -94,13 +99,13 @@ def onnx_actions(path: Path, obs: np.ndarray) -> np.ndarray:
     return session.run(None, {"obs": obs})[0]
 
 
-# ------------------------------------------------------------------------------------------------------ ONNX
+# --------------------------------------------------------------------------------------------- ONNX
 @pytest.mark.parametrize("env_id", ENVS)
 def test_onnx_actions_equal_the_frameworks_own_on_1000_observations(tmp_path, env_id):
-    """The exported graph, from raw observations (normalisation and clip inside), gives under onnxruntime the
-    deterministic actions of evaluate.py's policy in the framework that trained the checkpoint: the same argmax
-    (int64) for CartPole, the same clipped mean for Pendulum, on 1,000 observations; one observation works too
-    (the batch size is free)."""
+    """The exported graph, from raw observations (normalisation and clip inside), gives under
+    onnxruntime the deterministic actions of evaluate.py's policy in the framework that trained the
+    checkpoint: the same argmax (int64) for CartPole, the same clipped mean for Pendulum, on 1,000
+    observations; one observation works too (the batch size is free)."""
     ckpt = checkpoint.load(random_checkpoint(tmp_path / "run", env_id))
     framework = ckpt.meta["framework"]
     continuous = ckpt.meta["action_kind"] == "continuous"
@@ -137,7 +142,8 @@ def test_the_onnx_metadata_names_the_checkpoint_and_the_action(tmp_path):
 
 
 def test_an_onnx_path_is_refused_unless_this_tool_wrote_it(tmp_path):
-    """A file that is not this tool's ONNX is refused in one line and left as it is; its own is replaced."""
+    """A file that is not this tool's ONNX is refused in one line and left as it is; its own is
+    replaced."""
     other = tmp_path / "notes.onnx"
     other.write_text("not a model")
     with pytest.raises(
@@ -155,14 +161,15 @@ def test_an_onnx_path_is_refused_unless_this_tool_wrote_it(tmp_path):
     share.check_onnx(new)
 
 
-# ------------------------------------------------------------------------------------------------ Hub folder
+# --------------------------------------------------------------------------------------- Hub folder
 # a run's config.json (a part of one), beside the checkpoint
 RUN_CONFIG = {"env": "CartPole-v1", "norm_obs": True}
 
 
 @pytest.fixture
 def evaluated(tmp_path):
-    """A CartPole checkpoint, evaluated over 2 episodes by evaluate.py's own functions: (path, ckpt, result)."""
+    """A CartPole checkpoint, evaluated over 2 episodes by evaluate.py's own functions: (path, ckpt,
+    result)."""
     path = random_checkpoint(tmp_path / "run", "CartPole-v1")
     atomic.write_json(path.parent / "config.json", RUN_CONFIG)
     ckpt = checkpoint.load(path)
@@ -177,9 +184,10 @@ def no_network(*args, **kwargs):
 def test_the_hub_folder_is_built_offline_and_its_card_read_by_huggingface_hub(
     tmp_path, evaluated, monkeypatch
 ):
-    """Built with every socket connection refused; huggingface_hub's ModelCard reads, offline, the metadata the Hub
-    shows: model-index with the evaluation's mean_reward "x +/- y", the tags, the library; the folder holds the
-    checkpoint, eval.json, config.json (command, run config, metadata) and the files that load the policy."""
+    """Built with every socket connection refused; huggingface_hub's ModelCard reads, offline, the
+    metadata the Hub shows: model-index with the evaluation's mean_reward "x +/- y", the tags, the
+    library; the folder holds the checkpoint, eval.json, config.json (command, run config, metadata)
+    and the files that load the policy."""
     from huggingface_hub import ModelCard
 
     path, ckpt, result = evaluated
@@ -223,8 +231,8 @@ def test_the_hub_folder_is_built_offline_and_its_card_read_by_huggingface_hub(
 
 
 def test_a_hub_folder_this_tool_did_not_write_is_refused(tmp_path, evaluated):
-    """A non-empty folder without this tool's config.json, or with another's, or a file: refused in one line, left
-    as it is; an empty folder and this tool's own folder are written."""
+    """A non-empty folder without this tool's config.json, or with another's, or a file: refused in
+    one line, left as it is; an empty folder and this tool's own folder are written."""
     path, ckpt, result = evaluated
     theirs = tmp_path / "theirs"
     theirs.mkdir()
@@ -244,14 +252,16 @@ def test_a_hub_folder_this_tool_did_not_write_is_refused(tmp_path, evaluated):
     share.check_hub_folder(empty)
     share.write_hub_folder(empty, path, ckpt, result, None)
     share.check_hub_folder(empty)  # its own: replaced by the next write
-    # shared again from the folder's own checkpoint: the run's training config is kept, not the folder's mark
+    # shared again from the folder's own checkpoint: the run's training config is kept, not the
+    # folder's mark
     again = tmp_path / "again"
     share.write_hub_folder(again, empty / "model.safetensors", ckpt, result, None)
     assert json.loads((again / "config.json").read_text())["training_config"] == RUN_CONFIG
 
 
 def test_evaluate_refuses_a_foreign_hub_folder_before_anything_is_written(tmp_path):
-    """evaluate.py --hub-folder DIR, DIR not its own: one line, exit 2, no eval.json, DIR as it was."""
+    """evaluate.py --hub-folder DIR, DIR not its own: one line, exit 2, no eval.json, DIR as it
+    was."""
     path = random_checkpoint(tmp_path / "run", "CartPole-v1")
     theirs = tmp_path / "theirs"
     theirs.mkdir()
@@ -270,9 +280,10 @@ def test_evaluate_refuses_a_foreign_hub_folder_before_anything_is_written(tmp_pa
 
 @pytest.mark.slow
 def test_evaluate_exports_onnx_and_a_hub_folder_that_loads_on_its_own(tmp_path):
-    """evaluate.py --export-onnx --hub-folder on a Pendulum checkpoint: the ONNX actions are the evaluation's
-    policy's; then a copy of the Hub folder, away from the project, evaluates its own model.safetensors with its
-    own files (the files needed to load it are all there) to the same returns."""
+    """evaluate.py --export-onnx --hub-folder on a Pendulum checkpoint: the ONNX actions are the
+    evaluation's policy's; then a copy of the Hub folder, away from the project, evaluates its own
+    model.safetensors with its own files (the files needed to load it are all there) to the same
+    returns."""
     path = random_checkpoint(tmp_path / "run", "Pendulum-v1")
     hub, onnx_path = tmp_path / "hub", tmp_path / "actor.onnx"
     command = [sys.executable, "evaluate.py", str(path), "--episodes", "2"]

@@ -1,7 +1,8 @@
-"""./setup.sh starter FRAMEWORK DIR (tools/starter.py): each framework's starter, built into an empty folder,
-trains from that folder where no module of the repository can be imported, names itself, ends with its done line,
-never shares a run folder, passes ruff, and refuses bad input in one line; the tool refuses a bad framework or a
-folder that is not empty, and a template that lost the structure it strips by."""
+"""./setup.sh starter FRAMEWORK DIR (tools/starter.py): each framework's starter, built into an
+empty folder, trains from that folder where no module of the repository can be imported, names
+itself, ends with its done line, never shares a run folder, passes ruff, and refuses bad input in
+one line; the tool refuses a bad framework or a folder that is not empty, and a template that lost
+the structure it strips by."""
 
 import os
 import re
@@ -22,7 +23,8 @@ DONE = re.compile(r"^done: return (-?\d+\.\d|none \(no episode ended\)), logs in
 
 
 def build(framework: str, folder, via_setup: bool = True) -> subprocess.CompletedProcess:
-    """The starter command, as the README shows it (or python -m tools.starter), from the repository."""
+    """The starter command, as the README shows it (or python -m tools.starter), from the
+    repository."""
     if via_setup:
         command = [str(ROOT / "setup.sh"), "starter", framework, str(folder)]
     else:
@@ -31,7 +33,8 @@ def build(framework: str, folder, via_setup: bool = True) -> subprocess.Complete
 
 
 def clean_env() -> dict:
-    """The environment with no PYTHONPATH: run from the copy's folder, nothing of the repository imports."""
+    """The environment with no PYTHONPATH: run from the copy's folder, nothing of the repository
+    imports."""
     return {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
 
 
@@ -91,8 +94,8 @@ def test_each_starter_trains_alone_and_refuses_bad_input_in_one_line(tmp_path, f
     assert Path(cartpole_dir).name.startswith(f"CartPole-v1__{framework}__small__")
     assert list((folder / cartpole_dir).glob("events.out.tfevents.*"))
 
-    # every folder name the Pendulum run could take in the next 10 minutes is taken already, each holding a
-    # file of its own: the run makes a new one beside it ("-2") and touches none of them
+    # every folder name the Pendulum run could take in the next 10 minutes is taken already, each
+    # holding a file of its own: the run makes a new one beside it ("-2") and touches none of them
     pendulum_name = Path(cartpole_dir).name.replace("CartPole-v1", "Pendulum-v1").rsplit("__", 1)[0]
     now = int(time.time())
     taken = [folder / "runs" / f"{pendulum_name}__{second}" for second in range(now - 1, now + 600)]

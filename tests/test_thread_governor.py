@@ -1,6 +1,6 @@
-"""torch_glue.ThreadGovernor: ppo_torch.py's intra-op threads, set from how much CPU other processes take on its
-cores. Its choices are fed the others' share; its reading of /proc/stat is checked against a busy loop on the same
-core. benchmarks/busy_machine.py measures what it changes."""
+"""torch_glue.ThreadGovernor: ppo_torch.py's intra-op threads, set from how much CPU other processes
+take on its cores. Its choices are fed the others' share; its reading of /proc/stat is checked
+against a busy loop on the same core. benchmarks/busy_machine.py measures what it changes."""
 
 import os
 import subprocess
@@ -23,7 +23,8 @@ def threads():
 
 
 def quiet_governor(all_threads: int, set_threads, monkeypatch):
-    """A governor of all_threads threads that found the machine quiet at its start (others took nothing)."""
+    """A governor of all_threads threads that found the machine quiet at its start (others took
+    nothing)."""
     set_threads(all_threads)
     monkeypatch.setattr(torch_glue.ThreadGovernor, "others_between", lambda self, start, end: 0.0)
     return torch_glue.ThreadGovernor(sample_s=0.0)
@@ -49,8 +50,8 @@ def test_threads_are_the_cores_others_leave_free(threads, capsys, monkeypatch):
 
 
 def test_at_most_max_counts_thread_counts_are_compiled(threads, monkeypatch):
-    """Each count is a graph of its own for torch.compile: past max_counts, the largest compiled count that fits,
-    or one thread."""
+    """Each count is a graph of its own for torch.compile: past max_counts, the largest compiled
+    count that fits, or one thread."""
     governor = quiet_governor(16, threads, monkeypatch)
     governor.max_counts = 3
     assert chosen(governor, [1.0, 3.0, 2.0, 5.0, 0.0, 15.6]) == [15, 13, 13, 1, 16, 1]
@@ -58,9 +59,10 @@ def test_at_most_max_counts_thread_counts_are_compiled(threads, monkeypatch):
 
 
 def fed_readings(monkeypatch, iterations: list) -> list:
-    """The thread count after each iteration of a governor of two threads, given each iteration's (wall seconds,
-    other processes' CPU seconds): the clock readings that cpu_seconds returns (this process's own CPU as much as its
-    wall time, all of it on its cores; nothing before the first iteration)."""
+    """The thread count after each iteration of a governor of two threads, given each iteration's
+    (wall seconds, other processes' CPU seconds): the clock readings that cpu_seconds returns (this
+    process's own CPU as much as its wall time, all of it on its cores; nothing before the first
+    iteration)."""
     clock = [0.0, 0.0, 0.0]  # wall, own, busy
     monkeypatch.setattr(torch_glue.ThreadGovernor, "cpu_seconds", lambda self: tuple(clock))
     governor = torch_glue.ThreadGovernor(sample_s=0.0)
@@ -74,12 +76,13 @@ def fed_readings(monkeypatch, iterations: list) -> list:
 
 
 def test_short_iterations_are_judged_over_a_longer_window(threads, capsys, monkeypatch):
-    """A 35 ms iteration in which /proc/stat's clock ticks (10 ms) put 20 ms on others reads as 0.6 of a core taken:
-    one such reading is no reason to drop a thread (its recompile costs seconds). The governor judges at least
-    window_s at a time: the same 20 ms over 0.5 s is 0.04 of a core; a competitor that takes a core for the whole
-    window still costs torch its thread."""
+    """A 35 ms iteration in which /proc/stat's clock ticks (10 ms) put 20 ms on others reads as 0.6
+    of a core taken: one such reading is no reason to drop a thread (its recompile costs seconds).
+    The governor judges at least window_s at a time: the same 20 ms over 0.5 s is 0.04 of a core; a
+    competitor that takes a core for the whole window still costs torch its thread."""
     threads(2)
-    # iteration 0 starts the count; 15 quick ones (0.525 s), one with a 20 ms rounding; then 15 beside a busy loop
+    # iteration 0 starts the count; 15 quick ones (0.525 s), one with a 20 ms rounding; then 15
+    # beside a busy loop
     quick = [(0.035, 0.02 if i == 3 else 0.0) for i in range(15)]
     busy = [(0.035, 0.035)] * 15
     counts = fed_readings(monkeypatch, [(1.0, 0.0), *quick, *busy])
@@ -115,9 +118,9 @@ def test_busy_ticks_count_the_given_cores_and_not_their_idle_time():
 
 @linux
 def test_a_busy_loop_on_its_cores_gives_torch_one_thread_from_the_start(threads):
-    """Pinned to one core beside a busy loop pinned there too: the governor's look before the first iteration sees
-    most of a core taken, and torch starts on one thread of its two. (Not the quiet case: the tests run side by
-    side.)"""
+    """Pinned to one core beside a busy loop pinned there too: the governor's look before the first
+    iteration sees most of a core taken, and torch starts on one thread of its two. (Not the quiet
+    case: the tests run side by side.)"""
     threads(2)
     before = os.sched_getaffinity(0)
     os.sched_setaffinity(0, {min(before)})
@@ -134,7 +137,11 @@ def test_a_busy_loop_on_its_cores_gives_torch_one_thread_from_the_start(threads)
     assert torch.get_num_threads() == 1
 
 
-GOOD_STAT = "cpu  900 0 90 9000 9 0 0 0 0 0\ncpu0 100 1 10 1000 50 2 3 4 0 0\ncpu1 200 0 20 2000 60 0 0 0 7 0\n"
+GOOD_STAT = (
+    "cpu  900 0 90 9000 9 0 0 0 0 0\n"
+    "cpu0 100 1 10 1000 50 2 3 4 0 0\n"
+    "cpu1 200 0 20 2000 60 0 0 0 7 0\n"
+)
 # a stat file that cannot be read or parsed -> what reading it raises (issue 54 item 10)
 BAD_STATS = {
     "a folder": None,  # IsADirectoryError, an OSError as a PermissionError is
@@ -155,8 +162,8 @@ def bad_stat(tmp_path, case: str) -> str:
 
 @pytest.mark.parametrize("case", BAD_STATS)
 def test_an_unreadable_stat_file_switches_the_governor_off(case, threads, tmp_path, capsys):
-    """The run folder exists by then: the governor only tunes the speed, so it leaves the threads as they are and
-    says so in one line, rather than failing the run."""
+    """The run folder exists by then: the governor only tunes the speed, so it leaves the threads as
+    they are and says so in one line, rather than failing the run."""
     threads(2)
     governor = torch_glue.ThreadGovernor(sample_s=0.0, stat_path=bad_stat(tmp_path, case))
     assert not governor.active

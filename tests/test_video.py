@@ -1,6 +1,7 @@
-"""evaluate.py --video (issue 55 item 4, evaluation/video.py): episode 0 drawn by the env's own renderer, one frame
-per step (the state the policy acted in), written as a GIF (Pillow) or an MP4 (imageio-ffmpeg) and read back here
-with imageio; an env or a path it cannot do refused in one line before anything runs."""
+"""evaluate.py --video (issue 55 item 4, evaluation/video.py): episode 0 drawn by the env's own
+renderer, one frame per step (the state the policy acted in), written as a GIF (Pillow) or an MP4
+(imageio-ffmpeg) and read back here with imageio; an env or a path it cannot do refused in one line
+before anything runs."""
 
 import imageio.v2 as imageio
 import jax
@@ -17,7 +18,8 @@ FORMATS = [".gif", ".mp4"]
 
 
 def save_untrained(folder, env_id, backend, obs_dim, num_actions, continuous):
-    """folder/model.safetensors: an untrained nnx agent's checkpoint for env_id, as --save-model writes one."""
+    """folder/model.safetensors: an untrained nnx agent's checkpoint for env_id, as --save-model
+    writes one."""
     from flax import nnx
 
     import ppo_nnx
@@ -40,8 +42,9 @@ def read_frames(path) -> list[np.ndarray]:
 
 @pytest.mark.parametrize("suffix", FORMATS)
 def test_gymnax_video_has_a_frame_per_step(tmp_path, suffix):
-    """CartPole-v1 (gymnax) drawn by gymnax's Visualizer: the evaluated episode 0 itself, as many frames as
-    eval.json says it has steps (each frame is titled with its step, so the GIF merges none), 600 x 500."""
+    """CartPole-v1 (gymnax) drawn by gymnax's Visualizer: the evaluated episode 0 itself, as many
+    frames as eval.json says it has steps (each frame is titled with its step, so the GIF merges
+    none), 600 x 500."""
     folder = save_untrained(tmp_path / "run", "CartPole-v1", "gymnax", 4, 2, False)
     path = tmp_path / f"replay{suffix}"
     result = evaluate.main([str(folder), "--episodes", "2", "--video", str(path)])
@@ -52,8 +55,8 @@ def test_gymnax_video_has_a_frame_per_step(tmp_path, suffix):
 
 
 def full_push(acted):
-    """A policy that pushes InvertedPendulum's cart at full force (its bound, 3): the pole falls within a few
-    steps, so the episode ends itself; each call is kept in acted."""
+    """A policy that pushes InvertedPendulum's cart at full force (its bound, 3): the pole falls
+    within a few steps, so the episode ends itself; each call is kept in acted."""
 
     def policy(obs):
         acted.append(obs)
@@ -64,8 +67,9 @@ def full_push(acted):
 
 @pytest.mark.parametrize("suffix", FORMATS)
 def test_mujoco_video_has_a_frame_per_step(tmp_path, suffix):
-    """envpool's InvertedPendulum-v4 drawn by gymnasium's MuJoCo renderer (MUJOCO_GL=egl): the episode is
-    gymnasium's, run by the replay's policy, one frame per observation the policy acted on, 480 x 480."""
+    """envpool's InvertedPendulum-v4 drawn by gymnasium's MuJoCo renderer (MUJOCO_GL=egl): the
+    episode is gymnasium's, run by the replay's policy, one frame per observation the policy acted
+    on, 480 x 480."""
     path = tmp_path / "sub" / f"replay{suffix}"
     env = dict(env="InvertedPendulum-v4", env_backend="envpool")
     video.check(str(path), env)
@@ -92,7 +96,8 @@ def test_mujoco_video_has_a_frame_per_step(tmp_path, suffix):
 
 @pytest.mark.slow
 def test_envpool_evaluation_video(tmp_path):
-    """evaluate.py --video on an envpool checkpoint: its policy replayed in gymnasium, drawn as an MP4."""
+    """evaluate.py --video on an envpool checkpoint: its policy replayed in gymnasium, drawn as an
+    MP4."""
     folder = save_untrained(tmp_path / "run", "InvertedPendulum-v4", "envpool", 4, 1, True)
     path = tmp_path / "replay.mp4"
     evaluate.main([str(folder), "--episodes", "1", "--video", str(path)])
@@ -121,7 +126,8 @@ def first_steps(env_id: str, steps: int):
     [("Craftax-Classic-Symbolic-v1", (144, 144, 3)), ("brax-halfcheetah", (240, 320, 3))],
 )
 def test_craftax_and_brax_videos(tmp_path, env_id, shape):
-    """Craftax's pixel renderer and Brax's (MuJoCo, EGL) draw the replay's own states, a frame each."""
+    """Craftax's pixel renderer and Brax's (MuJoCo, EGL) draw the replay's own states, a frame
+    each."""
     video.check(str(tmp_path / "replay.mp4"), dict(env=env_id, env_backend="gymnax"))
     recording = video.record(first_steps(env_id, 3), str(tmp_path / "replay.mp4"))
     frames = read_frames(tmp_path / "replay.mp4")
@@ -130,16 +136,17 @@ def test_craftax_and_brax_videos(tmp_path, env_id, shape):
 
 
 def test_first_env_keeps_typed_keys():
-    """A Craftax state holds a typed JAX key, which NumPy cannot hold: env 0's part of it stays a JAX key."""
+    """A Craftax state holds a typed JAX key, which NumPy cannot hold: env 0's part of it stays a
+    JAX key."""
     tree = {"key": jax.random.split(jax.random.key(0), 2), "x": np.arange(2)}
     first = evaluate.first_env(tree)
     assert jax.dtypes.issubdtype(first["key"].dtype, jax.dtypes.prng_key) and first["x"] == 0
 
 
-# ------------------------------------------------------------------------------------------------ refusals
+# ----------------------------------------------------------------------------------------- refusals
 def test_env_without_renderer_is_refused(tmp_path):
-    """DeepSea-bsuite has no renderer here: evaluate.py --video says so in one line, exit 2, before evaluating
-    (no eval.json, no video)."""
+    """DeepSea-bsuite has no renderer here: evaluate.py --video says so in one line, exit 2, before
+    evaluating (no eval.json, no video)."""
     folder = save_untrained(tmp_path, "DeepSea-bsuite", "gymnax", 64, 2, False)
     proc = run_evaluate(str(folder), "--episodes", "1", "--video", str(tmp_path / "replay.gif"))
     assert_one_line_refusal(proc, ["--video", "DeepSea-bsuite", "no renderer", "CartPole-v1"])
@@ -147,7 +154,8 @@ def test_env_without_renderer_is_refused(tmp_path):
 
 
 def test_unrenderable_envpool_env_is_refused():
-    """Pusher-v4, which gymnasium makes only with mujoco < 3: refused in one line, gymnasium's reason in it."""
+    """Pusher-v4, which gymnasium makes only with mujoco < 3: refused in one line, gymnasium's
+    reason in it."""
     with pytest.raises(video.CannotRecord, match="Pusher-v4 cannot be drawn here") as refused:
         video.check("replay.mp4", dict(env="Pusher-v4", env_backend="envpool"))
     assert "\n" not in str(refused.value)
@@ -166,7 +174,8 @@ def test_unrenderable_envpool_env_is_refused():
     ],
 )
 def test_video_path_is_refused(tmp_path, name, content, words):
-    """A path of another format, a file evaluate.py did not write (left as it is), a folder: one line."""
+    """A path of another format, a file evaluate.py did not write (left as it is), a folder: one
+    line."""
     path = tmp_path / name
     if content == "folder":
         path.mkdir()
@@ -180,8 +189,8 @@ def test_video_path_is_refused(tmp_path, name, content, words):
 
 
 def test_renderer_failing_midway_is_one_line_and_writes_nothing(tmp_path):
-    """A renderer that fails after some frames (here the policy, at its third step): CannotRecord in one line,
-    no file (evaluate.py prints it; the evaluation is already written)."""
+    """A renderer that fails after some frames (here the policy, at its third step): CannotRecord in
+    one line, no file (evaluate.py prints it; the evaluation is already written)."""
     acted = []
 
     def failing(obs):

@@ -1,1 +1,2 @@
-"""benchback-rl's tools for users of the templates (python -m tools.starter: a template without its bookkeeping)."""
+"""benchback-rl's tools for users of the templates (python -m tools.starter: a template without its
+bookkeeping)."""

@@ -1,4 +1,5 @@
-"""Runs a ppo_*.py script in a fresh process, as the tests and benchmarks/ do; analysis/runlog.py reads what it wrote.
+"""Runs a ppo_*.py script in a fresh process, as the tests and benchmarks/ do; analysis/runlog.py
+reads what it wrote.
 
 from tools.launch import run_script
 proc = run_script("ppo_linen.py", "--num-iterations", "3", log_dir=tmp_dir)

@@ -1,21 +1,26 @@
-"""A starter project in one command: a ppo_*.py template without its benchmark bookkeeping, and the files it needs.
+"""A starter project in one command: a ppo_*.py template without its benchmark bookkeeping, and the
+files it needs.
 
-    python -m tools.starter FRAMEWORK DIR      # or ./setup.sh starter FRAMEWORK DIR; FRAMEWORK: linen, nnx, ...
+    python -m tools.starter FRAMEWORK DIR   # or ./setup.sh starter FRAMEWORK DIR
+                                            # FRAMEWORK: linen, nnx, equinox or torch
 
-DIR (new, or an empty folder) receives ppo_FRAMEWORK.py and the pieces its kept options import: env_normalize.py
-(--norm-obs, --norm-reward), checkpoint.py and atomic.py (--save-model, --save-every, --resume), torch_glue.py
-(ppo_torch.py). env_adapters.py (Craftax, Brax, envpool) is left out: the copy then refuses those ids in one line that
-lists gymnax's envs and names the file to copy.
+DIR (new, or an empty folder) receives ppo_FRAMEWORK.py and the pieces its kept options import:
+env_normalize.py (--norm-obs, --norm-reward), checkpoint.py and atomic.py (--save-model,
+--save-every, --resume), torch_glue.py (ppo_torch.py). env_adapters.py (Craftax, Brax, envpool) is
+left out: the copy then refuses those ids in one line that lists gymnax's envs and names the file to
+copy.
 
-The copy is the template, changed by its structure, which is checked first: a template that no longer has it stops
-the tool with one line (exit 1) and nothing written, never a broken copy.
-  - the top block under `if __name__ == "__main__":` keeps only its "importing ..." line, now naming the copy's own
-    file; the signal mask (which only the bookkeeping lifts) and the environment check go;
-  - each `book.` line is dropped or becomes the copy's own (BOOK_CALLS); main() ends with a "done: return X, logs
-    in Y" line;
+The copy is the template, changed by its structure, which is checked first: a template that no
+longer has it stops the tool with one line (exit 1) and nothing written, never a broken copy.
+  - the top block under `if __name__ == "__main__":` keeps only its "importing ..." line, now
+    naming the copy's own file; the signal mask (which only the bookkeeping lifts) and the
+    environment check go;
+  - each `book.` line is dropped or becomes the copy's own (BOOK_CALLS); main() ends with a
+    "done: return X, logs in Y" line;
   - `tyro.cli(Args)` becomes parse_args(), which says tyro's error box on one line;
   - make_env's `import env_adapters` becomes a one-line refusal (not_gymnax);
-  - the `# Benchmark bookkeeping` section, to the end, becomes FOOTER: bad input is one line and exit code 2.
+  - the `# Benchmark bookkeeping` section, to the end, becomes FOOTER: bad input is one line and
+    exit code 2.
 """
 
 import ast
@@ -26,7 +31,8 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-# the pieces every copy gets, for the options it keeps; a framework's own (torch_glue.py) come from study.toml
+# the pieces every copy gets, for the options it keeps; a framework's own (torch_glue.py) come from
+# study.toml
 PIECES = ("env_normalize.py", "checkpoint.py", "atomic.py")
 LEFT_OUT = "env_adapters"  # its one import in make_env becomes not_gymnax's refusal
 BANNER = "# Benchmark bookkeeping"
@@ -37,9 +43,10 @@ BOOK_SECTION = (
     'if __name__ == "__main__":',
     "main()",
 )
-# each bookkeeping call in the template: how many times it must be there, and the copy's line (None: dropped)
-# (make_run_dir: the copy's own, a new folder even for two runs in one second; start: config.json; check_signals:
-# Ctrl-C is Python's KeyboardInterrupt in the copy; returns: for its done line)
+# each bookkeeping call in the template: how many times it must be there, and the copy's line (None:
+# dropped) (make_run_dir: the copy's own, a new folder even for two runs in one second; start:
+# config.json; check_signals: Ctrl-C is Python's KeyboardInterrupt in the copy; returns: for its
+# done line)
 BOOK_CALLS = {
     "make_run_dir": (1, "make_run_dir"),
     "start": (1, None),
@@ -131,15 +138,16 @@ def expect(ok: bool, template: str, what: str) -> None:
 
 
 def index_of(lines: list[str], text: str, template: str, start: int = 0) -> int:
-    """The index of the one line (from start on) that is text, stripped; TemplateChanged unless one."""
+    """The index of the one line (from start on) that is text, stripped; TemplateChanged unless
+    one."""
     found = [i for i in range(start, len(lines)) if lines[i].strip() == text]
     expect(len(found) == 1, template, f"one line {text!r}")
     return found[0]
 
 
 def strip_top_block(lines: list[str], template: str) -> list[str]:
-    """The first `if __name__ == "__main__":` block keeps only its "importing" line, naming the copy's
-    file (os, imported in place of signal); the signal mask and the environment check go."""
+    """The first `if __name__ == "__main__":` block keeps only its "importing" line, naming the
+    copy's file (os, imported in place of signal); the signal mask and the environment check go."""
     start = next((i for i, line in enumerate(lines) if line == 'if __name__ == "__main__":'), None)
     expect(start is not None, template, 'a top block under `if __name__ == "__main__":`')
     end = lines.index("", start) if "" in lines[start:] else start
@@ -153,13 +161,15 @@ def strip_top_block(lines: list[str], template: str) -> list[str]:
         and "pthread_sigmask" in removed[1]
         and removed[2].strip().startswith('__import__("bookkeeping")'),
         template,
-        "a top block of a comment, the signal mask, the print and the bookkeeping's environment check",
+        "a top block of a comment, the signal mask, the print and the bookkeeping's environment "
+        "check",
     )
     printed = IMPORTING.match(kept[0]).group(1)
     line = f'    print(f"{{os.path.basename(__file__)}}: {printed}", flush=True)'
     lines = lines[: start + 1] + [line] + lines[end:]
     lines[index_of(lines[:start], "import signal", template)] = "import os"
-    # the later `import os` is now the top's; io and sys for the footer, redirect_stderr for parse_args
+    # the later `import os` is now the top's; io and sys for the footer, redirect_stderr for
+    # parse_args
     del lines[index_of(lines, "import os", template, start + 1)]
     first = end = index_of(lines, "import math", template)
     while lines[end].startswith("import "):
@@ -171,7 +181,8 @@ def strip_top_block(lines: list[str], template: str) -> list[str]:
 
 
 def strip_book_lines(lines: list[str], template: str) -> list[str]:
-    """Each `book.` call dropped or made the copy's own (BOOK_CALLS); any other one: TemplateChanged."""
+    """Each `book.` call dropped or made the copy's own (BOOK_CALLS); any other one:
+    TemplateChanged."""
     out, seen = [], {name: 0 for name in BOOK_CALLS}
     for line in lines:
         calls = re.findall(r"\bbook\.(\w+)\(", line)
@@ -202,7 +213,8 @@ def replace_line(lines: list[str], old: str, new: str, template: str) -> list[st
 
 
 def refuse_left_out(lines: list[str], template: str) -> list[str]:
-    """make_env's comment, `import env_adapters`, blank, `return env_adapters.make(...)`: a refusal."""
+    """make_env's comment, `import env_adapters`, blank, `return env_adapters.make(...)`: a
+    refusal."""
     i = index_of(lines, f"import {LEFT_OUT}", template)
     expect(
         lines[i - 1].strip().startswith("#")
@@ -221,7 +233,8 @@ def refuse_left_out(lines: list[str], template: str) -> list[str]:
 
 
 def replace_book_section(lines: list[str], template: str) -> list[str]:
-    """The `# Benchmark bookkeeping` banner to the end becomes FOOTER; main() ends with done_line."""
+    """The `# Benchmark bookkeeping` banner to the end becomes FOOTER; main() ends with
+    done_line."""
     start = [i for i, line in enumerate(lines) if line.startswith(BANNER)]
     expect(len(start) == 1, template, f"one {BANNER!r} banner")
     section = [line.strip() for line in lines[start[0] + 1 :] if line.strip()]
@@ -283,8 +296,8 @@ def frameworks() -> dict[str, dict]:
 
 
 def starter_files(framework: dict) -> dict[str, str]:
-    """Each file of the starter and its text; TemplateChanged when a file imports a repository module that
-    the starter lacks."""
+    """Each file of the starter and its text; TemplateChanged when a file imports a repository
+    module that the starter lacks."""
     script = framework["script"]
     files = {script: strip(script, (ROOT / script).read_text())}
     for piece in (*PIECES, *framework.get("pieces", ())):
