@@ -40,9 +40,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from analysis import escape, figures, learning_report, output, readme_block, report
-from analysis.errors import BadInput
-from analysis.loading import load_runs, read_env_timing, read_previous
+from analysis import common, figures, learning_report, output, readme_block, report
+from analysis.common import BadInput
+from analysis.loading import load_runs
+from analysis.output import read_env_timing, read_previous
 from analysis.results import analyse
 from analysis.speedup_markdown import few_runs_cells
 from analysis.speedups import SPEEDUP_COLUMNS
@@ -260,7 +261,7 @@ def run(args: argparse.Namespace, study: Study) -> None:
     )
     with output.staged(out, remove=stale) as stage:
         for name, table in tables.items():
-            escape.write_csv(table, stage / name)  # text a spreadsheet would run is quoted
+            common.write_csv(table, stage / name)  # text a spreadsheet would run is quoted
         for figure, fig in drawn:
             figures.save_figure(fig, stage / figure.file)
         learning = learning_report.report_markdown(results)

@@ -3,13 +3,12 @@ each data type, and its speedups between them (analysis/dtypes.py computes them)
 
 import pandas as pd
 
-from analysis.dtypes import dtype_experiments
+from analysis.common import in_order
+from analysis.loading import window_column
 from analysis.markdown import by_size_table, markdown_table, split_cell
-from analysis.names import in_order
-from analysis.results import Results
+from analysis.results import Results, dtype_experiments
 from analysis.speedup_markdown import metric_name, speedup_cell
 from analysis.speedups import METRICS, metric_sync
-from analysis.summary import window_column
 from sweep.study import DTYPES
 
 

@@ -15,9 +15,8 @@ import numpy as np
 import seaborn as sns
 
 from analysis import speedup_figures, time_figures
-from analysis.errors import BadInput
+from analysis.common import BadInput, capitalised
 from analysis.learning_figure import learning_figure
-from analysis.names import capitalised
 from analysis.plotting import fit_layout, plt
 from analysis.results import Results
 from sweep.study import Study

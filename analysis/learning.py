@@ -22,8 +22,8 @@ import shlex
 import numpy as np
 import pandas as pd
 
+from analysis.loading import is_timed
 from analysis.speedups import CELL_STATISTICS, PAIR_KEYS, cell_statistics, pairwise
-from analysis.summary import is_timed
 from sweep import run_args
 from sweep.study import Study
 

@@ -25,8 +25,10 @@ from analysis import (
     output,  # noqa: E402
     runlog,  # noqa: E402
 )
-from analysis.errors import BadInput  # noqa: E402
-from analysis.escape import md_text  # noqa: E402
+from analysis.common import (
+    BadInput,  # noqa: E402
+    md_text,  # noqa: E402
+)
 from analysis.loading import run_env  # noqa: E402
 from analysis.plotting import framework_colors  # noqa: E402
 from atomic import target, write_file  # noqa: E402

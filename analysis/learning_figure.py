@@ -5,8 +5,8 @@ seconds are not one process's."""
 
 import pandas as pd
 
+from analysis.common import in_order
 from analysis.learning import SMOOTHING
-from analysis.names import in_order
 from analysis.plotting import framework_colors, new_figure, row_legend
 from sweep.study import Study
 

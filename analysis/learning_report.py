@@ -4,6 +4,7 @@ computes the numbers)."""
 import numpy as np
 import pandas as pd
 
+from analysis.common import in_order, pretty_pair
 from analysis.learning import (
     SMOOTHING,
     TARGET_LABELS,
@@ -12,7 +13,6 @@ from analysis.learning import (
     learning_selection,
 )
 from analysis.markdown import NO_INTERVAL, markdown_table
-from analysis.names import in_order, pretty_pair
 from analysis.results import Results
 from sweep.study import Study
 

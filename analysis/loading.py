@@ -22,64 +22,27 @@ is kept, the others are listed as skipped. Run folders are found as bench.sh's r
 (runlog.find_runs): a link to a folder is not followed, and is listed as skipped.
 """
 
-import shlex
 from pathlib import Path
-from typing import NamedTuple, Optional
+from typing import Optional
 
 import pandas as pd
 
 from analysis import runlog
-from analysis.errors import BadInput
-from analysis.escape import from_csv
-from sweep import env_timing_file
-from sweep.study import BACKENDS, DTYPES, Study, env_label
-
-# What reading a CSV file that is not one of this tool's (missing, binary, empty, malformed) raises
-CSV_READ_ERRORS = (
-    OSError,
-    ValueError,
-    UnicodeDecodeError,
-    pd.errors.ParserError,
-    pd.errors.EmptyDataError,
+from analysis.common import (
+    CONFIG_COLUMNS,
+    RENAMED_COLUMNS,
+    RUN_COLUMNS,
+    SUMMARY_JSON_COLUMNS,
+    BadInput,
+    SkippedRun,
+    config_cell,
+    numeric_columns,
+    read_csv,
+    run_keys,
+    text_column,
 )
+from sweep.study import BACKENDS, DTYPES, Experiment, Study, Window, env_label
 
-CONFIG_COLUMNS = [
-    "env",
-    "framework",
-    "model_size",
-    "compile",
-    "seed",
-    "tag",
-    "sync_timing",
-    "dtype",
-    "num_iterations",
-    "num_envs",
-    "num_steps",
-    "batch_size",
-    "exp_name",
-    "device_name",
-    "hostname",
-    "platform",
-    "cpu_bf16",
-    "versions",
-    "command",
-    "start_time",
-]
-SUMMARY_JSON_COLUMNS = [
-    "status",
-    "iterations_completed",
-    "setup_s",
-    "import_s",
-    "total_s",
-    "final_return",
-    "resumed_at",  # as words: resumed_words
-]
-# experiment_folder: the experiment whose folder (bench.sh's) holds the run, "" for a run elsewhere
-RUN_COLUMNS = ["run", "run_dir", "experiment_folder", *CONFIG_COLUMNS, *SUMMARY_JSON_COLUMNS]
-# columns of a runs.csv of an older plot_results.py -> their names now
-RENAMED_COLUMNS = {"device": "device_name", "sweep": "experiment_folder"}
-# what tells two runs apart (run_keys); the folder name too for a run without a start time
-IDENTITY_COLUMNS = ["command", "hostname", "start_time"]
 RUNS_CSV_COLUMNS = [
     "run",
     "iteration",
@@ -125,37 +88,6 @@ RUNS_CSV_TEXT += [
     "status",
     "resumed_at",
 ]
-TIMING_COLUMNS = ["obs_dim", "num_actions", "ms_per_step", "ratio"]
-
-
-class SkippedRun(NamedTuple):
-    path: str
-    reason: str
-
-
-def config_cell(value):
-    """A config value as one CSV cell: a dict as 'key value, ...', a list (argv) as a shell command line."""
-    if isinstance(value, dict):
-        return ", ".join(f"{k} {v}" for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return shlex.join(str(v) for v in value)
-    return value
-
-
-def text_column(table: pd.DataFrame, column: str) -> pd.Series:
-    """A column as text, "" where it is missing."""
-    if column not in table:
-        return pd.Series("", index=table.index)
-    return table[column].astype(object).where(table[column].notna(), "").astype(str)
-
-
-def run_keys(table: pd.DataFrame) -> pd.Series:
-    """Per row of a runs or summary table, the identity of its run: IDENTITY_COLUMNS as one string (one command
-    started on one host at one time is one run, whatever its folder is called), and its folder name where it has
-    no start time (a run of an older runs.csv)."""
-    parts = [text_column(table, c) for c in IDENTITY_COLUMNS]
-    key = parts[0].str.cat(parts[1:], sep="\x1f")
-    return key.where(parts[-1] != "", key + "\x1f" + text_column(table, "run"))
 
 
 # ----------------------------------------------------------------------------------------- run folders
@@ -229,31 +161,6 @@ def read_run_dirs(roots: list[str], study: Study) -> tuple[list[pd.DataFrame], l
 
 
 # --------------------------------------------------------------------------------------------- runs.csv
-def read_csv(flag: str, path: str, what: str, **options) -> pd.DataFrame:
-    """A CSV file of this tool, its text as it was written from (analysis/escape.py), or BadInput naming it when it is
-    empty, binary or not CSV."""
-    try:
-        return from_csv(pd.read_csv(path, **options))
-    except CSV_READ_ERRORS as e:
-        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise BadInput(f"{flag} {path} is not a {what} of plot_results.py ({reason})") from None
-
-
-def numeric_columns(
-    table: pd.DataFrame, columns: list[str], flag: str, path: str, what: str
-) -> pd.DataFrame:
-    """table with columns made numeric; BadInput naming the first cell that is not a number."""
-    table = table.copy()
-    for column in columns:
-        values = pd.to_numeric(table[column], errors="coerce")
-        bad = values.isna() & table[column].notna()
-        if bad.any():
-            value = table[column][bad].iloc[0]
-            raise BadInput(
-                f"{flag} {path} is not a {what} of plot_results.py: its {column} holds {value!r}"
-            )
-        table[column] = values
-    return table
 
 
 def json_value(value):
@@ -396,40 +303,113 @@ def first_copies(runs: pd.DataFrame) -> tuple[pd.DataFrame, list[SkippedRun]]:
 
 
 # ------------------------------------------------------------------------------------------ env timing
-def read_env_timing(path: Optional[str]) -> tuple[pd.DataFrame, dict]:
-    """Per env obs_dim, num_actions, ms_per_step, ratio (from sweep/env_timing.py), and the file's device and versions.
-    A file that is not a usable env-timing file (sweep/env_timing_file.py: a step cost of -1, 0, NaN or "x" among others)
-    is refused, not used: BadInput, one line naming the file, the env and the value."""
-    if path is None:
-        return pd.DataFrame(columns=TIMING_COLUMNS, dtype=float), {}
-    try:
-        data = env_timing_file.read(path)
-    except FileNotFoundError:
-        raise BadInput(f"env timing {path}: no such file") from None
-    except env_timing_file.BadTiming as e:
-        raise BadInput(f"{e}; nothing written: fix it, or give --env-timing another file") from None
-    table = pd.DataFrame(
-        {env: {c: values.get(c) for c in TIMING_COLUMNS} for env, values in data["envs"].items()}
-    ).T
-    return table.reindex(columns=TIMING_COLUMNS).astype(float), {
-        "device": data.get("device"),
-        "versions": data.get("versions"),
-    }
 
 
-def read_previous(path: str, columns: list[str]) -> pd.DataFrame:
-    """The speedups.csv of a previous edition; BadInput when the file is not one."""
-    previous = read_csv("--previous", path, "speedups.csv")
-    if "backend" not in previous.columns and "experiment" in previous.columns:
-        # an edition of before the env backends: every env on gymnax
-        previous.insert(list(previous.columns).index("experiment") + 1, "backend", BACKENDS[0])
-    if "dtype" not in previous.columns and "backend" in previous.columns:
-        # an edition of before --dtype: every run in float32
-        previous.insert(list(previous.columns).index("backend") + 1, "dtype", DTYPES[0])
-    missing = [c for c in columns if c not in previous.columns]
-    if missing:
-        raise BadInput(
-            f"--previous {path} is not a speedups.csv of plot_results.py: no column {', '.join(missing)}"
+def window_column(window: Window, what: str = "") -> str:
+    """The summary column of a window: iter0_s, iters1_7_s, iters8plus_s (or rollout8plus_s with what='rollout')."""
+    if window.last is None:
+        name = f"iters{window.first}plus_s"
+    elif window.first == window.last:
+        name = f"iter{window.first}_s"
+    else:
+        name = f"iters{window.first}_{window.last}_s"
+    return name.replace("iters", what, 1) if what else name
+
+
+def window_columns(study: Study) -> dict[str, Window]:
+    """summary column -> window, in the study's order."""
+    return {window_column(w): w for w in study.windows.values()}
+
+
+def time_columns(study: Study) -> list[str]:
+    """The summary columns of a run's times: those a resumed run leaves empty."""
+    parts = [window_column(study.steady, part) for part in ("rollout", "update")]
+    return ["setup_s", "import_s", "total_s", *window_columns(study), *parts]
+
+
+def is_timed(runs: pd.DataFrame) -> pd.Series:
+    """Per row of a runs or summary table, whether its run's times are one process's: it was never resumed. The one
+    split of the runs into timed ones and the others (which count for learning only)."""
+    return text_column(runs, "resumed_at") == ""
+
+
+def window_mean(values: pd.Series, window: Window) -> float:
+    """Mean of a per-iteration series (indexed by iteration) over the window's iterations (inclusive)."""
+    selected = values.dropna()
+    selected = selected[selected.index >= window.first]
+    if window.last is not None:
+        selected = selected[selected.index <= window.last]
+    return float(selected.mean()) if len(selected) else float("nan")
+
+
+def summarize_run(rows: pd.DataFrame, study: Study) -> dict:
+    rows = rows.set_index("iteration")
+    row = {column: rows[column].iloc[0] for column in RUN_COLUMNS if column in rows}
+    for column, window in window_columns(study).items():
+        row[column] = window_mean(rows["time/iteration"], window)
+    for part in ("rollout", "update"):  # only meaningful when the timers were synchronised
+        exact = row["sync_timing"] and f"time/{part}" in rows
+        mean = window_mean(rows[f"time/{part}"], study.steady) if exact else float("nan")
+        row[window_column(study.steady, part)] = mean
+    if not is_timed(rows.iloc[:1]).iloc[0]:  # a resumed run: no times
+        row.update(dict.fromkeys(time_columns(study), float("nan")))
+    return row
+
+
+def in_experiment(run, experiment: Experiment, study: Study) -> bool:
+    """A run in bench.sh's folder of the experiment belongs to it whatever its env and size (bench.sh chose them,
+    perhaps outside the study with --envs); any other run must match the experiment's whole matrix. A learning
+    experiment (one with configs) holds only the runs of its folder: its matrix is also the flags of its
+    configurations, which a run elsewhere was not made with."""
+    folder = run.get("experiment_folder")
+    in_a_folder = isinstance(folder, str) and folder != ""
+    if (in_a_folder and folder != experiment.name) or (experiment.configs and not in_a_folder):
+        return False
+    framework = study.frameworks.get(run["framework"])
+    in_matrix = in_a_folder or (
+        run["env"] in experiment.envs and run["model_size"] in experiment.sizes
+    )
+    return (
+        framework is not None
+        and bool(run["sync_timing"]) in experiment.syncs
+        and run["dtype"] in experiment.dtypes
+        and in_matrix
+        and run["compile"] in experiment.compile_modes(framework)
+    )
+
+
+def experiment_masks(summary: pd.DataFrame, study: Study) -> dict[str, pd.Series]:
+    """Each experiment of the study, then each platform comparison -> a boolean mask over the summary's rows."""
+    rows = [row for _, row in summary.iterrows()]
+    masks = {
+        name: pd.Series(
+            [in_experiment(row, exp, study) for row in rows], index=summary.index, dtype=bool
         )
-    numeric = ["geomean", "median", "ci_low", "ci_high", "n_pairs", "n_clusters"]
-    return numeric_columns(previous, numeric, "--previous", path, "speedups.csv")
+        for name, exp in study.experiments.items()
+    }
+    for name, platform in study.platforms.items():
+        repeated = masks[platform.repeats]
+        masks[name] = repeated & (summary.loc[repeated, "tag"].nunique() > 1)
+    return masks
+
+
+def summarize(
+    runs: pd.DataFrame, timing: pd.DataFrame, study: Study
+) -> tuple[pd.DataFrame, dict[str, pd.Series]]:
+    """One row per run (config, durations, window means, the experiments it belongs to), and the experiments'
+    masks over those rows."""
+    steady = study.steady
+    columns = [
+        *RUN_COLUMNS,
+        *window_columns(study),
+        window_column(steady, "rollout"),
+        window_column(steady, "update"),
+    ]
+    groups = runs.assign(run_key=run_keys(runs)).groupby(["run", "run_key"], sort=True)
+    summary = pd.DataFrame([summarize_run(rows, study) for _, rows in groups], columns=columns)
+    summary["env_cost"] = summary["env"].map(timing["ratio"]) if "ratio" in timing else float("nan")
+    masks = experiment_masks(summary, study)
+    summary["experiments"] = [
+        " ".join(name for name, mask in masks.items() if mask[i]) for i in summary.index
+    ]
+    return summary, masks

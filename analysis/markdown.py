@@ -1,13 +1,12 @@
 """Markdown tables of the analysis' outputs (REPORT.md, the README blocks).
 
 Text from outside (tags, hosts, platforms, devices, versions, env names, run folders, skip reasons) goes through
-analysis/escape.py: it reads as itself, never as markdown or HTML, and never breaks a table.
+analysis/common.py: it reads as itself, never as markdown or HTML, and never breaks a table.
 """
 
 import pandas as pd
 
-from analysis.escape import md_cell, md_text
-from analysis.names import in_order, pretty_pair
+from analysis.common import in_order, md_cell, md_text, pretty_pair
 from sweep.study import Study
 
 NO_INTERVAL = "–"

@@ -29,12 +29,18 @@ import shutil
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Optional
 
 import pandas as pd
 
-from analysis.errors import BadInput
-from analysis.escape import from_csv
-from analysis.loading import CSV_READ_ERRORS, run_keys
+from analysis.common import (
+    CSV_READ_ERRORS,
+    BadInput,
+    from_csv,
+    numeric_columns,
+    read_csv,
+    run_keys,
+)
 from atomic import (
     current_umask,
     deferred_signals,
@@ -43,6 +49,7 @@ from atomic import (
     target,
     write_file,
 )
+from sweep import env_timing_file
 from sweep.study import BACKENDS, DTYPES
 
 REPORT = "REPORT.md"
@@ -131,7 +138,7 @@ def old_table(path: Path, name: str) -> pd.DataFrame:
         old = pd.read_csv(
             path, usecols=lambda c: c in wanted, dtype=str, keep_default_na=False, na_values=[""]
         )
-        # its text as written from (analysis/escape.py): the keys of the new table's rows
+        # its text as written from (analysis/common.py): the keys of the new table's rows
         old = from_csv(old)
     except CSV_READ_ERRORS as e:
         raise ValueError(f"{name} cannot be read ({type(e).__name__})") from None
@@ -207,3 +214,45 @@ def staged(out: Path, remove: list[str]):
                 (real / name).unlink(missing_ok=True)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+
+
+TIMING_COLUMNS = ["obs_dim", "num_actions", "ms_per_step", "ratio"]
+
+
+def read_env_timing(path: Optional[str]) -> tuple[pd.DataFrame, dict]:
+    """Per env obs_dim, num_actions, ms_per_step, ratio (from sweep/env_timing.py), and the file's device and versions.
+    A file that is not a usable env-timing file (sweep/env_timing_file.py: a step cost of -1, 0, NaN or "x" among others)
+    is refused, not used: BadInput, one line naming the file, the env and the value."""
+    if path is None:
+        return pd.DataFrame(columns=TIMING_COLUMNS, dtype=float), {}
+    try:
+        data = env_timing_file.read(path)
+    except FileNotFoundError:
+        raise BadInput(f"env timing {path}: no such file") from None
+    except env_timing_file.BadTiming as e:
+        raise BadInput(f"{e}; nothing written: fix it, or give --env-timing another file") from None
+    table = pd.DataFrame(
+        {env: {c: values.get(c) for c in TIMING_COLUMNS} for env, values in data["envs"].items()}
+    ).T
+    return table.reindex(columns=TIMING_COLUMNS).astype(float), {
+        "device": data.get("device"),
+        "versions": data.get("versions"),
+    }
+
+
+def read_previous(path: str, columns: list[str]) -> pd.DataFrame:
+    """The speedups.csv of a previous edition; BadInput when the file is not one."""
+    previous = read_csv("--previous", path, "speedups.csv")
+    if "backend" not in previous.columns and "experiment" in previous.columns:
+        # an edition of before the env backends: every env on gymnax
+        previous.insert(list(previous.columns).index("experiment") + 1, "backend", BACKENDS[0])
+    if "dtype" not in previous.columns and "backend" in previous.columns:
+        # an edition of before --dtype: every run in float32
+        previous.insert(list(previous.columns).index("backend") + 1, "dtype", DTYPES[0])
+    missing = [c for c in columns if c not in previous.columns]
+    if missing:
+        raise BadInput(
+            f"--previous {path} is not a speedups.csv of plot_results.py: no column {', '.join(missing)}"
+        )
+    numeric = ["geomean", "median", "ci_low", "ci_high", "n_pairs", "n_clusters"]
+    return numeric_columns(previous, numeric, "--previous", path, "speedups.csv")

@@ -15,7 +15,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
-from analysis.names import in_order, mode_name, pretty_pair  # noqa: E402
+from analysis.common import in_order, mode_name, pretty_pair  # noqa: E402
 from analysis.stats import BOOTSTRAP_LEVEL  # noqa: E402
 from sweep.study import Study  # noqa: E402
 

@@ -7,11 +7,14 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from analysis.errors import BadInput
-from analysis.escape import md_text
+from analysis.common import BadInput, in_order, md_text, pretty_pair
 from analysis.markdown import NO_INTERVAL, markdown_table
-from analysis.names import in_order, pretty_pair
-from analysis.speedup_markdown import few_runs_warning, in_dtype, on_backend, speedup_markdown
+from analysis.speedup_markdown import (
+    few_runs_warning,
+    in_dtype,
+    on_backend,
+    speedup_markdown,
+)
 from analysis.speedups import SPEEDUP_COLUMNS
 from analysis.stats import BOOTSTRAP_LEVEL, MIN_CLUSTERS
 from sweep.study import Study

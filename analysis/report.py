@@ -1,7 +1,7 @@
 """REPORT.md: every table in markdown, the machines and versions, the figures and the skipped runs.
 
 Text from outside (tags, hosts, platforms, devices, versions, env names, run folders, skip reasons, paths given on
-the command line) goes through analysis/escape.py: it reads as itself, never as markdown or HTML, and never breaks a
+the command line) goes through analysis/common.py: it reads as itself, never as markdown or HTML, and never breaks a
 table.
 """
 
@@ -10,14 +10,18 @@ from datetime import datetime, timezone
 
 import pandas as pd
 
+from analysis.common import (
+    BadInput,
+    SkippedRun,
+    config_cell,
+    in_order,
+    md_code,
+    md_text,
+)
 from analysis.dtype_report import report_sections as dtype_sections
-from analysis.errors import BadInput
-from analysis.escape import md_code, md_text
-from analysis.gaps import missing_time, speedup_gap
-from analysis.loading import SkippedRun, config_cell
+from analysis.loading import is_timed, window_column, window_columns
 from analysis.markdown import markdown_table, split_cell
-from analysis.names import in_order
-from analysis.results import Results
+from analysis.results import Results, missing_time, speedup_gap
 from analysis.speedup_markdown import (
     env_cost_markdown,
     few_runs_cells,
@@ -25,7 +29,6 @@ from analysis.speedup_markdown import (
     speedup_markdown,
 )
 from analysis.speedups import METRICS, env_costs, metric_experiments, several_machines
-from analysis.summary import is_timed, window_column, window_columns
 
 
 def left_out_markdown(results: Results) -> str:

@@ -1,24 +1,33 @@
 """Everything the figures and the report are drawn from, computed once from the runs: the Results."""
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from analysis.dtypes import dtype_table
+from analysis.common import in_order, mode_name
 from analysis.learning import learning_runs, learning_speedups, learning_table
-from analysis.names import in_order, mode_name
+from analysis.loading import is_timed, summarize, window_columns
 from analysis.speedups import (
+    CELL_STATISTICS,
     METRICS,
+    PAIR_KEYS,
+    backends_of,
     env_cost_table,
     env_costs,
+    experiment_data,
     left_out,
+    metric_columns,
     metric_pairs,
+    metric_sync,
+    one_configuration,
+    paired,
     speedup_masks,
     speedup_table,
+    table_rows,
 )
-from analysis.summary import summarize
-from sweep.study import Study, split_label
+from sweep.study import DTYPES, Study, Window, split_label
 
 
 @dataclass
@@ -135,3 +144,142 @@ def analyse(runs: pd.DataFrame, timing: pd.DataFrame, study: Study) -> Results:
         learning=learning_table(learned, study),
         learning_speedups=learning_speedups(learned, study),
     )
+
+
+DTYPE_COLUMNS = ["metric", "experiment", "backend", "size", "framework", "pair", *CELL_STATISTICS]
+
+
+def dtype_pair_names(dtypes: tuple[str, ...]) -> list[tuple[str, str]]:
+    """Every pair A -> B of an experiment's data types with B listed before A in DTYPES (bfloat16 -> float32)."""
+    ordered = [dtype for dtype in DTYPES if dtype in dtypes]
+    return [(a, b) for b, a in itertools.combinations(ordered, 2)]
+
+
+def dtype_pairs(summary: pd.DataFrame, masks: dict, study: Study, metric: str) -> pd.DataFrame:
+    """The pairs of runs (one framework, two data types) of a metric, from each experiment of several dtypes. Their
+    dtype column holds the pair, "bfloat16->float32", so that speedups.clusters_of groups them by env and tag."""
+    column = metric_columns(study)[metric]
+    keys = [key for key in PAIR_KEYS if key != "dtype"] + ["framework"]
+    frames = []
+    for experiment, mask in speedup_masks(summary, masks, study, metric).items():
+        data = experiment_data(summary, mask, column, experiment)
+        for a, b in dtype_pair_names(study.experiments[experiment].dtypes):
+            frame = paired(data, column, "dtype", a, b, keys, np.divide)
+            frames.append(frame.assign(dtype=frame["pair"]))
+    frames = [frame for frame in frames if not frame.empty]
+    if not frames:
+        return pd.DataFrame(columns=[*keys, "dtype", "pair", "run_a", "run_b", "a", "b", "value"])
+    return one_configuration(pd.concat(frames, ignore_index=True))[0]
+
+
+def dtype_table(summary: pd.DataFrame, masks: dict, study: Study) -> pd.DataFrame:
+    """dtype_speedups.csv: a row per metric, experiment, backend, size, framework and data-type pair with pairs of
+    runs, in the study's orders, with cell_statistics' columns."""
+    rows = []
+    for metric in METRICS:
+        ratios = dtype_pairs(summary, masks, study, metric)
+        ratios = ratios.assign(backend=backends_of(ratios))
+        for experiment, exp in study.experiments.items():
+            names = [f"{a}->{b}" for a, b in dtype_pair_names(exp.dtypes)]
+            cells = itertools.product(exp.backends, study.sizes, study.frameworks, names)
+            keys = (
+                {
+                    "experiment": experiment,
+                    "backend": backend,
+                    "size": size,
+                    "framework": fw,
+                    "pair": pair,
+                }
+                for backend, size, fw, pair in cells
+            )
+            rows += table_rows(metric, ratios, keys)
+    return pd.DataFrame(rows, columns=DTYPE_COLUMNS)
+
+
+def dtype_experiments(study: Study) -> list[str]:
+    """The experiments of several data types, in the study's order."""
+    return [name for name, exp in study.experiments.items() if len(exp.dtypes) > 1]
+
+
+def window_of(column: str, study: Study) -> Window:
+    """The iteration window of a summary column: its own (iters8plus_s), else the steady one (rollout8plus_s)."""
+    return window_columns(study).get(column, study.steady)
+
+
+def counts(runs: pd.DataFrame) -> str:
+    """The runs' numbers of iterations, in words: "6", "2 to 6"."""
+    low, high = int(runs["num_iterations"].min()), int(runs["num_iterations"].max())
+    return str(low) if low == high else f"{low} to {high}"
+
+
+def too_short(runs: pd.DataFrame, window: Window) -> str:
+    """Why no run reaches a window, e.g. "the steady window (iterations 8+) needs runs of 9 or more iterations;
+    these have 6"."""
+    return (
+        f"the {window.name} window ({window.label}) needs runs of {window.first + 1} or more iterations; "
+        f"these have {counts(runs)}"
+    )
+
+
+def short_note(runs: pd.DataFrame, window: Window) -> str:
+    """too_short in a few words, for a column of a panel."""
+    have = counts(runs)
+    return (
+        f"no run reaches\niteration {window.first}\n({have} iteration{'' if have == '1' else 's'})"
+    )
+
+
+def missing_time(runs: pd.DataFrame, column: str, study: Study) -> str:
+    """Why none of `runs` (not empty) has a time in `column` (a window's, or the steady rollout or update)."""
+    window = window_of(column, study)
+    if not is_timed(runs).any():
+        return "these runs were resumed after a stop: a second start is in their times, which are not compared"
+    if (runs["num_iterations"] <= window.first).all():
+        return too_short(runs, window)
+    if column not in window_columns(study) and not runs["sync_timing"].astype(bool).any():
+        return "rollout and update are timed only in sync-on runs (--sync-timing)"
+    return f"no run logged a time for {window.label}"
+
+
+def missing_pairs(runs: pd.DataFrame, column: str, study: Study) -> str:
+    """Why `runs` (not empty: those a comparison could pair) give no pair of runs with a time in `column`."""
+    timed = runs[runs[column].notna()]
+    if timed.empty:
+        return missing_time(runs, column, study)
+    frameworks = in_order(study.frameworks, timed["framework"])
+    if len(frameworks) < 2:
+        return f"only {frameworks[0]} has runs; a pair needs two frameworks"
+    return (
+        "no runs of two frameworks share an env, model size, tag, number of iterations, batch size and "
+        "machine (host and device)"
+    )
+
+
+def sync_words(metric: str) -> str:
+    return f"sync-{'on' if metric_sync(metric) else 'off'}"
+
+
+def speedup_gap(results, experiment: str, metric: str, size: str = "") -> str:
+    """Why an experiment (of one model size, when given) has no speedups of a metric."""
+    study = results.study
+    masks = speedup_masks(results.summary, results.masks, study, metric)
+    if experiment not in masks:
+        return f"{experiment} has no {sync_words(metric)} runs"
+    runs = results.summary[masks[experiment]]
+    runs = runs[runs["model_size"] == size] if size else runs
+    if runs.empty:
+        return f"no {sync_words(metric)} runs of {experiment} in default compile modes"
+    return missing_pairs(runs, metric_columns(study)[metric], study)
+
+
+def env_cost_gap(results, metric: str, size: str = "") -> str:
+    """Why the speedup-against-env-cost figure has no point of a metric (of one model size, when given)."""
+    pairs = results.pairs[metric]
+    pairs = pairs[pairs["model_size"] == size] if size else pairs
+    if not pairs.empty:
+        return "no env of these pairs of runs has a measured step cost (env_timing.json)"
+    runs = results.metric_runs(metric)
+    runs = runs[runs["model_size"] == size] if size else runs
+    if runs.empty:
+        return f"no {sync_words(metric)} runs in default compile modes"
+    return missing_pairs(runs, metric_columns(results.study)[metric], results.study)

@@ -6,8 +6,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from analysis.gaps import env_cost_gap, speedup_gap
-from analysis.names import capitalised, in_order, pretty_pair
+from analysis.common import capitalised, in_order, pretty_pair
 from analysis.plotting import (
     FIT_GID,
     INTERVAL,
@@ -23,7 +22,7 @@ from analysis.plotting import (
     size_palette,
     speedup_cells,
 )
-from analysis.results import Results
+from analysis.results import Results, env_cost_gap, speedup_gap
 from analysis.speedups import ENV_COST_METRICS, backends_of, env_costs, env_speedups
 from analysis.stats import MIN_CORRELATION_ENVS
 

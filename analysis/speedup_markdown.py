@@ -6,7 +6,12 @@ import pandas as pd
 
 from analysis.markdown import NO_INTERVAL, pair_by_size_table
 from analysis.speedups import backends_of, metric_experiments, metric_sync
-from analysis.stats import BOOTSTRAP_LEVEL, BOOTSTRAP_RESAMPLES, MIN_CLUSTERS, MIN_CORRELATION_ENVS
+from analysis.stats import (
+    BOOTSTRAP_LEVEL,
+    BOOTSTRAP_RESAMPLES,
+    MIN_CLUSTERS,
+    MIN_CORRELATION_ENVS,
+)
 from sweep.study import Study
 
 

@@ -17,13 +17,13 @@ import itertools
 import numpy as np
 import pandas as pd
 
+from analysis.loading import window_column
 from analysis.stats import (
     MIN_CORRELATION_ENVS,
     cluster_bootstrap_ci,
     cost_correlation,
     geometric_mean,
 )
-from analysis.summary import window_column
 from sweep.study import Study, split_label
 
 PAIR_KEYS = ["experiment", "env", "model_size", "dtype", "tag", "num_iterations", "batch_size"]

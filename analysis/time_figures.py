@@ -7,8 +7,8 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from analysis.gaps import missing_pairs, missing_time, short_note, speedup_gap
-from analysis.names import capitalised, in_order, pretty_pair
+from analysis.common import capitalised, in_order, pretty_pair
+from analysis.loading import window_column, window_columns
 from analysis.plotting import (
     BACKEND_HATCHES,
     DTYPE_HATCHES,
@@ -32,9 +32,8 @@ from analysis.plotting import (
     variant_legend,
 )
 from analysis.plotting import box_with_points as boxes
-from analysis.results import Results
+from analysis.results import Results, missing_pairs, missing_time, short_note, speedup_gap
 from analysis.speedups import env_costs, pairwise
-from analysis.summary import window_column, window_columns
 from sweep.study import BACKENDS, DTYPES, Study, Window, split_label
 
 

@@ -41,7 +41,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional
 
-from analysis.errors import BadInput
+from analysis.common import BadInput
 from atomic import OutputRefused, check_outputs, write_outputs
 from benchmarks.busy_machine import core_set, rotated
 from benchmarks.common import ROOT, STEADY_FROM

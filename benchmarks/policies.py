@@ -29,7 +29,7 @@ import pandas as pd
 import atomic
 import checkpoint
 import evaluate
-from analysis.escape import md_code, md_text
+from analysis.common import md_code, md_text
 from analysis.markdown import markdown_table
 from benchmarks.common import ROOT, refuse
 from benchmarks.quickstart_clone import machine

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Optional
 
 from analysis import runlog
-from analysis.errors import BadInput
+from analysis.common import BadInput
 from analysis.output import check_out, check_target
 from analysis.readme_block import readme_with
 from atomic import OutputRefused, check_replaceable

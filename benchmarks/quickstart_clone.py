@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from analysis.errors import BadInput
+from analysis.common import BadInput
 
 CLONE = "benchback-rl"  # the clone's folder, in the temporary folder
 # variables a first-time user lacks, that would reuse what was made before or run in another venv

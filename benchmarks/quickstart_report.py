@@ -11,7 +11,7 @@ from typing import Optional
 
 import pandas as pd
 
-from analysis.escape import md_code, md_text
+from analysis.common import md_code, md_text
 from analysis.markdown import markdown_table
 from analysis.readme_block import readme_with
 from atomic import write_file, write_json

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Optional
 
 from analysis import runlog
-from analysis.errors import BadInput
+from analysis.common import BadInput
 from benchmarks.common import run_series
 from sweep import study
 

@@ -18,7 +18,7 @@ from test_learning import CONFIG_ARGS, EXP, made_up_runs, run_rows, summary_row
 from test_plot_results import write_run
 from test_plot_results_inputs import ENVS, analyse, csv_run, write_csv
 
-from analysis import learning, learning_report, output, runlog
+from analysis import events, learning, learning_report, output, runlog
 from helpers import ROOT, STUDY
 from sweep import resume as sweep_resume
 
@@ -58,7 +58,7 @@ def test_a_total_longer_than_its_events_show_is_refused(tmp_path, capsys):
 def test_a_total_as_long_as_its_events_show_is_kept(tmp_path):
     run_dir = linen_run(tmp_path / "runs", factor=100.0)
     total = json.loads((run_dir / "summary.json").read_text())["total_s"]
-    edit(run_dir, "summary.json", total_s=total + runlog.TAIL_S / 2)  # a slow end: W&B's finish
+    edit(run_dir, "summary.json", total_s=total + events.TAIL_S / 2)  # a slow end: W&B's finish
     assert runlog.is_completed(run_dir)
 
 

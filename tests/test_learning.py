@@ -196,7 +196,7 @@ def test_the_figure_draws_each_framework_in_steps_and_seconds_beside_the_referen
 def test_a_learning_experiment_holds_only_the_runs_of_its_folder():
     """A CartPole-v1 small sync-off run in its default mode matches exp9's matrix, but not its configuration's flags:
     it joins exp9 only from bench.sh's exp9 folder."""
-    from analysis.summary import in_experiment
+    from analysis.loading import in_experiment
 
     run = dict(
         env=ENV,

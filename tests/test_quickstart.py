@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from tensorboardX import SummaryWriter
 
-from analysis.errors import BadInput
+from analysis.common import BadInput
 from benchmarks import (
     quickstart,
     quickstart_clone,

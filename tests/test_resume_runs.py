@@ -22,7 +22,7 @@ import pandas as pd
 import pytest
 from test_bench import bench, fake_run, other_study, planned
 
-from analysis import runlog
+from analysis import events, runlog
 from helpers import ROOT, STUDY, one_cell, only_run_dir, read_json
 from sweep import resume as sweep_resume
 
@@ -139,13 +139,13 @@ def test_a_resumed_run_is_read_as_one_completed_run_with_every_iteration_once(sw
     (after,) = run.summary["resumed_at"]
     last = sorted(sweep.run_dir.glob("events.out.tfevents.*"))[-1]
     assert run.events.name == last.name and run.events is run.segments[-1]
-    long = runlog.read_events_file(last)[0]
+    long = events.read_events_file(last)[0]
     resumed = long[long["tag"] == "time/iteration"].set_index("step")["value"]
     assert list(resumed.index) == [BATCH * (i + 1) for i in range(after, ITERATIONS)]
     merged = run.scalars.set_index("step")["time/iteration"]
     assert np.array_equal(merged[resumed.index].to_numpy(), resumed.to_numpy())
     # the stopped process logged its iterations after the save too: those are superseded, not added
-    first = runlog.read_events_file(sorted(sweep.run_dir.glob("events.out.tfevents.*"))[0])[1]
+    first = events.read_events_file(sorted(sweep.run_dir.glob("events.out.tfevents.*"))[0])[1]
     assert max(first.steps) > after * BATCH
 
 
@@ -228,7 +228,8 @@ def test_the_analysis_counts_a_resumed_run_for_learning_and_not_for_time(
 def test_a_resumed_run_is_kept_out_of_the_pairs_of_runs(tmp_path):
     """The same two runs of exp1 (linen, nnx) give a total-time pair; once one of them was resumed, none, and its
     summary row has no times."""
-    from analysis.loading import load_runs, read_env_timing
+    from analysis.loading import load_runs
+    from analysis.output import read_env_timing
     from analysis.results import analyse
     from analysis.speedups import metric_columns
 

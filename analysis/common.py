@@ -1,0 +1,253 @@
+"""What every layer of the analysis uses: its one error, a run's identity (declared once, every key list
+derived from it), how things are named and ordered, and text from the runs made safe.
+
+BadInput: an input the analysis cannot use (a path, a file, a study.toml, an --out that would lose
+data): plot_results.py (and analysis.learning_curves) print the message as one line and exit with
+status 2, before anything is written.
+
+Text from the runs made safe for the readers of this tool's outputs: spreadsheets (the CSVs) and
+markdown readers (REPORT.md, the README block, the learning curves' table). A run's tag, hostname,
+platform or folder name, an env timing's device, a path given on the command line: text that anyone
+who made the run could have chosen. In a CSV, a text cell that begins with = + - @, a tab, a carriage
+return or a newline is a formula to a spreadsheet (=HYPERLINK(...), =cmd|' /C calc'!A0): it is written
+with a ' in front (OWASP's advice), and so is one that begins with ' itself, so that reading strips
+exactly one and a runs.csv read back with --csv gives the text it was written from. Numbers are not
+text: -1.5 in a number column stays a number. In markdown, such text goes into tables and lines: a
+newline or a | would break a table, <img onerror=...> would be HTML, [x](url) a link, ` a code span.
+md_text writes text as itself (characters that are not printable as a space, the rest of those as HTML
+entities); md_code as a code span that holds it verbatim. The tables' own cells (numbers, intervals in
+[ ], ** for bold) are ours: md_cell keeps their markdown and escapes only what could break the table or
+be HTML.
+"""
+import re
+import shlex
+from typing import NamedTuple
+
+import pandas as pd
+
+
+class BadInput(Exception):
+    """An input the analysis cannot use: plot_results.py (and analysis.learning_curves) print the message as one
+    line and exit with status 2, before anything is written."""
+
+
+def pretty_pair(pair: str) -> str:
+    """A framework pair as shown: "torch->linen" as "torch → linen"."""
+    return pair.replace("->", " → ")
+
+
+def capitalised(name: str) -> str:
+    """An experiment's name at the start of a title."""
+    return name[:1].upper() + name[1:]
+
+
+def mode_name(framework: str, compile_mode: str) -> str:
+    """A framework in one compile mode: "torch/compile"."""
+    return f"{framework}/{compile_mode}"
+
+
+def in_order(order, values) -> list:
+    """The members of order found in values (then any others, sorted), so that categories keep a fixed order."""
+    values = set(values)
+    return [v for v in order if v in values] + sorted(v for v in values if v not in order)
+
+
+QUOTE = "'"
+
+
+# OWASP's, and the quote itself (for the way back)
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n", QUOTE)
+
+
+CELL_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "|": "&#124;"}
+
+
+TEXT_ENTITIES = {
+    **CELL_ENTITIES,
+    "[": "&#91;",
+    "]": "&#93;",
+    "`": "&#96;",
+    "\\": "&#92;",
+    "*": "&#42;",
+}
+
+
+def csv_text(value):
+    """A cell as written to a CSV: text a spreadsheet would run (or text that begins with ') gets a ' in front."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return QUOTE + value
+    return value
+
+
+def from_csv_text(value):
+    """A cell of a CSV of this tool as the text it was written from (csv_text's inverse)."""
+    if isinstance(value, str) and value.startswith(QUOTE):
+        return value[1:]
+    return value
+
+
+def text_columns(table: pd.DataFrame) -> list:
+    return [
+        c
+        for c in table.columns
+        if not pd.api.types.is_numeric_dtype(table[c]) or table[c].dtype == bool
+    ]
+
+
+def csv_safe(table: pd.DataFrame) -> pd.DataFrame:
+    """table with every text cell, and every column name, as csv_text writes it."""
+    safe = table.copy()
+    for column in text_columns(table):
+        safe[column] = table[column].map(csv_text).astype(object)
+    return safe.rename(columns=csv_text)
+
+
+def from_csv(table: pd.DataFrame) -> pd.DataFrame:
+    """A table read from a CSV of this tool, its text cells and column names as they were before csv_safe."""
+    table = table.rename(columns=from_csv_text)
+    for column in text_columns(table):
+        if table[column].map(lambda v: isinstance(v, str) and v.startswith(QUOTE)).any():
+            table[column] = table[column].map(from_csv_text)
+    return table
+
+
+def write_csv(table: pd.DataFrame, path) -> None:
+    csv_safe(table).to_csv(path, index=False)
+
+
+def _escaped(text: str, entities: dict) -> str:
+    return "".join(entities.get(ch, ch) if ch.isprintable() else " " for ch in text)
+
+
+def md_cell(value):
+    """A cell of one of our tables in markdown: its markdown kept; what would break the table (a line break, a |)
+    or be HTML (<, >, &) escaped."""
+    return _escaped(value, CELL_ENTITIES) if isinstance(value, str) else value
+
+
+def md_text(value) -> str:
+    """Text from outside (a tag, a host, a path, a reason) as itself in markdown, in a table or a line."""
+    return _escaped(str(value), TEXT_ENTITIES)
+
+
+def md_code(value) -> str:
+    """Text from outside as a code span that shows it verbatim (no markdown, no HTML in a code span), on one line."""
+    text = "".join(ch if ch.isprintable() else " " for ch in str(value))
+    longest = max((len(run) for run in re.findall("`+", text)), default=0)
+    ticks = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
+
+
+# What reading a CSV file that is not one of this tool's (missing, binary, empty, malformed) raises
+CSV_READ_ERRORS = (
+    OSError,
+    ValueError,
+    UnicodeDecodeError,
+    pd.errors.ParserError,
+    pd.errors.EmptyDataError,
+)
+
+
+CONFIG_COLUMNS = [
+    "env",
+    "framework",
+    "model_size",
+    "compile",
+    "seed",
+    "tag",
+    "sync_timing",
+    "dtype",
+    "num_iterations",
+    "num_envs",
+    "num_steps",
+    "batch_size",
+    "exp_name",
+    "device_name",
+    "hostname",
+    "platform",
+    "cpu_bf16",
+    "versions",
+    "command",
+    "start_time",
+]
+
+
+SUMMARY_JSON_COLUMNS = [
+    "status",
+    "iterations_completed",
+    "setup_s",
+    "import_s",
+    "total_s",
+    "final_return",
+    "resumed_at",  # as words: resumed_words
+]
+
+
+# experiment_folder: the experiment whose folder (bench.sh's) holds the run, "" for a run elsewhere
+RUN_COLUMNS = ["run", "run_dir", "experiment_folder", *CONFIG_COLUMNS, *SUMMARY_JSON_COLUMNS]
+
+
+# columns of a runs.csv of an older plot_results.py -> their names now
+RENAMED_COLUMNS = {"device": "device_name", "sweep": "experiment_folder"}
+
+
+# what tells two runs apart (run_keys); the folder name too for a run without a start time
+IDENTITY_COLUMNS = ["command", "hostname", "start_time"]
+
+
+class SkippedRun(NamedTuple):
+    path: str
+    reason: str
+
+
+def config_cell(value):
+    """A config value as one CSV cell: a dict as 'key value, ...', a list (argv) as a shell command line."""
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {v}" for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return shlex.join(str(v) for v in value)
+    return value
+
+
+def text_column(table: pd.DataFrame, column: str) -> pd.Series:
+    """A column as text, "" where it is missing."""
+    if column not in table:
+        return pd.Series("", index=table.index)
+    return table[column].astype(object).where(table[column].notna(), "").astype(str)
+
+
+def run_keys(table: pd.DataFrame) -> pd.Series:
+    """Per row of a runs or summary table, the identity of its run: IDENTITY_COLUMNS as one string (one command
+    started on one host at one time is one run, whatever its folder is called), and its folder name where it has
+    no start time (a run of an older runs.csv)."""
+    parts = [text_column(table, c) for c in IDENTITY_COLUMNS]
+    key = parts[0].str.cat(parts[1:], sep="\x1f")
+    return key.where(parts[-1] != "", key + "\x1f" + text_column(table, "run"))
+
+
+def read_csv(flag: str, path: str, what: str, **options) -> pd.DataFrame:
+    """A CSV file of this tool, its text as it was written from (analysis/common.py), or BadInput naming it when it is
+    empty, binary or not CSV."""
+    try:
+        return from_csv(pd.read_csv(path, **options))
+    except CSV_READ_ERRORS as e:
+        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise BadInput(f"{flag} {path} is not a {what} of plot_results.py ({reason})") from None
+
+
+def numeric_columns(
+    table: pd.DataFrame, columns: list[str], flag: str, path: str, what: str
+) -> pd.DataFrame:
+    """table with columns made numeric; BadInput naming the first cell that is not a number."""
+    table = table.copy()
+    for column in columns:
+        values = pd.to_numeric(table[column], errors="coerce")
+        bad = values.isna() & table[column].notna()
+        if bad.any():
+            value = table[column][bad].iloc[0]
+            raise BadInput(
+                f"{flag} {path} is not a {what} of plot_results.py: its {column} holds {value!r}"
+            )
+        table[column] = values
+    return table
