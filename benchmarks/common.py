@@ -1,9 +1,14 @@
-"""Shared by the benchmarks: launch a PPO script in a fresh process and read what its run wrote; check their options
-before anything is measured (a bad one: one line, exit status 2). Their outputs, a JSON record and its table beside
-it as .md, are checked and written by atomic.py (check_outputs, write_outputs): a file there that the benchmark did
-not write is refused, never replaced."""
+"""Shared by the benchmarks: launch a PPO script in a fresh process and read what its run wrote;
+check their options before anything is measured (a bad one: one line, exit status 2); the machine
+they ran on and durations as a person reads them. Their outputs, a JSON record and its table beside
+it as .md, are checked and written by atomic.py (check_outputs, write_outputs): a file there that
+the benchmark did not write is refused, never replaced."""
 
+import argparse
 import os
+import platform
+import socket
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -12,18 +17,32 @@ from typing import Callable, NoReturn
 import numpy as np
 
 from analysis import runlog
+from analysis.common import BadInput, md_text
 from sweep import study
 from sweep.option_checks import BadOption, check_int
 from tools import launch
 
 ROOT = Path(__file__).resolve().parents[1]
 STEADY_FROM = study.load().steady.first  # the study's steady state: iterations STEADY_FROM+
+# variables a first-time user lacks, that would reuse what was made before or run in another venv
+DROPPED_VARIABLES = (
+    "VIRTUAL_ENV",
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "PIP_CACHE_DIR",
+    "PIP_NO_CACHE_DIR",
+    "TORCHINDUCTOR_CACHE_DIR",
+    "JAX_COMPILATION_CACHE_DIR",
+    "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS",
+    "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES",
+    "OMP_NUM_THREADS",
+)
 
 
 def run_and_read(script: str, *args: str) -> dict:
-    """Runs `python script args` in a fresh process; returns its run's summary and per-iteration series.
-    script: a path from the project root, or an absolute one. torch gets OMP_NUM_THREADS as set now (a benchmark's
-    --cpus sets it), else one thread per core this process may use."""
+    """Runs `python script args` in a fresh process; returns its run's summary and per-iteration
+    series. script: a path from the project root, or an absolute one. torch gets OMP_NUM_THREADS as
+    set now (a benchmark's --cpus sets it), else one thread per core this process may use."""
     threads = os.environ.get("OMP_NUM_THREADS", str(len(os.sched_getaffinity(0))))
     with tempfile.TemporaryDirectory() as log_dir:
         # no JAX cache: a first run's compile
@@ -36,8 +55,8 @@ def run_and_read(script: str, *args: str) -> dict:
 
 
 def run_series(run_dir: Path) -> dict:
-    """A run read by runlog.read_run, as {"summary": summary.json, "series": {tag: the values at the steps where
-    the tag was logged}}."""
+    """A run read by runlog.read_run, as {"summary": summary.json, "series": {tag: the values at
+    the steps where the tag was logged}}."""
     run = runlog.read_run(run_dir)
     series = {
         tag: run.scalars[tag].dropna().to_numpy(float)
@@ -48,12 +67,88 @@ def run_series(run_dir: Path) -> dict:
 
 
 def steady_mean(run: dict, tag: str = "time/iteration") -> float:
-    """The mean over the steady state (iterations STEADY_FROM+), or over iterations 1+ in a shorter run."""
+    """The mean over the steady state (iterations STEADY_FROM+), or over iterations 1+ in a shorter
+    run."""
     values = run["series"][tag]
     return float(np.mean(values[STEADY_FROM if len(values) > STEADY_FROM else 1 :]))
 
 
+def git(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], capture_output=True, text=True)
+
+
+def fresh_environment(scratch: Path, keep=()) -> dict:
+    """This environment without DROPPED_VARIABLES (but those in keep), with an empty TorchInductor
+    cache in scratch: what runs in it reuses nothing made before."""
+    env = {k: v for k, v in os.environ.items() if k not in DROPPED_VARIABLES or k in keep}
+    env["TORCHINDUCTOR_CACHE_DIR"] = str(scratch / "torchinductor-cache")
+    return env
+
+
+# ------------------------------------------------------------------------- the machine, in words
+def cpu_info() -> dict:
+    """The CPU's model and whether it is a virtual machine's, from /proc/cpuinfo (Linux); else
+    platform's."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        lines = []
+    fields = {}
+    for line in lines:
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())
+    return {
+        "cpu_model": fields.get("model name") or platform.processor() or platform.machine(),
+        "virtual_machine": "hypervisor" in fields.get("flags", "").split(),
+    }
+
+
+def machine() -> dict:
+    """The machine a benchmark runs on: cores, CPU, memory, OS, this Python, host."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return {
+        "cores": cores,
+        **cpu_info(),
+        "memory_gib": round(memory / 2**30, 1),
+        "os": platform.platform(),
+        "python": platform.python_version(),  # this tool's; a venv's is in each run's versions
+        "hostname": socket.gethostname(),
+    }
+
+
+def machine_text(machine_info: dict) -> str:
+    vm = ", a VM" if machine_info.get("virtual_machine") else ""
+    return (
+        f"{machine_info['cores']} cores ({md_text(machine_info['cpu_model'])}{vm}; "
+        f"{machine_info['memory_gib']:.0f} GiB)"
+    )
+
+
+def human(seconds) -> str:
+    """A duration as a person reads it: 4.2 s, 55 s, 2m58s, 1h05m; '-' when unknown."""
+    if seconds is None:
+        return "-"
+    if abs(seconds) < 9.95:
+        return f"{seconds:.1f} s"
+    whole = round(seconds)
+    if whole < 60:
+        return f"{whole} s"
+    minutes, secs = divmod(whole, 60)
+    if minutes < 60:
+        return f"{minutes}m{secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
+
+
 # ------------------------------------------------------------------------------------------ options
+class Parser(argparse.ArgumentParser):
+    """argparse's complaints as BadInput: one line, exit status 2 where main catches it."""
+
+    def error(self, message):
+        raise BadInput(message)
+
+
 def refuse(message) -> NoReturn:
     """Bad input: one line on stderr, exit status 2."""
     print(f"error: {message}", file=sys.stderr)
@@ -61,7 +156,8 @@ def refuse(message) -> NoReturn:
 
 
 def check_or_exit(check: Callable[[], None]) -> None:
-    """check() run before anything is measured; a ValueError it raises (BadOption, atomic.OutputRefused) refused."""
+    """check() run before anything is measured; a ValueError it raises (BadOption,
+    atomic.OutputRefused) refused."""
     try:
         check()
     except ValueError as e:
@@ -82,13 +178,13 @@ def check_choices(option: str, values, valid) -> None:
 
 
 def check_envs(option: str, envs, valid=None) -> None:
-    """BadOption for an env the scripts cannot train (or not among valid, when given), naming the usable ones."""
+    """BadOption for an env the scripts cannot train (or not among valid, when given), naming the
+    usable ones."""
     import env_adapters  # imports JAX: only when checking
 
     for env in envs:
         problem = env_adapters.why_untrainable(env) if valid is None else None
         if problem or (valid is not None and env not in valid):
             usable = env_adapters.usable_envs() if valid is None else valid
-            raise BadOption(
-                f"{option} {env!r} {problem or 'is not one this benchmark takes'}; usable envs: {', '.join(usable)}"
-            )
+            said = problem or "is not one this benchmark takes"
+            raise BadOption(f"{option} {env!r} {said}; usable envs: {', '.join(usable)}")

@@ -1,32 +1,22 @@
-"""LeanRL side by side: LeanRL's PPO for continuous actions against ppo_torch.py and ppo_linen.py on HalfCheetah-v4.
+"""LeanRL side by side: LeanRL's PPO for continuous actions (its torchcompile script with --compile,
+without, with --compile --cudagraphs on a GPU; its plain script, CleanRL's) against ppo_torch.py and
+ppo_linen.py (--env-backend envpool, the same MuJoCo model) on HalfCheetah-v4 under CleanRL's
+settings (study.toml's exp9), each run a fresh process with no compile cache, pinned to --cpus with
+one OMP thread per core, the configurations in a rotating order round by round. Reported, medians
+over rounds: steady steps per second (LeanRL's progress bar timed as it arrives), whole-run wall
+time and iteration 0, each against ppo_torch.py's. LeanRL's files at --leanrl-commit are shimmed for
+today's packages (listed in the output) and run in a venv of their own from
+benchmarks/leanrl-requirements.txt (made once in --work-dir, unless --leanrl-python is given).
 
-What runs (benchmarks/leanrl_runs.py): LeanRL's ppo_continuous_action_torchcompile.py with --compile ("leanrl
-compile"), without it ("leanrl eager": LeanRL's own code, eager) and, where there is an NVIDIA GPU, with --compile
---cudagraphs ("leanrl cudagraphs", the mode of LeanRL's GPU numbers); its ppo_continuous_action.py, CleanRL's
-script ("leanrl plain"); ppo_torch.py in its default mode (and --compile cudagraphs on a GPU) and ppo_linen.py in
-its own, both with --env-backend envpool (the same MuJoCo model). All train CleanRL's configuration of
-ppo_continuous_action.py (1 env x 2048 steps, 32 minibatches x 10 epochs), read from study.toml's exp9, for
---num-iterations iterations, in a fresh process each, pinned to --cpus with one OMP thread per core, in a rotating
-order round by round. Reported (medians over rounds): steady steps per second (iterations 8+, by the loop's wall
-time: LeanRL prints no time per iteration, so its progress bar is timed as it arrives), whole-run wall time and
-iteration 0, each against ppo_torch.py's. No compile cache is kept from run to run (TorchInductor's, Triton's and
-JAX's start empty), on either side: a whole run is a first run, compile included (about 6 minutes for LeanRL's
---compile on 2 cores), and the steady state does not depend on it.
-
-LeanRL (benchmarks/leanrl_source.py): its two files at --leanrl-commit (default: pinned), read from --leanrl-dir (a
-checkout) or a clone of --leanrl-repo in --work-dir, with the shims today's packages need, listed in the output;
-its venv (benchmarks/leanrl_env.py): --work-dir/venv from benchmarks/leanrl-requirements.txt (torch's CPU build
-without a GPU), made once, unless --leanrl-python names an interpreter that has them.
-
-    python -m benchmarks.leanrl                  # 5 rounds of 20 iterations on cores 0-1 (about 70 minutes here)
-    python -m benchmarks.leanrl --dry-run        # the shims and the commands; runs nothing
+    python -m benchmarks.leanrl             # 5 rounds of 20 iterations on cores 0-1 (~70 minutes)
+    python -m benchmarks.leanrl --dry-run   # the shims and the commands; runs nothing
     python -m benchmarks.leanrl --rounds 1 --configs "leanrl eager" "torch compile"
 
-Output: --out (default results/benchmarks/leanrl_cpu.json, leanrl_gpu.json with a GPU) and the .md beside it,
-rewritten after every run (files there that this tool did not write, its mark absent, are refused: atomic.py's
-check_outputs; the committed, hand-annotated leanrl_cpu.* among them); each run's output in --work-dir/logs/. A line per run with an ETA. Exit status: 0, 1 when
-a run failed (recorded, the others go on) or LeanRL cannot be fetched or set up, 2 for bad input (one line, before
-anything is created), 130 when interrupted (what was measured is kept).
+Output: --out (default results/benchmarks/leanrl_cpu.json, _gpu with a GPU) and the .md beside it,
+rewritten after every run (files there this tool did not write are refused); each run's output in
+--work-dir/logs/. Exit status: 0; 1 when a run failed (the others go on) or LeanRL cannot be set
+up; 2 for bad input (one line, before anything is made); 130 when interrupted (what was measured is
+kept).
 """
 
 import argparse
@@ -43,68 +33,54 @@ from typing import Optional
 
 from analysis.common import BadInput
 from atomic import OutputRefused, check_outputs, write_outputs
+from benchmarks import leanrl_runs as runs
 from benchmarks.busy_machine import core_set, rotated
-from benchmarks.common import ROOT, STEADY_FROM
-from benchmarks.leanrl_env import EnvError, ensure_venv, gpus, venv_python, versions
-from benchmarks.leanrl_report import header, markdown
-from benchmarks.leanrl_runs import CONFIGS, Plan, batch_size, command, run_config
-from benchmarks.leanrl_source import (
-    LEANRL_COMMIT,
-    LEANRL_REPO,
-    SCRIPTS,
-    ShimMismatch,
-    SourceError,
-    fetch_scripts,
-    shim_records,
-)
-from benchmarks.quickstart_clone import machine
-from benchmarks.quickstart_report import human
+from benchmarks.common import ROOT, STEADY_FROM, Parser, human, machine
+from benchmarks.leanrl_runs import COMPILED, PLAIN, Config, Plan
+from sweep import study
 
 TOOL = "benchmarks.leanrl"
 HEX = re.compile(r"[0-9a-f]{7,40}")
+COLUMNS = ("steady_sps", "wall_s", "iter0_s")
 
 
-class Parser(argparse.ArgumentParser):
-    """argparse's complaints as BadInput: one line, exit status 2."""
-
-    def error(self, message):
-        raise BadInput(message)
+def our_config(framework: str, mode: str, gpu_only: bool = False) -> Config:
+    script = study.load().frameworks[framework].script
+    return Config(f"{framework} {mode}", script, ("--compile", mode), False, gpu_only)
 
 
+TORCH = our_config("torch", study.load().default_compile("torch"))
+CONFIG_LIST = (
+    Config("leanrl compile", COMPILED, ("--compile",), True),
+    Config("leanrl eager", COMPILED, (), True),
+    Config("leanrl plain", PLAIN, (), True),
+    Config("leanrl cudagraphs", COMPILED, ("--compile", "--cudagraphs"), True, gpu_only=True),
+    TORCH,
+    our_config("torch", "cudagraphs", gpu_only=True),
+    our_config("linen", study.load().default_compile("linen")),
+)
+CONFIGS = {config.name: config for config in CONFIG_LIST}
+BASELINE = TORCH.name
+
+
+# ------------------------------------------------------------------------------------- options
 def parser() -> Parser:
-    p = Parser(
-        prog="python -m benchmarks.leanrl",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    p.add_argument(
-        "--configs", nargs="+", choices=list(CONFIGS), help="default: all (GPU ones with a GPU)"
-    )
+    p = Parser(prog="python -m " + TOOL, description=__doc__)
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.add_argument("--configs", nargs="+", choices=list(CONFIGS), help="default: all it can run")
     p.add_argument("--rounds", type=int, default=5)
-    p.add_argument(
-        "--num-iterations",
-        type=int,
-        default=20,
-        help="per run; a multiple of 10 lets LeanRL's own speed cover the same iterations",
-    )
+    iterations = "per run; a multiple of 10 lets LeanRL's own speed cover the same iterations"
+    p.add_argument("--num-iterations", type=int, default=20, help=iterations)
     p.add_argument("--cpus", default="0-1", help="pin every run to these cores (e.g. 0-1)")
     p.add_argument("--timeout", type=float, default=1800, help="seconds per run at most")
     source = p.add_mutually_exclusive_group()
     source.add_argument("--leanrl-dir", help="a LeanRL checkout to read its files from")
-    source.add_argument(
-        "--leanrl-repo", default=LEANRL_REPO, help="cloned into --work-dir otherwise"
-    )
-    p.add_argument("--leanrl-commit", default=LEANRL_COMMIT, help="default: %(default)s")
-    p.add_argument(
-        "--leanrl-python", help="an interpreter with LeanRL's packages (no venv is made)"
-    )
+    source.add_argument("--leanrl-repo", default=runs.LEANRL_REPO, help="cloned into --work-dir")
+    p.add_argument("--leanrl-commit", default=runs.LEANRL_COMMIT, help="default: %(default)s")
+    p.add_argument("--leanrl-python", help="an interpreter with LeanRL's packages (no venv made)")
     p.add_argument("--work-dir", default=str(ROOT / "runs" / "leanrl"), help="default: %(default)s")
-    p.add_argument(
-        "--out", help="JSON; the .md beside it (default: results/benchmarks/leanrl_cpu.json)"
-    )
-    p.add_argument(
-        "--dry-run", action="store_true", help="print the shims and commands, run nothing"
-    )
+    p.add_argument("--out", help="JSON, the .md beside it (default: see above)")
+    p.add_argument("--dry-run", action="store_true", help="print the shims and commands only")
     return p
 
 
@@ -120,9 +96,8 @@ def checked(opts: argparse.Namespace, gpu: bool) -> argparse.Namespace:
     if not opts.timeout > 0:
         raise BadInput(f"--timeout {opts.timeout}: give a positive number of seconds")
     if not HEX.fullmatch(opts.leanrl_commit):
-        raise BadInput(
-            f"--leanrl-commit {opts.leanrl_commit!r}: give a commit hash (7 to 40 hex digits)"
-        )
+        commit = opts.leanrl_commit
+        raise BadInput(f"--leanrl-commit {commit!r}: give a commit hash (7 to 40 hex digits)")
     if opts.leanrl_repo.startswith("-"):
         raise BadInput(f"--leanrl-repo {opts.leanrl_repo!r}: give a git URL or path")
     if opts.leanrl_dir and not Path(opts.leanrl_dir, ".git").exists():
@@ -131,9 +106,8 @@ def checked(opts: argparse.Namespace, gpu: bool) -> argparse.Namespace:
         raise BadInput(f"--leanrl-python {opts.leanrl_python}: no such executable")
     opts.cores = checked_cores(opts.cpus)
     opts.configs = checked_configs(opts.configs, gpu)
-    opts.out = opts.out or str(
-        ROOT / "results" / "benchmarks" / f"leanrl_{'gpu' if gpu else 'cpu'}.json"
-    )
+    device = "gpu" if gpu else "cpu"
+    opts.out = opts.out or str(ROOT / "results" / "benchmarks" / f"leanrl_{device}.json")
     return opts
 
 
@@ -153,24 +127,18 @@ def checked_configs(names: Optional[list[str]], gpu: bool) -> list[str]:
         return [name for name, config in CONFIGS.items() if gpu or not config.gpu_only]
     needing = [name for name in names if CONFIGS[name].gpu_only and not gpu]
     if needing:
-        raise BadInput(
-            f"--configs {', '.join(needing)}: needs an NVIDIA GPU (nvidia-smi lists none)"
-        )
+        needs = "needs an NVIDIA GPU (nvidia-smi lists none)"
+        raise BadInput(f"--configs {', '.join(needing)}: {needs}")
     return list(dict.fromkeys(names))
 
 
-def parse_args(argv: list[str]) -> argparse.Namespace:
-    return checked(parser().parse_args(argv), bool(gpus()))
-
-
-# ---------------------------------------------------------------------------------------------- running
+# -------------------------------------------------------------------------------- the rounds
 def eta_seconds(durations: dict[str, list[float]], remaining: list[str]) -> float:
-    """The time the remaining runs should take: each configuration's mean so far, else the mean of all runs."""
+    """The remaining runs' time: each configuration's mean so far, else the mean of all runs."""
     every = [d for runs in durations.values() for d in runs]
     overall = statistics.mean(every) if every else 0.0
-    return sum(
-        statistics.mean(durations[name]) if durations.get(name) else overall for name in remaining
-    )
+    means = {name: statistics.mean(runs) for name, runs in durations.items() if runs}
+    return sum(means.get(name, overall) for name in remaining)
 
 
 def outcome(result: dict) -> str:
@@ -183,10 +151,6 @@ def outcome(result: dict) -> str:
     )
 
 
-def save(opts, record: dict) -> None:
-    write_outputs(TOOL, opts.out, record, markdown(record))
-
-
 def run_rounds(opts, plan: Plan, record: dict) -> None:
     """Every configuration once a round, in a rotating order; the record saved after every run."""
     order = [(r, name) for r in range(opts.rounds) for name in rotated(opts.configs, r)]
@@ -197,87 +161,217 @@ def run_rounds(opts, plan: Plan, record: dict) -> None:
         started = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="leanrl-run-") as scratch:
             log_name = f"round{r + 1}-{name.replace(' ', '-')}.log"
-            result = run_config(CONFIGS[name], plan, log_name, Path(scratch))
+            result = runs.run_config(CONFIGS[name], plan, log_name, Path(scratch))
         durations[name].append(time.perf_counter() - started)
         record["results"][name].append(result)
         record["rounds_done"] = r + (done % len(opts.configs) == 0)
-        save(opts, record)
+        write_outputs(TOOL, opts.out, record, markdown(record))
         eta = eta_seconds(durations, [n for _, n in order[done:]])
         print(f"{outcome(result)} | ETA {human(eta)}", flush=True)
 
 
-def new_record(opts, argv, commit: str, leanrl_python: str, plan: Plan) -> dict:
+def plan_commands(opts, plan: Plan) -> dict[str, list[str]]:
+    """Each configuration's command, its run's own temporary folder shown as SCRATCH."""
     return {
-        "command": shlex.join(["python", "-m", "benchmarks.leanrl", *argv]),
-        "status": "running",
-        "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "machine": {**machine(), "cores": os.cpu_count(), "gpu": (gpus() or [None])[0]},
-        "options": {k: v for k, v in vars(opts).items() if k != "cores"},
-        "threads": len(opts.cores),
-        "batch_size": batch_size(),
-        "leanrl_repo": opts.leanrl_dir or opts.leanrl_repo,
-        "leanrl_commit": commit,
-        "shims": shim_records(),
-        "versions": {"leanrl": versions(leanrl_python), "ours": versions(sys.executable)},
-        "commands": {name: plan_command(name, plan) for name in opts.configs},
-        "rounds_done": 0,
-        "results": {name: [] for name in opts.configs},
+        name: runs.command(CONFIGS[name], plan, Path("SCRATCH", "runs")) for name in opts.configs
     }
 
 
-def plan_command(name: str, plan: Plan) -> list[str]:
-    return command(CONFIGS[name], plan, Path("SCRATCH", "runs"))
+def new_record(opts, argv, commit: str, plan: Plan) -> dict:
+    python = plan.leanrl_python
+    return {
+        "command": shlex.join(["python", "-m", TOOL, *argv]),
+        "status": "running",
+        "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "machine": {**machine(), "cores": os.cpu_count(), "gpu": (runs.gpus() or [None])[0]},
+        "options": {k: v for k, v in vars(opts).items() if k != "cores"},
+        "threads": len(opts.cores),
+        "batch_size": runs.batch_size(),
+        "leanrl_repo": opts.leanrl_dir or opts.leanrl_repo,
+        "leanrl_commit": commit,
+        "shims": runs.shim_records(),
+        "versions": {"leanrl": runs.versions(python), "ours": runs.versions(sys.executable)},
+        "commands": plan_commands(opts, plan),
+        "rounds_done": 0,
+        "results": {name: [] for name in opts.configs},
+    }
 
 
 def measure(opts, argv: list[str]) -> int:
     """Fetches and shims LeanRL, sets its venv up, runs every round; the exit status."""
     work = Path(opts.work_dir)
     work.mkdir(parents=True, exist_ok=True)
-    commit, scripts = fetch_scripts(work, opts.leanrl_commit, opts.leanrl_repo, leanrl_dir(opts))
-    python = opts.leanrl_python or str(ensure_venv(work / "venv"))
+    leanrl_dir = Path(opts.leanrl_dir) if opts.leanrl_dir else None
+    commit, scripts = runs.fetch_scripts(work, opts.leanrl_commit, opts.leanrl_repo, leanrl_dir)
+    python = opts.leanrl_python or str(runs.ensure_venv(work / "venv"))
     logs = work / "logs" / time.strftime("%Y%m%d-%H%M%S")
     logs.mkdir(parents=True)
     plan = Plan(opts.num_iterations, len(opts.cores), opts.timeout, logs, python, scripts)
-    record = new_record(opts, argv, commit, python, plan)
-    print(header(record), flush=True)
+    record = new_record(opts, argv, commit, plan)
+    print(leanrl_text(record), flush=True)
     print(f"results: {opts.out}; each run's output: {logs}", flush=True)
-    save(opts, record)
+    write_outputs(TOOL, opts.out, record, markdown(record))
     try:
         run_rounds(opts, plan, record)
         record["status"] = "finished"
     except KeyboardInterrupt:
         record["status"] = "interrupted"
-    save(opts, record)
+    write_outputs(TOOL, opts.out, record, markdown(record))
     print("\n" + markdown(record), flush=True)
     if record["status"] == "interrupted":
         print(f"interrupted: what was measured is kept in {opts.out}", file=sys.stderr)
         return 130
-    failed = any("error" in run for runs in record["results"].values() for run in runs)
+    failed = any("error" in run for done in record["results"].values() for run in done)
     return 1 if failed else 0
 
 
-def leanrl_dir(opts) -> Optional[Path]:
-    return Path(opts.leanrl_dir) if opts.leanrl_dir else None
-
-
 def dry_run(opts) -> int:
-    """The shims and each configuration's command, as measure would run them; nothing is fetched or run."""
+    """The shims and each configuration's command, as measure would run them; runs nothing."""
     work = Path(opts.work_dir)
     folder = work / f"leanrl-{opts.leanrl_commit[:12]}"
-    scripts = {path: folder / Path(path).name for path in SCRIPTS}
-    python = opts.leanrl_python or str(venv_python(work / "venv"))
+    scripts = {path: folder / Path(path).name for path in runs.SCRIPTS}
+    python = opts.leanrl_python or str(work / "venv" / runs.VENV_PYTHON)
     plan = Plan(opts.num_iterations, len(opts.cores), opts.timeout, work / "logs", python, scripts)
-    for i, shim in enumerate(shim_records(), 1):
-        print(f"shim {i}: {shim['file']}: {shim['old'].strip()!r} -> {shim['new'].strip()!r}")
-    for name in opts.configs:
-        print(f"{name}: {shlex.join(plan_command(name, plan))}")
+    for i, shim in enumerate(runs.SHIMS, 1):
+        print(f"shim {i}: {shim.file}: {shim.old.strip()!r} -> {shim.new.strip()!r}")
+    for name, cmd in plan_commands(opts, plan).items():
+        print(f"{name}: {shlex.join(cmd)}")
     return 0
+
+
+# ---------------------------------------------------------------------------------- the report
+def medians(results: dict) -> dict:
+    """{config: the medians of its successful runs (and their count), or None when it has none}."""
+    summary = {}
+    for name, done in results.items():
+        ok = [run for run in done if "error" not in run]
+        if not ok:
+            summary[name] = None
+            continue
+        med = {column: statistics.median(run[column] for run in ok) for column in COLUMNS}
+        reported = [run["reported_sps"] for run in ok if run.get("reported_sps") is not None]
+        med["reported_sps"] = statistics.median(reported) if reported else None
+        med["runs"], med["failed"] = len(ok), len(done) - len(ok)
+        summary[name] = med
+    return summary
+
+
+def table(results: dict, baseline: str) -> str:
+    """Medians per configuration; the ratios are to baseline's medians (ppo_torch.py)."""
+    med = medians(results)
+    base = med.get(baseline)
+
+    def ratio(m: dict, column: str) -> str:
+        return f"{m[column] / base[column]:.2f}x" if base else "-"
+
+    lines = [
+        "| config | runs | steady steps/s | steady vs torch | whole run | whole run vs torch "
+        "| iteration 0 | LeanRL's own steps/s |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for name, m in med.items():
+        if m is None:
+            lines.append(f"| {name} | 0 of {len(results[name])} | failed | | | | | |")
+            continue
+        runs_done = f"{m['runs']}" + (f" of {m['runs'] + m['failed']}" if m["failed"] else "")
+        reported = f"{m['reported_sps']:.0f}" if m["reported_sps"] is not None else ""
+        cells = [name, runs_done, f"{m['steady_sps']:.0f}", ratio(m, "steady_sps")]
+        cells += [human(m["wall_s"]), ratio(m, "wall_s"), human(m["iter0_s"]), reported]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def best(med: dict, names) -> Optional[str]:
+    """The one of names with the most steady steps per second, among those measured."""
+    measured = [name for name in names if med.get(name)]
+    return max(measured, key=lambda name: med[name]["steady_sps"], default=None)
+
+
+def goal_line(results: dict) -> str:
+    """Whether ppo_torch.py's best mode is as fast as LeanRL's best at steady state, or faster."""
+    med = medians(results)
+    goal = "Goal (ppo_torch.py at least as fast as LeanRL's best mode at steady state)"
+    known = [CONFIGS[name] for name in med if name in CONFIGS]
+    theirs = best(med, [config.name for config in known if config.leanrl])
+    ours = best(med, [config.name for config in known if config.script == TORCH.script])
+    if theirs is None or ours is None:
+        return f"{goal}: not measured."
+    rate, their_rate = med[ours]["steady_sps"], med[theirs]["steady_sps"]
+    verdict = "met" if rate >= their_rate else "not met"
+    return (
+        f"{goal}: {verdict}. LeanRL's best is {theirs}, {their_rate:.0f} steps/s; ppo_torch.py's "
+        f"is {ours}, {rate:.0f} steps/s ({rate / their_rate:.2f}x)."
+    )
+
+
+def shims_text(shims: list[dict]) -> str:
+    return "\n".join(
+        f"{i}. `{s['file']}`: `{s['old'].strip()}` becomes `{s['new'].strip()}`. Why: {s['why']}"
+        for i, s in enumerate(shims, 1)
+    )
+
+
+def versions_text(versions: dict) -> str:
+    return ", ".join(f"{name} {version}" for name, version in versions.items())
+
+
+def markdown(record: dict) -> str:
+    """The .md beside the JSON: the table, the goal, how it was measured, LeanRL's commit and
+    shims, the versions and the commands (paths inside the project relative to it)."""
+    r, opts, box = record, record["options"], record["machine"]
+    gpu = f"; GPU: {box['gpu']}" if box.get("gpu") else "; no GPU"
+    vm = ", a VM" if box.get("virtual_machine") else ""
+    commands = "\n".join(
+        f"- {name}: `{shlex.join(cmd).replace(f'{ROOT}/', '')}`"
+        for name, cmd in r["commands"].items()
+    )
+    n, steady, first = opts["num_iterations"], opts["num_iterations"] - STEADY_FROM, STEADY_FROM
+    return f"""# LeanRL side by side: HalfCheetah-v4, CleanRL's PPO settings
+
+Medians of {r["rounds_done"]} rounds (of {opts["rounds"]}; status {r["status"]}), {n} iterations of
+{r["batch_size"]} steps per run, on cores {opts["cpus"]} (OMP_NUM_THREADS={r["threads"]}) of
+{box["cores"]} ({box["cpu_model"]}{vm}{gpu}); started
+{r["started"]} (UTC). Made by `{r["command"]}`.
+
+{table(r["results"], BASELINE)}
+
+{goal_line(r["results"])}
+
+Steady steps/s: iterations {first}+ (0-based; {steady} of them), by the loop's wall time, logging
+included. LeanRL prints no time per iteration: its tqdm bar is timed as it arrives (the first time
+the bar shows n/{n} is the end of the n-th iteration), from count {first} to count {n}. Ours:
+time/elapsed at the end of iteration {first - 1} and of the last. LeanRL's own steps/s: the last
+`speed` it printed (every 10th iteration, over its iterations {first + 1}+ counted from 1:
+`--measure-burnin {first + 1}`). Whole run: the process's wall time from its start to its exit
+(imports, set-up, compile, every iteration). Iteration 0: the first iteration, which compiles.
+Every run is a fresh process with empty TorchInductor and Triton caches and no JAX cache (a first
+run), pinned to the cores above; the configurations alternate in a rotating order round by round.
+Ratios: a configuration's median over {BASELINE}'s (ppo_torch.py); steady above 1 is faster than
+it, whole run above 1 slower.
+
+{leanrl_text(r)}
+
+Commands (SCRATCH: the run's own temporary folder, its working folder for LeanRL):
+
+{commands}
+"""
+
+
+def leanrl_text(record: dict) -> str:
+    """LeanRL's commit, the shims and the versions: in the .md and before the first run."""
+    repo, commit, versions = record["leanrl_repo"], record["leanrl_commit"], record["versions"]
+    return f"""LeanRL: {repo} at `{commit}`, run as it is but for these shims:
+
+{shims_text(record["shims"])}
+
+Versions. LeanRL's venv: {versions_text(versions["leanrl"])}. Ours:
+{versions_text(versions["ours"])}."""
 
 
 def main(argv: Optional[list[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
-        opts = parse_args(argv)
+        opts = checked(parser().parse_args(argv), bool(runs.gpus()))
         if opts.dry_run:
             return dry_run(opts)
         check_outputs(TOOL, opts.out)
@@ -288,7 +382,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     os.sched_setaffinity(0, opts.cores)
     try:
         return measure(opts, argv)
-    except (SourceError, ShimMismatch, EnvError) as e:
+    except runs.SetupError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

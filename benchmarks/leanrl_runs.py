@@ -1,106 +1,246 @@
-"""What benchmarks/leanrl.py runs, and how it reads each run.
-
-Every configuration trains HalfCheetah-v4 under CleanRL's ppo_continuous_action.py settings as study.toml's exp9
-states them for "HalfCheetah-v4@envpool" (its --num-iterations replaced by the benchmark's): our scripts take those
-flags as they are, with exp9's backend (envpool), model size and sync setting, and envpool's threads as `bench.sh
---cpus` gives them; LeanRL's scripts take the ones they share by name with CleanRL's (LEANRL_SHARED),
---total-timesteps for the iterations, and normalise observations and rewards as they always do (ALWAYS_ON). Each
-run is a fresh process with empty TorchInductor and Triton caches and no JAX cache: its iteration 0 pays the whole
-compile, as a first run does.
-
-Steady state is the study's: iterations STEADY_FROM+ (0-based); steps per second over it is the loop's wall time,
-logging included, for both sides. LeanRL prints no time per iteration, so its progress is timed as it arrives: tqdm
-redraws its bar (`| n/N [`) on stderr after every iteration, and the first time each count n appears is the end of
-iteration n (1-based), so the steady window runs from count STEADY_FROM to count N. Ours: time/elapsed at the end of
-iteration STEADY_FROM-1 and of the last. LeanRL's own figure (`speed: X sps`, printed every 10th iteration, over
-iterations --measure-burnin+; we pass STEADY_FROM+1, the same window) is kept beside it as reported_sps.
-"""
+"""One run of benchmarks/leanrl.py, either side: LeanRL's files at a commit, shimmed (none is
+copied into this repository), its venv, each configuration's command, the run timed as its output
+arrives, and its result."""
 
 import codecs
+import hashlib
+import json
 import os
 import re
-import selectors
+import shutil
 import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Optional
 
 from analysis import runlog
-from benchmarks.common import ROOT, STEADY_FROM, run_series, steady_mean
-from benchmarks.leanrl_source import COMPILED, PLAIN
-from benchmarks.quickstart_clone import DROPPED_VARIABLES
+from benchmarks.common import ROOT, STEADY_FROM, fresh_environment, git, run_series, steady_mean
 from sweep import study
 
+
+class SetupError(Exception):
+    """LeanRL's files or its venv cannot be had: a clone, a commit, a file or a pip install."""
+
+
+class ShimMismatch(SetupError):
+    """A shim's old text is not in its file exactly once: not the file it was written for."""
+
+
+class RunFailed(Exception):
+    """A run that did not finish, or whose timing cannot be read."""
+
+
+# ----------------------------------------------------------------------- LeanRL's files, shimmed
+LEANRL_REPO = "https://github.com/meta-pytorch/LeanRL"
+# 2024-09-27; the two scripts are the same at the head (2025-08-22), which changed only Atari's
+LEANRL_COMMIT = "8dbb6336b7f6cc65cdbbeb2e86637c38867e2677"
+PLAIN = "leanrl/ppo_continuous_action.py"  # CleanRL's script, LeanRL's baseline
+COMPILED = "leanrl/ppo_continuous_action_torchcompile.py"  # --compile, --cudagraphs, or neither
+SCRIPTS = (PLAIN, COMPILED)
+
+
+@dataclass(frozen=True)
+class Shim:
+    file: str  # one of SCRIPTS
+    old: str  # exact text, exactly once in the file
+    new: str
+    why: str
+
+
+CLIP = "env = gym.wrappers.TransformObservation(env, lambda obs: np.clip(obs, -10, 10)"
+CLIP_WHY = (
+    "gymnasium 1.x: TransformObservation takes the observation space as a third argument, with no "
+    "default (clipping keeps the space's shape and dtype, so the wrapped env's space is the right "
+    "one)"
+)
+INFERENCE_COPY = "    agent_inference_p.to_module(agent_inference)\n"
+SHIMS = (
+    *(Shim(path, CLIP + ")", CLIP + ", env.observation_space)", CLIP_WHY) for path in SCRIPTS),
+    Shim(
+        COMPILED,
+        INFERENCE_COPY,
+        INFERENCE_COPY + "    agent_inference.requires_grad_(False)\n",
+        "tensordict 0.15: to_module puts the detached copy of the parameters back as Parameters "
+        "that require grad, so the rollout's actions carry a graph: .numpy() refuses them, and the "
+        "update would backward through the rollout's graph a second time. The inference copy is "
+        "meant to hold no grad.",
+    ),
+)
+
+
+def shim_records(shims=SHIMS) -> list[dict]:
+    """The shims as the JSON record and the table list them."""
+    return [asdict(shim) for shim in shims]
+
+
+def apply_shims(texts: dict[str, str], shims=SHIMS) -> dict[str, str]:
+    """texts (file -> its text) shimmed; ShimMismatch unless each old text occurs exactly once."""
+    shimmed = dict(texts)
+    for shim in shims:
+        count = shimmed[shim.file].count(shim.old)
+        if count != 1:
+            raise ShimMismatch(
+                f"{shim.file}: a shim's text occurs {count} times, not once ({shim.old.strip()!r};"
+                f" {shim.why.split(':')[0]}): not the file it was written for"
+            )
+        shimmed[shim.file] = shimmed[shim.file].replace(shim.old, shim.new)
+    return shimmed
+
+
+def git_out(*args: str, why: str) -> str:
+    """git's output; SetupError with why and git's last line when it fails."""
+    proc = git(*args)
+    if proc.returncode != 0:
+        raise SetupError(f"{why}: {(proc.stderr.strip().splitlines() or ['git failed'])[-1]}")
+    return proc.stdout
+
+
+def fetch_scripts(
+    work: Path, commit: str, repo: str, leanrl_dir: Optional[Path]
+) -> tuple[str, dict[str, Path]]:
+    """The full commit, and SCRIPTS at it shimmed in work/leanrl-COMMIT/ under their own names (LeanRL
+    names its runs after them); read from leanrl_dir, else from a clone of repo made once."""
+    checkout = leanrl_dir or work / "LeanRL"
+    if leanrl_dir is None and not (checkout / ".git").exists():
+        print(f"cloning {repo} into {checkout}", flush=True)
+        git_out("clone", "--quiet", "--", repo, str(checkout), why=f"cannot clone {repo}")
+    wanted = ["-C", str(checkout), "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}"]
+    if git(*wanted).returncode != 0:
+        git("-C", str(checkout), "fetch", "--quiet", "origin", commit)
+    proc = git(*wanted)
+    if proc.returncode != 0:
+        raise SetupError(f"commit {commit} is not in {checkout} nor in its origin")
+    full = proc.stdout.strip()
+    texts = {
+        path: git_out("-C", str(checkout), "show", f"{full}:{path}", why=f"{path} at {full[:12]}")
+        for path in SCRIPTS
+    }
+    folder = work / f"leanrl-{full[:12]}"
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {path: folder / Path(path).name for path in SCRIPTS}
+    for path, text in apply_shims(texts).items():
+        paths[path].write_text(text)
+    return full, paths
+
+
+# -------------------------------------------------------------------------------- LeanRL's venv
+REQUIREMENTS = Path(__file__).with_name("leanrl-requirements.txt")
+VENV_PYTHON = Path("bin", "python")
+# what the record lists of each side's interpreter (those it lacks are left out)
+PACKAGES = ("torch", "tensordict", "gymnasium", "mujoco", "numpy", "tqdm", "jax", "flax", "envpool")
+# run in the interpreter whose versions are wanted: its package metadata, no import of the packages
+VERSIONS = (
+    "import importlib.metadata as m, json, platform; found = {d.metadata['Name'].lower(): "
+    "d.version for d in m.distributions()}; "
+    "print(json.dumps({'python': platform.python_version(), **found}))"
+)
+
+
+def gpus() -> list[str]:
+    """The GPUs nvidia-smi lists ("GPU 0: NVIDIA H200"), as setup.sh looks for one."""
+    if shutil.which("nvidia-smi") is None:
+        return []
+    proc = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("GPU")]
+    return [line.split(" (UUID")[0] for line in lines]
+
+
+def torch_build() -> str:
+    """cpu or cuda: BENCHBACK_TORCH when set (as setup.sh reads it), else cuda with a GPU."""
+    choice = os.environ.get("BENCHBACK_TORCH", "")
+    if choice and choice not in ("cpu", "cuda"):
+        raise SetupError(f"BENCHBACK_TORCH must be cpu or cuda, not {choice!r}")
+    return choice or ("cuda" if gpus() else "cpu")
+
+
+def cpu_index(setup_sh: Path = ROOT / "setup.sh") -> str:
+    """setup.sh's CPU_INDEX: where torch's CPU build comes from (one place names it)."""
+    for line in setup_sh.read_text().splitlines():
+        if line.startswith("CPU_INDEX="):
+            return line.partition("=")[2].strip().strip("'\"")
+    raise SetupError(f"{setup_sh} sets no CPU_INDEX")
+
+
+def install_commands(python: Path, build: str) -> list[list[str]]:
+    """The pip commands that fill a fresh venv: torch of the build, then every pin (no deps)."""
+    pip = [str(python), "-m", "pip", "install", "--quiet"]
+    pins = [line.split("#")[0].strip() for line in REQUIREMENTS.read_text().splitlines()]
+    torch = next((pin for pin in pins if pin.lower().startswith("torch==")), None)
+    if torch is None:
+        raise SetupError(f"{REQUIREMENTS.name} pins no torch")
+    # the CPU build's dependencies are pinned in the file, installed next; the CUDA build's own
+    # (the NVIDIA libraries) come with it
+    first = (
+        [*pip, "--no-deps", "--index-url", cpu_index(), torch] if build == "cpu" else [*pip, torch]
+    )
+    return [first, [*pip, "--no-deps", "--requirement", str(REQUIREMENTS)]]
+
+
+def ensure_venv(venv: Path) -> Path:
+    """The python of venv, set up from REQUIREMENTS as setup.sh sets up .venv (torch's build first;
+    BENCHBACK_TORCH=cpu|cuda chooses it) unless its stamp says it already is."""
+    build = torch_build()
+    stamp = venv / ".benchback-leanrl"
+    stamp_text = f"{hashlib.sha256(REQUIREMENTS.read_bytes()).hexdigest()} torch {build}\n"
+    if stamp.is_file() and stamp.read_text() == stamp_text:
+        return venv / VENV_PYTHON
+    print(f"setting up LeanRL's venv in {venv} (torch {build} build; minutes)", flush=True)
+    steps = [[sys.executable, "-m", "venv", "--clear", str(venv)]]
+    for command in steps + install_commands(venv / VENV_PYTHON, build):
+        proc = subprocess.run(command, capture_output=True, text=True)
+        if proc.returncode != 0:
+            tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            raise SetupError(f"{' '.join(command[:6])} ... failed: {tail}")
+    stamp.write_text(stamp_text)
+    return venv / VENV_PYTHON
+
+
+def versions(python) -> dict:
+    """The Python and PACKAGES versions of an interpreter, from its package metadata."""
+    proc = subprocess.run([str(python), "-c", VERSIONS], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SetupError(f"{python} cannot report its versions: {proc.stderr.strip()[-300:]}")
+    found = json.loads(proc.stdout)
+    return {name: found[name] for name in ("python", *PACKAGES) if name in found}
+
+
+# --------------------------------------------------------------------------- what runs, and how
 EXPERIMENT, LABEL = "exp9", "HalfCheetah-v4@envpool"
 SEED = "1"
 # flags LeanRL's Args spell as CleanRL's and ours do
 LEANRL_SHARED = (
-    "--num-envs",
-    "--num-steps",
-    "--update-epochs",
-    "--num-minibatches",
-    "--learning-rate",
-    "--ent-coef",
+    "--num-envs --num-steps --update-epochs --num-minibatches --learning-rate --ent-coef".split()
 )
-# LeanRL's make_env always normalises (and clips) observations and rewards
-ALWAYS_ON = ("--norm-obs", "--norm-reward")
-TICK = re.compile(r"\|\s*(\d+)/(\d+) \[")
-SPEED = re.compile(r"speed:\s*([0-9.]+) sps")
+ALWAYS_ON = ("--norm-obs", "--norm-reward")  # LeanRL's make_env always normalises (and clips)
 
 
 @dataclass(frozen=True)
 class Config:
     name: str
-    script: str  # LeanRL: one of leanrl_source.SCRIPTS; ours: a ppo_*.py of the project root
+    script: str  # LeanRL: one of SCRIPTS; ours: a ppo_*.py of the project root
     flags: tuple[str, ...]
     leanrl: bool
     gpu_only: bool = False
 
 
-def our_config(framework: str, mode: str, gpu_only: bool = False) -> Config:
-    script = study.load().frameworks[framework].script
-    return Config(f"{framework} {mode}", script, ("--compile", mode), False, gpu_only)
-
-
-TORCH = our_config("torch", study.load().default_compile("torch"))
-CONFIG_LIST = (
-    Config("leanrl compile", COMPILED, ("--compile",), True),
-    Config("leanrl eager", COMPILED, (), True),
-    Config("leanrl plain", PLAIN, (), True),
-    Config("leanrl cudagraphs", COMPILED, ("--compile", "--cudagraphs"), True, gpu_only=True),
-    TORCH,
-    our_config("torch", "cudagraphs", gpu_only=True),
-    our_config("linen", study.load().default_compile("linen")),
-)
-CONFIGS = {config.name: config for config in CONFIG_LIST}
-BASELINE = TORCH.name
-
-
 @dataclass
-class Plan:
-    """What every run shares."""
-
+class Plan:  # what every run shares
     num_iterations: int
     cores: int
     timeout: float
     logs: Path
     leanrl_python: str
-    leanrl_scripts: dict  # leanrl_source.SCRIPTS -> the shimmed copy
+    leanrl_scripts: dict  # SCRIPTS -> the shimmed copy
 
 
-# ------------------------------------------------------------------------------------------------ commands
-def reference_args() -> tuple[str, ...]:
+def reference_options() -> dict[str, Optional[str]]:
+    """exp9's flags as {flag: value}; a flag with no value maps to None."""
     args = study.load().experiments[EXPERIMENT].env_args(LABEL)
     if not args:
         raise ValueError(f"study.toml: {EXPERIMENT} has no configuration for {LABEL}")
-    return args
-
-
-def as_options(args) -> dict[str, Optional[str]]:
-    """--flag value pairs as {flag: value}; a flag with no value maps to None."""
     options, flag = {}, None
     for word in args:
         if word.startswith("--"):
@@ -111,15 +251,15 @@ def as_options(args) -> dict[str, Optional[str]]:
 
 
 def batch_size() -> int:
-    options = as_options(reference_args())
+    options = reference_options()
     return int(options["--num-envs"]) * int(options["--num-steps"])
 
 
 def our_args(config: Config, num_iterations: int, cores: int) -> list[str]:
-    """A run of ours, as `bench.sh --cpus CORES` runs exp9's (sweep_matrix.command), for num_iterations."""
+    """A run of ours, as `bench.sh --cpus CORES` runs exp9's, for num_iterations."""
     exp = study.load().experiments[EXPERIMENT]
     env, backend = study.split_label(LABEL)
-    options = as_options(reference_args())
+    options = reference_options()
     options.pop("--num-iterations", None)
     args = ["--env", env, "--env-backend", backend, "--model-size", exp.sizes[0], *config.flags]
     # envpool's threads, one per pinned core, as bench.sh --cpus gives them
@@ -132,12 +272,11 @@ def our_args(config: Config, num_iterations: int, cores: int) -> list[str]:
 
 def leanrl_args(config: Config, num_iterations: int) -> list[str]:
     """A LeanRL run of exp9's settings: the shared flags, the iterations as total timesteps."""
-    options = as_options(reference_args())
+    options = reference_options()
     unknown = set(options) - set(LEANRL_SHARED) - set(ALWAYS_ON) - {"--num-iterations"}
     if unknown:
         raise ValueError(f"{EXPERIMENT}'s {', '.join(sorted(unknown))}: no LeanRL counterpart")
-    env, _ = study.split_label(LABEL)
-    args = ["--env-id", env, "--seed", SEED]
+    args = ["--env-id", study.split_label(LABEL)[0], "--seed", SEED]
     args += [word for flag in LEANRL_SHARED if flag in options for word in (flag, options[flag])]
     args += ["--total-timesteps", str(num_iterations * batch_size())]
     # LeanRL's own speed over the same iterations as ours (its iterations count from 1)
@@ -154,23 +293,23 @@ def command(config: Config, plan: Plan, log_dir: Path) -> list[str]:
 
 
 def run_environment(cores: int, scratch: Path) -> dict:
-    """This environment without what would reuse a cache or another venv; empty caches in scratch; OMP threads one
-    per pinned core; wandb off; output unbuffered, so that tqdm's redraws arrive when they are made."""
-    env = {key: value for key, value in os.environ.items() if key not in DROPPED_VARIABLES}
-    env.update(
-        OMP_NUM_THREADS=str(cores),
-        WANDB_MODE="disabled",
-        PYTHONUNBUFFERED="1",
-        TORCHINDUCTOR_CACHE_DIR=str(scratch / "torchinductor"),
-        TRITON_CACHE_DIR=str(scratch / "triton"),
-        JAX_COMPILATION_CACHE_DIR="",
-    )
+    """This environment without what would reuse a cache or another venv, with empty caches in
+    scratch, OMP threads one per pinned core, wandb off, output unbuffered (tqdm's redraws arrive
+    when they are made)."""
+    env = fresh_environment(scratch)
+    env.update(OMP_NUM_THREADS=str(cores), WANDB_MODE="disabled", PYTHONUNBUFFERED="1")
+    env.update(TRITON_CACHE_DIR=str(scratch / "triton"), JAX_COMPILATION_CACHE_DIR="")
     return env
 
 
-# ------------------------------------------------------------------------------------------- timed output
+# ------------------------------------------------------------------------------ a run, timed
+TICK = re.compile(r"\|\s*(\d+)/(\d+) \[")
+SPEED = re.compile(r"speed:\s*([0-9.]+) sps")
+
+
 class Progress:
-    """A run's output as it arrives: its text, and the time (since the start) each tqdm count n first showed."""
+    """A run's output as it arrives: its text, and the time (since the start) each tqdm count n
+    first showed."""
 
     def __init__(self):
         self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
@@ -200,59 +339,38 @@ class Finished:
     progress: Progress
 
 
-def read_output(proc, progress: Progress, started: float, deadline: float, exited) -> bool:
-    """Feeds proc's output to progress until it ends (True) or the deadline passes (False)."""
-    with selectors.DefaultSelector() as selector:
-        selector.register(proc.stdout, selectors.EVENT_READ)
-        while (left := deadline - time.perf_counter()) > 0:
-            if not selector.select(timeout=min(left, 1.0)):
-                # TorchInductor's compile workers inherit the pipe: it may outlive the run a while
-                if exited.is_set():
-                    return True
-                continue
-            data = os.read(proc.stdout.fileno(), 1 << 16)
-            if not data:
-                return True
-            progress.feed(data, time.perf_counter() - started)
-    return False
-
-
 def run_timed(cmd: list[str], cwd: Path, env: dict, timeout: float) -> Finished:
-    """Runs cmd (stderr into stdout), timing its output as it arrives and its exit; killed at the timeout or on
+    """Runs cmd (stderr into stdout), its output timed as it arrives; killed at the timeout or on
     Ctrl-C. Its wall time runs from its start to its exit."""
     progress = Progress()
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    exited, ended_at = threading.Event(), [None]
 
-    def wait() -> None:
-        proc.wait()
-        ended_at[0] = time.perf_counter()
-        exited.set()
+    def read() -> None:
+        with proc.stdout:
+            while data := os.read(proc.stdout.fileno(), 1 << 16):
+                progress.feed(data, time.perf_counter() - started)
 
-    threading.Thread(target=wait, daemon=True).start()
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
     try:
-        finished = read_output(proc, progress, started, started + timeout, exited)
-        finished = finished and exited.wait(timeout=max(started + timeout - time.perf_counter(), 1))
-    except BaseException:
-        proc.kill()
-        raise
+        returncode = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        returncode = None
     finally:
-        proc.stdout.close()
-    if not finished:
-        proc.kill()
-        exited.wait()
-    returncode = proc.returncode if finished else None
-    return Finished(returncode, ended_at[0] - started, progress)
-
-
-# ------------------------------------------------------------------------------------------ what a run says
-class RunFailed(Exception):
-    """A run that did not finish, or whose timing cannot be read."""
+        if proc.returncode is None:  # past the timeout, or Ctrl-C
+            proc.kill()
+            proc.wait()
+    wall_s = time.perf_counter() - started
+    # TorchInductor's compile workers inherit the pipe: it may outlive the run a while
+    reader.join(timeout=1.0)
+    return Finished(returncode, wall_s, progress)
 
 
 def steady_rate(first_seen: dict[int, float], batch: int, first: int = STEADY_FROM) -> float:
-    """Steps per second from count `first` to the last count: the iterations after it."""
+    """Steps per second from tqdm's count `first` to its last: the iterations after it. LeanRL
+    prints no time per iteration; tqdm redraws its bar after every one, and count n first shows at
+    the end of iteration n (1-based)."""
     counts = sorted(n for n in first_seen if n >= first)
     if len(counts) < 2:
         raise RunFailed(f"fewer than two progress counts from {first} on: {sorted(first_seen)}")
@@ -304,9 +422,9 @@ def run_config(config: Config, plan: Plan, log_name: str, scratch: Path) -> dict
     """One run of config in scratch (its cwd for LeanRL, its caches and log folder); its result, or
     {"error": why}. The whole output goes to plan.logs/log_name."""
     log_dir = scratch / "runs"
-    cmd = command(config, plan, log_dir)
     cwd = scratch if config.leanrl else ROOT
-    finished = run_timed(cmd, cwd, run_environment(plan.cores, scratch), plan.timeout)
+    env = run_environment(plan.cores, scratch)
+    finished = run_timed(command(config, plan, log_dir), cwd, env, plan.timeout)
     log = plan.logs / log_name
     log.write_text(finished.progress.text)
     if finished.returncode != 0:

@@ -8,10 +8,10 @@ import sys
 
 import pytest
 
-from benchmarks import leanrl, leanrl_env, leanrl_runs, leanrl_source
+from benchmarks import leanrl, leanrl_runs
 from benchmarks.common import STEADY_FROM
-from benchmarks.leanrl_runs import CONFIGS
-from benchmarks.leanrl_source import COMPILED, PLAIN, SCRIPTS, SHIMS, ShimMismatch
+from benchmarks.leanrl import CONFIGS
+from benchmarks.leanrl_runs import COMPILED, PLAIN, SCRIPTS, SHIMS, ShimMismatch
 from helpers import ROOT
 from sweep import study
 
@@ -26,7 +26,7 @@ def sources() -> dict[str, str]:
 
 
 def test_every_shim_is_applied_once():
-    shimmed = leanrl_source.apply_shims(sources())
+    shimmed = leanrl_runs.apply_shims(sources())
     for shim in SHIMS:
         assert shimmed[shim.file].count(shim.new) == 1
     assert "env.observation_space)" in shimmed[PLAIN]
@@ -42,11 +42,11 @@ def test_a_file_that_changed_is_refused(times):
         old, old.replace("-10, 10", "-5, 5") if times == 0 else old * 2
     )
     with pytest.raises(ShimMismatch, match=f"{PLAIN}: a shim's text occurs {times} times"):
-        leanrl_source.apply_shims(texts)
+        leanrl_runs.apply_shims(texts)
 
 
 def test_every_shim_says_why_and_is_recorded():
-    records = leanrl_source.shim_records()
+    records = leanrl_runs.shim_records()
     assert len(records) == len(SHIMS) == 3
     assert all(r["why"] and r["file"] in SCRIPTS and r["old"] != r["new"] for r in records)
 
@@ -72,22 +72,22 @@ def stand_in_repo(tmp_path):
 def test_the_scripts_are_cloned_at_the_commit_and_shimmed(tmp_path):
     repo, commit = stand_in_repo(tmp_path)
     work = tmp_path / "work"
-    full, paths = leanrl_source.fetch_scripts(work, commit[:7], str(repo), None)
+    full, paths = leanrl_runs.fetch_scripts(work, commit[:7], str(repo), None)
     assert full == commit and (work / "LeanRL" / ".git").exists()
     assert (
         paths[COMPILED] == work / f"leanrl-{commit[:12]}" / "ppo_continuous_action_torchcompile.py"
     )
-    assert paths[COMPILED].read_text() == leanrl_source.apply_shims(sources())[COMPILED]
+    assert paths[COMPILED].read_text() == leanrl_runs.apply_shims(sources())[COMPILED]
     # from a checkout instead: nothing cloned
-    _, from_dir = leanrl_source.fetch_scripts(tmp_path / "other", commit, "unused", repo)
+    _, from_dir = leanrl_runs.fetch_scripts(tmp_path / "other", commit, "unused", repo)
     assert from_dir[PLAIN].read_text() == paths[PLAIN].read_text()
     assert not (tmp_path / "other" / "LeanRL").exists()
 
 
 def test_a_commit_that_is_not_there_is_an_error(tmp_path):
     repo, _ = stand_in_repo(tmp_path)
-    with pytest.raises(leanrl_source.SourceError, match="commit 0123456 is not in"):
-        leanrl_source.fetch_scripts(tmp_path / "work", "0123456", str(repo), None)
+    with pytest.raises(leanrl_runs.SetupError, match="commit 0123456 is not in"):
+        leanrl_runs.fetch_scripts(tmp_path / "work", "0123456", str(repo), None)
 
 
 # ------------------------------------------------------------------------------------------- the commands
@@ -122,8 +122,8 @@ def test_each_leanrl_mode_adds_its_own_flags_only():
 
 
 def test_an_exp9_flag_leanrl_lacks_is_an_error(monkeypatch):
-    args = ("--num-envs", "1", "--num-steps", "2048", "--clip-coef", "0.1")
-    monkeypatch.setattr(leanrl_runs, "reference_args", lambda: args)
+    options = {"--num-envs": "1", "--num-steps": "2048", "--clip-coef": "0.1"}
+    monkeypatch.setattr(leanrl_runs, "reference_options", lambda: dict(options))
     with pytest.raises(ValueError, match="--clip-coef: no LeanRL counterpart"):
         leanrl_runs.leanrl_args(CONFIGS["leanrl eager"], 20)
 
@@ -147,7 +147,7 @@ def pins(text: str) -> dict[str, str]:
 
 
 def test_leanrls_venv_shares_the_projects_pins():
-    theirs = pins(leanrl_env.REQUIREMENTS.read_text())
+    theirs = pins(leanrl_runs.REQUIREMENTS.read_text())
     lock = pins((ROOT / "requirements.lock").read_text())
     assert theirs["torch"] == pins((ROOT / "requirements.txt").read_text())["torch"]
     assert {name: theirs[name] for name in theirs if name in lock} == {
@@ -157,12 +157,12 @@ def test_leanrls_venv_shares_the_projects_pins():
 
 
 def test_torchs_cpu_build_comes_first_from_setup_shs_index(tmp_path):
-    first, rest = leanrl_env.install_commands(tmp_path / "python", "cpu")
-    assert first[-1] == "torch==" + pins(leanrl_env.REQUIREMENTS.read_text())["torch"]
-    assert first[first.index("--index-url") + 1] == leanrl_env.cpu_index()
-    assert leanrl_env.cpu_index().endswith("/cpu")
+    first, rest = leanrl_runs.install_commands(tmp_path / "python", "cpu")
+    assert first[-1] == "torch==" + pins(leanrl_runs.REQUIREMENTS.read_text())["torch"]
+    assert first[first.index("--index-url") + 1] == leanrl_runs.cpu_index()
+    assert leanrl_runs.cpu_index().endswith("/cpu")
     assert "--no-deps" in first and "--no-deps" in rest
-    cuda_first, _ = leanrl_env.install_commands(tmp_path / "python", "cuda")
+    cuda_first, _ = leanrl_runs.install_commands(tmp_path / "python", "cuda")
     assert "--index-url" not in cuda_first
 
 
@@ -203,7 +203,7 @@ def test_bad_input_is_one_line_and_exit_2_before_anything_is_made(tmp_path, caps
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.skipif(bool(leanrl_env.gpus()), reason="a GPU is here")
+@pytest.mark.skipif(bool(leanrl_runs.gpus()), reason="a GPU is here")
 def test_a_gpu_mode_without_a_gpu_is_refused(tmp_path, capsys):
     argv = ["--configs", "leanrl cudagraphs", "--cpus", FIRST_CORE]
     code = leanrl.main(argv + ["--out", str(tmp_path / "x.json")])

@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from benchmarks import leanrl, leanrl_report, leanrl_runs, leanrl_source
+from benchmarks import leanrl, leanrl_runs
 from benchmarks.leanrl_runs import Progress
 from helpers import ROOT
 
@@ -132,7 +132,7 @@ def rows(text: str) -> dict[str, list[str]]:
 
 
 def test_medians_and_ratios_to_ppo_torch():
-    table = rows(leanrl_report.table(RESULTS, "torch compile"))
+    table = rows(leanrl.table(RESULTS, "torch compile"))
     # steady 1100 / 800; whole run 410 / 200
     assert table["leanrl compile"][:6] == ["3", "1100", "1.38x", "6m50s", "2.05x", "6m25s"]
     assert table["leanrl compile"][6] == "1090"
@@ -142,11 +142,11 @@ def test_medians_and_ratios_to_ppo_torch():
 
 
 def test_the_goal_compares_ppo_torchs_best_with_leanrls_best():
-    line = leanrl_report.goal_line(RESULTS)
+    line = leanrl.goal_line(RESULTS)
     assert ": not met." in line and "leanrl compile, 1100 steps/s" in line and "(0.73x)" in line
     faster = {**RESULTS, "torch compile": [run(1500, 200, 60)]}
-    assert ": met." in leanrl_report.goal_line(faster)
-    assert "not measured" in leanrl_report.goal_line({"torch compile": [FAILED]})
+    assert ": met." in leanrl.goal_line(faster)
+    assert "not measured" in leanrl.goal_line({"torch compile": [FAILED]})
 
 
 def test_the_markdown_lists_the_shims_versions_and_commands():
@@ -158,9 +158,9 @@ def test_the_markdown_lists_the_shims_versions_and_commands():
         "options": {"num_iterations": 20, "rounds": 5, "cpus": "0-1"},
         "threads": 2,
         "batch_size": 2048,
-        "leanrl_repo": leanrl_source.LEANRL_REPO,
-        "leanrl_commit": leanrl_source.LEANRL_COMMIT,
-        "shims": leanrl_source.shim_records(),
+        "leanrl_repo": leanrl_runs.LEANRL_REPO,
+        "leanrl_commit": leanrl_runs.LEANRL_COMMIT,
+        "shims": leanrl_runs.shim_records(),
         "versions": {"leanrl": {"torch": "2.13.0+cpu"}, "ours": {"torch": "2.13.0+cpu"}},
         "commands": {
             "torch compile": ["/usr/bin/python3", str(ROOT / "ppo_torch.py"), "--env", "X"]
@@ -168,8 +168,8 @@ def test_the_markdown_lists_the_shims_versions_and_commands():
         "rounds_done": 5,
         "results": RESULTS,
     }
-    text = leanrl_report.markdown(record)
-    assert leanrl_source.LEANRL_COMMIT in text and "requires_grad_(False)" in text
+    text = leanrl.markdown(record)
+    assert leanrl_runs.LEANRL_COMMIT in text and "requires_grad_(False)" in text
     assert "`/usr/bin/python3 ppo_torch.py --env X`" in text
     assert "Goal (" in text and "| leanrl compile | 3 | 1100 |" in text
 
