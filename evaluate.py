@@ -4,16 +4,16 @@ of benchback-rl).
     python evaluate.py RUN_DIR_OR_CHECKPOINT [--framework linen|nnx|equinox|torch] [--episodes 10]
         [--seed 1] [--stochastic] [--video PATH] [--export-onnx PATH] [--hub-folder DIR]
 
-The checkpoint (model.safetensors, read and validated by checkpoint.py) is loaded into the chosen
-framework's own network (build_agent; default: the framework that trained it). The env
-is made as the template makes it (its make_env, the checkpoint's env id and backend), one env per
-episode; each runs its first episode to its end (termination or truncation). The observations are
-normalised with the checkpoint's statistics (env_normalize.scale, as in training, frozen), the
-policy acts deterministically (argmax of the logits, or the Gaussian's mean) or, with --stochastic,
-samples (seeded by --seed), and the env gets the action clipped to its bounds as in training. It
-prints the mean ± std (population std) of the episode returns and records them in eval.json beside
-the checkpoint: one entry per framework, mode, episodes and seed; an evaluation replaces only its
-own.
+The checkpoint (model.safetensors, read and validated by evaluation/model_file.py) is loaded into
+the chosen framework's own network (evaluation/policy.py's build_agent; default: the framework that
+trained it). The env is made as the template makes it (its make_env, the checkpoint's env id and
+backend), one env per episode; each runs its first episode to its end (termination or truncation).
+The observations are normalised with the checkpoint's statistics (env_normalize.scale, as in
+training, frozen), the policy acts deterministically (argmax of the logits, or the Gaussian's mean)
+or, with --stochastic, samples (seeded by --seed), and the env gets the action clipped to its bounds
+as in training. It prints the mean ± std (population std) of the episode returns and records them
+in eval.json beside the checkpoint: one entry per framework, mode, episodes and seed; an evaluation
+replaces only its own.
 
 Bad input (a missing or bad checkpoint, a framework not in the list, an eval.json this tool did not
 write, an output the options cannot write): one line, exit code 2, nothing written.
@@ -31,10 +31,10 @@ Interfaces of the modules behind three options, imported only when the option is
     evaluation.share.check_onnx(path: str) -> None
     evaluation.share.check_hub_folder(folder: str) -> None
         ValueError (one line) for an output they cannot write: called before anything runs
-    evaluation.share.export_onnx(ckpt: checkpoint.Checkpoint, path: str, bounds) -> None
+    evaluation.share.export_onnx(ckpt: model_file.Checkpoint, path: str, bounds) -> None
         the actor as ONNX, through ppo_torch's network, whatever framework trained it; bounds: the
         env's action bounds (low, high), to which a continuous action is clipped
-    evaluation.share.write_hub_folder(folder: str, ckpt_path: Path, ckpt: checkpoint.Checkpoint,
+    evaluation.share.write_hub_folder(folder: str, ckpt_path: Path, ckpt: model_file.Checkpoint,
                                       result: dict, replay: Replay) -> None
         the folder for `huggingface-cli upload`; result: this evaluation's entry of eval.json
 
@@ -55,6 +55,7 @@ import tyro
 import atomic
 import bookkeeping
 import checkpoint
+from evaluation import model_file, policy
 from sweep import option_checks
 
 TOOL = "evaluate.py"
@@ -108,122 +109,6 @@ class Replay(NamedTuple):
     # policy to replay in another simulator of the same model (gymnasium's MuJoCo for envpool's)
     policy: Callable[[np.ndarray], np.ndarray]
     seed: int
-
-
-# ------------------------------------------------------------------------------------ the policy
-def actor_function(framework: str, agent) -> Callable[[np.ndarray], np.ndarray]:
-    """Observations (n, obs_dim) float32 -> the actor's output (n, num_actions) float32, run by the
-    framework's own network (build_agent's agent): the logits, or the Gaussian's mean. Jitted in the
-    JAX frameworks."""
-    if framework == "torch":
-        import torch
-
-        def torch_actor(obs):
-            with torch.no_grad():
-                return agent(torch.from_numpy(obs))[0].numpy()
-
-        return torch_actor
-    import jax
-
-    if framework == "linen":
-        net, params = agent
-        linen_actor = jax.jit(lambda params, obs: net.apply(params, obs)[0])
-        return lambda obs: np.asarray(linen_actor(params, obs))
-    if framework == "nnx":
-        from flax import nnx
-
-        graphdef, state = nnx.split(agent)
-        nnx_actor = jax.jit(lambda state, obs: nnx.merge(graphdef, state)(obs)[0])
-        return lambda obs: np.asarray(nnx_actor(state, obs))
-    import equinox as eqx
-
-    equinox_actor = eqx.filter_jit(lambda agent, obs: agent(obs)[0])
-    return lambda obs: np.asarray(equinox_actor(agent, obs))
-
-
-def build_agent(framework: str, net: checkpoint.Layers, continuous: bool, dtype: str = "float32"):
-    """framework's own Agent (its template's class) holding the network net
-    (checkpoint.layers_of's), built without an init: the inverse of the template's to_shared.
-    Linen's: (the Agent module, its params)."""
-    module = importlib.import_module(f"ppo_{framework}")
-    shape = (net.obs_dim, net.hidden_sizes, net.num_actions, continuous)
-    if framework == "torch":
-        import torch_glue
-
-        return torch_glue.agent_of(module.Agent, net, continuous, dtype)
-    import jax
-    import jax.numpy as jnp
-
-    if framework == "linen":
-        params = {"log_std": net.log_std} if continuous else {}
-        for mlp, layers in (("actor", net.actor), ("critic", net.critic)):
-            params[mlp] = {
-                f"Dense_{i}": {"kernel": k, "bias": b} for i, (k, b) in enumerate(layers)
-            }
-        agent = module.Agent(net.hidden_sizes, net.num_actions, continuous, dtype)
-        return agent, jax.tree.map(jnp.asarray, {"params": params})
-    if framework == "nnx":
-        from flax import nnx
-
-        agent = nnx.eval_shape(lambda: module.Agent(*shape, nnx.Rngs(0), dtype))
-        for mlp, layers in ((agent.actor, net.actor), (agent.critic, net.critic)):
-            for dense, (kernel, bias) in zip(mlp.layers, layers, strict=True):
-                dense.kernel.value, dense.bias.value = jnp.asarray(kernel), jnp.asarray(bias)
-        if continuous:
-            agent.log_std.value = jnp.asarray(net.log_std)
-        return agent
-    import equinox as eqx
-
-    agent = eqx.filter_eval_shape(module.Agent, *shape, jax.random.key(0), dtype)
-    # its leaves in order: each Linear's weight (out, in) and bias, actor then critic; log_std
-    leaves = [x for kernel, bias in net.actor + net.critic for x in (kernel.T, bias)]
-    leaves += [net.log_std] if continuous else []
-    return jax.tree.unflatten(jax.tree.structure(agent), [jnp.asarray(x) for x in leaves])
-
-
-def load_actor(ckpt, framework: str) -> Callable[[np.ndarray], np.ndarray]:
-    """The actor of ckpt (checkpoint.load's) in framework's network."""
-    continuous = ckpt.meta["action_kind"] == "continuous"
-    net = checkpoint.layers_of(ckpt.params)
-    agent = build_agent(framework, net, continuous, ckpt.meta["dtype"])
-    return actor_function(framework, agent)
-
-
-def normaliser(ckpt) -> Callable[[np.ndarray], np.ndarray]:
-    """Raw observations -> the network's input: flattened, float32, and normalised with the
-    checkpoint's statistics (frozen) by env_normalize's scale, as in training."""
-    import env_normalize
-
-    stats = None
-    if ckpt.obs_norm is not None:
-        parts = (np.asarray(ckpt.obs_norm[name], np.float32) for name in ("mean", "var", "count"))
-        stats = env_normalize.RunningStats(*parts)
-
-    def normalise(obs: np.ndarray) -> np.ndarray:
-        obs = np.asarray(obs, np.float32).reshape(len(obs), -1)
-        return obs if stats is None else env_normalize.scale(obs, stats).astype(np.float32)
-
-    return normalise
-
-
-def choose(out: np.ndarray, log_std, bounds, rng: Optional[np.random.Generator]) -> np.ndarray:
-    """The actions from the actor's output. Discrete (log_std None): the argmax of the logits, or
-    (rng given) a sample (Gumbel-max); continuous: the Gaussian's mean, or a sample, clipped to the
-    env's bounds as in training."""
-    if log_std is None:
-        if rng is not None:
-            out = out + rng.gumbel(size=out.shape)
-        return out.argmax(-1).astype(np.int32)
-    if rng is not None:
-        out = out + np.exp(log_std) * rng.standard_normal(out.shape, np.float32)
-    return np.clip(out, *bounds).astype(np.float32)
-
-
-def make_policy(actor, ckpt, bounds, rng: Optional[np.random.Generator]):
-    """A batch of raw observations -> the actions the env gets: normalised, the actor, chosen
-    (sampled with rng, when given)."""
-    normalise, log_std = normaliser(ckpt), ckpt.params.get("log_std")
-    return lambda obs: choose(actor(normalise(obs)), log_std, bounds, rng)
 
 
 # ------------------------------------------------------------------------------------- the episodes
@@ -283,7 +168,7 @@ def check_env(env, obs_dim: int, ckpt) -> None:
 class Setup(NamedTuple):
     """What an evaluation runs: the template, its env, and the policy in its network."""
 
-    ckpt: object  # checkpoint.Checkpoint
+    ckpt: model_file.Checkpoint
     framework: str
     module: object  # the template, ppo_{framework}
     env: object
@@ -299,7 +184,7 @@ class Evaluation(NamedTuple):
 
 
 def prepare(ckpt, framework: str, episodes: int, seed: int, stochastic: bool) -> Setup:
-    """The envs (reset) and the policy of ckpt (checkpoint.load's) in framework's network, to run
+    """The envs (reset) and the policy of ckpt (model_file.load's) in framework's network, to run
     once; ValueError (one line) for an env that cannot be made here, or that is not the
     network's."""
     import jax
@@ -310,8 +195,8 @@ def prepare(ckpt, framework: str, episodes: int, seed: int, stochastic: bool) ->
     runner = module.reset_envs(env, env_params, jax.random.key(seed), episodes)
     check_env(env, runner.obs.shape[-1], ckpt)
     rng = np.random.default_rng(seed) if stochastic else None
-    policy = make_policy(load_actor(ckpt, framework), ckpt, env.action_bounds, rng)
-    return Setup(ckpt, framework, module, env, env_params, runner, policy, stochastic)
+    act = policy.make_policy(policy.load_actor(ckpt, framework), ckpt, env.action_bounds, rng)
+    return Setup(ckpt, framework, module, env, env_params, runner, act, stochastic)
 
 
 def evaluate(setup: Setup, seed: int, keep: bool = False) -> Evaluation:
@@ -420,7 +305,7 @@ def main(argv: Optional[list[str]] = None) -> dict:
     stderr, exit code 2, nothing written."""
     try:
         args = bookkeeping.parse_args(Args, sys.argv[1:] if argv is None else argv)
-        ckpt = checkpoint.load(args.checkpoint)
+        ckpt = model_file.load(args.checkpoint)
         ckpt_path = Path(checkpoint.checkpoint_file(args.checkpoint))
         framework = args.framework or ckpt.meta["framework"]
         eval_path = ckpt_path.parent / EVAL_FILE

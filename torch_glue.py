@@ -197,8 +197,8 @@ def resume(saver, writer, agent: torch.nn.Module, optimizer, generator, runner):
 
 
 def agent_of(agent_type, net, continuous: bool, dtype: str) -> torch.nn.Module:
-    """The script's Agent (agent_type) that holds checkpoint.layers_of's network net, on the CPU:
-    host_layers' inverse. Built on the meta device, no init: load_state_dict assigns every
+    """The script's Agent (agent_type) that holds net (evaluation/model_file.py's layers_of), on
+    the CPU: host_layers' inverse. Built on the meta device, no init: load_state_dict assigns every
     parameter, and refuses a missing one or a wrong shape."""
     with torch.device("meta"):
         agent = agent_type(net.obs_dim, net.hidden_sizes, net.num_actions, continuous, dtype)

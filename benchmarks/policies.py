@@ -34,6 +34,7 @@ from analysis.markdown import markdown_table
 from benchmarks.common import ROOT, refuse
 from benchmarks.quickstart_clone import machine
 from benchmarks.quickstart_report import machine_text
+from evaluation import model_file
 from evaluation.share import FRAMEWORK_NAMES
 from sweep.shell_quoting import shell_word
 
@@ -50,7 +51,7 @@ NO_RESULT = "–"
 class Policy(NamedTuple):
     framework: str  # the one that trained it
     run_dir: Path
-    ckpt: checkpoint.Checkpoint
+    ckpt: model_file.Checkpoint
 
 
 class Outputs(NamedTuple):
@@ -71,7 +72,7 @@ def find_policies(runs_dir: Path) -> list[Policy]:
         raise ValueError(f"RUNS_DIR {runs_dir} is not a folder")
     policies = {}
     for path in sorted(runs_dir.rglob(checkpoint.FILENAME)):
-        ckpt = checkpoint.load(path)
+        ckpt = model_file.load(path)
         framework = ckpt.meta["framework"]
         if framework in policies:
             first = policies[framework].run_dir

@@ -13,7 +13,7 @@ import pandas as pd
 
 from analysis.common import md_code, md_text
 from analysis.markdown import markdown_table
-from analysis.readme_block import readme_with
+from analysis.output import readme_with
 from atomic import write_file, write_json
 from benchmarks.quickstart_steps import DEMO_ENV, DEMO_SIZE, STEP_GROUPS
 

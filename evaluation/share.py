@@ -9,7 +9,7 @@
     share.write_hub_folder(folder, ckpt_path, ckpt, result, replay)
 
 The ONNX file is the deployable policy: raw observations in, the deterministic action out, whatever
-framework trained it (ppo_torch.py's network, loaded by evaluate.build_agent, is what torch.onnx
+framework trained it (ppo_torch.py's network, loaded by policy.build_agent, is what torch.onnx
 exports). The Hub folder is built from local files only (no network): the checkpoint, a model card
 whose metadata the Hub reads, eval.json, the training command and config, the files that load the
 policy, and a replay video where the env can be rendered.
@@ -32,6 +32,7 @@ import numpy as np
 
 import atomic
 import checkpoint
+from evaluation import model_file, policy
 from sweep import shell_quoting
 
 # the mark of the ONNX files, and the writer of eval.json (as evaluate.py writes it)
@@ -96,7 +97,7 @@ def check_onnx(path) -> None:
 
 
 def deployed_actor(ckpt, bounds):
-    """ppo_torch.py's actor, loaded with ckpt's parameters (evaluate.build_agent, in float32), as a
+    """ppo_torch.py's actor, loaded with ckpt's parameters (policy.build_agent, in float32), as a
     torch module from raw observations (batch, obs_dim) float32 to the deterministic action: ckpt's
     observation normalisation first (env_normalize.scale's arithmetic, its statistics frozen), then
     the actor; discrete: the argmax of the logits (int64); continuous: the Gaussian's mean clipped
@@ -104,10 +105,9 @@ def deployed_actor(ckpt, bounds):
     import torch
 
     import env_normalize
-    import evaluate
 
     continuous = ckpt.meta["action_kind"] == "continuous"
-    agent = evaluate.build_agent("torch", checkpoint.layers_of(ckpt.params), continuous)
+    agent = policy.build_agent("torch", model_file.layers_of(ckpt.params), continuous)
 
     class DeployedActor(torch.nn.Module):
         def __init__(self):
@@ -149,7 +149,7 @@ def quiet_exporter():
 
 
 def export_onnx(ckpt, path, bounds) -> None:
-    """The actor of ckpt (checkpoint.load's) as an ONNX file at path, whatever framework trained it:
+    """The actor of ckpt (model_file.load's) as an ONNX file at path, whatever framework trained it:
     input "obs", raw observations (batch, obs_dim) float32, flattened as the network sees them;
     output "action", the deterministic action: discrete, the argmax of the logits as int64 (batch,);
     continuous, the Gaussian's mean clipped to bounds, the env's action bounds (low, high), float32

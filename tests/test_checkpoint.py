@@ -19,12 +19,12 @@ from test_bookkeeping import stripped_copy
 from test_scripts import start, wait_for
 
 import checkpoint
-import evaluate
 from checkpoint import BadCheckpoint
+from evaluation import model_file, policy
 from helpers import ROOT, STUDY, TINY, only_run_dir, read_json, run_script
 
 # A small continuous checkpoint: 3 observations, 2 actions, with --norm-obs
-OBS_DIM, NUM_ACTIONS, HIDDEN = 3, 2, checkpoint.MODEL_SIZES["small"]
+OBS_DIM, NUM_ACTIONS, HIDDEN = 3, 2, model_file.MODEL_SIZES["small"]
 
 
 def shared_tensors(
@@ -91,7 +91,7 @@ def valid_raw(tmp_path: Path) -> tuple[dict, dict]:
 def refused(path, *args, **kwargs) -> str:
     """load's one-line refusal, which names the file."""
     with pytest.raises(BadCheckpoint) as refusal:
-        checkpoint.load(path, *args, **kwargs)
+        model_file.load(path, *args, **kwargs)
     message = str(refusal.value)
     assert "\n" not in message and str(path) in message, message
     return message
@@ -102,7 +102,7 @@ def test_saved_and_loaded_back_whole(tmp_path):
     params, stats, meta = shared_tensors(), obs_stats(), metadata()
     path = tmp_path / "model.safetensors"
     checkpoint.save(path, params, stats, meta)
-    loaded = checkpoint.load(tmp_path)  # a run folder: its model.safetensors
+    loaded = model_file.load(tmp_path)  # a run folder: its model.safetensors
     assert loaded.meta == {"format": checkpoint.FORMAT, **meta}
     assert sorted(loaded.params) == sorted(params) and sorted(loaded.obs_norm) == [
         "count",
@@ -114,7 +114,7 @@ def test_saved_and_loaded_back_whole(tmp_path):
         assert loaded.params[name].dtype == np.float32
     for name, tensor in stats.items():
         np.testing.assert_array_equal(loaded.obs_norm[name], tensor, err_msg=name)
-    assert checkpoint.hidden_sizes(loaded.params) == HIDDEN
+    assert model_file.hidden_sizes(loaded.params) == HIDDEN
     assert checkpoint.architecture(loaded.params) == (OBS_DIM, HIDDEN, NUM_ACTIONS)
     # the header is plain strings that any safetensors reader shows
     with safetensors.safe_open(str(path), "np") as f:
@@ -127,7 +127,7 @@ def test_a_discrete_checkpoint_without_norm_obs(tmp_path):
     params = shared_tensors(obs_dim=4, num_actions=2, continuous=False)
     meta = metadata(obs_shape=[4], action_kind="discrete", norm_obs=False, final_return=None)
     checkpoint.save(tmp_path / "model.safetensors", params, None, meta)
-    loaded = checkpoint.load(
+    loaded = model_file.load(
         tmp_path / "model.safetensors", obs_dim=4, action_space=("discrete", 2)
     )
     assert loaded.obs_norm is None and "log_std" not in loaded.params
@@ -137,7 +137,7 @@ def test_a_discrete_checkpoint_without_norm_obs(tmp_path):
 def test_a_count_saved_as_one_element_is_read_as_a_scalar(tmp_path):
     tensors, meta = valid_raw(tmp_path)
     tensors["obs_norm.count"] = tensors["obs_norm.count"].reshape(1)
-    loaded = checkpoint.load(write_raw(tmp_path / "m.safetensors", tensors, meta))
+    loaded = model_file.load(write_raw(tmp_path / "m.safetensors", tensors, meta))
     assert loaded.obs_norm["count"].shape == () and loaded.obs_norm["count"] == 1234.0
 
 
@@ -150,18 +150,18 @@ def test_normalize_obs_is_env_normalize_scale():
     obs = np.random.default_rng(3).normal(0, 20, (50, OBS_DIM)).astype(np.float32)
     running = env_normalize.RunningStats(stats["mean"], stats["var"], stats["count"])
     expected = np.asarray(env_normalize.scale(obs, running))
-    np.testing.assert_array_equal(checkpoint.normalize_obs(obs, stats), expected)
+    np.testing.assert_array_equal(model_file.normalize_obs(obs, stats), expected)
     assert np.abs(expected).max() == env_normalize.CLIP  # some clipped
-    assert checkpoint.normalize_obs(obs, None) is obs
+    assert model_file.normalize_obs(obs, None) is obs
 
 
 def test_model_sizes_and_frameworks_are_the_scripts():
     import importlib
 
-    assert set(checkpoint.FRAMEWORKS) == set(STUDY.frameworks)
+    assert set(model_file.FRAMEWORKS) == set(STUDY.frameworks)
     for name, framework in STUDY.frameworks.items():
         module = importlib.import_module(framework.script[: -len(".py")])
-        assert module.MODEL_SIZES == checkpoint.MODEL_SIZES, name
+        assert module.MODEL_SIZES == model_file.MODEL_SIZES, name
         assert module.FRAMEWORK == name
 
 
@@ -200,7 +200,7 @@ def test_another_env_is_refused(tmp_path):
     assert "with 2 continuous actions, not 2 discrete: another env's" in message
     message = refused(tmp_path / "model.safetensors", action_space=("continuous", 6))
     assert "not 6 continuous" in message
-    checkpoint.load(tmp_path / "model.safetensors", obs_dim=3, action_space=("continuous", 2))
+    model_file.load(tmp_path / "model.safetensors", obs_dim=3, action_space=("continuous", 2))
 
 
 def test_unknown_and_missing_tensors_are_refused(tmp_path):
@@ -318,7 +318,7 @@ def test_missing_or_foreign_metadata_is_refused(tmp_path):
     assert "metadata format must be 'benchback-rl/1', not 'benchback-rl/2'" in refused(path)
 
 
-# --------------------------------------- the scripts' mappings (to_shared) and evaluate.build_agent
+# --------------------------------------- the scripts' mappings (to_shared) and policy.build_agent
 FRAMEWORKS = list(STUDY.frameworks)
 # (obs_dim, model size, num_actions, continuous): a classic-control and a flattened MinAtar batch,
 # and a Gaussian
@@ -339,7 +339,7 @@ def params_of(framework: str, agent):
 
 def from_shared(framework: str, tensors: dict, continuous: bool):
     """framework's agent holding the shared tensors, as evaluate.py builds it."""
-    return evaluate.build_agent(framework, checkpoint.layers_of(tensors), continuous)
+    return policy.build_agent(framework, model_file.layers_of(tensors), continuous)
 
 
 def to_shared(framework: str, agent) -> dict:
@@ -362,7 +362,7 @@ def outputs(framework: str, agent, obs: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 def numpy_outputs(tensors: dict, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The tanh MLPs of the shared tensors, in float64."""
-    hidden = checkpoint.hidden_sizes(tensors)
+    hidden = model_file.hidden_sizes(tensors)
 
     def mlp(name, x):
         for i in range(len(hidden) + 1):
@@ -395,7 +395,7 @@ def test_the_same_tensors_give_the_same_outputs_in_every_framework(
     """One checkpoint's tensors, loaded by each of the four: the same logits (or Gaussian means) and
     values as the float64 NumPy MLP, to float32 tolerance (the frameworks' matmuls sum in different
     orders)."""
-    tensors = shared_tensors(obs_dim, checkpoint.MODEL_SIZES[size], num_actions, continuous)
+    tensors = shared_tensors(obs_dim, model_file.MODEL_SIZES[size], num_actions, continuous)
     obs = np.random.default_rng(4).normal(size=(64, obs_dim)).astype(np.float32)
     expected = numpy_outputs(tensors, obs)
     for framework in FRAMEWORKS:
@@ -458,7 +458,7 @@ def test_save_model_keeps_the_policy_of_the_run(framework, log_dir):
     """A completed --save-model run leaves model.safetensors that load accepts, with the run's
     metadata; the policy is the trained one (not the initial one: the final update changed it)."""
     run_dir = tiny_run(framework, log_dir, "--env", "CartPole-v1", "--seed", "3")
-    loaded = checkpoint.load(run_dir, obs_dim=4, action_space=("discrete", 2))
+    loaded = model_file.load(run_dir, obs_dim=4, action_space=("discrete", 2))
     summary, config = read_json(run_dir / "summary.json"), read_json(run_dir / "config.json")
     meta = loaded.meta
     assert meta["framework"] == framework and meta["env"] == "CartPole-v1" and meta["seed"] == 3
@@ -484,7 +484,7 @@ def test_save_model_keeps_the_observation_statistics(log_dir):
     saw: those of the last iteration (their count says which), flattened as the network sees
     them."""
     run_dir = tiny_run("linen", log_dir, "--env", "Pendulum-v1", "--norm-obs")
-    loaded = checkpoint.load(run_dir, obs_dim=3, action_space=("continuous", 1))
+    loaded = model_file.load(run_dir, obs_dim=3, action_space=("continuous", 1))
     assert loaded.meta["norm_obs"] is True and loaded.meta["iteration"] == 3
     assert float(loaded.obs_norm["count"]) == pytest.approx(stats_count(3))
     assert loaded.obs_norm["mean"].shape == (3,) and (loaded.obs_norm["var"] > 0).all()
@@ -521,7 +521,7 @@ def test_a_stopped_run_saves_its_last_finished_iteration(framework, signals, log
     assert proc.returncode == 130, "".join(proc.output)[-3000:]
     run_dir = only_run_dir(log_dir)
     summary = read_json(run_dir / "summary.json")
-    loaded = checkpoint.load(run_dir)
+    loaded = model_file.load(run_dir)
     assert summary["status"] == "interrupted" and summary["iterations_completed"] >= 3
     assert loaded.meta["iteration"] == summary["iterations_completed"]
     assert float(loaded.obs_norm["count"]) == pytest.approx(stats_count(loaded.meta["iteration"]))
@@ -556,6 +556,6 @@ def test_a_stripped_copy_saves_its_model_with_checkpoint_beside_it(framework, tm
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     (run_dir,) = (tmp_path / "runs").iterdir()
-    loaded = checkpoint.load(run_dir)
+    loaded = model_file.load(run_dir)
     assert loaded.meta["framework"] == framework and loaded.meta["iteration"] == 3
     assert not (run_dir / "summary.json").exists()

@@ -16,6 +16,7 @@ from test_scripts import FRAMEWORKS, assert_one_line_refusal, script
 
 import checkpoint
 import evaluate
+from evaluation import model_file, policy
 from helpers import ROOT, TINY, only_run_dir, run_script
 
 ENVS = ("CartPole-v1", "Pendulum-v1")
@@ -77,13 +78,13 @@ def test_same_actions_in_every_framework(checkpoints, env_id):
     observations."""
     worst = 0.0
     for trained_by in FRAMEWORKS:
-        ckpt = checkpoint.load(checkpoints[trained_by, env_id])
-        obs = evaluate.normaliser(ckpt)(observations(ckpt))
-        outputs = {framework: evaluate.load_actor(ckpt, framework)(obs) for framework in FRAMEWORKS}
+        ckpt = model_file.load(checkpoints[trained_by, env_id])
+        obs = policy.normaliser(ckpt)(observations(ckpt))
+        outputs = {framework: policy.load_actor(ckpt, framework)(obs) for framework in FRAMEWORKS}
         own = outputs[trained_by]
         log_std = ckpt.params.get("log_std")
         bounds = (np.float32(-2), np.float32(2))  # Pendulum's; unused for discrete actions
-        actions = evaluate.choose(own, log_std, bounds, rng=None)
+        actions = policy.choose(own, log_std, bounds, rng=None)
         decided = np.ones(len(obs), bool)
         if log_std is None:
             top_two = np.sort(own, axis=-1)[:, -2:]
@@ -94,7 +95,7 @@ def test_same_actions_in_every_framework(checkpoints, env_id):
             assert out.shape == own.shape and out.dtype == np.float32, where
             np.testing.assert_allclose(out, own, rtol=RTOL, atol=ATOL, err_msg=where)
             worst = max(worst, float(np.abs(out - own).max() / np.abs(own).max()))
-            theirs = evaluate.choose(out, log_std, bounds, rng=None)
+            theirs = policy.choose(out, log_std, bounds, rng=None)
             if log_std is None:
                 np.testing.assert_array_equal(theirs[decided], actions[decided], err_msg=where)
             else:
@@ -120,7 +121,7 @@ def test_same_returns_in_every_framework(checkpoints, env_id):
     a continuous policy); each runs to its end; another seed gives other episodes, and the same seed
     the same ones again."""
     for trained_by in FRAMEWORKS:
-        ckpt = checkpoint.load(checkpoints[trained_by, env_id])
+        ckpt = model_file.load(checkpoints[trained_by, env_id])
         own = evaluated(ckpt, trained_by)
         assert own["episodes"] == len(own["returns"]) == len(own["lengths"]) == EPISODES
         # Pendulum's time limit ends every episode; a CartPole pole falls (terminated) or stands to
@@ -149,7 +150,7 @@ def test_same_returns_in_every_framework(checkpoints, env_id):
 def test_stochastic_is_seeded(checkpoints):
     """--stochastic samples the actions: the same seed gives the same episodes, and they differ from
     the deterministic policy's."""
-    ckpt = checkpoint.load(checkpoints["nnx", "Pendulum-v1"])
+    ckpt = model_file.load(checkpoints["nnx", "Pendulum-v1"])
     first, again = (evaluated(ckpt, "nnx", stochastic=True) for _ in range(2))
     assert first["mode"] == "stochastic" and first["returns"] == again["returns"]
     assert first["returns"] != evaluated(ckpt, "nnx")["returns"]
@@ -211,12 +212,12 @@ def test_choose():
     """The deterministic actions: the argmax; the Gaussian's mean clipped to the bounds, as training
     clips."""
     logits = np.array([[0.1, 0.3, 0.2], [2.0, -1.0, 0.0]], np.float32)
-    np.testing.assert_array_equal(evaluate.choose(logits, None, None, None), [1, 0])
+    np.testing.assert_array_equal(policy.choose(logits, None, None, None), [1, 0])
     mean = np.array([[-3.0], [0.5]], np.float32)
     bounds = (np.array([-2.0], np.float32), np.array([2.0], np.float32))
-    np.testing.assert_array_equal(evaluate.choose(mean, np.zeros(1), bounds, None), [[-2.0], [0.5]])
+    np.testing.assert_array_equal(policy.choose(mean, np.zeros(1), bounds, None), [[-2.0], [0.5]])
     rng = np.random.default_rng(0)
-    samples = evaluate.choose(np.repeat(logits[:1], 4000, 0), None, None, rng)
+    samples = policy.choose(np.repeat(logits[:1], 4000, 0), None, None, rng)
     # Gumbel-max samples the softmax: about 30 %, 37 %, 33 %
     np.testing.assert_allclose(
         np.bincount(samples) / 4000, np.exp(logits[0]) / np.exp(logits[0]).sum(), atol=0.03

@@ -21,7 +21,7 @@ import pytest
 import atomic
 import checkpoint
 import evaluate
-from evaluation import share
+from evaluation import model_file, policy, share
 from helpers import ROOT
 
 # env -> (trained by, action kind, obs_dim, num_actions): a discrete and a continuous env, each
@@ -45,7 +45,7 @@ def random_checkpoint(path: Path, env_id: str, seed: int = 0) -> Path:
     Pendulum's bounds (the clip is used)."""
     framework, kind, obs_dim, num_actions = ENVS[env_id]
     rng = np.random.default_rng(seed)
-    sizes = (obs_dim, *checkpoint.MODEL_SIZES["small"])
+    sizes = (obs_dim, *model_file.MODEL_SIZES["small"])
     params = {}
     for mlp, out_dim in (("actor", num_actions), ("critic", 1)):
         layers = list(zip((*sizes,), (*sizes[1:], out_dim)))
@@ -106,14 +106,14 @@ def test_onnx_actions_equal_the_frameworks_own_on_1000_observations(tmp_path, en
     onnxruntime the deterministic actions of evaluate.py's policy in the framework that trained the
     checkpoint: the same argmax (int64) for CartPole, the same clipped mean for Pendulum, on 1,000
     observations; one observation works too (the batch size is free)."""
-    ckpt = checkpoint.load(random_checkpoint(tmp_path / "run", env_id))
+    ckpt = model_file.load(random_checkpoint(tmp_path / "run", env_id))
     framework = ckpt.meta["framework"]
     continuous = ckpt.meta["action_kind"] == "continuous"
     bounds = PENDULUM_BOUNDS if continuous else None
     share.export_onnx(ckpt, tmp_path / "actor.onnx", bounds)
 
     obs = raw_observations(ckpt)
-    expected = evaluate.make_policy(evaluate.load_actor(ckpt, framework), ckpt, bounds, None)(obs)
+    expected = policy.make_policy(policy.load_actor(ckpt, framework), ckpt, bounds, None)(obs)
     actions = onnx_actions(tmp_path / "actor.onnx", obs)
     assert actions.shape == expected.shape
     if continuous:
@@ -126,14 +126,14 @@ def test_onnx_actions_equal_the_frameworks_own_on_1000_observations(tmp_path, en
         assert len(np.unique(expected)) == 2  # both actions taken: argmax is exercised
         np.testing.assert_array_equal(actions, expected)
     # normalisation inside: raw observations outside +-10 std are clipped as in training
-    assert (np.abs(evaluate.normaliser(ckpt)(obs)) == 10.0).any()
+    assert (np.abs(policy.normaliser(ckpt)(obs)) == 10.0).any()
     np.testing.assert_array_equal(onnx_actions(tmp_path / "actor.onnx", obs[:1]), actions[:1])
 
 
 def test_the_onnx_metadata_names_the_checkpoint_and_the_action(tmp_path):
     import onnx
 
-    ckpt = checkpoint.load(random_checkpoint(tmp_path / "run", "CartPole-v1"))
+    ckpt = model_file.load(random_checkpoint(tmp_path / "run", "CartPole-v1"))
     share.export_onnx(ckpt, tmp_path / "actor.onnx", None)
     props = {p.key: p.value for p in onnx.load(str(tmp_path / "actor.onnx")).metadata_props}
     assert props[atomic.WRITTEN_BY] == "evaluate.py"
@@ -156,7 +156,7 @@ def test_an_onnx_path_is_refused_unless_this_tool_wrote_it(tmp_path):
         share.check_onnx(tmp_path)
     new = tmp_path / "new" / "actor.onnx"  # a new file, in a folder that is made
     share.check_onnx(new)
-    ckpt = checkpoint.load(random_checkpoint(tmp_path / "run", "CartPole-v1"))
+    ckpt = model_file.load(random_checkpoint(tmp_path / "run", "CartPole-v1"))
     share.export_onnx(ckpt, new, None)
     share.check_onnx(new)
 
@@ -172,7 +172,7 @@ def evaluated(tmp_path):
     result)."""
     path = random_checkpoint(tmp_path / "run", "CartPole-v1")
     atomic.write_json(path.parent / "config.json", RUN_CONFIG)
-    ckpt = checkpoint.load(path)
+    ckpt = model_file.load(path)
     setup = evaluate.prepare(ckpt, "linen", episodes=2, seed=3, stochastic=False)
     return path, ckpt, evaluate.evaluate(setup, 3).result
 
@@ -221,6 +221,8 @@ def test_the_hub_folder_is_built_offline_and_its_card_read_by_huggingface_hub(
         "checkpoint.py",
         "ppo_linen.py",
         "evaluation/share.py",
+        "evaluation/model_file.py",
+        "evaluation/policy.py",
         "requirements.lock",
     ):
         assert (folder / name).read_bytes() == (ROOT / name).read_bytes(), name
@@ -297,11 +299,9 @@ def test_evaluate_exports_onnx_and_a_hub_folder_that_loads_on_its_own(tmp_path):
         env=env,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    ckpt = checkpoint.load(path)
+    ckpt = model_file.load(path)
     obs = raw_observations(ckpt)
-    expected = evaluate.make_policy(evaluate.load_actor(ckpt, "nnx"), ckpt, PENDULUM_BOUNDS, None)(
-        obs
-    )
+    expected = policy.make_policy(policy.load_actor(ckpt, "nnx"), ckpt, PENDULUM_BOUNDS, None)(obs)
     np.testing.assert_allclose(onnx_actions(onnx_path, obs), expected, rtol=RTOL, atol=ATOL)
 
     # Pendulum renders (gymnax's renderer): the replay is there, and the module that recorded it
