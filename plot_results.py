@@ -40,13 +40,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from analysis import common, figures, learning_report, output, readme_block, report
-from analysis.common import BadInput
-from analysis.loading import load_runs
-from analysis.output import read_env_timing, read_previous
+from analysis import common, figures, markdown, output, report
+from analysis.common import SPEEDUP_COLUMNS, BadInput
+from analysis.loading import load_runs, read_env_timing, read_previous
 from analysis.results import analyse
-from analysis.speedup_markdown import few_runs_cells
-from analysis.speedups import SPEEDUP_COLUMNS
+from analysis.speedups import few_runs_cells
 from atomic import write_file
 from sweep.study import Study
 from sweep.study import load as load_study
@@ -122,8 +120,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument(
         "--update-readme",
         metavar="FILE",
-        help=f"replace the text between {readme_block.README_MARKERS[0]} and {readme_block.README_MARKERS[1]} in FILE with the "
-        f"speedup tables, and between {learning_report.LEARNING_MARKERS[0]} and {learning_report.LEARNING_MARKERS[1]} "
+        help=f"replace the text between {report.README_MARKERS[0]} and {report.README_MARKERS[1]} in FILE with the "
+        f"speedup tables, and between {markdown.LEARNING_MARKERS[0]} and {markdown.LEARNING_MARKERS[1]} "
         "with the learning tables, each when this analysis has data for it (refused when it has neither)",
     )
     args = parser.parse_args(argv)
@@ -187,13 +185,13 @@ def readme_blocks(results, study: Study, previous, previous_name) -> dict[tuple[
     study.tables have pairs of runs, the learning tables when there are learning runs. A block without data is left
     as it is in the README."""
     blocks = {}
-    if not readme_block.headline(results.speedups, study).empty:
+    if not report.headline(results.speedups, study).empty:
         few = few_runs_cells(results.pairs, results.speedups)
-        blocks[readme_block.README_MARKERS] = readme_block.readme_markdown(
+        blocks[report.README_MARKERS] = report.readme_markdown(
             results.speedups, study, previous, previous_name, few
         )
     if not results.learning.empty:
-        blocks[learning_report.LEARNING_MARKERS] = learning_report.learning_markdown(results)
+        blocks[markdown.LEARNING_MARKERS] = markdown.learning_markdown(results)
     return blocks
 
 
@@ -221,9 +219,7 @@ def run(args: argparse.Namespace, study: Study) -> None:
             "no pairs of runs to compare and no learning runs: the README's tables would be empty; nothing written "
             "(drop --update-readme/--readme-block to write the rest)"
         )
-    readme = (
-        readme_block.readme_with(Path(args.update_readme), blocks) if args.update_readme else None
-    )
+    readme = output.readme_with(Path(args.update_readme), blocks) if args.update_readme else None
     tables = [
         runs,
         results.summary,
@@ -255,7 +251,7 @@ def run(args: argparse.Namespace, study: Study) -> None:
     for note in notes:
         print(f"note: {note}")
     edition = (
-        readme_block.edition_markdown(previous, results.speedups, args.previous, study)
+        report.edition_markdown(previous, results.speedups, args.previous, study)
         if previous is not None
         else ""
     )
@@ -264,7 +260,7 @@ def run(args: argparse.Namespace, study: Study) -> None:
             common.write_csv(table, stage / name)  # text a spreadsheet would run is quoted
         for figure, fig in drawn:
             figures.save_figure(fig, stage / figure.file)
-        learning = learning_report.report_markdown(results)
+        learning = markdown.report_markdown(results)
         text = report.report_text(
             results, skipped, [f for f, _ in drawn], notes, sources, timing_info, edition, learning
         )

@@ -19,11 +19,14 @@ entities); md_code as a code span that holds it verbatim. The tables' own cells 
 [ ], ** for bold) are ours: md_cell keeps their markdown and escapes only what could break the table or
 be HTML.
 """
+
 import re
 import shlex
 from typing import NamedTuple
 
 import pandas as pd
+
+from sweep.study import BACKENDS, DTYPES, Study
 
 
 class BadInput(Exception):
@@ -53,15 +56,9 @@ def in_order(order, values) -> list:
 
 
 QUOTE = "'"
-
-
 # OWASP's, and the quote itself (for the way back)
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n", QUOTE)
-
-
 CELL_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "|": "&#124;"}
-
-
 TEXT_ENTITIES = {
     **CELL_ENTITIES,
     "[": "&#91;",
@@ -149,51 +146,36 @@ CSV_READ_ERRORS = (
 )
 
 
-CONFIG_COLUMNS = [
-    "env",
-    "framework",
-    "model_size",
-    "compile",
-    "seed",
-    "tag",
-    "sync_timing",
-    "dtype",
-    "num_iterations",
-    "num_envs",
-    "num_steps",
-    "batch_size",
-    "exp_name",
-    "device_name",
-    "hostname",
-    "platform",
-    "cpu_bf16",
-    "versions",
-    "command",
-    "start_time",
-]
-
-
-SUMMARY_JSON_COLUMNS = [
-    "status",
-    "iterations_completed",
-    "setup_s",
-    "import_s",
-    "total_s",
-    "final_return",
-    "resumed_at",  # as words: resumed_words
-]
-
-
+# ------------------------------------------------------------------------------- a run's identity
+# What a run measured (its env, on its backend: "CartPole-v1@envpool"), with what (framework, model
+# size, compile mode, sync setting, data type) and which repetition (seed, tag), in config.json's
+# keys. Declared once: the key lists below derive from it, so a new run axis is one word here.
+IDENTITY = ["env", "framework", "model_size", "compile", "seed", "tag", "sync_timing", "dtype"]
+# what a speedup compares (framework A against B, each in its compile mode, over their seeds) or
+# what its experiment fixes (the sync setting): the rest of the identity is a pair's
+COMPARED = ["framework", "compile", "seed", "sync_timing"]
+# a run's length and batch: runs of other configurations are never pooled in one cell
+CONFIGURATION = ["num_iterations", "batch_size"]
+# the machine a run ran on: runs are paired within one
+MACHINE = ["hostname", "device_name"]
+# two runs make a pair when these are the same (analysis/speedups.py)
+PAIR_KEYS = ["experiment", *[k for k in IDENTITY if k not in COMPARED], *CONFIGURATION, *MACHINE]
+# config.json's keys in runs.csv and summary.csv
+CONFIG_COLUMNS = [*IDENTITY, "num_iterations", "num_envs", "num_steps", "batch_size", "exp_name"]
+CONFIG_COLUMNS += ["device_name", "hostname", "platform", "cpu_bf16", "versions", "command"]
+CONFIG_COLUMNS += ["start_time"]
+SUMMARY_JSON_COLUMNS = ["status", "iterations_completed", "setup_s", "import_s", "total_s"]
+SUMMARY_JSON_COLUMNS += ["final_return", "resumed_at"]  # resumed_at as words: resumed_words
 # experiment_folder: the experiment whose folder (bench.sh's) holds the run, "" for a run elsewhere
 RUN_COLUMNS = ["run", "run_dir", "experiment_folder", *CONFIG_COLUMNS, *SUMMARY_JSON_COLUMNS]
-
-
 # columns of a runs.csv of an older plot_results.py -> their names now
 RENAMED_COLUMNS = {"device": "device_name", "sweep": "experiment_folder"}
-
-
+# the identity's axes that tables of earlier versions lack, and the value their runs had: before
+# the env backends every env on gymnax; before --dtype every run in float32; before a learning row
+# per tag the scripts' default tag
+ADDED_KEYS = {"backend": BACKENDS[0], "dtype": DTYPES[0], "tag": "default"}
 # what tells two runs apart (run_keys); the folder name too for a run without a start time
-IDENTITY_COLUMNS = ["command", "hostname", "start_time"]
+SAME_RUN_COLUMNS = ["command", "hostname", "start_time"]
 
 
 class SkippedRun(NamedTuple):
@@ -218,10 +200,10 @@ def text_column(table: pd.DataFrame, column: str) -> pd.Series:
 
 
 def run_keys(table: pd.DataFrame) -> pd.Series:
-    """Per row of a runs or summary table, the identity of its run: IDENTITY_COLUMNS as one string (one command
+    """Per row of a runs or summary table, the identity of its run: SAME_RUN_COLUMNS as one string (one command
     started on one host at one time is one run, whatever its folder is called), and its folder name where it has
     no start time (a run of an older runs.csv)."""
-    parts = [text_column(table, c) for c in IDENTITY_COLUMNS]
+    parts = [text_column(table, c) for c in SAME_RUN_COLUMNS]
     key = parts[0].str.cat(parts[1:], sep="\x1f")
     return key.where(parts[-1] != "", key + "\x1f" + text_column(table, "run"))
 
@@ -251,3 +233,89 @@ def numeric_columns(
             )
         table[column] = values
     return table
+
+
+def metric_name(metric: str, study: Study) -> str:
+    steady = study.steady.label
+    return {
+        "total": "Total time",
+        "steady": f"Steady state, mean time/iteration over {steady}",
+        "rollout": f"Rollout, mean over {steady}",
+        "update": f"Update, mean over {steady}",
+    }[metric]
+
+
+def metric_title(
+    metric: str, experiment: str, study: Study, backend: str = "", dtype: str = ""
+) -> str:
+    """A table's title: the metric, the experiment and, for an experiment of several env backends or data types, the
+    backend of the table's envs and the data type of its runs."""
+    exp = study.experiments[experiment]
+    modes = "; speedups between default compile modes" if exp.all_compile_modes else ""
+    sync = "on" if metric_sync(metric) else "off"
+    where = on_backend(experiment, backend, study, "; ") + in_dtype(experiment, dtype, study, "; ")
+    return f"{metric_name(metric, study)} ({experiment}: {exp.title}{where}; sync {sync}{modes})"
+
+
+def on_backend(experiment: str, backend: str, study: Study, separator: str) -> str:
+    """ ", its envs on envpool" for an experiment of several env backends (its tables are per backend), else ""."""
+    return (
+        f"{separator}its envs on {backend}"
+        if len(study.experiments[experiment].backends) > 1
+        else ""
+    )
+
+
+def in_dtype(experiment: str, dtype: str, study: Study, separator: str) -> str:
+    """ "; in bfloat16" for an experiment of several data types (its tables are per data type), else ""."""
+    return f"{separator}in {dtype}" if len(study.experiments[experiment].dtypes) > 1 else ""
+
+
+METRICS = ("total", "steady", "rollout", "update")
+
+
+def metric_sync(metric: str) -> bool:
+    """The sync setting a metric is measured under: rollout and update need synchronised timers, total time and the
+    steady state are measured without them (the timers' waits would slow the runs)."""
+    return metric in ("rollout", "update")
+
+
+def split_cell(times) -> str:
+    """Seconds of rollout and update as "total (rollout + update)"."""
+    rollout, update = times
+    return f"{rollout + update:.3f} ({rollout:.3f} + {update:.3f})"
+
+
+# cell_statistics' columns, after each table's keys
+CELL_STATISTICS = ["geomean", "median", "ci_low", "ci_high", "n_pairs", "n_clusters"]
+SPEEDUP_COLUMNS = ["metric", "experiment", "backend", "dtype", "size", "pair", *CELL_STATISTICS]
+ENV_COST_STATISTICS = [
+    "n_envs",
+    "geomean",
+    "rho",
+    "rho_low",
+    "rho_high",
+    "slope",
+    "slope_low",
+    "slope_high",
+    "trend",
+]
+ENV_COST_COLUMNS = ["metric", "size", "pair", *ENV_COST_STATISTICS]
+DTYPE_COLUMNS = ["metric", "experiment", "backend", "size", "framework", "pair", *CELL_STATISTICS]
+
+
+def table_keys(columns: list[str]) -> list[str]:
+    """A table's keys: its columns before the statistics (speedups.cell_statistics's, env_costs')."""
+    return [c for c in columns if c not in (*CELL_STATISTICS, *ENV_COST_STATISTICS)]
+
+
+# table -> the columns that identify its rows; "run_key" stands for loading.run_keys (the run's identity)
+TABLE_KEYS = {
+    "runs.csv": ["run_key", "iteration"],
+    "summary.csv": ["run_key"],
+    "speedups.csv": table_keys(SPEEDUP_COLUMNS),
+    "dtype_speedups.csv": table_keys(DTYPE_COLUMNS),
+    "env_cost.csv": table_keys(ENV_COST_COLUMNS),
+    "learning.csv": ["experiment", "tag", "env", "framework"],
+    "learning_speedups.csv": ["target", "experiment", "pair"],
+}

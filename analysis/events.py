@@ -17,6 +17,7 @@ events (the sum of time/iteration, the events within start_time + total_s, check
 the last process's events file alone (its iterations, after resumed_at's last, within its own start and
 total_s).
 """
+
 import math
 import re
 import warnings
@@ -28,18 +29,12 @@ import pandas as pd
 
 # tensorboardX's events file name: {unix time}.{hostname}
 EVENTS_NAME = re.compile(r"events\.out\.tfevents\.(\d+)\.(.+)")
-
-
 # start_time and the events' wall times come from one clock: room for a step of it
 CLOCK_SLACK_S = 2.0
-
-
 # how much longer total_s may be than the run its events show (its last time/elapsed): the writer's close (every run
 # of results/ took under 1.1 s); with --track also W&B's finish, which uploads over the network (else a tracked
 # run on a slow link would be refused, and run again by every resume)
 TAIL_S = 30.0
-
-
 TRACKED_TAIL_S = 600.0
 
 

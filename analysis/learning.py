@@ -22,8 +22,9 @@ import shlex
 import numpy as np
 import pandas as pd
 
+from analysis.common import CELL_STATISTICS
 from analysis.loading import is_timed
-from analysis.speedups import CELL_STATISTICS, PAIR_KEYS, cell_statistics, pairwise
+from analysis.speedups import PAIR_KEYS, cell_statistics, pairwise
 from sweep import run_args
 from sweep.study import Study
 

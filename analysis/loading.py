@@ -1,4 +1,5 @@
-"""Run folders and runs.csv files -> one tidy table of the completed runs (a row per run x iteration).
+"""The runs: run folders and runs.csv files -> one tidy table of the completed runs (a row per run x
+iteration), then a row per run (summarize); and the other inputs (env timing, --previous).
 
 A run is a folder holding config.json, at any depth under the given folders. runlog.read_completed_run reads it
 and says why it cannot be used: the one definition of a usable completed run (checked against the study, and its
@@ -13,16 +14,28 @@ every table and figure keyed by it, never merges the two backends of one env id.
 
 A resumed run (the scripts' --resume) is read by runlog as one run, its events files merged; its resumed_at column
 holds summary.json's resumed_at as words ("4 8"; "" for a run never resumed), and is read back from a runs.csv, so
-that the analysis keeps it out of its timings there too (analysis/summary.py's is_timed).
+that the analysis keeps it out of its timings there too (is_timed).
 
 Runs are told apart by their content: the config's command, hostname and start time (with the folder name only for
 a run of an older runs.csv without a start time). Runs of other tags or machines that share a folder name are all
 kept; the same run given twice (a copied folder, cp -a B B-2; a folder and a runs.csv) counts once: the first copy
 is kept, the others are listed as skipped. Run folders are found as bench.sh's resume finds them
 (runlog.find_runs): a link to a folder is not followed, and is listed as skipped.
+
+A run's summary row: its config, durations, the mean time per iteration window, and the experiments it
+belongs to. A run belongs to an experiment of the study when it matches the experiment's matrix (envs,
+sizes, compile modes, sync setting, data type), or, when bench.sh put it in the experiment's folder, to
+that experiment only. A platform comparison holds the runs of the experiment it repeats when they span
+two or more tags.
+
+A resumed run (summary.json resumed_at, the scripts' --resume) is not timed (is_timed): a second start
+(its imports, its compilation, its machine perhaps) is in its times, and its total_s is its last
+process's alone. It counts for learning (its returns are those of one run, bit for bit) but its summary
+row's times are left empty (TIMES), so that no timed result (speedups, pairs, dtype and platform tables,
+time figures, the report's time tables) takes it; the learning analysis leaves its time to a return out
+too (analysis/learning.py).
 """
 
-from pathlib import Path
 from typing import Optional
 
 import pandas as pd
@@ -30,7 +43,6 @@ import pandas as pd
 from analysis import runlog
 from analysis.common import (
     CONFIG_COLUMNS,
-    RENAMED_COLUMNS,
     RUN_COLUMNS,
     SUMMARY_JSON_COLUMNS,
     BadInput,
@@ -41,70 +53,15 @@ from analysis.common import (
     run_keys,
     text_column,
 )
+from analysis.output import as_bool, read_runs_csv
+from sweep import env_timing_file
 from sweep.study import BACKENDS, DTYPES, Experiment, Study, Window, env_label
-
-RUNS_CSV_COLUMNS = [
-    "run",
-    "iteration",
-    "time/iteration",
-    *runlog.REQUIRED_CONFIG,
-    "status",
-    "total_s",
-]
-RUNS_CSV_NUMBERS = ["iteration", "time/iteration", "total_s", "batch_size", "num_iterations"]
-# its other numbers, checked run by run (runlog.check_completed): a word there skips its run, not the file
-RUNS_CSV_CHECKED_NUMBERS = [
-    "seed",
-    "num_envs",
-    "num_steps",
-    "iterations_completed",
-    "setup_s",
-    "import_s",
-]
-RUNS_CSV_CHECKED_NUMBERS += ["final_return"]
-# the text columns of a runs.csv: read as written (never as numbers, never "NA" as missing)
-RUNS_CSV_TEXT = [
-    "run",
-    "run_dir",
-    "experiment_folder",
-    "sweep",
-    "env",
-    "framework",
-    "model_size",
-    "compile",
-    "dtype",
-    "tag",
-    "exp_name",
-]
-RUNS_CSV_TEXT += [
-    "device_name",
-    "device",
-    "hostname",
-    "platform",
-    "cpu_bf16",
-    "versions",
-    "command",
-    "start_time",
-    "status",
-    "resumed_at",
-]
 
 
 # ----------------------------------------------------------------------------------------- run folders
 def resumed_words(summary: dict) -> str:
     """summary.json's resumed_at (runlog.resumed_at: checked) as one cell: "4 8", "" for a run never resumed."""
     return " ".join(str(k) for k in runlog.resumed_at(summary))
-
-
-def resumed_list(cell):
-    """A resumed_at cell of a runs.csv as summary.json's value (for runlog's checks): None for a run never resumed,
-    a list of ints, or the cell as it is when it is not one (which runlog then refuses)."""
-    if cell is None or cell == "":
-        return None
-    words = str(cell).split()
-    if all(word.isascii() and word.isdigit() for word in words):
-        return [int(word) for word in words]
-    return cell
 
 
 def run_env(config: dict) -> str:
@@ -160,94 +117,7 @@ def read_run_dirs(roots: list[str], study: Study) -> tuple[list[pd.DataFrame], l
     return frames, skipped
 
 
-# --------------------------------------------------------------------------------------------- runs.csv
-
-
-def json_value(value):
-    """A cell as the JSON value it came from: None for a missing one, int for a whole number."""
-    if pd.isna(value):
-        return None
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value.item() if hasattr(value, "item") else value
-
-
-def cell_value(value):
-    """A cell of a column of a runs.csv that is not text, as the JSON value it came from: a column of mixed cells is
-    read as text, and its cells that spell a number or a bool are made one again (the others stay text)."""
-    if isinstance(value, str):
-        if value in ("True", "False"):
-            return value == "True"
-        try:
-            value = float(value)
-        except ValueError:
-            return value
-    return json_value(value)
-
-
-def check_csv_run(rows: pd.DataFrame, study: Study) -> None:
-    """runlog.check_completed on a run of a runs.csv (a runs.csv without iterations_completed: every logged one)."""
-    first = rows.iloc[0]
-    cell = {
-        key: json_value if key in RUNS_CSV_TEXT else cell_value
-        for key in [*CONFIG_COLUMNS, *SUMMARY_JSON_COLUMNS]
-    }
-    config = {key: cell[key](first[key]) for key in CONFIG_COLUMNS if key in rows}
-    summary = {key: cell[key](first[key]) for key in SUMMARY_JSON_COLUMNS if key in rows}
-    resumed = resumed_list(summary.pop("resumed_at", None))
-    if resumed is not None:
-        summary["resumed_at"] = resumed
-    if "iterations_completed" not in rows:
-        summary["iterations_completed"] = int(rows["time/iteration"].notna().sum())
-    run = runlog.Run(Path(str(first.get("run_dir", first["run"]))), config, summary, rows)
-    runlog.check_completed(run, study)
-
-
-def read_runs_csv(path: str, study: Study) -> tuple[pd.DataFrame, list[SkippedRun]]:
-    """The completed runs of a runs.csv written earlier, and the skipped ones; BadInput when it is not a runs.csv."""
-    text = {column: str for column in RUNS_CSV_TEXT}
-    runs = read_csv(
-        "--csv",
-        path,
-        "runs.csv",
-        low_memory=False,
-        dtype=text,
-        keep_default_na=False,
-        na_values=[""],
-    )
-    runs = runs.rename(
-        columns={
-            old: new for old, new in RENAMED_COLUMNS.items() if old in runs and new not in runs
-        }
-    )
-    missing = [column for column in RUNS_CSV_COLUMNS if column not in runs]
-    if missing:
-        raise BadInput(
-            f"--csv {path} is not a runs.csv of plot_results.py (no column {', '.join(missing)})"
-        )
-    # a runs.csv of before --dtype: every run in float32
-    runs["dtype"] = runs["dtype"].fillna(DTYPES[0]) if "dtype" in runs else DTYPES[0]
-    runs = numeric_columns(runs, RUNS_CSV_NUMBERS, "--csv", path, "runs.csv")
-    # copies of one run under two folder names are checked apart (and counted once by load_runs)
-    keys = run_keys(runs) + "\x1f" + text_column(runs, "run")
-    bad, skipped = pd.Series(False, index=runs.index), []
-    for _, rows in runs.groupby(keys, sort=False):
-        try:
-            check_csv_run(rows, study)
-        except runlog.RunError as e:
-            bad[rows.index] = True
-            skipped.append(SkippedRun(f"{rows['run'].iloc[0]} (in {path})", str(e)))
-    runs = runs[~bad].copy()
-    # numbers again once the runs whose cells were words are gone
-    for column in RUNS_CSV_CHECKED_NUMBERS:
-        if column in runs and runs[column].dtype == object:
-            runs[column] = pd.to_numeric(runs[column].map(cell_value), errors="coerce")
-    return runs, skipped
-
-
 # ------------------------------------------------------------------------------------------- the table
-def as_bool(values: pd.Series) -> pd.Series:
-    return values.map(lambda v: str(v).strip().lower() in ("true", "1", "yes"))
 
 
 def load_runs(
@@ -413,3 +283,45 @@ def summarize(
         " ".join(name for name, mask in masks.items() if mask[i]) for i in summary.index
     ]
     return summary, masks
+
+
+TIMING_COLUMNS = ["obs_dim", "num_actions", "ms_per_step", "ratio"]
+
+
+def read_env_timing(path: Optional[str]) -> tuple[pd.DataFrame, dict]:
+    """Per env obs_dim, num_actions, ms_per_step, ratio (from sweep/env_timing.py), and the file's device and versions.
+    A file that is not a usable env-timing file (sweep/env_timing_file.py: a step cost of -1, 0, NaN or "x" among others)
+    is refused, not used: BadInput, one line naming the file, the env and the value."""
+    if path is None:
+        return pd.DataFrame(columns=TIMING_COLUMNS, dtype=float), {}
+    try:
+        data = env_timing_file.read(path)
+    except FileNotFoundError:
+        raise BadInput(f"env timing {path}: no such file") from None
+    except env_timing_file.BadTiming as e:
+        raise BadInput(f"{e}; nothing written: fix it, or give --env-timing another file") from None
+    table = pd.DataFrame(
+        {env: {c: values.get(c) for c in TIMING_COLUMNS} for env, values in data["envs"].items()}
+    ).T
+    return table.reindex(columns=TIMING_COLUMNS).astype(float), {
+        "device": data.get("device"),
+        "versions": data.get("versions"),
+    }
+
+
+def read_previous(path: str, columns: list[str]) -> pd.DataFrame:
+    """The speedups.csv of a previous edition; BadInput when the file is not one."""
+    previous = read_csv("--previous", path, "speedups.csv")
+    if "backend" not in previous.columns and "experiment" in previous.columns:
+        # an edition of before the env backends: every env on gymnax
+        previous.insert(list(previous.columns).index("experiment") + 1, "backend", BACKENDS[0])
+    if "dtype" not in previous.columns and "backend" in previous.columns:
+        # an edition of before --dtype: every run in float32
+        previous.insert(list(previous.columns).index("backend") + 1, "dtype", DTYPES[0])
+    missing = [c for c in columns if c not in previous.columns]
+    if missing:
+        raise BadInput(
+            f"--previous {path} is not a speedups.csv of plot_results.py: no column {', '.join(missing)}"
+        )
+    numeric = ["geomean", "median", "ci_low", "ci_high", "n_pairs", "n_clusters"]
+    return numeric_columns(previous, numeric, "--previous", path, "speedups.csv")

@@ -1,12 +1,41 @@
-"""Markdown tables of the analysis' outputs (REPORT.md, the README blocks).
+"""The analysis' tables in markdown (with report.py, the only modules that write markdown): the
+speedup and speedup-against-env-cost tables with the words that say what they hold, the learning
+experiments (the README's learning block and REPORT.md's section), and the experiments of several data
+types (each framework's seconds per iteration in each data type, and its speedups between them).
+The numbers come from speedups.py, learning.py and results.py.
 
-Text from outside (tags, hosts, platforms, devices, versions, env names, run folders, skip reasons) goes through
-analysis/common.py: it reads as itself, never as markdown or HTML, and never breaks a table.
+Text from outside (tags, hosts, platforms, devices, versions, env names, run folders, skip reasons) goes
+through analysis/common.py: it reads as itself, never as markdown or HTML, and never breaks a table.
 """
 
+import numpy as np
 import pandas as pd
 
-from analysis.common import in_order, md_cell, md_text, pretty_pair
+from analysis.common import (
+    METRICS,
+    in_order,
+    md_cell,
+    md_text,
+    metric_name,
+    metric_sync,
+    metric_title,
+    pretty_pair,
+)
+from analysis.learning import (
+    SMOOTHING,
+    TARGET_LABELS,
+    TARGETS,
+    learning_experiments,
+    learning_selection,
+)
+from analysis.results import Results, dtype_experiments, times_table
+from analysis.speedups import MIN_RUNS, metric_experiments
+from analysis.stats import (
+    BOOTSTRAP_LEVEL,
+    BOOTSTRAP_RESAMPLES,
+    MIN_CLUSTERS,
+    MIN_CORRELATION_ENVS,
+)
 from sweep.study import Study
 
 NO_INTERVAL = "–"
@@ -42,12 +71,6 @@ def markdown_table(table: pd.DataFrame) -> str:
     )
 
 
-def split_cell(times) -> str:
-    """Seconds of rollout and update as "total (rollout + update)"."""
-    rollout, update = times
-    return f"{rollout + update:.3f} ({rollout:.3f} + {update:.3f})"
-
-
 def pair_by_size_table(rows: pd.DataFrame, cell, study: Study) -> str:
     """A markdown table of cell(row) per pair (rows) and model size (columns), both in the study's order."""
     return by_size_table(rows, cell, study, "pair", study.pair_names, pretty_pair)
@@ -64,3 +87,255 @@ def by_size_table(rows: pd.DataFrame, cell, study: Study, index: str, order, nam
     )
     wide.index = [name(value) for value in wide.index]
     return markdown_table(wide.rename_axis(index).reset_index())
+
+
+def speedup_intro(study: Study) -> str:
+    unsynced, synced = (
+        ", ".join(metric_experiments(study, "total")),
+        ", ".join(metric_experiments(study, "rollout")),
+    )
+    return (
+        "Speedup A → B = time of A / time of B (above 1×: B is faster), over every pair of runs of A and B with the "
+        "same env, model size, data type and tag within one experiment (runs are never paired across experiments), each "
+        f"framework in its default compile mode. Total time and steady state ({study.steady.label}) come from each "
+        f"sync-off experiment on its own ({unsynced}), rollout and update from each sync-on one ({synced}); never "
+        "pooled; an experiment of several env backends has a table per backend, of its envs on that backend. "
+        f"Cells: geometric mean of the ratios [{BOOTSTRAP_LEVEL:.0%} cluster-bootstrap interval]; median; "
+        "pairs / envs (an env measured under several tags counts once per tag). The interval resamples envs with "
+        "replacement, then, within each drawn env, the runs of A and of B with replacement, recomputes the geometric "
+        f"mean ({BOOTSTRAP_RESAMPLES:,} resamples, seeded) and takes its 2.5th and 97.5th percentiles; "
+        f"{NO_INTERVAL} = fewer than {MIN_CLUSTERS} envs, too few for an interval."
+    )
+
+
+def few_runs_warning(few: pd.DataFrame, cells: pd.DataFrame) -> str:
+    """One line for the top of REPORT.md or the README block when some of its speedup cells (cells) come from
+    fewer than MIN_RUNS runs a framework (few, of few_runs_cells); "" when none do."""
+    if few.empty:
+        return ""
+    runs = f"fewer than {MIN_RUNS} runs a framework"
+    if len(few) == len(cells):
+        return (
+            f"**Not a result:** {'the' if len(cells) == 1 else f'all {len(cells)}'} speedup "
+            f"cell{'s' * (len(cells) != 1)} below {'has' if len(cells) == 1 else 'have'} {runs} (a smoke sweep, or "
+            "too few seeds and envs): each speedup is a single measurement, not an estimate."
+        )
+    tables = few.groupby("experiment", sort=False)["metric"].agg(
+        lambda m: ", ".join(dict.fromkeys(m))
+    )
+    where = "; ".join(f"{experiment}: {metrics}" for experiment, metrics in tables.items())
+    return (
+        f"**Not a result, in part:** {len(few)} of the {len(cells)} speedup cells below have {runs} ({where}): "
+        "read those as single measurements, not estimates."
+    )
+
+
+def speedup_cell(row) -> str:
+    interval = NO_INTERVAL if np.isnan(row.ci_low) else f"{row.ci_low:.2f}, {row.ci_high:.2f}"
+    pairs, envs = int(row.n_pairs), int(row.n_clusters)
+    counts = f"{pairs} pair{'s' * (pairs != 1)} / {envs} env{'s' * (envs != 1)}"
+    return f"**{row.geomean:.2f}×** [{interval}]; median {row.median:.2f}; {counts}"
+
+
+def speedup_markdown(speedups: pd.DataFrame, study: Study, intro: bool = True) -> str:
+    """The speedup tables: per metric and experiment, a row per pair and a column per size."""
+    if speedups.empty:
+        return "_No pairs of runs to compare._\n"
+    blocks = [speedup_intro(study)] if intro else []
+    for (metric, experiment, backend, dtype), table in speedups.groupby(
+        ["metric", "experiment", "backend", "dtype"], sort=False
+    ):
+        title = metric_title(metric, experiment, study, backend, dtype)
+        blocks.append(f"**{title}**\n\n" + pair_by_size_table(table, speedup_cell, study))
+    return "\n\n".join(blocks) + "\n"
+
+
+def env_cost_intro(study: Study) -> str:
+    experiments = " and ".join(metric_experiments(study, "total"))
+    return (
+        f"Does a speedup shrink as the env's step gets more expensive? Per pair and model size, one point per env of "
+        f"{experiments} (sync off, default compile modes; an env under several tags counts once per tag): its "
+        "geometric mean speedup, against the env's step cost measured by sweep/env_timing.py. **ρ**: Spearman's rank "
+        "correlation of speedup and env cost (below 0: the speedup falls as the env gets costlier); **slope**: the "
+        "least-squares fit of log speedup on log cost, as the factor by which the speedup changes per tenfold env "
+        "cost (the few expensive envs weigh heavily on it; ρ, on ranks, does not). Intervals: "
+        f"{BOOTSTRAP_LEVEL:.0%} percentile bootstrap, envs resampled with replacement ({BOOTSTRAP_RESAMPLES:,} "
+        "resamples, seeded). The trend is named only when the interval of ρ excludes 0; *shrinks* = moves towards 1×. "
+        f"{NO_INTERVAL} = fewer than {MIN_CORRELATION_ENVS} envs."
+    )
+
+
+def env_cost_cell(row) -> str:
+    envs = f"{int(row.n_envs)} env{'s' * (row.n_envs != 1)}"
+    if np.isnan(row.rho):
+        return f"{NO_INTERVAL} ({envs}: {row.trend}); geomean {row.geomean:.2f}×"
+    return (
+        f"ρ **{row.rho:+.2f}** [{row.rho_low:+.2f}, {row.rho_high:+.2f}]; ×{10**row.slope:.2f} per 10× cost "
+        f"[{10**row.slope_low:.2f}, {10**row.slope_high:.2f}]; {envs}: {row.trend}"
+    )
+
+
+def env_cost_markdown(table: pd.DataFrame, timed: bool, study: Study) -> str:
+    """The correlation tables: per metric, a row per pair and a column per size."""
+    if not timed:
+        return "_No env timing given (`--env-timing`): no env costs to correlate with._\n"
+    if table.empty:
+        return f"_No pairs of runs of {' or '.join(metric_experiments(study, 'total'))} with a measured env cost._\n"
+    blocks = [env_cost_intro(study)]
+    for metric, rows in table.groupby("metric", sort=False):
+        blocks.append(
+            f"**{metric_name(metric, study)}**\n\n" + pair_by_size_table(rows, env_cost_cell, study)
+        )
+    return "\n\n".join(blocks) + "\n"
+
+
+LEARNING_MARKERS = ("<!-- learning:start -->", "<!-- learning:end -->")
+
+
+def final_cell(row) -> str:
+    """mean ± std over seeds, in bold where it meets the reference (at least its mean minus its std); with the runs
+    that had a return where some ended no episode."""
+    spread = f" ± {row.final_std:.1f}" if np.isfinite(row.final_std) else ""
+    text = f"{row.final_mean:.1f}{spread}" if row.n_returns else NO_INTERVAL
+    if row.n_returns < row.n_runs:
+        text += f" ({row.n_runs - row.n_returns} of {row.n_runs} runs ended no episode)"
+    return f"**{text}**" if row.meets_reference else text
+
+
+def time_cell(row, target: str) -> str:
+    """The median time to the target over seeds, and how many of the timed runs reached it."""
+    median = getattr(row, f"median_s_to_{target}")
+    reached = f"({getattr(row, f'reached_{target}')}/{row.n_timed})"
+    return f"{median:,.0f} s {reached}" if np.isfinite(median) else f"{NO_INTERVAL} {reached}"
+
+
+def wide(table: pd.DataFrame, cell, study: Study, reference: bool) -> str:
+    """A row per env, a column per framework (and the reference's published return first, when asked)."""
+    cells = table.assign(cell=[cell(row) for row in table.itertuples()])
+    # the runs of two tags are never pooled: a row each, the env named with its tag
+    tagged = cells["tag"].nunique(dropna=False) > 1
+    cells["env"] = [f"{e} ({t})" if tagged else e for e, t in zip(cells["env"], cells["tag"])]
+    grid = cells.pivot(index="env", columns="framework", values="cell")
+    envs = list(dict.fromkeys(cells["env"]))
+    grid = grid.reindex(index=envs, columns=in_order(study.frameworks, grid.columns))
+    if reference:
+        published = cells.drop_duplicates("env").set_index("env")
+        published = published[["reference_mean", "reference_std"]].to_numpy()
+        grid.insert(0, "reference", [f"{mean:.1f} ± {std:.1f}" for mean, std in published])
+    return markdown_table(grid.rename_axis("env").reset_index())
+
+
+def experiment_markdown(table: pd.DataFrame, experiment: str, study: Study) -> str:
+    exp = study.experiments[experiment]
+    rows = table[table["experiment"] == experiment]
+    resumed = int((rows["n_runs"] - rows["n_timed"]).sum())
+    untimed = (
+        f" {resumed} run{'s' if resumed > 1 else ''} resumed after a stop count{'' if resumed > 1 else 's'} in "
+        "the final return, not here: a second start is in its time."
+        if resumed
+        else ""
+    )
+    return (
+        f"**{experiment}: {exp.title}.** Final return: the mean over each run's last {SMOOTHING} iterations, mean ± "
+        f"std over seeds, in bold where it is at least the reference's mean minus its std ({exp.reference}).\n\n"
+        + wide(rows, final_cell, study, reference=True)
+        + f"\n\nTime to {TARGET_LABELS['reference']}: seconds from the process's first line (imports and "
+        "compilation included), the median over seeds (runs that never reached it count as slowest; "
+        f"{NO_INTERVAL}: fewer than half reached it), and the runs that reached it.{untimed}\n\n"
+        + wide(rows, lambda row: time_cell(row, "reference"), study, reference=False)
+    )
+
+
+def learning_markdown(results: Results) -> str:
+    """The README's learning block: per learning experiment with runs, the final returns beside the reference's and
+    the time each framework took to reach it. Empty when there are no learning runs."""
+    with_runs = [
+        name
+        for name in learning_experiments(results.study)
+        if name in set(results.learning["experiment"])
+    ]
+    blocks = [experiment_markdown(results.learning, name, results.study) for name in with_runs]
+    return "\n\n".join(blocks) + "\n" if blocks else ""
+
+
+def learning_speedup_cell(row) -> str:
+    interval = NO_INTERVAL if np.isnan(row.ci_low) else f"{row.ci_low:.2f}, {row.ci_high:.2f}"
+    return f"**{row.geomean:.2f}×** [{interval}]; median {row.median:.2f}; {row.n_pairs} pairs / {row.n_clusters} envs"
+
+
+def learning_speedup_table(speedups: pd.DataFrame, study: Study) -> str:
+    """One learning experiment's time-to-return speedups: a row per pair, a column per target."""
+    cells = speedups.assign(cell=[learning_speedup_cell(row) for row in speedups.itertuples()])
+    grid = cells.pivot(index="pair", columns="target", values="cell")
+    grid = grid.reindex(
+        index=in_order(study.pair_names, grid.index), columns=in_order(TARGETS, grid.columns)
+    )
+    grid.index = [pretty_pair(pair) for pair in grid.index]
+    grid.columns = [f"to {TARGET_LABELS[target]}" for target in grid.columns]
+    return markdown_table(grid.rename_axis("pair").reset_index())
+
+
+def report_markdown(results: Results) -> str:
+    """REPORT.md's learning section: the README block, then per experiment the time-to-return speedups."""
+    if results.learning.empty:
+        return ""
+    parts = [learning_markdown(results)]
+    left_out = learning_selection(results.summary, results.masks, results.study)[1]
+    if not left_out.empty:
+        parts += [
+            "Left out of the learning tables (only the runs of an experiment's configuration count, once per "
+            "seed):",
+            markdown_table(left_out),
+        ]
+    intro = (
+        "Time-to-return speedups A → B (time of A / time of B), over the pairs of runs of one env that both reached "
+        "the target, pooled over envs: geometric mean [cluster-bootstrap interval], median, pairs / envs."
+    )
+    for experiment, speedups in results.learning_speedups.groupby("experiment", sort=False):
+        parts += [f"*{experiment}*: {intro}", learning_speedup_table(speedups, results.study)]
+    if results.learning_speedups.empty:
+        parts.append("_No pair of runs of two frameworks reached a target._")
+    return "\n\n".join(parts) + "\n"
+
+
+def speedup_tables(results: Results, name: str) -> list[str]:
+    """Per metric with pairs of runs, a table of each framework's speedups between data types: a row per framework
+    and data-type pair, a column per size."""
+    study, blocks = results.study, []
+    for metric in METRICS:
+        cells = results.dtype_cells(metric, name)
+        if cells.empty:
+            continue
+        sync = "on" if metric_sync(metric) else "off"
+        for pair, rows in cells.groupby("pair", sort=False):
+            title = f"{metric_name(metric, study)}, {pair.replace('->', ' → ')} (sync {sync})"
+            table = by_size_table(rows, speedup_cell, study, "framework", study.frameworks)
+            blocks.append(f"**{title}**\n\n{table}")
+    return blocks
+
+
+def dtype_markdown(results: Results, name: str) -> str:
+    """One experiment's section: its times per data type, then its speedups between data types."""
+    intro = (
+        f"Seconds per iteration, rollout + update (the mean over {results.study.steady.label} of each sync-on run "
+        "in its framework's default compile mode; the median over seeds), in each data type. Below, each "
+        "framework's speedup between data types: A → B = its time in A / its time in B (above 1×: it is faster in "
+        "B), over every pair of its runs in A and B with the same env, size and tag; cells as in the speedup "
+        "tables. The framework pairs within each data type are in the speedup tables above."
+    )
+    table = times_table(results, name)
+    if table.empty:
+        return (
+            f"_No rollout and update times of {name}: no sync-on runs in default compile modes._\n"
+        )
+    blocks = [intro, markdown_table(table), *speedup_tables(results, name)]
+    return "\n\n".join(blocks) + "\n"
+
+
+def report_sections(results: Results) -> list[str]:
+    """REPORT.md's sections of the experiments of several data types that have runs: a heading and its text each."""
+    parts = []
+    for name in dtype_experiments(results.study):
+        if results.has_runs(name):
+            parts += [f"## Data types ({name})", dtype_markdown(results, name)]
+    return parts

@@ -1,4 +1,6 @@
-"""Writing --out without losing what was there.
+"""The analysis' own files: a runs.csv read back (--csv: its runs checked as runlog checks a folder's,
+run by run), and --out written without losing what was there; the README with its blocks replaced
+between their markers.
 
 The files of this tool in --out are its tables (runs.csv, summary.csv, speedups.csv, env_cost.csv, the learning and
 data-type tables), REPORT.md and the figures the study can draw; anything else there (a README, the run folders,
@@ -29,17 +31,24 @@ import shutil
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Optional
 
 import pandas as pd
 
+from analysis import runlog
 from analysis.common import (
+    ADDED_KEYS,
+    CONFIG_COLUMNS,
     CSV_READ_ERRORS,
+    RENAMED_COLUMNS,
+    SUMMARY_JSON_COLUMNS,
+    TABLE_KEYS,
     BadInput,
+    SkippedRun,
     from_csv,
     numeric_columns,
     read_csv,
     run_keys,
+    text_column,
 )
 from atomic import (
     current_umask,
@@ -49,24 +58,9 @@ from atomic import (
     target,
     write_file,
 )
-from sweep import env_timing_file
-from sweep.study import BACKENDS, DTYPES
+from sweep.study import DTYPES, Study
 
 REPORT = "REPORT.md"
-# table -> the columns that identify its rows; "run_key" stands for loading.run_keys (the run's identity)
-TABLE_KEYS = {
-    "runs.csv": ["run_key", "iteration"],
-    "summary.csv": ["run_key"],
-    "speedups.csv": ["metric", "experiment", "backend", "dtype", "size", "pair"],
-    "dtype_speedups.csv": ["metric", "experiment", "backend", "size", "framework", "pair"],
-    "env_cost.csv": ["metric", "size", "pair"],
-    "learning.csv": ["experiment", "tag", "env", "framework"],
-    "learning_speedups.csv": ["target", "experiment", "pair"],
-}
-# key columns that tables of earlier versions lack, and the value their rows had
-# speedups.csv of before the env backends: every env on gymnax; of before --dtype: every run in float32;
-# learning.csv of before a row per tag: the scripts' default tag, the only one its editions used
-ADDED_KEYS = {"backend": BACKENDS[0], "dtype": DTYPES[0], "tag": "default"}
 
 
 def writable_folder(flag: str, path, folder: Path) -> None:
@@ -216,43 +210,163 @@ def staged(out: Path, remove: list[str]):
         shutil.rmtree(stage, ignore_errors=True)
 
 
-TIMING_COLUMNS = ["obs_dim", "num_actions", "ms_per_step", "ratio"]
+RUNS_CSV_COLUMNS = [
+    "run",
+    "iteration",
+    "time/iteration",
+    *runlog.REQUIRED_CONFIG,
+    "status",
+    "total_s",
+]
+RUNS_CSV_NUMBERS = ["iteration", "time/iteration", "total_s", "batch_size", "num_iterations"]
+# its other numbers, checked run by run (runlog.check_completed): a word there skips its run, not the file
+RUNS_CSV_CHECKED_NUMBERS = [
+    "seed",
+    "num_envs",
+    "num_steps",
+    "iterations_completed",
+    "setup_s",
+    "import_s",
+]
+RUNS_CSV_CHECKED_NUMBERS += ["final_return"]
+# the text columns of a runs.csv: read as written (never as numbers, never "NA" as missing)
+RUNS_CSV_TEXT = [
+    "run",
+    "run_dir",
+    "experiment_folder",
+    "sweep",
+    "env",
+    "framework",
+    "model_size",
+    "compile",
+    "dtype",
+    "tag",
+    "exp_name",
+]
+RUNS_CSV_TEXT += [
+    "device_name",
+    "device",
+    "hostname",
+    "platform",
+    "cpu_bf16",
+    "versions",
+    "command",
+    "start_time",
+    "status",
+    "resumed_at",
+]
 
 
-def read_env_timing(path: Optional[str]) -> tuple[pd.DataFrame, dict]:
-    """Per env obs_dim, num_actions, ms_per_step, ratio (from sweep/env_timing.py), and the file's device and versions.
-    A file that is not a usable env-timing file (sweep/env_timing_file.py: a step cost of -1, 0, NaN or "x" among others)
-    is refused, not used: BadInput, one line naming the file, the env and the value."""
-    if path is None:
-        return pd.DataFrame(columns=TIMING_COLUMNS, dtype=float), {}
-    try:
-        data = env_timing_file.read(path)
-    except FileNotFoundError:
-        raise BadInput(f"env timing {path}: no such file") from None
-    except env_timing_file.BadTiming as e:
-        raise BadInput(f"{e}; nothing written: fix it, or give --env-timing another file") from None
-    table = pd.DataFrame(
-        {env: {c: values.get(c) for c in TIMING_COLUMNS} for env, values in data["envs"].items()}
-    ).T
-    return table.reindex(columns=TIMING_COLUMNS).astype(float), {
-        "device": data.get("device"),
-        "versions": data.get("versions"),
+def json_value(value):
+    """A cell as the JSON value it came from: None for a missing one, int for a whole number."""
+    if pd.isna(value):
+        return None
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value.item() if hasattr(value, "item") else value
+
+
+def cell_value(value):
+    """A cell of a column of a runs.csv that is not text, as the JSON value it came from: a column of mixed cells is
+    read as text, and its cells that spell a number or a bool are made one again (the others stay text)."""
+    if isinstance(value, str):
+        if value in ("True", "False"):
+            return value == "True"
+        try:
+            value = float(value)
+        except ValueError:
+            return value
+    return json_value(value)
+
+
+def check_csv_run(rows: pd.DataFrame, study: Study) -> None:
+    """runlog.check_completed on a run of a runs.csv (a runs.csv without iterations_completed: every logged one)."""
+    first = rows.iloc[0]
+    cell = {
+        key: json_value if key in RUNS_CSV_TEXT else cell_value
+        for key in [*CONFIG_COLUMNS, *SUMMARY_JSON_COLUMNS]
     }
+    config = {key: cell[key](first[key]) for key in CONFIG_COLUMNS if key in rows}
+    summary = {key: cell[key](first[key]) for key in SUMMARY_JSON_COLUMNS if key in rows}
+    resumed = resumed_list(summary.pop("resumed_at", None))
+    if resumed is not None:
+        summary["resumed_at"] = resumed
+    if "iterations_completed" not in rows:
+        summary["iterations_completed"] = int(rows["time/iteration"].notna().sum())
+    run = runlog.Run(Path(str(first.get("run_dir", first["run"]))), config, summary, rows)
+    runlog.check_completed(run, study)
 
 
-def read_previous(path: str, columns: list[str]) -> pd.DataFrame:
-    """The speedups.csv of a previous edition; BadInput when the file is not one."""
-    previous = read_csv("--previous", path, "speedups.csv")
-    if "backend" not in previous.columns and "experiment" in previous.columns:
-        # an edition of before the env backends: every env on gymnax
-        previous.insert(list(previous.columns).index("experiment") + 1, "backend", BACKENDS[0])
-    if "dtype" not in previous.columns and "backend" in previous.columns:
-        # an edition of before --dtype: every run in float32
-        previous.insert(list(previous.columns).index("backend") + 1, "dtype", DTYPES[0])
-    missing = [c for c in columns if c not in previous.columns]
+def read_runs_csv(path: str, study: Study) -> tuple[pd.DataFrame, list[SkippedRun]]:
+    """The completed runs of a runs.csv written earlier, and the skipped ones; BadInput when it is not a runs.csv."""
+    text = {column: str for column in RUNS_CSV_TEXT}
+    runs = read_csv(
+        "--csv",
+        path,
+        "runs.csv",
+        low_memory=False,
+        dtype=text,
+        keep_default_na=False,
+        na_values=[""],
+    )
+    runs = runs.rename(
+        columns={
+            old: new for old, new in RENAMED_COLUMNS.items() if old in runs and new not in runs
+        }
+    )
+    missing = [column for column in RUNS_CSV_COLUMNS if column not in runs]
     if missing:
         raise BadInput(
-            f"--previous {path} is not a speedups.csv of plot_results.py: no column {', '.join(missing)}"
+            f"--csv {path} is not a runs.csv of plot_results.py (no column {', '.join(missing)})"
         )
-    numeric = ["geomean", "median", "ci_low", "ci_high", "n_pairs", "n_clusters"]
-    return numeric_columns(previous, numeric, "--previous", path, "speedups.csv")
+    # a runs.csv of before --dtype: every run in float32
+    runs["dtype"] = runs["dtype"].fillna(DTYPES[0]) if "dtype" in runs else DTYPES[0]
+    runs = numeric_columns(runs, RUNS_CSV_NUMBERS, "--csv", path, "runs.csv")
+    # copies of one run under two folder names are checked apart (and counted once by load_runs)
+    keys = run_keys(runs) + "\x1f" + text_column(runs, "run")
+    bad, skipped = pd.Series(False, index=runs.index), []
+    for _, rows in runs.groupby(keys, sort=False):
+        try:
+            check_csv_run(rows, study)
+        except runlog.RunError as e:
+            bad[rows.index] = True
+            skipped.append(SkippedRun(f"{rows['run'].iloc[0]} (in {path})", str(e)))
+    runs = runs[~bad].copy()
+    # numbers again once the runs whose cells were words are gone
+    for column in RUNS_CSV_CHECKED_NUMBERS:
+        if column in runs and runs[column].dtype == object:
+            runs[column] = pd.to_numeric(runs[column].map(cell_value), errors="coerce")
+    return runs, skipped
+
+
+def as_bool(values: pd.Series) -> pd.Series:
+    return values.map(lambda v: str(v).strip().lower() in ("true", "1", "yes"))
+
+
+def readme_with(path: Path, blocks: dict[tuple[str, str], str]) -> str:
+    """The text of the file at path with each block between its markers (start, end; the markers stay). A file that
+    holds a block's markers more than once is refused: which block is the README's is ambiguous."""
+    text = path.read_text()
+    for (opening, closing), block in blocks.items():
+        twice = [marker for marker in (opening, closing) if text.count(marker) > 1]
+        if twice:
+            raise BadInput(
+                f"{path} holds {twice[0]} {text.count(twice[0])} times: which block to replace is ambiguous; "
+                "nothing written (keep one block)"
+            )
+        start, end = text.find(opening), text.find(closing)
+        if start < 0 or end < start:
+            raise BadInput(f"{path} has no {opening} ... {closing} block; nothing written")
+        text = text[: start + len(opening)] + "\n" + block + text[end:]
+    return text
+
+
+def resumed_list(cell):
+    """A resumed_at cell of a runs.csv as summary.json's value (for runlog's checks): None for a run never resumed,
+    a list of ints, or the cell as it is when it is not one (which runlog then refuses)."""
+    if cell is None or cell == "":
+        return None
+    words = str(cell).split()
+    if all(word.isascii() and word.isdigit() for word in words):
+        return [int(word) for word in words]
+    return cell

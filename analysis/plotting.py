@@ -11,11 +11,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
-from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
-from analysis.common import in_order, mode_name, pretty_pair  # noqa: E402
+from analysis.common import in_order, mode_name  # noqa: E402
 from analysis.stats import BOOTSTRAP_LEVEL  # noqa: E402
 from sweep.study import Study  # noqa: E402
 
@@ -26,7 +25,8 @@ INTERVAL = f"{BOOTSTRAP_LEVEL:.0%} cluster-bootstrap interval"
 INTERVAL_GID, CENTRE_GID = ("interval", "centre")
 # the gids of the lines through medians (draw_against_env_cost) and of the log-log fits: a legend or title promises
 # lines only where some are drawn
-MEDIAN_GID, FIT_GID = ("median", "fit")
+MEDIAN_GID = "median"
+FIT_GID = "fit"
 # a bar's env backend; its colour is its framework's
 BACKEND_HATCHES = {"gymnax": "", "envpool": "///"}
 DTYPE_HATCHES = {"float32": "", "bfloat16": "xx"}
@@ -298,92 +298,6 @@ def intervals(ax, x, centre, low, high, color, label=None, marker="o") -> None:
         label=label,
     )
     marks.set_gid(CENTRE_GID)
-
-
-def speedup_cells(
-    ax, ratios: pd.DataFrame, cells: pd.DataFrame, hue: str, order, palette, pairs
-) -> None:
-    """Per framework pair (x), one group per hue value (a model size or a tag): every pair of runs as a faint dot,
-    and the table's cell as a marker at the geometric mean with its cluster-bootstrap interval.
-    ratios: the pairs of runs (column hue); cells: speedups.csv rows (column hue too)."""
-    position = {pair: i for i, pair in enumerate(pairs)}
-    width = 0.8 / max(len(order), 1)
-    jitter = np.random.default_rng(0)  # the dots spread a little, the same way every time
-    for i, value in enumerate(order):
-        offset = (i - (len(order) - 1) / 2) * width
-        color = palette.get(value, "0.5")
-        dots = ratios[ratios[hue] == value]
-        x = dots["pair"].map(position).to_numpy(float) + offset
-        x += jitter.uniform(-0.25, 0.25, len(x)) * width
-        ax.scatter(
-            x, dots["value"].astype(float), color=color, s=9, alpha=0.4, linewidths=0, zorder=1
-        )
-        row = cells[cells[hue] == value]
-        x = row["pair"].map(position).to_numpy(float) + offset
-        intervals(ax, x, row["geomean"], row["ci_low"], row["ci_high"], color, label=str(value))
-    ax.set_xticks(range(len(pairs)), [pretty_pair(p) for p in pairs])
-    ax.set_xlim(-0.6, len(pairs) - 0.4)
-    rotate_xticks(ax)
-
-
-def draw_against_env_cost(
-    ax, runs: pd.DataFrame, y: str, costs: pd.Series, env_order: list[str], study: Study
-) -> tuple[list, bool]:
-    """Every run (a row of runs) against its env's step cost (costs: env -> cost); framework = color, size =
-    marker and shade; lines join the medians of a framework and size measured on two envs or more. Without a cost
-    for every env, the envs are placed in env_order instead. Returns the legend handles and whether a line was
-    drawn."""
-    timed = runs["env"].isin(costs.index).all()
-    x = (
-        runs["env"].map(costs)
-        if timed
-        else runs["env"].map({env: i for i, env in enumerate(env_order)})
-    )
-    colors, shades, markers = framework_colors(study), size_shades(study), size_markers(study)
-    joined = False
-    for (framework, size), group in runs.groupby(["framework", "model_size"]):
-        color = shade(colors.get(framework, "0.5"), shades.get(size, 0.0))
-        ax.scatter(
-            x[group.index], group[y], color=color, marker=markers.get(size, "o"), s=28, alpha=0.75
-        )
-        medians = group.groupby(x[group.index])[y].median().sort_index()
-        if len(medians) > 1:  # one env: a point, no line
-            ax.plot(medians.index, medians.to_numpy(), color=color, lw=1.2, gid=MEDIAN_GID)
-            joined = True
-    if timed:
-        log_axis(ax, "env step cost relative to the cheapest env", suffix="×", axis="x")
-    else:
-        envs = in_order(env_order, runs["env"])
-        ax.set_xticks([env_order.index(env) for env in envs], envs)
-        rotate_xticks(ax)
-        ax.set_xlabel("env (no env timing given: by name)")
-    handles = [
-        Patch(facecolor=colors.get(f, "0.5"), edgecolor="0.25", label=f)
-        for f in in_order(study.frameworks, runs["framework"])
-    ]
-    handles += [
-        Line2D([], [], color="0.3", marker=markers.get(s, "o"), ls="", label=s)
-        for s in in_order(study.sizes, runs["model_size"])
-    ]
-    return handles, joined
-
-
-def mark_expensive_envs(ax, costs: pd.Series, expensive_envs, envs) -> None:
-    """A dotted line and the name of each expensive env (Craftax) among envs on an env-cost x axis (costs: env ->
-    cost)."""
-    for env in (env for env in expensive_envs if env in set(envs) and env in costs):
-        ax.axvline(costs[env], color="0.6", ls=":", lw=1, zorder=0)
-        transform = ax.get_xaxis_transform()
-        ax.text(
-            costs[env],
-            0.02,
-            f" {env}",
-            transform=transform,
-            rotation=90,
-            fontsize=8,
-            color="0.4",
-            va="bottom",
-        )
 
 
 def variant_bars(

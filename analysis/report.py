@@ -1,34 +1,53 @@
-"""REPORT.md: every table in markdown, the machines and versions, the figures and the skipped runs.
+"""REPORT.md and the README block: every table in markdown (from markdown.py), the machines and
+versions, the figures and the skipped runs; the README block holds the headline speedup tables of
+study.tables and the comparison with a previous edition (output.readme_with puts it in the README).
 
-Text from outside (tags, hosts, platforms, devices, versions, env names, run folders, skip reasons, paths given on
-the command line) goes through analysis/common.py: it reads as itself, never as markdown or HTML, and never breaks a
-table.
+Text from outside (tags, hosts, platforms, devices, versions, env names, run folders, skip reasons, paths
+given on the command line) goes through analysis/common.py: it reads as itself, never as markdown or
+HTML, and never breaks a table.
 """
 
 import os
 from datetime import datetime, timezone
+from typing import Optional
 
+import numpy as np
 import pandas as pd
 
 from analysis.common import (
+    METRICS,
+    SPEEDUP_COLUMNS,
     BadInput,
     SkippedRun,
     config_cell,
+    in_dtype,
     in_order,
     md_code,
     md_text,
+    on_backend,
+    pretty_pair,
+    split_cell,
 )
-from analysis.dtype_report import report_sections as dtype_sections
 from analysis.loading import is_timed, window_column, window_columns
-from analysis.markdown import markdown_table, split_cell
-from analysis.results import Results, missing_time, speedup_gap
-from analysis.speedup_markdown import (
+from analysis.markdown import (
+    NO_INTERVAL,
     env_cost_markdown,
-    few_runs_cells,
     few_runs_warning,
+    markdown_table,
     speedup_markdown,
 )
-from analysis.speedups import METRICS, env_costs, metric_experiments, several_machines
+from analysis.markdown import report_sections as dtype_sections
+from analysis.results import (
+    Results,
+    env_table,
+    machines_table,
+    missing_time,
+    speedup_gap,
+    windows_table,
+)
+from analysis.speedups import env_costs, few_runs_cells, metric_experiments, several_machines
+from analysis.stats import BOOTSTRAP_LEVEL, MIN_CLUSTERS
+from sweep.study import Study
 
 
 def left_out_markdown(results: Results) -> str:
@@ -57,50 +76,6 @@ def left_out_markdown(results: Results) -> str:
         "Runs a table could compare (default compile mode, the metric's sync setting) but does not: runs are paired "
         "only with runs of the same env, size, tag, number of iterations and batch size, and a cell pools one such "
         "configuration.\n\n" + markdown_table(table)
-    )
-
-
-def machines_table(summary: pd.DataFrame) -> pd.DataFrame:
-    columns = ["tag", "hostname", "device_name", "platform", "cpu_bf16", "framework", "versions"]
-    cells = summary[columns].astype(object).where(summary[columns].notna(), "")
-    table = cells.groupby(columns).size().rename("runs").reset_index()
-    return table.rename(columns={"device_name": "device", "cpu_bf16": "native bfloat16"})
-
-
-def windows_table(results: Results) -> pd.DataFrame:
-    runs = results.runs(results.study.headline)
-    columns = {
-        "setup_s": "setup (s)",
-        **{c: f"{w.label} (s/iter)" for c, w in window_columns(results.study).items()},
-        "total_s": "total (s)",
-    }
-    table = (
-        runs.groupby(["framework", "model_size"])[list(columns)]
-        .median()
-        .rename(columns=columns)
-        .reset_index()
-    )
-    key = {v: i for i, v in enumerate([*results.study.frameworks, *results.study.sizes])}
-    return table.sort_values(["model_size", "framework"], key=lambda s: s.map(key)).rename(
-        columns={"model_size": "size"}
-    )
-
-
-def env_table(results: Results) -> pd.DataFrame:
-    table = results.timing.reindex(results.envs).reset_index(names="env")
-    runs = results.summary.groupby("env").size()
-    # integers stay integers, and a cost in the thousands reads 8,027×, not 8.03e+03
-    table = table.astype({"obs_dim": "Int64", "num_actions": "Int64"})
-    table["ratio"] = table["ratio"].map(
-        lambda c: c if pd.isna(c) else f"{c:.3g}×" if c < 1000 else f"{c:,.0f}×"
-    )
-    return table.assign(runs=table["env"].map(runs).fillna(0).astype(int)).rename(
-        columns={
-            "obs_dim": "obs dim",
-            "num_actions": "actions",
-            "ms_per_step": "ms per step",
-            "ratio": "relative cost",
-        }
     )
 
 
@@ -284,3 +259,100 @@ def report_text(
         markdown_table(pd.DataFrame(skipped, columns=["run", "reason"])) if skipped else "None."
     ]
     return "\n\n".join(parts) + "\n"
+
+
+# the README's tables, of study.tables; REPORT.md has every metric, experiment
+HEADLINE_METRICS = ("total", "steady")
+README_MARKERS = ("<!-- speedups:start -->", "<!-- speedups:end -->")
+
+
+def headline(speedups: pd.DataFrame, study: Study) -> pd.DataFrame:
+    """The rows of the README's tables: the total-time and steady-state speedups of the experiments of study.tables,
+    experiment by experiment in that order."""
+    rows = speedups[
+        speedups["metric"].isin(HEADLINE_METRICS) & speedups["experiment"].isin(study.tables)
+    ]
+    return rows.sort_values("experiment", key=lambda e: e.map(study.tables.index), kind="stable")
+
+
+def readme_markdown(
+    speedups: pd.DataFrame,
+    study: Study,
+    previous: Optional[pd.DataFrame] = None,
+    previous_name: str = "",
+    few_runs: Optional[pd.DataFrame] = None,
+) -> str:
+    """The README's headline: the total-time and steady-state tables of the experiments of study.tables, with a short
+    intro (REPORT.md has the long one), then the comparison with a previous edition when one is given. few_runs: the
+    speedup cells of too few runs (speedup_markdown.few_runs_cells); those of the headline are warned of first."""
+    table = headline(speedups, study)
+    few = headline(few_runs, study) if few_runs is not None else table.iloc[:0]
+    warning = few_runs_warning(few, table)
+    intro = (
+        f"Speedup A → B = time of A / time of B (above 1×: B is faster), each framework in its default compile "
+        f"mode. Cells: geometric mean [{BOOTSTRAP_LEVEL:.0%} cluster-bootstrap interval over envs, then runs; "
+        f"{NO_INTERVAL} below {MIN_CLUSTERS} envs]; median; pairs / envs. METHODOLOGY.md explains the statistics."
+    )
+    text = (warning + "\n\n" if warning else "") + intro + "\n\n"
+    text += speedup_markdown(table, study, intro=False)
+    if previous is not None:
+        text += "\n" + edition_markdown(previous, speedups, previous_name, study)
+    return text
+
+
+def edition_cell(row) -> str:
+    def speedup(geomean, low, high):
+        interval = NO_INTERVAL if np.isnan(low) else f"{low:.2f}, {high:.2f}"
+        return f"{geomean:.2f}× [{interval}]"
+
+    return (
+        f"{speedup(row.geomean_previous, row.ci_low_previous, row.ci_high_previous)} → "
+        f"**{speedup(row.geomean, row.ci_low, row.ci_high)}**"
+    )
+
+
+def edition_table(table: pd.DataFrame, study: Study) -> str:
+    """One experiment's rows of both editions as a markdown table: a row per pair, a column per headline metric and
+    size."""
+    table = table.assign(
+        column=table["metric"] + ", " + table["size"],
+        cell=[edition_cell(row) for row in table.itertuples()],
+    )
+    columns = [f"{metric}, {size}" for metric in HEADLINE_METRICS for size in study.sizes]
+    wide = table.pivot(index="pair", columns="column", values="cell")
+    wide = wide.reindex(
+        index=in_order(study.pair_names, wide.index), columns=in_order(columns, wide.columns)
+    )
+    wide.index = [pretty_pair(p) for p in wide.index]
+    return markdown_table(wide.rename_axis("pair").reset_index())
+
+
+def edition_name(experiment: str, backend: str, dtype: str, study: Study) -> str:
+    where = on_backend(experiment, backend, study, ", ") + in_dtype(experiment, dtype, study, ", ")
+    return f"{experiment}: {study.experiments[experiment].title}{where}"
+
+
+def edition_markdown(
+    previous: pd.DataFrame, speedups: pd.DataFrame, previous_name: str, study: Study
+) -> str:
+    """Previous edition -> this one: a table per experiment (and env backend) of the README's tables with pairs
+    measured in both (named when there are several), a row per pair, a column per headline metric and size."""
+    table = headline(previous, study)[SPEEDUP_COLUMNS].merge(
+        headline(speedups, study)[SPEEDUP_COLUMNS],
+        suffixes=("_previous", ""),
+        on=["metric", "experiment", "backend", "dtype", "size", "pair"],
+    )
+    if table.empty:
+        return f"_No pair of the headline tables was measured in the previous edition ({md_text(previous_name)})._\n"
+    experiments = table.groupby(["experiment", "backend", "dtype"], sort=False)
+    blocks = [
+        (f"*{edition_name(name, backend, dtype, study)}*\n\n" if experiments.ngroups > 1 else "")
+        + edition_table(rows, study)
+        for (name, backend, dtype), rows in experiments
+    ]
+    return (
+        f"**Since the previous edition** ({md_text(previous_name)}): geometric mean [interval], previous → now; "
+        f"total time and steady state ({study.steady.label}), per model size.\n\n"
+        + "\n\n".join(blocks)
+        + "\n"
+    )

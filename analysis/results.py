@@ -1,4 +1,23 @@
-"""Everything the figures and the report are drawn from, computed once from the runs: the Results."""
+"""Everything the figures and the report are drawn from, computed once from the runs (the Results),
+with the two results that build on the speedups: the data types compared, and why a table has no data.
+
+The data types compared: each framework's time in one data type against its time in another. Speedup
+A -> B between data types = a framework's time in A / its time in B, as between frameworks: bfloat16 ->
+float32 above 1× means that the framework is faster in float32. In an experiment of several dtypes
+(study.toml), every run of a framework in A is paired with every run of the same framework in B with the
+same other PAIR_KEYS (env, model size, tag, iterations and batch size), each in the framework's default
+compile mode under the metric's sync setting (speedups.speedup_masks), one run configuration per
+experiment and size (speedups.one_configuration). A cell (metric, experiment, backend, size, framework,
+pair) has the speedup tables' statistics (speedups.cell_statistics). The framework pairs within each
+data type are in the speedup tables (their dtype column).
+
+Why a figure's panel or a table has no data, in the words that panel or REPORT.md shows instead of
+empty axes: a time of an iteration window is missing when the runs end before the window starts; a
+rollout or update time when the run's timers were not synchronised (sync off) or it logged none, and
+every time of a run resumed after a stop (loading.is_timed); a speedup when the experiment has no runs
+of the metric's sync setting in default compile modes, none with a time for it, or no second framework
+to pair with.
+"""
 
 import itertools
 from dataclasses import dataclass
@@ -6,12 +25,17 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.common import in_order, mode_name
-from analysis.learning import learning_runs, learning_speedups, learning_table
-from analysis.loading import is_timed, summarize, window_columns
-from analysis.speedups import (
-    CELL_STATISTICS,
+from analysis.common import (
+    DTYPE_COLUMNS,
     METRICS,
+    in_order,
+    metric_sync,
+    mode_name,
+    split_cell,
+)
+from analysis.learning import learning_runs, learning_speedups, learning_table
+from analysis.loading import is_timed, summarize, window_column, window_columns
+from analysis.speedups import (
     PAIR_KEYS,
     backends_of,
     env_cost_table,
@@ -20,7 +44,6 @@ from analysis.speedups import (
     left_out,
     metric_columns,
     metric_pairs,
-    metric_sync,
     one_configuration,
     paired,
     speedup_masks,
@@ -144,9 +167,6 @@ def analyse(runs: pd.DataFrame, timing: pd.DataFrame, study: Study) -> Results:
         learning=learning_table(learned, study),
         learning_speedups=learning_speedups(learned, study),
     )
-
-
-DTYPE_COLUMNS = ["metric", "experiment", "backend", "size", "framework", "pair", *CELL_STATISTICS]
 
 
 def dtype_pair_names(dtypes: tuple[str, ...]) -> list[tuple[str, str]]:
@@ -283,3 +303,72 @@ def env_cost_gap(results, metric: str, size: str = "") -> str:
     if runs.empty:
         return f"no {sync_words(metric)} runs in default compile modes"
     return missing_pairs(runs, metric_columns(results.study)[metric], results.study)
+
+
+def times_table(results: Results, name: str) -> pd.DataFrame:
+    """Per model size, env, tag and framework (a row), rollout + update seconds per iteration in each data type (a
+    column): the steady window's mean of the sync-on runs in default compile modes, the median over seeds."""
+    study, runs = results.study, results.backend_runs(name)
+    parts = [window_column(study.steady, part) for part in ("rollout", "update")]
+    keys = ["model_size", "env", "tag", "framework", "dtype"]
+    medians = runs.groupby(keys)[parts].median().dropna()
+    if medians.empty:
+        return pd.DataFrame()
+    cells = pd.Series(
+        [split_cell(times) for times in medians.to_numpy()], index=medians.index, dtype=object
+    )
+    wide = cells.unstack("dtype")
+    rows = [
+        (size, env, tag, framework)
+        for size in study.sizes
+        for env in results.envs
+        for tag in sorted(set(wide.index.get_level_values("tag")))
+        for framework in study.frameworks
+        if (size, env, tag, framework) in wide.index
+    ]
+    wide = wide.reindex(index=rows, columns=in_order(DTYPES, wide.columns))
+    return wide.rename_axis(["size", "env", "tag", "framework"]).reset_index()
+
+
+def machines_table(summary: pd.DataFrame) -> pd.DataFrame:
+    columns = ["tag", "hostname", "device_name", "platform", "cpu_bf16", "framework", "versions"]
+    cells = summary[columns].astype(object).where(summary[columns].notna(), "")
+    table = cells.groupby(columns).size().rename("runs").reset_index()
+    return table.rename(columns={"device_name": "device", "cpu_bf16": "native bfloat16"})
+
+
+def windows_table(results: Results) -> pd.DataFrame:
+    runs = results.runs(results.study.headline)
+    columns = {
+        "setup_s": "setup (s)",
+        **{c: f"{w.label} (s/iter)" for c, w in window_columns(results.study).items()},
+        "total_s": "total (s)",
+    }
+    table = (
+        runs.groupby(["framework", "model_size"])[list(columns)]
+        .median()
+        .rename(columns=columns)
+        .reset_index()
+    )
+    key = {v: i for i, v in enumerate([*results.study.frameworks, *results.study.sizes])}
+    return table.sort_values(["model_size", "framework"], key=lambda s: s.map(key)).rename(
+        columns={"model_size": "size"}
+    )
+
+
+def env_table(results: Results) -> pd.DataFrame:
+    table = results.timing.reindex(results.envs).reset_index(names="env")
+    runs = results.summary.groupby("env").size()
+    # integers stay integers, and a cost in the thousands reads 8,027×, not 8.03e+03
+    table = table.astype({"obs_dim": "Int64", "num_actions": "Int64"})
+    table["ratio"] = table["ratio"].map(
+        lambda c: c if pd.isna(c) else f"{c:.3g}×" if c < 1000 else f"{c:,.0f}×"
+    )
+    return table.assign(runs=table["env"].map(runs).fillna(0).astype(int)).rename(
+        columns={
+            "obs_dim": "obs dim",
+            "num_actions": "actions",
+            "ms_per_step": "ms per step",
+            "ratio": "relative cost",
+        }
+    )

@@ -17,6 +17,7 @@ import itertools
 import numpy as np
 import pandas as pd
 
+from analysis.common import CONFIGURATION, ENV_COST_COLUMNS, PAIR_KEYS, SPEEDUP_COLUMNS, metric_sync
 from analysis.loading import window_column
 from analysis.stats import (
     MIN_CORRELATION_ENVS,
@@ -26,30 +27,8 @@ from analysis.stats import (
 )
 from sweep.study import Study, split_label
 
-PAIR_KEYS = ["experiment", "env", "model_size", "dtype", "tag", "num_iterations", "batch_size"]
-# the machine a run ran on: runs are paired within one
-PAIR_KEYS += ["hostname", "device_name"]
-CONFIGURATION = ["num_iterations", "batch_size"]  # never pooled in one cell
-METRICS = ("total", "steady", "rollout", "update")
 # sync off: every env of the study, the expensive ones included
 ENV_COST_METRICS = ("total", "steady")
-# cell_statistics' columns, after each table's keys
-CELL_STATISTICS = ["geomean", "median", "ci_low", "ci_high", "n_pairs", "n_clusters"]
-SPEEDUP_COLUMNS = ["metric", "experiment", "backend", "dtype", "size", "pair", *CELL_STATISTICS]
-ENV_COST_COLUMNS = [
-    "metric",
-    "size",
-    "pair",
-    "n_envs",
-    "geomean",
-    "rho",
-    "rho_low",
-    "rho_high",
-    "slope",
-    "slope_low",
-    "slope_high",
-    "trend",
-]
 LEFT_OUT_COLUMNS = ["metric", "experiment", "run", "reason"]
 UNPAIRED = (
     "no run of another framework with the same env, size, data type, tag, iterations, batch size and machine "
@@ -66,12 +45,6 @@ def metric_columns(study: Study) -> dict[str, str]:
         "rollout": window_column(study.steady, "rollout"),
         "update": window_column(study.steady, "update"),
     }
-
-
-def metric_sync(metric: str) -> bool:
-    """The sync setting a metric is measured under: rollout and update need synchronised timers, total time and the
-    steady state are measured without them (the timers' waits would slow the runs)."""
-    return metric in ("rollout", "update")
 
 
 def metric_experiments(study: Study, metric: str) -> list[str]:
@@ -346,3 +319,27 @@ def env_cost_table(
             }
             rows.append({**row, "trend": cost_trend(row)})
     return pd.DataFrame(rows, columns=ENV_COST_COLUMNS)
+
+
+# runs of each framework a speedup cell needs before it reads as a result, not a single measurement (a smoke sweep)
+MIN_RUNS = 3
+CELL_KEYS = ["metric", "experiment", "backend", "dtype", "size", "pair"]
+
+
+def few_runs_cells(pairs: dict[str, pd.DataFrame], speedups: pd.DataFrame) -> pd.DataFrame:
+    """The rows of speedups (a speedup table's cells) whose pairs come from fewer than MIN_RUNS runs of A or of B.
+    pairs: metric -> the pairs of runs its speedups come from (Results.pairs)."""
+    counts = [
+        ratios.assign(metric=metric, backend=backends_of(ratios), size=ratios["model_size"])
+        .groupby(CELL_KEYS)[["run_a", "run_b"]]
+        .nunique()
+        .min(axis=1)
+        .rename("runs")
+        .reset_index()
+        for metric, ratios in pairs.items()
+        if not ratios.empty
+    ]
+    if not counts or speedups.empty:
+        return speedups.iloc[:0]
+    cells = speedups.merge(pd.concat(counts), on=CELL_KEYS, how="left")
+    return speedups[(cells["runs"] < MIN_RUNS).to_numpy()]

@@ -13,7 +13,6 @@ from analysis.plotting import (
     BACKEND_HATCHES,
     DTYPE_HATCHES,
     INTERVAL,
-    draw_against_env_cost,
     empty_panel,
     framework_boxes,
     framework_colors,
@@ -33,6 +32,7 @@ from analysis.plotting import (
 )
 from analysis.plotting import box_with_points as boxes
 from analysis.results import Results, missing_pairs, missing_time, short_note, speedup_gap
+from analysis.speedup_figures import draw_against_env_cost
 from analysis.speedups import env_costs, pairwise
 from sweep.study import BACKENDS, DTYPES, Study, Window, split_label
 

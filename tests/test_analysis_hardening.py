@@ -25,7 +25,7 @@ from test_plot_results_inputs import ENVS, analyse, linen_nnx, snapshot, write_c
 import plot_results
 from analysis import learning_curves, output, runlog
 from analysis.loading import load_runs
-from analysis.readme_block import README_MARKERS
+from analysis.report import README_MARKERS
 from helpers import STUDY, TINY, only_run_dir, run_script
 from sweep import resume as sweep_resume
 

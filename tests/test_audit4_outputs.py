@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from analysis.common import BadInput
-from analysis.output import read_env_timing
+from analysis.loading import read_env_timing
 from helpers import ROOT
 from sweep import env_timing_check as sweep_env_timing
 

@@ -17,9 +17,8 @@ from test_plot_results import write_timing
 
 import plot_results
 from analysis import figures, results
-from analysis.loading import load_runs
-from analysis.output import read_env_timing
-from analysis.readme_block import README_MARKERS
+from analysis.loading import load_runs, read_env_timing
+from analysis.report import README_MARKERS
 from helpers import STUDY
 
 SMOKE = Path(__file__).resolve().parent.parent / "results" / "smoke-cpu" / "runs"

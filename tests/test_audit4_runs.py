@@ -18,7 +18,7 @@ from test_learning import CONFIG_ARGS, EXP, made_up_runs, run_rows, summary_row
 from test_plot_results import write_run
 from test_plot_results_inputs import ENVS, analyse, csv_run, write_csv
 
-from analysis import events, learning, learning_report, output, runlog
+from analysis import events, learning, markdown, output, runlog
 from helpers import ROOT, STUDY
 from sweep import resume as sweep_resume
 
@@ -292,7 +292,7 @@ def test_a_seed_that_ended_no_episode_counts_as_not_reaching_and_shows():
     assert (
         table.loc["torch", "reached_reference"] == 2 and not table.loc["torch", "meets_reference"]
     )
-    cell = learning_report.final_cell(
+    cell = markdown.final_cell(
         next(table.reset_index().query("framework == 'torch'").itertuples())
     )
     assert "1 of 3 runs ended no episode" in cell

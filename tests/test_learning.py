@@ -173,7 +173,7 @@ def test_the_speedups_pair_only_runs_that_both_reached_the_target():
 
 
 def test_the_figure_draws_each_framework_in_steps_and_seconds_beside_the_reference(tmp_path):
-    from analysis.learning_figure import learning_figure
+    from analysis.figures import learning_figure
     from analysis.plotting import plt
 
     runs, summary, masks = made_up_runs()
@@ -223,8 +223,8 @@ def test_a_learning_sweep_is_analysed_into_its_tables_report_and_readme_block(
     from test_bench import bench, other_study
 
     import plot_results
-    from analysis.learning_report import LEARNING_MARKERS
-    from analysis.readme_block import README_MARKERS
+    from analysis.markdown import LEARNING_MARKERS
+    from analysis.report import README_MARKERS
 
     short = TINY_LEARNING.replace("EXP", SHORT)
     env = other_study(tmp_path, short)

@@ -4,6 +4,7 @@ The runs are written like the ppo_*.py scripts write them (config.json, summary.
 at step (i + 1) * batch_size), with durations chosen so that every speedup is known in advance.
 """
 
+import dataclasses
 import importlib
 import itertools
 import json
@@ -20,12 +21,10 @@ from tensorboardX import SummaryWriter
 
 import plot_results
 from analysis import figures, plotting, results, speedup_figures, stats, time_figures
-from analysis.loading import load_runs
-from analysis.output import read_env_timing, read_previous
-from analysis.readme_block import README_MARKERS, readme_markdown
-from analysis.results import DTYPE_COLUMNS
-from analysis.speedup_markdown import speedup_markdown
-from analysis.speedups import ENV_COST_COLUMNS, SPEEDUP_COLUMNS
+from analysis.common import DTYPE_COLUMNS, ENV_COST_COLUMNS, SPEEDUP_COLUMNS
+from analysis.loading import load_runs, read_env_timing, read_previous
+from analysis.markdown import speedup_markdown
+from analysis.report import README_MARKERS, readme_markdown
 from helpers import ROOT, STUDY
 from sweep import study
 
@@ -335,6 +334,12 @@ def expected_speedups(runs: list[dict], metric: str, experiments: list[str], syn
 BLOCK_TABLES = ("exp1", "exp6", "exp7")
 
 
+def with_block_tables(text: str) -> str:
+    """A study.toml's text whose README block shows BLOCK_TABLES."""
+    tables = ", ".join(f'"{exp}"' for exp in BLOCK_TABLES)
+    return re.sub(r"^tables = .*$", f"tables = [{tables}]", text, count=1, flags=re.M)
+
+
 @pytest.fixture(scope="module")
 def study_out(tmp_path_factory):
     """The synthetic study, analysed once: (its runs, the output folder)."""
@@ -342,12 +347,8 @@ def study_out(tmp_path_factory):
     runs = write_study(root / "runs")
     out = root / "out"
     # the committed study's README block holds exp1 alone: here, a block of several experiments
-    text = (ROOT / "study.toml").read_text()
     study_file = root / "study.toml"
-    tables = ", ".join(f'"{exp}"' for exp in BLOCK_TABLES)
-    study_file.write_text(
-        re.sub(r"^tables = .*$", f"tables = [{tables}]", text, count=1, flags=re.M)
-    )
+    study_file.write_text(with_block_tables((ROOT / "study.toml").read_text()))
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(study.PATH_VARIABLE, str(study_file))
         plot_results.main(
@@ -986,19 +987,22 @@ def test_previous_edition_side_by_side(study_out, tmp_path):
     )
     previous.to_csv(tmp_path / "previous.csv", index=False)
     new_out = tmp_path / "out"
-    plot_results.main(
-        [
-            "--csv",
-            str(out / "runs.csv"),
-            "--out",
-            str(new_out),
-            "--no-figures",
-            "--previous",
-            str(tmp_path / "previous.csv"),
-            "--readme-block",
-            str(tmp_path / "block.md"),
-        ]
-    )
+    (tmp_path / "study.toml").write_text(with_block_tables((ROOT / "study.toml").read_text()))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(study.PATH_VARIABLE, str(tmp_path / "study.toml"))
+        plot_results.main(
+            [
+                "--csv",
+                str(out / "runs.csv"),
+                "--out",
+                str(new_out),
+                "--no-figures",
+                "--previous",
+                str(tmp_path / "previous.csv"),
+                "--readme-block",
+                str(tmp_path / "block.md"),
+            ]
+        )
     assert (new_out / "speedups.csv").read_text() == (out / "speedups.csv").read_text()
     block, report = (tmp_path / "block.md").read_text(), (new_out / "REPORT.md").read_text()
     edition = block[block.index("**Since the previous edition**") :]
@@ -1019,7 +1023,7 @@ def test_previous_edition_side_by_side(study_out, tmp_path):
     # a table per experiment (and env backend) of the README's tables, each named
     names = [line for line in edition.splitlines() if line.startswith("*exp")]
     assert [name.split(":")[0] for name in names] == [
-        f"*{exp}" for exp in STUDY.tables for _ in STUDY.experiments[exp].backends
+        f"*{exp}" for exp in BLOCK_TABLES for _ in STUDY.experiments[exp].backends
     ]
     assert sum("its envs on envpool" in name for name in names) == 1
 
@@ -1031,12 +1035,11 @@ def test_previous_edition_of_before_the_backends(study_out, tmp_path):
     now = pd.read_csv(out / "speedups.csv")
     old = now[now["backend"] == "gymnax"].drop(columns="backend")
     old.to_csv(tmp_path / "previous.csv", index=False)
-    block = readme_markdown(
-        now, STUDY, read_previous(str(tmp_path / "previous.csv"), SPEEDUP_COLUMNS), "old"
-    )
+    previous = read_previous(str(tmp_path / "previous.csv"), SPEEDUP_COLUMNS)
+    block = readme_markdown(now, dataclasses.replace(STUDY, tables=BLOCK_TABLES), previous, "old")
     edition = block[block.index("**Since the previous edition**") :]
     names = [line for line in edition.splitlines() if line.startswith("*exp")]
-    assert [name.split(":")[0] for name in names] == [f"*{exp}" for exp in STUDY.tables]
+    assert [name.split(":")[0] for name in names] == [f"*{exp}" for exp in BLOCK_TABLES]
     assert "its envs on gymnax" in edition and "its envs on envpool" not in edition
 
 
@@ -1524,7 +1527,8 @@ RENAMED = {
 def test_the_experiments_roles_come_from_the_study(tmp_path, monkeypatch, capsys):
     """study.toml with every experiment renamed: the same analysis, under the new names (figures, tables, README),
     and no old name anywhere in what it writes or prints: no analysis code names an experiment."""
-    text = re.sub(r"\bexp(\d+)\b", lambda m: RENAMED[m.group(0)], study.DEFAULT_PATH.read_text())
+    text = with_block_tables(study.DEFAULT_PATH.read_text())
+    text = re.sub(r"\bexp(\d+)\b", lambda m: RENAMED[m.group(0)], text)
     (tmp_path / "study.toml").write_text(text)
     monkeypatch.setenv(study.PATH_VARIABLE, str(tmp_path / "study.toml"))
     study._load.cache_clear()

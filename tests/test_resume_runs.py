@@ -228,8 +228,7 @@ def test_the_analysis_counts_a_resumed_run_for_learning_and_not_for_time(
 def test_a_resumed_run_is_kept_out_of_the_pairs_of_runs(tmp_path):
     """The same two runs of exp1 (linen, nnx) give a total-time pair; once one of them was resumed, none, and its
     summary row has no times."""
-    from analysis.loading import load_runs
-    from analysis.output import read_env_timing
+    from analysis.loading import load_runs, read_env_timing
     from analysis.results import analyse
     from analysis.speedups import metric_columns
 
