@@ -44,8 +44,7 @@ from typing import Optional
 
 from analysis import runlog
 from analysis.common import BadInput
-from analysis.output import check_out, check_target
-from analysis.output import readme_with
+from analysis.output import check_out, check_target, readme_with
 from atomic import OutputRefused, check_replaceable
 from benchmarks.common import ROOT
 from benchmarks.quickstart_clone import CLONE, committed_readme
