@@ -2,17 +2,23 @@
 check their options before anything is measured (a bad one: one line, exit status 2); the machine
 they ran on and durations as a person reads them. Their outputs, a JSON record and its table beside
 it as .md, are checked and written by atomic.py (check_outputs, write_outputs): a file there that
-the benchmark did not write is refused, never replaced."""
+the benchmark did not write is refused, never replaced. A command run, its output logged and timed
+as it arrives (run_logged): the quick start's steps and the LeanRL benchmark's runs."""
 
 import argparse
+import json
 import os
 import platform
+import shutil
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
+import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, NoReturn
+from typing import Callable, NoReturn, Optional
 
 import numpy as np
 
@@ -77,12 +83,61 @@ def git(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(["git", *args], capture_output=True, text=True)
 
 
+def git_out(*args: str, why: str, error: type[Exception] = RuntimeError) -> str:
+    """git's output; error with why and git's last line when it fails."""
+    proc = git(*args)
+    if proc.returncode != 0:
+        raise error(f"{why}: {(proc.stderr.strip().splitlines() or ['git failed'])[-1]}")
+    return proc.stdout
+
+
 def fresh_environment(scratch: Path, keep=()) -> dict:
     """This environment without DROPPED_VARIABLES (but those in keep), with an empty TorchInductor
     cache in scratch: what runs in it reuses nothing made before."""
     env = {k: v for k, v in os.environ.items() if k not in DROPPED_VARIABLES or k in keep}
     env["TORCHINDUCTOR_CACHE_DIR"] = str(scratch / "torchinductor-cache")
     return env
+
+
+# ------------------------------------------------------------------ a command, logged and timed
+@dataclass
+class Logged:
+    returncode: Optional[int]  # None: killed at the timeout, or on Ctrl-C
+    wall_s: float  # time.perf_counter() from its start to its exit
+    interrupted: bool = False  # Ctrl-C stopped it
+
+
+def run_logged(cmd, cwd: Path, env: dict, log: Path, timeout=None, on_output=None) -> Logged:
+    """Runs cmd (stderr into stdout), its output written to log as it arrives and passed to
+    on_output(bytes, seconds since the start) when given; killed at the timeout or on Ctrl-C
+    (interrupted: the caller decides what Ctrl-C means). OSError when it cannot be started."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+    def read() -> None:  # the log is the reader's: an output that outlives the wait still lands
+        with proc.stdout, open(log, "wb") as written:
+            while data := os.read(proc.stdout.fileno(), 1 << 16):
+                written.write(data)
+                if on_output is not None:
+                    on_output(data, time.perf_counter() - started)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    returncode, interrupted = None, False
+    try:
+        returncode = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        pass
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        if proc.returncode is None:  # past the timeout, or Ctrl-C
+            proc.kill()
+            proc.wait()
+    wall_s = time.perf_counter() - started
+    # a child that inherited the pipe (TorchInductor's compile workers) may hold it open a while
+    reader.join(timeout=1.0)
+    return Logged(returncode, wall_s, interrupted)
 
 
 # ------------------------------------------------------------------------- the machine, in words
@@ -101,6 +156,33 @@ def cpu_info() -> dict:
         "cpu_model": fields.get("model name") or platform.processor() or platform.machine(),
         "virtual_machine": "hypervisor" in fields.get("flags", "").split(),
     }
+
+
+def gpus() -> list[str]:
+    """The GPUs nvidia-smi lists ("GPU 0: NVIDIA H200"), as setup.sh looks for one."""
+    if shutil.which("nvidia-smi") is None:
+        return []
+    proc = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("GPU")]
+    return [line.split(" (UUID")[0] for line in lines]
+
+
+# run in the interpreter whose versions are wanted: its package metadata, no import of the packages
+VERSIONS = (
+    "import importlib.metadata as m, json, platform; found = {d.metadata['Name'].lower(): "
+    "d.version for d in m.distributions()}; "
+    "print(json.dumps({'python': platform.python_version(), **found}))"
+)
+
+
+def interpreter_versions(python, packages, error: type[Exception] = RuntimeError) -> dict:
+    """The Python and packages' versions of an interpreter (those it lacks left out), from its
+    package metadata; error when it cannot say."""
+    proc = subprocess.run([str(python), "-c", VERSIONS], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise error(f"{python} cannot report its versions: {proc.stderr.strip()[-300:]}")
+    found = json.loads(proc.stdout)
+    return {name: found[name] for name in ("python", *packages) if name in found}
 
 
 def machine() -> dict:

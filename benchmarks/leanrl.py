@@ -35,7 +35,7 @@ from analysis.common import BadInput
 from atomic import OutputRefused, check_outputs, write_outputs
 from benchmarks import leanrl_runs as runs
 from benchmarks.busy_machine import core_set, rotated
-from benchmarks.common import ROOT, STEADY_FROM, Parser, human, machine
+from benchmarks.common import ROOT, STEADY_FROM, Parser, gpus, human, interpreter_versions, machine
 from benchmarks.leanrl_runs import COMPILED, PLAIN, Config, Plan
 from sweep import study
 
@@ -170,6 +170,10 @@ def run_rounds(opts, plan: Plan, record: dict) -> None:
         print(f"{outcome(result)} | ETA {human(eta)}", flush=True)
 
 
+def versions(python) -> dict:
+    return interpreter_versions(python, runs.PACKAGES, error=runs.SetupError)
+
+
 def plan_commands(opts, plan: Plan) -> dict[str, list[str]]:
     """Each configuration's command, its run's own temporary folder shown as SCRATCH."""
     return {
@@ -183,14 +187,14 @@ def new_record(opts, argv, commit: str, plan: Plan) -> dict:
         "command": shlex.join(["python", "-m", TOOL, *argv]),
         "status": "running",
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "machine": {**machine(), "cores": os.cpu_count(), "gpu": (runs.gpus() or [None])[0]},
+        "machine": {**machine(), "cores": os.cpu_count(), "gpu": (gpus() or [None])[0]},
         "options": {k: v for k, v in vars(opts).items() if k != "cores"},
         "threads": len(opts.cores),
         "batch_size": runs.batch_size(),
         "leanrl_repo": opts.leanrl_dir or opts.leanrl_repo,
         "leanrl_commit": commit,
         "shims": runs.shim_records(),
-        "versions": {"leanrl": runs.versions(python), "ours": runs.versions(sys.executable)},
+        "versions": {"leanrl": versions(python), "ours": versions(sys.executable)},
         "commands": plan_commands(opts, plan),
         "rounds_done": 0,
         "results": {name: [] for name in opts.configs},
@@ -371,7 +375,7 @@ Versions. LeanRL's venv: {versions_text(versions["leanrl"])}. Ours:
 def main(argv: Optional[list[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
-        opts = checked(parser().parse_args(argv), bool(runs.gpus()))
+        opts = checked(parser().parse_args(argv), bool(gpus()))
         if opts.dry_run:
             return dry_run(opts)
         check_outputs(TOOL, opts.out)

@@ -4,20 +4,26 @@ arrives, and its result."""
 
 import codecs
 import hashlib
-import json
 import os
 import re
-import shutil
 import subprocess
 import sys
-import threading
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Optional
 
 from analysis import runlog
-from benchmarks.common import ROOT, STEADY_FROM, fresh_environment, git, run_series, steady_mean
+from benchmarks.common import (
+    ROOT,
+    STEADY_FROM,
+    fresh_environment,
+    git,
+    git_out,
+    gpus,
+    run_logged,
+    run_series,
+    steady_mean,
+)
 from sweep import study
 
 
@@ -90,23 +96,17 @@ def apply_shims(texts: dict[str, str], shims=SHIMS) -> dict[str, str]:
     return shimmed
 
 
-def git_out(*args: str, why: str) -> str:
-    """git's output; SetupError with why and git's last line when it fails."""
-    proc = git(*args)
-    if proc.returncode != 0:
-        raise SetupError(f"{why}: {(proc.stderr.strip().splitlines() or ['git failed'])[-1]}")
-    return proc.stdout
-
-
 def fetch_scripts(
     work: Path, commit: str, repo: str, leanrl_dir: Optional[Path]
 ) -> tuple[str, dict[str, Path]]:
-    """The full commit, and SCRIPTS at it shimmed in work/leanrl-COMMIT/ under their own names (LeanRL
-    names its runs after them); read from leanrl_dir, else from a clone of repo made once."""
+    """The full commit, and SCRIPTS at it shimmed in work/leanrl-COMMIT/ under their own names
+    (LeanRL names its runs after them); read from leanrl_dir, else from a clone of repo made
+    once."""
     checkout = leanrl_dir or work / "LeanRL"
     if leanrl_dir is None and not (checkout / ".git").exists():
         print(f"cloning {repo} into {checkout}", flush=True)
-        git_out("clone", "--quiet", "--", repo, str(checkout), why=f"cannot clone {repo}")
+        clone = ("clone", "--quiet", "--", repo, str(checkout))
+        git_out(*clone, why=f"cannot clone {repo}", error=SetupError)
     wanted = ["-C", str(checkout), "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}"]
     if git(*wanted).returncode != 0:
         git("-C", str(checkout), "fetch", "--quiet", "origin", commit)
@@ -114,8 +114,9 @@ def fetch_scripts(
     if proc.returncode != 0:
         raise SetupError(f"commit {commit} is not in {checkout} nor in its origin")
     full = proc.stdout.strip()
+    show = ("-C", str(checkout), "show")
     texts = {
-        path: git_out("-C", str(checkout), "show", f"{full}:{path}", why=f"{path} at {full[:12]}")
+        path: git_out(*show, f"{full}:{path}", why=f"{path} at {full[:12]}", error=SetupError)
         for path in SCRIPTS
     }
     folder = work / f"leanrl-{full[:12]}"
@@ -131,21 +132,6 @@ REQUIREMENTS = Path(__file__).with_name("leanrl-requirements.txt")
 VENV_PYTHON = Path("bin", "python")
 # what the record lists of each side's interpreter (those it lacks are left out)
 PACKAGES = ("torch", "tensordict", "gymnasium", "mujoco", "numpy", "tqdm", "jax", "flax", "envpool")
-# run in the interpreter whose versions are wanted: its package metadata, no import of the packages
-VERSIONS = (
-    "import importlib.metadata as m, json, platform; found = {d.metadata['Name'].lower(): "
-    "d.version for d in m.distributions()}; "
-    "print(json.dumps({'python': platform.python_version(), **found}))"
-)
-
-
-def gpus() -> list[str]:
-    """The GPUs nvidia-smi lists ("GPU 0: NVIDIA H200"), as setup.sh looks for one."""
-    if shutil.which("nvidia-smi") is None:
-        return []
-    proc = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("GPU")]
-    return [line.split(" (UUID")[0] for line in lines]
 
 
 def torch_build() -> str:
@@ -196,15 +182,6 @@ def ensure_venv(venv: Path) -> Path:
             raise SetupError(f"{' '.join(command[:6])} ... failed: {tail}")
     stamp.write_text(stamp_text)
     return venv / VENV_PYTHON
-
-
-def versions(python) -> dict:
-    """The Python and PACKAGES versions of an interpreter, from its package metadata."""
-    proc = subprocess.run([str(python), "-c", VERSIONS], capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise SetupError(f"{python} cannot report its versions: {proc.stderr.strip()[-300:]}")
-    found = json.loads(proc.stdout)
-    return {name: found[name] for name in ("python", *PACKAGES) if name in found}
 
 
 # --------------------------------------------------------------------------- what runs, and how
@@ -339,32 +316,14 @@ class Finished:
     progress: Progress
 
 
-def run_timed(cmd: list[str], cwd: Path, env: dict, timeout: float) -> Finished:
-    """Runs cmd (stderr into stdout), its output timed as it arrives; killed at the timeout or on
-    Ctrl-C. Its wall time runs from its start to its exit."""
+def run_timed(cmd: list[str], cwd: Path, env: dict, timeout: float, log: Path) -> Finished:
+    """Runs cmd, its output to log and its progress counts timed as they arrive
+    (common.run_logged); killed at the timeout, or on Ctrl-C (raised again)."""
     progress = Progress()
-    started = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-
-    def read() -> None:
-        with proc.stdout:
-            while data := os.read(proc.stdout.fileno(), 1 << 16):
-                progress.feed(data, time.perf_counter() - started)
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    try:
-        returncode = proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        returncode = None
-    finally:
-        if proc.returncode is None:  # past the timeout, or Ctrl-C
-            proc.kill()
-            proc.wait()
-    wall_s = time.perf_counter() - started
-    # TorchInductor's compile workers inherit the pipe: it may outlive the run a while
-    reader.join(timeout=1.0)
-    return Finished(returncode, wall_s, progress)
+    logged = run_logged(cmd, cwd, env, log, timeout, on_output=progress.feed)
+    if logged.interrupted:
+        raise KeyboardInterrupt
+    return Finished(logged.returncode, logged.wall_s, progress)
 
 
 def steady_rate(first_seen: dict[int, float], batch: int, first: int = STEADY_FROM) -> float:
@@ -424,9 +383,8 @@ def run_config(config: Config, plan: Plan, log_name: str, scratch: Path) -> dict
     log_dir = scratch / "runs"
     cwd = scratch if config.leanrl else ROOT
     env = run_environment(plan.cores, scratch)
-    finished = run_timed(command(config, plan, log_dir), cwd, env, plan.timeout)
     log = plan.logs / log_name
-    log.write_text(finished.progress.text)
+    finished = run_timed(command(config, plan, log_dir), cwd, env, plan.timeout, log)
     if finished.returncode != 0:
         return {"error": failure(finished, plan.timeout), "log": log.name}
     try:

@@ -1,6 +1,7 @@
-"""benchmarks/leanrl.py without LeanRL or torch: the shims (each old text exactly once; LeanRL's files fetched at
-a commit, from a stand-in repository), the commands read from study.toml's exp9, the pins of LeanRL's venv, and the
-refusals of bad input (test_leanrl_measure.py: what it measures and reports)."""
+"""benchmarks/leanrl.py without LeanRL or torch: the shims (each old text exactly once; LeanRL's
+files fetched at a commit, from a stand-in repository), the commands read from study.toml's exp9,
+the pins of LeanRL's venv, and the refusals of bad input (test_leanrl_measure.py: what it measures
+and reports)."""
 
 import os
 import subprocess
@@ -8,7 +9,7 @@ import sys
 
 import pytest
 
-from benchmarks import leanrl, leanrl_runs
+from benchmarks import common, leanrl, leanrl_runs
 from benchmarks.common import STEADY_FROM
 from benchmarks.leanrl import CONFIGS
 from benchmarks.leanrl_runs import COMPILED, PLAIN, SCRIPTS, SHIMS, ShimMismatch
@@ -16,9 +17,10 @@ from helpers import ROOT
 from sweep import study
 
 
-# ------------------------------------------------------------------------------------------------ the shims
+# ---------------------------------------------------------------------------------------- the shims
 def sources() -> dict[str, str]:
-    """Each script as a stand-in holding the text of each of its shims once (LeanRL's files are not copied here)."""
+    """Each script as a stand-in holding the text of each of its shims once (LeanRL's files are
+    not copied here)."""
     return {
         path: "".join(f"before\n{shim.old}\nafter\n" for shim in SHIMS if shim.file == path)
         for path in SCRIPTS
@@ -90,7 +92,7 @@ def test_a_commit_that_is_not_there_is_an_error(tmp_path):
         leanrl_runs.fetch_scripts(tmp_path / "work", "0123456", str(repo), None)
 
 
-# ------------------------------------------------------------------------------------------- the commands
+# ------------------------------------------------------------------------------------- the commands
 def test_both_sides_run_cleanrls_configuration_from_exp9():
     ours = leanrl_runs.our_args(CONFIGS["torch compile"], 20, 2)
     theirs = leanrl_runs.leanrl_args(CONFIGS["leanrl compile"], 20)
@@ -137,7 +139,7 @@ def test_runs_start_from_empty_caches_on_the_pinned_threads(tmp_path, monkeypatc
     assert env["JAX_COMPILATION_CACHE_DIR"] == ""
 
 
-# ------------------------------------------------------------------------------------ LeanRL's venv pins
+# ------------------------------------------------------------------------------- LeanRL's venv pins
 def pins(text: str) -> dict[str, str]:
     return dict(
         line.split("#")[0].strip().lower().split("==")
@@ -166,7 +168,7 @@ def test_torchs_cpu_build_comes_first_from_setup_shs_index(tmp_path):
     assert "--index-url" not in cuda_first
 
 
-# ------------------------------------------------------------------------------------------- bad input
+# ---------------------------------------------------------------------------------------- bad input
 BAD = [
     (["--rounds", "0"], "--rounds 0"),
     (["--rounds", "two"], "invalid int value: 'two'"),
@@ -203,7 +205,7 @@ def test_bad_input_is_one_line_and_exit_2_before_anything_is_made(tmp_path, caps
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.skipif(bool(leanrl_runs.gpus()), reason="a GPU is here")
+@pytest.mark.skipif(bool(common.gpus()), reason="a GPU is here")
 def test_a_gpu_mode_without_a_gpu_is_refused(tmp_path, capsys):
     argv = ["--configs", "leanrl cudagraphs", "--cpus", FIRST_CORE]
     code = leanrl.main(argv + ["--out", str(tmp_path / "x.json")])

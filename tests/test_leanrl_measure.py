@@ -1,6 +1,6 @@
-"""benchmarks/leanrl.py's measuring without LeanRL or torch: LeanRL's progress bar timed as it arrives (a sample
-written from its code: tqdm's bar, its `speed` description; a stand-in process), and the medians, ratios, goal,
-table and progress lines of the report."""
+"""benchmarks/leanrl.py's measuring without LeanRL or torch: LeanRL's progress bar timed as it
+arrives (a sample written from its code: tqdm's bar, its `speed` description; a stand-in process),
+and the medians, ratios, goal, table and progress lines of the report."""
 
 import sys
 import textwrap
@@ -12,11 +12,13 @@ from benchmarks.leanrl_runs import Progress
 from helpers import ROOT
 
 
-# ------------------------------------------------------------------------------- LeanRL's progress, timed
-# tqdm's bar as LeanRL's loop draws it on stderr: "\r{desc}: {pct}%|{bar}| {n}/{N} [{elapsed}<{left}, {rate}]",
-# after every iteration; every 10th iteration the torchcompile script first sets its description to
-# f"speed: {speed: 4.1f} sps, reward avg: {r :4.2f}, reward max: ..., returns: {..: 4.2f},lr: {lr: 4.2f}"
-# (which redraws the bar at the count before), the plain one to f"speed: {speed: 4.1f} sps, " + desc.
+# ------------------------------------------------------------------------- LeanRL's progress, timed
+# tqdm's bar as LeanRL's loop draws it on stderr, after every iteration:
+#   "\r{desc}: {pct}%|{bar}| {n}/{N} [{elapsed}<{left}, {rate}]"
+# every 10th iteration the torchcompile script first sets its description to
+#   f"speed: {speed: 4.1f} sps, reward avg: {r :4.2f}, reward max: ..., returns: {..: 4.2f},lr: ..."
+# (which redraws the bar at the count before), the plain one to
+#   f"speed: {speed: 4.1f} sps, " + desc.
 def bar(n: int, desc: str = "") -> bytes:
     done = "\u2588" * (n // 2)
     return f"\r{desc}{100 * n // 20:3d}%|{done:<10}| {n}/20 [00:{n:02d}<00:40,  2.00s/it]".encode()
@@ -27,8 +29,8 @@ PLAIN_DESC = "speed:  987.0 sps, : "
 
 
 def sample() -> list[tuple[float, bytes]]:
-    """(time it arrives, bytes): count 0 at 1 s, count 1 (the compile) at 381 s, then one count every 2 s; count
-    9 redrawn with the speed at the 10th iteration's end, count 19 likewise."""
+    """(time it arrives, bytes): count 0 at 1 s, count 1 (the compile) at 381 s, then one count
+    every 2 s; count 9 redrawn with the speed at the 10th iteration's end, count 19 likewise."""
     arrivals = [(1.0, bar(0))] + [(381.0 + 2 * (n - 1), bar(n)) for n in range(1, 21)]
     arrivals.insert(10, (398.5, bar(9, SPEED_DESC)))
     arrivals.insert(21, (418.5, bar(19, PLAIN_DESC)))
@@ -97,22 +99,23 @@ STAND_IN = textwrap.dedent(
 
 def test_a_process_output_is_timed_as_it_arrives(tmp_path):
     cmd = [sys.executable, "-c", STAND_IN]
-    finished = leanrl_runs.run_timed(cmd, tmp_path, {}, timeout=60)
+    finished = leanrl_runs.run_timed(cmd, tmp_path, {}, 60, tmp_path / "run.log")
     seen = finished.progress.first_seen
     assert finished.returncode == 0 and sorted(seen) == [0, 1, 2, 3]
     assert seen[0] < seen[1] < seen[2] < seen[3]
     # three sleeps of 0.3 s between count 0 and count 3, four before the exit
     assert seen[3] - seen[0] > 0.6 and finished.wall_s >= 1.2
+    assert (tmp_path / "run.log").read_bytes().decode() == finished.progress.text  # all of it
 
 
 def test_a_process_past_its_timeout_is_killed(tmp_path):
     cmd = [sys.executable, "-c", "import time; time.sleep(60)"]
-    finished = leanrl_runs.run_timed(cmd, tmp_path, {}, timeout=0.5)
+    finished = leanrl_runs.run_timed(cmd, tmp_path, {}, 0.5, tmp_path / "run.log")
     assert finished.returncode is None and finished.wall_s < 10
     assert "killed after" in leanrl_runs.failure(finished, 0.5)
 
 
-# ------------------------------------------------------------------------------ medians, ratios and table
+# ------------------------------------------------------------------------ medians, ratios and table
 def run(sps, wall, iter0, reported=None) -> dict:
     return {"steady_sps": sps, "wall_s": wall, "iter0_s": iter0, "reported_sps": reported}
 
