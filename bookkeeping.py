@@ -17,14 +17,13 @@ a copy of a script without it, which then needs no other file. A script uses it 
 Signals: SIGINT and SIGTERM set a flag that the script checks between phases, so that none is lost
 inside a compiler and a run started with SIGINT ignored (nohup, a background job) still stops; a
 second signal stops the run at once. The run then ends with status "interrupted" and exit code 130.
-Bad input (a ValueError, OSError or ImportError before the run folder is made) is one line and exit
-code 2, and leaves no run folder. Any other failure ends with status "failed": an OSError (a full
-disk, a removed log folder) with one line and exit code 1, anything else with its traceback.
-config.json and summary.json are written by atomic.py's write_json (a temporary file, then renamed),
-so they are never empty or half-written.
+Bad input (a ValueError, OSError or ImportError before the run folder is made: tools/run_checks.py
+checks the arguments first) is one line and exit code 2, and leaves no run folder. Any other failure
+ends with status "failed": an OSError (a full disk, a removed log folder) with one line and exit
+code 1, anything else with its traceback. config.json and summary.json are written by atomic.py's
+write_json (a temporary file, then renamed), so they are never empty or half-written.
 """
 
-import io
 import os
 import platform
 import resource
@@ -34,91 +33,22 @@ import socket
 import sys
 import threading
 import time
-from contextlib import redirect_stderr, redirect_stdout
 from datetime import datetime, timezone
 from importlib.metadata import version
 from typing import Callable, Optional
 
 import jax
 import numpy as np
-import tyro
 
 from atomic import write_json
+from tools.run_checks import check_args, check_environment
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
-# A lower bound of the rollout's float32 numbers per sample: observations twice (before and after
-# any reset), actions, log-probabilities, values, rewards, returns of ended episodes, advantages and
-# value targets, and the update's shuffled copies of them
-BYTES_PER_SAMPLE = 16 * 4
-MAX_BATCH = 2**31 - 1  # the batch is indexed with int32 (the update's permutations)
-WANDB_FORBIDDEN = "/\\#?%:"  # characters W&B refuses in a project (and an entity) name
-WANDB_MAX_NAME = 128
-# JAX settings that config.json would misreport: its dtype (float32, bfloat16) and its compile mode
-REFUSED_JAX_SETTINGS = {
-    "jax_enable_x64": "runs in float64 where config.json says --dtype",
-    "jax_disable_jit": "runs op by op whatever config.json says of --compile (use --compile none)",
-}
 # The environment variables that change the computation, recorded in config.json: JAX's and XLA's
 # settings (XLA_FLAGS, JAX_PLATFORMS, ...), TorchInductor's, the OpenMP/MKL/OpenBLAS thread settings
 # and the GPU's
 COMPUTATION_PREFIXES = ("JAX_", "XLA_", "TORCHINDUCTOR_", "OMP_", "KMP_", "MKL_", "OPENBLAS_")
 COMPUTATION_VARIABLES = ("CUDA_VISIBLE_DEVICES", "NVIDIA_TF32_OVERRIDE")
-
-
-def tyro_message(box: str) -> str:
-    """The message of tyro's error box (a title, a rule, the message wrapped over lines, a rule,
-    help), on one line."""
-    lines = [line.strip() for line in box.splitlines()]
-    rules = [i for i, line in enumerate(lines) if line.startswith("---")]
-    if len(rules) < 2:
-        return "bad arguments (see --help)"
-    return " ".join(" ".join(lines[rules[0] + 1 : rules[1]]).split())
-
-
-def parse_args(args_type, argv: list[str]):
-    """args_type parsed from argv by tyro; bad input raises ValueError with tyro's message on one
-    line."""
-    messages = io.StringIO()
-    try:
-        with redirect_stderr(messages), redirect_stdout(messages):
-            args = tyro.cli(args_type, args=argv)
-    except SystemExit as e:
-        if e.code == 0:  # --help
-            print(messages.getvalue(), end="")
-            raise
-        message = tyro_message(messages.getvalue())
-        # an Args check (__post_init__) names its flag itself
-        raise ValueError(message.removeprefix(f"Error parsing {args_type.__name__}: ")) from None
-    return args
-
-
-def check_args(args_type, argv: list[str]):
-    """The script's Args from argv, parsed by tyro as the script will; bad input raises ValueError
-    with one line."""
-    args = parse_args(args_type, argv)
-    check_environment()
-    check_batch_memory(args)
-    check_wandb_names(args)
-    return args
-
-
-def check_environment() -> None:
-    """ValueError (one line, naming the variable) for a JAX setting from the environment that
-    config.json would misreport (REFUSED_JAX_SETTINGS), or a JAX_PLATFORMS that JAX cannot start
-    on."""
-    for setting, why in REFUSED_JAX_SETTINGS.items():
-        if getattr(jax.config, setting):
-            variable = setting.upper()
-            raise ValueError(f"{variable}={os.environ.get(variable)!r}: JAX {why}; unset it")
-    try:
-        jax.devices()
-    except Exception as e:  # a RuntimeError, or an AssertionError for cuda without a GPU
-        platforms = os.environ.get("JAX_PLATFORMS")
-        why = str(e).splitlines()[0] if str(e) else "no such device"
-        raise ValueError(
-            f"JAX_PLATFORMS={platforms!r}: JAX cannot start on it here ({why}); unset it to let "
-            "JAX choose"
-        ) from None
 
 
 def exit_on_bad_environment(framework: str) -> None:
@@ -156,45 +86,6 @@ def computation_variables() -> dict:
         for name, value in sorted(os.environ.items())
         if name.startswith(COMPUTATION_PREFIXES) or name in COMPUTATION_VARIABLES
     }
-
-
-def memory_bytes() -> int:
-    """The memory the rollout can use: the host's, or the accelerator's when JAX has one (then the
-    smaller)."""
-    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    stats = jax.devices()[0].memory_stats()  # None on a CPU
-    if stats and stats.get("bytes_limit"):
-        memory = min(memory, stats["bytes_limit"])
-    return memory
-
-
-def check_batch_memory(args) -> None:
-    """ValueError when the batch cannot be indexed or cannot fit, before the run starts to allocate
-    it."""
-    need = args.batch_size * BYTES_PER_SAMPLE
-    memory = memory_bytes()
-    if args.batch_size > MAX_BATCH or need > memory:
-        raise ValueError(
-            f"--num-envs {args.num_envs} x --num-steps {args.num_steps} = {args.batch_size:,} "
-            "samples: too many "
-            f"(at most {min(MAX_BATCH, memory // BYTES_PER_SAMPLE):,} here; each needs at least "
-            f"{BYTES_PER_SAMPLE} bytes and this machine has {memory / 2**30:.1f} GiB)"
-        )
-
-
-def check_wandb_names(args) -> None:
-    """ValueError for a W&B project or entity name that W&B would refuse once the run has
-    started."""
-    for flag, name in (
-        ("--wandb-project-name", args.wandb_project_name),
-        ("--wandb-entity", args.wandb_entity),
-    ):
-        if name is None:
-            continue
-        bad = sorted(set(name) & set(WANDB_FORBIDDEN))
-        if not name or len(name) > WANDB_MAX_NAME or bad:
-            rule = f"1 to {WANDB_MAX_NAME} characters, none of {' '.join(WANDB_FORBIDDEN)}"
-            raise ValueError(f"{flag} {name!r} is not a W&B name: {rule}")
 
 
 def machine() -> dict:

@@ -53,10 +53,10 @@ import numpy as np
 import tyro
 
 import atomic
-import bookkeeping
 import checkpoint
 from evaluation import model_file, policy
 from sweep import option_checks
+from tools.run_checks import parse_args
 
 TOOL = "evaluate.py"
 EVAL_FILE = "eval.json"
@@ -304,7 +304,7 @@ def main(argv: Optional[list[str]] = None) -> dict:
     """evaluate.py's command line: this evaluation's entry of eval.json. Bad input: one line on
     stderr, exit code 2, nothing written."""
     try:
-        args = bookkeeping.parse_args(Args, sys.argv[1:] if argv is None else argv)
+        args = parse_args(Args, sys.argv[1:] if argv is None else argv)
         ckpt = model_file.load(args.checkpoint)
         ckpt_path = Path(checkpoint.checkpoint_file(args.checkpoint))
         framework = args.framework or ckpt.meta["framework"]
