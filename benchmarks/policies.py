@@ -1,19 +1,21 @@
-"""Kept policies across frameworks: each run's policy (--save-model) evaluated in the four frameworks' networks,
-with a replay video of each and the Hub folder of one (issue 55's edition results/policies-cpu/).
+"""Kept policies across frameworks: each run's policy (--save-model) evaluated in the four
+frameworks' networks, with a replay video of each and the Hub folder of one (issue 55's edition
+results/policies-cpu/).
 
     python -m benchmarks.policies RUNS_DIR --out DIR
 
-For each run folder under RUNS_DIR that holds a model.safetensors (one per framework that trained it, all of one
-env): evaluate.py's prepare and evaluate in each of the four frameworks (EPISODES episodes, seed SEED, deterministic
-actions), each result in the run's eval.json as evaluate.py keeps it; then `evaluate.py RUN --video
-DIR/videos/FRAMEWORK.mp4` in its own framework, in a fresh process, and for one policy (Linen's) `--hub-folder
-DIR/hub-FRAMEWORK` too: a fresh process, so the Hub folder gathers only the files evaluate.py itself loads.
-DIR/README.md gets the table of mean ± std returns (rows: trained by; columns: evaluated in), each checkpoint's
-size, the machine and the commands; DIR/policies.json the same as data.
+For each run folder under RUNS_DIR that holds a model.safetensors (one per framework that trained
+it, all of one env): evaluate.py's prepare and evaluate in each of the four frameworks (EPISODES
+episodes, seed SEED, deterministic actions), each result in the run's eval.json as evaluate.py keeps
+it; then `evaluate.py RUN --video DIR/videos/FRAMEWORK.mp4` in its own framework, in a fresh
+process, and for one policy (Linen's) `--hub-folder DIR/hub-FRAMEWORK` too: a fresh process, so the
+Hub folder gathers only the files evaluate.py itself loads. DIR/README.md gets the table of mean ±
+std returns (rows: trained by; columns: evaluated in), each checkpoint's size, the machine and the
+commands; DIR/policies.json the same as data.
 
-Bad input (no checkpoint, two of one framework, checkpoints of several envs, an output it did not write: README.md,
-policies.json, a video, the Hub folder, a run's eval.json): one line, exit code 2, before anything is evaluated or
-written.
+Bad input (no checkpoint, two of one framework, checkpoints of several envs, an output it did not
+write: README.md, policies.json, a video, the Hub folder, a run's eval.json): one line, exit code 2,
+before anything is evaluated or written.
 """
 
 import argparse
@@ -31,9 +33,7 @@ import checkpoint
 import evaluate
 from analysis.common import md_code, md_text
 from analysis.markdown import markdown_table
-from benchmarks.common import ROOT, refuse
-from benchmarks.quickstart_clone import machine
-from benchmarks.quickstart_report import machine_text
+from benchmarks.common import ROOT, machine, machine_text, refuse
 from evaluation import model_file
 from evaluation.share import FRAMEWORK_NAMES
 from sweep.shell_quoting import shell_word
@@ -64,10 +64,11 @@ class Outputs(NamedTuple):
     hub: Path
 
 
-# ---------------------------------------------------------------------------------------------- the policies
+# ------------------------------------------------------------------------------------- the policies
 def find_policies(runs_dir: Path) -> list[Policy]:
-    """The checkpoints under runs_dir, in FRAMEWORKS' order; ValueError (one line) for none, a checkpoint that does
-    not load, two of one framework (one row each) or checkpoints of several envs."""
+    """The checkpoints under runs_dir, in FRAMEWORKS' order; ValueError (one line) for none, a
+    checkpoint that does not load, two of one framework (one row each) or checkpoints of several
+    envs."""
     if not runs_dir.is_dir():
         raise ValueError(f"RUNS_DIR {runs_dir} is not a folder")
     policies = {}
@@ -77,7 +78,8 @@ def find_policies(runs_dir: Path) -> list[Policy]:
         if framework in policies:
             first = policies[framework].run_dir
             raise ValueError(
-                f"RUNS_DIR {runs_dir} holds two {framework} policies ({first} and {path.parent}): one row per "
+                f"RUNS_DIR {runs_dir} holds two {framework} policies ({first} and {path.parent}): "
+                "one row per "
                 "framework, give a folder with one of each"
             )
         policies[framework] = Policy(framework, path.parent, ckpt)
@@ -88,7 +90,8 @@ def find_policies(runs_dir: Path) -> list[Policy]:
     envs = sorted({env_of(p) for p in policies.values()})
     if len(envs) > 1:
         raise ValueError(
-            f"RUNS_DIR {runs_dir} holds policies of several envs ({', '.join(envs)}): give one env's"
+            f"RUNS_DIR {runs_dir} holds policies of several envs ({', '.join(envs)}): give one "
+            "env's"
         )
     return [policies[f] for f in FRAMEWORKS if f in policies]
 
@@ -105,8 +108,8 @@ def outputs_of(out: Path, policies: list[Policy]) -> Outputs:
 
 
 def check_outputs(outputs: Outputs, policies: list[Policy]) -> None:
-    """OutputRefused (one line) for an output this tool (or evaluate.py, for the videos, the Hub folder and the
-    eval.json files) did not write, or cannot write."""
+    """OutputRefused (one line) for an output this tool (or evaluate.py, for the videos, the Hub
+    folder and the eval.json files) did not write, or cannot write."""
     from evaluation import share, video
 
     atomic.check_replaceable("--out", outputs.readme, atomic.md_by(TOOL))
@@ -117,10 +120,10 @@ def check_outputs(outputs: Outputs, policies: list[Policy]) -> None:
     share.check_hub_folder(outputs.hub)
 
 
-# ------------------------------------------------------------------------------------------- the evaluations
+# ---------------------------------------------------------------------------------- the evaluations
 def evaluate_everywhere(policies: list[Policy]) -> list[dict]:
-    """Each policy in each framework's network, by evaluate.py's functions; each result also in its run's
-    eval.json (evaluate.py's merged record). Progress lines as it goes."""
+    """Each policy in each framework's network, by evaluate.py's functions; each result also in its
+    run's eval.json (evaluate.py's merged record). Progress lines as it goes."""
     results = []
     count = len(policies) * len(FRAMEWORKS)
     for policy in policies:
@@ -167,7 +170,8 @@ def run_extras(commands: list[list[str]]) -> None:
 
 
 def project_relative(command: list[str]) -> list[str]:
-    """A run's command (its sys.argv) with its script as a path from the project's folder, when it is in it."""
+    """A run's command (its sys.argv) with its script as a path from the project's folder, when it
+    is in it."""
     script = Path(command[0])
     if script.is_absolute() and script.is_relative_to(ROOT):
         return [script.relative_to(ROOT).as_posix(), *command[1:]]
@@ -178,7 +182,7 @@ def shown(command: list[str]) -> str:
     return " ".join(shell_word(word) for word in command)
 
 
-# -------------------------------------------------------------------------------------------------- the tables
+# --------------------------------------------------------------------------------------- the tables
 def cell(result: Optional[dict]) -> str:
     if result is None:
         return NO_RESULT
@@ -186,7 +190,8 @@ def cell(result: Optional[dict]) -> str:
 
 
 def returns_table(results: list[dict]) -> str:
-    """Mean ± std return: a row per framework that trained a policy, a column per framework that ran it."""
+    """Mean ± std return: a row per framework that trained a policy, a column per framework that ran
+    it."""
     by_pair = {(r["trained_by"], r["framework"]): r for r in results}
     trained = [f for f in FRAMEWORKS if any(t == f for t, _ in by_pair)]
     rows = [
@@ -204,8 +209,8 @@ def names(frameworks: list[str]) -> str:
 
 
 def agreement(results: list[dict]) -> str:
-    """Which frameworks' networks give every policy the same returns, episode by episode (the largest such
-    group), and how far the others' mean returns are from theirs."""
+    """Which frameworks' networks give every policy the same returns, episode by episode (the
+    largest such group), and how far the others' mean returns are from theirs."""
     columns = {}  # evaluated in -> trained by -> result
     for r in results:
         columns.setdefault(r["framework"], {})[r["trained_by"]] = r
@@ -225,7 +230,8 @@ def agreement(results: list[dict]) -> str:
         if t in reference
     )
     if len(agreeing) == 1:
-        return f"No two frameworks give a policy the same returns; their means differ by at most {gap:.3g}"
+        same = "No two frameworks give a policy the same returns"
+        return f"{same}; their means differ by at most {gap:.3g}"
     return (
         f"{names(agreeing)} give each policy the same returns, episode by episode; {names(others)} "
         f"{'differs' if len(others) == 1 else 'differ'} from them by at most {gap:.3g} in the mean"
@@ -302,10 +308,14 @@ def readme_text(record: dict, out: Path) -> str:
     hub = Path(record["hub_folder"]).relative_to(out).as_posix()
     return f"""# Kept policies: {md_text(env)}, each framework's, evaluated in all four
 
-Each framework's policy, kept by its template's `--save-model` (`model.safetensors`: one layout for the
-four frameworks), evaluated by evaluate.py in each framework's own network: {record["episodes"]} episodes,
-seed {record["seed"]}, deterministic actions, on the env, backend and observation normalisation of its
-training. Cells: mean ± std (population) of the episode returns; each run's `eval.json` holds every episode's.
+Each framework's policy, kept by its template's `--save-model` (`model.safetensors`: one layout \
+for the
+four frameworks), evaluated by evaluate.py in each framework's own network: {record["episodes"]} \
+episodes,
+seed {record["seed"]}, deterministic actions, on the env, backend and observation normalisation of \
+its
+training. Cells: mean ± std (population) of the episode returns; each run's `eval.json` holds \
+every episode's.
 
 {returns_table(record["evaluations"])}
 
@@ -313,9 +323,11 @@ training. Cells: mean ± std (population) of the episode returns; each run's `ev
 
 {policy_rows(record["policies"], out)}
 
-Replays: each policy in its own framework (`evaluate.py --video`; an envpool MuJoCo episode is replayed
+Replays: each policy in its own framework (`evaluate.py --video`; an envpool MuJoCo episode is \
+replayed
 in gymnasium's MuJoCo of the same model, so its return can differ from episode 0's).
-Hub folder: [{hub}/]({hub}/README.md), {FRAMEWORK_NAMES[record["hub_framework"]]}'s policy, ready for
+Hub folder: [{hub}/]({hub}/README.md), {FRAMEWORK_NAMES[record["hub_framework"]]}'s policy, ready \
+for
 `huggingface-cli upload` (`evaluate.py --hub-folder`).
 
 Machine: {machine_text(machine_info)}, {md_text(machine_info["os"])}, host
@@ -329,14 +341,15 @@ The runs (each one's command, from its checkpoint's metadata):
 {training}
 
 The evaluation: `python -m {TOOL} {md_text(record["runs_dir"])} --out {md_text(out)}`, which runs
-evaluate.py's prepare and evaluate for each policy in each framework (as `python evaluate.py RUN --framework
+evaluate.py's prepare and evaluate for each policy in each framework (as `python evaluate.py RUN \
+--framework
 FRAMEWORK --episodes {record["episodes"]} --seed {record["seed"]}` does), then:
 
 {extras}
 """
 
 
-# -------------------------------------------------------------------------------------------------------- main
+# --------------------------------------------------------------------------------------------- main
 def parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(

@@ -1,113 +1,119 @@
-"""How long the README's quick-start lines take: each one timed from a fresh clone, for the README to state.
+"""How long the README's quick-start lines take: each one timed from a fresh clone, for the README
+to state.
 
-    python -m benchmarks.quickstart --update-readme README.md      # -> results/quickstart/, and README's block
-    python -m benchmarks.quickstart --steps templates --dry-run    # print the commands, run nothing
-    python -m benchmarks.quickstart --render-only --update-readme README.md   # again from quickstart.json
+    python -m benchmarks.quickstart --update-readme README.md     # -> results/quickstart/, README
+    python -m benchmarks.quickstart --steps templates --dry-run   # print the commands, run nothing
+    python -m benchmarks.quickstart --render-only --update-readme README.md  # from quickstart.json
 
-It clones the repository (--repo; default: the one this file is in) into a temporary folder (--work-dir), so that
-nothing made before is reused: no .venv, an empty pip cache (--pip-cache: the user's own), an empty TorchInductor
-cache and no JAX compilation cache; the variables that would reuse one (or point into another venv) are dropped.
-There it runs these steps (--steps, comma-separated; they run in this order), one at a time, each timed by
-time.perf_counter() around the whole command:
+It clones the repository (--repo; default: the one this file is in) into a temporary folder
+(--work-dir), so that nothing made before is reused: no .venv, an empty pip cache (--pip-cache: the
+user's own), an empty TorchInductor cache and no JAX compilation cache; the variables that would
+reuse one (or point into another venv) are dropped. There it runs these steps (--steps,
+comma-separated; they run in this order), one at a time, each timed by time.perf_counter() around
+the whole command:
 
-  demo       ./setup.sh demo: sets .venv up, then trains ppo_nnx.py on Acrobot-v1 (small model); split into the
-             run (summary.json total_s, from the script's first line) and the rest, outside the script: the
-             set-up (and the interpreter's start and exit);
-  templates  ./setup.sh run python ppo_<framework>.py --env Acrobot-v1 --model-size small, each framework of the
-             study: the wall time, the final return and the compile time: time/iteration of iteration 0 less the
-             median of the later iterations (the run's TensorBoard events);
-  pendulum   the command of README.md's "Continuous control" block (read in the clone), as ./setup.sh run CMD;
-  tests      ./setup.sh test, the whole test suite and the longest step: only with --with-tests or when named.
+  demo       ./setup.sh demo: sets .venv up, then trains ppo_nnx.py on Acrobot-v1 (small model);
+             split into the run (summary.json total_s, from the script's first line) and the rest,
+             outside the script: the set-up (and the interpreter's start and exit);
+  templates  ./setup.sh run python ppo_<framework>.py --env Acrobot-v1 --model-size small, each
+             framework of the study: the wall time, the final return and the compile time:
+             time/iteration of iteration 0 less the median of the later iterations (the run's
+             TensorBoard events);
+  pendulum   the command of README.md's "Continuous control" block (read in the clone), as
+             ./setup.sh run CMD;
+  tests      ./setup.sh test, the whole test suite and the longest step: only with --with-tests or
+             when named.
 
-Without demo, a plain ./setup.sh runs first, so that no other step pays for the set-up. Each command's output goes
-to OUT/logs/STEP.log, and a line per step (with the time it took and the time so far) to the terminal. After every
-step OUT/quickstart.json is rewritten (atomically) with what is measured so far: each step's command, wall time,
-exit code, final return and compile time, the machine, the date (UTC) and the commit cloned. A failed step is
-recorded and the next one runs. Then OUT/README.md gets a table of the steps and, with --update-readme FILE, the
-text between <!-- quickstart:start --> and <!-- quickstart:end --> in FILE becomes the line that states the
+Without demo, a plain ./setup.sh runs first, so that no other step pays for the set-up. Each
+command's output goes to OUT/logs/STEP.log, and a line per step (with the time it took and the time
+so far) to the terminal. After every step OUT/quickstart.json is rewritten (atomically) with what is
+measured so far: each step's command, wall time, exit code, final return and compile time, the
+machine, the date (UTC) and the commit cloned. A failed step is recorded and the next one runs.
+Then OUT/README.md gets a table of the steps and, with --update-readme FILE, the text between
+<!-- quickstart:start --> and <!-- quickstart:end --> in FILE becomes the line that states the
 durations. Ctrl-C stops (exit status 130) and keeps what was written, and leaves FILE as it was.
 
-OUT's quickstart.json, README.md and logs/*.log are replaced only when this tool wrote them (the record's command,
-the README's title, the logs the record lists); any other file there is refused, `--out .` (the repository's
-README) among them.
+OUT's quickstart.json, README.md and logs/*.log are replaced only when this tool wrote them (the
+record's command, the README's title, the logs the record lists); any other file there is refused,
+`--out .` (the repository's README) among them.
 
-Exit status: 0 when every step succeeded, 1 when one failed, 2 for bad input (one line, before anything is cloned
-or written), 130 when interrupted. Time it on an otherwise quiet machine: anything else running slows every step.
+Exit status: 0 when every step succeeded, 1 when one failed, 2 for bad input (one line, before
+anything is cloned or written), 130 when interrupted. Time it on an otherwise quiet machine:
+anything else running slows every step.
 """
 
 import argparse
+import os
 import shlex
 import sys
 import tempfile
+import time
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 from analysis import runlog
 from analysis.common import BadInput
 from analysis.output import check_out, check_target, readme_with
 from atomic import OutputRefused, check_replaceable
-from benchmarks.common import ROOT
-from benchmarks.quickstart_clone import CLONE, committed_readme
-from benchmarks.quickstart_measure import measure
-from benchmarks.quickstart_report import (
+from benchmarks.common import ROOT, fresh_environment, git, git_out, human, machine, run_logged
+from benchmarks.quickstart_steps import (
     MARKERS,
     RESULTS,
+    STEP_GROUPS,
+    Step,
     foreign_logs,
+    outcome,
+    plan_steps,
     readme_why_not,
     record_why_not,
     render,
+    run_folders,
+    step_groups,
+    with_training,
+    write_results,
+    written_logs,
 )
-from benchmarks.quickstart_steps import STEP_GROUPS, plan_steps, step_groups
 
 DEFAULT_STEPS = "demo,templates,pendulum"
+CLONE = "benchback-rl"  # the clone's folder, in the temporary folder
+PIP_VARIABLES = ("PIP_CACHE_DIR", "PIP_NO_CACHE_DIR")  # kept with --pip-cache
 
 
+# ----------------------------------------------------------------------------------------- options
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.quickstart",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "--steps",
-        default=DEFAULT_STEPS,
-        help=f"comma-separated, of {', '.join(STEP_GROUPS)} (default: {DEFAULT_STEPS})",
-    )
-    parser.add_argument(
-        "--with-tests", action="store_true", help="also ./setup.sh test (the longest step)"
-    )
-    parser.add_argument(
-        "--repo", default=str(ROOT), help="the repository to clone (default: %(default)s)"
-    )
-    parser.add_argument(
-        "--out", default="results/quickstart", help="output folder (default: %(default)s)"
-    )
-    parser.add_argument(
-        "--update-readme",
-        metavar="FILE",
-        help=f"replace the text between {MARKERS[0]} and {MARKERS[1]} in FILE with the durations",
-    )
-    parser.add_argument(
-        "--pip-cache",
-        action="store_true",
-        help="let pip use the user's cache (default: an empty one)",
-    )
+    steps = f"comma-separated, of {', '.join(STEP_GROUPS)} (default: {DEFAULT_STEPS})"
+    parser.add_argument("--steps", default=DEFAULT_STEPS, help=steps)
+    tests = "also ./setup.sh test (the longest step)"
+    parser.add_argument("--with-tests", action="store_true", help=tests)
+    repo = "the repository to clone (default: %(default)s)"
+    parser.add_argument("--repo", default=str(ROOT), help=repo)
+    out = "output folder (default: %(default)s)"
+    parser.add_argument("--out", default="results/quickstart", help=out)
+    readme = f"replace the text between {MARKERS[0]} and {MARKERS[1]} in FILE with the durations"
+    parser.add_argument("--update-readme", metavar="FILE", help=readme)
+    pip = "let pip use the user's cache (default: an empty one)"
+    parser.add_argument("--pip-cache", action="store_true", help=pip)
     parser.add_argument("--work-dir", help="where the temporary clone goes (default: the system's)")
     parser.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
-    parser.add_argument(
-        "--render-only",
-        action="store_true",
-        help="run nothing: OUT/README.md (and --update-readme's block) again from OUT/quickstart.json",
+    again = (
+        "run nothing: OUT/README.md (and --update-readme's block) again from OUT/quickstart.json"
     )
+    parser.add_argument("--render-only", action="store_true", help=again)
     args = parser.parse_args(argv)
     args.groups = step_groups(args.steps, args.with_tests)
     return args
 
 
 def check_paths(args) -> None:
-    """BadInput or OutputRefused, before anything is cloned or written, for an --out or README that cannot be
-    written, or an --out whose quickstart.json, README.md or logs/*.log this tool did not write (`--out .`: the
-    repository's README)."""
+    """BadInput or OutputRefused, before anything is cloned or written, for an --out or README that
+    cannot be written, or an --out whose quickstart.json, README.md or logs/*.log this tool did not
+    write (`--out .`: the repository's README)."""
     out = Path(args.out)
     check_out(out, [RESULTS, "README.md"])
     check_replaceable("--out", out / RESULTS, record_why_not)
@@ -115,8 +121,8 @@ def check_paths(args) -> None:
     foreign = [] if args.render_only else foreign_logs(out)
     if foreign:
         raise OutputRefused(
-            f"--out {args.out}: logs/ holds logs this tool did not write ({', '.join(foreign[:5])}): "
-            "nothing is run; give another --out or move them away"
+            f"--out {args.out}: logs/ holds logs this tool did not write "
+            f"({', '.join(foreign[:5])}): nothing is run; give another --out or move them away"
         )
     if args.update_readme:
         check_target("--update-readme", args.update_readme, new=False)
@@ -125,6 +131,169 @@ def check_paths(args) -> None:
         raise BadInput(f"--work-dir {args.work_dir}: no such folder")
 
 
+# ------------------------------------------------------------------- the clone and its environment
+def clone_repo(repo: str, folder: Path) -> tuple[Path, str]:
+    """A fresh clone of repo in folder, and its commit; BadInput with git's last line when it
+    fails."""
+    clone = folder / CLONE
+    git_out(
+        "clone", "--quiet", repo, str(clone), why=f"--repo {repo}: cannot clone it", error=BadInput
+    )
+    return clone, git("-C", str(clone), "rev-parse", "HEAD").stdout.strip()
+
+
+def uncommitted(repo: str) -> bool:
+    """Whether repo (a local git repository) has changes to tracked files, which its clone lacks."""
+    proc = git("-C", repo, "status", "--porcelain", "--untracked-files=no")
+    return proc.returncode == 0 and bool(proc.stdout.strip())
+
+
+def committed_readme(repo: str) -> str:
+    """README.md as the clone would have it (the repo's HEAD), for --dry-run; BadInput when it
+    cannot be read."""
+    why = f"--repo {repo}: cannot read its README.md at HEAD (a local git repository?)"
+    return git_out("-C", repo, "show", "HEAD:README.md", why=why, error=BadInput)
+
+
+def without_venv(path: str) -> str:
+    """PATH without the folders of the venv this tool runs in (if any): the clone's set-up finds
+    its own Python."""
+    if sys.prefix == sys.base_prefix:
+        return path
+    venv = Path(sys.prefix).resolve()
+    kept = [p for p in path.split(os.pathsep) if p and not Path(p).resolve().is_relative_to(venv)]
+    return os.pathsep.join(kept)
+
+
+def step_environment(scratch: Path, pip_cache: bool) -> dict:
+    """The steps' environment: common.fresh_environment without this venv; empty caches in scratch
+    (pip's own as it is with pip_cache)."""
+    env = fresh_environment(scratch, keep=PIP_VARIABLES if pip_cache else ())
+    env["PATH"] = without_venv(env.get("PATH", ""))
+    if not pip_cache:
+        env["PIP_CACHE_DIR"] = str(scratch / "pip-cache")
+    return env
+
+
+# ---------------------------------------------------------------------------- the steps, measured
+class StepInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a step: the step's record so far (its wall time until then, no exit code)."""
+
+    def __init__(self, result: dict):
+        super().__init__()
+        self.result = result
+
+
+def run_step(step: Step, clone: Path, log: Path, env: dict) -> dict:
+    """Runs the step's command in the clone, its output to log; its record. StepInterrupted on
+    Ctrl-C."""
+    before = run_folders(clone)
+    result = {"step": step.name, "group": step.group, "command": shlex.join(step.command)}
+    try:
+        logged = run_logged(step.command, clone, env, log)
+    except OSError as e:  # a command that cannot be started
+        result.update(wall_s=None, exit_code=None, error=f"not started: {e}")
+        return result
+    if logged.interrupted:
+        result.update(wall_s=logged.wall_s, exit_code=None, interrupted=True)
+        raise StepInterrupted(result)
+    result.update(wall_s=logged.wall_s, exit_code=logged.returncode)
+    return with_training(result, step, clone, before)
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def new_record(argv: list[str], commit: str, pip_cache: bool) -> dict:
+    return {
+        "command": shlex.join(["python", "-m", "benchmarks.quickstart", *argv]),
+        "status": "running",
+        "started": now(),
+        "commit": commit,
+        "machine": machine(),
+        "caches": {
+            "pip": "the user's" if pip_cache else "empty",
+            "torchinductor": "empty",
+            "jax_compilation": "none",
+        },
+        "steps": [],
+    }
+
+
+def progress(index: int, count: int, result: dict, started: float) -> str:
+    return (
+        f"[{index}/{count}] {result['step']}: {outcome(result)} in {human(result['wall_s'])} "
+        f"(elapsed {human(time.perf_counter() - started)})"
+    )
+
+
+def run_all(steps: list[Step], clone: Path, out: Path, record: dict, env: dict) -> None:
+    """Each step in turn, quickstart.json rewritten after each; StepInterrupted (recorded) on
+    Ctrl-C."""
+    started = time.perf_counter()
+    for index, step in enumerate(steps, 1):
+        log = out / "logs" / f"{step.name}.log"
+        command = shlex.join(step.command)
+        print(f"[{index}/{len(steps)}] {step.name}: {command} (output: {log})", flush=True)
+        try:
+            result = run_step(step, clone, log, env)
+        except StepInterrupted as e:
+            record["steps"].append({**e.result, "log": str(log.relative_to(out))})
+            raise
+        record["steps"].append({**result, "log": str(log.relative_to(out))})
+        write_results(out, record)
+        failed = outcome(result) != "done"
+        said = progress(index, len(steps), result, started) + ("; continuing" if failed else "")
+        print(said, flush=True)
+
+
+def fresh_logs(out: Path) -> None:
+    """OUT/logs made, without the logs of an earlier call (they would be taken for this one's):
+    those its quickstart.json lists, never another file (check_paths refuses an OUT/logs that
+    holds one)."""
+    old = written_logs(out)
+    (out / "logs").mkdir(parents=True, exist_ok=True)
+    for log in old:
+        log.unlink(missing_ok=True)
+
+
+def measure(
+    args, argv: list[str], plan: Callable[[list[str], str], list[Step]] = plan_steps
+) -> int:
+    """Clones, runs the planned steps, writes quickstart.json and the READMEs; the exit status: 0
+    when every step succeeded, 1 when one failed, 130 when interrupted (what was measured is kept,
+    the README left as it was)."""
+    out = Path(args.out)
+    with tempfile.TemporaryDirectory(prefix="quickstart-", dir=args.work_dir) as scratch:
+        clone, commit = clone_repo(args.repo, Path(scratch))
+        steps = plan(args.groups, (clone / "README.md").read_text())
+        fresh_logs(out)
+        record = new_record(argv, commit, args.pip_cache)
+        write_results(out, record)
+        print(f"fresh clone of {commit[:12]} in {clone}; results: {out / RESULTS}", flush=True)
+        if uncommitted(args.repo):
+            print(f"note: {args.repo} has uncommitted changes, which the clone lacks", flush=True)
+        try:
+            run_all(steps, clone, out, record, step_environment(Path(scratch), args.pip_cache))
+            record["status"] = "finished"
+        except KeyboardInterrupt:
+            record["status"] = "interrupted"
+        record["ended"] = now()
+        write_results(out, record)
+    if record["status"] == "interrupted":
+        render(out, record, None)
+        print(
+            f"interrupted: what was measured is kept in {out / RESULTS}; the README is left as it "
+            "was (--render-only --update-readme FILE writes it from that)",
+            file=sys.stderr,
+        )
+        return 130
+    render(out, record, args.update_readme)
+    return 0 if all(outcome(step) == "done" for step in record["steps"]) else 1
+
+
+# ---------------------------------------------------------------------------------------- the tool
 def dry_run(args) -> int:
     clone = Path(args.work_dir or tempfile.gettempdir()) / "quickstart-XXXX" / CLONE
     print(shlex.join(["git", "clone", "--quiet", args.repo, str(clone)]))

@@ -1,52 +1,65 @@
-"""The quick start's steps, for benchmarks/quickstart.py: which commands run (the --steps groups, each framework's
-template on the demo's task, the README's Pendulum line), each one run and timed in the clone (time.perf_counter()
-around the whole command, its output to a log), and what its run folder says (status, total_s, final return, the
-compile time from its TensorBoard events); StepInterrupted carries a step's record when Ctrl-C stops it."""
+"""The quick start's steps and what they are written as, for benchmarks/quickstart.py: which
+commands run (the --steps groups, each framework's template on the demo's task, the README's
+Pendulum line), what a step's run folder says (status, total_s, final return, the compile time from
+its TensorBoard events), how a step ended in words, and what the record is written as:
+quickstart.json (rewritten after every step), OUT/README.md (a table of the steps, the machine, the
+commit and what each column means) and the README's sentence between its
+<!-- quickstart:start --> and <!-- quickstart:end --> markers (how long each quick-start line took,
+where and when)."""
 
+import json
+import os
+import re
 import shlex
 import statistics
-import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+import pandas as pd
+
 from analysis import runlog
-from analysis.common import BadInput
-from benchmarks.common import run_series
+from analysis.common import BadInput, md_code, md_text
+from analysis.markdown import markdown_table
+from analysis.output import readme_with
+from atomic import write_file, write_json
+from benchmarks.common import human, machine_text, run_series
 from sweep import study
 
 STEP_GROUPS = ("demo", "templates", "pendulum", "tests")  # --steps names, in the order they run
 # what ./setup.sh demo trains (setup.sh); the templates too
 DEMO_ENV, DEMO_SIZE = "Acrobot-v1", "small"
 PENDULUM_HEADING = "**Continuous control.**"  # README.md's paragraph before the Pendulum code block
+STATED_COMPILE = "torch"  # the framework whose compile time the README states
+MARKERS = ("<!-- quickstart:start -->", "<!-- quickstart:end -->")
+PLACEHOLDER = (
+    "How long each line takes: not measured yet "
+    "(`python -m benchmarks.quickstart --update-readme README.md` measures it from a fresh clone)."
+)
+RESULTS = "quickstart.json"
+TITLE = "# The quick start, timed"  # OUT/README.md's first line: what tells it is this tool's
+COMMAND = "python -m benchmarks.quickstart"  # how quickstart.json's "command" starts: the same
 
 
 @dataclass(frozen=True)
 class Step:
-    name: str  # its key in quickstart.json and its log's name: demo, setup, linen, ..., pendulum, tests
+    name: str  # its key in quickstart.json and its log's name: demo, setup, linen, ..., tests
     group: str  # the --steps name it belongs to
     command: tuple[str, ...]  # run in the clone
     trains: bool = True  # whether it makes a run folder (under the clone's runs/) to read
 
 
-class StepInterrupted(KeyboardInterrupt):
-    """Ctrl-C during a step: the step's record so far (its wall time until then, no exit code)."""
-
-    def __init__(self, result: dict):
-        super().__init__()
-        self.result = result
-
-
-# ------------------------------------------------------------------------------------------------ the steps
+# --------------------------------------------------------------------------------------- the steps
 def step_groups(text: str, with_tests: bool = False) -> list[str]:
-    """The --steps names (comma-separated), in the order they run; BadInput naming an unknown one."""
+    """The --steps names (comma-separated), in the order they run; BadInput naming an unknown
+    one."""
     names = [name.strip() for name in text.split(",") if name.strip()]
     unknown = [name for name in names if name not in STEP_GROUPS]
     if unknown or not names:
         bad = ", ".join(repr(name) for name in unknown) or repr(text)
         raise BadInput(
-            f"--steps {text!r}: unknown step {bad} (choose from {', '.join(STEP_GROUPS)}, comma-separated)"
+            f"--steps {text!r}: unknown step {bad} "
+            f"(choose from {', '.join(STEP_GROUPS)}, comma-separated)"
         )
     chosen = set(names) | ({"tests"} if with_tests else set())
     return [group for group in STEP_GROUPS if group in chosen]
@@ -64,27 +77,16 @@ def pendulum_command(readme: str) -> list[str]:
 
 def template_steps() -> list[Step]:
     """Each framework's script of the study on the demo's task, inside the venv."""
+    task = ("--env", DEMO_ENV, "--model-size", DEMO_SIZE)
     return [
-        Step(
-            name,
-            "templates",
-            (
-                "./setup.sh",
-                "run",
-                "python",
-                framework.script,
-                "--env",
-                DEMO_ENV,
-                "--model-size",
-                DEMO_SIZE,
-            ),
-        )
+        Step(name, "templates", ("./setup.sh", "run", "python", framework.script, *task))
         for name, framework in study.load().frameworks.items()
     ]
 
 
 def plan_steps(groups: list[str], readme: str) -> list[Step]:
-    """The commands of the chosen step groups; readme: the clone's README.md (for the Pendulum line)."""
+    """The commands of the chosen step groups; readme: the clone's README.md (for the Pendulum
+    line)."""
     steps = [] if "demo" in groups else [Step("setup", "setup", ("./setup.sh",), trains=False)]
     for group in groups:
         if group == "demo":
@@ -100,9 +102,10 @@ def plan_steps(groups: list[str], readme: str) -> list[Step]:
     return steps
 
 
-# ---------------------------------------------------------------------------------------- what is measured
+# ------------------------------------------------------------------------------- what is measured
 def compile_seconds(iteration_times) -> Optional[float]:
-    """time/iteration of iteration 0 less the median of the later iterations: the first iteration's compile."""
+    """time/iteration of iteration 0 less the median of the later iterations: the first
+    iteration's compile."""
     times = [float(t) for t in iteration_times]
     if len(times) < 2:
         return None
@@ -115,7 +118,8 @@ def run_folders(clone: Path) -> set[Path]:
 
 
 def training(run_dirs: list[Path], clone: Path) -> dict:
-    """What the step's one new run folder says: its status, total_s, final return, compile time and versions."""
+    """What the step's one new run folder says: its status, total_s, final return, compile time
+    and versions."""
     if len(run_dirs) != 1:
         return {"error": f"{len(run_dirs)} new run folders under runs/, not one"}
     run_dir = run_dirs[0]
@@ -138,7 +142,8 @@ def training(run_dirs: list[Path], clone: Path) -> dict:
 
 
 def with_training(result: dict, step: Step, clone: Path, before: set[Path]) -> dict:
-    """result with the step's run read, and the wall time outside the script (its set-up, in the demo)."""
+    """result with the step's run read, and the wall time outside the script (its set-up, in the
+    demo)."""
     if not step.trains:
         return result
     result.update(training(sorted(run_folders(clone) - before), clone))
@@ -148,21 +153,169 @@ def with_training(result: dict, step: Step, clone: Path, before: set[Path]) -> d
     return result
 
 
-def run_step(step: Step, clone: Path, log: Path, env: dict) -> dict:
-    """Runs the step's command in the clone, its output to log; its record. StepInterrupted on Ctrl-C."""
-    before = run_folders(clone)
-    result = {"step": step.name, "group": step.group, "command": shlex.join(step.command)}
-    started = time.perf_counter()
+def outcome(result: dict) -> str:
+    """How a step ended, in words: done, failed (exit N), interrupted, or why it did not run or
+    cannot be read."""
+    if result.get("interrupted"):
+        return "interrupted"
+    if result.get("exit_code") is None:
+        return result.get("error", "not run")
+    if result["exit_code"] != 0:
+        return f"failed (exit {result['exit_code']})"
+    return f"run unreadable: {result['error']}" if result.get("error") else "done"
+
+
+# ------------------------------------------------------- what in --out this tool wrote (atomic.py)
+def record_why_not(text: str) -> Optional[str]:
+    """None when the text is a quickstart.json of this tool (its "command" is this tool's); else
+    why not."""
     try:
-        with open(log, "w") as output:
-            code = subprocess.run(
-                step.command, cwd=clone, stdout=output, stderr=subprocess.STDOUT, env=env
-            ).returncode
-    except KeyboardInterrupt:
-        result.update(wall_s=time.perf_counter() - started, exit_code=None, interrupted=True)
-        raise StepInterrupted(result) from None
-    except OSError as e:  # a command that cannot be started
-        result.update(wall_s=None, exit_code=None, error=f"not started: {e}")
-        return result
-    result.update(wall_s=time.perf_counter() - started, exit_code=code)
-    return with_training(result, step, clone, before)
+        record = json.loads(text)
+    except (ValueError, RecursionError):
+        return "is not JSON, so not a quickstart.json of this tool"
+    if not isinstance(record, dict) or not str(record.get("command", "")).startswith(COMMAND):
+        return f'holds no "command" of {COMMAND}, so this tool did not write it'
+    return None
+
+
+def readme_why_not(text: str) -> Optional[str]:
+    """None when the text is an OUT/README.md of this tool (its title first); else why not."""
+    if text.partition("\n")[0] != TITLE:
+        return f"does not start with {TITLE!r}, so this tool did not write it"
+    return None
+
+
+def written_logs(out: Path) -> list[Path]:
+    """The logs of OUT/logs/ that OUT/quickstart.json lists (this tool's, of an earlier call): only
+    plain names in OUT/logs/, whatever the record says."""
+    path = out / RESULTS
+    if not path.is_file() or record_why_not(path.read_text(errors="replace")):
+        return []
+    steps = json.loads(path.read_text()).get("steps")
+    logs = [s.get("log") for s in steps if isinstance(s, dict)] if isinstance(steps, list) else []
+    return [
+        out / log
+        for log in logs
+        if isinstance(log, str) and re.fullmatch(r"logs/[A-Za-z0-9_.-]+\.log", log)
+    ]
+
+
+def foreign_logs(out: Path) -> list[str]:
+    """The logs in OUT/logs/ that this tool did not write (a call removes its earlier logs: never
+    these)."""
+    ours = set(written_logs(out))
+    return sorted(p.name for p in (out / "logs").glob("*.log") if p not in ours)
+
+
+# ----------------------------------------------------------------------------- what is written
+def write_results(out: Path, record: dict) -> None:
+    write_json(out / RESULTS, record)
+
+
+def step_text(result: dict) -> str:
+    """A step's duration, or how it ended when it did not succeed."""
+    said = outcome(result)
+    return human(result["wall_s"]) if said == "done" else said
+
+
+def demo_text(result: dict) -> str:
+    text = f"`./setup.sh demo` {step_text(result)}"
+    if outcome(result) == "done":
+        outside, run = human(result.get("outside_script_s")), human(result.get("total_s"))
+        text += f" (set-up {outside}, the run {run})"
+    return text
+
+
+def templates_text(results: list[dict]) -> str:
+    said = []
+    for result in results:
+        text = f"{result['step']} {step_text(result)}"
+        if result["step"] == STATED_COMPILE and result.get("compile_s") is not None:
+            text += f" (of which compile {human(result['compile_s'])})"
+        said.append(text)
+    command = "`./setup.sh run python ppo_<framework>.py`"
+    return f"{DEMO_ENV} {DEMO_SIZE}, {command}: " + ", ".join(said)
+
+
+def readme_line(record: dict, link: str) -> str:
+    """The README's sentence: how long each quick-start line took, where, when, and where the
+    results are."""
+    steps = record["steps"]
+    by_group = {
+        group: [s for s in steps if s["group"] == group] for group in ("setup", *STEP_GROUPS)
+    }
+    if not steps:
+        return PLACEHOLDER
+    parts = [f"`./setup.sh` (set-up only) {step_text(s)}" for s in by_group["setup"]]
+    parts += [demo_text(s) for s in by_group["demo"]]
+    if by_group["templates"]:
+        parts.append(templates_text(by_group["templates"]))
+    parts += [f"the Pendulum line {step_text(s)}" for s in by_group["pendulum"]]
+    tests = by_group["tests"]
+    parts.append(
+        f"`./setup.sh test` {step_text(tests[0])}" if tests else "`./setup.sh test` not timed"
+    )
+    machine = machine_text(record["machine"])
+    where = f"{machine}, {record['started'][:10]}, [{Path(link).parent}]({link})"
+    interrupted = " (interrupted before the end)" if record["status"] == "interrupted" else ""
+    cache = f"pip's cache: {record['caches']['pip']}"
+    return (
+        f"Measured from a fresh clone ({cache}) on {where}{interrupted}: " + "; ".join(parts) + "."
+    )
+
+
+def steps_table(steps: list[dict]) -> str:
+    rows = [
+        {
+            "step": s["step"],
+            "command": md_code(s["command"]),
+            "outcome": outcome(s),
+            "wall time": human(s.get("wall_s")),
+            "outside the script": human(s.get("outside_script_s")),
+            "the run (total_s)": human(s.get("total_s")),
+            "final return": s.get("final_return"),
+            "compile": human(s.get("compile_s")),
+        }
+        for s in steps
+    ]
+    return markdown_table(pd.DataFrame(rows)) if rows else "_No step measured._"
+
+
+# what each column means, below the table (its lines as they were first written)
+COLUMNS_MEANING = (
+    "Wall time: time.perf_counter() around the whole command. The run: its summary.json "
+    "`total_s`, from the script's\n"
+    "first line to its end; outside the script: the wall time less that (setup.sh's set-up, "
+    "the interpreter's start and\n"
+    "exit). Final return: summary.json's (the mean episodic return of the last 10 iterations). "
+    "Compile: `time/iteration`\n"
+    "of iteration 0 less the median of the later iterations (TensorBoard). Each step's output: "
+    "`logs/STEP.log`.\n"
+)
+
+
+def results_markdown(record: dict) -> str:
+    """OUT/README.md: the steps' table, the machine, the commit and what each column means."""
+    machine, caches = record["machine"], record["caches"]
+    venv_python = next((s["versions"]["python"] for s in record["steps"] if s.get("versions")), "-")
+    about = (
+        "The README's quick-start lines, one at a time, in a fresh clone of commit "
+        f"`{record['commit']}` (no `.venv`; pip's\n"
+        f"cache: {caches['pip']}; TorchInductor's cache: {caches['torchinductor']}; "
+        "JAX's compilation cache:\n"
+        f"{caches['jax_compilation']}), on {machine_text(machine)}, {md_text(machine['os'])}, "
+        "the venv's Python\n"
+        f"{md_text(venv_python)}; started {record['started']} (UTC), status {record['status']}. "
+        f"Made by {md_code(record['command'])}.\n"
+    )
+    return f"{TITLE}\n\n{about}\n{steps_table(record['steps'])}\n\n{COLUMNS_MEANING}"
+
+
+def render(out: Path, record: dict, readme: Optional[str]) -> None:
+    """OUT/README.md, and the README's block (readme) when given."""
+    write_file(out / "README.md", results_markdown(record))
+    if readme:
+        link = os.path.relpath((out / "README.md").resolve(), Path(readme).resolve().parent)
+        line = readme_line(record, Path(link).as_posix())
+        write_file(readme, readme_with(Path(readme), {MARKERS: line + "\n"}))
+        print(f"{readme}: {line}")

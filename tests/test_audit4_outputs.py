@@ -324,7 +324,7 @@ def test_quickstart_refuses_the_repository_as_its_out(quickstart, capsys, monkey
 
 
 def test_quickstart_removes_only_the_logs_its_record_lists(tmp_path):
-    from benchmarks.quickstart_measure import fresh_logs
+    from benchmarks.quickstart import fresh_logs
 
     logs = tmp_path / "logs"
     logs.mkdir()

@@ -1,7 +1,7 @@
-"""benchmarks/quickstart.py and its modules (quickstart_steps, _clone, _measure, _report): the README's quick-start
-lines timed from a fresh clone. Nothing here is timed: the steps run in a clone of a tiny local git repository
-whose setup.sh only echoes (and, for the demo, writes a run folder as the scripts do), and the checks are on what is
-recorded, not on how long it took."""
+"""benchmarks/quickstart.py and quickstart_steps.py: the README's quick-start lines timed from a
+fresh clone. Nothing here is timed: the steps run in a clone of a tiny local git repository whose
+setup.sh only echoes (and, for the demo, writes a run folder as the scripts do), and the checks are
+on what is recorded, not on how long it took."""
 
 import json
 import os
@@ -16,15 +16,8 @@ import pytest
 from tensorboardX import SummaryWriter
 
 from analysis.common import BadInput
-from benchmarks import (
-    quickstart,
-    quickstart_clone,
-    quickstart_measure,
-    quickstart_report,
-    quickstart_steps,
-)
-from benchmarks.quickstart_report import MARKERS, PLACEHOLDER
-from benchmarks.quickstart_steps import Step
+from benchmarks import common, quickstart, quickstart_steps
+from benchmarks.quickstart_steps import MARKERS, PLACEHOLDER, Step
 from helpers import ROOT
 
 BATCH = 64
@@ -50,7 +43,7 @@ def run_main(capsys, *argv) -> tuple[int, list[str], str]:
     return code, captured.err.strip().splitlines(), captured.out
 
 
-# ------------------------------------------------------------------------------------------ bad input
+# ---------------------------------------------------------------------------------------- bad input
 @pytest.mark.parametrize("steps", ["demo,nope", "", "templates,Demo"])
 def test_an_unknown_step_is_one_line_and_exit_2_before_any_clone(tmp_path, capsys, steps):
     out = tmp_path / "out"
@@ -77,7 +70,7 @@ def test_the_steps_run_in_their_order_and_tests_only_when_asked():
     assert quickstart_steps.step_groups("templates", with_tests=True) == ["templates", "tests"]
 
 
-# ------------------------------------------------------------------------------------------ the commands
+# ------------------------------------------------------------------------------------- the commands
 def readme_pendulum_line() -> str:
     lines = [
         line
@@ -116,10 +109,30 @@ def test_dry_run_lists_the_readme_commands_and_runs_nothing(tmp_path):
     assert "./setup.sh test" not in out and not (tmp_path / "out").exists()
 
 
-def test_the_demo_task_is_setup_shs():
-    """The templates run the demo's task: what setup.sh demo trains, and what the README says it trains."""
-    task = f"--env {quickstart_steps.DEMO_ENV} --model-size {quickstart_steps.DEMO_SIZE}"
-    assert f"ppo_nnx.py {task}" in (ROOT / "setup.sh").read_text()
+FAKE_BIN = {
+    "python": 'echo "$@"\n',
+    "pip": "",
+}  # a .venv whose python echoes, whose pip does nothing
+
+
+def test_the_demo_task_is_what_setup_sh_demo_trains(tmp_path):
+    """The templates run the demo's task: what `./setup.sh demo` runs (setup.sh and its lock files
+    in a folder whose .venv's python only echoes its arguments), and what the README says it
+    trains."""
+    for name in ("setup.sh", "requirements.txt", "requirements.lock"):
+        shutil.copy2(ROOT / name, tmp_path / name)
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    for name, body in FAKE_BIN.items():
+        program = tmp_path / ".venv" / "bin" / name
+        program.write_text("#!/bin/sh\n" + body)
+        program.chmod(0o755)
+    env = {**os.environ, "BENCHBACK_TORCH": "cpu"}  # no nvidia-smi asked
+    subprocess.run(["./setup.sh"], cwd=tmp_path, env=env, check=True, capture_output=True)
+    demo = subprocess.run(["./setup.sh", "demo"], cwd=tmp_path, env=env, capture_output=True)
+    assert demo.returncode == 0, demo.stderr
+    words = demo.stdout.decode().split()
+    task = ["--env", quickstart_steps.DEMO_ENV, "--model-size", quickstart_steps.DEMO_SIZE]
+    assert words[0] == "ppo_nnx.py" and words[1:] == task, words
     assert (
         f"on {quickstart_steps.DEMO_ENV} ({quickstart_steps.DEMO_SIZE} model)"
         in (ROOT / "README.md").read_text()
@@ -137,7 +150,7 @@ def test_a_readme_without_the_pendulum_block_is_bad_input():
         quickstart_steps.plan_steps(["pendulum"], "# a README\n")
 
 
-# ------------------------------------------------------------------------------------- what is measured
+# --------------------------------------------------------------------------------- what is measured
 def test_the_compile_time_from_a_synthetic_events_file(tmp_path):
     clone = tmp_path / "clone"
     run_dir = clone / "runs" / "Acrobot-v1__torch__small__compile__1__1700000000"
@@ -169,23 +182,23 @@ def test_no_run_folder_or_two_are_an_error_not_a_number(tmp_path):
     ],
 )
 def test_human_durations(seconds, text):
-    assert quickstart_report.human(seconds) == text
+    assert common.human(seconds) == text
 
 
 def test_the_steps_environment_reuses_nothing(tmp_path, monkeypatch):
     monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", "/somewhere")
     monkeypatch.setenv("VIRTUAL_ENV", "/some/venv")
     monkeypatch.setenv("PIP_CACHE_DIR", "/my/pip")
-    env = quickstart_clone.step_environment(tmp_path, pip_cache=False)
+    env = quickstart.step_environment(tmp_path, pip_cache=False)
     assert "JAX_COMPILATION_CACHE_DIR" not in env and "VIRTUAL_ENV" not in env
     assert env["PIP_CACHE_DIR"] == str(tmp_path / "pip-cache")
     assert env["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "torchinductor-cache")
     if sys.prefix != sys.base_prefix:  # this venv's bin is not on the steps' PATH
         assert str(Path(sys.executable).parent) not in env["PATH"].split(os.pathsep)
-    assert quickstart_clone.step_environment(tmp_path, pip_cache=True)["PIP_CACHE_DIR"] == "/my/pip"
+    assert quickstart.step_environment(tmp_path, pip_cache=True)["PIP_CACHE_DIR"] == "/my/pip"
 
 
-# ------------------------------------------------------------------------------------------- the README
+# --------------------------------------------------------------------------------------- the README
 def record(steps: list[dict], status="finished") -> dict:
     machine = {"cores": 2, "cpu_model": "Test CPU", "virtual_machine": True, "memory_gib": 7.8}
     machine.update(os="Linux-test", python="3.11.9", hostname="h")
@@ -229,19 +242,20 @@ def test_the_readme_block_is_rewritten_between_its_markers_only(tmp_path):
     before = readme.read_text()
     out = tmp_path / "results" / "quickstart"
     out.mkdir(parents=True)
-    quickstart_report.render(out, record(MEASURED), str(readme))
+    quickstart_steps.render(out, record(MEASURED), str(readme))
     after = readme.read_text()
     assert after.split(MARKERS[0])[0] == before.split(MARKERS[0])[0]
     assert after.split(MARKERS[1])[1] == before.split(MARKERS[1])[1]
     line = block(after).strip()
     assert line.startswith(
-        "Measured from a fresh clone (pip's cache: empty) on 2 cores (Test CPU, a VM; 8 GiB), 2026-12-03"
+        "Measured from a fresh clone (pip's cache: empty) on 2 cores (Test CPU, a VM; 8 GiB), "
+        "2026-12-03"
     )
     assert "[results/quickstart](results/quickstart/README.md)" in line
     assert "`./setup.sh demo` 3m05s (set-up 2m10s, the run 55 s)" in line
     assert "linen 50 s, torch 1m40s (of which compile 45 s)" in line
     assert "the Pendulum line failed (exit 1)" in line and "`./setup.sh test` not timed" in line
-    quickstart_report.render(out, record(MEASURED), str(readme))
+    quickstart_steps.render(out, record(MEASURED), str(readme))
     assert readme.read_text() == after  # idempotent
     table = (out / "README.md").read_text()
     assert "| demo " in table and "3m05s" in table and "failed (exit 1)" in table
@@ -253,6 +267,20 @@ def test_the_readme_holds_the_tools_block():
     assert text.count(MARKERS[0]) == 1 and text.count(MARKERS[1]) == 1
     line = block(text).strip()
     assert line == PLACEHOLDER or line.startswith("Measured from a fresh clone (")
+
+
+def test_the_committed_record_renders_to_the_committed_readmes(tmp_path):
+    """results/quickstart/quickstart.json, rendered again, gives its README.md and the README's
+    block as committed."""
+    committed = ROOT / "results" / "quickstart"
+    record = json.loads((committed / "quickstart.json").read_text())
+    readme = tmp_path / "README.md"
+    shutil.copy(ROOT / "README.md", readme)
+    out = tmp_path / "results" / "quickstart"
+    out.mkdir(parents=True)
+    quickstart_steps.render(out, record, str(readme))
+    assert (out / "README.md").read_text() == (committed / "README.md").read_text()
+    assert readme.read_text() == (ROOT / "README.md").read_text()
 
 
 def test_render_only_rewrites_the_readmes_from_quickstart_json(tmp_path, capsys):
@@ -270,14 +298,15 @@ def test_render_only_rewrites_the_readmes_from_quickstart_json(tmp_path, capsys)
     assert "torch 1m40s" in text and (out / "README.md").is_file()
 
 
-# ---------------------------------------------------------------------- the run, in a clone of a fake repo
+# --------------------------------------------------------------- the run, in a clone of a fake repo
 FAKE_RUN = """import json, sys
 from pathlib import Path
 from tensorboardX import SummaryWriter
 run_dir = Path("runs/Acrobot-v1__nnx__small__cached_partial__1__1700000000")
 run_dir.mkdir(parents=True)
 (run_dir / "config.json").write_text(json.dumps({"versions": {"python": "3.11.9"}}))
-(run_dir / "summary.json").write_text(json.dumps({"status": "completed", "total_s": 0.5, "final_return": -90.0}))
+summary = {"status": "completed", "total_s": 0.5, "final_return": -90.0}
+(run_dir / "summary.json").write_text(json.dumps(summary))
 writer = SummaryWriter(str(run_dir))
 for i, seconds in enumerate([5.0, 1.0, 1.5, 0.5, 1.0]):
     writer.add_scalar("time/iteration", seconds, (i + 1) * 64)
@@ -301,8 +330,8 @@ FAKE_STEPS = [
 
 
 def fake_repo(tmp_path: Path, out: Path, seen: Path) -> tuple[Path, str]:
-    """A git repository whose setup.sh copies quickstart.json as it is when a step starts, then echoes; its
-    demo writes a run folder, its `fail` exits 3. Returns it and its commit."""
+    """A git repository whose setup.sh copies quickstart.json as it is when a step starts, then
+    echoes; its demo writes a run folder, its `fail` exits 3. Returns it and its commit."""
     if shutil.which("git") is None:
         pytest.skip("no git")
     repo = tmp_path / "repo"
@@ -322,7 +351,8 @@ def fake_repo(tmp_path: Path, out: Path, seen: Path) -> tuple[Path, str]:
 
 
 def measure_fake(tmp_path: Path) -> tuple[int, Path, Path, str]:
-    """The fake repo's steps measured, with --update-readme on tmp_path/README.md (the placeholder)."""
+    """The fake repo's steps measured, with --update-readme on tmp_path/README.md (the
+    placeholder)."""
     out, seen = tmp_path / "out", tmp_path / "seen"
     seen.mkdir()
     repo, commit = fake_repo(tmp_path, out, seen)
@@ -332,7 +362,7 @@ def measure_fake(tmp_path: Path) -> tuple[int, Path, Path, str]:
     readme.write_text(f"top\n{MARKERS[0]}\n{PLACEHOLDER}\n{MARKERS[1]}\nbottom\n")
     argv = ["--repo", repo, "--out", out, "--work-dir", work, "--update-readme", readme]
     argv = [str(arg) for arg in argv]
-    code = quickstart_measure.measure(
+    code = quickstart.measure(
         quickstart.parse_args(argv), argv, plan=lambda groups, readme: FAKE_STEPS
     )
     assert list(work.iterdir()) == []  # the clone is gone
@@ -367,14 +397,16 @@ def test_quickstart_json_is_written_after_each_step_and_a_failed_step_does_not_s
 
 
 def test_ctrl_c_keeps_what_was_measured(tmp_path, monkeypatch):
-    real_run = subprocess.run
+    real_wait = subprocess.Popen.wait
 
-    def interrupted_at_fail(command, *args, **kwargs):
-        if list(command) == ["./setup.sh", "fail"]:
+    def interrupted_at_fail(proc, timeout=None):
+        """Ctrl-C while the `fail` step runs (once: the wait after the kill is real)."""
+        if list(proc.args) == ["./setup.sh", "fail"] and not hasattr(proc, "hit"):
+            proc.hit = True
             raise KeyboardInterrupt
-        return real_run(command, *args, **kwargs)
+        return real_wait(proc, timeout)
 
-    monkeypatch.setattr(quickstart_steps.subprocess, "run", interrupted_at_fail)
+    monkeypatch.setattr(subprocess.Popen, "wait", interrupted_at_fail)
     code, out, seen, _ = measure_fake(tmp_path)
     assert code == 130
     results = json.loads((out / "quickstart.json").read_text())
