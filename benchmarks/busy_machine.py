@@ -1,15 +1,16 @@
 """How much slower does each framework run when another process competes for its cores?
 
-Each configuration (a script, its compile mode, and the environment variables it runs under) runs the same
-short training twice per round: alone, and beside one CPU-bound process (a Python busy loop) pinned to the
-same cores. Every run is a fresh process pinned to --cpus cores, with OMP_NUM_THREADS set to their number
-unless the configuration sets it. Configurations and conditions alternate in a rotating order, so that a
-machine that gets busier or quieter slows all of them alike; the table reports medians over rounds.
+Each configuration (a script, its compile mode, and the environment variables it runs under) runs
+the same short training twice per round: alone, and beside one CPU-bound process (a Python busy
+loop) pinned to the same cores. Every run is a fresh process pinned to --cpus cores, with
+OMP_NUM_THREADS set to their number unless the configuration sets it. Configurations and conditions
+alternate in a rotating order, so that a machine that gets busier or quieter slows all of them
+alike; the table reports medians over rounds.
 
-Columns: wall = the run's total_s (summary.json); cpu = the user + system CPU seconds of the run's process
-(its own, not the competitor's); steady = the mean time/iteration over the study's steady iterations. The
-growth columns divide the busy median by the alone median, and "vs linen" divides a configuration's wall
-growth by Linen's: more than 1.00x means that it degrades more than Linen does.
+Columns: wall = the run's total_s (summary.json); cpu = the user + system CPU seconds of the run's
+process (its own, not the competitor's); steady = the mean time/iteration over the study's steady
+iterations. The growth columns divide the busy median by the alone median, and "vs linen" divides a
+configuration's wall growth by Linen's: more than 1.00x means that it degrades more than Linen does.
 
     python -m benchmarks.busy_machine --cpus 0-1 --rounds 3 --num-iterations 20
     python -m benchmarks.busy_machine --configs "linen jit" "torch compile" "torch compile passive"
@@ -67,7 +68,8 @@ def children_cpu_seconds() -> float:
 
 
 def run_once(name: str, busy: bool, opts) -> dict:
-    """One run of the configuration, alone or beside the busy loop; its wall, CPU and steady seconds."""
+    """One run of the configuration, alone or beside the busy loop; its wall, CPU and steady
+    seconds."""
     script, mode, extra_env = CONFIGS[name]
     env = {"OMP_NUM_THREADS": str(len(opts.cores)), **extra_env}
     args = ["--env", opts.env, "--model-size", opts.model_size, "--compile", mode]
@@ -78,7 +80,8 @@ def run_once(name: str, busy: bool, opts) -> dict:
         competitor = subprocess.Popen([sys.executable, "-c", BUSY_LOOP])
     try:
         with tempfile.TemporaryDirectory() as log_dir:
-            # counted before the competitor is reaped: RUSAGE_CHILDREN holds only waited-for children
+            # counted before the competitor is reaped: RUSAGE_CHILDREN holds only waited-for
+            # children
             cpu_before = children_cpu_seconds()
             proc = launch.run_script(script, *args, log_dir=log_dir, env=env, timeout=opts.timeout)
             cpu_s = children_cpu_seconds() - cpu_before
@@ -138,7 +141,8 @@ def rotated(items: list, shift: int) -> list:
 
 
 def run_all(opts) -> dict:
-    """Every configuration alone and busy, round after round, in a rotating order; saved after each run."""
+    """Every configuration alone and busy, round after round, in a rotating order; saved after each
+    run."""
     results = {name: {condition: [] for condition in CONDITIONS} for name in opts.configs}
     pairs = [(name, condition) for name in opts.configs for condition in CONDITIONS]
     started = time.perf_counter()
@@ -182,7 +186,8 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def check_paths_and_names(opts) -> None:
-    """BadOption or OutputRefused (atomic.py) for an env, size or --out the runs would fail on or lose data by."""
+    """BadOption or OutputRefused (atomic.py) for an env, size or --out the runs would fail on or
+    lose data by."""
     if not opts.timeout > 0:
         raise ValueError(f"--timeout {opts.timeout}: give a positive number of seconds")
     check_envs("--env", [opts.env])

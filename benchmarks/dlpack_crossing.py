@@ -1,20 +1,27 @@
-"""What does one rollout step of ppo_torch.py cost, piece by piece? The per-call floor and the script's calls.
+"""What does one rollout step of ppo_torch.py cost, piece by piece? The per-call floor and the
+script's calls.
 
-ppo_torch.py's rollout is a Python loop: per env step, a policy call, a hand-over of the actions to JAX, one jitted
-env call (step_envs) and a hand-over of the next observation back to torch (the other env fields cross once per
-rollout, stacked by torch_glue.stack_steps). Linen's rollout is one jitted scan. This times each
-piece for the shapes a rollout step uses (num_envs envs), in microseconds per call, the median of --rounds rounds
-(the pieces alternate within each round) of the median of --blocks blocks of --calls calls:
-- floors: a trivial jitted call (`x + 1`); the vmapped gymnax step alone (keys split beforehand; obs, state, reward,
-  terminated, truncated out); the same env step inside a jitted 256-step lax.scan, per step (the env's own work);
-- the env call: the script's (step_envs jitted, the Runner pytree in and out), and an alternative not in
-  the script: the Runner carried as one flat array of 32-bit words (fewer arrays per call), donated; each blocked;
-- the policy step: eager, traced (torch_glue.compiled_steps': what ppo_torch.py runs on a CPU) and compiled (what
-  it runs on a GPU);
-- the crossings: torch -> NumPy by DLPack (the script's on a CPU) and by `.numpy()`; JAX -> torch by DLPack through
-  NumPy's view (the script's on a CPU) and by JAX's DLPack, each on a fresh JAX result (less the trivial call).
-script step = traced policy + np.from_dlpack + env call + DLPack through NumPy: a rollout step, the loop aside.
-env call / floor = the script's env call over the env step alone: what the call adds to the env's own call.
+ppo_torch.py's rollout is a Python loop: per env step, a policy call, a hand-over of the actions to
+JAX, one jitted env call (step_envs) and a hand-over of the next observation back to torch (the
+other env fields cross once per rollout, stacked by torch_glue.stack_steps). Linen's rollout is one
+jitted scan. This times each piece for the shapes a rollout step uses (num_envs envs), in
+microseconds per call, the median of --rounds rounds (the pieces alternate within each round) of the
+median of --blocks blocks of --calls calls:
+- floors: a trivial jitted call (`x + 1`); the vmapped gymnax step alone (keys split beforehand;
+  obs, state, reward, terminated, truncated out); the same env step inside a jitted 256-step
+  lax.scan, per step (the env's own work);
+- the env call: the script's (step_envs jitted, the Runner pytree in and out), and an alternative
+  not in the script: the Runner carried as one flat array of 32-bit words (fewer arrays per call),
+  donated; each blocked;
+- the policy step: eager, traced (torch_glue.compiled_steps': what ppo_torch.py runs on a CPU) and
+  compiled (what it runs on a GPU);
+- the crossings: torch -> NumPy by DLPack (the script's on a CPU) and by `.numpy()`; JAX -> torch by
+  DLPack through NumPy's view (the script's on a CPU) and by JAX's DLPack, each on a fresh JAX
+  result (less the trivial call).
+script step = traced policy + np.from_dlpack + env call + DLPack through NumPy: a rollout step,
+  the loop aside.
+env call / floor = the script's env call over the env step alone: what the call adds to the env's
+  own call.
 
     python -m benchmarks.dlpack_crossing --envs CartPole-v1 Acrobot-v1 --model-sizes small medium
 """
@@ -67,7 +74,8 @@ def from_words(words, like):  # to_words undone, given a leaf of the same shape 
 
 
 def words_env_call(env, env_params, runner):
-    """(start, step): the Runner as one flat uint32 array, and step_envs on it, jitted with the words donated."""
+    """(start, step): the Runner as one flat uint32 array, and step_envs on it, jitted with the
+    words donated."""
     unravel = ravel_pytree(jax.tree.map(to_words, runner))[1]
 
     def start(runner):
@@ -159,8 +167,8 @@ def policy_pieces(env_id: str, size: str, num_envs: int) -> dict:
 def measure(
     env_id: str, size: str, num_envs: int = 32, calls: int = 300, blocks: int = 5, rounds: int = 3
 ) -> dict:
-    """Each piece's cost per call in microseconds (pieces alternate within a round; the median over rounds), their
-    script step sum, and the env call's ratio to the env step alone."""
+    """Each piece's cost per call in microseconds (pieces alternate within a round; the median over
+    rounds), their script step sum, and the env call's ratio to the env step alone."""
     with torch.no_grad():
         pieces = {**env_pieces(env_id, num_envs), **policy_pieces(env_id, size, num_envs)}
         times = {name: [] for name in pieces}
@@ -188,7 +196,8 @@ def markdown(rows: list[dict], header: str) -> str:
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    """The options, checked before anything is measured: a bad one ends the program in one line, exit status 2."""
+    """The options, checked before anything is measured: a bad one ends the program in one line,
+    exit status 2."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--envs", nargs="+", default=["CartPole-v1", "Acrobot-v1"])
     parser.add_argument("--model-sizes", nargs="+", default=["small", "medium"])
@@ -221,8 +230,10 @@ def main(argv=None):
         for size in args.model_sizes
     ]
     header = (
-        f"microseconds per call, {args.num_envs} envs, the median of {args.rounds} alternating rounds of the median of "
-        f"{args.blocks} blocks of {args.calls} calls; torch {torch.__version__} ({torch.get_num_threads()} threads), "
+        f"microseconds per call, {args.num_envs} envs, the median of {args.rounds} alternating "
+        "rounds of the median of "
+        f"{args.blocks} blocks of {args.calls} calls; torch {torch.__version__} "
+        f"({torch.get_num_threads()} threads), "
         f"jax {jax.__version__} on {jax.devices()[0]}"
     )
     table = markdown(rows, header)

@@ -1,21 +1,28 @@
-"""How should a script step envpool? The cost of one env step of a batch, call pattern by call pattern.
+"""How should a script step envpool? The cost of one env step of a batch, call pattern by call
+pattern.
 
-envpool's envs run in C++ on the CPU. A JAX rollout (one jitted lax.scan) can reach them in two ways, and a
-torch rollout (a Python loop) in one. This times, in microseconds per env step of num_envs envs:
-- "numpy step": the bare NumPy API, `pool.step(actions)`: envpool's own cost and the floor of any pattern;
-- "step_host": env_adapters.Envpool.step_host, the NumPy step plus the same-step reset of the done envs;
-- "torch host step": torch_glue.host_step, what ppo_torch.py calls per step (the episode counts too);
-- "torch jitted step": ppo_torch.step_envs jitted and called per step, what ppo_torch.py would call without
-  host_step;
-- "adapter in scan": env_adapters.Envpool.step inside a jitted 256-step lax.scan, what the JAX scripts run
-  (step_host through buffer_callback);
+envpool's envs run in C++ on the CPU. A JAX rollout (one jitted lax.scan) can reach them in two
+ways, and a torch rollout (a Python loop) in one. This times, in microseconds per env step of
+num_envs envs:
+- "numpy step": the bare NumPy API, `pool.step(actions)`: envpool's own cost and the floor of any
+  pattern;
+- "step_host": env_adapters.Envpool.step_host, the NumPy step plus the same-step reset of the done
+  envs;
+- "torch host step": torch_glue.host_step, what ppo_torch.py calls per step (the episode counts
+  too);
+- "torch jitted step": ppo_torch.step_envs jitted and called per step, what ppo_torch.py would call
+  without host_step;
+- "adapter in scan": env_adapters.Envpool.step inside a jitted 256-step lax.scan, what the JAX
+  scripts run (step_host through buffer_callback);
 - "io_callback in scan": the same step_host through jax.experimental.io_callback instead;
-- "xla in scan": envpool's own XLA op (`pool.xla()`) inside the same scan, without the same-step reset (it cannot
-  reset a subset of envs; classic control only: MuJoCo's float64 actions need jax_enable_x64). It runs in processes
-  of its own: it segfaults once another pool of its process has been stepped on the host, and now and then alone
-  too, and it hangs with 2 threads; the table says "crashed" or "hung", with the median of the rounds before;
+- "xla in scan": envpool's own XLA op (`pool.xla()`) inside the same scan, without the same-step
+  reset (it cannot reset a subset of envs; classic control only: MuJoCo's float64 actions need
+  jax_enable_x64). It runs in processes of its own: it segfaults once another pool of its process
+  has been stepped on the host, and now and then alone too, and it hangs with 2 threads; the table
+  says "crashed" or "hung", with the median of the rounds before;
 - "gymnax in scan": the same env in JAX, for scale (classic control only).
-Patterns alternate within each round; the table gives the median over rounds, per env and per --threads.
+Patterns alternate within each round; the table gives the median over rounds, per env and per
+--threads.
 
     python -m benchmarks.envpool_calls --envs CartPole-v1 HalfCheetah-v4 --threads 1 2 --rounds 7 \
         --out results/benchmarks/envpool_calls_cpu.json
@@ -59,8 +66,8 @@ def per_step_us(fn, repeats: int, steps_per_call: int = 1) -> float:
 
 
 def scanned(step, carry):
-    """A function that runs a jitted SCAN_STEPS-step scan of step(carry) -> carry, from where its last call ended
-    (envpool's XLA handle must be the one the last call returned), and blocks."""
+    """A function that runs a jitted SCAN_STEPS-step scan of step(carry) -> carry, from where its
+    last call ended (envpool's XLA handle must be the one the last call returned), and blocks."""
     scan = jax.jit(
         lambda carry: jax.lax.scan(lambda c, _: (step(c), None), carry, length=SCAN_STEPS)[0]
     )
@@ -73,8 +80,8 @@ def scanned(step, carry):
 
 
 def host_patterns(env_id: str, num_envs: int, threads: int) -> dict:
-    """name -> (a no-argument function that runs its env steps and blocks, its env steps per call), for the
-    patterns that step a pool on the host."""
+    """name -> (a no-argument function that runs its env steps and blocks, its env steps per call),
+    for the patterns that step a pool on the host."""
     env, _ = env_adapters.make_envpool(env_id, num_envs, seed=0, num_threads=threads)
     actions = random_actions(env, num_envs)
     # one reset for every pattern: the torch ones carry their own episode counts over the same pool
@@ -107,7 +114,8 @@ def host_patterns(env_id: str, num_envs: int, threads: int) -> dict:
 
 
 def io_callback_step(env, steps, actions):
-    """The adapter's step, by io_callback instead of buffer_callback: the other way to call the host from JAX."""
+    """The adapter's step, by io_callback instead of buffer_callback: the other way to call the host
+    from JAX."""
     return io_callback(env.step_host, env.step_shapes(), jnp.asarray(actions), ordered=True)[1]
 
 
@@ -148,7 +156,8 @@ def random_actions(env, num_envs: int):
 
 
 def time_family(family: str, env_id: str, num_envs: int, threads: int, steps: int) -> dict:
-    """One round of a family's patterns in this process: microseconds per env step of each, in turn."""
+    """One round of a family's patterns in this process: microseconds per env step of each, in
+    turn."""
     found = FAMILIES[family](env_id, num_envs, threads)
     for fn, _ in found.values():  # compile and warm up
         fn()
@@ -160,9 +169,10 @@ def time_family(family: str, env_id: str, num_envs: int, threads: int, steps: in
 
 
 def measure(env_id: str, num_envs: int, threads: int, rounds: int, steps: int) -> dict:
-    """The median over rounds of each pattern's microseconds per env step. Each family runs in a fresh process,
-    the families alternating round by round: envpool's XLA op segfaults once another pool of the same process
-    has been stepped on the host. MuJoCo skips the XLA family (its float64 actions need jax_enable_x64)."""
+    """The median over rounds of each pattern's microseconds per env step. Each family runs in a
+    fresh process, the families alternating round by round: envpool's XLA op segfaults once another
+    pool of the same process has been stepped on the host. MuJoCo skips the XLA family (its float64
+    actions need jax_enable_x64)."""
     families = ["host"] if env_id not in CLASSIC else ["host", "xla"]
     times, failed = {}, {}
     for _ in range(rounds):
@@ -256,8 +266,10 @@ def main():
             rows.append(measure(env_id, args.num_envs, threads, args.rounds, args.steps))
             print(rows[-1], flush=True)
     title = (
-        f"microseconds per env step of {args.num_envs} envs, median of {args.rounds} alternating rounds of "
-        f"{args.steps} steps; jax {jax.__version__}, envpool {version('envpool')}, {os.cpu_count()} cores "
+        f"microseconds per env step of {args.num_envs} envs, median of {args.rounds} alternating "
+        "rounds of "
+        f"{args.steps} steps; jax {jax.__version__}, envpool {version('envpool')}, "
+        f"{os.cpu_count()} cores "
         f"({platform.machine()}, {platform.platform()}). "
         f"Command: `python -m benchmarks.envpool_calls {' '.join(sys.argv[1:])}`"
     )

@@ -1,8 +1,10 @@
-"""Per-iteration ppo_linen.py vs the same training as ONE jitted loop over all iterations (PureJaxRL style).
+"""Per-iteration ppo_linen.py vs the same training as ONE jitted loop over all iterations (PureJaxRL
+style).
 
-The per-iteration design pays a host round trip per iteration (dispatch, one metrics transfer, logging);
-the fused loop pays none. Both use ppo_linen's own rollout and update, so the math is identical.
-Target: the per-iteration script keeps >= 90 % of the fused loop's steady-state throughput.
+The per-iteration design pays a host round trip per iteration (dispatch, one metrics transfer,
+logging); the fused loop pays none. Both use ppo_linen's own rollout and update, so the math is
+identical. Target: the per-iteration script keeps >= 90 % of the fused loop's steady-state
+throughput.
 
     python -m benchmarks.fused_loop --env Acrobot-v1 --model-size small --repeats 2
 """
@@ -31,7 +33,8 @@ class Options:
 
 
 def fused_seconds_per_iteration(args: ppo.Args) -> tuple[float, float]:
-    """(compile seconds, steady seconds per iteration) of the whole training as one jitted lax.scan."""
+    """(compile seconds, steady seconds per iteration) of the whole training as one jitted
+    lax.scan."""
     env, env_params = ppo.make_env(args.env)
     # as ppo_linen.main()
     env_key, init_key, update_key = jax.random.split(jax.random.key(args.seed), 3)
@@ -104,14 +107,17 @@ def main():
     # as steady_mean: 1+ in a shorter run
     steady = STEADY_FROM if opts.num_iterations > STEADY_FROM else 1
     print(
-        f"\n{opts.env} {opts.model_size}, {opts.num_iterations} iterations, steady state = iterations {steady}+ "
+        f"\n{opts.env} {opts.model_size}, {opts.num_iterations} iterations, steady state = "
+        f"iterations {steady}+ "
         f"(fused: whole loop / iterations)"
     )
     print(
-        f"steady SPS: per-iteration {batch / medians['per-iteration']:,.0f}, fused {batch / medians['fused']:,.0f}"
+        f"steady SPS: per-iteration {batch / medians['per-iteration']:,.0f}, fused "
+        f"{batch / medians['fused']:,.0f}"
     )
     print(
-        f"per-iteration keeps {medians['fused'] / medians['per-iteration']:.1%} of the fused throughput (target >= 90%)"
+        f"per-iteration keeps {medians['fused'] / medians['per-iteration']:.1%} of the fused "
+        "throughput (target >= 90%)"
     )
 
 

@@ -1,11 +1,14 @@
-"""Do ppo_linen.py, ppo_nnx.py and ppo_equinox.py hand XLA the same program? Lowers and compiles the rollout and the
-update of each script for one configuration, the way its compiled modes do (linen jax.jit; nnx nnx.jit; equinox
-both: its default `partition`, through ppo_equinox.jit_partitioned, and `filter_jit`); then compares, per function:
+"""Do ppo_linen.py, ppo_nnx.py and ppo_equinox.py hand XLA the same program? Lowers and compiles the
+rollout and the update of each script for one configuration, the way its compiled modes do (linen
+jax.jit; nnx nnx.jit; equinox both: its default `partition`, through ppo_equinox.jit_partitioned,
+and `filter_jit`); then compares, per function:
 
 - XLA's cost_analysis() of the compiled executable: flops and bytes accessed;
-- a histogram of the op kinds of the optimized HLO (fusions counted as one op, their insides separately);
+- a histogram of the op kinds of the optimized HLO (fusions counted as one op, their insides
+  separately);
 - the size of the compiled module (instructions, characters of the optimized HLO text);
-- whether the optimized HLO is identical to Linen's up to names (instruction names, metadata, module name).
+- whether the optimized HLO is identical to Linen's up to names (instruction names, metadata, module
+  name).
 
 Nothing is timed, so it needs no quiet machine.
 
@@ -89,7 +92,8 @@ def lowered_equinox(args, env, env_params, runner, batch, init_key, update_key, 
 
 
 def normalized(hlo: str) -> str:
-    """The optimized HLO without what differs between identical programs: metadata, the module name, identifiers."""
+    """The optimized HLO without what differs between identical programs: metadata, the module name,
+    identifiers."""
     hlo = re.sub(r",? metadata=\{[^}]*\}", "", hlo)
     hlo = re.sub(r"^HloModule \S+", "HloModule m", hlo, flags=re.M)
     names = {}
@@ -140,7 +144,8 @@ def main():
             for mode in ("filter_jit", "partition")
         },
     }
-    shape = f"{args.num_envs} envs x {args.num_steps} steps, {args.update_epochs} epochs x {args.num_minibatches}"
+    steps = f"{args.num_envs} envs x {args.num_steps} steps"
+    shape = f"{steps}, {args.update_epochs} epochs x {args.num_minibatches}"
     print(
         f"**{args.env}, {args.model_size}**: {shape} minibatches; "
         f"jax {jax.__version__}, backend {jax.default_backend()}\n"
@@ -150,13 +155,15 @@ def main():
         ref = info["linen jit"]
         print(f"{fn}\n")
         print(
-            "| framework | GFLOP | ratio | MB accessed | ratio | instructions | HLO chars | identical to linen |"
+            "| framework | GFLOP | ratio | MB accessed | ratio | instructions | HLO chars | "
+            "identical to linen |"
         )
         print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
         for name, d in info.items():
             same = "yes" if d["hlo"] == ref["hlo"] else "no"
             print(
-                f"| {name} | {d['flops'] / 1e9:.4f} | {d['flops'] / ref['flops']:.3f} | {d['bytes'] / 1e6:.2f} "
+                f"| {name} | {d['flops'] / 1e9:.4f} | {d['flops'] / ref['flops']:.3f} | "
+                f"{d['bytes'] / 1e6:.2f} "
                 f"| {d['bytes'] / ref['bytes']:.3f} | {d['instructions']} | {d['chars']} | {same} |"
             )
         kinds = [
@@ -178,7 +185,8 @@ def main():
 
 
 def _shared(args) -> dict:
-    """The Args fields every script shares (all but the compile mode, which has other choices in each script)."""
+    """The Args fields every script shares (all but the compile mode, which has other choices in
+    each script)."""
     return {k: v for k, v in vars(args).items() if k not in ("compile", "exp_name")}
 
 

@@ -1,15 +1,16 @@
-"""Does Flax NNX, or Equinox, cost more than Flax Linen? ppo_nnx.py or ppo_equinox.py (--framework) in every compile
-mode of the study side by side with ppo_linen.py.
+"""Does Flax NNX, or Equinox, cost more than Flax Linen? ppo_nnx.py or ppo_equinox.py (--framework)
+in every compile mode of the study side by side with ppo_linen.py.
 
-Each run is a fresh process (as in bench.sh). Configurations alternate round by round in a rotating order, so
-that a busy machine slows all of them alike; the table reports medians over rounds, and "paired" ratios are the
-median over rounds of the ratio within one round.
+Each run is a fresh process (as in bench.sh). Configurations alternate round by round in a rotating
+order, so that a busy machine slows all of them alike; the table reports medians over rounds, and
+"paired" ratios are the median over rounds of the ratio within one round.
 
 Columns: total and setup = summary.json total_s and setup_s; iter0 = time/iteration of iteration 0
-(compilation); warm-up = mean time/iteration over iterations 1-7; steady = mean over iterations 8+. Ratios
-divide a median of the framework by the Linen median of the same kind: `linen jit` for every compiled mode
-(nnx cached_partial and jit; equinox filter_jit and partition), `linen none` for none. The `none` modes run only
---none-iterations iterations (op by op is ~200x slower); their "steady" is the mean over iterations 1+.
+(compilation); warm-up = mean time/iteration over iterations 1-7; steady = mean over iterations 8+.
+Ratios divide a median of the framework by the Linen median of the same kind: `linen jit` for every
+compiled mode (nnx cached_partial and jit; equinox filter_jit and partition), `linen none` for none.
+The `none` modes run only --none-iterations iterations (op by op is ~200x slower); their "steady" is
+the mean over iterations 1+.
 
     python -m benchmarks.jax_vs_linen --framework nnx --env Acrobot-v1 --model-size small --rounds 3
     python -m benchmarks.jax_vs_linen --framework equinox --env Breakout-MinAtar --model-size medium
@@ -36,7 +37,8 @@ JAX_FRAMEWORKS = ("nnx", "equinox")  # the JAX frameworks besides Linen
 
 
 def configs(framework: str) -> dict:
-    """{name: (script, compile mode, baseline)}: Linen's modes, then every mode of the framework, from the study."""
+    """{name: (script, compile mode, baseline)}: Linen's modes, then every mode of the framework,
+    from the study."""
     linen, other = STUDY.frameworks["linen"], STUDY.frameworks[framework]
     out = {f"linen {mode}": (linen.script, mode, None) for mode in linen.compile}
     out.update(
@@ -101,7 +103,8 @@ def table(results: dict, title: str) -> str:
     lines = [
         title,
         "",
-        "| config | total s | setup s | iter0 s | warm-up s/it | steady s/it | total ratio (paired) "
+        "| config | total s | setup s | iter0 s | warm-up s/it | steady s/it | total ratio "
+        "(paired) "
         "| steady ratio (paired) |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
@@ -109,7 +112,8 @@ def table(results: dict, title: str) -> str:
         base = CONFIGS[name][2]
         ratios = [ratio(name, base, c) if base in results else "" for c in ("total_s", "steady_s")]
         lines.append(
-            f"| {name} | {m['total_s']:.2f} | {m['setup_s']:.2f} | {m['iter0_s']:.2f} | {m['warmup_s']:.4f} "
+            f"| {name} | {m['total_s']:.2f} | {m['setup_s']:.2f} | {m['iter0_s']:.2f} | "
+            f"{m['warmup_s']:.4f} "
             f"| {m['steady_s']:.4f} | {ratios[0]} | {ratios[1]} |"
         )
     return "\n".join(lines)

@@ -1,17 +1,22 @@
-"""ppo_torch.py in every compile mode side by side with ppo_linen.py: rollout, update and compile time.
+"""ppo_torch.py in every compile mode side by side with ppo_linen.py: rollout, update and compile
+time.
 
-Each run is a fresh process (as in bench.sh) with a fresh, empty TorchInductor cache, so that iteration 0
-pays the whole torch.compile cost as a first run does. Configurations alternate round by round in a rotating
-order, so that a busy machine slows all of them alike; the tables report medians over rounds.
+Each run is a fresh process (as in bench.sh) with a fresh, empty TorchInductor cache, so that
+iteration 0 pays the whole torch.compile cost as a first run does. Configurations alternate round by
+round in a rotating order, so that a busy machine slows all of them alike; the tables report medians
+over rounds.
 
-Columns: iter0 = time/iteration of iteration 0 (compilation); rollout and update = the mean of time/rollout and
-time/update over iterations 8+ (sync timing on); total = summary.json total_s. The `none` modes run
---none-iterations iterations of --none-steps steps per env (stated in the table title) to fit the time.
+Columns: iter0 = time/iteration of iteration 0 (compilation); rollout and update = the mean of
+time/rollout and time/update over iterations 8+ (sync timing on); total = summary.json total_s. The
+`none` modes run --none-iterations iterations of --none-steps steps per env (stated in the table
+title) to fit the time.
 
-With --cpus 0-1 every run is pinned with `taskset -c 0-1` and torch gets OMP_NUM_THREADS = that many cores (JAX uses
-the same cores); --torch-script also runs another copy of ppo_torch.py (e.g. the committed one) as "torch before".
+With --cpus 0-1 every run is pinned with `taskset -c 0-1` and torch gets OMP_NUM_THREADS = that many
+cores (JAX uses the same cores); --torch-script also runs another copy of ppo_torch.py (e.g. the
+committed one) as "torch before".
 
-    python -m benchmarks.torch_vs_linen --envs Acrobot-v1 Breakout-MinAtar --model-sizes small medium --rounds 3
+    python -m benchmarks.torch_vs_linen --envs Acrobot-v1 Breakout-MinAtar \\
+        --model-sizes small medium --rounds 3
 """
 
 import argparse
@@ -92,8 +97,8 @@ def run_config(name: str, env: str, size: str, opts) -> dict:
 
 
 def table(results: dict, title: str) -> str:
-    """Medians per config; the ratios are to linen in the same mode (jit, or none for the `none` modes). steady =
-    rollout + update of iterations 8+, the issue's steady-state target."""
+    """Medians per config; the ratios are to linen in the same mode (jit, or none for the `none`
+    modes). steady = rollout + update of iterations 8+, the issue's steady-state target."""
     med = {
         name: {c: statistics.median(r[c] for r in runs) for c in COLUMNS}
         for name, runs in results.items()
@@ -101,7 +106,8 @@ def table(results: dict, title: str) -> str:
     lines = [
         title,
         "",
-        "| config | iter0 s | rollout s/it | update s/it | total s | rollout vs linen | update vs linen "
+        "| config | iter0 s | rollout s/it | update s/it | total s | rollout vs linen | update vs "
+        "linen "
         "| steady vs linen |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
@@ -117,16 +123,15 @@ def table(results: dict, title: str) -> str:
             )
         ]
         lines.append(
-            f"| {name} | {m['iter0_s']:.1f} | {m['rollout_s']:.3f} | {m['update_s']:.3f} | {m['total_s']:.1f} | "
-            + " | ".join(ratios)
-            + " |"
+            f"| {name} | {m['iter0_s']:.1f} | {m['rollout_s']:.3f} | {m['update_s']:.3f} | "
+            f"{m['total_s']:.1f} | " + " | ".join(ratios) + " |"
         )
     return "\n".join(lines)
 
 
 def per_step_line(env: str, size: str, results: dict) -> str:
-    """Where torch's rollout time goes: its cost per env step against Linen's, and the pieces of a Python-loop step
-    from the profile of benchmarks.dlpack_crossing, run here on the same cores."""
+    """Where torch's rollout time goes: its cost per env step against Linen's, and the pieces of a
+    Python-loop step from the profile of benchmarks.dlpack_crossing, run here on the same cores."""
     # imports torch (OMP_NUM_THREADS already set) and JAX: only when asked
     from benchmarks import dlpack_crossing
 
@@ -138,7 +143,8 @@ def per_step_line(env: str, size: str, results: dict) -> str:
     p = dlpack_crossing.measure(env, size)
     pieces = ", ".join(f"{k} {p[k]:.0f}" for k in dlpack_crossing.SCRIPT_STEP)
     return (
-        f"Per env step: torch compile {torch_step:.0f} us, linen jit {linen_step:.0f} us (a jitted scan). A Python "
+        f"Per env step: torch compile {torch_step:.0f} us, linen jit {linen_step:.0f} us (a jitted "
+        "scan). A Python "
         f"loop step, profiled: {pieces} = {p['script step']:.0f} us; the env step alone takes "
         f"{p['env step alone']:.0f} us a call, and {p['env step in a scan']:.0f} us inside a scan."
     )
@@ -172,7 +178,8 @@ def main():
         if opts.torch_script:
             before = Path(before_dir, "ppo_torch_before.py")
             shutil.copy(opts.torch_script, before)
-            # it imports the repo's helpers (bookkeeping.py, env_adapters.py) as the scripts do from beside them
+            # it imports the repo's helpers (bookkeeping.py, env_adapters.py) as the scripts do from
+            # beside them
             os.environ["PYTHONPATH"] = os.pathsep.join(
                 filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])
             )

@@ -1,12 +1,15 @@
-"""The update alone: ppo_torch.py's update under torch.compile's modes beside ppo_linen.py's jitted update.
+"""The update alone: ppo_torch.py's update under torch.compile's modes beside ppo_linen.py's jitted
+update.
 
-Both run their script's own `update` (update_epochs x num_minibatches optimizer steps) on the same random batch of
-the default shape (32 envs x 256 steps, 6 observations, 3 actions: Acrobot-v1's), so the timing holds no env, no
-rollout and no logging: what is left is the frameworks' kernels and their per-step dispatch. Each configuration
-runs in a fresh process with empty caches (its first call compiles); configurations alternate in a rotating
-order round by round, and the table reports medians over rounds.
+Both run their script's own `update` (update_epochs x num_minibatches optimizer steps) on the same
+random batch of the default shape (32 envs x 256 steps, 6 observations, 3 actions: Acrobot-v1's), so
+the timing holds no env, no rollout and no logging: what is left is the frameworks' kernels and
+their per-step dispatch. Each configuration runs in a fresh process with empty caches (its first
+call compiles); configurations alternate in a rotating order round by round, and the table reports
+medians over rounds.
 
-    OMP_NUM_THREADS=2 taskset -c 0,1 python -m benchmarks.update_kernels --model-sizes small medium --rounds 3
+    OMP_NUM_THREADS=2 taskset -c 0,1 python -m benchmarks.update_kernels \\
+        --model-sizes small medium --rounds 3
 """
 
 import argparse
@@ -36,7 +39,8 @@ OBS_DIM, NUM_ACTIONS = 6, 3
 
 
 def random_batch(batch_size: int) -> list[np.ndarray]:
-    """obs, actions, logprobs, values, advantages, returns: the fields of both scripts' Batch, in their order."""
+    """obs, actions, logprobs, values, advantages, returns: the fields of both scripts' Batch, in
+    their order."""
     rng = np.random.default_rng(0)
     obs = rng.standard_normal((batch_size, OBS_DIM), np.float32)
     actions = rng.integers(0, NUM_ACTIONS, batch_size).astype(np.int32)
@@ -71,7 +75,8 @@ def linen_update(size: str):
 
 
 def torch_update(size: str, options):
-    """A function of no argument that runs one update of ppo_torch.py, its minibatch step compiled with options."""
+    """A function of no argument that runs one update of ppo_torch.py, its minibatch step compiled
+    with options."""
     import torch
 
     import ppo_torch as ppo
@@ -93,7 +98,8 @@ def torch_update(size: str, options):
 
 
 def child(config: str, size: str, repeats: int) -> dict:
-    """Times one configuration in this process: its first call (compiling), then the median of repeats calls."""
+    """Times one configuration in this process: its first call (compiling), then the median of
+    repeats calls."""
     framework, options = CONFIGS[config]
     run = linen_update(size) if framework == "linen" else torch_update(size, options)
     start = time.perf_counter()
@@ -127,7 +133,8 @@ def in_fresh_process(config: str, size: str, repeats: int) -> dict:
 
 
 def measure(sizes: list[str], configs: list[str], rounds: int, repeats: int) -> list[dict]:
-    """One row per (size, config): the medians over rounds; configs rotate their order each round."""
+    """One row per (size, config): the medians over rounds; configs rotate their order each
+    round."""
     rows = []
     for size in sizes:
         results = {config: [] for config in configs}
@@ -154,7 +161,8 @@ def markdown(rows: list[dict]) -> str:
         sized = [row for row in rows if row["size"] == size]
         linen = next((row["update_s"] for row in sized if row["config"] == "linen jit"), None)
         lines += [
-            f"\n**{size}**: medians of {sized[0]['rounds']} rounds (each round's value in brackets)\n"
+            f"\n**{size}**: medians of {sized[0]['rounds']} rounds (each round's value in "
+            "brackets)\n"
         ]
         lines += [
             "| config | first call s | update s/it | vs linen |",
@@ -164,7 +172,8 @@ def markdown(rows: list[dict]) -> str:
             ratio = f"{row['update_s'] / linen:.2f}x" if linen else ""
             each = ", ".join(f"{value:.3f}" for value in row["update_s_all"])
             lines.append(
-                f"| {row['config']} | {row['first_s']:.1f} | {row['update_s']:.3f} ({each}) | {ratio} |"
+                f"| {row['config']} | {row['first_s']:.1f} | {row['update_s']:.3f} ({each}) | "
+                f"{ratio} |"
             )
     return "\n".join(lines) + "\n"
 

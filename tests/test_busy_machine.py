@@ -1,4 +1,5 @@
-"""benchmarks/busy_machine.py's arithmetic: the cores it pins to, and the growth it reports against Linen's."""
+"""benchmarks/busy_machine.py's arithmetic: the cores it pins to, and the growth it reports against
+Linen's."""
 
 import pytest
 

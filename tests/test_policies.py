@@ -1,6 +1,7 @@
-"""benchmarks/policies.py (issue 55 item 9): the table of a policy per framework evaluated in each framework, built
-from given evaluation results (no training, no evaluation), and its refusals, before anything is evaluated or
-written. The checkpoints are test_share's random ones (checkpoint.save, no training)."""
+"""benchmarks/policies.py (issue 55 item 9): the table of a policy per framework evaluated in each
+framework, built from given evaluation results (no training, no evaluation), and its refusals,
+before anything is evaluated or written. The checkpoints are test_share's random ones
+(checkpoint.save, no training)."""
 
 from pathlib import Path
 
@@ -32,8 +33,9 @@ def table_rows(table: str) -> list[list[str]]:
 
 
 def test_returns_table_rows_are_trained_by_columns_evaluated_in():
-    """A row per framework that trained a policy (in the frameworks' order, whatever the results' order), a column
-    per framework that ran it, each cell its mean ± std; an evaluation missing shows as –."""
+    """A row per framework that trained a policy (in the frameworks' order, whatever the results'
+    order), a column per framework that ran it, each cell its mean ± std; an evaluation missing
+    shows as –."""
     results = [
         result("torch", framework, [100.0 + i, 110.0 + i])
         for i, framework in enumerate(("linen", "nnx", "equinox"))
@@ -45,17 +47,20 @@ def test_returns_table_rows_are_trained_by_columns_evaluated_in():
 
 
 def test_reading_says_where_the_frameworks_agree():
-    """The frameworks that give every policy the same returns, episode by episode, how far the others' means are
-    from theirs, and the range of the policies' own returns."""
+    """The frameworks that give every policy the same returns, episode by episode, how far the
+    others' means are from theirs, and the range of the policies' own returns."""
     same = [result("linen", f, [10.0, 20.0]) for f in policies.FRAMEWORKS]
     assert policies.reading(same).startswith(
-        "Flax Linen, Flax NNX, Equinox and PyTorch give each policy the same returns, episode by episode;"
+        "Flax Linen, Flax NNX, Equinox and PyTorch give each policy the same returns, episode by "
+        "episode;"
     )
     moved = same[:3] + [result("linen", "torch", [10.0, 20.5])]
     moved += [result("nnx", f, [30.0, 30.0]) for f in policies.FRAMEWORKS]
     assert policies.reading(moved) == (
-        "Flax Linen, Flax NNX and Equinox give each policy the same returns, episode by episode; PyTorch "
-        "differs from them by at most 0.25 in the mean; in their own frameworks the policies return from 15.0 "
+        "Flax Linen, Flax NNX and Equinox give each policy the same returns, episode by episode; "
+        "PyTorch "
+        "differs from them by at most 0.25 in the mean; in their own frameworks the policies "
+        "return from 15.0 "
         "(Flax Linen) to 30.0 (Flax NNX)."
     )
     apart = [result("linen", f, [10.0, 20.0 + i]) for i, f in enumerate(policies.FRAMEWORKS)]
@@ -109,7 +114,7 @@ def test_readme_names_sizes_machine_and_commands(tmp_path):
     assert "[hub-linen/](hub-linen/README.md)" in text
 
 
-# ---------------------------------------------------------------------------------------------- refusals
+# ----------------------------------------------------------------------------------------- refusals
 def listing(*folders: Path) -> dict:
     return {
         f: sorted(p.relative_to(f) for p in f.rglob("*")) if f.exists() else None for f in folders
