@@ -1,25 +1,21 @@
-"""The sweep's planner, called by bench.sh: which runs the chosen experiments make, which shard runs each, which
-are done, and the Slurm job array's script.
+"""The sweep's planner, called by bench.sh: which runs the chosen experiments make, which shard runs
+each, which are done, and the Slurm job array's script.
 
-bench.sh calls this module once per sweep and keeps the process work (one fresh process per run, timeouts,
-logs, progress). Everything here comes from the study (study.toml, through sweep/study.py):
+bench.sh calls this module once per sweep and keeps the process work (one fresh process per run,
+timeouts, logs, progress). Everything here comes from the study (study.toml, through
+sweep/study.py):
 
-    python -m sweep dry-run --experiments exp1 --seeds 1 --log-dir runs   # one command per run, then a count
-    python -m sweep plan    --log-dir runs --shard 0/2 -- --num-envs 64   # the same, as NUL-separated data for bench.sh
-    python -m sweep experiments                                           # one line per experiment
-    python -m sweep presets                                               # each preset and its options
-    python -m sweep options [slurm]                                       # bench.sh --help's lists of options
-    python -m sweep dry-run --preset smoke --log-dir runs-smoke           # a preset's sweep (bench.sh --smoke)
-    python -m sweep check   --log-dir runs --shard 0/2                    # exit 2 on a bad option, else prints 0/2
-    python -m sweep env-timing --file runs/env_timing.json --envs CartPole-v1  # must the env timing be (re)done?
-    python -m sweep sbatch  --log-dir runs --slurm-tasks 8 --timeout 900  # the job array script (bench.sh --slurm)
-    python -m sweep claim --fd 9 --lock F --holder H --description D --log-dir runs -- N WORDS...  # a cell's lock
+    python -m sweep dry-run --experiments exp1 --seeds 1 --log-dir runs  # a command a run
+    python -m sweep plan --log-dir runs --shard 0/2 -- --num-envs 64  # the same, NUL-separated
+    python -m sweep dry-run --preset smoke --log-dir runs-smoke  # a preset's (bench.sh --smoke)
+    python -m sweep check --log-dir runs --shard 0/2  # exit 2 on a bad option, else prints 0/2
+    python -m sweep env-timing --file runs/env_timing.json  # must the env timing be (re)done?
+    python -m sweep sbatch --log-dir runs --slurm-tasks 8 --timeout 900  # the job array's script
+    python -m sweep claim --fd 9 --lock F --holder H --description D --log-dir runs -- N WORDS...
+    python3 -m sweep args ARGS...  # bench.sh's command line, read and checked (sweep/bench.py)
+    python -m sweep lock --fd 9 --lock F --holder H  # the sweep's lock (sweep/bench.py)
 
-Its parts, one job each: sweep_cli (the options, declared once), option_checks (a value's checks), sweep_preset
-(a preset's options, from the study), sweep_options (the selection, against the study), sweep_matrix (the runs and
-their shards), sweep_resume (which are done; the cell locks), sweep_env_timing (must the env timing be redone),
-sbatch_options and sbatch_script (bench.sh --slurm), shell_quoting (the dry run's words), sweep_run_check (the run
-arguments, by the scripts' own parser).
+Its parts, one job each: see sweep/__init__.py.
 """
 
 import argparse
@@ -28,8 +24,8 @@ import shlex
 import sys
 from pathlib import Path
 
-from sweep import study
-from sweep.cli import GENERAL, SLURM, SWEEP_ACTIONS, add_options, help_lines, matrix_options
+from sweep import bench, study
+from sweep.cli import SWEEP_ACTIONS, add_options, matrix_options, usage
 from sweep.env_timing_check import env_timing_reason
 from sweep.env_timing_file import BadTiming
 from sweep.matrix import PlannedRun, bounded_matrix, cell_id, cells, shard_runs
@@ -38,7 +34,7 @@ from sweep.options import Selection, select
 from sweep.preset import apply_preset, preset_words
 from sweep.resume import claim_cell, done_flags, with_resumes
 from sweep.run_check import check_run_args
-from sweep.sbatch_script import job_array, sbatch_script
+from sweep.sbatch import job_array, sbatch_script
 from sweep.shell_quoting import shell_word
 
 
@@ -55,12 +51,10 @@ def parser() -> Parser:
         s = sub.add_parser(action, allow_abbrev=False)
         add_options(s, action)
         s.add_argument("extra", nargs="*", help="after --: arguments added to every run")
-    sub.add_parser("experiments", allow_abbrev=False)
-    sub.add_parser("presets", allow_abbrev=False)
-    # bench.sh --help's lists of options
-    options = sub.add_parser("options", allow_abbrev=False)
-    options.add_argument("section", nargs="?", choices=(GENERAL, SLURM), default=GENERAL)
     add_claim_parser(sub)
+    lock = sub.add_parser("lock", allow_abbrev=False)
+    for name in ("--fd", "--lock", "--holder"):
+        lock.add_argument(name, type=int if name == "--fd" else str, required=True)
     return p
 
 
@@ -82,10 +76,12 @@ def add_claim_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def attach_values(p: argparse.ArgumentParser, argv: list[str]) -> list[str]:
-    """argv with each `--option VALUE` of an option that takes a value written `--option=VALUE` (up to --).
+    """argv with each `--option VALUE` of an option that takes a value written `--option=VALUE` (up
+    to --).
 
-    argparse reads a VALUE that starts with "-" (--shard -1/2, --tag -x) as another option and says only "expected
-    one argument"; attached, the value reaches the check that names it, or the run that takes it."""
+    argparse reads a VALUE that starts with "-" (--shard -1/2, --tag -x) as another option and says
+    only "expected one argument"; attached, the value reaches the check that names it, or the run
+    that takes it."""
     takes_value = {
         name
         for action in p._actions  # the subcommands' options: each subparser's
@@ -108,9 +104,9 @@ def attach_values(p: argparse.ArgumentParser, argv: list[str]) -> list[str]:
 def plan_fields(
     runs: list[PlannedRun], done: list[bool], matrix_size: int, k: int, n: int
 ) -> list[str]:
-    """The plan for bench.sh, as data: the header RUNS, TO_RUN, CELLS, MATRIX_SIZE, K/N, then per run
-    done|todo, description, log stem, its cell's id (the runs of a cell follow one another), the number of words of
-    its command, and those words (python, script, args)."""
+    """The plan for bench.sh, as data: the header RUNS, TO_RUN, CELLS, MATRIX_SIZE, K/N, then per
+    run done|todo, description, log stem, its cell's id (the runs of a cell follow one another), the
+    number of words of its command, and those words (python, script, args)."""
     fields = [
         str(len(runs)),
         str(done.count(False)),
@@ -125,8 +121,9 @@ def plan_fields(
 
 
 def print_plan(fields: list[str]) -> None:
-    """Each field NUL-terminated, read by bash's `mapfile -d ''`: no field is ever parsed as shell code, and any
-    character but NUL (which no argument can hold) stays what it is, newlines and tabs included."""
+    """Each field NUL-terminated, read by bash's `mapfile -d ''`: no field is ever parsed as shell
+    code, and any character but NUL (which no argument can hold) stays what it is, newlines and tabs
+    included."""
     out = sys.stdout.buffer
     for field in fields:
         out.write(os.fsencode(field) + b"\0")
@@ -134,7 +131,8 @@ def print_plan(fields: list[str]) -> None:
 
 
 def print_sbatch(args: argparse.Namespace, sel: Selection, whole: list[PlannedRun]) -> None:
-    """For bench.sh: a header "RUNS TO_RUN CELLS TASKS", then the sbatch script; BadOption for a bad option."""
+    """For bench.sh: a header "RUNS TO_RUN CELLS TASKS", then the sbatch script; BadOption for a bad
+    option."""
     num_cells = len(cells(whole))
     job = job_array(args, sel, num_cells)
     done = done_flags(whole, sel.log_dir)
@@ -143,22 +141,38 @@ def print_sbatch(args: argparse.Namespace, sel: Selection, whole: list[PlannedRu
     print(script, end="")
 
 
-def print_experiments(the_study: study.Study) -> None:
-    """One line per experiment (bench.sh --help), then the platform comparisons, which have no runs of their own."""
+def experiment_lines(the_study: study.Study) -> list[str]:
+    """One line per experiment (bench.sh --help), then the platform comparisons, which have no runs
+    of their own."""
+    lines = []
     for exp in the_study.experiments.values():
         syncs = " and ".join("on" if sync else "off" for sync in exp.syncs)
-        print(f"{exp.name}  {exp.title} (sync timing {syncs})")
+        lines.append(f"{exp.name}  {exp.title} (sync timing {syncs})")
     for platform in the_study.platforms.values():
-        print(
-            f"{platform.name}  is {platform.repeats} under another --tag (e.g. the OS or the machine)"
+        lines.append(
+            f"{platform.name}  is {platform.repeats} under another --tag (e.g. the OS or the "
+            "machine)"
         )
+    return lines
 
 
-def print_presets(the_study: study.Study) -> None:
-    """Two lines per preset (bench.sh --help): its name and title, then the options it stands for."""
-    for preset in the_study.presets.values():
-        print(f"{preset.name}  {preset.title}")
-        print(f"    {preset_words(preset)}")
+def preset_lines(the_study: study.Study) -> list[str]:
+    """Two lines per preset (bench.sh --help): its name and title, then the options it stands
+    for."""
+    return [
+        line
+        for preset in the_study.presets.values()
+        for line in (f"{preset.name}  {preset.title}", f"    {preset_words(preset)}")
+    ]
+
+
+def help_text() -> str:
+    """bench.sh --help, with the study's experiments and presets (or where to find them)."""
+    try:
+        the_study = study.load()
+        return usage(experiment_lines(the_study), preset_lines(the_study))
+    except Exception:  # a broken study: the help still helps
+        return usage(["(see study.toml)"], ["(see study.toml)"])
 
 
 def check_scripts(runs: list[PlannedRun], the_study: study.Study) -> None:
@@ -172,8 +186,9 @@ def check_scripts(runs: list[PlannedRun], the_study: study.Study) -> None:
 def check_selects_runs(
     args: argparse.Namespace, sel: Selection, whole: list[PlannedRun], the_study: study.Study
 ) -> None:
-    """BadOption when the options select no run at all (an env or a size that none of the chosen experiments runs, a
-    compile mode none of the chosen frameworks has): a sweep of nothing is a mistake, not a sweep."""
+    """BadOption when the options select no run at all (an env or a size that none of the chosen
+    experiments runs, a compile mode none of the chosen frameworks has): a sweep of nothing is a
+    mistake, not a sweep."""
     if whole:
         return
     selection = shlex.join(matrix_options(args)) or "the sweep"
@@ -188,7 +203,8 @@ def check_selects_runs(
 
 
 def print_env_timing(args: argparse.Namespace, sel: Selection, whole: list[PlannedRun]) -> None:
-    """Two lines, why the env timing must be (re)done and the envs to time; nothing when the file is usable."""
+    """Two lines, why the env timing must be (re)done and the envs to time; nothing when the file is
+    usable."""
     envs = list(dict.fromkeys(run.env for run in whole))
     try:
         verdict = env_timing_reason(Path(args.file), envs, sel.env_threads)
@@ -200,8 +216,8 @@ def print_env_timing(args: argparse.Namespace, sel: Selection, whole: list[Plann
 
 
 def print_dry_run(sel: Selection, runs: list[PlannedRun], whole: list[PlannedRun]) -> None:
-    """One command per run ("# done: " before those already completed; --resume FOLDER after those that continue
-    a stopped run), then the count."""
+    """One command per run ("# done: " before those already completed; --resume FOLDER after those
+    that continue a stopped run), then the count."""
     done = done_flags(runs, sel.log_dir)
     for run, is_done in zip(with_resumes(runs, done, sel.log_dir), done):
         print(("# done: " if is_done else "") + " ".join(map(shell_word, run.command)))
@@ -213,7 +229,8 @@ def print_dry_run(sel: Selection, runs: list[PlannedRun], whole: list[PlannedRun
 
 
 def sweep_action(args: argparse.Namespace, the_study: study.Study) -> None:
-    """check, plan, dry-run, env-timing or sbatch, for the sweep the options select; BadOption names a bad one."""
+    """check, plan, dry-run, env-timing or sbatch, for the sweep the options select; BadOption names
+    a bad one."""
     given = tuple(args.extra)  # the run arguments after --, before the preset's join them
     args = apply_preset(args, the_study)  # its options, as if given
     sel = select(args, the_study)
@@ -240,8 +257,15 @@ def sweep_action(args: argparse.Namespace, the_study: study.Study) -> None:
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["args"]:
+        return bench.args_main(argv[1:], help_text)
+    if argv[:1] == ["restart"]:
+        bench.restart(argv[1:])
     p = parser()
-    args = p.parse_args(attach_values(p, sys.argv[1:] if argv is None else argv))
+    args = p.parse_args(attach_values(p, argv))
+    if args.action == "lock":
+        return bench.lock_main(args.fd, args.lock, args.holder)
     if args.action == "claim":
         # which runs of the cell are done, once it is this sweep's
         done = claim_cell(
@@ -249,16 +273,7 @@ def main(argv=None) -> int:
         )
         print(" ".join("done" if is_done else "todo" for is_done in done))
         return 0
-    if args.action == "options":
-        print(*help_lines(args.section), sep="\n")
-        return 0
     the_study = study.load()
-    if args.action == "experiments":
-        print_experiments(the_study)
-        return 0
-    if args.action == "presets":
-        print_presets(the_study)
-        return 0
     try:
         sweep_action(args, the_study)
     except BadOption as e:

@@ -1,10 +1,8 @@
-"""The sweep's options, declared once: bench.sh's, with their help, and the python -m sweep actions that take each.
+"""The sweep's options, declared once: bench.sh's, with their help, and the python -m sweep actions
+that take each.
 
-From this table python -m sweep makes its parsers (add_options), and bench.sh --help its lists of options
-(`python -m sweep options [slurm]`: help_lines). bench.sh reads its own command line without Python (the
-interpreter, --python, is one of its options), so it keeps the names of those that take a value and of the flags;
-tests/test_bench.py holds them to value_names() and flag_names().
-"""
+From this table python -m sweep makes its parsers (add_options), sweep/bench.py reads bench.sh's
+command line, and bench.sh --help lists them (usage)."""
 
 import argparse
 import textwrap
@@ -12,31 +10,36 @@ from dataclasses import dataclass
 from typing import Optional
 
 from sweep.options import DEFAULT_SEEDS
-from sweep.sbatch_options import SBATCH_OWN
-from sweep.sbatch_script import MAX_TASKS, TIME_MARGIN_S
+from sweep.sbatch import MAX_TASKS, SBATCH_OWN, TIME_MARGIN_S
 
 # python -m sweep's actions on a sweep: each takes the options of the sweep's runs
 SWEEP_ACTIONS = ("check", "plan", "dry-run", "env-timing", "sbatch")
 SBATCH = ("sbatch",)
 # bench.sh --help's lists of options: the sweep's, and those of the Slurm job array
 GENERAL, SLURM = "general", "slurm"
-# --kill-after when not given: bench.sh's KILL_AFTER_S, the same
+# --kill-after when not given: after --timeout, a run gets SIGTERM (it saves its summary at the next
+# iteration boundary), then SIGKILL this much later: long enough for one phase of the slowest
+# iteration (an eager rollout on MinAtar took 55 s on the cpu-v2 VM, a whole iteration about 110 s)
+# and the teardown
 KILL_AFTER_S = "300"
 # the sbatch options bench.sh sets itself, which --slurm-args may not
 SBATCH_OWN_OPTIONS = ", ".join(f"--{name}" for name in SBATCH_OWN)
-# bench.sh --help: the column of each option's text, and the width of its lines (before their indent of 2)
+# bench.sh --help: the column of each option's text, and the width of its lines (before their indent
+# of 2)
 HELP_COLUMN, HELP_WIDTH = 20, 113
 
 
 @dataclass(frozen=True)
 class Option:
-    """An option of the sweep: bench.sh's (in a section of its --help), python -m sweep's (taken by actions), or both."""
+    """An option of the sweep: bench.sh's (in a section of its --help), python -m sweep's (taken by
+    actions), or both."""
 
     name: str
     # its value in bench.sh --help; None: a flag, which takes no value
     metavar: Optional[str]
     help: str
-    # the list of bench.sh --help it is in; None: python -m sweep's alone (bench.sh passes one of its own on with it)
+    # the list of bench.sh --help it is in; None: python -m sweep's alone (bench.sh passes one of
+    # its own on with it)
     section: Optional[str] = GENERAL
     # the python -m sweep actions that take it; none: bench.sh's alone
     actions: tuple[str, ...] = ()
@@ -67,10 +70,10 @@ OPTIONS = (
     Option(
         "--envs",
         "LIST",
-        "comma-separated env ids (default: each experiment's envs), ID@envpool for an env on envpool; each "
-        'experiment takes those of its own, an experiment of envs "all" also the gymnax envs outside the study '
-        "(any with Discrete or 1-D Box actions) and one on envpool alone the envpool envs outside it; an env "
-        "the scripts cannot train is refused",
+        "comma-separated env ids (default: each experiment's envs), ID@envpool for an env on "
+        'envpool; each experiment takes those of its own, an experiment of envs "all" also the '
+        "gymnax envs outside the study (any with Discrete or 1-D Box actions) and one on envpool "
+        "alone the envpool envs outside it; an env the scripts cannot train is refused",
         actions=SWEEP_ACTIONS,
         matrix=True,
     ),
@@ -84,8 +87,8 @@ OPTIONS = (
     Option(
         "--compile-modes",
         "LIST",
-        "comma-separated compile modes to keep of each experiment's: \"default\" (each framework's first) or "
-        "the study's mode names (default: every mode each experiment runs)",
+        "comma-separated compile modes to keep of each experiment's: \"default\" (each framework's "
+        "first) or the study's mode names (default: every mode each experiment runs)",
         actions=SWEEP_ACTIONS,
         matrix=True,
     ),
@@ -113,9 +116,10 @@ OPTIONS = (
     Option(
         "--save-every",
         "N",
-        "every N iterations, each gymnax run saves its state (the scripts' --save-every N: resume.safetensors in "
-        "its folder; not envpool runs), and a run stopped part-way (a timeout, a Slurm requeue) is continued from "
-        "its last save (--resume) when the sweep is run again (default 0: off, a stopped run starts afresh)",
+        "every N iterations, each gymnax run saves its state (the scripts' --save-every N: "
+        "resume.safetensors in its folder; not envpool runs), and a run stopped part-way (a "
+        "timeout, a Slurm requeue) is continued from its last save (--resume) when the sweep is "
+        "run again (default 0: off, a stopped run starts afresh)",
         actions=SWEEP_ACTIONS,
         matrix=True,
     ),
@@ -129,9 +133,9 @@ OPTIONS = (
     Option(
         "--preset",
         "NAME",
-        "the sweep of a preset (above): the options it sets and the arguments of every run (ahead of those "
-        "after --); an option it sets, or a run argument that would override one of its, may not be given "
-        "beside it",
+        "the sweep of a preset (above): the options it sets and the arguments of every run (ahead "
+        "of those after --); an option it sets, or a run argument that would override one of its, "
+        "may not be given beside it",
         actions=SWEEP_ACTIONS,
     ),
     Option(
@@ -142,15 +146,15 @@ OPTIONS = (
     Option(
         "--timeout",
         "SECONDS",
-        'stop a run after this long (SIGTERM, so it saves an "interrupted" summary); it is reported '
-        '"timed out"',
+        'stop a run after this long (SIGTERM, so it saves an "interrupted" summary); it is '
+        'reported "timed out"',
         actions=SBATCH,
     ),
     Option(
         "--kill-after",
         "SECONDS",
-        f"with --timeout: SIGKILL a run this long after its SIGTERM (default {KILL_AFTER_S}: one slow "
-        "iteration; a run stops at the next iteration boundary)",
+        f"with --timeout: SIGKILL a run this long after its SIGTERM (default {KILL_AFTER_S}: one "
+        "slow iteration; a run stops at the next iteration boundary)",
         actions=SBATCH,
         default=KILL_AFTER_S,
     ),
@@ -158,16 +162,16 @@ OPTIONS = (
         "--cpus",
         "N",
         "equal resources: pin every run to the same N cores (taskset) and give it N threads "
-        "(OMP_NUM_THREADS: torch's thread count; JAX uses the cores it is pinned to; an envpool run and the "
-        "env timing also get --env-threads N); default: every core this process may use (and envpool's "
-        "threads the scripts' default)",
+        "(OMP_NUM_THREADS: torch's thread count; JAX uses the cores it is pinned to; an envpool "
+        "run and the env timing also get --env-threads N); default: every core this process may "
+        "use (and envpool's threads the scripts' default)",
         actions=SBATCH,
     ),
     Option(
         "--shard",
         "K/N",
-        "run only shard K (0..N-1) of N: whole cells (experiment, seed, env, model size), so every framework "
-        "and compile mode of a cell runs on the same machine",
+        "run only shard K (0..N-1) of N: whole cells (experiment, seed, env, model size), so every "
+        "framework and compile mode of a cell runs on the same machine",
         actions=SWEEP_ACTIONS,
         default="0/1",
     ),
@@ -193,10 +197,10 @@ OPTIONS = (
     Option(
         "--slurm",
         None,
-        "write an sbatch script and submit it: array task K of N runs this sweep with --shard K/N, on a node "
-        "of its own (--exclusive), its output in {log-dir}/logs/slurm/{job}_{task}.out; each node measures "
-        "its env step costs into {log-dir}/env_timing/{hostname}.json (--no-env-timing skips that). With "
-        "--dry-run: print the script, submit nothing",
+        "write an sbatch script and submit it: array task K of N runs this sweep with --shard K/N, "
+        "on a node of its own (--exclusive), its output in {log-dir}/logs/slurm/{job}_{task}.out; "
+        "each node measures its env step costs into {log-dir}/env_timing/{hostname}.json "
+        "(--no-env-timing skips that). With --dry-run: print the script, submit nothing",
         section=SLURM,
     ),
     Option(
@@ -216,13 +220,14 @@ OPTIONS = (
     Option(
         "--slurm-args",
         "ARGS",
-        'sbatch options, e.g. "--partition=gpu --gres=gpu:1 --account=me", split like shell words, one '
-        "#SBATCH line per option (a word holding a newline or another control character is refused: it would "
-        f"end the #SBATCH line); those bench.sh sets ({SBATCH_OWN_OPTIONS}) are "
-        "refused in any spelling sbatch takes (-a5, --arr=5, -Ho x), and so is an ambiguous prefix (--ex); "
-        "the --job-name may be changed, and the time limit, which is (runs of the largest shard) x (--timeout "
-        f"+ --kill-after) + {TIME_MARGIN_S // 60} min, or without --timeout the partition's default (ARGS may "
-        "give --time=...)",
+        'sbatch options, e.g. "--partition=gpu --gres=gpu:1 --account=me", split like shell '
+        "words, one #SBATCH line per option (a word holding a newline or another control "
+        "character is refused: it would end the #SBATCH line); those bench.sh sets "
+        f"({SBATCH_OWN_OPTIONS}) are "
+        "refused in any spelling sbatch takes (-a5, --arr=5, -Ho x), and so is an ambiguous "
+        "prefix (--ex); the --job-name may be changed, and the time limit, which is (runs of the "
+        f"largest shard) x (--timeout + --kill-after) + {TIME_MARGIN_S // 60} min, or without "
+        "--timeout the partition's default (ARGS may give --time=...)",
         section=SLURM,
         actions=SBATCH,
         default="",
@@ -251,7 +256,8 @@ def attribute(name: str) -> str:
 
 
 def argparse_settings(option: Option) -> dict:
-    """add_argument's settings for an option: a flag --no-X clears X (another sets its own), a value is a string."""
+    """add_argument's settings for an option: a flag --no-X clears X (another sets its own), a value
+    is a string."""
     # argparse formats the help with %
     settings = dict(help=option.help.replace("%", "%%"))
     if option.metavar is None:
@@ -271,7 +277,8 @@ def add_options(parser: argparse.ArgumentParser, action: str) -> None:
 
 
 def help_entry(option: Option) -> list[str]:
-    """An option's lines in bench.sh --help: its spelling, then its help from HELP_COLUMN on, wrapped."""
+    """An option's lines in bench.sh --help: its spelling, then its help from HELP_COLUMN on,
+    wrapped."""
     head = f"{option.short}, {option.name}" if option.short else option.name
     if option.metavar is not None:
         head += f" {option.metavar}"
@@ -290,20 +297,73 @@ def help_lines(section: str) -> list[str]:
     return [line for option in OPTIONS if option.section == section for line in help_entry(option)]
 
 
-def value_names() -> list[str]:
-    """bench.sh's options that take a value."""
-    return [option.name for option in OPTIONS if option.section and option.metavar is not None]
-
-
-def flag_names() -> list[str]:
-    """bench.sh's flags, which take none."""
-    return [option.name for option in OPTIONS if option.section and option.metavar is None]
-
-
 def matrix_options(args: argparse.Namespace) -> list[str]:
-    """The options that select the sweep's runs, as given (e.g. ["--experiments", "exp1"]), for each Slurm task's
-    bench.sh."""
+    """The options that select the sweep's runs, as given (e.g. ["--experiments", "exp1"]), for each
+    Slurm task's bench.sh."""
     given = [
         (option.name, getattr(args, attribute(option.name))) for option in OPTIONS if option.matrix
     ]
     return [word for name, value in given if value is not None for word in (name, value)]
+
+
+USAGE = """usage: ./bench.sh [options] [-- extra args passed to every run]
+
+Runs the benchback-rl experiments of study.toml, one fresh process per run, into {log-dir}/{exp}/. A
+run is skipped when a folder in {log-dir}/{exp}/ holds a completed run of the same command
+(config.json "command": the same script and arguments, --log-dir aside), so an interrupted sweep
+resumes where it stopped; a run stopped part-way after a save (--save-every) is continued in its
+folder with --resume, the others start afresh. Each run's output goes to {log-dir}/logs/{exp}/.
+Before the runs, the env step costs are measured into {log-dir}/env_timing.json when that file is
+missing, lacks an env of the sweep, or comes from another host or device.
+
+experiments (study.toml; each run is repeated for seeds 1..N):
+EXPERIMENTS
+
+presets (study.toml's [presets]: a sweep by name, the options it sets, the arguments of every run):
+PRESETS
+
+options:
+GENERAL
+
+One sweep at a time per log dir and shard: a second bench.sh on the same --log-dir and --shard is
+refused (exit 2), while the first holds {log-dir}/.bench-K-of-N.lock. Sweeps of other shards run
+side by side, and never run one run twice at once, whatever their shard counts (0/1 and 0/2
+overlap): a sweep runs a cell (experiment, seed, env, size) while it holds
+{log-dir}/.bench-cells/{cell}.lock, waits while another sweep holds it, and then skips the runs that
+one completed. Ctrl-C or SIGTERM stops what is in progress at once (a run saves an "interrupted"
+summary; the env timing, the planning or sbatch just end) and then the sweep, however bench.sh was
+started (in the background of a script, under nohup). The arguments after -- reach every run as they
+are (any character); those the sweep sets itself (--env, --env-backend, --model-size, --compile,
+--seed, --log-dir, --exp-name, --[no-]sync-timing, --dtype (each experiment's dtypes in study.toml),
+and --num-iterations, --tag or --env-threads when --iterations, --tag or --cpus is given) are
+refused, and so is one the scripts' own parser refuses (checked before the first run, in a few
+seconds: the scripts are imported).
+
+Slurm (the sweep as a job array; every other option above applies to each task):
+SLURM
+
+examples:
+  ./bench.sh --experiments exp1 --tag linux-h200
+  ./bench.sh --shard 0/2 & ./bench.sh --shard 1/2    # two machines or GPUs, one sweep
+  ./bench.sh --smoke                                 # the quick sweep, into runs-smoke/, and
+  python plot_results.py runs-smoke --out runs-smoke/analysis    # its analysis
+  ./bench.sh --slurm --timeout 1800 --slurm-args "--partition=gpu --gres=gpu:1"   # on a cluster
+"""
+
+
+def usage(experiments: list[str], presets: list[str]) -> str:
+    """bench.sh --help: the lists (of the study's experiments and presets, and of the options)
+    indented by 2."""
+    lists = dict(
+        EXPERIMENTS=experiments,
+        PRESETS=presets,
+        GENERAL=help_lines(GENERAL),
+        SLURM=help_lines(SLURM),
+    )
+    return (
+        "\n".join(
+            "\n".join(f"  {item}" for item in lists[line]) if line in lists else line
+            for line in USAGE.splitlines()
+        )
+        + "\n"
+    )

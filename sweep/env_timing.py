@@ -1,37 +1,43 @@
-"""Measures the step cost of each environment of the study: the "env complexity" axis of benchback-rl.
+"""Measures the step cost of each environment of the study: the "env complexity" axis of
+benchback-rl.
 
-For each env: the jitted batched step over `--num-envs` envs with random actions, as the PPO scripts step them
-(gymnax: the vmapped `env.step`; Craftax, Brax and envpool: their adapter's batched step, from env_adapters.py),
-10 warm-up and 100 timed calls, each behind `jax.block_until_ready`. All include their auto-reset (Brax's
-halfcheetah ends its episodes at step 1000 only, so its timed steps reset nothing). Random actions are uniform: over
-the choices of a discrete env, within the bounds of a continuous (Box) one, as float32 vectors. The per-step time is
-summarised by a 10 % trimmed mean (and the median, IQR, mean, std, min, max). Keys and actions are drawn before
-timing, so only the env step itself is timed.
+For each env: the jitted batched step over `--num-envs` envs with random actions, as the PPO scripts
+step them (gymnax: the vmapped `env.step`; Craftax, Brax and envpool: their adapter's batched step,
+from env_adapters.py), 10 warm-up and 100 timed calls, each behind `jax.block_until_ready`. All
+include their auto-reset (Brax's halfcheetah ends its episodes at step 1000 only, so its timed steps
+reset nothing). Random actions are uniform: over the choices of a discrete env, within the bounds of
+a continuous (Box) one, as float32 vectors. The per-step time is summarised by a 10 % trimmed mean
+(and the median, IQR, mean, std, min, max). Keys and actions are drawn before timing, so only the
+env step itself is timed.
 
-`ratio` compares the cost of one env step: the trimmed mean over the env's num_envs (`us_per_env_step`), over that of
-the cheapest env. Every env is stepped --num-envs at once (4096), but on a CPU the study's expensive envs (Craftax,
-Brax) --expensive-num-envs at once (256): a timing at 4096 Craftax worlds took over 9 GB there (2 cores),
-Craftax-Symbolic ~1.2 s a call; at 256, 2 GB and 60 ms a call. The cost per env step hardly depends on the batch from
-256 envs up (Classic 75, 70, 80 us at 256, 1024, 4096 envs; Craftax 232, 286 us at 256, 1024), while the cheap envs
-need the large batch for their cost per env step to be compute rather than call overhead. On a GPU every env gets
---num-envs. Each env's num_envs is recorded with its times. num_actions: a discrete env's number of choices, a
-continuous env's action length.
+`ratio` compares the cost of one env step: the trimmed mean over the env's num_envs
+(`us_per_env_step`), over that of the cheapest env. Every env is stepped --num-envs at once (4096),
+but on a CPU the study's expensive envs (Craftax, Brax) --expensive-num-envs at once (256): a timing
+at 4096 Craftax worlds took over 9 GB there (2 cores), Craftax-Symbolic ~1.2 s a call; at 256, 2 GB
+and 60 ms a call. The cost per env step hardly depends on the batch from 256 envs up (Classic 75,
+70, 80 us at 256, 1024, 4096 envs; Craftax 232, 286 us at 256, 1024), while the cheap envs need the
+large batch for their cost per env step to be compute rather than call overhead. On a GPU every env
+gets --num-envs. Each env's num_envs is recorded with its times. num_actions: a discrete env's
+number of choices, a continuous env's action length.
 
-An env on envpool (CPU simulators, whatever JAX's device) is named by its env label, "{id}@envpool" (sweep/study.py), the
-key of its times in the file, beside the gymnax env of the same id: the adapter's batched step through its host
-callback, inside the same jitted call and timing loop, --envpool-num-envs at once (1024) with --env-threads threads
-(0, the scripts' default: envpool's own, one a core; bench.sh --cpus N gives N). Its cost per env step is that of
-a C++ loop over the envs: flat from about a thousand envs (CartPole-v1, 1 thread: 23, 5.1, 3.4, 3.8 us at 32, 256,
-1024, 4096 envs, where the call's fixed cost fades), and MuJoCo's 60-115 us would take 40 s an env at 4096. Random
-actions as above.
+An env on envpool (CPU simulators, whatever JAX's device) is named by its env label, "{id}@envpool"
+(sweep/study.py), the key of its times in the file, beside the gymnax env of the same id: the
+adapter's batched step through its host callback, inside the same jitted call and timing loop,
+--envpool-num-envs at once (1024) with --env-threads threads (0, the scripts' default: envpool's
+own, one a core; bench.sh --cpus N gives N). Its cost per env step is that of a C++ loop over the
+envs: flat from about a thousand envs (CartPole-v1, 1 thread: 23, 5.1, 3.4, 3.8 us at 32, 256, 1024,
+4096 envs, where the call's fixed cost fades), and MuJoCo's 60-115 us would take 40 s an env at
+4096. Random actions as above.
 
-    python -m sweep.env_timing                                  # the study's envs -> results/env_timing.json
+    # the study's envs -> results/env_timing.json
+    python -m sweep.env_timing
     python -m sweep.env_timing --envs CartPole-v1,Acrobot-v1 --num-envs 64 --out /tmp/timing.json
-    python -m sweep.env_timing --envs CartPole-v1,CartPole-v1@envpool --out /tmp/timing.json   # both backends
+    # both backends
+    python -m sweep.env_timing --envs CartPole-v1,CartPole-v1@envpool --out /tmp/timing.json
 
---out replaces only an env-timing file (sweep/env_timing_file.py) whose envs this call all times again: another file there
-(notes, a file with a nonsense cost) or one with more envs is refused in one line, exit status 2, before any timing.
-"""
+--out replaces only an env-timing file (sweep/env_timing_file.py) whose envs this call all times
+again: another file there (notes, a file with a nonsense cost) or one with more envs is refused in
+one line, exit status 2, before any timing."""
 
 import os
 import platform
@@ -61,17 +67,19 @@ CPU_EXPENSIVE_NUM_ENVS = 256  # the default --expensive-num-envs on a CPU (see t
 @dataclass(frozen=True)
 class Args:
     envs: tyro.conf.UseAppendAction[tuple[str, ...]] = ()
-    """env labels (gymnax, Craftax or Brax ids; ID@envpool on envpool), comma-separated or repeated (--envs A,B
-    --envs C); empty: every env of the study (study.toml: envs, continuous_envs, expensive_envs, envpool_envs)"""
+    """env labels (gymnax, Craftax or Brax ids; ID@envpool on envpool), comma-separated or repeated
+    (--envs A,B --envs C); empty: every env of the study (study.toml: envs, continuous_envs,
+    expensive_envs, envpool_envs)"""
     num_envs: int = 4096
     """the number of environments stepped at once (vmapped)"""
     expensive_num_envs: Optional[int] = None
-    """the number stepped at once for the study's expensive envs (Craftax, Brax); default: 256 on a CPU, else
-    --num-envs"""
+    """the number stepped at once for the study's expensive envs (Craftax, Brax); default: 256 on a
+    CPU, else --num-envs"""
     envpool_num_envs: int = 1024
     """the number stepped at once for an env on envpool (a CPU simulator on any device)"""
     env_threads: int = 0
-    """envpool's worker threads (0: envpool's default, one per core), as the scripts' --env-threads"""
+    """envpool's worker threads (0: envpool's default, one per core), as the scripts' --env-threads
+    """
     warmup_steps: int = 10
     """untimed steps before timing (the first one compiles)"""
     timed_steps: int = 100
@@ -83,14 +91,15 @@ class Args:
 
 
 def env_list(args: Args) -> list[str]:
-    """The envs asked for, in order, without duplicates; every env of the study when none are given."""
+    """The envs asked for, in order, without duplicates; every env of the study when none are
+    given."""
     names = [name.strip() for item in args.envs for name in item.split(",") if name.strip()]
     return list(dict.fromkeys(names)) or list(study.load().every_env)
 
 
 def check_timing_args(args: Args, envs: list[str]) -> None:
-    """Refuses bad input (ValueError, option_checks.BadOption among them) with one line naming the bad value and
-    the valid choices."""
+    """Refuses bad input (ValueError, option_checks.BadOption among them) with one line naming the
+    bad value and the valid choices."""
     envpool = [study.env_label(env, "envpool") for env in env_adapters.ENVPOOL_ENVS]
     valid = [*gymnax.registered_envs, *env_adapters.adapted_envs(), *envpool]
     unknown = [name for name in envs if name not in valid]
@@ -110,9 +119,9 @@ def check_timing_args(args: Args, envs: list[str]) -> None:
 
 
 def check_out_file(out: str, envs: list[str]) -> None:
-    """Refuses (ValueError), before any timing, an --out that cannot be written, or that holds a file this call
-    must not replace: one that is not a usable env-timing file, or one with envs this call does not time (it would
-    be replaced by fewer)."""
+    """Refuses (ValueError), before any timing, an --out that cannot be written, or that holds a
+    file this call must not replace: one that is not a usable env-timing file, or one with envs this
+    call does not time (it would be replaced by fewer)."""
     if not out:
         raise ValueError("--out '' is empty; give a JSON file name")
     if os.path.isdir(out):
@@ -125,7 +134,10 @@ def check_out_file(out: str, envs: list[str]) -> None:
             return f"is not a file sweep/env_timing.py wrote ({e.reason})"
         dropped = [env for env in have if env not in envs]
         if dropped:
-            return f"holds envs this call does not time ({', '.join(dropped)}; give them to --envs too)"
+            return (
+                f"holds envs this call does not time ({', '.join(dropped)}; give them to --envs "
+                "too)"
+            )
         return None
 
     check_replaceable("--out", out, why_not)
@@ -152,13 +164,15 @@ class BatchedEnv(NamedTuple):
     """An env as the PPO scripts step it: a batch at a time, one key per env."""
 
     reset: Callable  # (keys, params) -> (obs, states)
-    step: Callable  # (keys, states, actions, params) -> (obs, states, reward, terminated, truncated, info)
+    # (keys, states, actions, params) -> (obs, states, reward, terminated, truncated, info)
+    step: Callable
     action_space: object
     params: object
 
 
 def adapter_space(env):
-    """The gymnax space of an adapted env's actions: a Box within its action_bounds (float32), else Discrete."""
+    """The gymnax space of an adapted env's actions: a Box within its action_bounds (float32), else
+    Discrete."""
     spaces = gymnax.environments.spaces
     if env.continuous:
         low, high = env.action_bounds
@@ -167,8 +181,9 @@ def adapter_space(env):
 
 
 def make_env(env_id: str, num_envs: int = 0, seed: int = 0, env_threads: int = 0) -> BatchedEnv:
-    """An env label's env: on envpool, a pool of num_envs envs (seed, env_threads threads), an adapted env (Craftax,
-    Brax) from env_adapters.py, else the gymnax env, vmapped as the scripts' GymnaxBatch."""
+    """An env label's env: on envpool, a pool of num_envs envs (seed, env_threads threads), an
+    adapted env (Craftax, Brax) from env_adapters.py, else the gymnax env, vmapped as the scripts'
+    GymnaxBatch."""
     if on_envpool(env_id):
         env, params = env_adapters.make_envpool(
             study.split_label(env_id)[0], num_envs, seed, env_threads
@@ -184,7 +199,8 @@ def make_env(env_id: str, num_envs: int = 0, seed: int = 0, env_threads: int = 0
 
 
 def make_stepper(env: BatchedEnv):
-    """The jitted batched step: (keys, states, actions) -> (obs, states, reward, terminated, truncated, info)."""
+    """The jitted batched step: (keys, states, actions) -> (obs, states, reward, terminated,
+    truncated, info)."""
 
     def step(keys, states, actions):
         return env.step(keys, states, actions, env.params)
@@ -193,8 +209,8 @@ def make_stepper(env: BatchedEnv):
 
 
 def reset_envs(env: BatchedEnv, key, num_envs: int):
-    """(obs, states) of num_envs envs, jitted (not timed; Craftax's world generation and Brax's resets are slow op by
-    op)."""
+    """(obs, states) of num_envs envs, jitted (not timed; Craftax's world generation and Brax's
+    resets are slow op by op)."""
     return jax.jit(env.reset)(jax.random.split(key, num_envs), env.params)
 
 
@@ -297,14 +313,15 @@ def metadata(args: Args, envs: list[str]) -> dict:
 
 def print_table(results: dict) -> None:
     print(
-        f"{'env':<28} {'obs':>5} {'act':>4} {'envs':>5} {'ms/step':>9} {'median':>9} {'IQR':>8} {'us/env-step':>11} "
-        f"{'ratio':>7}"
+        f"{'env':<28} {'obs':>5} {'act':>4} {'envs':>5} {'ms/step':>9} {'median':>9} {'IQR':>8} "
+        f"{'us/env-step':>11} {'ratio':>7}"
     )
     for name, r in results.items():
         num_actions = "-" if r["num_actions"] is None else r["num_actions"]
         print(
-            f"{name:<28} {r['obs_dim']:>5} {num_actions:>4} {r['num_envs']:>5} {r['ms_per_step']:>9.4f} "
-            f"{r['median_ms']:>9.4f} {r['iqr_ms']:>8.4f} {r['us_per_env_step']:>11.4f} {r['ratio']:>7.2f}"
+            f"{name:<28} {r['obs_dim']:>5} {num_actions:>4} {r['num_envs']:>5} "
+            f"{r['ms_per_step']:>9.4f} {r['median_ms']:>9.4f} {r['iqr_ms']:>8.4f} "
+            f"{r['us_per_env_step']:>11.4f} {r['ratio']:>7.2f}"
         )
 
 
@@ -318,9 +335,10 @@ def main():
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
     print(
-        f"timing {len(envs)} envs ({args.num_envs} at once; expensive ones {expensive_num_envs(args)}; on envpool "
-        f"{args.envpool_num_envs} with {args.env_threads} threads) on {jax.devices()[0].device_kind}: "
-        f"{args.warmup_steps} warm-up + {args.timed_steps} timed steps each",
+        f"timing {len(envs)} envs ({args.num_envs} at once; expensive ones "
+        f"{expensive_num_envs(args)}; on envpool {args.envpool_num_envs} with {args.env_threads} "
+        f"threads) on {jax.devices()[0].device_kind}: {args.warmup_steps} warm-up + "
+        f"{args.timed_steps} timed steps each",
         flush=True,
     )
     results = {}

@@ -1,13 +1,13 @@
-"""The env-timing file (sweep/env_timing.py's JSON) read and checked one way by each of its readers: bench.sh's check
-(sweep/env_timing_check.py), sweep/env_timing.py's --out and the analysis (analysis/loading.py). Standard library only.
+"""The env-timing file (sweep/env_timing.py's JSON) read and checked one way by each of its readers:
+bench.sh's check (sweep/env_timing_check.py), sweep/env_timing.py's --out and the analysis
+(analysis/loading.py). Standard library only.
 
-A file is usable when it is a JSON object whose "envs" object holds, per env label, an object with a "ratio" (the
-env's cost, which the analysis uses) whose step costs ("ratio", "ms_per_step", "us_per_env_step") are finite positive
-numbers where given, as are its sizes ("obs_dim", "num_actions", "num_envs") unless null (num_actions is null for an
-action that is not one vector). Anything else is refused
-(BadTiming) in one line naming the file and, for a bad value, the env, the field and the value: a cost of -1, 0, NaN
-or "x" would order and scale the envs by nonsense.
-"""
+A file is usable when it is a JSON object whose "envs" object holds, per env label, an object with a
+"ratio" (the env's cost, which the analysis uses) whose step costs ("ratio", "ms_per_step",
+"us_per_env_step") are finite positive numbers where given, as are its sizes ("obs_dim",
+"num_actions", "num_envs") unless null (num_actions is null for an action that is not one vector).
+Anything else is refused (BadTiming) in one line naming the file and, for a bad value, the env, the
+field and the value: a cost of -1, 0, NaN or "x" would order and scale the envs by nonsense."""
 
 import json
 import math
@@ -19,7 +19,8 @@ SIZES = ("obs_dim", "num_actions", "num_envs")  # where given: null or positive 
 
 
 class BadTiming(ValueError):
-    """An env-timing file that cannot be used; the message, one line, names the file and what is wrong (reason)."""
+    """An env-timing file that cannot be used; the message, one line, names the file and what is
+    wrong (reason)."""
 
     def __init__(self, path, reason: str):
         super().__init__(f"env timing {path}: {reason}")
@@ -61,7 +62,8 @@ def loads(text: str, path) -> dict:
 
 
 def read(path) -> dict:
-    """The env-timing file at path; BadTiming unless it can be read and is usable (FileNotFoundError: none)."""
+    """The env-timing file at path; BadTiming unless it can be read and is usable
+    (FileNotFoundError: none)."""
     if Path(path).exists() and not Path(path).is_file():
         # a FIFO would be waited on forever
         raise BadTiming(path, "not a regular file")

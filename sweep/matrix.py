@@ -1,12 +1,13 @@
-"""The run matrix of a sweep: every run of a selection (sweep_options.Selection), its command, and its shard.
+"""The run matrix of a sweep: every run of a selection (sweep_options.Selection), its command, and
+its shard.
 
-Matrix: for each experiment, seed, env and model size (a *cell*), every data type, sync setting, framework and compile
-mode of the experiment, in the study's order (sync "both": every framework sync off, then every one sync on; dtypes
-float32 and bfloat16: all of float32's runs, then bfloat16's, whose commands add --dtype bfloat16). An env is an env
-label (study.env_label): the env id on gymnax, "{id}@envpool" on envpool, whose runs get --env-backend envpool (and
---env-threads N from bench.sh --cpus N), so the two backends of one env id are two cells. Sharding deals out whole
-cells, so every run of a cell lands on the same shard and a speedup never compares two machines.
-"""
+Matrix: for each experiment, seed, env and model size (a *cell*), every data type, sync setting,
+framework and compile mode of the experiment, in the study's order (sync "both": every framework
+sync off, then every one sync on; dtypes float32 and bfloat16: all of float32's runs, then
+bfloat16's, whose commands add --dtype bfloat16). An env is an env label (study.env_label): the env
+id on gymnax, "{id}@envpool" on envpool, whose runs get --env-backend envpool (and --env-threads N
+from bench.sh --cpus N), so the two backends of one env id are two cells. Sharding deals out whole
+cells, so every run of a cell lands on the same shard and a speedup never compares two machines."""
 
 import hashlib
 from dataclasses import dataclass, replace
@@ -50,23 +51,22 @@ class PlannedRun:
     @property
     def description(self) -> str:
         return (
-            f"{self.experiment} {self.env} {self.framework} {self.size} {self.compile}{self.dtype_name}"
-            f"{self.sync_name} seed {self.seed}"
+            f"{self.experiment} {self.env} {self.framework} {self.size} "
+            f"{self.compile}{self.dtype_name}{self.sync_name} seed {self.seed}"
         )
 
     @property
     def log_stem(self) -> str:  # bench.sh adds __{unix time}.log
         sync = self.sync_name.replace(" sync on", "__sync").replace(" sync off", "__nosync")
         dtype = self.dtype_name.replace(" ", "__")
-        return (
-            f"logs/{self.experiment}/{self.env}__{self.framework}__{self.size}__{self.compile}{dtype}{sync}"
-            f"__{self.seed}"
-        )
+        run = f"{self.env}__{self.framework}__{self.size}__{self.compile}{dtype}{sync}__{self.seed}"
+        return f"logs/{self.experiment}/{run}"
 
 
 def option(name: str, value: str) -> list[str]:
-    """A run's option and value, as two words; as one, --name=VALUE, when VALUE starts with "-" (a tag "-x", a log
-    dir "-runs"), which the script's parser would otherwise read as another option."""
+    """A run's option and value, as two words; as one, --name=VALUE, when VALUE starts with "-" (a
+    tag "-x", a log dir "-runs"), which the script's parser would otherwise read as another option.
+    """
     return [f"{name}={value}"] if value.startswith("-") else [name, value]
 
 
@@ -81,8 +81,8 @@ def command(
     sync: bool,
     dtype: str = study.DTYPES[0],
 ) -> tuple[str, ...]:
-    """A run's command. env: an env label; a gymnax run's command names no backend, a float32 one no --dtype (the
-    scripts' defaults, as before there were two)."""
+    """A run's command. env: an env label; a gymnax run's command names no backend, a float32 one no
+    --dtype (the scripts' defaults, as before there were two)."""
     env_id, backend = study.split_label(env)
     cmd = [
         sel.python,
@@ -120,7 +120,8 @@ def command(
 
 
 def kept_modes(sel: Selection, exp: study.Experiment, fw: study.Framework) -> tuple[str, ...]:
-    """The experiment's compile modes of this framework that --compile-modes keeps (all of them when not given)."""
+    """The experiment's compile modes of this framework that --compile-modes keeps (all of them when
+    not given)."""
     modes = exp.compile_modes(fw)
     if sel.compile_modes is None:
         return modes
@@ -131,8 +132,9 @@ def kept_modes(sel: Selection, exp: study.Experiment, fw: study.Framework) -> tu
 
 
 def takes_outside_env(exp: study.Experiment, env: str, the_study: study.Study) -> bool:
-    """Whether an env label of --envs outside the study joins this experiment: a gymnax env joins the experiments of
-    envs "all", an env on another backend (e.g. "Humanoid-v4@envpool") those that run that backend alone."""
+    """Whether an env label of --envs outside the study joins this experiment: a gymnax env joins
+    the experiments of envs "all", an env on another backend (e.g. "Humanoid-v4@envpool") those that
+    run that backend alone."""
     backend = study.split_label(env)[1]
     return (
         exp.envs == the_study.envs if backend == study.BACKENDS[0] else exp.backends == (backend,)
@@ -142,8 +144,8 @@ def takes_outside_env(exp: study.Experiment, env: str, the_study: study.Study) -
 def experiment_envs(
     sel: Selection, exp: study.Experiment, the_study: study.Study
 ) -> tuple[str, ...]:
-    """The env labels of an experiment in this sweep: its own, or those of --envs it has (in the order given), and
-    those of --envs outside the study that it takes (takes_outside_env)."""
+    """The env labels of an experiment in this sweep: its own, or those of --envs it has (in the
+    order given), and those of --envs outside the study that it takes (takes_outside_env)."""
     if sel.envs is None:
         return exp.envs
     return tuple(
@@ -155,9 +157,9 @@ def experiment_envs(
 
 
 def matrix(sel: Selection, the_study: study.Study) -> list[PlannedRun]:
-    """Every run of the selection, cell after cell (experiments, seeds, envs, sizes); within a cell, every data type,
-    sync setting, framework and compile mode of the experiment, one after another. The study's order throughout; envs in the order
-    given."""
+    """Every run of the selection, cell after cell (experiments, seeds, envs, sizes); within a cell,
+    every data type, sync setting, framework and compile mode of the experiment, one after another.
+    The study's order throughout; envs in the order given."""
     runs = []
     frameworks = [fw for name, fw in the_study.frameworks.items() if name in sel.frameworks]
     for exp in (exp for name, exp in the_study.experiments.items() if name in sel.experiments):
@@ -185,14 +187,15 @@ def matrix(sel: Selection, the_study: study.Study) -> list[PlannedRun]:
 
 
 def bounded_matrix(sel: Selection, the_study: study.Study) -> list[PlannedRun]:
-    """matrix(), when it holds at most MAX_RUNS runs; else BadOption, found from the runs of one seed before any
-    more are made (--seeds 2000000 would take minutes to plan)."""
+    """matrix(), when it holds at most MAX_RUNS runs; else BadOption, found from the runs of one
+    seed before any more are made (--seeds 2000000 would take minutes to plan)."""
     per_seed = len(matrix(replace(sel, seeds=1), the_study))
     if per_seed * sel.seeds > MAX_RUNS:
         most = MAX_RUNS // per_seed
         valid = f"valid: 1 to {most} with these options" if most else "narrow the sweep"
         raise BadOption(
-            f"--seeds {sel.seeds} makes {per_seed * sel.seeds} runs, more than the {MAX_RUNS} a sweep may plan; {valid}"
+            f"--seeds {sel.seeds} makes {per_seed * sel.seeds} runs, more than the {MAX_RUNS} a "
+            f"sweep may plan; {valid}"
         )
     return matrix(sel, the_study)
 
@@ -202,10 +205,11 @@ def cells(runs: list[PlannedRun]) -> list[tuple]:
 
 
 def shard_of_cells(all_cells: list[tuple], n: int) -> dict[tuple, int]:
-    """Each cell's shard: cells are dealt out in turn, in a fixed scrambled order (a hash of the cell).
+    """Each cell's shard: cells are dealt out in turn, in a fixed scrambled order (a hash of the
+    cell).
 
-    So the shards differ by at most one cell, and no shard gets all of one size or env (dealing in matrix
-    order would, e.g. every large cell to one shard when N is the number of sizes)."""
+    So the shards differ by at most one cell, and no shard gets all of one size or env (dealing in
+    matrix order would, e.g. every large cell to one shard when N is the number of sizes)."""
     order = sorted(all_cells, key=lambda cell: hashlib.sha256(repr(cell).encode()).hexdigest())
     return {cell: i % n for i, cell in enumerate(order)}
 

@@ -1,4 +1,5 @@
-"""The options of a sweep (bench.sh's matrix options), checked against the study: what a sweep selects.
+"""The options of a sweep (bench.sh's matrix options), checked against the study: what a sweep
+selects.
 
 Each check raises option_checks.BadOption, whose message names the bad value and the valid choices.
 """
@@ -21,9 +22,10 @@ from sweep.option_checks import (
 
 
 def why_untrainable(env: str) -> Optional[str]:
-    """Why the PPO scripts cannot train `env`, an env label (an id on gymnax, "{id}@envpool" on envpool), in words;
-    None when they can. On gymnax, env_adapters.py's check, the same as the scripts' make_env (gymnax is imported only
-    for an env outside the study, which takes a few seconds); on envpool, an id of env_adapters.ENVPOOL_ENVS."""
+    """Why the PPO scripts cannot train `env`, an env label (an id on gymnax, "{id}@envpool" on
+    envpool), in words; None when they can. On gymnax, env_adapters.py's check, the same as the
+    scripts' make_env (gymnax is imported only for an env outside the study, which takes a few
+    seconds); on envpool, an id of env_adapters.ENVPOOL_ENVS."""
     env_id, backend = study.split_label(env)
     if backend not in study.BACKENDS:
         return f"names backend {backend!r}; backends: {', '.join(study.BACKENDS)}"
@@ -41,9 +43,9 @@ def why_untrainable(env: str) -> Optional[str]:
 
 
 def env_choices(value: str, the_study: study.Study) -> tuple[str, ...]:
-    """--envs: each a study env label or another env the scripts can train (a gymnax id, or "{id}@envpool" for an
-    envpool id); BadOption names the first other one and lists what can be trained (on this error path only: it makes
-    every gymnax env, about a second)."""
+    """--envs: each a study env label or another env the scripts can train (a gymnax id, or
+    "{id}@envpool" for an envpool id); BadOption names the first other one and lists what can be
+    trained (on this error path only: it makes every gymnax env, about a second)."""
     envs = choices("--envs", value, the_study.every_env, extra=lambda env: True)
     # the study's own are trainable
     for env in (env for env in envs if env not in the_study.every_env):
@@ -53,16 +55,18 @@ def env_choices(value: str, the_study: study.Study) -> tuple[str, ...]:
 
             outside = [other for other in usable_envs() if other not in the_study.every_env]
             raise BadOption(
-                f"--envs: {env!r} {problem}, so the scripts cannot train it; valid choices: the study's "
-                f"{', '.join(the_study.every_env)}, an envpool env as ID@envpool (ID one of {', '.join(ENVPOOL_ENVS)}), "
-                f"or another gymnax env the scripts can train (Discrete or 1-D Box actions): {', '.join(outside)}"
+                f"--envs: {env!r} {problem}, so the scripts cannot train it; valid choices: the "
+                f"study's {', '.join(the_study.every_env)}, an envpool env as ID@envpool (ID one "
+                f"of {', '.join(ENVPOOL_ENVS)}), or another gymnax env the scripts can train "
+                f"(Discrete or 1-D Box actions): {', '.join(outside)}"
             )
     return envs
 
 
-# The run arguments the sweep sets itself (the scripts' flags, as tyro spells them; tyro takes _ for - too): given
-# again after --, the last value would win, and the run would not be the run its label, its folder and the resume
-# say. --num-iterations and --tag only when --iterations and --tag set them.
+# The run arguments the sweep sets itself (the scripts' flags, as tyro spells them; tyro takes _ for
+# - too): given again after --, the last value would win, and the run would not be the run its
+# label, its folder and the resume say. --num-iterations and --tag only when --iterations and --tag
+# set them.
 SWEEP_FLAGS = {
     "--env": "bench.sh --envs",
     "--model-size": "bench.sh --sizes",
@@ -84,8 +88,8 @@ def check_extra(
     env_threads: Optional[int] = None,
     save_every: int = 0,
 ) -> None:
-    """BadOption for an argument after -- that sets what the sweep sets (in any spelling: --seed 7, --seed=7,
-    --log_dir X)."""
+    """BadOption for an argument after -- that sets what the sweep sets (in any spelling: --seed 7,
+    --seed=7, --log_dir X)."""
     owned = dict(SWEEP_FLAGS)
     if iterations is not None:
         owned["--num-iterations"] = "bench.sh --iterations"
@@ -107,12 +111,16 @@ def check_extra(
 def check_learning(
     experiments: tuple[str, ...], iterations: Optional[int], extra: tuple[str, ...], the_study
 ) -> None:
-    """BadOption for --iterations, or a run argument (after --, or a preset's) that changes what a run learns, given
-    to a learning experiment: its runs are its configuration's (study.toml), or the analysis does not count them."""
+    """BadOption for --iterations, or a run argument (after --, or a preset's) that changes what a
+    run learns, given to a learning experiment: its runs are its configuration's (study.toml), or
+    the analysis does not count them."""
     learning = [name for name in experiments if the_study.experiments[name].configs]
     if not learning:
         return
-    where = f"{learning[0]} is a learning experiment, whose runs take its configurations' flags (study.toml)"
+    where = (
+        f"{learning[0]} is a learning experiment, whose runs take its configurations' flags "
+        "(study.toml)"
+    )
     if iterations is not None:
         raise BadOption(f"--iterations {iterations}: {where}; leave --iterations out")
     try:
@@ -130,8 +138,9 @@ def check_learning(
     if changed:
         flag = f"--{changed[0].replace('_', '-')}"
         raise BadOption(
-            f"{flag} after --: {where}, and {flag} changes what it learns; leave it out (after -- a learning "
-            "experiment takes only flags that do not, such as --track or --env-threads)"
+            f"{flag} after --: {where}, and {flag} changes what it learns; leave it out (after -- "
+            "a learning experiment takes only flags that do not, such as --track or "
+            "--env-threads)"
         )
 
 
@@ -156,14 +165,16 @@ class Selection:
     save_every: int = 0
 
 
-# --compile-modes: the word for each framework's default mode (its first in study.toml), beside the modes' names
+# --compile-modes: the word for each framework's default mode (its first in study.toml), beside the
+# modes' names
 DEFAULT_MODE = "default"
 # --seeds when not given: seeds 1..3
 DEFAULT_SEEDS = "3"
 
 
 def mode_choices(value: Optional[str], the_study: study.Study) -> Optional[tuple[str, ...]]:
-    """The items of --compile-modes, each "default" or a compile mode of some framework of the study."""
+    """The items of --compile-modes, each "default" or a compile mode of some framework of the
+    study."""
     if value is None:
         return None
     modes = (mode for fw in the_study.frameworks.values() for mode in fw.compile)

@@ -1,10 +1,9 @@
-"""A sweep's preset (bench.sh --preset NAME; --smoke is the preset "smoke"): study.toml's [presets.NAME], written
-into the sweep's options before they are checked.
+"""A sweep's preset (bench.sh --preset NAME; --smoke is the preset "smoke"): study.toml's
+[presets.NAME], written into the sweep's options before they are checked.
 
-A preset sets some of bench.sh's matrix options and adds arguments to every run, ahead of those after bench.sh's --.
-An option it sets may not be given beside it, nor an argument after -- that would override one of its run
-arguments: BadOption names the value and the preset.
-"""
+A preset sets some of bench.sh's matrix options and adds arguments to every run, ahead of those
+after bench.sh's --. An option it sets may not be given beside it, nor an argument after -- that
+would override one of its run arguments: BadOption names the value and the preset."""
 
 import argparse
 import shlex
@@ -36,8 +35,8 @@ def check_given(preset: study.Preset, args: argparse.Namespace) -> None:
         given = getattr(args, attribute(option))
         if given is not None:
             raise BadOption(
-                f"--{option} {given!r} does not go with --preset {preset.name}, which sets --{option} {value} "
-                f"(study.toml's [presets.{preset.name}]); drop one of them"
+                f"--{option} {given!r} does not go with --preset {preset.name}, which sets "
+                f"--{option} {value} (study.toml's [presets.{preset.name}]); drop one of them"
             )
 
 
@@ -53,7 +52,8 @@ def check_extra(preset: study.Preset, extra: list[str]) -> None:
 
 
 def apply_preset(args: argparse.Namespace, the_study: study.Study) -> argparse.Namespace:
-    """args with the preset's options and run arguments (args.preset: its name; None: args as they are)."""
+    """args with the preset's options and run arguments (args.preset: its name; None: args as they
+    are)."""
     if args.preset is None:
         return args
     preset = find_preset(args.preset, the_study)
@@ -64,6 +64,7 @@ def apply_preset(args: argparse.Namespace, the_study: study.Study) -> argparse.N
 
 
 def preset_words(preset: study.Preset) -> str:
-    """The bench.sh options a preset stands for, e.g. "--experiments exp1 --seeds 1 -- --num-envs 4"."""
+    """The bench.sh options a preset stands for, e.g. "--experiments exp1 --seeds 1 -- --num-envs
+    4"."""
     words = [word for option, value in preset.options.items() for word in (f"--{option}", value)]
     return shlex.join([*words, *(["--", *preset.args] if preset.args else [])])

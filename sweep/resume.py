@@ -1,15 +1,19 @@
-"""Which runs of a sweep are done already (the resume), and the cell locks that keep two sweeps off one run.
+"""Which runs of a sweep are done already (the resume), and the cell locks that keep two sweeps off
+one run.
 
-A run is done when a folder in {log-dir}/{exp}/ holds a usable completed run (runlog.is_completed, as for the
-analysis) whose config.json "command" (sys.argv of the run) is the planned command: the same script file name and
-the same arguments, apart from the value of --log-dir (and --resume, which the first start's command never has).
+A run is done when a folder in {log-dir}/{exp}/ holds a usable completed run (runlog.is_completed,
+as for the analysis) whose config.json "command" (sys.argv of the run) is the planned command: the
+same script file name and the same arguments, apart from the value of --log-dir (and --resume, which
+the first start's command never has).
 
-A run that is not done, but whose folder (the same command, not completed) holds the resume file of the scripts'
---save-every (checkpoint.RESUME_FILE, readable), is continued there: its command gets --resume FOLDER (with_resumes),
-so that a sweep stopped part-way (a Slurm requeue, a timeout) loses at most --save-every iterations of it. Of several
-such folders, the one saved furthest on. Any other run starts afresh.
-"""
+A run that is not done, but whose folder (the same command, not completed) holds the resume file of
+the scripts' --save-every (checkpoint.RESUME_FILE, readable), is continued there: its command gets
+--resume FOLDER (with_resumes), so that a sweep stopped part-way (a Slurm requeue, a timeout) loses
+at most --save-every iterations of it. Of several such folders, the one saved furthest on. Any other
+run starts afresh."""
 
+import datetime
+import fcntl
 import os
 import socket
 import sys
@@ -20,8 +24,9 @@ from typing import Optional
 from sweep.matrix import PlannedRun
 from sweep.option_checks import PROG
 
-# the options that do not tell two runs apart: where the run writes (a run folder is found under the log dir anyway),
-# and the folder it continues (the command of config.json, the first start's, has none)
+# the options that do not tell two runs apart: where the run writes (a run folder is found under the
+# log dir anyway), and the folder it continues (the command of config.json, the first start's, has
+# none)
 WHERE = ("--log-dir", "--resume")
 
 
@@ -39,16 +44,18 @@ def without_log_dir(args) -> tuple[str, ...]:
 
 
 def run_key(command) -> tuple[str, tuple[str, ...]]:
-    """What makes two runs the same: the script's file name and its arguments (bar --log-dir and --resume)."""
+    """What makes two runs the same: the script's file name and its arguments (bar --log-dir and
+    --resume)."""
     return Path(command[0]).name, without_log_dir(command[1:])
 
 
 def completed_keys(exp_dir: Path, wanted: Optional[set] = None) -> set:
-    """run_key of every usable completed run in a folder: runlog.is_completed, the one definition that the analysis
-    uses too (status completed, the config keys, at least one iteration, one readable events file holding every
-    iteration, a command that its config.json agrees with), of the run folders the analysis finds (runlog.find_runs:
-    links to folders are not followed), directly in the folder. Runs without config.json "command" are not counted.
-    `wanted`: only these keys are checked in full (reading the events is the slow part: about 10 ms a run)."""
+    """run_key of every usable completed run in a folder: runlog.is_completed, the one definition
+    that the analysis uses too (status completed, the config keys, at least one iteration, one
+    readable events file holding every iteration, a command that its config.json agrees with), of
+    the run folders the analysis finds (runlog.find_runs: links to folders are not followed),
+    directly in the folder. Runs without config.json "command" are not counted. `wanted`: only these
+    keys are checked in full (reading the events is the slow part: about 10 ms a run)."""
     done = set()
     if not any(exp_dir.glob("*/config.json")):
         return done
@@ -58,8 +65,8 @@ def completed_keys(exp_dir: Path, wanted: Optional[set] = None) -> set:
     for run_dir in runlog.find_runs([exp_dir])[0]:
         if run_dir.parent != exp_dir:  # bench.sh's run folders are directly in it
             continue
-        # first the cheap part: a completed summary and a command (runlog's reader: a FIFO or a file nested too
-        # deep is no run, never a hang or a crash)
+        # first the cheap part: a completed summary and a command (runlog's reader: a FIFO or a file
+        # nested too deep is no run, never a hang or a crash)
         try:
             summary = runlog.read_json(run_dir / "summary.json")
             config = runlog.read_json(run_dir / "config.json")
@@ -77,7 +84,8 @@ def completed_keys(exp_dir: Path, wanted: Optional[set] = None) -> set:
 
 
 def resumable(run_dir: Path) -> int:
-    """The iterations that a run folder's resume file saved, 0 when it has none that the scripts would take."""
+    """The iterations that a run folder's resume file saved, 0 when it has none that the scripts
+    would take."""
     # checkpoint.RESUME_FILE (checkpoint is imported only for a folder that has one)
     if not (run_dir / "resume.safetensors").is_file():  # none, or a FIFO
         return 0
@@ -90,8 +98,8 @@ def resumable(run_dir: Path) -> int:
 
 
 def stopped_runs(exp_dir: Path, wanted: set) -> dict:
-    """run_key -> the folder in exp_dir that continues it: a run of a wanted key, not completed, whose resume file
-    saved the most iterations."""
+    """run_key -> the folder in exp_dir that continues it: a run of a wanted key, not completed,
+    whose resume file saved the most iterations."""
     found = {}
     if not any(exp_dir.glob("*/resume.safetensors")):
         return found
@@ -118,8 +126,8 @@ def stopped_runs(exp_dir: Path, wanted: set) -> dict:
 
 
 def with_resumes(runs: list[PlannedRun], done: list[bool], log_dir: str) -> list[PlannedRun]:
-    """The runs, each that is not done and was stopped part-way after a save (stopped_runs) with --resume FOLDER
-    added to its command."""
+    """The runs, each that is not done and was stopped part-way after a save (stopped_runs) with
+    --resume FOLDER added to its command."""
     exps = dict.fromkeys(run.experiment for run, is_done in zip(runs, done) if not is_done)
     stopped = {
         exp: stopped_runs(
@@ -141,7 +149,8 @@ def done_flags(runs: list[PlannedRun], log_dir: str) -> list[bool]:
 
 
 def done_commands(runs: list[tuple[str, tuple[str, ...]]], log_dir: str) -> list[bool]:
-    """Whether each run, given as (experiment, command), has a usable completed run in {log_dir}/{experiment}."""
+    """Whether each run, given as (experiment, command), has a usable completed run in
+    {log_dir}/{experiment}."""
     keys = [run_key(command[1:]) for _, command in runs]
     completed = {
         exp: completed_keys(
@@ -152,43 +161,53 @@ def done_commands(runs: list[tuple[str, tuple[str, ...]]], log_dir: str) -> list
     return [key in completed[exp] for (exp, _), key in zip(runs, keys)]
 
 
-# Two sweeps on one log dir never run the same run at once, whatever their shards (0/1 and 0/2 overlap): a sweep
-# runs a cell only while it holds the cell's lock, flock(2) on {log-dir}/.bench-cells/{cell id}.lock, taken on a file
-# descriptor of bench.sh (so that it is held until bench.sh moves on to the next cell, or is gone with the runs it
-# started, however they end), and once it holds it, it runs only what is still to do: a sweep that finds the cell
-# taken waits for it, then skips the runs that the other one completed. Each sweep holds one cell at a time: no
-# sweep waits for another that waits for it. Shards of one count never share a cell: they run side by side.
+# Two sweeps on one log dir never run the same run at once, whatever their shards (0/1 and 0/2
+# overlap): a sweep runs a cell only while it holds the cell's lock, flock(2) on
+# {log-dir}/.bench-cells/{cell id}.lock, taken on a file descriptor of bench.sh (so that it is held
+# until bench.sh moves on to the next cell, or is gone with the runs it started, however they end),
+# and once it holds it, it runs only what is still to do: a sweep that finds the cell taken waits
+# for it, then skips the runs that the other one completed. Each sweep holds one cell at a time: no
+# sweep waits for another that waits for it. Shards of one count never share a cell: they run side
+# by side.
 CELL_LOCKS = ".bench-cells"
+
+
+def take_lock(fd: int, path: str, holder: str, wait: Optional[str] = None) -> Optional[str]:
+    """flock(2) on bench.sh's open file descriptor `fd` of `path`: held until bench.sh closes it or
+    is gone with the runs it started (they inherit it), however they end; `holder` is noted in it.
+    When another sweep holds it: with `wait` (a message), says so on stderr and waits; without,
+    returns what the holder wrote. Without locks on this filesystem (NFS without its lock daemon,
+    ...): a warning on stderr, and no lock."""
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            with open(path, errors="replace") as f:
+                other = " ".join(f.read().split()) or "a sweep that wrote nothing"
+            if wait is None:
+                return other
+            print(f"{PROG}: {wait} ({other}); waiting for it", file=sys.stderr, flush=True)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        os.ftruncate(fd, 0)
+        since = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
+        os.write(fd, f"{holder} on {socket.gethostname()}, since {since}\n".encode())
+    except OSError as e:
+        print(
+            f"{PROG}: warning: cannot lock {path} ({e.strerror or e}); another sweep on this log "
+            "dir could run the same runs at the same time",
+            file=sys.stderr,
+        )
+    return None
 
 
 def claim_cell(
     fd: int, path: str, holder: str, description: str, log_dir: str, words: list[str]
 ) -> list[bool]:
-    """Takes the cell's lock on `fd` (an open `path`), waiting while another sweep holds it (said on stderr), and
-    notes `holder` in it; then says which runs of the cell are done. `words`: each run as its number of words and
-    its command (the experiment from its --exp-name). Without locks on this filesystem: a warning, and no wait."""
-    import fcntl
-
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:  # another sweep runs this cell: say which, and wait for its end
-            with open(path, errors="replace") as f:
-                other = " ".join(f.read().split()) or "a sweep that wrote nothing"
-            print(
-                f"{PROG}: another sweep is running the cell of {description} ({other}); waiting for it",
-                file=sys.stderr,
-                flush=True,
-            )
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{holder} on {socket.gethostname()}\n".encode())
-    except OSError as e:  # a filesystem without locks (NFS without its lock daemon, Lustre without -o flock, ...)
-        print(
-            f"{PROG}: warning: cannot lock {path} ({e.strerror or e}); another sweep on this log dir could run "
-            "this cell's runs at the same time",
-            file=sys.stderr,
-        )
+    """Takes the cell's lock on `fd` (an open `path`), waiting while another sweep holds it (said on
+    stderr), and notes `holder` in it; then says which runs of the cell are done. `words`: each run
+    as its number of words and its command (the experiment from its --exp-name). Without locks on
+    this filesystem: a warning, and no wait."""
+    take_lock(fd, path, holder, wait=f"another sweep is running the cell of {description}")
     runs, i = [], 0
     while i < len(words):
         command = tuple(words[i + 1 : i + 1 + int(words[i])])

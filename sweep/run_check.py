@@ -1,17 +1,19 @@
-"""The run arguments given after bench.sh's --, checked before the first run by the scripts' own parser:
-bookkeeping.check_args on each script's Args (tyro, then Args' own checks), as every run checks its input. A misspelt
-one (-- --dtyp bfloat16) is then one line and exit 2 before anything is made, not a failure of every run after its
-imports.
+"""The run arguments given after bench.sh's --, checked before the first run by the scripts' own
+parser: bookkeeping.check_args on each script's Args (tyro, then Args' own checks), as every run
+checks its input. A misspelt one (-- --dtyp bfloat16) is then one line and exit 2 before anything is
+made, not a failure of every run after its imports.
 
-The arguments the sweep builds itself, and those of the study (a preset's args, a learning experiment's
-configuration; tests/test_audit4_sweep.py checks them), are right by construction: a sweep is checked when it is
-given arguments after --, on one command per framework and configuration (each with the preset's args, the
-configuration's and those after --). The scripts are imported in one child of the runs' Python, which takes seconds
-(JAX, the frameworks, gymnax: about 9 s of CPU for the four on 2 cores); a sweep without arguments after -- checks
-nothing. The child sees no accelerator (JAX_PLATFORMS=cpu): parsing needs none, and a run checks its batch against
-its own device's memory.
+The arguments the sweep builds itself, and those of the study (a preset's args, a learning
+experiment's configuration; tests/test_audit4_sweep.py checks them), are right by construction: a
+sweep is checked when it is given arguments after --, on one command per framework and configuration
+(each with the preset's args, the configuration's and those after --). The scripts are imported in
+one child of the runs' Python, which takes seconds (JAX, the frameworks, gymnax: about 9 s of CPU
+for the four on 2 cores); a sweep without arguments after -- checks nothing. The child sees no
+accelerator (JAX_PLATFORMS=cpu): parsing needs none, and a run checks its batch against its own
+device's memory.
 
-    python sweep/run_check.py '{"SCRIPT": [ARGV, ...], ...}'   # the child: prints its verdict as JSON
+    # the child: prints its verdict as JSON
+    python sweep/run_check.py '{"SCRIPT": [ARGV, ...], ...}'
 """
 
 import importlib.util
@@ -28,7 +30,8 @@ from sweep.option_checks import PROG, BadOption
 
 
 def argvs_to_check(runs: list[PlannedRun], the_study: study.Study) -> dict[str, list[list[str]]]:
-    """script -> the argument lists to check: of each framework, the first run of each configuration."""
+    """script -> the argument lists to check: of each framework, the first run of each
+    configuration."""
     chosen: dict[tuple, PlannedRun] = {}
     for run in runs:
         config_args = the_study.experiments[run.experiment].env_args(run.env)
@@ -42,8 +45,9 @@ def argvs_to_check(runs: list[PlannedRun], the_study: study.Study) -> dict[str, 
 def check_run_args(
     runs: list[PlannedRun], given: tuple[str, ...], the_study: study.Study, python: str
 ) -> None:
-    """With arguments given after -- (`given`): BadOption naming the first one a script's parser refuses in a run of
-    these. A script that cannot be imported (its framework not installed) is a warning: its runs will say why."""
+    """With arguments given after -- (`given`): BadOption naming the first one a script's parser
+    refuses in a run of these. A script that cannot be imported (its framework not installed) is a
+    warning: its runs will say why."""
     if not given:
         return
     cmd = [python, "-m", "sweep.run_check", json.dumps(argvs_to_check(runs, the_study))]
@@ -66,7 +70,8 @@ def check_run_args(
         )
     for name, reason in verdict["unchecked"]:
         print(
-            f"{PROG}: warning: the run arguments of {name} were not checked ({reason}); its runs will say",
+            f"{PROG}: warning: the run arguments of {name} were not checked ({reason}); its runs "
+            "will say",
             file=sys.stderr,
         )
 
@@ -85,8 +90,8 @@ def first_line(error: Exception) -> str:
 
 
 def verdict(argvs: dict[str, list[list[str]]]) -> dict:
-    """{"refused": [script name, message] of the first argv refused, or None; "unchecked": [script name, why] of
-    each script that could not be imported}."""
+    """{"refused": [script name, message] of the first argv refused, or None; "unchecked": [script
+    name, why] of each script that could not be imported}."""
     from bookkeeping import check_args
 
     unchecked = []

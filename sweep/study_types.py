@@ -1,7 +1,7 @@
-"""What a study is: its frameworks, iteration windows, experiments (their data types; a learning experiment with its
-reference configurations and their published returns), platform comparisons, presets (a sweep by name), and the env
-labels that name an env on a backend. sweep/study.py reads a study of these from study.toml; import them from there.
-"""
+"""What a study is: its frameworks, iteration windows, experiments (their data types; a learning
+experiment with its reference configurations and their published returns), platform comparisons,
+presets (a sweep by name), and the env labels that name an env on a backend. sweep/study.py reads a
+study of these from study.toml; import them from there."""
 
 from dataclasses import dataclass, field
 from itertools import combinations
@@ -13,9 +13,10 @@ DTYPES = ("float32", "bfloat16")  # the scripts' --dtype choices, the default fi
 
 
 def env_label(env: str, backend: str = BACKENDS[0]) -> str:
-    """An env on a backend, as the sweep (cells, log names), the env timing and the analysis (its env column) name
-    it: the env id on gymnax (the default backend, which also runs the Craftax and Brax adapters), "{id}@{backend}"
-    on another, e.g. "CartPole-v1@envpool": never the same name as the gymnax run of the same env id."""
+    """An env on a backend, as the sweep (cells, log names), the env timing and the analysis (its
+    env column) name it: the env id on gymnax (the default backend, which also runs the Craftax and
+    Brax adapters), "{id}@{backend}" on another, e.g. "CartPole-v1@envpool": never the same name as
+    the gymnax run of the same env id."""
     return env if backend == BACKENDS[0] else f"{env}@{backend}"
 
 
@@ -56,7 +57,8 @@ class Window:
 
 @dataclass(frozen=True)
 class Reference:
-    """A published result an experiment's runs are read against: the mean and std of a return over seeds."""
+    """A published result an experiment's runs are read against: the mean and std of a return over
+    seeds."""
 
     mean: float
     std: float
@@ -64,8 +66,8 @@ class Reference:
 
 @dataclass(frozen=True)
 class Config:
-    """A reference configuration of a learning experiment: the script flags of its envs, and the published return
-    of each env under them."""
+    """A reference configuration of a learning experiment: the script flags of its envs, and the
+    published return of each env under them."""
 
     name: str
     title: str
@@ -87,7 +89,8 @@ class Experiment:
     # a learning experiment's reference configurations, which name its envs
     configs: tuple[Config, ...] = ()
     reference: str = ""  # where its configurations' published returns come from
-    # the --dtype of its runs, each run once per data type (in this order, the default first when listed)
+    # the --dtype of its runs, each run once per data type (in this order, the default first when
+    # listed)
     dtypes: tuple[str, ...] = DTYPES[:1]
 
     def compile_modes(self, framework: Framework) -> tuple[str, ...]:
@@ -105,7 +108,8 @@ class Experiment:
 
 @dataclass(frozen=True)
 class Platform:
-    """A platform comparison: an experiment's runs repeated under other --tag values; no runs of its own."""
+    """A platform comparison: an experiment's runs repeated under other --tag values; no runs of its
+    own."""
 
     name: str
     title: str
@@ -115,12 +119,13 @@ class Platform:
 
 @dataclass(frozen=True)
 class Preset:
-    """A sweep by name (bench.sh --preset NAME; --smoke is the preset "smoke"): the bench.sh matrix options it sets,
-    and the arguments it adds to every run (before those after bench.sh's --)."""
+    """A sweep by name (bench.sh --preset NAME; --smoke is the preset "smoke"): the bench.sh matrix
+    options it sets, and the arguments it adds to every run (before those after bench.sh's --)."""
 
     name: str
     title: str
-    # bench.sh's option without its dashes ("seeds", "compile-modes") -> its value as bench.sh takes it ("1", "a,b")
+    # bench.sh's option without its dashes ("seeds", "compile-modes") -> its value as bench.sh takes
+    # it ("1", "a,b")
     options: dict[str, str]
     args: tuple[str, ...] = ()
 

@@ -1,6 +1,7 @@
-"""The fourth audit's sweep items (issue 54): study.toml's names and keys (2), the run arguments after -- checked
-before the first run (12), a selection of no runs (15), setup.sh run (17) and a preset's run arguments against the
-steady window (21). Each bad input: one line, exit 2, nothing made."""
+"""The fourth audit's sweep items (issue 54): study.toml's names and keys (2), the run arguments
+after -- checked before the first run (12), a selection of no runs (15), setup.sh run (17) and a
+preset's run arguments against the steady window (21). Each bad input: one line, exit 2, nothing
+made."""
 
 import json
 import os
@@ -37,7 +38,7 @@ def refused_in_one_line(proc, *named: str) -> None:
         assert word in proc.stderr
 
 
-# ---------------------------------------------------------------------------------- 2: the study's names and keys
+# ------------------------------------------------------------------- 2: the study's names and keys
 EXP10_DTYPES = 'dtypes = ["float32", "bfloat16"]'
 
 
@@ -141,7 +142,7 @@ def test_bench_sh_refuses_a_bad_study_in_one_line_and_makes_nothing(tmp_path):
         assert not log_dir.exists()
 
 
-# ---------------------------------------------------------------------------------- 15: a selection of no runs
+# ---------------------------------------------------------------------- 15: a selection of no runs
 @pytest.mark.parametrize(
     "selection",
     [
@@ -157,10 +158,11 @@ def test_a_selection_of_no_runs_is_refused_and_makes_nothing(tmp_path, selection
         assert not log_dir.exists()
 
 
-# ---------------------------------------------------------------------------------- 21: a preset's run arguments
+# -------------------------------------------------------------------- 21: a preset's run arguments
 @pytest.mark.parametrize("words", [["--num-iterations", "3"], ["--num_iterations=3"]])
 def test_a_presets_args_may_not_set_the_iterations_past_the_steady_window_check(tmp_path, words):
-    """A preset's iterations must reach the steady window; its args setting --num-iterations would escape that."""
+    """A preset's iterations must reach the steady window; its args setting --num-iterations would
+    escape that."""
     old = 'args = ["--num-envs", "4", "--num-steps", "16",'
     path = changed_study(
         tmp_path,
@@ -179,9 +181,10 @@ def test_a_presets_args_may_not_set_the_iterations_past_the_steady_window_check(
     refused_in_one_line(proc, "[presets.smoke]", words[0])
 
 
-# ---------------------------------------------------------------------------------- 17: setup.sh run
+# -------------------------------------------------------------------------------- 17: setup.sh run
 def setup_sh(repo, *args, cwd, python=None):
-    """setup.sh of a copy (test_setup.make_copy: a stub .venv, nothing installed for real), run from cwd."""
+    """setup.sh of a copy (test_setup.make_copy: a stub .venv, nothing installed for real), run from
+    cwd."""
     env = {**os.environ, "BENCHBACK_TORCH": "cpu"}
     env.pop("PYTHON", None)
     if python is not None:
@@ -199,7 +202,8 @@ def test_setup_sh_run_runs_in_the_callers_folder(tmp_path):
 
 
 def test_setup_sh_run_takes_the_venvs_python_in_a_path_with_a_colon(tmp_path):
-    """PATH splits at ':': .venv/bin on PATH would name two folders that do not exist, and another python ran."""
+    """PATH splits at ':': .venv/bin on PATH would name two folders that do not exist, and another
+    python ran."""
     repo = make_copy(mkdir(tmp_path / "a:b" / "repo"))
     setup_sh(repo, "run", "python", "-c", "pass", cwd=tmp_path)
     calls = (repo / ".venv" / "calls.log").read_text().splitlines()
@@ -221,7 +225,7 @@ def test_setup_sh_names_a_bad_python_and_makes_no_venv(tmp_path, python, named):
     assert not (repo / ".venv" / "bin" / "python").exists() and pip_calls(repo) == []
 
 
-# ---------------------------------------------------------------------------------- 12: the run arguments after --
+# ------------------------------------------------------------------ 12: the run arguments after --
 @pytest.mark.parametrize(
     "words, named",
     [
@@ -240,8 +244,8 @@ def test_a_bad_run_argument_after_the_dashes_is_refused_before_the_first_run(
 
 
 def test_the_studys_own_run_arguments_pass_every_scripts_parser():
-    """A preset's args and a learning configuration's are not checked at each sweep (only those after -- are): they
-    are checked here, by the child that checks those after --."""
+    """A preset's args and a learning configuration's are not checked at each sweep (only those
+    after -- are): they are checked here, by the child that checks those after --."""
     argvs = [list(preset.args) for preset in STUDY.presets.values()]
     argvs += [list(config.args) for exp in STUDY.experiments.values() for config in exp.configs]
     scripts = {str(ROOT / fw.script): argvs for fw in STUDY.frameworks.values()}

@@ -1,9 +1,8 @@
-"""Tests of bench.sh and python -m sweep (the experiment matrix from the study, options, shards by cell, resume,
-Ctrl-C, failures, env timing) and sweep/env_timing.py.
+"""Tests of bench.sh and python -m sweep (the experiment matrix from the study, options, shards by
+cell, resume, Ctrl-C, failures, env timing) and sweep/env_timing.py.
 
-Expected counts come from the study (study.toml through sweep/study.py), never from hard-coded numbers. The mini
-sweeps use the frameworks whose script exists.
-"""
+Expected counts come from the study (study.toml through sweep/study.py), never from hard-coded
+numbers. The mini sweeps use the frameworks whose script exists."""
 
 import json
 import os
@@ -20,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from helpers import ENV_TIMING_MODULE, ROOT, STUDY, SWEEP_MODULE, one_cell, read_json
+from sweep import bench as sweep_bench
 from sweep import cli as sweep_cli
 from sweep import env_timing_check as sweep_env_timing
 from sweep import matrix as sweep_matrix
@@ -57,13 +57,15 @@ def framework_of(line: str, study=STUDY) -> str:
 
 
 def env_of(line: str) -> str:
-    """The env label of a command line: its --env, with "@envpool" when it runs on envpool (--env-backend)."""
+    """The env label of a command line: its --env, with "@envpool" when it runs on envpool
+    (--env-backend)."""
     backend = option(line, "--env-backend") if " --env-backend " in line else "gymnax"
     return study.env_label(option(line, "--env"), backend)
 
 
 def cell_of(line: str) -> tuple:
-    """(experiment, seed, env label, model size) of a command line; the experiment is its log dir's name."""
+    """(experiment, seed, env label, model size) of a command line; the experiment is its log dir's
+    name."""
     return (
         Path(option(line, "--log-dir")).name,
         option(line, "--seed"),
@@ -77,8 +79,8 @@ def last_line(proc) -> str:
 
 
 def selected_envs(exp, envs, study=STUDY) -> list[str]:
-    """An experiment's envs in a sweep of --envs `envs` (None: its own): those of its own, and for envs "all" also
-    those outside the study."""
+    """An experiment's envs in a sweep of --envs `envs` (None: its own): those of its own, and for
+    envs "all" also those outside the study."""
     if envs is None:
         return list(exp.envs)
     outside = exp.envs == study.envs
@@ -189,9 +191,9 @@ sync = true
 
 
 def test_bench_sh_runs_the_study_it_is_given(tmp_path):
-    """The study lives in study.toml: given another study ($BENCHBACK_STUDY), bench.sh runs exactly its matrix
-    (scripts, envs, sizes, compile modes, experiments, sync settings) and refuses study.toml's names, offering the
-    other study's."""
+    """The study lives in study.toml: given another study ($BENCHBACK_STUDY), bench.sh runs exactly
+    its matrix (scripts, envs, sizes, compile modes, experiments, sync settings) and refuses
+    study.toml's names, offering the other study's."""
     path = tmp_path / "other_study.toml"
     path.write_text(OTHER_STUDY)
     other = study.parse(path)
@@ -325,12 +327,13 @@ def test_an_env_outside_the_study_that_gymnax_knows_is_allowed(tmp_path):
     assert len(lines) == len(STUDY.sizes) * len(STUDY.frameworks)
 
 
-# ------------------------------------------------------------ exp5 and exp6: the expensive and continuous envs
+# ------------------------------------------------ exp5 and exp6: the expensive and continuous envs
 def assert_every_env_size_and_framework_sync_off_and_on(
     lines: list[str], name: str, envs: tuple[str, ...]
 ) -> None:
-    """The dry run of an experiment of sync "both" and default compile modes: every env x size x framework, each
-    once sync off and once on; in each cell every framework sync off, then every one sync on."""
+    """The dry run of an experiment of sync "both" and default compile modes: every env x size x
+    framework, each once sync off and once on; in each cell every framework sync off, then every one
+    sync on."""
     assert STUDY.experiments[name].syncs == (False, True)
     assert len(lines) == len(envs) * len(STUDY.sizes) * len(STUDY.frameworks) * 2
     expected = {
@@ -400,8 +403,8 @@ def test_the_expensive_and_continuous_envs_stay_out_of_the_other_experiments(tmp
 
 
 def plan_rows(plan: str) -> list[list[str]]:
-    """python -m sweep plan's runs: [state, description, log stem, *command] each (NUL-separated fields after a 5-field
-    header; a run's command is preceded by its cell's id and its length)."""
+    """python -m sweep plan's runs: [state, description, log stem, *command] each (NUL-separated
+    fields after a 5-field header; a run's command is preceded by its cell's id and its length)."""
     fields = plan.split("\0")
     assert fields[-1] == "" and len(fields) >= 6, plan[:200]
     fields, rows, i = fields[:-1], [], 5
@@ -448,10 +451,11 @@ def test_the_plan_names_the_sync_setting_of_exp5_runs(tmp_path):
     } <= set(stems)
 
 
-# ----------------------------------------------------------------------------------- exp10: the data types
+# --------------------------------------------------------------------------- exp10: the data types
 def test_exp10_runs_every_size_and_framework_in_each_data_type(tmp_path):
-    """exp10: Acrobot-v1 x every size x framework in its default mode, sync on; in each cell every framework in
-    float32 (no --dtype: the scripts' default), then every one with --dtype bfloat16."""
+    """exp10: Acrobot-v1 x every size x framework in its default mode, sync on; in each cell every
+    framework in float32 (no --dtype: the scripts' default), then every one with --dtype bfloat16.
+    """
     lines = dry_run(tmp_path, "--experiments", "exp10", "--seeds", "1")
     exp = STUDY.experiments["exp10"]
     assert exp.dtypes == ("float32", "bfloat16") and exp.envs == ("Acrobot-v1",)
@@ -466,8 +470,8 @@ def test_exp10_runs_every_size_and_framework_in_each_data_type(tmp_path):
 
 
 def test_the_plan_names_the_data_type_of_exp10s_bfloat16_runs(tmp_path):
-    """A bfloat16 run's description and log name say its data type (a float32 run's, as before, do not), so no two
-    runs of a cell share a log name."""
+    """A bfloat16 run's description and log name say its data type (a float32 run's, as before, do
+    not), so no two runs of a cell share a log name."""
     rows = linen_small_plan(tmp_path, "exp10")
     assert [row[1:3] for row in rows] == [
         ["exp10 Acrobot-v1 linen small jit seed 1", "logs/exp10/Acrobot-v1__linen__small__jit__1"],
@@ -532,7 +536,8 @@ def test_shards_split_the_matrix_by_cell(tmp_path, shards):
         assert cells_in_order == sorted(
             cells_in_order, key=[c for c in dict.fromkeys(cells_in_order)].index
         )
-    # no shard gets every cell of one model size (dealing cells in matrix order would when N = number of sizes)
+    # no shard gets every cell of one model size (dealing cells in matrix order would when N =
+    # number of sizes)
     assert all(len({option(line, "--model-size") for line in part}) > 1 for part in parts)
 
 
@@ -587,8 +592,8 @@ def test_help_lists_the_study_experiments():
 
 
 def test_help_lists_every_declared_option_with_its_help():
-    """bench.sh --help's lists of options come from sweep/cli.py: each option of bench.sh, in its order, with its
-    whole help."""
+    """bench.sh --help's lists of options come from sweep/cli.py: each option of bench.sh, in its
+    order, with its whole help."""
     proc = bench("--help")
     assert proc.returncode == 0, proc.stderr
     heads = re.findall(r"^  (-h, )?(--[a-z-]+)", proc.stdout, re.M)
@@ -599,24 +604,42 @@ def test_help_lists_every_declared_option_with_its_help():
         assert " ".join(option.help.split()) in text, option.name
 
 
+BENCH_OPTIONS = [option for option in sweep_cli.OPTIONS if option.section]
+
+
 def test_bench_sh_names_the_declared_options():
-    """bench.sh reads its command line itself (the interpreter is one of its options); its names are
-    sweep/cli.py's."""
+    """bench.sh's command line is read with sweep/cli.py's table: an unknown option's refusal lists
+    them all."""
     proc = bench("--bogus")
     assert proc.returncode == 2
     listed = proc.stderr.split("valid options: ")[1].split(" (then -- extra run args)")[0].split()
-    value_names, flag_names = sweep_cli.value_names(), sweep_cli.flag_names()
-    assert listed == [*value_names, *flag_names], (
-        f'bench.sh should say VALUE_OPTIONS=" {" ".join(value_names)} " FLAGS=" {" ".join(flag_names)} "'
-    )
+    assert sorted(listed) == sorted(option.name for option in BENCH_OPTIONS)
 
 
-@pytest.mark.parametrize("option", [*sweep_cli.value_names(), *sweep_cli.flag_names()])
+@pytest.mark.parametrize("option", BENCH_OPTIONS, ids=lambda option: option.name)
 def test_bench_sh_reads_each_declared_option(option):
     """A value option takes the next word, a flag none: what follows is read as an option."""
-    value = ["x"] if option in sweep_cli.value_names() else []
-    proc = bench(option, *value, "--bogus")
+    value = [] if option.metavar is None else ["x"]
+    proc = bench(option.name, *value, "--bogus")
     assert proc.returncode == 2 and "unknown option '--bogus'" in proc.stderr, proc.stderr
+
+
+def test_bench_sh_takes_the_declared_defaults(tmp_path, monkeypatch):
+    """An option declared in sweep/cli.py, with its default, reaches bench.sh's command line as
+    declared: a new option is read by bench.sh at once, and the 300 s --kill-after is the table's.
+    """
+    new = sweep_cli.Option(
+        "--kill-after", "SECONDS", "grace", actions=sweep_cli.SBATCH, default="7"
+    )
+    options = tuple(
+        new if option.name == "--kill-after" else option for option in sweep_cli.OPTIONS
+    )
+    monkeypatch.setattr(sweep_cli, "OPTIONS", options)
+    given, _ = sweep_bench.read_words(["--slurm", "--dry-run", "--timeout", "5"])
+    assert sweep_bench.settings(given)["kill_after"] == "7"
+    extra = sweep_cli.Option("--brand-new", "N", "a new option", actions=sweep_cli.SWEEP_ACTIONS)
+    monkeypatch.setattr(sweep_cli, "OPTIONS", (*options, extra))
+    assert sweep_bench.read_words(["--brand-new", "3", "--", "x"]) == ({"--brand-new": "3"}, ["x"])
 
 
 # ------------------------------------------------------------------------------------------ resume
@@ -637,7 +660,8 @@ def planned(
     ]
 
 
-# the config.json fields a fake run takes from its command, as the scripts write them (runlog checks that they agree)
+# the config.json fields a fake run takes from its command, as the scripts write them (runlog checks
+# that they agree)
 COMMAND_FIELDS = {"env": str, "env_backend": str, "model_size": str, "compile": str, "seed": int}
 COMMAND_FIELDS |= {"dtype": str, "sync_timing": bool, "num_iterations": int, "tag": str}
 
@@ -650,16 +674,18 @@ def fake_run(
     name: str,
     iterations: int | None = None,
 ) -> Path:
-    """A run folder like the scripts write it, without running it: config.json (its "command" = sys.argv, and the
-    fields the command sets; the framework of its script), summary.json and one TensorBoard events file with a
-    time/iteration per iteration (a usable run when completed). iterations: the command's --num-iterations, else 2."""
+    """A run folder like the scripts write it, without running it: config.json (its "command" =
+    sys.argv, and the fields the command sets; the framework of its script), summary.json and one
+    TensorBoard events file with a time/iteration per iteration (a usable run when completed).
+    iterations: the command's --num-iterations, else 2."""
     from tensorboardX import SummaryWriter
 
     from sweep import run_args
 
     run_dir = log_dir / exp / name
     run_dir.mkdir(parents=True)
-    # a config.json the study knows, with the host and start time that tie the events file to it (runlog)
+    # a config.json the study knows, with the host and start time that tie the events file to it
+    # (runlog)
     config = dict(
         env="CartPole-v1",
         framework="linen",
@@ -773,7 +799,8 @@ def test_resume_tells_exp2_and_exp3_copies_apart(tmp_path):
 
 # ------------------------------------------------------------------------------------------ Ctrl-C
 FAKE_PYTHON = """#!/usr/bin/env bash
-# A stand-in interpreter: real Python for python -m sweep; a run notes itself, presses Ctrl-C, waits for bench's SIGTERM.
+# A stand-in interpreter: real Python for python -m sweep; a run notes itself, presses Ctrl-C, waits
+# for bench's SIGTERM.
 case ${1:-} in
   */ppo_*.py)
     echo "$*" >> "$MARKS"
@@ -790,7 +817,8 @@ esac
 
 
 def interrupted_sweep(tmp_path: Path, interrupt_plan: bool, exit_on_term: int = 130):
-    """bench.sh (2 runs) with the stand-in interpreter; returns (exit code, stdout, the runs started)."""
+    """bench.sh (2 runs) with the stand-in interpreter; returns (exit code, stdout, the runs
+    started)."""
     python = tmp_path / "python"
     python.write_text(FAKE_PYTHON)
     python.chmod(0o755)
@@ -863,7 +891,7 @@ def test_ctrl_c_during_a_run_starts_no_other_run(tmp_path, exit_on_term, words, 
     assert f"{counts}, 0 failed, 0 skipped" in out
 
 
-# ------------------------------------------------------------------------------------------ failures
+# ---------------------------------------------------------------------------------------- failures
 BROKEN_SCRIPT = (
     "import sys\nprint('broken script ran with', sys.argv[1:], file=sys.stderr)\nsys.exit(3)\n"
 )
@@ -911,7 +939,7 @@ def test_a_failed_run_is_reported_and_the_sweep_goes_on(tmp_path):
     )
 
 
-# -------------------------------------------------------------------------------------------- sweeps
+# ------------------------------------------------------------------------------------------ sweeps
 def mini_sweep(log_dir: Path, *args: str) -> subprocess.CompletedProcess:
     return bench(
         "--log-dir",
@@ -964,7 +992,7 @@ def test_mini_sweep_completes_then_skips_every_run(tmp_path):
     assert last_line(again) == f"0 completed, 0 failed, {num_runs} skipped"
 
 
-# ---------------------------------------------------------------------------------------- env timing
+# -------------------------------------------------------------------------------------- env timing
 def timing_file(path: Path, hostname: str, device: str, envs=("CartPole-v1",)) -> Path:
     path.write_text(
         json.dumps(
@@ -1025,11 +1053,13 @@ def test_bench_re_times_envs_from_another_host_into_its_log_dir(tmp_path):
     assert last_line(proc) == "0 completed, 0 failed, 1 skipped"
 
 
-# A stand-in interpreter: notes the env timing's and each run's arguments in $MARKS, runs nothing of them.
+# A stand-in interpreter: notes the env timing's and each run's arguments in $MARKS, runs nothing of
+# them.
 NOTING_PYTHON = """#!/usr/bin/env bash
 case ${1:-} in
   */ppo_*.py) echo "$*" >> "$MARKS" ;;
-  -m) if [[ $2 == sweep.env_timing ]]; then echo "$*" >> "$MARKS"; else exec "$REAL_PYTHON" "$@"; fi ;;
+  -m) if [[ $2 == sweep.env_timing ]]; then echo "$*" >> "$MARKS"
+      else exec "$REAL_PYTHON" "$@"; fi ;;
   *) exec "$REAL_PYTHON" "$@" ;;
 esac
 """
@@ -1039,8 +1069,8 @@ esac
 def test_bench_measures_the_env_timing_into_the_log_dir_never_the_committed_file(
     tmp_path, timing_file
 ):
-    """The env timing of a sweep goes to {log-dir}/env_timing.json, or to --env-timing-file: never to the
-    committed results/env_timing.json (sweep/env_timing.py's own default --out)."""
+    """The env timing of a sweep goes to {log-dir}/env_timing.json, or to --env-timing-file: never
+    to the committed results/env_timing.json (sweep/env_timing.py's own default --out)."""
     python = tmp_path / "python"
     python.write_text(NOTING_PYTHON)
     python.chmod(0o755)
@@ -1112,8 +1142,9 @@ def test_env_timing_writes_json(tmp_path):
 
 
 class BatchedAdapter:
-    """A gymnax env behind env_adapters.py's batched contract (reset and step take a batch, one key per env;
-    num_actions, continuous and action_bounds, no action_space), counting the traces of its step."""
+    """A gymnax env behind env_adapters.py's batched contract (reset and step take a batch, one key
+    per env; num_actions, continuous and action_bounds, no action_space), counting the traces of its
+    step."""
 
     def __init__(self, env_id: str):
         import gymnax
@@ -1136,8 +1167,9 @@ class BatchedAdapter:
 
 
 def test_env_timing_steps_an_adapted_env_with_its_batched_step(monkeypatch):
-    """An expensive env that env_adapters.py adapts (a stand-in for Craftax) is stepped by its adapter's batched
-    step, --expensive-num-envs at once; a gymnax env by the vmapped gymnax step."""
+    """An expensive env that env_adapters.py adapts (a stand-in for Craftax) is stepped by its
+    adapter's batched step, --expensive-num-envs at once; a gymnax env by the vmapped gymnax step.
+    """
     import env_adapters
     from sweep import env_timing
 
@@ -1174,9 +1206,12 @@ def test_env_timing_checks_out_before_timing(tmp_path):
 
 
 def test_env_timing_uses_the_adapter_module_not_a_ppo_script():
-    """A timing tool must not pull in a PPO script and its training packages (optax, tensorboardX); flax comes with
-    gymnax."""
-    code = "import sys; from sweep import env_timing; print(sorted(m for m in ('ppo_linen', 'optax', 'tensorboardX') if m in sys.modules))"
+    """A timing tool must not pull in a PPO script and its training packages (optax, tensorboardX);
+    flax comes with gymnax."""
+    code = (
+        "import sys; from sweep import env_timing; "
+        "print(sorted(m for m in ('ppo_linen', 'optax', 'tensorboardX') if m in sys.modules))"
+    )
     proc = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300
     )
@@ -1201,7 +1236,8 @@ def test_env_timing_ratio_is_per_env_step():
 
 @pytest.mark.slow
 def test_env_timing_times_craftax(tmp_path):
-    """The real Craftax adapter of the PPO scripts, on the env-cost axis beside a gymnax env (a tiny batch)."""
+    """The real Craftax adapter of the PPO scripts, on the env-cost axis beside a gymnax env (a tiny
+    batch)."""
     pytest.importorskip("craftax")
     out = tmp_path / "timing.json"
     env = "Craftax-Classic-Symbolic-v1"

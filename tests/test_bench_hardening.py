@@ -1,10 +1,11 @@
-"""Tests of bench.sh and python -m sweep against hostile or unlucky input and starts (issue 25): nothing a user types runs
-as code, a second sweep of a log dir is refused, resume counts only usable runs, signals stop the sweep however it
-was started, timeouts are named, and bad values get one line and exit 2 before anything is made.
+"""Tests of bench.sh and python -m sweep against hostile or unlucky input and starts (issue 25):
+nothing a user types runs as code, a second sweep of a log dir is refused, resume counts only usable
+runs, signals stop the sweep however it was started, timeouts are named, and bad values get one line
+and exit 2 before anything is made.
 
-Most sweeps here run a stand-in framework (FAKE_SCRIPT, through a study file of their own) that starts in a fraction
-of a second, notes its argv and pid, writes a usable run folder, and can be told to hold until signalled.
-"""
+Most sweeps here run a stand-in framework (FAKE_SCRIPT, through a study file of their own) that
+starts in a fraction of a second, notes its argv and pid, writes a usable run folder, and can be
+told to hold until signalled."""
 
 import json
 import os
@@ -20,23 +21,24 @@ import pytest
 from test_bench import fake_run, other_study, planned
 
 from helpers import ROOT, STUDY, TINY, one_cell, read_json, wait_until
-from sweep import option_checks, sbatch_script
+from sweep import option_checks, sbatch
 from sweep import options as sweep_options
 
-# A stand-in ppo script: notes {"pid", "argv"} in $FAKE_MARKS, writes config.json (its "command" = sys.argv) and, when
-# it completes, a usable run (runlog.is_completed). $FAKE_HOLD: run while that file exists. SIGINT or SIGTERM: an
-# "interrupted" summary and exit 130, like the real scripts, unless $FAKE_LINGER: then it ignores the SIGTERM and
-# outlives any grace.
+# A stand-in ppo script: notes {"pid", "argv"} in $FAKE_MARKS, writes config.json (its "command" =
+# sys.argv) and, when it completes, a usable run (runlog.is_completed). $FAKE_HOLD: run while that
+# file exists. SIGINT or SIGTERM: an "interrupted" summary and exit 130, like the real scripts,
+# unless $FAKE_LINGER: then it ignores the SIGTERM and outlives any grace.
 FAKE_SCRIPT = """
 import datetime, json, os, signal, socket, sys, time
 from pathlib import Path
 
-# a run, not a module: bench.sh's check of the run arguments (which imports each script) finds no Args
+# a run, not a module: bench.sh's check of the run arguments (which imports each script) finds no
+# Args
 if __name__ != "__main__":
     raise ImportError("a stand-in script: run it")
 
-# held until the handlers are set, as the real scripts do from their first line: a signal that lands just
-# after the mark still ends in an "interrupted" summary
+# held until the handlers are set, as the real scripts do from their first line: a signal that lands
+# just after the mark still ends in an "interrupted" summary
 signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT, signal.SIGTERM])
 sys.path.insert(0, {root!r})
 from analysis import runlog
@@ -68,8 +70,10 @@ config.update(
 (run_dir / "config.json").write_text(json.dumps(config))
 
 def summary(status):
-    total = max(time.time() - start, 0.2)  # the iteration's 0.1 s, and the events written within the run
-    (run_dir / "summary.json").write_text(json.dumps({{"status": status, "iterations_completed": 1, "total_s": total}}))
+    # the iteration's 0.1 s, and the events written within the run
+    total = max(time.time() - start, 0.2)
+    summary = {{"status": status, "iterations_completed": 1, "total_s": total}}
+    (run_dir / "summary.json").write_text(json.dumps(summary))
 
 def stop(signum, frame):
     summary("interrupted")
@@ -110,7 +114,8 @@ def fake(tmp_path) -> dict:
 
 
 def fake_env(tmp_path) -> dict:
-    """The environment of a bench.sh whose study has the stand-in framework "fake"; its marks in tmp_path/marks."""
+    """The environment of a bench.sh whose study has the stand-in framework "fake"; its marks in
+    tmp_path/marks."""
     script = tmp_path / "ppo_fake.py"
     script.write_text(FAKE_SCRIPT.format(root=str(ROOT)))
     study_env = other_study(
@@ -149,13 +154,14 @@ def one_line_refusal(proc, *words: str) -> None:
     assert "Traceback" not in proc.stderr
 
 
-# ------------------------------------------------------------------------ 1: nothing in an sbatch script runs
+# ------------------------------------------------------------- 1: nothing in an sbatch script runs
 TINY_EXTRA = ["--", "--num-envs", "4", "--num-steps", "16"]
 
 
 def sbatch_reads(line: str) -> list[str]:
-    """The words sbatch reads from one #SBATCH line, as its parser does (_get_argument, Slurm's src/sbatch/opt.c):
-    whitespace separates, ' or " quote, a backslash escapes the next character, an unquoted # ends the line."""
+    """The words sbatch reads from one #SBATCH line, as its parser does (_get_argument, Slurm's
+    src/sbatch/opt.c): whitespace separates, ' or " quote, a backslash escapes the next character,
+    an unquoted # ends the line."""
     assert line.startswith("#SBATCH"), line
     words, text, i = [], line[len("#SBATCH") :], 0
     while True:
@@ -206,7 +212,8 @@ def slurm_script(tmp_path: Path, log_dir: Path, *args: str) -> str:
 
 
 def test_a_newline_in_slurm_args_is_refused_never_a_command(tmp_path):
-    """The issue's case: a quoted newline in --slurm-args would end the #SBATCH line and run the rest."""
+    """The issue's case: a quoted newline in --slurm-args would end the #SBATCH line and run the
+    rest."""
     for value in (
         '--comment="x\ntouch ./pwned #"',
         "--comment 'a\rb'",
@@ -239,7 +246,10 @@ def test_a_newline_in_slurm_args_is_refused_never_a_command(tmp_path):
 
 def test_slurm_args_become_sbatch_lines_that_sbatch_reads_back_as_given(tmp_path):
     # a newline between options is only a separator (shlex), each option one #SBATCH line
-    value = '--partition=gpu\n--comment "a b #c \'q\' \\"d\\" \\\\e $(touch pwned)" --mail-user=:me\n-J x'
+    value = (
+        '--partition=gpu\n--comment "a b #c \'q\' \\"d\\" \\\\e $(touch pwned)" '
+        "--mail-user=:me\n-J x"
+    )
     script = slurm_script(tmp_path, tmp_path / "runs", "--slurm-args", value)
     lines = [line for line in script.splitlines() if line.startswith("#SBATCH")]
     assert [sbatch_reads(line) for line in lines[-4:]] == [
@@ -260,7 +270,8 @@ def test_a_log_dir_with_spaces_quotes_and_dollars_stays_a_path_in_the_sbatch_scr
     assert sbatch_reads(output) == [
         f"--output={str(log_dir).replace('%', '%%')}/logs/slurm/%A_%a.out"
     ]
-    # the body, run as array task 0 would run it (its bench.sh call a dry run): the log dir is one word, nothing runs
+    # the body, run as array task 0 would run it (its bench.sh call a dry run): the log dir is one
+    # word, nothing runs
     probe = tmp_path / "task.sh"
     probe.write_text(
         script.replace('bench.sh --shard "$SHARD"', 'bench.sh --dry-run --shard "$SHARD"')
@@ -293,7 +304,7 @@ def test_a_log_dir_that_cannot_be_an_sbatch_output_path_is_refused(tmp_path, nam
     assert proc.stdout == "" and list(tmp_path.iterdir()) == []
 
 
-# ---------------------------------------------------------------- 2: the plan is data, arguments stay as given
+# ---------------------------------------------------- 2: the plan is data, arguments stay as given
 HOSTILE = [
     "x\ntodo\td\ts\t$(touch ./pwned)",
     "b1\nb2",
@@ -308,9 +319,10 @@ HOSTILE_FLAGS = [word for value in HOSTILE for word in ["--note", value]]
 
 
 def test_arguments_after_dashdash_reach_each_run_exactly_as_given(tmp_path, fake):
-    """Any character (newline, tab, quotes, $(…), backquotes) reaches the run as it was given, in config.json's
-    "command" too, and no extra run appears; the resume finds those runs by that command. Each word is a flag's
-    value, as a run's command is (a word of no flag is no command line of the scripts, and no run)."""
+    """Any character (newline, tab, quotes, $(…), backquotes) reaches the run as it was given, in
+    config.json's "command" too, and no extra run appears; the resume finds those runs by that
+    command. Each word is a flag's value, as a run's command is (a word of no flag is no command
+    line of the scripts, and no run)."""
     log_dir = tmp_path / "runs"
     proc = run_bench(
         "--log-dir",
@@ -404,7 +416,7 @@ def test_a_real_run_gets_hostile_arguments_as_given(tmp_path):
     assert not (tmp_path / "pwned").exists()
 
 
-# -------------------------------------------------------------------------- 6: one sweep per log dir and shard
+# -------------------------------------------------------------- 6: one sweep per log dir and shard
 def test_a_second_sweep_of_the_same_log_dir_and_shard_is_refused(tmp_path, fake):
     log_dir, hold = tmp_path / "runs", tmp_path / "hold"
     hold.touch()
@@ -440,7 +452,7 @@ def test_a_second_sweep_of_the_same_log_dir_and_shard_is_refused(tmp_path, fake)
     )
 
 
-# ---------------------------------------------------------------- 7: one definition of a usable completed run
+# ----------------------------------------------------- 7: one definition of a usable completed run
 def test_a_completed_run_whose_events_are_unusable_is_redone(tmp_path):
     log_dir = tmp_path / "runs"
     (jit, _none) = planned(log_dir, "exp2", "CartPole-v1")
@@ -482,7 +494,7 @@ def dry_lines(log_dir: Path) -> list[str]:
     return proc.stdout.splitlines()[:-1]
 
 
-# ------------------------------------------------------------------ 8: arguments after -- the sweep sets itself
+# ----------------------------------------------------- 8: arguments after -- the sweep sets itself
 @pytest.mark.parametrize(
     "extra",
     [
@@ -548,9 +560,10 @@ def test_num_iterations_and_tag_after_dashdash_are_refused_only_when_the_sweep_s
     )
 
 
-# -------------------------------------------------------------------- 12: signals, however bench.sh was started
-# Each starts bench.sh as a script or a service would, in a session of its own (which the test signals as a
-# whole, like a Ctrl-C or a `kill -- -PGID`); the starter waits for bench.sh and notes its exit code.
+# ------------------------------------------------------- 12: signals, however bench.sh was started
+# Each starts bench.sh as a script or a service would, in a session of its own (which the test
+# signals as a whole, like a Ctrl-C or a `kill -- -PGID`); the starter waits for bench.sh and notes
+# its exit code.
 STARTERS = {
     # a script's `./bench.sh &`: bash starts a background job with SIGINT (and SIGQUIT) ignored
     "background of a script": 'trap : INT TERM; "$@" & pid=$!',
@@ -559,11 +572,13 @@ STARTERS = {
     # a parent that ignores SIGTERM (so does bench.sh then, at its start)
     "SIGTERM ignored at start": (
         f'trap : INT TERM; {shlex.quote(sys.executable)} -c "import os, signal, sys; '
-        'signal.signal(signal.SIGTERM, signal.SIG_IGN); os.execvp(sys.argv[1], sys.argv[1:])" "$@" & pid=$!'
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+        'os.execvp(sys.argv[1], sys.argv[1:])" "$@" & pid=$!'
     ),
 }
 STARTER_TAIL = (
-    '\necho $pid > "$PIDFILE"\nwhile :; do wait $pid; rc=$?; kill -0 $pid 2>/dev/null || break; done\n'
+    '\necho $pid > "$PIDFILE"\n'
+    "while :; do wait $pid; rc=$?; kill -0 $pid 2>/dev/null || break; done\n"
     + ('echo $rc > "$RCFILE"\n')
 )
 
@@ -656,9 +671,9 @@ def test_a_run_stopped_by_a_signal_of_its_own_is_reported_interrupted_and_the_sw
     assert out.strip().splitlines()[-1] == "1 completed, 0 failed, 0 skipped, 1 interrupted"
 
 
-# ----------------------------------------------------------------------------------- 14: the timeout's grace
-# A timeout of 5 s, not 1: the fake imports pandas (runlog) before its SIGTERM handler, which takes over 1 s on a
-# loaded machine, and a SIGTERM before the handler would leave no summary.
+# ------------------------------------------------------------------------- 14: the timeout's grace
+# A timeout of 5 s, not 1: the fake imports pandas (runlog) before its SIGTERM handler, which takes
+# over 1 s on a loaded machine, and a SIGTERM before the handler would leave no summary.
 @pytest.mark.parametrize(
     "linger,words", [(False, "timed out (--timeout 5)"), (True, "timed out (--timeout 5, killed")]
 )
@@ -705,7 +720,7 @@ def test_kill_after_sets_the_grace_and_the_slurm_time_limit(tmp_path):
         * len(STUDY.experiments["exp3"].sizes)
         * len(STUDY.frameworks["linen"].compile)
     )
-    minutes = -(-(runs * (100 + 20) + sbatch_script.TIME_MARGIN_S) // 60)
+    minutes = -(-(runs * (100 + 20) + sbatch.TIME_MARGIN_S) // 60)
     assert f"\n#SBATCH --time=0-{minutes // 60:02d}:{minutes % 60:02d}:00\n" in script
     assert "--timeout 100 --kill-after 20" in script  # each task's bench.sh gets it
     for args, bad in [
@@ -715,7 +730,7 @@ def test_kill_after_sets_the_grace_and_the_slurm_time_limit(tmp_path):
         one_line_refusal(run_bench("--dry-run", *args, env={**os.environ}), bad)
 
 
-# ------------------------------------------------------------------------------------------ 16, 17, 18: refusals
+# ---------------------------------------------------------------------------- 16, 17, 18: refusals
 @pytest.mark.parametrize(
     "args,bad",
     [
@@ -755,8 +770,8 @@ def test_an_env_the_scripts_cannot_train_is_refused_before_the_sweep(tmp_path, f
         "--no-env-timing",
         env=fake,
     )
-    # names what can be trained: the study's envs, and the others of both action kinds (Catch: Discrete, PointRobot:
-    # a 1-D Box)
+    # names what can be trained: the study's envs, and the others of both action kinds (Catch:
+    # Discrete, PointRobot: a 1-D Box)
     one_line_refusal(
         proc, f"{env_id!r} is unknown", "CartPole-v1", "Catch-bsuite", "PointRobot-misc", "1-D Box"
     )
@@ -765,7 +780,8 @@ def test_an_env_the_scripts_cannot_train_is_refused_before_the_sweep(tmp_path, f
 
 
 def box_of_boxes(monkeypatch, env_id: str) -> None:
-    """Gives a gymnax env a 2-D Box of actions, which the scripts cannot train (gymnax has no env of such a space)."""
+    """Gives a gymnax env a 2-D Box of actions, which the scripts cannot train (gymnax has no env of
+    such a space)."""
     import gymnax
     from gymnax.environments import spaces
 

@@ -1,9 +1,9 @@
-"""Tests of bench.sh and python -m sweep against the findings of the second audit (issue 39): --slurm-args resolved as sbatch
-resolves it, a signal that reaches any child of bench.sh, no run twice at once whatever the shards, bounded sizes, and
-values that start with "-".
+"""Tests of bench.sh and python -m sweep against the findings of the second audit (issue 39):
+--slurm-args resolved as sbatch resolves it, a signal that reaches any child of bench.sh, no run
+twice at once whatever the shards, bounded sizes, and values that start with "-".
 
-The sweeps run the stand-in framework of test_bench_hardening (FAKE_SCRIPT, through a study file of their own).
-"""
+The sweeps run the stand-in framework of test_bench_hardening (FAKE_SCRIPT, through a study file of
+their own)."""
 
 import json
 import os
@@ -15,10 +15,16 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_bench_hardening import FAKE_SWEEP, fake_env, marks, one_line_refusal, run_bench
+from test_bench_hardening import (
+    FAKE_SWEEP,
+    fake_env,
+    marks,
+    one_line_refusal,
+    run_bench,
+)
 
 from helpers import ROOT, SWEEP_MODULE, wait_until
-from sweep import option_checks, sbatch_options
+from sweep import option_checks, sbatch
 
 
 @pytest.fixture
@@ -26,7 +32,7 @@ def fake(tmp_path) -> dict:
     return fake_env(tmp_path)
 
 
-# ------------------------------------------------------------------- 11: a value that starts with "-" is a value
+# ----------------------------------------------------- 11: a value that starts with "-" is a value
 @pytest.mark.parametrize(
     "args,value",
     [
@@ -52,7 +58,7 @@ def test_a_bad_value_that_starts_with_a_dash_is_named(tmp_path, args, value):
     assert proc.stdout == "" and not (tmp_path / "runs").exists()
 
 
-# ----------------------------------------------------------------------------- 7: an empty value names nothing
+# ----------------------------------------------------------------- 7: an empty value names nothing
 @pytest.mark.parametrize(
     "option", ["--log-dir", "--env-timing-file", "--python", "--tag", "--timeout", "--cpus"]
 )
@@ -116,7 +122,7 @@ def test_a_tag_a_log_dir_and_a_timing_file_that_start_with_a_dash_are_used_as_gi
     )
 
 
-# ------------------------------------------------------------------------------------ 10: sizes with a bound
+# -------------------------------------------------------------------------- 10: sizes with a bound
 HUGE = "9" * 30
 
 
@@ -215,7 +221,7 @@ def test_bench_sh_and_sweep_py_bound_the_seconds_alike(tmp_path, option):
                 one_line_refusal(proc, str(seconds))
 
 
-# ------------------------------------------------------------- 2: --slurm-args resolved as sbatch resolves it
+# -------------------------------------------------- 2: --slurm-args resolved as sbatch resolves it
 @pytest.mark.parametrize(
     "slurm_args,option",
     [
@@ -253,7 +259,7 @@ def test_slurm_args_refuses_any_spelling_of_an_option_bench_sh_sets(tmp_path, sl
 
 
 def test_slurm_args_reads_a_value_that_looks_like_an_option_as_a_value():
-    lines = sbatch_options.sbatch_lines(
+    lines = sbatch.sbatch_lines(
         "--comment -a5 -J -o/x --hold -p gpu --mail-user=:me --newer-option value"
     )
     assert lines == [
@@ -265,23 +271,23 @@ def test_slurm_args_reads_a_value_that_looks_like_an_option_as_a_value():
         "--newer-option value",
     ]
     with pytest.raises(option_checks.BadOption, match="'user'"):  # --hold takes no value
-        sbatch_options.sbatch_lines("--hold user")
+        sbatch.sbatch_lines("--hold user")
 
 
-# ------------------------------------------------------------------ 3: a signal reaches whatever bench.sh runs
-# Each phase of bench.sh, made to hang: a stand-in interpreter (bench.sh --python) runs the real one, but for the
-# command of that phase (found by its words) notes its pid and becomes a `sleep 600`.
+# ------------------------------------------------------ 3: a signal reaches whatever bench.sh runs
+# Each phase of bench.sh, made to hang: a stand-in interpreter (bench.sh --python) runs the real
+# one, but for the command of that phase (found by its words) notes its pid and becomes a `sleep
+# 600`.
 STALLING_PYTHON = """#!/bin/bash
 if [[ " $* " == *"$STALL"* ]]; then echo $$ > "$STALLED"; exec sleep 600; fi
 exec {python} "$@"
 """
 PHASES = {  # the words of the phase's command, and the options that reach it
     "check": ("-m sweep check ", ["--no-env-timing"]),
-    "lock": ("fcntl.flock", ["--no-env-timing"]),
+    "lock": ("-m sweep lock ", ["--no-env-timing"]),
     "plan": ("-m sweep plan ", ["--no-env-timing"]),
     "env timing check": ("-m sweep env-timing ", []),
     "env timing": ("-m sweep.env_timing ", []),
-    "cores": ("sched_getaffinity", ["--no-env-timing", "--cpus", "1"]),
     "dry run": ("-m sweep dry-run ", ["--dry-run"]),
     "sbatch script": ("-m sweep sbatch ", ["--dry-run", "--slurm"]),
 }
@@ -318,7 +324,8 @@ def test_sigterm_to_bench_sh_stops_the_command_of_any_phase_at_once(tmp_path, fa
         child = int(stalled.read_text())
         # to bench.sh alone, as Slurm's --signal=B:TERM@120 sends it
         os.kill(proc.pid, signal.SIGTERM)
-        # a safety net, not a timing: without the signal passed on, bench.sh waits for the sleep's 600 s
+        # a safety net, not a timing: without the signal passed on, bench.sh waits for the sleep's
+        # 600 s
         wait_until(
             lambda: proc.poll() is not None and not alive(child),
             timeout=30,
@@ -335,10 +342,10 @@ def test_sigterm_to_bench_sh_stops_the_command_of_any_phase_at_once(tmp_path, fa
     assert marks(tmp_path) == []  # no run started
 
 
-# ------------------------------------------------------------- 5: no run twice at once, whatever the shards
+# ---------------------------------------------------- 5: no run twice at once, whatever the shards
 def test_overlapping_shards_of_different_counts_never_run_a_run_twice_at_once(tmp_path, fake):
-    """The issue's case: --shard 0/1 and --shard 0/2 on one log dir. Each holds the one cell (seed 1) in turn: the
-    second waits while the first runs it, then skips the run the first completed."""
+    """The issue's case: --shard 0/1 and --shard 0/2 on one log dir. Each holds the one cell (seed
+    1) in turn: the second waits while the first runs it, then skips the run the first completed."""
     hold = tmp_path / "hold"
     hold.touch()
     args = ("--log-dir", str(tmp_path / "runs"), *FAKE_SWEEP, "--seeds", "1")
@@ -365,7 +372,8 @@ def test_overlapping_shards_of_different_counts_never_run_a_run_twice_at_once(tm
         start("0/1", outputs[0])
         wait_until(lambda: len(marks(tmp_path)) == 1, what="the first sweep's run")
         start("0/2", outputs[1])
-        # the second waits, or (were the cells not locked) starts the same run beside the first one's
+        # the second waits, or (were the cells not locked) starts the same run beside the first
+        # one's
         wait_until(
             lambda: "waiting for it" in outputs[1].read_text() or len(marks(tmp_path)) > 1,
             what="the second",
@@ -394,7 +402,8 @@ def test_overlapping_shards_of_different_counts_never_run_a_run_twice_at_once(tm
 
 
 def test_sweeps_of_overlapping_shards_run_each_run_once(tmp_path, fake):
-    """Three sweeps at once on one log dir, --shard 0/1, 0/2 and 1/2, over four cells: every run runs once."""
+    """Three sweeps at once on one log dir, --shard 0/1, 0/2 and 1/2, over four cells: every run
+    runs once."""
     args = ("--log-dir", str(tmp_path / "runs"), *FAKE_SWEEP, "--seeds", "4")
     sweeps = [
         subprocess.Popen(

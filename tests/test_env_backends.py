@@ -1,9 +1,10 @@
-"""The study's env backends (gymnax, envpool) in the sweep, bench.sh --cpus, sweep/env_timing.py and the analysis.
+"""The study's env backends (gymnax, envpool) in the sweep, bench.sh --cpus, sweep/env_timing.py and
+the analysis.
 
-An env on envpool is named "{id}@envpool" (study.env_label) in the sweep's cells and log names, bench.sh --envs, the
-env timing and the analysis' env column, so that it is never taken for the gymnax env of the same id: exp7 runs
-CartPole-v1, Acrobot-v1 and MountainCar-v0 on both, exp8 two MuJoCo envs on envpool alone.
-"""
+An env on envpool is named "{id}@envpool" (study.env_label) in the sweep's cells and log names,
+bench.sh --envs, the env timing and the analysis' env column, so that it is never taken for the
+gymnax env of the same id: exp7 runs CartPole-v1, Acrobot-v1 and MountainCar-v0 on both, exp8 two
+MuJoCo envs on envpool alone."""
 
 import json
 import socket
@@ -42,10 +43,11 @@ def synced(line: str) -> bool:
     return not line.endswith("--no-sync-timing")
 
 
-# ------------------------------------------------------------------------------------------- the sweep
+# --------------------------------------------------------------------------------------- the sweep
 def test_exp7_dry_run_lists_every_run_with_its_backend(tmp_path):
-    """Each env on gymnax, then on envpool (a cell each): every size x framework, sync off then on; an envpool run
-    says --env-backend envpool, a gymnax run names no backend (its command is what it was before the backends)."""
+    """Each env on gymnax, then on envpool (a cell each): every size x framework, sync off then on;
+    an envpool run says --env-backend envpool, a gymnax run names no backend (its command is what it
+    was before the backends)."""
     lines = dry_run(tmp_path, "--experiments", "exp7", "--seeds", "1")
     frameworks = {name: fw.default_compile for name, fw in STUDY.frameworks.items()}
     expected = set(product(EXP7.envs, EXP7.sizes, frameworks.items(), (False, True)))
@@ -167,8 +169,8 @@ def test_why_untrainable_reads_env_labels():
 
 
 def test_an_envpool_env_outside_the_study_joins_the_envpool_experiments(tmp_path):
-    """Like a gymnax env outside the study joins the experiments of envs "all", an envpool one joins those on
-    envpool alone (exp8), as an env of its own."""
+    """Like a gymnax env outside the study joins the experiments of envs "all", an envpool one joins
+    those on envpool alone (exp8), as an env of its own."""
     lines = dry_run(
         tmp_path,
         "--seeds",
@@ -200,7 +202,7 @@ def test_the_backend_after_dashdash_is_refused(tmp_path):
     one_line_refusal(proc, "'--env-backend=envpool' after --", "--envs ID@envpool")
 
 
-# ------------------------------------------------------------------------------------ bench.sh --cpus
+# --------------------------------------------------------------------------------- bench.sh --cpus
 ONE_ENV_EACH = [
     "--experiments",
     "exp1,exp7",
@@ -215,8 +217,9 @@ ONE_ENV_EACH += ["--envs", "CartPole-v1,CartPole-v1@envpool"]
 
 
 def test_cpus_gives_every_envpool_run_as_many_env_threads(tmp_path):
-    """--cpus N: an envpool run gets --env-threads N; a gymnax run keeps its command (it has no use for the threads,
-    and its runs of before stay done); without --cpus the scripts' default holds."""
+    """--cpus N: an envpool run gets --env-threads N; a gymnax run keeps its command (it has no use
+    for the threads, and its runs of before stay done); without --cpus the scripts' default holds.
+    """
     lines = dry_run(tmp_path, *ONE_ENV_EACH, "--cpus", "1")
     # exp7: CartPole-v1 on both backends, sync off and on; exp1: on gymnax
     assert len(lines) == 2 + 2 + 1
@@ -238,7 +241,8 @@ def test_env_threads_after_dashdash_are_refused_only_with_cpus(tmp_path):
 
 
 def test_the_slurm_tasks_plan_the_same_env_threads(tmp_path):
-    """--slurm --cpus N: every task's bench.sh gets --cpus N (so its envpool runs --env-threads N)."""
+    """--slurm --cpus N: every task's bench.sh gets --cpus N (so its envpool runs --env-threads
+    N)."""
     proc = bench(
         "--slurm", "--dry-run", "--cpus", "1", "--log-dir", str(tmp_path / "runs"), *ONE_ENV_EACH
     )
@@ -246,18 +250,20 @@ def test_the_slurm_tasks_plan_the_same_env_threads(tmp_path):
     assert "--cpus 1" in proc.stdout and "5 runs" in proc.stdout
 
 
-# A stand-in interpreter: notes sweep/env_timing.py's arguments (and times nothing), real Python for everything else.
+# A stand-in interpreter: notes sweep/env_timing.py's arguments (and times nothing), real Python for
+# everything else.
 NOTING_PYTHON = """#!/usr/bin/env bash
 case ${1:-} in
-  -m) if [[ $2 == sweep.env_timing ]]; then echo "$*" >> "$TIMING_MARKS"; else exec "$REAL_PYTHON" "$@"; fi ;;
+  -m) if [[ $2 == sweep.env_timing ]]; then echo "$*" >> "$TIMING_MARKS"
+      else exec "$REAL_PYTHON" "$@"; fi ;;
   *) exec "$REAL_PYTHON" "$@" ;;
 esac
 """
 
 
 def test_a_sweep_with_cpus_gives_its_envpool_runs_and_the_env_timing_the_threads(tmp_path):
-    """A real sweep (a stand-in framework, a stand-in env timing): the env timing gets --env-threads N for the sweep's
-    env labels, the envpool runs --env-threads N, the gymnax runs none."""
+    """A real sweep (a stand-in framework, a stand-in env timing): the env timing gets --env-threads
+    N for the sweep's env labels, the envpool runs --env-threads N, the gymnax runs none."""
     script = tmp_path / "ppo_fake.py"
     script.write_text(FAKE_SCRIPT.format(root=str(ROOT)))
     study_file = tmp_path / "study.toml"
@@ -295,7 +301,7 @@ def test_a_sweep_with_cpus_gives_its_envpool_runs_and_the_env_timing_the_threads
     assert sum("--env-backend" in argv for argv in runs) == 2
 
 
-# ---------------------------------------------------------------------------------------- env timing
+# -------------------------------------------------------------------------------------- env timing
 def test_env_timing_is_redone_for_other_envpool_threads(tmp_path):
     import jax
 
@@ -320,8 +326,8 @@ def test_env_timing_is_redone_for_other_envpool_threads(tmp_path):
 
 
 def test_env_timing_times_envpool_envs_beside_their_gymnax_twins(tmp_path):
-    """A real tiny timing: CartPole-v1 on gymnax and on envpool (its adapter's batched step in the same timing loop),
-    and Hopper-v4 on envpool (Box actions), each under its label."""
+    """A real tiny timing: CartPole-v1 on gymnax and on envpool (its adapter's batched step in the
+    same timing loop), and Hopper-v4 on envpool (Box actions), each under its label."""
     out = tmp_path / "timing.json"
     cmd = [
         sys.executable,
@@ -379,7 +385,7 @@ def test_env_timing_refuses_an_env_envpool_lacks():
     assert "'Nope-v0@envpool'" in proc.stderr and "Hopper-v4@envpool" in proc.stderr
 
 
-# ------------------------------------------------------------------------------------------ analysis
+# ---------------------------------------------------------------------------------------- analysis
 def analysed(tmp_path: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     out = tmp_path / "out"
     plot_results.main([str(tmp_path / "runs"), "--out", str(out), "--no-figures"])
@@ -387,8 +393,9 @@ def analysed(tmp_path: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def test_the_backends_of_one_env_are_never_merged(tmp_path):
-    """Runs of CartPole-v1 on gymnax (one of before the backends, without env_backend, one with it) and on envpool:
-    two envs in every table, no pair crosses backends, and exp7 has a cell per backend."""
+    """Runs of CartPole-v1 on gymnax (one of before the backends, without env_backend, one with it)
+    and on envpool: two envs in every table, no pair crosses backends, and exp7 has a cell per
+    backend."""
     for framework, backend in product(("linen", "nnx"), (None, "gymnax", "envpool")):
         seed = 2 if backend == "gymnax" else 1
         write_run(
@@ -425,7 +432,8 @@ def test_the_backends_of_one_env_are_never_merged(tmp_path):
 
 
 def test_no_pair_crosses_backends(tmp_path):
-    """linen on gymnax and nnx on envpool only: nothing to compare, both runs left out as unpaired."""
+    """linen on gymnax and nnx on envpool only: nothing to compare, both runs left out as
+    unpaired."""
     write_run(tmp_path / "runs", "CartPole-v1", "linen", "small", "jit", 1, sync=False)
     write_run(
         tmp_path / "runs",

@@ -1,5 +1,5 @@
-"""The learning experiment in the sweep: each run gets its reference configuration's flags (study.toml), and
-bench.sh refuses --iterations and the flags after -- that would change them."""
+"""The learning experiment in the sweep: each run gets its reference configuration's flags
+(study.toml), and bench.sh refuses --iterations and the flags after -- that would change them."""
 
 import pytest
 from test_bench import bench, planned
@@ -27,8 +27,9 @@ def test_a_learning_run_gets_its_configurations_flags(tmp_path):
     ],
 )
 def test_a_learning_experiment_refuses_what_would_change_its_configuration(tmp_path, args, flag):
-    """Issue 54, item 7: --iterations, or a run argument that changes what a run learns, would make runs that are
-    not the configuration's (which the analysis does not count): refused in one line, exit 2, nothing made."""
+    """Issue 54, item 7: --iterations, or a run argument that changes what a run learns, would make
+    runs that are not the configuration's (which the analysis does not count): refused in one line,
+    exit 2, nothing made."""
     log_dir = tmp_path / "runs"
     proc = bench("--dry-run", "--log-dir", str(log_dir), *one_cell("exp9", "CartPole-v1"), *args)
     errors = proc.stderr.strip().splitlines()

@@ -1,10 +1,10 @@
-"""Tests of bench.sh --slurm (the sweep as a Slurm job array, written by python -m sweep) and slurm/local_cluster.sh,
-against a real single-node Slurm on this machine (Debian's slurm-wlm and munge; .ci/run installs them).
+"""Tests of bench.sh --slurm (the sweep as a Slurm job array, written by python -m sweep) and
+slurm/local_cluster.sh, against a real single-node Slurm on this machine (Debian's slurm-wlm and
+munge; .ci/run installs them).
 
-Where slurm-wlm and munge are not installed, or not as root (slurmd starts the jobs), the tests that need a
-cluster skip; the dry runs and the "no sbatch" refusal need no Slurm. Every cluster a test starts is stopped in
-a fixture's teardown or a finally, whatever happens.
-"""
+Where slurm-wlm and munge are not installed, or not as root (slurmd starts the jobs), the tests that
+need a cluster skip; the dry runs and the "no sbatch" refusal need no Slurm. Every cluster a test
+starts is stopped in a fixture's teardown or a finally, whatever happens."""
 
 import os
 import re
@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT, STUDY, SWEEP_MODULE, read_json, wait_until
-from sweep import option_checks, sbatch_options, sbatch_script
+from sweep import cli as sweep_cli
+from sweep import option_checks, sbatch
 
 # under pytest-xdist, one worker runs them: one cluster at a time
 pytestmark = pytest.mark.xdist_group("slurm")
@@ -36,7 +37,8 @@ SLURM_BINARIES = (
     "sinfo",
 )
 TINY = ["--", "--num-envs", "4", "--num-steps", "16"]
-# A tiny sweep of two cells (seeds 1 and 2), two frameworks with a quick default compile mode where they exist.
+# A tiny sweep of two cells (seeds 1 and 2), two frameworks with a quick default compile mode where
+# they exist.
 FRAMEWORKS = [name for name, fw in STUDY.frameworks.items() if (ROOT / fw.script).exists()]
 TWO_FRAMEWORKS = [fw for fw in ("linen", "nnx") if fw in FRAMEWORKS] or FRAMEWORKS[:2]
 SWEEP = [
@@ -55,9 +57,7 @@ SWEEP = [
 ]
 JOB_WAIT_S = 900  # a safety net for a stuck job, not a timing assertion
 # bench.sh's grace between a timed-out run's SIGTERM and its SIGKILL, when --kill-after is not given
-KILL_AFTER_DEFAULT = int(
-    re.search(r"^KILL_AFTER_S=(\d+)", (ROOT / "bench.sh").read_text(), re.M)[1]
-)
+KILL_AFTER_DEFAULT = int(sweep_cli.KILL_AFTER_S)
 
 
 def missing_slurm() -> str:
@@ -65,7 +65,10 @@ def missing_slurm() -> str:
         b for b in SLURM_BINARIES if not shutil.which(b) and not Path("/usr/sbin", b).exists()
     ]
     if missing:
-        return f"slurm-wlm and munge are not installed ({', '.join(missing)} not found; apt-get install slurm-wlm munge)"
+        return (
+            f"slurm-wlm and munge are not installed ({', '.join(missing)} not found; "
+            "apt-get install slurm-wlm munge)"
+        )
     if os.geteuid() != 0:
         return "the local Slurm cluster needs root (slurmd starts the jobs as their user)"
     return ""
@@ -123,7 +126,8 @@ def slurm(env: dict, *cmd: str) -> str:
 
 
 def wait_for_job(env: dict, job: str, log_dir: Path) -> None:
-    """Until the job array has left the queue; then every task must have completed with exit code 0."""
+    """Until the job array has left the queue; then every task must have completed with exit code
+    0."""
     deadline = time.monotonic() + JOB_WAIT_S
     while slurm(env, "squeue", "-h", "-j", job, "-o", "%i").strip():
         if time.monotonic() > deadline:
@@ -169,7 +173,7 @@ def cells_run(output: str) -> set[tuple]:
     return cells
 
 
-# ------------------------------------------------------------------------------------- no Slurm needed
+# --------------------------------------------------------------------------------- no Slurm needed
 def dry_run_script(tmp_path: Path, *args: str) -> tuple[str, str]:
     proc = bench("--dry-run", "--slurm", "--log-dir", str(tmp_path / "runs"), *args)
     assert proc.returncode == 0, proc.stderr
@@ -185,8 +189,8 @@ def test_dry_run_prints_the_array_script(tmp_path):
     script, count_line = dry_run_script(tmp_path, *sel)  # default: one task per cell
     assert (
         count_line
-        == f"dry run: sbatch script of {cells} array tasks for {runs} runs (0 already completed) in "
-        f"{cells} cells; nothing submitted"
+        == f"dry run: sbatch script of {cells} array tasks for {runs} runs (0 already completed) "
+        f"in {cells} cells; nothing submitted"
     )
     assert script.startswith("#!/bin/bash\n")
     assert f"\n#SBATCH --array=0-{cells - 1}\n" in script and "\n#SBATCH --exclusive\n" in script
@@ -219,14 +223,16 @@ def test_dry_run_prints_the_array_script(tmp_path):
     )
     assert "--no-env-timing" in script and "--env-timing-file" not in script
     assert "array tasks" in count_line and "nothing submitted" in count_line
-    # the largest of the 2 shards has ceil(cells / 2) cells; each run may take --timeout + bench.sh's grace
+    # the largest of the 2 shards has ceil(cells / 2) cells; each run may take --timeout +
+    # bench.sh's grace
     per_task = -(-cells // 2) * len(STUDY.frameworks["linen"].compile)
-    minutes = -(-(per_task * (100 + KILL_AFTER_DEFAULT) + sbatch_script.TIME_MARGIN_S) // 60)
+    minutes = -(-(per_task * (100 + KILL_AFTER_DEFAULT) + sbatch.TIME_MARGIN_S) // 60)
     assert f"\n#SBATCH --time=0-{minutes // 60:02d}:{minutes % 60:02d}:00\n" in script
 
 
 def test_sweep_py_sbatch_takes_bench_sh_default_kill_after(tmp_path):
-    """python -m sweep sbatch without --kill-after (sweep/cli.py's default) gives the time limit bench.sh --slurm gives."""
+    """python -m sweep sbatch without --kill-after (sweep/cli.py's default) gives the time limit
+    bench.sh --slurm gives."""
     sel = ["--experiments", "exp3", "--frameworks", "linen", "--seeds", "1", "--timeout", "100"]
     script, _ = dry_run_script(tmp_path, *sel)
     sweep = subprocess.run(
@@ -242,7 +248,8 @@ def test_sweep_py_sbatch_takes_bench_sh_default_kill_after(tmp_path):
 
 
 def test_the_array_tasks_run_disjoint_shards_that_cover_the_sweep(tmp_path):
-    """The printed script, run as each array task would be (with --dry-run slipped into its bench.sh call)."""
+    """The printed script, run as each array task would be (with --dry-run slipped into its bench.sh
+    call)."""
     sel = ["--experiments", "exp3", "--frameworks", "linen", "--seeds", "2", "--iterations", "3"]
     script, _ = dry_run_script(tmp_path, *sel, "--slurm-tasks", "3", *TINY)
     whole = bench(
@@ -303,7 +310,7 @@ def test_slurm_without_sbatch_exits_2_with_one_line(tmp_path):
     assert proc.stdout == "" and not (tmp_path / "runs").exists()
 
 
-# --------------------------------------------------------------------------------- the local cluster
+# ------------------------------------------------------------------------------- the local cluster
 @needs_slurm
 def test_local_cluster_starts_runs_a_job_and_stops_everything(tmp_path):
     folder = tmp_path / "cluster"
@@ -348,7 +355,8 @@ def job_sleepers() -> list[str]:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    """A local Slurm cluster for this module's tests: the environment that points sbatch, squeue, … at it."""
+    """A local Slurm cluster for this module's tests: the environment that points sbatch, squeue, …
+    at it."""
     reason = missing_slurm()
     if reason:
         pytest.skip(reason)
@@ -466,8 +474,9 @@ def test_a_sweep_on_slurm_runs_each_cell_once_and_resubmitting_skips_completed_r
 @needs_slurm
 @pytest.mark.slow
 def test_sbatch_reads_quoted_slurm_args_and_a_log_dir_with_spaces_as_given(cluster, tmp_path):
-    """The #SBATCH lines as the real sbatch reads them: a --comment with quotes, # and $(…) arrives whole, the
-    tasks' output lands in a log dir with spaces, quotes and a %, and nothing of either runs in a shell."""
+    """The #SBATCH lines as the real sbatch reads them: a --comment with quotes, # and $(…) arrives
+    whole, the tasks' output lands in a log dir with spaces, quotes and a %, and nothing of either
+    runs in a shell."""
     log_dir = tmp_path / "my runs 'q' %x $(touch pwned)"
     comment = "a b #c 'q' \"d\" \\e $(touch pwned)"
     one_cell = [
@@ -507,7 +516,8 @@ def test_sbatch_reads_quoted_slurm_args_and_a_log_dir_with_spaces_as_given(clust
 
 
 def plot(out: Path, *runs_dirs: Path) -> list[tuple]:
-    """plot_results.py (tables only) over the folders; the (framework, seed, hostname, device) of each run read."""
+    """plot_results.py (tables only) over the folders; the (framework, seed, hostname, device) of
+    each run read."""
     cmd = [
         sys.executable,
         str(ROOT / "plot_results.py"),
@@ -529,10 +539,10 @@ def plot(out: Path, *runs_dirs: Path) -> list[tuple]:
     )
 
 
-# ------------------------------------------------------------------------ --slurm-args as the real sbatch reads it
+# -------------------------------------------------------- --slurm-args as the real sbatch reads it
 def sbatch_probe(cluster: dict, folder: Path, *words: str) -> subprocess.CompletedProcess:
-    """The real sbatch on a script whose one #SBATCH line holds `words`, verbose (it lists each option it set, as
-    "sbatch: NAME : VALUE") and --test-only (nothing is submitted)."""
+    """The real sbatch on a script whose one #SBATCH line holds `words`, verbose (it lists each
+    option it set, as "sbatch: NAME : VALUE") and --test-only (nothing is submitted)."""
     script = folder / "probe.sbatch"
     script.write_text(f"#!/bin/bash\n#SBATCH {' '.join(words)}\ntrue\n")
     cmd = ["sbatch", "-v", "--test-only", str(script)]
@@ -547,40 +557,35 @@ def options_set(proc: subprocess.CompletedProcess) -> set[str]:
 
 @needs_slurm
 def test_the_sbatch_option_table_is_the_real_sbatchs(cluster, tmp_path):
-    """python -m sweep's table of sbatch options, against the sbatch here: every long option it lists takes a value as the
-    table says (getopt_long's errors tell), and `sbatch --help` names no option nor letter the table lacks."""
-    for name in (
-        sbatch_options.SBATCH_NO_VALUE
-        + sbatch_options.SBATCH_OPTIONAL_VALUE
-        + sbatch_options.SBATCH_VALUE
-    ):
+    """python -m sweep's table of sbatch options, against the sbatch here: every long option it
+    lists takes a value as the table says (getopt_long's errors tell), and `sbatch --help` names no
+    option nor letter the table lacks."""
+    for name in sbatch.SBATCH_NO_VALUE + sbatch.SBATCH_OPTIONAL_VALUE + sbatch.SBATCH_VALUE:
         alone, valued = (
             sbatch_probe(cluster, tmp_path, f"--{name}"),
             sbatch_probe(cluster, tmp_path, f"--{name}=1"),
         )
         assert "unrecognized option" not in alone.stderr + valued.stderr, name
         assert (f"option '--{name}' requires an argument" in alone.stderr) == (
-            name in sbatch_options.SBATCH_VALUE
+            name in sbatch.SBATCH_VALUE
         ), name
         assert (f"option '--{name}' doesn't allow an argument" in valued.stderr) == (
-            name in sbatch_options.SBATCH_NO_VALUE
+            name in sbatch.SBATCH_NO_VALUE
         )
-    for letter, name in sbatch_options.SBATCH_LETTERS.items():
+    for letter, name in sbatch.SBATCH_LETTERS.items():
         requires = (
             f"option requires an argument -- '{letter}'"
             in sbatch_probe(cluster, tmp_path, f"-{letter}").stderr
         )
-        assert requires == (name in sbatch_options.SBATCH_VALUE), letter
+        assert requires == (name in sbatch.SBATCH_VALUE), letter
     shown = slurm(cluster, "sbatch", "--help")
     known = {
-        *sbatch_options.SBATCH_NO_VALUE,
-        *sbatch_options.SBATCH_OPTIONAL_VALUE,
-        *sbatch_options.SBATCH_VALUE,
+        *sbatch.SBATCH_NO_VALUE,
+        *sbatch.SBATCH_OPTIONAL_VALUE,
+        *sbatch.SBATCH_VALUE,
     }
     assert set(re.findall(r"--([a-z][a-z-]*[a-z])", shown)) <= known
-    assert (
-        dict(re.findall(r"^\s+-(\w),?\s+--([a-z-]+)", shown, re.M)) == sbatch_options.SBATCH_LETTERS
-    )
+    assert dict(re.findall(r"^\s+-(\w),?\s+--([a-z-]+)", shown, re.M)) == sbatch.SBATCH_LETTERS
 
 
 OWN_VALUES = {
@@ -593,12 +598,13 @@ OWN_VALUES = {
 
 
 def slurm_args_forms() -> list[list[str]]:
-    """Ways to write sbatch options: every prefix of each option bench.sh sets, its value attached with = or in the
-    next word; each letter of one, its value attached, apart, or after another letter (-Ha5); and words that only
-    look like one (--comment -a5: a comment), or that sbatch refuses for another reason (-za5, --hold=1)."""
+    """Ways to write sbatch options: every prefix of each option bench.sh sets, its value attached
+    with = or in the next word; each letter of one, its value attached, apart, or after another
+    letter (-Ha5); and words that only look like one (--comment -a5: a comment), or that sbatch
+    refuses for another reason (-za5, --hold=1)."""
     forms = []
-    for option in sbatch_options.SBATCH_OWN:
-        value = OWN_VALUES.get(option, "1") if option in sbatch_options.SBATCH_VALUE else None
+    for option in sbatch.SBATCH_OWN:
+        value = OWN_VALUES.get(option, "1") if option in sbatch.SBATCH_VALUE else None
         for n in range(1, len(option) + 1):
             prefix = f"--{option[:n]}"
             forms += (
@@ -606,9 +612,9 @@ def slurm_args_forms() -> list[list[str]]:
                 if value
                 else [[prefix], [f"{prefix}=user"]]
             )
-    for letter, option in sbatch_options.SBATCH_LETTERS.items():
-        if option in sbatch_options.SBATCH_OWN:
-            if option in sbatch_options.SBATCH_VALUE:
+    for letter, option in sbatch.SBATCH_LETTERS.items():
+        if option in sbatch.SBATCH_OWN:
+            if option in sbatch.SBATCH_VALUE:
                 value = OWN_VALUES.get(option, "1")
                 forms += [[f"-{letter}{value}"], [f"-H{letter}{value}"], [f"-{letter}", value]]
             else:
@@ -640,8 +646,9 @@ def slurm_args_forms() -> list[list[str]]:
 def test_slurm_args_refuses_exactly_what_the_real_sbatch_reads_as_an_option_bench_sh_sets(
     cluster, tmp_path
 ):
-    """Each form, on an #SBATCH line of the real sbatch, against python -m sweep's reading of it (bench.sh --slurm-args):
-    refused exactly when sbatch sets an option bench.sh sets, or finds the option ambiguous."""
+    """Each form, on an #SBATCH line of the real sbatch, against python -m sweep's reading of it
+    (bench.sh --slurm-args): refused exactly when sbatch sets an option bench.sh sets, or finds the
+    option ambiguous."""
     disagree, accepted = [], []
     for words in slurm_args_forms():
         proc = sbatch_probe(cluster, tmp_path, *words)
@@ -652,10 +659,10 @@ def test_slurm_args_refuses_exactly_what_the_real_sbatch_reads_as_an_option_benc
             said += sbatch_probe(cluster, tmp_path, words[0].split("=")[0]).stderr
         taken = re.findall(r"option '--([a-z-]+)' (?:requires|doesn't allow) an argument", said)
         own = "is ambiguous" in proc.stderr or bool(
-            {*options_set(proc), *taken} & set(sbatch_options.SBATCH_OWN)
+            {*options_set(proc), *taken} & set(sbatch.SBATCH_OWN)
         )
         try:
-            sbatch_options.sbatch_lines(shlex.join(words))
+            sbatch.sbatch_lines(shlex.join(words))
             refused = False
         except option_checks.BadOption:
             refused = True
@@ -687,9 +694,7 @@ def test_slurm_args_refuses_exactly_what_the_real_sbatch_reads_as_an_option_benc
     )
     assert proc.returncode == 0, proc.stderr
     listed = dict(re.findall(r"^sbatch: (\S+) +: (.*)$", proc.stderr, re.M))
-    assert (
-        listed["array"] == "0-1" and listed["signal"] == f"B:TERM@{sbatch_options.SIGNAL_BEFORE_S}"
-    )
+    assert listed["array"] == "0-1" and listed["signal"] == f"B:TERM@{sbatch.SIGNAL_BEFORE_S}"
     assert listed["output"] == f"{tmp_path}/runs/logs/slurm/%A_%a.out" and "error" not in listed
     assert (listed["nodes"], listed["ntasks"], listed["exclusive"]) == ("1", "1", "exclusive")
     # the last of each: values, not options

@@ -1,5 +1,6 @@
-"""bench.sh --smoke, the quick sweep of study.toml's [presets.smoke]: what it plans, which options it refuses beside
-it, how a preset is read, and (slow) that the sweep's analysis shows data in every panel of every figure it draws."""
+"""bench.sh --smoke, the quick sweep of study.toml's [presets.smoke]: what it plans, which options
+it refuses beside it, how a preset is read, and (slow) that the sweep's analysis shows data in every
+panel of every figure it draws."""
 
 import re
 import shlex

@@ -1,5 +1,6 @@
-"""sweep/study.py: what it reads from a study file (a small study written here), what it refuses, and that the committed
-study.toml holds together. No test restates study.toml: adding a framework, an env or an experiment edits no test."""
+"""sweep/study.py: what it reads from a study file (a small study written here), what it refuses,
+and that the committed study.toml holds together. No test restates study.toml: adding a framework,
+an env or an experiment edits no test."""
 
 import os
 import subprocess
@@ -11,9 +12,9 @@ import pytest
 from helpers import ROOT
 from sweep import study
 
-# A small study of every kind of entry: env lists, frameworks (one without a color), experiments of each envs
-# keyword, a list, both backends, envpool alone, a learning experiment with two configurations, a platform
-# comparison and the analysis roles. Its parts are joined by study_text.
+# A small study of every kind of entry: env lists, frameworks (one without a color), experiments of
+# each envs keyword, a list, both backends, envpool alone, a learning experiment with two
+# configurations, a platform comparison and the analysis roles. Its parts are joined by study_text.
 LISTS = """
 sizes = ["s", "m"]
 envs = ["Disc-a", "Disc-b"]
@@ -142,7 +143,7 @@ def small(tmp_path) -> study.Study:
     return small_study(tmp_path)
 
 
-# ------------------------------------------------------------------------------------- what it reads
+# ----------------------------------------------------------------------------------- what it reads
 def test_frameworks_sizes_and_windows_read_as_written(small, tmp_path):
     assert small.path == tmp_path / "study.toml"
     assert list(small.frameworks) == ["first", "second", "third"]
@@ -172,8 +173,8 @@ def test_a_new_framework_adds_its_pairs_and_keeps_the_others(small, tmp_path):
 
 
 def test_the_env_keywords_draw_on_their_own_lists(small):
-    """The keyword "all" is the discrete envs alone (neither the continuous nor the expensive ones), "continuous"
-    and "expensive" their lists; a list may draw on any gymnax list."""
+    """The keyword "all" is the discrete envs alone (neither the continuous nor the expensive ones),
+    "continuous" and "expensive" their lists; a list may draw on any gymnax list."""
     experiments = small.experiments
     assert small.envs == ("Disc-a", "Disc-b") and experiments["every"].envs == small.envs
     assert experiments["continuous"].envs == small.continuous_envs == ("Cont-a",)
@@ -208,8 +209,8 @@ def test_an_experiments_data_types(tmp_path, small):
 
 
 def test_each_env_runs_on_each_backend_env_by_env(small):
-    """An env on envpool is labelled "{id}@envpool"; an experiment of two backends runs each env on both, one
-    after the other; every_env is the gymnax lists, then the envpool envs."""
+    """An env on envpool is labelled "{id}@envpool"; an experiment of two backends runs each env on
+    both, one after the other; every_env is the gymnax lists, then the envpool envs."""
     assert small.experiments["pooled"].envs == (
         "Disc-b",
         "Disc-b@envpool",
@@ -256,8 +257,8 @@ def test_the_analysis_roles_as_written(small):
 
 
 def test_the_roles_have_defaults(tmp_path):
-    """No [analysis] table: the first experiment is the headline and the README's tables are its; no [platforms]: no
-    platform comparison."""
+    """No [analysis] table: the first experiment is the headline and the README's tables are its; no
+    [platforms]: no platform comparison."""
     parsed = study.parse(write_study(tmp_path, study_text(LISTS, BASE, OTHERS)))
     assert parsed.headline == "every" and parsed.tables == ("every",) and parsed.platforms == {}
 
@@ -280,7 +281,7 @@ def test_an_env_label_names_the_backend_except_gymnax(env, backend, label):
     assert study.env_label(env) == env
 
 
-# ------------------------------------------------------------------------------------- what it refuses
+# --------------------------------------------------------------------------------- what it refuses
 @pytest.mark.parametrize(
     "old,new,named",
     [
@@ -353,7 +354,7 @@ def test_a_bad_analysis_role_is_named(tmp_path, old, new, named):
         small_study(tmp_path, old, new)
 
 
-# ------------------------------------------------------------------------------------- which file it reads
+# ----------------------------------------------------------------------------- which file it reads
 FAKE_FRAMEWORK = """
 [frameworks.fake]
 script = "ppo_linen.py"
@@ -363,7 +364,8 @@ color = "#000000"
 
 
 def fake_study(tmp_path: Path) -> Path:
-    """A copy of study.toml with a framework more appended (it reuses ppo_linen.py as its script)."""
+    """A copy of study.toml with a framework more appended (it reuses ppo_linen.py as its
+    script)."""
     return write_study(tmp_path, study.DEFAULT_PATH.read_text() + FAKE_FRAMEWORK)
 
 
@@ -376,7 +378,8 @@ def test_the_study_file_can_be_swapped(tmp_path, monkeypatch):
 
 @pytest.mark.slow
 def test_a_new_framework_is_parametrised_in_the_script_tests(tmp_path):
-    """The script tests take their frameworks and compile modes from the study: one more is collected too."""
+    """The script tests take their frameworks and compile modes from the study: one more is
+    collected too."""
     env = {**os.environ, study.PATH_VARIABLE: str(fake_study(tmp_path))}
     cmd = [sys.executable, "-m", "pytest", "--collect-only", "-q", "tests/test_scripts.py"]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
@@ -386,7 +389,7 @@ def test_a_new_framework_is_parametrised_in_the_script_tests(tmp_path):
     assert "fake" not in plain.stdout
 
 
-# ------------------------------------------------------------------------------------- the committed study
+# ----------------------------------------------------------------------------- the committed study
 @pytest.fixture(scope="module")
 def committed() -> study.Study:
     return study.parse(study.DEFAULT_PATH)
@@ -399,8 +402,8 @@ def test_each_framework_has_its_script_and_modes_to_compare(committed):
 
 
 def test_every_env_of_the_study_is_one_the_adapters_make_and_an_experiment_runs(committed):
-    """The env timing times every env of the study: each must be run by some experiment, and each envpool id be one
-    the adapter can make."""
+    """The env timing times every env of the study: each must be run by some experiment, and each
+    envpool id be one the adapter can make."""
     import env_adapters
 
     assert set(committed.envpool_envs) <= set(env_adapters.ENVPOOL_ENVS)
@@ -416,8 +419,8 @@ def test_the_iteration_windows_do_not_overlap(committed):
 
 
 def test_each_learning_experiment_fixes_its_runs_and_draws_its_curves(committed):
-    """A learning experiment (one with configs) draws the learning figure; each configuration fixes its own number
-    of env steps."""
+    """A learning experiment (one with configs) draws the learning figure; each configuration fixes
+    its own number of env steps."""
     learning = [exp for exp in committed.experiments.values() if exp.configs]
     assert learning
     for exp in learning:
