@@ -2,38 +2,47 @@
 
     python plot_results.py runs/ --out results/ --env-timing results/env_timing.json
     python plot_results.py --csv linux/runs.csv --csv mac/runs.csv --out results/   # merge machines
-    python plot_results.py runs/ --out new/ --previous old/speedups.csv   # an edition next to the one before
+    python plot_results.py runs/ --out new/ --previous old/speedups.csv   # beside the one before
 
-The study (frameworks, compile modes, envs, sizes, experiments and what the analysis makes of each: the headline,
-the README's tables, the figures, the platform comparisons) is read from study.toml through sweep/study.py. Every folder
-holding a config.json (at any depth under the given folders) is a run. Completed runs are read (config.json,
-summary.json, TensorBoard scalars, through analysis/runlog.py); the others are skipped and listed in the report. A run on
-envpool (config.json env_backend) is an env of its own, "CartPole-v1@envpool" in every table, never paired or pooled
-with the gymnax runs of that env id (a run without env_backend ran on gymnax). A run resumed after a stop (the scripts'
---resume) is one run: in the learning results, and out of every timed one (analysis/summary.py). Written to --out:
+The study (frameworks, compile modes, envs, sizes, experiments and what the analysis makes of each:
+the headline, the README's tables, the figures, the platform comparisons) is read from study.toml
+through sweep/study.py. Every folder holding a config.json (at any depth under the given folders) is
+a run. Completed runs are read (config.json, summary.json, TensorBoard scalars, through
+analysis/runlog.py); the others are skipped and listed in the report. A run on envpool (config.json
+env_backend) is an env of its own, "CartPole-v1@envpool" in every table, never paired or pooled with
+the gymnax runs of that env id (a run without env_backend ran on gymnax). A run resumed after a stop
+(the scripts' --resume) is one run: in the learning results, and out of every timed one
+(analysis/loading.py). Written to --out:
 
     runs.csv      one row per run x iteration: the run's config, its summary and every scalar
-    summary.csv   one row per run: config, durations, iteration windows, the experiments it belongs to
-    speedups.csv  speedups A->B = time_A / time_B per metric, experiment, data type, model size and framework pair
-    env_cost.csv  per metric, model size and pair: does the speedup shrink with env cost? (Spearman's rho, the
-                  log-log slope, bootstrap intervals over envs; needs the env timing: --env-timing, else the
-                  env_timing.json that bench.sh wrote in the first RUNS_DIR that holds one)
+    summary.csv   one row per run: config, durations, iteration windows, the experiments it belongs
+                  to
+    speedups.csv  speedups A->B = time_A / time_B per metric, experiment, data type, model size and
+                  framework pair
+    env_cost.csv  per metric, model size and pair: does the speedup shrink with env cost?
+                  (Spearman's rho, the log-log slope, bootstrap intervals over envs; needs the env
+                  timing: --env-timing, else the env_timing.json that bench.sh wrote in the first
+                  RUNS_DIR that holds one)
     learning.csv, learning_speedups.csv
-                  the learning experiments (those with configs): final returns against the reference's, and
-                  the times to reach it
+                  the learning experiments (those with configs): final returns against the
+                  reference's, and the times to reach it
     dtype_speedups.csv
-                  the experiments of several data types: each framework's time in bfloat16 / in float32, per
-                  metric and model size (the framework pairs within each data type are in speedups.csv)
-    *.png         the figures study.toml lists for each experiment (skipped, and REPORT.md says why, when there is
-                  nothing to draw: no runs, or none reach the window drawn); a panel without data says why
-    REPORT.md     the tables, the figures, the machines and versions, the runs left out of the speedups, the
-                  skipped runs (and, with --previous, the headline speedups of both editions side by side)
+                  the experiments of several data types: each framework's time in bfloat16 / in
+                  float32, per metric and model size (the framework pairs within each data type are
+                  in speedups.csv)
+    *.png         the figures study.toml lists for each experiment (skipped, and REPORT.md says why,
+                  when there is nothing to draw: no runs, or none reach the window drawn); a panel
+                  without data says why
+    REPORT.md     the tables, the figures, the machines and versions, the runs left out of the
+                  speedups, the skipped runs (and, with --previous, the headline speedups of both
+                  editions side by side)
 
-Nothing is written (exit status 2) when no completed run is found, and a README block is never replaced by an
-empty one. An --out that holds more than this call would write (runs or rows of its tables that this analysis
-lacks, figures it would not draw again) is refused unless --force is given; other files in --out are never
-touched, and the new files replace the old ones only once all of them are written (analysis/output.py).
-The work is done by the analysis package (analysis/__init__.py lists its modules).
+Nothing is written (exit status 2) when no completed run is found, and a README block is never
+replaced by an empty one. An --out that holds more than this call would write (runs or rows of its
+tables that this analysis lacks, figures it would not draw again) is refused unless --force is
+given; other files in --out are never touched, and the new files replace the old ones only once all
+of them are written (analysis/output.py). The work is done by the analysis package
+(analysis/__init__.py lists its modules).
 """
 
 import argparse
@@ -44,7 +53,7 @@ from analysis import common, figures, markdown, output, report
 from analysis.common import SPEEDUP_COLUMNS, BadInput
 from analysis.loading import load_runs, read_env_timing, read_previous
 from analysis.results import analyse
-from analysis.speedups import few_runs_cells
+from analysis.speedups import few_runs_cells, headline
 from atomic import write_file
 from sweep.study import Study
 from sweep.study import load as load_study
@@ -83,7 +92,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument(
         "--force",
         action="store_true",
-        help="replace the tables and figures in --out even when they hold more than this analysis (runs or rows it "
+        help="replace the tables and figures in --out even when they hold more than this analysis "
+        "(runs or rows it "
         "lacks, figures it does not draw again); without it such a call is refused",
     )
     parser.add_argument(
@@ -96,20 +106,23 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument(
         "--env-timing",
         metavar="FILE",
-        help="env_timing.json from sweep/env_timing.py: orders envs by step cost (default: the env_timing.json bench.sh "
+        help="env_timing.json from sweep/env_timing.py: orders envs by step cost (default: the "
+        "env_timing.json bench.sh "
         "wrote in the first RUNS_DIR that holds one; none: the study's order)",
     )
     parser.add_argument(
         "--no-figures",
         dest="figures",
         action="store_false",
-        help="write the tables and REPORT.md only (fast, e.g. to merge the CSVs of several machines); "
+        help="write the tables and REPORT.md only (fast, e.g. to merge the CSVs of several "
+        "machines); "
         "figures of an earlier call in --out are removed (with --force)",
     )
     parser.add_argument(
         "--readme-block",
         metavar="FILE",
-        help="also write just the README's tables (markdown: the speedups, then the learning ones) to FILE",
+        help="also write just the README's tables (markdown: the speedups, then the learning ones) "
+        "to FILE",
     )
     parser.add_argument(
         "--previous",
@@ -120,9 +133,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument(
         "--update-readme",
         metavar="FILE",
-        help=f"replace the text between {report.README_MARKERS[0]} and {report.README_MARKERS[1]} in FILE with the "
-        f"speedup tables, and between {markdown.LEARNING_MARKERS[0]} and {markdown.LEARNING_MARKERS[1]} "
-        "with the learning tables, each when this analysis has data for it (refused when it has neither)",
+        help=f"replace the text between {report.README_MARKERS[0]} and {report.README_MARKERS[1]} "
+        "in FILE with the "
+        f"speedup tables, and between {markdown.LEARNING_MARKERS[0]} and "
+        f"{markdown.LEARNING_MARKERS[1]} "
+        "with the learning tables, each when this analysis has data for it (refused when it has "
+        "neither)",
     )
     args = parser.parse_args(argv)
     if not args.runs_dirs and not args.csv:
@@ -147,9 +163,9 @@ def named_paths(args: argparse.Namespace) -> list[tuple[str, str]]:
 
 
 def check_paths(args: argparse.Namespace, study: Study) -> None:
-    """BadInput for a named input that is missing, or an output that cannot be written, before anything is read.
-    An empty path names no file (it would mean the current folder)."""
-    report.generated_at()  # a bad SOURCE_DATE_EPOCH, before anything is read
+    """BadInput for a named input that is missing, or an output that cannot be written, before
+    anything is read. An empty path names no file (it would mean the current folder)."""
+    common.generated_at()  # a bad SOURCE_DATE_EPOCH, before anything is read
     for flag, path in named_paths(args):
         if path == "":
             raise BadInput(f"{flag} '': an empty path names no file or folder")
@@ -173,7 +189,8 @@ def check_paths(args: argparse.Namespace, study: Study) -> None:
 
 
 def sweep_timing(runs_dirs: list[str]):
-    """The env_timing.json that bench.sh wrote in a runs folder (its --log-dir), of the first RUNS_DIR that has one."""
+    """The env_timing.json that bench.sh wrote in a runs folder (its --log-dir), of the first
+    RUNS_DIR that has one."""
     found = [
         Path(folder) / TIMING_FILE for folder in runs_dirs if (Path(folder) / TIMING_FILE).is_file()
     ]
@@ -181,11 +198,11 @@ def sweep_timing(runs_dirs: list[str]):
 
 
 def readme_blocks(results, study: Study, previous, previous_name) -> dict[tuple[str, str], str]:
-    """The README blocks this analysis has data for, by their markers: the speedup tables when the experiments of
-    study.tables have pairs of runs, the learning tables when there are learning runs. A block without data is left
-    as it is in the README."""
+    """The README blocks this analysis has data for, by their markers: the speedup tables when the
+    experiments of study.tables have pairs of runs, the learning tables when there are learning
+    runs. A block without data is left as it is in the README."""
     blocks = {}
-    if not report.headline(results.speedups, study).empty:
+    if not headline(results.speedups, study).empty:
         few = few_runs_cells(results.pairs, results.speedups)
         blocks[report.README_MARKERS] = report.readme_markdown(
             results.speedups, study, previous, previous_name, few
@@ -216,7 +233,8 @@ def run(args: argparse.Namespace, study: Study) -> None:
     blocks = readme_blocks(results, study, previous, args.previous)
     if not blocks and (args.update_readme or args.readme_block):
         raise BadInput(
-            "no pairs of runs to compare and no learning runs: the README's tables would be empty; nothing written "
+            "no pairs of runs to compare and no learning runs: the README's tables would be empty; "
+            "nothing written "
             "(drop --update-readme/--readme-block to write the rest)"
         )
     readme = output.readme_with(Path(args.update_readme), blocks) if args.update_readme else None
@@ -270,7 +288,8 @@ def run(args: argparse.Namespace, study: Study) -> None:
     if readme is not None:
         write_file(args.update_readme, readme)
     print(
-        f"{len(results.summary)} runs ({len(skipped)} skipped), {len(drawn)} figures -> {out}/REPORT.md"
+        f"{len(results.summary)} runs ({len(skipped)} skipped), {len(drawn)} figures -> "
+        f"{out}/REPORT.md"
     )
 
 

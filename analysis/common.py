@@ -1,5 +1,5 @@
-"""What every layer of the analysis uses: its one error, a run's identity (declared once, every key list
-derived from it), how things are named and ordered, and text from the runs made safe.
+"""What every layer of the analysis uses: its one error, a run's identity (declared once, every key
+list derived from it), how things are named and ordered, and text from the runs made safe.
 
 BadInput: an input the analysis cannot use (a path, a file, a study.toml, an --out that would lose
 data): plot_results.py (and analysis.learning_curves) print the message as one line and exit with
@@ -8,20 +8,22 @@ status 2, before anything is written.
 Text from the runs made safe for the readers of this tool's outputs: spreadsheets (the CSVs) and
 markdown readers (REPORT.md, the README block, the learning curves' table). A run's tag, hostname,
 platform or folder name, an env timing's device, a path given on the command line: text that anyone
-who made the run could have chosen. In a CSV, a text cell that begins with = + - @, a tab, a carriage
-return or a newline is a formula to a spreadsheet (=HYPERLINK(...), =cmd|' /C calc'!A0): it is written
-with a ' in front (OWASP's advice), and so is one that begins with ' itself, so that reading strips
-exactly one and a runs.csv read back with --csv gives the text it was written from. Numbers are not
-text: -1.5 in a number column stays a number. In markdown, such text goes into tables and lines: a
-newline or a | would break a table, <img onerror=...> would be HTML, [x](url) a link, ` a code span.
-md_text writes text as itself (characters that are not printable as a space, the rest of those as HTML
-entities); md_code as a code span that holds it verbatim. The tables' own cells (numbers, intervals in
-[ ], ** for bold) are ours: md_cell keeps their markdown and escapes only what could break the table or
-be HTML.
+who made the run could have chosen. In a CSV, a text cell that begins with = + - @, a tab, a
+carriage return or a newline is a formula to a spreadsheet (=HYPERLINK(...), =cmd|' /C calc'!A0): it
+is written with a ' in front (OWASP's advice), and so is one that begins with ' itself, so that
+reading strips exactly one and a runs.csv read back with --csv gives the text it was written from.
+Numbers are not text: -1.5 in a number column stays a number. In markdown, such text goes into
+tables and lines: a newline or a | would break a table, <img onerror=...> would be HTML, [x](url) a
+link, ` a code span. md_text writes text as itself (characters that are not printable as a space,
+the rest of those as HTML entities); md_code as a code span that holds it verbatim. The tables' own
+cells (numbers, intervals in [ ], ** for bold) are ours: md_cell keeps their markdown and escapes
+only what could break the table or be HTML.
 """
 
+import os
 import re
 import shlex
+from datetime import datetime, timezone
 from typing import NamedTuple
 
 import pandas as pd
@@ -30,8 +32,8 @@ from sweep.study import BACKENDS, DTYPES, Study
 
 
 class BadInput(Exception):
-    """An input the analysis cannot use: plot_results.py (and analysis.learning_curves) print the message as one
-    line and exit with status 2, before anything is written."""
+    """An input the analysis cannot use: plot_results.py (and analysis.learning_curves) print the
+    message as one line and exit with status 2, before anything is written."""
 
 
 def pretty_pair(pair: str) -> str:
@@ -50,7 +52,8 @@ def mode_name(framework: str, compile_mode: str) -> str:
 
 
 def in_order(order, values) -> list:
-    """The members of order found in values (then any others, sorted), so that categories keep a fixed order."""
+    """The members of order found in values (then any others, sorted), so that categories keep a
+    fixed order."""
     values = set(values)
     return [v for v in order if v in values] + sorted(v for v in values if v not in order)
 
@@ -70,7 +73,8 @@ TEXT_ENTITIES = {
 
 
 def csv_text(value):
-    """A cell as written to a CSV: text a spreadsheet would run (or text that begins with ') gets a ' in front."""
+    """A cell as written to a CSV: text a spreadsheet would run (or text that begins with ') gets a
+    ' in front."""
     if isinstance(value, str) and value.startswith(FORMULA_STARTS):
         return QUOTE + value
     return value
@@ -100,7 +104,8 @@ def csv_safe(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def from_csv(table: pd.DataFrame) -> pd.DataFrame:
-    """A table read from a CSV of this tool, its text cells and column names as they were before csv_safe."""
+    """A table read from a CSV of this tool, its text cells and column names as they were before
+    csv_safe."""
     table = table.rename(columns=from_csv_text)
     for column in text_columns(table):
         if table[column].map(lambda v: isinstance(v, str) and v.startswith(QUOTE)).any():
@@ -117,18 +122,20 @@ def _escaped(text: str, entities: dict) -> str:
 
 
 def md_cell(value):
-    """A cell of one of our tables in markdown: its markdown kept; what would break the table (a line break, a |)
-    or be HTML (<, >, &) escaped."""
+    """A cell of one of our tables in markdown: its markdown kept; what would break the table (a
+    line break, a |) or be HTML (<, >, &) escaped."""
     return _escaped(value, CELL_ENTITIES) if isinstance(value, str) else value
 
 
 def md_text(value) -> str:
-    """Text from outside (a tag, a host, a path, a reason) as itself in markdown, in a table or a line."""
+    """Text from outside (a tag, a host, a path, a reason) as itself in markdown, in a table or a
+    line."""
     return _escaped(str(value), TEXT_ENTITIES)
 
 
 def md_code(value) -> str:
-    """Text from outside as a code span that shows it verbatim (no markdown, no HTML in a code span), on one line."""
+    """Text from outside as a code span that shows it verbatim (no markdown, no HTML in a code
+    span), on one line."""
     text = "".join(ch if ch.isprintable() else " " for ch in str(value))
     longest = max((len(run) for run in re.findall("`+", text)), default=0)
     ticks = "`" * (longest + 1)
@@ -184,7 +191,8 @@ class SkippedRun(NamedTuple):
 
 
 def config_cell(value):
-    """A config value as one CSV cell: a dict as 'key value, ...', a list (argv) as a shell command line."""
+    """A config value as one CSV cell: a dict as 'key value, ...', a list (argv) as a shell command
+    line."""
     if isinstance(value, dict):
         return ", ".join(f"{k} {v}" for k, v in value.items())
     if isinstance(value, (list, tuple)):
@@ -200,17 +208,17 @@ def text_column(table: pd.DataFrame, column: str) -> pd.Series:
 
 
 def run_keys(table: pd.DataFrame) -> pd.Series:
-    """Per row of a runs or summary table, the identity of its run: SAME_RUN_COLUMNS as one string (one command
-    started on one host at one time is one run, whatever its folder is called), and its folder name where it has
-    no start time (a run of an older runs.csv)."""
+    """Per row of a runs or summary table, the identity of its run: SAME_RUN_COLUMNS as one string
+    (one command started on one host at one time is one run, whatever its folder is called), and its
+    folder name where it has no start time (a run of an older runs.csv)."""
     parts = [text_column(table, c) for c in SAME_RUN_COLUMNS]
     key = parts[0].str.cat(parts[1:], sep="\x1f")
     return key.where(parts[-1] != "", key + "\x1f" + text_column(table, "run"))
 
 
 def read_csv(flag: str, path: str, what: str, **options) -> pd.DataFrame:
-    """A CSV file of this tool, its text as it was written from (analysis/common.py), or BadInput naming it when it is
-    empty, binary or not CSV."""
+    """A CSV file of this tool, its text as it was written from (analysis/common.py), or BadInput
+    naming it when it is empty, binary or not CSV."""
     try:
         return from_csv(pd.read_csv(path, **options))
     except CSV_READ_ERRORS as e:
@@ -248,8 +256,8 @@ def metric_name(metric: str, study: Study) -> str:
 def metric_title(
     metric: str, experiment: str, study: Study, backend: str = "", dtype: str = ""
 ) -> str:
-    """A table's title: the metric, the experiment and, for an experiment of several env backends or data types, the
-    backend of the table's envs and the data type of its runs."""
+    """A table's title: the metric, the experiment and, for an experiment of several env backends or
+    data types, the backend of the table's envs and the data type of its runs."""
     exp = study.experiments[experiment]
     modes = "; speedups between default compile modes" if exp.all_compile_modes else ""
     sync = "on" if metric_sync(metric) else "off"
@@ -258,7 +266,8 @@ def metric_title(
 
 
 def on_backend(experiment: str, backend: str, study: Study, separator: str) -> str:
-    """ ", its envs on envpool" for an experiment of several env backends (its tables are per backend), else ""."""
+    """ ", its envs on envpool" for an experiment of several env backends (its tables are per
+    backend), else ""."""
     return (
         f"{separator}its envs on {backend}"
         if len(study.experiments[experiment].backends) > 1
@@ -267,7 +276,8 @@ def on_backend(experiment: str, backend: str, study: Study, separator: str) -> s
 
 
 def in_dtype(experiment: str, dtype: str, study: Study, separator: str) -> str:
-    """ "; in bfloat16" for an experiment of several data types (its tables are per data type), else ""."""
+    """ "; in bfloat16" for an experiment of several data types (its tables are per data type), else
+    ""."""
     return f"{separator}in {dtype}" if len(study.experiments[experiment].dtypes) > 1 else ""
 
 
@@ -275,8 +285,9 @@ METRICS = ("total", "steady", "rollout", "update")
 
 
 def metric_sync(metric: str) -> bool:
-    """The sync setting a metric is measured under: rollout and update need synchronised timers, total time and the
-    steady state are measured without them (the timers' waits would slow the runs)."""
+    """The sync setting a metric is measured under: rollout and update need synchronised timers,
+    total time and the steady state are measured without them (the timers' waits would slow the
+    runs)."""
     return metric in ("rollout", "update")
 
 
@@ -305,11 +316,12 @@ DTYPE_COLUMNS = ["metric", "experiment", "backend", "size", "framework", "pair",
 
 
 def table_keys(columns: list[str]) -> list[str]:
-    """A table's keys: its columns before the statistics (speedups.cell_statistics's, env_costs')."""
+    """A table's keys: its columns before the statistics (speedups.cell_statistics's,
+    env_costs')."""
     return [c for c in columns if c not in (*CELL_STATISTICS, *ENV_COST_STATISTICS)]
 
 
-# table -> the columns that identify its rows; "run_key" stands for loading.run_keys (the run's identity)
+# table -> the columns that identify its rows; "run_key" stands for run_keys (the run's identity)
 TABLE_KEYS = {
     "runs.csv": ["run_key", "iteration"],
     "summary.csv": ["run_key"],
@@ -319,3 +331,14 @@ TABLE_KEYS = {
     "learning.csv": ["experiment", "tag", "env", "framework"],
     "learning_speedups.csv": ["target", "experiment", "pair"],
 }
+
+
+def generated_at() -> datetime:
+    """Now, or the reproducible-builds convention's SOURCE_DATE_EPOCH (seconds since 1970, UTC) when
+    set: an edition re-plotted with the epoch of its last plot is then byte for byte the same."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    if epoch is None:
+        return datetime.now(timezone.utc)
+    if not epoch.isdigit():
+        raise BadInput(f"SOURCE_DATE_EPOCH={epoch!r}: not a number of seconds since 1970")
+    return datetime.fromtimestamp(int(epoch), timezone.utc)

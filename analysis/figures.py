@@ -1,15 +1,18 @@
-"""The figures study.toml asks for: each experiment (and platform comparison) lists the kinds it gets.
+"""The figures study.toml asks for: each experiment (and platform comparison) lists the kinds it
+gets.
 
-A kind's file name holds the experiment's name where it has "{experiment}"; a kind with a fixed file name may be
-listed by one experiment only, except speedup_vs_env_cost, drawn once over every sync-off experiment when any
-experiment that lists it has runs. The speedup figures draw the tables' cells: the geometric mean with its
-cluster-bootstrap interval, over every pair of runs drawn as faint dots.
+A kind's file name holds the experiment's name where it has "{experiment}"; a kind with a fixed file
+name may be listed by one experiment only, except speedup_vs_env_cost, drawn once over every
+sync-off experiment when any experiment that lists it has runs. The speedup figures draw the tables'
+cells: the geometric mean with its cluster-bootstrap interval, over every pair of runs drawn as
+faint dots.
 
 This module is the list of kinds and what draws them, and the learning figure: per env (a row), each
-framework's smoothed return against env steps (left) and against seconds from the process's first line
-(right): the mean over seeds as a line, their range as a band; the reference's published mean +- std as
-a grey band. A resumed run is drawn in steps only: its seconds are not one process's. The other figures
-are drawn by time_figures.py (times) and speedup_figures.py (speedups), from plotting.py's helpers.
+framework's smoothed return against env steps (left) and against seconds from the process's first
+line (right): the mean over seeds as a line, their range as a band; the reference's published mean
++- std as a grey band. A resumed run is drawn in steps only: its seconds are not one process's. The
+other figures are drawn by time_figures.py (times) and speedup_figures.py (speedups), from
+plotting.py's helpers.
 """
 
 from typing import Callable, NamedTuple
@@ -53,7 +56,8 @@ KINDS = {
     "total": Kind(
         "{experiment}_total.png",
         lambda results, name: (
-            f"{capitalised(name)}: total duration per framework, and against env complexity{other_experiments(results, name)}"
+            f"{capitalised(name)}: total duration per framework, and against env "
+            f"complexity{other_experiments(results, name)}"
         ),
         time_figures.fig_total,
     ),
@@ -95,21 +99,24 @@ KINDS = {
     "backends": Kind(
         "{experiment}_backends.png",
         lambda results, name: (
-            f"{capitalised(name)}: rollout and update time per framework on each env backend (gymnax, envpool)"
+            f"{capitalised(name)}: rollout and update time per framework on each env backend "
+            "(gymnax, envpool)"
         ),
         time_figures.fig_backends,
     ),
     "dtypes": Kind(
         "{experiment}_dtypes.png",
         lambda results, name: (
-            f"{capitalised(name)}: rollout and update time per framework in each data type (float32, bfloat16)"
+            f"{capitalised(name)}: rollout and update time per framework in each data type "
+            "(float32, bfloat16)"
         ),
         time_figures.fig_dtypes,
     ),
     "learning": Kind(
         "{experiment}_learning.png",
         lambda results, name: (
-            f"{capitalised(name)}: return against env steps and seconds, per framework, beside the reference's"
+            f"{capitalised(name)}: return against env steps and seconds, per framework, beside the "
+            "reference's"
         ),
         lambda results, name: learning_figure(results.learning_curves, name, results.study),
     ),
@@ -122,19 +129,21 @@ KINDS = {
     ),
 }
 ONCE_OVER_EXPERIMENTS = {"speedup_vs_env_cost"}  # one figure, however many experiments list it
-# the kinds that tell data types apart: the others would draw an experiment's float32 and bfloat16 runs as one
+# the kinds that tell data types apart: the others would draw an experiment's float32 and bfloat16
+# runs as one
 DTYPE_KINDS = {"dtypes"}
 
 
 def listed_figures(study: Study) -> list[tuple[str, str]]:
-    """(kind, owner) for every figure kind an experiment or platform comparison lists in study.toml."""
+    """(kind, owner) for every figure kind an experiment or platform comparison lists in
+    study.toml."""
     owners = [*study.experiments.values(), *study.platforms.values()]
     return [(kind, owner.name) for owner in owners for kind in owner.figures]
 
 
 def check_figures(study: Study) -> None:
-    """BadInput for a figure kind study.toml lists that does not exist, in the wrong place (one that would mix data
-    types included), or twice to one file."""
+    """BadInput for a figure kind study.toml lists that does not exist, in the wrong place (one that
+    would mix data types included), or twice to one file."""
     files: dict[str, str] = {}
     for kind, owner in listed_figures(study):
         platform = owner in study.platforms
@@ -149,7 +158,8 @@ def check_figures(study: Study) -> None:
         file = KINDS[kind].file.format(experiment=owner)
         if file in files and kind not in ONCE_OVER_EXPERIMENTS:
             raise BadInput(
-                f"{study.path}: figure {kind!r} ({file}) is listed by {files[file]} and {owner}; one only"
+                f"{study.path}: figure {kind!r} ({file}) is listed by {files[file]} and {owner}; "
+                "one only"
             )
         files[file] = owner
 
@@ -178,8 +188,8 @@ def no_runs(results: Results, figure: Figure) -> str:
 
 
 def seeded(draw, *args):
-    """draw(*args) with numpy's global generator seeded (seaborn's strip jitter draws from it), so that the same runs
-    give the same PNG bytes; the generator's state is put back after."""
+    """draw(*args) with numpy's global generator seeded (seaborn's strip jitter draws from it), so
+    that the same runs give the same PNG bytes; the generator's state is put back after."""
     state = np.random.get_state()
     np.random.seed(0)
     try:
@@ -189,7 +199,8 @@ def seeded(draw, *args):
 
 
 def draw_figures(results: Results) -> tuple[list[tuple[Figure, "plt.Figure"]], list[str]]:
-    """Draws each figure whose owners have runs (not saved yet); returns them and a note per figure not drawn."""
+    """Draws each figure whose owners have runs (not saved yet); returns them and a note per figure
+    not drawn."""
     sns.set_theme(context="notebook", style="whitegrid", font_scale=1.15)
     drawn, notes = [], []
     for figure in study_figures(results):
@@ -222,8 +233,8 @@ def figure_files(study: Study) -> set[str]:
 
 
 def mean_curve(curves: pd.DataFrame) -> pd.DataFrame:
-    """Per env step, over a framework's seeds: the mean, min and max smoothed return and the mean elapsed time
-    (every seed of one configuration logs the same steps)."""
+    """Per env step, over a framework's seeds: the mean, min and max smoothed return and the mean
+    elapsed time (every seed of one configuration logs the same steps)."""
     grouped = curves.groupby("step")
     return pd.DataFrame(
         {
@@ -246,7 +257,8 @@ def draw_env(axes_row, curves: pd.DataFrame, reference, colors: dict, study: Stu
         seeds = mine["seed"].nunique()
         label = f"{framework} ({seeds} seed{'s' if seeds > 1 else ''})"
         for ax, x in zip(axes_row, ("step", "elapsed")):
-            # in seconds, the timed runs alone: a resumed run's elapsed is NaN (analysis/learning.py)
+            # in seconds, the timed runs alone: a resumed run's elapsed is NaN
+            # (analysis/learning.py)
             curve = mean_curve(mine.dropna(subset=[x]))
             color = colors.get(framework, "0.5")
             ax.plot(curve[x], curve["mean"], color=color, lw=1.8, label=label)
@@ -256,7 +268,8 @@ def draw_env(axes_row, curves: pd.DataFrame, reference, colors: dict, study: Stu
 
 
 def learning_figure(curves: pd.DataFrame, experiment: str, study: Study):
-    """The figure of one learning experiment's curves (learning.learning_runs' second table); without any, why."""
+    """The figure of one learning experiment's curves (learning.learning_runs' second table);
+    without any, why."""
     curves = curves[curves["experiment"] == experiment]
     exp = study.experiments[experiment]
     if curves.empty:

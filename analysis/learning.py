@@ -1,20 +1,24 @@
-"""The learning experiments (study.toml: an experiment with configs): each run's final return and the time it took
-to reach the reference's published return, per framework and env, and the speedups of those times.
+"""The learning experiments (study.toml: an experiment with configs): each run's final return and
+the time it took to reach the reference's published return, per framework and env, and the speedups
+of those times.
 
-A run's return at an iteration is smoothed: the mean episodic return over the last SMOOTHING iterations that ended
-an episode (the scripts' final_return is that mean at the last iteration). Its time to a target is `time/elapsed`
-(seconds from the process's first line: imports and compilation included, as total_s) at the first iteration whose
-smoothed return reaches the target. Two targets per env: the reference's mean, and within 10 % of it (mean - 0.1 x
-|mean|: a lower bar, also for a negative return). A run that never reaches a target is kept, as not reaching it:
-the median over seeds counts it as infinitely slow, and the speedups pair only runs that both reached it; a run that
-ended no episode has no return, reaches no target, and is counted in the table as a run without a final return.
-A resumed run (analysis/summary.py's is_timed) counts for its final return and its steps to a target, but has no time
-to it: the times to a target (their medians, the runs that reached it, the speedups) are of the timed runs alone.
+A run's return at an iteration is smoothed: the mean episodic return over the last SMOOTHING
+iterations that ended an episode (the scripts' final_return is that mean at the last iteration). Its
+time to a target is `time/elapsed` (seconds from the process's first line: imports and compilation
+included, as total_s) at the first iteration whose smoothed return reaches the target. Two targets
+per env: the reference's mean, and within 10 % of it (mean - 0.1 x |mean|: a lower bar, also for a
+negative return). A run that never reaches a target is kept, as not reaching it: the median over
+seeds counts it as infinitely slow, and the speedups pair only runs that both reached it; a run that
+ended no episode has no return, reaches no target, and is counted in the table as a run without a
+final return. A resumed run (analysis/loading.py's is_timed) counts for its final return and its
+steps to a target, but has no time to it: the times to a target (their medians, the runs that
+reached it, the speedups) are of the timed runs alone.
 
 Only the runs of an experiment's configuration count (learning_selection): a run whose command gives
-hyperparameters (run_args.HYPERPARAMETERS) other than its configuration's in study.toml, or other values of its
-configuration's flags (--num-steps 16, --num-iterations 12), is left out, with its reason; so is a seed run again with the same env, framework and tag (the first run of it is kept). The runs of two
-tags are never pooled: the table has a row per tag.
+hyperparameters (run_args.HYPERPARAMETERS) other than its configuration's in study.toml, or other
+values of its configuration's flags (--num-steps 16, --num-iterations 12), is left out, with its
+reason; so is a seed run again with the same env, framework and tag (the first run of it is kept).
+The runs of two tags are never pooled: the table has a row per tag.
 """
 
 import shlex
@@ -23,12 +27,12 @@ import numpy as np
 import pandas as pd
 
 from analysis.common import CELL_STATISTICS
+from analysis.events import RETURN
 from analysis.loading import is_timed
 from analysis.speedups import PAIR_KEYS, cell_statistics, pairwise
 from sweep import run_args
 from sweep.study import Study
 
-RETURN = "charts/episodic_return"
 ELAPSED = "time/elapsed"
 SMOOTHING = 10  # iterations, as summary.json's final_return
 # target -> the fraction of |mean| below the reference's mean
@@ -75,8 +79,8 @@ def target_return(mean: float, target: str) -> float:
 
 
 def smoothed_returns(rows: pd.DataFrame) -> pd.DataFrame:
-    """One run's iterations (step, elapsed seconds) with its smoothed return: the mean over the last SMOOTHING
-    iterations that logged a return (NaN before the first)."""
+    """One run's iterations (step, elapsed seconds) with its smoothed return: the mean over the last
+    SMOOTHING iterations that logged a return (NaN before the first)."""
     rows = rows.sort_values("iteration")
     returns = rows[RETURN] if RETURN in rows else pd.Series(np.nan, index=rows.index)
     smoothed = returns.rolling(SMOOTHING, min_periods=1).mean()  # NaN iterations are skipped
@@ -88,8 +92,9 @@ def smoothed_returns(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def first_reach(curve: pd.DataFrame, target: float, timed: bool = True) -> tuple[float, float]:
-    """(seconds, env steps) at the first iteration whose smoothed return reaches target; NaN, NaN when none does. A
-    timed run without time/elapsed reaches none; a run not timed (its elapsed NaN) reaches it in steps alone."""
+    """(seconds, env steps) at the first iteration whose smoothed return reaches target; NaN, NaN
+    when none does. A timed run without time/elapsed reaches none; a run not timed (its elapsed NaN)
+    reaches it in steps alone."""
     reached = curve[curve["smoothed"] >= target]
     if timed:
         reached = reached[reached["elapsed"].notna()]
@@ -120,8 +125,9 @@ def run_row(experiment: str, config, run: pd.Series, curve: pd.DataFrame, timed:
 
 
 def configuration_gap(run: pd.Series, config) -> str:
-    """Why a run is not one of a learning configuration ("" when it is): its command (a shell command line, as in
-    the summary) gives flags that change what it learns other than the configuration's, or other values."""
+    """Why a run is not one of a learning configuration ("" when it is): its command (a shell
+    command line, as in the summary) gives flags that change what it learns other than the
+    configuration's, or other values."""
     command = run.get("command")
     if not isinstance(command, str) or not command:
         return "no command to check its configuration's flags against"
@@ -136,9 +142,10 @@ def configuration_gap(run: pd.Series, config) -> str:
 
 
 def learning_selection(summary: pd.DataFrame, masks: dict, study: Study):
-    """(the runs of each learning experiment that count: (experiment, configuration, summary row), in the summary's
-    order; those left out, a row each (LEFT_OUT_COLUMNS) with the reason): a run counts with its env's
-    configuration, and once per seed, env, framework and tag (the first started)."""
+    """(the runs of each learning experiment that count: (experiment, configuration, summary row),
+    in the summary's order; those left out, a row each (LEFT_OUT_COLUMNS) with the reason): a run
+    counts with its env's configuration, and once per seed, env, framework and tag (the first
+    started)."""
     kept, left_out, seen = [], [], set()
     for experiment in learning_experiments(study):
         exp = study.experiments[experiment]
@@ -165,9 +172,9 @@ def learning_selection(summary: pd.DataFrame, masks: dict, study: Study):
 
 
 def learning_runs(runs: pd.DataFrame, summary: pd.DataFrame, masks: dict, study: Study):
-    """(a row per run that counts (learning_selection) of a learning experiment (RUN_COLUMNS, with the PAIR_KEYS the
-    speedups pair runs by), and their smoothed curves: experiment, env, framework, seed, step, elapsed,
-    smoothed)."""
+    """(a row per run that counts (learning_selection) of a learning experiment (RUN_COLUMNS, with
+    the PAIR_KEYS the speedups pair runs by), and their smoothed curves: experiment, env, framework,
+    seed, step, elapsed, smoothed)."""
     rows, curves = [], []
     iterations = {run: group for run, group in runs.groupby("run", sort=False)}
     timed = is_timed(summary)
@@ -197,16 +204,17 @@ def learning_runs(runs: pd.DataFrame, summary: pd.DataFrame, masks: dict, study:
 
 
 def median_time(seconds: pd.Series) -> float:
-    """The median over seeds, a run that never reached the target counted as infinitely slow: NaN when fewer than
-    half of the runs reached it."""
+    """The median over seeds, a run that never reached the target counted as infinitely slow: NaN
+    when fewer than half of the runs reached it."""
     median = float(np.median(seconds.fillna(np.inf))) if len(seconds) else np.nan
     return median if np.isfinite(median) else float("nan")
 
 
 def learning_table(learned: pd.DataFrame, study: Study) -> pd.DataFrame:
-    """Per learning experiment, env and framework (TABLE_COLUMNS): the final return's mean and std over seeds
-    beside the reference's, whether the mean is at least the reference's mean minus its std, and per target the
-    runs that reached it and their median time (of the timed runs: n_timed)."""
+    """Per learning experiment, env and framework (TABLE_COLUMNS): the final return's mean and std
+    over seeds beside the reference's, whether the mean is at least the reference's mean minus its
+    std, and per target the runs that reached it and their median time (of the timed runs:
+    n_timed)."""
     rows = []
     # a row per tag: two tags (two platforms) are never pooled
     for (experiment, env, tag, framework), group in learned.groupby(
@@ -254,8 +262,9 @@ def study_rank(row, study: Study) -> tuple:
 
 
 def learning_speedups(learned: pd.DataFrame, study: Study) -> pd.DataFrame:
-    """Per learning experiment, target and framework pair A -> B: the time-to-target speedups (time of A / time of
-    B) over the pairs of runs that both reached it, pooled over envs (clusters) with cell_statistics' columns."""
+    """Per learning experiment, target and framework pair A -> B: the time-to-target speedups (time
+    of A / time of B) over the pairs of runs that both reached it, pooled over envs (clusters) with
+    cell_statistics' columns."""
     rows = []
     for target in TARGETS:
         column = f"s_to_{target}"

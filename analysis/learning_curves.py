@@ -1,13 +1,15 @@
-"""Learning curves: each run's episodic return against env steps, one panel per env (part of benchback-rl).
+"""Learning curves: each run's episodic return against env steps, one panel per env (part of
+benchback-rl).
 
-    python -m analysis.learning_curves results/continuous/runs --out results/continuous/learning_curves.png
+    python -m analysis.learning_curves results/continuous/runs \
+        --out results/continuous/learning_curves.png
 
-Every completed run under the folders is drawn, coloured by framework (study.toml's colours), a panel per env label
-(an env on envpool apart from its gymnax twin: "CartPole-v1@envpool"); beside the figure,
-{out}.md tables each run's final return (summary.json: the mean return of its last 10 iterations) and env steps.
-An existing --out is replaced only with --force; nothing is written (exit status 2, one line) when no completed run
-has an episodic return, or a path is empty or cannot be written (atomic.py and analysis/output.py: through links, never into a
-folder or a device).
+Every completed run under the folders is drawn, coloured by framework (study.toml's colours), a
+panel per env label (an env on envpool apart from its gymnax twin: "CartPole-v1@envpool"); beside
+the figure, {out}.md tables each run's final return (summary.json: the mean return of its last 10
+iterations) and env steps. An existing --out is replaced only with --force; nothing is written (exit
+status 2, one line) when no completed run has an episodic return, or a path is empty or cannot be
+written (atomic.py and analysis/output.py: through links, never into a folder or a device).
 """
 
 import argparse
@@ -29,12 +31,11 @@ from analysis.common import (
     BadInput,  # noqa: E402
     md_text,  # noqa: E402
 )
+from analysis.events import RETURN  # noqa: E402
 from analysis.loading import run_env  # noqa: E402
 from analysis.plotting import framework_colors  # noqa: E402
 from atomic import target, write_file  # noqa: E402
 from sweep import study  # noqa: E402
-
-RETURN = "charts/episodic_return"
 
 
 def completed_runs(roots: list[str]) -> list:
@@ -107,8 +108,8 @@ def draw(by_env: dict[str, list], colors: dict[str, str], out: Path) -> None:
 
 
 def check(args: argparse.Namespace) -> None:
-    """BadInput for an empty path, an --out that is not a .png or is there already (without --force), or one that
-    cannot be written, before anything is read."""
+    """BadInput for an empty path, an --out that is not a .png or is there already (without
+    --force), or one that cannot be written, before anything is read."""
     for flag, path in [*(("RUNS_DIR", path) for path in args.runs_dirs), ("--out", args.out)]:
         if path == "":
             raise BadInput(f"{flag} '': an empty path names no file or folder")

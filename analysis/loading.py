@@ -1,39 +1,42 @@
 """The runs: run folders and runs.csv files -> one tidy table of the completed runs (a row per run x
 iteration), then a row per run (summarize); and the other inputs (env timing, --previous).
 
-A run is a folder holding config.json, at any depth under the given folders. runlog.read_completed_run reads it
-and says why it cannot be used: the one definition of a usable completed run (checked against the study, and its
-events file against its config), shared with bench.sh's resume. The runs of a runs.csv written earlier go through
-the same check (runlog.check_completed, without an events file), run by run; its text columns are read as text (a
+A run is a folder holding config.json, at any depth under the given folders.
+runlog.read_completed_run reads it and says why it cannot be used: the one definition of a usable
+completed run (checked against the study, and its events file against its config), shared with
+bench.sh's resume. The runs of a runs.csv written earlier go through the same check
+(runlog.check_completed, without an events file), run by run; its text columns are read as text (a
 tag "007" or "NA" stays one). Unusable runs are skipped with their reason, never stop the analysis.
 
-A run's dtype is its config.json dtype (float32 for runs made before the scripts had --dtype). A run's env is its env
-label (study.env_label): the env id, with "@envpool" for a run on envpool (config.json
-env_backend; runs made before the scripts had backends lack it, and ran on gymnax), so that the env column, and
-every table and figure keyed by it, never merges the two backends of one env id.
+A run's dtype is its config.json dtype (float32 for runs made before the scripts had --dtype). A
+run's env is its env label (study.env_label): the env id, with "@envpool" for a run on envpool
+(config.json env_backend; runs made before the scripts had backends lack it, and ran on gymnax), so
+that the env column, and every table and figure keyed by it, never merges the two backends of one
+env id.
 
-A resumed run (the scripts' --resume) is read by runlog as one run, its events files merged; its resumed_at column
-holds summary.json's resumed_at as words ("4 8"; "" for a run never resumed), and is read back from a runs.csv, so
-that the analysis keeps it out of its timings there too (is_timed).
+A resumed run (the scripts' --resume) is read by runlog as one run, its events files merged; its
+resumed_at column holds summary.json's resumed_at as words ("4 8"; "" for a run never resumed), and
+is read back from a runs.csv, so that the analysis keeps it out of its timings there too (is_timed).
 
-Runs are told apart by their content: the config's command, hostname and start time (with the folder name only for
-a run of an older runs.csv without a start time). Runs of other tags or machines that share a folder name are all
-kept; the same run given twice (a copied folder, cp -a B B-2; a folder and a runs.csv) counts once: the first copy
-is kept, the others are listed as skipped. Run folders are found as bench.sh's resume finds them
-(runlog.find_runs): a link to a folder is not followed, and is listed as skipped.
+Runs are told apart by their content: the config's command, hostname and start time (with the folder
+name only for a run of an older runs.csv without a start time). Runs of other tags or machines that
+share a folder name are all kept; the same run given twice (a copied folder, cp -a B B-2; a folder
+and a runs.csv) counts once: the first copy is kept, the others are listed as skipped. Run folders
+are found as bench.sh's resume finds them (runlog.find_runs): a link to a folder is not followed,
+and is listed as skipped.
 
-A run's summary row: its config, durations, the mean time per iteration window, and the experiments it
-belongs to. A run belongs to an experiment of the study when it matches the experiment's matrix (envs,
-sizes, compile modes, sync setting, data type), or, when bench.sh put it in the experiment's folder, to
-that experiment only. A platform comparison holds the runs of the experiment it repeats when they span
-two or more tags.
+A run's summary row: its config, durations, the mean time per iteration window, and the experiments
+it belongs to. A run belongs to an experiment of the study when it matches the experiment's matrix
+(envs, sizes, compile modes, sync setting, data type), or, when bench.sh put it in the experiment's
+folder, to that experiment only. A platform comparison holds the runs of the experiment it repeats
+when they span two or more tags.
 
-A resumed run (summary.json resumed_at, the scripts' --resume) is not timed (is_timed): a second start
-(its imports, its compilation, its machine perhaps) is in its times, and its total_s is its last
-process's alone. It counts for learning (its returns are those of one run, bit for bit) but its summary
-row's times are left empty (TIMES), so that no timed result (speedups, pairs, dtype and platform tables,
-time figures, the report's time tables) takes it; the learning analysis leaves its time to a return out
-too (analysis/learning.py).
+A resumed run (summary.json resumed_at, the scripts' --resume) is not timed (is_timed): a second
+start (its imports, its compilation, its machine perhaps) is in its times, and its total_s is its
+last process's alone. It counts for learning (its returns are those of one run, bit for bit) but its
+summary row's times are left empty (TIMES), so that no timed result (speedups, pairs, dtype and
+platform tables, time figures, the report's time tables) takes it; the learning analysis leaves its
+time to a return out too (analysis/learning.py).
 """
 
 from typing import Optional
@@ -58,9 +61,10 @@ from sweep import env_timing_file
 from sweep.study import BACKENDS, DTYPES, Experiment, Study, Window, env_label
 
 
-# ----------------------------------------------------------------------------------------- run folders
+# -------------------------------------------------------------------------------------- run folders
 def resumed_words(summary: dict) -> str:
-    """summary.json's resumed_at (runlog.resumed_at: checked) as one cell: "4 8", "" for a run never resumed."""
+    """summary.json's resumed_at (runlog.resumed_at: checked) as one cell: "4 8", "" for a run never
+    resumed."""
     return " ".join(str(k) for k in runlog.resumed_at(summary))
 
 
@@ -70,17 +74,20 @@ def run_env(config: dict) -> str:
 
 
 def bf16_words(flags) -> Optional[str]:
-    """config.json cpu_bf16 (the CPU's native bfloat16 flags) in words: the flags, "none (emulated)" for none, None
-    where it was not recorded (a run of before --dtype, a machine without /proc/cpuinfo)."""
+    """config.json cpu_bf16 (the CPU's native bfloat16 flags) in words: the flags, "none (emulated)"
+    for none, None where it was not recorded (a run of before --dtype, a machine without
+    /proc/cpuinfo)."""
     if not isinstance(flags, list):
         return None
     return " ".join(str(flag) for flag in flags) or "none (emulated)"
 
 
 def run_rows(run: runlog.Run, study: Study) -> pd.DataFrame:
-    """The rows of one completed run: its config and summary on every row, its scalars one row per logged step."""
+    """The rows of one completed run: its config and summary on every row, its scalars one row per
+    logged step."""
     config, summary, scalars = run.config, run.summary, run.scalars
-    # bench.sh writes each experiment's runs into a folder of its name (two experiments may run the same cell)
+    # bench.sh writes each experiment's runs into a folder of its name (two experiments may run the
+    # same cell)
     parent = run.path.parent.name
     experiment_folder = parent if parent in study.experiments else ""
     # "device" in older runs
@@ -101,7 +108,8 @@ def run_rows(run: runlog.Run, study: Study) -> pd.DataFrame:
 
 
 def read_run_dirs(roots: list[str], study: Study) -> tuple[list[pd.DataFrame], list[SkippedRun]]:
-    """Every run folder (one holding config.json) at any depth under roots: the completed ones, and the skipped."""
+    """Every run folder (one holding config.json) at any depth under roots: the completed ones, and
+    the skipped."""
     found, links = runlog.find_runs(roots)
     frames = []
     skipped = [
@@ -117,7 +125,7 @@ def read_run_dirs(roots: list[str], study: Study) -> tuple[list[pd.DataFrame], l
     return frames, skipped
 
 
-# ------------------------------------------------------------------------------------------- the table
+# ---------------------------------------------------------------------------------------- the table
 
 
 def load_runs(
@@ -152,31 +160,34 @@ def load_runs(
 
 
 def first_copies(runs: pd.DataFrame) -> tuple[pd.DataFrame, list[SkippedRun]]:
-    """The rows of each run's first copy (by run_key; runs: with the frame each row was read in and its source),
-    and the other copies as skipped."""
+    """The rows of each run's first copy (by run_key; runs: with the frame each row was read in and
+    its source), and the other copies as skipped."""
     first = runs.groupby("run_key", sort=False)["frame"].transform("first")
     again = runs["frame"] != first
     copies = runs[again].drop_duplicates("frame")
     if len(copies):
         print(
-            f"note: {copies['run_key'].nunique()} runs were given more than once; kept the first copy"
+            f"note: {copies['run_key'].nunique()} runs were given more than once; kept the first "
+            "copy"
         )
     kept = runs[~again].drop_duplicates("run_key").set_index("run_key")["source"]
     skipped = [
         SkippedRun(
             f"{source} (again)" if source == kept[key] else source,
-            f"a copy of {kept[key]}: the same command, host and start time are one run, counted once",
+            f"a copy of {kept[key]}: the same command, host and start time are one run, counted "
+            "once",
         )
         for source, key in zip(copies["source"], copies["run_key"])
     ]
     return runs[~again], skipped
 
 
-# ------------------------------------------------------------------------------------------ env timing
+# --------------------------------------------------------------------------------------- env timing
 
 
 def window_column(window: Window, what: str = "") -> str:
-    """The summary column of a window: iter0_s, iters1_7_s, iters8plus_s (or rollout8plus_s with what='rollout')."""
+    """The summary column of a window: iter0_s, iters1_7_s, iters8plus_s (or rollout8plus_s with
+    what='rollout')."""
     if window.last is None:
         name = f"iters{window.first}plus_s"
     elif window.first == window.last:
@@ -198,13 +209,15 @@ def time_columns(study: Study) -> list[str]:
 
 
 def is_timed(runs: pd.DataFrame) -> pd.Series:
-    """Per row of a runs or summary table, whether its run's times are one process's: it was never resumed. The one
-    split of the runs into timed ones and the others (which count for learning only)."""
+    """Per row of a runs or summary table, whether its run's times are one process's: it was never
+    resumed. The one split of the runs into timed ones and the others (which count for learning
+    only)."""
     return text_column(runs, "resumed_at") == ""
 
 
 def window_mean(values: pd.Series, window: Window) -> float:
-    """Mean of a per-iteration series (indexed by iteration) over the window's iterations (inclusive)."""
+    """Mean of a per-iteration series (indexed by iteration) over the window's iterations
+    (inclusive)."""
     selected = values.dropna()
     selected = selected[selected.index >= window.first]
     if window.last is not None:
@@ -227,10 +240,11 @@ def summarize_run(rows: pd.DataFrame, study: Study) -> dict:
 
 
 def in_experiment(run, experiment: Experiment, study: Study) -> bool:
-    """A run in bench.sh's folder of the experiment belongs to it whatever its env and size (bench.sh chose them,
-    perhaps outside the study with --envs); any other run must match the experiment's whole matrix. A learning
-    experiment (one with configs) holds only the runs of its folder: its matrix is also the flags of its
-    configurations, which a run elsewhere was not made with."""
+    """A run in bench.sh's folder of the experiment belongs to it whatever its env and size
+    (bench.sh chose them, perhaps outside the study with --envs); any other run must match the
+    experiment's whole matrix. A learning experiment (one with configs) holds only the runs of its
+    folder: its matrix is also the flags of its configurations, which a run elsewhere was not made
+    with."""
     folder = run.get("experiment_folder")
     in_a_folder = isinstance(folder, str) and folder != ""
     if (in_a_folder and folder != experiment.name) or (experiment.configs and not in_a_folder):
@@ -249,7 +263,8 @@ def in_experiment(run, experiment: Experiment, study: Study) -> bool:
 
 
 def experiment_masks(summary: pd.DataFrame, study: Study) -> dict[str, pd.Series]:
-    """Each experiment of the study, then each platform comparison -> a boolean mask over the summary's rows."""
+    """Each experiment of the study, then each platform comparison -> a boolean mask over the
+    summary's rows."""
     rows = [row for _, row in summary.iterrows()]
     masks = {
         name: pd.Series(
@@ -266,8 +281,8 @@ def experiment_masks(summary: pd.DataFrame, study: Study) -> dict[str, pd.Series
 def summarize(
     runs: pd.DataFrame, timing: pd.DataFrame, study: Study
 ) -> tuple[pd.DataFrame, dict[str, pd.Series]]:
-    """One row per run (config, durations, window means, the experiments it belongs to), and the experiments'
-    masks over those rows."""
+    """One row per run (config, durations, window means, the experiments it belongs to), and the
+    experiments' masks over those rows."""
     steady = study.steady
     columns = [
         *RUN_COLUMNS,
@@ -289,9 +304,10 @@ TIMING_COLUMNS = ["obs_dim", "num_actions", "ms_per_step", "ratio"]
 
 
 def read_env_timing(path: Optional[str]) -> tuple[pd.DataFrame, dict]:
-    """Per env obs_dim, num_actions, ms_per_step, ratio (from sweep/env_timing.py), and the file's device and versions.
-    A file that is not a usable env-timing file (sweep/env_timing_file.py: a step cost of -1, 0, NaN or "x" among others)
-    is refused, not used: BadInput, one line naming the file, the env and the value."""
+    """Per env obs_dim, num_actions, ms_per_step, ratio (from sweep/env_timing.py), and the file's
+    device and versions. A file that is not a usable env-timing file (sweep/env_timing_file.py: a
+    step cost of -1, 0, NaN or "x" among others) is refused, not used: BadInput, one line naming the
+    file, the env and the value."""
     if path is None:
         return pd.DataFrame(columns=TIMING_COLUMNS, dtype=float), {}
     try:
@@ -321,7 +337,8 @@ def read_previous(path: str, columns: list[str]) -> pd.DataFrame:
     missing = [c for c in columns if c not in previous.columns]
     if missing:
         raise BadInput(
-            f"--previous {path} is not a speedups.csv of plot_results.py: no column {', '.join(missing)}"
+            f"--previous {path} is not a speedups.csv of plot_results.py: no column "
+            f"{', '.join(missing)}"
         )
     numeric = ["geomean", "median", "ci_low", "ci_high", "n_pairs", "n_clusters"]
     return numeric_columns(previous, numeric, "--previous", path, "speedups.csv")

@@ -1,11 +1,12 @@
 """The analysis' tables in markdown (with report.py, the only modules that write markdown): the
 speedup and speedup-against-env-cost tables with the words that say what they hold, the learning
-experiments (the README's learning block and REPORT.md's section), and the experiments of several data
-types (each framework's seconds per iteration in each data type, and its speedups between them).
-The numbers come from speedups.py, learning.py and results.py.
+experiments (the README's learning block and REPORT.md's section), and the experiments of several
+data types (each framework's seconds per iteration in each data type, and its speedups between
+them). The numbers come from speedups.py, learning.py and results.py.
 
-Text from outside (tags, hosts, platforms, devices, versions, env names, run folders, skip reasons) goes
-through analysis/common.py: it reads as itself, never as markdown or HTML, and never breaks a table.
+Text from outside (tags, hosts, platforms, devices, versions, env names, run folders, skip reasons)
+goes through analysis/common.py: it reads as itself, never as markdown or HTML, and never breaks a
+table.
 """
 
 import numpy as np
@@ -29,7 +30,7 @@ from analysis.learning import (
     learning_selection,
 )
 from analysis.results import Results, dtype_experiments, times_table
-from analysis.speedups import MIN_RUNS, metric_experiments
+from analysis.speedups import metric_experiments
 from analysis.stats import (
     BOOTSTRAP_LEVEL,
     BOOTSTRAP_RESAMPLES,
@@ -54,8 +55,9 @@ TEXT_COLUMNS = (
 
 
 def markdown_table(table: pd.DataFrame) -> str:
-    """A DataFrame as a markdown table (floats to 3 significant digits, missing as '-'). The cells of TEXT_COLUMNS
-    are text from outside: shown as they are (md_text, never read as numbers); the others are ours (md_cell)."""
+    """A DataFrame as a markdown table (floats to 3 significant digits, missing as '-'). The cells
+    of TEXT_COLUMNS are text from outside: shown as they are (md_text, never read as numbers); the
+    others are ours (md_cell)."""
     text = [i for i, column in enumerate(table.columns) if column in TEXT_COLUMNS]
     cells = table.copy()
     for i, column in enumerate(table.columns):
@@ -72,13 +74,14 @@ def markdown_table(table: pd.DataFrame) -> str:
 
 
 def pair_by_size_table(rows: pd.DataFrame, cell, study: Study) -> str:
-    """A markdown table of cell(row) per pair (rows) and model size (columns), both in the study's order."""
+    """A markdown table of cell(row) per pair (rows) and model size (columns), both in the study's
+    order."""
     return by_size_table(rows, cell, study, "pair", study.pair_names, pretty_pair)
 
 
 def by_size_table(rows: pd.DataFrame, cell, study: Study, index: str, order, name=str) -> str:
-    """A markdown table of cell(row) per value of the column `index` (rows, in `order`, shown as name(value)) and
-    model size (columns, in the study's order)."""
+    """A markdown table of cell(row) per value of the column `index` (rows, in `order`, shown as
+    name(value)) and model size (columns, in the study's order)."""
     wide = rows.assign(cell=[cell(row) for row in rows.itertuples()]).pivot(
         index=index, columns="size", values="cell"
     )
@@ -95,38 +98,31 @@ def speedup_intro(study: Study) -> str:
         ", ".join(metric_experiments(study, "rollout")),
     )
     return (
-        "Speedup A → B = time of A / time of B (above 1×: B is faster), over every pair of runs of A and B with the "
-        "same env, model size, data type and tag within one experiment (runs are never paired across experiments), each "
-        f"framework in its default compile mode. Total time and steady state ({study.steady.label}) come from each "
-        f"sync-off experiment on its own ({unsynced}), rollout and update from each sync-on one ({synced}); never "
-        "pooled; an experiment of several env backends has a table per backend, of its envs on that backend. "
-        f"Cells: geometric mean of the ratios [{BOOTSTRAP_LEVEL:.0%} cluster-bootstrap interval]; median; "
-        "pairs / envs (an env measured under several tags counts once per tag). The interval resamples envs with "
-        "replacement, then, within each drawn env, the runs of A and of B with replacement, recomputes the geometric "
-        f"mean ({BOOTSTRAP_RESAMPLES:,} resamples, seeded) and takes its 2.5th and 97.5th percentiles; "
+        "Speedup A → B = time of A / time of B (above 1×: B is faster), over every pair of runs of "
+        "A and B with the "
+        "same env, model size, data type and tag within one experiment (runs are never paired "
+        "across experiments), each "
+        "framework in its default compile mode. Total time and steady state "
+        f"({study.steady.label}) "
+        ""
+        ""
+        "come from each "
+        f"sync-off experiment on its own ({unsynced}), rollout and update from each sync-on one "
+        f"({synced}); never "
+        "pooled; an experiment of several env backends has a table per backend, of its envs on "
+        "that "
+        ""
+        ""
+        "backend. "
+        f"Cells: geometric mean of the ratios [{BOOTSTRAP_LEVEL:.0%} cluster-bootstrap interval]; "
+        "median; "
+        "pairs / envs (an env measured under several tags counts once per tag). The interval "
+        "resamples envs with "
+        "replacement, then, within each drawn env, the runs of A and of B with replacement, "
+        "recomputes the geometric "
+        f"mean ({BOOTSTRAP_RESAMPLES:,} resamples, seeded) and takes its 2.5th and 97.5th "
+        "percentiles; "
         f"{NO_INTERVAL} = fewer than {MIN_CLUSTERS} envs, too few for an interval."
-    )
-
-
-def few_runs_warning(few: pd.DataFrame, cells: pd.DataFrame) -> str:
-    """One line for the top of REPORT.md or the README block when some of its speedup cells (cells) come from
-    fewer than MIN_RUNS runs a framework (few, of few_runs_cells); "" when none do."""
-    if few.empty:
-        return ""
-    runs = f"fewer than {MIN_RUNS} runs a framework"
-    if len(few) == len(cells):
-        return (
-            f"**Not a result:** {'the' if len(cells) == 1 else f'all {len(cells)}'} speedup "
-            f"cell{'s' * (len(cells) != 1)} below {'has' if len(cells) == 1 else 'have'} {runs} (a smoke sweep, or "
-            "too few seeds and envs): each speedup is a single measurement, not an estimate."
-        )
-    tables = few.groupby("experiment", sort=False)["metric"].agg(
-        lambda m: ", ".join(dict.fromkeys(m))
-    )
-    where = "; ".join(f"{experiment}: {metrics}" for experiment, metrics in tables.items())
-    return (
-        f"**Not a result, in part:** {len(few)} of the {len(cells)} speedup cells below have {runs} ({where}): "
-        "read those as single measurements, not estimates."
     )
 
 
@@ -153,14 +149,30 @@ def speedup_markdown(speedups: pd.DataFrame, study: Study, intro: bool = True) -
 def env_cost_intro(study: Study) -> str:
     experiments = " and ".join(metric_experiments(study, "total"))
     return (
-        f"Does a speedup shrink as the env's step gets more expensive? Per pair and model size, one point per env of "
-        f"{experiments} (sync off, default compile modes; an env under several tags counts once per tag): its "
-        "geometric mean speedup, against the env's step cost measured by sweep/env_timing.py. **ρ**: Spearman's rank "
-        "correlation of speedup and env cost (below 0: the speedup falls as the env gets costlier); **slope**: the "
-        "least-squares fit of log speedup on log cost, as the factor by which the speedup changes per tenfold env "
+        "Does a speedup shrink as the env's step gets more expensive? Per pair and model size, one "
+        "point per env of "
+        f"{experiments} (sync off, default compile modes; an env under several tags counts once "
+        "per "
+        ""
+        ""
+        "tag): its "
+        "geometric mean speedup, against the env's step cost measured by sweep/env_timing.py. "
+        "**ρ**: Spearman's rank "
+        "correlation of speedup and env cost (below 0: the speedup falls as the env gets "
+        "costlier); "
+        ""
+        ""
+        "**slope**: the "
+        "least-squares fit of log speedup on log cost, as the factor by which the speedup changes "
+        "per tenfold env "
         "cost (the few expensive envs weigh heavily on it; ρ, on ranks, does not). Intervals: "
-        f"{BOOTSTRAP_LEVEL:.0%} percentile bootstrap, envs resampled with replacement ({BOOTSTRAP_RESAMPLES:,} "
-        "resamples, seeded). The trend is named only when the interval of ρ excludes 0; *shrinks* = moves towards 1×. "
+        f"{BOOTSTRAP_LEVEL:.0%} percentile bootstrap, envs resampled with replacement "
+        f"({BOOTSTRAP_RESAMPLES:,} "
+        "resamples, seeded). The trend is named only when the interval of ρ excludes 0; *shrinks* "
+        "= "
+        ""
+        ""
+        "moves towards 1×. "
         f"{NO_INTERVAL} = fewer than {MIN_CORRELATION_ENVS} envs."
     )
 
@@ -170,7 +182,8 @@ def env_cost_cell(row) -> str:
     if np.isnan(row.rho):
         return f"{NO_INTERVAL} ({envs}: {row.trend}); geomean {row.geomean:.2f}×"
     return (
-        f"ρ **{row.rho:+.2f}** [{row.rho_low:+.2f}, {row.rho_high:+.2f}]; ×{10**row.slope:.2f} per 10× cost "
+        f"ρ **{row.rho:+.2f}** [{row.rho_low:+.2f}, {row.rho_high:+.2f}]; ×{10**row.slope:.2f} per "
+        "10× cost "
         f"[{10**row.slope_low:.2f}, {10**row.slope_high:.2f}]; {envs}: {row.trend}"
     )
 
@@ -180,7 +193,8 @@ def env_cost_markdown(table: pd.DataFrame, timed: bool, study: Study) -> str:
     if not timed:
         return "_No env timing given (`--env-timing`): no env costs to correlate with._\n"
     if table.empty:
-        return f"_No pairs of runs of {' or '.join(metric_experiments(study, 'total'))} with a measured env cost._\n"
+        experiments = " or ".join(metric_experiments(study, "total"))
+        return f"_No pairs of runs of {experiments} with a measured env cost._\n"
     blocks = [env_cost_intro(study)]
     for metric, rows in table.groupby("metric", sort=False):
         blocks.append(
@@ -193,8 +207,8 @@ LEARNING_MARKERS = ("<!-- learning:start -->", "<!-- learning:end -->")
 
 
 def final_cell(row) -> str:
-    """mean ± std over seeds, in bold where it meets the reference (at least its mean minus its std); with the runs
-    that had a return where some ended no episode."""
+    """mean ± std over seeds, in bold where it meets the reference (at least its mean minus its
+    std); with the runs that had a return where some ended no episode."""
     spread = f" ± {row.final_std:.1f}" if np.isfinite(row.final_std) else ""
     text = f"{row.final_mean:.1f}{spread}" if row.n_returns else NO_INTERVAL
     if row.n_returns < row.n_runs:
@@ -210,7 +224,8 @@ def time_cell(row, target: str) -> str:
 
 
 def wide(table: pd.DataFrame, cell, study: Study, reference: bool) -> str:
-    """A row per env, a column per framework (and the reference's published return first, when asked)."""
+    """A row per env, a column per framework (and the reference's published return first, when
+    asked)."""
     cells = table.assign(cell=[cell(row) for row in table.itertuples()])
     # the runs of two tags are never pooled: a row each, the env named with its tag
     tagged = cells["tag"].nunique(dropna=False) > 1
@@ -230,25 +245,34 @@ def experiment_markdown(table: pd.DataFrame, experiment: str, study: Study) -> s
     rows = table[table["experiment"] == experiment]
     resumed = int((rows["n_runs"] - rows["n_timed"]).sum())
     untimed = (
-        f" {resumed} run{'s' if resumed > 1 else ''} resumed after a stop count{'' if resumed > 1 else 's'} in "
+        f" {resumed} run{'s' if resumed > 1 else ''} resumed after a stop "
+        f"count{'' if resumed > 1 else 's'} in "
         "the final return, not here: a second start is in its time."
         if resumed
         else ""
     )
     return (
-        f"**{experiment}: {exp.title}.** Final return: the mean over each run's last {SMOOTHING} iterations, mean ± "
-        f"std over seeds, in bold where it is at least the reference's mean minus its std ({exp.reference}).\n\n"
+        f"**{experiment}: {exp.title}.** Final return: the mean over each run's last {SMOOTHING} "
+        "iterations, mean ± "
+        "std over seeds, in bold where it is at least the reference's mean minus its std "
+        f"({exp.reference}).\n\n"
         + wide(rows, final_cell, study, reference=True)
-        + f"\n\nTime to {TARGET_LABELS['reference']}: seconds from the process's first line (imports and "
-        "compilation included), the median over seeds (runs that never reached it count as slowest; "
+        + f"\n\nTime to {TARGET_LABELS['reference']}: seconds from the process's first line "
+        "(imports and "
+        "compilation included), the median over seeds (runs that never reached it count as "
+        "slowest; "
+        ""
+        ""
+        ""
         f"{NO_INTERVAL}: fewer than half reached it), and the runs that reached it.{untimed}\n\n"
         + wide(rows, lambda row: time_cell(row, "reference"), study, reference=False)
     )
 
 
 def learning_markdown(results: Results) -> str:
-    """The README's learning block: per learning experiment with runs, the final returns beside the reference's and
-    the time each framework took to reach it. Empty when there are no learning runs."""
+    """The README's learning block: per learning experiment with runs, the final returns beside the
+    reference's and the time each framework took to reach it. Empty when there are no learning
+    runs."""
     with_runs = [
         name
         for name in learning_experiments(results.study)
@@ -260,7 +284,8 @@ def learning_markdown(results: Results) -> str:
 
 def learning_speedup_cell(row) -> str:
     interval = NO_INTERVAL if np.isnan(row.ci_low) else f"{row.ci_low:.2f}, {row.ci_high:.2f}"
-    return f"**{row.geomean:.2f}×** [{interval}]; median {row.median:.2f}; {row.n_pairs} pairs / {row.n_clusters} envs"
+    counts = f"{row.n_pairs} pairs / {row.n_clusters} envs"
+    return f"**{row.geomean:.2f}×** [{interval}]; median {row.median:.2f}; {counts}"
 
 
 def learning_speedup_table(speedups: pd.DataFrame, study: Study) -> str:
@@ -276,20 +301,30 @@ def learning_speedup_table(speedups: pd.DataFrame, study: Study) -> str:
 
 
 def report_markdown(results: Results) -> str:
-    """REPORT.md's learning section: the README block, then per experiment the time-to-return speedups."""
+    """REPORT.md's learning section: the README block, then per experiment the time-to-return
+    speedups."""
     if results.learning.empty:
         return ""
     parts = [learning_markdown(results)]
     left_out = learning_selection(results.summary, results.masks, results.study)[1]
     if not left_out.empty:
         parts += [
-            "Left out of the learning tables (only the runs of an experiment's configuration count, once per "
+            "Left out of the learning tables (only the runs of an experiment's configuration "
+            "count, "
+            ""
+            ""
+            "once per "
             "seed):",
             markdown_table(left_out),
         ]
     intro = (
-        "Time-to-return speedups A → B (time of A / time of B), over the pairs of runs of one env that both reached "
-        "the target, pooled over envs: geometric mean [cluster-bootstrap interval], median, pairs / envs."
+        "Time-to-return speedups A → B (time of A / time of B), over the pairs of runs of one env "
+        "that both reached "
+        "the target, pooled over envs: geometric mean [cluster-bootstrap interval], median, pairs "
+        "/ "
+        ""
+        ""
+        "envs."
     )
     for experiment, speedups in results.learning_speedups.groupby("experiment", sort=False):
         parts += [f"*{experiment}*: {intro}", learning_speedup_table(speedups, results.study)]
@@ -299,8 +334,8 @@ def report_markdown(results: Results) -> str:
 
 
 def speedup_tables(results: Results, name: str) -> list[str]:
-    """Per metric with pairs of runs, a table of each framework's speedups between data types: a row per framework
-    and data-type pair, a column per size."""
+    """Per metric with pairs of runs, a table of each framework's speedups between data types: a row
+    per framework and data-type pair, a column per size."""
     study, blocks = results.study, []
     for metric in METRICS:
         cells = results.dtype_cells(metric, name)
@@ -317,10 +352,17 @@ def speedup_tables(results: Results, name: str) -> list[str]:
 def dtype_markdown(results: Results, name: str) -> str:
     """One experiment's section: its times per data type, then its speedups between data types."""
     intro = (
-        f"Seconds per iteration, rollout + update (the mean over {results.study.steady.label} of each sync-on run "
-        "in its framework's default compile mode; the median over seeds), in each data type. Below, each "
-        "framework's speedup between data types: A → B = its time in A / its time in B (above 1×: it is faster in "
-        "B), over every pair of its runs in A and B with the same env, size and tag; cells as in the speedup "
+        f"Seconds per iteration, rollout + update (the mean over {results.study.steady.label} of "
+        "each sync-on run "
+        "in its framework's default compile mode; the median over seeds), in each data type. "
+        "Below, "
+        ""
+        ""
+        "each "
+        "framework's speedup between data types: A → B = its time in A / its time in B (above 1×: "
+        "it is faster in "
+        "B), over every pair of its runs in A and B with the same env, size and tag; cells as in "
+        "the speedup "
         "tables. The framework pairs within each data type are in the speedup tables above."
     )
     table = times_table(results, name)
@@ -333,7 +375,8 @@ def dtype_markdown(results: Results, name: str) -> str:
 
 
 def report_sections(results: Results) -> list[str]:
-    """REPORT.md's sections of the experiments of several data types that have runs: a heading and its text each."""
+    """REPORT.md's sections of the experiments of several data types that have runs: a heading and
+    its text each."""
     parts = []
     for name in dtype_experiments(results.study):
         if results.has_runs(name):

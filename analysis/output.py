@@ -1,29 +1,32 @@
-"""The analysis' own files: a runs.csv read back (--csv: its runs checked as runlog checks a folder's,
-run by run), and --out written without losing what was there; the README with its blocks replaced
-between their markers.
+"""The analysis' own files: a runs.csv read back (--csv: its runs checked as runlog checks a
+folder's, run by run), and --out written without losing what was there; the README with its blocks
+replaced between their markers.
 
-The files of this tool in --out are its tables (runs.csv, summary.csv, speedups.csv, env_cost.csv, the learning and
-data-type tables), REPORT.md and the figures the study can draw; anything else there (a README, the run folders,
-logs) is never touched.
+The files of this tool in --out are its tables (runs.csv, summary.csv, speedups.csv, env_cost.csv,
+the learning and data-type tables), REPORT.md and the figures the study can draw; anything else
+there (a README, the run folders, logs) is never touched.
 
-Replacing with less: an analysis would leave --out with less than it holds when one of its tables there has a row
-the new one lacks (a run of runs.csv or summary.csv, told apart by folder name, command, hostname and start time; an
-iteration of runs.csv; a (metric, experiment, backend, dtype, size, pair) of speedups.csv; a (metric, size, pair) of
-env_cost.csv; the like of the others, TABLE_KEYS), when such a table cannot be read, or when a figure of this tool
-there would not be drawn again (which would leave it stale: it is removed). Such a call is refused (exit status 2,
-one line naming the folder and --force) before anything is written, unless --force is given. REPORT.md is rewritten
-from the rest and not compared.
+Replacing with less: an analysis would leave --out with less than it holds when one of its tables
+there has a row the new one lacks (a run of runs.csv or summary.csv, told apart by folder name,
+command, hostname and start time; an iteration of runs.csv; a (metric, experiment, backend, dtype,
+size, pair) of speedups.csv; a (metric, size, pair) of env_cost.csv; the like of the others,
+TABLE_KEYS), when such a table cannot be read, or when a figure of this tool there would not be
+drawn again (which would leave it stale: it is removed). Such a call is refused (exit status 2, one
+line naming the folder and --force) before anything is written, unless --force is given. REPORT.md
+is rewritten from the rest and not compared.
 
-Every file is first written into a temporary folder beside --out; only when all of them are complete do they
-replace their namesakes in --out, each by one rename (atomic), with SIGINT and SIGTERM held back meanwhile. An
-analysis interrupted before then leaves --out as it was. A --out that does not exist yet is the temporary folder,
-renamed.
+Every file is first written into a temporary folder beside --out; only when all of them are complete
+do they replace their namesakes in --out, each by one rename (atomic), with SIGINT and SIGTERM held
+back meanwhile. An analysis interrupted before then leaves --out as it was. A --out that does not
+exist yet is the temporary folder, renamed.
 
-Links (atomic.py's write_file, the project's one atomic write): a write never replaces a symbolic link. --out, a file of this tool in it, the README (--update-readme), the
-README block (--readme-block) and the learning curves may each be links: the write goes through them to the file
-they lead to, its temporary file staged beside that file, its mode (and, where allowed, its owner) kept. A target
-that is not a regular file (a folder, /dev/null, a FIFO, a link that leads round in a circle) is refused in one
-line before anything is written (check_target, check_out); a failed write removes its temporary file.
+Links (atomic.py's write_file, the project's one atomic write): a write never replaces a symbolic
+link. --out, a file of this tool in it, the README (--update-readme), the README block
+(--readme-block) and the learning curves may each be links: the write goes through them to the file
+they lead to, its temporary file staged beside that file, its mode (and, where allowed, its owner)
+kept. A target that is not a regular file (a folder, /dev/null, a FIFO, a link that leads round in a
+circle) is refused in one line before anything is written (check_target, check_out); a failed write
+removes its temporary file.
 """
 
 import os
@@ -71,8 +74,8 @@ def writable_folder(flag: str, path, folder: Path) -> None:
 
 
 def check_target(flag: str, path, new: bool = True) -> None:
-    """BadInput unless a write to path (through its links) replaces a regular file, or, when new, creates one in a
-    writable folder."""
+    """BadInput unless a write to path (through its links) replaces a regular file, or, when new,
+    creates one in a writable folder."""
     real = target(path)
     # realpath stops at a link it cannot follow: one that leads round in a circle
     if real.is_symlink():
@@ -87,8 +90,8 @@ def check_target(flag: str, path, new: bool = True) -> None:
 
 
 def check_out(out: Path, names=()) -> None:
-    """BadInput unless out is (or can be created as) a writable folder whose files named names (those of this
-    tool) are regular files where they exist."""
+    """BadInput unless out is (or can be created as) a writable folder whose files named names
+    (those of this tool) are regular files where they exist."""
     real = target(out)
     if real.is_symlink():
         raise BadInput(f"--out {out}: a symbolic link that leads to no folder")
@@ -104,8 +107,8 @@ def check_out(out: Path, names=()) -> None:
 
 
 def replace_from(staged: Path, dest: Path) -> None:
-    """A complete file of the stage moved to dest in --out: renamed over it, with its mode; where dest is a link,
-    written through it to the file it leads to."""
+    """A complete file of the stage moved to dest in --out: renamed over it, with its mode; where
+    dest is a link, written through it to the file it leads to."""
     real = target(dest)
     if real != dest.absolute():
         write_file(real, staged.read_bytes())
@@ -124,7 +127,8 @@ def row_keys(table: pd.DataFrame, name: str) -> list[tuple]:
 
 
 def old_table(path: Path, name: str) -> pd.DataFrame:
-    """The identifying columns of a table of this tool found in --out; ValueError when it cannot be read."""
+    """The identifying columns of a table of this tool found in --out; ValueError when it cannot be
+    read."""
     wanted = {c for c in TABLE_KEYS[name] if c != "run_key"}
     if "run_key" in TABLE_KEYS[name]:
         wanted |= {"run", "command", "hostname", "start_time"}
@@ -146,7 +150,8 @@ def old_table(path: Path, name: str) -> pd.DataFrame:
 
 
 def lost_rows(out: Path, tables: dict[str, pd.DataFrame]) -> list[str]:
-    """What each table of this tool in out holds that its new version would not (or why it cannot be compared)."""
+    """What each table of this tool in out holds that its new version would not (or why it cannot be
+    compared)."""
     losses = []
     for name, new in tables.items():
         if not (out / name).is_file():
@@ -163,7 +168,8 @@ def lost_rows(out: Path, tables: dict[str, pd.DataFrame]) -> list[str]:
         if "run_key" in TABLE_KEYS[name]:  # count runs, not iterations
             runs = {key[0] for key in old_keys}
             losses.append(
-                f"{name}: {len({key[0] for key in gone})} of its {len(runs)} runs are not in this analysis"
+                f"{name}: {len({key[0] for key in gone})} of its {len(runs)} runs are not in this "
+                "analysis"
             )
         else:
             losses.append(
@@ -179,16 +185,18 @@ def stale_figures(out: Path, ours: set[str], drawn: set[str]) -> list[str]:
 
 def refuse(out: Path, losses: list[str]) -> None:
     raise BadInput(
-        f"--out {out} holds more than this analysis would write ({'; '.join(losses)}); nothing written: "
+        f"--out {out} holds more than this analysis would write ({'; '.join(losses)}); nothing "
+        "written: "
         "give --force to replace it"
     )
 
 
 @contextmanager
 def staged(out: Path, remove: list[str]):
-    """A temporary folder beside out to write every file into; when the block ends without an error, its files
-    replace their namesakes in out (REPORT.md last) and the files in remove are deleted from out. On an error or
-    an interruption, out is left as it was and the temporary folder removed."""
+    """A temporary folder beside out to write every file into; when the block ends without an error,
+    its files replace their namesakes in out (REPORT.md last) and the files in remove are deleted
+    from out. On an error or an interruption, out is left as it was and the temporary folder
+    removed."""
     # out may be a link to the folder: the stage goes beside the folder, on its disk
     real = target(out)
     real.parent.mkdir(parents=True, exist_ok=True)
@@ -219,7 +227,8 @@ RUNS_CSV_COLUMNS = [
     "total_s",
 ]
 RUNS_CSV_NUMBERS = ["iteration", "time/iteration", "total_s", "batch_size", "num_iterations"]
-# its other numbers, checked run by run (runlog.check_completed): a word there skips its run, not the file
+# its other numbers, checked run by run (runlog.check_completed): a word there skips its run, not
+# the file
 RUNS_CSV_CHECKED_NUMBERS = [
     "seed",
     "num_envs",
@@ -267,8 +276,9 @@ def json_value(value):
 
 
 def cell_value(value):
-    """A cell of a column of a runs.csv that is not text, as the JSON value it came from: a column of mixed cells is
-    read as text, and its cells that spell a number or a bool are made one again (the others stay text)."""
+    """A cell of a column of a runs.csv that is not text, as the JSON value it came from: a column
+    of mixed cells is read as text, and its cells that spell a number or a bool are made one again
+    (the others stay text)."""
     if isinstance(value, str):
         if value in ("True", "False"):
             return value == "True"
@@ -280,7 +290,8 @@ def cell_value(value):
 
 
 def check_csv_run(rows: pd.DataFrame, study: Study) -> None:
-    """runlog.check_completed on a run of a runs.csv (a runs.csv without iterations_completed: every logged one)."""
+    """runlog.check_completed on a run of a runs.csv (a runs.csv without iterations_completed: every
+    logged one)."""
     first = rows.iloc[0]
     cell = {
         key: json_value if key in RUNS_CSV_TEXT else cell_value
@@ -298,7 +309,8 @@ def check_csv_run(rows: pd.DataFrame, study: Study) -> None:
 
 
 def read_runs_csv(path: str, study: Study) -> tuple[pd.DataFrame, list[SkippedRun]]:
-    """The completed runs of a runs.csv written earlier, and the skipped ones; BadInput when it is not a runs.csv."""
+    """The completed runs of a runs.csv written earlier, and the skipped ones; BadInput when it is
+    not a runs.csv."""
     text = {column: str for column in RUNS_CSV_TEXT}
     runs = read_csv(
         "--csv",
@@ -344,14 +356,16 @@ def as_bool(values: pd.Series) -> pd.Series:
 
 
 def readme_with(path: Path, blocks: dict[tuple[str, str], str]) -> str:
-    """The text of the file at path with each block between its markers (start, end; the markers stay). A file that
-    holds a block's markers more than once is refused: which block is the README's is ambiguous."""
+    """The text of the file at path with each block between its markers (start, end; the markers
+    stay). A file that holds a block's markers more than once is refused: which block is the
+    README's is ambiguous."""
     text = path.read_text()
     for (opening, closing), block in blocks.items():
         twice = [marker for marker in (opening, closing) if text.count(marker) > 1]
         if twice:
             raise BadInput(
-                f"{path} holds {twice[0]} {text.count(twice[0])} times: which block to replace is ambiguous; "
+                f"{path} holds {twice[0]} {text.count(twice[0])} times: which block to replace is "
+                "ambiguous; "
                 "nothing written (keep one block)"
             )
         start, end = text.find(opening), text.find(closing)
@@ -362,8 +376,9 @@ def readme_with(path: Path, blocks: dict[tuple[str, str], str]) -> str:
 
 
 def resumed_list(cell):
-    """A resumed_at cell of a runs.csv as summary.json's value (for runlog's checks): None for a run never resumed,
-    a list of ints, or the cell as it is when it is not one (which runlog then refuses)."""
+    """A resumed_at cell of a runs.csv as summary.json's value (for runlog's checks): None for a run
+    never resumed, a list of ints, or the cell as it is when it is not one (which runlog then
+    refuses)."""
     if cell is None or cell == "":
         return None
     words = str(cell).split()

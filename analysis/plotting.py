@@ -23,8 +23,8 @@ SPEEDUP_LABEL = "speedup A → B = time A / time B\n(above 1×: B is faster)"
 INTERVAL = f"{BOOTSTRAP_LEVEL:.0%} cluster-bootstrap interval"
 # the gids of the tables' intervals and estimates, found by tests
 INTERVAL_GID, CENTRE_GID = ("interval", "centre")
-# the gids of the lines through medians (draw_against_env_cost) and of the log-log fits: a legend or title promises
-# lines only where some are drawn
+# the gids of the lines through medians (draw_against_env_cost) and of the log-log fits: a legend or
+# title promises lines only where some are drawn
 MEDIAN_GID = "median"
 FIT_GID = "fit"
 # a bar's env backend; its colour is its framework's
@@ -32,7 +32,8 @@ BACKEND_HATCHES = {"gymnax": "", "envpool": "///"}
 DTYPE_HATCHES = {"float32": "", "bfloat16": "xx"}
 UPDATE_SHADE = 0.55  # an update bar: its framework's colour, this much towards white
 EMPTY_PANEL_WIDTH = 28  # characters per line of an empty panel's words: narrow panels hold them
-# major ticks of a log axis per decade, finest first: 1-2-5 or finer on short ranges, decades on long ones
+# major ticks of a log axis per decade, finest first: 1-2-5 or finer on short ranges, decades on
+# long ones
 LOG_SUBS = ((1.0, 1.2, 1.5, 2.0, 3.0, 5.0, 7.0), (1.0, 2.0, 5.0), (1.0,))
 MAX_X_TICKS = 5  # labels such as "0.5×" side by side: more on a panel's width run into each other
 DATA_MARGIN = (
@@ -40,7 +41,7 @@ DATA_MARGIN = (
 )
 
 
-# ---------------------------------------------------------------------------------------------- palettes
+# ----------------------------------------------------------------------------------------- palettes
 def framework_colors(study: Study) -> dict[str, str]:
     return {name: framework.color for name, framework in study.frameworks.items()}
 
@@ -77,7 +78,7 @@ def mode_palette(study: Study) -> dict[str, tuple]:
     }
 
 
-# -------------------------------------------------------------------------------------------------- axes
+# --------------------------------------------------------------------------------------------- axes
 def log_ticks(low: float, high: float, subs) -> int:
     """How many major ticks a LogLocator of subs puts between low and high."""
     decades = np.arange(np.floor(np.log10(low)), np.ceil(np.log10(high)) + 1)
@@ -86,8 +87,8 @@ def log_ticks(low: float, high: float, subs) -> int:
 
 
 def log_axis(ax, label: str, suffix: str = "", axis: str = "y") -> None:
-    """Log scale with plain-number ticks: 1-2-5 per decade on short ranges, finer on very short ones; on an x axis
-    no more than MAX_X_TICKS of them (its labels stand side by side)."""
+    """Log scale with plain-number ticks: 1-2-5 per decade on short ranges, finer on very short
+    ones; on an x axis no more than MAX_X_TICKS of them (its labels stand side by side)."""
     getattr(ax, f"set_{axis}scale")("log")
     low, high = getattr(ax, f"get_{axis}lim")()
     decades = np.log10(high / low)
@@ -109,12 +110,13 @@ def ratio_axis(ax) -> None:
 
 
 def symlog_axis(ax, values: pd.Series, label: str) -> None:
-    """Differences that span decades and may change sign: linear below the decade of the 10th percentile of |values|."""
+    """Differences that span decades and may change sign: linear below the decade of the 10th
+    percentile of |values|."""
     smallest = max(float(np.nanpercentile(values.abs(), 10)), 1e-4)
     ax.set_yscale("symlog", linthresh=10 ** np.floor(np.log10(smallest)))
     ax.axhline(0, color="0.3", lw=1, ls="--", zorder=0)
-    # the limits from the data, padded on the symlog scale (matplotlib pads on the linear one: the largest
-    # differences would sit on the panel's edge)
+    # the limits from the data, padded on the symlog scale (matplotlib pads on the linear one: the
+    # largest differences would sit on the panel's edge)
     scale = ax.yaxis.get_transform()
     low, high = scale.transform([min(values.min(), 0.0), max(values.max(), 0.0)])
     pad = DATA_MARGIN * (high - low)
@@ -131,7 +133,8 @@ def rotate_xticks(ax) -> None:
 
 
 def empty_panel(ax, message: str) -> None:
-    """A panel without data: why, in its middle (wrapped to the panel's width), instead of empty axes."""
+    """A panel without data: why, in its middle (wrapped to the panel's width), instead of empty
+    axes."""
     text = textwrap.fill(message, EMPTY_PANEL_WIDTH)
     where = dict(ha="center", va="center", transform=ax.transAxes)
     ax.text(0.5, 0.5, text, **where, color="0.4", fontsize=10)
@@ -140,13 +143,15 @@ def empty_panel(ax, message: str) -> None:
 
 
 def note_at(ax, x: float, message: str) -> None:
-    """Words at x (data coordinates) halfway up a panel: a category of it (an x tick) without data says why."""
+    """Words at x (data coordinates) halfway up a panel: a category of it (an x tick) without data
+    says why."""
     transform = ax.get_xaxis_transform()
     ax.text(x, 0.5, message, ha="center", va="center", transform=transform, color="0.4", fontsize=9)
 
 
 def same_y_range(axes_row) -> None:
-    """One y range for panels read side by side (each panel's own range, widened to cover them all)."""
+    """One y range for panels read side by side (each panel's own range, widened to cover them
+    all)."""
     lows, highs = zip(*(ax.get_ylim() for ax in axes_row))
     for ax in axes_row:
         ax.set_ylim(min(lows), max(highs))
@@ -174,15 +179,17 @@ def row_legend(axes_row, title: str, rename: Callable[[str], str] = str, handles
 def new_figure(
     ncols: int, nrows: int = 1, width: float = 6.0, height: float = 4.8, title: str = ""
 ):
-    """A figure of nrows x ncols panels, each about width x height inches (fit_layout adds the legends' room)."""
+    """A figure of nrows x ncols panels, each about width x height inches (fit_layout adds the
+    legends' room)."""
     fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False)
     fig.suptitle(title, fontsize=15, fontweight="bold")
     return fig, axes
 
 
 def fit_layout(fig) -> None:
-    """The figure widened by its legends (row_legend puts them right of the panels, which keep their width) and its
-    title wrapped to the figure's width, then laid out: the panels fill the image, not a column in a margin."""
+    """The figure widened by its legends (row_legend puts them right of the panels, which keep their
+    width) and its title wrapped to the figure's width, then laid out: the panels fill the image,
+    not a column in a margin."""
     renderer = fig.canvas.get_renderer()
     legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
     room = max((legend.get_window_extent(renderer).width for legend in legends), default=0.0)
@@ -196,10 +203,10 @@ def fit_layout(fig) -> None:
     fig.tight_layout()
 
 
-# ------------------------------------------------------------------------------------------------- marks
+# -------------------------------------------------------------------------------------------- marks
 def box_with_points(ax, data, x, y, order, hue, hue_order, palette, log=True) -> None:
-    """A box per (x, hue) with every run (or pair of runs) drawn on top in the box's colour (a box of one run is a
-    line: its point shows whose it is)."""
+    """A box per (x, hue) with every run (or pair of runs) drawn on top in the box's colour (a box
+    of one run is a line: its point shows whose it is)."""
     # grey for a framework or mode not listed above
     palette = {h: palette.get(h, "0.6") for h in hue_order}
     common = dict(
@@ -214,8 +221,8 @@ def box_with_points(ax, data, x, y, order, hue, hue_order, palette, log=True) ->
 
 
 def framework_boxes(ax, runs: pd.DataFrame, y: str, frameworks, sizes, study: Study) -> None:
-    """Per framework (an x tick), a box per model size of the runs' y, with every run on top; colour = framework,
-    shade and marker = size (as draw_against_env_cost draws them)."""
+    """Per framework (an x tick), a box per model size of the runs' y, with every run on top; colour
+    = framework, shade and marker = size (as draw_against_env_cost draws them)."""
     colors, shades, markers = framework_colors(study), size_shades(study), size_markers(study)
     width = 0.8 / len(sizes)
     jitter = np.random.default_rng(0)  # the points spread a little, the same way every time
@@ -251,8 +258,9 @@ def framework_boxes(ax, runs: pd.DataFrame, y: str, frameworks, sizes, study: St
 
 
 def modes_pointplot(ax, data, x, y, order, title: str, joined: bool, mode_colors: dict) -> None:
-    """A time (column y) per (x, compile mode: column "mode"): the median over seeds, bars from min to max.
-    mode_colors: mode -> colour (mode_palette), its order the legend's; a mode not in it is grey."""
+    """A time (column y) per (x, compile mode: column "mode"): the median over seeds, bars from min
+    to max. mode_colors: mode -> colour (mode_palette), its order the legend's; a mode not in it is
+    grey."""
     modes = in_order(mode_colors, data["mode"])
     palette = {mode: mode_colors.get(mode, "0.6") for mode in modes}
     sns.pointplot(
@@ -277,7 +285,8 @@ def modes_pointplot(ax, data, x, y, order, title: str, joined: bool, mode_colors
 
 
 def intervals(ax, x, centre, low, high, color, label=None, marker="o") -> None:
-    """Markers at centre with a bar from low to high where there is an interval (low not NaN): the tables' cells."""
+    """Markers at centre with a bar from low to high where there is an interval (low not NaN): the
+    tables' cells."""
     x, centre, low, high = (np.asarray(v, float) for v in (x, centre, low, high))
     dark = shade(color, -0.45)
     has = ~np.isnan(low)
@@ -303,10 +312,11 @@ def intervals(ax, x, centre, low, high, color, label=None, marker="o") -> None:
 def variant_bars(
     ax, cell: pd.DataFrame, parts: list[str], frameworks, variants, colors: dict, hatches, ratio
 ) -> None:
-    """Per framework (x), one stacked bar per variant (an env backend, a data type): rollout (the framework's
-    colour), then update (lighter), hatched by variant; gid "{variant} {rollout|update}" on each bar. Over a bar of
-    any variant but the first, the sum of its `ratio` parts over the first variant's, e.g. "×3.1". cell: medians
-    indexed by (framework, variant), columns parts; colors: framework -> colour."""
+    """Per framework (x), one stacked bar per variant (an env backend, a data type): rollout (the
+    framework's colour), then update (lighter), hatched by variant; gid "{variant} {rollout|update}"
+    on each bar. Over a bar of any variant but the first, the sum of its `ratio` parts over the
+    first variant's, e.g. "×3.1". cell: medians indexed by (framework, variant), columns parts;
+    colors: framework -> colour."""
     width = 0.8 / len(variants)
     for i, framework in enumerate(frameworks):
         color = colors.get(framework, "0.5")
@@ -356,7 +366,8 @@ def parts_sum(cell: pd.DataFrame, key: tuple, parts: list[str]) -> float:
 
 
 def variant_legend(axes_row, variants, hatches, ratio: str) -> None:
-    """The legend of variant_bars: the parts (shades), the variants (hatches) and what the ratio over a bar is."""
+    """The legend of variant_bars: the parts (shades), the variants (hatches) and what the ratio
+    over a bar is."""
     handles = [
         Patch(facecolor="0.35", edgecolor="0.25", label="rollout"),
         Patch(facecolor=shade("0.35", UPDATE_SHADE), edgecolor="0.25", label="update"),

@@ -2,13 +2,11 @@
 versions, the figures and the skipped runs; the README block holds the headline speedup tables of
 study.tables and the comparison with a previous edition (output.readme_with puts it in the README).
 
-Text from outside (tags, hosts, platforms, devices, versions, env names, run folders, skip reasons, paths
-given on the command line) goes through analysis/common.py: it reads as itself, never as markdown or
-HTML, and never breaks a table.
+Text from outside (tags, hosts, platforms, devices, versions, env names, run folders, skip reasons,
+paths given on the command line) goes through analysis/common.py: it reads as itself, never as
+markdown or HTML, and never breaks a table.
 """
 
-import os
-from datetime import datetime, timezone
 from typing import Optional
 
 import numpy as np
@@ -17,9 +15,9 @@ import pandas as pd
 from analysis.common import (
     METRICS,
     SPEEDUP_COLUMNS,
-    BadInput,
     SkippedRun,
     config_cell,
+    generated_at,
     in_dtype,
     in_order,
     md_code,
@@ -29,13 +27,7 @@ from analysis.common import (
     split_cell,
 )
 from analysis.loading import is_timed, window_column, window_columns
-from analysis.markdown import (
-    NO_INTERVAL,
-    env_cost_markdown,
-    few_runs_warning,
-    markdown_table,
-    speedup_markdown,
-)
+from analysis.markdown import NO_INTERVAL, env_cost_markdown, markdown_table, speedup_markdown
 from analysis.markdown import report_sections as dtype_sections
 from analysis.results import (
     Results,
@@ -45,14 +37,22 @@ from analysis.results import (
     speedup_gap,
     windows_table,
 )
-from analysis.speedups import env_costs, few_runs_cells, metric_experiments, several_machines
+from analysis.speedups import (
+    HEADLINE_METRICS,
+    MIN_RUNS,
+    env_costs,
+    few_runs_cells,
+    headline,
+    metric_experiments,
+    several_machines,
+)
 from analysis.stats import BOOTSTRAP_LEVEL, MIN_CLUSTERS
 from sweep.study import Study
 
 
 def left_out_markdown(results: Results) -> str:
-    """The runs a speedup table could use but does not, a row per experiment, size, env, tag, configuration and
-    reason; empty when every such run is in its tables."""
+    """The runs a speedup table could use but does not, a row per experiment, size, env, tag,
+    configuration and reason; empty when every such run is in its tables."""
     if results.left_out.empty:
         return ""
     columns = ["model_size", "env", "tag", "num_iterations", "batch_size", "framework"]
@@ -73,14 +73,23 @@ def left_out_markdown(results: Results) -> str:
     )
     return (
         "### Left out of the speedup tables\n\n"
-        "Runs a table could compare (default compile mode, the metric's sync setting) but does not: runs are paired "
-        "only with runs of the same env, size, tag, number of iterations and batch size, and a cell pools one such "
+        "Runs a table could compare (default compile mode, the metric's sync setting) but does "
+        "not: "
+        ""
+        ""
+        "runs are paired "
+        "only with runs of the same env, size, tag, number of iterations and batch size, and a "
+        "cell "
+        ""
+        ""
+        "pools one such "
         "configuration.\n\n" + markdown_table(table)
     )
 
 
 def windows_gaps(results: Results) -> list[str]:
-    """Why a window of the headline's runs has no time (its column of windows_table is empty), a line each."""
+    """Why a window of the headline's runs has no time (its column of windows_table is empty), a
+    line each."""
     runs = results.runs(results.study.headline)
     return [
         f"_No time for {window.label}: {missing_time(runs, column, results.study)}._"
@@ -103,19 +112,24 @@ def missing_speedups(results: Results) -> list[str]:
 
 
 def machines_notes(results: Results) -> list[str]:
-    """A line per speedup cell whose runs come from several machines: its pairs are of one machine each, and each
-    env on each machine is a cluster of its interval."""
+    """A line per speedup cell whose runs come from several machines: its pairs are of one machine
+    each, and each env on each machine is a cluster of its interval."""
     return [
-        f"_{row.metric} speedups of {row.experiment} ({row.size}, {row.dtype}, {row.backend}): runs of "
-        f"{md_text(row.machines)}; each pair is of one machine, each env on each machine a cluster of the "
+        f"_{row.metric} speedups of {row.experiment} ({row.size}, {row.dtype}, {row.backend}): "
+        "runs "
+        ""
+        ""
+        "of "
+        f"{md_text(row.machines)}; each pair is of one machine, each env on each machine a cluster "
+        "of the "
         "interval._"
         for row in several_machines(results.pairs).itertuples()
     ]
 
 
 def split_experiments(results: Results) -> list[str]:
-    """The experiments of sync "both" that have runs: their sync-on runs split each iteration into rollout and update,
-    beside the sync-off runs of their total times."""
+    """The experiments of sync "both" that have runs: their sync-on runs split each iteration into
+    rollout and update, beside the sync-off runs of their total times."""
     study = results.study
     return [
         name
@@ -125,8 +139,9 @@ def split_experiments(results: Results) -> list[str]:
 
 
 def split_table(results: Results, name: str) -> pd.DataFrame:
-    """Per model size, env label and tag (a row), each framework's rollout + update seconds per iteration (a column):
-    the steady window's mean of the experiment's sync-on runs in default compile modes, the median over seeds."""
+    """Per model size, env label and tag (a row), each framework's rollout + update seconds per
+    iteration (a column): the steady window's mean of the experiment's sync-on runs in default
+    compile modes, the median over seeds."""
     study, runs = results.study, results.backend_runs(name)
     parts = [window_column(study.steady, part) for part in ("rollout", "update")]
     medians = runs.groupby(["model_size", "env", "tag", "framework"])[parts].median().dropna()
@@ -157,12 +172,15 @@ def split_markdown(results: Results, name: str) -> str:
         column = window_column(results.study.steady, "rollout")
         why = missing_time(runs, column, results.study)
         return (
-            f"_No rollout and update times of {name}'s {len(runs)} sync-on runs in default compile modes: "
+            f"_No rollout and update times of {name}'s {len(runs)} sync-on runs in default compile "
+            "modes: "
             f"{why}._\n"
         )
     intro = (
-        f"Seconds per iteration, rollout + update (the mean over {results.study.steady.label} of each sync-on run in its "
-        "framework's default compile mode; the median over seeds): how much of each framework's iteration the env "
+        f"Seconds per iteration, rollout + update (the mean over {results.study.steady.label} of "
+        "each sync-on run in its "
+        "framework's default compile mode; the median over seeds): how much of each framework's "
+        "iteration the env "
         "(and its backend: an env label ending in @envpool runs on envpool) takes."
     )
     return intro + "\n\n" + markdown_table(table) + "\n"
@@ -175,20 +193,10 @@ def resumed_note(summary: pd.DataFrame) -> list[str]:
         return []
     runs = "1 run was" if resumed == 1 else f"{resumed} runs were"
     return [
-        f"{runs} resumed after a stop (summary.json resumed_at): in the learning results, not in the timings "
+        f"{runs} resumed after a stop (summary.json resumed_at): in the learning results, not in "
+        "the timings "
         "(a second start is in their times)."
     ]
-
-
-def generated_at() -> datetime:
-    """Now, or the reproducible-builds convention's SOURCE_DATE_EPOCH (seconds since 1970, UTC) when set:
-    an edition re-plotted with the epoch of its last plot is then byte for byte the same."""
-    epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    if epoch is None:
-        return datetime.now(timezone.utc)
-    if not epoch.isdigit():
-        raise BadInput(f"SOURCE_DATE_EPOCH={epoch!r}: not a number of seconds since 1970")
-    return datetime.fromtimestamp(int(epoch), timezone.utc)
 
 
 def report_text(
@@ -201,7 +209,8 @@ def report_text(
     edition: str = "",
     learning: str = "",
 ) -> str:
-    """REPORT.md. drawn: the figures drawn (file, caption); learning: the learning section (learning_report)."""
+    """REPORT.md. drawn: the figures drawn (file, caption); learning: the learning section
+    (markdown.report_markdown)."""
     study, summary = results.study, results.summary
     counts = ", ".join(f"{name}: {int(mask.sum())}" for name, mask in results.masks.items())
     left_out = left_out_markdown(results)
@@ -245,7 +254,8 @@ def report_text(
             *windows_gaps(results),
         ]
     timing_note = (
-        f"Measured by sweep/env_timing.py on {md_text(timing_info.get('device') or 'an unnamed device')} "
+        "Measured by sweep/env_timing.py on "
+        f"{md_text(timing_info.get('device') or 'an unnamed device')} "
         f"({md_text(config_cell(timing_info.get('versions')) or 'versions not recorded')})."
         if timing_info
         else "No env timing given (`--env-timing`): envs are in the study's order."
@@ -261,18 +271,7 @@ def report_text(
     return "\n\n".join(parts) + "\n"
 
 
-# the README's tables, of study.tables; REPORT.md has every metric, experiment
-HEADLINE_METRICS = ("total", "steady")
 README_MARKERS = ("<!-- speedups:start -->", "<!-- speedups:end -->")
-
-
-def headline(speedups: pd.DataFrame, study: Study) -> pd.DataFrame:
-    """The rows of the README's tables: the total-time and steady-state speedups of the experiments of study.tables,
-    experiment by experiment in that order."""
-    rows = speedups[
-        speedups["metric"].isin(HEADLINE_METRICS) & speedups["experiment"].isin(study.tables)
-    ]
-    return rows.sort_values("experiment", key=lambda e: e.map(study.tables.index), kind="stable")
 
 
 def readme_markdown(
@@ -282,16 +281,20 @@ def readme_markdown(
     previous_name: str = "",
     few_runs: Optional[pd.DataFrame] = None,
 ) -> str:
-    """The README's headline: the total-time and steady-state tables of the experiments of study.tables, with a short
-    intro (REPORT.md has the long one), then the comparison with a previous edition when one is given. few_runs: the
-    speedup cells of too few runs (speedup_markdown.few_runs_cells); those of the headline are warned of first."""
+    """The README's headline: the total-time and steady-state tables of the experiments of
+    study.tables, with a short intro (REPORT.md has the long one), then the comparison with a
+    previous edition when one is given. few_runs: the speedup cells of too few runs
+    (speedups.few_runs_cells); those of the headline are warned of first."""
     table = headline(speedups, study)
     few = headline(few_runs, study) if few_runs is not None else table.iloc[:0]
     warning = few_runs_warning(few, table)
     intro = (
-        f"Speedup A → B = time of A / time of B (above 1×: B is faster), each framework in its default compile "
-        f"mode. Cells: geometric mean [{BOOTSTRAP_LEVEL:.0%} cluster-bootstrap interval over envs, then runs; "
-        f"{NO_INTERVAL} below {MIN_CLUSTERS} envs]; median; pairs / envs. METHODOLOGY.md explains the statistics."
+        "Speedup A → B = time of A / time of B (above 1×: B is faster), each framework in its "
+        "default compile "
+        f"mode. Cells: geometric mean [{BOOTSTRAP_LEVEL:.0%} cluster-bootstrap interval over envs, "
+        "then runs; "
+        f"{NO_INTERVAL} below {MIN_CLUSTERS} envs]; median; pairs / envs. METHODOLOGY.md explains "
+        "the statistics."
     )
     text = (warning + "\n\n" if warning else "") + intro + "\n\n"
     text += speedup_markdown(table, study, intro=False)
@@ -312,8 +315,8 @@ def edition_cell(row) -> str:
 
 
 def edition_table(table: pd.DataFrame, study: Study) -> str:
-    """One experiment's rows of both editions as a markdown table: a row per pair, a column per headline metric and
-    size."""
+    """One experiment's rows of both editions as a markdown table: a row per pair, a column per
+    headline metric and size."""
     table = table.assign(
         column=table["metric"] + ", " + table["size"],
         cell=[edition_cell(row) for row in table.itertuples()],
@@ -335,15 +338,19 @@ def edition_name(experiment: str, backend: str, dtype: str, study: Study) -> str
 def edition_markdown(
     previous: pd.DataFrame, speedups: pd.DataFrame, previous_name: str, study: Study
 ) -> str:
-    """Previous edition -> this one: a table per experiment (and env backend) of the README's tables with pairs
-    measured in both (named when there are several), a row per pair, a column per headline metric and size."""
+    """Previous edition -> this one: a table per experiment (and env backend) of the README's tables
+    with pairs measured in both (named when there are several), a row per pair, a column per
+    headline metric and size."""
     table = headline(previous, study)[SPEEDUP_COLUMNS].merge(
         headline(speedups, study)[SPEEDUP_COLUMNS],
         suffixes=("_previous", ""),
         on=["metric", "experiment", "backend", "dtype", "size", "pair"],
     )
     if table.empty:
-        return f"_No pair of the headline tables was measured in the previous edition ({md_text(previous_name)})._\n"
+        return (
+            "_No pair of the headline tables was measured in the previous edition "
+            f"({md_text(previous_name)})._\n"
+        )
     experiments = table.groupby(["experiment", "backend", "dtype"], sort=False)
     blocks = [
         (f"*{edition_name(name, backend, dtype, study)}*\n\n" if experiments.ngroups > 1 else "")
@@ -351,8 +358,36 @@ def edition_markdown(
         for (name, backend, dtype), rows in experiments
     ]
     return (
-        f"**Since the previous edition** ({md_text(previous_name)}): geometric mean [interval], previous → now; "
+        f"**Since the previous edition** ({md_text(previous_name)}): geometric mean [interval], "
+        "previous → now; "
         f"total time and steady state ({study.steady.label}), per model size.\n\n"
         + "\n\n".join(blocks)
         + "\n"
+    )
+
+
+def few_runs_warning(few: pd.DataFrame, cells: pd.DataFrame) -> str:
+    """One line for the top of REPORT.md or the README block when some of its speedup cells (cells)
+    come from fewer than MIN_RUNS runs a framework (few, of few_runs_cells); "" when none do."""
+    if few.empty:
+        return ""
+    runs = f"fewer than {MIN_RUNS} runs a framework"
+    if len(few) == len(cells):
+        return (
+            f"**Not a result:** {'the' if len(cells) == 1 else f'all {len(cells)}'} speedup "
+            f"cell{'s' * (len(cells) != 1)} below {'has' if len(cells) == 1 else 'have'} {runs} (a "
+            "smoke sweep, or "
+            "too few seeds and envs): each speedup is a single measurement, not an estimate."
+        )
+    tables = few.groupby("experiment", sort=False)["metric"].agg(
+        lambda m: ", ".join(dict.fromkeys(m))
+    )
+    where = "; ".join(f"{experiment}: {metrics}" for experiment, metrics in tables.items())
+    return (
+        f"**Not a result, in part:** {len(few)} of the {len(cells)} speedup cells below have "
+        f"{runs} "
+        ""
+        ""
+        f"({where}): "
+        "read those as single measurements, not estimates."
     )

@@ -1,22 +1,23 @@
 """Everything the figures and the report are drawn from, computed once from the runs (the Results),
-with the two results that build on the speedups: the data types compared, and why a table has no data.
+with the two results that build on the speedups: the data types compared, and why a table has no
+data.
 
 The data types compared: each framework's time in one data type against its time in another. Speedup
-A -> B between data types = a framework's time in A / its time in B, as between frameworks: bfloat16 ->
-float32 above 1× means that the framework is faster in float32. In an experiment of several dtypes
-(study.toml), every run of a framework in A is paired with every run of the same framework in B with the
-same other PAIR_KEYS (env, model size, tag, iterations and batch size), each in the framework's default
-compile mode under the metric's sync setting (speedups.speedup_masks), one run configuration per
-experiment and size (speedups.one_configuration). A cell (metric, experiment, backend, size, framework,
-pair) has the speedup tables' statistics (speedups.cell_statistics). The framework pairs within each
-data type are in the speedup tables (their dtype column).
+A -> B between data types = a framework's time in A / its time in B, as between frameworks: bfloat16
+-> float32 above 1× means that the framework is faster in float32. In an experiment of several
+dtypes (study.toml), every run of a framework in A is paired with every run of the same framework in
+B with the same other PAIR_KEYS (env, model size, tag, iterations and batch size), each in the
+framework's default compile mode under the metric's sync setting (speedups.speedup_masks), one run
+configuration per experiment and size (speedups.one_configuration). A cell (metric, experiment,
+backend, size, framework, pair) has the speedup tables' statistics (speedups.cell_statistics). The
+framework pairs within each data type are in the speedup tables (their dtype column).
 
 Why a figure's panel or a table has no data, in the words that panel or REPORT.md shows instead of
 empty axes: a time of an iteration window is missing when the runs end before the window starts; a
 rollout or update time when the run's timers were not synchronised (sync off) or it logged none, and
-every time of a run resumed after a stop (loading.is_timed); a speedup when the experiment has no runs
-of the metric's sync setting in default compile modes, none with a time for it, or no second framework
-to pair with.
+every time of a run resumed after a stop (loading.is_timed); a speedup when the experiment has no
+runs of the metric's sync setting in default compile modes, none with a time for it, or no second
+framework to pair with.
 """
 
 import itertools
@@ -82,15 +83,16 @@ class Results:
         return table[(table["metric"] == metric) & (table["experiment"] == experiment)]
 
     def runs(self, experiment: str) -> pd.DataFrame:
-        """The summary rows of an experiment (or platform comparison), with their framework/compile mode."""
+        """The summary rows of an experiment (or platform comparison), with their framework/compile
+        mode."""
         runs = self.summary[self.masks[experiment]]
         return runs.assign(
             mode=[mode_name(f, c) for f, c in zip(runs["framework"], runs["compile"])]
         )
 
     def backend_runs(self, experiment: str) -> pd.DataFrame:
-        """An experiment's sync-on runs in default compile modes, with each run's env id and backend (from its
-        label)."""
+        """An experiment's sync-on runs in default compile modes, with each run's env id and backend
+        (from its label)."""
         runs = self.runs(experiment)
         default = runs["compile"] == runs["framework"].map(self.study.default_compile)
         runs = runs[runs["sync_timing"].astype(bool) & default]
@@ -105,8 +107,8 @@ class Results:
         return self.summary[np.logical_or.reduce(masks)] if masks else self.summary.iloc[:0]
 
     def compared(self, metric: str) -> list[str]:
-        """The experiments a speedup metric compares that have runs for it (metric_runs' experiments), in the
-        study's order: what a figure drawn over all of them names."""
+        """The experiments a speedup metric compares that have runs for it (metric_runs'
+        experiments), in the study's order: what a figure drawn over all of them names."""
         masks = speedup_masks(self.summary, self.masks, self.study, metric)
         return [name for name, mask in masks.items() if mask.any()]
 
@@ -121,7 +123,8 @@ class Results:
 
 
 def env_order(envs, timing: pd.DataFrame, study: Study) -> list[str]:
-    """Cheapest env first when timed; envs without timing follow in the study's order (others by name)."""
+    """Cheapest env first when timed; envs without timing follow in the study's order (others by
+    name)."""
     cost = env_costs(timing)
     timed = sorted((env for env in set(envs) if env in cost), key=lambda env: (cost[env], env))
     return timed + in_order(study.every_env, [env for env in set(envs) if env not in cost])
@@ -130,7 +133,8 @@ def env_order(envs, timing: pd.DataFrame, study: Study) -> list[str]:
 def platform_tables(
     summary, masks, study: Study, pairs: dict
 ) -> dict[str, dict[str, pd.DataFrame]]:
-    """Per platform comparison with runs, per tag: the total-time speedups of the experiment it repeats."""
+    """Per platform comparison with runs, per tag: the total-time speedups of the experiment it
+    repeats."""
     tables = {}
     for name, platform in study.platforms.items():
         if not masks[name].any():
@@ -144,7 +148,8 @@ def platform_tables(
 
 
 def analyse(runs: pd.DataFrame, timing: pd.DataFrame, study: Study) -> Results:
-    """The summary, the pairs, the speedup and env-cost tables and what was left out, from the tidy runs table."""
+    """The summary, the pairs, the speedup and env-cost tables and what was left out, from the tidy
+    runs table."""
     summary, masks = summarize(runs, timing, study)
     split = {metric: metric_pairs(summary, masks, study, metric) for metric in METRICS}
     pairs = {metric: pooled for metric, (pooled, _) in split.items()}
@@ -170,14 +175,16 @@ def analyse(runs: pd.DataFrame, timing: pd.DataFrame, study: Study) -> Results:
 
 
 def dtype_pair_names(dtypes: tuple[str, ...]) -> list[tuple[str, str]]:
-    """Every pair A -> B of an experiment's data types with B listed before A in DTYPES (bfloat16 -> float32)."""
+    """Every pair A -> B of an experiment's data types with B listed before A in DTYPES (bfloat16 ->
+    float32)."""
     ordered = [dtype for dtype in DTYPES if dtype in dtypes]
     return [(a, b) for b, a in itertools.combinations(ordered, 2)]
 
 
 def dtype_pairs(summary: pd.DataFrame, masks: dict, study: Study, metric: str) -> pd.DataFrame:
-    """The pairs of runs (one framework, two data types) of a metric, from each experiment of several dtypes. Their
-    dtype column holds the pair, "bfloat16->float32", so that speedups.clusters_of groups them by env and tag."""
+    """The pairs of runs (one framework, two data types) of a metric, from each experiment of
+    several dtypes. Their dtype column holds the pair, "bfloat16->float32", so that
+    speedups.clusters_of groups them by env and tag."""
     column = metric_columns(study)[metric]
     keys = [key for key in PAIR_KEYS if key != "dtype"] + ["framework"]
     frames = []
@@ -193,8 +200,8 @@ def dtype_pairs(summary: pd.DataFrame, masks: dict, study: Study, metric: str) -
 
 
 def dtype_table(summary: pd.DataFrame, masks: dict, study: Study) -> pd.DataFrame:
-    """dtype_speedups.csv: a row per metric, experiment, backend, size, framework and data-type pair with pairs of
-    runs, in the study's orders, with cell_statistics' columns."""
+    """dtype_speedups.csv: a row per metric, experiment, backend, size, framework and data-type pair
+    with pairs of runs, in the study's orders, with cell_statistics' columns."""
     rows = []
     for metric in METRICS:
         ratios = dtype_pairs(summary, masks, study, metric)
@@ -222,7 +229,8 @@ def dtype_experiments(study: Study) -> list[str]:
 
 
 def window_of(column: str, study: Study) -> Window:
-    """The iteration window of a summary column: its own (iters8plus_s), else the steady one (rollout8plus_s)."""
+    """The iteration window of a summary column: its own (iters8plus_s), else the steady one
+    (rollout8plus_s)."""
     return window_columns(study).get(column, study.steady)
 
 
@@ -233,10 +241,11 @@ def counts(runs: pd.DataFrame) -> str:
 
 
 def too_short(runs: pd.DataFrame, window: Window) -> str:
-    """Why no run reaches a window, e.g. "the steady window (iterations 8+) needs runs of 9 or more iterations;
-    these have 6"."""
+    """Why no run reaches a window, e.g. "the steady window (iterations 8+) needs runs of 9 or more
+    iterations; these have 6"."""
     return (
-        f"the {window.name} window ({window.label}) needs runs of {window.first + 1} or more iterations; "
+        f"the {window.name} window ({window.label}) needs runs of {window.first + 1} or more "
+        "iterations; "
         f"these have {counts(runs)}"
     )
 
@@ -250,10 +259,14 @@ def short_note(runs: pd.DataFrame, window: Window) -> str:
 
 
 def missing_time(runs: pd.DataFrame, column: str, study: Study) -> str:
-    """Why none of `runs` (not empty) has a time in `column` (a window's, or the steady rollout or update)."""
+    """Why none of `runs` (not empty) has a time in `column` (a window's, or the steady rollout or
+    update)."""
     window = window_of(column, study)
     if not is_timed(runs).any():
-        return "these runs were resumed after a stop: a second start is in their times, which are not compared"
+        return (
+            "these runs were resumed after a stop: a second start is in their times, "
+            "which are not compared"
+        )
     if (runs["num_iterations"] <= window.first).all():
         return too_short(runs, window)
     if column not in window_columns(study) and not runs["sync_timing"].astype(bool).any():
@@ -262,7 +275,8 @@ def missing_time(runs: pd.DataFrame, column: str, study: Study) -> str:
 
 
 def missing_pairs(runs: pd.DataFrame, column: str, study: Study) -> str:
-    """Why `runs` (not empty: those a comparison could pair) give no pair of runs with a time in `column`."""
+    """Why `runs` (not empty: those a comparison could pair) give no pair of runs with a time in
+    `column`."""
     timed = runs[runs[column].notna()]
     if timed.empty:
         return missing_time(runs, column, study)
@@ -270,7 +284,8 @@ def missing_pairs(runs: pd.DataFrame, column: str, study: Study) -> str:
     if len(frameworks) < 2:
         return f"only {frameworks[0]} has runs; a pair needs two frameworks"
     return (
-        "no runs of two frameworks share an env, model size, tag, number of iterations, batch size and "
+        "no runs of two frameworks share an env, model size, tag, number of iterations, batch size "
+        "and "
         "machine (host and device)"
     )
 
@@ -293,7 +308,8 @@ def speedup_gap(results, experiment: str, metric: str, size: str = "") -> str:
 
 
 def env_cost_gap(results, metric: str, size: str = "") -> str:
-    """Why the speedup-against-env-cost figure has no point of a metric (of one model size, when given)."""
+    """Why the speedup-against-env-cost figure has no point of a metric (of one model size, when
+    given)."""
     pairs = results.pairs[metric]
     pairs = pairs[pairs["model_size"] == size] if size else pairs
     if not pairs.empty:
@@ -306,8 +322,9 @@ def env_cost_gap(results, metric: str, size: str = "") -> str:
 
 
 def times_table(results: Results, name: str) -> pd.DataFrame:
-    """Per model size, env, tag and framework (a row), rollout + update seconds per iteration in each data type (a
-    column): the steady window's mean of the sync-on runs in default compile modes, the median over seeds."""
+    """Per model size, env, tag and framework (a row), rollout + update seconds per iteration in
+    each data type (a column): the steady window's mean of the sync-on runs in default compile
+    modes, the median over seeds."""
     study, runs = results.study, results.backend_runs(name)
     parts = [window_column(study.steady, part) for part in ("rollout", "update")]
     keys = ["model_size", "env", "tag", "framework", "dtype"]

@@ -1,46 +1,53 @@
-"""Reads what a run of a ppo_*.py script wrote: config.json, summary.json, its scalars (tools/launch.py runs one).
+"""Reads what a run of a ppo_*.py script wrote: config.json, summary.json, its scalars
+(tools/launch.py runs one).
 
-The one reader of run folders, used by plot_results.py, sweep/resume.py (bench.sh's resume), benchmarks/ and the tests.
-One definition of a usable run serves them all: `check_completed` says why a run is not one.
+The one reader of run folders, used by plot_results.py, sweep/resume.py (bench.sh's resume),
+benchmarks/ and the tests. One definition of a usable run serves them all: `check_completed` says
+why a run is not one.
 
     from analysis.runlog import read_run, is_completed
     run = read_run("runs/CartPole-v1__linen__small__jit__1__1700000000")
     run.config["framework"], run.summary["status"], run.scalars["time/iteration"]
 
-A usable run is what the scripts write, checked against the study (study.toml) and against itself, so that a folder
-forged or pieced together (which would make bench.sh skip a run it never made, or put words in the analysis'
-tables) is not one:
+A usable run is what the scripts write, checked against the study (study.toml) and against itself,
+so that a folder forged or pieced together (which would make bench.sh skip a run it never made, or
+put words in the analysis' tables) is not one:
 
-- config.json: the framework, model size and compile mode that the study names; an env id (or an env label,
-  "{id}@envpool") and an env_backend of the study's backends; seed an int; sync_timing a bool; batch_size and
-  num_iterations positive ints (never bools), batch_size = num_envs x num_steps where those are given; the texts
-  (tag, hostname, platform, ...) strings; its command (argv) runs the framework's script, and every flag it gives
-  has the value of the field it sets (check_command: the resume knows a run by its command, the analysis by its
-  fields).
-- summary.json: status completed after num_iterations iterations; total_s a finite positive number; setup_s and
-  import_s finite numbers within total_s; final_return null or a finite number: the mean episodic return of the
-  last 10 iterations, as bookkeeping.py makes it.
-- the scalars: one time/iteration per iteration, at steps batch_size, 2 x batch_size, ... (by which the analysis
-  numbers the iterations), each a finite positive number, adding up to at most total_s.
+- config.json: the framework, model size and compile mode that the study names; an env id (or an env
+  label, "{id}@envpool") and an env_backend of the study's backends; seed an int; sync_timing a
+  bool; batch_size and num_iterations positive ints (never bools), batch_size = num_envs x num_steps
+  where those are given; the texts (tag, hostname, platform, ...) strings; its command (argv) runs
+  the framework's script, and every flag it gives has the value of the field it sets (check_command:
+  the resume knows a run by its command, the analysis by its fields).
+- summary.json: status completed after num_iterations iterations; total_s a finite positive number;
+  setup_s and import_s finite numbers within total_s; final_return null or a finite number: the mean
+  episodic return of the last 10 iterations, as bookkeeping.py makes it.
+- the scalars: one time/iteration per iteration, at steps batch_size, 2 x batch_size, ... (by which
+  the analysis numbers the iterations), each a finite positive number, adding up to at most total_s.
 - a run folder's events file (check_events): named by tensorboardX for the host of config.json
-  (events.out.tfevents.{unix time}.{hostname}), and written during the run: its time and the wall time of every
-  scalar between config.json's start_time and start_time + total_s, and the script's first line by its
-  time/elapsed scalars (wall time less time/elapsed) at most setup_s before start_time (each give or take
-  CLOCK_SLACK_S), so that an events file copied in from another run is not taken for this one's; and total_s at
-  most TAIL_S longer than the run its events show (its last time/elapsed; TRACKED_TAIL_S with --track).
-- config.json and summary.json: regular files of at most MAX_JSON_BYTES (a FIFO or a file nested too deep for the
-  parser is a reason, never a hang or a crash). Run folders are found without following links (find_runs).
+  (events.out.tfevents.{unix time}.{hostname}), and written during the run: its time and the wall
+  time of every scalar between config.json's start_time and start_time + total_s, and the script's
+  first line by its time/elapsed scalars (wall time less time/elapsed) at most setup_s before
+  start_time (each give or take CLOCK_SLACK_S), so that an events file copied in from another run is
+  not taken for this one's; and total_s at most TAIL_S longer than the run its events show (its last
+  time/elapsed; TRACKED_TAIL_S with --track).
+- config.json and summary.json: regular files of at most MAX_JSON_BYTES (a FIFO or a file nested too
+  deep for the parser is a reason, never a hang or a crash). Run folders are found without following
+  links (find_runs).
 
-A run of a runs.csv (plot_results.py --csv) goes through the same check_completed, without an events file.
+A run of a runs.csv (plot_results.py --csv) goes through the same check_completed, without an events
+file.
 
-A resumed run (the scripts' --resume; summary.json "resumed_at": the iterations each resume continued after, a
-non-empty increasing list of positive ints below iterations_completed, else RunError) is read as one run: its folder
-holds an events file per process (at least 1 + len(resumed_at)), merged so that a later file's value (by the file's
-first wall time) replaces an earlier one's at the same step and tag: the scalars hold each iteration once, as the
-resumed process logged it (check_resumed_events). Its checks are a run's, bar those that tie total_s (the last
-process's own) to the events: the sum of time/iteration, the events within start_time + total_s and check_total
-are made on the last process's events file alone (its iterations, after resumed_at's last, within its own
-start and total_s); in a runs.csv, which does not say which process logged what, they are skipped.
+A resumed run (the scripts' --resume; summary.json "resumed_at": the iterations each resume
+continued after, a non-empty increasing list of positive ints below iterations_completed, else
+RunError) is read as one run: its folder holds an events file per process (at least 1 +
+len(resumed_at)), merged so that a later file's value (by the file's first wall time) replaces an
+earlier one's at the same step and tag: the scalars hold each iteration once, as the resumed process
+logged it (check_resumed_events). Its checks are a run's, bar those that tie total_s (the last
+process's own) to the events: the sum of time/iteration, the events within start_time + total_s and
+check_total are made on the last process's events file alone (its iterations, after resumed_at's
+last, within its own start and total_s); in a runs.csv, which does not say which process logged
+what, they are skipped.
 """
 
 import json
@@ -52,13 +59,11 @@ import stat
 from pathlib import Path
 from typing import Optional
 
-import pandas as pd
-
 from analysis.events import (
     Run,
     RunError,
     check_events,
-    check_time_sum,
+    check_scalars,
     check_total,
     is_int,
     read_events,
@@ -66,7 +71,8 @@ from analysis.events import (
 )
 from sweep import run_args, study
 
-# config.json keys that the analysis and the resume need: a run without them cannot be placed in the study
+# config.json keys that the analysis and the resume need: a run without them cannot be placed in the
+# study
 REQUIRED_CONFIG = [
     "env",
     "framework",
@@ -81,16 +87,14 @@ REQUIRED_CONFIG = [
 TEXT_CONFIG = ["tag", "hostname", "platform", "exp_name", "device_name", "device", "start_time"]
 # the ids of gymnax, Craftax, Brax and envpool envs
 ENV_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-RETURN = "charts/episodic_return"
-# summary.json final_return: the mean episodic return of the last 10 iterations
-FINAL_ITERATIONS = 10
 # config.json and summary.json are a few kB; a larger file is not a run's (and is not read whole)
 MAX_JSON_BYTES = 1 << 20
 
 
 def read_json(path: Path) -> dict:
-    """A JSON object from a file; RunError (naming the file) when it is missing, unreadable, not a regular file (a FIFO
-    would block the reader for ever), over MAX_JSON_BYTES, nested too deep for the parser, or not an object."""
+    """A JSON object from a file; RunError (naming the file) when it is missing, unreadable, not a
+    regular file (a FIFO would block the reader for ever), over MAX_JSON_BYTES, nested too deep for
+    the parser, or not an object."""
     path = Path(path)
     try:
         # O_NONBLOCK: opening a FIFO returns at once, and fstat then says what it is
@@ -117,9 +121,10 @@ def read_json(path: Path) -> dict:
 
 
 def find_runs(roots) -> tuple[list[Path], list[Path]]:
-    """(every run folder, one holding config.json, at any depth under the given folders, sorted per folder; the links
-    to folders met on the way). Links are never followed: a run is read where it is, once, and bench.sh's resume
-    (sweep/resume.py) finds runs here too, so that a run one of them counts, the other counts as well."""
+    """(every run folder, one holding config.json, at any depth under the given folders, sorted per
+    folder; the links to folders met on the way). Links are never followed: a run is read where it
+    is, once, and bench.sh's resume (sweep/resume.py) finds runs here too, so that a run one of them
+    counts, the other counts as well."""
     found, links = [], []
     for root in roots:
         here = []
@@ -133,20 +138,21 @@ def find_runs(roots) -> tuple[list[Path], list[Path]]:
 
 
 def run_dirs(roots) -> list[Path]:
-    """Every run folder (one holding config.json) at any depth under the given folders, sorted per folder, links
-    to folders not followed (find_runs)."""
+    """Every run folder (one holding config.json) at any depth under the given folders, sorted per
+    folder, links to folders not followed (find_runs)."""
     return find_runs(roots)[0]
 
 
 def read_run(run_dir) -> Run:
-    """config.json, summary.json and the scalars of a run folder, whatever its status; RunError when unreadable."""
+    """config.json, summary.json and the scalars of a run folder, whatever its status; RunError when
+    unreadable."""
     run_dir = Path(run_dir)
     config = read_json(run_dir / "config.json")
     summary = read_json(run_dir / "summary.json")
     return Run(run_dir, config, summary, *read_events(run_dir, len(resumed_at(summary))))
 
 
-# ------------------------------------------------------------------------------------- what a usable run is
+# ----------------------------------------------------------------------------- what a usable run is
 
 
 def is_number(value) -> bool:
@@ -161,7 +167,8 @@ def positive_int(key: str, value) -> int:
 
 
 def check_env(config: dict) -> None:
-    """An env id (a label "{id}@{backend}" in a runs.csv) and an env_backend of the study's backends."""
+    """An env id (a label "{id}@{backend}" in a runs.csv) and an env_backend of the study's
+    backends."""
     env, backend = config["env"], config.get("env_backend")
     env_id, label_backend = study.split_label(env) if isinstance(env, str) else ("", "")
     named = study.env_label(env_id, label_backend) == env and label_backend in study.BACKENDS
@@ -174,18 +181,21 @@ def check_env(config: dict) -> None:
 
 
 def check_config(config: dict, the_study: study.Study) -> None:
-    """RunError unless config.json names what the study knows, with values of the types the scripts write."""
+    """RunError unless config.json names what the study knows, with values of the types the scripts
+    write."""
     missing = [key for key in REQUIRED_CONFIG if key not in config]
     if missing:
         raise RunError(f"config.json lacks {', '.join(missing)}")
     framework, size, mode = config["framework"], config["model_size"], config["compile"]
     if not isinstance(framework, str) or framework not in the_study.frameworks:
         raise RunError(
-            f"config.json framework {framework!r} is not one of the study's ({', '.join(the_study.frameworks)})"
+            f"config.json framework {framework!r} is not one of the study's "
+            f"({', '.join(the_study.frameworks)})"
         )
     if not isinstance(size, str) or size not in the_study.sizes:
         raise RunError(
-            f"config.json model_size {size!r} is not one of the study's ({', '.join(the_study.sizes)})"
+            f"config.json model_size {size!r} is not one of the study's "
+            f"({', '.join(the_study.sizes)})"
         )
     modes = the_study.frameworks[framework].compile
     if not isinstance(mode, str) or mode not in modes:
@@ -221,8 +231,8 @@ def check_config(config: dict, the_study: study.Study) -> None:
 
 
 def command_words(command) -> list[str]:
-    """config.json's command (argv; one shell command line in a runs.csv) as its words; RunError when it is
-    neither."""
+    """config.json's command (argv; one shell command line in a runs.csv) as its words; RunError
+    when it is neither."""
     if isinstance(command, str):
         try:
             return shlex.split(command)
@@ -234,17 +244,19 @@ def command_words(command) -> list[str]:
 
 
 def check_command(config: dict, the_study: study.Study) -> None:
-    """RunError unless config.json's fields are what its own command set: the script is the framework's, and every
-    flag the command gives has the value of the field it sets (as the analysis reads the fields: an env label's
-    backend, float32 for a run without dtype). The resume knows a run by its command and the analysis by its fields:
-    they must be one run. A run without a command (made before config.json had one) has nothing to agree with."""
+    """RunError unless config.json's fields are what its own command set: the script is the
+    framework's, and every flag the command gives has the value of the field it sets (as the
+    analysis reads the fields: an env label's backend, float32 for a run without dtype). The resume
+    knows a run by its command and the analysis by its fields: they must be one run. A run without a
+    command (made before config.json had one) has nothing to agree with."""
     if config.get("command") is None:
         return
     words = command_words(config["command"])
     script = Path(the_study.frameworks[config["framework"]].script).name
     if Path(words[0]).name != script:
         raise RunError(
-            f"config.json command runs {Path(words[0]).name!r}, not {script}, the script of its framework "
+            f"config.json command runs {Path(words[0]).name!r}, not {script}, the script of its "
+            "framework "
             f"{config['framework']}"
         )
     try:
@@ -268,15 +280,16 @@ def check_command(config: dict, the_study: study.Study) -> None:
 
 
 def check_status(summary) -> None:
-    """RunError unless summary.json (any JSON value) says status completed: the first check of a usable run, the
-    one the resume makes before reading anything more."""
+    """RunError unless summary.json (any JSON value) says status completed: the first check of a
+    usable run, the one the resume makes before reading anything more."""
     status = summary.get("status") if isinstance(summary, dict) else None
     if status != "completed":
         raise RunError(f"status {status!r}")
 
 
 def says_completed(summary) -> bool:
-    """Whether summary.json (any JSON value) says status completed (check_status, as a yes or no)."""
+    """Whether summary.json (any JSON value) says status completed (check_status, as a yes or
+    no)."""
     try:
         check_status(summary)
     except RunError:
@@ -285,7 +298,8 @@ def says_completed(summary) -> bool:
 
 
 def check_summary(summary: dict, config: dict) -> None:
-    """RunError unless summary.json says the run completed every iteration of config.json, in a finite time."""
+    """RunError unless summary.json says the run completed every iteration of config.json, in a
+    finite time."""
     check_status(summary)
     if summary.get("total_s") is None:
         raise RunError("summary.json lacks total_s")
@@ -294,12 +308,14 @@ def check_summary(summary: dict, config: dict) -> None:
         raise RunError(f"completed with {iterations!r} iterations")
     if iterations != config["num_iterations"]:
         raise RunError(
-            f"completed with {iterations} iterations, config.json's num_iterations {config['num_iterations']}"
+            f"completed with {iterations} iterations, config.json's num_iterations "
+            f"{config['num_iterations']}"
         )
     resumes = resumed_at(summary)
     if resumes and resumes[-1] >= iterations:
         raise RunError(
-            f"summary.json resumed_at {resumes!r}: a resume after iteration {resumes[-1]} of {iterations}"
+            f"summary.json resumed_at {resumes!r}: a resume after iteration {resumes[-1]} of "
+            f"{iterations}"
         )
     total = summary["total_s"]
     if not is_number(total) or total <= 0:
@@ -315,54 +331,10 @@ def check_summary(summary: dict, config: dict) -> None:
         raise RunError(f"summary.json final_return is {final!r}, not a number")
 
 
-def check_scalars(scalars: pd.DataFrame, config: dict, summary: dict) -> None:
-    """RunError unless time/iteration holds a finite positive time per iteration, logged at the steps the analysis
-    numbers them by (batch_size, 2 x batch_size, ...; in a runs.csv without steps, iterations 0, 1, ...), adding
-    up to at most total_s (a resumed run's: those of its last process, check_resumed_events)."""
-    iterations = summary["iterations_completed"]
-    if "time/iteration" not in scalars:
-        raise RunError("no time/iteration scalar")
-    logged = scalars[scalars["time/iteration"].notna()]
-    if len(logged) != iterations:
-        raise RunError(f"events hold {len(logged)} of {iterations} iterations")
-    times = pd.to_numeric(logged["time/iteration"], errors="coerce").astype(float)
-    if not all(math.isfinite(t) and t > 0 for t in times):
-        raise RunError("a time/iteration that is not a positive number of seconds")
-    if not resumed_at(summary):
-        check_time_sum(times, summary["total_s"])
-    column, unit = ("step", config["batch_size"]) if "step" in logged else ("iteration", 0)
-    if column in logged:
-        wanted = [unit * (i + 1) for i in range(iterations)] if unit else list(range(iterations))
-        if sorted(pd.to_numeric(logged[column], errors="coerce").tolist()) != wanted:
-            where = f"steps {unit}, {2 * unit}, ..." if unit else "iterations 0, 1, ..."
-            raise RunError(
-                f"time/iteration is not logged at the {where} of its {iterations} iterations"
-            )
-    if "final_return" in summary:
-        check_final_return(logged, summary["final_return"])
-
-
-def check_final_return(logged: pd.DataFrame, final) -> None:
-    """RunError unless final_return is what bookkeeping.py makes of the scalars: the mean episodic return of the
-    last 10 iterations (those in which an episode ended), null when none did."""
-    order = "step" if "step" in logged else "iteration" if "iteration" in logged else None
-    last = (logged.sort_values(order) if order else logged).tail(FINAL_ITERATIONS)
-    returns = pd.to_numeric(last.get(RETURN, pd.Series(dtype=float)), errors="coerce").dropna()
-    mean = float(returns.mean()) if len(returns) else None
-    if mean is None or final is None:
-        same = mean is None and final is None
-    else:
-        same = math.isclose(mean, final, rel_tol=1e-6, abs_tol=1e-9)
-    if not same:
-        raise RunError(
-            f"summary.json final_return {final!r} is not the mean return of its last iterations ({mean!r})"
-        )
-
-
 def check_completed(run: Run, the_study: Optional[study.Study] = None) -> None:
-    """RunError, saying why, unless the run completed, its files hold every iteration it claims, its values are the
-    study's and of the types the scripts write, and its events file (a run folder's) is its own. the_study: the study
-    (study.load() when not given)."""
+    """RunError, saying why, unless the run completed, its files hold every iteration it claims, its
+    values are the study's and of the types the scripts write, and its events file (a run folder's)
+    is its own. the_study: the study (study.load() when not given)."""
     check_status(run.summary)
     the_study = the_study or study.load()
     check_config(run.config, the_study)
@@ -374,8 +346,8 @@ def check_completed(run: Run, the_study: Optional[study.Study] = None) -> None:
 
 
 def read_completed_run(run_dir, the_study: Optional[study.Study] = None) -> Run:
-    """read_run, then check_completed: the run, or RunError saying why it cannot be used. A run that did not
-    complete says so first (its events, cut short, are not read)."""
+    """read_run, then check_completed: the run, or RunError saying why it cannot be used. A run that
+    did not complete says so first (its events, cut short, are not read)."""
     check_status(read_json(Path(run_dir) / "summary.json"))
     run = read_run(run_dir)
     check_completed(run, the_study)

@@ -1,6 +1,6 @@
-"""The figures of speedups: the tables' cells (geometric mean with its cluster-bootstrap interval) over every pair
-of runs as faint dots, per experiment, per platform tag, and against the env's step cost (figures.py lists them as
-kinds)."""
+"""The figures of speedups: the tables' cells (geometric mean with its cluster-bootstrap interval)
+over every pair of runs as faint dots, per experiment, per platform tag, and against the env's step
+cost (figures.py lists them as kinds)."""
 
 import numpy as np
 import pandas as pd
@@ -40,8 +40,8 @@ from sweep.study import Study  # noqa: E402
 
 
 def speedup_figure(results: Results, name: str, metric: str, title: str):
-    """The speedups of one metric and experiment per pair and size: the table's cells and every pair of runs; a panel
-    per env backend when the experiment has several (as its tables do)."""
+    """The speedups of one metric and experiment per pair and size: the table's cells and every pair
+    of runs; a panel per env backend when the experiment has several (as its tables do)."""
     ratios, cells = results.pairs[metric], results.cells(metric, name)
     ratios = ratios[ratios["experiment"] == name]
     if cells.empty:
@@ -82,8 +82,8 @@ def fig_steady_speedups(results: Results, name: str):
 
 
 def fig_tags(results: Results, name: str):
-    """Top: total duration per framework under each tag, a panel per size. Bottom: each tag's total-time speedups of
-    the repeated experiment, its tables' cells with their intervals."""
+    """Top: total duration per framework under each tag, a panel per size. Bottom: each tag's
+    total-time speedups of the repeated experiment, its tables' cells with their intervals."""
     study, runs = results.study, results.runs(name)
     repeats = study.platforms[name].repeats
     sizes = in_order(study.sizes, runs["model_size"])
@@ -129,8 +129,8 @@ def fig_tags(results: Results, name: str):
 
 
 def fig_speedup_vs_env_cost(results: Results, name: str = ""):
-    """Per metric (row) and size (column): each pair's speedup per env against the env's step cost, and the log-log
-    fit of a pair of MIN_CORRELATION_ENVS envs or more."""
+    """Per metric (row) and size (column): each pair's speedup per env against the env's step cost,
+    and the log-log fit of a pair of MIN_CORRELATION_ENVS envs or more."""
     if env_costs(results.timing).empty:
         return "no env timing (--env-timing)"
     study = results.study
@@ -177,9 +177,10 @@ def fig_speedup_vs_env_cost(results: Results, name: str = ""):
 def speedup_cells(
     ax, ratios: pd.DataFrame, cells: pd.DataFrame, hue: str, order, palette, pairs
 ) -> None:
-    """Per framework pair (x), one group per hue value (a model size or a tag): every pair of runs as a faint dot,
-    and the table's cell as a marker at the geometric mean with its cluster-bootstrap interval.
-    ratios: the pairs of runs (column hue); cells: speedups.csv rows (column hue too)."""
+    """Per framework pair (x), one group per hue value (a model size or a tag): every pair of runs
+    as a faint dot, and the table's cell as a marker at the geometric mean with its
+    cluster-bootstrap interval. ratios: the pairs of runs (column hue); cells: speedups.csv rows
+    (column hue too)."""
     position = {pair: i for i, pair in enumerate(pairs)}
     width = 0.8 / max(len(order), 1)
     jitter = np.random.default_rng(0)  # the dots spread a little, the same way every time
@@ -203,10 +204,10 @@ def speedup_cells(
 def draw_against_env_cost(
     ax, runs: pd.DataFrame, y: str, costs: pd.Series, env_order: list[str], study: Study
 ) -> tuple[list, bool]:
-    """Every run (a row of runs) against its env's step cost (costs: env -> cost); framework = color, size =
-    marker and shade; lines join the medians of a framework and size measured on two envs or more. Without a cost
-    for every env, the envs are placed in env_order instead. Returns the legend handles and whether a line was
-    drawn."""
+    """Every run (a row of runs) against its env's step cost (costs: env -> cost); framework =
+    color, size = marker and shade; lines join the medians of a framework and size measured on two
+    envs or more. Without a cost for every env, the envs are placed in env_order instead. Returns
+    the legend handles and whether a line was drawn."""
     timed = runs["env"].isin(costs.index).all()
     x = (
         runs["env"].map(costs)
@@ -243,8 +244,8 @@ def draw_against_env_cost(
 
 
 def mark_expensive_envs(ax, costs: pd.Series, expensive_envs, envs) -> None:
-    """A dotted line and the name of each expensive env (Craftax) among envs on an env-cost x axis (costs: env ->
-    cost)."""
+    """A dotted line and the name of each expensive env (Craftax) among envs on an env-cost x axis
+    (costs: env -> cost)."""
     for env in (env for env in expensive_envs if env in set(envs) and env in costs):
         ax.axvline(costs[env], color="0.6", ls=":", lw=1, zorder=0)
         transform = ax.get_xaxis_transform()

@@ -1,15 +1,18 @@
-"""Pairs of runs -> the speedup tables, the speedups against env cost, and the runs left out of them.
+"""Pairs of runs -> the speedup tables, the speedups against env cost, and the runs left out of
+them.
 
-Speedup A -> B = time of A / time of B, over every pair of runs of frameworks A and B with the same PAIR_KEYS: one
-experiment (runs are never paired across experiments), env, model size, data type, tag, number of iterations, batch
-size and machine (host and device: runs of two machines are never paired; the seeds of one machine are), each
-framework in its default compile mode, under the metric's sync setting. A cluster of the interval's bootstrap is an
-env on one machine (one tag, ...): the pairs of a cell whose runs come from two machines form two clusters per env. A table cell (metric,
-experiment, backend, dtype, size, pair) pools the envs of one env backend (an experiment of several, e.g. the same
-envs on gymnax and on envpool, gets a cell per backend: the question it asks is how the backends differ) and the
-pairs of one run configuration (iterations and batch size): where an experiment's runs of one size come in several,
-the one with the most envs (then the most pairs, then the longest runs, then the largest batch) makes the cells and
-the others are left out, as are the runs that found no run to pair with; the report lists both.
+Speedup A -> B = time of A / time of B, over every pair of runs of frameworks A and B with the same
+PAIR_KEYS: one experiment (runs are never paired across experiments), env, model size, data type,
+tag, number of iterations, batch size and machine (host and device: runs of two machines are never
+paired; the seeds of one machine are), each framework in its default compile mode, under the
+metric's sync setting. A cluster of the interval's bootstrap is an env on one machine (one tag,
+...): the pairs of a cell whose runs come from two machines form two clusters per env. A table cell
+(metric, experiment, backend, dtype, size, pair) pools the envs of one env backend (an experiment of
+several, e.g. the same envs on gymnax and on envpool, gets a cell per backend: the question it asks
+is how the backends differ) and the pairs of one run configuration (iterations and batch size):
+where an experiment's runs of one size come in several, the one with the most envs (then the most
+pairs, then the longest runs, then the largest batch) makes the cells and the others are left out,
+as are the runs that found no run to pair with; the report lists both.
 """
 
 import itertools
@@ -17,7 +20,13 @@ import itertools
 import numpy as np
 import pandas as pd
 
-from analysis.common import CONFIGURATION, ENV_COST_COLUMNS, PAIR_KEYS, SPEEDUP_COLUMNS, metric_sync
+from analysis.common import (
+    CONFIGURATION,
+    ENV_COST_COLUMNS,
+    PAIR_KEYS,
+    SPEEDUP_COLUMNS,
+    metric_sync,
+)
 from analysis.loading import window_column
 from analysis.stats import (
     MIN_CORRELATION_ENVS,
@@ -31,12 +40,13 @@ from sweep.study import Study, split_label
 ENV_COST_METRICS = ("total", "steady")
 LEFT_OUT_COLUMNS = ["metric", "experiment", "run", "reason"]
 UNPAIRED = (
-    "no run of another framework with the same env, size, data type, tag, iterations, batch size and machine "
+    "no run of another framework with the same env, size, data type, tag, iterations, batch size "
+    "and machine "
     "(host and device)"
 )
 
 
-# ---------------------------------------------------------------------------------------------- metrics
+# ------------------------------------------------------------------------------------------ metrics
 def metric_columns(study: Study) -> dict[str, str]:
     """speedup metric -> summary column."""
     return {
@@ -48,15 +58,16 @@ def metric_columns(study: Study) -> dict[str, str]:
 
 
 def metric_experiments(study: Study, metric: str) -> list[str]:
-    """The experiments a metric is compared in, each on its own: those with runs under the metric's sync setting."""
+    """The experiments a metric is compared in, each on its own: those with runs under the metric's
+    sync setting."""
     return [name for name, exp in study.experiments.items() if metric_sync(metric) in exp.syncs]
 
 
 def speedup_masks(
     summary: pd.DataFrame, masks: dict, study: Study, metric: str
 ) -> dict[str, pd.Series]:
-    """experiment -> the runs a speedup metric is computed from: the default compile mode of each framework, under the
-    metric's sync setting (an experiment may have runs of both)."""
+    """experiment -> the runs a speedup metric is computed from: the default compile mode of each
+    framework, under the metric's sync setting (an experiment may have runs of both)."""
     chosen = (summary["compile"] == summary["framework"].map(study.default_compile)) & (
         summary["sync_timing"].astype(bool) == metric_sync(metric)
     )
@@ -65,12 +76,13 @@ def speedup_masks(
     }
 
 
-# ------------------------------------------------------------------------------------------------ pairs
+# -------------------------------------------------------------------------------------------- pairs
 def pairwise(
     summary: pd.DataFrame, column: str, masks: dict, study: Study, op=np.divide
 ) -> pd.DataFrame:
-    """op(A, B) over every pair of runs of frameworks A and B with the same PAIR_KEYS, for each pair A->B.
-    masks: experiment -> the runs of that experiment to pair. run_a, run_b: the runs' rows in summary."""
+    """op(A, B) over every pair of runs of frameworks A and B with the same PAIR_KEYS, for each pair
+    A->B. masks: experiment -> the runs of that experiment to pair. run_a, run_b: the runs' rows in
+    summary."""
     columns = [*PAIR_KEYS, "pair", "run_a", "run_b", "a", "b", "value"]
     frames = []
     for experiment, mask in masks.items():
@@ -84,8 +96,8 @@ def pairwise(
 
 
 def experiment_data(summary: pd.DataFrame, mask, column: str, experiment: str) -> pd.DataFrame:
-    """The rows of an experiment's runs that have a time in column: the PAIR_KEYS, framework, run (its summary row) and
-    the time."""
+    """The rows of an experiment's runs that have a time in column: the PAIR_KEYS, framework, run
+    (its summary row) and the time."""
     keys = [key for key in PAIR_KEYS if key != "experiment"]
     data = summary.loc[mask & summary[column].notna(), [*keys, "framework", "run", column]]
     data = data.sort_values("run", kind="stable").assign(experiment=experiment)
@@ -95,8 +107,8 @@ def experiment_data(summary: pd.DataFrame, mask, column: str, experiment: str) -
 
 
 def paired(data: pd.DataFrame, column: str, side: str, a: str, b: str, keys: list, op):
-    """op(A, B) over every pair of a run whose `side` (framework, dtype) is a with one whose `side` is b and the same
-    keys; the rows' keys, run_a, run_b, a, b, value and pair "a->b"."""
+    """op(A, B) over every pair of a run whose `side` (framework, dtype) is a with one whose `side`
+    is b and the same keys; the rows' keys, run_a, run_b, a, b, value and pair "a->b"."""
     both = data[data[side] == a].merge(data[data[side] == b], on=keys, suffixes=("_a", "_b"))
     values_a, values_b = both[f"{column}_a"].to_numpy(float), both[f"{column}_b"].to_numpy(float)
     return both[[*keys, "run_a", "run_b"]].assign(
@@ -105,8 +117,9 @@ def paired(data: pd.DataFrame, column: str, side: str, a: str, b: str, keys: lis
 
 
 def one_configuration(ratios: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(pooled, not pooled): per experiment and model size, the pairs of the run configuration with the most envs,
-    then the most pairs, then the longest runs and the largest batch; and the pairs of every other configuration."""
+    """(pooled, not pooled): per experiment and model size, the pairs of the run configuration with
+    the most envs, then the most pairs, then the longest runs and the largest batch; and the pairs
+    of every other configuration."""
     if ratios.empty:
         return ratios, ratios
     cell, by = ["experiment", "model_size"], ["experiment", "model_size", *CONFIGURATION]
@@ -125,7 +138,8 @@ def one_configuration(ratios: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]
 def metric_pairs(
     summary: pd.DataFrame, masks: dict, study: Study, metric: str
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The pairs of runs a metric's speedups come from, and those left out (another run configuration)."""
+    """The pairs of runs a metric's speedups come from, and those left out (another run
+    configuration)."""
     ratios = pairwise(
         summary, metric_columns(study)[metric], speedup_masks(summary, masks, study, metric), study
     )
@@ -133,8 +147,8 @@ def metric_pairs(
 
 
 def clusters_of(ratios: pd.DataFrame) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The runs of A and of B of each cluster (same PAIR_KEYS: one env, tag, machine and experiment) of some pair
-    rows."""
+    """The runs of A and of B of each cluster (same PAIR_KEYS: one env, tag, machine and experiment)
+    of some pair rows."""
     clusters = []
     for _, group in ratios.groupby(PAIR_KEYS, sort=True, dropna=False):
         runs_a = group.drop_duplicates("run_a").sort_values("run_a")["a"].to_numpy(float)
@@ -144,8 +158,9 @@ def clusters_of(ratios: pd.DataFrame) -> list[tuple[np.ndarray, np.ndarray]]:
 
 
 def several_machines(pairs: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """The speedup cells whose pairs of runs come from two or more machines (each pair from one): a row per metric,
-    experiment, backend, dtype and size, with its machines ("host (device)", sorted) as one text."""
+    """The speedup cells whose pairs of runs come from two or more machines (each pair from one): a
+    row per metric, experiment, backend, dtype and size, with its machines ("host (device)", sorted)
+    as one text."""
     rows = []
     for metric, ratios in pairs.items():
         cells = ratios.assign(backend=backends_of(ratios)).groupby(
@@ -165,15 +180,15 @@ def several_machines(pairs: dict[str, pd.DataFrame]) -> pd.DataFrame:
     )
 
 
-# --------------------------------------------------------------------------------------------- speedups
+# ----------------------------------------------------------------------------------------- speedups
 def backends_of(ratios: pd.DataFrame) -> pd.Series:
     """The env backend of each pair of runs (from its env label)."""
     return ratios["env"].map(lambda label: split_label(label)[1])
 
 
 def cell_statistics(cell: pd.DataFrame) -> dict:
-    """geomean, median, ci_low, ci_high (cluster bootstrap; NaN under MIN_CLUSTERS clusters), n_pairs, n_clusters of
-    the pairs of runs of one table cell."""
+    """geomean, median, ci_low, ci_high (cluster bootstrap; NaN under MIN_CLUSTERS clusters),
+    n_pairs, n_clusters of the pairs of runs of one table cell."""
     values = cell["value"].to_numpy(float)
     clusters = clusters_of(cell)
     low, high = cluster_bootstrap_ci(clusters)
@@ -188,8 +203,9 @@ def cell_statistics(cell: pd.DataFrame) -> dict:
 
 
 def table_rows(metric: str, ratios: pd.DataFrame, keys) -> list[dict]:
-    """A table's rows of one metric: per key (a table's column -> value; "size" is the pairs' model_size) whose cell
-    has pairs of runs, the metric, the key and cell_statistics' columns. ratios: pairs with their backend."""
+    """A table's rows of one metric: per key (a table's column -> value; "size" is the pairs'
+    model_size) whose cell has pairs of runs, the metric, the key and cell_statistics' columns.
+    ratios: pairs with their backend."""
     rows = []
     for key in keys:
         cell = ratios
@@ -201,8 +217,9 @@ def table_rows(metric: str, ratios: pd.DataFrame, keys) -> list[dict]:
 
 
 def speedup_table(pairs: dict[str, pd.DataFrame], study: Study) -> pd.DataFrame:
-    """A row per metric, experiment, backend, dtype, size and pair (combinations without pairs are left out), in the
-    study's orders, with cell_statistics' columns. pairs: metric -> its pooled pairs of runs (metric_pairs)."""
+    """A row per metric, experiment, backend, dtype, size and pair (combinations without pairs are
+    left out), in the study's orders, with cell_statistics' columns. pairs: metric -> its pooled
+    pairs of runs (metric_pairs)."""
     rows = []
     for metric, ratios in pairs.items():
         ratios = ratios.assign(backend=backends_of(ratios))
@@ -230,8 +247,9 @@ def left_out(
     pooled: dict[str, pd.DataFrame],
     not_pooled: dict,
 ) -> pd.DataFrame:
-    """The runs each metric's speedups could use (in an experiment of the metric, default compile mode, its sync
-    setting, a time for it) but do not, with the reason: a row per metric, experiment and run (a summary row)."""
+    """The runs each metric's speedups could use (in an experiment of the metric, default compile
+    mode, its sync setting, a time for it) but do not, with the reason: a row per metric, experiment
+    and run (a summary row)."""
     rows = []
     for metric, ratios in pooled.items():
         column = metric_columns(study)[metric]
@@ -249,8 +267,10 @@ def left_out(
                 if run in runs_in(not_pooled[metric], experiment) and size in cells.index:
                     kept = cells.loc[size]
                     reason = (
-                        f"not pooled: its cell holds runs of {int(kept['num_iterations'])} iterations, batch "
-                        f"{int(kept['batch_size'])} (more envs); other lengths and batch sizes are never pooled"
+                        f"not pooled: its cell holds runs of {int(kept['num_iterations'])} "
+                        "iterations, batch "
+                        f"{int(kept['batch_size'])} (more envs); other lengths and batch sizes are "
+                        "never pooled"
                     )
                 else:
                     reason = f"unpaired: {UNPAIRED}"
@@ -265,15 +285,17 @@ def runs_in(ratios: pd.DataFrame, experiment: str) -> set:
     return set(mine["run_a"]) | set(mine["run_b"])
 
 
-# ------------------------------------------------------------------------------ speedup against env cost
+# ------------------------------------------------------------------------- speedup against env cost
 def env_costs(timing: pd.DataFrame) -> pd.Series:
-    """env -> its step cost relative to the cheapest env (sweep/env_timing.py's ratio); empty without timing."""
+    """env -> its step cost relative to the cheapest env (sweep/env_timing.py's ratio); empty
+    without timing."""
     return timing["ratio"].dropna() if "ratio" in timing else pd.Series(dtype=float)
 
 
 def env_speedups(ratios: pd.DataFrame, timing: pd.DataFrame) -> pd.DataFrame:
-    """One point per env (per tag) of a metric's pooled pairs, per pair and size: the geometric mean speedup over the
-    env's pairs of runs, and the env's step cost. Envs without a measured cost are left out."""
+    """One point per env (per tag) of a metric's pooled pairs, per pair and size: the geometric mean
+    speedup over the env's pairs of runs, and the env's step cost. Envs without a measured cost are
+    left out."""
     cost = env_costs(timing)
     ratios = ratios[ratios["env"].isin(cost.index)].assign(
         log=lambda r: np.log(r["value"].astype(float))
@@ -285,7 +307,8 @@ def env_speedups(ratios: pd.DataFrame, timing: pd.DataFrame) -> pd.DataFrame:
 
 
 def cost_trend(row) -> str:
-    """Words for a correlation: named only when the interval of rho excludes 0; "shrinks" = towards 1x."""
+    """Words for a correlation: named only when the interval of rho excludes 0; "shrinks" = towards
+    1x."""
     if row["n_envs"] < MIN_CORRELATION_ENVS:
         return f"too few envs (under {MIN_CORRELATION_ENVS})"
     if np.isnan(row["rho"]):
@@ -294,14 +317,17 @@ def cost_trend(row) -> str:
         return "no clear trend (the interval of rho holds 0)"
     falls = row["rho_high"] < 0
     towards_one = falls == (row["geomean"] > 1)
-    return f"{'falls' if falls else 'rises'} with env cost: {'shrinks towards' if towards_one else 'grows away from'} 1×"
+    direction = "falls" if falls else "rises"
+    return (
+        f"{direction} with env cost: {'shrinks towards' if towards_one else 'grows away from'} 1×"
+    )
 
 
 def env_cost_table(
     pairs: dict[str, pd.DataFrame], timing: pd.DataFrame, study: Study
 ) -> pd.DataFrame:
-    """A row per metric, size and pair with points: n_envs, geomean over the envs, rho and slope with their intervals,
-    trend."""
+    """A row per metric, size and pair with points: n_envs, geomean over the envs, rho and slope
+    with their intervals, trend."""
     rows = []
     for metric in ENV_COST_METRICS:
         points = env_speedups(pairs[metric], timing)
@@ -321,14 +347,15 @@ def env_cost_table(
     return pd.DataFrame(rows, columns=ENV_COST_COLUMNS)
 
 
-# runs of each framework a speedup cell needs before it reads as a result, not a single measurement (a smoke sweep)
+# runs of each framework a speedup cell needs before it reads as a result, not a single measurement
+# (a smoke sweep)
 MIN_RUNS = 3
 CELL_KEYS = ["metric", "experiment", "backend", "dtype", "size", "pair"]
 
 
 def few_runs_cells(pairs: dict[str, pd.DataFrame], speedups: pd.DataFrame) -> pd.DataFrame:
-    """The rows of speedups (a speedup table's cells) whose pairs come from fewer than MIN_RUNS runs of A or of B.
-    pairs: metric -> the pairs of runs its speedups come from (Results.pairs)."""
+    """The rows of speedups (a speedup table's cells) whose pairs come from fewer than MIN_RUNS runs
+    of A or of B. pairs: metric -> the pairs of runs its speedups come from (Results.pairs)."""
     counts = [
         ratios.assign(metric=metric, backend=backends_of(ratios), size=ratios["model_size"])
         .groupby(CELL_KEYS)[["run_a", "run_b"]]
@@ -343,3 +370,16 @@ def few_runs_cells(pairs: dict[str, pd.DataFrame], speedups: pd.DataFrame) -> pd
         return speedups.iloc[:0]
     cells = speedups.merge(pd.concat(counts), on=CELL_KEYS, how="left")
     return speedups[(cells["runs"] < MIN_RUNS).to_numpy()]
+
+
+# the README's tables, of study.tables; REPORT.md has every metric, experiment
+HEADLINE_METRICS = ("total", "steady")
+
+
+def headline(speedups: pd.DataFrame, study: Study) -> pd.DataFrame:
+    """The rows of the README's tables: the total-time and steady-state speedups of the experiments
+    of study.tables, experiment by experiment in that order."""
+    rows = speedups[
+        speedups["metric"].isin(HEADLINE_METRICS) & speedups["experiment"].isin(study.tables)
+    ]
+    return rows.sort_values("experiment", key=lambda e: e.map(study.tables.index), kind="stable")

@@ -1,4 +1,5 @@
-"""The statistics, numpy and scipy only: geometric mean, cluster bootstrap, rank correlation with its interval.
+"""The statistics, numpy and scipy only: geometric mean, cluster bootstrap, rank correlation with
+its interval.
 
 Every interval is a seeded percentile bootstrap, so the same inputs always give the same numbers.
 """
@@ -24,13 +25,14 @@ def cluster_bootstrap_ci(
     resamples: int = BOOTSTRAP_RESAMPLES,
     seed: int = BOOTSTRAP_SEED,
 ) -> tuple[float, float]:
-    """Percentile interval of the geometric mean of the ratios A / B over every pair of runs within a cluster.
+    """Percentile interval of the geometric mean of the ratios A / B over every pair of runs within
+    a cluster.
 
-    clusters: per cluster (an env), the times of the runs of A and of B. Two-stage bootstrap: draw as many
-    clusters with replacement, within each drawn cluster draw its runs of A and its runs of B with
-    replacement, and recompute the geometric mean over that cluster's pairs (each cluster weighted by its
-    number of pairs, as in the point estimate). NaN when there are fewer than MIN_CLUSTERS clusters.
-    Seeded, so deterministic.
+    clusters: per cluster (an env), the times of the runs of A and of B. Two-stage bootstrap: draw
+    as many clusters with replacement, within each drawn cluster draw its runs of A and its runs of
+    B with replacement, and recompute the geometric mean over that cluster's pairs (each cluster
+    weighted by its number of pairs, as in the point estimate). NaN when there are fewer than
+    MIN_CLUSTERS clusters. Seeded, so deterministic.
     """
     if len(clusters) < MIN_CLUSTERS:
         return float("nan"), float("nan")
@@ -53,7 +55,8 @@ def cluster_bootstrap_ci(
 
 
 def row_correlations(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Spearman's rho and the least-squares slope of y on x, for each row of x and y (NaN where x or y is constant)."""
+    """Spearman's rho and the least-squares slope of y on x, for each row of x and y (NaN where x or
+    y is constant)."""
 
     def centred(a):
         return a - a.mean(axis=1, keepdims=True)
@@ -72,8 +75,9 @@ def cost_correlation(
     resamples: int = BOOTSTRAP_RESAMPLES,
     seed: int = BOOTSTRAP_SEED,
 ) -> dict:
-    """Spearman's rho of speedup and env cost, and the slope of log10 speedup on log10 cost, each with a percentile
-    bootstrap interval (envs resampled with replacement; seeded). All NaN under MIN_CORRELATION_ENVS envs."""
+    """Spearman's rho of speedup and env cost, and the slope of log10 speedup on log10 cost, each
+    with a percentile bootstrap interval (envs resampled with replacement; seeded). All NaN under
+    MIN_CORRELATION_ENVS envs."""
     names = ["rho", "rho_low", "rho_high", "slope", "slope_low", "slope_high"]
     x = np.log10(np.asarray(cost, float))
     # speedups equal but for float rounding are ties

@@ -1,5 +1,6 @@
-"""The figures of times: total durations, iteration windows, rollout against update, compile modes, env backends
-and data types, each drawn from an experiment's runs (figures.py lists them as kinds)."""
+"""The figures of times: total durations, iteration windows, rollout against update, compile modes,
+env backends and data types, each drawn from an experiment's runs (figures.py lists them as
+kinds)."""
 
 import itertools
 from typing import NamedTuple
@@ -146,21 +147,23 @@ def steady_parts(study: Study) -> dict[str, str]:
 
 
 def no_part_times(runs: pd.DataFrame, study: Study) -> str:
-    """Why runs have neither a rollout nor an update time (the figure is then not drawn); "" when they have some."""
+    """Why runs have neither a rollout nor an update time (the figure is then not drawn); "" when
+    they have some."""
     columns = list(steady_parts(study).values())
     return missing_time(runs, columns[0], study) if runs[columns].isna().all().all() else ""
 
 
 def fig_rollout_update(results: Results, name: str):
-    """Top: rollout and update time by env and compile mode. Bottom: each env's speedup between default modes, and the
-    table's cell over all envs with its interval."""
+    """Top: rollout and update time by env and compile mode. Bottom: each env's speedup between
+    default modes, and the table's cell over all envs with its interval."""
     study, runs = results.study, results.runs(name)
     gap = no_part_times(runs, study)
     if gap:  # nothing to draw
         return gap
     envs = in_order(results.envs, runs["env"])
     sizes = ", ".join(in_order(study.sizes, runs["model_size"]))
-    title = f"{capitalised(name)}: rollout vs update, {sizes} model, sync on (mean over {study.steady.label})"
+    title = f"{capitalised(name)}: rollout vs update, {sizes} model, sync on "
+    title += f"(mean over {study.steady.label})"
     fig, axes = new_figure(
         2, 2, width=max(6.0, 0.6 * (len(envs) + 1) + 2.5), height=5.2, title=title
     )
@@ -240,7 +243,8 @@ def fig_compile_modes(results: Results, name: str):
 
 
 class Variants(NamedTuple):
-    """What a variant figure (fig_backends, fig_dtypes) puts beside each framework's bar: one bar per variant."""
+    """What a variant figure (fig_backends, fig_dtypes) puts beside each framework's bar: one bar
+    per variant."""
 
     column: str  # the runs' column of the variant: "backend", "dtype"
     order: tuple[str, ...]  # the variants, the one the others are compared with first
@@ -261,8 +265,9 @@ DTYPE_VARIANTS = Variants("dtype", DTYPES, DTYPE_HATCHES, "env", "time", "in", "
 
 
 def variant_panel(ax, cell: pd.DataFrame, medians: pd.DataFrame, key: tuple, parts, study, draw):
-    """One panel of a variant figure, of an (env, size) key: draw(ax, its medians by framework and variant), or why
-    there are none. cell: the panel's runs; medians: indexed by (env, size, framework, variant)."""
+    """One panel of a variant figure, of an (env, size) key: draw(ax, its medians by framework and
+    variant), or why there are none. cell: the panel's runs; medians: indexed by (env, size,
+    framework, variant)."""
     env, size = key
     ax.set_title(f"{env}, {size} model")
     if cell.empty:
@@ -274,9 +279,10 @@ def variant_panel(ax, cell: pd.DataFrame, medians: pd.DataFrame, key: tuple, par
 
 
 def variant_figure(results: Results, name: str, spec: Variants):
-    """Per env and model size: each framework's rollout and update time per iteration (sync on, default compile
-    modes, the steady window's mean; the median over seeds) as one stacked bar per variant, and over each bar but the
-    first variant's its rollout (or whole time) / the first variant's."""
+    """Per env and model size: each framework's rollout and update time per iteration (sync on,
+    default compile modes, the steady window's mean; the median over seeds) as one stacked bar per
+    variant, and over each bar but the first variant's its rollout (or whole time) / the first
+    variant's."""
     study, runs = results.study, results.backend_runs(name)
     parts = list(steady_parts(study).values())
     if runs.empty:
@@ -296,7 +302,8 @@ def variant_figure(results: Results, name: str, spec: Variants):
     keys = [spec.env_column, "model_size", "framework", spec.column]
     medians = timed.groupby(keys)[parts].median()
     title = (
-        f"{capitalised(name)}: time per iteration {spec.preposition} each {spec.what} ({' vs '.join(variants)}; "
+        f"{capitalised(name)}: time per iteration {spec.preposition} each {spec.what} "
+        f"({' vs '.join(variants)}; "
         f"sync on, default compile, mean over {study.steady.label})"
     )
     rows, columns = (sizes, envs) if spec.sizes_in_rows else (envs, sizes)
@@ -321,12 +328,12 @@ def variant_figure(results: Results, name: str, spec: Variants):
 
 
 def fig_backends(results: Results, name: str):
-    """Per model size (row) and env (column): a bar per env backend, gymnax beside envpool, and over an envpool bar
-    its rollout time / the gymnax one's (variant_figure)."""
+    """Per model size (row) and env (column): a bar per env backend, gymnax beside envpool, and over
+    an envpool bar its rollout time / the gymnax one's (variant_figure)."""
     return variant_figure(results, name, BACKEND_VARIANTS)
 
 
 def fig_dtypes(results: Results, name: str):
-    """Per env (row) and model size (column): a bar per data type, float32 beside bfloat16, and over a bfloat16 bar
-    its whole time (rollout + update) / the float32 one's (variant_figure)."""
+    """Per env (row) and model size (column): a bar per data type, float32 beside bfloat16, and over
+    a bfloat16 bar its whole time (rollout + update) / the float32 one's (variant_figure)."""
     return variant_figure(results, name, DTYPE_VARIANTS)

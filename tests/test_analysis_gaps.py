@@ -1,8 +1,9 @@
-"""A panel or table without data says why: the analysis of runs too short for the steady window, beside that of runs
-long enough for every window, whose figures show data in every panel.
+"""A panel or table without data says why: the analysis of runs too short for the steady window,
+beside that of runs long enough for every window, whose figures show data in every panel.
 
-Every figure is inspected as plot_results.main saves it (its artists, never its pixels): a panel draws data (points,
-boxes, bars, a line through data) or holds words; REPORT.md says what is missing where a table would be.
+Every figure is inspected as plot_results.main saves it (its artists, never its pixels): a panel
+draws data (points, boxes, bars, a line through data) or holds words; REPORT.md says what is missing
+where a table would be.
 """
 
 from pathlib import Path
@@ -24,8 +25,8 @@ LONG = WINDOW.first + 3  # every window has data
 
 
 def csv_run(env: str, framework: str, iterations: int, sync: bool, experiment: str) -> list[dict]:
-    """The rows of one run of bench.sh's folder of `experiment` in a runs.csv: every iteration takes 0.1 s (0.04 s
-    rollout and 0.05 s update when sync), each framework its own total."""
+    """The rows of one run of bench.sh's folder of `experiment` in a runs.csv: every iteration takes
+    0.1 s (0.04 s rollout and 0.05 s update when sync), each framework its own total."""
     total = iterations * (0.2 + 0.1 * list(STUDY.frameworks).index(framework))
     parts = {"time/rollout": 0.04, "time/update": 0.05} if sync else {}
     mode = STUDY.default_compile(framework)
@@ -58,7 +59,8 @@ def csv_run(env: str, framework: str, iterations: int, sync: bool, experiment: s
 
 
 def write_runs(path: Path, iterations: int) -> Path:
-    """exp1's runs (sync off, every framework, three envs) and exp7's sync-on runs of one env, as a runs.csv."""
+    """exp1's runs (sync off, every framework, three envs) and exp7's sync-on runs of one env, as a
+    runs.csv."""
     runs = [csv_run(env, fw, iterations, False, "exp1") for env in ENVS for fw in STUDY.frameworks]
     runs += [csv_run(ENVS[0], fw, iterations, True, "exp7") for fw in STUDY.frameworks]
     pd.DataFrame([row for run in runs for row in run]).to_csv(path, index=False)
@@ -66,7 +68,8 @@ def write_runs(path: Path, iterations: int) -> Path:
 
 
 def has_data(ax) -> bool:
-    """Whether a panel draws data: points, boxes or bars, or a line through data (not a reference line)."""
+    """Whether a panel draws data: points, boxes or bars, or a line through data (not a reference
+    line)."""
     points = any(len(collection.get_offsets()) for collection in ax.collections)
     lines = any(
         line.get_transform() is ax.transData
@@ -137,7 +140,8 @@ def test_runs_too_short_for_the_steady_window_say_so_in_the_figures(short):
 
 
 def test_runs_too_short_for_the_steady_window_say_so_in_the_report(short):
-    """REPORT.md says what is missing: the steady window, not the runs (exp7 has sync-on runs, 4 of them)."""
+    """REPORT.md says what is missing: the steady window, not the runs (exp7 has sync-on runs, 4 of
+    them)."""
     _, report = short
     assert f"_No steady speedups of exp1: {too_short()}._" in report
     assert f"_No time for {WINDOW.label}: {too_short()}._" in report

@@ -1,8 +1,10 @@
-"""plot_results.py, analysis.learning_curves and analysis/runlog.py given what issue 39 found them taking: links and devices as
-write targets, empty paths, forged run folders, and text that a spreadsheet or a markdown reader would run.
+"""plot_results.py, analysis.learning_curves and analysis/runlog.py given what issue 39 found them
+taking: links and devices as write targets, empty paths, forged run folders, and text that a
+spreadsheet or a markdown reader would run.
 
-Every plot_results test goes through plot_results.main, as a user would; the run folders are built by hand, as the
-scripts write them (config.json, summary.json, one tensorboardX events file), except where a real run is needed.
+Every plot_results test goes through plot_results.main, as a user would; the run folders are built
+by hand, as the scripts write them (config.json, summary.json, one tensorboardX events file), except
+where a real run is needed.
 """
 
 import csv
@@ -42,9 +44,9 @@ def temporaries(*folders: Path) -> list[str]:
 def curve_run(
     root: Path, env: str = "Pendulum-v1", framework: str = "linen", iterations: int = 3
 ) -> Path:
-    """A run folder as the scripts write it, with an episodic return per iteration: config.json (with its host and
-    start time), one events file (tensorboardX's, named for that host and time, its events within the run),
-    summary.json."""
+    """A run folder as the scripts write it, with an episodic return per iteration: config.json
+    (with its host and start time), one events file (tensorboardX's, named for that host and time,
+    its events within the run), summary.json."""
     run_dir = root / f"{env}__{framework}__small__jit__1__1700000000"
     run_dir.mkdir(parents=True)
     config = dict(
@@ -88,11 +90,12 @@ def readme(path: Path, mode: int = 0o640) -> Path:
     return path
 
 
-# ------------------------------------------------------------------ issue 39, finding 4: links are written through
+# --------------------------------------------------- issue 39, finding 4: links are written through
 def test_update_readme_through_a_link_writes_the_readme_and_keeps_the_link_and_its_mode(
     tmp_path, runs_csv, capsys, monkeypatch
 ):
-    """The README's temporary file is staged beside the README (not beside the link), and the README keeps mode 640."""
+    """The README's temporary file is staged beside the README (not beside the link), and the README
+    keeps mode 640."""
     (tmp_path / "docs").mkdir()
     real = readme(tmp_path / "docs" / "README.md")
     link = tmp_path / "README-link.md"
@@ -144,8 +147,8 @@ def test_a_readme_block_through_a_link_or_a_chain_of_links_lands_in_the_file(
 
 
 def device(tmp_path: Path) -> Path:
-    """A file that is not a regular one, like /dev/null: a FIFO (the tests never risk the real /dev/null: the code
-    of before issue 39 replaced it, run as root, by a plain file)."""
+    """A file that is not a regular one, like /dev/null: a FIFO (the tests never risk the real
+    /dev/null: the code of before issue 39 replaced it, run as root, by a plain file)."""
     fifo = tmp_path / "device"
     os.mkfifo(fifo)
     return fifo
@@ -181,7 +184,8 @@ def test_a_readme_that_is_not_a_regular_file_is_refused_before_anything(
 def test_out_through_a_link_and_files_in_it_that_are_links_are_written_through(
     tmp_path, runs_csv, capsys
 ):
-    """--out a link to a folder, its REPORT.md a link to a file of mode 640 elsewhere: both links stay."""
+    """--out a link to a folder, its REPORT.md a link to a file of mode 640 elsewhere: both links
+    stay."""
     real = tmp_path / "disk" / "results"
     real.mkdir(parents=True)
     out = tmp_path / "results"
@@ -221,7 +225,8 @@ def test_a_file_of_this_tool_in_out_that_is_not_a_regular_file_is_refused_before
 
 
 def test_a_failed_readme_write_leaves_no_temporary_file(tmp_path, runs_csv, capsys, monkeypatch):
-    """The disk fills as the README is renamed into place: the README as it was, no temporary file left."""
+    """The disk fills as the README is renamed into place: the README as it was, no temporary file
+    left."""
     real = readme(tmp_path / "README.md")
 
     def full(*args):
@@ -259,7 +264,7 @@ def test_learning_curves_into_a_device_are_refused(tmp_path, capsys):
     assert link.is_symlink() and stat.S_ISFIFO(os.lstat(tmp_path / "device").st_mode)
 
 
-# ------------------------------------------------------------------- issue 39, finding 7: an empty path is bad input
+# -------------------------------------------------- issue 39, finding 7: an empty path is bad input
 EMPTY_CASES = [
     "RUNS_DIR",
     "--out",
@@ -275,7 +280,8 @@ EMPTY_CASES = [
 def test_an_empty_path_is_refused_in_one_line_before_anything(
     tmp_path, runs_csv, capsys, monkeypatch, flag
 ):
-    """'' would be the current folder: refused naming the option, exit 2, nothing read or written there or in --out."""
+    """'' would be the current folder: refused naming the option, exit 2, nothing read or written
+    there or in --out."""
     cwd = tmp_path / "cwd"
     cwd.mkdir()
     curve_run(cwd / "runs")  # a run in the current folder, that '' as RUNS_DIR would read
@@ -312,10 +318,11 @@ def test_learning_curves_refuse_an_empty_path(tmp_path, capsys, monkeypatch, fla
     assert snapshot(tmp_path) == before
 
 
-# ------------------------------------------------- issue 39, finding 8: forged or malformed runs are not completed
+# ---------------------------------- issue 39, finding 8: forged or malformed runs are not completed
 @pytest.fixture(scope="module")
 def real_runs(tmp_path_factory) -> tuple[Path, Path]:
-    """Two tiny real runs of ppo_linen.py on one host, seeds 1 then 2: (the first's folder, the second's)."""
+    """Two tiny real runs of ppo_linen.py on one host, seeds 1 then 2: (the first's folder, the
+    second's)."""
     folders = []
     for seed in ("1", "2"):
         log_dir = tmp_path_factory.mktemp(f"real{seed}")
@@ -328,8 +335,8 @@ def real_runs(tmp_path_factory) -> tuple[Path, Path]:
 
 
 def forged_copy(run_dir: Path, root: Path, config=None, summary=None, events=None) -> Path:
-    """A copy of run_dir under root with config.json and summary.json updated by the given dicts (a key set to
-    DROP is removed), and, with events, the events file replaced by that one."""
+    """A copy of run_dir under root with config.json and summary.json updated by the given dicts (a
+    key set to DROP is removed), and, with events, the events file replaced by that one."""
     copy = root / run_dir.name
     shutil.copytree(run_dir, copy)
     for name, changes in (("config.json", config), ("summary.json", summary)):
@@ -436,8 +443,9 @@ def test_genuine_runs_and_their_copies_are_completed(real_runs, tmp_path):
 def test_forged_run_folders_are_not_completed_for_the_resume_nor_the_analysis(
     real_runs, tmp_path, capsys
 ):
-    """Each forgery of a real run folder: runlog says why it is not a usable run (so bench.sh's resume redoes the run
-    it claims), and the analysis skips it with that reason; its words ("fast") never reach the tables."""
+    """Each forgery of a real run folder: runlog says why it is not a usable run (so bench.sh's
+    resume redoes the run it claims), and the analysis skips it with that reason; its words ("fast")
+    never reach the tables."""
     forged = forgeries(real_runs, tmp_path / "forged")
     accepted = [name for name, run_dir in forged.items() if runlog.is_completed(run_dir)]
     assert accepted == []
@@ -482,7 +490,8 @@ CSV_FORGERIES = {
 
 @pytest.mark.parametrize("column", CSV_FORGERIES)
 def test_a_forged_run_of_a_runs_csv_is_skipped(tmp_path, capsys, column):
-    """The same check for a run of a runs.csv (--csv): a forged value skips that run, with its reason."""
+    """The same check for a run of a runs.csv (--csv): a forged value skips that run, with its
+    reason."""
     runs = linen_nnx(ENVS)
     for row in runs[0]:
         row[column] = CSV_FORGERIES[column]
@@ -503,7 +512,7 @@ def test_a_forged_run_of_a_runs_csv_is_skipped(tmp_path, capsys, column):
     assert runs[0][0]["run"] in skipped
 
 
-# ---------------------------------------------------------- issue 39, finding 9: formulas and markdown in the outputs
+# ---------------------------------------- issue 39, finding 9: formulas and markdown in the outputs
 FORMULA = "=cmd|' /C calc'!A0"
 HYPERLINK = '=HYPERLINK("http://evil.example","x")'
 HOSTILE_TAG = "x`y\n# Owned <img src=x onerror=alert(1)> | [a](http://evil.example)"
@@ -512,8 +521,8 @@ QUOTED = "'=quoted already"  # as a user typed it: read back with its quote
 
 
 def hostile_runs(root: Path) -> Path:
-    """exp1 runs of linen and nnx on three envs under three tags (a formula; markdown and HTML; one that begins with
-    a quote), on a platform whose name breaks lines and holds HTML."""
+    """exp1 runs of linen and nnx on three envs under three tags (a formula; markdown and HTML; one
+    that begins with a quote), on a platform whose name breaks lines and holds HTML."""
     tags = [("linux", FORMULA), ("mac", HOSTILE_TAG), ("linux", QUOTED)]
     for (tag, text), env, framework in product(tags, ENVS[:3], ("linen", "nnx")):
         run = write_run(
@@ -526,8 +535,8 @@ def hostile_runs(root: Path) -> Path:
 
 
 def formula_cells(path: Path) -> list[str]:
-    """The cells of a CSV that a spreadsheet would run: text beginning with = + - @, a tab or a carriage return (a
-    negative number is a number)."""
+    """The cells of a CSV that a spreadsheet would run: text beginning with = + - @, a tab or a
+    carriage return (a negative number is a number)."""
     bad = []
     with open(path, newline="") as f:
         for row in csv.reader(f):
@@ -548,8 +557,8 @@ def is_number(text: str) -> bool:
 
 
 def broken_tables(markdown: str) -> list[str]:
-    """Lines of a markdown table whose number of cells differs from its header's, and lines that a hostile text made
-    into markup: a heading, raw HTML or a link outside a code span."""
+    """Lines of a markdown table whose number of cells differs from its header's, and lines that a
+    hostile text made into markup: a heading, raw HTML or a link outside a code span."""
     problems, width = [], None
     for line in markdown.splitlines():
         if line.startswith("|"):
@@ -582,7 +591,8 @@ def test_text_a_spreadsheet_would_run_is_quoted_in_every_csv_and_read_back_as_wr
         f"'{QUOTED}",
         HOSTILE_TAG,
     }
-    # read back with --csv: the same tags, the same tables; and the same call again loses nothing (no --force)
+    # read back with --csv: the same tags, the same tables; and the same call again loses nothing
+    # (no --force)
     runs, _ = load_runs([], [str(out / "runs.csv")], STUDY)
     assert set(runs["tag"]) == {FORMULA, HOSTILE_TAG, QUOTED} and set(runs["platform"]) == {
         HOSTILE_PLATFORM
@@ -595,9 +605,9 @@ def test_text_a_spreadsheet_would_run_is_quoted_in_every_csv_and_read_back_as_wr
 
 
 def hostile_cell(row: dict, column: str, text: str) -> dict:
-    """A runs.csv row's cells with `text` at the start of `column`, its command agreeing with its fields (runlog
-    checks that it does): a tag given by --tag, a command that runs the framework's script from a folder named
-    `text`."""
+    """A runs.csv row's cells with `text` at the start of `column`, its command agreeing with its
+    fields (runlog checks that it does): a tag given by --tag, a command that runs the framework's
+    script from a folder named `text`."""
     if column == "run":
         return {"run": text + row["run"]}
     if column == "command":

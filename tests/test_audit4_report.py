@@ -1,9 +1,11 @@
-"""What a user reads of an analysis (issue 54, items 18, 23 and 24): the README block updated only when it is
-unambiguous, REPORT.md and the README block saying when their speedups come from too few runs to be a result, and
-figures that draw what their legends and titles say, with readable ticks and every point inside its panel.
+"""What a user reads of an analysis (issue 54, items 18, 23 and 24): the README block updated only
+when it is unambiguous, REPORT.md and the README block saying when their speedups come from too few
+runs to be a result, and figures that draw what their legends and titles say, with readable ticks
+and every point inside its panel.
 
-The input is the committed smoke sweep (results/smoke-cpu/runs: `./bench.sh --smoke`, one run a framework of one
-env), what a new user sees first; the full sweep's runs are drawn from synthetic runs.csv files."""
+The input is the committed smoke sweep (results/smoke-cpu/runs: `./bench.sh --smoke`, one run a
+framework of one env), what a new user sees first; the full sweep's runs are drawn from synthetic
+runs.csv files."""
 
 import itertools
 from pathlib import Path
@@ -44,7 +46,7 @@ def run_main(capsys, *argv) -> tuple[int, str]:
     return code, capsys.readouterr().err
 
 
-# ------------------------------------------------------------------------------ item 18: the README's block twice
+# ---------------------------------------------------------------- item 18: the README's block twice
 @pytest.mark.parametrize("twice", ["start", "end", "both"])
 def test_a_readme_with_the_block_twice_is_refused_as_ambiguous(tmp_path, capsys, twice):
     start, end = README_MARKERS
@@ -73,7 +75,7 @@ def test_a_readme_with_one_block_is_still_updated(tmp_path, capsys):
     assert "old" not in text and text.count(start) == text.count(end) == 1
 
 
-# ------------------------------------------------------------------------ item 23: a smoke sweep is not a result
+# ----------------------------------------------------------- item 23: a smoke sweep is not a result
 def test_the_smoke_sweeps_report_says_first_that_it_is_not_a_result(tmp_path, capsys):
     block = tmp_path / "block.md"
     code, err = run_main(
@@ -90,7 +92,8 @@ def test_the_smoke_sweeps_report_says_first_that_it_is_not_a_result(tmp_path, ca
 
 
 def csv_runs(path: Path, seeds: dict[str, int]) -> Path:
-    """A runs.csv of exp1 (three envs, every framework) and exp5 (its two envs): seeds[experiment] seeds each."""
+    """A runs.csv of exp1 (three envs, every framework) and exp5 (its two envs): seeds[experiment]
+    seeds each."""
     envs = {
         "exp1": ["CartPole-v1", "Acrobot-v1", "MountainCar-v0"],
         "exp5": list(STUDY.experiments["exp5"].envs[:2]),
@@ -124,7 +127,8 @@ def csv_runs(path: Path, seeds: dict[str, int]) -> Path:
 
 
 def test_a_report_with_some_cells_of_too_few_runs_names_them_first(tmp_path, capsys):
-    """exp1's cells have 3 runs a framework (3 envs), exp5's 2 (2 envs, one seed): the first line names exp5's."""
+    """exp1's cells have 3 runs a framework (3 envs), exp5's 2 (2 envs, one seed): the first line
+    names exp5's."""
     csv = csv_runs(tmp_path / "runs.csv", {"exp1": 1, "exp5": 1})
     code, err = run_main(capsys, "--csv", csv, "--out", tmp_path / "out", "--no-figures")
     assert code == 0, err
@@ -148,13 +152,14 @@ def test_a_report_of_enough_runs_has_no_warning(tmp_path, capsys):
     assert "Not a result" not in block.read_text()
 
 
-# ------------------------------------------------------------------ item 24: a figure draws what its legend says
+# ----------------------------------------------------- item 24: a figure draws what its legend says
 FIT, MEDIAN = "fit", "median"  # the gids of the lines a legend or a title may promise
 
 
 @pytest.fixture(scope="module")
 def smoke_figures(smoke) -> dict:
-    """The smoke sweep's figures as plot_results.main draws them (laid out, not saved): file name -> figure."""
+    """The smoke sweep's figures as plot_results.main draws them (laid out, not saved): file name ->
+    figure."""
     drawn, _ = figures.draw_figures(smoke)
     saved = {figure.file: fig for figure, fig in drawn}
     for fig in saved.values():
@@ -187,7 +192,8 @@ def test_no_tick_labels_of_the_smoke_figures_run_into_each_other(smoke_figures):
 
 
 def test_every_point_of_the_smoke_figures_is_inside_its_panel(smoke_figures):
-    """No point on (or past) a panel's top or bottom edge: the y range holds every run with a margin."""
+    """No point on (or past) a panel's top or bottom edge: the y range holds every run with a
+    margin."""
     for name, fig in smoke_figures.items():
         for ax in fig.axes:
             for points in (c for c in ax.collections if isinstance(c, PathCollection)):
@@ -197,8 +203,8 @@ def test_every_point_of_the_smoke_figures_is_inside_its_panel(smoke_figures):
 
 
 def test_the_smoke_figures_fill_their_image(smoke_figures):
-    """The panels span at least half the saved image's width (not a narrow column in a margin made by a title wider
-    than the figure), and the title fits the figure."""
+    """The panels span at least half the saved image's width (not a narrow column in a margin made
+    by a title wider than the figure), and the title fits the figure."""
     for name, fig in smoke_figures.items():
         renderer = fig.canvas.get_renderer()
         panels = Bbox.union([ax.get_window_extent(renderer) for ax in fig.axes])
@@ -212,8 +218,8 @@ def rgb(color) -> tuple:
 
 
 def test_the_overhead_figures_points_have_their_legends_colours(smoke_figures):
-    """A box of one run is a line: its point, in the box's colour, says whose it is; every colour of the legend of a
-    row of panels is that of some of the row's points."""
+    """A box of one run is a line: its point, in the box's colour, says whose it is; every colour of
+    the legend of a row of panels is that of some of the row's points."""
     fig = smoke_figures["overhead_windows.png"]
     rows = fig.axes[0].get_gridspec().nrows
     for row in range(rows):
@@ -257,7 +263,8 @@ def test_the_total_figure_labels_its_boxes_by_framework_and_promises_only_drawn_
 
 
 def fit_legends(fig) -> list[tuple[bool, str]]:
-    """Per row of the env-cost figure: whether a log-log fit is drawn in it, and its legend's title."""
+    """Per row of the env-cost figure: whether a log-log fit is drawn in it, and its legend's
+    title."""
     rows = {}
     for ax in fig.axes:
         row = rows.setdefault(ax.get_subplotspec().rowspan.start, [False, ""])

@@ -1,6 +1,7 @@
-"""What counts as a run, and how runs pair (issue 54, items 3-7, 9 and 14): the checks that keep wrong or forged
-results out of the README's tables, for bench.sh's resume (sweep/resume.py) and the analysis (plot_results.py)
-alike. The run folders are built as the scripts write them (tests/test_plot_results.py's write_run)."""
+"""What counts as a run, and how runs pair (issue 54, items 3-7, 9 and 14): the checks that keep
+wrong or forged results out of the README's tables, for bench.sh's resume (sweep/resume.py) and the
+analysis (plot_results.py) alike. The run folders are built as the scripts write them
+(tests/test_plot_results.py's write_run)."""
 
 import json
 import math
@@ -38,10 +39,11 @@ def skipped_section(out: Path) -> str:
     return (out / "REPORT.md").read_text().split("## Skipped runs")[1]
 
 
-# ----------------------------------------------------- item 3: total_s bounded by what the events show
+# -------------------------------------------------- item 3: total_s bounded by what the events show
 def test_a_total_longer_than_its_events_show_is_refused(tmp_path, capsys):
-    """A run of about 47 s whose summary.json says ten times that: the events end 47 s after the start, so the run
-    is no run, for the resume and the analysis (which would otherwise make linen ten times slower)."""
+    """A run of about 47 s whose summary.json says ten times that: the events end 47 s after the
+    start, so the run is no run, for the resume and the analysis (which would otherwise make linen
+    ten times slower)."""
     linen_run(tmp_path / "runs", env="Acrobot-v1")
     run_dir = linen_run(tmp_path / "runs", factor=100.0)
     total = json.loads((run_dir / "summary.json").read_text())["total_s"]
@@ -63,8 +65,9 @@ def test_a_total_as_long_as_its_events_show_is_kept(tmp_path):
 
 
 def test_a_tracked_run_may_end_with_a_slow_upload(tmp_path):
-    """W&B's finish uploads over the network: with --track, minutes after the last iteration are a run's end (a
-    tracked run refused would be run again by every resume); without it, the same total is refused."""
+    """W&B's finish uploads over the network: with --track, minutes after the last iteration are a
+    run's end (a tracked run refused would be run again by every resume); without it, the same total
+    is refused."""
     run_dir = linen_run(tmp_path / "runs", factor=100.0)
     total = json.loads((run_dir / "summary.json").read_text())["total_s"]
     edit(run_dir, "summary.json", total_s=total + 5 * 60)
@@ -74,9 +77,10 @@ def test_a_tracked_run_may_end_with_a_slow_upload(tmp_path):
     assert runlog.is_completed(run_dir)
 
 
-# ------------------------------------------------------ item 4: config.json agrees with its own command
+# -------------------------------------------------- item 4: config.json agrees with its own command
 def with_command(run_dir: Path, *words: str) -> list[str]:
-    """run_dir's config.json given the command bench.sh would have run for it, plus words; returns it."""
+    """run_dir's config.json given the command bench.sh would have run for it, plus words; returns
+    it."""
     config = json.loads((run_dir / "config.json").read_text())
     command = [
         str(ROOT / f"ppo_{config['framework']}.py"),
@@ -112,8 +116,9 @@ def with_command(run_dir: Path, *words: str) -> list[str]:
     ],
 )
 def test_a_command_that_disagrees_with_its_fields_is_no_run(tmp_path, change, field):
-    """The resume knows a run by its command, the analysis by its fields: a folder whose command gives another
-    seed (env, dtype, ...) than its fields would be done for bench.sh as one run and counted as another."""
+    """The resume knows a run by its command, the analysis by its fields: a folder whose command
+    gives another seed (env, dtype, ...) than its fields would be done for bench.sh as one run and
+    counted as another."""
     run_dir = linen_run(tmp_path / "exp1")
     command = with_command(run_dir)
     assert runlog.is_completed(run_dir)
@@ -134,8 +139,8 @@ def test_a_command_of_another_script_than_its_framework_is_no_run(tmp_path):
 
 
 def test_a_relabelled_run_is_skipped_by_the_analysis(tmp_path, capsys):
-    """The issue's forgery: a linen run relabelled nnx (its command still runs ppo_linen.py) is skipped with its
-    reason, and there is no nnx -> linen speedup."""
+    """The issue's forgery: a linen run relabelled nnx (its command still runs ppo_linen.py) is
+    skipped with its reason, and there is no nnx -> linen speedup."""
     for env in ENVS[:3]:
         linen_run(tmp_path / "runs" / "real", env=env)
         forged = linen_run(tmp_path / "runs" / "forged", env=env)
@@ -148,9 +153,10 @@ def test_a_relabelled_run_is_skipped_by_the_analysis(tmp_path, capsys):
     assert skipped_section(out).count("not ppo_nnx.py, the script of its framework nnx") == 3
 
 
-# ------------------------------------------------------------------- item 5: a copied folder counts once
+# -------------------------------------------------------------- item 5: a copied folder counts once
 def test_a_copied_run_folder_counts_once(tmp_path, capsys):
-    """cp -a B B-2: the same command, host and start time are one run; the copy is listed as skipped."""
+    """cp -a B B-2: the same command, host and start time are one run; the copy is listed as
+    skipped."""
     runs = tmp_path / "runs"
     for env in ENVS[:3]:
         for framework in ("linen", "nnx"):
@@ -167,10 +173,11 @@ def test_a_copied_run_folder_counts_once(tmp_path, capsys):
     assert copy.name in skipped and f"a copy of {original}" in skipped
 
 
-# ----------------------------------------------------------- item 6: pairs within one host and device
+# --------------------------------------------------------- item 6: pairs within one host and device
 def test_runs_of_two_machines_are_never_paired(tmp_path, capsys):
-    """exp1's seed 1 on one machine and seed 2 on another (bench.sh --shard 0/2 and 1/2): each pair is of one
-    machine, 2 pairs per env (not 4), and REPORT.md says that the cell holds runs of two machines."""
+    """exp1's seed 1 on one machine and seed 2 on another (bench.sh --shard 0/2 and 1/2): each pair
+    is of one machine, 2 pairs per env (not 4), and REPORT.md says that the cell holds runs of two
+    machines."""
     runs = []
     for env, framework in [(env, fw) for env in ENVS[:3] for fw in ("linen", "nnx")]:
         for seed, host in ((1, "a"), (2, "b")):
@@ -189,7 +196,8 @@ def test_runs_of_two_machines_are_never_paired(tmp_path, capsys):
 
 
 def test_runs_of_one_machine_pair_across_seeds(tmp_path, capsys):
-    """Within one machine every run of A pairs with every run of B (2 seeds: 4 pairs per env), and no note."""
+    """Within one machine every run of A pairs with every run of B (2 seeds: 4 pairs per env), and
+    no note."""
     runs = [
         csv_run(env, framework, seed)
         for env in ENVS[:3]
@@ -205,10 +213,10 @@ def test_runs_of_one_machine_pair_across_seeds(tmp_path, capsys):
     assert "each pair is of one machine" not in (out / "REPORT.md").read_text()
 
 
-# ------------------------------------------- item 7: the learning analysis counts its configuration's runs
+# ------------------------------------ item 7: the learning analysis counts its configuration's runs
 def learning_input(extra: list[tuple[str, str, int, list, dict]]):
-    """made_up_runs (linen and torch, 3 seeds each, all of exp9's configuration) plus runs given as (name,
-    framework, seed, returns, changes to the summary row)."""
+    """made_up_runs (linen and torch, 3 seeds each, all of exp9's configuration) plus runs given as
+    (name, framework, seed, returns, changes to the summary row)."""
     runs, summary, _ = made_up_runs(never_reached=0)
     rows, frames = [], [runs]
     for name, framework, seed, returns, changes in extra:
@@ -237,9 +245,10 @@ def with_args(name: str, seed: int, args: list[str]) -> tuple:
 
 
 def test_a_run_of_another_configuration_is_left_out_with_its_reason():
-    """--num-steps 16 after the configuration's 128 (the last wins), another --num-iterations, or a hyperparameter
-    the configuration leaves at its default: not exp9's configuration; left out of the table, listed with the flags
-    it differs in. A flag that does not change the learning (--device) leaves the run in."""
+    """--num-steps 16 after the configuration's 128 (the last wins), another --num-iterations, or a
+    hyperparameter the configuration leaves at its default: not exp9's configuration; left out of
+    the table, listed with the flags it differs in. A flag that does not change the learning
+    (--device) leaves the run in."""
     table, left_out = learning_table(
         [
             with_args("short", 4, [*CONFIG_ARGS, "--num-steps", "16"]),
@@ -264,8 +273,9 @@ def test_two_tags_are_not_pooled_and_a_seed_counts_once():
 
 
 def test_a_learning_table_of_two_tags_is_not_replaced_by_one_of_them(tmp_path):
-    """learning.csv's rows are one per tag: a call that analyses one tag's runs would lose the other's row, which
-    --out's check of lost rows must see; a learning.csv of before the tag column was of the default tag."""
+    """learning.csv's rows are one per tag: a call that analyses one tag's runs would lose the
+    other's row, which --out's check of lost rows must see; a learning.csv of before the tag column
+    was of the default tag."""
     mac = [(f"mac{seed}", "linen", seed, [500.0] * 20, {"tag": "mac"}) for seed in (1, 2)]
     both = learning_table(mac)[0]
     assert set(both["tag"]) == {"t", "mac"}
@@ -279,8 +289,9 @@ def test_a_learning_table_of_two_tags_is_not_replaced_by_one_of_them(tmp_path):
 
 
 def test_a_seed_that_ended_no_episode_counts_as_not_reaching_and_shows():
-    """A third torch seed that ended no episode: no return, so it reaches no target, the mean of the others does not
-    make the framework meet the reference, and the table says how many runs had no return."""
+    """A third torch seed that ended no episode: no return, so it reaches no target, the mean of the
+    others does not make the framework meet the reference, and the table says how many runs had no
+    return."""
     runs, summary, masks = made_up_runs(never_reached=0)
     torch = summary.index[(summary["framework"] == "torch") & (summary["seed"] == 3)][0]
     name = summary.at[torch, "run"]
@@ -292,13 +303,11 @@ def test_a_seed_that_ended_no_episode_counts_as_not_reaching_and_shows():
     assert (
         table.loc["torch", "reached_reference"] == 2 and not table.loc["torch", "meets_reference"]
     )
-    cell = markdown.final_cell(
-        next(table.reset_index().query("framework == 'torch'").itertuples())
-    )
+    cell = markdown.final_cell(next(table.reset_index().query("framework == 'torch'").itertuples()))
     assert "1 of 3 runs ended no episode" in cell
 
 
-# ----------------------------------------------------------- item 9: a linked run folder, for both alike
+# ------------------------------------------------------ item 9: a linked run folder, for both alike
 def test_a_linked_run_folder_is_counted_by_neither_and_listed_as_skipped(tmp_path, capsys):
     elsewhere = linen_run(tmp_path / "elsewhere" / "exp1")
     command = with_command(elsewhere)
@@ -313,7 +322,7 @@ def test_a_linked_run_folder_is_counted_by_neither_and_listed_as_skipped(tmp_pat
     assert elsewhere.name in skipped and "a link to a folder" in skipped
 
 
-# ------------------------------------------ item 14: a summary.json nested too deep, or a FIFO in its place
+# ---------------------------------- item 14: a summary.json nested too deep, or a FIFO in its place
 BROKEN = {
     "deep": "nested too deep",
     "fifo": "summary.json is not a regular file",
@@ -322,7 +331,8 @@ BROKEN = {
 
 
 def broken_summary(run_dir: Path, kind: str) -> None:
-    """run_dir with summary.json nested 100,000 deep, or a FIFO in its place (or in its events file's)."""
+    """run_dir with summary.json nested 100,000 deep, or a FIFO in its place (or in its events
+    file's)."""
     summary = run_dir / "summary.json"
     if kind == "deep":
         summary.write_text("[" * 100_000 + "]" * 100_000)
@@ -336,7 +346,8 @@ def broken_summary(run_dir: Path, kind: str) -> None:
 def test_a_summary_nested_too_deep_or_a_fifo_is_skipped_by_the_resume_and_the_analysis(
     tmp_path, kind
 ):
-    """Each in a process of its own, so that a hang fails the test (the timeout is a safety net, not a measure)."""
+    """Each in a process of its own, so that a hang fails the test (the timeout is a safety net, not
+    a measure)."""
     runs = tmp_path / "runs"
     good = linen_run(runs / "exp1")
     with_command(good)

@@ -1,6 +1,6 @@
-"""The learning analysis (analysis/learning.py): smoothed returns, the time to the reference's return, runs that
-never reach it kept as such, the per-framework table and the time-to-return speedups, on runs made up here so that
-every number is known."""
+"""The learning analysis (analysis/learning.py): smoothed returns, the time to the reference's
+return, runs that never reach it kept as such, the per-framework table and the time-to-return
+speedups, on runs made up here so that every number is known."""
 
 import math
 import re
@@ -21,7 +21,8 @@ BATCH = 512
 def run_rows(
     name: str, framework: str, seed: int, returns, seconds_per_iteration: float
 ) -> pd.DataFrame:
-    """The per-iteration rows of one run: 10 s of setup, then seconds_per_iteration per iteration."""
+    """The per-iteration rows of one run: 10 s of setup, then seconds_per_iteration per
+    iteration."""
     iterations = np.arange(len(returns))
     return pd.DataFrame(
         {
@@ -58,7 +59,8 @@ CONFIG_ARGS = STUDY.experiments[EXP].env_args(ENV)
 def summary_row(
     name: str, framework: str, seed: int, final_return: float, args=CONFIG_ARGS
 ) -> dict:
-    """The summary row of one run of exp9 (args: its configuration's flags), on one host, started at its own time."""
+    """The summary row of one run of exp9 (args: its configuration's flags), on one host, started at
+    its own time."""
     command = [f"ppo_{framework}.py", "--env", ENV, "--seed", str(seed), *args]
     return dict(
         run=name,
@@ -75,8 +77,8 @@ def summary_row(
 
 
 def made_up_runs(never_reached: int = 1):
-    """linen (1 s an iteration) and torch (3 s) over 3 seeds; returns 100 for 10 iterations, then 500 for 10;
-    `never_reached` torch seeds stay at 100."""
+    """linen (1 s an iteration) and torch (3 s) over 3 seeds; returns 100 for 10 iterations, then
+    500 for 10; `never_reached` torch seeds stay at 100."""
     late = [100.0] * 10 + [500.0] * 10
     runs, summary = [], []
     for framework, seconds in (("linen", 1.0), ("torch", 3.0)):
@@ -109,7 +111,8 @@ def test_the_time_to_a_return_is_the_elapsed_time_of_the_first_iteration_that_re
     runs, summary, masks = made_up_runs()
     learned = learning.learning_runs(runs, summary, masks, STUDY)[0]
     linen = learned[learned["framework"] == "linen"].iloc[0]
-    # the reference (490.04): all 10 of the last iterations at 500, the 20th (index 19): 10 + 20 x 1 s
+    # the reference (490.04): all 10 of the last iterations at 500, the 20th (index 19): 10 + 20 x 1
+    # s
     assert linen["s_to_reference"] == 30.0 and linen["steps_to_reference"] == 20 * BATCH
     # within 10 % (441.04): 9 of the last 10 at 500 (4,600 / 10 = 460), the 19th
     assert linen["s_to_within_10pct"] == 29.0
@@ -194,8 +197,8 @@ def test_the_figure_draws_each_framework_in_steps_and_seconds_beside_the_referen
 
 
 def test_a_learning_experiment_holds_only_the_runs_of_its_folder():
-    """A CartPole-v1 small sync-off run in its default mode matches exp9's matrix, but not its configuration's flags:
-    it joins exp9 only from bench.sh's exp9 folder."""
+    """A CartPole-v1 small sync-off run in its default mode matches exp9's matrix, but not its
+    configuration's flags: it joins exp9 only from bench.sh's exp9 folder."""
     from analysis.loading import in_experiment
 
     run = dict(
@@ -215,11 +218,12 @@ def test_a_learning_experiment_holds_only_the_runs_of_its_folder():
 def test_a_learning_sweep_is_analysed_into_its_tables_report_and_readme_block(
     tmp_path, monkeypatch
 ):
-    """Real runs of a learning experiment of two frameworks (CartPole-v1, a configuration of 12 iterations, 2
-    seeds) through bench.sh, then plot_results: learning.csv and learning_speedups.csv, REPORT.md's section, the
-    figure, and the README's learning block replaced while its speedup block (no exp1, exp6 or exp7 runs here) is
-    left as it was. The experiment is exp9 with a short configuration (a study of its own): exp9's own would take
-    976 iterations, and its runs count only with it."""
+    """Real runs of a learning experiment of two frameworks (CartPole-v1, a configuration of 12
+    iterations, 2 seeds) through bench.sh, then plot_results: learning.csv and
+    learning_speedups.csv, REPORT.md's section, the figure, and the README's learning block replaced
+    while its speedup block (no exp1, exp6 or exp7 runs here) is left as it was. The experiment is
+    exp9 with a short configuration (a study of its own): exp9's own would take 976 iterations, and
+    its runs count only with it."""
     from test_bench import bench, other_study
 
     import plot_results

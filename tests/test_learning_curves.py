@@ -26,7 +26,8 @@ def fake_run(root, env: str, framework: str, returns: list[float], status: str =
         status=status, total_s=1.0, iterations_completed=len(returns), final_return=final
     )
     (run_dir / "summary.json").write_text(json.dumps(summary))
-    wall = 1735689600.0  # the start time's: the events are written within the run (runlog ties them to it)
+    # the start time's: the events are written within the run (runlog ties them to it)
+    wall = 1735689600.0
     with SummaryWriter(str(run_dir)) as writer:
         for i, value in enumerate(returns):
             writer.add_scalar("time/iteration", 0.1, (i + 1) * 100, walltime=wall + 0.1 * (i + 1))

@@ -1,7 +1,8 @@
 """plot_results.py on synthetic run folders with known durations.
 
-The runs are written like the ppo_*.py scripts write them (config.json, summary.json, tensorboardX events
-at step (i + 1) * batch_size), with durations chosen so that every speedup is known in advance.
+The runs are written like the ppo_*.py scripts write them (config.json, summary.json, tensorboardX
+events at step (i + 1) * batch_size), with durations chosen so that every speedup is known in
+advance.
 """
 
 import dataclasses
@@ -32,8 +33,8 @@ NUM_ENVS, NUM_STEPS, ITERATIONS = 4, 8, 11  # iterations 0, 1-7 and 8-10: every 
 BATCH = NUM_ENVS * NUM_STEPS
 MODES = [(name, mode) for name, framework in STUDY.frameworks.items() for mode in framework.compile]
 DEFAULT_MODES = [(name, framework.default_compile) for name, framework in STUDY.frameworks.items()]
-# The synthetic study has no learning runs (exp9 holds only the runs of its bench.sh folder): tests/test_learning.py
-# draws its figure
+# The synthetic study has no learning runs (exp9 holds only the runs of its bench.sh folder):
+# tests/test_learning.py draws its figure
 LEARNING = [name for name, exp in STUDY.experiments.items() if exp.configs]
 ALL_FIGURES = figures.figure_files(STUDY) - {f"{name}_learning.png" for name in LEARNING}
 
@@ -48,13 +49,15 @@ EXPENSIVE_COST = dict(zip(STUDY.expensive_envs, [500.0, 2000.0]))
 CONTINUOUS_FACTOR = dict(zip(STUDY.continuous_envs, [1.5, 2.5, 3.5, 4.5]))  # exp6's envs
 CONTINUOUS_COST = dict(zip(STUDY.continuous_envs, [1.5, 2.5, 4.0, 6.0]))
 MUJOCO_FACTOR = {"HalfCheetah-v4": 4.0, "Hopper-v4": 5.0}  # exp8's envs (on envpool)
-# an envpool run's times, relative to its gymnax twin's: the CPU env costs the JAX frameworks more than torch
+# an envpool run's times, relative to its gymnax twin's: the CPU env costs the JAX frameworks more
+# than torch
 ENVPOOL_FACTOR = {"linen": 3.0, "nnx": 3.0, "equinox": 3.0, "torch": 1.5, "fake": 2.0}
 ENVPOOL_COST = {
     **{f"{env}@envpool": 30.0 + 5 * i for i, env in enumerate(ENV_FACTOR)},  # exp7's envpool envs
     **{f"{env}@envpool": cost for env, cost in zip(MUJOCO_FACTOR, [800.0, 1200.0])},  # exp8's
 }
-# a bfloat16 run's times, relative to its float32 twin's: slower for JAX, faster for torch (the ranking flips)
+# a bfloat16 run's times, relative to its float32 twin's: slower for JAX, faster for torch (the
+# ranking flips)
 DTYPE_FACTOR = {"linen": 2.0, "nnx": 2.0, "equinox": 2.5, "torch": 0.5, "fake": 1.0}
 SIZE_FACTOR = {"small": 1.0, "medium": 2.0, "large": 4.0}
 TAG_FACTOR = {"linux": 1.0, "mac": 3.0}
@@ -90,8 +93,8 @@ START, STARTS = datetime(2025, 1, 1, tzinfo=timezone.utc), itertools.count()
 
 
 def tie_events(run_dir: Path, config: dict) -> Path:
-    """The events file of run_dir renamed as tensorboardX names it on config.json's host at its start_time (runlog
-    ties a run's events file to its config.json by both)."""
+    """The events file of run_dir renamed as tensorboardX names it on config.json's host at its
+    start_time (runlog ties a run's events file to its config.json by both)."""
     (events,) = run_dir.glob("events.out.tfevents.*")
     start = int(datetime.fromisoformat(config["start_time"]).timestamp())
     return events.rename(run_dir / f"events.out.tfevents.{start}.{config['hostname']}")
@@ -114,10 +117,11 @@ def write_run(
     backend=None,
     dtype=None,
 ) -> dict:
-    """One run folder as ppo_*.py writes it; returns its config plus its known durations and its env label.
-    old_config: as the scripts wrote it before "device_name", "command" and "import_s" existed; backend: its
-    --env-backend (config.json env_backend; None: a run of before the backends, with none); dtype: its --dtype
-    (config.json dtype and cpu_bf16; None: a run of before --dtype, with neither)."""
+    """One run folder as ppo_*.py writes it; returns its config plus its known durations and its env
+    label. old_config: as the scripts wrote it before "device_name", "command" and "import_s"
+    existed; backend: its --env-backend (config.json env_backend; None: a run of before the
+    backends, with none); dtype: its --dtype (config.json dtype and cpu_bf16; None: a run of before
+    --dtype, with neither)."""
     label = study.env_label(env, backend or "gymnax")
     backend_args = ["--env-backend", backend] if backend else []
     backend_args += ["--dtype", dtype] if dtype else []
@@ -175,7 +179,8 @@ def write_run(
                 writer.add_scalar("charts/episodic_return", 10.0 * i, step, walltime=wall)
         writer.close()
         tie_events(run_dir, config)
-    # the mean return of the last 10 iterations with an episode's end, as bookkeeping.py makes final_return
+    # the mean return of the last 10 iterations with an episode's end, as bookkeeping.py makes
+    # final_return
     returns = [10.0 * i for i in range(iterations)[-10:] if i % 3 == 2]
     summary = {
         "status": status,
@@ -200,9 +205,10 @@ def write_run(
 
 
 def write_study(root: Path) -> list[dict]:
-    """exp1 (linux) + a small exp4 repeat (mac, old-style configs) + exp2 + exp3 + exp10's bfloat16 runs (small and
-    large; exp3's are its float32 runs) + exp5 and exp6 (small, sync off and on) + exp7's envpool runs (exp1's and exp2's gymnax runs of its envs are its others) and exp8 (small, sync off
-    and on), and three runs that must be skipped."""
+    """exp1 (linux) + a small exp4 repeat (mac, old-style configs) + exp2 + exp3 + exp10's bfloat16
+    runs (small and large; exp3's are its float32 runs) + exp5 and exp6 (small, sync off and on) +
+    exp7's envpool runs (exp1's and exp2's gymnax runs of its envs are its others) and exp8 (small,
+    sync off and on), and three runs that must be skipped."""
     runs = []
     for env, size, (framework, mode), seed in itertools.product(
         ENV_FACTOR, ["small", "large"], DEFAULT_MODES, SEED_FACTOR
@@ -281,7 +287,8 @@ def write_timing(path: Path) -> Path:
 
 
 def experiments_of(run: dict) -> set[str]:
-    """The study's experiments of a synthetic run, by their definition (runs written outside bench.sh's exp folders)."""
+    """The study's experiments of a synthetic run, by their definition (runs written outside
+    bench.sh's exp folders)."""
     framework = STUDY.frameworks[run["framework"]]
     return {
         name
@@ -299,9 +306,9 @@ def is_default(run) -> bool:
 
 
 def expected_speedups(runs: list[dict], metric: str, experiments: list[str], sync: bool) -> dict:
-    """(experiment, backend, dtype, size, pair) -> (geomean, median, n pairs, n envs) by plain math over every pair
-    of default-compile runs of one experiment with the same env, size, data type and tag, under the metric's sync
-    setting, the envs of one backend pooled."""
+    """(experiment, backend, dtype, size, pair) -> (geomean, median, n pairs, n envs) by plain math
+    over every pair of default-compile runs of one experiment with the same env, size, data type and
+    tag, under the metric's sync setting, the envs of one backend pooled."""
     expected = {}
     for experiment, backend, dtype, size, (a, b) in itertools.product(
         experiments, study.BACKENDS, study.DTYPES, STUDY.sizes, STUDY.pairs
@@ -413,7 +420,8 @@ def test_speedups_match_hand_computed_values(study_out):
                 assert row["ci_low"] <= row["geomean"] * (1 + 1e-9) and row["geomean"] <= row[
                     "ci_high"
                 ] * (1 + 1e-9)
-    # The same numbers by hand: seeds 1.0/1.2 give ratios 1.25 x {1, 1.2, 1/1.2, 1} -> geomean and median 1.25
+    # The same numbers by hand: seeds 1.0/1.2 give ratios 1.25 x {1, 1.2, 1/1.2, 1} -> geomean and
+    # median 1.25
     table = speedups.set_index(["metric", "experiment", "backend", "dtype", "size", "pair"])
     steady = table.loc[("steady", "exp1", "gymnax", "float32", "large", "nnx->linen")]
     assert steady["geomean"] == pytest.approx(1.25, rel=1e-5) and steady["median"] == pytest.approx(
@@ -432,7 +440,8 @@ def test_speedups_match_hand_computed_values(study_out):
         table.loc[("rollout", "exp3", "gymnax", "float32", "small", "nnx->linen"), "n_pairs"] == 1
     )
     assert ("rollout", "exp2", "gymnax", "float32", "large", "nnx->linen") not in table.index
-    # exp10: the framework pairs per data type; in bfloat16 torch is 4 times linen's speed less than in float32
+    # exp10: the framework pairs per data type; in bfloat16 torch is 4 times linen's speed less than
+    # in float32
     for dtype, torch_linen in {"float32": 5.0, "bfloat16": 1.25}.items():
         cell = table.loc[("update", "exp10", "gymnax", dtype, "large", "torch->linen")]
         assert cell["geomean"] == pytest.approx(torch_linen, rel=1e-5) and cell["n_pairs"] == 1
@@ -440,7 +449,8 @@ def test_speedups_match_hand_computed_values(study_out):
     assert not (
         speedups["experiment"].isin(["exp3", "exp2"]) & (speedups["dtype"] != "float32")
     ).any()
-    # exp5, exp6: the sync-off runs give the totals, the sync-on runs the rollout/update split, each pair of runs once
+    # exp5, exp6: the sync-off runs give the totals, the sync-on runs the rollout/update split, each
+    # pair of runs once
     for (experiment, envs), metric in itertools.product(
         {"exp5": EXPENSIVE_FACTOR, "exp6": CONTINUOUS_FACTOR}.items(),
         ("total", "steady", "rollout", "update"),
@@ -449,8 +459,9 @@ def test_speedups_match_hand_computed_values(study_out):
         assert cell["n_pairs"] == cell["n_clusters"] == len(envs)
         if metric != "total":  # total_s adds the same setup time to both
             assert cell["geomean"] == pytest.approx(5.0, rel=1e-5)
-    # exp7: a cell per backend (torch -> linen 5 on gymnax, 2.5 on envpool): 3 envs on gymnax under tag linux
-    # (2 x 2 seeds each) and CartPole-v1 under tag mac (exp1's runs of its envs and sizes); 3 envs on envpool
+    # exp7: a cell per backend (torch -> linen 5 on gymnax, 2.5 on envpool): 3 envs on gymnax under
+    # tag linux (2 x 2 seeds each) and CartPole-v1 under tag mac (exp1's runs of its envs and
+    # sizes); 3 envs on envpool
     gymnax, envpool = (
         table.loc[("steady", "exp7", backend, "float32", "small", "torch->linen")]
         for backend in study.BACKENDS
@@ -500,7 +511,8 @@ def test_summary_windows_and_experiments(study_out):
 
 
 def test_device_name_command_and_import_time(study_out):
-    """New runs record the resolved device as device_name (device is torch's flag); old runs only have device."""
+    """New runs record the resolved device as device_name (device is torch's flag); old runs only
+    have device."""
     runs, out = study_out
     summary = pd.read_csv(out / "summary.csv")
     assert "device" not in summary
@@ -563,10 +575,10 @@ def readme_tables(block: str) -> list[tuple[str, str, str]]:
 
 
 def test_the_backends_figure_stacks_rollout_and_update_per_framework_and_backend(study_out):
-    """exp7_backends.png, a panel per env and size: per framework a bar on gymnax and one on envpool (sync on,
-    default modes), rollout under update, and over the envpool bar its rollout over the gymnax one's (3x for the
-    JAX frameworks, 1.5x for torch here); exp8's MuJoCo envs on envpool alone, with no ratio. exp7's tables are in
-    the README block."""
+    """exp7_backends.png, a panel per env and size: per framework a bar on gymnax and one on envpool
+    (sync on, default modes), rollout under update, and over the envpool bar its rollout over the
+    gymnax one's (3x for the JAX frameworks, 1.5x for torch here); exp8's MuJoCo envs on envpool
+    alone, with no ratio. exp7's tables are in the README block."""
     runs, out = study_out
     assert {"exp7_backends.png", "exp8_backends.png"} <= {p.name for p in out.glob("*.png")}
     an = analysis_of(out / "runs.csv", out.parent / "timing.json")
@@ -603,10 +615,11 @@ def test_the_backends_figure_stacks_rollout_and_update_per_framework_and_backend
 
 
 def test_the_data_type_experiment_compares_each_framework_across_types(study_out):
-    """exp10: dtype_speedups.csv has each framework's bfloat16 -> float32 speedup (its time in bfloat16 / in float32,
-    DTYPE_FACTOR by construction) per sync-on metric and size; REPORT.md tables both times and those speedups, and
-    says which CPU had native bfloat16; exp10_dtypes.png puts a bar per data type, rollout under update, and over the
-    bfloat16 bar its whole time over the float32 one's. The runs.csv keeps each run's dtype."""
+    """exp10: dtype_speedups.csv has each framework's bfloat16 -> float32 speedup (its time in
+    bfloat16 / in float32, DTYPE_FACTOR by construction) per sync-on metric and size; REPORT.md
+    tables both times and those speedups, and says which CPU had native bfloat16; exp10_dtypes.png
+    puts a bar per data type, rollout under update, and over the bfloat16 bar its whole time over
+    the float32 one's. The runs.csv keeps each run's dtype."""
     runs, out = study_out
     table = pd.read_csv(out / "dtype_speedups.csv")
     assert list(table.columns) == DTYPE_COLUMNS
@@ -651,8 +664,9 @@ def test_the_data_type_experiment_compares_each_framework_across_types(study_out
 def test_the_report_tables_each_frameworks_rollout_and_update_per_experiment_of_both_syncs(
     study_out,
 ):
-    """REPORT.md: for the experiments of sync "both" (exp5-exp8), a table of each framework's steady rollout + update
-    per size, env label and tag, the median over its sync-on default-mode runs; none for the others."""
+    """REPORT.md: for the experiments of sync "both" (exp5-exp8), a table of each framework's steady
+    rollout + update per size, env label and tag, the median over its sync-on default-mode runs;
+    none for the others."""
     runs, out = study_out
     report = (out / "REPORT.md").read_text()
     sections = re.findall(r"^## Rollout and update per framework \((\w+)\)", report, re.M)
@@ -690,8 +704,9 @@ def test_the_report_tables_each_frameworks_rollout_and_update_per_experiment_of_
 
 
 def test_the_continuous_experiment_gets_its_tables_and_figures(study_out):
-    """exp6, by the study's roles alone: its total-time and steady-state tables in the README block (every pair, with
-    intervals: 4 envs), its figures, and its total-time figure drawn from its sync-off runs only."""
+    """exp6, by the study's roles alone: its total-time and steady-state tables in the README block
+    (every pair, with intervals: 4 envs), its figures, and its total-time figure drawn from its
+    sync-off runs only."""
     runs, out = study_out
     tables = {
         (metric, exp): table
@@ -714,8 +729,9 @@ def test_the_continuous_experiment_gets_its_tables_and_figures(study_out):
 
 
 def test_the_speedups_figure_has_a_panel_per_backend_of_its_experiment(study_out):
-    """exp7_speedups.png: a panel per env backend (gymnax, envpool), each with that backend's cells of speedups.csv
-    at their geometric means, on one y range; exp1's (gymnax alone) has one panel."""
+    """exp7_speedups.png: a panel per env backend (gymnax, envpool), each with that backend's cells
+    of speedups.csv at their geometric means, on one y range; exp1's (gymnax alone) has one
+    panel."""
     runs, out = study_out
     speedups = pd.read_csv(out / "speedups.csv")
     an = analysis_of(out / "runs.csv", out.parent / "timing.json")
@@ -875,7 +891,8 @@ def test_no_completed_run_writes_nothing(tmp_path, capsys):
 
 
 def test_the_readme_tables_are_never_replaced_by_empty_ones(tmp_path, capsys):
-    """Completed runs of one framework only: no pairs to compare, so --update-readme refuses and writes nothing."""
+    """Completed runs of one framework only: no pairs to compare, so --update-readme refuses and
+    writes nothing."""
     for env in ENV_FACTOR:
         write_run(tmp_path / "runs", env, "linen", "small", "jit", 1, sync=False)
     readme = tmp_path / "README.md"
@@ -894,7 +911,8 @@ def test_the_readme_tables_are_never_replaced_by_empty_ones(tmp_path, capsys):
 
 
 def test_experiment_folder_of_bench_sh_decides_membership(tmp_path):
-    """bench.sh runs Acrobot-v1 small twice, into exp2/ and exp3/: each copy belongs to its own experiment."""
+    """bench.sh runs Acrobot-v1 small twice, into exp2/ and exp3/: each copy belongs to its own
+    experiment."""
     for experiment in ("exp2", "exp3"):
         run_dir = write_run(
             tmp_path / experiment, "Acrobot-v1", "linen", "small", "jit", 1, sync=True
@@ -909,7 +927,8 @@ def test_experiment_folder_of_bench_sh_decides_membership(tmp_path):
 
 
 def test_bench_sh_folder_admits_envs_outside_the_experiment_matrix(tmp_path):
-    """bench.sh --envs may sweep an env the study's experiment does not list: in its exp folder it still counts."""
+    """bench.sh --envs may sweep an env the study's experiment does not list: in its exp folder it
+    still counts."""
     swept = write_run(tmp_path / "tmp", "CartPole-v1", "linen", "small", "jit", 1, sync=True)[
         "run_dir"
     ]
@@ -978,8 +997,9 @@ def test_update_readme_replaces_only_the_marked_block(study_out, tmp_path):
 
 
 def test_previous_edition_side_by_side(study_out, tmp_path):
-    """--previous: the headline pairs measured in both editions, previous -> now, in the README block and REPORT.md;
-    a pair the previous edition lacks is left out, and speedups.csv is the same as without --previous."""
+    """--previous: the headline pairs measured in both editions, previous -> now, in the README
+    block and REPORT.md; a pair the previous edition lacks is left out, and speedups.csv is the same
+    as without --previous."""
     runs, out = study_out
     now = pd.read_csv(out / "speedups.csv")
     previous = now[now["pair"] != "equinox->linen"].assign(
@@ -1029,8 +1049,8 @@ def test_previous_edition_side_by_side(study_out, tmp_path):
 
 
 def test_previous_edition_of_before_the_backends(study_out, tmp_path):
-    """A previous speedups.csv without the backend column (editions of before the env backends): its rows were on
-    gymnax, so they meet this edition's gymnax cells, and none meets an envpool one."""
+    """A previous speedups.csv without the backend column (editions of before the env backends): its
+    rows were on gymnax, so they meet this edition's gymnax cells, and none meets an envpool one."""
     runs, out = study_out
     now = pd.read_csv(out / "speedups.csv")
     old = now[now["backend"] == "gymnax"].drop(columns="backend")
@@ -1044,8 +1064,8 @@ def test_previous_edition_of_before_the_backends(study_out, tmp_path):
 
 
 def test_previous_edition_of_before_the_data_types(study_out, tmp_path):
-    """A previous speedups.csv without the dtype column (editions of before --dtype): its rows were float32 runs, so
-    they meet this edition's float32 cells, as its full copy does."""
+    """A previous speedups.csv without the dtype column (editions of before --dtype): its rows were
+    float32 runs, so they meet this edition's float32 cells, as its full copy does."""
     runs, out = study_out
     now = pd.read_csv(out / "speedups.csv")
     now[now["dtype"] == "float32"].drop(columns="dtype").to_csv(tmp_path / "old.csv", index=False)
@@ -1076,9 +1096,10 @@ def test_previous_that_is_not_a_speedups_csv_is_refused(study_out, tmp_path, cap
     assert "is not a speedups.csv" in capsys.readouterr().err
 
 
-# ------------------------------------------------------------------------------ the cluster bootstrap
+# ---------------------------------------------------------------------------- the cluster bootstrap
 def write_runs_csv(path: Path, runs: list[tuple[str, str, int, float]]) -> Path:
-    """A runs.csv of exp1 runs (env, framework, seed, total_s), every iteration taking 0.1 s (within total_s)."""
+    """A runs.csv of exp1 runs (env, framework, seed, total_s), every iteration taking 0.1 s (within
+    total_s)."""
     rows = [
         {
             "run": f"{env}__{framework}__{seed}",
@@ -1128,8 +1149,9 @@ ENV_RATIOS = {
 
 
 def test_duplicated_runs_do_not_narrow_the_interval(tmp_path):
-    """Each env's runs repeated three times with identical times: 9x the pairs, but no new information. Resampling
-    pairs as if independent would shrink the interval about 3x; resampling envs, then runs, leaves it as it is."""
+    """Each env's runs repeated three times with identical times: 9x the pairs, but no new
+    information. Resampling pairs as if independent would shrink the interval about 3x; resampling
+    envs, then runs, leaves it as it is."""
 
     def runs(copies):
         return [
@@ -1154,7 +1176,8 @@ def test_duplicated_runs_do_not_narrow_the_interval(tmp_path):
 
 
 def test_runs_within_an_env_widen_the_interval(tmp_path):
-    """Three envs with the same ratio on average but seeds that differ: the interval comes from the runs."""
+    """Three envs with the same ratio on average but seeds that differ: the interval comes from the
+    runs."""
     runs = [
         (env, framework, seed, 10.0 * (1.25 if framework == "nnx" else 1.0) * (1.0 + 0.2 * seed))
         for env in list(ENV_RATIOS)[:3]
@@ -1186,7 +1209,7 @@ def test_fewer_than_three_envs_give_no_interval(tmp_path):
     assert "[–]; median" in block and "18 pairs / 2 envs" in block
 
 
-# ------------------------------------------------------------------------------ the study and the readers
+# ------------------------------------------------------------------------ the study and the readers
 FAKE_FRAMEWORK = (
     '\n[frameworks.fake]\nscript = "ppo_fake.py"\ncompile = ["fast", "slow"]\ncolor = "#9467bd"\n'
 )
@@ -1219,7 +1242,8 @@ def test_a_fifth_framework_of_the_study_is_compared(tmp_path, monkeypatch):
 
 
 def test_windows_come_from_the_study(tmp_path, monkeypatch):
-    """Another steady window (iterations 5+) moves plot_results' columns and benchmarks.common's STEADY_FROM."""
+    """Another steady window (iterations 5+) moves plot_results' columns and benchmarks.common's
+    STEADY_FROM."""
     import benchmarks.common
 
     path = tmp_path / "study.toml"
@@ -1253,10 +1277,11 @@ def test_windows_come_from_the_study(tmp_path, monkeypatch):
 
 
 def test_one_reader_of_run_folders(tmp_path, monkeypatch, capsys):
-    """plot_results.py and benchmarks/common.py read runs through analysis/runlog.py and no other way: the analysis through
-    runlog.read_completed_run (the one definition of a usable completed run: a run it refuses is skipped with its
-    reason), benchmarks/common.py through runlog.read_run (which read_completed_run reads with). Each sees only
-    what runlog hands it: times doubled by runlog.read_run are the times in summary.csv and in the series."""
+    """plot_results.py and benchmarks/common.py read runs through analysis/runlog.py and no other
+    way: the analysis through runlog.read_completed_run (the one definition of a usable completed
+    run: a run it refuses is skipped with its reason), benchmarks/common.py through runlog.read_run
+    (which read_completed_run reads with). Each sees only what runlog hands it: times doubled by
+    runlog.read_run are the times in summary.csv and in the series."""
     import benchmarks.common
     from analysis import runlog
 
@@ -1330,8 +1355,8 @@ def test_the_expensive_envs_are_on_the_env_cost_axis(study_out):
     assert "| 2,000× " in env_rows and "| 500× " in env_rows and "e+0" not in env_rows
     table = pd.read_csv(out / "env_cost.csv").set_index(["metric", "size", "pair"])
     assert list(table.reset_index().columns) == ENV_COST_COLUMNS
-    # 3 envs of exp1 (CartPole twice: 2 tags) + 2 of exp5 + 4 of exp6 + exp7's (exp1's 4 again, 3 on envpool)
-    # + 2 of exp8
+    # 3 envs of exp1 (CartPole twice: 2 tags) + 2 of exp5 + 4 of exp6 + exp7's (exp1's 4 again, 3 on
+    # envpool) + 2 of exp8
     n_envs = (
         4
         + len(EXPENSIVE_FACTOR)
@@ -1345,8 +1370,9 @@ def test_the_expensive_envs_are_on_the_env_cost_axis(study_out):
 
 
 def cost_study(tmp_path: Path, ratio: dict, name: str = "cost") -> tuple[Path, Path]:
-    """exp1 and exp5 runs of linen and nnx (two seeds) with nnx -> linen = ratio[env] in total time, and an env timing
-    where the envs cost 1.5^i in the order of `ratio`; returns (runs.csv, timing.json)."""
+    """exp1 and exp5 runs of linen and nnx (two seeds) with nnx -> linen = ratio[env] in total time,
+    and an env timing where the envs cost 1.5^i in the order of `ratio`; returns (runs.csv,
+    timing.json)."""
     runs = [
         (
             env,
@@ -1378,7 +1404,8 @@ def env_cost_row(
 
 
 def test_a_speedup_that_falls_with_env_cost(tmp_path):
-    """nnx -> linen falls from 3x on the cheapest env to 1.7x on the costliest (Craftax): rho = -1, a negative slope."""
+    """nnx -> linen falls from 3x on the cheapest env to 1.7x on the costliest (Craftax): rho = -1,
+    a negative slope."""
     ratio = {env: 3.0 - 0.1 * i for i, env in enumerate(STUDY.every_env)}
     row = env_cost_row(tmp_path, ratio)
     assert row["n_envs"] == len(STUDY.every_env) and row["size"] == "small"
@@ -1437,9 +1464,10 @@ def test_cost_correlation_by_hand():
     assert math.isnan(stats.cost_correlation(cost[:4], speedup[:4])["rho"])
 
 
-# ------------------------------------------------------------------------ figures draw the tables' intervals
+# --------------------------------------------------------------- figures draw the tables' intervals
 def drawn(fig, gid: str) -> list[float]:
-    """The y values of the marks with gid in a figure: the ends of every interval bar, or every estimate."""
+    """The y values of the marks with gid in a figure: the ends of every interval bar, or every
+    estimate."""
     from analysis.plotting import INTERVAL_GID
 
     values = []
@@ -1471,8 +1499,9 @@ def table_values(cells: pd.DataFrame) -> tuple[list[float], list[float]]:
     ],
 )
 def test_speedup_figures_draw_the_intervals_the_tables_print(study_out, kind, owner, metrics):
-    """Every interval bar of a speedup figure is a (ci_low, ci_high) of speedups.csv for its experiment, and every
-    estimate a geomean: the same numbers, no other (no boxes, no min-max bars)."""
+    """Every interval bar of a speedup figure is a (ci_low, ci_high) of speedups.csv for its
+    experiment, and every estimate a geomean: the same numbers, no other (no boxes, no min-max
+    bars)."""
     from analysis.plotting import CENTRE_GID, INTERVAL_GID
 
     runs, out = study_out
@@ -1508,7 +1537,7 @@ def test_the_platform_figure_draws_each_tags_intervals(study_out):
     figures.plt.close(fig)
 
 
-# ---------------------------------------------------------------------- the experiments' roles, from the study
+# ----------------------------------------------------------- the experiments' roles, from the study
 RENAMED = {
     "exp1": "overall",
     "exp2": "rollout",
@@ -1525,8 +1554,9 @@ RENAMED = {
 
 @pytest.mark.slow
 def test_the_experiments_roles_come_from_the_study(tmp_path, monkeypatch, capsys):
-    """study.toml with every experiment renamed: the same analysis, under the new names (figures, tables, README),
-    and no old name anywhere in what it writes or prints: no analysis code names an experiment."""
+    """study.toml with every experiment renamed: the same analysis, under the new names (figures,
+    tables, README), and no old name anywhere in what it writes or prints: no analysis code names an
+    experiment."""
     text = with_block_tables(study.DEFAULT_PATH.read_text())
     text = re.sub(r"\bexp(\d+)\b", lambda m: RENAMED[m.group(0)], text)
     (tmp_path / "study.toml").write_text(text)

@@ -1,7 +1,9 @@
-"""plot_results.py given what it should refuse or survive: an --out holding more than it would write, runs that share
-a folder name, runs of other lengths or batch sizes, broken run folders, garbage files.
+"""plot_results.py given what it should refuse or survive: an --out holding more than it would
+write, runs that share a folder name, runs of other lengths or batch sizes, broken run folders,
+garbage files.
 
-Every test goes through plot_results.main, as a user would, so that it holds for any layout of the analysis code.
+Every test goes through plot_results.main, as a user would, so that it holds for any layout of the
+analysis code.
 """
 
 import itertools
@@ -30,12 +32,15 @@ NNX_RATIO = {
 def csv_run(
     env, framework, seed, iterations=10, batch=BATCH, tag="t", host="h", completed=None
 ) -> list[dict]:
-    """The rows of one exp1 run in a runs.csv: every iteration takes 0.1 s; nnx is NNX_RATIO[env] times slower."""
+    """The rows of one exp1 run in a runs.csv: every iteration takes 0.1 s; nnx is NNX_RATIO[env]
+    times slower."""
     total = 10.0 * (NNX_RATIO[env] if framework == "nnx" else 1.0) * (1.0 + 0.1 * seed)
-    start = f"2025-01-01T00:00:00 {env} {framework} {seed} {iterations} {batch}"  # a start time of its own
+    # a start time of its own
+    start = f"2025-01-01T00:00:00 {env} {framework} {seed} {iterations} {batch}"
     return [
         {
-            "run": f"{env}__{framework}__small__{STUDY.default_compile(framework)}__{seed}__1700000000",
+            "run": f"{env}__{framework}__small__{STUDY.default_compile(framework)}__{seed}"
+            "__1700000000",
             "iteration": i,
             "step": (i + 1) * batch,
             "time/iteration": 0.1,  # within total_s, even for 20 iterations
@@ -108,10 +113,11 @@ def leftovers(folder: Path) -> list[str]:
     return [p.name for p in folder.parent.iterdir() if p.name.startswith(f".{folder.name}.")]
 
 
-# ----------------------------------------------------------------------- issue 25, item 3: no data loss
+# ------------------------------------------------------------------- issue 25, item 3: no data loss
 @pytest.fixture
 def full_out(tmp_path, capsys) -> Path:
-    """A results folder of 4 envs (16 runs), with a figure of this tool and files that are not its own."""
+    """A results folder of 4 envs (16 runs), with a figure of this tool and files that are not its
+    own."""
     out = tmp_path / "results"
     code, _, _ = analyse(
         capsys,
@@ -131,8 +137,9 @@ def full_out(tmp_path, capsys) -> Path:
 
 
 def test_out_holding_more_runs_is_refused_and_left_whole(full_out, tmp_path, capsys):
-    """A call given 4 of the 16 runs into that folder: refused with one line naming it and --force, exit 2, every
-    file as it was and no temporary folder left; with --force the tables are replaced and the other files kept."""
+    """A call given 4 of the 16 runs into that folder: refused with one line naming it and --force,
+    exit 2, every file as it was and no temporary folder left; with --force the tables are replaced
+    and the other files kept."""
     before = snapshot(full_out)
     fewer = write_csv(tmp_path / "fewer.csv", linen_nnx(ENVS[:1]))
     code, errors, _ = analyse(capsys, "--csv", fewer, "--out", full_out, "--no-figures")
@@ -153,7 +160,8 @@ def test_out_holding_more_runs_is_refused_and_left_whole(full_out, tmp_path, cap
 
 
 def test_out_holding_figures_this_call_does_not_draw_is_refused(full_out, tmp_path, capsys):
-    """The same 16 runs again, but --no-figures would leave the folder without its figure: refused, then --force."""
+    """The same 16 runs again, but --no-figures would leave the folder without its figure: refused,
+    then --force."""
     before = snapshot(full_out)
     again = write_csv(tmp_path / "again.csv", linen_nnx(ENVS))
     code, errors, _ = analyse(capsys, "--csv", again, "--out", full_out, "--no-figures")
@@ -174,8 +182,9 @@ def test_out_that_loses_nothing_is_replaced_without_force(full_out, tmp_path, ca
 
 
 def test_a_speedups_csv_of_before_the_backends_is_read_as_gymnax(full_out, tmp_path, capsys):
-    """An --out whose speedups.csv has no backend column (written before the env backends): its rows were on
-    gymnax, so the same runs replace it without --force; a row this analysis lacks is still found."""
+    """An --out whose speedups.csv has no backend column (written before the env backends): its rows
+    were on gymnax, so the same runs replace it without --force; a row this analysis lacks is still
+    found."""
     (full_out / "exp1_total.png").unlink()
     speedups = pd.read_csv(full_out / "speedups.csv")
     assert set(speedups["backend"]) == {"gymnax"}
@@ -209,7 +218,8 @@ def test_an_unreadable_table_in_out_is_not_replaced_silently(full_out, tmp_path,
 
 
 def test_an_interrupted_analysis_leaves_out_as_it_was(full_out, tmp_path, capsys, monkeypatch):
-    """Ctrl-C while the report is written (after every table): --out is untouched, the temporary folder removed."""
+    """Ctrl-C while the report is written (after every table): --out is untouched, the temporary
+    folder removed."""
     from analysis import report
 
     def interrupted(*args, **kwargs):
@@ -254,9 +264,10 @@ def test_a_new_out_is_created_whole_with_the_usual_permissions(tmp_path, capsys)
     assert out.stat().st_mode & 0o777 == 0o777 & ~umask and leftovers(out) == []
 
 
-# ------------------------------------------------------------- issue 25, item 9: runs told apart by content
+# ----------------------------------------------------- issue 25, item 9: runs told apart by content
 def write_tagged(root: Path, tag: str) -> list[Path]:
-    """exp1 runs of linen and nnx on three envs under one tag; the folder names repeat under every root."""
+    """exp1 runs of linen and nnx on three envs under one tag; the folder names repeat under every
+    root."""
     return [
         write_run(
             root, env, framework, "small", STUDY.default_compile(framework), 1, sync=False, tag=tag
@@ -291,11 +302,11 @@ def test_the_same_run_given_twice_is_kept_once(tmp_path, capsys):
     assert (out / "speedups.csv").read_text() == (first / "speedups.csv").read_text()
 
 
-# -------------------------------------------------------------- issue 25, item 10: what is paired and pooled
+# ----------------------------------------------------- issue 25, item 10: what is paired and pooled
 def test_runs_of_other_lengths_or_batch_sizes_are_never_pooled(tmp_path, capsys):
-    """Three envs at 10 iterations, one of them again at 20, and a fourth env whose two runs differ in batch size:
-    the cell holds the 10-iteration pairs of the three envs only ("12 pairs / 3 envs", not "13 pairs / 4 envs"),
-    and REPORT.md says what was left out and why."""
+    """Three envs at 10 iterations, one of them again at 20, and a fourth env whose two runs differ
+    in batch size: the cell holds the 10-iteration pairs of the three envs only ("12 pairs / 3
+    envs", not "13 pairs / 4 envs"), and REPORT.md says what was left out and why."""
     runs = linen_nnx(ENVS[:3])  # 12 pairs
     runs += linen_nnx(ENVS[:1], seeds=(3,), iterations=20)  # 1 pair of another length
     # no partner
@@ -354,7 +365,7 @@ def test_a_completed_run_with_no_iterations_is_skipped_with_its_reason(tmp_path,
     assert broken.name in skipped and "completed with 0 iterations" in skipped
 
 
-# ------------------------------------------------------------------- issue 25, item 11: two events files
+# -------------------------------------------------------------- issue 25, item 11: two events files
 def test_a_run_folder_with_two_events_files_is_skipped_with_its_reason(tmp_path, capsys):
     for framework in ("linen", "nnx"):
         write_run(
@@ -381,7 +392,7 @@ def test_a_run_folder_with_two_events_files_is_skipped_with_its_reason(tmp_path,
     assert len(pd.read_csv(out / "summary.csv")) == 2
 
 
-# ---------------------------------------------------------------- issue 25, item 16: garbage input files
+# ----------------------------------------------------------- issue 25, item 16: garbage input files
 GARBAGE = {
     "empty": b"",
     "binary": bytes(range(256)) * 8,
@@ -422,8 +433,9 @@ def test_a_table_with_words_for_numbers_is_one_line_and_exit_2(tmp_path, capsys,
 
 
 def test_source_date_epoch_makes_a_replot_byte_for_byte(tmp_path, capsys, monkeypatch):
-    """SOURCE_DATE_EPOCH (the reproducible-builds convention) dates REPORT.md, so that an edition plotted
-    twice is the same byte for byte; a value that is not a number is refused before anything is written."""
+    """SOURCE_DATE_EPOCH (the reproducible-builds convention) dates REPORT.md, so that an edition
+    plotted twice is the same byte for byte; a value that is not a number is refused before anything
+    is written."""
     runs = write_csv(tmp_path / "all.csv", linen_nnx(ENVS))
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1796342400")
     assert analyse(capsys, "--csv", runs, "--out", tmp_path / "a", "--no-figures").code == 0

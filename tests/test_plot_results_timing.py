@@ -1,4 +1,5 @@
-"""plot_results.py finds the env timing that bench.sh wrote beside the runs (its --log-dir), unless told another."""
+"""plot_results.py finds the env timing that bench.sh wrote beside the runs (its --log-dir), unless
+told another."""
 
 import itertools
 

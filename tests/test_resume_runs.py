@@ -1,11 +1,12 @@
-"""Resumed runs, the analysis and sweep side (issue 55 item 7): a run stopped after a --save-every save and resumed
-in its folder is read by runlog as one completed run, each iteration once; a forged summary.json resumed_at is
-refused; the analysis counts it for learning and keeps it out of every timed result (and REPORT.md says so); bench.sh
-continues a stopped run with --resume, and passes --save-every to its gymnax runs.
+"""Resumed runs, the analysis and sweep side (issue 55 item 7): a run stopped after a --save-every
+save and resumed in its folder is read by runlog as one completed run, each iteration once; a forged
+summary.json resumed_at is refused; the analysis counts it for learning and keeps it out of every
+timed result (and REPORT.md says so); bench.sh continues a stopped run with --resume, and passes
+--save-every to its gymnax runs.
 
-The slow tests share one real sweep (module fixture `sweep`): a learning experiment of one linen run (CartPole-v1,
-8 envs x 64 steps, 20 iterations, --save-every 2), started with bench.sh's planned command, stopped by SIGINT after
-its first save, then continued by bench.sh itself."""
+The slow tests share one real sweep (module fixture `sweep`): a learning experiment of one linen run
+(CartPole-v1, 8 envs x 64 steps, 20 iterations, --save-every 2), started with bench.sh's planned
+command, stopped by SIGINT after its first save, then continued by bench.sh itself."""
 
 import json
 import math
@@ -61,8 +62,8 @@ def dry_run_commands(log_dir: Path, env: dict) -> list[list[str]]:
 
 
 def stop_after_a_save(command: list[str], env: dict) -> None:
-    """Runs command until its third iteration is logged (its first save, of --save-every 2, came before), then
-    SIGINT: it stops at its next iteration boundary."""
+    """Runs command until its third iteration is logged (its first save, of --save-every 2, came
+    before), then SIGINT: it stops at its next iteration boundary."""
     proc = subprocess.Popen(
         command,
         cwd=ROOT,
@@ -107,11 +108,12 @@ def with_summary(run_dir: Path, **changes) -> Path:
     return run_dir
 
 
-# -------------------------------------------------------------------------------------------- the sweep
+# ---------------------------------------------------------------------------------------- the sweep
 @pytest.mark.slow
 def test_bench_sh_continues_a_stopped_run_in_its_folder_with_resume(sweep):
-    """The stopped run (interrupted after a save) is planned with --resume FOLDER, and bench.sh completes it there:
-    no second folder, summary.json completed with the iteration it went on from."""
+    """The stopped run (interrupted after a save) is planned with --resume FOLDER, and bench.sh
+    completes it there: no second folder, summary.json completed with the iteration it went on
+    from."""
     assert sweep.stopped["status"] == "interrupted" and sweep.stopped["iterations_completed"] >= 3
     assert (sweep.run_dir / "resume.safetensors").is_file()
     assert sweep.dry_run[-2:] == ["--resume", str(sweep.run_dir)]
@@ -122,20 +124,22 @@ def test_bench_sh_continues_a_stopped_run_in_its_folder_with_resume(sweep):
     assert summary["status"] == "completed" and summary["iterations_completed"] == ITERATIONS
     # the last save before the stop: an even iteration, at most the last one it finished
     assert after % 2 == 0 and 2 <= after <= sweep.stopped["iterations_completed"]
-    # config.json is the first start's: its command has no --resume, and the sweep finds the run done by it
+    # config.json is the first start's: its command has no --resume, and the sweep finds the run
+    # done by it
     assert "--resume" not in read_json(sweep.run_dir / "config.json")["command"]
     proc = bench("--dry-run", "--log-dir", str(sweep.log_dir), *SWEEP, env=sweep.env)
     assert proc.stdout.startswith("# done: ") and "(1 already completed)" in proc.stdout
 
 
-# -------------------------------------------------------------------------------------------- runlog
+# ------------------------------------------------------------------------------------------- runlog
 @pytest.mark.slow
 def test_a_resumed_run_is_read_as_one_completed_run_with_every_iteration_once(sweep):
     run = runlog.read_completed_run(sweep.run_dir)
     assert runlog.is_completed(sweep.run_dir)
     assert list(run.scalars["step"]) == [BATCH * (i + 1) for i in range(ITERATIONS)]
     assert run.scalars["time/iteration"].notna().all() and len(run.segments) >= 2
-    # after the save it went on from, each value is the resumed process's (its events file's), not the stopped one's
+    # after the save it went on from, each value is the resumed process's (its events file's), not
+    # the stopped one's
     (after,) = run.summary["resumed_at"]
     last = sorted(sweep.run_dir.glob("events.out.tfevents.*"))[-1]
     assert run.events.name == last.name and run.events is run.segments[-1]
@@ -153,8 +157,8 @@ def test_a_resumed_run_is_read_as_one_completed_run_with_every_iteration_once(sw
 def test_a_resume_stopped_before_its_first_iteration_leaves_a_file_the_run_is_read_with(
     sweep, tmp_path
 ):
-    """A resume attempt stopped before it logged anything leaves an events file without scalars: one more than
-    resumed_at counts, which the run is read with."""
+    """A resume attempt stopped before it logged anything leaves an events file without scalars: one
+    more than resumed_at counts, which the run is read with."""
     from tensorboardX import SummaryWriter
 
     run_dir = copy_of(sweep.run_dir, tmp_path)
@@ -176,8 +180,9 @@ def test_a_resume_stopped_before_its_first_iteration_leaves_a_file_the_run_is_re
     ["4", [4.0], [0], [-2], [], [True], [4, 2], [2, 2], [ITERATIONS], [ITERATIONS + 5], "wrong"],
 )
 def test_a_forged_resumed_at_is_refused(sweep, tmp_path, forged):
-    """Not a list of increasing positive ints below the iterations, or not the iteration the last process went on
-    from: a RunError naming resumed_at, and the analysis and the sweep's resume skip the run."""
+    """Not a list of increasing positive ints below the iterations, or not the iteration the last
+    process went on from: a RunError naming resumed_at, and the analysis and the sweep's resume skip
+    the run."""
     run_dir = copy_of(sweep.run_dir, tmp_path)
     if forged == "wrong":  # well formed, but not where its last process went on from
         (after,) = read_json(run_dir / "summary.json")["resumed_at"]
@@ -188,14 +193,14 @@ def test_a_forged_resumed_at_is_refused(sweep, tmp_path, forged):
     assert not runlog.is_completed(run_dir)
 
 
-# -------------------------------------------------------------------------------------------- analysis
+# ----------------------------------------------------------------------------------------- analysis
 @pytest.mark.slow
 def test_the_analysis_counts_a_resumed_run_for_learning_and_not_for_time(
     sweep, tmp_path, monkeypatch
 ):
-    """plot_results: the resumed run is a seed of its learning cell (its final return, its steps), with no time to a
-    return; its summary row has no times, no speedup or pair takes it, and REPORT.md says it was resumed; the same
-    from its runs.csv (--csv)."""
+    """plot_results: the resumed run is a seed of its learning cell (its final return, its steps),
+    with no time to a return; its summary row has no times, no speedup or pair takes it, and
+    REPORT.md says it was resumed; the same from its runs.csv (--csv)."""
     import plot_results
 
     monkeypatch.setenv(*next(iter(sweep.env.items())))
@@ -216,7 +221,10 @@ def test_the_analysis_counts_a_resumed_run_for_learning_and_not_for_time(
     assert pd.read_csv(out / "speedups.csv").empty
     runs = pd.read_csv(out / "runs.csv")
     assert list(runs["iteration"]) == list(range(ITERATIONS))
-    line = "1 run was resumed after a stop (summary.json resumed_at): in the learning results, not in the timings"
+    line = (
+        "1 run was resumed after a stop (summary.json resumed_at): in the learning results, "
+        "not in the timings"
+    )
     assert line in (out / "REPORT.md").read_text()
     assert (out / f"{SHORT}_learning.png").exists()
     again = tmp_path / "again"
@@ -226,8 +234,8 @@ def test_the_analysis_counts_a_resumed_run_for_learning_and_not_for_time(
 
 
 def test_a_resumed_run_is_kept_out_of_the_pairs_of_runs(tmp_path):
-    """The same two runs of exp1 (linen, nnx) give a total-time pair; once one of them was resumed, none, and its
-    summary row has no times."""
+    """The same two runs of exp1 (linen, nnx) give a total-time pair; once one of them was resumed,
+    none, and its summary row has no times."""
     from analysis.loading import load_runs, read_env_timing
     from analysis.results import analyse
     from analysis.speedups import metric_columns
@@ -249,10 +257,10 @@ def test_a_resumed_run_is_kept_out_of_the_pairs_of_runs(tmp_path):
     assert all(math.isnan(nnx[column]) for column in times)
 
 
-# -------------------------------------------------------------------------------------------- the sweep
+# ---------------------------------------------------------------------------------------- the sweep
 def stopped_run(log_dir: Path, command: list[str], name: str, saved: int) -> Path:
-    """A run folder stopped after `saved` iterations, with the resume file of a save (checkpoint.py's own writer);
-    saved 0: none."""
+    """A run folder stopped after `saved` iterations, with the resume file of a save
+    (checkpoint.py's own writer); saved 0: none."""
     import checkpoint
 
     run_dir = fake_run(log_dir, "exp2", "interrupted", command, name)
@@ -264,8 +272,9 @@ def stopped_run(log_dir: Path, command: list[str], name: str, saved: int) -> Pat
 
 
 def test_the_sweep_continues_a_stopped_run_from_its_furthest_save(tmp_path):
-    """Of the stopped folders of a run, the one saved furthest on is continued (--resume FOLDER added to its
-    command); a run without a resume file, with a broken one, or completed, starts afresh or is done."""
+    """Of the stopped folders of a run, the one saved furthest on is continued (--resume FOLDER
+    added to its command); a run without a resume file, with a broken one, or completed, starts
+    afresh or is done."""
     log_dir = tmp_path / "runs"
     jit, none = planned(log_dir)
     stopped_run(log_dir, jit, "a", 2)
@@ -280,8 +289,8 @@ def test_the_sweep_continues_a_stopped_run_from_its_furthest_save(tmp_path):
 
 
 def test_the_resume_flag_does_not_make_another_run():
-    """bench.sh's cell lock checks the planned commands again, --resume FOLDER among them: a run is known by its
-    command without it (config.json's, the first start's, has none)."""
+    """bench.sh's cell lock checks the planned commands again, --resume FOLDER among them: a run is
+    known by its command without it (config.json's, the first start's, has none)."""
     command = ["ppo_linen.py", "--env", "CartPole-v1", "--log-dir", "runs/exp2", "--seed", "1"]
     key = sweep_resume.run_key(command)
     assert sweep_resume.run_key([*command, "--resume", "runs/exp2/x"]) == key
@@ -290,8 +299,9 @@ def test_the_resume_flag_does_not_make_another_run():
 
 
 def test_save_every_reaches_the_gymnax_runs_only(tmp_path):
-    """bench.sh --save-every N: every gymnax run's command gives --save-every N, no envpool run's (the scripts save
-    a run's state on gymnax only); refused after -- beside it, and when not a count."""
+    """bench.sh --save-every N: every gymnax run's command gives --save-every N, no envpool run's
+    (the scripts save a run's state on gymnax only); refused after -- beside it, and when not a
+    count."""
     envs = ["--envs", "CartPole-v1,CartPole-v1@envpool", "--sizes", "small", "--seeds", "1"]
     args = ["--dry-run", "--log-dir", str(tmp_path / "runs"), "--experiments", "exp7", *envs]
     proc = bench(*args, "--frameworks", "linen", "--save-every", "3")
