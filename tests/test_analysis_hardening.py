@@ -674,3 +674,35 @@ def test_markdown_and_html_in_the_runs_never_reach_report_md_or_the_readme_as_ma
     # shown, as text
     assert "&lt;img src=x onerror=alert(1)&gt;" in report and "&lt;script&gt;" in report
     assert "Owned" in report and "Linux" in report
+
+
+# ----------------------------------------------------- issue 56, item 4: layers a reader holds
+def test_the_analysis_is_at_most_16_modules_each_importing_only_those_above():
+    """analysis/ holds at most 16 modules of at most 400 lines, and its package docstring names
+    each in its order of layers: a module imports only modules named above it (no cycle, no floor
+    skipped back up)."""
+    import ast
+
+    import analysis
+
+    folder = Path(analysis.__file__).parent
+    modules = sorted(p.stem for p in folder.glob("*.py") if p.stem != "__init__")
+    assert len(modules) <= 16
+    for name in modules:
+        assert len((folder / f"{name}.py").read_text().splitlines()) <= 400, name
+    listed = re.findall(r"^    (\w+) ", analysis.__doc__, re.M)
+    assert sorted(listed) == modules
+    for name in modules:
+        tree = ast.parse((folder / f"{name}.py").read_text())
+        imported = {
+            node.module.split(".")[1]
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("analysis.")
+        } | {
+            alias.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module == "analysis"
+            for alias in node.names
+        }
+        above = set(listed[: listed.index(name)])
+        assert imported <= above, (name, imported - above)
