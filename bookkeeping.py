@@ -247,7 +247,8 @@ class Bookkeeping:
         if config.get("resume"):
             import checkpoint
 
-            resume = checkpoint.read_resume(run_dir, config)
+            # the script's Saver, made before, checked its flags against the stopped run's
+            resume = checkpoint.read_resume(run_dir)
             self.returns = list(resume.returns)
             self.summary["iterations_completed"] = resume.iteration
             # the analysis reads a resumed run's events files as one run, and does not time it

@@ -8,7 +8,7 @@ scripts (Saver). Each script adds only its own mapping of its parameters to the 
 without them needs no other file (a copy that saves needs it and atomic.py beside it). What loads a
 policy back and checks it whole is evaluation/model_file.py (evaluate.py's side).
 
-A resume file holds the run's state as the script hands it over (Saver.save_state: parameters,
+A resume file holds the run's state as the script hands it over (Saver.iteration_done: parameters,
 Adam's moments and step, the envs' state with the normalisation statistics, the random keys), its
 arrays numbered in the order of jax.tree.leaves, with the iterations completed, their returns and
 the run's flags; Saver.resume puts them back into a fresh state of the same structure, bit for bit.
@@ -145,8 +145,9 @@ class Snapshot(NamedTuple):
 class Saver:
     """--save-model: model.safetensors in the run folder when the run ends, however it ends
     (completed, stopped by a signal, failed): the policy of the last finished iteration, as
-    iteration_done last received it; nothing when no iteration finished. A context manager around
-    the training loop; it needs no bookkeeping."""
+    iteration_done last received it; nothing when no iteration finished. --save-every: the run's
+    whole state in resume.safetensors every N iterations; --resume: that state put back. A context
+    manager around the training loop; it needs no bookkeeping."""
 
     def __init__(self, run_dir: str, config: dict, script: str):
         """config: the script's Args as a dict, with "framework"; script: its __file__ (its
@@ -175,18 +176,18 @@ class Saver:
         receives it, with the resume file's arrays in it, bit for bit. writer: the run's
         SummaryWriter, whose TensorBoard then hides what the stopped run logged after its save (a
         purge mark at the next iteration's step)."""
-        resume, arrays = read_resume(self.run_dir, self.config, tensors=True)
-        if callable(training):
-            training = training()
+        # its flags were checked when this Saver was made
+        _, arrays = read_resume(self.run_dir, tensors=True)
         training, runner = tree_with(resume_file(self.run_dir), (training, runner), arrays)
+        iteration = self.resumed_at[-1]
         if writer is not None:
             from tensorboardX.proto.event_pb2 import Event, SessionLog
 
-            step = (resume.iteration + 1) * self.config["batch_size"]
+            step = (iteration + 1) * self.config["batch_size"]
             start = SessionLog(status=SessionLog.START)
             writer._get_file_writer().add_event(Event(step=step, session_log=start))
-        print(f"{RESUME_FILE}: resumed after iteration {resume.iteration}", flush=True)
-        return training, runner, resume.iteration
+        print(f"{RESUME_FILE}: resumed after iteration {iteration}", flush=True)
+        return training, runner, iteration
 
     def iteration_done(self, layers: tuple, runner, scalars: dict, training) -> None:
         """After each iteration. layers: the script's to_shared(agent) after the update (named and
