@@ -95,7 +95,9 @@ OPTIONS = (
     Option(
         "--seeds",
         "N",
-        f"repeats, seeds 1..N (default {DEFAULT_SEEDS})",
+        f"repeats, seeds 1..N (default {DEFAULT_SEEDS}); a run of A agents (an experiment's "
+        "agents) trains seeds --seed..--seed+A-1, so the r-th repeat (r = 0..N-1) runs --seed "
+        "1+r*A: agent seeds 1..N*A, each once",
         actions=SWEEP_ACTIONS,
         matrix=True,
     ),
@@ -170,8 +172,8 @@ OPTIONS = (
     Option(
         "--shard",
         "K/N",
-        "run only shard K (0..N-1) of N: whole cells (experiment, seed, env, model size), so every "
-        "framework and compile mode of a cell runs on the same machine",
+        "run only shard K (0..N-1) of N: whole cells (experiment, seed, env, model size, agents), "
+        "so every framework and compile mode of a cell runs on the same machine",
         actions=SWEEP_ACTIONS,
         default="0/1",
     ),
@@ -316,7 +318,8 @@ folder with --resume, the others start afresh. Each run's output goes to {log-di
 Before the runs, the env step costs are measured into {log-dir}/env_timing.json when that file is
 missing, lacks an env of the sweep, or comes from another host or device.
 
-experiments (study.toml; each run is repeated for seeds 1..N):
+experiments (study.toml; each run is repeated for seeds 1..N, a run of A agents per process with
+--seed 1, 1+A, .., 1+(N-1)*A: agent seeds 1..N*A):
 EXPERIMENTS
 
 presets (study.toml's [presets]: a sweep by name, the options it sets, the arguments of every run):
@@ -328,16 +331,16 @@ GENERAL
 One sweep at a time per log dir and shard: a second bench.sh on the same --log-dir and --shard is
 refused (exit 2), while the first holds {log-dir}/.bench-K-of-N.lock. Sweeps of other shards run
 side by side, and never run one run twice at once, whatever their shard counts (0/1 and 0/2
-overlap): a sweep runs a cell (experiment, seed, env, size) while it holds
+overlap): a sweep runs a cell (experiment, seed, env, size, agents) while it holds
 {log-dir}/.bench-cells/{cell}.lock, waits while another sweep holds it, and then skips the runs that
 one completed. Ctrl-C or SIGTERM stops what is in progress at once (a run saves an "interrupted"
 summary; the env timing, the planning or sbatch just end) and then the sweep, however bench.sh was
 started (in the background of a script, under nohup). The arguments after -- reach every run as they
 are (any character); those the sweep sets itself (--env, --env-backend, --model-size, --compile,
---seed, --log-dir, --exp-name, --[no-]sync-timing, --dtype (each experiment's dtypes in study.toml),
-and --num-iterations, --tag or --env-threads when --iterations, --tag or --cpus is given) are
-refused, and so is one the scripts' own parser refuses (checked before the first run, in a few
-seconds: the scripts are imported).
+--seed, --log-dir, --exp-name, --[no-]sync-timing, --dtype and --num-agents (each experiment's
+dtypes and agents in study.toml), and --num-iterations, --tag or --env-threads when --iterations,
+--tag or --cpus is given) are refused, and so is one the scripts' own parser refuses (checked
+before the first run, in a few seconds: the scripts are imported).
 
 Slurm (the sweep as a job array; every other option above applies to each task):
 SLURM

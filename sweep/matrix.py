@@ -1,13 +1,17 @@
 """The run matrix of a sweep: every run of a selection (sweep_options.Selection), its command, and
 its shard.
 
-Matrix: for each experiment, seed, env and model size (a *cell*), every data type, sync setting,
-framework and compile mode of the experiment, in the study's order (sync "both": every framework
-sync off, then every one sync on; dtypes float32 and bfloat16: all of float32's runs, then
-bfloat16's, whose commands add --dtype bfloat16). An env is an env label (study.env_label): the env
-id on gymnax, "{id}@envpool" on envpool, whose runs get --env-backend envpool (and --env-threads N
-from bench.sh --cpus N), so the two backends of one env id are two cells. Sharding deals out whole
-cells, so every run of a cell lands on the same shard and a speedup never compares two machines."""
+Matrix: for each experiment, seed, env, model size and number of agents per process (a *cell*),
+every data type, sync setting, framework and compile mode of the experiment, in the study's order
+(sync "both": every framework sync off, then every one sync on; dtypes float32 and bfloat16: all of
+float32's runs, then bfloat16's, whose commands add --dtype bfloat16). A run of N agents (an
+experiment's agents) adds --num-agents N (N = 1 names none: the scripts' default) and trains seeds
+--seed .. --seed + N - 1: the r-th seed of --seeds S (r = 0 .. S-1) is --seed 1 + r*N, so the S runs
+of N agents of an env and size train disjoint agent seeds. An env is an env label
+(study.env_label): the env id on gymnax, "{id}@envpool" on envpool, whose runs get --env-backend
+envpool (and --env-threads N from bench.sh --cpus N), so the two backends of one env id are two
+cells. Sharding deals out whole cells, so every run of a cell lands on the same shard and a speedup
+never compares two machines."""
 
 import hashlib
 from dataclasses import dataclass, replace
@@ -35,6 +39,8 @@ class PlannedRun:
     both_syncs: bool = False
     # the script's --dtype; the description and the log name say it when it is not the default
     dtype: str = study.DTYPES[0]
+    # the script's --num-agents (seeds seed .. seed + agents - 1); said when it is not 1
+    agents: int = 1
 
     @property
     def sync_name(self) -> str:
@@ -45,20 +51,32 @@ class PlannedRun:
         return "" if self.dtype == study.DTYPES[0] else f" {self.dtype}"
 
     @property
-    def cell(self) -> tuple[str, int, str, str]:
-        return (self.experiment, self.seed, self.env, self.size)
+    def agents_name(self) -> str:
+        return "" if self.agents == 1 else f" agents{self.agents}"
+
+    @property
+    def seed_name(self) -> str:
+        last = self.seed + self.agents - 1
+        return f"seed {self.seed}" if self.agents == 1 else f"seeds {self.seed}-{last}"
+
+    @property
+    def cell(self) -> tuple:
+        # one agent's cell is the one it was before agents per process existed: its lock's name and
+        # its shard stay those of a sweep begun earlier
+        agents = (self.agents,) if self.agents != 1 else ()
+        return (self.experiment, self.seed, self.env, self.size, *agents)
 
     @property
     def description(self) -> str:
         return (
             f"{self.experiment} {self.env} {self.framework} {self.size} "
-            f"{self.compile}{self.dtype_name}{self.sync_name} seed {self.seed}"
+            f"{self.compile}{self.dtype_name}{self.agents_name}{self.sync_name} {self.seed_name}"
         )
 
     @property
     def log_stem(self) -> str:  # bench.sh adds __{unix time}.log
         sync = self.sync_name.replace(" sync on", "__sync").replace(" sync off", "__nosync")
-        dtype = self.dtype_name.replace(" ", "__")
+        dtype = (self.dtype_name + self.agents_name).replace(" ", "__")
         run = f"{self.env}__{self.framework}__{self.size}__{self.compile}{dtype}{sync}__{self.seed}"
         return f"logs/{self.experiment}/{run}"
 
@@ -80,9 +98,11 @@ def command(
     seed: int,
     sync: bool,
     dtype: str = study.DTYPES[0],
+    agents: int = 1,
 ) -> tuple[str, ...]:
     """A run's command. env: an env label; a gymnax run's command names no backend, a float32 one no
-    --dtype (the scripts' defaults, as before there were two)."""
+    --dtype, a run of one agent no --num-agents (the scripts' defaults, as before there were more).
+    """
     env_id, backend = study.split_label(env)
     cmd = [
         sel.python,
@@ -113,6 +133,8 @@ def command(
         cmd += ["--no-sync-timing"]
     if dtype != study.DTYPES[0]:
         cmd += ["--dtype", dtype]
+    if agents != 1:
+        cmd += ["--num-agents", str(agents)]
     # the scripts save a run's state on gymnax only
     if sel.save_every and backend == study.BACKENDS[0]:
         cmd += ["--save-every", str(sel.save_every)]
@@ -156,17 +178,24 @@ def experiment_envs(
     )
 
 
+def first_seed(repeat: int, agents: int) -> int:
+    """The --seed of a run of `agents` agents, the repeat-th (0-based) of bench.sh --seeds: seeds 1,
+    2, 3, ... of one agent; 1, 5, 9, ... of four (agents 1-4, 5-8, 9-12: disjoint)."""
+    return 1 + repeat * agents
+
+
 def matrix(sel: Selection, the_study: study.Study) -> list[PlannedRun]:
-    """Every run of the selection, cell after cell (experiments, seeds, envs, sizes); within a cell,
-    every data type, sync setting, framework and compile mode of the experiment, one after another.
-    The study's order throughout; envs in the order given."""
+    """Every run of the selection, cell after cell (experiments, seeds, envs, sizes, agents); within
+    a cell, every data type, sync setting, framework and compile mode of the experiment, one after
+    another. The study's order throughout; envs in the order given."""
     runs = []
     frameworks = [fw for name, fw in the_study.frameworks.items() if name in sel.frameworks]
     for exp in (exp for name, exp in the_study.experiments.items() if name in sel.experiments):
         sizes = [size for size in the_study.sizes if size in sel.sizes and size in exp.sizes]
-        for seed, env, size in product(
-            range(1, sel.seeds + 1), experiment_envs(sel, exp, the_study), sizes
+        for repeat, env, size, agents in product(
+            range(sel.seeds), experiment_envs(sel, exp, the_study), sizes, exp.agents
         ):
+            seed = first_seed(repeat, agents)
             for dtype, sync, fw in product(exp.dtypes, exp.syncs, frameworks):
                 for mode in kept_modes(sel, exp, fw):
                     runs.append(
@@ -178,9 +207,10 @@ def matrix(sel: Selection, the_study: study.Study) -> list[PlannedRun]:
                             fw.name,
                             mode,
                             sync,
-                            command(sel, exp, fw, env, size, mode, seed, sync, dtype),
+                            command(sel, exp, fw, env, size, mode, seed, sync, dtype, agents),
                             both_syncs=len(exp.syncs) > 1,
                             dtype=dtype,
+                            agents=agents,
                         )
                     )
     return runs

@@ -78,6 +78,7 @@ SWEEP_FLAGS = {
     "--no-sync-timing": "each experiment's sync setting",
     "--env-backend": "each experiment's backends, or bench.sh --envs ID@envpool",
     "--dtype": "each experiment's dtypes",
+    "--num-agents": "each experiment's agents",
 }
 
 

@@ -17,6 +17,7 @@ from here:
     S.experiments["exp7"].envs     # ('CartPole-v1', 'CartPole-v1@envpool', ...): env labels
     S.experiments["exp5"].syncs    # (False, True): runs with --sync-timing off and on
     S.experiments["exp10"].dtypes  # ('float32', 'bfloat16'): each run once per --dtype
+    S.experiments["exp11"].agents  # (1, 4, 16, 64): each a cell of its own, --num-agents N
     S.experiments["exp9"].env_args("CartPole-v1")  # its reference configuration's flags
     S.experiments["exp9"].config("CartPole-v1").references["CartPole-v1"].mean  # a return
     S.experiments["exp1"].figures  # what plot_results.py draws of its runs
@@ -130,6 +131,8 @@ def parse(path: Path) -> Study:
             configs,
             exp.get("reference", ""),
             study_tables.read_dtypes(exp.get("dtypes", list(DTYPES[:1])), path, name),
+            study_tables.read_agents(exp.get("agents", [1]), path, name),
+            study_tables.read_experiment_args(exp, name, path),
         )
     platforms = study_tables.read_platforms(data, experiments, path)
     headline = read_headline(data, experiments, path)

@@ -47,7 +47,7 @@ TOP_KEYS += ("envpool_envs", "platforms", "presets", "analysis")
 WINDOW_KEYS = ("first", "label", "last")
 FRAMEWORK_KEYS = ("script", "compile", "color", "pieces")
 EXPERIMENT_KEYS = ("title", "sizes", "compile", "sync", "envs", "backends", "dtypes", "figures")
-EXPERIMENT_KEYS += ("configs", "reference")
+EXPERIMENT_KEYS += ("configs", "reference", "agents", "args")
 CONFIG_KEYS = ("title", "args", "returns")
 PLATFORM_KEYS = ("repeats", "title", "figures")
 ANALYSIS_KEYS = ("headline", "tables")
@@ -178,6 +178,28 @@ def read_backends(value, path: Path, name: str) -> tuple[str, ...]:
 def read_dtypes(value, path: Path, name: str) -> tuple[str, ...]:
     """An experiment's dtypes: a list of DTYPES, each once (default: float32 alone)."""
     return read_some_of(value, DTYPES, f"experiment {name}'s dtypes", path)
+
+
+def read_agents(value, path: Path, name: str) -> tuple[int, ...]:
+    """An experiment's agents (default [1]): its runs' --num-agents, positive integers, each
+    once."""
+    numbers = value if isinstance(value, list) and value else []
+    bad = [n for n in numbers if isinstance(n, bool) or not isinstance(n, int) or n < 1]
+    if bad or not numbers or len(set(numbers)) < len(numbers):
+        said = f"lists {bad[0]!r}" if bad else f"= {value!r}"
+        raise ValueError(
+            f"{path}: experiment {name}'s agents {said}; give a list of positive integers (its "
+            "runs' --num-agents), each once"
+        )
+    return tuple(numbers)
+
+
+def read_experiment_args(exp: dict, name: str, path: Path) -> tuple[str, ...]:
+    """The run arguments of every run of an experiment without configs (whose configurations give
+    their own)."""
+    if "args" in exp and "configs" in exp:
+        raise ValueError(f"{path}: experiment {name} has args and configs; give one of them")
+    return read_names(exp.get("args", []), f"experiment {name}'s args", path)
 
 
 def read_reference(value, where: str, path: Path) -> Reference:

@@ -1,7 +1,7 @@
-"""What a study is: its frameworks, iteration windows, experiments (their data types; a learning
-experiment with its reference configurations and their published returns), platform comparisons,
-presets (a sweep by name), and the env labels that name an env on a backend. sweep/study.py reads a
-study of these from study.toml; import them from there."""
+"""What a study is: its frameworks, iteration windows, experiments (their data types and agents per
+process; a learning experiment with its reference configurations and their published returns),
+platform comparisons, presets (a sweep by name), and the env labels that name an env on a backend.
+sweep/study.py reads a study of these from study.toml; import them from there."""
 
 from dataclasses import dataclass, field
 from itertools import combinations
@@ -92,6 +92,11 @@ class Experiment:
     # the --dtype of its runs, each run once per data type (in this order, the default first when
     # listed)
     dtypes: tuple[str, ...] = DTYPES[:1]
+    # the --num-agents of its runs (agents per process), each a cell of its own, as sizes are
+    agents: tuple[int, ...] = (1,)
+    # the run arguments of every run of an experiment without configs (a timing experiment's batch
+    # and length), as a configuration's args are of its envs' runs
+    args: tuple[str, ...] = ()
 
     def compile_modes(self, framework: Framework) -> tuple[str, ...]:
         return framework.compile if self.all_compile_modes else framework.compile[:1]
@@ -101,9 +106,10 @@ class Experiment:
         return next((config for config in self.configs if env in config.references), None)
 
     def env_args(self, env: str) -> tuple[str, ...]:
-        """The script flags of an env label's runs in this experiment (its configuration's)."""
+        """The script flags of an env label's runs in this experiment (its configuration's, else the
+        experiment's args)."""
         config = self.config(env)
-        return config.args if config else ()
+        return config.args if config else self.args
 
 
 @dataclass(frozen=True)
