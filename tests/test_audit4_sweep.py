@@ -244,10 +244,12 @@ def test_a_bad_run_argument_after_the_dashes_is_refused_before_the_first_run(
 
 
 def test_the_studys_own_run_arguments_pass_every_scripts_parser():
-    """A preset's args and a learning configuration's are not checked at each sweep (only those
-    after -- are): they are checked here, by the child that checks those after --."""
+    """A preset's args, a learning configuration's and an experiment's are not checked at each
+    sweep (only those after -- are): they are checked here, by the child that checks those after
+    --."""
     argvs = [list(preset.args) for preset in STUDY.presets.values()]
     argvs += [list(config.args) for exp in STUDY.experiments.values() for config in exp.configs]
+    argvs += [list(exp.args) for exp in STUDY.experiments.values() if exp.args]
     scripts = {str(ROOT / fw.script): argvs for fw in STUDY.frameworks.values()}
     cmd = [sys.executable, *RUN_CHECK_MODULE, json.dumps(scripts)]
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
