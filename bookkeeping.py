@@ -12,7 +12,7 @@ a copy of a script without it, which then needs no other file. A script uses it 
     book.start(config, run_dir)      # config.json, before iteration 0
     book.setup_done()                # setup_s
     book.check_signals()             # between phases: a SIGINT or SIGTERM stops the run there
-    book.iteration_done(iteration, scalars, writer)
+    book.iteration_done(iteration, returns, writers)  # each agent's return; every writer
 
 Signals: SIGINT and SIGTERM set a flag that the script checks between phases, so that none is lost
 inside a compiler and a run started with SIGINT ignored (nohup, a background job) still stops; a
@@ -154,6 +154,16 @@ def quiet_os_errors(unraisable) -> None:
         sys.__unraisablehook__(unraisable)
 
 
+def final_returns(returns: list, num_agents: int) -> list:
+    """Each agent's final return, the mean of its last 10 iterations' returns (None: no episode of
+    it ended in them), from the returns of each iteration, a list of one per agent."""
+    finals = []
+    for k in range(num_agents):
+        last = [iteration[k] for iteration in returns[-10:] if not np.isnan(iteration[k])]
+        finals.append(float(np.mean(last)) if last else None)
+    return finals
+
+
 def peak_rss_bytes() -> int:
     """The process's peak resident memory on the host (Linux's ru_maxrss, in KiB), threads
     included."""
@@ -182,11 +192,12 @@ class Bookkeeping:
         self.run_dir = None  # set by start(): from then on, the run must leave a summary.json
         self.made_dirs = []  # the folders make_run_dir made, the run folder first
         self.num_iterations = None
+        self.num_agents = 1
         self.running = False  # while True, a second signal stops the run at once
         self.summary_error = None  # why summary.json could not be written
         # OSErrors that ended a thread (tensorboardX's writer on a full disk)
         self.thread_errors = []
-        self.returns = []
+        self.returns = []  # per iteration, each agent's mean episodic return (NaN: none ended)
         self.summary = {
             "status": "failed",
             "iterations_completed": 0,
@@ -194,6 +205,7 @@ class Bookkeeping:
             "setup_s": None,
             "total_s": None,
             "final_return": None,
+            "final_returns": None,
             "signals": [],
         }
 
@@ -265,6 +277,7 @@ class Bookkeeping:
             config["torch_threads"] = sys.modules["torch"].get_num_threads()
         self.run_dir = run_dir
         self.num_iterations = config["num_iterations"]
+        self.num_agents = config.get("num_agents", 1)
         self.running = True
         if not config.get("resume"):
             write_json(os.path.join(run_dir, "config.json"), config)
@@ -272,11 +285,13 @@ class Bookkeeping:
     def setup_done(self):
         self.summary["setup_s"] = time.perf_counter() - self.start_time
 
-    def iteration_done(self, iteration: int, scalars: dict, writer):
+    def iteration_done(self, iteration: int, returns, writers: list):
+        """returns: each agent's mean episodic return of the iteration (NaN: no episode ended);
+        writers: each SummaryWriter of the run."""
         self.summary["iterations_completed"] = iteration + 1
-        # NaN: no episode ended
-        self.returns.append(float(scalars.get("charts/episodic_return", np.nan)))
-        check_writer(writer, self.thread_errors)
+        self.returns.append([float(r) for r in returns])
+        for writer in writers:
+            check_writer(writer, self.thread_errors)
 
     def finish(self, status: str, error: Optional[str] = None):
         """summary.json, and the line that ends the run's output."""
@@ -293,11 +308,13 @@ class Bookkeeping:
         if nothing_ran and self.remove_run_dir():
             print(f"interrupted before the first iteration: nothing ran, {self.run_dir} removed")
             return
-        # final_return: of the last 10 iterations
-        last = [r for r in self.returns[-10:] if not np.isnan(r)]
         self.summary["status"] = status
         self.summary["total_s"] = time.perf_counter() - self.start_time
-        self.summary["final_return"] = float(np.mean(last)) if last else None
+        finals = final_returns(self.returns, self.num_agents)
+        self.summary["final_returns"] = finals
+        known = [r for r in finals if r is not None]
+        # the agents' mean
+        self.summary["final_return"] = float(np.mean(known)) if known else None
         self.summary["peak_rss_bytes"] = peak_rss_bytes()
         self.summary["peak_device_bytes"] = peak_device_bytes()
         if error:

@@ -122,24 +122,56 @@ def commit_of(folder: str) -> str:
     return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else "unknown"
 
 
-def obs_norm_of(env_state) -> Optional[dict]:
-    """The observations' running statistics in a runner's env state (env_normalize.NormalizeState),
-    flattened as the network sees the observations, as float32 copies; None without --norm-obs."""
+def to_shared(framework: str, model) -> tuple:
+    """(actor, critic, log_std) of a script's parameters: each MLP's [(kernel (in, out), bias)],
+    the hidden layers then the head, every agent's along the first axis; log_std None for discrete
+    actions. model: Linen's params, NNX's or Equinox's agent, torch's (torch_glue.host_layers)."""
+    if framework == "linen":
+        p = model["params"]
+        mlps = [[mlp[f"Dense_{i}"] for i in range(len(mlp))] for mlp in (p["actor"], p["critic"])]
+        actor, critic = ([(d["kernel"], d["bias"]) for d in mlp] for mlp in mlps)
+        return actor, critic, p.get("log_std")
+    if framework == "nnx":
+        mlps = (model.actor, model.critic)
+        actor, critic = ([(d.kernel, d.bias) for d in mlp.layers] for mlp in mlps)
+        return actor, critic, model.log_std if model.continuous else None
+    if framework == "equinox":
+        # Linear's weight is (out, in)
+        mlps = (model.actor, model.critic)
+        actor, critic = ([(d.weight.swapaxes(-1, -2), d.bias) for d in m.layers] for m in mlps)
+        return actor, critic, model.log_std
+    import torch_glue
+
+    return torch_glue.host_layers(model)
+
+
+def agent_layers(layers: tuple, k: int) -> tuple:
+    """Agent k's (actor, critic, log_std) of the scripts' to_shared, whose arrays hold every agent
+    of the run along their first axis."""
+    actor, critic, log_std = layers
+    actor, critic = ([(kernel[k], bias[k]) for kernel, bias in mlp] for mlp in (actor, critic))
+    return actor, critic, None if log_std is None else log_std[k]
+
+
+def obs_norms_of(env_state, num_agents: int) -> list[Optional[dict]]:
+    """Each agent's observation statistics in a runner's env state (env_normalize.NormalizeState,
+    every agent's along the first axis), flattened as the network sees the observations, as
+    float32 copies; Nones without --norm-obs."""
     stats = getattr(env_state, "obs_stats", None)
     if stats is None:
-        return None
-    flat = {"mean": stats.mean, "var": stats.var}
-    return {k: np.array(v, np.float32).reshape(-1) for k, v in flat.items()} | {
-        "count": np.array(stats.count, np.float32).reshape(())
-    }
+        return [None] * num_agents
+    mean, var = (np.array(x, np.float32).reshape(num_agents, -1) for x in (stats.mean, stats.var))
+    count = np.array(stats.count, np.float32).reshape(num_agents)
+    return [{"mean": mean[k], "var": var[k], "count": count[k]} for k in range(num_agents)]
 
 
 class Snapshot(NamedTuple):
-    """What a Saver keeps of the last finished iteration."""
+    """What a Saver keeps of the last finished iteration, a value per agent."""
 
-    params: dict  # shared(*the script's to_shared(agent))
-    obs_norm: Optional[dict]
-    returns: tuple  # each finished iteration's mean episodic return, NaN where no episode ended
+    params: list  # each agent's shared(*agent_layers(the script's to_shared(agent)))
+    obs_norm: list
+    # each finished iteration's mean episodic return per agent, NaN where no episode ended
+    returns: tuple
 
 
 class Saver:
@@ -153,17 +185,16 @@ class Saver:
         """config: the script's Args as a dict, with "framework"; script: its __file__ (its
         repository's commit). With config's resume, the run folder's resume file must be of a run
         with the same flags (read_resume)."""
-        self.path = os.path.join(run_dir, FILENAME)
         self.run_dir = run_dir
         self.config = dict(config)  # as it is now: the bookkeeping adds the machine's keys later
         self.commit = commit_of(os.path.dirname(os.path.abspath(script)))
         self.command = list(sys.argv)
         # one attribute, replaced whole: a signal cannot stop the run between a policy and its count
-        self.last = Snapshot({}, None, ())
+        self.last = Snapshot([], [], ())
         self.resumed_at = ()
         if config.get("resume"):
             resume = read_resume(run_dir, self.config)
-            self.last = Snapshot({}, None, resume.returns)
+            self.last = Snapshot([], [], resume.returns)
             self.resumed_at = (*resume.resumed_at, resume.iteration)
 
     @property
@@ -189,16 +220,17 @@ class Saver:
         print(f"{RESUME_FILE}: resumed after iteration {iteration}", flush=True)
         return training, runner, iteration
 
-    def iteration_done(self, layers: tuple, runner, scalars: dict, training) -> None:
-        """After each iteration. layers: the script's to_shared(agent) after the update (named and
-        copied here: training goes on); runner: the envs' state (with --norm-obs, the observation
-        statistics); scalars: the iteration's logged values; training: the rest of the run's state
-        (a pytree of JAX or NumPy arrays, or a function that returns one), saved with the runner
-        every save_every iterations."""
-        episodic_return = float(scalars.get("charts/episodic_return", math.nan))
-        params = shared(*layers)
-        obs_norm = obs_norm_of(runner.env_state)
-        self.last = Snapshot(params, obs_norm, (*self.last.returns, episodic_return))
+    def iteration_done(self, model, runner, returns, training) -> None:
+        """After each iteration. model: the script's parameters after the update, every agent's
+        along the first axis (to_shared; copied here: training goes on); runner: the envs' state
+        (with --norm-obs, the observation statistics); returns: each agent's mean episodic return
+        (NaN: none ended); training: the rest of the run's state (a pytree of JAX or NumPy arrays,
+        or a function that returns one), saved with the runner every save_every iterations."""
+        returns = tuple(float(r) for r in returns)
+        layers = to_shared(self.config["framework"], model)
+        params = [shared(*agent_layers(layers, k)) for k in range(len(returns))]
+        obs_norm = obs_norms_of(runner.env_state, len(returns))
+        self.last = Snapshot(params, obs_norm, (*self.last.returns, returns))
         every = self.config.get("save_every") or 0
         if every and self.iteration % every == 0:
             if callable(training):
@@ -207,12 +239,20 @@ class Saver:
             resume = Resume(self.iteration, self.last.returns, self.resumed_at, flags)
             save_resume(self.run_dir, tree_arrays((training, runner)), resume)
 
-    def metadata(self) -> dict:
-        params, _, returns = self.last
+    def path(self, k: int) -> str:
+        """Agent k's model file: in the run folder, or its agent_k folder when there are more."""
+        if len(self.last.params) == 1:
+            return os.path.join(self.run_dir, FILENAME)
+        return os.path.join(self.run_dir, f"agent_{k}", FILENAME)
+
+    def metadata(self, k: int) -> dict:
+        """Agent k's metadata: its seed is the run's seed + k."""
+        params, returns = self.last.params[k], [agent[k] for agent in self.last.returns]
         obs_dim, _, num_actions = architecture(params)
         last_10 = [r for r in returns[-10:] if not math.isnan(r)]  # as summary.json's final_return
-        keys = ("framework", "env", "env_backend", "model_size", "dtype", "norm_obs", "seed")
+        keys = ("framework", "env", "env_backend", "model_size", "dtype", "norm_obs")
         return {key: self.config[key] for key in keys} | {
+            "seed": self.config["seed"] + k,
             "obs_shape": [obs_dim],
             "action_kind": "continuous" if "log_std" in params else "discrete",
             "num_actions": num_actions,
@@ -229,14 +269,16 @@ class Saver:
         # no iteration finished (since the resume), or no --save-model
         if not self.last.params or not self.config.get("save_model", True):
             return
-        try:
-            save(self.path, self.last.params, self.last.obs_norm, self.metadata())
-        except BadCheckpoint as e:
-            # a policy gone NaN: nothing worth keeping; the run ends as it would have
-            print(f"error: {FILENAME} not written: {e}", file=sys.stderr)
-            return
-        iteration = self.iteration
-        print(f"{FILENAME}: the policy of iteration {iteration}, in {self.path}", flush=True)
+        for k, (params, obs_norm) in enumerate(zip(self.last.params, self.last.obs_norm)):
+            path = self.path(k)
+            try:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                save(path, params, obs_norm, self.metadata(k))
+            except BadCheckpoint as e:
+                # a policy gone NaN: nothing worth keeping; the run ends as it would have
+                print(f"error: {FILENAME} not written: {e}", file=sys.stderr)
+                continue
+            print(f"{FILENAME}: the policy of iteration {self.iteration}, in {path}", flush=True)
 
 
 def checkpoint_file(path) -> str:
@@ -256,7 +298,7 @@ def checkpoint_file(path) -> str:
 
 # ------------------------------------------------------------------------------------------- resume
 RESUME_FILE = "resume.safetensors"
-RESUME_FORMAT = "benchback-rl-resume/1"
+RESUME_FORMAT = "benchback-rl-resume/2"
 # the flags that a resumed run may give otherwise than the run it continues: where it runs from, how
 # often it saves, where it reports; any other flag changes the training, and --resume refuses it
 FREE_FLAGS = (
@@ -269,7 +311,7 @@ class Resume(NamedTuple):
     """What a resume file says of the run it saved (its tensors are read by Saver.resume only)."""
 
     iteration: int  # the iterations completed when it was saved
-    returns: tuple  # each one's mean episodic return, NaN where no episode ended
+    returns: tuple  # each one's mean episodic return per agent, NaN where no episode ended
     resumed_at: tuple  # the iterations that the run was resumed after, one per resume, in order
     flags: dict  # the run's Args
 
@@ -334,7 +376,7 @@ def save_resume(run_dir, arrays: list[np.ndarray], state: Resume) -> None:
         "format": RESUME_FORMAT,
         "iteration": json.dumps(state.iteration),
         # NaN (no episode ended) as null: JSON has no NaN
-        "returns": json.dumps([None if math.isnan(r) else r for r in state.returns]),
+        "returns": json.dumps([[None if math.isnan(r) else r for r in rs] for rs in state.returns]),
         "resumed_at": json.dumps(list(state.resumed_at)),
         "flags": json.dumps(state.flags),
     }
@@ -360,7 +402,10 @@ def read_resume(run_dir, flags: Optional[dict] = None, tensors: bool = False):
             arrays = [f.get_tensor(str(i)) for i in range(len(f.keys()))] if tensors else []
         if header.get("format") != RESUME_FORMAT:
             raise ValueError(f"no {RESUME_FORMAT} metadata")
-        returns = tuple(math.nan if r is None else float(r) for r in json.loads(header["returns"]))
+        returns = tuple(
+            tuple(math.nan if r is None else float(r) for r in agents)
+            for agents in json.loads(header["returns"])
+        )
         state = Resume(
             json.loads(header["iteration"]),
             returns,

@@ -1,0 +1,77 @@
+"""--num-agents N (issue 57): N independent agents in one process. Agent k of an N-agent run is the
+single-agent run of seed + k: the same losses and returns, iteration by iteration, and the same
+policy at the end. Not bit for bit: vmapped over the agents, the network's products are batched,
+which may round otherwise than one agent's; the tolerance is float32 rounding over a few optimizer
+steps. The clip norm is kept small (every step is clipped), so that one norm shared by the agents
+would show."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import safetensors.numpy
+
+from helpers import ROOT, STUDY, only_run_dir, read_json, scalar_series
+
+FRAMEWORKS = [name for name in STUDY.frameworks if name in ("linen",)]
+RUN = ["--num-envs", "4", "--num-steps", "32", "--num-iterations", "3", "--update-epochs", "2"]
+RUN += ["--num-minibatches", "2", "--max-grad-norm", "0.05", "--save-model"]
+ENVS = {
+    "discrete": ["--env", "CartPole-v1"],
+    # 3 x 80 steps: the first 200-step episodes end
+    "continuous, normalised": ["--env", "Pendulum-v1", "--norm-obs", "--norm-reward"]
+    + ["--num-steps", "80"],
+}
+AGENTS = 3
+TAGS = ("charts/episodic_return", "losses/policy_loss", "losses/value_loss", "losses/approx_kl")
+RTOL, ATOL = 1e-4, 1e-5
+
+
+def train(script: Path, log_dir: Path, *args: str) -> Path:
+    cmd = [sys.executable, str(script), *RUN, *args, "--log-dir", str(log_dir)]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return only_run_dir(log_dir)
+
+
+def script_of(framework: str) -> Path:
+    return ROOT / STUDY.frameworks[framework].script
+
+
+def assert_same_agent(single: Path, agent: Path) -> None:
+    """The single-agent run's scalars and policy against one agent's of a many-agent run."""
+    for tag in TAGS:
+        ours, theirs = scalar_series(agent, tag), scalar_series(single, tag)
+        assert [step for step, _ in ours] == [step for step, _ in theirs], tag
+        values = np.array([value for _, value in ours])
+        np.testing.assert_allclose(values, [v for _, v in theirs], RTOL, ATOL, err_msg=tag)
+    theirs = safetensors.numpy.load_file(str(single / "model.safetensors"))
+    ours = safetensors.numpy.load_file(str(agent / "model.safetensors"))
+    assert ours.keys() == theirs.keys()
+    for name in ours:
+        np.testing.assert_allclose(ours[name], theirs[name], RTOL, ATOL, err_msg=name)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("env", ENVS, ids=list(ENVS))
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_agent_k_of_a_run_is_the_single_agent_run_of_seed_plus_k(framework, env, tmp_path):
+    script = script_of(framework)
+    many = train(script, tmp_path / "many", *ENVS[env], "--num-agents", str(AGENTS))
+    last = AGENTS - 1
+    single = train(script, tmp_path / "single", *ENVS[env], "--seed", str(1 + last))
+    assert_same_agent(single, many / f"agent_{last}")
+    config, summary = read_json(many / "config.json"), read_json(many / "summary.json")
+    assert config["num_agents"] == AGENTS
+    assert len(summary["final_returns"]) == AGENTS
+    assert summary["final_returns"][last] == pytest.approx(
+        read_json(single / "summary.json")["final_return"], RTOL, ATOL
+    )
+    # the agents differ: each has its own seed
+    first = scalar_series(many / "agent_0", "losses/policy_loss")
+    assert first != scalar_series(many / f"agent_{last}", "losses/policy_loss")
+    # the run's own events: the agents' mean, and every agent's steps per second
+    mean = np.mean([summary["final_returns"]])
+    assert summary["final_return"] == pytest.approx(mean)
