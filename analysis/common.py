@@ -156,8 +156,10 @@ CSV_READ_ERRORS = (
 # ------------------------------------------------------------------------------- a run's identity
 # What a run measured (its env, on its backend: "CartPole-v1@envpool"), with what (framework, model
 # size, compile mode, sync setting, data type) and which repetition (seed, tag), in config.json's
-# keys. Declared once: the key lists below derive from it, so a new run axis is one word here.
+# keys. Declared once: the key lists below derive from it, so a new run axis is one word here. A
+# run of 4 agents (--num-agents) is another cell than a run of 1 (runs of before it: 1, ADDED_KEYS).
 IDENTITY = ["env", "framework", "model_size", "compile", "seed", "tag", "sync_timing", "dtype"]
+IDENTITY += ["num_agents"]
 # what a speedup compares (framework A against B, each in its compile mode, over their seeds) or
 # what its experiment fixes (the sync setting): the rest of the identity is a pair's
 COMPARED = ["framework", "compile", "seed", "sync_timing"]
@@ -173,14 +175,16 @@ CONFIG_COLUMNS += ["device_name", "hostname", "platform", "cpu_bf16", "versions"
 CONFIG_COLUMNS += ["start_time"]
 SUMMARY_JSON_COLUMNS = ["status", "iterations_completed", "setup_s", "import_s", "total_s"]
 SUMMARY_JSON_COLUMNS += ["final_return", "resumed_at"]  # resumed_at as words: resumed_words
+# each agent's final return (a JSON list in a runs.csv); the process's peak memory (bytes, or none)
+SUMMARY_JSON_COLUMNS += ["final_returns", "peak_rss_bytes", "peak_device_bytes"]
 # experiment_folder: the experiment whose folder (bench.sh's) holds the run, "" for a run elsewhere
 RUN_COLUMNS = ["run", "run_dir", "experiment_folder", *CONFIG_COLUMNS, *SUMMARY_JSON_COLUMNS]
 # columns of a runs.csv of an older plot_results.py -> their names now
 RENAMED_COLUMNS = {"device": "device_name", "sweep": "experiment_folder"}
 # the identity's axes that tables of earlier versions lack, and the value their runs had: before
 # the env backends every env on gymnax; before --dtype every run in float32; before a learning row
-# per tag the scripts' default tag
-ADDED_KEYS = {"backend": BACKENDS[0], "dtype": DTYPES[0], "tag": "default"}
+# per tag the scripts' default tag; before --num-agents one agent per process
+ADDED_KEYS = {"backend": BACKENDS[0], "dtype": DTYPES[0], "tag": "default", "num_agents": 1}
 # what tells two runs apart (run_keys); the folder name too for a run without a start time
 SAME_RUN_COLUMNS = ["command", "hostname", "start_time"]
 
@@ -328,7 +332,7 @@ TABLE_KEYS = {
     "speedups.csv": table_keys(SPEEDUP_COLUMNS),
     "dtype_speedups.csv": table_keys(DTYPE_COLUMNS),
     "env_cost.csv": table_keys(ENV_COST_COLUMNS),
-    "learning.csv": ["experiment", "tag", "env", "framework"],
+    "learning.csv": ["experiment", "tag", "env", "framework", "num_agents"],
     "learning_speedups.csv": ["target", "experiment", "pair"],
 }
 

@@ -36,6 +36,14 @@ CLOCK_SLACK_S = 2.0
 # the network (else a tracked run on a slow link would be refused, and run again by every resume)
 TAIL_S = 30.0
 TRACKED_TAIL_S = 600.0
+RETURN = "charts/episodic_return"
+# summary.json final_return: the mean episodic return of the last 10 iterations
+FINAL_ITERATIONS = 10
+
+
+def agent_column(k: int) -> str:
+    """The column of agent k's return in a run's scalars (its agent_{k}/ events; W&B's key)."""
+    return f"agent_{k}/{RETURN}"
 
 
 class RunError(Exception):
@@ -134,6 +142,20 @@ def read_events(run_dir: Path, resumes: int = 0) -> tuple[pd.DataFrame, Events, 
     scalars.columns.name = None
     last = [events for frame, events in read if not frame.empty][-1]
     return scalars, last, tuple(events for _, events in read) if resumes else ()
+
+
+def with_agent(scalars: pd.DataFrame, agent_dir: Path, k: int, resumes: int) -> pd.DataFrame:
+    """A run's scalars with agent k's return (its agent_{k}/ events: agent_column(k), NaN where
+    none of its episodes ended) at the run's steps; RunError: none, or logged elsewhere."""
+    try:
+        agent = read_events(agent_dir, resumes)[0]
+    except RunError as e:
+        raise RunError(f"agent_{k}/: {e}") from None
+    if not set(agent["step"]) <= set(scalars["step"]):
+        raise RunError(f"agent_{k}/ logged at steps the run did not log")
+    returns = agent[RETURN] if RETURN in agent else float("nan")
+    column = agent.assign(**{agent_column(k): returns})[["step", agent_column(k)]]
+    return scalars.merge(column, on="step", how="left")
 
 
 def read_scalars(run_dir: Path) -> pd.DataFrame:
@@ -335,16 +357,18 @@ def check_scalars(scalars: pd.DataFrame, config: dict, summary: dict) -> None:
             raise RunError(
                 f"time/iteration is not logged at the {where} of its {iterations} iterations"
             )
-    if "final_return" in summary:
+    # the run's own returns are its agents' mean: its final_return is checked with its agents'
+    if "final_return" in summary and config.get("num_agents", 1) == 1:
         check_final_return(logged, summary["final_return"])
 
 
-def check_final_return(logged: pd.DataFrame, final) -> None:
+def check_final_return(logged: pd.DataFrame, final, column: str = RETURN, what="") -> None:
     """RunError unless final_return is what bookkeeping.py makes of the scalars: the mean episodic
-    return of the last 10 iterations (those in which an episode ended), null when none did."""
+    return of the last 10 iterations (those in which an episode ended), null when none did. column:
+    the return's (an agent's: agent_column), what: the value's name (final_returns[k])."""
     order = "step" if "step" in logged else "iteration" if "iteration" in logged else None
     last = (logged.sort_values(order) if order else logged).tail(FINAL_ITERATIONS)
-    returns = pd.to_numeric(last.get(RETURN, pd.Series(dtype=float)), errors="coerce").dropna()
+    returns = pd.to_numeric(last.get(column, pd.Series(dtype=float)), errors="coerce").dropna()
     mean = float(returns.mean()) if len(returns) else None
     if mean is None or final is None:
         same = mean is None and final is None
@@ -352,11 +376,7 @@ def check_final_return(logged: pd.DataFrame, final) -> None:
         same = math.isclose(mean, final, rel_tol=1e-6, abs_tol=1e-9)
     if not same:
         raise RunError(
-            f"summary.json final_return {final!r} is not the mean return of its last iterations "
+            f"summary.json {what or 'final_return'} {final!r} is not the mean return of its last "
+            "iterations "
             f"({mean!r})"
         )
-
-
-RETURN = "charts/episodic_return"
-# summary.json final_return: the mean episodic return of the last 10 iterations
-FINAL_ITERATIONS = 10

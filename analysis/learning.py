@@ -19,17 +19,26 @@ hyperparameters (run_args.HYPERPARAMETERS) other than its configuration's in stu
 values of its configuration's flags (--num-steps 16, --num-iterations 12), is left out, with its
 reason; so is a seed run again with the same env, framework and tag (the first run of it is kept).
 The runs of two tags are never pooled: the table has a row per tag.
+
+Agents as seeds: a run of N agents (--num-agents) counts each agent as a seed of its cell (a row
+per number of agents per process): agent k is seed seed + k, its final return final_returns[k], its
+curve its own return (analysis/events.agent_column); its time to a target is its process's. The
+final return's table gives the mean ± std over seeds and the interquartile mean (IQM) with its
+stratified-bootstrap 95 % interval (analysis/stats.py: scipy's trim_mean, as rliable computes it;
+rliable itself cannot be installed beside pandas 3: its arch fails to import).
 """
 
+import json
 import shlex
 
 import numpy as np
 import pandas as pd
 
 from analysis.common import CELL_STATISTICS
-from analysis.events import RETURN
+from analysis.events import RETURN, agent_column
 from analysis.loading import is_timed
 from analysis.speedups import PAIR_KEYS, cell_statistics, pairwise
+from analysis.stats import iqm, iqm_interval
 from sweep import run_args
 from sweep.study import Study
 
@@ -56,12 +65,16 @@ TABLE_COLUMNS = [
     "experiment",
     "env",
     "tag",
+    "num_agents",
     "framework",
-    "n_runs",
+    "n_runs",  # the seeds: each agent of a run of several
     "n_returns",  # the runs that ended an episode: those with a final return
     "n_timed",  # the runs whose times to a target count: those not resumed
     "final_mean",
     "final_std",
+    "final_iqm",
+    "iqm_low",
+    "iqm_high",
     "reference_mean",
     "reference_std",
     "meets_reference",
@@ -156,7 +169,8 @@ def learning_selection(summary: pd.DataFrame, masks: dict, study: Study):
             config = exp.config(run["env"])
             if config is None:
                 continue
-            seed = (experiment, run["env"], run["framework"], run["tag"], run["seed"])
+            agents = run.get("num_agents", 1)
+            seed = (experiment, run["env"], run["framework"], run["tag"], agents, run["seed"])
             reason = configuration_gap(run, config)
             if not reason and seed in seen:
                 reason = f"seed {run['seed']} again: its first run counts"
@@ -178,21 +192,18 @@ def learning_runs(runs: pd.DataFrame, summary: pd.DataFrame, masks: dict, study:
     rows, curves = [], []
     iterations = {run: group for run, group in runs.groupby("run", sort=False)}
     timed = is_timed(summary)
+    summary = summary.assign(num_agents=summary.get("num_agents", 1))  # before it: one agent
     for experiment, config, run in learning_selection(summary, masks, study)[0]:
         if run["run"] not in iterations:
             continue
-        curve = smoothed_returns(iterations[run["run"]])
-        if not timed[run.name]:  # a resumed run: its time/elapsed restarted with each process
-            curve["elapsed"] = np.nan
-        keys = {key: run[key] for key in PAIR_KEYS if key != "experiment"}
-        rows.append({**run_row(experiment, config, run, curve, timed[run.name]), **keys})
-        names = {
-            "experiment": experiment,
-            "env": run["env"],
-            "framework": run["framework"],
-            "seed": run["seed"],
-        }
-        curves.append(curve.assign(**names))
+        for agent, returns in agents_of(run, iterations[run["run"]]):
+            curve = smoothed_returns(returns)
+            if not timed[run.name]:  # a resumed run: its time/elapsed restarted with each process
+                curve["elapsed"] = np.nan
+            keys = {key: agent[key] for key in PAIR_KEYS if key != "experiment"}
+            rows.append({**run_row(experiment, config, agent, curve, timed[run.name]), **keys})
+            names = {key: agent[key] for key in ("env", "framework", "seed")}
+            curves.append(curve.assign(experiment=experiment, **names))
     columns = [*RUN_COLUMNS, *[key for key in PAIR_KEYS if key not in RUN_COLUMNS]]
     curve_columns = ["experiment", "env", "framework", "seed", "step", "elapsed", "smoothed"]
     curves = (
@@ -201,6 +212,23 @@ def learning_runs(runs: pd.DataFrame, summary: pd.DataFrame, masks: dict, study:
         else pd.DataFrame(columns=curve_columns)
     )
     return pd.DataFrame(rows, columns=columns), curves
+
+
+def agents_of(run: pd.Series, rows: pd.DataFrame) -> list[tuple[pd.Series, pd.DataFrame]]:
+    """Each agent of a run as a seed of its cell: (its summary row, seed + k and final_returns[k],
+    its iterations, its own return as RETURN); a run of one agent is itself."""
+    agents = int(run["num_agents"])
+    if agents == 1:
+        return [(run, rows)]
+    finals, agents_rows = json.loads(run["final_returns"]), []
+    for k in range(agents):
+        agent = run.copy()
+        agent["seed"], agent["final_return"] = (
+            run["seed"] + k,
+            np.nan if finals[k] is None else finals[k],
+        )
+        agents_rows.append((agent, rows.assign(**{RETURN: rows[agent_column(k)]})))
+    return agents_rows
 
 
 def median_time(seconds: pd.Series) -> float:
@@ -217,21 +245,27 @@ def learning_table(learned: pd.DataFrame, study: Study) -> pd.DataFrame:
     n_timed)."""
     rows = []
     # a row per tag: two tags (two platforms) are never pooled
-    for (experiment, env, tag, framework), group in learned.groupby(
-        ["experiment", "env", "tag", "framework"], sort=False, dropna=False
+    learned = learned.assign(num_agents=learned.get("num_agents", 1))  # before it: one agent
+    for (experiment, env, tag, agents, framework), group in learned.groupby(
+        ["experiment", "env", "tag", "num_agents", "framework"], sort=False, dropna=False
     ):
         returns = group["final_return"].dropna()
         timed = group[group["timed"].astype(bool)]
+        low, high = iqm_interval([returns])
         row = {
             "experiment": experiment,
             "env": env,
             "tag": tag,
+            "num_agents": agents,
             "framework": framework,
             "n_runs": len(group),
             "n_returns": len(returns),
             "n_timed": len(timed),
             "final_mean": returns.mean(),
             "final_std": returns.std(ddof=1) if len(returns) > 1 else float("nan"),
+            "final_iqm": iqm(returns) if len(returns) else float("nan"),
+            "iqm_low": low,
+            "iqm_high": high,
             "reference_mean": group["reference_mean"].iloc[0],
             "reference_std": group["reference_std"].iloc[0],
         }
@@ -250,13 +284,15 @@ def learning_table(learned: pd.DataFrame, study: Study) -> pd.DataFrame:
 
 
 def study_rank(row, study: Study) -> tuple:
-    """A row's place in the study's orders: experiment, its env, tag (by name), framework."""
+    """A row's place in the study's orders: experiment, its env, tag (by name), agents per process,
+    framework."""
     experiments = list(study.experiments)
     envs = study.experiments[row.experiment].envs
     return (
         experiments.index(row.experiment),
         envs.index(row.env),
         str(row.tag),
+        row.num_agents,
         list(study.frameworks).index(row.framework),
     )
 

@@ -4,7 +4,8 @@ benchback-rl).
     python -m analysis.learning_curves results/continuous/runs \
         --out results/continuous/learning_curves.png
 
-Every completed run under the folders is drawn, coloured by framework (study.toml's colours), a
+Every completed run under the folders is drawn (each agent of a run of --num-agents N, as seed
+seed + k: its agent_{k}/ events), coloured by framework (study.toml's colours), a
 panel per env label (an env on envpool apart from its gymnax twin: "CartPole-v1@envpool"); beside
 the figure, {out}.md tables each run's final return (summary.json: the mean return of its last 10
 iterations) and env steps. An existing --out is replaced only with --force; nothing is written (exit
@@ -31,7 +32,7 @@ from analysis.common import (
     BadInput,  # noqa: E402
     md_text,  # noqa: E402
 )
-from analysis.events import RETURN  # noqa: E402
+from analysis.events import RETURN, agent_column  # noqa: E402
 from analysis.loading import run_env  # noqa: E402
 from analysis.plotting import framework_colors  # noqa: E402
 from atomic import target, write_file  # noqa: E402
@@ -49,28 +50,39 @@ def completed_runs(roots: list[str]) -> list:
     return runs
 
 
+def agents(run) -> list[tuple[int, str, object]]:
+    """Each agent of a run, a seed of its own: (seed + k, the column of its return, its final
+    return); a run of one agent is itself (its return, final_return)."""
+    count, seed = run.config.get("num_agents", 1), run.config["seed"]
+    if count == 1:
+        return [(seed, RETURN, run.summary.get("final_return"))]
+    finals = runlog.final_returns(run.summary, count)
+    return [(seed + k, agent_column(k), finals[k]) for k in range(count)]
+
+
 def curves(runs) -> dict[str, list]:
-    """Per env, (framework, seed, steps, returns) of every run that logged an episodic return."""
+    """Per env, (framework, seed, steps, returns) of every run (each agent of a run of several)
+    that logged an episodic return."""
     by_env = {}
     for run in runs:
-        points = run.scalars[["step", RETURN]].dropna() if RETURN in run.scalars else None
-        if points is None or points.empty:
-            continue
-        curve = (run.config["framework"], run.config["seed"], points["step"], points[RETURN])
-        by_env.setdefault(run_env(run.config), []).append(curve)
+        for seed, column, _ in agents(run):
+            points = run.scalars[["step", column]].dropna() if column in run.scalars else None
+            if points is None or points.empty:
+                continue
+            curve = (run.config["framework"], seed, points["step"], points[column])
+            by_env.setdefault(run_env(run.config), []).append(curve)
     return by_env
 
 
 def final_returns(runs) -> str:
-    """A markdown table: env, framework, seed, env steps and final return of every run, sorted."""
+    """A markdown table: env, framework, seed, env steps and final return of every run (each agent
+    of a run of several: seed + k, its env steps), sorted."""
     rows = []
     for run in runs:
         steps = run.config["batch_size"] * run.summary["iterations_completed"]
-        final = run.summary.get("final_return")
-        final = "–" if final is None else f"{final:.1f}"
-        rows.append(
-            (run_env(run.config), run.config["framework"], run.config["seed"], steps, final)
-        )
+        for seed, _, final in agents(run):
+            final = "–" if final is None else f"{final:.1f}"
+            rows.append((run_env(run.config), run.config["framework"], seed, steps, final))
     lines = [
         "| env | framework | seed | env steps | final return |",
         "| --- | --- | --- | --- | --- |",

@@ -39,6 +39,7 @@ platform tables, time figures, the report's time tables) takes it; the learning 
 time to a return out too (analysis/learning.py).
 """
 
+import json
 from typing import Optional
 
 import pandas as pd
@@ -95,6 +96,8 @@ def run_rows(run: runlog.Run, study: Study) -> pd.DataFrame:
     config["env"] = run_env(config)
     config["dtype"] = config.get("dtype") or DTYPES[0]
     config["cpu_bf16"] = bf16_words(config.get("cpu_bf16"))
+    config["num_agents"] = config.get("num_agents", 1)  # one agent per process before --num-agents
+    finals = runlog.final_returns(summary, config["num_agents"])  # checked: a list, one per agent
     info = {
         "run": run.path.name,
         "run_dir": str(run.path),
@@ -102,6 +105,7 @@ def run_rows(run: runlog.Run, study: Study) -> pd.DataFrame:
         **{key: config_cell(config.get(key)) for key in CONFIG_COLUMNS},
         **{key: summary.get(key) for key in SUMMARY_JSON_COLUMNS},
         "resumed_at": resumed_words(summary),
+        "final_returns": json.dumps(finals),
     }
     iteration = scalars["step"] // config["batch_size"] - 1
     return pd.concat([pd.DataFrame({**info, "iteration": iteration}), scalars], axis=1)
@@ -236,7 +240,29 @@ def summarize_run(rows: pd.DataFrame, study: Study) -> dict:
         row[window_column(study.steady, part)] = mean
     if not is_timed(rows.iloc[:1]).iloc[0]:  # a resumed run: no times
         row.update(dict.fromkeys(time_columns(study), float("nan")))
+    # its agents' env steps per second (charts/SPS's), and each agent's share of its peak memory
+    agents = row.get("num_agents", 1)
+    row["agent_steps_s"] = agents * row["batch_size"] / row[window_column(study.steady)]
+    for memory in ("peak_rss_bytes", "peak_device_bytes"):
+        row[memory.replace("bytes", "per_agent")] = pd.to_numeric(row.get(memory)) / agents
     return row
+
+
+# summarize's columns of a run's agents (agents_scaling)
+AGENT_COLUMNS = ["agent_steps_s", "peak_rss_per_agent", "peak_device_per_agent"]
+
+
+def agents_scaling(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per framework and agents per process (of runs: summary rows), the medians over runs of the
+    agent-steps per second in the steady window and the peak memory per agent (bytes)."""
+    columns = ["peak_rss_bytes", "peak_device_bytes", *AGENT_COLUMNS]
+    numbers = runs[["framework", "num_agents"]].assign(
+        **{
+            c: pd.to_numeric(runs.get(c, pd.Series(index=runs.index)), errors="coerce")
+            for c in columns
+        }
+    )
+    return numbers.groupby(["framework", "num_agents"])[columns].median().reset_index()
 
 
 def in_experiment(run, experiment: Experiment, study: Study) -> bool:
@@ -257,6 +283,7 @@ def in_experiment(run, experiment: Experiment, study: Study) -> bool:
         framework is not None
         and bool(run["sync_timing"]) in experiment.syncs
         and run["dtype"] in experiment.dtypes
+        and run.get("num_agents", 1) in getattr(experiment, "agents", (1,))
         and in_matrix
         and run["compile"] in experiment.compile_modes(framework)
     )
@@ -289,6 +316,7 @@ def summarize(
         *window_columns(study),
         window_column(steady, "rollout"),
         window_column(steady, "update"),
+        *AGENT_COLUMNS,
     ]
     groups = runs.assign(run_key=run_keys(runs)).groupby(["run", "run_key"], sort=True)
     summary = pd.DataFrame([summarize_run(rows, study) for _, rows in groups], columns=columns)

@@ -104,15 +104,11 @@ def speedup_intro(study: Study) -> str:
         "across experiments), each "
         "framework in its default compile mode. Total time and steady state "
         f"({study.steady.label}) "
-        ""
-        ""
         "come from each "
         f"sync-off experiment on its own ({unsynced}), rollout and update from each sync-on one "
         f"({synced}); never "
         "pooled; an experiment of several env backends has a table per backend, of its envs on "
         "that "
-        ""
-        ""
         "backend. "
         f"Cells: geometric mean of the ratios [{BOOTSTRAP_LEVEL:.0%} cluster-bootstrap interval]; "
         "median; "
@@ -153,15 +149,11 @@ def env_cost_intro(study: Study) -> str:
         "point per env of "
         f"{experiments} (sync off, default compile modes; an env under several tags counts once "
         "per "
-        ""
-        ""
         "tag): its "
         "geometric mean speedup, against the env's step cost measured by sweep/env_timing.py. "
         "**ρ**: Spearman's rank "
         "correlation of speedup and env cost (below 0: the speedup falls as the env gets "
         "costlier); "
-        ""
-        ""
         "**slope**: the "
         "least-squares fit of log speedup on log cost, as the factor by which the speedup changes "
         "per tenfold env "
@@ -170,8 +162,6 @@ def env_cost_intro(study: Study) -> str:
         f"({BOOTSTRAP_RESAMPLES:,} "
         "resamples, seeded). The trend is named only when the interval of ρ excludes 0; *shrinks* "
         "= "
-        ""
-        ""
         "moves towards 1×. "
         f"{NO_INTERVAL} = fewer than {MIN_CORRELATION_ENVS} envs."
     )
@@ -208,12 +198,17 @@ LEARNING_MARKERS = ("<!-- learning:start -->", "<!-- learning:end -->")
 
 def final_cell(row) -> str:
     """mean ± std over seeds, in bold where it meets the reference (at least its mean minus its
-    std); with the runs that had a return where some ended no episode."""
+    std), then the IQM [its interval]; with the runs that had a return where some ended no
+    episode."""
     spread = f" ± {row.final_std:.1f}" if np.isfinite(row.final_std) else ""
+    interval = f"{row.iqm_low:.1f}, {row.iqm_high:.1f}" if np.isfinite(row.iqm_low) else NO_INTERVAL
     text = f"{row.final_mean:.1f}{spread}" if row.n_returns else NO_INTERVAL
+    text = f"**{text}**" if row.meets_reference else text
+    if row.n_returns:
+        text += f"; IQM {row.final_iqm:.1f} [{interval}]"
     if row.n_returns < row.n_runs:
         text += f" ({row.n_runs - row.n_returns} of {row.n_runs} runs ended no episode)"
-    return f"**{text}**" if row.meets_reference else text
+    return text
 
 
 def time_cell(row, target: str) -> str:
@@ -227,9 +222,11 @@ def wide(table: pd.DataFrame, cell, study: Study, reference: bool) -> str:
     """A row per env, a column per framework (and the reference's published return first, when
     asked)."""
     cells = table.assign(cell=[cell(row) for row in table.itertuples()])
-    # the runs of two tags are never pooled: a row each, the env named with its tag
+    # the runs of two tags (or numbers of agents) are never pooled: a row each, the env named so
     tagged = cells["tag"].nunique(dropna=False) > 1
     cells["env"] = [f"{e} ({t})" if tagged else e for e, t in zip(cells["env"], cells["tag"])]
+    if cells["num_agents"].nunique() > 1:
+        cells["env"] = [f"{e} ({n} agents)" for e, n in zip(cells["env"], cells["num_agents"])]
     grid = cells.pivot(index="env", columns="framework", values="cell")
     envs = list(dict.fromkeys(cells["env"]))
     grid = grid.reindex(index=envs, columns=in_order(study.frameworks, grid.columns))
@@ -253,17 +250,14 @@ def experiment_markdown(table: pd.DataFrame, experiment: str, study: Study) -> s
     )
     return (
         f"**{experiment}: {exp.title}.** Final return: the mean over each run's last {SMOOTHING} "
-        "iterations, mean ± "
-        "std over seeds, in bold where it is at least the reference's mean minus its std "
-        f"({exp.reference}).\n\n"
+        "iterations, mean ± std over seeds, in bold where it is at least the reference's mean "
+        f"minus its std ({exp.reference}); then the interquartile mean (IQM) over seeds "
+        "[stratified-bootstrap 95 % interval]. Each agent of a run of several is a seed.\n\n"
         + wide(rows, final_cell, study, reference=True)
         + f"\n\nTime to {TARGET_LABELS['reference']}: seconds from the process's first line "
         "(imports and "
         "compilation included), the median over seeds (runs that never reached it count as "
         "slowest; "
-        ""
-        ""
-        ""
         f"{NO_INTERVAL}: fewer than half reached it), and the runs that reached it.{untimed}\n\n"
         + wide(rows, lambda row: time_cell(row, "reference"), study, reference=False)
     )
@@ -310,10 +304,7 @@ def report_markdown(results: Results) -> str:
     if not left_out.empty:
         parts += [
             "Left out of the learning tables (only the runs of an experiment's configuration "
-            "count, "
-            ""
-            ""
-            "once per "
+            "count, once per "
             "seed):",
             markdown_table(left_out),
         ]
@@ -321,10 +312,7 @@ def report_markdown(results: Results) -> str:
         "Time-to-return speedups A → B (time of A / time of B), over the pairs of runs of one env "
         "that both reached "
         "the target, pooled over envs: geometric mean [cluster-bootstrap interval], median, pairs "
-        "/ "
-        ""
-        ""
-        "envs."
+        "/ envs."
     )
     for experiment, speedups in results.learning_speedups.groupby("experiment", sort=False):
         parts += [f"*{experiment}*: {intro}", learning_speedup_table(speedups, results.study)]
@@ -356,8 +344,6 @@ def dtype_markdown(results: Results, name: str) -> str:
         "each sync-on run "
         "in its framework's default compile mode; the median over seeds), in each data type. "
         "Below, "
-        ""
-        ""
         "each "
         "framework's speedup between data types: A → B = its time in A / its time in B (above 1×: "
         "it is faster in "

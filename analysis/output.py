@@ -29,6 +29,7 @@ circle) is refused in one line before anything is written (check_target, check_o
 removes its temporary file.
 """
 
+import json
 import os
 import shutil
 import tempfile
@@ -237,7 +238,7 @@ RUNS_CSV_CHECKED_NUMBERS = [
     "setup_s",
     "import_s",
 ]
-RUNS_CSV_CHECKED_NUMBERS += ["final_return"]
+RUNS_CSV_CHECKED_NUMBERS += ["final_return", "num_agents", "peak_rss_bytes", "peak_device_bytes"]
 # the text columns of a runs.csv: read as written (never as numbers, never "NA" as missing)
 RUNS_CSV_TEXT = [
     "run",
@@ -263,6 +264,7 @@ RUNS_CSV_TEXT += [
     "start_time",
     "status",
     "resumed_at",
+    "final_returns",  # JSON: a list of numbers and nulls
 ]
 
 
@@ -299,6 +301,8 @@ def check_csv_run(rows: pd.DataFrame, study: Study) -> None:
     }
     config = {key: cell[key](first[key]) for key in CONFIG_COLUMNS if key in rows}
     summary = {key: cell[key](first[key]) for key in SUMMARY_JSON_COLUMNS if key in rows}
+    if isinstance(summary.get("final_returns"), str):  # else runlog refuses it
+        summary["final_returns"] = json_list(summary["final_returns"])
     resumed = resumed_list(summary.pop("resumed_at", None))
     if resumed is not None:
         summary["resumed_at"] = resumed
@@ -333,6 +337,7 @@ def read_runs_csv(path: str, study: Study) -> tuple[pd.DataFrame, list[SkippedRu
         )
     # a runs.csv of before --dtype: every run in float32
     runs["dtype"] = runs["dtype"].fillna(DTYPES[0]) if "dtype" in runs else DTYPES[0]
+    runs["num_agents"] = runs["num_agents"] if "num_agents" in runs else 1  # of before it: 1
     runs = numeric_columns(runs, RUNS_CSV_NUMBERS, "--csv", path, "runs.csv")
     # copies of one run under two folder names are checked apart (and counted once by load_runs)
     keys = run_keys(runs) + "\x1f" + text_column(runs, "run")
@@ -385,3 +390,11 @@ def resumed_list(cell):
     if all(word.isascii() and word.isdigit() for word in words):
         return [int(word) for word in words]
     return cell
+
+
+def json_list(cell):
+    """A final_returns cell of a runs.csv (JSON) as summary.json's list, or the cell as it is."""
+    try:
+        return json.loads(cell)
+    except ValueError:
+        return cell

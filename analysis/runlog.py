@@ -20,8 +20,8 @@ put words in the analysis' tables) is not one:
   the framework's script, and every flag it gives has the value of the field it sets (check_command:
   the resume knows a run by its command, the analysis by its fields).
 - summary.json: status completed after num_iterations iterations; total_s a finite positive number;
-  setup_s and import_s finite numbers within total_s; final_return null or a finite number: the mean
-  episodic return of the last 10 iterations, as bookkeeping.py makes it.
+  setup_s and import_s finite numbers within total_s; final_returns (their mean: final_return) one
+  per agent (config.json num_agents), each null or the mean return of its last 10 iterations.
 - the scalars: one time/iteration per iteration, at steps batch_size, 2 x batch_size, ... (by which
   the analysis numbers the iterations), each a finite positive number, adding up to at most total_s.
 - a run folder's events file (check_events): named by tensorboardX for the host of config.json
@@ -62,12 +62,15 @@ from typing import Optional
 from analysis.events import (
     Run,
     RunError,
+    agent_column,
     check_events,
+    check_final_return,
     check_scalars,
     check_total,
     is_int,
     read_events,
     resumed_at,
+    with_agent,
 )
 from sweep import run_args, study
 
@@ -149,7 +152,11 @@ def read_run(run_dir) -> Run:
     run_dir = Path(run_dir)
     config = read_json(run_dir / "config.json")
     summary = read_json(run_dir / "summary.json")
-    return Run(run_dir, config, summary, *read_events(run_dir, len(resumed_at(summary))))
+    scalars, *events = read_events(run_dir, len(resumed_at(summary)))
+    n = config.get("num_agents", 1)
+    for k in range(n if is_int(n) and n > 1 else 0):
+        scalars = with_agent(scalars, run_dir / f"agent_{k}", k, len(resumed_at(summary)))
+    return Run(run_dir, config, summary, scalars, *events)
 
 
 # ----------------------------------------------------------------------------- what a usable run is
@@ -213,6 +220,7 @@ def check_config(config: dict, the_study: study.Study) -> None:
         raise RunError(
             f"config.json dtype {dtype!r} is not one of the scripts' ({', '.join(study.DTYPES)})"
         )
+    positive_int("num_agents", config.get("num_agents", 1))  # runs of before it: one agent
     batch = positive_int("batch_size", config["batch_size"])
     positive_int("num_iterations", config["num_iterations"])
     if config.get("num_envs") is not None or config.get("num_steps") is not None:
@@ -331,6 +339,33 @@ def check_summary(summary: dict, config: dict) -> None:
         raise RunError(f"summary.json final_return is {final!r}, not a number")
 
 
+def final_returns(summary: dict, agents: int) -> list:
+    """summary.json's final_returns (runs of before --num-agents: [final_return]); RunError unless
+    it holds a return (a number or null) per agent, and final_return is their mean (null: none)."""
+    finals = summary.get("final_returns", [summary.get("final_return")])
+    if not (isinstance(finals, list) and len(finals) == agents):
+        raise RunError(f"summary.json final_returns is {finals!r}, not a list of {agents} returns")
+    if not all(value is None or is_number(value) for value in finals):
+        raise RunError(f"summary.json final_returns is {finals!r}: a return is not a number")
+    known, final = [v for v in finals if v is not None], summary.get("final_return")
+    mean = math.fsum(known) / len(known) if known else None
+    if (mean is None) != (final is None) or (known and not math.isclose(mean, final, rel_tol=1e-6)):
+        raise RunError(f"summary.json final_return {final!r} is not its agents' mean ({mean!r})")
+    return finals
+
+
+def check_agents(run: Run) -> None:
+    """RunError unless summary.json's final_returns are the run's (final_returns) and, for N > 1
+    agents, each agent's final return is its agent_{k}/ events' (agent_column's)."""
+    agents = run.config.get("num_agents", 1)
+    finals = final_returns(run.summary, agents)
+    logged = run.scalars[run.scalars["time/iteration"].notna()]
+    for k in range(agents if agents > 1 else 0):
+        if agent_column(k) not in logged:
+            raise RunError(f"no events of agent {k} (agent_{k}/) for its {agents} agents")
+        check_final_return(logged, finals[k], agent_column(k), f"final_returns[{k}]")
+
+
 def check_completed(run: Run, the_study: Optional[study.Study] = None) -> None:
     """RunError, saying why, unless the run completed, its files hold every iteration it claims, its
     values are the study's and of the types the scripts write, and its events file (a run folder's)
@@ -340,6 +375,7 @@ def check_completed(run: Run, the_study: Optional[study.Study] = None) -> None:
     check_config(run.config, the_study)
     check_summary(run.summary, run.config)
     check_scalars(run.scalars, run.config, run.summary)
+    check_agents(run)
     if run.events is not None:
         check_events(run)
     check_total(run)

@@ -1,22 +1,49 @@
 """The statistics, numpy and scipy only: geometric mean, cluster bootstrap, rank correlation with
-its interval.
+its interval, interquartile mean with its stratified bootstrap.
 
 Every interval is a seeded percentile bootstrap, so the same inputs always give the same numbers.
 """
 
 import numpy as np
-from scipy.stats import gmean, rankdata
+from scipy.stats import gmean, rankdata, trim_mean
 
 BOOTSTRAP_SEED = 0
 BOOTSTRAP_RESAMPLES = 10_000
 BOOTSTRAP_LEVEL = 0.95
 MIN_CLUSTERS = 3  # fewer envs than this: no interval ("–" in the tables, NaN in speedups.csv)
+MIN_SEEDS = 3  # fewer values than this: no IQM interval
 # fewer envs: no correlation (with 4, even a perfect rank order has p > 0.05)
 MIN_CORRELATION_ENVS = 5
 
 
 def geometric_mean(values) -> float:
     return float(gmean(np.asarray(values, float)))
+
+
+def iqm(values) -> float:
+    """The interquartile mean (rliable's IQM): the mean of the middle 50 % of the values, a quarter
+    cut from each end (scipy's trim_mean, as rliable.metrics.aggregate_iqm computes it)."""
+    return float(trim_mean(np.asarray(values, float), 0.25, axis=None))
+
+
+def iqm_interval(
+    strata: list,
+    level: float = BOOTSTRAP_LEVEL,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+) -> tuple[float, float]:
+    """Percentile interval of the IQM over the values of every stratum (an env: its seeds),
+    each stratum's values drawn with replacement within it (rliable's stratified bootstrap; one
+    stratum: a plain bootstrap over seeds). NaN, NaN with fewer than MIN_SEEDS values. Seeded."""
+    strata = [np.asarray(values, float) for values in strata]
+    if sum(len(values) for values in strata) < MIN_SEEDS:
+        return float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    draws = [v[rng.integers(0, len(v), size=(resamples, len(v)))] for v in strata if len(v)]
+    samples = np.concatenate(draws, axis=1)
+    estimates = trim_mean(samples, 0.25, axis=1)  # iqm of each resample
+    low, high = np.quantile(estimates, [(1 - level) / 2, (1 + level) / 2])
+    return float(low), float(high)
 
 
 def cluster_bootstrap_ci(
