@@ -10,12 +10,12 @@ layers: each module imports only from those above it.
     speedups         pairs of runs -> the speedup and env-cost tables, and the runs left out of them
     learning         the learning experiments: returns against the reference's, times to reach it
     results          all the above computed once; the data types compared; why a table has no data
-    markdown         the speedup, env-cost, learning and data-type tables in markdown
+    markdown         speedup, env-cost, learning, data-type, agents and memory tables in markdown
     report           REPORT.md and the README block (with markdown, the only ones writing markdown)
     plotting         axes, palettes, legends, interval markers from frames and arrays (matplotlib)
     speedup_figures  the figures of speedups: per experiment, per platform tag, against env cost
     time_figures     the figures of times: totals, windows, rollout/update, compile modes, backends
-    figures          the figure kinds study.toml may list; the learning figure; drawing them
+    figures          figure kinds study.toml may list; the learning and agents figures; drawing them
     learning_curves  on its own (python -m analysis.learning_curves): each run's return per env
 
 The study (study.toml, through sweep/study.py) is loaded once by plot_results.py and passed down. No

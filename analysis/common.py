@@ -143,6 +143,39 @@ def md_code(value) -> str:
     return f"{ticks}{pad}{text}{pad}{ticks}"
 
 
+# text from outside
+TEXT_COLUMNS = (
+    "env",
+    "tag",
+    "hostname",
+    "device",
+    "platform",
+    "native bfloat16",
+    "versions",
+    "run",
+    "reason",
+)
+
+
+def markdown_table(table: pd.DataFrame) -> str:
+    """A DataFrame as a markdown table (floats to 3 significant digits, missing as '-'). The cells
+    of TEXT_COLUMNS are text from outside: shown as they are (md_text, never read as numbers); the
+    others are ours (md_cell)."""
+    text = [i for i, column in enumerate(table.columns) if column in TEXT_COLUMNS]
+    cells = table.copy()
+    for i, column in enumerate(table.columns):
+        escape = md_text if i in text else md_cell
+        cells[column] = table[column].map(
+            lambda v, escape=escape: escape(v) if isinstance(v, str) else v
+        )
+    cells = (
+        cells.astype(object).where(table.notna(), None).rename(columns=lambda c: md_cell(str(c)))
+    )
+    return cells.to_markdown(
+        index=False, floatfmt=".3g", missingval="-", disable_numparse=text or False
+    )
+
+
 # What reading a CSV file that is not one of this tool's (missing, binary, empty, malformed) raises
 CSV_READ_ERRORS = (
     OSError,

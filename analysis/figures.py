@@ -7,7 +7,10 @@ sync-off experiment when any experiment that lists it has runs. The speedup figu
 cells: the geometric mean with its cluster-bootstrap interval, over every pair of runs drawn as
 faint dots.
 
-This module is the list of kinds and what draws them, and the learning figure: per env (a row), each
+This module is the list of kinds and what draws them, the agents figure (an experiment of several
+agents per process: agent-steps per second in the steady window and peak host memory per agent
+against N, log axes, a line per framework in its default compile mode, medians over runs), and the
+learning figure: per env (a row), each
 framework's smoothed return against env steps (left) and against seconds from the process's first
 line (right): the mean over seeds as a line, their range as a band; the reference's published mean
 +- std as a grey band. A resumed run is drawn in steps only: its seconds are not one process's. The
@@ -24,6 +27,7 @@ import seaborn as sns
 from analysis import speedup_figures, time_figures
 from analysis.common import BadInput, capitalised, in_order
 from analysis.learning import SMOOTHING
+from analysis.loading import agents_scaling
 from analysis.plotting import fit_layout, framework_colors, new_figure, plt, row_legend
 from analysis.results import Results
 from sweep.study import Study
@@ -119,6 +123,14 @@ KINDS = {
             "reference's"
         ),
         lambda results, name: learning_figure(results.learning_curves, name, results.study),
+    ),
+    "agents": Kind(
+        "{experiment}_agents.png",
+        lambda results, name: (
+            f"{capitalised(name)}: agent-steps per second and peak memory per agent against "
+            "agents per process"
+        ),
+        lambda results, name: agents_figure(results, name),
     ),
     "speedup_vs_env_cost": Kind(
         "speedup_vs_env_cost.png",
@@ -286,4 +298,33 @@ def learning_figure(curves: pd.DataFrame, experiment: str, study: Study):
         # the setup (imports, compilation) shows as the gap before a curve starts
         axes_row[1].set_xlim(left=0)
         row_legend(axes_row, "framework")
+    return fig
+
+
+def agents_figure(results: Results, name: str):
+    """The figure of an experiment's agents per process (agents_scaling's medians over the runs in
+    default compile modes); without runs of two numbers of agents, why."""
+    runs = results.runs(name)
+    runs = runs[runs["compile"] == runs["framework"].map(results.study.default_compile)]
+    cells = agents_scaling(runs, ["framework", "num_agents"])
+    counts = sorted(cells["num_agents"].unique())
+    if len(counts) < 2:
+        return "its runs in default compile modes are of one number of agents per process"
+    fig, axes = new_figure(2, width=5.5, height=4.4, title=f"{name}: agents per process")
+    colors = framework_colors(results.study)
+    panels = {  # column -> (its unit, title)
+        "agent_steps_s": (1, "agent-steps per second (steady window)"),
+        "peak_rss_per_agent": (2**20, "peak host memory per agent (MiB)"),
+    }
+    for ax, (column, (unit, title)) in zip(axes[0], panels.items()):
+        for framework in in_order(results.study.frameworks, cells["framework"]):
+            mine = cells[(cells["framework"] == framework) & cells[column].notna()]
+            color = colors.get(framework, "0.5")
+            ax.plot(
+                mine["num_agents"], mine[column] / unit, "o-", lw=2, color=color, label=framework
+            )
+        ax.set(xscale="log", yscale="log", title=title, xlabel="agents per process (N)")
+        ax.set_xticks(counts, [str(n) for n in counts])
+        ax.set_xticks([], minor=True)  # N's own ticks only
+    row_legend(axes[0], "framework")
     return fig

@@ -252,17 +252,18 @@ def summarize_run(rows: pd.DataFrame, study: Study) -> dict:
 AGENT_COLUMNS = ["agent_steps_s", "peak_rss_per_agent", "peak_device_per_agent"]
 
 
-def agents_scaling(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per framework and agents per process (of runs: summary rows), the medians over runs of the
-    agent-steps per second in the steady window and the peak memory per agent (bytes)."""
+def agents_scaling(runs: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Per keys (framework and agents per process) of runs (summary rows), the medians over runs of
+    the peak memory (bytes), the agent-steps per second in the steady window and the peak memory
+    per agent."""
     columns = ["peak_rss_bytes", "peak_device_bytes", *AGENT_COLUMNS]
-    numbers = runs[["framework", "num_agents"]].assign(
+    numbers = runs[keys].assign(
         **{
             c: pd.to_numeric(runs.get(c, pd.Series(index=runs.index)), errors="coerce")
             for c in columns
         }
     )
-    return numbers.groupby(["framework", "num_agents"])[columns].median().reset_index()
+    return numbers.groupby(keys)[columns].median().reset_index()
 
 
 def in_experiment(run, experiment: Experiment, study: Study) -> bool:

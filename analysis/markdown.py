@@ -15,11 +15,11 @@ import pandas as pd
 from analysis.common import (
     METRICS,
     in_order,
-    md_cell,
-    md_text,
+    markdown_table,
     metric_name,
     metric_sync,
     metric_title,
+    mode_name,
     pretty_pair,
 )
 from analysis.learning import (
@@ -29,6 +29,7 @@ from analysis.learning import (
     learning_experiments,
     learning_selection,
 )
+from analysis.loading import agents_scaling
 from analysis.results import Results, dtype_experiments, times_table
 from analysis.speedups import metric_experiments
 from analysis.stats import (
@@ -40,37 +41,6 @@ from analysis.stats import (
 from sweep.study import Study
 
 NO_INTERVAL = "–"
-# text from outside
-TEXT_COLUMNS = (
-    "env",
-    "tag",
-    "hostname",
-    "device",
-    "platform",
-    "native bfloat16",
-    "versions",
-    "run",
-    "reason",
-)
-
-
-def markdown_table(table: pd.DataFrame) -> str:
-    """A DataFrame as a markdown table (floats to 3 significant digits, missing as '-'). The cells
-    of TEXT_COLUMNS are text from outside: shown as they are (md_text, never read as numbers); the
-    others are ours (md_cell)."""
-    text = [i for i, column in enumerate(table.columns) if column in TEXT_COLUMNS]
-    cells = table.copy()
-    for i, column in enumerate(table.columns):
-        escape = md_text if i in text else md_cell
-        cells[column] = table[column].map(
-            lambda v, escape=escape: escape(v) if isinstance(v, str) else v
-        )
-    cells = (
-        cells.astype(object).where(table.notna(), None).rename(columns=lambda c: md_cell(str(c)))
-    )
-    return cells.to_markdown(
-        index=False, floatfmt=".3g", missingval="-", disable_numparse=text or False
-    )
 
 
 def pair_by_size_table(rows: pd.DataFrame, cell, study: Study) -> str:
@@ -99,25 +69,17 @@ def speedup_intro(study: Study) -> str:
     )
     return (
         "Speedup A → B = time of A / time of B (above 1×: B is faster), over every pair of runs of "
-        "A and B with the "
-        "same env, model size, data type and tag within one experiment (runs are never paired "
-        "across experiments), each "
-        "framework in its default compile mode. Total time and steady state "
-        f"({study.steady.label}) "
-        "come from each "
-        f"sync-off experiment on its own ({unsynced}), rollout and update from each sync-on one "
-        f"({synced}); never "
-        "pooled; an experiment of several env backends has a table per backend, of its envs on "
-        "that "
-        "backend. "
+        "A and B with the same env, model size, data type, agents per process and tag within one "
+        "experiment (runs are never paired across experiments), each framework in its default "
+        f"compile mode. Total time and steady state ({study.steady.label}) come from each sync-off "
+        f"experiment on its own ({unsynced}), rollout and update from each sync-on one ({synced}); "
+        "never pooled; an experiment of several env backends has a table per backend, of its envs "
+        "on that backend. "
         f"Cells: geometric mean of the ratios [{BOOTSTRAP_LEVEL:.0%} cluster-bootstrap interval]; "
-        "median; "
-        "pairs / envs (an env measured under several tags counts once per tag). The interval "
-        "resamples envs with "
-        "replacement, then, within each drawn env, the runs of A and of B with replacement, "
-        "recomputes the geometric "
-        f"mean ({BOOTSTRAP_RESAMPLES:,} resamples, seeded) and takes its 2.5th and 97.5th "
-        "percentiles; "
+        "median; pairs / envs (an env measured under several tags counts once per tag). The "
+        "interval resamples envs with replacement, then, within each drawn env, the runs of A and "
+        f"of B with replacement, recomputes the geometric mean ({BOOTSTRAP_RESAMPLES:,} resamples, "
+        "seeded) and takes its 2.5th and 97.5th percentiles; "
         f"{NO_INTERVAL} = fewer than {MIN_CLUSTERS} envs, too few for an interval."
     )
 
@@ -146,23 +108,15 @@ def env_cost_intro(study: Study) -> str:
     experiments = " and ".join(metric_experiments(study, "total"))
     return (
         "Does a speedup shrink as the env's step gets more expensive? Per pair and model size, one "
-        "point per env of "
-        f"{experiments} (sync off, default compile modes; an env under several tags counts once "
-        "per "
-        "tag): its "
-        "geometric mean speedup, against the env's step cost measured by sweep/env_timing.py. "
-        "**ρ**: Spearman's rank "
-        "correlation of speedup and env cost (below 0: the speedup falls as the env gets "
-        "costlier); "
-        "**slope**: the "
-        "least-squares fit of log speedup on log cost, as the factor by which the speedup changes "
-        "per tenfold env "
-        "cost (the few expensive envs weigh heavily on it; ρ, on ranks, does not). Intervals: "
+        f"point per env of {experiments} (sync off, default compile modes; an env under several "
+        "tags counts once per tag): its geometric mean speedup, against the env's step cost "
+        "measured by sweep/env_timing.py. **ρ**: Spearman's rank correlation of speedup and env "
+        "cost (below 0: the speedup falls as the env gets costlier); **slope**: the least-squares "
+        "fit of log speedup on log cost, as the factor by which the speedup changes per tenfold "
+        "env cost (the few expensive envs weigh heavily on it; ρ, on ranks, does not). Intervals: "
         f"{BOOTSTRAP_LEVEL:.0%} percentile bootstrap, envs resampled with replacement "
-        f"({BOOTSTRAP_RESAMPLES:,} "
-        "resamples, seeded). The trend is named only when the interval of ρ excludes 0; *shrinks* "
-        "= "
-        "moves towards 1×. "
+        f"({BOOTSTRAP_RESAMPLES:,} resamples, seeded). The trend is named only when the interval "
+        "of ρ excludes 0; *shrinks* = moves towards 1×. "
         f"{NO_INTERVAL} = fewer than {MIN_CORRELATION_ENVS} envs."
     )
 
@@ -255,10 +209,9 @@ def experiment_markdown(table: pd.DataFrame, experiment: str, study: Study) -> s
         "[stratified-bootstrap 95 % interval]. Each agent of a run of several is a seed.\n\n"
         + wide(rows, final_cell, study, reference=True)
         + f"\n\nTime to {TARGET_LABELS['reference']}: seconds from the process's first line "
-        "(imports and "
-        "compilation included), the median over seeds (runs that never reached it count as "
-        "slowest; "
-        f"{NO_INTERVAL}: fewer than half reached it), and the runs that reached it.{untimed}\n\n"
+        "(imports and compilation included), the median over seeds (runs that never reached it "
+        f"count as slowest; {NO_INTERVAL}: fewer than half reached it), and the runs that reached "
+        f"it.{untimed}\n\n"
         + wide(rows, lambda row: time_cell(row, "reference"), study, reference=False)
     )
 
@@ -304,8 +257,7 @@ def report_markdown(results: Results) -> str:
     if not left_out.empty:
         parts += [
             "Left out of the learning tables (only the runs of an experiment's configuration "
-            "count, once per "
-            "seed):",
+            "count, once per seed):",
             markdown_table(left_out),
         ]
     intro = (
@@ -360,11 +312,82 @@ def dtype_markdown(results: Results, name: str) -> str:
     return "\n\n".join(blocks) + "\n"
 
 
+def mib(value: float) -> str:
+    return f"{value / 2**20:,.0f} MiB"
+
+
+def memory_cell(row) -> str:
+    """Median peak memory: host RSS, and device bytes where recorded; per agent for N > 1."""
+    text = mib(row.peak_rss_bytes)
+    text += f" ({mib(row.peak_rss_per_agent)}/agent)" if row.num_agents > 1 else ""
+    if np.isfinite(row.peak_device_bytes):
+        text += f"; device {mib(row.peak_device_bytes)}"
+        text += f" ({mib(row.peak_device_per_agent)}/agent)" if row.num_agents > 1 else ""
+    return text
+
+
+def memory_markdown(results: Results) -> list[str]:
+    """REPORT.md's peak memory: per cell (env, size, data type, agents per process), a column per
+    framework and compile mode, the median over its runs; a line for runs that recorded none."""
+    summary = results.summary
+    summary = summary.assign(mode=list(map(mode_name, summary["framework"], summary["compile"])))
+    runs = summary[pd.to_numeric(summary["peak_rss_bytes"], errors="coerce").notna()]
+    older = len(summary) - len(runs)
+    missing = [f"_{older} runs (of earlier editions) record no peak memory._"] if older else []
+    if runs.empty:
+        return ["## Peak memory", *missing]
+    keys = ["env", "model_size", "dtype", "num_agents"]
+    cells = agents_scaling(runs, [*keys, "mode"])
+    grid = cells.assign(cell=[memory_cell(row) for row in cells.itertuples()])
+    grid = grid.pivot(index=keys, columns="mode", values="cell")
+    modes = [mode_name(f, c) for f, fw in results.study.frameworks.items() for c in fw.compile]
+    grid = grid.reindex(columns=in_order(modes, grid.columns)).reset_index()
+    intro = (
+        "Peak memory of each process, the median over its cell's runs: the host's resident set "
+        "(summary.json peak_rss_bytes) and, on a GPU, the framework's peak device bytes; for a "
+        "run of N agents also per agent (peak / N)."
+    )
+    grid = grid.rename(columns={"model_size": "size", "num_agents": "agents"})
+    return ["## Peak memory", intro, markdown_table(grid), *missing]
+
+
+def agents_markdown(results: Results, name: str) -> str:
+    """An experiment of several agents per process: a row per framework (default compile mode), a
+    column per N: agent-steps per second in the steady window and peak memory per agent."""
+    runs = results.runs(name)
+    runs = runs[runs["compile"] == runs["framework"].map(results.study.default_compile)]
+    cells = agents_scaling(runs, ["framework", "num_agents"])
+    cells["cell"] = [
+        f"{row.agent_steps_s:,.0f}/s; {mib(row.peak_rss_per_agent)}/agent"
+        for row in cells.itertuples()
+    ]
+    grid = cells.pivot(index="framework", columns="num_agents", values="cell")
+    grid = grid.reindex(index=in_order(results.study.frameworks, grid.index))
+    grid.columns = [f"{n} agent{'s' * (n > 1)}" for n in grid.columns]
+    intro = (
+        "Agent-steps per second (N x batch / mean time per iteration over "
+        f"{results.study.steady.label}, the median over runs) and peak host memory per agent "
+        "(peak RSS / N), each framework in its default compile mode."
+    )
+    return intro + "\n\n" + markdown_table(grid.rename_axis("framework").reset_index())
+
+
+def agents_experiments(results: Results) -> list[str]:
+    """The experiments whose runs span several numbers of agents per process."""
+    return [
+        name
+        for name in results.study.experiments
+        if results.has_runs(name) and results.runs(name)["num_agents"].nunique() > 1
+    ]
+
+
 def report_sections(results: Results) -> list[str]:
-    """REPORT.md's sections of the experiments of several data types that have runs: a heading and
-    its text each."""
+    """REPORT.md's sections of the experiments of several data types and of several agents per
+    process that have runs (a heading and its text each), then the peak memory."""
     parts = []
     for name in dtype_experiments(results.study):
         if results.has_runs(name):
             parts += [f"## Data types ({name})", dtype_markdown(results, name)]
-    return parts
+    for name in agents_experiments(results):
+        parts += [f"## Agents per process ({name})", agents_markdown(results, name)]
+    return parts + memory_markdown(results)

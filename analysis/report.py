@@ -27,8 +27,13 @@ from analysis.common import (
     split_cell,
 )
 from analysis.loading import is_timed, window_column, window_columns
-from analysis.markdown import NO_INTERVAL, env_cost_markdown, markdown_table, speedup_markdown
-from analysis.markdown import report_sections as dtype_sections
+from analysis.markdown import (
+    NO_INTERVAL,
+    env_cost_markdown,
+    markdown_table,
+    report_sections,
+    speedup_markdown,
+)
 from analysis.results import (
     Results,
     env_table,
@@ -75,13 +80,9 @@ def left_out_markdown(results: Results) -> str:
         "### Left out of the speedup tables\n\n"
         "Runs a table could compare (default compile mode, the metric's sync setting) but does "
         "not: "
-        ""
-        ""
         "runs are paired "
         "only with runs of the same env, size, tag, number of iterations and batch size, and a "
         "cell "
-        ""
-        ""
         "pools one such "
         "configuration.\n\n" + markdown_table(table)
     )
@@ -117,8 +118,6 @@ def machines_notes(results: Results) -> list[str]:
     return [
         f"_{row.metric} speedups of {row.experiment} ({row.size}, {row.dtype}, {row.backend}): "
         "runs "
-        ""
-        ""
         "of "
         f"{md_text(row.machines)}; each pair is of one machine, each env on each machine a cluster "
         "of the "
@@ -240,7 +239,7 @@ def report_text(
         parts += [f"### Total-time speedups per tag ({name})", *per_tag]
     for name in split_experiments(results):
         parts += [f"## Rollout and update per framework ({name})", split_markdown(results, name)]
-    parts += dtype_sections(results)
+    parts += report_sections(results)  # data types, agents per process, peak memory
     if learning:
         parts += ["## Learning against the reference", learning]
     parts += [
@@ -386,8 +385,6 @@ def few_runs_warning(few: pd.DataFrame, cells: pd.DataFrame) -> str:
     return (
         f"**Not a result, in part:** {len(few)} of the {len(cells)} speedup cells below have "
         f"{runs} "
-        ""
-        ""
         f"({where}): "
         "read those as single measurements, not estimates."
     )

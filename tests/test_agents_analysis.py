@@ -328,3 +328,83 @@ def test_the_learning_table_gives_the_iqm_and_its_interval_beside_the_mean(tmp_p
     mean, std = statistics.mean(finals), statistics.stdev(finals)
     cell = f"**{mean:.1f} ± {std:.1f}**; IQM {row['final_iqm']:.1f} [{row['iqm_low']:.1f}, "
     assert cell in text
+
+
+# ------------------------------------------------------------------------ memory and the scaling
+
+
+def test_memory_is_reported_per_cell_and_per_agent(tmp_path, agents_study):
+    """A 4-agent run's 300 MiB of peak RSS is 75 MiB an agent (peak / N), in the summary and in
+    REPORT.md's peak memory table; a 1-agent run's 150 MiB is its own."""
+    from analysis.markdown import report_sections
+
+    write_run(tmp_path / "scale", "linen", 1, 4, 0, sync=True)
+    write_run(tmp_path / "scale", "linen", 1, 1, 1, sync=True)
+    analysis = analysed([tmp_path], agents_study)
+    per_agent = analysis.summary.set_index("num_agents")["peak_rss_per_agent"]
+    assert per_agent[4] == 300 * MIB / 4 and per_agent[1] == 150 * MIB
+    text = "\n\n".join(report_sections(analysis))
+    memory = text.split("## Peak memory")[1]
+    assert "300 MiB (75 MiB/agent)" in memory and "| 150 MiB " in memory
+    assert "record no peak memory" not in memory
+
+
+def test_runs_without_memory_have_none_and_say_so(tmp_path, agents_study):
+    """Runs of earlier editions (no peak_rss_bytes): no memory figure, one line, no failure."""
+    from analysis.markdown import report_sections
+
+    write_run(tmp_path / "scale", "linen", 1, 1, 0, sync=True, memory=False)
+    write_run(tmp_path / "scale", "torch", 1, 1, 1, sync=True, memory=False, legacy=True)
+    text = "\n\n".join(report_sections(analysed([tmp_path], agents_study)))
+    memory = text.split("## Peak memory")[1]
+    assert "_2 runs (of earlier editions) record no peak memory._" in memory
+    assert "MiB" not in memory
+
+
+def scaling_runs(root: Path) -> dict:
+    """linen at 0.1 s and torch at 0.4 s an iteration, 1, 4 and 16 agents per process (torch 16:
+    1.6 s): their agent-steps per second, N x BATCH / seconds."""
+    seconds = {("linen", n): 0.1 for n in (1, 4, 16)}
+    seconds.update({("torch", 1): 0.4, ("torch", 4): 0.4, ("torch", 16): 1.6})
+    for hour, ((framework, n), s) in enumerate(seconds.items()):
+        write_run(root / "scale", framework, 1, n, hour, seconds=s, sync=True)
+    return {key: key[1] * BATCH / s for key, s in seconds.items()}
+
+
+def test_the_scaling_table_gives_agent_steps_and_memory_per_agent_against_n(tmp_path, agents_study):
+    """A row per framework, a column per N (in order): agent-steps per second in the steady window
+    and peak memory per agent, each run's own."""
+    from analysis.markdown import report_sections
+
+    expected = scaling_runs(tmp_path)
+    text = "\n\n".join(report_sections(analysed([tmp_path], agents_study)))
+    table = text.split("## Agents per process (scale)")[1].split("##")[0]
+    assert "| framework | 1 agent | 4 agents | 16 agents |" in " ".join(table.split())
+    for (framework, n), rate in expected.items():
+        memory = (100 + 50 * n) / n
+        assert f"{rate:,.0f}/s; {memory:,.0f} MiB/agent" in table, (framework, n)
+    linen = [line for line in table.splitlines() if line.startswith("| linen")]
+    assert len(linen) == 1 and linen[0].index("1,280/s") < linen[0].index("5,120/s")
+
+
+def test_the_agents_figure_draws_each_framework_against_n(tmp_path, agents_study):
+    """Two log-log panels, a line per framework through its N: agent-steps per second and MiB per
+    agent; written as a PNG by plot_results for an experiment that lists "agents"."""
+    import plot_results
+    from analysis import figures
+
+    expected = scaling_runs(tmp_path / "runs")
+    fig = figures.agents_figure(analysed([tmp_path / "runs"], agents_study), "scale")
+    steps, memory = fig.axes[:2]
+    assert steps.get_xscale() == steps.get_yscale() == memory.get_yscale() == "log"
+    for ax, value in ((steps, lambda f, n: expected[f, n]), (memory, lambda f, n: 50 + 100 / n)):
+        lines = {line.get_label(): line for line in ax.get_lines()}
+        assert set(lines) == {"linen", "torch"}
+        for framework, line in lines.items():
+            assert list(line.get_xdata()) == [1, 4, 16]
+            wanted = [value(framework, n) for n in (1, 4, 16)]
+            assert list(line.get_ydata()) == pytest.approx(wanted)
+    out = tmp_path / "out"
+    plot_results.main([str(tmp_path / "runs"), "--out", str(out)])
+    assert (out / "scale_agents.png").stat().st_size > 10_000
+    assert "## Agents per process (scale)" in (out / "REPORT.md").read_text()
