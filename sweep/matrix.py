@@ -123,6 +123,8 @@ def command(
         cmd += ["--env-backend", backend]
     if backend == "envpool" and sel.env_threads is not None:  # a gymnax run has no use for it
         cmd += ["--env-threads", str(sel.env_threads)]
+    if agents != 1:
+        cmd += ["--num-agents", str(agents)]
     # a learning experiment's reference configuration, before --iterations may cut it
     cmd += exp.env_args(env)
     if sel.iterations is not None:
@@ -133,8 +135,6 @@ def command(
         cmd += ["--no-sync-timing"]
     if dtype != study.DTYPES[0]:
         cmd += ["--dtype", dtype]
-    if agents != 1:
-        cmd += ["--num-agents", str(agents)]
     # the scripts save a run's state on gymnax only
     if sel.save_every and backend == study.BACKENDS[0]:
         cmd += ["--save-every", str(sel.save_every)]

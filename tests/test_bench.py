@@ -64,13 +64,14 @@ def env_of(line: str) -> str:
 
 
 def cell_of(line: str) -> tuple:
-    """(experiment, seed, env label, model size) of a command line; the experiment is its log dir's
-    name."""
+    """(experiment, seed, env label, model size, agents per process) of a command line; the
+    experiment is its log dir's name."""
     return (
         Path(option(line, "--log-dir")).name,
         option(line, "--seed"),
         env_of(line),
         option(line, "--model-size"),
+        option(line, "--num-agents") if " --num-agents " in line else "1",
     )
 
 
@@ -104,7 +105,8 @@ def expected_count(
                 for fw in study.frameworks.values()
                 if frameworks is None or fw.name in frameworks
             )
-            total += seeds * len(cells) * modes * len(exp.syncs) * len(exp.dtypes)
+            runs_per_cell = modes * len(exp.syncs) * len(exp.dtypes)
+            total += seeds * len(cells) * len(exp.agents) * runs_per_cell
     return total
 
 
@@ -389,6 +391,9 @@ def test_the_expensive_and_continuous_envs_stay_out_of_the_other_experiments(tmp
         ("exp2", "CartPole-v1"),
         ("exp7", "CartPole-v1"),  # on gymnax: CartPole-v1@envpool is another env
         ("exp9", "CartPole-v1"),  # the learning experiment's CartPole-v1, on gymnax
+        ("exp11", "CartPole-v1"),  # agents per process: CleanRL's batch
+        ("exp12", "CartPole-v1"),  # and the scripts'
+        ("exp13", "CartPole-v1"),  # exp9's at 10 agents per process
         ("exp6", STUDY.continuous_envs[0]),
     }
     asked = dry_run(tmp_path, "--seeds", "1", "--envs", f"CartPole-v1,{STUDY.expensive_envs[0]}")
@@ -397,6 +402,9 @@ def test_the_expensive_and_continuous_envs_stay_out_of_the_other_experiments(tmp
         ("exp2", "CartPole-v1"),
         ("exp7", "CartPole-v1"),
         ("exp9", "CartPole-v1"),
+        ("exp11", "CartPole-v1"),
+        ("exp12", "CartPole-v1"),
+        ("exp13", "CartPole-v1"),
         ("exp5", STUDY.expensive_envs[0]),
     }
     assert len(asked) == expected_count(envs=["CartPole-v1", STUDY.expensive_envs[0]])
@@ -497,7 +505,7 @@ def test_a_fifth_framework_in_the_study_joins_every_experiment(tmp_path):
         runs = [line for line in fake if option(line, "--exp-name") == name]
         assert len(runs) == len(exp.envs) * len(exp.sizes) * (
             2 if exp.all_compile_modes else 1
-        ) * len(exp.syncs) * len(exp.dtypes)
+        ) * len(exp.syncs) * len(exp.dtypes) * len(exp.agents)
         assert {option(line, "--compile") for line in runs} == (
             {"fast", "slow"} if exp.all_compile_modes else {"fast"}
         )
