@@ -147,9 +147,8 @@ def missing_folders(path: str) -> list[str]:
 
 
 def quiet_os_errors(unraisable) -> None:
-    """sys.unraisablehook once the run's error line has named an OSError (a full disk): an OSError
-    that nothing can catch (tensorboardX's writer closing at exit, on the same disk) prints
-    nothing."""
+    """sys.unraisablehook once the run's error line has named an OSError (a full disk): one that
+    nothing can catch (tensorboardX's writer closing at exit, on the same disk) prints nothing."""
     if not issubclass(unraisable.exc_type, OSError):
         sys.__unraisablehook__(unraisable)
 
@@ -165,8 +164,7 @@ def final_returns(returns: list, num_agents: int) -> list:
 
 
 def peak_rss_bytes() -> int:
-    """The process's peak resident memory on the host (Linux's ru_maxrss, in KiB), threads
-    included."""
+    """The process's peak resident memory on the host (Linux's ru_maxrss, in KiB), threads in."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 

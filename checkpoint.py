@@ -2,16 +2,13 @@
 kept in one format that the four frameworks share, and a run's whole state, to continue it (part of
 benchback-rl).
 
-The one place that writes them: `--save-model`, `--save-every` and `--resume` in the ppo_*.py
-scripts (Saver). Each script adds only its own mapping of its parameters to the shared layout
-(to_shared). The scripts import it lazily, only with those flags, so a copy of one that trains
-without them needs no other file (a copy that saves needs it and atomic.py beside it). What loads a
-policy back and checks it whole is evaluation/model_file.py (evaluate.py's side).
+The one place that writes them (Saver): `--save-model`, `--save-every` and `--resume` of the
+ppo_*.py scripts, which import it lazily, only with those flags (a copy that saves needs it and
+atomic.py beside it). evaluation/model_file.py loads a policy back and checks it whole.
 
-A resume file holds the run's state as the script hands it over (Saver.iteration_done: parameters,
-Adam's moments and step, the envs' state with the normalisation statistics, the random keys), its
-arrays numbered in the order of jax.tree.leaves, with the iterations completed, their returns and
-the run's flags; Saver.resume puts them back into a fresh state of the same structure, bit for bit.
+A resume file holds the run's state as the script hands it over (parameters, Adam's state, the envs'
+state with the normalisation statistics, the random keys) in jax.tree.leaves' order, with the
+iterations completed, their returns and the run's flags; Saver.resume puts it back, bit for bit.
 
 The layout of model.safetensors (METHODOLOGY.md, "Checkpoints"; evaluation/model_file.py checks it):
 float32 tensors in JAX's layout, whatever framework trained them,
@@ -38,26 +35,17 @@ import safetensors.numpy
 
 from atomic import write_file
 
-FORMAT = "benchback-rl/1"
-FILENAME = "model.safetensors"
+FORMAT, FILENAME = "benchback-rl/1", "model.safetensors"
 OBS_NORM = ("mean", "var", "count")
+
+
+# the keys whose value is kept as the string it is; the others are JSON
+STRING_KEYS = {"format", "framework", "env", "env_backend", "model_size", "action_kind", "dtype"}
+STRING_KEYS |= {"commit"}
 
 
 def is_count(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
-
-
-# the keys whose value is kept as the string it is; the others are JSON
-STRING_KEYS = {
-    "format",
-    "framework",
-    "env",
-    "env_backend",
-    "model_size",
-    "action_kind",
-    "dtype",
-    "commit",
-}
 
 
 class BadCheckpoint(ValueError):
@@ -66,8 +54,7 @@ class BadCheckpoint(ValueError):
 
 # --------------------------------------------------------------------------------------- the layout
 def architecture(params: dict) -> tuple[int, tuple[int, ...], int]:
-    """(obs_dim, hidden sizes, num_actions) of a set of shared tensors, read from the actor's
-    kernels."""
+    """(obs_dim, hidden sizes, num_actions) of a set of shared tensors (the actor's kernels)."""
     kernels = []
     while f"actor.{len(kernels)}.kernel" in params:
         kernels.append(params[f"actor.{len(kernels)}.kernel"])
@@ -75,10 +62,9 @@ def architecture(params: dict) -> tuple[int, tuple[int, ...], int]:
 
 
 def shared(actor: list, critic: list, log_std=None) -> dict[str, np.ndarray]:
-    """The shared tensors of an agent's two MLPs, each a list of (kernel (in, out), bias), the
-    hidden layers then the head, and a Gaussian's log std (None for discrete actions): float32 NumPy
-    copies, which the training that goes on cannot change. Of what the scripts' to_shared returns;
-    evaluation/model_file.py's layers_of is its inverse."""
+    """The shared tensors of an agent's two MLPs, each a list of (kernel (in, out), bias), and a
+    Gaussian's log std (None for discrete actions): float32 NumPy copies, which the training that
+    goes on cannot change. evaluation/model_file.py's layers_of is its inverse."""
     tensors = {} if log_std is None else {"log_std": log_std}
     for mlp, layers in (("actor", actor), ("critic", critic)):
         for i, (kernel, bias) in enumerate(layers):
@@ -99,9 +85,8 @@ def check_finite(path, tensors: dict) -> None:
 
 
 def save(path, params: dict, obs_norm: Optional[dict], meta: dict) -> None:
-    """Writes the checkpoint at path, whole or not at all (atomic.write_file). meta: the metadata
-    (evaluation/model_file.py's META_KEYS) but format, as Python values. BadCheckpoint, and nothing
-    written, for a tensor that is not finite."""
+    """Writes the checkpoint at path, whole or not at all (atomic.write_file); meta: the metadata
+    but format. BadCheckpoint, and nothing written, for a tensor that is not finite."""
     # copies in C order (np.ascontiguousarray would make the () count a (1,))
     tensors = {name: np.array(x, np.float32, order="C") for name, x in params.items()}
     if obs_norm is not None:
@@ -123,68 +108,42 @@ def commit_of(folder: str) -> str:
 
 
 def to_shared(framework: str, model) -> tuple:
-    """(actor, critic, log_std) of a script's parameters: each MLP's [(kernel (in, out), bias)],
-    the hidden layers then the head, every agent's along the first axis; log_std None for discrete
-    actions. model: Linen's params, NNX's or Equinox's agent, torch's (torch_glue.host_layers)."""
+    """(actor, critic, log_std) of a script's model (Linen's params, NNX's or Equinox's agent,
+    torch's): each MLP's [(kernel (in, out), bias)]; log_std None for discrete actions."""
+    if framework == "torch":
+        # the script's torch_glue.host_layers(agent): in this layout already
+        return model
     if framework == "linen":
         p = model["params"]
         mlps = [[mlp[f"Dense_{i}"] for i in range(len(mlp))] for mlp in (p["actor"], p["critic"])]
         actor, critic = ([(d["kernel"], d["bias"]) for d in mlp] for mlp in mlps)
         return actor, critic, p.get("log_std")
+    mlps = (model.actor, model.critic)
     if framework == "nnx":
-        mlps = (model.actor, model.critic)
         actor, critic = ([(d.kernel, d.bias) for d in mlp.layers] for mlp in mlps)
         return actor, critic, model.log_std if model.continuous else None
-    if framework == "equinox":
-        # Linear's weight is (out, in)
-        mlps = (model.actor, model.critic)
-        actor, critic = ([(d.weight.swapaxes(-1, -2), d.bias) for d in m.layers] for m in mlps)
-        return actor, critic, model.log_std
-    import torch_glue
-
-    return torch_glue.host_layers(model)
-
-
-def agent_layers(layers: tuple, k: int) -> tuple:
-    """Agent k's (actor, critic, log_std) of the scripts' to_shared, whose arrays hold every agent
-    of the run along their first axis."""
-    actor, critic, log_std = layers
-    actor, critic = ([(kernel[k], bias[k]) for kernel, bias in mlp] for mlp in (actor, critic))
-    return actor, critic, None if log_std is None else log_std[k]
-
-
-def obs_norms_of(env_state, num_agents: int) -> list[Optional[dict]]:
-    """Each agent's observation statistics in a runner's env state (env_normalize.NormalizeState,
-    every agent's along the first axis), flattened as the network sees the observations, as
-    float32 copies; Nones without --norm-obs."""
-    stats = getattr(env_state, "obs_stats", None)
-    if stats is None:
-        return [None] * num_agents
-    mean, var = (np.array(x, np.float32).reshape(num_agents, -1) for x in (stats.mean, stats.var))
-    count = np.array(stats.count, np.float32).reshape(num_agents)
-    return [{"mean": mean[k], "var": var[k], "count": count[k]} for k in range(num_agents)]
+    # Equinox's: its Linear's weight is (out, in)
+    actor, critic = ([(d.weight.swapaxes(-1, -2), d.bias) for d in m.layers] for m in mlps)
+    return actor, critic, model.log_std
 
 
 class Snapshot(NamedTuple):
     """What a Saver keeps of the last finished iteration, a value per agent."""
 
-    params: list  # each agent's shared(*agent_layers(the script's to_shared(agent)))
-    obs_norm: list
-    # each finished iteration's mean episodic return per agent, NaN where no episode ended
-    returns: tuple
+    params: list  # each agent's shared tensors
+    obs_norm: list  # each agent's observation statistics (env_normalize.obs_norms), or Nones
+    returns: tuple  # each finished iteration's mean episodic returns, one per agent
 
 
 class Saver:
-    """--save-model: model.safetensors in the run folder when the run ends, however it ends
-    (completed, stopped by a signal, failed): the policy of the last finished iteration, as
-    iteration_done last received it; nothing when no iteration finished. --save-every: the run's
-    whole state in resume.safetensors every N iterations; --resume: that state put back. A context
-    manager around the training loop; it needs no bookkeeping."""
+    """--save-model: each agent's model.safetensors when the run ends, however it ends: the policy
+    of the last finished iteration (none when none finished). --save-every: the run's whole state
+    in resume.safetensors every N iterations; --resume: that state put back. A context manager
+    around the training loop; it needs no bookkeeping."""
 
     def __init__(self, run_dir: str, config: dict, script: str):
-        """config: the script's Args as a dict, with "framework"; script: its __file__ (its
-        repository's commit). With config's resume, the run folder's resume file must be of a run
-        with the same flags (read_resume)."""
+        """config: the script's Args as a dict, with "framework"; script: its __file__ (for the
+        commit). With --resume, the folder's resume file must be of the same flags (read_resume)."""
         self.run_dir = run_dir
         self.config = dict(config)  # as it is now: the bookkeeping adds the machine's keys later
         self.commit = commit_of(os.path.dirname(os.path.abspath(script)))
@@ -203,10 +162,9 @@ class Saver:
         return len(self.last.returns)
 
     def resume(self, training, runner, writer=None):
-        """(training, runner, iterations completed): the run's fresh state, as iteration_done
-        receives it, with the resume file's arrays in it, bit for bit. writer: the run's
-        SummaryWriter, whose TensorBoard then hides what the stopped run logged after its save (a
-        purge mark at the next iteration's step)."""
+        """(training, runner, iterations completed): the run's fresh state with the resume file's
+        arrays in it, bit for bit. writer: the run's SummaryWriter, whose TensorBoard then hides
+        what the stopped run logged after its save (a purge mark at the next iteration's step)."""
         # its flags were checked when this Saver was made
         _, arrays = read_resume(self.run_dir, tensors=True)
         training, runner = tree_with(resume_file(self.run_dir), (training, runner), arrays)
@@ -221,15 +179,21 @@ class Saver:
         return training, runner, iteration
 
     def iteration_done(self, model, runner, returns, training) -> None:
-        """After each iteration. model: the script's parameters after the update, every agent's
-        along the first axis (to_shared; copied here: training goes on); runner: the envs' state
-        (with --norm-obs, the observation statistics); returns: each agent's mean episodic return
-        (NaN: none ended); training: the rest of the run's state (a pytree of JAX or NumPy arrays,
-        or a function that returns one), saved with the runner every save_every iterations."""
+        """After each iteration. model: the script's parameters (to_shared; copied here: training
+        goes on); runner: the envs' state; returns: each agent's mean episodic return (NaN: none
+        ended); training: the rest of the run's state (a pytree of JAX or NumPy arrays, or a
+        function that returns one), saved with the runner every save_every iterations."""
         returns = tuple(float(r) for r in returns)
-        layers = to_shared(self.config["framework"], model)
-        params = [shared(*agent_layers(layers, k)) for k in range(len(returns))]
-        obs_norm = obs_norms_of(runner.env_state, len(returns))
+        import jax
+
+        # to the host once, then each agent's slice
+        layers = jax.tree.map(np.asarray, to_shared(self.config["framework"], model))
+        params = [shared(*jax.tree.map(lambda x: x[k], layers)) for k in range(len(returns))]
+        obs_norm = [None] * len(returns)
+        if hasattr(runner.env_state, "obs_stats"):  # --norm-obs: its statistics go with the policy
+            import env_normalize
+
+            obs_norm = env_normalize.obs_norms(runner.env_state.obs_stats, len(returns))
         self.last = Snapshot(params, obs_norm, (*self.last.returns, returns))
         every = self.config.get("save_every") or 0
         if every and self.iteration % every == 0:
@@ -241,9 +205,8 @@ class Saver:
 
     def path(self, k: int) -> str:
         """Agent k's model file: in the run folder, or its agent_k folder when there are more."""
-        if len(self.last.params) == 1:
-            return os.path.join(self.run_dir, FILENAME)
-        return os.path.join(self.run_dir, f"agent_{k}", FILENAME)
+        folder = self.run_dir if len(self.last.params) == 1 else f"{self.run_dir}/agent_{k}"
+        return os.path.join(folder, FILENAME)
 
     def metadata(self, k: int) -> dict:
         """Agent k's metadata: its seed is the run's seed + k."""
@@ -337,8 +300,7 @@ def tree_arrays(tree) -> list[np.ndarray]:
 
 def tree_with(path, like, arrays: list[np.ndarray]):
     """like (a pytree of this run's state) with its arrays replaced by the saved ones, bit for bit;
-    BadCheckpoint when they are not of its shapes and dtypes (another env, model size or
-    framework)."""
+    BadCheckpoint when they are not of its shapes and dtypes (another env, size or framework)."""
     import jax
 
     leaves, treedef = jax.tree.flatten(like)

@@ -142,3 +142,11 @@ def normalize(env, obs: bool = True, reward: bool = True, gamma: float = 0.99):
     observations and/or rewards normalised; the env itself when both are off (its reward is then the
     raw one, and its info has no "raw_reward")."""
     return Normalize(env, obs, reward, gamma) if obs or reward else env
+
+
+def obs_norms(stats: RunningStats, num_agents: int) -> list[dict]:
+    """Each agent's observation statistics, flattened as the network sees the observations, as
+    float32 NumPy copies: what a model file keeps of --norm-obs (checkpoint.py)."""
+    mean, var = (np.array(x, np.float32).reshape(num_agents, -1) for x in (stats.mean, stats.var))
+    count = np.array(stats.count, np.float32).reshape(num_agents)
+    return [{"mean": mean[k], "var": var[k], "count": count[k]} for k in range(num_agents)]

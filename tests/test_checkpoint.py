@@ -344,7 +344,7 @@ def from_shared(framework: str, tensors: dict, continuous: bool):
 
 def to_shared(framework: str, agent) -> dict:
     """The shared tensors of framework's agent, as --save-model names and copies them."""
-    return checkpoint.shared(*script_module(framework).to_shared(params_of(framework, agent)))
+    return checkpoint.shared(*checkpoint.to_shared(framework, params_of(framework, agent)))
 
 
 def outputs(framework: str, agent, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -195,9 +195,10 @@ def saved_state(tmp_path: Path, training, obs) -> checkpoint.Saver:
     5."""
     config = {"framework": "linen", "save_every": 1, "batch_size": 8, "seed": 1}
     saver = checkpoint.Saver(str(tmp_path), config, __file__)
-    layer = (np.ones((2, 1), np.float32), np.zeros(1, np.float32))
-    scalars = {"charts/episodic_return": 5.0}
-    saver.iteration_done(([layer], [layer], None), Runner(None, obs), scalars, training)
+    # Linen's parameters of one agent (the leading axis: the agents)
+    dense = {"Dense_0": {"kernel": np.ones((1, 2, 1), np.float32), "bias": np.zeros((1, 1))}}
+    params = {"params": {"actor": dense, "critic": dense}}
+    saver.iteration_done(params, Runner(None, obs), [5.0], training)
     return saver
 
 

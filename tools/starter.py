@@ -45,14 +45,14 @@ BOOK_SECTION = (
 )
 # each bookkeeping call in the template: how many times it must be there, and the copy's line (None:
 # dropped) (make_run_dir: the copy's own, a new folder even for two runs in one second; start:
-# config.json; check_signals: Ctrl-C is Python's KeyboardInterrupt in the copy; returns: for its
+# config.json; check_signals: Ctrl-C is Python's KeyboardInterrupt in the copy; history: for its
 # done line)
 BOOK_CALLS = {
     "make_run_dir": (1, "make_run_dir"),
     "start": (1, None),
-    "setup_done": (1, "returns = []  # each iteration's mean episodic return (NaN: none ended)"),
+    "setup_done": (1, "history = []  # each iteration's returns, one per agent (NaN: none ended)"),
     "check_signals": (2, None),
-    "iteration_done": (1, 'returns.append(scalars.get("charts/episodic_return", np.nan))'),
+    "iteration_done": (1, "history.append(returns)"),
 }
 IMPORTING = re.compile(r'^    print\("ppo_\w+\.py: (importing [^"]*)", flush=True\)$')
 ADDED_IMPORTS = ("import io", "import sys")
@@ -105,10 +105,15 @@ def not_gymnax(env_id: str, backend: str) -> str:
     return f"unknown env id {env_id!r}; gymnax has {valid} (Craftax and Brax need {left_out})"
 
 
-def done_line(returns: list, run_dir: str) -> str:
-    """The last line: the mean episodic return of the last 10 iterations (those that ended one)."""
-    last = [r for r in returns[-10:] if not np.isnan(r)]
-    final = f"{np.mean(last):.1f}" if last else "none (no episode ended)"
+def done_line(history: list, run_dir: str) -> str:
+    """The last line: the agents' mean of each one's mean episodic return over the last 10
+    iterations (those that ended one of its episodes)."""
+    finals = []
+    for returns in np.transpose(history[-10:]):
+        ended = returns[~np.isnan(returns)]
+        if len(ended) > 0:
+            finals.append(ended.mean())
+    final = f"{np.mean(finals):.1f}" if finals else "none (no episode ended)"
     return f"done: return {final}, logs in {run_dir}"
 
 
@@ -175,8 +180,8 @@ def strip_top_block(lines: list[str], template: str) -> list[str]:
     while lines[end].startswith("import "):
         end += 1
     lines[first:end] = sorted(lines[first:end] + list(ADDED_IMPORTS))
-    contextlib_line = index_of(lines, "from contextlib import nullcontext", template)
-    lines[contextlib_line] = "from contextlib import nullcontext, redirect_stderr"
+    contextlib_line = index_of(lines, "from contextlib import ExitStack, nullcontext", template)
+    lines[contextlib_line] = "from contextlib import ExitStack, nullcontext, redirect_stderr"
     return lines
 
 
@@ -252,14 +257,14 @@ def replace_book_section(lines: list[str], template: str) -> list[str]:
     expect(
         len(main) == 1 and main[0].end_lineno == len(body), template, "main() just above its banner"
     )
-    # the names the copy adds must be free: FOOTER's functions, and main's returns
+    # the names the copy adds must be free: FOOTER's functions, and main's history
     defined = {getattr(node, "name", None) for node in module}
     stored = {
         n.id for n in ast.walk(main[0]) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
     }
-    taken = (defined & set(ADDED_FUNCTIONS)) | ({"returns"} & stored)
+    taken = (defined & set(ADDED_FUNCTIONS)) | ({"history"} & stored)
     expect(not taken, template, f"the names the starter adds free (it has {sorted(taken)})")
-    done = "    print(done_line(returns, run_dir), flush=True)"
+    done = "    print(done_line(history, run_dir), flush=True)"
     return body + [done] + FOOTER.splitlines()
 
 
