@@ -269,12 +269,13 @@ def agents_scaling(runs: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
 def in_experiment(run, experiment: Experiment, study: Study) -> bool:
     """A run in bench.sh's folder of the experiment belongs to it whatever its env and size
     (bench.sh chose them, perhaps outside the study with --envs); any other run must match the
-    experiment's whole matrix. A learning experiment (one with configs) holds only the runs of its
-    folder: its matrix is also the flags of its configurations, which a run elsewhere was not made
-    with."""
+    experiment's whole matrix. A learning experiment (one with configs), or one with args (exp11's
+    batch), holds only the runs of its folder: its matrix is also those flags, which a run elsewhere
+    was not made with."""
     folder = run.get("experiment_folder")
     in_a_folder = isinstance(folder, str) and folder != ""
-    if (in_a_folder and folder != experiment.name) or (experiment.configs and not in_a_folder):
+    flags = experiment.configs or getattr(experiment, "args", ())
+    if (in_a_folder and folder != experiment.name) or (flags and not in_a_folder):
         return False
     framework = study.frameworks.get(run["framework"])
     in_matrix = in_a_folder or (

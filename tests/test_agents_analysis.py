@@ -408,3 +408,27 @@ def test_the_agents_figure_draws_each_framework_against_n(tmp_path, agents_study
     plot_results.main([str(tmp_path / "runs"), "--out", str(out)])
     assert (out / "scale_agents.png").stat().st_size > 10_000
     assert "## Agents per process (scale)" in (out / "REPORT.md").read_text()
+
+
+def test_an_experiment_with_args_holds_only_the_runs_of_its_folder(agents_study):
+    """A sync-on CartPole-v1 small run of one agent in its default mode matches the scaling
+    experiment's matrix, but not its args (its batch): it joins it only from bench.sh's folder, as
+    a 4-agent run does; a 2-agent run (not one of its agents) never."""
+    run = dict(
+        env=ENV,
+        model_size="small",
+        framework="linen",
+        compile="jit",
+        sync_timing=True,
+        dtype="float32",
+        num_agents=1,
+    )
+    scale = agents_study.experiments["scale"]
+    assert not loading.in_experiment({**run, "experiment_folder": ""}, scale, agents_study)
+    assert loading.in_experiment({**run, "experiment_folder": "scale"}, scale, agents_study)
+    assert loading.in_experiment(
+        {**run, "experiment_folder": "scale", "num_agents": 4}, scale, agents_study
+    )
+    assert not loading.in_experiment(
+        {**run, "experiment_folder": "scale", "num_agents": 2}, scale, agents_study
+    )
