@@ -1,0 +1,259 @@
+"""One run of benchmarks/purejaxrl.py, either side: PureJaxRL's venv and checkout, each side's
+command for a configuration and a number of agents, the run in a fresh process with its peak
+memory (the child's own resource usage), and its result."""
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from analysis import runlog
+from benchmarks.common import ROOT, fresh_environment, git, gpus, run_series
+from benchmarks.leanrl_runs import RunFailed, our_result
+
+
+class SetupError(Exception):
+    """PureJaxRL's checkout or its venv cannot be had."""
+
+
+# ------------------------------------------------------------------ PureJaxRL: checkout and venv
+PUREJAXRL_REPO = "https://github.com/luchris429/purejaxrl"
+PUREJAXRL_COMMIT = "31756b197773a52db763fdbe6d635e4b46522a73"  # the head when this was written
+PPO = Path("purejaxrl", "ppo.py")
+DRIVER = Path(__file__).with_name("purejaxrl_train.py")
+REQUIREMENTS = Path(__file__).with_name("purejaxrl-requirements.txt")
+VENV_PYTHON = Path("bin", "python")
+# what the record lists of each side's interpreter (those it lacks are left out)
+PACKAGES = (
+    "jax",
+    "jaxlib",
+    "flax",
+    "optax",
+    "gymnax",
+    "distrax",
+    "tensorflow-probability",
+    "chex",
+    "equinox",
+    "numpy",
+)
+
+
+def checkout_commit(checkout: Path) -> dict:
+    """The checkout's commit and whether ppo.py or wrappers.py differ from it (the record says
+    which code ran); SetupError when it is no PureJaxRL checkout."""
+    if not Path(checkout, PPO).is_file():
+        raise SetupError(f"{checkout}: no {PPO} (not a PureJaxRL checkout)")
+    head = git("-C", str(checkout), "rev-parse", "HEAD")
+    if head.returncode != 0:
+        raise SetupError(f"{checkout}: not a git checkout")
+    changed = git("-C", str(checkout), "status", "--porcelain", "--", "purejaxrl")
+    return {"commit": head.stdout.strip(), "modified": bool(changed.stdout.strip())}
+
+
+def jax_pin() -> str:
+    pins = [line.split("#")[0].strip() for line in REQUIREMENTS.read_text().splitlines()]
+    jax = next((pin for pin in pins if pin.startswith("jax==")), None)
+    if jax is None:
+        raise SetupError(f"{REQUIREMENTS.name} pins no jax")
+    return jax.partition("==")[2]
+
+
+def install_commands(python: Path, gpu: bool) -> list[list[str]]:
+    """The pip commands that fill a fresh venv: every pin (no deps); with a GPU, then jax's CUDA
+    plugin at the pinned jax."""
+    pip = [str(python), "-m", "pip", "install", "--quiet"]
+    commands = [[*pip, "--no-deps", "--requirement", str(REQUIREMENTS)]]
+    if gpu:
+        commands.append([*pip, f"jax[cuda12]=={jax_pin()}"])
+    return commands
+
+
+def ensure_venv(venv: Path) -> Path:
+    """The python of venv, set up from REQUIREMENTS unless its stamp says it already is."""
+    gpu = bool(gpus())
+    stamp = venv / ".benchback-purejaxrl"
+    stamp_text = f"{hashlib.sha256(REQUIREMENTS.read_bytes()).hexdigest()} gpu {gpu}\n"
+    if stamp.is_file() and stamp.read_text() == stamp_text:
+        return venv / VENV_PYTHON
+    print(f"setting up PureJaxRL's venv in {venv} (a minute or two)", flush=True)
+    steps = [[sys.executable, "-m", "venv", "--clear", str(venv)]]
+    for command in steps + install_commands(venv / VENV_PYTHON, gpu):
+        proc = subprocess.run(command, capture_output=True, text=True)
+        if proc.returncode != 0:
+            tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            raise SetupError(f"{' '.join(command[:6])} ... failed: {tail}")
+    stamp.write_text(stamp_text)
+    return venv / VENV_PYTHON
+
+
+# --------------------------------------------------------------------------- what runs, and how
+@dataclass(frozen=True)
+class Setting:
+    """A PPO configuration: the batch (envs x steps) and the update (epochs x minibatches)."""
+
+    num_envs: int
+    num_steps: int
+    update_epochs: int
+    num_minibatches: int
+
+    @property
+    def batch(self) -> int:  # one agent's env steps an iteration
+        return self.num_envs * self.num_steps
+
+    def flags(self) -> list[str]:
+        return [
+            *("--num-envs", str(self.num_envs), "--num-steps", str(self.num_steps)),
+            *("--update-epochs", str(self.update_epochs)),
+            *("--num-minibatches", str(self.num_minibatches)),
+        ]
+
+
+SETTINGS = {
+    "cleanrl": Setting(4, 128, 4, 4),  # CleanRL's ppo.py (and PureJaxRL's ppo.py)
+    "ours": Setting(32, 256, 10, 8),  # the templates' defaults
+}
+ENV, SEED = "CartPole-v1", 1
+OURS = {"linen": "ppo_linen.py", "nnx": "ppo_nnx.py", "equinox": "ppo_equinox.py"}
+PUREJAXRL = "purejaxrl"
+
+
+@dataclass
+class Plan:  # what every run shares
+    iterations: int
+    timeout: float
+    logs: Path
+    purejaxrl_python: str
+    purejaxrl_dir: Path
+
+
+def purejaxrl_command(plan: Plan, setting: Setting, agents: int, whole: bool) -> list[str]:
+    cmd = [plan.purejaxrl_python, str(DRIVER), "--purejaxrl-dir", str(plan.purejaxrl_dir)]
+    cmd += ["--env", ENV, "--seed", str(SEED), *setting.flags()]
+    cmd += ["--iterations", str(plan.iterations), "--agents", str(agents)]
+    return cmd + (["--whole"] if whole else [])
+
+
+def our_command(plan: Plan, side: str, setting: Setting, agents: int, log_dir: Path, whole: bool):
+    """A template's run: sync timing on for the steady state (its time/iteration is the
+    iteration's work), off for the whole process (as a user runs it)."""
+    cmd = [sys.executable, str(ROOT / OURS[side]), "--env", ENV, "--seed", str(SEED)]
+    cmd += [*setting.flags(), "--num-iterations", str(plan.iterations)]
+    cmd += [] if whole else ["--num-agents", str(agents)]  # whole: as a user runs it
+    return cmd + ["--log-dir", str(log_dir)] + (["--no-sync-timing"] if whole else [])
+
+
+def command(plan: Plan, side: str, setting: Setting, agents: int, log_dir: Path, whole=False):
+    if side == PUREJAXRL:
+        return purejaxrl_command(plan, setting, agents, whole)
+    return our_command(plan, side, setting, agents, log_dir, whole)
+
+
+def run_environment(scratch: Path) -> dict:
+    """This environment without what would reuse a cache or another venv (no JAX cache: a first
+    run's compile), wandb off."""
+    env = fresh_environment(scratch)
+    env.update(WANDB_MODE="disabled", PYTHONUNBUFFERED="1", JAX_COMPILATION_CACHE_DIR="")
+    return env
+
+
+# ------------------------------------------------------------------------ a run, in a fresh process
+@dataclass
+class Child:
+    returncode: Optional[int]  # None: killed at the timeout
+    wall_s: float  # from its start to its exit
+    peak_rss_bytes: int  # its own peak resident set (its resource usage, from wait4)
+    output: str
+
+
+def run_child(cmd: list[str], cwd: Path, env: dict, log: Path, timeout: float) -> Child:
+    """Runs cmd, its output (stderr into stdout) to log; killed at the timeout or on Ctrl-C
+    (raised again). Its peak memory is its own: os.wait4's resource usage of that child."""
+    with open(log, "wb") as out:
+        started = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
+        timer = threading.Timer(timeout, proc.send_signal, (signal.SIGKILL,))
+        timer.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        except KeyboardInterrupt:
+            proc.kill()
+            proc.wait()
+            raise
+        finally:
+            timer.cancel()
+        wall_s = time.perf_counter() - started
+    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
+    killed = proc.returncode == -signal.SIGKILL and wall_s >= timeout
+    output = log.read_text(errors="replace")
+    # ru_maxrss: KiB on Linux
+    return Child(None if killed else proc.returncode, wall_s, usage.ru_maxrss * 1024, output)
+
+
+def last_json(output: str) -> dict:
+    """The driver's result: the last line of its output, JSON."""
+    lines = output.strip().splitlines()
+    try:
+        return json.loads(lines[-1])
+    except (IndexError, json.JSONDecodeError):
+        raise RunFailed(f"no JSON result last: {output.strip()[-300:]!r}") from None
+
+
+def purejaxrl_result(child: Child, setting: Setting, agents: int, iterations: int, whole: bool):
+    found = last_json(child.output)
+    result = {"wall_s": child.wall_s, "peak_rss_bytes": child.peak_rss_bytes, **found}
+    if not whole:
+        # every iteration of the timed run is a steady one: its agent-steps over its time
+        result["steady_sps"] = agents * iterations * setting.batch / found["train_s"]
+    return result
+
+
+def ours_result(child: Child, log_dir: Path, setting: Setting, agents: int, whole: bool) -> dict:
+    (run_dir,) = log_dir.iterdir()
+    run = run_series(run_dir)
+    summary = run["summary"]
+    result = {"wall_s": child.wall_s, "peak_rss_bytes": child.peak_rss_bytes}
+    result.update({key: summary.get(key) for key in ("import_s", "setup_s", "total_s")})
+    result["final_return"] = summary.get("final_return")
+    if whole:
+        result["iter0_s"] = float(run["series"]["time/iteration"][0])
+        return result
+    measured = our_result(run, child.wall_s, agents * setting.batch)
+    # the study's measure: the steady window's mean time/iteration (sync on; logging left out)
+    result["steady_sps"] = measured["timed_sps"]
+    result["loop_sps"] = measured["steady_sps"]  # the loop's wall time, logging included
+    result["iter0_s"] = measured["iter0_s"]
+    return result
+
+
+def failure(child: Child, timeout: float) -> str:
+    if child.returncode is None:
+        return f"killed after {timeout:.0f} s (--timeout)"
+    return f"exit status {child.returncode}: ...{child.output.strip()[-1500:]}"
+
+
+def run_one(plan: Plan, side: str, setting: Setting, agents: int, log_name: str, whole: bool):
+    """One run in a fresh process in its own scratch folder; its result, or {"error": why}. Its
+    whole output goes to plan.logs/log_name."""
+    with tempfile.TemporaryDirectory(prefix="purejaxrl-run-") as scratch:
+        log_dir = Path(scratch, "runs")
+        cmd = command(plan, side, setting, agents, log_dir, whole)
+        log = plan.logs / log_name
+        child = run_child(cmd, ROOT, run_environment(Path(scratch)), log, plan.timeout)
+        if child.returncode != 0:
+            return {"error": failure(child, plan.timeout), "log": log.name}
+        try:
+            if side == PUREJAXRL:
+                result = purejaxrl_result(child, setting, agents, plan.iterations, whole)
+            else:
+                result = ours_result(child, log_dir, setting, agents, whole)
+        except (RunFailed, runlog.RunError, ValueError, KeyError) as e:
+            return {"error": f"unreadable: {e}", "log": log.name}
+    return {**result, "log": log.name}
