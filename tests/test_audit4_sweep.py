@@ -250,6 +250,9 @@ def test_the_studys_own_run_arguments_pass_every_scripts_parser():
     argvs = [list(preset.args) for preset in STUDY.presets.values()]
     argvs += [list(config.args) for exp in STUDY.experiments.values() for config in exp.configs]
     argvs += [list(exp.args) for exp in STUDY.experiments.values() if exp.args]
+    # and the --num-agents of every experiment's agents (the sweep adds it above 1)
+    agents = {n for exp in STUDY.experiments.values() for n in exp.agents if n > 1}
+    argvs += [["--num-agents", str(n)] for n in sorted(agents)]
     scripts = {str(ROOT / fw.script): argvs for fw in STUDY.frameworks.values()}
     cmd = [sys.executable, *RUN_CHECK_MODULE, json.dumps(scripts)]
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
