@@ -51,13 +51,17 @@ class PlannedRun:
         return "" if self.dtype == study.DTYPES[0] else f" {self.dtype}"
 
     @property
-    def agents_name(self) -> str:
+    def agents_name(self) -> str:  # in the log name, as the dtype's
         return "" if self.agents == 1 else f" agents{self.agents}"
 
     @property
-    def seed_name(self) -> str:
+    def seed_name(self) -> str:  # "seed 5" of one agent, "4 agents, seeds 5-8" of four
         last = self.seed + self.agents - 1
-        return f"seed {self.seed}" if self.agents == 1 else f"seeds {self.seed}-{last}"
+        return (
+            f"seed {self.seed}"
+            if self.agents == 1
+            else f"{self.agents} agents, seeds {self.seed}-{last}"
+        )
 
     @property
     def cell(self) -> tuple:
@@ -70,7 +74,7 @@ class PlannedRun:
     def description(self) -> str:
         return (
             f"{self.experiment} {self.env} {self.framework} {self.size} "
-            f"{self.compile}{self.dtype_name}{self.agents_name}{self.sync_name} {self.seed_name}"
+            f"{self.compile}{self.dtype_name}{self.sync_name} {self.seed_name}"
         )
 
     @property

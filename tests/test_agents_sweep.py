@@ -8,7 +8,7 @@ import shlex
 from pathlib import Path
 
 import pytest
-from test_bench import bench, done_lines, dry_run, fake_run, option, planned
+from test_bench import bench, done_lines, dry_run, fake_run, linen_small_plan, option, planned
 
 from helpers import STUDY, one_cell
 
@@ -52,6 +52,18 @@ def test_the_repeats_of_a_cell_train_disjoint_agent_seeds(tmp_path, exp):
         trained = [seed for first in firsts for seed in range(first, first + agents)]
         # every agent seed once: 1 .. seeds x agents
         assert sorted(trained) == list(range(1, seeds * agents + 1)), (agents, firsts)
+
+
+@pytest.mark.parametrize("exp", SCALING)
+def test_the_plan_names_the_agents_of_a_run_in_its_description_and_log_name(tmp_path, exp):
+    """A run of N > 1 agents says so, and its seeds, in its description and log name (a run of one
+    agent, as before, does not): no two runs of an experiment share a log name."""
+    rows = linen_small_plan(tmp_path, exp)
+    assert len({row[2] for row in rows}) == len(rows) == len(STUDY.experiments[exp].agents)
+    for row in rows:
+        agents = agents_of(shlex.join(row[3:]))
+        said = f"{agents} agents, seeds 1-{agents}" if agents > 1 else "seed 1"
+        assert row[1].endswith(f" {said}") and ("__agents" in row[2]) == (agents > 1), row[:3]
 
 
 def bad_study(tmp_path: Path, value: str) -> Path:
