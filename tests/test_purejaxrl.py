@@ -1,0 +1,268 @@
+"""benchmarks/purejaxrl.py: its refusals of bad input, its schedule and commands, a child's peak
+memory, the report rendered from a given measurement set (no timing asserted), and, where a
+PureJaxRL checkout is given (BENCHBACK_PUREJAXRL_DIR; CI has none), PureJaxRL's side run on a tiny
+configuration."""
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmarks import purejaxrl, purejaxrl_runs
+from benchmarks.purejaxrl_runs import PUREJAXRL, Child, Plan, Setting
+from helpers import ROOT
+
+
+@pytest.fixture
+def checkout(tmp_path) -> Path:
+    """A stand-in for a PureJaxRL checkout: what the options check for (its purejaxrl/ppo.py)."""
+    (tmp_path / "pjx" / "purejaxrl").mkdir(parents=True)
+    (tmp_path / "pjx" / "purejaxrl" / "ppo.py").write_text("# stand-in\n")
+    return tmp_path / "pjx"
+
+
+# ------------------------------------------------------------------------------------ bad input
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (["--rounds", "0"], "--rounds 0: give 1 or more"),
+        (["--agents", "4", "0"], "--agents 0: give numbers of agents of 1 or more"),
+        (["--iterations", "3"], "--iterations 3: give 10 or more"),
+        (["--iterations", "0"], "--iterations 0: give 10 or more"),
+        (["--timeout", "-1"], "--timeout -1.0: give a positive number"),
+        (["--mode", "whole", "--agents", "4"], "--agents: only with --mode scaling"),
+        (["--configs", "large"], "invalid choice: 'large'"),
+        (["--scripts", "torch"], "invalid choice: 'torch'"),
+        (["--purejaxrl-python", "/no/python"], "--purejaxrl-python /no/python: no such"),
+        (["--agents", "x"], "invalid int value: 'x'"),
+    ],
+)
+def test_bad_input_is_refused_in_one_line_before_anything_is_made(
+    checkout, tmp_path, capsys, args, said
+):
+    out, work = tmp_path / "out" / "r.json", tmp_path / "work"
+    argv = ["--purejaxrl-dir", str(checkout), "--out", str(out), "--work-dir", str(work), *args]
+    assert purejaxrl.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and said in err and len(err.strip().splitlines()) == 1
+    assert not out.parent.exists() and not work.exists()
+
+
+def test_a_folder_without_purejaxrls_ppo_is_refused(tmp_path, capsys):
+    assert purejaxrl.main(["--purejaxrl-dir", str(tmp_path)]) == 2
+    assert "no purejaxrl/ppo.py in it" in capsys.readouterr().err
+    assert purejaxrl.main([]) == 2  # the checkout is required
+    assert "--purejaxrl-dir" in capsys.readouterr().err
+
+
+def test_help_says_both_modes_and_exits_0(capsys):
+    with pytest.raises(SystemExit) as stop:
+        purejaxrl.main(["--help"])
+    assert stop.value.code == 0
+    text = capsys.readouterr().out
+    assert "--mode whole" in text and "--num-agents N" in text
+
+
+def options(checkout, *args):
+    argv = ["--purejaxrl-dir", str(checkout), *args]
+    return purejaxrl.checked(purejaxrl.parser().parse_args(argv), gpu=False)
+
+
+def test_each_mode_has_its_defaults(checkout):
+    scaling = options(checkout)
+    assert scaling.agents == [1, 4, 16, 64] and scaling.configs == ["cleanrl", "ours"]
+    assert scaling.scripts == ["linen", "nnx", "equinox"] and scaling.iterations == 10
+    assert scaling.out.endswith("purejaxrl_scaling_cpu.json")
+    whole = options(checkout, "--mode", "whole")
+    assert whole.agents == [1] and whole.configs == ["ours"] and whole.scripts == ["linen"]
+    assert whole.iterations == 100 and whole.rounds == 3
+
+
+# ---------------------------------------------------------------------------- what runs, and how
+def test_the_sides_alternate_round_by_round_and_every_cell_has_each_once(checkout):
+    opts = options(checkout, "--agents", "1", "2", "--configs", "cleanrl", "--rounds", "2")
+    order = purejaxrl.schedule(opts)
+    sides = [PUREJAXRL, "linen", "nnx", "equinox"]
+    first = [side for r, config, n, side in order if r == 0 and n == 1]
+    second = [side for r, config, n, side in order if r == 1 and n == 1]
+    assert first == sides and second == sides[1:] + sides[:1]
+    assert len(order) == 2 * 2 * 4
+
+
+def plan(tmp_path) -> Plan:
+    return Plan(12, 60, tmp_path, "/venv/bin/python", tmp_path / "pjx")
+
+
+def test_both_sides_run_the_same_configuration_and_agents(tmp_path):
+    cleanrl = purejaxrl_runs.SETTINGS["cleanrl"]
+    ours = purejaxrl_runs.command(plan(tmp_path), "nnx", cleanrl, 16, tmp_path / "runs")
+    theirs = purejaxrl_runs.command(plan(tmp_path), PUREJAXRL, cleanrl, 16, tmp_path / "runs")
+    shared = ["--num-envs", "4", "--num-steps", "128", "--update-epochs", "4"]
+    for cmd in (ours, theirs):
+        assert " ".join(shared + ["--num-minibatches", "4"]) in " ".join(cmd)
+    assert ours[1] == str(ROOT / "ppo_nnx.py") and "--no-sync-timing" not in ours
+    assert ours[ours.index("--num-agents") + 1] == "16"
+    assert ours[ours.index("--num-iterations") + 1] == "12"
+    assert theirs[:2] == ["/venv/bin/python", str(purejaxrl_runs.DRIVER)]
+    assert theirs[theirs.index("--agents") + 1] == "16" and "--whole" not in theirs
+
+
+def test_the_whole_process_is_run_as_a_user_runs_it(tmp_path):
+    ours_setting = purejaxrl_runs.SETTINGS["ours"]
+    ours = purejaxrl_runs.command(plan(tmp_path), "linen", ours_setting, 1, tmp_path, whole=True)
+    theirs = purejaxrl_runs.command(plan(tmp_path), PUREJAXRL, ours_setting, 1, tmp_path, True)
+    assert "--no-sync-timing" in ours and "--num-agents" not in ours
+    assert "--whole" in theirs and theirs[theirs.index("--num-envs") + 1] == "32"
+
+
+def test_purejaxrls_steady_rate_is_its_timed_runs_agent_steps(tmp_path):
+    line = json.dumps({"import_s": 3.0, "compile_s": 4.0, "train_s": 2.0, "total_s": 12.0})
+    child = Child(0, 13.0, 600 * 2**20, f"Failed to import warp\n{line}\n")
+    setting = Setting(4, 128, 4, 4)
+    result = purejaxrl_runs.purejaxrl_result(child, setting, 16, 12, whole=False)
+    # 16 agents x 12 iterations x 512 steps in 2 s
+    assert result["steady_sps"] == 16 * 12 * 512 / 2.0
+    assert result["peak_rss_bytes"] == 600 * 2**20 and result["compile_s"] == 4.0
+    with pytest.raises(purejaxrl_runs.RunFailed, match="no JSON result"):
+        purejaxrl_runs.purejaxrl_result(Child(0, 1.0, 0, "Traceback"), setting, 1, 12, False)
+
+
+def test_a_childs_peak_memory_is_its_own(tmp_path):
+    grow = "b = bytearray(300 * 2**20); b[::4096] = b'x' * len(b[::4096])"
+    child = purejaxrl_runs.run_child(
+        [sys.executable, "-c", grow], tmp_path, dict(os.environ), tmp_path / "a.log", 60
+    )
+    small = purejaxrl_runs.run_child(
+        [sys.executable, "-c", "pass"], tmp_path, dict(os.environ), tmp_path / "b.log", 60
+    )
+    assert child.returncode == 0 and small.returncode == 0
+    # the second child's peak is its own, not the largest of every child waited for so far
+    assert child.peak_rss_bytes > 300 * 2**20 > small.peak_rss_bytes
+
+
+def test_a_child_past_its_timeout_is_killed(tmp_path):
+    cmd = [sys.executable, "-c", "print('started', flush=True); import time; time.sleep(60)"]
+    child = purejaxrl_runs.run_child(cmd, tmp_path, dict(os.environ), tmp_path / "c.log", 0.5)
+    assert child.returncode is None and child.wall_s < 10 and "started" in child.output
+    assert "killed after" in purejaxrl_runs.failure(child, 0.5)
+
+
+# ---------------------------------------------------------------------------------- the report
+FAILED = {"error": "exit status 2: ...", "log": "r.log"}
+
+
+def run(side, n, sps, memory_mib, config="cleanrl", r=1) -> dict:
+    return {
+        "round": r,
+        "config": config,
+        "agents": n,
+        "side": side,
+        "steady_sps": sps,
+        "peak_rss_bytes": memory_mib * 2**20,
+        "wall_s": 10.0,
+        "log": "r.log",
+    }
+
+
+def record(mode: str, runs: list[dict], scripts=("linen", "nnx")) -> dict:
+    return {
+        "command": f"python -m benchmarks.purejaxrl --mode {mode}",
+        "status": "finished",
+        "started": "2026-12-05T00:00:00+00:00",
+        "machine": {"cores": 2, "cpu_model": "AMD EPYC", "virtual_machine": True, "memory_gib": 24},
+        "options": {
+            "mode": mode,
+            "rounds": 3,
+            "iterations": 10 if mode == "scaling" else 100,
+            "agents": [1, 4] if mode == "scaling" else [1],
+            "configs": ["cleanrl"] if mode == "scaling" else ["ours"],
+            "scripts": list(scripts),
+        },
+        "purejaxrl": {"dir": "/pjx", "commit": purejaxrl_runs.PUREJAXRL_COMMIT, "modified": False},
+        "versions": {PUREJAXRL: {"jax": "0.4.35"}, "ours": {"jax": "0.10.2"}},
+        "commands": {"linen (cleanrl, N=1)": [sys.executable, str(ROOT / "ppo_linen.py")]},
+        "rounds_done": 3,
+        "runs": runs,
+    }
+
+
+SCALING = [
+    *(run(PUREJAXRL, 1, sps, 500, r=r) for r, sps in ((1, 100.0), (2, 120.0), (3, 110.0))),
+    *(run("linen", 1, sps, 600, r=r) for r, sps in ((1, 160.0), (2, 170.0), (3, 165.0))),
+    run(PUREJAXRL, 4, 400.0, 520),
+    run("linen", 4, 300.0, 640),
+    run("nnx", 1, 220.0, 700),
+    {**FAILED, "config": "cleanrl", "agents": 4, "side": "nnx", "round": 1},
+]
+
+
+def table_rows(text: str, title: str) -> dict[tuple, list[str]]:
+    """The rows of the table under title, by (configuration, N)."""
+    block = text.split(title)[1].split("\n\n")[1].splitlines()[2:]
+    cells = [line.strip("| ").split(" | ") for line in block]
+    return {(row[0], row[1]): row[2:] for row in cells}
+
+
+def test_the_scaling_report_gives_medians_ratios_and_memory_per_agent():
+    text = purejaxrl.markdown(record("scaling", SCALING))
+    rates = table_rows(text, "Steady agent-steps per second")
+    # linen's median 165 over PureJaxRL's 110; nnx's one run over PureJaxRL's
+    assert rates[("cleanrl", "1")] == ["110", "165 (1.50x)", "220 (2.00x)"]
+    assert rates[("cleanrl", "4")] == ["400", "300 (0.75x)", "-"]
+    memory = table_rows(text, "Peak memory per agent")
+    assert memory[("cleanrl", "4")] == ["130.0", "160.0 (1.23x)", "-"]
+    assert "- linen: not met at cleanrl N=4 (0.75x)" in text
+    assert "- nnx: met (1 cells measured)" in text
+    assert purejaxrl_runs.PUREJAXRL_COMMIT in text and "jax 0.4.35" in text
+    assert " ppo_linen.py`" in text and f"{ROOT}/" not in text  # paths inside it: relative
+
+
+def test_the_whole_process_report_gives_the_ratio_and_the_target():
+    def whole(side, wall, memory_mib, r):
+        return {**run(side, 1, None, memory_mib, "ours", r), "wall_s": wall, "import_s": 3.0}
+
+    runs = [
+        *(whole(PUREJAXRL, wall, 793, r) for r, wall in ((1, 17.1), (2, 16.9), (3, 17.6))),
+        *(whole("linen", wall, 864, r) for r, wall in ((1, 20.0), (2, 19.7), (3, 20.2))),
+    ]
+    text = purejaxrl.markdown(record("whole", runs, scripts=["linen"]))
+    assert "| whole process, s | 17.1 | 20.0 (1.17x) |" in text
+    assert "| peak memory, MiB | 793 | 864 (1.09x) |" in text
+    assert "within 1.05x of PureJaxRL's: not met (1.17x)" in text
+    assert "linen 19.7-20.2 s" in text
+    faster = [{**r, "wall_s": 17.0} if r["side"] == "linen" else r for r in runs]
+    assert ": met (0.99x)" in purejaxrl.markdown(record("whole", faster, scripts=["linen"]))
+
+
+def test_a_run_is_told_in_one_line():
+    assert purejaxrl.outcome(run("linen", 4, 1234.4, 600)) == (
+        "steady 1234 agent-steps/s, peak 600 MiB"
+    )
+    assert purejaxrl.outcome(FAILED) == "failed (exit status 2: ...; log r.log)"
+
+
+# ----------------------------------------------------------------- PureJaxRL's side, for real
+def purejaxrl_setup(tmp_path) -> Plan:
+    checkout = os.environ.get("BENCHBACK_PUREJAXRL_DIR", "")
+    if not Path(checkout, purejaxrl_runs.PPO).is_file():
+        pytest.skip("no PureJaxRL checkout: set BENCHBACK_PUREJAXRL_DIR to one (CI has none)")
+    python = os.environ.get("BENCHBACK_PUREJAXRL_PYTHON") or str(
+        purejaxrl_runs.ensure_venv(ROOT / "runs" / "purejaxrl" / "venv")
+    )
+    return Plan(3, 300, tmp_path, python, Path(checkout).resolve())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("whole", [False, True])
+def test_purejaxrls_side_trains_a_tiny_configuration(tmp_path, whole):
+    plan = purejaxrl_setup(tmp_path)
+    tiny = Setting(4, 16, 2, 2)
+    result = purejaxrl_runs.run_one(plan, PUREJAXRL, tiny, 1 if whole else 2, "pjx.log", whole)
+    assert "error" not in result, result
+    assert result["peak_rss_bytes"] > 0 and result["import_s"] < result["total_s"]
+    if whole:
+        assert "final_return" in result and "train_s" not in result
+    else:
+        assert result["steady_sps"] > 0 and result["compile_s"] > 0
