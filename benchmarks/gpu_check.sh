@@ -5,8 +5,13 @@
 #      with --dtype bfloat16, and of ppo_torch.py --compile cudagraphs (the GPU-only mode), in both too;
 #   3. the measurement that fits what is left: exp1, small, 4 envs x every framework, 1 seed, 20 iterations;
 #   4. with LEANRL_DIR (a LeanRL checkout; its packages in $PYTHON), one round of benchmarks/leanrl.py, whose
-#      configurations on a GPU include LeanRL's and ppo_torch.py's CUDA graphs.
-# Every step has a timeout; everything lands under $OUT (default gpu_check/), plus one line per step in
+#      configurations on a GPU include LeanRL's and ppo_torch.py's CUDA graphs;
+#   5. agents per process to 1,024 (issue 57): every script with --num-agents 1, 16, 256, 1024 on CartPole-v1 with
+#      CleanRL ppo.py's batch (exp11's flags, 12 iterations: the steady window is iterations 8+), each run's
+#      summary.json (agent-steps/s, peak device bytes) in $OUT/scaling/; with PUREJAXRL_DIR (a PureJaxRL checkout),
+#      one round of benchmarks/purejaxrl.py at the same N beside PureJaxRL's vmapped make_train (its venv is made
+#      in $OUT/purejaxrl with jax's CUDA plugin, unless PUREJAXRL_PYTHON names an interpreter with its packages).
+# Every step has a timeout (SCALING_TIMEOUT: each scaling run's, default 600 s); everything lands under $OUT (default gpu_check/), plus one line per step in
 # $OUT/check.txt. Usage: OUT=gpu_check PYTHON=python3 SWEEP_TIMEOUT=480 bash benchmarks/gpu_check.sh
 set -uo pipefail
 OUT=${OUT:-gpu_check}
@@ -35,4 +40,18 @@ step exp1_small "${SWEEP_TIMEOUT:-480}" ./bench.sh --python "$PY" --log-dir "$OU
 if [[ -n "${LEANRL_DIR:-}" ]]; then
   step leanrl "${LEANRL_TIMEOUT:-900}" "$PY" -m benchmarks.leanrl --leanrl-dir "$LEANRL_DIR" --leanrl-python "$PY" \
     --rounds 1 --num-iterations 20 --work-dir "$OUT/leanrl" --out "$OUT/leanrl_gpu.json"
+fi
+# agents per process: the largest N last, so that what fits is measured before what may not
+CLEANRL_BATCH=(--num-envs 4 --num-steps 128 --update-epochs 4 --num-minibatches 4 --num-iterations 12)
+for agents in 1 16 256 1024; do
+  for script in ppo_linen.py ppo_nnx.py ppo_equinox.py ppo_torch.py; do
+    step "scaling_${script%.py}_${agents}" "${SCALING_TIMEOUT:-600}" "$PY" "$script" --env CartPole-v1 \
+      --num-agents "$agents" "${CLEANRL_BATCH[@]}" --log-dir "$OUT/scaling"
+  done
+done
+if [[ -n "${PUREJAXRL_DIR:-}" ]]; then
+  PUREJAXRL_ARGS=(--purejaxrl-dir "$PUREJAXRL_DIR")
+  [[ -n "${PUREJAXRL_PYTHON:-}" ]] && PUREJAXRL_ARGS+=(--purejaxrl-python "$PUREJAXRL_PYTHON")
+  step purejaxrl "${PUREJAXRL_TIMEOUT:-1800}" "$PY" -m benchmarks.purejaxrl "${PUREJAXRL_ARGS[@]}" \
+    --configs cleanrl --agents 1 16 256 1024 --rounds 1 --iterations 12 --work-dir "$OUT/purejaxrl" --out "$OUT/purejaxrl_scaling_gpu.json"
 fi
