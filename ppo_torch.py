@@ -14,7 +14,7 @@ if __name__ == "__main__":
 
 import math
 import os
-from contextlib import nullcontext
+from contextlib import ExitStack, nullcontext
 from dataclasses import asdict, dataclass
 from functools import partial
 from typing import Literal, NamedTuple, Optional
@@ -37,7 +37,7 @@ MODEL_SIZES = {"small": (64, 64), "medium": (256, 256, 256), "large": (1024,) * 
 
 @dataclass(frozen=True)
 class Args:
-    """PPO in PyTorch on gymnax (or envpool's CPU envs): trains one agent, logs to TensorBoard"""
+    """PPO in PyTorch on gymnax (or envpool's CPU envs): trains agents, logs to TensorBoard"""
 
     exp_name: str = os.path.basename(__file__)[: -len(".py")]
     """the name of this experiment (with --track, the W&B group is this name and the env)"""
@@ -53,6 +53,8 @@ class Args:
     """the networks' compute type; bfloat16: mixed precision (parameters, loss, GAE: float32)"""
     seed: int = 1
     """seed of the experiment (JAX keys for the environment, torch's for the init and sampling)"""
+    num_agents: int = 1
+    """independent agents trained at once, seeds seed .. seed+N-1, each on its own num_envs envs"""
     num_envs: int = 32
     """the number of parallel environments"""
     num_steps: int = 256
@@ -121,6 +123,7 @@ class Args:
         steps = f"at most {2**31 - 1:,} optimizer steps, not {num_updates:,}"
         divides = self.num_minibatches > 0 and self.batch_size % self.num_minibatches == 0
         counts = ("num_envs", "num_steps", "num_iterations", "update_epochs", "num_minibatches")
+        counts += ("num_agents",)
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
         floats = [name for name, value in asdict(self).items() if isinstance(value, float)]
         rules = [(name, math.isfinite(getattr(self, name)), "a finite number") for name in floats]
@@ -136,10 +139,12 @@ class Args:
             # by the cores: envpool aborts the process when it cannot start its threads (100000)
             ("env_threads", 0 <= self.env_threads <= cores, f"0 (envpool's default) to {cores}"),
             # the range that JAX keys, torch generators and envpool all take
-            ("seed", 0 <= self.seed < 2**31, "in [0, 2**31 - 1]"),
+            ("seed", 0 <= self.seed <= 2**31 - self.num_agents, "in [0, 2**31 - num_agents]"),
             ("log_dir", self.log_dir != "", "a folder, not empty"),
             ("save_every", self.save_every >= 0, "0 or more"),
             ("save_every", self.save_every == 0 or self.env_backend == "gymnax", "0 with envpool"),
+            # one pool's simulators are stepped outside JAX, which cannot vmap them over agents
+            ("num_agents", self.num_agents == 1 or self.env_backend == "gymnax", "1 with envpool"),
             # the optimizer's step count, which the learning-rate schedule reads, is an int32
             ("num_iterations", num_updates < 2**31, steps),
             ("num_minibatches", divides, f"a divisor of num_envs x num_steps, {self.batch_size}"),
@@ -151,36 +156,18 @@ class Args:
 
 
 # ---------------------------------------------------------------------------------------- network
-class MLP(nn.Sequential):
-    """tanh MLP, orthogonal init (sqrt(2) on hidden layers), zero biases; float32, run in dtype."""
-
-    def __init__(self, in_dim: int, hidden_sizes, out_dim: int, out_gain: float, dtype):
-        sizes = (in_dim, *hidden_sizes, out_dim)
-        gains = [np.sqrt(2)] * len(hidden_sizes) + [out_gain]
-        layers = []
-        for size_in, size_out, gain in zip(sizes, sizes[1:], gains):
-            layer = nn.Linear(size_in, size_out)
-            nn.init.orthogonal_(layer.weight, gain)
-            nn.init.zeros_(layer.bias)
-            layers += [layer, nn.Tanh()]
-        super().__init__(*layers[:-1])
-        self.dtype = getattr(torch, dtype)
-
-    def forward(self, x):
-        with torch.autocast(x.device.type, self.dtype, enabled=self.dtype != torch.float32):
-            return super().forward(x).float()
-
-
 class Agent(nn.Module):
-    """Separate actor and critic MLPs; the actor gives logits, or a Gaussian's mean."""
+    """Separate actor and critic MLPs; the actor gives logits, or a Gaussian's mean. seeds: an agent
+    each, along a first axis, initialised as a single agent of that seed; None: one, without it."""
 
-    def __init__(self, obs_dim, hidden_sizes, num_actions, continuous, dtype="float32"):
+    def __init__(self, obs_dim, hidden_sizes, num_actions, continuous, dtype="float32", seeds=None):
         super().__init__()
         self.num_actions, self.continuous = num_actions, continuous
-        self.actor = MLP(obs_dim, hidden_sizes, num_actions, 0.01, dtype)
-        self.critic = MLP(obs_dim, hidden_sizes, 1, 1.0, dtype)
-        if continuous:
-            self.log_std = nn.Parameter(torch.zeros(num_actions))
+        generators = torch_glue.init_generators(seeds)  # each agent's: its actor's, then critic's
+        self.actor = torch_glue.MLP(obs_dim, hidden_sizes, num_actions, 0.01, dtype, generators)
+        self.critic = torch_glue.MLP(obs_dim, hidden_sizes, 1, 1.0, dtype, generators)
+        if continuous:  # (N, 1, num_actions), the shape of the actor's last bias
+            self.log_std = nn.Parameter(torch.zeros_like(self.actor[-1].bias))
 
     def forward(self, obs):
         return self.actor(obs), self.critic(obs)[..., 0]
@@ -194,9 +181,9 @@ class Agent(nn.Module):
             z = (action - actor_out) / self.log_std.exp()
             log_prob = (-0.5 * z**2 - self.log_std - 0.5 * np.log(2 * np.pi)).sum(-1)
             # the Gaussian's entropy is the same for every state
-            return log_prob, (self.log_std + 0.5 + 0.5 * np.log(2 * np.pi)).sum()
+            return log_prob, (self.log_std + 0.5 + 0.5 * np.log(2 * np.pi)).sum(-1)
         log_probs = actor_out.log_softmax(-1)
-        log_prob = log_probs.gather(-1, action[:, None].long())[:, 0]
+        log_prob = log_probs.gather(-1, action[..., None].long())[..., 0]
         return log_prob, -(log_probs.exp() * log_probs).sum(-1)
 
     def get_action_and_value(self, obs, noise, action=None):
@@ -210,10 +197,6 @@ class Agent(nn.Module):
             action = (actor_out - torch.log(-torch.log(noise))).argmax(-1).to(torch.int32)
         log_prob, _ = self.log_prob_and_entropy(actor_out, action)
         return action, log_prob, value
-
-
-# the parameters in checkpoint.py's layout: each MLP's [(kernel (in, out), bias)]; log_std
-to_shared = torch_glue.host_layers
 
 
 # ------------------------------------------------------------------------------- environment glue
@@ -304,7 +287,7 @@ class Transition(NamedTuple):
     episode_length: torch.Tensor
 
 
-# the rollout flattened to (batch_size, ...), plus advantages and returns: the update's input
+# each agent's rollout flattened to (num_agents, batch_size, ...), plus advantages and returns
 class Batch(NamedTuple):
     obs: torch.Tensor
     actions: torch.Tensor
@@ -317,10 +300,9 @@ class Batch(NamedTuple):
 @torch.no_grad()
 def rollout(env_step, args: Args, state: TrainState, runner: Runner):
     """Collects num_steps x num_envs transitions, a step at a time where JAX scans; then GAE."""
-    device = state.generator.device
+    device = state.generators[0].device
     shape = (args.num_steps, args.num_envs, state.agent.num_actions)
-    # log(0) and ndtri(0) would be -inf in the sampling: at least float32's smallest normal
-    noise = torch.rand(shape, generator=state.generator, device=device).clamp_(min=2**-126)
+    noise = torch_glue.uniform_noise(shape, state.generators)  # (num_steps, num_agents, ...)
     obs = torch_glue.to_torch(runner.obs, device)
     policy_steps, env_steps = [], []
     for step in range(args.num_steps):
@@ -339,16 +321,16 @@ def rollout(env_step, args: Args, state: TrainState, runner: Runner):
         t.reward, t.value, final_values, t.terminated, t.truncated, args.gamma, args.gae_lambda
     )
     steps = (t.obs, t.action, t.logprob, t.value, advantages, returns)
-    batch = Batch(*[x.reshape(args.batch_size, *x.shape[2:]) for x in steps])
+    batch = Batch(*[x.transpose(0, 1).flatten(1, 2) for x in steps])
     # 0 episodes: NaN statistics, and main() logs no episodic point
-    num_episodes = (t.terminated | t.truncated).sum()
-    episode_stats = {"episodic_return": t.episode_return.sum() / num_episodes}
-    episode_stats["episodic_length"] = t.episode_length.sum() / num_episodes
+    num_episodes = (t.terminated | t.truncated).sum((0, 2))
+    episode_stats = {"episodic_return": t.episode_return.sum((0, 2)) / num_episodes}
+    episode_stats["episodic_length"] = t.episode_length.sum((0, 2)) / num_episodes
     return runner, batch, episode_stats
 
 
 def compute_gae(rewards, values, final_values, terminated, truncated, gamma, gae_lambda):
-    """GAE over (num_steps, num_envs); final_values: V(pre-reset next obs), not for a terminated."""
+    """GAE over (num_steps, ...); final_values: V(pre-reset next obs), not for a terminated one."""
     deltas = rewards + gamma * final_values * ~terminated - values
     discounts = gamma * gae_lambda * ~(terminated | truncated)
     gae = torch.zeros_like(deltas[0])
@@ -362,53 +344,50 @@ def compute_gae(rewards, values, final_values, terminated, truncated, gamma, gae
 
 # -------------------------------------------------------------------------------- loss and update
 def ppo_loss(agent: Agent, args: Args, mb: Batch):
-    """Clipped PPO objective; returns the total loss and its parts."""
+    """Each agent's clipped PPO objective (means over the last axis): its loss and the parts."""
     actor_out, new_values = agent(mb.obs)
     new_logprobs, entropy = agent.log_prob_and_entropy(actor_out, mb.actions)
-    entropy = entropy.mean()
+    entropy = entropy.mean(-1)
     logratio = new_logprobs - mb.logprobs
     ratio = logratio.exp()
     advantages = mb.advantages
     if args.norm_adv:
         # population std (ddof=0) in every framework
-        advantages = (advantages - advantages.mean()) / (advantages.std(correction=0) + 1e-8)
+        mean = advantages.mean(-1, keepdim=True)
+        advantages = (advantages - mean) / (advantages.std(-1, correction=0, keepdim=True) + 1e-8)
     clipped_ratio = ratio.clamp(1 - args.clip_coef, 1 + args.clip_coef)
-    pg_loss = torch.max(-advantages * ratio, -advantages * clipped_ratio).mean()
+    pg_loss = torch.max(-advantages * ratio, -advantages * clipped_ratio).mean(-1)
     v_loss_unclipped = (new_values - mb.returns) ** 2
     if args.clip_vloss:
         v_clipped = mb.values + (new_values - mb.values).clamp(-args.clip_coef, args.clip_coef)
-        v_loss = 0.5 * torch.max(v_loss_unclipped, (v_clipped - mb.returns) ** 2).mean()
+        v_loss = 0.5 * torch.max(v_loss_unclipped, (v_clipped - mb.returns) ** 2).mean(-1)
     else:
-        v_loss = 0.5 * v_loss_unclipped.mean()
+        v_loss = 0.5 * v_loss_unclipped.mean(-1)
     loss = pg_loss - args.ent_coef * entropy + args.vf_coef * v_loss
     metrics = {"policy_loss": pg_loss, "value_loss": v_loss, "entropy": entropy}
-    metrics["old_approx_kl"] = (-logratio).mean()
-    metrics["approx_kl"] = ((ratio - 1) - logratio).mean()
-    metrics["clipfrac"] = ((ratio - 1).abs() > args.clip_coef).float().mean()
+    metrics["old_approx_kl"] = (-logratio).mean(-1)
+    metrics["approx_kl"] = ((ratio - 1) - logratio).mean(-1)
+    metrics["clipfrac"] = ((ratio - 1).abs() > args.clip_coef).float().mean(-1)
     return loss, metrics
 
 
 def make_optimizer(args: Args, agent: Agent):
     """Adam; its rate a tensor set in place, which a compiled step reads as data (no recompile)."""
     num_updates = args.num_iterations * args.update_epochs * args.num_minibatches
-
-    def lr_schedule(step):
-        # linear decay to 0 over all optimizer steps; anneal_lr, a bool, is 1 or 0 (no decay)
-        return args.learning_rate * (1.0 - args.anneal_lr * step / num_updates)
-
+    lr_schedule = partial(torch_glue.linear_decay, args.learning_rate, num_updates, args.anneal_lr)
     return torch_glue.adam(agent, args.learning_rate, 1e-5, args.compile), lr_schedule
 
 
 def minibatch_step(agent: Agent, optimizer: torch.optim.Optimizer, args: Args, mb: Batch, lr):
-    """Forward, loss, backward, global-norm clipping and the Adam step at rate lr (a tensor)."""
+    """Forward, loss, backward, clipping by each agent's global norm, Adam's step at rate lr."""
     loss, metrics = ppo_loss(agent, args, mb)
     # detached before the backward consumes their graph
     metrics = {name: value.detach() for name, value in metrics.items()}
     params = list(agent.parameters())
-    # autograd.grad, not backward(): Dynamo traces it into the compiled step
-    for param, grad in zip(params, torch.autograd.grad(loss, params)):
-        param.grad = grad
-    nn.utils.clip_grad_norm_(params, args.max_grad_norm, foreach=True)
+    # autograd.grad, not backward(): Dynamo traces it into the compiled step; the agents share no
+    # parameter, so the gradient of their sum is each agent's own
+    grads = torch.autograd.grad(loss.sum(), params)
+    torch_glue.clip_each_agent(params, grads, args.max_grad_norm)
     optimizer.param_groups[0]["lr"].copy_(lr)
     optimizer.step()
     return metrics
@@ -417,22 +396,23 @@ def minibatch_step(agent: Agent, optimizer: torch.optim.Optimizer, args: Args, m
 def update(args: Args, lr_schedule, state: TrainState, batch: Batch, first_step, permutations=None):
     """update_epochs epochs of num_minibatches minibatches, in the given orders (or random). The
     optimizer's step count (first_step) is the host's: the JAX scripts keep it in their state."""
-    device = state.generator.device
+    device = state.generators[0].device
     if permutations is None:
-        draw = partial(torch.randperm, args.batch_size, generator=state.generator, device=device)
-        permutations = torch.stack([draw() for _ in range(args.update_epochs)])
+        permutations = torch_glue.randperms(state.generators, args.update_epochs, args.batch_size)
     step_ids = first_step + torch.arange(args.update_epochs * args.num_minibatches, device=device)
     lrs = lr_schedule(step_ids)
+    agents = torch.arange(len(state.generators), device=device)[:, None]
     metrics = []
     for perm in permutations:
-        shape = (args.num_minibatches, -1)
-        minibatches = Batch(*[x[perm].reshape(*shape, *x.shape[1:]) for x in batch])
+        # (num_minibatches, num_agents, minibatch_size): every agent's next minibatch at once
+        ids = perm.reshape(len(agents), args.num_minibatches, -1).transpose(0, 1)
+        minibatches = Batch(*[x[agents, ids] for x in batch])
         for mb in zip(*minibatches):
             mb_metrics = state.minibatch_step(Batch(*mb), lrs[len(metrics)])
             metrics.append(torch.stack(list(mb_metrics.values())))
     metrics = dict(zip(mb_metrics, torch.stack(metrics).mean(0)))
-    var_returns = batch.returns.var(correction=0)
-    explained = 1 - (batch.returns - batch.values).var(correction=0) / var_returns
+    var_returns = batch.returns.var(-1, correction=0)
+    explained = 1 - (batch.returns - batch.values).var(-1, correction=0) / var_returns
     # NaN where the returns have zero variance
     metrics["explained_variance"] = torch.where(var_returns > 0, explained, torch.nan)
     return metrics
@@ -449,6 +429,25 @@ def progress(args: Args, iteration: int, scalars: dict, iteration_times: list) -
     after_compile = iteration_times[1:]
     eta = f"ETA {np.mean(after_compile) * remaining:.0f}s" if len(after_compile) >= 2 else "ETA -"
     return f"{done} | {episodes} | {timing} | elapsed {scalars['time/elapsed']:.1f}s {eta}"
+
+
+def log_scalars(writers: list, scalars: dict, metrics: dict, step: int) -> dict:
+    """Logs the process's scalars and the agents' means to writers[0], and (N > 1) agent k's own to
+    writers[1 + k], at step: one agent's env steps. Returns all of them, for W&B."""
+    logged, agents = dict(scalars), {}
+    for name, values in metrics.items():
+        tag = f"charts/{name}" if name.startswith("episodic") else f"losses/{name}"
+        # a NaN return: none of the agent's episodes ended in this rollout, so no point
+        ended = ~np.isnan(values) if tag.startswith("charts") else np.ones(len(values), bool)
+        if ended.any():
+            logged[tag] = values[ended].mean()
+        for k, writer in enumerate(writers[1:]):
+            if ended[k]:
+                writer.add_scalar(tag, values[k], step)
+                agents[f"agent_{k}/{tag}"] = values[k]
+    for tag, value in logged.items():
+        writers[0].add_scalar(tag, value, step)
+    return logged | agents
 
 
 # ------------------------------------------------------------------------------------------- main
@@ -483,19 +482,26 @@ def main():
         run = dict(name=run_name, dir=run_dir, group=group, tags=tags, config=config)
         wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, **run, save_code=True)
     no_jit = jax.disable_jit(args.compile == "none")
-    with SummaryWriter(run_dir, max_queue=100) as writer, no_jit, saver:
+    with SummaryWriter(run_dir, max_queue=100) as writer, no_jit, saver, ExitStack() as logs:
         table = "\n".join(f"|{key}|{value}|" for key, value in asdict(args).items())
         writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
-        generator = torch_glue.seeded_generator(args.seed, device)
-        runner = reset_envs(env, env_params, jax.random.key(args.seed), args.num_envs)
+        # with more than one agent, a writer each (RUN_DIR/agent_k): TensorBoard overlays them
+        writers = [writer]
+        if args.num_agents > 1:
+            folders = [os.path.join(run_dir, f"agent_{k}") for k in range(args.num_agents)]
+            writers += [logs.enter_context(SummaryWriter(folder)) for folder in folders]
+        # every agent's keys from its own seed: agent k is the single-agent run of seed + k
+        seeds = [args.seed + k for k in range(args.num_agents)]
+        generators = [torch.Generator(device).manual_seed(seed) for seed in seeds]
+        runner = torch_glue.reset_agents(env, env_params, reset_envs, seeds, args.num_envs)
         sizes, obs_dim = MODEL_SIZES[args.model_size], runner.obs.shape[-1]
-        agent = Agent(obs_dim, sizes, env.num_actions, env.continuous, args.dtype).to(device)
+        agent = Agent(obs_dim, sizes, env.num_actions, env.continuous, args.dtype, seeds).to(device)
         optimizer, lr_schedule = make_optimizer(args, agent)
         start = 0
         if args.resume:
-            runner, start = torch_glue.resume(saver, writer, agent, optimizer, generator, runner)
+            runner, start = torch_glue.resume(saver, writer, agent, optimizer, generators, runner)
         policy, step = torch_glue.compiled_steps(args.compile, agent, minibatch_step, runner.obs)
-        state = TrainState(agent, generator, policy, partial(step, agent, optimizer, args))
+        state = TrainState(agent, generators, policy, partial(step, agent, optimizer, args))
         rollout_fn = partial(rollout, torch_glue.env_step(env, env_params, step_envs), args)
         threads = torch_glue.ThreadGovernor()
         book.setup_done()
@@ -524,24 +530,19 @@ def main():
                 "time/update": update_end - rollout_end,
                 "time/iteration": iteration_time,
                 "time/elapsed": time.perf_counter() - START,
-                "charts/SPS": args.batch_size / iteration_time,
+                # every agent's env steps: agent-steps per second
+                "charts/SPS": args.num_agents * args.batch_size / iteration_time,
                 "charts/learning_rate": learning_rate,
             }
-            for name in ("episodic_return", "episodic_length"):
-                value = metrics.pop(name)
-                # NaN: no episode ended in this rollout, so no point
-                if not np.isnan(value):
-                    scalars[f"charts/{name}"] = value
-            scalars.update({f"losses/{name}": value for name, value in metrics.items()})
             global_step = (iteration + 1) * args.batch_size
-            for tag, value in scalars.items():
-                writer.add_scalar(tag, value, global_step)
+            scalars = log_scalars(writers, scalars, metrics, global_step)
             if args.track:
                 wandb.log(scalars, step=global_step)
+            returns = metrics["episodic_return"]
             if args.save_model or args.save_every:
-                training = partial(torch_glue.arrays, agent, optimizer, generator)
-                saver.iteration_done(to_shared(agent), runner, scalars, training)
-            book.iteration_done(iteration, scalars, writer)
+                training = partial(torch_glue.arrays, agent, optimizer, generators)
+                saver.iteration_done(torch_glue.host_layers(agent), runner, returns, training)
+            book.iteration_done(iteration, returns, writers)
             iteration_times.append(iteration_time)
             threads.iteration_done()
             print(progress(args, iteration, scalars, iteration_times), flush=True)

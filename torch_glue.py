@@ -1,6 +1,7 @@
-"""ppo_torch.py's systems side, a piece the script owns: the device torch shares with JAX, the
-DLPack crossings between them, what each --compile mode compiles, traces or graphs, the random
-state, and the crossing of the agent's parameters to and from checkpoint.py's shared layout.
+"""ppo_torch.py's systems side, a piece the script owns: the layers that hold every agent's
+parameters at once, the device torch shares with JAX, the DLPack crossings between them, what each
+--compile mode compiles, traces or graphs, each agent's random state and gradient clipping, and the
+crossing of the agents' parameters to and from checkpoint.py's shared layout.
 
 A copy of ppo_torch.py that trains on gymnax needs this file and no other.
 """
@@ -16,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import torch
+import torch.nn as nn
 
 # JAX shares the GPU with torch: no 75 % grab (read when JAX first uses a device, not on import)
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
@@ -28,6 +30,90 @@ logging.getLogger("torch._dynamo.variables.ctx_manager").addFilter(
 
 # the --compile modes that torch.compile the minibatch step, and its options for each
 COMPILED = {"compile": {}, "cudagraphs": dict(mode="reduce-overhead")}
+
+
+# ------------------------------------------------------------------------- every agent's layers
+class Linear(nn.Module):
+    """Every agent's dense layer in one: weights (N, in, out) and biases (N, 1, out), applied to
+    inputs (N, batch, in) by one batched matmul (N agents, one call); orthogonal weights, each
+    agent's drawn by its own generator. generators None: one agent's layer, without the agent axis
+    (evaluate.py's network), drawn from torch's global random state."""
+
+    def __init__(self, size_in: int, size_out: int, gain: float, generators=None):
+        super().__init__()
+        shape = (size_in, size_out)
+        draw = partial(nn.init.orthogonal_, gain=gain)
+        if generators is None:
+            weight = draw(torch.empty(shape))
+        else:
+            weight = torch.stack([draw(torch.empty(shape), generator=g) for g in generators])
+        self.weight = nn.Parameter(weight)
+        self.bias = nn.Parameter(torch.zeros(*weight.shape[:-2], 1, size_out))
+
+    def forward(self, x):
+        if x.dim() == 3:  # (N, batch, in): bias + x @ weight of every agent, one fused call
+            return torch.baddbmm(self.bias, x, self.weight)
+        # broadcast: one agent's (batch, in), or (num_steps, N, num_envs, in) (the final values)
+        return x @ self.weight + self.bias
+
+
+class MLP(nn.Sequential):
+    """tanh MLP, orthogonal init (sqrt(2) on hidden layers), zero biases; float32, run in dtype;
+    every agent's (Linear), each initialised by its generator."""
+
+    def __init__(self, in_dim: int, hidden_sizes, out_dim: int, out_gain: float, dtype, generators):
+        sizes = (in_dim, *hidden_sizes, out_dim)
+        gains = [np.sqrt(2)] * len(hidden_sizes) + [out_gain]
+        layers = []
+        for size_in, size_out, gain in zip(sizes, sizes[1:], gains):
+            layers += [Linear(size_in, size_out, gain, generators), nn.Tanh()]
+        super().__init__(*layers[:-1])
+        self.dtype = getattr(torch, dtype)
+
+    def forward(self, x):
+        with torch.autocast(x.device.type, self.dtype, enabled=self.dtype != torch.float32):
+            return super().forward(x).float()
+
+
+def init_generators(seeds) -> Optional[list]:
+    """A CPU generator per agent's seed for its parameters (None for None: one agent, from torch's
+    global random state). One generator draws the agent's actor, then its critic, in the same
+    order whatever the number of agents: agent k's parameters are those of a single agent."""
+    return None if seeds is None else [torch.Generator().manual_seed(seed) for seed in seeds]
+
+
+def uniform_noise(shape: tuple, generators: list) -> torch.Tensor:
+    """Uniform noise of shape for each agent, from its own generator (as a single agent draws it),
+    stacked along the second axis: (shape[0], num_agents, *shape[1:]). log(0) and ndtri(0) would be
+    -inf in the sampling: at least float32's smallest normal."""
+    noise = [torch.rand(shape, generator=g, device=g.device) for g in generators]
+    return torch.stack(noise, 1).clamp_(min=2**-126)
+
+
+def randperms(generators: list, num_epochs: int, size: int) -> torch.Tensor:
+    """Each epoch's order of each agent's batch, (num_epochs, num_agents, size), each agent's drawn
+    by its own generator (after its rollout's noise), as a single agent draws them."""
+
+    def epoch():
+        return torch.stack([torch.randperm(size, generator=g, device=g.device) for g in generators])
+
+    return torch.stack([epoch() for _ in range(num_epochs)])
+
+
+def clip_each_agent(params: list, grads: tuple, max_norm: float) -> None:
+    """Sets each parameter's grad: grads, every agent's along the first axis, each agent's scaled by
+    nn.utils.clip_grad_norm_'s factor for its own global norm, max_norm / (norm + 1e-6), at most 1:
+    no agent's gradient shrinks for another's."""
+    norms = torch.stack([grad.flatten(1).norm(dim=1) for grad in grads]).norm(dim=0)
+    factors = (max_norm / (norms + 1e-6)).clamp(max=1.0)
+    for param, grad in zip(params, grads):
+        param.grad = grad * factors.view(-1, *[1] * (grad.dim() - 1))
+
+
+def linear_decay(learning_rate: float, num_updates: int, anneal: bool, step):
+    """The learning rate at optimizer step (an int or a tensor): decayed linearly to 0 over
+    num_updates steps with anneal, else constant, as optax's linear_schedule."""
+    return learning_rate * (1.0 - anneal * step / num_updates)
 
 
 def shared_device(requested: str, compile_mode: str) -> torch.device:
@@ -57,41 +143,53 @@ def synchronize(enabled: bool, device: torch.device, *jax_values) -> None:
         torch.cuda.synchronize(device)
 
 
+def reset_agents(env, env_params, reset_envs, seeds: list, num_envs: int):
+    """The script's reset_envs of each agent's envs with its seed's key, along a first axis; an
+    envpool pool (an env with host_step: one agent, which Args requires) reset once."""
+    if hasattr(env, "host_step"):
+        runner = reset_envs(env, env_params, jax.random.key(seeds[0]), num_envs)
+        return jax.tree.map(lambda x: x[None], runner)
+    keys = jax.vmap(jax.random.key)(jnp.asarray(seeds))
+    return jax.vmap(partial(reset_envs, env, env_params, num_envs=num_envs))(keys)
+
+
 def env_step(env, env_params, step_envs):
-    """What rollout calls each step: the script's step_envs, jitted; for an envpool pool, raw or
-    normalised by env_normalize (an env with host_step), host_step: NumPy only, as CleanRL steps
-    envpool, with no JAX call per step (benchmarks/envpool_calls.py times both)."""
+    """What rollout calls each step: the script's step_envs, jitted and vmapped over the agents;
+    for an envpool pool, raw or normalised by env_normalize (an env with host_step), host_step:
+    NumPy only, as CleanRL steps envpool, with no JAX call per step (benchmarks/envpool_calls.py
+    times both)."""
     if hasattr(env, "host_step"):
         return partial(host_step, env)
-    return jax.jit(partial(step_envs, env, env_params))
+    return jax.jit(jax.vmap(partial(step_envs, env, env_params)))
 
 
 def host_step(env, runner, action):
-    """The script's step_envs in NumPy for an env with a NumPy host_step (env_adapters.Envpool): the
-    next runner (its key passed on unused: the pool holds the states) and the env fields."""
-    action = np.asarray(action)
+    """The script's step_envs in NumPy for an env with a NumPy host_step (env_adapters.Envpool), of
+    one agent (Args refuses more with envpool), its runner and action along an agent axis of one:
+    the next runner (its key passed on unused: the pool holds the states) and the env fields."""
+    action = np.asarray(action)[0]
     num_envs = action.shape[0]
     if env.continuous:
         action = np.clip(action, *env.action_bounds)
-    stepped = env.host_step(runner.env_state, action)
+    env_state = jax.tree.map(lambda x: np.asarray(x)[0], runner.env_state)
+    stepped = env.host_step(env_state, action)
     obs, env_state, reward, terminated, truncated, info = stepped
     done = terminated | truncated
     # unscaled, even with --norm-reward
-    episode_return = np.asarray(runner.episode_return) + info.get("raw_reward", reward)
-    episode_length = np.asarray(runner.episode_length) + 1
+    episode_return = np.asarray(runner.episode_return)[0] + info.get("raw_reward", reward)
+    episode_length = np.asarray(runner.episode_length)[0] + 1
     running_return = np.where(done, np.float32(0), episode_return)
     running_length = np.where(done, np.int32(0), episode_length)
     obs = obs.reshape(num_envs, -1)
-    next_runner = runner._replace(
-        env_state=env_state,
-        obs=obs,
-        episode_return=running_return,
-        episode_length=running_length,
-    )
+    carried = dict(env_state=env_state, obs=obs)
+    carried.update(episode_return=running_return, episode_length=running_length)
     final_obs = info["final_observation"].reshape(num_envs, -1)
     ended_return = np.where(done, episode_return, np.float32(0))
     ended_length = np.where(done, episode_length, np.int32(0))
-    return next_runner, (reward, terminated, truncated, final_obs, ended_return, ended_length)
+    fields = (reward, terminated, truncated, final_obs, ended_return, ended_length)
+    # the agent axis back
+    carried, fields = jax.tree.map(lambda x: np.asarray(x)[None], (carried, fields))
+    return runner._replace(**carried), fields
 
 
 def to_torch(x, device: torch.device) -> torch.Tensor:
@@ -107,10 +205,10 @@ def to_jax(x: torch.Tensor):
     return np.from_dlpack(x) if x.is_cpu else jnp.from_dlpack(x)
 
 
-def to_host(scalars: dict) -> dict:
-    """A dict of scalar tensors as Python floats, in one transfer."""
-    floats = torch.stack(list(scalars.values())).tolist()
-    return dict(zip(scalars, floats))
+def to_host(values: dict) -> dict:
+    """A dict of tensors of one shape (a value per agent) as NumPy arrays, in one transfer."""
+    arrays = torch.stack(list(values.values())).numpy(force=True)
+    return dict(zip(values, arrays))
 
 
 @jax.jit
@@ -131,36 +229,34 @@ def adam(agent: torch.nn.Module, learning_rate: float, eps: float, compile_mode:
 
 
 class TrainState(NamedTuple):
-    """What the script's rollout and update run with: the agent, the generator of their random
-    numbers, and the policy step and the minibatch step as compiled_steps sets them up."""
+    """What the script's rollout and update run with: the agents, the generator of each one's
+    random numbers, and the policy step and the minibatch step as compiled_steps sets them up."""
 
     agent: torch.nn.Module
-    generator: torch.Generator
+    generators: list
     policy: Callable
     minibatch_step: Callable
 
 
-def seeded_generator(seed: int, device: torch.device) -> torch.Generator:
-    """torch's global random state seeded (the agent's init draws from it), and a generator on the
-    device for the rollout's and the update's random numbers, seeded the same."""
-    torch.manual_seed(seed)
-    return torch.Generator(device).manual_seed(seed)
-
-
 def host_layers(agent: torch.nn.Module) -> tuple[list, list, Optional[np.ndarray]]:
-    """The agent's actor and critic as NumPy on the host, each [(kernel (in, out), bias), ...]
-    (nn.Linear keeps its weight as (out, in)), and its log std (None for discrete actions): what
-    checkpoint.shared names."""
+    """The agents' actors and critics as NumPy on the host, each [(kernel (N, in, out), bias (N,
+    out)), ...], and their log std (N, num_actions) (None for discrete actions): what
+    checkpoint.shared names, every agent's along the first axis (none for an Agent without seeds:
+    one agent's arrays)."""
+
+    def host(x):  # a bias or log std without its axis of one, which broadcasts over the batch
+        return x.numpy(force=True)[..., 0, :]
+
     actor, critic = (
-        [(d.weight.numpy(force=True).T, d.bias.numpy(force=True)) for d in list(mlp)[::2]]
+        [(d.weight.numpy(force=True), host(d.bias)) for d in list(mlp)[::2]]
         for mlp in (agent.actor, agent.critic)  # Linear, Tanh, Linear, ...
     )
-    return actor, critic, agent.log_std.numpy(force=True) if agent.continuous else None
+    return actor, critic, host(agent.log_std) if agent.continuous else None
 
 
-def arrays(agent: torch.nn.Module, optimizer, generator) -> dict[str, np.ndarray]:
-    """What --save-every keeps of the torch side, as NumPy copies: the agent's parameters, Adam's
-    step and moments of each (zeros before its first step) and the generator's state."""
+def arrays(agent: torch.nn.Module, optimizer, generators: list) -> dict[str, np.ndarray]:
+    """What --save-every keeps of the torch side, as NumPy copies: the agents' parameters, Adam's
+    step and moments of each (zeros before its first step) and each agent's generator's state."""
     state = {f"agent.{name}": x.numpy(force=True) for name, x in agent.state_dict().items()}
     for i, param in enumerate(optimizer.param_groups[0]["params"]):
         adam = optimizer.state.get(param, {})
@@ -168,13 +264,14 @@ def arrays(agent: torch.nn.Module, optimizer, generator) -> dict[str, np.ndarray
         for key in ("exp_avg", "exp_avg_sq"):
             moment = adam[key].numpy(force=True) if adam else np.zeros(param.shape, np.float32)
             state[f"adam.{i}.{key}"] = moment
-    state["generator"] = generator.get_state().numpy()
+    for k, generator in enumerate(generators):
+        state[f"generator.{k}"] = generator.get_state().numpy()
     return state
 
 
-def load_arrays(agent: torch.nn.Module, optimizer, generator, state: dict) -> None:
-    """arrays' inverse: the saved values copied into the agent's own parameters (which a compiled
-    or traced step reads), Adam's state and the generator."""
+def load_arrays(agent: torch.nn.Module, optimizer, generators: list, state: dict) -> None:
+    """arrays' inverse: the saved values copied into the agents' own parameters (which a compiled
+    or traced step reads), Adam's state and the generators."""
     params = {name[len("agent.") :]: x for name, x in state.items() if name.startswith("agent.")}
     agent.load_state_dict({name: torch.from_numpy(x) for name, x in params.items()})
     saved = optimizer.state_dict()
@@ -185,27 +282,29 @@ def load_arrays(agent: torch.nn.Module, optimizer, generator, state: dict) -> No
             adam[key] = torch.from_numpy(state[f"adam.{i}.{key}"])
         saved["state"][i] = adam
     optimizer.load_state_dict(saved)
-    generator.set_state(torch.from_numpy(state["generator"]))
+    for k, generator in enumerate(generators):
+        generator.set_state(torch.from_numpy(state[f"generator.{k}"]))
 
 
-def resume(saver, writer, agent: torch.nn.Module, optimizer, generator, runner):
-    """(runner, iterations completed) of --resume: the saved run's state put back into the agent,
-    Adam and the generator (checkpoint.Saver.resume), bit for bit."""
-    training, runner, start = saver.resume(arrays(agent, optimizer, generator), runner, writer)
-    load_arrays(agent, optimizer, generator, training)
+def resume(saver, writer, agent: torch.nn.Module, optimizer, generators: list, runner):
+    """(runner, iterations completed) of --resume: the saved run's state put back into the agents,
+    Adam and the generators (checkpoint.Saver.resume), bit for bit."""
+    training, runner, start = saver.resume(arrays(agent, optimizer, generators), runner, writer)
+    load_arrays(agent, optimizer, generators, training)
     return runner, start
 
 
 def agent_of(agent_type, net, continuous: bool, dtype: str) -> torch.nn.Module:
-    """The script's Agent (agent_type) that holds net (evaluation/model_file.py's layers_of), on
-    the CPU: host_layers' inverse. Built on the meta device, no init: load_state_dict assigns every
-    parameter, and refuses a missing one or a wrong shape."""
+    """The script's Agent (agent_type) that holds net (evaluation/model_file.py's layers_of), one
+    agent without the agent axis, on the CPU: host_layers' inverse. Built on the meta device, no
+    init: load_state_dict assigns every parameter, and refuses a missing one or a wrong shape."""
     with torch.device("meta"):
         agent = agent_type(net.obs_dim, net.hidden_sizes, net.num_actions, continuous, dtype)
-    state = {"log_std": net.log_std} if continuous else {}
+    # biases and log std with an axis of one, which broadcasts over the batch
+    state = {"log_std": net.log_std[None]} if continuous else {}
     for mlp, layers in (("actor", net.actor), ("critic", net.critic)):
         for i, (kernel, bias) in enumerate(layers):  # Linear, Tanh, Linear, ...: 0, 2, ...
-            state[f"{mlp}.{2 * i}.weight"], state[f"{mlp}.{2 * i}.bias"] = kernel.T, bias
+            state[f"{mlp}.{2 * i}.weight"], state[f"{mlp}.{2 * i}.bias"] = kernel, bias[None]
     state = {name: torch.tensor(x).contiguous() for name, x in state.items()}
     agent.load_state_dict(state, assign=True)
     return agent
@@ -227,7 +326,7 @@ def compiled_steps(compile_mode: str, agent: torch.nn.Module, minibatch_step, ob
     if compile_mode == "torchscript" or (compile_mode == "compile" and obs.is_cpu):
         # on a CPU, a compiled call's ~40 us overhead outweighs its gain: traced, the cheapest;
         # traced, not frozen: the trace reads the weights as they change
-        noise = torch.rand(len(obs), agent.num_actions, device=obs.device)
+        noise = torch.rand(*obs.shape[:-1], agent.num_actions, device=obs.device)
         policy = torch.jit.trace_module(agent, {"get_action_and_value": (obs, noise)})
         policy = policy.get_action_and_value
     if compile_mode == "cudagraphs":

@@ -15,7 +15,7 @@ import safetensors.numpy
 
 from helpers import ROOT, STUDY, only_run_dir, read_json, scalar_series
 
-FRAMEWORKS = [name for name in STUDY.frameworks if name in ("linen",)]
+FRAMEWORKS = [name for name in STUDY.frameworks if name in ("linen", "torch")]
 RUN = ["--num-envs", "4", "--num-steps", "32", "--num-iterations", "3", "--update-epochs", "2"]
 RUN += ["--num-minibatches", "2", "--max-grad-norm", "0.05", "--save-model"]
 ENVS = {
@@ -75,3 +75,25 @@ def test_agent_k_of_a_run_is_the_single_agent_run_of_seed_plus_k(framework, env,
     # the run's own events: the agents' mean, and every agent's steps per second
     mean = np.mean([summary["final_returns"]])
     assert summary["final_return"] == pytest.approx(mean)
+
+
+@pytest.mark.slow
+def test_torch_clipping_by_one_norm_across_agents_fails_the_parity_check(tmp_path, monkeypatch):
+    """The mutation that the parity check must catch in torch, whose agents share one set of stacked
+    parameters: one global norm over every agent's gradients (torch_glue.clip_each_agent's norm
+    taken over all agents) couples them, so agent k is no longer the single-agent run of seed + k.
+    The mutated copy runs from a folder of its own, the repository's other modules on the path."""
+    source = (ROOT / "torch_glue.py").read_text()
+    per_agent = "]).norm(dim=0)"  # each agent's norm of its parameters' norms
+    assert source.count(per_agent) == 1
+    (tmp_path / "torch_glue.py").write_text(source.replace(per_agent, "]).norm()"))
+    script = tmp_path / "ppo_torch.py"
+    script.write_text((ROOT / "ppo_torch.py").read_text())
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    many = train(script, tmp_path / "many", *ENVS["discrete"], "--num-agents", str(AGENTS))
+    last = AGENTS - 1
+    single = train(
+        script_of("torch"), tmp_path / "single", *ENVS["discrete"], "--seed", str(1 + last)
+    )
+    with pytest.raises(AssertionError):
+        assert_same_agent(single, many / f"agent_{last}")
