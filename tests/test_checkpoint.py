@@ -333,7 +333,11 @@ def script_module(framework: str):
 
 def params_of(framework: str, agent):
     """What the script's to_shared takes: Linen's params tree (build_agent gives the module too),
-    else the agent."""
+    torch's host layers (torch_glue.host_layers, as ppo_torch.py passes them), else the agent."""
+    if framework == "torch":
+        import torch_glue
+
+        return torch_glue.host_layers(agent)
     return agent[1] if framework == "linen" else agent
 
 
