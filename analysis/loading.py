@@ -26,10 +26,13 @@ are found as bench.sh's resume finds them (runlog.find_runs): a link to a folder
 and is listed as skipped.
 
 A run's summary row: its config, durations, the mean time per iteration window, and the experiments
-it belongs to. A run belongs to an experiment of the study when it matches the experiment's matrix
-(envs, sizes, compile modes, sync setting, data type), or, when bench.sh put it in the experiment's
-folder, to that experiment only. A platform comparison holds the runs of the experiment it repeats
-when they span two or more tags.
+it belongs to. A run of N agents (config.json num_agents; 1 before --num-agents) is one row, its
+times the process's; its row adds its agent-steps per second over the steady window (N x batch_size
+/ the window's mean time) and its peak memory per agent (peak / N). A run belongs to an experiment
+of the study when it matches the experiment's matrix (envs, sizes, compile modes, sync setting, data
+type, agents; an experiment with configs or args: only from its folder), or, when bench.sh put it in
+the experiment's folder, to that experiment only. A platform comparison holds the runs of the
+experiment it repeats when they span two or more tags.
 
 A resumed run (summary.json resumed_at, the scripts' --resume) is not timed (is_timed): a second
 start (its imports, its compilation, its machine perhaps) is in its times, and its total_s is its

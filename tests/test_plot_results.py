@@ -34,9 +34,15 @@ BATCH = NUM_ENVS * NUM_STEPS
 MODES = [(name, mode) for name, framework in STUDY.frameworks.items() for mode in framework.compile]
 DEFAULT_MODES = [(name, framework.default_compile) for name, framework in STUDY.frameworks.items()]
 # The synthetic study has no learning runs (exp9 holds only the runs of its bench.sh folder):
-# tests/test_learning.py draws its figure
+# tests/test_learning.py draws its figure; nor runs of an experiment with args (exp11's batch, only
+# from its folder): tests/test_agents_analysis.py draws the agents figure
 LEARNING = [name for name, exp in STUDY.experiments.items() if exp.configs]
-ALL_FIGURES = figures.figure_files(STUDY) - {f"{name}_learning.png" for name in LEARNING}
+FOLDER_ONLY = [name for name, exp in STUDY.experiments.items() if exp.configs or exp.args]
+ALL_FIGURES = figures.figure_files(STUDY) - {
+    figures.KINDS[kind].file.format(experiment=owner)
+    for kind, owner in figures.listed_figures(STUDY)
+    if owner in FOLDER_ONLY
+}
 
 # Duration factors: each run's times are products of these, so every speedup is known.
 FRAMEWORK_FACTOR = {"linen": 1.0, "nnx": 1.25, "equinox": 1.5, "torch": 5.0, "fake": 2.0}
@@ -288,12 +294,13 @@ def write_timing(path: Path) -> Path:
 
 def experiments_of(run: dict) -> set[str]:
     """The study's experiments of a synthetic run, by their definition (runs written outside
-    bench.sh's exp folders)."""
+    bench.sh's exp folders: never in an experiment whose configs or args are part of its matrix)."""
     framework = STUDY.frameworks[run["framework"]]
     return {
         name
         for name, exp in STUDY.experiments.items()
-        if run["sync_timing"] in exp.syncs
+        if not (exp.configs or exp.args)
+        and run["sync_timing"] in exp.syncs
         and run["dtype"] in exp.dtypes
         and run["label"] in exp.envs
         and run["model_size"] in exp.sizes
@@ -1549,6 +1556,9 @@ RENAMED = {
     "exp8": "mujoco",
     "exp9": "learning",
     "exp10": "dtypes",
+    "exp11": "agents_cleanrl",
+    "exp12": "agents_ours",
+    "exp13": "learning_agents",
 }
 
 
