@@ -221,7 +221,9 @@ def test_the_scaling_report_gives_medians_ratios_and_memory_per_agent():
 
 def test_the_whole_process_report_gives_the_ratio_and_the_target():
     def whole(side, wall, memory_mib, r):
-        return {**run(side, 1, None, memory_mib, "ours", r), "wall_s": wall, "import_s": 3.0}
+        parts = {"import_s": 3.0, "setup_s": 4.5 if side == "linen" else 7.0}
+        parts.update({"iter0_s": 5.5} if side == "linen" else {"compile_s": 4.0})
+        return {**run(side, 1, None, memory_mib, "ours", r), "wall_s": wall, **parts}
 
     runs = [
         *(whole(PUREJAXRL, wall, 793, r) for r, wall in ((1, 17.1), (2, 16.9), (3, 17.6))),
@@ -232,6 +234,10 @@ def test_the_whole_process_report_gives_the_ratio_and_the_target():
     assert "| peak memory, MiB | 793 | 864 (1.09x) |" in text
     assert "within 1.05x of PureJaxRL's: not met (1.17x)" in text
     assert "linen 19.7-20.2 s" in text
+    # where each side's time to its first iteration goes
+    assert "| start to iteration 0, s | 7.00 | 4.50 |" in text
+    assert "| iteration 0 (its compile), s | - | 5.50 |" in text
+    assert "| compile, s | 4.00 | - |" in text
     faster = [{**r, "wall_s": 17.0} if r["side"] == "linen" else r for r in runs]
     assert ": met (0.99x)" in purejaxrl.markdown(record("whole", faster, scripts=["linen"]))
 
