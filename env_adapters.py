@@ -358,8 +358,11 @@ def host_call(fn, shapes, *args):
     with NumPy arrays in and out, also inside jit and lax.scan. On a CPU, by buffer_callback:
     io_callback took about 140 us a call more here (benchmarks/envpool_calls.py); io_callback on
     other devices."""
+    # the scripts vmap their rollout over the agents, of which envpool takes one (Args refuses
+    # more): a vmapped call is made once per agent, in order. Unordered: vmap refuses an ordered
+    # callback, and each call's input is the one before's output, which orders them anyway.
     if jax.default_backend() != "cpu":
-        return io_callback(fn, shapes, *args, ordered=True)
+        return io_callback(fn, shapes, *args)
 
     # XLA's own buffers, written in place: no copy out
     def write_outputs(context, outputs, *inputs):
@@ -367,4 +370,5 @@ def host_call(fn, shapes, *args):
         for output, result in zip(outputs, results):
             np.asarray(output)[...] = result
 
-    return buffer_callback(write_outputs, shapes, has_side_effect=True)(*args)
+    call = buffer_callback(write_outputs, shapes, has_side_effect=True, vmap_method="sequential")
+    return call(*args)
