@@ -415,6 +415,9 @@ class EquinoxSide(CallableAgentSide):
 
 
 class TorchSide(Side):
+    """ppo_torch.py's side: its Agent of one seed, whose parameters, inputs and outputs carry the
+    agents' axis (of one here); its methods take and give one agent's arrays, as the others do."""
+
     module = ppo_torch
 
     def __init__(self, weights, args, compiled: bool = False):
@@ -423,18 +426,18 @@ class TorchSide(Side):
         super().__init__(weights, replace(args, compile="compile" if compiled else "env-jit"))
         with torch.device("meta"):  # no init: every parameter is set below
             shape = (self.obs_dim, self.hidden, self.num_actions, self.continuous)
-            agent = ppo_torch.Agent(*shape, self.args.dtype)
+            agent = ppo_torch.Agent(*shape, self.args.dtype, seeds=[0])
         self.agent = agent.to_empty(device="cpu")
         assert (
             len(list(agent.parameters()))
             == 2 * sum(len(weights[name]) for name in MLPS) + self.continuous
         )
-        with torch.no_grad():
+        with torch.no_grad():  # copy_ broadcasts into the agent's axis (and a bias's row axis)
             for name in MLPS:
                 for linear, (w, b) in zip(
                     self.linears(getattr(self.agent, name)), weights[name], strict=True
                 ):
-                    linear.weight.copy_(torch.as_tensor(w.T))
+                    linear.weight.copy_(torch.as_tensor(w))
                     linear.bias.copy_(torch.as_tensor(b))
             if self.continuous:
                 self.agent.log_std.copy_(torch.as_tensor(weights["log_std"]))
@@ -442,84 +445,89 @@ class TorchSide(Side):
 
     @staticmethod
     def linears(mlp):
-        return [m for m in mlp.modules() if isinstance(m, torch.nn.Linear)]
+        return [m for m in mlp.modules() if isinstance(m, torch_glue.Linear)]
 
     def forward(self, obs):
         with torch.no_grad():
-            actor_out, values = self.agent(torch.as_tensor(obs))
-        return actor_out.numpy(), values.numpy()
+            actor_out, values = self.agent(torch.as_tensor(obs)[None])
+        return actor_out[0].numpy(), values[0].numpy()
 
     def log_probs(self, actor_out, actions):
-        actor_out, actions = torch.as_tensor(actor_out), torch.as_tensor(actions)
+        actor_out, actions = torch.as_tensor(actor_out)[None], torch.as_tensor(actions)[None]
         with torch.no_grad():
-            return tuple(x.numpy() for x in self.agent.log_prob_and_entropy(actor_out, actions))
+            log_prob, entropy = self.agent.log_prob_and_entropy(actor_out, actions)
+        # a Gaussian's entropy: one for all states, (1, 1) here
+        return log_prob[0].numpy(), (entropy[0, 0] if self.continuous else entropy[0]).numpy()
 
     def policy(self, obs, actions=None):
         with torch.no_grad():
-            actions = None if actions is None else torch.as_tensor(actions)
+            actions = None if actions is None else torch.as_tensor(actions)[None]
             out = self.agent.get_action_and_value(
-                torch.as_tensor(obs), torch_noise(len(obs), self.num_actions), actions
+                torch.as_tensor(obs)[None], torch_noise(len(obs), self.num_actions)[None], actions
             )
-        return tuple(x.numpy() for x in out)
+        return tuple(x[0].numpy() for x in out)
 
     def train_state(self, args, generator, obs) -> ppo_torch.TrainState:
         """The TrainState as main() builds it, with the steps that args.compile sets up
-        (torch_glue.compiled_steps)."""
+        (torch_glue.compiled_steps); obs: the agents' (1, num_envs, obs_dim)."""
         policy, step = torch_glue.compiled_steps(
             args.compile, self.agent, ppo_torch.minibatch_step, obs
         )
         minibatch_step = partial(step, self.agent, self.optimizer, args)
-        return ppo_torch.TrainState(self.agent, generator, policy, minibatch_step)
+        return ppo_torch.TrainState(self.agent, [generator], policy, minibatch_step)
 
     def run_rollout(self, env, env_params, runner, traced: bool = False):
         """As main() sets it up: eager (env-jit), or with the policy step traced (torchscript;
-        compile on a CPU)."""
+        compile on a CPU); runner: one agent's, given the agents' axis here."""
+        runner = jax.tree.map(lambda x: x[None], runner)
         env_step = torch_glue.env_step(env, env_params, ppo_torch.step_envs)
         args = replace(self.args, compile="torchscript" if traced else "env-jit")
         state = self.train_state(args, torch.Generator().manual_seed(5), runner.obs)
-        return ppo_torch.rollout(env_step, args, state, runner)[1]
+        batch = ppo_torch.rollout(env_step, args, state, runner)[1]
+        return ppo_torch.Batch(*[x[0] for x in batch])
 
     def loss_and_grads(self, mb):
-        batch = ppo_torch.Batch(**{k: torch.as_tensor(v) for k, v in mb.items()})
+        batch = ppo_torch.Batch(**{k: torch.as_tensor(v)[None] for k, v in mb.items()})
         self.agent.zero_grad()
         loss, metrics = ppo_torch.ppo_loss(self.agent, self.args, batch)
-        loss.backward()
+        loss.sum().backward()
         loss, metrics = loss.detach(), {k: v.detach() for k, v in metrics.items()}
         grads = self.own_weights(self.agent, of=lambda param: param.grad)
         return float(loss), {k: float(v) for k, v in metrics.items()}, grads
 
     def update(self, batch, permutations):
-        batch = ppo_torch.Batch(**{k: torch.as_tensor(v) for k, v in batch.items()})
-        obs = batch.obs[: self.args.num_envs]
+        batch = ppo_torch.Batch(**{k: torch.as_tensor(v)[None] for k, v in batch.items()})
+        obs = batch.obs[:, : self.args.num_envs]
         # as main() sets it up (compiled with --compile compile); the generator's device is the
-        # update's, the permutations are given
+        # update's, the permutations are given: (update_epochs, 1 agent, batch_size)
         state = self.train_state(self.args, torch.Generator(), obs)
-        permutations = torch.as_tensor(permutations, dtype=torch.int64)
+        permutations = torch.as_tensor(permutations, dtype=torch.int64)[:, None]
         metrics = ppo_torch.update(self.args, self.lr_schedule, state, batch, 0, permutations)
         return self.own_weights(self.agent), {k: float(v) for k, v in metrics.items()}
 
     @staticmethod
     def own_weights(agent, of=lambda param: param) -> dict:
-        """The parameters (or, with of, e.g. their gradients) in the shared layout."""
+        """The parameters (or, with of, e.g. their gradients) in the shared layout: the one
+        agent's, without the agents' axis (and a bias's row axis)."""
 
         def read(param):
-            return of(param).detach().numpy().copy()
+            return of(param).detach().numpy()[0].copy()
 
         out = {
             name: [
-                (read(m.weight).T, read(m.bias)) for m in TorchSide.linears(getattr(agent, name))
+                (read(m.weight), read(m.bias)[0]) for m in TorchSide.linears(getattr(agent, name))
             ]
             for name in MLPS
         }
         if agent.continuous:
-            out["log_std"] = read(agent.log_std)
+            out["log_std"] = read(agent.log_std)[0]
         return out
 
     @staticmethod
     def own_init(spec: Spec, hidden):
-        torch.manual_seed(0)
+        """As main() initialises an agent of seed 0."""
         return TorchSide.own_weights(
-            ppo_torch.Agent(spec.obs_dim, hidden, spec.num_actions, spec.continuous)
+            ppo_torch.Agent(spec.obs_dim, hidden, spec.num_actions, spec.continuous, seeds=[0])
         )
 
 
@@ -1017,11 +1025,12 @@ def test_torch_traced_policy_follows_the_weights(env_id):
     _, weights, sides = build_all(env_id, "small")
     agent = sides["torch"].agent
     obs, _ = policy_inputs(env_id, weights)
-    obs, noise = torch.as_tensor(obs), torch_noise(len(obs), SPECS[env_id].num_actions)
+    # the agents' axis (of one), as the rollout calls the policy step
+    obs, noise = torch.as_tensor(obs)[None], torch_noise(len(obs), SPECS[env_id].num_actions)[None]
     torch_side = sides["torch"]
     args = replace(torch_side.args, compile="torchscript")
     # traced at another batch size
-    traced = torch_side.train_state(args, torch.Generator(), obs[:4]).policy
+    traced = torch_side.train_state(args, torch.Generator(), obs[:, :4]).policy
     generator = torch.Generator().manual_seed(3)
     for _ in range(2):
         with torch.no_grad():
