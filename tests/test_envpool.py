@@ -364,17 +364,27 @@ def jax_glue_rollout(module, env_id: str, actions, normalized=False):
     return np.asarray(runner.obs), [np.asarray(x) for x in scan(runner, jnp.asarray(actions))]
 
 
-def torch_env_rollout(env, params, env_step, actions):
+def torch_env_rollout(env, params, env_step, actions, agents: bool = False):
     """ppo_torch.rollout's env side: reset_envs, env_step per step (NumPy actions, as
     torch_glue.to_jax gives them on a CPU), every step's next obs and env fields stacked by
-    torch_glue.stack_steps and crossed by to_torch."""
-    runner = MODULES["torch"].reset_envs(env, params, jax.random.key(0), PARITY_NUM_ENVS)
+    torch_glue.stack_steps and crossed by to_torch. agents: as ppo_torch.py steps a pool, the
+    runner (torch_glue.reset_agents') and the actions with the agents' axis (of one), which the
+    arrays returned are without."""
+    module = MODULES["torch"]
+    if agents:
+        runner = torch_glue.reset_agents(env, params, module.reset_envs, [0], PARITY_NUM_ENVS)
+    else:
+        runner = module.reset_envs(env, params, jax.random.key(0), PARITY_NUM_ENVS)
     reset_obs, steps = np.asarray(runner.obs), []
     for action in actions:
-        runner, fields = env_step(runner, np.asarray(action))
+        action = np.asarray(action)
+        runner, fields = env_step(runner, action[None] if agents else action)
         steps.append((runner.obs, *fields))
     stacked = torch_glue.stack_steps(steps)
-    return reset_obs, [torch_glue.to_torch(x, torch.device("cpu")).numpy() for x in stacked]
+    out = [torch_glue.to_torch(x, torch.device("cpu")).numpy() for x in stacked]
+    if agents:  # one agent's
+        return reset_obs[0], [x[:, 0] for x in out]
+    return reset_obs, out
 
 
 def torch_host_rollout(env_id: str, actions, normalized=False):
@@ -384,7 +394,7 @@ def torch_host_rollout(env_id: str, actions, normalized=False):
     env, params = parity_env(module, env_id, normalized)
     env_step = torch_glue.env_step(env, params, module.step_envs)
     assert env_step.func is torch_glue.host_step
-    return torch_env_rollout(env, params, env_step, actions)
+    return torch_env_rollout(env, params, env_step, actions, agents=True)
 
 
 def torch_jit_rollout(env_id: str, actions):
