@@ -97,3 +97,28 @@ def test_torch_clipping_by_one_norm_across_agents_fails_the_parity_check(tmp_pat
     )
     with pytest.raises(AssertionError):
         assert_same_agent(single, many / f"agent_{last}")
+
+
+@pytest.mark.slow
+def test_a_stopped_and_resumed_torch_run_of_agents_ends_as_an_uninterrupted_one(tmp_path):
+    """torch's resume file holds every agent's parameters, Adam moments and generator (each agent's
+    own: torch_glue.arrays): a 3-agent run stopped after a save and resumed ends bit for bit as the
+    uninterrupted run, each agent's model file included."""
+    from test_resume import RUN as RESUME_RUN
+    from test_resume import arrays, run, stopped_after_first_save
+
+    import checkpoint
+
+    pendulum = ["--env", "Pendulum-v1", "--norm-obs", "--norm-reward"]
+    args = [*RESUME_RUN, *pendulum, "--num-agents", str(AGENTS)]
+    whole = run("torch", *args, log_dir=tmp_path / "whole")
+    assert whole.returncode == 0, whole.stderr[-3000:]
+    run_dir = stopped_after_first_save("torch", args, tmp_path / "stopped")
+    resumed = run("torch", *args, "--resume", str(run_dir))
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    names = [checkpoint.RESUME_FILE] + [f"agent_{k}/{checkpoint.FILENAME}" for k in range(AGENTS)]
+    for name in names:
+        want, got = arrays(only_run_dir(tmp_path / "whole"), name), arrays(run_dir, name)
+        assert want.keys() == got.keys() and want.keys()
+        for key in want:
+            np.testing.assert_array_equal(got[key], want[key], err_msg=f"{name} {key}")
