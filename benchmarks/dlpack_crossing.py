@@ -149,8 +149,9 @@ def env_pieces(env_id: str, num_envs: int) -> dict:
 def policy_pieces(env_id: str, size: str, num_envs: int) -> dict:
     env, env_params = ppo.make_env(env_id)
     obs_dim = ppo.reset_envs(env, env_params, jax.random.key(0), num_envs).obs.shape[-1]
-    agent = ppo.Agent(obs_dim, ppo.MODEL_SIZES[size], env.num_actions, env.continuous)
-    obs, noise = torch.randn(num_envs, obs_dim), torch.rand(num_envs, env.num_actions)
+    # one agent, on the agents' axis as the script trains it
+    agent = ppo.Agent(obs_dim, ppo.MODEL_SIZES[size], env.num_actions, env.continuous, seeds=[0])
+    obs, noise = torch.randn(1, num_envs, obs_dim), torch.rand(1, num_envs, env.num_actions)
     # the policy that ppo_torch.py traces for --compile torchscript (and compile on a CPU)
     traced = torch_glue.compiled_steps("torchscript", agent, ppo.minibatch_step, obs)[0]
     compiled = torch.compile(agent.get_action_and_value, dynamic=False, fullgraph=True)

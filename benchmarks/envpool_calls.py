@@ -87,11 +87,12 @@ def host_patterns(env_id: str, num_envs: int, threads: int) -> dict:
     # one reset for every pattern: the torch ones carry their own episode counts over the same pool
     runner = ppo_torch.reset_envs(env, None, jax.random.key(0), num_envs)
     steps = runner.env_state
-    runners = {"host": runner, "jitted": runner}
+    # torch's host step takes the agents' axis (of one), as ppo_torch.py steps a pool
+    runners = {"host": jax.tree.map(lambda x: x[None], runner), "jitted": runner}
     jitted_step = jax.jit(partial(ppo_torch.step_envs, env, None))
 
     def torch_host_step():
-        runners["host"] = torch_glue.host_step(env, runners["host"], actions)[0]
+        runners["host"] = torch_glue.host_step(env, runners["host"], actions[None])[0]
 
     def torch_jitted_step():
         runners["jitted"], fields = jitted_step(runners["jitted"], actions)

@@ -83,8 +83,9 @@ def torch_update(size: str, options):
 
     args = ppo.Args(model_size=size, compile="env-jit" if options is None else "compile")
     torch.manual_seed(0)
-    agent = ppo.Agent(OBS_DIM, ppo.MODEL_SIZES[size], NUM_ACTIONS, False)
-    batch = ppo.Batch(*[torch.from_numpy(x) for x in random_batch(args.batch_size)])
+    # one agent, on the agents' axis as the script trains it
+    agent = ppo.Agent(OBS_DIM, ppo.MODEL_SIZES[size], NUM_ACTIONS, False, seeds=[0])
+    batch = ppo.Batch(*[torch.from_numpy(x)[None] for x in random_batch(args.batch_size)])
     optimizer, lr_schedule = ppo.make_optimizer(args, agent)
     step_fn = ppo.minibatch_step
     if options is not None:  # as the script's compiled modes do
@@ -93,7 +94,7 @@ def torch_update(size: str, options):
     step_fn = partial(step_fn, agent, optimizer, args)
     generator = torch.Generator().manual_seed(0)
     # the policy step is not timed here
-    state = ppo.TrainState(agent, generator, agent.get_action_and_value, step_fn)
+    state = ppo.TrainState(agent, [generator], agent.get_action_and_value, step_fn)
     return partial(ppo.update, args, lr_schedule, state, batch, 0)
 
 
