@@ -81,7 +81,7 @@ def test_help_says_what_the_script_does_and_torch_what_each_compile_mode_does(fr
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     described = proc.stdout.split("usage:", 1)[1].splitlines()
-    assert described[2].startswith("PPO in ") and "trains one agent" in described[2]
+    assert described[2].startswith("PPO in ") and "trains agents" in described[2]
     if framework == "torch":
         text = " ".join(
             proc.stdout.split("--compile", 1)[1].split("--device")[0].replace("│", " ").split()
