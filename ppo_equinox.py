@@ -14,7 +14,7 @@ if __name__ == "__main__":
 
 import math
 import os
-from contextlib import nullcontext
+from contextlib import ExitStack, nullcontext
 from dataclasses import asdict, dataclass
 from functools import partial
 from typing import Literal, NamedTuple, Optional
@@ -34,7 +34,7 @@ MODEL_SIZES = {"small": (64, 64), "medium": (256, 256, 256), "large": (1024,) * 
 
 @dataclass(frozen=True)
 class Args:
-    """PPO in Equinox on gymnax (or envpool's CPU envs): trains one agent, logs to TensorBoard"""
+    """PPO in Equinox on gymnax (or envpool's CPU envs): trains agents, logs to TensorBoard"""
 
     exp_name: str = os.path.basename(__file__)[: -len(".py")]
     """the name of this experiment (with --track, the W&B group is this name and the env)"""
@@ -50,6 +50,8 @@ class Args:
     """the networks' compute type; bfloat16: mixed precision (parameters, loss, GAE: float32)"""
     seed: int = 1
     """seed of the experiment (JAX keys for the environment, the init and the sampling)"""
+    num_agents: int = 1
+    """independent agents trained at once, seeds seed .. seed+N-1, each on its own num_envs envs"""
     num_envs: int = 32
     """the number of parallel environments"""
     num_steps: int = 256
@@ -115,6 +117,7 @@ class Args:
         steps = f"at most {2**31 - 1:,} optimizer steps, not {num_updates:,}"
         divides = self.num_minibatches > 0 and self.batch_size % self.num_minibatches == 0
         counts = ("num_envs", "num_steps", "num_iterations", "update_epochs", "num_minibatches")
+        counts += ("num_agents",)
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
         floats = [name for name, value in asdict(self).items() if isinstance(value, float)]
         rules = [(name, math.isfinite(getattr(self, name)), "a finite number") for name in floats]
@@ -130,10 +133,12 @@ class Args:
             # by the cores: envpool aborts the process when it cannot start its threads (100000)
             ("env_threads", 0 <= self.env_threads <= cores, f"0 (envpool's default) to {cores}"),
             # the range that JAX keys, torch generators and envpool all take
-            ("seed", 0 <= self.seed < 2**31, "in [0, 2**31 - 1]"),
+            ("seed", 0 <= self.seed <= 2**31 - self.num_agents, "in [0, 2**31 - num_agents]"),
             ("log_dir", self.log_dir != "", "a folder, not empty"),
             ("save_every", self.save_every >= 0, "0 or more"),
             ("save_every", self.save_every == 0 or self.env_backend == "gymnax", "0 with envpool"),
+            # one pool's simulators are stepped outside JAX, which cannot vmap them over agents
+            ("num_agents", self.num_agents == 1 or self.env_backend == "gymnax", "1 with envpool"),
             # the optimizer's step count, which the learning-rate schedule reads, is an int32
             ("num_iterations", num_updates < 2**31, steps),
             ("num_minibatches", divides, f"a divisor of num_envs x num_steps, {self.batch_size}"),
@@ -212,12 +217,6 @@ class Agent(eqx.Module):
             action = jax.random.categorical(key, actor_out)
         log_prob, _ = self.log_prob_and_entropy(actor_out, action)
         return action, log_prob, value
-
-
-def to_shared(agent: Agent) -> tuple:
-    """checkpoint.py's layout: each MLP's [(kernel (in, out), bias)]; Linear's weight: (out, in)"""
-    actor, critic = ([(d.weight.T, d.bias) for d in m.layers] for m in (agent.actor, agent.critic))
-    return actor, critic, agent.log_std
 
 
 # ------------------------------------------------------------------------------- environment glue
@@ -444,6 +443,25 @@ def progress(args: Args, iteration: int, scalars: dict, iteration_times: list) -
     return f"{done} | {episodes} | {timing} | elapsed {scalars['time/elapsed']:.1f}s {eta}"
 
 
+def log_scalars(writers: list, scalars: dict, metrics: dict, step: int) -> dict:
+    """Logs the process's scalars and the agents' means to writers[0], and (N > 1) agent k's own to
+    writers[1 + k], at step: one agent's env steps. Returns all of them, for W&B."""
+    logged, agents = dict(scalars), {}
+    for name, values in metrics.items():
+        tag = f"charts/{name}" if name.startswith("episodic") else f"losses/{name}"
+        # a NaN return: none of the agent's episodes ended in this rollout, so no point
+        ended = ~np.isnan(values) if tag.startswith("charts") else np.ones(len(values), bool)
+        if ended.any():
+            logged[tag] = values[ended].mean()
+        for k, writer in enumerate(writers[1:]):
+            if ended[k]:
+                writer.add_scalar(tag, values[k], step)
+                agents[f"agent_{k}/{tag}"] = values[k]
+    for tag, value in logged.items():
+        writers[0].add_scalar(tag, value, step)
+    return logged | agents
+
+
 # ------------------------------------------------------------------------------------------- main
 def main():
     args = tyro.cli(Args)
@@ -475,23 +493,34 @@ def main():
         run = dict(name=run_name, dir=run_dir, group=group, tags=tags, config=config)
         wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, **run, save_code=True)
     no_jit = jax.disable_jit(args.compile == "none")
-    with SummaryWriter(run_dir, max_queue=100) as writer, no_jit, saver:
+    with SummaryWriter(run_dir, max_queue=100) as writer, no_jit, saver, ExitStack() as logs:
         table = "\n".join(f"|{key}|{value}|" for key, value in asdict(args).items())
         writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
-        env_key, init_key, update_key = jax.random.split(jax.random.key(args.seed), 3)
-        runner = reset_envs(env, env_params, env_key, args.num_envs)
-        # jitted: one program to compile, not one per op
+        # with more than one agent, a writer each (RUN_DIR/agent_k): TensorBoard overlays them
+        writers = [writer]
+        if args.num_agents > 1:
+            folders = [os.path.join(run_dir, f"agent_{k}") for k in range(args.num_agents)]
+            writers += [logs.enter_context(SummaryWriter(folder)) for folder in folders]
+        # every agent's keys from its own seed: agent k is the single-agent run of seed + k
+        seeds = args.seed + jnp.arange(args.num_agents)
+        split = jax.vmap(lambda seed: tuple(jax.random.split(jax.random.key(seed), 3)))
+        env_key, init_key, update_key = split(seeds)
+        runner = jax.vmap(partial(reset_envs, env, env_params, num_envs=args.num_envs))(env_key)
         sizes, obs_dim = MODEL_SIZES[args.model_size], runner.obs.shape[-1]
         shape = (obs_dim, sizes, env.num_actions, env.continuous)
-        agent = eqx.filter_jit(Agent)(*shape, init_key, args.dtype)
+        # jitted: one program to compile, not one per op; an agent per key, in turn (jax.lax.map:
+        # vmapped, this init never ends on a CPU from 3 agents on, with jax 0.10)
+        agent = eqx.filter_jit(jax.lax.map)(partial(Agent, *shape, dtype=args.dtype), init_key)
         tx, lr_schedule = make_optimizer(args)
-        opt_state = tx.init(eqx.filter(agent, eqx.is_array))
+        # vmapped: an Adam state per agent
+        opt_state = eqx.filter_vmap(tx.init)(eqx.filter(agent, eqx.is_array))
         start = 0
         if args.resume:
             training = (agent, opt_state, update_key)
             (agent, opt_state, update_key), runner, start = saver.resume(training, runner, writer)
-        rollout_fn = partial(rollout, env, env_params, args)
-        update_fn = partial(update, args, tx)
+        # every agent in one call: the batch of each agent's envs, the update of each agent's state
+        rollout_fn = eqx.filter_vmap(partial(rollout, env, env_params, args))
+        update_fn = eqx.filter_vmap(partial(update, args, tx))
         if args.compile == "partition":
             agent, static = eqx.partition(agent, eqx.is_array)
             rollout_fn = jit_partitioned(rollout_fn, static)
@@ -526,24 +555,18 @@ def main():
                 "time/update": update_end - rollout_end,
                 "time/iteration": iteration_time,
                 "time/elapsed": time.perf_counter() - START,
-                "charts/SPS": args.batch_size / iteration_time,
+                # every agent's env steps: agent-steps per second
+                "charts/SPS": args.num_agents * args.batch_size / iteration_time,
                 "charts/learning_rate": metrics.pop("learning_rate"),
             }
-            for name in ("episodic_return", "episodic_length"):
-                value = metrics.pop(name)
-                # NaN: no episode ended in this rollout, so no point
-                if not np.isnan(value):
-                    scalars[f"charts/{name}"] = value
-            scalars.update({f"losses/{name}": value for name, value in metrics.items()})
             global_step = (iteration + 1) * args.batch_size
-            for tag, value in scalars.items():
-                writer.add_scalar(tag, value, global_step)
+            scalars = log_scalars(writers, scalars, metrics, global_step)
             if args.track:
                 wandb.log(scalars, step=global_step)
+            returns = metrics["episodic_return"]
             if args.save_model or args.save_every:
-                training = (agent, opt_state, update_key)
-                saver.iteration_done(to_shared(agent), runner, scalars, training)
-            book.iteration_done(iteration, scalars, writer)
+                saver.iteration_done(agent, runner, returns, (agent, opt_state, update_key))
+            book.iteration_done(iteration, returns, writers)
             iteration_times.append(iteration_time)
             print(progress(args, iteration, scalars, iteration_times), flush=True)
     if args.track:

@@ -15,7 +15,7 @@ import safetensors.numpy
 
 from helpers import ROOT, STUDY, only_run_dir, read_json, scalar_series
 
-FRAMEWORKS = [name for name in STUDY.frameworks if name in ("linen", "torch")]
+FRAMEWORKS = [name for name in STUDY.frameworks if name in ("linen", "nnx", "equinox", "torch")]
 RUN = ["--num-envs", "4", "--num-steps", "32", "--num-iterations", "3", "--update-epochs", "2"]
 RUN += ["--num-minibatches", "2", "--max-grad-norm", "0.05", "--save-model"]
 ENVS = {
