@@ -272,7 +272,7 @@ class Envpool:
     """An envpool pool with gymnax's contract, stepped on the host (its NumPy API) in two ways:
 
     - reset_host / step_host: NumPy in, NumPy out; host_step: step_host with step's contract
-      (ppo_torch.py steps it in its Python loop, as CleanRL steps envpool);
+      (ppo_torch.py steps it in its Python loop by host_step_envs, as CleanRL steps envpool);
     - reset / step: the same from JAX, through a host callback (host_call), so a jitted lax.scan
       rollout steps it.
 
@@ -324,9 +324,8 @@ class Envpool:
         return obs, steps, reward.astype(np.float32), terminated, truncated & ~terminated, final_obs
 
     def host_step(self, states, actions):
-        """step's contract in NumPy, with no JAX call (ppo_torch.py's rollout steps it): (obs,
-        states, reward, terminated, truncated, info); the states are each env's step count, as
-        step's."""
+        """step's contract in NumPy, with no JAX call (host_step_envs steps it): (obs, states,
+        reward, terminated, truncated, info), the states each env's step count, as step's."""
         obs, steps, reward, terminated, truncated, final_obs = self.step_host(actions)
         return obs, steps, reward, terminated, truncated, {"final_observation": final_obs}
 
@@ -372,3 +371,30 @@ def host_call(fn, shapes, *args):
 
     call = buffer_callback(write_outputs, shapes, has_side_effect=True, vmap_method="sequential")
     return call(*args)
+
+
+def host_step_envs(env, runner, action):
+    """ppo_torch.py's step_envs in NumPy for an env with a host_step (an Envpool, raw or normalised)
+    and one agent (Args refuses more), its runner and action along an agent axis of one: the next
+    runner (its key passed on unused: the pool holds the states) and the env fields."""
+    action = np.asarray(action)[0]
+    num_envs = action.shape[0]
+    if env.continuous:
+        action = np.clip(action, *env.action_bounds)
+    env_state = jax.tree.map(lambda x: np.asarray(x)[0], runner.env_state)
+    obs, env_state, reward, terminated, truncated, info = env.host_step(env_state, action)
+    done = terminated | truncated
+    # unscaled, even with --norm-reward
+    episode_return = np.asarray(runner.episode_return)[0] + info.get("raw_reward", reward)
+    episode_length = np.asarray(runner.episode_length)[0] + 1
+    running_return = np.where(done, np.float32(0), episode_return)
+    running_length = np.where(done, np.int32(0), episode_length)
+    carried = dict(env_state=env_state, obs=obs.reshape(num_envs, -1))
+    carried.update(episode_return=running_return, episode_length=running_length)
+    final_obs = info["final_observation"].reshape(num_envs, -1)
+    ended_return = np.where(done, episode_return, np.float32(0))
+    ended_length = np.where(done, episode_length, np.int32(0))
+    fields = (reward, terminated, truncated, final_obs, ended_return, ended_length)
+    # the agent axis back
+    carried, fields = jax.tree.map(lambda x: np.asarray(x)[None], (carried, fields))
+    return runner._replace(**carried), fields

@@ -136,11 +136,10 @@ def device_name(device: torch.device) -> str:
 def synchronize(enabled: bool, device: torch.device, *jax_values) -> None:
     """Where enabled (--sync-timing), waits for JAX's values and torch's queued work, so that a
     timer reads finished work."""
-    if not enabled:
-        return
-    jax.block_until_ready(jax_values)
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
+    if enabled:
+        jax.block_until_ready(jax_values)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
 
 
 def reset_agents(env, env_params, reset_envs, seeds: list, num_envs: int):
@@ -155,41 +154,13 @@ def reset_agents(env, env_params, reset_envs, seeds: list, num_envs: int):
 
 def env_step(env, env_params, step_envs):
     """What rollout calls each step: the script's step_envs, jitted and vmapped over the agents;
-    for an envpool pool, raw or normalised by env_normalize (an env with host_step), host_step:
-    NumPy only, as CleanRL steps envpool, with no JAX call per step (benchmarks/envpool_calls.py
-    times both)."""
+    for an envpool pool (an env with host_step), env_adapters.host_step_envs: NumPy only, with no
+    JAX call per step, as CleanRL steps envpool (benchmarks/envpool_calls.py times both)."""
     if hasattr(env, "host_step"):
-        return partial(host_step, env)
+        import env_adapters  # here only: a gymnax run needs no env_adapters.py
+
+        return partial(env_adapters.host_step_envs, env)
     return jax.jit(jax.vmap(partial(step_envs, env, env_params)))
-
-
-def host_step(env, runner, action):
-    """The script's step_envs in NumPy for an env with a NumPy host_step (env_adapters.Envpool), of
-    one agent (Args refuses more with envpool), its runner and action along an agent axis of one:
-    the next runner (its key passed on unused: the pool holds the states) and the env fields."""
-    action = np.asarray(action)[0]
-    num_envs = action.shape[0]
-    if env.continuous:
-        action = np.clip(action, *env.action_bounds)
-    env_state = jax.tree.map(lambda x: np.asarray(x)[0], runner.env_state)
-    stepped = env.host_step(env_state, action)
-    obs, env_state, reward, terminated, truncated, info = stepped
-    done = terminated | truncated
-    # unscaled, even with --norm-reward
-    episode_return = np.asarray(runner.episode_return)[0] + info.get("raw_reward", reward)
-    episode_length = np.asarray(runner.episode_length)[0] + 1
-    running_return = np.where(done, np.float32(0), episode_return)
-    running_length = np.where(done, np.int32(0), episode_length)
-    obs = obs.reshape(num_envs, -1)
-    carried = dict(env_state=env_state, obs=obs)
-    carried.update(episode_return=running_return, episode_length=running_length)
-    final_obs = info["final_observation"].reshape(num_envs, -1)
-    ended_return = np.where(done, episode_return, np.float32(0))
-    ended_length = np.where(done, episode_length, np.int32(0))
-    fields = (reward, terminated, truncated, final_obs, ended_return, ended_length)
-    # the agent axis back
-    carried, fields = jax.tree.map(lambda x: np.asarray(x)[None], (carried, fields))
-    return runner._replace(**carried), fields
 
 
 def to_torch(x, device: torch.device) -> torch.Tensor:
@@ -222,9 +193,7 @@ def adam(agent: torch.nn.Module, learning_rate: float, eps: float, compile_mode:
     step, which a compiled step reads as data: no recompile). Eager, the fused Adam; compiled, the
     one that torch.compile captures."""
     lr = torch.tensor(learning_rate, device=next(agent.parameters()).device)
-    options = dict(fused=True)
-    if compile_mode in COMPILED:
-        options = dict(foreach=False, capturable=True)
+    options = dict(foreach=False, capturable=True) if compile_mode in COMPILED else dict(fused=True)
     return torch.optim.Adam(agent.parameters(), lr, eps=eps, **options)
 
 
@@ -239,10 +208,9 @@ class TrainState(NamedTuple):
 
 
 def host_layers(agent: torch.nn.Module) -> tuple[list, list, Optional[np.ndarray]]:
-    """The agents' actors and critics as NumPy on the host, each [(kernel (N, in, out), bias (N,
-    out)), ...], and their log std (N, num_actions) (None for discrete actions): what
-    checkpoint.shared names, every agent's along the first axis (none for an Agent without seeds:
-    one agent's arrays)."""
+    """The agents' actors and critics as NumPy, each [(kernel (N, in, out), bias (N, out)), ...],
+    and their log std (N, num_actions) (None: discrete actions), as checkpoint.shared names them;
+    for an Agent without seeds, one agent's arrays, without the agent axis."""
 
     def host(x):  # a bias or log std without its axis of one, which broadcasts over the batch
         return x.numpy(force=True)[..., 0, :]
@@ -274,8 +242,7 @@ def load_arrays(agent: torch.nn.Module, optimizer, generators: list, state: dict
     or traced step reads), Adam's state and the generators."""
     params = {name[len("agent.") :]: x for name, x in state.items() if name.startswith("agent.")}
     agent.load_state_dict({name: torch.from_numpy(x) for name, x in params.items()})
-    saved = optimizer.state_dict()
-    saved["state"] = {}
+    saved = {**optimizer.state_dict(), "state": {}}
     for i in range(len(optimizer.param_groups[0]["params"])):
         adam = {"step": torch.tensor(float(state[f"adam.{i}.step"]))}
         for key in ("exp_avg", "exp_avg_sq"):
@@ -292,22 +259,6 @@ def resume(saver, writer, agent: torch.nn.Module, optimizer, generators: list, r
     training, runner, start = saver.resume(arrays(agent, optimizer, generators), runner, writer)
     load_arrays(agent, optimizer, generators, training)
     return runner, start
-
-
-def agent_of(agent_type, net, continuous: bool, dtype: str) -> torch.nn.Module:
-    """The script's Agent (agent_type) that holds net (evaluation/model_file.py's layers_of), one
-    agent without the agent axis, on the CPU: host_layers' inverse. Built on the meta device, no
-    init: load_state_dict assigns every parameter, and refuses a missing one or a wrong shape."""
-    with torch.device("meta"):
-        agent = agent_type(net.obs_dim, net.hidden_sizes, net.num_actions, continuous, dtype)
-    # biases and log std with an axis of one, which broadcasts over the batch
-    state = {"log_std": net.log_std[None]} if continuous else {}
-    for mlp, layers in (("actor", net.actor), ("critic", net.critic)):
-        for i, (kernel, bias) in enumerate(layers):  # Linear, Tanh, Linear, ...: 0, 2, ...
-            state[f"{mlp}.{2 * i}.weight"], state[f"{mlp}.{2 * i}.bias"] = kernel, bias[None]
-    state = {name: torch.tensor(x).contiguous() for name, x in state.items()}
-    agent.load_state_dict(state, assign=True)
-    return agent
 
 
 def compiled_steps(compile_mode: str, agent: torch.nn.Module, minibatch_step, obs):

@@ -8,10 +8,10 @@ num_envs envs:
   pattern;
 - "step_host": env_adapters.Envpool.step_host, the NumPy step plus the same-step reset of the done
   envs;
-- "torch host step": torch_glue.host_step, what ppo_torch.py calls per step (the episode counts
-  too);
+- "torch host step": env_adapters.host_step_envs, what ppo_torch.py calls per step (the episode
+  counts too);
 - "torch jitted step": ppo_torch.step_envs jitted and called per step, what ppo_torch.py would call
-  without host_step;
+  without host_step_envs;
 - "adapter in scan": env_adapters.Envpool.step inside a jitted 256-step lax.scan, what the JAX
   scripts run (step_host through buffer_callback);
 - "io_callback in scan": the same step_host through jax.experimental.io_callback instead;
@@ -46,7 +46,6 @@ from jax.experimental import io_callback
 
 import env_adapters
 import ppo_torch
-import torch_glue
 from atomic import check_outputs, write_outputs
 from benchmarks.common import check_counts, check_envs, check_or_exit
 from sweep.option_checks import check_int
@@ -92,7 +91,7 @@ def host_patterns(env_id: str, num_envs: int, threads: int) -> dict:
     jitted_step = jax.jit(partial(ppo_torch.step_envs, env, None))
 
     def torch_host_step():
-        runners["host"] = torch_glue.host_step(env, runners["host"], actions[None])[0]
+        runners["host"] = env_adapters.host_step_envs(env, runners["host"], actions[None])[0]
 
     def torch_jitted_step():
         runners["jitted"], fields = jitted_step(runners["jitted"], actions)

@@ -55,9 +55,7 @@ def build_agent(framework: str, net: model_file.Layers, continuous: bool, dtype:
     module = importlib.import_module(f"ppo_{framework}")
     shape = (net.obs_dim, net.hidden_sizes, net.num_actions, continuous)
     if framework == "torch":
-        import torch_glue
-
-        return torch_glue.agent_of(module.Agent, net, continuous, dtype)
+        return torch_agent(module.Agent, net, continuous, dtype)
     import jax
     import jax.numpy as jnp
 
@@ -86,6 +84,24 @@ def build_agent(framework: str, net: model_file.Layers, continuous: bool, dtype:
     leaves = [x for kernel, bias in net.actor + net.critic for x in (kernel.T, bias)]
     leaves += [net.log_std] if continuous else []
     return jax.tree.unflatten(jax.tree.structure(agent), [jnp.asarray(x) for x in leaves])
+
+
+def torch_agent(agent_type, net: model_file.Layers, continuous: bool, dtype: str):
+    """ppo_torch.py's Agent (agent_type) that holds net, one agent without the agent axis, on the
+    CPU: the inverse of torch_glue.host_layers. Built on the meta device, no init: load_state_dict
+    assigns every parameter, and refuses a missing one or a wrong shape."""
+    import torch
+
+    with torch.device("meta"):
+        agent = agent_type(net.obs_dim, net.hidden_sizes, net.num_actions, continuous, dtype)
+    # biases and log std with an axis of one, which broadcasts over the batch
+    state = {"log_std": net.log_std[None]} if continuous else {}
+    for mlp, layers in (("actor", net.actor), ("critic", net.critic)):
+        for i, (kernel, bias) in enumerate(layers):  # Linear, Tanh, Linear, ...: 0, 2, ...
+            state[f"{mlp}.{2 * i}.weight"], state[f"{mlp}.{2 * i}.bias"] = kernel, bias[None]
+    state = {name: torch.tensor(x).contiguous() for name, x in state.items()}
+    agent.load_state_dict(state, assign=True)
+    return agent
 
 
 def load_actor(ckpt, framework: str) -> Callable[[np.ndarray], np.ndarray]:

@@ -388,12 +388,12 @@ def torch_env_rollout(env, params, env_step, actions, agents: bool = False):
 
 
 def torch_host_rollout(env_id: str, actions, normalized=False):
-    """ppo_torch.py's envpool path: torch_glue.env_step picks host_step, NumPy on the host, for a
-    pool, raw or normalised."""
+    """ppo_torch.py's envpool path: torch_glue.env_step picks env_adapters.host_step_envs, NumPy on
+    the host, for a pool, raw or normalised."""
     module = MODULES["torch"]
     env, params = parity_env(module, env_id, normalized)
     env_step = torch_glue.env_step(env, params, module.step_envs)
-    assert env_step.func is torch_glue.host_step
+    assert env_step.func is env_adapters.host_step_envs
     return torch_env_rollout(env, params, env_step, actions, agents=True)
 
 
@@ -423,11 +423,11 @@ def raw_pool_rewards(env_id: str, actions):
 @pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1", "HalfCheetah-v4"])
 def test_every_script_steps_envpool_identically(env_id):
     """Fresh pools of one seed and one action sequence through each script's env glue (the JAX
-    scripts' jitted scan of step_envs; torch's NumPy torch_glue.host_step, and its step_envs jitted)
-    give the same reset observation and the same next obs, reward, terminated, truncated, final obs,
-    ended return and ended length at every step, bit for bit. The out-of-bounds continuous actions
-    are clipped to the bounds: HalfCheetah's reward (its control cost) is that of the clipped
-    actions, not of the raw ones."""
+    scripts' jitted scan of step_envs; torch's NumPy env_adapters.host_step_envs, and its step_envs
+    jitted) give the same reset observation and the same next obs, reward, terminated, truncated,
+    final obs, ended return and ended length at every step, bit for bit. The out-of-bounds
+    continuous actions are clipped to the bounds: HalfCheetah's reward (its control cost) is that of
+    the clipped actions, not of the raw ones."""
     actions = parity_actions(env_id)
     runs = {
         name: jax_glue_rollout(module, env_id, actions)

@@ -170,3 +170,35 @@ def test_a_template_that_lost_its_structure_stops_the_tool_loudly(tmp_path, chan
     assert old in text
     with pytest.raises(starter.TemplateChanged, match="tools/starter.py must follow it"):
         starter.strip("ppo_nnx.py", text.replace(old, new, 1))
+
+
+def test_a_piece_may_import_the_left_out_module_only_inside_a_function():
+    """torch_glue.env_step imports env_adapters (left out of every starter) inside the function, for
+    an envpool pool, which the copy refuses first: taken. The same import on import, the script's
+    own, or another repository module imported lazily stops the tool."""
+    script = "ppo_x.py"
+    lazy = "def env_step(env):\n    import env_adapters\n\n    return env_adapters.host_step_envs\n"
+    starter.check_imports({script: "import torch_glue\n", "torch_glue.py": lazy}, script)
+    broken = [
+        {script: "", "torch_glue.py": "import env_adapters\n"},
+        {script: "", "torch_glue.py": "if True:\n    import env_adapters\n"},
+        {script: "def f():\n    import env_adapters\n", "torch_glue.py": ""},
+        {script: "", "torch_glue.py": "def f():\n    import bookkeeping\n"},
+    ]
+    for files in broken:
+        with pytest.raises(starter.TemplateChanged, match="it imports"):
+            starter.check_imports(files, script)
+
+
+def test_the_torch_starter_refuses_envpool_naming_env_adapters(tmp_path):
+    """envpool's step lives in env_adapters.py, which the starter leaves out: the torch copy refuses
+    --env-backend envpool in one line that names the file to copy, before any run folder."""
+    folder = tmp_path / "project"
+    assert build("torch", folder).returncode == 0
+    envpool = run_copy(folder, "ppo_torch.py", "--env-backend", "envpool", *TINY)
+    assert envpool.returncode == 2, envpool.stderr
+    assert envpool.stderr.strip().splitlines() == [
+        "error: --env-backend envpool needs env_adapters.py (left out of this starter: copy it "
+        "from benchback-rl beside this)"
+    ]
+    assert not (folder / "runs").exists()
