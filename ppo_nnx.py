@@ -119,24 +119,22 @@ class Args:
         divides = self.num_minibatches > 0 and self.batch_size % self.num_minibatches == 0
         counts = ("num_envs", "num_steps", "num_iterations", "update_epochs", "num_minibatches")
         counts += ("num_agents",)
+        nonnegative = ("clip_coef", "ent_coef", "vf_coef", "save_every")
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
         floats = [name for name, value in asdict(self).items() if isinstance(value, float)]
         rules = [(name, math.isfinite(getattr(self, name)), "a finite number") for name in floats]
         rules += [(name, getattr(self, name) > 0, "a positive integer") for name in counts]
+        rules += [(name, getattr(self, name) >= 0, "0 or more") for name in nonnegative]
         rules += [
             ("learning_rate", self.learning_rate > 0, "positive"),
             ("gamma", 0 <= self.gamma <= 1, "in [0, 1]"),
             ("gae_lambda", 0 <= self.gae_lambda <= 1, "in [0, 1]"),
-            ("clip_coef", self.clip_coef >= 0, "0 or more"),
-            ("ent_coef", self.ent_coef >= 0, "0 or more"),
-            ("vf_coef", self.vf_coef >= 0, "0 or more"),
             ("max_grad_norm", self.max_grad_norm > 0, "positive (0 would stop every update)"),
             # by the cores: envpool aborts the process when it cannot start its threads (100000)
             ("env_threads", 0 <= self.env_threads <= cores, f"0 (envpool's default) to {cores}"),
             # the range that JAX keys, torch generators and envpool all take
             ("seed", 0 <= self.seed <= 2**31 - self.num_agents, "in [0, 2**31 - num_agents]"),
             ("log_dir", self.log_dir != "", "a folder, not empty"),
-            ("save_every", self.save_every >= 0, "0 or more"),
             ("save_every", self.save_every == 0 or self.env_backend == "gymnax", "0 with envpool"),
             # one pool's simulators are stepped outside JAX, which cannot vmap them over agents
             ("num_agents", self.num_agents == 1 or self.env_backend == "gymnax", "1 with envpool"),
