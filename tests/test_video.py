@@ -31,7 +31,10 @@ def save_untrained(folder, env_id, backend, obs_dim, num_actions, continuous):
     meta |= dict(final_return=None, commit="unknown", command=["ppo_nnx.py"], seed=1)
     folder.mkdir(exist_ok=True)
     checkpoint.save(
-        folder / "model.safetensors", checkpoint.shared(*ppo_nnx.to_shared(agent)), None, meta
+        folder / "model.safetensors",
+        checkpoint.shared(*checkpoint.to_shared("nnx", agent)),
+        None,
+        meta,
     )
     return folder
 
