@@ -12,7 +12,7 @@ a copy of a script without it, which then needs no other file. A script uses it 
     book.start(config, run_dir)      # config.json, before iteration 0
     book.setup_done()                # setup_s
     book.check_signals()             # between phases: a SIGINT or SIGTERM stops the run there
-    book.iteration_done(iteration, returns, writers)  # each agent's return; every writer
+    book.iteration_done(iteration, returns, writers, scalars)  # and the progress line
 
 Signals: SIGINT and SIGTERM set a flag that the script checks between phases, so that none is lost
 inside a compiler and a run started with SIGINT ignored (nohup, a background job) still stops; a
@@ -29,11 +29,9 @@ import platform
 import resource
 import shutil
 import signal
-import socket
 import sys
 import threading
 import time
-from datetime import datetime, timezone
 from importlib.metadata import version
 from typing import Callable, Optional
 
@@ -41,14 +39,9 @@ import jax
 import numpy as np
 
 from atomic import write_json
-from tools.run_checks import check_args, check_environment
+from tools.run_checks import check_args, check_environment, machine
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
-# The environment variables that change the computation, recorded in config.json: JAX's and XLA's
-# settings (XLA_FLAGS, JAX_PLATFORMS, ...), TorchInductor's, the OpenMP/MKL/OpenBLAS thread settings
-# and the GPU's
-COMPUTATION_PREFIXES = ("JAX_", "XLA_", "TORCHINDUCTOR_", "OMP_", "KMP_", "MKL_", "OPENBLAS_")
-COMPUTATION_VARIABLES = ("CUDA_VISIBLE_DEVICES", "NVIDIA_TF32_OVERRIDE")
 
 
 def exit_on_bad_environment(framework: str) -> None:
@@ -76,50 +69,6 @@ def import_tensorboardx_without_torch() -> None:
         import tensorboardX  # noqa: F401
     finally:
         del sys.modules["torch"]
-
-
-def computation_variables() -> dict:
-    """The environment variables that change the computation (COMPUTATION_PREFIXES and _VARIABLES)
-    and are set, with their values."""
-    return {
-        name: value
-        for name, value in sorted(os.environ.items())
-        if name.startswith(COMPUTATION_PREFIXES) or name in COMPUTATION_VARIABLES
-    }
-
-
-def machine() -> dict:
-    """Where the run runs: platform, host, the cores it may use and the CPU's bfloat16 instructions
-    (Linux), the environment variables that change the computation, and the start time."""
-    return {
-        "platform": platform.platform(),
-        "hostname": socket.gethostname(),
-        "cpu_affinity": sorted(os.sched_getaffinity(0))
-        if hasattr(os, "sched_getaffinity")
-        else None,
-        "cpu_bf16": cpu_bf16_flags(),
-        "environment_variables": computation_variables(),
-        "start_time": datetime.now(timezone.utc).isoformat(),
-    }
-
-
-BF16_FLAGS = ("avx512_bf16", "amx_bf16")
-
-
-def cpu_bf16_flags(cpuinfo: str = "/proc/cpuinfo") -> Optional[list]:
-    """The CPU's native bfloat16 instructions among BF16_FLAGS, from Linux's cpuinfo ([] for none:
-    --dtype bfloat16 is then emulated); None where there is no cpuinfo to read."""
-    try:
-        with open(cpuinfo) as file:
-            text = file.read()
-    except OSError:
-        return None
-    flags = set()
-    for line in text.splitlines():
-        name, _, value = line.partition(":")
-        if name.strip() == "flags":
-            flags.update(value.split())
-    return [flag for flag in BF16_FLAGS if flag in flags]
 
 
 def check_writer(writer, thread_errors: list) -> None:
@@ -163,6 +112,19 @@ def final_returns(returns: list, num_agents: int) -> list:
     return finals
 
 
+def progress(num_iterations: int, iteration: int, scalars: dict, iteration_times: list) -> str:
+    """The progress line; the ETA from this process's iterations after its first (compile)."""
+    done = f"iter {iteration + 1}/{num_iterations} | SPS {scalars['charts/SPS']:,.0f}"
+    episodes = "no episode ended"
+    if "charts/episodic_return" in scalars:
+        episodes = f"return {scalars['charts/episodic_return']:.1f}"
+    timing = f"rollout {scalars['time/rollout']:.3f}s update {scalars['time/update']:.3f}s"
+    remaining = num_iterations - iteration - 1
+    after_compile = iteration_times[1:]
+    eta = f"ETA {np.mean(after_compile) * remaining:.0f}s" if len(after_compile) >= 2 else "ETA -"
+    return f"{done} | {episodes} | {timing} | elapsed {scalars['time/elapsed']:.1f}s {eta}"
+
+
 def peak_rss_bytes() -> int:
     """The process's peak resident memory on the host (Linux's ru_maxrss, in KiB), threads in."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
@@ -196,6 +158,7 @@ class Bookkeeping:
         # OSErrors that ended a thread (tensorboardX's writer on a full disk)
         self.thread_errors = []
         self.returns = []  # per iteration, each agent's mean episodic return (NaN: none ended)
+        self.iteration_times = []  # this process's: the progress line's ETA
         self.summary = {
             "status": "failed",
             "iterations_completed": 0,
@@ -283,13 +246,17 @@ class Bookkeeping:
     def setup_done(self):
         self.summary["setup_s"] = time.perf_counter() - self.start_time
 
-    def iteration_done(self, iteration: int, returns, writers: list):
+    def iteration_done(self, iteration: int, returns, writers: list, scalars: dict):
         """returns: each agent's mean episodic return of the iteration (NaN: no episode ended);
-        writers: each SummaryWriter of the run."""
+        writers: each SummaryWriter of the run; scalars: what it logged. Prints the progress
+        line."""
         self.summary["iterations_completed"] = iteration + 1
         self.returns.append([float(r) for r in returns])
         for writer in writers:
             check_writer(writer, self.thread_errors)
+        self.iteration_times.append(scalars["time/iteration"])
+        line = progress(self.num_iterations, iteration, scalars, self.iteration_times)
+        print(line, flush=True)
 
     def finish(self, status: str, error: Optional[str] = None):
         """summary.json, and the line that ends the run's output."""

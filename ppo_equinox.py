@@ -87,7 +87,7 @@ class Args:
     norm_reward: bool = False
     """scale the rewards by the running std of their discounted return (env_normalize.py)"""
     compile: Literal["partition", "filter_jit", "none"] = "partition"
-    """partition: jax.jit on the arrays (eqx.partition); filter_jit: eqx.filter_jit; none: eager"""
+    """partition: plain jax.jit on the agent's arrays; filter_jit: eqx.filter_jit; none: eager"""
     sync_timing: bool = True
     """block on the device after the rollout and after the update, so that both timers are exact"""
     log_dir: str = "runs"
@@ -419,28 +419,6 @@ def update(args: Args, tx, agent: Agent, opt_state, batch: Batch, key, permutati
     return agent, opt_state, key, metrics
 
 
-def jit_partitioned(fn, static):
-    """jax.jit of fn(agent, ...) that takes and returns the agent's arrays only; static is bound."""
-
-    def on_arrays(agent_arrays, *rest):
-        return eqx.filter(fn(eqx.combine(agent_arrays, static), *rest), eqx.is_array)
-
-    return jax.jit(on_arrays)
-
-
-def progress(args: Args, iteration: int, scalars: dict, iteration_times: list) -> str:
-    """The progress line; the ETA from this process's iterations after its first (compile)."""
-    done = f"iter {iteration + 1}/{args.num_iterations} | SPS {scalars['charts/SPS']:,.0f}"
-    episodes = "no episode ended"
-    if "charts/episodic_return" in scalars:
-        episodes = f"return {scalars['charts/episodic_return']:.1f}"
-    timing = f"rollout {scalars['time/rollout']:.3f}s update {scalars['time/update']:.3f}s"
-    remaining = args.num_iterations - iteration - 1
-    after_compile = iteration_times[1:]
-    eta = f"ETA {np.mean(after_compile) * remaining:.0f}s" if len(after_compile) >= 2 else "ETA -"
-    return f"{done} | {episodes} | {timing} | elapsed {scalars['time/elapsed']:.1f}s {eta}"
-
-
 def log_scalars(writers: list, scalars: dict, metrics: dict, step: int) -> dict:
     """Logs the process's scalars and the agents' means to writers[0], and (N > 1) agent k's own to
     writers[1 + k], at step: one agent's env steps. Returns all of them, for W&B."""
@@ -517,19 +495,18 @@ def main():
             training = (agent, opt_state, update_key)
             (agent, opt_state, update_key), runner, start = saver.resume(training, runner, writer)
         # every agent in one call: the batch of each agent's envs, the update of each agent's state
-        rollout_fn = eqx.filter_vmap(partial(rollout, env, env_params, args))
-        update_fn = eqx.filter_vmap(partial(update, args, tx))
+        # (plain jax.vmap, and jax.jit below: every leaf of the agent is an array)
+        rollout_fn = jax.vmap(partial(rollout, env, env_params, args))
+        update_fn = jax.vmap(partial(update, args, tx))
         if args.compile == "partition":
-            agent, static = eqx.partition(agent, eqx.is_array)
-            rollout_fn = jit_partitioned(rollout_fn, static)
-            update_fn = jit_partitioned(update_fn, static)
+            rollout_fn = jax.jit(rollout_fn)
+            update_fn = jax.jit(update_fn)
         elif args.compile == "filter_jit":
             rollout_fn = eqx.filter_jit(rollout_fn)
             update_fn = eqx.filter_jit(update_fn)
         book.setup_done()
         setup_s = time.perf_counter() - START
         print(f"{run_name}: setup {setup_s:.1f}s on {config['device_name']}", flush=True)
-        iteration_times = []
         for iteration in range(start, args.num_iterations):
             book.check_signals()  # a SIGINT or SIGTERM stops the run here...
             # the rate of this iteration's last optimizer step, read before the timer starts
@@ -564,9 +541,7 @@ def main():
             returns = metrics["episodic_return"]
             if args.save_model or args.save_every:
                 saver.iteration_done(agent, runner, returns, (agent, opt_state, update_key))
-            book.iteration_done(iteration, returns, writers)
-            iteration_times.append(iteration_time)
-            print(progress(args, iteration, scalars, iteration_times), flush=True)
+            book.iteration_done(iteration, returns, writers, scalars)  # and the progress line
     if args.track:
         wandb.finish()
 

@@ -411,19 +411,6 @@ def update(args: Args, agent: Agent, optimizer, batch: Batch, key, permutations=
     return key, metrics
 
 
-def progress(args: Args, iteration: int, scalars: dict, iteration_times: list) -> str:
-    """The progress line; the ETA from this process's iterations after its first (compile)."""
-    done = f"iter {iteration + 1}/{args.num_iterations} | SPS {scalars['charts/SPS']:,.0f}"
-    episodes = "no episode ended"
-    if "charts/episodic_return" in scalars:
-        episodes = f"return {scalars['charts/episodic_return']:.1f}"
-    timing = f"rollout {scalars['time/rollout']:.3f}s update {scalars['time/update']:.3f}s"
-    remaining = args.num_iterations - iteration - 1
-    after_compile = iteration_times[1:]
-    eta = f"ETA {np.mean(after_compile) * remaining:.0f}s" if len(after_compile) >= 2 else "ETA -"
-    return f"{done} | {episodes} | {timing} | elapsed {scalars['time/elapsed']:.1f}s {eta}"
-
-
 def log_scalars(writers: list, scalars: dict, metrics: dict, step: int) -> dict:
     """Logs the process's scalars and the agents' means to writers[0], and (N > 1) agent k's own to
     writers[1 + k], at step: one agent's env steps. Returns all of them, for W&B."""
@@ -512,7 +499,6 @@ def main():
         book.setup_done()
         setup_s = time.perf_counter() - START
         print(f"{run_name}: setup {setup_s:.1f}s on {config['device_name']}", flush=True)
-        iteration_times = []
         for iteration in range(start, args.num_iterations):
             book.check_signals()  # a SIGINT or SIGTERM stops the run here...
             # the rate of this iteration's last optimizer step, read before the timer starts
@@ -549,9 +535,7 @@ def main():
             if args.save_model or args.save_every:
                 training = (nnx.state((agent, optimizer)), update_key)
                 saver.iteration_done(agent, runner, returns, training)
-            book.iteration_done(iteration, returns, writers)
-            iteration_times.append(iteration_time)
-            print(progress(args, iteration, scalars, iteration_times), flush=True)
+            book.iteration_done(iteration, returns, writers, scalars)  # and the progress line
     if args.track:
         wandb.finish()
 

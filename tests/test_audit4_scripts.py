@@ -15,6 +15,7 @@ from test_script_inputs import module
 
 import bookkeeping
 from helpers import ROOT, TINY, only_run_dir, read_json, run_script
+from tools import run_checks
 
 SMALL = [*TINY[:4], "--num-iterations", "2", "--update-epochs", "1", "--num-minibatches", "1"]
 
@@ -61,7 +62,7 @@ def test_config_records_the_variables_that_change_the_computation(monkeypatch):
     for name, value in recorded.items():
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("UNRELATED_SETTING", "x")
-    variables = bookkeeping.machine()["environment_variables"]
+    variables = run_checks.machine()["environment_variables"]
     assert recorded.items() <= variables.items()
     assert "UNRELATED_SETTING" not in variables and "PATH" not in variables
 

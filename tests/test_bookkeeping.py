@@ -13,6 +13,7 @@ import pytest
 
 import bookkeeping
 from helpers import ROOT, STUDY, TINY, only_run_dir, read_json, run_script
+from tools import run_checks
 from tools.starter import write_starter
 
 FRAMEWORKS = list(STUDY.frameworks)
@@ -185,11 +186,11 @@ def test_cpu_bf16_flags_name_the_native_bfloat16_instructions(tmp_path):
         "processor\t: 0\nflags\t\t: fpu avx2 amx_bf16 avx512f avx512_bf16\n\n"
         "processor\t: 1\nflags\t\t: fpu avx2 amx_bf16 avx512f avx512_bf16\n"
     )
-    assert bookkeeping.cpu_bf16_flags(str(cpuinfo)) == ["avx512_bf16", "amx_bf16"]
+    assert run_checks.cpu_bf16_flags(str(cpuinfo)) == ["avx512_bf16", "amx_bf16"]
     cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu avx2 avx512f\nbugs\t\t: avx512_bf16\n")
-    assert bookkeeping.cpu_bf16_flags(str(cpuinfo)) == []
-    assert bookkeeping.cpu_bf16_flags(str(tmp_path / "missing")) is None
-    assert "cpu_bf16" in bookkeeping.machine()
+    assert run_checks.cpu_bf16_flags(str(cpuinfo)) == []
+    assert run_checks.cpu_bf16_flags(str(tmp_path / "missing")) is None
+    assert "cpu_bf16" in run_checks.machine()
 
 
 @pytest.mark.parametrize("framework", list(STUDY.frameworks))

@@ -7,7 +7,11 @@ the sweep runs it on every run's flags before the first run.
 
 import io
 import os
+import platform
+import socket
 from contextlib import redirect_stderr, redirect_stdout
+from datetime import datetime, timezone
+from typing import Optional
 
 import jax
 import tyro
@@ -119,3 +123,54 @@ def check_wandb_names(args) -> None:
         if not name or len(name) > WANDB_MAX_NAME or bad:
             rule = f"1 to {WANDB_MAX_NAME} characters, none of {' '.join(WANDB_FORBIDDEN)}"
             raise ValueError(f"{flag} {name!r} is not a W&B name: {rule}")
+
+
+# The environment variables that change the computation, recorded in config.json: JAX's and XLA's
+# settings (XLA_FLAGS, JAX_PLATFORMS, ...), TorchInductor's, the OpenMP/MKL/OpenBLAS thread settings
+# and the GPU's
+COMPUTATION_PREFIXES = ("JAX_", "XLA_", "TORCHINDUCTOR_", "OMP_", "KMP_", "MKL_", "OPENBLAS_")
+COMPUTATION_VARIABLES = ("CUDA_VISIBLE_DEVICES", "NVIDIA_TF32_OVERRIDE")
+
+
+def computation_variables() -> dict:
+    """The environment variables that change the computation (COMPUTATION_PREFIXES and _VARIABLES)
+    and are set, with their values."""
+    return {
+        name: value
+        for name, value in sorted(os.environ.items())
+        if name.startswith(COMPUTATION_PREFIXES) or name in COMPUTATION_VARIABLES
+    }
+
+
+def machine() -> dict:
+    """Where the run runs: platform, host, the cores it may use and the CPU's bfloat16 instructions
+    (Linux), the environment variables that change the computation, and the start time."""
+    return {
+        "platform": platform.platform(),
+        "hostname": socket.gethostname(),
+        "cpu_affinity": sorted(os.sched_getaffinity(0))
+        if hasattr(os, "sched_getaffinity")
+        else None,
+        "cpu_bf16": cpu_bf16_flags(),
+        "environment_variables": computation_variables(),
+        "start_time": datetime.now(timezone.utc).isoformat(),
+    }
+
+
+BF16_FLAGS = ("avx512_bf16", "amx_bf16")
+
+
+def cpu_bf16_flags(cpuinfo: str = "/proc/cpuinfo") -> Optional[list]:
+    """The CPU's native bfloat16 instructions among BF16_FLAGS, from Linux's cpuinfo ([] for none:
+    --dtype bfloat16 is then emulated); None where there is no cpuinfo to read."""
+    try:
+        with open(cpuinfo) as file:
+            text = file.read()
+    except OSError:
+        return None
+    flags = set()
+    for line in text.splitlines():
+        name, _, value = line.partition(":")
+        if name.strip() == "flags":
+            flags.update(value.split())
+    return [flag for flag in BF16_FLAGS if flag in flags]

@@ -45,19 +45,26 @@ BOOK_SECTION = (
 )
 # each bookkeeping call in the template: how many times it must be there, and the copy's line (None:
 # dropped) (make_run_dir: the copy's own, a new folder even for two runs in one second; start:
-# config.json; check_signals: Ctrl-C is Python's KeyboardInterrupt in the copy; history: for its
-# done line)
+# config.json; check_signals: Ctrl-C is Python's KeyboardInterrupt in the copy; iteration_done: its
+# progress line, and history for its done line; a replacement may be several lines)
 BOOK_CALLS = {
     "make_run_dir": (1, "make_run_dir"),
     "start": (1, None),
-    "setup_done": (1, "history = []  # each iteration's returns, one per agent (NaN: none ended)"),
+    "setup_done": (1, "history, iteration_times = [], []  # each iteration's returns and time"),
     "check_signals": (2, None),
-    "iteration_done": (1, "history.append(returns)"),
+    "iteration_done": (
+        1,
+        "history.append(returns)\n"
+        'iteration_times.append(scalars["time/iteration"])\n'
+        "print(progress(args.num_iterations, iteration, scalars, iteration_times), flush=True)",
+    ),
 }
 IMPORTING = re.compile(r'^    print\("ppo_\w+\.py: (importing [^"]*)", flush=True\)$')
 ADDED_IMPORTS = ("import io", "import sys")
-ADDED_FUNCTIONS = ("parse_args", "make_run_dir", "not_gymnax", "done_line")  # FOOTER's
+# FOOTER's, and the progress line's (bookkeeping.py's progress, copied)
+ADDED_FUNCTIONS = ("parse_args", "make_run_dir", "not_gymnax", "done_line", "progress")
 
+MAIN_GUARD = '\n\nif __name__ == "__main__":'
 FOOTER = '''
 
 # ------------------------------------------------------------------------------- command line
@@ -205,7 +212,8 @@ def strip_book_lines(lines: list[str], template: str) -> list[str]:
         if replacement == "make_run_dir":
             out.append(line.replace("book.make_run_dir(", "make_run_dir("))
         elif replacement is not None:
-            out.append(line[: len(line) - len(line.lstrip())] + replacement)
+            indent = line[: len(line) - len(line.lstrip())]
+            out += [indent + new for new in replacement.split("\n")]
     for name, (count, _) in BOOK_CALLS.items():
         expect(seen[name] == count, template, f"book.{name}( {count} time(s) (found {seen[name]})")
     return out
@@ -257,15 +265,26 @@ def replace_book_section(lines: list[str], template: str) -> list[str]:
     expect(
         len(main) == 1 and main[0].end_lineno == len(body), template, "main() just above its banner"
     )
-    # the names the copy adds must be free: FOOTER's functions, and main's history
+    # the names the copy adds must be free: FOOTER's functions, and main's lists
     defined = {getattr(node, "name", None) for node in module}
     stored = {
         n.id for n in ast.walk(main[0]) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
     }
-    taken = (defined & set(ADDED_FUNCTIONS)) | ({"history"} & stored)
+    taken = (defined & set(ADDED_FUNCTIONS)) | ({"history", "iteration_times"} & stored)
     expect(not taken, template, f"the names the starter adds free (it has {sorted(taken)})")
     done = "    print(done_line(history, run_dir), flush=True)"
-    return body + [done] + FOOTER.splitlines()
+    functions, main_guard = FOOTER.split(MAIN_GUARD)
+    progress = bookkeeping_function("progress")
+    footer = functions.splitlines() + ["", ""] + progress + (MAIN_GUARD + main_guard).splitlines()
+    return body + [done] + footer
+
+
+def bookkeeping_function(name: str) -> list[str]:
+    """The lines of bookkeeping.py's function name, which a starter copies (its progress line)."""
+    text = (ROOT / "bookkeeping.py").read_text()
+    found = [n for n in ast.parse(text).body if getattr(n, "name", None) == name]
+    expect(len(found) == 1, "bookkeeping.py", f"one function {name}")
+    return ast.get_source_segment(text, found[0]).splitlines()
 
 
 def strip(template: str, text: str) -> str:
