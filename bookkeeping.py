@@ -126,7 +126,15 @@ def progress(num_iterations: int, iteration: int, scalars: dict, iteration_times
 
 
 def peak_rss_bytes() -> int:
-    """The process's peak resident memory on the host (Linux's ru_maxrss, in KiB), threads in."""
+    """The process's peak resident memory on the host, threads in: Linux's VmHWM, its own (the
+    ru_maxrss of a process also holds its parent's peak at its exec); elsewhere ru_maxrss."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024  # in kB
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 

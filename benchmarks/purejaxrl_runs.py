@@ -169,18 +169,23 @@ def run_environment(scratch: Path) -> dict:
 class Child:
     returncode: Optional[int]  # None: killed at the timeout
     wall_s: float  # from its start to its exit
-    peak_rss_bytes: int  # its own peak resident set (its resource usage, from wait4)
+    peak_rss_bytes: int  # its own peak resident set (its VmHWM, or wait4's where /proc is not)
     output: str
 
 
 def run_child(cmd: list[str], cwd: Path, env: dict, log: Path, timeout: float) -> Child:
     """Runs cmd, its output (stderr into stdout) to log; killed at the timeout or on Ctrl-C
-    (raised again). Its peak memory is its own: os.wait4's resource usage of that child."""
+    (raised again). Its peak memory is its own: Linux's VmHWM of its process, read while it runs
+    (wait4's ru_maxrss also holds this process's peak, which a child inherits at its exec); wait4's
+    where there is no /proc."""
     with open(log, "wb") as out:
         started = time.perf_counter()
         proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
         timer = threading.Timer(timeout, proc.send_signal, (signal.SIGKILL,))
         timer.start()
+        peaks = [0]
+        watcher = threading.Thread(target=watch_peak, args=(proc.pid, peaks), daemon=True)
+        watcher.start()
         try:
             _, status, usage = os.wait4(proc.pid, 0)
         except KeyboardInterrupt:
@@ -190,11 +195,28 @@ def run_child(cmd: list[str], cwd: Path, env: dict, log: Path, timeout: float) -
         finally:
             timer.cancel()
         wall_s = time.perf_counter() - started
+        watcher.join()
     proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
     killed = proc.returncode == -signal.SIGKILL and wall_s >= timeout
     output = log.read_text(errors="replace")
     # ru_maxrss: KiB on Linux
-    return Child(None if killed else proc.returncode, wall_s, usage.ru_maxrss * 1024, output)
+    peak = peaks[0] if os.path.exists("/proc/self/status") else usage.ru_maxrss * 1024
+    return Child(None if killed else proc.returncode, wall_s, peak, output)
+
+
+def watch_peak(pid: int, peaks: list, every_s: float = 0.02) -> None:
+    """peaks[0]: the largest VmHWM (the process's peak resident set, in bytes) read from Linux's
+    /proc/PID/status until the process is gone; left 0 where it cannot be read."""
+    while True:
+        try:
+            with open(f"/proc/{pid}/status") as status:
+                lines = [line for line in status if line.startswith("VmHWM:")]
+        except OSError:
+            return
+        if not lines:  # exited: a zombie has no memory left
+            return
+        peaks[0] = max(peaks[0], int(lines[0].split()[1]) * 1024)
+        time.sleep(every_s)
 
 
 def last_json(output: str) -> dict:

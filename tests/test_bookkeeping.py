@@ -206,3 +206,22 @@ def test_only_the_torch_script_imports_torch(framework):
     # (a hidden torch is listed too, as a failed import of no submodule)
     assert "tensorboardX" in imported
     assert ("torch._C" in imported) == (framework == "torch")
+
+
+def test_the_peak_memory_is_the_process_own_not_its_parents():
+    """summary.json's peak_rss_bytes: a run started by a process that held 600 MiB (a test runner,
+    a benchmark) reports its own peak, not that parent's, which Linux's ru_maxrss passes on at the
+    child's exec."""
+    child = "import bookkeeping; print(bookkeeping.peak_rss_bytes())"
+    parent = (
+        "import subprocess, sys\n"
+        "held = bytearray(600 * 2**20)\n"
+        "held[::4096] = b'x' * len(held[::4096])\n"
+        f"print(subprocess.run([sys.executable, '-c', {child!r}], capture_output=True, text=True,"
+        " check=True).stdout)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", parent], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert 0 < int(done.stdout.split()[-1]) < 400 * 2**20

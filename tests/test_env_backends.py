@@ -186,7 +186,7 @@ def test_an_envpool_env_outside_the_study_joins_the_envpool_experiments(tmp_path
     ) * 2
     assert all(option(line, "--env-backend") == "envpool" for line in outside)
     on_gymnax = {option(line, "--exp-name") for line in lines if env_of(line) == "CartPole-v1"}
-    assert on_gymnax == {"exp1", "exp2", "exp7", "exp9"}
+    assert on_gymnax == {"exp1", "exp2", "exp7", "exp9", "exp11", "exp12", "exp13"}
 
 
 def test_the_backend_after_dashdash_is_refused(tmp_path):

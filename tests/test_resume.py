@@ -240,7 +240,8 @@ def test_a_resume_file_keeps_its_returns_and_flags(tmp_path):
 
     saved_state(tmp_path, {"w": jnp.zeros(2)}, np.zeros(1))
     resume = checkpoint.read_resume(tmp_path)
-    assert resume.iteration == 1 and resume.returns == (5.0,) and resume.resumed_at == ()
+    # each iteration's returns, one per agent
+    assert resume.iteration == 1 and resume.returns == ((5.0,),) and resume.resumed_at == ()
     assert resume.flags["seed"] == 1 and "save_every" not in resume.flags
     with pytest.raises(checkpoint.BadCheckpoint, match="that run has --seed 1, not 2"):
         checkpoint.read_resume(tmp_path, {"seed": 2})

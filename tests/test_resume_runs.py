@@ -266,7 +266,7 @@ def stopped_run(log_dir: Path, command: list[str], name: str, saved: int) -> Pat
 
     run_dir = fake_run(log_dir, "exp2", "interrupted", command, name)
     if saved:
-        returns = tuple(float(i) for i in range(saved))
+        returns = tuple((float(i),) for i in range(saved))  # one agent's
         state = checkpoint.Resume(saved, returns, (), {"framework": "linen"})
         checkpoint.save_resume(run_dir, [np.zeros(3, np.float32)], state)
     return run_dir
