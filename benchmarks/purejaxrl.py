@@ -343,12 +343,12 @@ included is in the JSON as loop_sps. PureJaxRL: its whole train is one XLA progr
 iterations, no host in the loop), so it is compiled ahead of time (`lower().compile()`, timed apart
 as compile_s), run once as a warm-up, then run again and timed to its end (block_until_ready):
 every iteration of that run is a steady one, the same count as ours runs in all. Peak memory: the
-process's peak resident set (os.wait4's resource usage of the child).""",
+process's peak resident set (its VmHWM, read while it runs).""",
     "whole": """Whole process: each side a fresh process, from its start to its exit, timed by
 this tool: imports, set-up, compile and every iteration. Ours: `ppo_linen.py --env CartPole-v1
 --no-sync-timing` (TensorBoard's events and the progress lines included); PureJaxRL:
 `jax.jit(make_train(config))(key)` with its DEBUG callback off, its metrics fetched to the host.
-Peak memory: the child's own peak resident set (os.wait4). imports: from the process's first line
+Peak memory: the child's own peak resident set (its VmHWM). imports: from the process's first line
 to the end of its imports (ours: summary.json's import_s; PureJaxRL: jax and ppo.py imported);
 start to iteration 0: to the start of the first iteration (ours: setup_s; PureJaxRL: its imports
 and its one compile); iteration 0: our first iteration (its rollout's and update's compiles);
