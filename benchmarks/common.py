@@ -270,3 +270,23 @@ def check_envs(option: str, envs, valid=None) -> None:
             usable = env_adapters.usable_envs() if valid is None else valid
             said = problem or "is not one this benchmark takes"
             raise BadOption(f"{option} {env!r} {said}; usable envs: {', '.join(usable)}")
+
+
+def run_recorded(tool: str, out, record: dict, markdown: Callable[[dict], str], run) -> bool:
+    """A benchmark's rounds, run(), with its record (and its table) written before and after them,
+    "finished" or, on Ctrl-C, "interrupted" (what was measured is kept); prints the table. False
+    when interrupted."""
+    from atomic import write_outputs
+
+    write_outputs(tool, out, record, markdown(record))
+    try:
+        run()
+        record["status"] = "finished"
+    except KeyboardInterrupt:
+        record["status"] = "interrupted"
+    write_outputs(tool, out, record, markdown(record))
+    print("\n" + markdown(record), flush=True)
+    if record["status"] == "interrupted":
+        print(f"interrupted: what was measured is kept in {out}", file=sys.stderr)
+        return False
+    return True

@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 from typing import Optional
 
@@ -35,7 +36,16 @@ from analysis.common import BadInput
 from atomic import OutputRefused, check_outputs, write_outputs
 from benchmarks import leanrl_runs as runs
 from benchmarks.busy_machine import core_set, rotated
-from benchmarks.common import ROOT, STEADY_FROM, Parser, gpus, human, interpreter_versions, machine
+from benchmarks.common import (
+    ROOT,
+    STEADY_FROM,
+    Parser,
+    gpus,
+    human,
+    interpreter_versions,
+    machine,
+    run_recorded,
+)
 from benchmarks.leanrl_runs import COMPILED, PLAIN, Config, Plan
 from sweep import study
 
@@ -214,16 +224,7 @@ def measure(opts, argv: list[str]) -> int:
     record = new_record(opts, argv, commit, plan)
     print(leanrl_text(record), flush=True)
     print(f"results: {opts.out}; each run's output: {logs}", flush=True)
-    write_outputs(TOOL, opts.out, record, markdown(record))
-    try:
-        run_rounds(opts, plan, record)
-        record["status"] = "finished"
-    except KeyboardInterrupt:
-        record["status"] = "interrupted"
-    write_outputs(TOOL, opts.out, record, markdown(record))
-    print("\n" + markdown(record), flush=True)
-    if record["status"] == "interrupted":
-        print(f"interrupted: what was measured is kept in {opts.out}", file=sys.stderr)
+    if not run_recorded(TOOL, opts.out, record, markdown, partial(run_rounds, opts, plan, record)):
         return 130
     failed = any("error" in run for done in record["results"].values() for run in done)
     return 1 if failed else 0

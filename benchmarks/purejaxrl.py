@@ -34,6 +34,7 @@ import statistics
 import sys
 import time
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 from typing import Optional
 
@@ -50,6 +51,7 @@ from benchmarks.common import (
     interpreter_versions,
     machine,
     machine_text,
+    run_recorded,
 )
 from benchmarks.purejaxrl_runs import OURS, PUREJAXRL, SETTINGS, Plan
 
@@ -204,16 +206,7 @@ def measure(opts, argv: list[str]) -> int:
     record = new_record(opts, argv, plan, checkout)
     print(sources_text(record), flush=True)
     print(f"results: {opts.out}; each run's output: {logs}", flush=True)
-    write_outputs(TOOL, opts.out, record, markdown(record))
-    try:
-        run_rounds(opts, plan, record)
-        record["status"] = "finished"
-    except KeyboardInterrupt:
-        record["status"] = "interrupted"
-    write_outputs(TOOL, opts.out, record, markdown(record))
-    print("\n" + markdown(record), flush=True)
-    if record["status"] == "interrupted":
-        print(f"interrupted: what was measured is kept in {opts.out}", file=sys.stderr)
+    if not run_recorded(TOOL, opts.out, record, markdown, partial(run_rounds, opts, plan, record)):
         return 130
     return 1 if any("error" in run for run in record["runs"]) else 0
 
