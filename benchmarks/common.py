@@ -290,3 +290,24 @@ def run_recorded(tool: str, out, record: dict, markdown: Callable[[dict], str], 
         print(f"interrupted: what was measured is kept in {out}", file=sys.stderr)
         return False
     return True
+
+
+VENV_PYTHON = Path("bin", "python")
+
+
+def stamped_venv(venv: Path, stamp_text: str, install: Callable, error, what: str) -> Path:
+    """The python of venv (a peer's own environment), made with `python -m venv` and then the
+    commands install(python) returns, unless the stamp file it leaves says that stamp_text's set-up
+    is done already. error: raised, one line, when a command fails; what: said when it sets up."""
+    stamp = venv / ".benchback-stamp"
+    if stamp.is_file() and stamp.read_text() == stamp_text:
+        return venv / VENV_PYTHON
+    print(f"setting up {what} in {venv}", flush=True)
+    steps = [[sys.executable, "-m", "venv", "--clear", str(venv)]]
+    for command in steps + install(venv / VENV_PYTHON):
+        proc = subprocess.run(command, capture_output=True, text=True)
+        if proc.returncode != 0:
+            tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            raise error(f"{' '.join(command[:6])} ... failed: {tail}")
+    stamp.write_text(stamp_text)
+    return venv / VENV_PYTHON

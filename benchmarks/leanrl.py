@@ -39,6 +39,7 @@ from benchmarks.busy_machine import core_set, rotated
 from benchmarks.common import (
     ROOT,
     STEADY_FROM,
+    VENV_PYTHON,
     Parser,
     gpus,
     human,
@@ -235,7 +236,7 @@ def dry_run(opts) -> int:
     work = Path(opts.work_dir)
     folder = work / f"leanrl-{opts.leanrl_commit[:12]}"
     scripts = {path: folder / Path(path).name for path in runs.SCRIPTS}
-    python = opts.leanrl_python or str(work / "venv" / runs.VENV_PYTHON)
+    python = opts.leanrl_python or str(work / "venv" / VENV_PYTHON)
     plan = Plan(opts.num_iterations, len(opts.cores), opts.timeout, work / "logs", python, scripts)
     for i, shim in enumerate(runs.SHIMS, 1):
         print(f"shim {i}: {shim.file}: {shim.old.strip()!r} -> {shim.new.strip()!r}")

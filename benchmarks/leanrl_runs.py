@@ -6,9 +6,9 @@ import codecs
 import hashlib
 import os
 import re
-import subprocess
 import sys
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from typing import Optional
 
@@ -22,6 +22,7 @@ from benchmarks.common import (
     gpus,
     run_logged,
     run_series,
+    stamped_venv,
     steady_mean,
 )
 from sweep import study
@@ -129,7 +130,6 @@ def fetch_scripts(
 
 # -------------------------------------------------------------------------------- LeanRL's venv
 REQUIREMENTS = Path(__file__).with_name("leanrl-requirements.txt")
-VENV_PYTHON = Path("bin", "python")
 # what the record lists of each side's interpreter (those it lacks are left out)
 PACKAGES = ("torch", "tensordict", "gymnasium", "mujoco", "numpy", "tqdm", "jax", "flax", "envpool")
 
@@ -167,21 +167,11 @@ def install_commands(python: Path, build: str) -> list[list[str]]:
 
 def ensure_venv(venv: Path) -> Path:
     """The python of venv, set up from REQUIREMENTS as setup.sh sets up .venv (torch's build first;
-    BENCHBACK_TORCH=cpu|cuda chooses it) unless its stamp says it already is."""
+    BENCHBACK_TORCH=cpu|cuda chooses it) unless it already is."""
     build = torch_build()
-    stamp = venv / ".benchback-leanrl"
-    stamp_text = f"{hashlib.sha256(REQUIREMENTS.read_bytes()).hexdigest()} torch {build}\n"
-    if stamp.is_file() and stamp.read_text() == stamp_text:
-        return venv / VENV_PYTHON
-    print(f"setting up LeanRL's venv in {venv} (torch {build} build; minutes)", flush=True)
-    steps = [[sys.executable, "-m", "venv", "--clear", str(venv)]]
-    for command in steps + install_commands(venv / VENV_PYTHON, build):
-        proc = subprocess.run(command, capture_output=True, text=True)
-        if proc.returncode != 0:
-            tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-            raise SetupError(f"{' '.join(command[:6])} ... failed: {tail}")
-    stamp.write_text(stamp_text)
-    return venv / VENV_PYTHON
+    stamp = f"leanrl {hashlib.sha256(REQUIREMENTS.read_bytes()).hexdigest()} torch {build}\n"
+    what = f"LeanRL's venv (torch {build} build; minutes)"
+    return stamped_venv(venv, stamp, partial(install_commands, build=build), SetupError, what)
 
 
 # --------------------------------------------------------------------------- what runs, and how

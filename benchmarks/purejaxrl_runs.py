@@ -12,11 +12,19 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Optional
 
 from analysis import runlog
-from benchmarks.common import ROOT, fresh_environment, git, gpus, run_series
+from benchmarks.common import (
+    ROOT,
+    fresh_environment,
+    git,
+    gpus,
+    run_series,
+    stamped_venv,
+)
 from benchmarks.leanrl_runs import RunFailed, our_result
 
 
@@ -30,7 +38,6 @@ PUREJAXRL_COMMIT = "31756b197773a52db763fdbe6d635e4b46522a73"  # the head when t
 PPO = Path("purejaxrl", "ppo.py")
 DRIVER = Path(__file__).with_name("purejaxrl_train.py")
 REQUIREMENTS = Path(__file__).with_name("purejaxrl-requirements.txt")
-VENV_PYTHON = Path("bin", "python")
 # what the record lists of each side's interpreter (those it lacks are left out)
 PACKAGES = (
     "jax",
@@ -77,21 +84,11 @@ def install_commands(python: Path, gpu: bool) -> list[list[str]]:
 
 
 def ensure_venv(venv: Path) -> Path:
-    """The python of venv, set up from REQUIREMENTS unless its stamp says it already is."""
+    """The python of venv, set up from REQUIREMENTS unless it already is."""
     gpu = bool(gpus())
-    stamp = venv / ".benchback-purejaxrl"
-    stamp_text = f"{hashlib.sha256(REQUIREMENTS.read_bytes()).hexdigest()} gpu {gpu}\n"
-    if stamp.is_file() and stamp.read_text() == stamp_text:
-        return venv / VENV_PYTHON
-    print(f"setting up PureJaxRL's venv in {venv} (a minute or two)", flush=True)
-    steps = [[sys.executable, "-m", "venv", "--clear", str(venv)]]
-    for command in steps + install_commands(venv / VENV_PYTHON, gpu):
-        proc = subprocess.run(command, capture_output=True, text=True)
-        if proc.returncode != 0:
-            tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-            raise SetupError(f"{' '.join(command[:6])} ... failed: {tail}")
-    stamp.write_text(stamp_text)
-    return venv / VENV_PYTHON
+    stamp = f"purejaxrl {hashlib.sha256(REQUIREMENTS.read_bytes()).hexdigest()} gpu {gpu}\n"
+    what = "PureJaxRL's venv (a minute or two)"
+    return stamped_venv(venv, stamp, partial(install_commands, gpu=gpu), SetupError, what)
 
 
 # --------------------------------------------------------------------------- what runs, and how

@@ -272,3 +272,19 @@ def test_purejaxrls_side_trains_a_tiny_configuration(tmp_path, whole):
         assert "final_return" in result and "train_s" not in result
     else:
         assert result["steady_sps"] > 0 and result["compile_s"] > 0
+
+
+def test_a_peers_venv_is_made_once_and_a_failed_step_is_one_line(tmp_path):
+    """benchmarks.common.stamped_venv (PureJaxRL's and LeanRL's venvs): set up once, its stamp
+    then says so; a failing install command raises the given error with its last line."""
+    from benchmarks.common import stamped_venv
+
+    def failing(python):
+        return [[str(python), "-c", "import sys; sys.exit('no such wheel')"]]
+
+    with pytest.raises(purejaxrl_runs.SetupError, match="no such wheel"):
+        stamped_venv(tmp_path / "venv", "v1\n", failing, purejaxrl_runs.SetupError, "a venv")
+    made = stamped_venv(tmp_path / "venv", "v1\n", lambda python: [], ValueError, "a venv")
+    assert made.is_file()
+    # done: nothing runs again, not even a failing command
+    assert stamped_venv(tmp_path / "venv", "v1\n", failing, ValueError, "a venv") == made
