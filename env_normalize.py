@@ -110,10 +110,15 @@ class Normalize:
 
     def normalized_host_step(self, state: NormalizeState, actions):
         """step in NumPy, for an env with a NumPy host_step (env_adapters.Envpool): no JAX call, the
-        same arithmetic in float32."""
+        same arithmetic in float32. The state and actions lead with the agents' axis: one pool steps
+        every agent's envs, then each agent's outputs are normalised by its own statistics."""
         stepped = self.env.host_step(state.env_state, actions)
         state = jax.tree.map(np.asarray, state)
-        return self.normalized(state, *stepped)
+        agents = []
+        for k in range(len(actions)):
+            agent_state, agent_stepped = jax.tree.map(lambda x: x[k], (state, stepped))
+            agents.append(self.normalized(agent_state, *agent_stepped))
+        return jax.tree.map(lambda *xs: np.stack(xs), *agents)
 
     def normalized(
         self, state: NormalizeState, obs, env_state, reward, terminated, truncated, info

@@ -43,7 +43,7 @@ class Args:
     env_backend: Literal["gymnax", "envpool"] = "gymnax"
     """gymnax: JAX envs; envpool: CPU simulators (classic control, MuJoCo), via env_adapters.py"""
     env_threads: int = 0
-    """envpool's worker threads (0: envpool's default, one per core up to --num-envs)"""
+    """envpool's worker threads (0: envpool's default, one per core up to the pool's envs)"""
     model_size: Literal["small", "medium", "large"] = "small"
     """hidden layers of actor and critic: small (64, 64), medium (256,) * 3, large (1024,) * 6"""
     dtype: Literal["float32", "bfloat16"] = "float32"
@@ -135,8 +135,6 @@ class Args:
             ("seed", 0 <= self.seed <= 2**31 - self.num_agents, "in [0, 2**31 - num_agents]"),
             ("log_dir", self.log_dir != "", "a folder, not empty"),
             ("save_every", self.save_every == 0 or self.env_backend == "gymnax", "0 with envpool"),
-            # one pool's simulators are stepped outside JAX, which cannot vmap them over agents
-            ("num_agents", self.num_agents == 1 or self.env_backend == "gymnax", "1 with envpool"),
             # the optimizer's step count, which the learning-rate schedule reads, is an int32
             ("num_iterations", num_updates < 2**31, steps),
             ("num_minibatches", divides, f"a divisor of num_envs x num_steps, {self.batch_size}"),
@@ -229,7 +227,7 @@ class GymnaxBatch:
         self.action_bounds = (space.low, space.high) if self.continuous else None
 
 
-def make_env(env_id: str, backend="gymnax", num_envs=32, seed=1, threads=0):
+def make_env(env_id: str, backend="gymnax", num_envs=32, seed=1, threads=0, num_agents=1):
     """The batched env and its params; ValueError (one line) when this script cannot train on it."""
     spaces = gymnax.environments.spaces
     try:
@@ -244,7 +242,7 @@ def make_env(env_id: str, backend="gymnax", num_envs=32, seed=1, threads=0):
     # Craftax, Brax, envpool: beside this script; a copy for gymnax needs no other file
     import env_adapters
 
-    return env_adapters.make(env_id, backend, num_envs, seed, threads)
+    return env_adapters.make(env_id, backend, num_envs, seed, threads, num_agents)
 
 
 # what carries over from one env step, and from one rollout, to the next
@@ -442,6 +440,7 @@ def log_scalars(writers: list, scalars: dict, metrics: dict, step: int) -> dict:
 def main():
     args = tyro.cli(Args)
     env_args = (args.env, args.env_backend, args.num_envs, args.seed, args.env_threads)
+    env_args += (args.num_agents,)
     env, env_params = make_env(*env_args)
     if args.norm_obs or args.norm_reward:
         import env_normalize

@@ -143,11 +143,8 @@ def synchronize(enabled: bool, device: torch.device, *jax_values) -> None:
 
 
 def reset_agents(env, env_params, reset_envs, seeds: list, num_envs: int):
-    """The script's reset_envs of each agent's envs with its seed's key, along a first axis; an
-    envpool pool (an env with host_step: one agent, which Args requires) reset once."""
-    if hasattr(env, "host_step"):
-        runner = reset_envs(env, env_params, jax.random.key(seeds[0]), num_envs)
-        return jax.tree.map(lambda x: x[None], runner)
+    """The script's reset_envs of each agent's envs with its seed's key, along a first axis (an
+    envpool pool resets every agent's envs in one call)."""
     keys = jax.vmap(jax.random.key)(jnp.asarray(seeds))
     return jax.vmap(partial(reset_envs, env, env_params, num_envs=num_envs))(keys)
 

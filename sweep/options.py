@@ -31,13 +31,14 @@ def why_untrainable(env: str) -> Optional[str]:
         return f"names backend {backend!r}; backends: {', '.join(study.BACKENDS)}"
     if study.env_label(env_id, backend) != env:  # "X@gymnax": a gymnax env is named by its id alone
         return f"is a {backend} env, named {env_id!r} alone"
-    from env_adapters import ENVPOOL_ENVS
-    from env_adapters import why_untrainable as scripts_check
+    import env_adapters
 
     if backend == "envpool":
-        return None if env_id in ENVPOOL_ENVS else "is not an envpool env here"
-    problem = scripts_check(env_id)
-    if problem and env_id in ENVPOOL_ENVS:
+        return None if env_id in env_adapters.ENVPOOL_ENVS else "is not an envpool env here"
+    if env_id in env_adapters.adapted_envs():
+        return None
+    problem = env_adapters.gymnax_problem(env_id)
+    if problem and env_id in env_adapters.ENVPOOL_ENVS:
         problem += f" to gymnax (on envpool: {study.env_label(env_id, 'envpool')})"
     return problem
 

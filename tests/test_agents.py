@@ -23,6 +23,9 @@ ENVS = {
     # 3 x 80 steps: the first 200-step episodes end
     "continuous, normalised": ["--env", "Pendulum-v1", "--norm-obs", "--norm-reward"]
     + ["--num-steps", "80"],
+    # one pool of every agent's envs; each agent's statistics its own
+    "envpool, continuous, normalised": ["--env", "Pendulum-v1", "--env-backend", "envpool"]
+    + ["--norm-obs", "--norm-reward", "--num-steps", "80"],
 }
 AGENTS = 3
 TAGS = ("charts/episodic_return", "losses/policy_loss", "losses/value_loss", "losses/approx_kl")

@@ -90,8 +90,9 @@ def test_exp8_runs_mujoco_on_envpool_only_and_the_whole_study_lists_both(tmp_pat
     assert len(lines) == len(EXP8.envs) * len(EXP8.sizes) * len(STUDY.frameworks) * 2
     every = dry_run(tmp_path, "--seeds", "1")
     envpool = {option(line, "--exp-name") for line in every if " --env-backend envpool" in line}
-    # and the learning experiment's MuJoCo; no other runs on envpool
-    assert envpool == {"exp7", "exp8", "exp9"}
+    # and the learning experiments' MuJoCo (exp9, exp13 at 10 agents), the agents per process on
+    # MuJoCo (exp14); no other runs on envpool
+    assert envpool == {"exp7", "exp8", "exp9", "exp13", "exp14"}
 
 
 def test_the_plan_names_the_backend_in_descriptions_log_stems_and_cells(tmp_path):
@@ -170,7 +171,7 @@ def test_why_untrainable_reads_env_labels():
 
 def test_an_envpool_env_outside_the_study_joins_the_envpool_experiments(tmp_path):
     """Like a gymnax env outside the study joins the experiments of envs "all", an envpool one joins
-    those on envpool alone (exp8), as an env of its own."""
+    those on envpool alone (exp8, and exp14's agents per process), as an env of its own."""
     lines = dry_run(
         tmp_path,
         "--seeds",
@@ -181,9 +182,11 @@ def test_an_envpool_env_outside_the_study_joins_the_envpool_experiments(tmp_path
         "Humanoid-v4@envpool,CartPole-v1",
     )
     outside = [line for line in lines if option(line, "--env") == "Humanoid-v4"]
-    assert {option(line, "--exp-name") for line in outside} == {"exp8"} and len(outside) == len(
-        EXP8.sizes
-    ) * 2
+    exp14 = STUDY.experiments["exp14"]
+    in_exp8 = [line for line in outside if option(line, "--exp-name") == "exp8"]
+    assert {option(line, "--exp-name") for line in outside} == {"exp8", "exp14"}
+    assert len(in_exp8) == len(EXP8.sizes) * 2
+    assert len(outside) - len(in_exp8) == len(exp14.sizes) * len(exp14.agents)
     assert all(option(line, "--env-backend") == "envpool" for line in outside)
     on_gymnax = {option(line, "--exp-name") for line in lines if env_of(line) == "CartPole-v1"}
     assert on_gymnax == {"exp1", "exp2", "exp7", "exp9", "exp11", "exp12", "exp13"}

@@ -224,6 +224,61 @@ def test_the_jax_path_inside_jit_and_scan_steps_as_the_host_path(threads):
     )
 
 
+@pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])
+def test_one_pool_steps_every_agent_as_a_pool_of_its_own_seed(env_id):
+    """--num-agents N on envpool: one pool of N x num_envs envs, reset and stepped from a jitted
+    rollout vmapped over the agents, is called once a step for every agent at once (the host call's
+    batch, not N calls), and gives agent k, bit for bit, the transitions of a one-agent pool of
+    seed + k under the same actions: agent k's envs are the single-agent run's. The actions do not
+    depend on the observations: the calls keep their order by the states alone."""
+    num_agents, num_envs, num_steps, seed = 3, 2, 60, 5
+    env, _ = env_adapters.make_envpool(env_id, num_envs, seed, 1, num_agents)
+    calls = []
+    step_host = env.step_host
+
+    def counted_step_host(actions, states):
+        calls.append(actions.shape[:2])
+        return step_host(actions, states)
+
+    env.step_host = counted_step_host
+    rng = np.random.default_rng(0)
+    if env.continuous:
+        actions = rng.uniform(-2, 2, (num_agents, num_steps, num_envs, 1)).astype(np.float32)
+    else:
+        actions = rng.integers(0, 2, (num_agents, num_steps, num_envs)).astype(np.int32)
+
+    def rollout(keys, actions):
+        obs, states = env.reset(keys)
+
+        def body(states, action):
+            obs, states, reward, terminated, truncated, info = env.step(keys, states, action)
+            return states, (obs, states, reward, terminated, truncated, info["final_observation"])
+
+        return obs, jax.lax.scan(body, states, actions)[1]
+
+    agent_keys = jax.random.split(jax.random.key(0), num_agents)
+    keys = jax.vmap(lambda key: jax.random.split(key, num_envs))(agent_keys)
+    obs, stepped = jax.jit(jax.vmap(rollout))(keys, jnp.asarray(actions))
+    assert calls == [(num_agents, num_envs)] * num_steps
+    for k in range(num_agents):
+        single, _ = env_adapters.make_envpool(env_id, num_envs, seed + k, num_threads=1)
+        np.testing.assert_array_equal(obs[k], single.reset_host()[0])
+        for t in range(num_steps):
+            for actual, want in zip(stepped, single.step_host(actions[k, t]), strict=True):
+                np.testing.assert_array_equal(actual[k, t], want, err_msg=f"agent {k} step {t}")
+    # the agents' envs differ: each agent's seeded apart
+    assert not np.array_equal(obs[0], obs[1])
+
+
+def test_make_envpool_refuses_a_seed_beyond_its_envs_int32_seeds():
+    """Env i of agent k is seeded (seed + k) x num_envs + i, an int32 in envpool: a seed that would
+    overflow it is refused in one line that says how far the seed may go."""
+    highest = 2**31 // 64 - 4
+    env_adapters.make_envpool("CartPole-v1", 64, highest, num_threads=1, num_agents=4)
+    with pytest.raises(ValueError, match=f"--seed must be 0 to {highest} .*got {highest + 1}"):
+        env_adapters.make_envpool("CartPole-v1", 64, highest + 1, num_threads=1, num_agents=4)
+
+
 # -------------------------------------------------------------------- 3. tiny runs and bad input
 @pytest.mark.slow
 @pytest.mark.parametrize("framework", FRAMEWORKS)
@@ -407,12 +462,14 @@ def torch_jit_rollout(env_id: str, actions):
 
 
 def raw_pool_rewards(env_id: str, actions):
-    """The rewards of a bare envpool pool of the same seed, stepped with these actions as they are
+    """The rewards of a bare envpool pool seeded as make_envpool seeds one agent's (seed x
+    num_envs: its env i has seed x num_envs + i), stepped with these actions as they are
     (float64)."""
     import envpool
 
+    seed = PARITY_SEED * PARITY_NUM_ENVS
     pool = envpool.make(
-        env_id, env_type="gymnasium", num_envs=PARITY_NUM_ENVS, seed=PARITY_SEED, num_threads=1
+        env_id, env_type="gymnasium", num_envs=PARITY_NUM_ENVS, seed=seed, num_threads=1
     )
     pool.reset()
     return np.stack([pool.step(np.asarray(action, np.float64))[1] for action in actions]).astype(

@@ -1559,6 +1559,7 @@ RENAMED = {
     "exp11": "agents_cleanrl",
     "exp12": "agents_ours",
     "exp13": "learning_agents",
+    "exp14": "agents_mujoco",
 }
 
 
