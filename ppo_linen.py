@@ -476,8 +476,13 @@ def main():
         runner = jax.vmap(partial(reset_envs, env, env_params, num_envs=args.num_envs))(env_key)
         agent = Agent(MODEL_SIZES[args.model_size], env.num_actions, env.continuous, args.dtype)
         tx, lr_schedule = make_optimizer(args)
-        # jitted: one program to compile, not one per op; vmapped: a state per agent
-        params = jax.jit(jax.vmap(agent.init))(init_key, runner.obs)
+
+        def init_agent(key):
+            return agent.init(key, runner.obs[0])
+
+        # jitted: one program to compile, not one per op; an agent per key, in turn (jax.lax.map:
+        # vmapped, this init never ends on a CPU for some shapes, with jax 0.10: HalfCheetah-v4)
+        params = jax.jit(partial(jax.lax.map, init_agent))(init_key)
         create = partial(TrainState.create, apply_fn=agent.apply, tx=tx)
         state = jax.vmap(lambda params: create(params=params))(params)
         start = 0

@@ -475,8 +475,15 @@ def main():
         runner = jax.vmap(partial(reset_envs, env, env_params, num_envs=args.num_envs))(env_key)
         sizes, obs_dim = MODEL_SIZES[args.model_size], runner.obs.shape[-1]
         shape = (obs_dim, sizes, env.num_actions, env.continuous)
-        # jitted: one program to compile, not one per op; vmapped over the agents' keys
-        agent = nnx.jit(nnx.vmap(partial(Agent, *shape, dtype=args.dtype)))(nnx.Rngs(init_key))
+
+        def init_agent(key):
+            return nnx.split(Agent(*shape, nnx.Rngs(key), args.dtype))[1]
+
+        # jitted: one program to compile, not one per op; an agent per key, in turn (jax.lax.map:
+        # vmapped, this init never ends on a CPU for some shapes, with jax 0.10: HalfCheetah-v4)
+        params = jax.jit(partial(jax.lax.map, init_agent))(init_key)
+        graphdef = nnx.graphdef(nnx.eval_shape(lambda: Agent(*shape, nnx.Rngs(0), args.dtype)))
+        agent = nnx.merge(graphdef, params)
         tx, lr_schedule = make_optimizer(args)
         # vmapped: an Adam state per agent
         optimizer = nnx.vmap(lambda agent: nnx.Optimizer(agent, tx, wrt=nnx.Param))(agent)
