@@ -346,12 +346,6 @@ def host_call(fn, shapes, *args):
     at once (every input with the batch's leading axis), as one pool steps every agent's envs. On a
     CPU by buffer_callback: io_callback took about 140 us a call more here
     (benchmarks/envpool_calls.py); io_callback on other devices."""
-    if not any(isinstance(x, jax.core.Tracer) for x in args):
-        # called eagerly (the scripts' reset): at once. Dispatched, the call would wait for the GIL,
-        # which this thread holds while XLA's queue of later eager ops fills: a deadlock
-        results = fn(*[np.asarray(x) for x in args])
-        return jax.tree.map(lambda x, shape: jnp.asarray(x, shape.dtype), tuple(results), shapes)
-
     @custom_vmap
     def call(*args):
         if jax.default_backend() != "cpu":
