@@ -306,8 +306,11 @@ def agents_figure(results: Results, name: str):
     default compile modes); without runs of two numbers of agents, why."""
     runs = results.runs(name)
     runs = runs[runs["compile"] == runs["framework"].map(results.study.default_compile)]
-    cells = agents_scaling(runs, ["framework", "num_agents"])
+    cells = agents_scaling(runs, ["framework", "model_size", "num_agents"])
     counts = sorted(cells["num_agents"].unique())
+    sizes = in_order(results.study.sizes, cells["model_size"])
+    # a line per framework and size: solid, dashed, dotted in the study's order of sizes
+    styles = dict(zip(sizes, ["o-", "s--", "^:", "d-."]))
     if len(counts) < 2:
         return "its runs in default compile modes are of one number of agents per process"
     fig, axes = new_figure(2, width=5.5, height=4.4, title=f"{name}: agents per process")
@@ -318,11 +321,13 @@ def agents_figure(results: Results, name: str):
     }
     for ax, (column, (unit, title)) in zip(axes[0], panels.items()):
         for framework in in_order(results.study.frameworks, cells["framework"]):
-            mine = cells[(cells["framework"] == framework) & cells[column].notna()]
-            color = colors.get(framework, "0.5")
-            ax.plot(
-                mine["num_agents"], mine[column] / unit, "o-", lw=2, color=color, label=framework
-            )
+            for size in sizes:
+                mine = cells[(cells["framework"] == framework) & (cells["model_size"] == size)]
+                mine = mine[mine[column].notna()]
+                label = framework if len(sizes) == 1 else f"{framework} {size}"
+                color = colors.get(framework, "0.5")
+                x, y = mine["num_agents"], mine[column] / unit
+                ax.plot(x, y, styles.get(size, "o-"), lw=2, color=color, label=label)
         ax.set(xscale="log", yscale="log", title=title, xlabel="agents per process (N)")
         ax.set_xticks(counts, [str(n) for n in counts])
         ax.set_xticks([], minor=True)  # N's own ticks only

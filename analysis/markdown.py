@@ -352,24 +352,28 @@ def memory_markdown(results: Results) -> list[str]:
 
 
 def agents_markdown(results: Results, name: str) -> str:
-    """An experiment of several agents per process: a row per framework (default compile mode), a
-    column per N: agent-steps per second in the steady window and peak memory per agent."""
+    """An experiment of several agents per process: a row per framework (default compile mode) and
+    model size, a column per N: agent-steps per second in the steady window and peak memory per
+    agent."""
     runs = results.runs(name)
     runs = runs[runs["compile"] == runs["framework"].map(results.study.default_compile)]
-    cells = agents_scaling(runs, ["framework", "num_agents"])
+    cells = agents_scaling(runs, ["framework", "model_size", "num_agents"])
     cells["cell"] = [
         f"{row.agent_steps_s:,.0f}/s; {mib(row.peak_rss_per_agent)}/agent"
         for row in cells.itertuples()
     ]
-    grid = cells.pivot(index="framework", columns="num_agents", values="cell")
-    grid = grid.reindex(index=in_order(results.study.frameworks, grid.index))
+    grid = cells.pivot(index=["framework", "model_size"], columns="num_agents", values="cell")
+    frameworks = in_order(results.study.frameworks, grid.index.get_level_values(0))
+    sizes = in_order(results.study.sizes, grid.index.get_level_values(1))
+    grid = grid.reindex(index=[(f, size) for f in frameworks for size in sizes]).dropna(how="all")
     grid.columns = [f"{n} agent{'s' * (n > 1)}" for n in grid.columns]
+    grid = grid.rename_axis(["framework", "size"]).reset_index()
     intro = (
         "Agent-steps per second (N x batch / mean time per iteration over "
         f"{results.study.steady.label}, the median over runs) and peak host memory per agent "
         "(peak RSS / N), each framework in its default compile mode."
     )
-    return intro + "\n\n" + markdown_table(grid.rename_axis("framework").reset_index())
+    return intro + "\n\n" + markdown_table(grid)
 
 
 def agents_experiments(results: Results) -> list[str]:

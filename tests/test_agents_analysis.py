@@ -96,23 +96,33 @@ def write_run(
     sync: bool = False,
     memory: bool = True,
     legacy: bool = False,
+    size: str = "small",
 ) -> Path:
     """A run folder of `agents` agents as ppo_{framework}.py writes it (its agent k's returns:
     agent_returns(k)), seconds per iteration, started `hour` hours after START. memory: with
     summary.json's peak_rss_bytes (100 MiB + 50 MiB an agent) and peak_device_bytes (null); legacy:
-    a run of before --num-agents (no num_agents, no final_returns)."""
+    a run of before --num-agents (no num_agents, no final_returns); size: its model size."""
     mode = study.load().frameworks[framework].default_compile
     started = START + timedelta(hours=hour)
-    name = f"{ENV}__{framework}__small__{mode}__{seed}__{1_700_000_000 + hour}"
+    name = f"{ENV}__{framework}__{size}__{mode}__{seed}__{1_700_000_000 + hour}"
     run_dir = root / name
     run_dir.mkdir(parents=True)
-    command = [f"ppo_{framework}.py", "--env", ENV, "--seed", str(seed), *ARGS]
+    command = [
+        f"ppo_{framework}.py",
+        "--env",
+        ENV,
+        "--model-size",
+        size,
+        "--seed",
+        str(seed),
+        *ARGS,
+    ]
     command += ["--num-agents", str(agents)] if agents > 1 else []
     command += ["--sync-timing"] if sync else []
     config = dict(
         env=ENV,
         framework=framework,
-        model_size="small",
+        model_size=size,
         compile=mode,
         seed=seed,
         sync_timing=sync,
@@ -379,12 +389,29 @@ def test_the_scaling_table_gives_agent_steps_and_memory_per_agent_against_n(tmp_
     expected = scaling_runs(tmp_path)
     text = "\n\n".join(report_sections(analysed([tmp_path], agents_study)))
     table = text.split("## Agents per process (scale)")[1].split("##")[0]
-    assert "| framework | 1 agent | 4 agents | 16 agents |" in " ".join(table.split())
+    assert "| framework | size | 1 agent | 4 agents | 16 agents |" in " ".join(table.split())
     for (framework, n), rate in expected.items():
         memory = (100 + 50 * n) / n
         assert f"{rate:,.0f}/s; {memory:,.0f} MiB/agent" in table, (framework, n)
     linen = [line for line in table.splitlines() if line.startswith("| linen")]
     assert len(linen) == 1 and linen[0].index("1,280/s") < linen[0].index("5,120/s")
+
+
+def test_the_scaling_table_never_pools_model_sizes(tmp_path, agents_study):
+    """Runs of two model sizes in one experiment: a row per framework and size, each with its own
+    rate (pooled, the median of a small and a medium run would be neither's)."""
+    from analysis.markdown import report_sections
+
+    seconds = {"small": 0.1, "medium": 0.4}
+    for hour, (size, n) in enumerate([(size, n) for size in seconds for n in (1, 4)]):
+        write_run(tmp_path / "scale", "linen", 1, n, hour, seconds[size], sync=True, size=size)
+    text = "\n\n".join(report_sections(analysed([tmp_path], agents_study)))
+    table = text.split("## Agents per process (scale)")[1].split("##")[0]
+    linen = [line.split("|") for line in table.splitlines() if line.startswith("| linen")]
+    rows = {cells[2].strip(): "|".join(cells) for cells in linen}
+    assert len(linen) == 2 and set(rows) == {"small", "medium"}
+    for size, s in seconds.items():
+        assert f"{4 * BATCH / s:,.0f}/s" in rows[size], size
 
 
 def test_the_agents_figure_draws_each_framework_against_n(tmp_path, agents_study):
