@@ -346,6 +346,7 @@ def host_call(fn, shapes, *args):
     at once (every input with the batch's leading axis), as one pool steps every agent's envs. On a
     CPU by buffer_callback: io_callback took about 140 us a call more here
     (benchmarks/envpool_calls.py); io_callback on other devices."""
+
     @custom_vmap
     def call(*args):
         if jax.default_backend() != "cpu":
