@@ -263,9 +263,10 @@ def check_envs(option: str, envs, valid=None) -> None:
     """BadOption for an env the scripts cannot train (or not among valid, when given), naming the
     usable ones."""
     import env_adapters  # imports JAX: only when checking
+    from sweep.options import why_untrainable
 
     for env in envs:
-        problem = env_adapters.why_untrainable(env) if valid is None else None
+        problem = why_untrainable(env) if valid is None else None
         if problem or (valid is not None and env not in valid):
             usable = env_adapters.usable_envs() if valid is None else valid
             said = problem or "is not one this benchmark takes"
