@@ -51,7 +51,7 @@ def adapted_envs() -> tuple[str, ...]:
 
 def make(env_id: str, backend="gymnax", num_envs=32, seed=1, threads=0, num_agents=1):
     """(env, params) of an adapted env; ValueError (one line that lists the usable envs) for any
-    other id. With backend "envpool", one pool of num_envs envpool envs per agent (make_envpool);
+    other id. With backend "envpool", one pool of num_agents x num_envs envpool envs (make_envpool);
     the JAX envs take the agents by vmap, and ignore num_agents."""
     if backend == "envpool":
         return make_envpool(env_id, num_envs, seed, threads, num_agents)
