@@ -311,8 +311,13 @@ def rollout(env_step, args: Args, state: TrainState, runner: Runner):
     policy_fields = [torch.stack(x) for x in zip(*policy_steps)]
     env_fields = [torch_glue.to_torch(x, device) for x in torch_glue.stack_steps(env_steps)]
     t = Transition(*policy_fields, *env_fields)
-    # V(pre-reset next observation): the next value within an episode, the bootstrap when truncated
-    final_values = state.agent.get_value(t.final_obs)
+    # V(pre-reset next observation): the next value within an episode, the bootstrap when truncated;
+    # agent-major (N, num_steps x num_envs, obs_dim): one batched matmul a layer, where steps-first
+    # inputs would broadcast, copying each agent's weights once a step (GiBs for the medium model)
+    num_steps, num_agents, num_envs = t.reward.shape
+    final_obs = t.final_obs.transpose(0, 1).reshape(num_agents, num_steps * num_envs, -1)
+    final_values = state.agent.get_value(final_obs).view(num_agents, num_steps, num_envs)
+    final_values = final_values.transpose(0, 1)
     advantages, returns = compute_gae(
         t.reward, t.value, final_values, t.terminated, t.truncated, args.gamma, args.gae_lambda
     )

@@ -53,7 +53,7 @@ class Linear(nn.Module):
     def forward(self, x):
         if x.dim() == 3:  # (N, batch, in): bias + x @ weight of every agent, one fused call
             return torch.baddbmm(self.bias, x, self.weight)
-        # broadcast: one agent's (batch, in), or (num_steps, N, num_envs, in) (the final values)
+        # one agent's (batch, in), without the agent axis (evaluate.py's network)
         return x @ self.weight + self.bias
 
 
