@@ -925,6 +925,25 @@ def test_rollout_keeps_the_unclipped_sample(env_id):
             )
 
 
+def test_torch_rollout_runs_every_layer_agent_major(monkeypatch):
+    """ppo_torch's rollout gives its layers (agents, batch, features) only: a steps-first input
+    (num_steps, agents, envs, features) broadcasts against the agents' weights, and torch's matmul
+    copies each agent's weights once a step (GiBs a rollout for the medium model)."""
+    _, _, sides = build_all("Pendulum-v1", "small", num_envs=4, num_steps=8)
+    dims = []
+    forward = torch_glue.Linear.forward
+
+    def recording_forward(layer, x):
+        dims.append(x.dim())
+        return forward(layer, x)
+
+    monkeypatch.setattr(torch_glue.Linear, "forward", recording_forward)
+    sides["torch"].rollout()
+    # per layer: the policy's steps and the final values
+    assert len(dims) > 8 * 3
+    assert set(dims) == {3}
+
+
 def env_glue_run(name: str, env_id: str, actions: np.ndarray) -> tuple[list[dict], list]:
     """reset_envs, then step_envs once per row of actions (jitted, as in the scripts): every field
     as NumPy, and the Runner before each step. ppo_torch.py hands actions and observations across
