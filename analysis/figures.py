@@ -27,7 +27,6 @@ import seaborn as sns
 from analysis import speedup_figures, time_figures
 from analysis.common import BadInput, capitalised, in_order
 from analysis.learning import SMOOTHING
-from analysis.loading import agents_scaling
 from analysis.plotting import fit_layout, framework_colors, new_figure, plt, row_legend
 from analysis.results import Results
 from sweep.study import Study
@@ -304,9 +303,7 @@ def learning_figure(curves: pd.DataFrame, experiment: str, study: Study):
 def agents_figure(results: Results, name: str):
     """The figure of an experiment's agents per process (agents_scaling's medians over the runs in
     default compile modes); without runs of two numbers of agents, why."""
-    runs = results.runs(name)
-    runs = runs[runs["compile"] == runs["framework"].map(results.study.default_compile)]
-    cells = agents_scaling(runs, ["framework", "model_size", "num_agents"])
+    cells = results.agents_cells(name)
     counts = sorted(cells["num_agents"].unique())
     sizes = in_order(results.study.sizes, cells["model_size"])
     # a line per framework and size: solid, dashed, dotted in the study's order of sizes
@@ -321,11 +318,11 @@ def agents_figure(results: Results, name: str):
     }
     for ax, (column, (unit, title)) in zip(axes[0], panels.items()):
         for framework in in_order(results.study.frameworks, cells["framework"]):
+            color = colors.get(framework, "0.5")
             for size in sizes:
                 mine = cells[(cells["framework"] == framework) & (cells["model_size"] == size)]
                 mine = mine[mine[column].notna()]
                 label = framework if len(sizes) == 1 else f"{framework} {size}"
-                color = colors.get(framework, "0.5")
                 x, y = mine["num_agents"], mine[column] / unit
                 ax.plot(x, y, styles.get(size, "o-"), lw=2, color=color, label=label)
         ax.set(xscale="log", yscale="log", title=title, xlabel="agents per process (N)")

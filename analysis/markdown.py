@@ -355,9 +355,7 @@ def agents_markdown(results: Results, name: str) -> str:
     """An experiment of several agents per process: a row per framework (default compile mode) and
     model size, a column per N: agent-steps per second in the steady window and peak memory per
     agent."""
-    runs = results.runs(name)
-    runs = runs[runs["compile"] == runs["framework"].map(results.study.default_compile)]
-    cells = agents_scaling(runs, ["framework", "model_size", "num_agents"])
+    cells = results.agents_cells(name)
     cells["cell"] = [
         f"{row.agent_steps_s:,.0f}/s; {mib(row.peak_rss_per_agent)}/agent"
         for row in cells.itertuples()

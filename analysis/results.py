@@ -35,7 +35,7 @@ from analysis.common import (
     split_cell,
 )
 from analysis.learning import learning_runs, learning_speedups, learning_table
-from analysis.loading import is_timed, summarize, window_column, window_columns
+from analysis.loading import agents_scaling, is_timed, summarize, window_column, window_columns
 from analysis.speedups import (
     PAIR_KEYS,
     backends_of,
@@ -89,6 +89,13 @@ class Results:
         return runs.assign(
             mode=[mode_name(f, c) for f, c in zip(runs["framework"], runs["compile"])]
         )
+
+    def agents_cells(self, experiment: str) -> pd.DataFrame:
+        """An experiment's runs in default compile modes as agents_scaling's medians: a row per
+        framework, model size and number of agents per process."""
+        runs = self.runs(experiment)
+        runs = runs[runs["compile"] == runs["framework"].map(self.study.default_compile)]
+        return agents_scaling(runs, ["framework", "model_size", "num_agents"])
 
     def backend_runs(self, experiment: str) -> pd.DataFrame:
         """An experiment's sync-on runs in default compile modes, with each run's env id and backend

@@ -107,16 +107,8 @@ def write_run(
     name = f"{ENV}__{framework}__{size}__{mode}__{seed}__{1_700_000_000 + hour}"
     run_dir = root / name
     run_dir.mkdir(parents=True)
-    command = [
-        f"ppo_{framework}.py",
-        "--env",
-        ENV,
-        "--model-size",
-        size,
-        "--seed",
-        str(seed),
-        *ARGS,
-    ]
+    command = [f"ppo_{framework}.py", "--env", ENV, "--model-size", size]
+    command += ["--seed", str(seed), *ARGS]
     command += ["--num-agents", str(agents)] if agents > 1 else []
     command += ["--sync-timing"] if sync else []
     config = dict(
