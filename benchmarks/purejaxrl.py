@@ -19,6 +19,7 @@ so it runs on the jax that file pins; the record lists each side's versions.
     python -m benchmarks.purejaxrl --purejaxrl-dir ~/purejaxrl --mode whole
     python -m benchmarks.purejaxrl --purejaxrl-dir ~/purejaxrl --agents 1 2 --iterations 10 \\
         --rounds 1 --configs cleanrl
+    python -m benchmarks.purejaxrl --purejaxrl-dir ~/purejaxrl --agents 1 --cpus 1  # one core
 
 Output: --out (default results/benchmarks/purejaxrl_MODE_cpu.json, _gpu with a GPU) and the .md
 beside it, rewritten after every run (files there this tool did not write are refused); each run's
@@ -76,6 +77,8 @@ def parser() -> Parser:
     p.add_argument("--iterations", type=int, help=iterations)
     p.add_argument("--timeout", type=float, default=1800, help="seconds per run at most")
     p.add_argument("--purejaxrl-python", help="an interpreter with PureJaxRL's packages (no venv)")
+    cpus = "pin the tool and every run to the first N cores it may use (taskset); default: all"
+    p.add_argument("--cpus", type=int, metavar="N", help=cpus)
     p.add_argument(
         "--work-dir", default=str(ROOT / "runs" / "purejaxrl"), help="default: %(default)s"
     )
@@ -110,6 +113,9 @@ def checked(opts: argparse.Namespace, gpu: bool) -> argparse.Namespace:
     python = opts.purejaxrl_python
     if python and not (Path(python).is_file() and os.access(python, os.X_OK)):
         raise BadInput(f"--purejaxrl-python {python}: no such executable")
+    available = len(os.sched_getaffinity(0))
+    if opts.cpus is not None and not 1 <= opts.cpus <= available:
+        raise BadInput(f"--cpus {opts.cpus}: give 1 to {available}, the cores this process may use")
     opts.configs = list(dict.fromkeys(opts.configs or (list(SETTINGS) if scaling else ["ours"])))
     opts.scripts = list(dict.fromkeys(opts.scripts or (list(OURS) if scaling else ["linen"])))
     device = "gpu" if gpu else "cpu"
@@ -195,6 +201,9 @@ def versions(python) -> dict:
 
 def measure(opts, argv: list[str]) -> int:
     """Sets PureJaxRL's venv up, runs every round; the exit status."""
+    if opts.cpus:
+        # before the record reads the machine: its cores are then the pinned ones
+        os.sched_setaffinity(0, pinned_cores(opts.cpus))
     checkout = runs.checkout_commit(Path(opts.purejaxrl_dir))
     work = Path(opts.work_dir)
     work.mkdir(parents=True, exist_ok=True)
@@ -209,6 +218,11 @@ def measure(opts, argv: list[str]) -> int:
     if not run_recorded(TOOL, opts.out, record, markdown, partial(run_rounds, opts, plan, record)):
         return 130
     return 1 if any("error" in run for run in record["runs"]) else 0
+
+
+def pinned_cores(count: int) -> list[int]:
+    """The first count cores this process may use: every run inherits them."""
+    return sorted(os.sched_getaffinity(0))[:count]
 
 
 # ---------------------------------------------------------------------------------- the report
@@ -355,6 +369,8 @@ def markdown(record: dict) -> str:
     r, opts = record, record["options"]
     box = r["machine"]
     gpu = f"; GPU: {box['gpu']}" if box.get("gpu") else "; no GPU"
+    if opts.get("cpus"):
+        gpu += f"; the tool and every run pinned to {opts['cpus']} of them (--cpus)"
     mode = opts["mode"]
     if mode == "scaling":
         tables, goal = scaling_tables(r), scaling_goal(r)

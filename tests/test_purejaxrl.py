@@ -37,6 +37,8 @@ def checkout(tmp_path) -> Path:
         (["--scripts", "torch"], "invalid choice: 'torch'"),
         (["--purejaxrl-python", "/no/python"], "--purejaxrl-python /no/python: no such"),
         (["--agents", "x"], "invalid int value: 'x'"),
+        (["--cpus", "0"], "--cpus 0: give 1 to"),
+        (["--cpus", "100000"], "--cpus 100000: give 1 to"),
     ],
 )
 def test_bad_input_is_refused_in_one_line_before_anything_is_made(
@@ -78,6 +80,13 @@ def test_each_mode_has_its_defaults(checkout):
     whole = options(checkout, "--mode", "whole")
     assert whole.agents == [1] and whole.configs == ["ours"] and whole.scripts == ["linen"]
     assert whole.iterations == 100 and whole.rounds == 3
+
+
+def test_cpus_pins_to_the_first_cores_this_process_may_use(checkout):
+    available = sorted(os.sched_getaffinity(0))
+    assert purejaxrl.pinned_cores(1) == available[:1]
+    assert purejaxrl.pinned_cores(len(available)) == available
+    assert options(checkout, "--cpus", "1").cpus == 1
 
 
 # ---------------------------------------------------------------------------- what runs, and how
@@ -217,6 +226,10 @@ def test_the_scaling_report_gives_medians_ratios_and_memory_per_agent():
     assert "- nnx: met (1 cells measured)" in text
     assert purejaxrl_runs.PUREJAXRL_COMMIT in text and "jax 0.4.35" in text
     assert " ppo_linen.py`" in text and f"{ROOT}/" not in text  # paths inside it: relative
+    assert "pinned" not in text
+    pinned = record("scaling", SCALING)
+    pinned["options"]["cpus"] = 1
+    assert "every run pinned to 1 of them (--cpus)" in purejaxrl.markdown(pinned)
 
 
 def test_the_whole_process_report_gives_the_ratio_and_the_target():
