@@ -203,7 +203,7 @@ def measure(opts, argv: list[str]) -> int:
     """Sets PureJaxRL's venv up, runs every round; the exit status."""
     if opts.cpus:
         # before the record reads the machine: its cores are then the pinned ones
-        os.sched_setaffinity(0, pinned_cores(opts.cpus))
+        pin(opts.cpus)
     checkout = runs.checkout_commit(Path(opts.purejaxrl_dir))
     work = Path(opts.work_dir)
     work.mkdir(parents=True, exist_ok=True)
@@ -220,9 +220,9 @@ def measure(opts, argv: list[str]) -> int:
     return 1 if any("error" in run for run in record["runs"]) else 0
 
 
-def pinned_cores(count: int) -> list[int]:
-    """The first count cores this process may use: every run inherits them."""
-    return sorted(os.sched_getaffinity(0))[:count]
+def pin(count: int) -> None:
+    """Pins this process to the first count cores it may use: every run it starts inherits them."""
+    os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:count])
 
 
 # ---------------------------------------------------------------------------------- the report
@@ -369,8 +369,9 @@ def markdown(record: dict) -> str:
     r, opts = record, record["options"]
     box = r["machine"]
     gpu = f"; GPU: {box['gpu']}" if box.get("gpu") else "; no GPU"
+    pinned = ""
     if opts.get("cpus"):
-        gpu += f"; the tool and every run pinned to {opts['cpus']} of them (--cpus)"
+        pinned = f"; the tool and every run pinned to {opts['cpus']} of them (--cpus)"
     mode = opts["mode"]
     if mode == "scaling":
         tables, goal = scaling_tables(r), scaling_goal(r)
@@ -383,7 +384,7 @@ def markdown(record: dict) -> str:
     return f"""# PureJaxRL side by side ({mode}): CartPole-v1
 
 Medians of {r["rounds_done"]} rounds (of {opts["rounds"]}; status {r["status"]}),
-{opts["iterations"]} iterations a run, on {machine_text(box)}{gpu}; started {r["started"]}
+{opts["iterations"]} iterations a run, on {machine_text(box)}{gpu}{pinned}; started {r["started"]}
 (UTC). Made by `{r["command"]}`.
 
 {tables}

@@ -5,6 +5,7 @@ configuration."""
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -82,10 +83,19 @@ def test_each_mode_has_its_defaults(checkout):
     assert whole.iterations == 100 and whole.rounds == 3
 
 
-def test_cpus_pins_to_the_first_cores_this_process_may_use(checkout):
-    available = sorted(os.sched_getaffinity(0))
-    assert purejaxrl.pinned_cores(1) == available[:1]
-    assert purejaxrl.pinned_cores(len(available)) == available
+def test_cpus_pins_the_process_and_what_it_starts_to_the_first_cores(checkout):
+    # in a child, so that this test process keeps its cores; the child's own child reports
+    first = sorted(os.sched_getaffinity(0))[0]
+    code = (
+        "import os, subprocess, sys\n"
+        "from benchmarks import purejaxrl\n"
+        "purejaxrl.pin(1)\n"
+        "report = 'import os; print(sorted(os.sched_getaffinity(0)))'\n"
+        "subprocess.run([sys.executable, '-c', report], check=True)\n"
+    )
+    child = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert child.returncode == 0, child.stderr
+    assert child.stdout.strip() == f"[{first}]"
     assert options(checkout, "--cpus", "1").cpus == 1
 
 
