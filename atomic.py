@@ -180,9 +180,10 @@ def json_depth(value) -> int:
 
 def parse_json(text: str | bytes, where: str, max_bytes: int = MAX_JSON_BYTES):
     """The value of a JSON text; BadJson (one line, naming where) when it is longer than max_bytes,
-    nested deeper than MAX_JSON_DEPTH, not JSON, or holds NaN or infinities spelled as JSON cannot."""
+    nested deeper than MAX_JSON_DEPTH, not JSON, or holds NaN or infinities (not JSON)."""
     if len(text) > max_bytes:
-        raise BadJson(f"{where}: {len(text):,} bytes, more than the {max_bytes:,} a JSON file here may hold")
+        size = f"{len(text):,} bytes"
+        raise BadJson(f"{where}: {size}, more than the {max_bytes:,} a JSON file here may hold")
     if isinstance(text, bytes):
         try:
             text = text.decode()
