@@ -135,9 +135,13 @@ execute() {  # execute LOG: runs CMD in the background (so that signals reach us
   if [[ -n $TIMEOUT ]]; then timeout_cmd=("$TIMEOUT_BIN" --kill-after="$KILL_AFTER" "$TIMEOUT"); fi
   if [[ -n $CPU_LIST ]]; then pin+=(taskset -c "$CPU_LIST"); fi
   mkdir -p -- "$(dirname -- "$1")"
+  [[ ! -L $1 ]] || die "$1 is a symbolic link: bench.sh writes no log through a link it did not make"
   cache_dir=$(mktemp -d)  # a fresh TorchInductor cache, and no JAX one: no run reuses what another run compiled
+  # setsid: the run in a process group of its own, so that a terminal's Ctrl-C reaches bench.sh alone, which
+  # passes it on once (SIGTERM): a run that also got the SIGINT took the second signal as "stop at once",
+  # mid-compilation
   TORCHINDUCTOR_CACHE_DIR=$cache_dir JAX_COMPILATION_CACHE_DIR='' \
-    ${timeout_cmd[@]+"${timeout_cmd[@]}"} "${pin[@]}" "${CMD[@]}" >"$1" 2>&1 &
+    setsid ${timeout_cmd[@]+"${timeout_cmd[@]}"} "${pin[@]}" "${CMD[@]}" >"$1" 2>&1 </dev/null &
   wait_child $!
   rm -rf "$cache_dir"
 }

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ENV_TIMING_MODULE, ROOT, STUDY, SWEEP_MODULE, one_cell, read_json
+from helpers import ENV_TIMING_MODULE, ROOT, STUDY, SWEEP_MODULE, one_cell, read_json, wait_until
 from sweep import bench as sweep_bench
 from sweep import cli as sweep_cli
 from sweep import env_timing_check as sweep_env_timing
@@ -812,8 +812,10 @@ FAKE_PYTHON = """#!/usr/bin/env bash
 case ${1:-} in
   */ppo_*.py)
     echo "$*" >> "$MARKS"
+    if [[ -n ${SIGNALS:-} ]]; then exec "$REAL_PYTHON" -c "$COUNT_SIGNALS"; fi
     trap 'exit $EXIT_ON_TERM' TERM
-    kill -INT 0  # Ctrl-C: SIGINT to the whole process group, as a terminal sends it
+    # Ctrl-C: SIGINT to the terminal's process group, bench.sh's (the run has one of its own)
+    kill -INT -- -"$(ps -o pgid= -p "$PPID" | tr -d ' ')"
     while :; do sleep 0.05; done ;;
   -m)
     "$REAL_PYTHON" "$@"; rc=$?
@@ -824,9 +826,33 @@ esac
 """
 
 
-def interrupted_sweep(tmp_path: Path, interrupt_plan: bool, exit_on_term: int = 130):
+# A run that takes SIGINT and SIGTERM as the scripts do (a Python handler, which a signal ignored at
+# the start does not stop; the signals unblocked), notes each signal it gets in $SIGNALS, and exits 130 on the first TERM
+COUNT_SIGNALS = """
+import os, signal, sys, time
+def note(signum, frame):
+    with open(os.environ["SIGNALS"], "a") as f:
+        f.write(signal.Signals(signum).name + "\\n")
+    if signum == signal.SIGTERM:
+        time.sleep(0.5)  # a SIGINT sent with it would arrive meanwhile
+        sys.exit(130)
+signal.signal(signal.SIGINT, note)
+signal.signal(signal.SIGTERM, note)
+# as the scripts do: a mask inherited from the test runner would hold them back
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+with open(os.environ["SIGNALS"], "a") as f:
+    f.write("started\\n")
+while True:
+    time.sleep(0.05)
+"""
+
+
+def interrupted_sweep(
+    tmp_path: Path, interrupt_plan: bool, exit_on_term: int = 130, count_signals: bool = False
+):
     """bench.sh (2 runs) with the stand-in interpreter; returns (exit code, stdout, the runs
-    started)."""
+    started). count_signals: the run notes the signals it gets in tmp_path / "signals", and the
+    test presses Ctrl-C once the run has started."""
     python = tmp_path / "python"
     python.write_text(FAKE_PYTHON)
     python.chmod(0o755)
@@ -837,7 +863,11 @@ def interrupted_sweep(tmp_path: Path, interrupt_plan: bool, exit_on_term: int = 
         "REAL_PYTHON": sys.executable,
         "INTERRUPT_PLAN": str(int(interrupt_plan)),
         "EXIT_ON_TERM": str(exit_on_term),
+        "COUNT_SIGNALS": COUNT_SIGNALS,
     }
+    signals = tmp_path / "signals"
+    if count_signals:
+        env["SIGNALS"] = str(signals)
     cmd = [
         "bash",
         str(ROOT / "bench.sh"),
@@ -868,6 +898,10 @@ def interrupted_sweep(tmp_path: Path, interrupt_plan: bool, exit_on_term: int = 
         start_new_session=True,
     )
     try:
+        if count_signals:
+            wait_until(lambda: signals.exists() and "started" in signals.read_text(), what="a run")
+            # a terminal's Ctrl-C: SIGINT to its foreground process group, bench.sh's
+            os.killpg(proc.pid, signal.SIGINT)
         out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
@@ -897,6 +931,14 @@ def test_ctrl_c_during_a_run_starts_no_other_run(tmp_path, exit_on_term, words, 
         out
     )
     assert f"{counts}, 0 failed, 0 skipped" in out
+
+
+def test_a_ctrl_c_reaches_the_run_once(tmp_path):
+    # the run gets bench.sh's SIGTERM alone: a SIGINT as well was its second signal, "stop at once"
+    rc, out, runs = interrupted_sweep(tmp_path, interrupt_plan=False, count_signals=True)
+    assert rc == 130, out
+    assert len(runs) == 1
+    assert (tmp_path / "signals").read_text().split() == ["started", "SIGTERM"], out
 
 
 # ---------------------------------------------------------------------------------------- failures
