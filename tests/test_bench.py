@@ -827,7 +827,8 @@ esac
 
 
 # A run that takes SIGINT and SIGTERM as the scripts do (a Python handler, which a signal ignored at
-# the start does not stop; the signals unblocked), notes each signal it gets in $SIGNALS, and exits 130 on the first TERM
+# the start does not stop; the signals unblocked), notes each signal it gets in $SIGNALS, and exits
+# 130 on the first TERM
 COUNT_SIGNALS = """
 import os, signal, sys, time
 def note(signum, frame):
