@@ -202,3 +202,50 @@ def test_the_torch_starter_refuses_envpool_naming_env_adapters(tmp_path):
         "from benchback-rl beside this)"
     ]
     assert not (folder / "runs").exists()
+
+
+def unwritable_folders() -> list:
+    """Folders of this machine where no file can be made (/proc; /sys, read-only here, or root's
+    rights refused): those that really refuse one, for the test of the starter's refusal."""
+    found = []
+    for folder in ("/proc", "/sys"):
+        try:
+            with open(os.path.join(folder, ".starter-probe"), "x"):
+                pass
+            os.unlink(os.path.join(folder, ".starter-probe"))
+        except OSError:
+            found.append(folder)
+    return found
+
+
+def test_the_starter_refuses_a_dir_it_cannot_make_in_one_line_and_makes_nothing(tmp_path):
+    """DIR a link to nothing, a folder below a file or below such a link, in /proc or on a file
+    system that refuses a new file: one line, exit 2, no traceback, nothing made (the link's target
+    not made either)."""
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    (tmp_path / "afile").write_text("mine")
+    cases = {
+        tmp_path / "dangling": "is a symbolic link to nothing",
+        tmp_path / "dangling" / "sub": "is a symbolic link to nothing",
+        tmp_path / "afile" / "sub": f"{tmp_path / 'afile'} is a file",
+    }
+    cases |= {Path(folder) / "newdir": "cannot write into" for folder in unwritable_folders()}
+    for folder, wanted in cases.items():
+        assert wanted in refused(build("nnx", folder)), folder
+        assert not folder.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "dangling"]
+    assert not (tmp_path / "nowhere").exists() and (tmp_path / "afile").read_text() == "mine"
+
+
+@pytest.mark.parametrize("framework", ["nnx", "torch"])
+def test_a_starter_copy_refuses_a_log_dir_that_is_a_file_in_one_line(tmp_path, framework):
+    folder = tmp_path / "project"
+    assert build(framework, folder, via_setup=False).returncode == 0
+    (folder / "afile").write_text("mine")
+    copy = run_copy(folder, f"ppo_{framework}.py", *TINY, "--log-dir", "afile")
+    assert copy.returncode == 2, copy.stderr
+    lines = copy.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        "error: --log-dir: cannot make the folder afile/"
+    )
+    assert "Not a directory" in lines[0] and (folder / "afile").read_text() == "mine"

@@ -8,7 +8,8 @@ DIR (new, or an empty folder) receives ppo_FRAMEWORK.py and the pieces its kept 
 env_normalize.py (--norm-obs, --norm-reward), checkpoint.py and atomic.py (--save-model,
 --save-every, --resume), torch_glue.py (ppo_torch.py). env_adapters.py (Craftax, Brax, envpool) is
 left out: the copy then refuses those ids in one line that lists gymnax's envs and names the file to
-copy.
+copy. DIR is checked before anything is made: a link to nothing, a file, a folder that is not empty
+or that cannot be written is refused in one line, exit code 2.
 
 The copy is the template, changed by its structure, which is checked first: a template that no
 longer has it stops the tool with one line (exit 1) and nothing written, never a broken copy.
@@ -24,11 +25,15 @@ longer has it stops the tool with one line (exit 1) and nothing written, never a
 """
 
 import ast
+import os
 import re
 import shutil
 import sys
+import tempfile
 import tomllib
 from pathlib import Path
+
+from atomic import write_file
 
 ROOT = Path(__file__).resolve().parent.parent
 # the pieces every copy gets, for the options it keeps; a framework's own (torch_glue.py) come from
@@ -88,7 +93,8 @@ def parse_args() -> Args:
 
 
 def make_run_dir(run_dir: str, resume: Optional[str]) -> str:
-    """--resume's folder, or run_dir made new (run_dir-2, -3, ... when another run has it)."""
+    """--resume's folder, or run_dir made new (run_dir-2, -3, ... when another run has it);
+    ValueError (bad input, one line) when it cannot be made: a --log-dir that is a file, say."""
     if resume:
         return resume
     path, suffix = run_dir, 1
@@ -99,6 +105,8 @@ def make_run_dir(run_dir: str, resume: Optional[str]) -> str:
         except FileExistsError:
             suffix += 1
             path = f"{run_dir}-{suffix}"
+        except OSError as e:
+            raise ValueError(f"--log-dir: cannot make the folder {path} ({e.strerror})") from None
 
 
 def not_gymnax(env_id: str, backend: str) -> str:
@@ -352,11 +360,35 @@ def check_imports(files: dict[str, str], script: str) -> None:
         )
 
 
+def nearest_existing(folder: Path) -> Path:
+    """folder, or its nearest parent that exists (where mkdir would start making folders);
+    BadInput for a symbolic link to nothing on the way, which mkdir cannot make a folder at."""
+    path = folder
+    while not path.exists():
+        if os.path.islink(path):
+            raise BadInput(
+                f"{path} is a symbolic link to nothing ({os.readlink(path)}): give a folder"
+            )
+        path = path.parent
+    return path
+
+
 def check_target(folder: Path) -> None:
-    if folder.exists() and not folder.is_dir():
-        raise BadInput(f"{folder} is a file, not a folder for the starter")
-    if folder.is_dir() and any(folder.iterdir()):
-        raise BadInput(f"{folder} is not empty: give a new folder or an empty one")
+    """BadInput (nothing made) unless folder is an empty folder, or one that can be made, in a
+    folder that can be written."""
+    nearest = nearest_existing(folder)
+    if not nearest.is_dir():
+        if nearest == folder:
+            raise BadInput(f"{folder} is a file, not a folder for the starter")
+        raise BadInput(f"{folder}: {nearest} is a file, not a folder to make it in")
+    try:
+        if nearest == folder and any(folder.iterdir()):
+            raise BadInput(f"{folder} is not empty: give a new folder or an empty one")
+        # a file made there and removed at once tells: a read-only file system, /proc, rights
+        with tempfile.TemporaryFile(dir=nearest):
+            pass
+    except OSError as e:
+        raise BadInput(f"{folder}: cannot write into {nearest} ({e.strerror or e})") from None
 
 
 def write_starter(framework: str, folder: Path) -> list[str]:
@@ -366,10 +398,13 @@ def write_starter(framework: str, folder: Path) -> list[str]:
         raise BadInput(f"unknown framework {framework!r}: choose {', '.join(known)}")
     check_target(folder)
     files = starter_files(known[framework])
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, text in files.items():
-        (folder / name).write_text(text)
-        shutil.copymode(ROOT / name, folder / name)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, text in files.items():
+            write_file(folder / name, text)
+            shutil.copymode(ROOT / name, folder / name)
+    except OSError as e:  # a full disk, or a folder changed since check_target
+        raise BadInput(f"{folder}: cannot write the starter there ({e})") from None
     return list(files)
 
 
