@@ -20,6 +20,7 @@ action_bounds by the scripts.
 """
 
 import contextlib
+import difflib
 import io
 import os
 import warnings
@@ -63,7 +64,11 @@ def make(env_id: str, backend="gymnax", num_envs=32, seed=1, threads=0, num_agen
     problem = gymnax_problem(env_id) or "has no adapter"
     if env_id in ENVPOOL_ENVS and problem == "is unknown":  # to gymnax
         raise ValueError(f"env {env_id!r} is an envpool env: add --env-backend envpool")
-    raise ValueError(f"env {env_id!r} {problem}; usable envs: {', '.join(usable_envs())}")
+    usable = usable_envs()
+    nearest = difflib.get_close_matches(env_id, [*usable, *ENVPOOL_ENVS], n=1, cutoff=0.6)
+    if problem == "is unknown" and nearest:
+        problem = f"is unknown (did you mean {nearest[0]!r}?)"
+    raise ValueError(f"env {env_id!r} {problem}; usable envs: {', '.join(usable)}")
 
 
 # ------------------------------------------------------------------------------ what can be trained

@@ -1,0 +1,117 @@
+"""A CleanRL user's command line (tools/command_line.py): CleanRL's --env-id and --total-timesteps
+taken as CleanRL means them, its flags with no counterpart refused with what to use, an unknown flag
+or env id answered with the nearest one; one line and exit code 2 each, before any run folder."""
+
+import subprocess
+import sys
+
+import pytest
+
+from helpers import ROOT, only_run_dir, read_json
+from tools import command_line
+
+
+@pytest.fixture(scope="module")
+def linen_args():
+    import ppo_linen
+
+    return ppo_linen.Args
+
+
+def batch_of(args_type):
+    from tools.run_checks import parse_args
+
+    return lambda argv: parse_args(args_type, argv).batch_size
+
+
+@pytest.mark.parametrize(
+    "typed,nearest",
+    [
+        ("--lr", "--learning-rate"),
+        ("--num-env", "--num-envs"),
+        ("--num-minibatch", "--num-minibatches"),
+        ("--gae-lamda", "--gae-lambda"),
+        ("--ent_coeff", "--ent-coef"),
+    ],
+)
+def test_an_unknown_flag_names_the_nearest(linen_args, typed, nearest):
+    with pytest.raises(
+        ValueError, match=rf"^unknown flag {typed.replace('_', '-')}: did you mean "
+    ):
+        command_line.translate(linen_args, [typed, "1"])
+    known = command_line.known_flags(linen_args)
+    assert command_line.nearest_flag(typed.replace("_", "-"), known) == nearest
+
+
+def test_cleanrls_own_flags_say_what_to_use(linen_args):
+    for flag, words in [
+        ("--capture-video", "evaluate.py RUN_DIR --video"),
+        ("--cuda", "--device cuda"),
+        ("--target-kl", "no early stop"),
+    ]:
+        with pytest.raises(ValueError, match=rf"^{flag} is CleanRL's: .*{words}"):
+            command_line.translate(linen_args, [flag])
+
+
+def test_env_id_and_total_timesteps_are_taken_as_cleanrl_means_them(linen_args):
+    batch = batch_of(linen_args)
+    argv = ["--env-id", "Acrobot-v1", "--num-envs", "4", "--num-steps", "128"]
+    translated = command_line.translate(linen_args, [*argv, "--total-timesteps", "5120"], batch)
+    assert translated == ["--env", "Acrobot-v1", *argv[2:], "--num-iterations", "10"]
+    # the default batch, 32 x 256
+    assert command_line.translate(linen_args, ["--total-timesteps=819200"], batch)[-1] == "100"
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (
+            ["--total-timesteps", "50000"],
+            "not a positive multiple of --num-envs x --num-steps = 8,192",
+        ),
+        (["--total-timesteps", "0"], "not a positive multiple"),
+        (["--total-timesteps", "1e6"], "must be a positive integer, got '1e6'"),
+        (["--total-timesteps", "8192", "--num-iterations", "3"], "give one"),
+        (["--total-timesteps"], "needs a value"),
+    ],
+)
+def test_a_total_that_cannot_be_run_is_refused(linen_args, argv, message):
+    with pytest.raises(ValueError, match=message):
+        command_line.translate(linen_args, argv, batch_of(linen_args))
+
+
+def run_script(tmp_path, *argv):
+    cmd = [sys.executable, str(ROOT / "ppo_linen.py"), *argv, "--log-dir", str(tmp_path / "runs")]
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.slow
+def test_cleanrls_documented_command_is_answered_in_one_line(tmp_path):
+    # CleanRL's docs: python cleanrl/ppo.py --seed 1 --env-id CartPole-v0 --total-timesteps 50000
+    done = run_script(
+        tmp_path, "--seed", "1", "--env-id", "CartPole-v0", "--total-timesteps", "50000"
+    )
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "not a positive multiple" in done.stderr
+    done = run_script(
+        tmp_path, "--seed", "1", "--env-id", "CartPole-v0", "--total-timesteps", "40960"
+    )
+    assert done.returncode == 2 and "did you mean 'CartPole-v1'?" in done.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.slow
+def test_a_cleanrl_command_line_runs(tmp_path):
+    argv = ["--env-id", "CartPole-v1", "--total-timesteps", "1024", "--num-envs", "4"]
+    done = run_script(tmp_path, *argv, "--num-steps", "128", "--update-epochs", "1")
+    assert done.returncode == 0, done.stderr[-2000:]
+    config = read_json(only_run_dir(tmp_path / "runs") / "config.json")
+    assert config["env"] == "CartPole-v1" and config["num_iterations"] == 2
+
+
+def test_a_mistyped_env_id_names_the_nearest():
+    import env_adapters
+
+    for typed, nearest in [("CartPol-v1", "CartPole-v1"), ("Breakout-Minatar", "Breakout-MinAtar")]:
+        with pytest.raises(ValueError, match=rf"is unknown \(did you mean '{nearest}'\?\)"):
+            env_adapters.make(typed)

@@ -1,0 +1,139 @@
+"""A ppo_*.py command line as a CleanRL user types it (part of benchback-rl): CleanRL's flags that
+mean what ours mean are taken (--env-id, --total-timesteps), those with no counterpart are refused
+with what to use instead, and an unknown flag is answered with the nearest one. The standard library
+only, and tyro for the batch size; tools/run_checks.py's parse_args runs it before tyro sees argv.
+"""
+
+import difflib
+from dataclasses import fields
+
+# CleanRL's flags that have no counterpart here, and what to use instead
+CLEANRL_INSTEAD = {
+    "--capture-video": (
+        "the scripts record no video while training: train with --save-model, then "
+        "`python evaluate.py RUN_DIR --video replay.mp4` renders the policy"
+    ),
+    "--cuda": "ppo_torch.py takes --device cuda (or cpu, auto); JAX uses the GPU it finds",
+    "--no-cuda": "ppo_torch.py takes --device cpu; JAX_PLATFORMS=cpu keeps JAX on the CPU",
+    "--torch-deterministic": (
+        "the scripts' random streams are seeded (--seed); torch's deterministic kernels are "
+        "not switched on"
+    ),
+    "--target-kl": "this PPO has no early stop on the KL: every update runs --update-epochs",
+}
+CLEANRL_INSTEAD["--no-capture-video"] = CLEANRL_INSTEAD["--capture-video"]
+CLEANRL_INSTEAD["--no-torch-deterministic"] = CLEANRL_INSTEAD["--torch-deterministic"]
+ALIASES = {"--env-id": "--env"}  # CleanRL's name of one of our flags
+TOTAL_TIMESTEPS = "--total-timesteps"
+
+
+def flag_name(field_name: str) -> str:
+    return "--" + field_name.replace("_", "-")
+
+
+def known_flags(args_type) -> list[str]:
+    """Every flag tyro takes for args_type: each field's, --no-X for a bool field, --help."""
+    known = ["--help"]
+    for field in fields(args_type):
+        known.append(flag_name(field.name))
+        if field.type is bool or field.type == "bool":
+            known.append(flag_name("no_" + field.name))
+    return known
+
+
+def split_flag(token: str) -> tuple[str, str | None]:
+    """(--name, value) of --name=value; (--name, None) of --name. Underscores read as dashes, as
+    tyro reads them."""
+    name, equals, value = token.partition("=")
+    return name.replace("_", "-"), value if equals else None
+
+
+def initials(flag: str) -> str:
+    return "".join(word[0] for word in flag.removeprefix("--").split("-") if word)
+
+
+def nearest_flag(flag: str, known: list[str]) -> str | None:
+    """The known flag a mistyped one most likely meant: one it begins (--num-env), one whose words'
+    initials it spells (--lr: --learning-rate), else the closest by difflib."""
+    for candidate in known:
+        if candidate.startswith(flag) and len(flag) > 3:
+            return candidate
+    letters = flag.removeprefix("--").replace("-", "")
+    by_initials = [candidate for candidate in known if initials(candidate) == letters]
+    if len(by_initials) == 1:
+        return by_initials[0]
+    close = difflib.get_close_matches(flag, known, n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def unknown_flag_message(flag: str, known: list[str]) -> str:
+    if flag in CLEANRL_INSTEAD:
+        return f"{flag} is CleanRL's: {CLEANRL_INSTEAD[flag]}"
+    nearest = nearest_flag(flag, known)
+    hint = f"did you mean {nearest}?" if nearest else "--help lists them"
+    return f"unknown flag {flag}: {hint}"
+
+
+def flags_given(argv: list[str]) -> list[tuple[int, str, str | None]]:
+    """(position, --name, inline value) of every flag in argv."""
+    return [(i, *split_flag(token)) for i, token in enumerate(argv) if token.startswith("--")]
+
+
+def take_value(argv: list[str], position: int, inline: str | None, flag: str) -> tuple[str, int]:
+    """The value of the flag at position (inline, or the next token) and how many tokens it took."""
+    if inline is not None:
+        return inline, 1
+    if position + 1 >= len(argv) or argv[position + 1].startswith("--"):
+        raise ValueError(f"{flag} needs a value")
+    return argv[position + 1], 2
+
+
+def translate(args_type, argv: list[str], batch_size=None) -> list[str]:
+    """argv with CleanRL's --env-id read as --env and --total-timesteps N as --num-iterations
+    N / batch (batch_size(argv without it): num_envs x num_steps); ValueError, one line, for a flag
+    CleanRL has and we do not (what to use instead), an unknown flag (the nearest one), or a
+    --total-timesteps that is not a positive multiple of the batch or comes with
+    --num-iterations."""
+    known = known_flags(args_type)
+    out, total, i = [], None, 0
+    while i < len(argv):
+        token = argv[i]
+        if not token.startswith("--") or token == "--":
+            out.append(token)
+            i += 1
+            continue
+        flag, inline = split_flag(token)
+        if flag == TOTAL_TIMESTEPS:
+            total, taken = take_value(argv, i, inline, flag)
+            i += taken
+            continue
+        if flag in ALIASES:
+            flag = ALIASES[flag]
+            token = flag if inline is None else f"{flag}={inline}"
+        elif flag not in known:
+            raise ValueError(unknown_flag_message(flag, known))
+        out.append(token)
+        i += 1
+    if total is None:
+        return out
+    return with_iterations(out, total, batch_size(out) if batch_size else None)
+
+
+def with_iterations(argv: list[str], total: str, batch: int | None) -> list[str]:
+    """argv with --num-iterations total / batch; ValueError unless total is a positive multiple of
+    the batch and argv has no --num-iterations of its own."""
+    if any(flag == "--num-iterations" for _, flag, _ in flags_given(argv)):
+        raise ValueError(
+            f"{TOTAL_TIMESTEPS} and --num-iterations both set the run's length: give one"
+        )
+    try:
+        steps = int(total)
+    except ValueError:
+        raise ValueError(f"{TOTAL_TIMESTEPS} must be a positive integer, got {total!r}") from None
+    if batch is None or steps <= 0 or steps % batch:
+        multiples = f"{batch:,} ({batch:,}, {2 * batch:,}, ...)" if batch else "the batch"
+        raise ValueError(
+            f"{TOTAL_TIMESTEPS} {total} is not a positive multiple of --num-envs x --num-steps = "
+            f"{multiples}: each iteration takes one batch"
+        )
+    return [*argv, "--num-iterations", str(steps // batch)]
