@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The TPU check: the accelerator edition's runner, run on a machine with a TPU chip from the repository root.
+#   machine  what the machine is: JAX's devices, the package versions, the host's cores;
+#   smoke    a tiny CartPole-v1 run of each JAX script on the chip (a script that cannot run there stops the check);
+#   chip     study.toml's preset "accelerator" on the chip (exp1: CartPole-v1 and SpaceInvaders-MinAtar, every size,
+#            Linen, NNX and Equinox, 3 seeds, 20 iterations), tag tpu-v5e;
+#   host     the same cells on the host's CPU (JAX_PLATFORMS=cpu), torch included, tag tpu-v5e-host: the reference
+#            column, never paired with the chip's runs (a speedup never compares two devices).
+# A lent chip comes in windows of minutes, one command at most 10: every step stops at DEADLINE seconds from the
+# start (default 540), and bench.sh resumes a sweep where it stopped, so the same command run again goes on. Runs
+# land in $RUNS (default $OUT/runs); runs kept from an earlier call (RESUME_FROM, default results/tpu-v5e/runs)
+# are copied in first, so that their cells are skipped. At the end $OUT/runs.tar.gz holds every run folder and log.
+# Usage: OUT=tpu_check bash benchmarks/tpu_check.sh [STEP ...]   (default: machine smoke chip host)
+#        DRY_RUN=1 ...: prints each step's command and runs nothing.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-tpu_check}
+PY=${PYTHON:-python3}
+DEADLINE=${DEADLINE:-540}
+RUNS=${RUNS:-$OUT/runs}
+RESUME_FROM=${RESUME_FROM:-results/tpu-v5e/runs}
+TAG=${TAG:-tpu-v5e}
+TINY=(--env CartPole-v1 --num-envs 4 --num-steps 16 --num-iterations 3 --update-epochs 2 --num-minibatches 2)
+STEPS=("$@")
+if ((${#STEPS[@]} == 0)); then STEPS=(machine smoke chip host); fi
+START=$SECONDS
+
+step() {  # step NAME COMMAND...: runs it until the deadline, logs to $OUT/NAME.log, records its exit code
+  local name=$1 left=$((DEADLINE - (SECONDS - START)))
+  shift
+  if [[ -n ${DRY_RUN:-} ]]; then
+    printf '%s:' "$name" && printf ' %q' "$@" && echo
+    return 0
+  fi
+  if ((left <= 0)); then
+    echo "$name: not started (the deadline, ${DEADLINE}s, has passed)" | tee -a "$OUT/check.txt"
+    return 1
+  fi
+  timeout --kill-after=30 "$left" "$@" >"$OUT/$name.log" 2>&1
+  echo "$name: exit $? after $((SECONDS - START))s" | tee -a "$OUT/check.txt"
+}
+
+machine() {
+  step machine "$PY" -c "import jax, platform, os; print(jax.devices(), jax.__version__,
+platform.platform(), os.cpu_count())"
+}
+
+smoke() {
+  local script
+  for script in ppo_linen.py ppo_nnx.py ppo_equinox.py; do
+    step "smoke_${script%.py}" "$PY" "$script" "${TINY[@]}" --log-dir "$OUT/smoke" || return 1
+  done
+}
+
+chip() {
+  step chip ./bench.sh --python "$PY" --preset accelerator --log-dir "$RUNS/chip" --tag "$TAG" \
+    --no-env-timing --timeout 300
+}
+
+host() {
+  JAX_PLATFORMS=cpu step host ./bench.sh --python "$PY" --experiments exp1 \
+    --envs CartPole-v1,SpaceInvaders-MinAtar --compile-modes default --seeds 3 --iterations 20 \
+    --log-dir "$RUNS/host" --tag "$TAG-host" --no-env-timing --timeout 300
+}
+
+for name in "${STEPS[@]}"; do
+  case $name in
+    machine | smoke | chip | host) ;;
+    *) echo "tpu_check.sh: unknown step '$name'; steps: machine smoke chip host" >&2 && exit 2 ;;
+  esac
+done
+if [[ -z ${DRY_RUN:-} ]]; then
+  mkdir -p "$OUT" "$RUNS"
+  if [[ -d $RESUME_FROM ]]; then cp -r "$RESUME_FROM/." "$RUNS/"; fi
+fi
+for name in "${STEPS[@]}"; do
+  "$name" || break
+done
+if [[ -z ${DRY_RUN:-} ]]; then tar czf "$OUT/runs.tar.gz" -C "$RUNS" . && echo "wrote $OUT/runs.tar.gz"; fi

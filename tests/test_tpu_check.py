@@ -1,0 +1,73 @@
+"""benchmarks/tpu_check.sh, the accelerator edition's runner, planned on the CPU (DRY_RUN=1): its
+steps' commands, and the sweeps they run as bench.sh plans them. The chip is never needed here."""
+
+import os
+import re
+import shlex
+import subprocess
+
+from helpers import ROOT
+
+RUNNER = ROOT / "benchmarks" / "tpu_check.sh"
+
+
+def plan(tmp_path, *steps: str) -> dict[str, list[str]]:
+    env = {**os.environ, "DRY_RUN": "1", "OUT": str(tmp_path / "out")}
+    done = subprocess.run(
+        ["bash", str(RUNNER), *steps], cwd=ROOT, capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    commands = {}
+    for line in done.stdout.splitlines():
+        name, _, command = line.partition(": ")
+        commands[name] = shlex.split(command)
+    return commands
+
+
+def planned_runs(command: list[str], env: dict | None = None) -> int:
+    """How many runs bench.sh plans for command (its dry run)."""
+    assert command[0] == "./bench.sh"
+    done = subprocess.run(
+        ["bash", str(ROOT / "bench.sh"), *command[1:], "--dry-run"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
+    assert done.returncode == 0, done.stderr
+    return int(re.search(r"dry run: (\d+) runs", done.stdout).group(1))
+
+
+def test_the_plan_smokes_each_jax_script_then_sweeps_the_chip_and_the_host(tmp_path):
+    commands = plan(tmp_path)
+    assert list(commands) == [
+        "machine",
+        "smoke_ppo_linen",
+        "smoke_ppo_nnx",
+        "smoke_ppo_equinox",
+        "chip",
+        "host",
+    ]
+    # exp1's core: 2 envs x 3 sizes x the JAX frameworks x 3 seeds on the chip; torch too on a CPU
+    assert planned_runs(commands["chip"]) == 2 * 3 * 3 * 3
+    assert planned_runs(commands["host"]) == 2 * 3 * 4 * 3
+    chip, host = commands["chip"], commands["host"]
+    assert chip[chip.index("--tag") + 1] == "tpu-v5e"
+    assert host[host.index("--tag") + 1] == "tpu-v5e-host"
+
+
+def test_the_host_step_keeps_jax_off_the_chip():
+    source = RUNNER.read_text()
+    host = source[source.index("host() {") :]
+    assert "JAX_PLATFORMS=cpu step host" in host.split("\n}")[0]
+
+
+def test_an_unknown_step_is_refused_before_anything(tmp_path):
+    out = tmp_path / "out"
+    env = {**os.environ, "OUT": str(out)}
+    done = subprocess.run(
+        ["bash", str(RUNNER), "chip", "bogus"], cwd=ROOT, capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 2
+    assert done.stderr == "tpu_check.sh: unknown step 'bogus'; steps: machine smoke chip host\n"
+    assert not out.exists()
