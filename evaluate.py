@@ -12,11 +12,16 @@ The observations are normalised with the checkpoint's statistics (env_normalize.
 training, frozen), the policy acts deterministically (argmax of the logits, or the Gaussian's mean)
 or, with --stochastic, samples (seeded by --seed), and the env gets the action clipped to its bounds
 as in training. It prints the mean ± std (population std) of the episode returns and records them
-in eval.json beside the checkpoint: one entry per framework, mode, episodes and seed; an evaluation
-replaces only its own.
+in eval.json beside the checkpoint (evaluation/eval_file.py): each entry names its checkpoint (file
+name and sha256), framework, mode, episodes and seed; an evaluation replaces only its own, nothing
+else is dropped.
 
-Bad input (a missing or bad checkpoint, a framework not in the list, an eval.json this tool did not
-write, an output the options cannot write): one line, exit code 2, nothing written.
+Bad input (a missing or bad checkpoint, its env id not one the project knows, a framework not in the
+list, an eval.json this tool did not write or cannot add to, an output the options cannot write, a
+symbolic link among the files it would write): one line, exit code 2, before anything is
+evaluated or written. The checkpoint's env id is checked against fixed lists
+(model_file.unknown_env) before any library sees it; no file is written through a link the tool did
+not make (atomic.write_file).
 
 Interfaces of the modules behind three options, imported only when the option is given:
 
@@ -29,20 +34,19 @@ Interfaces of the modules behind three options, imported only when the option is
         episode 0 of the evaluation as a video at path (GIF, or MP4); a renderer that fails midway
         raises CannotRecord: evaluate.py prints it, the evaluation stays written
     evaluation.share.check_onnx(path: str) -> None
-    evaluation.share.check_hub_folder(folder: str) -> None
+    evaluation.hub.check_hub_folder(folder: str) -> None
         ValueError (one line) for an output they cannot write: called before anything runs
     evaluation.share.export_onnx(ckpt: model_file.Checkpoint, path: str, bounds) -> None
         the actor as ONNX, through ppo_torch's network, whatever framework trained it; bounds: the
         env's action bounds (low, high), to which a continuous action is clipped
-    evaluation.share.write_hub_folder(folder: str, ckpt_path: Path, ckpt: model_file.Checkpoint,
-                                      result: dict, replay: Replay) -> None
+    evaluation.hub.write_hub_folder(folder: str, ckpt_path: Path, ckpt: model_file.Checkpoint,
+                                    result: dict, replay: Replay) -> None
         the folder for `huggingface-cli upload`; result: this evaluation's entry of eval.json
 
 A Replay (below) is episode 0 of the evaluation: its env 0's states, and the policy that acted.
 """
 
 import importlib
-import json
 import sys
 from dataclasses import dataclass
 from functools import partial
@@ -54,12 +58,12 @@ import tyro
 
 import atomic
 import checkpoint
-from evaluation import model_file, policy
+from evaluation import eval_file, model_file, policy
 from sweep import option_checks
 from tools.run_checks import parse_args
 
-TOOL = "evaluate.py"
-EVAL_FILE = "eval.json"
+TOOL = eval_file.TOOL
+EVAL_FILE = eval_file.NAME
 FRAMEWORKS = ("linen", "nnx", "equinox", "torch")
 # one env per episode, all in one batch
 MAX_EPISODES = 10_000
@@ -219,6 +223,7 @@ def evaluate(setup: Setup, seed: int, keep: bool = False) -> Evaluation:
         "returns": returns.tolist(),
         "lengths": lengths.tolist(),
         "iteration": meta["iteration"],
+        "checkpoint": eval_file.checkpoint_entry(setup.ckpt),
     }
     replay = None
     if keep:
@@ -229,26 +234,16 @@ def evaluate(setup: Setup, seed: int, keep: bool = False) -> Evaluation:
 
 
 # ---------------------------------------------------------------------------------------- eval.json
-def entry_key(entry: dict) -> tuple:
-    return tuple(entry.get(name) for name in ("framework", "mode", "episodes", "seed"))
-
-
 def merged_record(path: Path, result: dict) -> dict:
-    """eval.json's record with result in it: it replaces only an entry of the same framework, mode,
-    episodes and seed, the others stay."""
-    entries = []
-    if path.exists():
-        entries = json.loads(path.read_text()).get("evaluations", [])
-    entries = [entry for entry in entries if entry_key(entry) != entry_key(result)] + [result]
-    return {atomic.WRITTEN_BY: TOOL, "evaluations": entries}
+    """eval.json's record with result in it (eval_file.merged): it replaces only the entry of the
+    same checkpoint, framework, mode, episodes and seed; the others stay."""
+    return eval_file.merged(path, result)
 
 
 def check_eval_file(path: Path) -> None:
-    """ValueError (one line) unless eval.json is absent or this tool's, with a list of
-    evaluations."""
-    atomic.check_record(TOOL, path, EVAL_FILE)
-    if path.exists() and not isinstance(json.loads(path.read_text()).get("evaluations"), list):
-        raise ValueError(f"{EVAL_FILE} {path} holds no list of evaluations: move it away")
+    """ValueError (one line) unless eval.json is absent or this tool's, with a list of evaluations,
+    and not a link (eval_file.check)."""
+    eval_file.check(path)
 
 
 def summary(result: dict) -> str:
@@ -267,13 +262,14 @@ def check_options(args: Args, meta: dict) -> None:
         from evaluation import video
 
         video.check(args.video, meta)
-    if args.export_onnx is not None or args.hub_folder is not None:
+    if args.export_onnx is not None:
         from evaluation import share
 
-        if args.export_onnx is not None:
-            share.check_onnx(args.export_onnx)
-        if args.hub_folder is not None:
-            share.check_hub_folder(args.hub_folder)
+        share.check_onnx(args.export_onnx)
+    if args.hub_folder is not None:
+        from evaluation import hub
+
+        hub.check_hub_folder(args.hub_folder)
 
 
 def write_extras(args: Args, ckpt_path: Path, setup: Setup, evaluation: Evaluation) -> None:
@@ -293,11 +289,9 @@ def write_extras(args: Args, ckpt_path: Path, setup: Setup, evaluation: Evaluati
 
         share.export_onnx(ckpt, args.export_onnx, setup.env.action_bounds)
     if args.hub_folder is not None:
-        from evaluation import share
+        from evaluation import hub
 
-        share.write_hub_folder(
-            args.hub_folder, ckpt_path, ckpt, evaluation.result, evaluation.replay
-        )
+        hub.write_hub_folder(args.hub_folder, ckpt_path, ckpt, evaluation.result, evaluation.replay)
 
 
 def main(argv: Optional[list[str]] = None) -> dict:
@@ -317,7 +311,9 @@ def main(argv: Optional[list[str]] = None) -> dict:
         sys.exit(2)
     keep = args.video is not None or args.hub_folder is not None
     evaluation = evaluate(setup, args.seed, keep)
-    atomic.write_json(eval_path, merged_record(eval_path, evaluation.result))
+    atomic.write_json(
+        eval_path, merged_record(eval_path, evaluation.result), given=eval_path.parent
+    )
     print(summary(evaluation.result), flush=True)
     write_extras(args, ckpt_path, setup, evaluation)
     return evaluation.result

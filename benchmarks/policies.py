@@ -14,12 +14,12 @@ std returns (rows: trained by; columns: evaluated in), each checkpoint's size, t
 commands; DIR/policies.json the same as data.
 
 Bad input (no checkpoint, two of one framework, checkpoints of several envs, an output it did not
-write: README.md, policies.json, a video, the Hub folder, a run's eval.json): one line, exit code 2,
-before anything is evaluated or written.
+write: README.md, policies.json, a video, the Hub folder, a run's eval.json; a symbolic link below
+DIR on the way to an output): one line, exit code 2, before anything is evaluated or written. DIR
+itself is followed as named; nothing is written through a link below it (atomic.write_file).
 """
 
 import argparse
-import json
 import subprocess
 import sys
 from datetime import datetime, timezone
@@ -57,6 +57,7 @@ class Policy(NamedTuple):
 class Outputs(NamedTuple):
     """Where each file goes: the README and record in DIR, a video per policy, one Hub folder."""
 
+    out: Path  # DIR, as the user named it
     readme: Path
     record: Path
     videos: dict  # framework that trained it -> DIR/videos/FRAMEWORK.mp4
@@ -104,20 +105,25 @@ def outputs_of(out: Path, policies: list[Policy]) -> Outputs:
     frameworks = [p.framework for p in policies]
     hub_framework = HUB_FRAMEWORK if HUB_FRAMEWORK in frameworks else frameworks[0]
     videos = {f: out / "videos" / f"{f}.mp4" for f in frameworks}
-    return Outputs(out / README, out / RECORD, videos, hub_framework, out / f"hub-{hub_framework}")
+    hub = out / f"hub-{hub_framework}"
+    return Outputs(out, out / README, out / RECORD, videos, hub_framework, hub)
 
 
 def check_outputs(outputs: Outputs, policies: list[Policy]) -> None:
     """OutputRefused (one line) for an output this tool (or evaluate.py, for the videos, the Hub
     folder and the eval.json files) did not write, or cannot write."""
-    from evaluation import share, video
+    from evaluation import hub, video
 
+    # no link below DIR on the way to any output (evaluate.py, which writes the videos and the Hub
+    # folder, follows the path it is given)
+    for path in (outputs.readme, outputs.record, *outputs.videos.values(), outputs.hub):
+        atomic.check_inside(outputs.out, path, "--out")
     atomic.check_replaceable("--out", outputs.readme, atomic.md_by(TOOL))
     atomic.check_record(TOOL, outputs.record)
     for policy in policies:
         evaluate.check_eval_file(policy.run_dir / evaluate.EVAL_FILE)
         video.check(str(outputs.videos[policy.framework]), policy.ckpt.meta)
-    share.check_hub_folder(outputs.hub)
+    hub.check_hub_folder(outputs.hub)
 
 
 # ---------------------------------------------------------------------------------- the evaluations
@@ -135,7 +141,8 @@ def evaluate_everywhere(policies: list[Policy]) -> list[dict]:
             )
             setup = evaluate.prepare(policy.ckpt, framework, EPISODES, SEED, stochastic=False)
             result = evaluate.evaluate(setup, SEED).result
-            atomic.write_json(eval_path, evaluate.merged_record(eval_path, result))
+            record = evaluate.merged_record(eval_path, result)
+            atomic.write_json(eval_path, record, given=policy.run_dir)
             print(f"    {evaluate.summary(result)}", flush=True)
             results.append(result)
     return results
@@ -284,11 +291,13 @@ def policy_record(policy: Policy, runs_dir: Path, outputs: Outputs) -> dict:
 
 
 def versions_of(runs: list[Path]) -> dict:
-    """The package versions the runs' config.json record (bookkeeping's), merged."""
+    """The package versions the runs' config.json record (bookkeeping's), merged; a config.json
+    that cannot be read (atomic.read_json) or holds no object of versions adds none."""
     versions = {}
     for run in runs:
         try:
-            versions |= json.loads((run / "config.json").read_text()).get("versions", {})
+            config = atomic.read_json(run / "config.json")
+            versions |= atomic.field(config, "versions", dict, str(run / "config.json"), {})
         except (OSError, ValueError):
             continue
     return versions
@@ -350,6 +359,16 @@ FRAMEWORK --episodes {record["episodes"]} --seed {record["seed"]}` does), then:
 
 
 # --------------------------------------------------------------------------------------------- main
+def write_outputs(outputs: Outputs, record: dict, readme: str) -> None:
+    """policies.json and README.md in DIR, each marked as this tool's; DIR as named is followed,
+    nothing below it (checked before anything ran, checked again)."""
+    atomic.check_inside(outputs.out, outputs.record, "--out").parent.mkdir(
+        parents=True, exist_ok=True
+    )
+    atomic.write_json(outputs.record, {atomic.WRITTEN_BY: TOOL, **record}, given=outputs.out)
+    atomic.write_file(outputs.readme, f"{atomic.md_mark(TOOL)}\n{readme}", given=outputs.out)
+
+
 def parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -386,8 +405,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         "hub_framework": outputs.hub_framework,
         "hub_folder": str(outputs.hub),
     }
-    atomic.write_record(TOOL, outputs.record, record)
-    atomic.write_file(outputs.readme, f"{atomic.md_mark(TOOL)}\n{readme_text(record, opts.out)}")
+    write_outputs(outputs, record, readme_text(record, opts.out))
     print(f"{outputs.readme}: {len(results)} evaluations of {len(policies)} policies", flush=True)
     return 0
 

@@ -19,9 +19,10 @@ frames as its episode has steps):
 - Brax: brax.io.image (MuJoCo's renderer through MUJOCO_GL=egl), 320 x 240, at the env's own rate
   (1 / dt). The evaluated episode itself.
 - envpool's envs (classic control and MuJoCo): envpool keeps its states inside its pool, so the
-  video's episode is gymnasium's: the same model id made in gymnasium (MuJoCo through
-  MUJOCO_GL=egl, 480 x 480; classic control at gymnasium's sizes), reset with the evaluation's seed
-  and run to its end by the same policy, at gymnasium's render_fps. Its initial state is drawn by
+  video's episode is gymnasium's: the same model id made in gymnasium (only one of the project's
+  envpool ids: MuJoCo through MUJOCO_GL=egl, 480 x 480; classic control at gymnasium's sizes),
+  reset with the evaluation's seed and run to its end by the same policy, at gymnasium's
+  render_fps. Its initial state is drawn by
   gymnasium's generator, not envpool's, so its return and length can differ from the evaluated
   episode 0's: the video shows the policy, not that exact episode.
 
@@ -100,11 +101,12 @@ class Recording(NamedTuple):
 # ------------------------------------------------------------------------------------- what renders
 def renderer(env_id: str, backend: str) -> Optional[str]:
     """The renderer of an env (as evaluate.py makes it: env id and backend), or None when there is
-    none."""
+    none. Only an envpool id the project knows goes to gymnasium (which imports the module named
+    before a ':' of an id)."""
     import env_adapters
 
     if backend == "envpool":
-        return "gymnasium"
+        return "gymnasium" if env_id in env_adapters.ENVPOOL_ENVS else None
     if env_id in RENDERED_BY_GYMNAX:
         return "gymnax"
     if env_id in env_adapters.CRAFTAX_ENVS:
@@ -264,7 +266,10 @@ def gymnasium_env(env_id: str):
     """env_id made in gymnasium to draw rgb arrays, quietly: gymnasium's deprecation of the v4
     MuJoCo envs (envpool's are v4) and MuJoCo's warnings on gymnasium's own models (HalfCheetah's
     deprecated settotalmass, else written to MUJOCO_LOG.TXT in the working folder) say nothing of
-    the policy."""
+    the policy. CannotRecord for an id that is not one of the project's envpool ids: gymnasium
+    would import the module named before a ':' of it."""
+    if renderer(env_id, "envpool") != "gymnasium":
+        raise CannotRecord(f"--video: {env_id!r} is not an envpool env here: not drawn")
     import gymnasium
     import mujoco
 
@@ -377,7 +382,8 @@ def record(replay, path: str) -> Recording:
         raise CannotRecord(
             f"--video: {replay.env_id} could not be drawn ({type(e).__name__}: {one_line(e)})"
         ) from None
-    atomic.target(path).parent.mkdir(parents=True, exist_ok=True)
-    atomic.write_file(path, data)
+    # the path as named is followed (check_path let it be made), a link below it never
+    atomic.check_inside(path, path, "--video").parent.mkdir(parents=True, exist_ok=True)
+    atomic.write_file(path, data, given=path)
     height, width = shapes[0][:2]
     return Recording(str(path), len(shapes), height, width, fps, kind)

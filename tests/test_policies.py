@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from test_share import random_checkpoint
 
+import atomic
 from benchmarks import policies
 
 FRAMEWORK_NAMES = ("Flax Linen", "Flax NNX", "Equinox", "PyTorch")
@@ -173,3 +174,23 @@ def test_runs_it_cannot_tabulate_are_refused(capsys, tmp_path):
     random_checkpoint(runs / "b", "Pendulum-v1")
     words = ["several envs", "CartPole-v1@gymnax", "Pendulum-v1@gymnax"]
     assert_refused(capsys, [str(runs), "--out", str(out)], words, runs, out)
+
+
+LINKS = {
+    "videos": lambda out, elsewhere: (out / "videos").symlink_to(elsewhere),
+    "hub-linen": lambda out, elsewhere: (out / "hub-linen").symlink_to(elsewhere),
+    "README.md": lambda out, elsewhere: (out / "README.md").symlink_to(elsewhere / "notes.md"),
+}
+
+
+@pytest.mark.parametrize("name", LINKS)
+def test_a_link_below_the_out_folder_is_refused(capsys, tmp_path, runs, name):
+    """A link planted in DIR where an output goes (the videos' folder, the Hub folder, README.md):
+    refused in one line before anything runs; what it leads to is left as it was (issue 66)."""
+    out, elsewhere = tmp_path / "edition", tmp_path / "elsewhere"
+    out.mkdir()
+    elsewhere.mkdir()
+    (elsewhere / "notes.md").write_text(f"{atomic.md_mark(policies.TOOL)}\nmy notes\n")
+    LINKS[name](out, elsewhere)
+    words = [name, "symbolic link"]
+    assert_refused(capsys, [str(runs), "--out", str(out)], words, out, runs, elsewhere)

@@ -21,7 +21,7 @@ import pytest
 import atomic
 import checkpoint
 import evaluate
-from evaluation import model_file, policy, share
+from evaluation import hub, model_file, policy, share
 from helpers import ROOT
 
 # env -> (trained by, action kind, obs_dim, num_actions): a discrete and a continuous env, each
@@ -162,8 +162,41 @@ def test_an_onnx_path_is_refused_unless_this_tool_wrote_it(tmp_path):
 
 
 # --------------------------------------------------------------------------------------- Hub folder
-# a run's config.json (a part of one), beside the checkpoint
-RUN_CONFIG = {"env": "CartPole-v1", "norm_obs": True}
+# a run's config.json (a part of one), beside the checkpoint: the scripts' fields of the run that
+# wrote the checkpoint (random_checkpoint's CartPole one), and what the card must not publish
+RUN_CONFIG = {
+    "framework": "linen",
+    "env": "CartPole-v1",
+    "env_backend": "gymnax",
+    "seed": 1,
+    "model_size": "small",
+    "dtype": "float32",
+    "norm_obs": True,
+    "learning_rate": 0.00025,
+    "versions": {"python": "3.11.7", "jax": "0.10.2"},
+    "command": [
+        "/home/someone/benchback-rl/ppo_linen.py",
+        "--env",
+        "CartPole-v1",
+        "--log-dir",
+        "/home/someone/runs",
+        "--norm-obs",
+    ],
+}
+PRIVATE = {
+    "hostname": "someones-laptop",
+    "platform": "Linux-6.1-x86_64",
+    "log_dir": "/home/someone/runs",
+    "environment_variables": {"HOME": "/home/someone"},
+    "hf_token": "hf_secret",
+    "wandb_api_key": "secret",
+}
+# what the Hub folder publishes of RUN_CONFIG: its fields, the command's script by its name and no
+# path
+PUBLISHED_CONFIG = {
+    **RUN_CONFIG,
+    "command": ["ppo_linen.py", "--env", "CartPole-v1", "--norm-obs"],
+}
 
 
 @pytest.fixture
@@ -171,7 +204,7 @@ def evaluated(tmp_path):
     """A CartPole checkpoint, evaluated over 2 episodes by evaluate.py's own functions: (path, ckpt,
     result)."""
     path = random_checkpoint(tmp_path / "run", "CartPole-v1")
-    atomic.write_json(path.parent / "config.json", RUN_CONFIG)
+    atomic.write_json(path.parent / "config.json", RUN_CONFIG | PRIVATE)
     ckpt = model_file.load(path)
     setup = evaluate.prepare(ckpt, "linen", episodes=2, seed=3, stochastic=False)
     return path, ckpt, evaluate.evaluate(setup, 3).result
@@ -194,8 +227,8 @@ def test_the_hub_folder_is_built_offline_and_its_card_read_by_huggingface_hub(
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setattr(socket.socket, "connect", no_network)
     folder = tmp_path / "hub"
-    share.check_hub_folder(folder)
-    share.write_hub_folder(folder, path, ckpt, result, None)
+    hub.check_hub_folder(folder)
+    hub.write_hub_folder(folder, path, ckpt, result, None)
 
     card = ModelCard.load(folder / "README.md")
     assert card.data.library_name == "benchback-rl"
@@ -215,7 +248,7 @@ def test_the_hub_folder_is_built_offline_and_its_card_read_by_huggingface_hub(
     assert json.loads((folder / "eval.json").read_text())["evaluations"] == [result]
     config = json.loads((folder / "config.json").read_text())
     assert config["command"] == ckpt.meta["command"] and config["checkpoint"] == ckpt.meta
-    assert config["training_config"] == RUN_CONFIG
+    assert config["training_config"] == PUBLISHED_CONFIG
     for name in (
         "evaluate.py",
         "checkpoint.py",
@@ -240,25 +273,25 @@ def test_a_hub_folder_this_tool_did_not_write_is_refused(tmp_path, evaluated):
     theirs.mkdir()
     (theirs / "notes.txt").write_text("mine")
     with pytest.raises(atomic.OutputRefused, match="holds files and no config.json") as refusal:
-        share.check_hub_folder(theirs)
+        hub.check_hub_folder(theirs)
     assert "\n" not in str(refusal.value)
     (theirs / "config.json").write_text('{"lr": 3}')
     with pytest.raises(atomic.OutputRefused, match="did not write it"):
-        share.check_hub_folder(theirs)
+        hub.check_hub_folder(theirs)
     assert sorted(p.name for p in theirs.iterdir()) == ["config.json", "notes.txt"]
     with pytest.raises(atomic.OutputRefused, match="is not a folder"):
-        share.check_hub_folder(theirs / "notes.txt")
+        hub.check_hub_folder(theirs / "notes.txt")
 
     empty = tmp_path / "empty"
     empty.mkdir()
-    share.check_hub_folder(empty)
-    share.write_hub_folder(empty, path, ckpt, result, None)
-    share.check_hub_folder(empty)  # its own: replaced by the next write
+    hub.check_hub_folder(empty)
+    hub.write_hub_folder(empty, path, ckpt, result, None)
+    hub.check_hub_folder(empty)  # its own: replaced by the next write
     # shared again from the folder's own checkpoint: the run's training config is kept, not the
     # folder's mark
     again = tmp_path / "again"
-    share.write_hub_folder(again, empty / "model.safetensors", ckpt, result, None)
-    assert json.loads((again / "config.json").read_text())["training_config"] == RUN_CONFIG
+    hub.write_hub_folder(again, empty / "model.safetensors", ckpt, result, None)
+    assert json.loads((again / "config.json").read_text())["training_config"] == PUBLISHED_CONFIG
 
 
 def test_evaluate_refuses_a_foreign_hub_folder_before_anything_is_written(tmp_path):
@@ -284,8 +317,9 @@ def test_evaluate_refuses_a_foreign_hub_folder_before_anything_is_written(tmp_pa
 def test_evaluate_exports_onnx_and_a_hub_folder_that_loads_on_its_own(tmp_path):
     """evaluate.py --export-onnx --hub-folder on a Pendulum checkpoint: the ONNX actions are the
     evaluation's policy's; then a copy of the Hub folder, away from the project, evaluates its own
-    model.safetensors with its own files (the files needed to load it are all there) to the same
-    returns."""
+    model.safetensors with its own files in each of the four frameworks (as its card says) to the
+    same returns, and exports it as ONNX (issue 66 item 14: only the trainer's script was copied, so
+    --framework torch and --export-onnx failed with "No module named 'ppo_torch'")."""
     path = random_checkpoint(tmp_path / "run", "Pendulum-v1")
     hub, onnx_path = tmp_path / "hub", tmp_path / "actor.onnx"
     command = [sys.executable, "evaluate.py", str(path), "--episodes", "2"]
@@ -310,15 +344,27 @@ def test_evaluate_exports_onnx_and_a_hub_folder_that_loads_on_its_own(tmp_path):
 
     copy = shutil.copytree(hub, tmp_path / "elsewhere" / "downloaded")
     (copy / "eval.json").unlink()
-    proc = subprocess.run(
-        [sys.executable, "evaluate.py", "model.safetensors", "--episodes", "2"],
-        cwd=copy,
+    (ours,) = json.loads((path.parent / "eval.json").read_text())["evaluations"]
+    # what the card promises runs from the copy alone: each of the four frameworks, and the export
+    for framework in ("linen", "nnx", "equinox", "torch"):
+        proc = run_in(copy, env, "model.safetensors", "--episodes", "2", "--framework", framework)
+        assert proc.returncode == 0, (framework, proc.stderr[-3000:])
+        theirs = json.loads((copy / "eval.json").read_text())["evaluations"][-1]
+        assert theirs["framework"] == framework
+        np.testing.assert_allclose(theirs["returns"], ours["returns"], rtol=1e-5)
+    assert "any of the four frameworks runs it" in (copy / "README.md").read_text().lower()
+    proc = run_in(copy, env, "model.safetensors", "--episodes", "1", "--export-onnx", "a.onnx")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    np.testing.assert_allclose(onnx_actions(copy / "a.onnx", obs), expected, rtol=RTOL, atol=ATOL)
+
+
+def run_in(folder: Path, env: dict, *args: str) -> subprocess.CompletedProcess:
+    """The folder's own evaluate.py, run in it, with nothing of the project on the path."""
+    return subprocess.run(
+        [sys.executable, "evaluate.py", *args],
+        cwd=folder,
         capture_output=True,
         text=True,
         timeout=600,
         env={**env, "PYTHONPATH": ""},
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    (ours,) = json.loads((path.parent / "eval.json").read_text())["evaluations"]
-    (theirs,) = json.loads((copy / "eval.json").read_text())["evaluations"]
-    assert theirs["returns"] == ours["returns"]
