@@ -41,20 +41,22 @@ Nothing is written (exit status 2) when no completed run is found, and a README 
 replaced by an empty one. An --out that holds more than this call would write (runs or rows of its
 tables that this analysis lacks, figures it would not draw again) is refused unless --force is
 given; other files in --out are never touched, and the new files replace the old ones only once all
-of them are written (analysis/output.py). The work is done by the analysis package
-(analysis/__init__.py lists its modules).
+of them are written (analysis/output.py). A file of --out named like one of these that this tool did
+not write (REPORT.md without its mark, a figure without its PNG text chunk, a table without its
+columns: analysis/owned.py) or that is a symbolic link is refused, --force or not; --out itself may
+be a link. The work is done by the analysis package (analysis/__init__.py lists its modules).
 """
 
 import argparse
 import sys
 from pathlib import Path
 
-from analysis import common, figures, markdown, output, report
+from analysis import common, figures, markdown, output, owned, report
 from analysis.common import SPEEDUP_COLUMNS, BadInput
 from analysis.loading import load_runs, read_env_timing, read_previous
 from analysis.results import analyse
 from analysis.speedups import few_runs_cells, headline
-from atomic import write_file
+from atomic import md_mark, write_file
 from sweep.study import Study
 from sweep.study import load as load_study
 
@@ -182,10 +184,11 @@ def check_paths(args: argparse.Namespace, study: Study) -> None:
         if not Path(path).is_file():
             raise BadInput(f"{flag} {path}: no such file")
     if args.update_readme is not None:
-        output.check_target("--update-readme", args.update_readme, new=False)
+        owned.check_target("--update-readme", args.update_readme, new=False)
     if args.readme_block is not None:
-        output.check_target("--readme-block", args.readme_block)
-    output.check_out(Path(args.out), [*TABLES, output.REPORT, *sorted(figures.figure_files(study))])
+        owned.check_target("--readme-block", args.readme_block)
+    names = [*TABLES, output.REPORT, *sorted(figures.figure_files(study))]
+    owned.check_out(Path(args.out), names, owned.its_own)
 
 
 def sweep_timing(runs_dirs: list[str]):
@@ -282,11 +285,13 @@ def run(args: argparse.Namespace, study: Study) -> None:
         text = report.report_text(
             results, skipped, [f for f, _ in drawn], notes, sources, timing_info, edition, learning
         )
-        (stage / output.REPORT).write_text(text)
+        # the mark first (an HTML comment, not shown): the next call knows the file as its own
+        (stage / output.REPORT).write_text(f"{md_mark(owned.TOOL)}\n{text}")
+    # the files the user named are followed wherever they lead (given: the path itself)
     if args.readme_block:
-        write_file(args.readme_block, "\n".join(blocks.values()))
+        write_file(args.readme_block, "\n".join(blocks.values()), given=args.readme_block)
     if readme is not None:
-        write_file(args.update_readme, readme)
+        write_file(args.update_readme, readme, given=args.update_readme)
     print(
         f"{len(results.summary)} runs ({len(skipped)} skipped), {len(drawn)} figures -> "
         f"{out}/REPORT.md"

@@ -6,6 +6,7 @@ layers: each module imports only from those above it.
     events           a run folder's TensorBoard events: read, merged when resumed, tied to its times
     runlog           a run folder (config.json, summary.json, scalars) read and checked
     output           its own files: a runs.csv read back, --out written without losing a row
+    owned            output paths checked: links, devices, and whose files are in --out (marks)
     loading          run folders, runs.csv -> a table of completed runs, a row per run; env timing
     speedups         pairs of runs -> the speedup and env-cost tables, and the runs left out of them
     learning         the learning experiments: returns against the reference's, times to reach it

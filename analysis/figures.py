@@ -27,6 +27,7 @@ import seaborn as sns
 from analysis import speedup_figures, time_figures
 from analysis.common import BadInput, capitalised, in_order
 from analysis.learning import SMOOTHING
+from analysis.owned import FIGURE_METADATA
 from analysis.plotting import fit_layout, framework_colors, new_figure, plt, row_legend
 from analysis.results import Results
 from sweep.study import Study
@@ -228,7 +229,8 @@ def draw_figures(results: Results) -> tuple[list[tuple[Figure, "plt.Figure"]], l
 
 
 def save_figure(fig, path) -> None:
-    fig.savefig(path, dpi=110, bbox_inches="tight")
+    """The figure as a PNG marked as this tool's (a text chunk: the next call replaces it)."""
+    fig.savefig(path, dpi=110, bbox_inches="tight", metadata=FIGURE_METADATA)
     plt.close(fig)
 
 

@@ -10,7 +10,8 @@ panel per env label (an env on envpool apart from its gymnax twin: "CartPole-v1@
 the figure, {out}.md tables each run's final return (summary.json: the mean return of its last 10
 iterations) and env steps. An existing --out is replaced only with --force; nothing is written (exit
 status 2, one line) when no completed run has an episodic return, or a path is empty or cannot be
-written (atomic.py and analysis/output.py: through links, never into a folder or a device).
+written (atomic.py and analysis/owned.py: --out, named by the user, is followed if it is a link; the
+.md beside it never is; never into a folder or a device).
 """
 
 import argparse
@@ -25,7 +26,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import EngFormatter  # noqa: E402
 
 from analysis import (
-    output,  # noqa: E402
+    owned,  # noqa: E402
     runlog,  # noqa: E402
 )
 from analysis.common import (
@@ -35,7 +36,7 @@ from analysis.common import (
 from analysis.events import RETURN, agent_column  # noqa: E402
 from analysis.loading import run_env  # noqa: E402
 from analysis.plotting import framework_colors  # noqa: E402
-from atomic import target, write_file  # noqa: E402
+from atomic import check_inside, write_file  # noqa: E402
 from sweep import study  # noqa: E402
 
 
@@ -95,7 +96,8 @@ def final_returns(runs) -> str:
 
 
 def draw(by_env: dict[str, list], colors: dict[str, str], out: Path) -> None:
-    """The figure, written to out whole or not at all (through a link to the file it leads to)."""
+    """The figure, written to out whole or not at all (out, named by the user, followed: through a
+    link to the file it leads to)."""
     envs = sorted(by_env)
     fig, axes = plt.subplots(1, len(envs), figsize=(5.5 * len(envs), 4), squeeze=False)
     for ax, env in zip(axes[0], envs):
@@ -116,7 +118,7 @@ def draw(by_env: dict[str, list], colors: dict[str, str], out: Path) -> None:
     png = io.BytesIO()
     fig.savefig(png, format="png", dpi=120)
     plt.close(fig)
-    write_file(out, png.getvalue())
+    write_file(out, png.getvalue(), given=out)
 
 
 def check(args: argparse.Namespace) -> None:
@@ -130,13 +132,15 @@ def check(args: argparse.Namespace) -> None:
         raise BadInput(f"--out {out}: must end in .png")
     if (out.exists() or out.is_symlink()) and not args.force:
         raise BadInput(f"--out {out} exists; --force replaces it")
-    for path in (out, out.with_suffix(".md")):
+    # --out is the user's (followed); the .md beside it is the tool's: never written through a link
+    for path, given in ((out, out), (out.with_suffix(".md"), out.parent)):
+        real = owned.inside("--out", given, path)
         # the folders below it are made
-        folder = next(p for p in target(path).parents if p.exists())
-        if folder != target(path).parent and not folder.is_dir():
+        folder = next(p for p in real.parents if p.exists())
+        if folder != real.parent and not folder.is_dir():
             raise BadInput(f"--out {out}: {folder} is not a folder")
-        if folder == target(path).parent:
-            output.check_target("--out", path)
+        if folder == real.parent:
+            owned.check_target("--out", path, given=given)
 
 
 def main(argv=None) -> None:
@@ -161,7 +165,7 @@ def main(argv=None) -> None:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
     out = Path(args.out)
-    target(out).parent.mkdir(parents=True, exist_ok=True)
+    check_inside(out, out).parent.mkdir(parents=True, exist_ok=True)
     draw(by_env, framework_colors(study.load()), out)
     write_file(out.with_suffix(".md"), final_returns(runs))
     print(f"{out}: {sum(len(c) for c in by_env.values())} runs, envs {', '.join(sorted(by_env))}")

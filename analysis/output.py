@@ -20,16 +20,18 @@ do they replace their namesakes in --out, each by one rename (atomic), with SIGI
 back meanwhile. An analysis interrupted before then leaves --out as it was. A --out that does not
 exist yet is the temporary folder, renamed.
 
-Links (atomic.py's write_file, the project's one atomic write): a write never replaces a symbolic
-link. --out, a file of this tool in it, the README (--update-readme), the README block
-(--readme-block) and the learning curves may each be links: the write goes through them to the file
-they lead to, its temporary file staged beside that file, its mode (and, where allowed, its owner)
-kept. A target that is not a regular file (a folder, /dev/null, a FIFO, a link that leads round in a
-circle) is refused in one line before anything is written (check_target, check_out); a failed write
-removes its temporary file.
+Whose files, and which paths can be written: analysis/owned.py (check_out, check_target), before
+anything is read: a file of this tool in --out that it did not write is refused in one line (exit
+status 2), --force or not.
+
+Links (atomic.py's check_inside and write_file, the project's one write): --out, --update-readme and
+--readme-block are named by the user and followed wherever they lead (a chain of links included);
+below --out no file is written through a link: a file of this tool in --out that is a link is
+refused in one line before anything is read, and one planted while the analysis ran fails the
+replacement (exit status 1) with --out as it was for that file. A target that is not a regular file
+(a folder, /dev/null, a FIFO, a circular link) is refused before anything is written (owned.py).
 """
 
-import json
 import os
 import shutil
 import tempfile
@@ -55,65 +57,24 @@ from analysis.common import (
     text_column,
 )
 from atomic import (
+    BadJson,
+    check_inside,
     current_umask,
     deferred_signals,
     keep_owner_and_mode,
     old_stat,
-    target,
-    write_file,
+    parse_json,
 )
 from sweep.study import DTYPES, Study
 
 REPORT = "REPORT.md"
 
 
-def writable_folder(flag: str, path, folder: Path) -> None:
-    if not folder.is_dir():
-        raise BadInput(f"{flag} {path}: no folder {folder}")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise BadInput(f"{flag} {path}: cannot write into {folder}")
-
-
-def check_target(flag: str, path, new: bool = True) -> None:
-    """BadInput unless a write to path (through its links) replaces a regular file, or, when new,
-    creates one in a writable folder."""
-    real = target(path)
-    # realpath stops at a link it cannot follow: one that leads round in a circle
-    if real.is_symlink():
-        raise BadInput(f"{flag} {path}: a symbolic link that leads to no file")
-    if real.exists() and not real.is_file():
-        what = "a folder" if real.is_dir() else "not a regular file"
-        shown = f"{path}" if real == Path(path).absolute() else f"{path} (-> {real})"
-        raise BadInput(f"{flag} {shown} is {what}: nothing written")
-    if not real.exists() and not new:
-        raise BadInput(f"{flag} {path}: no such file")
-    writable_folder(flag, path, real.parent)
-
-
-def check_out(out: Path, names=()) -> None:
-    """BadInput unless out is (or can be created as) a writable folder whose files named names
-    (those of this tool) are regular files where they exist."""
-    real = target(out)
-    if real.is_symlink():
-        raise BadInput(f"--out {out}: a symbolic link that leads to no folder")
-    if real.exists() and not real.is_dir():
-        raise BadInput(f"--out {out} is a file, not a folder")
-    existing = next(p for p in [real, *real.parents] if p.exists())
-    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
-        raise BadInput(f"--out {out}: cannot write into {existing}")
-    for name in names:
-        path = real / name
-        if path.exists() or path.is_symlink():
-            check_target("--out", path)
-
-
-def replace_from(staged: Path, dest: Path) -> None:
-    """A complete file of the stage moved to dest in --out: renamed over it, with its mode; where
-    dest is a link, written through it to the file it leads to."""
-    real = target(dest)
-    if real != dest.absolute():
-        write_file(real, staged.read_bytes())
-        return
+def replace_from(staged: Path, out: Path, name: str) -> None:
+    """A complete file of the stage moved to name in out (the user's --out, followed): renamed over
+    the file there, with its mode; LinkRefused (an OSError) when that is a link planted since
+    check_out."""
+    dest = check_inside(out, Path(out) / name, "--out")
     keep_owner_and_mode(staged, old_stat(dest))
     os.replace(staged, dest)
 
@@ -198,8 +159,9 @@ def staged(out: Path, remove: list[str]):
     its files replace their namesakes in out (REPORT.md last) and the files in remove are deleted
     from out. On an error or an interruption, out is left as it was and the temporary folder
     removed."""
-    # out may be a link to the folder: the stage goes beside the folder, on its disk
-    real = target(out)
+    # out may be a link to the folder (the user named it): the stage goes beside the folder, on its
+    # disk
+    real = check_inside(out, out, "--out")
     real.parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=f".{real.name}.", suffix=".partial", dir=real.parent))
     try:
@@ -212,9 +174,9 @@ def staged(out: Path, remove: list[str]):
                 return
             files = sorted(stage.iterdir(), key=lambda p: (p.name == REPORT, p.name))
             for path in files:
-                replace_from(path, real / path.name)
+                replace_from(path, out, path.name)
             for name in remove:
-                (real / name).unlink(missing_ok=True)
+                check_inside(out, Path(out) / name, "--out").unlink(missing_ok=True)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
 
@@ -393,8 +355,9 @@ def resumed_list(cell):
 
 
 def json_list(cell):
-    """A final_returns cell of a runs.csv (JSON) as summary.json's list, or the cell as it is."""
+    """A final_returns cell of a runs.csv (JSON, atomic's reader: bounded in size and depth) as
+    summary.json's list, or the cell as it is (which runlog then refuses)."""
     try:
-        return json.loads(cell)
-    except ValueError:
+        return parse_json(cell, "runs.csv final_returns")
+    except BadJson:
         return cell

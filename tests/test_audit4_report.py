@@ -21,6 +21,7 @@ import plot_results
 from analysis import figures, results
 from analysis.loading import load_runs, read_env_timing
 from analysis.report import README_MARKERS
+from atomic import md_mark
 from helpers import STUDY
 
 SMOKE = Path(__file__).resolve().parent.parent / "results" / "smoke-cpu" / "runs"
@@ -33,6 +34,14 @@ def smoke() -> results.Results:
     assert not skipped and len(runs["run"].unique()) == len(STUDY.frameworks)
     timing, _ = read_env_timing(str(SMOKE / plot_results.TIMING_FILE))
     return results.analyse(runs, timing, STUDY)
+
+
+def shown(report: str) -> str:
+    """REPORT.md less its first line, the tool's mark (an HTML comment, not shown): what a reader
+    sees first."""
+    mark, _, rest = report.partition("\n")
+    assert mark == md_mark("plot_results.py")
+    return rest
 
 
 def run_main(capsys, *argv) -> tuple[int, str]:
@@ -84,7 +93,7 @@ def test_the_smoke_sweeps_report_says_first_that_it_is_not_a_result(tmp_path, ca
     assert code == 0, err
     report = (tmp_path / "out" / "REPORT.md").read_text()
     cells = len(pd.read_csv(tmp_path / "out" / "speedups.csv"))
-    first = report.splitlines()[0]
+    first = shown(report).splitlines()[0]
     assert first.startswith("**Not a result:**") and f"all {cells} speedup cells" in first
     assert "fewer than 3 runs a framework" in first and "smoke sweep" in first
     # the README block made from such runs carries the same warning, over its own (headline) cells
@@ -132,7 +141,7 @@ def test_a_report_with_some_cells_of_too_few_runs_names_them_first(tmp_path, cap
     csv = csv_runs(tmp_path / "runs.csv", {"exp1": 1, "exp5": 1})
     code, err = run_main(capsys, "--csv", csv, "--out", tmp_path / "out", "--no-figures")
     assert code == 0, err
-    first = (tmp_path / "out" / "REPORT.md").read_text().splitlines()[0]
+    first = shown((tmp_path / "out" / "REPORT.md").read_text()).splitlines()[0]
     speedups = pd.read_csv(tmp_path / "out" / "speedups.csv")
     few = speedups[speedups["experiment"] == "exp5"]
     assert first.startswith("**Not a result, in part:**")
@@ -147,7 +156,7 @@ def test_a_report_of_enough_runs_has_no_warning(tmp_path, capsys):
         capsys, "--csv", csv, "--out", tmp_path / "out", "--no-figures", "--readme-block", block
     )
     assert code == 0, err
-    report = (tmp_path / "out" / "REPORT.md").read_text()
+    report = shown((tmp_path / "out" / "REPORT.md").read_text())
     assert report.startswith("# benchback-rl results") and "Not a result" not in report
     assert "Not a result" not in block.read_text()
 

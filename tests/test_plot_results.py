@@ -7,6 +7,7 @@ advance.
 
 import dataclasses
 import importlib
+import io
 import itertools
 import json
 import math
@@ -69,6 +70,14 @@ SIZE_FACTOR = {"small": 1.0, "medium": 2.0, "large": 4.0}
 TAG_FACTOR = {"linux": 1.0, "mac": 3.0}
 # time/iteration relative to the steady state: iteration 0 compiles, 1-7 warm up, 8+ drift a little
 WINDOW_SHAPE = [20.0] + [3.0] * 7 + [1.0 + 0.1 * (i - 8) for i in range(8, ITERATIONS)]
+
+
+def own_figure() -> bytes:
+    """A PNG as plot_results saves a figure (with its text chunk): a figure of an earlier call."""
+    fig = plotting.plt.figure(figsize=(1, 1))
+    data = io.BytesIO()
+    figures.save_figure(fig, data)
+    return data.getvalue()
 
 
 def known_durations(env, framework, size, seed, tag, factor=1.0) -> dict:
@@ -811,8 +820,9 @@ def test_figures_of_absent_experiments_are_skipped_and_stale_ones_removed(tmp_pa
     out = tmp_path / "out"
     out.mkdir()
     # figures of an earlier call, and a file that is not this tool's
-    for name in [*ALL_FIGURES, "my_own.png"]:
-        (out / name).write_bytes(b"old")
+    for name in ALL_FIGURES:
+        (out / name).write_bytes(own_figure())
+    (out / "my_own.png").write_bytes(b"old")
     for (framework, mode), seed in itertools.product(MODES, SEED_FACTOR):  # exp2 only
         write_run(tmp_path / "runs", "CartPole-v1", framework, "small", mode, seed, sync=True)
     (tmp_path / "timing.json").write_text(
@@ -831,7 +841,7 @@ def test_figures_of_absent_experiments_are_skipped_and_stale_ones_removed(tmp_pa
     # exp7: CartPole-v1 on gymnax, default modes, sync on
     drawn = {"exp2_rollout_update.png", "exp7_backends.png"}
     assert {p.name for p in out.glob("*.png")} == drawn | {"my_own.png"}
-    assert (out / "exp2_rollout_update.png").read_bytes() != b"old"
+    assert (out / "exp2_rollout_update.png").read_bytes() != own_figure()
     report = (out / "REPORT.md").read_text()
     for name in ALL_FIGURES - drawn:
         assert (
@@ -851,7 +861,7 @@ def test_no_figures_removes_the_figures_of_an_earlier_call(study_out, tmp_path):
     runs, out = study_out
     again = tmp_path / "again"
     again.mkdir()
-    (again / "exp1_total.png").write_bytes(b"old")
+    (again / "exp1_total.png").write_bytes(own_figure())
     plot_results.main(
         ["--csv", str(out / "runs.csv"), "--out", str(again), "--no-figures", "--force"]
     )
@@ -878,7 +888,8 @@ def test_no_completed_run_writes_nothing(tmp_path, capsys):
     for out in (tmp_path / "new", tmp_path / "old"):
         if out.name == "old":
             out.mkdir()
-            (out / "speedups.csv").write_text("old")
+            # a table of an earlier call: its header
+            (out / "speedups.csv").write_text(",".join(SPEEDUP_COLUMNS) + "\n")
         capsys.readouterr()
         with pytest.raises(SystemExit) as exit_info:
             plot_results.main(
@@ -893,7 +904,7 @@ def test_no_completed_run_writes_nothing(tmp_path, capsys):
         )
     assert not (tmp_path / "new").exists()
     assert [p.name for p in (tmp_path / "old").iterdir()] == ["speedups.csv"]
-    assert (tmp_path / "old" / "speedups.csv").read_text() == "old"
+    assert (tmp_path / "old" / "speedups.csv").read_text() == ",".join(SPEEDUP_COLUMNS) + "\n"
     assert "old numbers" in readme.read_text()
 
 

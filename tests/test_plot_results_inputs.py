@@ -15,7 +15,7 @@ from typing import NamedTuple
 import pandas as pd
 import pytest
 from tensorboardX import SummaryWriter
-from test_plot_results import BATCH, write_run
+from test_plot_results import BATCH, own_figure, write_run
 
 import plot_results
 from helpers import STUDY
@@ -128,7 +128,7 @@ def full_out(tmp_path, capsys) -> Path:
         "--no-figures",
     )
     assert code == 0
-    (out / "exp1_total.png").write_bytes(b"a figure of an earlier call")
+    (out / "exp1_total.png").write_bytes(own_figure())  # a figure of an earlier call
     (out / "README.md").write_text("my reading of these results\n")
     (out / "runs").mkdir()
     # e.g. the run folders themselves
