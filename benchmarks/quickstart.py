@@ -54,8 +54,9 @@ from typing import Callable, Optional
 
 from analysis import runlog
 from analysis.common import BadInput
-from analysis.output import check_out, check_target, readme_with
-from atomic import OutputRefused, check_replaceable
+from analysis.output import readme_with
+from analysis.owned import check_out, check_target
+from atomic import OutputRefused, check_inside, check_replaceable
 from benchmarks.common import ROOT, fresh_environment, git, git_out, human, machine, run_logged
 from benchmarks.quickstart_steps import (
     MARKERS,
@@ -116,6 +117,7 @@ def check_paths(args) -> None:
     write (`--out .`: the repository's README)."""
     out = Path(args.out)
     check_out(out, [RESULTS, "README.md"])
+    check_inside(out, out / "logs", "--out")  # the logs are written below it, never through a link
     check_replaceable("--out", out / RESULTS, record_why_not)
     check_replaceable("--out", out / "README.md", readme_why_not)
     foreign = [] if args.render_only else foreign_logs(out)
@@ -253,7 +255,8 @@ def fresh_logs(out: Path) -> None:
     those its quickstart.json lists, never another file (check_paths refuses an OUT/logs that
     holds one)."""
     old = written_logs(out)
-    (out / "logs").mkdir(parents=True, exist_ok=True)
+    # never a folder a link leads to: the logs are written below --out
+    check_inside(out, out / "logs", "--out").mkdir(parents=True, exist_ok=True)
     for log in old:
         log.unlink(missing_ok=True)
 
