@@ -155,17 +155,6 @@ def test_a_hugging_face_cache_snapshot_is_not_written_through(tmp_path):
     assert (snapshot / "eval.json").is_symlink()
 
 
-def test_a_video_path_below_a_link_is_not_written(tmp_path):
-    """--video DIR/sub/v.gif where sub is a link: refused before anything runs. The path as named
-    (a link itself) is followed: the user named it."""
-    (tmp_path / "elsewhere").mkdir()
-    (tmp_path / "sub").symlink_to(tmp_path / "elsewhere")
-    meta = {"env": "CartPole-v1", "env_backend": "gymnax"}
-    video.check(str(tmp_path / "sub" / "v.gif"), meta)  # the named path's own link is followed
-    with pytest.raises(atomic.LinkRefused):
-        atomic.check_inside(tmp_path, tmp_path / "sub" / "v.gif", "--video")
-
-
 # ------------------------------------------------------------------- item 8: the header read first
 SPARSE_CHILD = """
 import resource, sys
