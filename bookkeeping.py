@@ -21,7 +21,9 @@ Bad input (a ValueError, OSError or ImportError before the run folder is made: t
 checks the arguments first) is one line and exit code 2, and leaves no run folder. Any other failure
 ends with status "failed": an OSError (a full disk, a removed log folder) with one line and exit
 code 1, anything else with its traceback. config.json and summary.json are written by atomic.py's
-write_json (a temporary file, then renamed), so they are never empty or half-written.
+write_json (a temporary file, then renamed), so they are never empty or half-written, and never
+through a symbolic link in the run folder: a link planted there mid-run (atomic.LinkRefused, an
+OSError) fails the run in one line, exit code 1, and what it leads to is left as it is.
 """
 
 import os
@@ -249,7 +251,8 @@ class Bookkeeping:
         self.num_agents = config.get("num_agents", 1)
         self.running = True
         if not config.get("resume"):
-            write_json(os.path.join(run_dir, "config.json"), config)
+            # never through a link in the run folder (atomic.check_inside)
+            write_json(os.path.join(run_dir, "config.json"), config, given=run_dir)
 
     def setup_done(self):
         self.summary["setup_s"] = time.perf_counter() - self.start_time
@@ -293,8 +296,8 @@ class Bookkeeping:
         if error:
             self.summary["error"] = error
         try:
-            write_json(os.path.join(self.run_dir, "summary.json"), self.summary)
-        except OSError as e:  # a full disk: said on the run's one error line
+            write_json(os.path.join(self.run_dir, "summary.json"), self.summary, given=self.run_dir)
+        except OSError as e:  # a full disk, a link planted: said on the run's one error line
             self.summary_error = f"summary.json not written ({e})"
         done = f"{self.summary['iterations_completed']}/{self.num_iterations}"
         total, final = self.summary["total_s"], self.summary["final_return"]

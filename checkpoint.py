@@ -33,7 +33,7 @@ import numpy as np
 import safetensors
 import safetensors.numpy
 
-from atomic import write_file
+from atomic import MISSING, BadJson, check_inside, field, parse_json, read_json, write_file
 
 FORMAT, FILENAME = "benchback-rl/1", "model.safetensors"
 OBS_NORM = ("mean", "var", "count")
@@ -84,16 +84,17 @@ def check_finite(path, tensors: dict) -> None:
             raise BadCheckpoint(f"{path}: tensor {name} holds {bad} non-finite values (NaN or inf)")
 
 
-def save(path, params: dict, obs_norm: Optional[dict], meta: dict) -> None:
-    """Writes the checkpoint at path, whole or not at all (atomic.write_file); meta: the metadata
-    but format. BadCheckpoint, and nothing written, for a tensor that is not finite."""
+def save(path, params: dict, obs_norm: Optional[dict], meta: dict, given=None) -> None:
+    """Writes the checkpoint at path, whole or not at all (atomic.write_file, never through a link
+    below given: by default path's folder); meta: the metadata but format. BadCheckpoint, and
+    nothing written, for a tensor that is not finite."""
     # copies in C order (np.ascontiguousarray would make the () count a (1,))
     tensors = {name: np.array(x, np.float32, order="C") for name, x in params.items()}
     if obs_norm is not None:
         tensors |= {f"obs_norm.{k}": np.array(obs_norm[k], np.float32, order="C") for k in OBS_NORM}
     header = encode({"format": FORMAT, **meta})
     check_finite(path, tensors)
-    write_file(path, safetensors.numpy.save(tensors, metadata=header))
+    write_file(path, safetensors.numpy.save(tensors, metadata=header), given)
 
 
 def commit_of(folder: str) -> str:
@@ -143,7 +144,8 @@ class Saver:
 
     def __init__(self, run_dir: str, config: dict, script: str):
         """config: the script's Args as a dict, with "framework"; script: its __file__ (for the
-        commit). With --resume, the folder's resume file must be of the same flags (read_resume)."""
+        commit). With --resume, the folder must be a stopped run of the same flags
+        (check_resumable)."""
         self.run_dir = run_dir
         self.config = dict(config)  # as it is now: the bookkeeping adds the machine's keys later
         self.commit = commit_of(os.path.dirname(os.path.abspath(script)))
@@ -152,7 +154,7 @@ class Saver:
         self.last = Snapshot([], [], ())
         self.resumed_at = ()
         if config.get("resume"):
-            resume = read_resume(run_dir, self.config)
+            resume = check_resumable(run_dir, self.config)
             self.last = Snapshot([], [], resume.returns)
             self.resumed_at = (*resume.resumed_at, resume.iteration)
 
@@ -236,7 +238,8 @@ class Saver:
             path = self.path(k)
             try:
                 os.makedirs(os.path.dirname(path), exist_ok=True)
-                save(path, params, obs_norm, self.metadata(k))
+                # never through a link in the run folder (an agent_k folder or the file itself)
+                save(path, params, obs_norm, self.metadata(k), given=self.run_dir)
             except BadCheckpoint as e:
                 # a policy gone NaN: nothing worth keeping; the run ends as it would have
                 print(f"error: {FILENAME} not written: {e}", file=sys.stderr)
@@ -343,13 +346,15 @@ def save_resume(run_dir, arrays: list[np.ndarray], state: Resume) -> None:
         "flags": json.dumps(state.flags),
     }
     tensors = {str(i): array for i, array in enumerate(arrays)}
-    write_file(resume_file(run_dir), safetensors.numpy.save(tensors, metadata=header))
+    data = safetensors.numpy.save(tensors, metadata=header)
+    write_file(resume_file(run_dir), data, given=run_dir)
 
 
 def read_resume(run_dir, flags: Optional[dict] = None, tensors: bool = False):
     """The Resume of a run folder's resume file (and, with tensors, its arrays in order);
-    BadCheckpoint, one line, when there is none, it cannot be read, or flags (this run's Args)
-    differ from the saved run's in a flag that changes the training (all but FREE_FLAGS)."""
+    BadCheckpoint, one line, when there is none, it cannot be read, its metadata is not of the types
+    save_resume writes, or flags (this run's Args) differ from the saved run's in a flag that
+    changes the training (all but FREE_FLAGS)."""
     path = resume_file(run_dir)
     if not os.path.isdir(os.fspath(run_dir)):
         raise BadCheckpoint(f"--resume {os.fspath(run_dir)}: not a run folder")
@@ -364,16 +369,9 @@ def read_resume(run_dir, flags: Optional[dict] = None, tensors: bool = False):
             arrays = [f.get_tensor(str(i)) for i in range(len(f.keys()))] if tensors else []
         if header.get("format") != RESUME_FORMAT:
             raise ValueError(f"no {RESUME_FORMAT} metadata")
-        returns = tuple(
-            tuple(math.nan if r is None else float(r) for r in agents)
-            for agents in json.loads(header["returns"])
-        )
-        state = Resume(
-            json.loads(header["iteration"]),
-            returns,
-            tuple(json.loads(header["resumed_at"])),
-            json.loads(header["flags"]),
-        )
+        state = resume_of(header, f"{path}'s metadata")
+    except BadJson as e:
+        raise BadCheckpoint(f"not a resume file of --save-every: {e}") from None
     except (safetensors.SafetensorError, OSError, ValueError, KeyError, TypeError) as e:
         why = " ".join(str(e).split())  # one line
         raise BadCheckpoint(f"{path}: not a resume file of --save-every ({why})") from None
@@ -397,3 +395,118 @@ def read_resume(run_dir, flags: Optional[dict] = None, tensors: bool = False):
                 "give it its own flags"
             )
     return (state, arrays) if tensors else state
+
+
+def is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def resume_of(header: dict, where: str) -> Resume:
+    """The Resume that a resume file's metadata holds (each value JSON, as save_resume writes it,
+    read by atomic's one reader); BadJson, one line, for a value missing or not of its type: the
+    returns a list of lists of numbers or nulls, one per agent, the same number in each."""
+    keys = ("iteration", "returns", "resumed_at", "flags")
+    values = {key: parse_json(header[key], f"{where} {key}") for key in keys if key in header}
+    iteration = field(values, "iteration", int, where)
+    rows = field(values, "returns", list, where)
+    resumed_at = field(values, "resumed_at", list, where)
+    flags = field(values, "flags", dict, where)
+    if not all(isinstance(row, list) for row in rows) or len({len(row) for row in rows}) > 1:
+        raise BadJson(f"{where}: 'returns' is not a list of equally long lists (one per agent)")
+    if not all(r is None or is_number(r) for row in rows for r in row):
+        raise BadJson(f"{where}: 'returns' holds a value that is neither a number nor null")
+    if not all(isinstance(i, int) and not isinstance(i, bool) and i > 0 for i in resumed_at):
+        raise BadJson(f"{where}: 'resumed_at' is not a list of positive integers")
+    returns = tuple(tuple(math.nan if r is None else float(r) for r in row) for row in rows)
+    return Resume(iteration, returns, tuple(resumed_at), flags)
+
+
+# ------------------------------------------------------------------------ a run folder to resume
+CONFIG_FILE, SUMMARY_FILE = "config.json", "summary.json"
+WANDB_FOLDER = "wandb"  # W&B's own files, links among them: the folder itself is checked, not in it
+
+
+def check_run_folder(run_dir) -> None:
+    """LinkRefused (one line) when an entry of the run folder (config.json, summary.json, the
+    checkpoints, the events files, an agent_k folder) or of an agent_k folder is a symbolic link:
+    the resumed run would write through it, or TensorBoard read through it. The folder itself, which
+    the user named, may be one."""
+    run_dir = os.fspath(run_dir)
+    for entry in os.scandir(run_dir):
+        check_inside(run_dir, entry.path, "--resume")
+        if entry.name.startswith("agent_") and entry.is_dir(follow_symlinks=False):
+            for inner in os.scandir(entry.path):
+                check_inside(run_dir, inner.path, "--resume")
+
+
+def read_run_json(run_dir, name: str) -> Optional[dict]:
+    """The JSON object in the run folder's file name (atomic's one reader), None when there is none;
+    BadCheckpoint (or BadJson), one line, when it is not a regular file or not such an object."""
+    path = os.path.join(os.fspath(run_dir), name)
+    if not os.path.lexists(path):
+        return None
+    return read_json(checkpoint_file(path))
+
+
+def canonical(value) -> str:
+    """value as JSON, keys sorted: the same for a flag and its copy in a JSON file (a tuple and its
+    list), different for 1 and true or 1 and 1.0."""
+    return json.dumps(value, sort_keys=True)
+
+
+def check_flags(run_dir, flags: dict, config: dict, resume: Resume) -> None:
+    """BadCheckpoint unless this run's flags (its Args and framework) are config.json's, which are
+    the run's, in every flag that changes the training, and the resume file says the same."""
+    folder = os.fspath(run_dir)
+    ran = field(config, "framework", str, f"{folder}/{CONFIG_FILE}", default=None)
+    if "framework" in flags and ran != flags["framework"]:
+        raise BadCheckpoint(
+            f"--resume {folder}: a {ran} run, not {flags['framework']}: resume it with its script"
+        )
+    for name, value in flags.items():
+        if name in FREE_FLAGS:
+            continue
+        flag = f"--{name.replace('_', '-')}"
+        first = config.get(name, MISSING)
+        if first is MISSING:
+            raise BadCheckpoint(f"{folder}/{CONFIG_FILE}: no {name!r}: not a run of this script")
+        if canonical(first) != canonical(value):
+            raise BadCheckpoint(
+                f"--resume {folder}: that run has {flag} {first!r}, not {value!r}: give it its own "
+                "flags"
+            )
+        saved = resume.flags.get(name, MISSING)
+        if saved is MISSING or canonical(saved) != canonical(first):
+            saved = "none" if saved is MISSING else repr(saved)
+            raise BadCheckpoint(
+                f"{resume_file(folder)}: {flag} {saved}, where {CONFIG_FILE} has {first!r}: not "
+                "this run's resume file"
+            )
+
+
+def check_resumable(run_dir, flags: dict) -> Resume:
+    """The Resume of a run folder that --resume may continue with flags (this run's Args and
+    framework), read and checked before anything is written; else, one line, LinkRefused (a link
+    in the folder, check_run_folder) or BadCheckpoint: no readable resume file, a config.json or
+    resume file of other flags (check_flags), or a run that completed (its summary.json says so, or
+    its resume file holds its last iteration): resuming it would only replace its summary."""
+    folder = os.fspath(run_dir)
+    if not os.path.isdir(folder):
+        raise BadCheckpoint(f"--resume {folder}: not a run folder")
+    check_run_folder(folder)
+    resume = read_resume(folder)
+    config = read_run_json(folder, CONFIG_FILE)
+    if config is None:
+        raise BadCheckpoint(
+            f"--resume {folder}: no {CONFIG_FILE}: not a run folder of these scripts"
+        )
+    check_flags(folder, flags, config, resume)
+    summary = read_run_json(folder, SUMMARY_FILE) or {}
+    status = field(summary, "status", str, f"{folder}/{SUMMARY_FILE}", default=None)
+    total = field(config, "num_iterations", int, f"{folder}/{CONFIG_FILE}")
+    if status == "completed" or resume.iteration >= total:
+        raise BadCheckpoint(
+            f"--resume {folder}: that run completed (its {total} iterations): there is nothing to "
+            "resume, and it is left as it is"
+        )
+    return resume

@@ -18,6 +18,7 @@ import pytest
 import safetensors.numpy
 from test_scripts import start, wait_for
 
+import atomic
 import checkpoint
 from helpers import ROOT, STUDY, only_run_dir, read_json
 
@@ -193,8 +194,16 @@ class Runner(NamedTuple):
 def saved_state(tmp_path: Path, training, obs) -> checkpoint.Saver:
     """A Saver that saved (training, Runner(None, obs)) after iteration 1 in tmp_path, a return of
     5."""
-    config = {"framework": "linen", "save_every": 1, "batch_size": 8, "seed": 1}
+    config = {
+        "framework": "linen",
+        "save_every": 1,
+        "batch_size": 8,
+        "seed": 1,
+        "num_iterations": 3,
+    }
     saver = checkpoint.Saver(str(tmp_path), config, __file__)
+    # the run's flags, as the bookkeeping writes them: --resume checks them
+    atomic.write_json(tmp_path / "config.json", config)
     # Linen's parameters of one agent (the leading axis: the agents)
     dense = {"Dense_0": {"kernel": np.ones((1, 2, 1), np.float32), "bias": np.zeros((1, 1))}}
     params = {"params": {"actor": dense, "critic": dense}}
