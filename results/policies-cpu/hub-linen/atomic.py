@@ -1,21 +1,34 @@
-"""Files written whole or not at all: the one atomic write of benchback-rl (the standard library only).
+"""Files written whole or not at all: the one atomic write of benchback-rl (the standard library
+only).
 
-Every file the project writes goes through write_file (or write_json): the scripts' config.json and summary.json
-(bookkeeping.py), env_timing.json, the benchmarks' JSON files, and the analysis' tables, figures, REPORT.md, README
-blocks and learning curves (analysis/output.py). It imports nothing of the project and no third-party package, so
-that the scripts, env_timing.py, benchmarks/ and the analysis can all import it.
+Every file the project writes goes through write_file (or write_json): the scripts' config.json and
+summary.json (bookkeeping.py), env_timing.json, the benchmarks' JSON files, and the analysis'
+tables, figures, REPORT.md, README blocks and learning curves (analysis/output.py). It imports
+nothing of the project and no third-party package, so that the scripts, sweep/env_timing.py,
+benchmarks/ and the analysis can all import it.
 
-A write goes into a temporary file beside the file it replaces, is given that file's mode (and, where allowed, its
-owner; a new file gets the usual mode under the umask), and is renamed over it: the file is never half-written, and
-the temporary file is removed on any failure. SIGINT and SIGTERM are held back meanwhile, so that an interruption
-never leaves the temporary file behind. A path that is a symbolic link is written through it: the write lands in
-the file it leads to, the link stays.
+A write goes into a temporary file beside the file it replaces, is given that file's mode (and,
+where allowed, its owner; a new file gets the usual mode under the umask), and is renamed over it:
+the file is never half-written, and the temporary file is removed on any failure. SIGINT and SIGTERM
+are held back meanwhile, so that an interruption never leaves the temporary file behind.
 
-A tool replaces only files it wrote (check_replaceable, the one check of every output path: env_timing.py's --out,
-the benchmarks' outputs, the quick start's): before anything is measured, a file already at an output path is read
-and recognised as this tool's (by the mark it wrote: "written_by" in a JSON object, a first line MARK in a Markdown
-file; or by its content), else refused in one line (OutputRefused) and left as it is. A benchmark's outputs are a JSON
-record and its table beside it as .md (check_outputs, write_outputs).
+A write never goes through a symbolic link it did not make (check_inside, LinkRefused): the part of
+a path that the user named (an --out file or folder, a --log-dir, --resume's run folder, a Hub
+folder) is followed wherever it leads, but below it no folder and no file may be a link. By
+default the file's folder is that part, and the file itself must not be a link: a tool writing
+into a folder that holds links to files elsewhere (a Hugging Face cache, a planted link) refuses
+rather than replacing what they lead to.
+
+Every JSON file and header the project reads goes through one reader (read_json, parse_json,
+field): at most MAX_JSON_BYTES and MAX_JSON_DEPTH levels, and typed where a field is used, so that
+a hostile or broken file is refused in one line (BadJson) rather than a traceback or a memory blow.
+
+A tool replaces only files it wrote (check_replaceable, the one check of every output path:
+sweep/env_timing.py's --out, the benchmarks' outputs, the quick start's): before anything is
+measured, a file already at an output path is read and recognised as this tool's (by the mark it
+wrote: "written_by" in a JSON object, a first line MARK in a Markdown file; or by its content), else
+refused in one line (OutputRefused) and left as it is. A benchmark's outputs are a JSON record and
+its table beside it as .md (check_outputs, write_outputs).
 """
 
 import json
@@ -30,13 +43,15 @@ from typing import Callable, Optional
 
 
 def target(path) -> Path:
-    """The file a write to path lands in: path itself (absolute), or the file its symbolic links lead to."""
+    """The file a write to path lands in: path itself (absolute), or the file its symbolic links
+    lead to."""
     return Path(os.path.realpath(path))
 
 
 @contextmanager
 def deferred_signals():
-    """SIGINT and SIGTERM held back (delivered after the block), so that a replacement is never cut in two."""
+    """SIGINT and SIGTERM held back (delivered after the block), so that a replacement is never cut
+    in two."""
     if not hasattr(signal, "pthread_sigmask"):
         yield
         return
@@ -61,7 +76,8 @@ def old_stat(path: Path) -> os.stat_result | None:
 
 
 def keep_owner_and_mode(path: Path, old: os.stat_result | None) -> None:
-    """path given the mode (and, where allowed, the owner) of the file it replaces; a new file's usual mode."""
+    """path given the mode (and, where allowed, the owner) of the file it replaces; a new file's
+    usual mode."""
     os.chmod(path, stat.S_IMODE(old.st_mode) if old else 0o666 & ~current_umask())
     if old and (old.st_uid, old.st_gid) != (os.getuid(), os.getgid()):
         # only root may give a file away: others keep theirs
@@ -69,10 +85,45 @@ def keep_owner_and_mode(path: Path, old: os.stat_result | None) -> None:
             os.chown(path, old.st_uid, old.st_gid)
 
 
-def write_file(path, data: str | bytes) -> None:
-    """data written to the file at path, through its links: into a temporary file beside that file, with its
-    mode, renamed over it; the temporary file is removed on any failure."""
-    real = target(path)
+class OutputRefused(ValueError):
+    """An output path that holds what the tool did not write, or that it cannot write: the message,
+    one line, names the option, the path and why."""
+
+
+class LinkRefused(OutputRefused, OSError):
+    """A path below the part the user named that is a symbolic link: one line. An OSError too, so
+    that a run whose folder gets a link planted mid-run fails with its summary.json (exit 1)."""
+
+
+def check_inside(given, path, flag: str = "") -> Path:
+    """The file that a write to path lands in; LinkRefused when a folder or the file of path below
+    given (the part the user named, followed wherever it leads) is a symbolic link. path is given
+    itself, or lies below it."""
+    given = Path(given)
+    path = Path(path)
+    try:
+        below = path.relative_to(given)
+    except ValueError:
+        raise ValueError(f"{path} does not lie in {given}") from None
+    current = given
+    for part in below.parts:
+        current = current / part
+        if os.path.islink(current):
+            named = f"{flag} " if flag else ""
+            raise LinkRefused(
+                f"{named}{current} is a symbolic link: benchback-rl writes no file through a link "
+                f"it did not make; remove the link or give another {flag or 'path'}"
+            )
+    return Path(os.path.realpath(given)) / below
+
+
+def write_file(path, data: str | bytes, given=None) -> None:
+    """data written to the file at path: into a temporary file beside that file, with its mode,
+    renamed over it; the temporary file is removed on any failure. given: the part of path the user
+    named, followed (default: path's folder, so that path itself must not be a link); LinkRefused,
+    and nothing written, when a part of path below it is a link (check_inside)."""
+    path = Path(path)
+    real = check_inside(path.parent if given is None else given, path)
     data = data.encode() if isinstance(data, str) else data
     with deferred_signals():
         fd, partial = tempfile.mkstemp(prefix=f".{real.name}.", suffix=".partial", dir=real.parent)
@@ -88,7 +139,8 @@ def write_file(path, data: str | bytes) -> None:
 
 
 def finite_json(value):
-    """value with every NaN or infinity replaced by None, so that the JSON holds null: NaN is not JSON."""
+    """value with every NaN or infinity replaced by None, so that the JSON holds null: NaN is not
+    JSON."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
@@ -98,18 +150,111 @@ def finite_json(value):
     return value
 
 
-def write_json(path, data) -> None:
+def write_json(path, data, given=None) -> None:
     """data as indented JSON (NaN and infinities as null), written by write_file."""
-    write_file(path, json.dumps(finite_json(data), indent=2, allow_nan=False))
+    write_file(path, json.dumps(finite_json(data), indent=2, allow_nan=False), given)
 
 
-# ------------------------------------------------------------------------------------- files this tool wrote
+# ------------------------------------------------------------------------------ the one JSON reader
+MAX_JSON_BYTES = 2**20  # no file the project reads as JSON is near this: config.json is ~3 kB
+MAX_JSON_DEPTH = 32  # the deepest the project writes is 4
+
+
+class BadJson(ValueError):
+    """A JSON file or text that cannot be used: one line, where it is and what is wrong."""
+
+
+def json_depth(value) -> int:
+    """How deep lists and objects nest in value (a number or a string: 0), without recursion."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list):
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1) for child in item)
+    return deepest
+
+
+def parse_json(text: str | bytes, where: str, max_bytes: int = MAX_JSON_BYTES):
+    """The value of a JSON text; BadJson (one line, naming where) when it is longer than max_bytes,
+    nested deeper than MAX_JSON_DEPTH, not JSON, or holds NaN or infinities (not JSON)."""
+    if len(text) > max_bytes:
+        size = f"{len(text):,} bytes"
+        raise BadJson(f"{where}: {size}, more than the {max_bytes:,} a JSON file here may hold")
+    if isinstance(text, bytes):
+        try:
+            text = text.decode()
+        except UnicodeDecodeError as e:
+            raise BadJson(f"{where}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    too_deep = BadJson(f"{where}: nested deeper than {MAX_JSON_DEPTH} levels")
+    try:
+        value = json.loads(text, parse_constant=refuse_constant)
+    except RecursionError:
+        raise too_deep from None
+    except ValueError as e:
+        raise BadJson(f"{where}: not JSON ({str(e).splitlines()[0]})") from None
+    if json_depth(value) > MAX_JSON_DEPTH:
+        raise too_deep
+    return value
+
+
+def refuse_constant(name: str):
+    """NaN, Infinity and -Infinity are not JSON: the project writes null for them."""
+    raise ValueError(f"{name} is not JSON")
+
+
+def read_json(path, kind: type | tuple = dict, max_bytes: int = MAX_JSON_BYTES):
+    """The JSON value in the file at path, of type kind (an object by default); BadJson, one line,
+    when the file is larger than max_bytes (not read), not JSON, too deep or of another type.
+    OSError when it cannot be read."""
+    with open(path, "rb") as f:
+        data = f.read(max_bytes + 1)
+    value = parse_json(data, str(path), max_bytes)
+    if not isinstance(value, kind):
+        raise BadJson(f"{path}: holds {json_type(value)}, not {json_type_name(kind)}")
+    return value
+
+
+JSON_TYPES = {dict: "an object", list: "a list", str: "a string", bool: "true or false"}
+JSON_TYPES |= {int: "an integer", float: "a number", type(None): "null"}
+
+
+def json_type(value) -> str:
+    """What a JSON value is, in words."""
+    return JSON_TYPES.get(type(value), type(value).__name__)
+
+
+def json_type_name(kind: type | tuple) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join(JSON_TYPES.get(k, k.__name__) for k in kinds)
+
+
+MISSING = object()
+
+
+def field(data: dict, key: str, kind: type | tuple, where: str, default=MISSING):
+    """data[key] when it is of type kind (bool is never taken for an int; an int is a float);
+    BadJson, one line naming where and key, when it is not; default when the key is absent and a
+    default is given."""
+    if key not in data:
+        if default is not MISSING:
+            return default
+        raise BadJson(f"{where}: no {key!r}")
+    value = data[key]
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if float in kinds and int not in kinds:
+        kinds = (*kinds, int)
+    wrong_bool = isinstance(value, bool) and bool not in kinds
+    if wrong_bool or not isinstance(value, kinds):
+        raise BadJson(f"{where}: {key!r} is {json_type(value)}, not {json_type_name(kind)}")
+    return value
+
+
+# ---------------------------------------------------------------------------- files this tool wrote
 WRITTEN_BY = "written_by"  # the key of a JSON record that names the tool that wrote it
-
-
-class OutputRefused(ValueError):
-    """An output path that holds what the tool did not write, or that it cannot write: the message, one line, names
-    the option, the path and why."""
 
 
 def md_mark(tool: str) -> str:
@@ -118,8 +263,9 @@ def md_mark(tool: str) -> str:
 
 
 def check_writable_folder(flag: str, path, real: Path) -> None:
-    """OutputRefused unless a file can be made in the folder of real, or in its nearest folder that exists (where
-    the missing ones would be made): a file made there and removed at once tells, for root too."""
+    """OutputRefused unless a file can be made in the folder of real, or in its nearest folder that
+    exists (where the missing ones would be made): a file made there and removed at once tells, for
+    root too."""
     folder = next(p for p in real.parents if p.exists())
     try:
         with tempfile.TemporaryFile(dir=folder):
@@ -130,10 +276,13 @@ def check_writable_folder(flag: str, path, real: Path) -> None:
         ) from None
 
 
-def check_replaceable(flag: str, path, why_not: Callable[[str], Optional[str]]) -> None:
-    """OutputRefused unless a write to path (through its links) makes a new file in a folder that is or can be made
-    writable, or replaces a regular file of whose text why_not says nothing (None: this tool's own; else why not)."""
-    real = target(path)
+def check_replaceable(
+    flag: str, path, why_not: Callable[[str], Optional[str]], read: Callable = Path.read_text
+) -> None:
+    """OutputRefused unless a write to path (through its links) makes a new file in a folder that is
+    or can be made writable, or replaces a regular file of whose text (or bytes:
+    read=Path.read_bytes) why_not says nothing (None: this tool's own; else why not)."""
+    real = check_inside(path, path, flag)
     check_writable_folder(flag, path, real)
     if not os.path.lexists(real):
         return
@@ -142,7 +291,7 @@ def check_replaceable(flag: str, path, why_not: Callable[[str], Optional[str]]) 
             f"{flag} {path} is not a regular file: nothing is run; give a file name"
         )
     try:
-        reason = why_not(real.read_text())
+        reason = why_not(read(real))
     except (OSError, UnicodeDecodeError) as e:
         reason = f"cannot be read ({e})"
     if reason:
@@ -157,8 +306,8 @@ def json_by(tool: str) -> Callable[[str], Optional[str]]:
 
     def why_not(text: str) -> Optional[str]:
         try:
-            data = json.loads(text)
-        except (ValueError, RecursionError):
+            data = parse_json(text, str(tool))
+        except BadJson:
             return f"is not JSON, so not written by {tool}"
         if not isinstance(data, dict) or data.get(WRITTEN_BY) != tool:
             return f'holds no "{WRITTEN_BY}": "{tool}", so {tool} did not write it'
@@ -184,13 +333,14 @@ def table_path(out) -> Path:
 
 
 def check_record(tool: str, out, flag: str = "--out") -> None:
-    """OutputRefused unless tool's JSON record can be written at out without replacing a file tool did not write."""
+    """OutputRefused unless tool's JSON record can be written at out without replacing a file tool
+    did not write."""
     check_replaceable(flag, out, json_by(tool))
 
 
 def check_outputs(tool: str, out, flag: str = "--out") -> None:
-    """OutputRefused unless out names a .json file and both it and the .md beside it can be written without
-    replacing a file that tool did not write."""
+    """OutputRefused unless out names a .json file and both it and the .md beside it can be written
+    without replacing a file that tool did not write."""
     if Path(out).suffix != ".json":
         raise OutputRefused(f"{flag} {out}: give a .json file (the table goes beside it as .md)")
     check_record(tool, out, flag)

@@ -1,208 +1,81 @@
-"""The benchmark bookkeeping of the ppo_*.py scripts: signals, config.json and summary.json (part of benchback-rl).
+"""The benchmark bookkeeping of the ppo_*.py scripts: signals, config.json and summary.json (part of
+benchback-rl).
 
-bench.sh and plot_results.py rely on what it writes; a starter copy of a script deletes its bookkeeping section
-and every line that contains `book.`, and then needs no other file. A script uses it like this:
+bench.sh and plot_results.py rely on what it writes; `./setup.sh starter` (tools/starter.py) writes
+a copy of a script without it, which then needs no other file. A script uses it like this:
 
     book = Bookkeeping(START, packages=("jax", "jaxlib", "flax", "optax", "gymnax"))
-    main = book.wrap(main, Args)     # bad input refused, signals caught, summary.json written, exit codes
+    # bad input refused, signals caught, summary.json written, exit codes:
+    main = book.wrap(main, Args)
     ... in main():
     run_dir = book.make_run_dir(run_dir)  # a new folder, suffixed when the name is taken
     book.start(config, run_dir)      # config.json, before iteration 0
     book.setup_done()                # setup_s
     book.check_signals()             # between phases: a SIGINT or SIGTERM stops the run there
-    book.iteration_done(iteration, scalars, writer)
+    book.iteration_done(iteration, returns, writers, scalars)  # and the progress line
 
-Signals: SIGINT and SIGTERM set a flag that the script checks between phases, so that none is lost inside a
-compiler and a run started with SIGINT ignored (nohup, a background job) still stops; a second signal stops the
-run at once. The run then ends with status "interrupted" and exit code 130. Bad input (a ValueError, OSError or
-ImportError before the run folder is made) is one line and exit code 2, and leaves no run folder. Any other
-failure ends with status "failed": an OSError (a full disk, a removed log folder) with one line and exit code 1,
-anything else with its traceback. config.json and summary.json are written by atomic.py's write_json (a
-temporary file, then renamed), so they are never empty or half-written.
+Signals: SIGINT and SIGTERM set a flag that the script checks between phases, so that none is lost
+inside a compiler and a run started with SIGINT ignored (nohup, a background job) still stops; a
+second signal stops the run at once. The run then ends with status "interrupted" and exit code 130.
+Bad input (a ValueError, OSError or ImportError before the run folder is made: tools/run_checks.py
+checks the arguments first) is one line and exit code 2, and leaves no run folder. Any other failure
+ends with status "failed": an OSError (a full disk, a removed log folder) with one line and exit
+code 1, anything else with its traceback. config.json and summary.json are written by atomic.py's
+write_json (a temporary file, then renamed), so they are never empty or half-written, and never
+through a symbolic link in the run folder: a link planted there mid-run (atomic.LinkRefused, an
+OSError) fails the run in one line, exit code 1, and what it leads to is left as it is.
 """
 
-import io
 import os
 import platform
+import resource
 import shutil
 import signal
-import socket
 import sys
 import threading
 import time
-from contextlib import redirect_stderr, redirect_stdout
-from datetime import datetime, timezone
 from importlib.metadata import version
 from typing import Callable, Optional
 
 import jax
 import numpy as np
-import tyro
 
 from atomic import write_json
+from tools.run_checks import check_args, check_environment, machine
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
-# A lower bound of the rollout's float32 numbers per sample: observations twice (before and after any reset),
-# actions, log-probabilities, values, rewards, returns of ended episodes, advantages and value targets, and the
-# update's shuffled copies of them
-BYTES_PER_SAMPLE = 16 * 4
-MAX_BATCH = 2**31 - 1  # the batch is indexed with int32 (the update's permutations)
-WANDB_FORBIDDEN = "/\\#?%:"  # characters W&B refuses in a project (and an entity) name
-WANDB_MAX_NAME = 128
-# JAX settings that config.json would misreport: its dtype (float32, bfloat16) and its compile mode
-REFUSED_JAX_SETTINGS = {
-    "jax_enable_x64": "runs in float64 where config.json says --dtype",
-    "jax_disable_jit": "runs op by op whatever config.json says of --compile (use --compile none)",
-}
-# The environment variables that change the computation, recorded in config.json: JAX's and XLA's settings
-# (XLA_FLAGS, JAX_PLATFORMS, ...), TorchInductor's, the OpenMP/MKL/OpenBLAS thread settings and the GPU's
-COMPUTATION_PREFIXES = ("JAX_", "XLA_", "TORCHINDUCTOR_", "OMP_", "KMP_", "MKL_", "OPENBLAS_")
-COMPUTATION_VARIABLES = ("CUDA_VISIBLE_DEVICES", "NVIDIA_TF32_OVERRIDE")
 
 
-def tyro_message(box: str) -> str:
-    """The message of tyro's error box (a title, a rule, the message wrapped over lines, a rule, help), on one line."""
-    lines = [line.strip() for line in box.splitlines()]
-    rules = [i for i, line in enumerate(lines) if line.startswith("---")]
-    if len(rules) < 2:
-        return "bad arguments (see --help)"
-    return " ".join(" ".join(lines[rules[0] + 1 : rules[1]]).split())
-
-
-def parse_args(args_type, argv: list[str]):
-    """args_type parsed from argv by tyro; bad input raises ValueError with tyro's message on one line."""
-    messages = io.StringIO()
-    try:
-        with redirect_stderr(messages), redirect_stdout(messages):
-            args = tyro.cli(args_type, args=argv)
-    except SystemExit as e:
-        if e.code == 0:  # --help
-            print(messages.getvalue(), end="")
-            raise
-        message = tyro_message(messages.getvalue())
-        # an Args check (__post_init__) names its flag itself
-        raise ValueError(message.removeprefix(f"Error parsing {args_type.__name__}: ")) from None
-    return args
-
-
-def check_args(args_type, argv: list[str]):
-    """The script's Args from argv, parsed by tyro as the script will; bad input raises ValueError with one line."""
-    args = parse_args(args_type, argv)
-    check_environment()
-    check_batch_memory(args)
-    check_wandb_names(args)
-    return args
-
-
-def check_environment() -> None:
-    """ValueError (one line, naming the variable) for a JAX setting from the environment that config.json would
-    misreport (REFUSED_JAX_SETTINGS), or a JAX_PLATFORMS that JAX cannot start on."""
-    for setting, why in REFUSED_JAX_SETTINGS.items():
-        if getattr(jax.config, setting):
-            variable = setting.upper()
-            raise ValueError(f"{variable}={os.environ.get(variable)!r}: JAX {why}; unset it")
-    try:
-        jax.devices()
-    except Exception as e:  # a RuntimeError, or an AssertionError for cuda without a GPU
-        platforms = os.environ.get("JAX_PLATFORMS")
-        why = str(e).splitlines()[0] if str(e) else "no such device"
-        raise ValueError(
-            f"JAX_PLATFORMS={platforms!r}: JAX cannot start on it here ({why}); unset it to let JAX choose"
-        ) from None
-
-
-def exit_on_bad_environment() -> None:
-    """check_environment() for a script's first lines, before its imports start JAX (gymnax's does): its one
-    line and exit code 2, not JAX's traceback."""
+def exit_on_bad_environment(framework: str) -> None:
+    """check_environment() for a script's first lines, before its imports start JAX (gymnax's does):
+    its one line and exit code 2, not JAX's traceback. For the JAX scripts, also tensorboardX
+    without torch."""
     try:
         check_environment()
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
+    if framework != "torch":
+        import_tensorboardx_without_torch()
 
 
-def computation_variables() -> dict:
-    """The environment variables that change the computation (COMPUTATION_PREFIXES and _VARIABLES) and
-    are set, with their values."""
-    return {
-        name: value
-        for name, value in sorted(os.environ.items())
-        if name.startswith(COMPUTATION_PREFIXES) or name in COMPUTATION_VARIABLES
-    }
-
-
-def memory_bytes() -> int:
-    """The memory the rollout can use: the host's, or the accelerator's when JAX has one (then the smaller)."""
-    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    stats = jax.devices()[0].memory_stats()  # None on a CPU
-    if stats and stats.get("bytes_limit"):
-        memory = min(memory, stats["bytes_limit"])
-    return memory
-
-
-def check_batch_memory(args) -> None:
-    """ValueError when the batch cannot be indexed or cannot fit, before the run starts to allocate it."""
-    need = args.batch_size * BYTES_PER_SAMPLE
-    memory = memory_bytes()
-    if args.batch_size > MAX_BATCH or need > memory:
-        raise ValueError(
-            f"--num-envs {args.num_envs} x --num-steps {args.num_steps} = {args.batch_size:,} samples: too many "
-            f"(at most {min(MAX_BATCH, memory // BYTES_PER_SAMPLE):,} here; each needs at least "
-            f"{BYTES_PER_SAMPLE} bytes and this machine has {memory / 2**30:.1f} GiB)"
-        )
-
-
-def check_wandb_names(args) -> None:
-    """ValueError for a W&B project or entity name that W&B would refuse once the run has started."""
-    for flag, name in (
-        ("--wandb-project-name", args.wandb_project_name),
-        ("--wandb-entity", args.wandb_entity),
-    ):
-        if name is None:
-            continue
-        bad = sorted(set(name) & set(WANDB_FORBIDDEN))
-        if not name or len(name) > WANDB_MAX_NAME or bad:
-            rule = f"1 to {WANDB_MAX_NAME} characters, none of {' '.join(WANDB_FORBIDDEN)}"
-            raise ValueError(f"{flag} {name!r} is not a W&B name: {rule}")
-
-
-def machine() -> dict:
-    """Where the run runs: platform, host, the cores it may use and the CPU's bfloat16 instructions
-    (Linux), the environment variables that change the computation, and the start time."""
-    return {
-        "platform": platform.platform(),
-        "hostname": socket.gethostname(),
-        "cpu_affinity": sorted(os.sched_getaffinity(0))
-        if hasattr(os, "sched_getaffinity")
-        else None,
-        "cpu_bf16": cpu_bf16_flags(),
-        "environment_variables": computation_variables(),
-        "start_time": datetime.now(timezone.utc).isoformat(),
-    }
-
-
-BF16_FLAGS = ("avx512_bf16", "amx_bf16")
-
-
-def cpu_bf16_flags(cpuinfo: str = "/proc/cpuinfo") -> Optional[list]:
-    """The CPU's native bfloat16 instructions among BF16_FLAGS, from Linux's cpuinfo ([] for none: --dtype
-    bfloat16 is then emulated); None where there is no cpuinfo to read."""
+def import_tensorboardx_without_torch() -> None:
+    """Imports tensorboardX with torch hidden from it: its writer imports torch whenever torch is
+    installed (about 1 s on a CPU, a third of a JAX script's imports) only to accept torch tensors,
+    which the JAX scripts never log. torch is hidden for that import only (other packages, SciPy's
+    among them, look for it later)."""
+    if "torch" in sys.modules or "tensorboardX" in sys.modules:
+        return
+    sys.modules["torch"] = None  # `import torch` raises ImportError, which tensorboardX expects
     try:
-        with open(cpuinfo) as file:
-            text = file.read()
-    except OSError:
-        return None
-    flags = set()
-    for line in text.splitlines():
-        name, _, value = line.partition(":")
-        if name.strip() == "flags":
-            flags.update(value.split())
-    return [flag for flag in BF16_FLAGS if flag in flags]
+        import tensorboardX  # noqa: F401
+    finally:
+        del sys.modules["torch"]
 
 
 def check_writer(writer, thread_errors: list) -> None:
-    """OSError when tensorboardX's writer thread has died. It dies when a write fails (a full disk), and the run
-    would then hang as soon as the writer's queue is full."""
+    """OSError when tensorboardX's writer thread has died. It dies when a write fails (a full disk),
+    and the run would then hang as soon as the writer's queue is full."""
     event_writer = writer._get_file_writer().event_writer
     if event_writer._worker.is_alive():
         return
@@ -225,24 +98,77 @@ def missing_folders(path: str) -> list[str]:
 
 
 def quiet_os_errors(unraisable) -> None:
-    """sys.unraisablehook once the run's error line has named an OSError (a full disk): an OSError that
+    """sys.unraisablehook once the run's error line has named an OSError (a full disk): one that
     nothing can catch (tensorboardX's writer closing at exit, on the same disk) prints nothing."""
     if not issubclass(unraisable.exc_type, OSError):
         sys.__unraisablehook__(unraisable)
 
 
+def final_returns(returns: list, num_agents: int) -> list:
+    """Each agent's final return, the mean of its last 10 iterations' returns (None: no episode of
+    it ended in them), from the returns of each iteration, a list of one per agent."""
+    finals = []
+    for k in range(num_agents):
+        last = [iteration[k] for iteration in returns[-10:] if not np.isnan(iteration[k])]
+        finals.append(float(np.mean(last)) if last else None)
+    return finals
+
+
+def progress(num_iterations: int, iteration: int, scalars: dict, iteration_times: list) -> str:
+    """The progress line; the ETA from this process's iterations after its first (compile)."""
+    done = f"iter {iteration + 1}/{num_iterations} | SPS {scalars['charts/SPS']:,.0f}"
+    episodes = "no episode ended"
+    if "charts/episodic_return" in scalars:
+        episodes = f"return {scalars['charts/episodic_return']:.1f}"
+    timing = f"rollout {scalars['time/rollout']:.3f}s update {scalars['time/update']:.3f}s"
+    remaining = num_iterations - iteration - 1
+    after_compile = iteration_times[1:]
+    eta = f"ETA {np.mean(after_compile) * remaining:.0f}s" if len(after_compile) >= 2 else "ETA -"
+    return f"{done} | {episodes} | {timing} | elapsed {scalars['time/elapsed']:.1f}s {eta}"
+
+
+def peak_rss_bytes() -> int:
+    """The process's peak resident memory on the host, threads in: Linux's VmHWM, its own (the
+    ru_maxrss of a process also holds its parent's peak at its exec); elsewhere ru_maxrss."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024  # in kB
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def peak_device_bytes() -> Optional[int]:
+    """The accelerator memory the run's frameworks held at their peak (JAX's allocator, and torch's
+    when it used CUDA), summed; None on a CPU, where peak_rss_bytes holds it all."""
+    peaks = []
+    stats = jax.devices()[0].memory_stats()  # None on a CPU
+    if stats and "peak_bytes_in_use" in stats:
+        peaks.append(stats["peak_bytes_in_use"])
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        peaks.append(torch.cuda.max_memory_allocated())
+    return sum(peaks) if peaks else None
+
+
 class Bookkeeping:
     def __init__(self, start: float, packages: tuple[str, ...]):
-        """start: time.perf_counter() at the script's first line; packages: the versions config.json records."""
+        """start: time.perf_counter() at the script's first line; packages: the versions config.json
+        records."""
         self.start_time = start
         self.packages = packages
         self.run_dir = None  # set by start(): from then on, the run must leave a summary.json
         self.made_dirs = []  # the folders make_run_dir made, the run folder first
         self.num_iterations = None
+        self.num_agents = 1
         self.running = False  # while True, a second signal stops the run at once
         self.summary_error = None  # why summary.json could not be written
-        self.thread_errors = []  # OSErrors that ended a thread (tensorboardX's writer on a full disk)
-        self.returns = []
+        # OSErrors that ended a thread (tensorboardX's writer on a full disk)
+        self.thread_errors = []
+        self.returns = []  # per iteration, each agent's mean episodic return (NaN: none ended)
+        self.iteration_times = []  # this process's: the progress line's ETA
         self.summary = {
             "status": "failed",
             "iterations_completed": 0,
@@ -250,6 +176,7 @@ class Bookkeeping:
             "setup_s": None,
             "total_s": None,
             "final_return": None,
+            "final_returns": None,
             "signals": [],
         }
 
@@ -262,7 +189,8 @@ class Bookkeeping:
             raise KeyboardInterrupt
 
     def on_thread_error(self, hook_args):
-        """An OSError ends a thread without a traceback; iteration_done() then fails the run with it, in one line."""
+        """An OSError ends a thread without a traceback; iteration_done() then fails the run with
+        it, in one line."""
         if isinstance(hook_args.exc_value, OSError):
             self.thread_errors.append(hook_args.exc_value)
         else:
@@ -273,11 +201,15 @@ class Bookkeeping:
             raise KeyboardInterrupt
 
     # -------------------------------------------------------------------------------- the run
-    def make_run_dir(self, run_dir: str) -> str:
-        """Creates run_dir, or run_dir-2, run_dir-3, ... when it exists (two runs started in the same second);
-        returns the folder made. OSError when the log folder is a file or cannot be created; KeyboardInterrupt,
-        and no folder, after a signal (one sent during the imports)."""
+    def make_run_dir(self, run_dir: str, resume: Optional[str] = None) -> str:
+        """Creates run_dir, or run_dir-2, run_dir-3, ... when it exists (two runs started in the
+        same second); returns the folder made. OSError when the log folder is a file or cannot be
+        created; KeyboardInterrupt, and no folder, after a signal (one sent during the imports).
+        resume:
+        --resume's run folder, returned as it is (start() reads it)."""
         self.check_signals()
+        if resume:
+            return resume
         path = run_dir
         suffix = 1
         while True:
@@ -291,8 +223,19 @@ class Bookkeeping:
                 path = f"{run_dir}-{suffix}"
 
     def start(self, config: dict, run_dir: str):
-        """Adds the command line, the versions and the machine to config (so W&B gets them too), and writes it
-        to config.json."""
+        """Adds the command line, the versions and the machine to config (so W&B gets them too), and
+        writes it to config.json. With --resume, config.json stays the first start's (the run's
+        identity) and the run goes on from its resume file's iteration: BadCheckpoint (bad input)
+        when it cannot."""
+        if config.get("resume"):
+            import checkpoint
+
+            # the script's Saver, made before, checked its flags against the stopped run's
+            resume = checkpoint.read_resume(run_dir)
+            self.returns = list(resume.returns)
+            self.summary["iterations_completed"] = resume.iteration
+            # the analysis reads a resumed run's events files as one run, and does not time it
+            self.summary["resumed_at"] = [*resume.resumed_at, resume.iteration]
         config["command"] = sys.argv
         packages = self.packages + (("envpool",) if config.get("env_backend") == "envpool" else ())
         config["versions"] = {
@@ -305,17 +248,26 @@ class Bookkeeping:
             config["torch_threads"] = sys.modules["torch"].get_num_threads()
         self.run_dir = run_dir
         self.num_iterations = config["num_iterations"]
+        self.num_agents = config.get("num_agents", 1)
         self.running = True
-        write_json(os.path.join(run_dir, "config.json"), config)
+        if not config.get("resume"):
+            # never through a link in the run folder (atomic.check_inside)
+            write_json(os.path.join(run_dir, "config.json"), config, given=run_dir)
 
     def setup_done(self):
         self.summary["setup_s"] = time.perf_counter() - self.start_time
 
-    def iteration_done(self, iteration: int, scalars: dict, writer):
+    def iteration_done(self, iteration: int, returns, writers: list, scalars: dict):
+        """returns: each agent's mean episodic return of the iteration (NaN: no episode ended);
+        writers: each SummaryWriter of the run; scalars: what it logged. Prints the progress
+        line."""
         self.summary["iterations_completed"] = iteration + 1
-        # NaN: no episode ended
-        self.returns.append(float(scalars.get("charts/episodic_return", np.nan)))
-        check_writer(writer, self.thread_errors)
+        self.returns.append([float(r) for r in returns])
+        for writer in writers:
+            check_writer(writer, self.thread_errors)
+        self.iteration_times.append(scalars["time/iteration"])
+        line = progress(self.num_iterations, iteration, scalars, self.iteration_times)
+        print(line, flush=True)
 
     def finish(self, status: str, error: Optional[str] = None):
         """summary.json, and the line that ends the run's output."""
@@ -325,34 +277,40 @@ class Bookkeeping:
             print("interrupted before the first iteration: nothing ran, no run folder made")
         if self.run_dir is None:  # no run folder was made
             return
-        # Stopped before its first iteration ended (in the imports, the setup or iteration 0's compile), a run
-        # measured nothing: it leaves no folder, rather than one that bench.sh's resume would run again anyway
-        # and the analysis would only list as skipped. The sweep's log keeps the attempt.
+        # Stopped before its first iteration ended (in the imports, the setup or iteration 0's
+        # compile), a run measured nothing: it leaves no folder, rather than one that bench.sh's
+        # resume would run again anyway and the analysis would only list as skipped. The sweep's log
+        # keeps the attempt.
         if nothing_ran and self.remove_run_dir():
             print(f"interrupted before the first iteration: nothing ran, {self.run_dir} removed")
             return
-        # final_return: of the last 10 iterations
-        last = [r for r in self.returns[-10:] if not np.isnan(r)]
         self.summary["status"] = status
         self.summary["total_s"] = time.perf_counter() - self.start_time
-        self.summary["final_return"] = float(np.mean(last)) if last else None
+        finals = final_returns(self.returns, self.num_agents)
+        self.summary["final_returns"] = finals
+        known = [r for r in finals if r is not None]
+        # the agents' mean
+        self.summary["final_return"] = float(np.mean(known)) if known else None
+        self.summary["peak_rss_bytes"] = peak_rss_bytes()
+        self.summary["peak_device_bytes"] = peak_device_bytes()
         if error:
             self.summary["error"] = error
         try:
-            write_json(os.path.join(self.run_dir, "summary.json"), self.summary)
-        except OSError as e:  # a full disk: said on the run's one error line
+            write_json(os.path.join(self.run_dir, "summary.json"), self.summary, given=self.run_dir)
+        except OSError as e:  # a full disk, a link planted: said on the run's one error line
             self.summary_error = f"summary.json not written ({e})"
         done = f"{self.summary['iterations_completed']}/{self.num_iterations}"
         total, final = self.summary["total_s"], self.summary["final_return"]
         # as the progress lines
         final = "none (no episode ended)" if final is None else f"{final:.1f}"
         print(
-            f"{status}: {done} iterations, total {total:.1f}s, final return {final}, logs in {self.run_dir}"
+            f"{status}: {done} iterations, total {total:.1f}s, final return {final}, logs in "
+            f"{self.run_dir}"
         )
 
     def remove_run_dir(self) -> bool:
-        """Removes the run folder, and the log folders make_run_dir made for it where they are empty (no other
-        run writes there); False, with the folder left, when it cannot."""
+        """Removes the run folder, and the log folders make_run_dir made for it where they are empty
+        (no other run writes there); False, with the folder left, when it cannot."""
         wandb = sys.modules.get("wandb")
         # a W&B run's files may be in the folder: closed first
         if wandb is not None and wandb.run is not None:
@@ -369,7 +327,8 @@ class Bookkeeping:
         return True
 
     def end(self, status: str, error: Optional[Exception] = None, one_line: bool = False):
-        """finish(), then one error line: the error itself when one_line, and summary.json when it was not written."""
+        """finish(), then one error line: the error itself when one_line, and summary.json when it
+        was not written."""
         self.finish(status, f"{type(error).__name__}: {error}" if error else None)
         problems = [str(error)] if one_line else []
         if self.summary_error:
@@ -380,8 +339,8 @@ class Bookkeeping:
             sys.unraisablehook = quiet_os_errors
 
     def run(self, main: Callable[[], None], args_type):
-        """main() with the signals caught and summary.json written whatever happens. Exit codes: 2 for bad input
-        (before the run folder is made), 130 when interrupted, 1 when failed."""
+        """main() with the signals caught and summary.json written whatever happens. Exit codes: 2
+        for bad input (before the run folder is made), 130 when interrupted, 1 when failed."""
         for signum in SIGNALS:
             signal.signal(signum, self.on_signal)
         threading.excepthook = self.on_thread_error
@@ -410,7 +369,8 @@ class Bookkeeping:
             sys.exit(1)
 
     def wrap(self, main: Callable[[], None], args_type) -> Callable[[], None]:
-        """main, run under the bookkeeping; args_type: the script's Args, checked before main() starts."""
+        """main, run under the bookkeeping; args_type: the script's Args, checked before main()
+        starts."""
 
         def bookkept_main():
             self.run(main, args_type)

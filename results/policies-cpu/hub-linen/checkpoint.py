@@ -1,22 +1,24 @@
-"""model.safetensors: a trained policy kept in one format that the four frameworks share (part of benchback-rl).
+"""model.safetensors and resume.safetensors, as the ppo_*.py scripts write them: a trained policy
+kept in one format that the four frameworks share, and a run's whole state, to continue it (part of
+benchback-rl).
 
-The one place that writes, reads and validates a checkpoint: `--save-model` in the ppo_*.py scripts (Saver), and
-whatever loads one (evaluate.py). Each script adds only its own mapping of its parameters to the shared layout
-(to_shared); evaluate.py's build_agent loads them back into each framework's network. The standard library, NumPy and safetensors only: no JAX, no torch, no pickle, nothing
-executed on load. The scripts import it lazily, only with --save-model, so a copy of one that trains without it needs
-no other file.
+The one place that writes them (Saver): `--save-model`, `--save-every` and `--resume` of the
+ppo_*.py scripts, which import it lazily, only with those flags (a copy that saves needs it and
+atomic.py beside it). evaluation/model_file.py loads a policy back and checks it whole.
 
-The layout (METHODOLOGY.md, "Checkpoints"): float32 tensors in JAX's layout, whatever framework trained them,
-    actor.{i}.kernel (in, out), actor.{i}.bias (out,)   i = 0 .. L: the L hidden layers, then the head
+A resume file holds the run's state as the script hands it over (parameters, Adam's state, the envs'
+state with the normalisation statistics, the random keys) in jax.tree.leaves' order, with the
+iterations completed, their returns and the run's flags; Saver.resume puts it back, bit for bit.
+
+The layout of model.safetensors (METHODOLOGY.md, "Checkpoints"; evaluation/model_file.py checks it):
+float32 tensors in JAX's layout, whatever framework trained them,
+    actor.{i}.kernel (in, out), actor.{i}.bias (out,)   i = 0 .. L: the L hidden layers, then head
     critic.{i}.kernel, critic.{i}.bias                   likewise, the head's out = 1
     log_std (num_actions,)                               continuous action spaces only
-    obs_norm.mean, obs_norm.var (obs_dim,), obs_norm.count ()   with --norm-obs: env_normalize's running statistics
-and the metadata of META_KEYS (safetensors' header holds strings: a str as it is, anything else as JSON).
-
-    import checkpoint
-    ckpt = checkpoint.load("runs/CartPole-v1__nnx__small__cached_partial__1__1700000000")  # or .../model.safetensors
-    agent = evaluate.build_agent("nnx", checkpoint.layers_of(ckpt.params), continuous=False)
-    obs = checkpoint.normalize_obs(obs, ckpt.obs_norm)
+    obs_norm.mean, obs_norm.var (obs_dim,)               with --norm-obs: env_normalize's running
+    obs_norm.count ()                                    statistics
+and metadata (safetensors' header holds strings: a str as it is, anything else as JSON). A policy
+gone NaN is not saved (check_finite).
 """
 
 import json
@@ -31,93 +33,38 @@ import numpy as np
 import safetensors
 import safetensors.numpy
 
-from atomic import write_file
+from atomic import MISSING, BadJson, check_inside, field, parse_json, read_json, write_file
 
-FORMAT = "benchback-rl/1"
-FILENAME = "model.safetensors"
-FRAMEWORKS = ("linen", "nnx", "equinox", "torch")
-# the scripts' own MODEL_SIZES (a test checks that they agree): a checkpoint's hidden layers must be its model_size's
-MODEL_SIZES = {"small": (64, 64), "medium": (256, 256, 256), "large": (1024,) * 6}
+FORMAT, FILENAME = "benchback-rl/1", "model.safetensors"
 OBS_NORM = ("mean", "var", "count")
-CLIP, EPSILON = 10.0, 1e-8  # env_normalize.scale's (a test checks normalize_obs against it)
 
 
-def is_str(value) -> bool:
-    return isinstance(value, str) and value != ""
+# the keys whose value is kept as the string it is; the others are JSON
+STRING_KEYS = {"format", "framework", "env", "env_backend", "model_size", "action_kind", "dtype"}
+STRING_KEYS |= {"commit"}
 
 
 def is_count(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
-def is_finite_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-# metadata key -> (what it must be, its check on the decoded value)
-META_KEYS = {
-    "format": (repr(FORMAT), lambda v: v == FORMAT),
-    "framework": (f"one of {', '.join(FRAMEWORKS)}", lambda v: v in FRAMEWORKS),
-    "env": ("an env id", is_str),
-    "env_backend": ("gymnax or envpool", lambda v: v in ("gymnax", "envpool")),
-    "model_size": (f"one of {', '.join(MODEL_SIZES)}", lambda v: v in MODEL_SIZES),
-    "obs_shape": (
-        "[obs_dim], a positive integer",
-        lambda v: isinstance(v, list) and len(v) == 1 and is_count(v[0]),
-    ),
-    "action_kind": ("discrete or continuous", lambda v: v in ("discrete", "continuous")),
-    "num_actions": ("a positive integer", is_count),
-    "dtype": ("float32 or bfloat16", lambda v: v in ("float32", "bfloat16")),
-    "norm_obs": ("true or false", lambda v: isinstance(v, bool)),
-    "iteration": ("a positive integer (iterations completed)", is_count),
-    "final_return": ("a finite number or null", lambda v: v is None or is_finite_number(v)),
-    "commit": ("a git commit or unknown", is_str),
-    "command": (
-        "a JSON list of strings",
-        lambda v: isinstance(v, list) and all(isinstance(a, str) for a in v),
-    ),
-    "seed": ("an integer", lambda v: isinstance(v, int) and not isinstance(v, bool)),
-}
-# the keys whose value is kept as the string it is; the others are JSON
-STRING_KEYS = {
-    "format",
-    "framework",
-    "env",
-    "env_backend",
-    "model_size",
-    "action_kind",
-    "dtype",
-    "commit",
-}
-
-
 class BadCheckpoint(ValueError):
     """A checkpoint that cannot be used: one line, the path and what is wrong."""
 
 
-class Checkpoint(NamedTuple):
-    params: dict  # shared name -> float32 array: actor.*, critic.*, log_std (continuous)
-    obs_norm: Optional[dict]  # "mean", "var", "count" (with --norm-obs), else None
-    meta: dict  # META_KEYS, decoded: obs_shape a list, num_actions an int, norm_obs a bool, ...
-
-
-# --------------------------------------------------------------------------------------------- the layout
+# --------------------------------------------------------------------------------------- the layout
 def architecture(params: dict) -> tuple[int, tuple[int, ...], int]:
-    """(obs_dim, hidden sizes, num_actions) of a set of shared tensors, read from the actor's kernels."""
+    """(obs_dim, hidden sizes, num_actions) of a set of shared tensors (the actor's kernels)."""
     kernels = []
     while f"actor.{len(kernels)}.kernel" in params:
         kernels.append(params[f"actor.{len(kernels)}.kernel"])
     return kernels[0].shape[0], tuple(k.shape[1] for k in kernels[:-1]), kernels[-1].shape[1]
 
 
-def hidden_sizes(params: dict) -> tuple[int, ...]:
-    return architecture(params)[1]
-
-
 def shared(actor: list, critic: list, log_std=None) -> dict[str, np.ndarray]:
-    """The shared tensors of an agent's two MLPs, each a list of (kernel (in, out), bias), the hidden layers then
-    the head, and a Gaussian's log std (None for discrete actions): float32 NumPy copies, which the training that
-    goes on cannot change. Of what the scripts' to_shared returns; layers_of is its inverse."""
+    """The shared tensors of an agent's two MLPs, each a list of (kernel (in, out), bias), and a
+    Gaussian's log std (None for discrete actions): float32 NumPy copies, which the training that
+    goes on cannot change. evaluation/model_file.py's layers_of is its inverse."""
     tensors = {} if log_std is None else {"log_std": log_std}
     for mlp, layers in (("actor", actor), ("critic", critic)):
         for i, (kernel, bias) in enumerate(layers):
@@ -125,66 +72,29 @@ def shared(actor: list, critic: list, log_std=None) -> dict[str, np.ndarray]:
     return {name: np.array(x, np.float32) for name, x in tensors.items()}
 
 
-class Layers(NamedTuple):
-    """A network of shared tensors, as evaluate.build_agent builds each framework's from it."""
-
-    obs_dim: int
-    hidden_sizes: tuple[int, ...]
-    num_actions: int
-    actor: list  # [(kernel (in, out), bias), ...]: the hidden layers, then the head
-    critic: list  # likewise, the head's out = 1
-    log_std: Optional[np.ndarray]  # None for discrete actions
-
-
-def layers_of(params: dict) -> Layers:
-    """The network of shared tensors (checkpoint.load's params): shared's inverse."""
-    obs_dim, hidden, num_actions = architecture(params)
-    actor, critic = (
-        [(params[f"{mlp}.{i}.kernel"], params[f"{mlp}.{i}.bias"]) for i in range(len(hidden) + 1)]
-        for mlp in ("actor", "critic")
-    )
-    return Layers(obs_dim, hidden, num_actions, actor, critic, params.get("log_std"))
-
-
-def expected_shapes(meta: dict) -> dict[str, tuple[int, ...]]:
-    """Every tensor a checkpoint with this (decoded, checked) metadata holds, and its shape."""
-    obs_dim, num_actions = meta["obs_shape"][0], meta["num_actions"]
-    shapes = {}
-    for mlp, out_dim in (("actor", num_actions), ("critic", 1)):
-        sizes = (obs_dim, *MODEL_SIZES[meta["model_size"]], out_dim)
-        for i, (size_in, size_out) in enumerate(zip(sizes, sizes[1:])):
-            shapes[f"{mlp}.{i}.kernel"] = (size_in, size_out)
-            shapes[f"{mlp}.{i}.bias"] = (size_out,)
-    if meta["action_kind"] == "continuous":
-        shapes["log_std"] = (num_actions,)
-    if meta["norm_obs"]:
-        shapes |= {"obs_norm.mean": (obs_dim,), "obs_norm.var": (obs_dim,), "obs_norm.count": ()}
-    return shapes
-
-
-def normalize_obs(obs: np.ndarray, obs_norm: Optional[dict]) -> np.ndarray:
-    """Flattened observations (..., obs_dim) as the network saw them in training: env_normalize.scale with the
-    checkpoint's statistics (centred, divided by sqrt(var + 1e-8), clipped to +-10); as they are without."""
-    if obs_norm is None:
-        return obs
-    return np.clip((obs - obs_norm["mean"]) / np.sqrt(obs_norm["var"] + EPSILON), -CLIP, CLIP)
-
-
-# ------------------------------------------------------------------------------------------------- writing
+# ------------------------------------------------------------------------------------------ writing
 def encode(meta: dict) -> dict[str, str]:
     return {key: value if key in STRING_KEYS else json.dumps(value) for key, value in meta.items()}
 
 
-def save(path, params: dict, obs_norm: Optional[dict], meta: dict) -> None:
-    """Writes the checkpoint at path, whole or not at all (atomic.write_file). meta: META_KEYS but format, as Python
-    values. BadCheckpoint, and nothing written, when it would not load (checked by load's own checks)."""
+def check_finite(path, tensors: dict) -> None:
+    """BadCheckpoint unless every tensor is finite: a policy gone NaN is nothing worth keeping."""
+    for name, tensor in tensors.items():
+        if bad := int(np.size(tensor) - np.isfinite(tensor).sum()):
+            raise BadCheckpoint(f"{path}: tensor {name} holds {bad} non-finite values (NaN or inf)")
+
+
+def save(path, params: dict, obs_norm: Optional[dict], meta: dict, given=None) -> None:
+    """Writes the checkpoint at path, whole or not at all (atomic.write_file, never through a link
+    below given: by default path's folder); meta: the metadata but format. BadCheckpoint, and
+    nothing written, for a tensor that is not finite."""
     # copies in C order (np.ascontiguousarray would make the () count a (1,))
     tensors = {name: np.array(x, np.float32, order="C") for name, x in params.items()}
     if obs_norm is not None:
         tensors |= {f"obs_norm.{k}": np.array(obs_norm[k], np.float32, order="C") for k in OBS_NORM}
     header = encode({"format": FORMAT, **meta})
-    check_tensors(path, check_meta(path, header), tensors)
-    write_file(path, safetensors.numpy.save(tensors, metadata=header))
+    check_finite(path, tensors)
+    write_file(path, safetensors.numpy.save(tensors, metadata=header), given)
 
 
 def commit_of(folder: str) -> str:
@@ -198,54 +108,116 @@ def commit_of(folder: str) -> str:
     return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else "unknown"
 
 
-def obs_norm_of(env_state) -> Optional[dict]:
-    """The observations' running statistics in a runner's env state (env_normalize.NormalizeState), flattened as the
-    network sees the observations, as float32 copies; None without --norm-obs."""
-    stats = getattr(env_state, "obs_stats", None)
-    if stats is None:
-        return None
-    flat = {"mean": stats.mean, "var": stats.var}
-    return {k: np.array(v, np.float32).reshape(-1) for k, v in flat.items()} | {
-        "count": np.array(stats.count, np.float32).reshape(())
-    }
+def to_shared(framework: str, model) -> tuple:
+    """(actor, critic, log_std) of a script's model (Linen's params, NNX's or Equinox's agent,
+    torch's): each MLP's [(kernel (in, out), bias)]; log_std None for discrete actions."""
+    if framework == "torch":
+        # the script's torch_glue.host_layers(agent): in this layout already
+        return model
+    if framework == "linen":
+        p = model["params"]
+        mlps = [[mlp[f"Dense_{i}"] for i in range(len(mlp))] for mlp in (p["actor"], p["critic"])]
+        actor, critic = ([(d["kernel"], d["bias"]) for d in mlp] for mlp in mlps)
+        return actor, critic, p.get("log_std")
+    mlps = (model.actor, model.critic)
+    if framework == "nnx":
+        actor, critic = ([(d.kernel, d.bias) for d in mlp.layers] for mlp in mlps)
+        return actor, critic, model.log_std if model.continuous else None
+    # Equinox's: its Linear's weight is (out, in)
+    actor, critic = ([(d.weight.swapaxes(-1, -2), d.bias) for d in m.layers] for m in mlps)
+    return actor, critic, model.log_std
 
 
 class Snapshot(NamedTuple):
-    """What a Saver keeps of the last finished iteration."""
+    """What a Saver keeps of the last finished iteration, a value per agent."""
 
-    params: dict  # shared(*the script's to_shared(agent))
-    obs_norm: Optional[dict]
-    returns: tuple  # each finished iteration's mean episodic return, NaN where no episode ended
+    params: list  # each agent's shared tensors
+    obs_norm: list  # each agent's observation statistics (env_normalize.obs_norms), or Nones
+    returns: tuple  # each finished iteration's mean episodic returns, one per agent
 
 
 class Saver:
-    """--save-model: model.safetensors in the run folder when the run ends, however it ends (completed, stopped by a
-    signal, failed): the policy of the last finished iteration, as iteration_done last received it; nothing when no
-    iteration finished. A context manager around the training loop; it needs no bookkeeping."""
+    """--save-model: each agent's model.safetensors when the run ends, however it ends: the policy
+    of the last finished iteration (none when none finished). --save-every: the run's whole state
+    in resume.safetensors every N iterations; --resume: that state put back. A context manager
+    around the training loop; it needs no bookkeeping."""
 
     def __init__(self, run_dir: str, config: dict, script: str):
-        """config: the script's Args as a dict, with "framework"; script: its __file__ (its repository's commit)."""
-        self.path = os.path.join(run_dir, FILENAME)
-        self.config = config
+        """config: the script's Args as a dict, with "framework"; script: its __file__ (for the
+        commit). With --resume, the folder must be a stopped run of the same flags
+        (check_resumable)."""
+        self.run_dir = run_dir
+        self.config = dict(config)  # as it is now: the bookkeeping adds the machine's keys later
         self.commit = commit_of(os.path.dirname(os.path.abspath(script)))
         self.command = list(sys.argv)
         # one attribute, replaced whole: a signal cannot stop the run between a policy and its count
-        self.last = Snapshot({}, None, ())
+        self.last = Snapshot([], [], ())
+        self.resumed_at = ()
+        if config.get("resume"):
+            resume = check_resumable(run_dir, self.config)
+            self.last = Snapshot([], [], resume.returns)
+            self.resumed_at = (*resume.resumed_at, resume.iteration)
 
-    def iteration_done(self, layers: tuple, env_state, scalars: dict) -> None:
-        """layers: the script's to_shared(agent) after the iteration's update (named and copied here: training goes
-        on); env_state: the runner's (its observation statistics, with --norm-obs); scalars: the iteration's logged
-        values."""
-        episodic_return = float(scalars.get("charts/episodic_return", math.nan))
-        params = shared(*layers)
-        self.last = Snapshot(params, obs_norm_of(env_state), (*self.last.returns, episodic_return))
+    @property
+    def iteration(self) -> int:
+        """The iterations completed, those before a resume included."""
+        return len(self.last.returns)
 
-    def metadata(self) -> dict:
-        params, _, returns = self.last
+    def resume(self, training, runner, writer=None):
+        """(training, runner, iterations completed): the run's fresh state with the resume file's
+        arrays in it, bit for bit. writer: the run's SummaryWriter, whose TensorBoard then hides
+        what the stopped run logged after its save (a purge mark at the next iteration's step)."""
+        # its flags were checked when this Saver was made
+        _, arrays = read_resume(self.run_dir, tensors=True)
+        training, runner = tree_with(resume_file(self.run_dir), (training, runner), arrays)
+        iteration = self.resumed_at[-1]
+        if writer is not None:
+            from tensorboardX.proto.event_pb2 import Event, SessionLog
+
+            step = (iteration + 1) * self.config["batch_size"]
+            start = SessionLog(status=SessionLog.START)
+            writer._get_file_writer().add_event(Event(step=step, session_log=start))
+        print(f"{RESUME_FILE}: resumed after iteration {iteration}", flush=True)
+        return training, runner, iteration
+
+    def iteration_done(self, model, runner, returns, training) -> None:
+        """After each iteration. model: the script's parameters (to_shared; copied here: training
+        goes on); runner: the envs' state; returns: each agent's mean episodic return (NaN: none
+        ended); training: the rest of the run's state (a pytree of JAX or NumPy arrays, or a
+        function that returns one), saved with the runner every save_every iterations."""
+        returns = tuple(float(r) for r in returns)
+        import jax
+
+        # to the host once, then each agent's slice
+        layers = jax.tree.map(np.asarray, to_shared(self.config["framework"], model))
+        params = [shared(*jax.tree.map(lambda x: x[k], layers)) for k in range(len(returns))]
+        obs_norm = [None] * len(returns)
+        if hasattr(runner.env_state, "obs_stats"):  # --norm-obs: its statistics go with the policy
+            import env_normalize
+
+            obs_norm = env_normalize.obs_norms(runner.env_state.obs_stats, len(returns))
+        self.last = Snapshot(params, obs_norm, (*self.last.returns, returns))
+        every = self.config.get("save_every") or 0
+        if every and self.iteration % every == 0:
+            if callable(training):
+                training = training()
+            flags = {k: v for k, v in self.config.items() if k not in FREE_FLAGS}
+            resume = Resume(self.iteration, self.last.returns, self.resumed_at, flags)
+            save_resume(self.run_dir, tree_arrays((training, runner)), resume)
+
+    def path(self, k: int) -> str:
+        """Agent k's model file: in the run folder, or its agent_k folder when there are more."""
+        folder = self.run_dir if len(self.last.params) == 1 else f"{self.run_dir}/agent_{k}"
+        return os.path.join(folder, FILENAME)
+
+    def metadata(self, k: int) -> dict:
+        """Agent k's metadata: its seed is the run's seed + k."""
+        params, returns = self.last.params[k], [agent[k] for agent in self.last.returns]
         obs_dim, _, num_actions = architecture(params)
         last_10 = [r for r in returns[-10:] if not math.isnan(r)]  # as summary.json's final_return
-        keys = ("framework", "env", "env_backend", "model_size", "dtype", "norm_obs", "seed")
+        keys = ("framework", "env", "env_backend", "model_size", "dtype", "norm_obs")
         return {key: self.config[key] for key in keys} | {
+            "seed": self.config["seed"] + k,
             "obs_shape": [obs_dim],
             "action_kind": "continuous" if "log_std" in params else "discrete",
             "num_actions": num_actions,
@@ -259,87 +231,25 @@ class Saver:
         return self
 
     def __exit__(self, *exc_info):
-        if not self.last.returns:  # no iteration finished
+        # no iteration finished (since the resume), or no --save-model
+        if not self.last.params or not self.config.get("save_model", True):
             return
-        try:
-            save(self.path, self.last.params, self.last.obs_norm, self.metadata())
-        except BadCheckpoint as e:
-            # a policy gone NaN: nothing worth keeping; the run ends as it would have
-            print(f"error: {FILENAME} not written: {e}", file=sys.stderr)
-            return
-        iteration = len(self.last.returns)
-        print(f"{FILENAME}: the policy of iteration {iteration}, in {self.path}", flush=True)
-
-
-# ------------------------------------------------------------------------------------------------- reading
-def decode(header: dict[str, str]) -> dict:
-    """The metadata as Python values; a value that is not JSON where JSON is due stays the string it is (check_meta
-    then names it)."""
-    meta = {}
-    for key, value in header.items():
-        meta[key] = value
-        if key not in STRING_KEYS:
+        for k, (params, obs_norm) in enumerate(zip(self.last.params, self.last.obs_norm)):
+            path = self.path(k)
             try:
-                meta[key] = json.loads(value)
-            except ValueError:
-                pass
-    return meta
-
-
-def check_meta(path, header: Optional[dict]) -> dict:
-    """The decoded metadata, every key of META_KEYS present and well-formed; else BadCheckpoint."""
-    if not header or "format" not in header:
-        raise BadCheckpoint(f"{path}: no {FORMAT} metadata: not a checkpoint of --save-model")
-    meta = decode(header)
-    for key, (rule, ok) in META_KEYS.items():
-        if key not in meta:
-            raise BadCheckpoint(f"{path}: the metadata has no {key}")
-        try:
-            good = ok(meta[key])
-        except TypeError:  # an unhashable JSON value
-            good = False
-        if not good:
-            raise BadCheckpoint(f"{path}: metadata {key} must be {rule}, not {header[key]!r}")
-    return meta
-
-
-def describe(names) -> str:
-    return ", ".join(sorted(names)[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-
-
-def check_tensors(path, meta: dict, tensors: dict) -> None:
-    """The tensors exactly those the metadata implies (names, shapes), float32 and finite; else BadCheckpoint."""
-    shapes = expected_shapes(meta)
-    says = f"model_size {meta['model_size']}, obs_shape {meta['obs_shape']}, {meta['action_kind']} actions"
-    says += f" ({meta['num_actions']}), norm_obs {str(meta['norm_obs']).lower()}"
-    if unknown := set(tensors) - set(shapes):
-        raise BadCheckpoint(
-            f"{path}: unknown tensors {describe(unknown)} (the metadata says {says})"
-        )
-    if missing := set(shapes) - set(tensors):
-        raise BadCheckpoint(
-            f"{path}: missing tensors {describe(missing)} (the metadata says {says})"
-        )
-    for name, shape in shapes.items():
-        tensor = tensors[name]
-        if tensor.dtype != np.float32:
-            raise BadCheckpoint(f"{path}: tensor {name} is {tensor.dtype}, not float32")
-        if tensor.shape != shape:
-            raise BadCheckpoint(
-                f"{path}: tensor {name} has shape {list(tensor.shape)}, not {list(shape)} as the metadata says"
-                f" ({says})"
-            )
-        if bad := int(np.size(tensor) - np.isfinite(tensor).sum()):
-            raise BadCheckpoint(f"{path}: tensor {name} holds {bad} non-finite values (NaN or inf)")
-    if meta["norm_obs"] and (tensors["obs_norm.var"].min() < 0 or tensors["obs_norm.count"] <= 0):
-        raise BadCheckpoint(
-            f"{path}: obs_norm holds a negative variance or a count that is not positive"
-        )
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                # never through a link in the run folder (an agent_k folder or the file itself)
+                save(path, params, obs_norm, self.metadata(k), given=self.run_dir)
+            except BadCheckpoint as e:
+                # a policy gone NaN: nothing worth keeping; the run ends as it would have
+                print(f"error: {FILENAME} not written: {e}", file=sys.stderr)
+                continue
+            print(f"{FILENAME}: the policy of iteration {self.iteration}, in {path}", flush=True)
 
 
 def checkpoint_file(path) -> str:
-    """path itself, or a run folder's model.safetensors; BadCheckpoint unless it is a regular file (a FIFO would
-    block the read)."""
+    """path itself, or a run folder's model.safetensors; BadCheckpoint unless it is a regular file
+    (a FIFO would block the read)."""
     path = os.fspath(path)
     if os.path.isdir(path):
         path = os.path.join(path, FILENAME)
@@ -352,39 +262,251 @@ def checkpoint_file(path) -> str:
     return path
 
 
-def load(
-    path, obs_dim: Optional[int] = None, action_space: Optional[tuple[str, int]] = None
-) -> Checkpoint:
-    """The checkpoint at path (a file, or a run folder holding model.safetensors), checked whole: a readable
-    safetensors file of this format, its metadata, its tensors those the metadata implies, float32 and finite. With
-    obs_dim or action_space (("discrete" | "continuous", num_actions)), it must be a checkpoint of such an env.
-    Anything else: BadCheckpoint, one line naming what is wrong."""
+# ------------------------------------------------------------------------------------------- resume
+RESUME_FILE = "resume.safetensors"
+RESUME_FORMAT = "benchback-rl-resume/2"
+# the flags that a resumed run may give otherwise than the run it continues: where it runs from, how
+# often it saves, where it reports; any other flag changes the training, and --resume refuses it
+FREE_FLAGS = (
+    *("resume", "save_every", "save_model", "log_dir", "device_name"),
+    *("track", "wandb_project_name", "wandb_entity"),
+)
+
+
+class Resume(NamedTuple):
+    """What a resume file says of the run it saved (its tensors are read by Saver.resume only)."""
+
+    iteration: int  # the iterations completed when it was saved
+    returns: tuple  # each one's mean episodic return per agent, NaN where no episode ended
+    resumed_at: tuple  # the iterations that the run was resumed after, one per resume, in order
+    flags: dict  # the run's Args
+
+
+def is_key(leaf) -> bool:
+    import jax
+
+    return hasattr(leaf, "dtype") and jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key)
+
+
+def tree_arrays(tree) -> list[np.ndarray]:
+    """The arrays of a pytree (JAX arrays, NumPy arrays) as NumPy copies, in jax.tree.leaves' order;
+    a typed JAX random key as its key data."""
+    import jax
+
+    arrays = []
+    for leaf in jax.tree.leaves(tree):
+        if is_key(leaf):
+            leaf = jax.random.key_data(leaf)
+        arrays.append(np.array(leaf, order="C"))
+    return arrays
+
+
+def tree_with(path, like, arrays: list[np.ndarray]):
+    """like (a pytree of this run's state) with its arrays replaced by the saved ones, bit for bit;
+    BadCheckpoint when they are not of its shapes and dtypes (another env, size or framework)."""
+    import jax
+
+    leaves, treedef = jax.tree.flatten(like)
+    if len(arrays) != len(leaves):
+        raise BadCheckpoint(
+            f"{path}: {len(arrays)} arrays, not the {len(leaves)} of this run's state"
+        )
+    restored = []
+    for i, (leaf, array) in enumerate(zip(leaves, arrays)):
+        data = np.asarray(jax.random.key_data(leaf) if is_key(leaf) else leaf)
+        want = f"{data.dtype} {list(data.shape)}"
+        # a Python number (a fresh TrainState's step) is saved as the array it has become
+        same_kind = not hasattr(leaf, "dtype") and data.dtype.kind == array.dtype.kind
+        if f"{array.dtype} {list(array.shape)}" != want and not same_kind:
+            raise BadCheckpoint(
+                f"{path}: array {i} is {array.dtype} {list(array.shape)}, not {want} as in this "
+                "run's state"
+            )
+        if is_key(leaf):
+            restored.append(jax.random.wrap_key_data(array, impl=jax.random.key_impl(leaf)))
+        elif isinstance(leaf, np.ndarray):
+            restored.append(array)
+        else:
+            restored.append(jax.device_put(array))
+    return jax.tree.unflatten(treedef, restored)
+
+
+def resume_file(run_dir) -> str:
+    return os.path.join(os.fspath(run_dir), RESUME_FILE)
+
+
+def save_resume(run_dir, arrays: list[np.ndarray], state: Resume) -> None:
+    """The run's state (tree_arrays) and what Resume says of it, written whole or not at all."""
+    header = {
+        "format": RESUME_FORMAT,
+        "iteration": json.dumps(state.iteration),
+        # NaN (no episode ended) as null: JSON has no NaN
+        "returns": json.dumps([[None if math.isnan(r) else r for r in rs] for rs in state.returns]),
+        "resumed_at": json.dumps(list(state.resumed_at)),
+        "flags": json.dumps(state.flags),
+    }
+    tensors = {str(i): array for i, array in enumerate(arrays)}
+    data = safetensors.numpy.save(tensors, metadata=header)
+    write_file(resume_file(run_dir), data, given=run_dir)
+
+
+def read_resume(run_dir, flags: Optional[dict] = None, tensors: bool = False):
+    """The Resume of a run folder's resume file (and, with tensors, its arrays in order);
+    BadCheckpoint, one line, when there is none, it cannot be read, its metadata is not of the types
+    save_resume writes, or flags (this run's Args) differ from the saved run's in a flag that
+    changes the training (all but FREE_FLAGS)."""
+    path = resume_file(run_dir)
+    if not os.path.isdir(os.fspath(run_dir)):
+        raise BadCheckpoint(f"--resume {os.fspath(run_dir)}: not a run folder")
+    if not os.path.lexists(path):
+        raise BadCheckpoint(
+            f"--resume {os.fspath(run_dir)}: no {RESUME_FILE} (a run saves one with --save-every)"
+        )
     path = checkpoint_file(path)
     try:
         with safetensors.safe_open(path, "np") as f:
-            header = f.metadata()
-            for name in f.keys():
-                if (dtype := f.get_slice(name).get_dtype()) != "F32":
-                    raise BadCheckpoint(f"{path}: tensor {name} is {dtype}, not F32 (float32)")
-            tensors = {name: f.get_tensor(name) for name in f.keys()}
-    except (safetensors.SafetensorError, OSError) as e:
+            header = f.metadata() or {}
+            arrays = [f.get_tensor(str(i)) for i in range(len(f.keys()))] if tensors else []
+        if header.get("format") != RESUME_FORMAT:
+            raise ValueError(f"no {RESUME_FORMAT} metadata")
+        state = resume_of(header, f"{path}'s metadata")
+    except BadJson as e:
+        raise BadCheckpoint(f"not a resume file of --save-every: {e}") from None
+    except (safetensors.SafetensorError, OSError, ValueError, KeyError, TypeError) as e:
         why = " ".join(str(e).split())  # one line
-        raise BadCheckpoint(f"{path}: not a readable safetensors file ({why})") from None
-    meta = check_meta(path, header)
-    if "obs_norm.count" in tensors and tensors["obs_norm.count"].shape == (1,):
-        tensors["obs_norm.count"] = tensors["obs_norm.count"].reshape(())  # a count saved as (1,)
-    check_tensors(path, meta, tensors)
-    if obs_dim is not None and meta["obs_shape"] != [obs_dim]:
+        raise BadCheckpoint(f"{path}: not a resume file of --save-every ({why})") from None
+    if not is_count(state.iteration) or len(state.returns) != state.iteration:
         raise BadCheckpoint(
-            f"{path}: a checkpoint of {meta['env']}, whose observations have {meta['obs_shape'][0]} values, not"
-            f" {obs_dim}: another env's"
+            f"{path}: iteration {state.iteration!r} and {len(state.returns)} returns disagree"
         )
-    actions = (meta["action_kind"], meta["num_actions"])
-    if action_space is not None and actions != tuple(action_space):
-        kind, num = action_space
+    flags = flags or {}
+    trained_by = state.flags.get("framework")
+    if "framework" in flags and trained_by != flags["framework"]:
         raise BadCheckpoint(
-            f"{path}: a checkpoint of {meta['env']}, with {meta['num_actions']} {meta['action_kind']} actions,"
-            f" not {num} {kind}: another env's"
+            f"--resume {os.fspath(run_dir)}: a {trained_by} run, not {flags['framework']}: resume "
+            "it with its script"
         )
-    obs_norm = {k: tensors.pop(f"obs_norm.{k}") for k in OBS_NORM} if meta["norm_obs"] else None
-    return Checkpoint(tensors, obs_norm, meta)
+    for name, value in flags.items():
+        if name not in FREE_FLAGS and state.flags.get(name, value) != value:
+            saved = state.flags[name]
+            flag = f"--{name.replace('_', '-')}"
+            raise BadCheckpoint(
+                f"--resume {os.fspath(run_dir)}: that run has {flag} {saved!r}, not {value!r}: "
+                "give it its own flags"
+            )
+    return (state, arrays) if tensors else state
+
+
+def is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def resume_of(header: dict, where: str) -> Resume:
+    """The Resume that a resume file's metadata holds (each value JSON, as save_resume writes it,
+    read by atomic's one reader); BadJson, one line, for a value missing or not of its type: the
+    returns a list of lists of numbers or nulls, one per agent, the same number in each."""
+    keys = ("iteration", "returns", "resumed_at", "flags")
+    values = {key: parse_json(header[key], f"{where} {key}") for key in keys if key in header}
+    iteration = field(values, "iteration", int, where)
+    rows = field(values, "returns", list, where)
+    resumed_at = field(values, "resumed_at", list, where)
+    flags = field(values, "flags", dict, where)
+    if not all(isinstance(row, list) for row in rows) or len({len(row) for row in rows}) > 1:
+        raise BadJson(f"{where}: 'returns' is not a list of equally long lists (one per agent)")
+    if not all(r is None or is_number(r) for row in rows for r in row):
+        raise BadJson(f"{where}: 'returns' holds a value that is neither a number nor null")
+    if not all(isinstance(i, int) and not isinstance(i, bool) and i > 0 for i in resumed_at):
+        raise BadJson(f"{where}: 'resumed_at' is not a list of positive integers")
+    returns = tuple(tuple(math.nan if r is None else float(r) for r in row) for row in rows)
+    return Resume(iteration, returns, tuple(resumed_at), flags)
+
+
+# ------------------------------------------------------------------------ a run folder to resume
+CONFIG_FILE, SUMMARY_FILE = "config.json", "summary.json"
+WANDB_FOLDER = "wandb"  # W&B's own files, links among them: the folder itself is checked, not in it
+
+
+def check_run_folder(run_dir) -> None:
+    """LinkRefused (one line) when an entry of the run folder (config.json, summary.json, the
+    checkpoints, the events files, an agent_k folder) or of an agent_k folder is a symbolic link:
+    the resumed run would write through it, or TensorBoard read through it. The folder itself, which
+    the user named, may be one."""
+    run_dir = os.fspath(run_dir)
+    for entry in os.scandir(run_dir):
+        check_inside(run_dir, entry.path, "--resume")
+        if entry.name.startswith("agent_") and entry.is_dir(follow_symlinks=False):
+            for inner in os.scandir(entry.path):
+                check_inside(run_dir, inner.path, "--resume")
+
+
+def read_run_json(run_dir, name: str) -> Optional[dict]:
+    """The JSON object in the run folder's file name (atomic's one reader), None when there is none;
+    BadCheckpoint (or BadJson), one line, when it is not a regular file or not such an object."""
+    path = os.path.join(os.fspath(run_dir), name)
+    if not os.path.lexists(path):
+        return None
+    return read_json(checkpoint_file(path))
+
+
+def canonical(value) -> str:
+    """value as JSON, keys sorted: the same for a flag and its copy in a JSON file (a tuple and its
+    list), different for 1 and true or 1 and 1.0."""
+    return json.dumps(value, sort_keys=True)
+
+
+def check_flags(run_dir, flags: dict, config: dict, resume: Resume) -> None:
+    """BadCheckpoint unless this run's flags (its Args and framework) are config.json's, which are
+    the run's, in every flag that changes the training, and the resume file says the same."""
+    folder = os.fspath(run_dir)
+    ran = field(config, "framework", str, f"{folder}/{CONFIG_FILE}", default=None)
+    if "framework" in flags and ran != flags["framework"]:
+        raise BadCheckpoint(
+            f"--resume {folder}: a {ran} run, not {flags['framework']}: resume it with its script"
+        )
+    for name, value in flags.items():
+        if name in FREE_FLAGS:
+            continue
+        flag = f"--{name.replace('_', '-')}"
+        first = config.get(name, MISSING)
+        if first is MISSING:
+            raise BadCheckpoint(f"{folder}/{CONFIG_FILE}: no {name!r}: not a run of this script")
+        if canonical(first) != canonical(value):
+            raise BadCheckpoint(
+                f"--resume {folder}: that run has {flag} {first!r}, not {value!r}: give it its own "
+                "flags"
+            )
+        saved = resume.flags.get(name, MISSING)
+        if saved is MISSING or canonical(saved) != canonical(first):
+            saved = "none" if saved is MISSING else repr(saved)
+            raise BadCheckpoint(
+                f"{resume_file(folder)}: {flag} {saved}, where {CONFIG_FILE} has {first!r}: not "
+                "this run's resume file"
+            )
+
+
+def check_resumable(run_dir, flags: dict) -> Resume:
+    """The Resume of a run folder that --resume may continue with flags (this run's Args and
+    framework), read and checked before anything is written; else, one line, LinkRefused (a link
+    in the folder, check_run_folder) or BadCheckpoint: no readable resume file, a config.json or
+    resume file of other flags (check_flags), or a run that completed (its summary.json says so, or
+    its resume file holds its last iteration): resuming it would only replace its summary."""
+    folder = os.fspath(run_dir)
+    if not os.path.isdir(folder):
+        raise BadCheckpoint(f"--resume {folder}: not a run folder")
+    check_run_folder(folder)
+    resume = read_resume(folder)
+    config = read_run_json(folder, CONFIG_FILE)
+    if config is None:
+        raise BadCheckpoint(
+            f"--resume {folder}: no {CONFIG_FILE}: not a run folder of these scripts"
+        )
+    check_flags(folder, flags, config, resume)
+    summary = read_run_json(folder, SUMMARY_FILE) or {}
+    status = field(summary, "status", str, f"{folder}/{SUMMARY_FILE}", default=None)
+    total = field(config, "num_iterations", int, f"{folder}/{CONFIG_FILE}")
+    if status == "completed" or resume.iteration >= total:
+        raise BadCheckpoint(
+            f"--resume {folder}: that run completed (its {total} iterations): there is nothing to "
+            "resume, and it is left as it is"
+        )
+    return resume

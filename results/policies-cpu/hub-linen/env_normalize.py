@@ -1,9 +1,10 @@
-"""Running normalisation of observations and rewards for any batched env of the ppo_*.py scripts' contract
-(part of benchback-rl): `--norm-obs` and `--norm-reward`, as PureJaxRL's NormalizeVecObservation and
-NormalizeVecReward, clipped as CleanRL's wrappers clip.
+"""Running normalisation of observations and rewards for any batched env of the ppo_*.py scripts'
+contract (part of benchback-rl): `--norm-obs` and `--norm-reward`, as PureJaxRL's
+NormalizeVecObservation and NormalizeVecReward, clipped as CleanRL's wrappers clip.
 
-The scripts import this module lazily, only with those flags, so a copy of one script that trains on gymnax without
-them needs no other file. The contract is env_adapters.py's (and the scripts' `GymnaxBatch`'s).
+The scripts import this module lazily, only with those flags, so a copy of one script that trains on
+gymnax without them needs no other file. The contract is env_adapters.py's (and the scripts'
+`GymnaxBatch`'s).
 
     import env_normalize
     env = env_normalize.normalize(env, obs=True, reward=True, gamma=0.99)
@@ -27,15 +28,16 @@ class RunningStats(NamedTuple):
 
 
 def start_stats(shape) -> RunningStats:
-    """No samples yet: mean 0, variance 1, and a count of 1e-4 (PureJaxRL's), which the first batch outweighs."""
+    """No samples yet: mean 0, variance 1, and a count of 1e-4 (PureJaxRL's), which the first batch
+    outweighs."""
     return RunningStats(
         jnp.zeros(shape, jnp.float32), jnp.ones(shape, jnp.float32), jnp.asarray(1e-4, jnp.float32)
     )
 
 
 def merge(stats: RunningStats, batch) -> RunningStats:
-    """stats updated with a batch (its leading axis): the parallel merge of two means and variances (Chan et al.),
-    PureJaxRL's update rule."""
+    """stats updated with a batch (its leading axis): the parallel merge of two means and variances
+    (Chan et al.), PureJaxRL's update rule."""
     batch_mean, batch_var, batch_count = batch.mean(axis=0), batch.var(axis=0), batch.shape[0]
     delta = batch_mean - stats.mean
     count = stats.count + batch_count
@@ -49,16 +51,18 @@ def merge(stats: RunningStats, batch) -> RunningStats:
 
 
 def scale(x, stats: RunningStats, center: bool = True):
-    """x in units of the running standard deviation (centred on the running mean for observations), clipped to
-    +-CLIP as CleanRL's wrappers and SB3's VecNormalize clip it: an outlier early on, when the statistics have seen
-    few samples, cannot reach the network as a huge input or the value loss as a huge reward."""
+    """x in units of the running standard deviation (centred on the running mean for observations),
+    clipped to +-CLIP as CleanRL's wrappers and SB3's VecNormalize clip it: an outlier early on,
+    when the statistics have seen few samples, cannot reach the network as a huge input or the value
+    loss as a huge reward."""
     # NumPy arrays stay NumPy (host_step); JAX arrays, traced or not, go through jnp
     xp = np if isinstance(x, np.ndarray) else jnp
     return xp.clip(((x - stats.mean) if center else x) / xp.sqrt(stats.var + 1e-8), -CLIP, CLIP)
 
 
 class NormalizeState(NamedTuple):
-    """The wrapped env's states and the running statistics (None where that normalisation is off)."""
+    """The wrapped env's states and the running statistics (None where that normalisation is
+    off)."""
 
     env_state: object
     obs_stats: Optional[RunningStats]  # over the observations each env returns
@@ -67,15 +71,16 @@ class NormalizeState(NamedTuple):
 
 
 class Normalize:
-    """Any batched env of this contract, with its observations and/or rewards normalised, as PureJaxRL's
-    NormalizeVecObservation and NormalizeVecReward: running statistics over the batch, in the states.
+    """Any batched env of this contract, with its observations and/or rewards normalised, as
+    PureJaxRL's NormalizeVecObservation and NormalizeVecReward: running statistics over the batch,
+    in the states.
 
-    - observations: the statistics start from the reset batch and take in each step's returned observations;
-      the returned observations and info["final_observation"] are both (obs - mean) / sqrt(var + 1e-8), with the
-      statistics after that update, clipped to +-CLIP;
-    - rewards: each env's discounted return, return * gamma * (1 - done) + reward (done: terminated or truncated,
-      of this step); the reward is divided by sqrt(var + 1e-8) of those returns' running variance, not centred,
-      and clipped to +-CLIP.
+    - observations: the statistics start from the reset batch and take in each step's returned
+      observations; the returned observations and info["final_observation"] are both
+      (obs - mean) / sqrt(var + 1e-8), with the statistics after that update, clipped to +-CLIP;
+    - rewards: each env's discounted return, return * gamma * (1 - done) + reward (done:
+      terminated or truncated, of this step); the reward is divided by sqrt(var + 1e-8) of those
+      returns' running variance, not centred, and clipped to +-CLIP.
 
     info["raw_reward"] is always the env's own reward (the scripts log episode returns from it)."""
 
@@ -87,7 +92,8 @@ class Normalize:
             env.action_bounds,
         )
         if hasattr(env, "host_step"):
-            # an envpool pool's NumPy step, normalised in NumPy: ppo_torch.py steps it with no JAX call
+            # an envpool pool's NumPy step, normalised in NumPy: ppo_torch.py steps it with no JAX
+            # call
             self.host_step = self.normalized_host_step
 
     def reset(self, keys, params):
@@ -103,11 +109,16 @@ class Normalize:
         return self.normalized(state, *stepped)
 
     def normalized_host_step(self, state: NormalizeState, actions):
-        """step in NumPy, for an env with a NumPy host_step (env_adapters.Envpool): no JAX call, the same
-        arithmetic in float32."""
+        """step in NumPy, for an env with a NumPy host_step (env_adapters.Envpool): no JAX call, the
+        same arithmetic in float32. The state and actions lead with the agents' axis: one pool steps
+        every agent's envs, then each agent's outputs are normalised by its own statistics."""
         stepped = self.env.host_step(state.env_state, actions)
         state = jax.tree.map(np.asarray, state)
-        return self.normalized(state, *stepped)
+        agents = []
+        for k in range(len(actions)):
+            agent_state, agent_stepped = jax.tree.map(lambda x: x[k], (state, stepped))
+            agents.append(self.normalized(agent_state, *agent_stepped))
+        return jax.tree.map(lambda *xs: np.stack(xs), *agents)
 
     def normalized(
         self, state: NormalizeState, obs, env_state, reward, terminated, truncated, info
@@ -132,7 +143,15 @@ class Normalize:
 
 
 def normalize(env, obs: bool = True, reward: bool = True, gamma: float = 0.99):
-    """env (any batched env: gymnax's through the scripts' GymnaxBatch, Craftax, Brax) with its observations
-    and/or rewards normalised; the env itself when both are off (its reward is then the raw one, and its info has
-    no "raw_reward")."""
+    """env (any batched env: gymnax's through the scripts' GymnaxBatch, Craftax, Brax) with its
+    observations and/or rewards normalised; the env itself when both are off (its reward is then the
+    raw one, and its info has no "raw_reward")."""
     return Normalize(env, obs, reward, gamma) if obs or reward else env
+
+
+def obs_norms(stats: RunningStats, num_agents: int) -> list[dict]:
+    """Each agent's observation statistics, flattened as the network sees the observations, as
+    float32 NumPy copies: what a model file keeps of --norm-obs (checkpoint.py)."""
+    mean, var = (np.array(x, np.float32).reshape(num_agents, -1) for x in (stats.mean, stats.var))
+    count = np.array(stats.count, np.float32).reshape(num_agents)
+    return [{"mean": mean[k], "var": var[k], "count": count[k]} for k in range(num_agents)]

@@ -1,46 +1,52 @@
-"""Evaluate a policy kept by a ppo_*.py script's --save-model, in any of the four frameworks (part of
-benchback-rl).
+"""Evaluate a policy kept by a ppo_*.py script's --save-model, in any of the four frameworks (part
+of benchback-rl).
 
     python evaluate.py RUN_DIR_OR_CHECKPOINT [--framework linen|nnx|equinox|torch] [--episodes 10]
         [--seed 1] [--stochastic] [--video PATH] [--export-onnx PATH] [--hub-folder DIR]
 
-The checkpoint (model.safetensors, read and validated by checkpoint.py) is loaded into the chosen
-framework's own network (build_agent; default: the framework that trained it). The env
-is made as the template makes it (its make_env, the checkpoint's env id and backend), one env per
-episode; each runs its first episode to its end (termination or truncation). The observations are
-normalised with the checkpoint's statistics (env_normalize.scale, as in training, frozen), the policy
-acts deterministically (argmax of the logits, or the Gaussian's mean) or, with --stochastic, samples
-(seeded by --seed), and the env gets the action clipped to its bounds as in training. It prints the
-mean ± std (population std) of the episode returns and records them in eval.json beside the
-checkpoint: one entry per framework, mode, episodes and seed; an evaluation replaces only its own.
+The checkpoint (model.safetensors, read and validated by evaluation/model_file.py) is loaded into
+the chosen framework's own network (evaluation/policy.py's build_agent; default: the framework that
+trained it). The env is made as the template makes it (its make_env, the checkpoint's env id and
+backend), one env per episode; each runs its first episode to its end (termination or truncation).
+The observations are normalised with the checkpoint's statistics (env_normalize.scale, as in
+training, frozen), the policy acts deterministically (argmax of the logits, or the Gaussian's mean)
+or, with --stochastic, samples (seeded by --seed), and the env gets the action clipped to its bounds
+as in training. It prints the mean ± std (population std) of the episode returns and records them
+in eval.json beside the checkpoint (evaluation/eval_file.py): each entry names its checkpoint (file
+name and sha256), framework, mode, episodes and seed; an evaluation replaces only its own, nothing
+else is dropped.
 
-Bad input (a missing or bad checkpoint, a framework not in the list, an eval.json this tool did not
-write, an output the options cannot write): one line, exit code 2, nothing written.
+Bad input (a missing or bad checkpoint, its env id not one the project knows, a framework not in the
+list, an eval.json this tool did not write or cannot add to, an output the options cannot write, a
+symbolic link among the files it would write): one line, exit code 2, before anything is
+evaluated or written. The checkpoint's env id is checked against fixed lists
+(model_file.unknown_env) before any library sees it; no file is written through a link the tool did
+not make (atomic.write_file).
 
 Interfaces of the modules behind three options, imported only when the option is given:
 
     evaluation.video.check(path: str, meta: dict) -> None
-        evaluation.video.CannotRecord (a ValueError, one line) for a --video path it cannot write (its
-        suffix, a folder, a file it did not write...) or an env it cannot draw here (no renderer, or
-        MuJoCo's cannot start): called before anything runs; meta: the checkpoint's metadata
+        evaluation.video.CannotRecord (a ValueError, one line) for a --video path it cannot write
+        (its suffix, a folder, a file it did not write...) or an env it cannot draw here (no
+        renderer, or MuJoCo's cannot start): called before anything runs; meta: the checkpoint's
+        metadata
     evaluation.video.record(replay: Replay, path: str) -> evaluation.video.Recording
         episode 0 of the evaluation as a video at path (GIF, or MP4); a renderer that fails midway
         raises CannotRecord: evaluate.py prints it, the evaluation stays written
     evaluation.share.check_onnx(path: str) -> None
-    evaluation.share.check_hub_folder(folder: str) -> None
+    evaluation.hub.check_hub_folder(folder: str) -> None
         ValueError (one line) for an output they cannot write: called before anything runs
-    evaluation.share.export_onnx(ckpt: checkpoint.Checkpoint, path: str, bounds) -> None
+    evaluation.share.export_onnx(ckpt: model_file.Checkpoint, path: str, bounds) -> None
         the actor as ONNX, through ppo_torch's network, whatever framework trained it; bounds: the
         env's action bounds (low, high), to which a continuous action is clipped
-    evaluation.share.write_hub_folder(folder: str, ckpt_path: Path, ckpt: checkpoint.Checkpoint,
-                                      result: dict, replay: Replay) -> None
+    evaluation.hub.write_hub_folder(folder: str, ckpt_path: Path, ckpt: model_file.Checkpoint,
+                                    result: dict, replay: Replay) -> None
         the folder for `huggingface-cli upload`; result: this evaluation's entry of eval.json
 
 A Replay (below) is episode 0 of the evaluation: its env 0's states, and the policy that acted.
 """
 
 import importlib
-import json
 import sys
 from dataclasses import dataclass
 from functools import partial
@@ -51,12 +57,13 @@ import numpy as np
 import tyro
 
 import atomic
-import bookkeeping
 import checkpoint
-import option_checks
+from evaluation import eval_file, model_file, policy
+from sweep import option_checks
+from tools.run_checks import parse_args
 
-TOOL = "evaluate.py"
-EVAL_FILE = "eval.json"
+TOOL = eval_file.TOOL
+EVAL_FILE = eval_file.NAME
 FRAMEWORKS = ("linen", "nnx", "equinox", "torch")
 # one env per episode, all in one batch
 MAX_EPISODES = 10_000
@@ -64,7 +71,8 @@ MAX_EPISODES = 10_000
 
 @dataclass(frozen=True)
 class Args:
-    """Evaluates a policy saved by a ppo_*.py script's --save-model, in any of the four frameworks"""
+    """Evaluates a policy saved by a ppo_*.py script's --save-model, in any of the four
+    frameworks"""
 
     checkpoint: Annotated[str, tyro.conf.Positional]
     """a run folder (its model.safetensors) or a checkpoint file"""
@@ -107,126 +115,10 @@ class Replay(NamedTuple):
     seed: int
 
 
-# ------------------------------------------------------------------------------------ the policy
-def actor_function(framework: str, agent) -> Callable[[np.ndarray], np.ndarray]:
-    """Observations (n, obs_dim) float32 -> the actor's output (n, num_actions) float32, run by the
-    framework's own network (build_agent's agent): the logits, or the Gaussian's mean. Jitted in the
-    JAX frameworks."""
-    if framework == "torch":
-        import torch
-
-        def torch_actor(obs):
-            with torch.no_grad():
-                return agent(torch.from_numpy(obs))[0].numpy()
-
-        return torch_actor
-    import jax
-
-    if framework == "linen":
-        net, params = agent
-        linen_actor = jax.jit(lambda params, obs: net.apply(params, obs)[0])
-        return lambda obs: np.asarray(linen_actor(params, obs))
-    if framework == "nnx":
-        from flax import nnx
-
-        graphdef, state = nnx.split(agent)
-        nnx_actor = jax.jit(lambda state, obs: nnx.merge(graphdef, state)(obs)[0])
-        return lambda obs: np.asarray(nnx_actor(state, obs))
-    import equinox as eqx
-
-    equinox_actor = eqx.filter_jit(lambda agent, obs: agent(obs)[0])
-    return lambda obs: np.asarray(equinox_actor(agent, obs))
-
-
-def build_agent(framework: str, net: checkpoint.Layers, continuous: bool, dtype: str = "float32"):
-    """framework's own Agent (its template's class) holding the network net (checkpoint.layers_of's),
-    built without an init: the inverse of the template's to_shared. Linen's: (the Agent module, its
-    params)."""
-    module = importlib.import_module(f"ppo_{framework}")
-    shape = (net.obs_dim, net.hidden_sizes, net.num_actions, continuous)
-    if framework == "torch":
-        import torch_glue
-
-        return torch_glue.agent_of(module.Agent, net, continuous, dtype)
-    import jax
-    import jax.numpy as jnp
-
-    if framework == "linen":
-        params = {"log_std": net.log_std} if continuous else {}
-        for mlp, layers in (("actor", net.actor), ("critic", net.critic)):
-            params[mlp] = {
-                f"Dense_{i}": {"kernel": k, "bias": b} for i, (k, b) in enumerate(layers)
-            }
-        agent = module.Agent(net.hidden_sizes, net.num_actions, continuous, dtype)
-        return agent, jax.tree.map(jnp.asarray, {"params": params})
-    if framework == "nnx":
-        from flax import nnx
-
-        agent = nnx.eval_shape(lambda: module.Agent(*shape, nnx.Rngs(0), dtype))
-        for mlp, layers in ((agent.actor, net.actor), (agent.critic, net.critic)):
-            for dense, (kernel, bias) in zip(mlp.layers, layers, strict=True):
-                dense.kernel.value, dense.bias.value = jnp.asarray(kernel), jnp.asarray(bias)
-        if continuous:
-            agent.log_std.value = jnp.asarray(net.log_std)
-        return agent
-    import equinox as eqx
-
-    agent = eqx.filter_eval_shape(module.Agent, *shape, jax.random.key(0), dtype)
-    # its leaves in order: each Linear's weight (out, in) and bias, actor then critic; log_std
-    leaves = [x for kernel, bias in net.actor + net.critic for x in (kernel.T, bias)]
-    leaves += [net.log_std] if continuous else []
-    return jax.tree.unflatten(jax.tree.structure(agent), [jnp.asarray(x) for x in leaves])
-
-
-def load_actor(ckpt, framework: str) -> Callable[[np.ndarray], np.ndarray]:
-    """The actor of ckpt (checkpoint.load's) in framework's network."""
-    continuous = ckpt.meta["action_kind"] == "continuous"
-    net = checkpoint.layers_of(ckpt.params)
-    agent = build_agent(framework, net, continuous, ckpt.meta["dtype"])
-    return actor_function(framework, agent)
-
-
-def normaliser(ckpt) -> Callable[[np.ndarray], np.ndarray]:
-    """Raw observations -> the network's input: flattened, float32, and normalised with the
-    checkpoint's statistics (frozen) by env_normalize's scale, as in training."""
-    import env_normalize
-
-    stats = None
-    if ckpt.obs_norm is not None:
-        parts = (np.asarray(ckpt.obs_norm[name], np.float32) for name in ("mean", "var", "count"))
-        stats = env_normalize.RunningStats(*parts)
-
-    def normalise(obs: np.ndarray) -> np.ndarray:
-        obs = np.asarray(obs, np.float32).reshape(len(obs), -1)
-        return obs if stats is None else env_normalize.scale(obs, stats).astype(np.float32)
-
-    return normalise
-
-
-def choose(out: np.ndarray, log_std, bounds, rng: Optional[np.random.Generator]) -> np.ndarray:
-    """The actions from the actor's output. Discrete (log_std None): the argmax of the logits, or
-    (rng given) a sample (Gumbel-max); continuous: the Gaussian's mean, or a sample, clipped to the
-    env's bounds as in training."""
-    if log_std is None:
-        if rng is not None:
-            out = out + rng.gumbel(size=out.shape)
-        return out.argmax(-1).astype(np.int32)
-    if rng is not None:
-        out = out + np.exp(log_std) * rng.standard_normal(out.shape, np.float32)
-    return np.clip(out, *bounds).astype(np.float32)
-
-
-def make_policy(actor, ckpt, bounds, rng: Optional[np.random.Generator]):
-    """A batch of raw observations -> the actions the env gets: normalised, the actor, chosen
-    (sampled with rng, when given)."""
-    normalise, log_std = normaliser(ckpt), ckpt.params.get("log_std")
-    return lambda obs: choose(actor(normalise(obs)), log_std, bounds, rng)
-
-
 # ------------------------------------------------------------------------------------- the episodes
 def first_env(tree):
-    """env 0's part of a batched pytree, as NumPy arrays; a typed JAX key (in Craftax's state) stays a
-    JAX array: NumPy has no key type."""
+    """env 0's part of a batched pytree, as NumPy arrays; a typed JAX key (in Craftax's state) stays
+    a JAX array: NumPy has no key type."""
     import jax
 
     def first(x):
@@ -280,7 +172,7 @@ def check_env(env, obs_dim: int, ckpt) -> None:
 class Setup(NamedTuple):
     """What an evaluation runs: the template, its env, and the policy in its network."""
 
-    ckpt: object  # checkpoint.Checkpoint
+    ckpt: model_file.Checkpoint
     framework: str
     module: object  # the template, ppo_{framework}
     env: object
@@ -296,8 +188,9 @@ class Evaluation(NamedTuple):
 
 
 def prepare(ckpt, framework: str, episodes: int, seed: int, stochastic: bool) -> Setup:
-    """The envs (reset) and the policy of ckpt (checkpoint.load's) in framework's network, to run
-    once; ValueError (one line) for an env that cannot be made here, or that is not the network's."""
+    """The envs (reset) and the policy of ckpt (model_file.load's) in framework's network, to run
+    once; ValueError (one line) for an env that cannot be made here, or that is not the
+    network's."""
     import jax
 
     meta = ckpt.meta
@@ -306,13 +199,13 @@ def prepare(ckpt, framework: str, episodes: int, seed: int, stochastic: bool) ->
     runner = module.reset_envs(env, env_params, jax.random.key(seed), episodes)
     check_env(env, runner.obs.shape[-1], ckpt)
     rng = np.random.default_rng(seed) if stochastic else None
-    policy = make_policy(load_actor(ckpt, framework), ckpt, env.action_bounds, rng)
-    return Setup(ckpt, framework, module, env, env_params, runner, policy, stochastic)
+    act = policy.make_policy(policy.load_actor(ckpt, framework), ckpt, env.action_bounds, rng)
+    return Setup(ckpt, framework, module, env, env_params, runner, act, stochastic)
 
 
 def evaluate(setup: Setup, seed: int, keep: bool = False) -> Evaluation:
-    """The setup's policy over its envs' first episodes (env 0's states and actions kept, when keep);
-    seed: the one the setup was prepared with, for the record."""
+    """The setup's policy over its envs' first episodes (env 0's states and actions kept, when
+    keep); seed: the one the setup was prepared with, for the record."""
     meta, env, env_params, policy = setup.ckpt.meta, setup.env, setup.env_params, setup.policy
     returns, lengths, states, actions = run_episodes(
         setup.module, env, env_params, setup.runner, policy, keep
@@ -330,6 +223,7 @@ def evaluate(setup: Setup, seed: int, keep: bool = False) -> Evaluation:
         "returns": returns.tolist(),
         "lengths": lengths.tolist(),
         "iteration": meta["iteration"],
+        "checkpoint": eval_file.checkpoint_entry(setup.ckpt),
     }
     replay = None
     if keep:
@@ -340,25 +234,16 @@ def evaluate(setup: Setup, seed: int, keep: bool = False) -> Evaluation:
 
 
 # ---------------------------------------------------------------------------------------- eval.json
-def entry_key(entry: dict) -> tuple:
-    return tuple(entry.get(name) for name in ("framework", "mode", "episodes", "seed"))
-
-
 def merged_record(path: Path, result: dict) -> dict:
-    """eval.json's record with result in it: it replaces only an entry of the same framework, mode,
-    episodes and seed, the others stay."""
-    entries = []
-    if path.exists():
-        entries = json.loads(path.read_text()).get("evaluations", [])
-    entries = [entry for entry in entries if entry_key(entry) != entry_key(result)] + [result]
-    return {atomic.WRITTEN_BY: TOOL, "evaluations": entries}
+    """eval.json's record with result in it (eval_file.merged): it replaces only the entry of the
+    same checkpoint, framework, mode, episodes and seed; the others stay."""
+    return eval_file.merged(path, result)
 
 
 def check_eval_file(path: Path) -> None:
-    """ValueError (one line) unless eval.json is absent or this tool's, with a list of evaluations."""
-    atomic.check_record(TOOL, path, EVAL_FILE)
-    if path.exists() and not isinstance(json.loads(path.read_text()).get("evaluations"), list):
-        raise ValueError(f"{EVAL_FILE} {path} holds no list of evaluations: move it away")
+    """ValueError (one line) unless eval.json is absent or this tool's, with a list of evaluations,
+    and not a link (eval_file.check)."""
+    eval_file.check(path)
 
 
 def summary(result: dict) -> str:
@@ -377,13 +262,14 @@ def check_options(args: Args, meta: dict) -> None:
         from evaluation import video
 
         video.check(args.video, meta)
-    if args.export_onnx is not None or args.hub_folder is not None:
+    if args.export_onnx is not None:
         from evaluation import share
 
-        if args.export_onnx is not None:
-            share.check_onnx(args.export_onnx)
-        if args.hub_folder is not None:
-            share.check_hub_folder(args.hub_folder)
+        share.check_onnx(args.export_onnx)
+    if args.hub_folder is not None:
+        from evaluation import hub
+
+        hub.check_hub_folder(args.hub_folder)
 
 
 def write_extras(args: Args, ckpt_path: Path, setup: Setup, evaluation: Evaluation) -> None:
@@ -403,19 +289,17 @@ def write_extras(args: Args, ckpt_path: Path, setup: Setup, evaluation: Evaluati
 
         share.export_onnx(ckpt, args.export_onnx, setup.env.action_bounds)
     if args.hub_folder is not None:
-        from evaluation import share
+        from evaluation import hub
 
-        share.write_hub_folder(
-            args.hub_folder, ckpt_path, ckpt, evaluation.result, evaluation.replay
-        )
+        hub.write_hub_folder(args.hub_folder, ckpt_path, ckpt, evaluation.result, evaluation.replay)
 
 
 def main(argv: Optional[list[str]] = None) -> dict:
     """evaluate.py's command line: this evaluation's entry of eval.json. Bad input: one line on
     stderr, exit code 2, nothing written."""
     try:
-        args = bookkeeping.parse_args(Args, sys.argv[1:] if argv is None else argv)
-        ckpt = checkpoint.load(args.checkpoint)
+        args = parse_args(Args, sys.argv[1:] if argv is None else argv)
+        ckpt = model_file.load(args.checkpoint)
         ckpt_path = Path(checkpoint.checkpoint_file(args.checkpoint))
         framework = args.framework or ckpt.meta["framework"]
         eval_path = ckpt_path.parent / EVAL_FILE
@@ -427,7 +311,9 @@ def main(argv: Optional[list[str]] = None) -> dict:
         sys.exit(2)
     keep = args.video is not None or args.hub_folder is not None
     evaluation = evaluate(setup, args.seed, keep)
-    atomic.write_json(eval_path, merged_record(eval_path, evaluation.result))
+    atomic.write_json(
+        eval_path, merged_record(eval_path, evaluation.result), given=eval_path.parent
+    )
     print(summary(evaluation.result), flush=True)
     write_extras(args, ckpt_path, setup, evaluation)
     return evaluation.result

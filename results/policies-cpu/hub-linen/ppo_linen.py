@@ -1,22 +1,20 @@
 """PPO in Flax Linen on gymnax environments (or envpool's CPU ones): a single-file starter.
 Read it top to bottom: Args, network, env glue, rollout, GAE, loss, update, main().
-To drop the benchmark bookkeeping, delete its section at the bottom and every `book.` line.
 The ppo_*.py files are parallel: `diff ppo_linen.py ppo_nnx.py` shows only the framework."""
 
 import signal
 import time
 
-# import_s, setup_s and total_s count from this first line
-START = time.perf_counter()
+START = time.perf_counter()  # import_s, setup_s and total_s count from this first line
 if __name__ == "__main__":
     # SIGINT and SIGTERM wait until main() unblocks them: none is lost in the imports
     signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT, signal.SIGTERM])
     print("ppo_linen.py: importing JAX, Flax Linen and gymnax...", flush=True)
-    __import__("bookkeeping").exit_on_bad_environment()  # a book. line: JAX starts in the imports
+    __import__("bookkeeping").exit_on_bad_environment("linen")  # a book. line: before JAX starts
 
 import math
 import os
-from contextlib import nullcontext
+from contextlib import ExitStack, nullcontext
 from dataclasses import asdict, dataclass
 from functools import partial
 from typing import Literal, NamedTuple, Optional, Sequence
@@ -37,7 +35,7 @@ MODEL_SIZES = {"small": (64, 64), "medium": (256, 256, 256), "large": (1024,) * 
 
 @dataclass(frozen=True)
 class Args:
-    """PPO in Flax Linen on gymnax (or envpool's CPU envs): trains one agent, logs to TensorBoard"""
+    """PPO in Flax Linen on gymnax (or envpool's CPU envs): trains agents, logs to TensorBoard"""
 
     exp_name: str = os.path.basename(__file__)[: -len(".py")]
     """the name of this experiment (with --track, the W&B group is this name and the env)"""
@@ -46,13 +44,15 @@ class Args:
     env_backend: Literal["gymnax", "envpool"] = "gymnax"
     """gymnax: JAX envs; envpool: CPU simulators (classic control, MuJoCo), via env_adapters.py"""
     env_threads: int = 0
-    """envpool's worker threads (0: envpool's default, one per core up to --num-envs)"""
+    """envpool's worker threads (0: envpool's default, one per core up to the pool's envs)"""
     model_size: Literal["small", "medium", "large"] = "small"
     """hidden layers of actor and critic: small (64, 64), medium (256,) * 3, large (1024,) * 6"""
     dtype: Literal["float32", "bfloat16"] = "float32"
     """the networks' compute type; bfloat16: mixed precision (parameters, loss, GAE: float32)"""
     seed: int = 1
     """seed of the experiment (JAX keys for the environment, the init and the sampling)"""
+    num_agents: int = 1
+    """independent agents trained at once, seeds seed .. seed+N-1, each on its own num_envs envs"""
     num_envs: int = 32
     """the number of parallel environments"""
     num_steps: int = 256
@@ -95,6 +95,10 @@ class Args:
     """the folder that receives one subfolder per run"""
     save_model: bool = False
     """save the last finished iteration's policy as model.safetensors in the run folder"""
+    save_every: int = 0
+    """every N iterations, save the run's state for --resume (0: never; the gymnax backend only)"""
+    resume: Optional[str] = None
+    """the folder of a run stopped after a --save-every save: continue it there (same flags)"""
     track: bool = False
     """log to Weights & Biases too (the same scalars, once per iteration)"""
     wandb_project_name: str = "benchback-rl"
@@ -110,28 +114,28 @@ class Args:
 
     def __post_init__(self):
         """Refuses what no PPO run can use, in one line: tyro prints it and exits with code 2."""
-        for name, value in asdict(self).items():
-            if isinstance(value, float) and not math.isfinite(value):
-                raise ValueError(f"--{name.replace('_', '-')} must be a finite number, got {value}")
         num_updates = self.num_iterations * self.update_epochs * self.num_minibatches
         steps = f"at most {2**31 - 1:,} optimizer steps, not {num_updates:,}"
         divides = self.num_minibatches > 0 and self.batch_size % self.num_minibatches == 0
         counts = ("num_envs", "num_steps", "num_iterations", "update_epochs", "num_minibatches")
+        counts += ("num_agents",)
+        nonnegative = ("clip_coef", "ent_coef", "vf_coef", "save_every")
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-        rules = [(name, getattr(self, name) > 0, "a positive integer") for name in counts]
+        floats = [name for name, value in asdict(self).items() if isinstance(value, float)]
+        rules = [(name, math.isfinite(getattr(self, name)), "a finite number") for name in floats]
+        rules += [(name, getattr(self, name) > 0, "a positive integer") for name in counts]
+        rules += [(name, getattr(self, name) >= 0, "0 or more") for name in nonnegative]
         rules += [
             ("learning_rate", self.learning_rate > 0, "positive"),
             ("gamma", 0 <= self.gamma <= 1, "in [0, 1]"),
             ("gae_lambda", 0 <= self.gae_lambda <= 1, "in [0, 1]"),
-            ("clip_coef", self.clip_coef >= 0, "0 or more"),
-            ("ent_coef", self.ent_coef >= 0, "0 or more"),
-            ("vf_coef", self.vf_coef >= 0, "0 or more"),
             ("max_grad_norm", self.max_grad_norm > 0, "positive (0 would stop every update)"),
             # by the cores: envpool aborts the process when it cannot start its threads (100000)
             ("env_threads", 0 <= self.env_threads <= cores, f"0 (envpool's default) to {cores}"),
             # the range that JAX keys, torch generators and envpool all take
-            ("seed", 0 <= self.seed < 2**31, "in [0, 2**31 - 1]"),
+            ("seed", 0 <= self.seed <= 2**31 - self.num_agents, "in [0, 2**31 - num_agents]"),
             ("log_dir", self.log_dir != "", "a folder, not empty"),
+            ("save_every", self.save_every == 0 or self.env_backend == "gymnax", "0 with envpool"),
             # the optimizer's step count, which the learning-rate schedule reads, is an int32
             ("num_iterations", num_updates < 2**31, steps),
             ("num_minibatches", divides, f"a divisor of num_envs x num_steps, {self.batch_size}"),
@@ -204,14 +208,6 @@ class Agent(nn.Module):
         return action, log_prob, value
 
 
-def to_shared(params: dict) -> tuple:
-    """The parameters in checkpoint.py's layout: each MLP's [(kernel (in, out), bias)]; log_std."""
-    p = params["params"]
-    layers = [[mlp[f"Dense_{i}"] for i in range(len(mlp))] for mlp in (p["actor"], p["critic"])]
-    actor, critic = ([(d["kernel"], d["bias"]) for d in mlp] for mlp in layers)
-    return actor, critic, p.get("log_std")
-
-
 # ------------------------------------------------------------------------------- environment glue
 class GymnaxBatch:
     """A gymnax env stepped as a batch, one key per env: the contract of env_adapters.py's."""
@@ -224,7 +220,7 @@ class GymnaxBatch:
         self.action_bounds = (space.low, space.high) if self.continuous else None
 
 
-def make_env(env_id: str, backend="gymnax", num_envs=32, seed=1, threads=0):
+def make_env(env_id: str, backend="gymnax", num_envs=32, seed=1, threads=0, num_agents=1):
     """The batched env and its params; ValueError (one line) when this script cannot train on it."""
     spaces = gymnax.environments.spaces
     try:
@@ -239,7 +235,7 @@ def make_env(env_id: str, backend="gymnax", num_envs=32, seed=1, threads=0):
     # Craftax, Brax, envpool: beside this script; a copy for gymnax needs no other file
     import env_adapters
 
-    return env_adapters.make(env_id, backend, num_envs, seed, threads)
+    return env_adapters.make(env_id, backend, num_envs, seed, threads, num_agents)
 
 
 # what carries over from one env step, and from one rollout, to the next
@@ -382,10 +378,8 @@ def ppo_loss(params, apply_fn, args: Args, mb: Batch):
 def make_optimizer(args: Args):
     """Adam after global-norm clipping; the learning rate decays linearly to 0 over all steps."""
     num_updates = args.num_iterations * args.update_epochs * args.num_minibatches
-    if args.anneal_lr:
-        lr_schedule = optax.linear_schedule(args.learning_rate, 0.0, num_updates)
-    else:
-        lr_schedule = optax.constant_schedule(args.learning_rate)
+    end_value = 0.0 if args.anneal_lr else args.learning_rate
+    lr_schedule = optax.linear_schedule(args.learning_rate, end_value, num_updates)
     adam = optax.adam(lr_schedule, eps=1e-5)
     tx = optax.chain(optax.clip_by_global_norm(args.max_grad_norm), adam)
     return tx, lr_schedule
@@ -416,23 +410,30 @@ def update(args: Args, state: TrainState, batch: Batch, key, permutations=None):
     return state, key, metrics
 
 
-def progress(args: Args, iteration: int, scalars: dict, after_compile: list) -> str:
-    """The progress line; the ETA from the mean time of the iterations after the first (compile)."""
-    done = f"iter {iteration + 1}/{args.num_iterations} | SPS {scalars['charts/SPS']:,.0f}"
-    episodes = "no episode ended"
-    if "charts/episodic_return" in scalars:
-        episodes = f"return {scalars['charts/episodic_return']:.1f}"
-    timing = f"rollout {scalars['time/rollout']:.3f}s update {scalars['time/update']:.3f}s"
-    remaining = args.num_iterations - iteration - 1
-    eta = f"ETA {np.mean(after_compile) * remaining:.0f}s" if len(after_compile) >= 2 else "ETA -"
-    return f"{done} | {episodes} | {timing} | elapsed {scalars['time/elapsed']:.1f}s {eta}"
+def log_scalars(writers: list, scalars: dict, metrics: dict, step: int) -> dict:
+    """Logs the process's scalars and the agents' means to writers[0], and (N > 1) agent k's own to
+    writers[1 + k], at step: one agent's env steps. Returns all of them, for W&B."""
+    logged, agents = dict(scalars), {}
+    for name, values in metrics.items():
+        tag = f"charts/{name}" if name.startswith("episodic") else f"losses/{name}"
+        # a NaN return: none of the agent's episodes ended in this rollout, so no point
+        ended = ~np.isnan(values) if tag.startswith("charts") else np.ones(len(values), bool)
+        if ended.any():
+            logged[tag] = values[ended].mean()
+        for k, writer in enumerate(writers[1:]):
+            if ended[k]:
+                writer.add_scalar(tag, values[k], step)
+                agents[f"agent_{k}/{tag}"] = values[k]
+    for tag, value in logged.items():
+        writers[0].add_scalar(tag, value, step)
+    return logged | agents
 
 
 # ------------------------------------------------------------------------------------------- main
 def main():
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT, signal.SIGTERM])
     args = tyro.cli(Args)
     env_args = (args.env, args.env_backend, args.num_envs, args.seed, args.env_threads)
+    env_args += (args.num_agents,)
     env, env_params = make_env(*env_args)
     if args.norm_obs or args.norm_reward:
         import env_normalize
@@ -440,11 +441,16 @@ def main():
         env = env_normalize.normalize(env, args.norm_obs, args.norm_reward, args.gamma)
     run_name = f"{args.env}__{FRAMEWORK}__{args.model_size}__{args.compile}__{args.seed}"
     run_name += f"__{int(time.time())}"
-    run_dir = os.path.join(args.log_dir, run_name)
-    run_dir = book.make_run_dir(run_dir)  # a new folder, even for two runs in the same second
+    run_dir = args.resume or os.path.join(args.log_dir, run_name)
+    run_dir = book.make_run_dir(run_dir, args.resume)  # new, even for two runs in one second
     config = {**asdict(args), "framework": FRAMEWORK, "batch_size": args.batch_size}
     config["minibatch_size"] = args.batch_size // args.num_minibatches
     config["device_name"] = jax.devices()[0].device_kind
+    saver = nullcontext()
+    if args.save_model or args.save_every or args.resume:
+        import checkpoint
+
+        saver = checkpoint.Saver(run_dir, config, __file__)
     book.start(config, run_dir)  # config.json: the config, the command line, versions, machine
     if args.track:
         import wandb
@@ -453,34 +459,45 @@ def main():
         group = f"{args.exp_name}__{args.env}"
         tags = [FRAMEWORK, args.model_size, args.env, args.env_backend, args.compile]
         run = dict(name=run_name, dir=run_dir, group=group, tags=tags, config=config)
-        project, entity = args.wandb_project_name, args.wandb_entity
-        wandb.init(project=project, entity=entity, **run, save_code=True)
-    saver = nullcontext()
-    if args.save_model:
-        import checkpoint
-
-        saver = checkpoint.Saver(run_dir, config, __file__)
+        wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, **run, save_code=True)
     no_jit = jax.disable_jit(args.compile == "none")
-    with SummaryWriter(run_dir, max_queue=100) as writer, no_jit, saver:
+    with SummaryWriter(run_dir, max_queue=100) as writer, no_jit, saver, ExitStack() as logs:
         table = "\n".join(f"|{key}|{value}|" for key, value in asdict(args).items())
         writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
-        env_key, init_key, update_key = jax.random.split(jax.random.key(args.seed), 3)
-        runner = reset_envs(env, env_params, env_key, args.num_envs)
+        # with more than one agent, a writer each (RUN_DIR/agent_k): TensorBoard overlays them
+        writers = [writer]
+        if args.num_agents > 1:
+            folders = [os.path.join(run_dir, f"agent_{k}") for k in range(args.num_agents)]
+            writers += [logs.enter_context(SummaryWriter(folder)) for folder in folders]
+        # every agent's keys from its own seed: agent k is the single-agent run of seed + k
+        seeds = args.seed + jnp.arange(args.num_agents)
+        split = jax.vmap(lambda seed: tuple(jax.random.split(jax.random.key(seed), 3)))
+        env_key, init_key, update_key = split(seeds)
+        runner = jax.vmap(partial(reset_envs, env, env_params, num_envs=args.num_envs))(env_key)
         agent = Agent(MODEL_SIZES[args.model_size], env.num_actions, env.continuous, args.dtype)
         tx, lr_schedule = make_optimizer(args)
-        # jitted: one program to compile, not one per op
-        params = jax.jit(agent.init)(init_key, runner.obs)
-        state = TrainState.create(apply_fn=agent.apply, params=params, tx=tx)
-        rollout_fn = partial(rollout, env, env_params, args)
-        update_fn = partial(update, args)
+
+        def init_agent(key):
+            return agent.init(key, runner.obs[0])
+
+        # jitted: one program to compile, not one per op; an agent per key, in turn (jax.lax.map:
+        # vmapped, this init never ends on a CPU for some shapes, with jax 0.10: HalfCheetah-v4)
+        params = jax.jit(partial(jax.lax.map, init_agent))(init_key)
+        create = partial(TrainState.create, apply_fn=agent.apply, tx=tx)
+        state = jax.vmap(lambda params: create(params=params))(params)
+        start = 0
+        if args.resume:
+            (state, update_key), runner, start = saver.resume((state, update_key), runner, writer)
+        # every agent in one call: the batch of each agent's envs, the update of each agent's state
+        rollout_fn = jax.vmap(partial(rollout, env, env_params, args))
+        update_fn = jax.vmap(partial(update, args))
         if args.compile == "jit":
             rollout_fn = jax.jit(rollout_fn)
             update_fn = jax.jit(update_fn)
         book.setup_done()
         setup_s = time.perf_counter() - START
         print(f"{run_name}: setup {setup_s:.1f}s on {config['device_name']}", flush=True)
-        after_compile = []
-        for iteration in range(args.num_iterations):
+        for iteration in range(start, args.num_iterations):
             book.check_signals()  # a SIGINT or SIGTERM stops the run here...
             # the rate of this iteration's last optimizer step, read before the timer starts
             last_step = (iteration + 1) * args.update_epochs * args.num_minibatches - 1
@@ -503,27 +520,18 @@ def main():
                 "time/update": update_end - rollout_end,
                 "time/iteration": iteration_time,
                 "time/elapsed": time.perf_counter() - START,
-                "charts/SPS": args.batch_size / iteration_time,
+                # every agent's env steps: agent-steps per second
+                "charts/SPS": args.num_agents * args.batch_size / iteration_time,
                 "charts/learning_rate": metrics.pop("learning_rate"),
             }
-            for name in ("episodic_return", "episodic_length"):
-                value = metrics.pop(name)
-                # NaN: no episode ended in this rollout, so no point
-                if not np.isnan(value):
-                    scalars[f"charts/{name}"] = value
-            scalars.update({f"losses/{name}": value for name, value in metrics.items()})
             global_step = (iteration + 1) * args.batch_size
-            for tag, value in scalars.items():
-                writer.add_scalar(tag, value, global_step)
+            scalars = log_scalars(writers, scalars, metrics, global_step)
             if args.track:
                 wandb.log(scalars, step=global_step)
-            if args.save_model:  # the policy to save when the run ends, however it ends
-                saver.iteration_done(to_shared(state.params), runner.env_state, scalars)
-            book.iteration_done(iteration, scalars, writer)
-            # iteration 0 compiles: not for the ETA
-            if iteration > 0:
-                after_compile.append(iteration_time)
-            print(progress(args, iteration, scalars, after_compile), flush=True)
+            returns = metrics["episodic_return"]
+            if args.save_model or args.save_every:
+                saver.iteration_done(state.params, runner, returns, (state, update_key))
+            book.iteration_done(iteration, returns, writers, scalars)  # and the progress line
     if args.track:
         wandb.finish()
 

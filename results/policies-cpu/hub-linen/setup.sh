@@ -4,6 +4,8 @@
 #   ./setup.sh demo              # set up, then train ppo_nnx.py on Acrobot-v1 (small model)
 #   ./setup.sh test [ARGS]       # set up, then the whole test suite (python -m pytest -q ARGS)
 #   ./setup.sh run CMD [ARGS]    # set up, then run CMD inside .venv, in the folder you call it from
+#   ./setup.sh starter FW DIR    # a new project in DIR: ppo_FW.py without the benchmark bookkeeping, and the
+#                                # files it needs (python -m tools.starter; nothing installed)
 #   ./setup.sh                   # set up only
 #   ./setup.sh lock              # regenerate requirements.lock from requirements.txt (pip-tools)
 #
@@ -192,6 +194,15 @@ run_in_venv() {
   exec "$program" "${@:2}"
 }
 
+# starter FRAMEWORK DIR: tools/starter.py, which needs only the standard library (.venv's Python when there is
+# one); DIR as the caller means it.
+starter() {
+  local dir=$2 python=$VENV/bin/python
+  [[ $dir == /* ]] || dir=$CALLER_DIR/$dir
+  [[ -x $python ]] || python=$(find_python)
+  exec "$python" -m tools.starter "$1" "$dir"
+}
+
 main() {
   local command=${1:-}
   [[ $# -gt 0 ]] && shift
@@ -215,11 +226,15 @@ main() {
     lock)
       make_lock
       ;;
+    starter)
+      [[ $# -eq 2 ]] || die "starter needs FRAMEWORK DIR, e.g. ./setup.sh starter nnx ../my-ppo"
+      starter "$@"
+      ;;
     -h | --help)
       usage
       ;;
     *)
-      die "unknown command '$command' (choose demo, test, run, lock, or none; --help)"
+      die "unknown command '$command' (choose demo, test, run, starter, lock, or none; --help)"
       ;;
   esac
 }

@@ -1,30 +1,38 @@
-"""evaluate.py --video PATH: episode 0 of an evaluation as a GIF or an MP4, drawn by the env's own renderer (part of
-benchback-rl).
+"""evaluate.py --video PATH: episode 0 of an evaluation as a GIF or an MP4, drawn by the env's own
+renderer (part of benchback-rl).
 
-    video.check(path, meta)      # before anything runs: CannotRecord (one line) for a path or an env it cannot do
-    video.record(replay, path)   # the video of evaluate.py's Replay (episode 0); returns a Recording
+    # before anything runs: CannotRecord (one line) for a path or an env it cannot do
+    video.check(path, meta)
+    # the video of evaluate.py's Replay (episode 0); returns a Recording
+    video.record(replay, path)
 
-What renders, and how (one frame per step: the state the policy acted in, so a video has as many frames as its
-episode has steps):
+What renders, and how (one frame per step: the state the policy acted in, so a video has as many
+frames as its episode has steps):
 
-- gymnax's envs that gymnax draws (RENDERED_BY_GYMNAX: classic control, Catch, MinAtar, Pong, PointRobot,
-  MetaMaze, FourRooms): gymnax.visualize's Visualizer (matplotlib; the classic-control envs drawn by gymnasium's
-  pygame drawings of the same state), 600 x 500 frames titled with the step, 20 frames a second for classic control
-  and 10 for the others (gymnax's own rates). The evaluated episode itself: the Replay's states.
-- Craftax: Craftax's pixel renderer (16-pixel blocks), 10 frames a second. The evaluated episode itself.
-- Brax: brax.io.image (MuJoCo's renderer through MUJOCO_GL=egl), 320 x 240, at the env's own rate (1 / dt). The
-  evaluated episode itself.
-- envpool's envs (classic control and MuJoCo): envpool keeps its states inside its pool, so the video's episode is
-  gymnasium's: the same model id made in gymnasium (MuJoCo through MUJOCO_GL=egl, 480 x 480; classic control at
-  gymnasium's sizes), reset with the evaluation's seed and run to its end by the same policy, at gymnasium's
-  render_fps. Its initial state is drawn by gymnasium's generator, not envpool's, so its return and length can
-  differ from the evaluated episode 0's: the video shows the policy, not that exact episode.
+- gymnax's envs that gymnax draws (RENDERED_BY_GYMNAX: classic control, Catch, MinAtar, Pong,
+  PointRobot, MetaMaze, FourRooms): gymnax.visualize's Visualizer (matplotlib; the
+  classic-control envs drawn by gymnasium's pygame drawings of the same state), 600 x 500 frames
+  titled with the step, 20 frames a second for classic control and 10 for the others (gymnax's own
+  rates). The evaluated episode itself: the Replay's states.
+- Craftax: Craftax's pixel renderer (16-pixel blocks), 10 frames a second. The evaluated episode
+  itself.
+- Brax: brax.io.image (MuJoCo's renderer through MUJOCO_GL=egl), 320 x 240, at the env's own rate
+  (1 / dt). The evaluated episode itself.
+- envpool's envs (classic control and MuJoCo): envpool keeps its states inside its pool, so the
+  video's episode is gymnasium's: the same model id made in gymnasium (only one of the project's
+  envpool ids: MuJoCo through MUJOCO_GL=egl, 480 x 480; classic control at gymnasium's sizes),
+  reset with the evaluation's seed and run to its end by the same policy, at gymnasium's
+  render_fps. Its initial state is drawn by
+  gymnasium's generator, not envpool's, so its return and length can differ from the evaluated
+  episode 0's: the video shows the policy, not that exact episode.
 
-Any other env has no renderer here: check refuses it in one line (evaluate.py: exit 2 before evaluating), and so
-does a MuJoCo renderer that cannot start (no EGL). A GIF is written by Pillow, which merges identical consecutive
-frames into one longer frame (it then holds fewer frames, and plays as long); an MP4 by imageio's ffmpeg plugin
-(H.264, the ffmpeg of the pinned imageio-ffmpeg), every frame kept. The file is written whole or not at all
-(atomic.write_file) and carries MARK, by which a later --video recognises a file it may replace.
+Any other env has no renderer here: check refuses it in one line (evaluate.py: exit 2 before
+evaluating), and so does a MuJoCo renderer that cannot start (no EGL). A GIF is written by Pillow,
+which merges identical consecutive frames into one longer frame (it then holds fewer frames, and
+plays as long); an MP4 by imageio's ffmpeg plugin (H.264, the ffmpeg of the pinned imageio-ffmpeg),
+every frame kept. The file is written whole or not at all (atomic.write_file) and carries MARK, by
+which a later
+--video recognises a file it may replace.
 """
 
 import contextlib
@@ -39,16 +47,18 @@ import numpy as np
 
 import atomic
 
-# MuJoCo chooses its OpenGL platform when it is first imported (Brax's renderer), gymnasium when it renders: EGL
-# renders headless on these machines, osmesa and glfw do not. pygame (gymnasium's classic-control drawings) gets
-# no display and no sound device: else SDL and ALSA complain on stderr at every frame.
+# MuJoCo chooses its OpenGL platform when it is first imported (Brax's renderer), gymnasium when it
+# renders: EGL renders headless on these machines, osmesa and glfw do not. pygame (gymnasium's
+# classic-control drawings) gets no display and no sound device: else SDL and ALSA complain on
+# stderr at every frame.
 os.environ.setdefault("MUJOCO_GL", "egl")
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 
 FORMATS = (".gif", ".mp4")
 MARK = b"benchback-rl evaluate.py --video"
-# the env names gymnax.visualize.Visualizer draws (gymnax 1.0.1), the classic-control ones at 20 frames a second
+# the env names gymnax.visualize.Visualizer draws (gymnax 1.0.1), the classic-control ones at 20
+# frames a second
 GYMNAX_CLASSIC = (
     "Acrobot-v1",
     "CartPole-v1",
@@ -71,7 +81,8 @@ RENDERED_BY_GYMNAX = GYMNAX_CLASSIC + (
 CRAFTAX_FPS = 10
 BRAX_SIZE = (240, 320)  # height, width: brax.io.image's default
 BRAX_CAMERA = "track"
-BRAX_CHUNK = 100  # states drawn by one MuJoCo renderer: the frames of a whole episode need not be held at once
+# states drawn by one MuJoCo renderer: the frames of a whole episode need not be held at once
+BRAX_CHUNK = 100
 
 
 class CannotRecord(ValueError):
@@ -87,13 +98,15 @@ class Recording(NamedTuple):
     renderer: str  # "gymnax", "craftax", "brax" or "gymnasium"
 
 
-# ------------------------------------------------------------------------------------------ what renders
+# ------------------------------------------------------------------------------------- what renders
 def renderer(env_id: str, backend: str) -> Optional[str]:
-    """The renderer of an env (as evaluate.py makes it: env id and backend), or None when there is none."""
+    """The renderer of an env (as evaluate.py makes it: env id and backend), or None when there is
+    none. Only an envpool id the project knows goes to gymnasium (which imports the module named
+    before a ':' of an id)."""
     import env_adapters
 
     if backend == "envpool":
-        return "gymnasium"
+        return "gymnasium" if env_id in env_adapters.ENVPOOL_ENVS else None
     if env_id in RENDERED_BY_GYMNAX:
         return "gymnax"
     if env_id in env_adapters.CRAFTAX_ENVS:
@@ -104,12 +117,15 @@ def renderer(env_id: str, backend: str) -> Optional[str]:
 
 
 def check_env(env_id: str, backend: str) -> None:
-    """CannotRecord unless env_id (on backend) has a renderer that works here: a MuJoCo one is tried."""
+    """CannotRecord unless env_id (on backend) has a renderer that works here: a MuJoCo one is
+    tried."""
     kind = renderer(env_id, backend)
     if kind is None:
         raise CannotRecord(
-            f"--video: {env_id} (backend {backend}) has no renderer here; videos are drawn for gymnax's "
-            f"{', '.join(RENDERED_BY_GYMNAX)}, Craftax, Brax, and envpool's envs (through gymnasium)"
+            f"--video: {env_id} (backend {backend}) has no renderer here; videos are drawn for "
+            "gymnax's "
+            f"{', '.join(RENDERED_BY_GYMNAX)}, Craftax, Brax, and envpool's envs (through "
+            "gymnasium)"
         )
     try:
         if kind == "gymnasium":
@@ -121,7 +137,8 @@ def check_env(env_id: str, backend: str) -> None:
             mujoco_probe()
     except Exception as e:  # what gymnasium or MuJoCo raise varies: any failure is this one line
         raise CannotRecord(
-            f"--video: {env_id} cannot be drawn here by {kind} ({type(e).__name__}: {one_line(e)}); "
+            f"--video: {env_id} cannot be drawn here by {kind} ({type(e).__name__}: "
+            f"{one_line(e)}); "
             f"MuJoCo's renderer runs with MUJOCO_GL={os.environ.get('MUJOCO_GL')}"
         ) from None
 
@@ -139,32 +156,24 @@ def mujoco_probe() -> None:
     drawer.close()
 
 
-# ------------------------------------------------------------------------------------------ the output path
+# ---------------------------------------------------------------------------------- the output path
 def check_path(path: str) -> None:
-    """CannotRecord (or atomic.OutputRefused) unless path is a .gif or .mp4 that can be written: a new file in a
-    folder that is or can be made writable, or a video this tool wrote (MARK)."""
+    """CannotRecord unless path is a .gif or .mp4 that can be written (atomic.check_replaceable): a
+    new file in a folder that is or can be made writable, or a video this tool wrote (MARK)."""
     suffix = Path(path).suffix.lower()
     if suffix not in FORMATS:
         raise CannotRecord(
             f"--video {path}: a video is {' or '.join(FORMATS)}, not {suffix or 'no suffix'!r}"
         )
-    real = atomic.target(path)
-    atomic.check_writable_folder("--video", path, real)
-    if not os.path.lexists(real):
-        return
-    if not real.is_file():
-        raise CannotRecord(
-            f"--video {path} is not a regular file: nothing is run; give a file name"
-        )
     try:
-        ours = MARK in real.read_bytes()
-    except OSError as e:
-        raise CannotRecord(f"--video {path} cannot be read ({e.strerror or e})") from None
-    if not ours:
-        raise CannotRecord(
-            f"--video {path} is not a video evaluate.py wrote: it is left as it is and nothing is run; give "
-            "another --video or move that file away"
-        )
+        atomic.check_replaceable("--video", path, not_ours, read=Path.read_bytes)
+    except atomic.OutputRefused as e:
+        raise CannotRecord(str(e)) from None
+
+
+def not_ours(data: bytes) -> Optional[str]:
+    """Why a file at --video is not a video this tool wrote (None: it is)."""
+    return None if MARK in data else "is not a video evaluate.py wrote"
 
 
 def ffmpeg() -> str:
@@ -180,17 +189,19 @@ def ffmpeg() -> str:
 
 
 def check(path: str, meta: dict) -> None:
-    """CannotRecord (one line) for a --video path that cannot be written, or an env that cannot be drawn here;
-    meta: the checkpoint's metadata (its env and env_backend). Called before anything runs."""
+    """CannotRecord (one line) for a --video path that cannot be written, or an env that cannot be
+    drawn here; meta: the checkpoint's metadata (its env and env_backend). Called before anything
+    runs."""
     check_path(path)
     if Path(path).suffix.lower() == ".mp4":
         ffmpeg()
     check_env(meta["env"], meta["env_backend"])
 
 
-# ------------------------------------------------------------------------------------------ the frames
+# --------------------------------------------------------------------------------------- the frames
 def gymnax_frames(replay) -> tuple[Iterator[np.ndarray], float]:
-    """The replay's states drawn by gymnax's Visualizer, one figure redrawn per frame (matplotlib, no display)."""
+    """The replay's states drawn by gymnax's Visualizer, one figure redrawn per frame (matplotlib,
+    no display)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -215,7 +226,8 @@ def gymnax_frames(replay) -> tuple[Iterator[np.ndarray], float]:
 
 
 def craftax_frames(replay) -> tuple[Iterator[np.ndarray], float]:
-    """The replay's states drawn by Craftax's pixel renderer (jitted once; its textures load quietly)."""
+    """The replay's states drawn by Craftax's pixel renderer (jitted once; its textures load
+    quietly)."""
     import jax
 
     if "Classic" in replay.env_id:
@@ -237,7 +249,8 @@ def brax_frames(replay) -> tuple[Iterator[np.ndarray], float]:
     env = replay.env.env  # env_adapters.Brax's EpisodeWrapper
     physics = [state.pipeline_state for state in replay.states]
     model = env.sys.mj_model
-    # the model's camera that follows the body (halfcheetah, ant), else MuJoCo's free camera, which loses it
+    # the model's camera that follows the body (halfcheetah, ant), else MuJoCo's free camera, which
+    # loses it
     cameras = [model.camera(i).name for i in range(model.ncam)]
     camera = BRAX_CAMERA if BRAX_CAMERA in cameras else None
 
@@ -250,9 +263,13 @@ def brax_frames(replay) -> tuple[Iterator[np.ndarray], float]:
 
 
 def gymnasium_env(env_id: str):
-    """env_id made in gymnasium to draw rgb arrays, quietly: gymnasium's deprecation of the v4 MuJoCo envs
-    (envpool's are v4) and MuJoCo's warnings on gymnasium's own models (HalfCheetah's deprecated
-    settotalmass, else written to MUJOCO_LOG.TXT in the working folder) say nothing of the policy."""
+    """env_id made in gymnasium to draw rgb arrays, quietly: gymnasium's deprecation of the v4
+    MuJoCo envs (envpool's are v4) and MuJoCo's warnings on gymnasium's own models (HalfCheetah's
+    deprecated settotalmass, else written to MUJOCO_LOG.TXT in the working folder) say nothing of
+    the policy. CannotRecord for an id that is not one of the project's envpool ids: gymnasium
+    would import the module named before a ':' of it."""
+    if renderer(env_id, "envpool") != "gymnasium":
+        raise CannotRecord(f"--video: {env_id!r} is not an envpool env here: not drawn")
     import gymnasium
     import mujoco
 
@@ -267,7 +284,8 @@ def gymnasium_env(env_id: str):
 
 
 def gymnasium_frames(replay) -> tuple[Iterator[np.ndarray], float]:
-    """A fresh episode in gymnasium, reset with the replay's seed and acted on by the replay's policy."""
+    """A fresh episode in gymnasium, reset with the replay's seed and acted on by the replay's
+    policy."""
     env = gymnasium_env(replay.env_id)
 
     def frames():
@@ -293,10 +311,10 @@ DRAW = {
 }
 
 
-# ------------------------------------------------------------------------------------------ the file
+# ----------------------------------------------------------------------------------------- the file
 def gif_bytes(frames: Iterator[np.ndarray], fps: float) -> bytes:
-    """The frames as a looping GIF (Pillow), MARK as its comment. Pillow takes them one by one and keeps them
-    paletted (a byte a pixel) until it writes."""
+    """The frames as a looping GIF (Pillow), MARK as its comment. Pillow takes them one by one and
+    keeps them paletted (a byte a pixel) until it writes."""
     from PIL import Image
 
     out = io.BytesIO()
@@ -315,7 +333,8 @@ def gif_bytes(frames: Iterator[np.ndarray], fps: float) -> bytes:
 
 
 def mp4_bytes(frames: Iterable[np.ndarray], fps: float) -> bytes:
-    """The frames as an H.264 MP4 (imageio's ffmpeg plugin), MARK as its comment; streamed to a temporary file."""
+    """The frames as an H.264 MP4 (imageio's ffmpeg plugin), MARK as its comment; streamed to a
+    temporary file."""
     import imageio.v2 as imageio
 
     with tempfile.TemporaryDirectory() as folder, warnings.catch_warnings():
@@ -324,7 +343,8 @@ def mp4_bytes(frames: Iterable[np.ndarray], fps: float) -> bytes:
             "ignore", message=r"os\.fork\(\) was called", category=RuntimeWarning
         )
         path = Path(folder) / "video.mp4"
-        # macro_block_size 2: H.264 wants even sizes; an odd one is resized by a pixel, the others kept
+        # macro_block_size 2: H.264 wants even sizes; an odd one is resized by a pixel, the others
+        # kept
         options = dict(fps=fps, codec="libx264", macro_block_size=2, ffmpeg_log_level="error")
         with imageio.get_writer(
             path,
@@ -338,8 +358,8 @@ def mp4_bytes(frames: Iterable[np.ndarray], fps: float) -> bytes:
 
 
 def record(replay, path: str) -> Recording:
-    """The video of replay (evaluate.py's Replay: episode 0) at path (.gif or .mp4; check(path, meta) first),
-    written whole or not at all; CannotRecord (one line) when its renderer fails."""
+    """The video of replay (evaluate.py's Replay: episode 0) at path (.gif or .mp4; check(path,
+    meta) first), written whole or not at all; CannotRecord (one line) when its renderer fails."""
     kind = renderer(replay.env_id, replay.backend)
     if kind is None:
         check_env(replay.env_id, replay.backend)  # raises, with the reason
@@ -357,11 +377,13 @@ def record(replay, path: str) -> Recording:
         else:
             data = mp4_bytes(counted(frames), fps)
     except Exception as e:
-        # a renderer's failure, whatever it raises: one line, never a traceback (evaluate.py prints it)
+        # a renderer's failure, whatever it raises: one line, never a traceback (evaluate.py prints
+        # it)
         raise CannotRecord(
             f"--video: {replay.env_id} could not be drawn ({type(e).__name__}: {one_line(e)})"
         ) from None
-    atomic.target(path).parent.mkdir(parents=True, exist_ok=True)
-    atomic.write_file(path, data)
+    # the path as named is followed (check_path let it be made), a link below it never
+    atomic.check_inside(path, path, "--video").parent.mkdir(parents=True, exist_ok=True)
+    atomic.write_file(path, data, given=path)
     height, width = shapes[0][:2]
     return Recording(str(path), len(shapes), height, width, fps, kind)

@@ -1,9 +1,9 @@
-"""The checks of an option's value, one function each: a count, an integer range, seconds, a shard, a list.
+"""The checks of an option's value, one function each: a count, an integer range, seconds, a shard,
+a list.
 
-Each raises BadOption (a ValueError), whose message names the option, the bad value and the valid choices: the
-sweep prints it on one line and exits 2, env_timing.py likewise. The bounds of every count and number of seconds a
-sweep takes live here too.
-"""
+Each raises BadOption (a ValueError), whose message names the option, the bad value and the valid
+choices: the sweep prints it on one line and exits 2, sweep/env_timing.py likewise. The bounds of
+every count and number of seconds a sweep takes live here too."""
 
 import math
 from typing import Optional
@@ -17,13 +17,14 @@ class BadOption(ValueError):
 
 
 def ascii_digits(text: str) -> bool:
-    """ASCII digits only: str.isdigit() and int() also take '²' or '٣', which no one means as a count."""
+    """ASCII digits only: str.isdigit() and int() also take '²' or '٣', which no one means as a
+    count."""
     return text.isascii() and text.isdigit()
 
 
-# The bounds of the sizes a sweep takes: each larger value is refused in one line, before anything is planned.
-# runs in a sweep's matrix: planning as many takes seconds, running them years; also the most seeds, shards
-# (--shard K/N), array tasks and tasks at once one sweep can use
+# The bounds of the sizes a sweep takes: each larger value is refused in one line, before anything
+# is planned. runs in a sweep's matrix: planning as many takes seconds, running them years; also the
+# most seeds, shards (--shard K/N), array tasks and tasks at once one sweep can use
 MAX_RUNS = 100_000
 # --iterations and --cpus (the runs' --env-threads): what a 32-bit integer holds, JAX's default
 MAX_COUNT = 2**31 - 1
@@ -37,8 +38,9 @@ def shown(value: str) -> str:
 
 
 def bounded_int(option: str, value: str, low: int, high: int) -> int:
-    """An integer from low to high, of ASCII digits; BadOption names the value and the valid range. The digits are
-    counted before int() reads them: int() refuses a string of more than 4300 digits with a traceback."""
+    """An integer from low to high, of ASCII digits; BadOption names the value and the valid range.
+    The digits are counted before int() reads them: int() refuses a string of more than 4300 digits
+    with a traceback."""
     digits = value.lstrip("0") or "0" if ascii_digits(value) else ""
     if not digits or len(digits) > len(str(high)):
         raise BadOption(f"{option} must be an integer from {low} to {high}, got {shown(value)}")
@@ -46,8 +48,9 @@ def bounded_int(option: str, value: str, low: int, high: int) -> int:
 
 
 def check_int(option: str, value: int, low: int, high: int = MAX_COUNT, said: str = "") -> int:
-    """`value` when it is from low to high; else BadOption naming the option, the value (as `said`, when given)
-    and the valid range. The one range check of the sweep's options and env_timing.py's."""
+    """`value` when it is from low to high; else BadOption naming the option, the value (as `said`,
+    when given) and the valid range. The one range check of the sweep's options and
+    sweep/env_timing.py's."""
     if not low <= value <= high:
         raise BadOption(f"{option} must be an integer from {low} to {high}, got {said or value!r}")
     return value
@@ -58,7 +61,8 @@ def positive_int(option: str, value: Optional[str], high: int = MAX_COUNT) -> Op
 
 
 def cpus(value: Optional[str]) -> Optional[int]:
-    """bench.sh --cpus N: every run's cores, threads and --env-threads (envpool's); None when not given."""
+    """bench.sh --cpus N: every run's cores, threads and --env-threads (envpool's); None when not
+    given."""
     return positive_int("--cpus", value)
 
 
@@ -74,7 +78,8 @@ def shard(value: str) -> tuple[int, int]:
 
 
 def seconds(option: str, value: str, positive: bool) -> float:
-    """A number of seconds, above 0 (`positive`) or from 0, up to MAX_SECONDS; BadOption names the value."""
+    """A number of seconds, above 0 (`positive`) or from 0, up to MAX_SECONDS; BadOption names the
+    value."""
     try:
         number = float(value)
     except ValueError:
@@ -82,7 +87,8 @@ def seconds(option: str, value: str, positive: bool) -> float:
     # nan and inf fail it too
     if not ((0 < number) if positive else (0 <= number)) or not number <= MAX_SECONDS:
         raise BadOption(
-            f"{option} must be a number of seconds up to {MAX_SECONDS} (30 days), got {shown(value)}"
+            f"{option} must be a number of seconds up to {MAX_SECONDS} (30 days), got "
+            f"{shown(value)}"
         )
     return number
 
@@ -90,7 +96,8 @@ def seconds(option: str, value: str, positive: bool) -> float:
 def choices(
     option: str, value: Optional[str], valid: tuple[str, ...], extra=None
 ) -> tuple[str, ...]:
-    """The items of a comma-separated option (all of `valid` when not given), each checked against `valid`.
+    """The items of a comma-separated option (all of `valid` when not given), each checked against
+    `valid`.
 
     `extra(name)` may accept a name outside `valid` (the envs: any gymnax env id)."""
     if value is None:

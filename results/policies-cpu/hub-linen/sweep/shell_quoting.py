@@ -1,8 +1,7 @@
 """Words quoted for bash, one line each whatever they hold: the dry run's commands.
 
-bash reads a control character (a newline, a tab, ...) as the end of a word or a line; such a word is written
-with $'...' escapes.
-"""
+bash reads a control character (a newline, a tab, ...) as the end of a word or a line; such a word
+is written with $'...' escapes."""
 
 import shlex
 
@@ -12,8 +11,8 @@ def control_characters(text: str) -> list[str]:
 
 
 def shell_word(word: str) -> str:
-    """A word quoted for bash on one line: shlex.quote, or $'...' with \\xHH escapes when it holds a control
-    character (a dry run prints one command a line, whatever the arguments hold)."""
+    """A word quoted for bash on one line: shlex.quote, or $'...' with \\xHH escapes when it holds a
+    control character (a dry run prints one command a line, whatever the arguments hold)."""
     if not control_characters(word):
         return shlex.quote(word)
     escaped = {"\\": "\\\\", "'": "\\'"}

@@ -1,0 +1,365 @@
+"""evaluate.py --hub-folder: a folder for `huggingface-cli upload` (part of benchback-rl).
+
+    # before anything runs: OutputRefused (or BadJson), one line
+    hub.check_hub_folder(folder)
+    # the folder, from local files only (no network)
+    hub.write_hub_folder(folder, ckpt_path, ckpt, result, replay)
+
+What the folder publishes, and nothing else:
+
+- model.safetensors, the checkpoint;
+- README.md, the model card (its metadata the Hub reads: mean_reward, tags, library);
+- eval.json, this evaluation and the folder's earlier ones (each names its checkpoint);
+- config.json, the folder's mark: the training command reduced to the script's name and its flags
+  (no --log-dir or --resume path), the checkpoint's metadata (its command reduced likewise), and
+  the run's configuration, only when the config.json beside the checkpoint is one the scripts
+  wrote for that run (its framework, env, backend, seed, model size, dtype and normalisation are
+  the checkpoint's), and only its known fields (CONFIG_FIELDS: the hyperparameters and the package
+  versions; not the host, the kernel, the paths or the environment);
+- CODE, a fixed list of the project's files: enough to evaluate the checkpoint in each of the four
+  frameworks and to export it as ONNX from a copy of the folder alone, and to install the pinned
+  packages;
+- replay.mp4, episode 0 of the evaluation, where the env can be rendered.
+
+Every file is checked before the first is written: no path below the folder may be a symbolic link
+(the folder itself is followed, as named), nor a folder where a file goes; an eval.json there must
+be this tool's. Each file is written atomically (atomic.write_file); config.json, the folder's mark,
+first: a folder left half-written is still recognised as this tool's, and rewritten.
+"""
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Optional
+
+import atomic
+from evaluation import eval_file
+from evaluation.share import FRAMEWORK_NAMES, TOOL, refused
+
+HUB_TOOL = "evaluate.py --hub-folder"  # the mark of a Hub folder, in its config.json
+FLAG = "--hub-folder"
+ROOT = Path(__file__).resolve().parents[1]  # the project's folder: evaluate.py and the templates
+MARK_FILE, CARD, EVAL = "config.json", "README.md", "eval.json"
+MODEL, VIDEO = "model.safetensors", "replay.mp4"
+# The project's files a copy of the folder runs: evaluate.py and what it imports to evaluate in
+# each of the four frameworks (their templates, the torch glue, the env adapters) and to export
+# ONNX, then what installs the pinned packages. A fixed list: never whatever happens to be loaded (a
+# virtual environment inside the project would be copied whole).
+CODE = (
+    "evaluate.py",
+    "atomic.py",
+    "bookkeeping.py",
+    "checkpoint.py",
+    "env_adapters.py",
+    "env_normalize.py",
+    "torch_glue.py",
+    "ppo_linen.py",
+    "ppo_nnx.py",
+    "ppo_equinox.py",
+    "ppo_torch.py",
+    "evaluation/__init__.py",
+    "evaluation/eval_file.py",
+    "evaluation/hub.py",
+    "evaluation/model_file.py",
+    "evaluation/policy.py",
+    "evaluation/share.py",
+    "evaluation/video.py",
+    "sweep/__init__.py",
+    "sweep/option_checks.py",
+    "sweep/shell_quoting.py",
+    "tools/__init__.py",
+    "tools/run_checks.py",
+    "requirements.txt",
+    "requirements.lock",
+    "setup.sh",
+)
+FILES = (MARK_FILE, MODEL, EVAL, VIDEO, *CODE, CARD)
+FRAMEWORK_TAGS = {
+    "linen": "flax-linen",
+    "nnx": "flax-nnx",
+    "equinox": "equinox",
+    "torch": "pytorch",
+}
+# The run config's fields a card's reader needs: what was trained, with which hyperparameters and
+# which package versions. Not published: where and by whom it ran (hostname, platform, paths, the
+# environment variables, W&B's names).
+CONFIG_FIELDS = (
+    "framework",
+    "env",
+    "env_backend",
+    "env_threads",
+    "model_size",
+    "dtype",
+    "seed",
+    "num_agents",
+    "num_envs",
+    "num_steps",
+    "num_iterations",
+    "update_epochs",
+    "num_minibatches",
+    "learning_rate",
+    "anneal_lr",
+    "gamma",
+    "gae_lambda",
+    "clip_coef",
+    "clip_vloss",
+    "ent_coef",
+    "vf_coef",
+    "max_grad_norm",
+    "norm_adv",
+    "norm_obs",
+    "norm_reward",
+    "compile",
+    "save_every",
+    "batch_size",
+    "minibatch_size",
+)
+# the fields by which a config.json is the checkpoint's run's: the same values in its metadata
+MATCH_FIELDS = ("framework", "env", "env_backend", "seed", "model_size", "dtype", "norm_obs")
+# the flags of a script whose value is a path on the machine that ran it
+PATH_FLAGS = ("--log-dir", "--log_dir", "--resume")
+
+
+# --------------------------------------------------------------------------------------- the checks
+def check_hub_folder(folder) -> None:
+    """OutputRefused (one line) unless folder is absent, empty, or a Hub folder this tool wrote (its
+    config.json says so), and each file of FILES can be written in it: no link below the folder, no
+    folder where a file goes; an eval.json there this tool's (else ValueError, one line)."""
+    folder = Path(folder)
+    real = atomic.check_inside(folder, folder, FLAG)
+    if os.path.lexists(real) and not real.is_dir():
+        raise refused(FLAG, folder, "is not a folder")
+    atomic.check_writable_folder(FLAG, folder, real / MARK_FILE)
+    if not real.exists():
+        return
+    for name in FILES:
+        check_target(folder, name)
+    if not any(real.iterdir()):
+        return
+    mark = real / MARK_FILE
+    if not mark.is_file():
+        raise refused(FLAG, folder, f"holds files and no {MARK_FILE} of {HUB_TOOL}")
+    atomic.check_replaceable(FLAG, mark, atomic.json_by(HUB_TOOL))
+    eval_file.entries(real / EVAL, f"{FLAG} {folder}:")
+
+
+def check_target(folder: Path, name: str) -> None:
+    """OutputRefused unless the file name can be written in folder: no link on its way below the
+    folder (atomic.check_inside), and neither it nor a folder on its way something else."""
+    path = folder / name
+    atomic.check_inside(folder, path, FLAG)
+    for parent in list(Path(name).parents)[:-1]:
+        if (folder / parent).exists() and not (folder / parent).is_dir():
+            raise refused(FLAG, folder, f"holds {parent} that is not a folder, where {name} goes")
+    if os.path.lexists(path) and not path.is_file():
+        raise refused(FLAG, folder, f"holds {name} that is not a regular file")
+
+
+# ---------------------------------------------------------------------------- what gets published
+def public_command(command: list) -> list[str]:
+    """A run's command (its sys.argv) as the card shows it: the script's base name and its flags,
+    less the flags whose value is a path on the machine that ran it."""
+    if not command:
+        return []
+    words = [Path(command[0]).name]
+    skip = False
+    for word in command[1:]:
+        if skip:
+            skip = False
+        elif word in PATH_FLAGS:
+            skip = True
+        elif not word.startswith(tuple(f"{flag}=" for flag in PATH_FLAGS)):
+            words.append(word)
+    return words
+
+
+def is_scalar(value) -> bool:
+    return value is None or isinstance(value, (str, int, float, bool))
+
+
+def run_config(config, meta: dict) -> Optional[dict]:
+    """The fields of CONFIG_FIELDS (and "versions", "command") of config when it is the run config
+    of the checkpoint whose metadata is meta (MATCH_FIELDS equal), else None."""
+    if not isinstance(config, dict):
+        return None
+    if any(config.get(key) != meta.get(key) for key in MATCH_FIELDS):
+        return None
+    public = {key: config[key] for key in CONFIG_FIELDS if is_scalar(config.get(key, {}))}
+    versions = config.get("versions")
+    if isinstance(versions, dict) and all(is_scalar(v) for v in versions.values()):
+        public["versions"] = {str(name): version for name, version in versions.items()}
+    command = config.get("command")
+    if isinstance(command, list) and all(isinstance(word, str) for word in command):
+        public["command"] = public_command(command)
+    return public
+
+
+def training_config(ckpt_path: Path, meta: dict) -> Optional[dict]:
+    """The public part of the run's config.json beside the checkpoint (run_config), or None when
+    there is none, it cannot be read (atomic.read_json: a line on stderr), or it is not the
+    checkpoint's run's. Beside a Hub folder's checkpoint (shared again), the training config that
+    folder kept."""
+    path = ckpt_path.parent / MARK_FILE
+    if not path.is_file():
+        return None
+    try:
+        config = atomic.read_json(path)
+    except (OSError, ValueError) as e:
+        print(
+            f"{TOOL}: {FLAG}: {MARK_FILE} beside the checkpoint not published ({e})",
+            file=sys.stderr,
+        )
+        return None
+    if config.get(atomic.WRITTEN_BY) == HUB_TOOL:
+        config = config.get("training_config")
+    return run_config(config, meta)
+
+
+def public_meta(meta: dict) -> dict:
+    """The checkpoint's metadata as the folder publishes it: its command reduced
+    (public_command)."""
+    return {**meta, "command": public_command(meta["command"])}
+
+
+def mean_reward(result: dict) -> str:
+    """The Hub's mean_reward: "mean +/- std" of the evaluation's returns."""
+    return f"{result['mean_return']:.2f} +/- {result['std_return']:.2f}"
+
+
+def card_metadata(meta: dict, result: dict) -> str:
+    """The model card's YAML metadata (model-index with mean_reward, tags, library_name), as the Hub
+    reads it: written by huggingface_hub's own ModelCardData."""
+    from huggingface_hub import EvalResult, ModelCardData
+
+    env = meta["env"]
+    data = ModelCardData(
+        library_name="benchback-rl",
+        tags=["reinforcement-learning", env, FRAMEWORK_TAGS[meta["framework"]], "benchback-rl"],
+        model_name="PPO",
+        eval_results=[
+            EvalResult(
+                task_type="reinforcement-learning",
+                task_name="reinforcement-learning",
+                dataset_type=env,
+                dataset_name=env,
+                metric_type="mean_reward",
+                metric_name="mean_reward",
+                metric_value=mean_reward(result),
+                verified=False,
+            )
+        ],
+    )
+    return data.to_yaml()
+
+
+def card_text(meta: dict, result: dict, files: list[str]) -> str:
+    """README.md: the metadata, then what the policy is, how it did, how to run it and how it was
+    trained."""
+    from sweep import shell_quoting
+
+    trained, evaluated = meta["framework"], result["framework"]
+    command = " ".join(shell_quoting.shell_word(word) for word in public_command(meta["command"]))
+    lines = [
+        "---",
+        card_metadata(meta, result).rstrip(),
+        "---",
+        "",
+        f"# PPO on {meta['env']} ({FRAMEWORK_NAMES[trained]}, benchback-rl)",
+        "",
+        f"A PPO policy trained by benchback-rl's `ppo_{trained}.py` ({FRAMEWORK_NAMES[trained]}) "
+        f"on {meta['env']} ({meta['env_backend']} backend), model size {meta['model_size']}, "
+        f"{meta['iteration']} iterations, seed {meta['seed']}, observation normalisation "
+        f"{'on' if meta['norm_obs'] else 'off'}.",
+        "",
+        f"Evaluated by `evaluate.py` in {FRAMEWORK_NAMES[evaluated]}'s network: mean return "
+        f"{mean_reward(result)} (population std) over {result['episodes']} episodes, "
+        f"{result['mode']} actions, seed {result['seed']} (`{EVAL}`)"
+        + (f"; `{VIDEO}` replays its episode 0." if VIDEO in files else "."),
+        "",
+        "## Use it",
+        "",
+        "Any of the four frameworks runs it from this folder alone (the same networks, the tensors "
+        "under one naming):",
+        "",
+        "    pip install -r requirements.txt   # or: bash setup.sh, the pinned versions in .venv",
+        f"    python evaluate.py {MODEL} --framework torch   # or linen, nnx, equinox",
+        f"    python evaluate.py {MODEL} --export-onnx actor.onnx   # raw observations in, actions "
+        "out",
+        "",
+        f"`{MODEL}` holds the actor's and the critic's parameters, the observation-normalisation "
+        "statistics (with --norm-obs) and the metadata; safetensors: no pickle, nothing executed "
+        "on load.",
+        "",
+        "## Training",
+        "",
+        f"    python {command}",
+        "",
+        f"`{MARK_FILE}`: the command, the run's configuration (its hyperparameters and package "
+        "versions) and the checkpoint's metadata.",
+        "",
+        "## Files",
+        "",
+        *(f"- `{name}`" for name in files),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------------------- the write
+def write(folder: Path, name: str, data: str | bytes) -> None:
+    """A file of the folder, never through a link below it (checked before, checked again)."""
+    (folder / name).parent.mkdir(parents=True, exist_ok=True)
+    atomic.write_file(folder / name, data, given=folder)
+
+
+def json_text(data) -> str:
+    """data as atomic.write_json writes it."""
+    return json.dumps(atomic.finite_json(data), indent=2, allow_nan=False)
+
+
+def record_replay(replay, folder: Path, meta: dict) -> bool:
+    """The evaluation's episode 0 as replay.mp4 in folder; False (and a line saying why) when the
+    env cannot be rendered. A replay from an earlier write, of another policy maybe, goes first."""
+    (folder / VIDEO).unlink(missing_ok=True)
+    if replay is None:
+        return False
+    from evaluation import video
+
+    try:
+        video.check(str(folder / VIDEO), meta)
+        video.record(replay, str(folder / VIDEO))
+    except ValueError as e:  # video.CannotRecord among them
+        print(f"{TOOL}: {FLAG}: no {VIDEO}: {e}", file=sys.stderr)
+        return False
+    return True
+
+
+def write_hub_folder(folder, ckpt_path: Path, ckpt, result: dict, replay) -> None:
+    """The Hub folder (the module's docstring says what it holds): everything it writes is read,
+    made and checked first (check_hub_folder), then written, config.json first. result: this
+    evaluation's entry of eval.json."""
+    folder = Path(folder)
+    check_hub_folder(folder)
+    meta = ckpt.meta
+    config = {
+        atomic.WRITTEN_BY: HUB_TOOL,
+        "command": public_command(meta["command"]),
+        "training_config": training_config(Path(ckpt_path), meta),
+        "checkpoint": public_meta(meta),
+    }
+    record = eval_file.merged(folder / EVAL, result)
+    model = Path(ckpt_path).read_bytes()
+    code = {name: (ROOT / name).read_bytes() for name in CODE}
+    files = sorted([CARD, MARK_FILE, MODEL, EVAL, *CODE])
+    # the card with and without the replay: made before anything is written, the video decides
+    cards = {
+        has: card_text(meta, result, sorted([*files, VIDEO]) if has else files)
+        for has in (True, False)
+    }
+    folder.mkdir(parents=True, exist_ok=True)
+    write(folder, MARK_FILE, json_text(config))
+    write(folder, MODEL, model)
+    write(folder, EVAL, json_text(record))
+    for name, data in code.items():
+        write(folder, name, data)
+    write(folder, CARD, cards[record_replay(replay, folder, meta)])

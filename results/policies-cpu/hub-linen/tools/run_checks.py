@@ -1,0 +1,300 @@
+"""A ppo_*.py script's input checked before its run starts, each bad input one line (part of
+benchback-rl): tyro's parse with its error box on one line (parse_args, evaluate.py's too), the JAX
+settings of the environment that config.json would misreport, a batch that cannot fit (every
+agent's), agents whose writers (a thread and an open file each) the process cannot start, and W&B
+names that W&B would refuse once the run has started. bookkeeping.py runs check_args before main();
+the sweep runs it on every run's flags before the first run.
+"""
+
+import io
+import os
+import platform
+import resource
+import socket
+import threading
+from contextlib import redirect_stderr, redirect_stdout
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Optional
+
+import jax
+import tyro
+
+# A lower bound of the rollout's float32 numbers per sample: observations twice (before and after
+# any reset), actions, log-probabilities, values, rewards, returns of ended episodes, advantages and
+# value targets, and the update's shuffled copies of them
+BYTES_PER_SAMPLE = 16 * 4
+MAX_BATCH = 2**31 - 1  # the batch is indexed with int32 (the update's permutations)
+WANDB_FORBIDDEN = "/\\#?%:"  # characters W&B refuses in a project (and an entity) name
+WANDB_MAX_NAME = 128
+# JAX settings that config.json would misreport: its dtype (float32, bfloat16) and its compile mode
+REFUSED_JAX_SETTINGS = {
+    "jax_enable_x64": "runs in float64 where config.json says --dtype",
+    "jax_disable_jit": "runs op by op whatever config.json says of --compile (use --compile none)",
+}
+
+
+def tyro_message(box: str) -> str:
+    """The message of tyro's error box (a title, a rule, the message wrapped over lines, a rule,
+    help), on one line."""
+    lines = [line.strip() for line in box.splitlines()]
+    rules = [i for i, line in enumerate(lines) if line.startswith("---")]
+    if len(rules) < 2:
+        return "bad arguments (see --help)"
+    return " ".join(" ".join(lines[rules[0] + 1 : rules[1]]).split())
+
+
+def parse_args(args_type, argv: list[str]):
+    """args_type parsed from argv by tyro; bad input raises ValueError with tyro's message on one
+    line."""
+    messages = io.StringIO()
+    try:
+        with redirect_stderr(messages), redirect_stdout(messages):
+            args = tyro.cli(args_type, args=argv)
+    except SystemExit as e:
+        if e.code == 0:  # --help
+            print(messages.getvalue(), end="")
+            raise
+        message = tyro_message(messages.getvalue())
+        # an Args check (__post_init__) names its flag itself
+        raise ValueError(message.removeprefix(f"Error parsing {args_type.__name__}: ")) from None
+    return args
+
+
+def check_args(args_type, argv: list[str]):
+    """The script's Args from argv, parsed by tyro as the script will; bad input raises ValueError
+    with one line."""
+    args = parse_args(args_type, argv)
+    check_environment()
+    check_batch_memory(args)
+    check_agent_writers(args)
+    check_wandb_names(args)
+    return args
+
+
+def check_environment() -> None:
+    """ValueError (one line, naming the variable) for a JAX setting from the environment that
+    config.json would misreport (REFUSED_JAX_SETTINGS), or a JAX_PLATFORMS that JAX cannot start
+    on."""
+    for setting, why in REFUSED_JAX_SETTINGS.items():
+        if getattr(jax.config, setting):
+            variable = setting.upper()
+            raise ValueError(f"{variable}={os.environ.get(variable)!r}: JAX {why}; unset it")
+    try:
+        jax.devices()
+    except Exception as e:  # a RuntimeError, or an AssertionError for cuda without a GPU
+        platforms = os.environ.get("JAX_PLATFORMS")
+        why = str(e).splitlines()[0] if str(e) else "no such device"
+        raise ValueError(
+            f"JAX_PLATFORMS={platforms!r}: JAX cannot start on it here ({why}); unset it to let "
+            "JAX choose"
+        ) from None
+
+
+def memory_bytes() -> int:
+    """The memory the rollout can use: the host's, or the accelerator's when JAX has one (then the
+    smaller)."""
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    stats = jax.devices()[0].memory_stats()  # None on a CPU
+    if stats and stats.get("bytes_limit"):
+        memory = min(memory, stats["bytes_limit"])
+    return memory
+
+
+def check_batch_memory(args) -> None:
+    """ValueError when an agent's batch cannot be indexed or every agent's cannot fit, before the
+    run starts to allocate them."""
+    agents = getattr(args, "num_agents", 1)
+    samples = agents * args.batch_size
+    memory = memory_bytes()
+    if args.batch_size > MAX_BATCH or samples * BYTES_PER_SAMPLE > memory:
+        product = f"--num-envs {args.num_envs} x --num-steps {args.num_steps}"
+        if agents > 1:
+            product += f" x --num-agents {agents}"
+        at_most = min(MAX_BATCH * agents, memory // BYTES_PER_SAMPLE)
+        raise ValueError(
+            f"{product} = {samples:,} samples: too many "
+            f"(at most {at_most:,} here; each needs at least "
+            f"{BYTES_PER_SAMPLE} bytes and this machine has {memory / 2**30:.1f} GiB)"
+        )
+
+
+# What the process needs besides its agents' writers: the threads and open files of Python, JAX's
+# thread pools (about a thread per core each), envpool's and tensorboardX's, and a margin
+RESERVED_THREADS = 64
+RESERVED_FILES = 64
+
+
+def writers_needed(num_agents: int) -> int:
+    """The run's TensorBoard writers, each a thread and an open file: the run's, and one per agent
+    when there are more than one (RUN_DIR/agent_k)."""
+    return 1 + (num_agents if num_agents > 1 else 0)
+
+
+def read_number(path) -> Optional[int]:
+    """The integer in a file of /proc or /sys (the first field of its first line); None when it
+    cannot be read or says "max" (no limit)."""
+    try:
+        text = Path(path).read_text().split()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return int(text[0]) if text and text[0].isdigit() else None
+
+
+def soft_limit(name: str) -> Optional[int]:
+    """The process's soft resource limit name (resource.RLIMIT_...), None when unlimited or not
+    known here."""
+    if not hasattr(resource, name):
+        return None
+    soft = resource.getrlimit(getattr(resource, name))[0]
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
+def cgroup_pids_files(cgroup: str = "/proc/self/cgroup", root: str = "/sys/fs/cgroup") -> list:
+    """The pids.max and pids.current of the process's cgroup (v2, or v1's pids controller), when it
+    names one."""
+    try:
+        lines = Path(cgroup).read_text().splitlines()
+    except OSError:
+        return []
+    for line in lines:
+        _, controllers, path = line.split(":", 2) if line.count(":") >= 2 else ("", "", "")
+        folder = None
+        if controllers == "":  # cgroup v2's one line
+            folder = Path(root) / path.lstrip("/")
+        elif "pids" in controllers.split(","):
+            folder = Path(root) / "pids" / path.lstrip("/")
+        if folder is not None and (folder / "pids.max").exists():
+            return [folder / "pids.max", folder / "pids.current"]
+    return []
+
+
+def running_threads() -> Optional[int]:
+    """Every thread on the machine now (/proc/loadavg's running/total), None where unknown."""
+    try:
+        return int(Path("/proc/loadavg").read_text().split()[3].split("/")[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def open_files() -> int:
+    """The files this process has open now (0 where /proc is not there to say)."""
+    try:
+        return len(os.listdir("/proc/self/fd"))
+    except OSError:
+        return 0
+
+
+def thread_room() -> list[tuple[str, int]]:
+    """Each known limit on the threads the process may still start, and the room it leaves:
+    RLIMIT_NPROC (the user's processes and threads, of which this process's are counted),
+    /proc/sys/kernel/threads-max (less the machine's threads), the cgroup's pids.max (less its
+    pids.current)."""
+    room = []
+    if (nproc := soft_limit("RLIMIT_NPROC")) is not None:
+        room.append(("RLIMIT_NPROC (ulimit -u)", nproc - process_threads()))
+    threads_max, running = read_number("/proc/sys/kernel/threads-max"), running_threads()
+    if threads_max is not None:
+        room.append(("/proc/sys/kernel/threads-max", threads_max - (running or 0)))
+    files = cgroup_pids_files()
+    if files and (pids_max := read_number(files[0])) is not None:
+        room.append((f"the cgroup's {files[0]}", pids_max - (read_number(files[1]) or 0)))
+    return room
+
+
+def process_threads() -> int:
+    """This process's threads now, JAX's among them (/proc/self/status); Python's where there is no
+    /proc."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("Threads:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return threading.active_count()
+
+
+def check_agent_writers(args) -> None:
+    """ValueError (one line, naming --num-agents) when the agents' writers, a thread and an open
+    file each, would not fit in the threads or the open files the process may have, with what
+    Python, JAX and envpool need besides (RESERVED_THREADS, RESERVED_FILES): else the run would
+    make folders and fail part-way with tracebacks ("can't start new thread")."""
+    agents = getattr(args, "num_agents", 1)
+    writers = writers_needed(agents)
+    limits = [(name, room - RESERVED_THREADS, "threads") for name, room in thread_room()]
+    if (nofile := soft_limit("RLIMIT_NOFILE")) is not None:
+        room = nofile - open_files() - RESERVED_FILES
+        limits.append(("RLIMIT_NOFILE (ulimit -n)", room, "open files"))
+    for name, room, what in limits:
+        if writers > room:
+            raise ValueError(
+                f"--num-agents {agents}: too many for this process: its {writers:,} TensorBoard "
+                f"writers need as many {what}, and {name} leaves room for {max(room, 0):,}"
+            )
+
+
+def check_wandb_names(args) -> None:
+    """ValueError for a W&B project or entity name that W&B would refuse once the run has
+    started."""
+    for flag, name in (
+        ("--wandb-project-name", args.wandb_project_name),
+        ("--wandb-entity", args.wandb_entity),
+    ):
+        if name is None:
+            continue
+        bad = sorted(set(name) & set(WANDB_FORBIDDEN))
+        if not name or len(name) > WANDB_MAX_NAME or bad:
+            rule = f"1 to {WANDB_MAX_NAME} characters, none of {' '.join(WANDB_FORBIDDEN)}"
+            raise ValueError(f"{flag} {name!r} is not a W&B name: {rule}")
+
+
+# The environment variables that change the computation, recorded in config.json: JAX's and XLA's
+# settings (XLA_FLAGS, JAX_PLATFORMS, ...), TorchInductor's, the OpenMP/MKL/OpenBLAS thread settings
+# and the GPU's
+COMPUTATION_PREFIXES = ("JAX_", "XLA_", "TORCHINDUCTOR_", "OMP_", "KMP_", "MKL_", "OPENBLAS_")
+COMPUTATION_VARIABLES = ("CUDA_VISIBLE_DEVICES", "NVIDIA_TF32_OVERRIDE")
+
+
+def computation_variables() -> dict:
+    """The environment variables that change the computation (COMPUTATION_PREFIXES and _VARIABLES)
+    and are set, with their values."""
+    return {
+        name: value
+        for name, value in sorted(os.environ.items())
+        if name.startswith(COMPUTATION_PREFIXES) or name in COMPUTATION_VARIABLES
+    }
+
+
+def machine() -> dict:
+    """Where the run runs: platform, host, the cores it may use and the CPU's bfloat16 instructions
+    (Linux), the environment variables that change the computation, and the start time."""
+    return {
+        "platform": platform.platform(),
+        "hostname": socket.gethostname(),
+        "cpu_affinity": sorted(os.sched_getaffinity(0))
+        if hasattr(os, "sched_getaffinity")
+        else None,
+        "cpu_bf16": cpu_bf16_flags(),
+        "environment_variables": computation_variables(),
+        "start_time": datetime.now(timezone.utc).isoformat(),
+    }
+
+
+BF16_FLAGS = ("avx512_bf16", "amx_bf16")
+
+
+def cpu_bf16_flags(cpuinfo: str = "/proc/cpuinfo") -> Optional[list]:
+    """The CPU's native bfloat16 instructions among BF16_FLAGS, from Linux's cpuinfo ([] for none:
+    --dtype bfloat16 is then emulated); None where there is no cpuinfo to read."""
+    try:
+        with open(cpuinfo) as file:
+            text = file.read()
+    except OSError:
+        return None
+    flags = set()
+    for line in text.splitlines():
+        name, _, value = line.partition(":")
+        if name.strip() == "flags":
+            flags.update(value.split())
+    return [flag for flag in BF16_FLAGS if flag in flags]
