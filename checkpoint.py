@@ -489,7 +489,8 @@ def check_resumable(run_dir, flags: dict) -> Resume:
     framework), read and checked before anything is written; else, one line, LinkRefused (a link
     in the folder, check_run_folder) or BadCheckpoint: no readable resume file, a config.json or
     resume file of other flags (check_flags), or a run that completed (its summary.json says so, or
-    its resume file holds its last iteration): resuming it would only replace its summary."""
+    its resume file holds its last iteration): resuming it would only replace its summary. Without
+    a config.json (a starter's copy writes none), the resume file's flags are the run's."""
     folder = os.fspath(run_dir)
     if not os.path.isdir(folder):
         raise BadCheckpoint(f"--resume {folder}: not a run folder")
@@ -497,9 +498,8 @@ def check_resumable(run_dir, flags: dict) -> Resume:
     resume = read_resume(folder)
     config = read_run_json(folder, CONFIG_FILE)
     if config is None:
-        raise BadCheckpoint(
-            f"--resume {folder}: no {CONFIG_FILE}: not a run folder of these scripts"
-        )
+        # a starter's copy (tools/starter.py) writes no config.json: its resume file holds its flags
+        config = resume.flags
     check_flags(folder, flags, config, resume)
     summary = read_run_json(folder, SUMMARY_FILE) or {}
     status = field(summary, "status", str, f"{folder}/{SUMMARY_FILE}", default=None)

@@ -205,6 +205,15 @@ def test_the_run_s_flags_are_config_json_s_not_the_resume_file_s(tmp_path):
     assert "not this run's resume file" in str(refused.value)
 
 
+def test_a_starter_copy_s_run_without_config_json_is_resumed_by_its_resume_file(tmp_path):
+    """A starter's copy writes no config.json: its resume file's flags are then the run's."""
+    run_dir = stopped_folder(tmp_path)
+    (run_dir / "config.json").unlink()
+    assert checkpoint.check_resumable(run_dir, resume_flags(run_dir)).iteration == 1
+    with pytest.raises(checkpoint.BadCheckpoint, match="that run has --seed 1, not 2"):
+        checkpoint.check_resumable(run_dir, resume_flags(run_dir, seed=2))
+
+
 @pytest.mark.parametrize(
     "config, wanted",
     [

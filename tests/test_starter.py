@@ -6,6 +6,7 @@ the structure it strips by."""
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -249,3 +250,40 @@ def test_a_starter_copy_refuses_a_log_dir_that_is_a_file_in_one_line(tmp_path, f
         "error: --log-dir: cannot make the folder afile/"
     )
     assert "Not a directory" in lines[0] and (folder / "afile").read_text() == "mine"
+
+
+@pytest.mark.slow
+def test_a_starter_copy_resumes_its_stopped_run_without_a_config_json(tmp_path):
+    """A copy writes no config.json: --resume takes its resume file's flags as the run's, goes on
+    from its save, and refuses the run once it has completed."""
+    folder = tmp_path / "project"
+    assert build("linen", folder, via_setup=False).returncode == 0
+    args = ["--env", "CartPole-v1", *TINY[:-1], "200", "--save-every", "2"]
+    proc = subprocess.Popen(
+        [sys.executable, "ppo_linen.py", *args],
+        cwd=folder,
+        env=clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        for line in proc.stdout:
+            if line.startswith("iter 2/"):
+                proc.send_signal(signal.SIGINT)
+                break
+        proc.communicate(timeout=300)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 130
+    (run_dir,) = (folder / "runs").iterdir()
+    assert not (run_dir / "config.json").exists()
+    resumed = run_copy(folder, "ppo_linen.py", *args, "--resume", str(run_dir))
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "resume.safetensors: resumed after iteration " in resumed.stdout
+    assert "iter 200/200" in resumed.stdout
+    again = run_copy(folder, "ppo_linen.py", *args, "--resume", str(run_dir))
+    assert again.returncode == 2
+    (line,) = again.stderr.strip().splitlines()
+    assert line.startswith("error: --resume") and "that run completed" in line
