@@ -423,14 +423,13 @@ def resume_of(header: dict, where: str) -> Resume:
 
 # ------------------------------------------------------------------------ a run folder to resume
 CONFIG_FILE, SUMMARY_FILE = "config.json", "summary.json"
-WANDB_FOLDER = "wandb"  # W&B's own files, links among them: the folder itself is checked, not in it
 
 
 def check_run_folder(run_dir) -> None:
     """LinkRefused (one line) when an entry of the run folder (config.json, summary.json, the
     checkpoints, the events files, an agent_k folder) or of an agent_k folder is a symbolic link:
     the resumed run would write through it, or TensorBoard read through it. The folder itself, which
-    the user named, may be one."""
+    the user named, may be one; W&B's folder (wandb/, its own links inside) is not looked into."""
     run_dir = os.fspath(run_dir)
     for entry in os.scandir(run_dir):
         check_inside(run_dir, entry.path, "--resume")
