@@ -28,7 +28,6 @@ stratified-bootstrap 95 % interval (analysis/stats.py: scipy's trim_mean, as rli
 rliable itself cannot be installed beside pandas 3: its arch fails to import).
 """
 
-import json
 import shlex
 
 import numpy as np
@@ -39,6 +38,7 @@ from analysis.events import RETURN, agent_column
 from analysis.loading import is_timed
 from analysis.speedups import PAIR_KEYS, cell_statistics, pairwise
 from analysis.stats import iqm, iqm_interval
+from atomic import parse_json
 from sweep import run_args
 from sweep.study import Study
 
@@ -220,7 +220,8 @@ def agents_of(run: pd.Series, rows: pd.DataFrame) -> list[tuple[pd.Series, pd.Da
     agents = int(run["num_agents"])
     if agents == 1:
         return [(run, rows)]
-    finals, agents_rows = json.loads(run["final_returns"]), []
+    # checked when the run was read (runlog.final_returns): a list of a return per agent
+    finals, agents_rows = parse_json(run["final_returns"], "final_returns"), []
     for k in range(agents):
         agent = run.copy()
         agent["seed"], agent["final_return"] = (

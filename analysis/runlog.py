@@ -31,8 +31,9 @@ put words in the analysis' tables) is not one:
   start_time (each give or take CLOCK_SLACK_S), so that an events file copied in from another run is
   not taken for this one's; and total_s at most TAIL_S longer than the run its events show (its last
   time/elapsed; TRACKED_TAIL_S with --track).
-- config.json and summary.json: regular files of at most MAX_JSON_BYTES (a FIFO or a file nested too
-  deep for the parser is a reason, never a hang or a crash). Run folders are found without following
+- config.json and summary.json: regular files of at most MAX_JSON_BYTES, read by atomic.py's one
+  JSON reader (a FIFO, a file nested deeper than its MAX_JSON_DEPTH or holding NaN is a reason,
+  never a hang or a crash). Run folders are found without following
   links (find_runs).
 
 A run of a runs.csv (plot_results.py --csv) goes through the same check_completed, without an events
@@ -50,7 +51,6 @@ last, within its own start and total_s); in a runs.csv, which does not say which
 what, they are skipped.
 """
 
-import json
 import math
 import os
 import re
@@ -72,6 +72,7 @@ from analysis.events import (
     resumed_at,
     with_agent,
 )
+from atomic import MAX_JSON_BYTES, BadJson, parse_json  # a run's JSON files are a few kB
 from sweep import run_args, study
 
 # config.json keys that the analysis and the resume need: a run without them cannot be placed in the
@@ -90,14 +91,13 @@ REQUIRED_CONFIG = [
 TEXT_CONFIG = ["tag", "hostname", "platform", "exp_name", "device_name", "device", "start_time"]
 # the ids of gymnax, Craftax, Brax and envpool envs
 ENV_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-# config.json and summary.json are a few kB; a larger file is not a run's (and is not read whole)
-MAX_JSON_BYTES = 1 << 20
 
 
 def read_json(path: Path) -> dict:
-    """A JSON object from a file; RunError (naming the file) when it is missing, unreadable, not a
-    regular file (a FIFO would block the reader for ever), over MAX_JSON_BYTES, nested too deep for
-    the parser, or not an object."""
+    """A JSON object from a file, read by atomic's one JSON reader (at most MAX_JSON_BYTES, at most
+    MAX_JSON_DEPTH deep); RunError (naming the file, one line) when it is missing,
+    unreadable, not a regular file (a FIFO would block the reader for ever), too large, too deep,
+    not JSON or not an object."""
     path = Path(path)
     try:
         # O_NONBLOCK: opening a FIFO returns at once, and fstat then says what it is
@@ -105,7 +105,7 @@ def read_json(path: Path) -> dict:
     except FileNotFoundError:
         raise RunError(f"no {path.name}") from None
     except OSError as e:
-        raise RunError(f"unreadable {path.name} ({e})") from None
+        raise RunError(f"unreadable {path.name} ({e.strerror or e})") from None
     with os.fdopen(fd, "rb") as f:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
@@ -113,11 +113,11 @@ def read_json(path: Path) -> dict:
         if info.st_size > MAX_JSON_BYTES:
             raise RunError(f"{path.name} holds {info.st_size:,} bytes, more than a run writes")
         try:
-            data = json.loads(f.read(MAX_JSON_BYTES + 1))
-        except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise RunError(f"unreadable {path.name} ({e})") from None
-        except RecursionError:
-            raise RunError(f"unreadable {path.name} (nested too deep)") from None
+            data = parse_json(f.read(MAX_JSON_BYTES + 1), path.name)
+        except OSError as e:
+            raise RunError(f"unreadable {path.name} ({e.strerror or e})") from None
+        except BadJson as e:
+            raise RunError(f"unreadable {e}") from None
     if not isinstance(data, dict):
         raise RunError(f"{path.name} is not a JSON object")
     return data

@@ -7,11 +7,15 @@ A file is usable when it is a JSON object whose "envs" object holds, per env lab
 "us_per_env_step") are finite positive numbers where given, as are its sizes ("obs_dim",
 "num_actions", "num_envs") unless null (num_actions is null for an action that is not one vector).
 Anything else is refused (BadTiming) in one line naming the file and, for a bad value, the env, the
-field and the value: a cost of -1, 0, NaN or "x" would order and scale the envs by nonsense."""
+field and the value: a cost of -1, 0, NaN or "x" would order and scale the envs by nonsense. The
+file is read by atomic.py's one JSON reader: at most atomic.MAX_JSON_BYTES, nested at most
+atomic.MAX_JSON_DEPTH deep (a hostile file is one line, never a traceback)."""
 
 import json
 import math
 from pathlib import Path
+
+from atomic import MAX_JSON_BYTES, BadJson, parse_json
 
 REQUIRED = "ratio"  # what the analysis orders and scales the envs by
 COSTS = (REQUIRED, "ms_per_step", "us_per_env_step")  # where given: positive numbers
@@ -47,12 +51,12 @@ def check_env(path, env: str, entry) -> None:
             raise BadTiming(path, f"env {env!r} has {field} {shown}, not a positive number")
 
 
-def loads(text: str, path) -> dict:
+def loads(text: str | bytes, path) -> dict:
     """The env-timing file of this text (read from path); BadTiming unless it is usable."""
     try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as e:
-        raise BadTiming(path, f"not JSON ({type(e).__name__}: {e})") from None
+        data = parse_json(text, "its text")
+    except BadJson as e:
+        raise BadTiming(path, str(e).removeprefix("its text: ")) from None
     envs = data.get("envs") if isinstance(data, dict) else None
     if not isinstance(envs, dict) or not envs:
         raise BadTiming(path, 'no "envs" object of times')
@@ -68,9 +72,11 @@ def read(path) -> dict:
         # a FIFO would be waited on forever
         raise BadTiming(path, "not a regular file")
     try:
-        text = Path(path).read_text()
+        with open(path, "rb") as f:
+            # one byte more than the reader takes: a larger file is refused, not read whole
+            text = f.read(MAX_JSON_BYTES + 1)
     except FileNotFoundError:
         raise
-    except (OSError, UnicodeDecodeError) as e:
-        raise BadTiming(path, f"cannot be read ({e})") from None
+    except OSError as e:
+        raise BadTiming(path, f"cannot be read ({e.strerror or e})") from None
     return loads(text, path)

@@ -24,6 +24,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from atomic import BadJson, parse_json
 from sweep import study
 from sweep.matrix import PlannedRun
 from sweep.option_checks import PROG, BadOption
@@ -59,8 +60,8 @@ def check_run_args(
     except OSError as e:
         raise BadOption(f"--python {python!r} cannot be run ({e.strerror or e})") from None
     try:
-        verdict = json.loads(child.stdout.strip().splitlines()[-1])
-    except (IndexError, ValueError):
+        verdict = parse_json(child.stdout.strip().splitlines()[-1], "the scripts' check")
+    except (IndexError, BadJson):
         last = (child.stderr.strip() or "no output").splitlines()[-1]
         verdict = {"refused": None, "unchecked": [["the scripts", last]]}
     if verdict["refused"]:
@@ -114,4 +115,4 @@ def verdict(argvs: dict[str, list[list[str]]]) -> dict:
 
 
 if __name__ == "__main__":
-    print(json.dumps(verdict(json.loads(sys.argv[1]))))
+    print(json.dumps(verdict(parse_json(sys.argv[1], "the run's words"))))
