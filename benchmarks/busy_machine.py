@@ -155,7 +155,7 @@ def run_all(opts) -> dict:
             eta = (time.perf_counter() - started) / done * (total - done)
             numbers = " ".join(f"{column} {result[column]:.2f}" for column in COLUMNS)
             print(f"[{done}/{total}] {name} {condition}: {numbers} | ETA {eta:.0f}s", flush=True)
-            write_record(TOOL, opts.out, {"options": opts.recorded, "results": results})
+            write_record(TOOL, opts.out, {"options": opts.recorded, "results": results}, opts.out)
     return results
 
 
@@ -205,7 +205,7 @@ def main(argv=None) -> int:
         f"{opts.num_iterations} iterations on cores {opts.cpus}, alone and beside one busy loop"
     )
     text = table(results, title)
-    write_outputs(TOOL, opts.out, {"options": opts.recorded, "results": results}, text)
+    write_outputs(TOOL, opts.out, {"options": opts.recorded, "results": results}, text, opts.out)
     print("\n" + text)
     return 0
 

@@ -6,7 +6,6 @@ the benchmark did not write is refused, never replaced. A command run, its outpu
 as it arrives (run_logged): the quick start's steps and the LeanRL benchmark's runs."""
 
 import argparse
-import json
 import os
 import platform
 import shutil
@@ -24,6 +23,7 @@ import numpy as np
 
 from analysis import runlog
 from analysis.common import BadInput, md_text
+from atomic import BadJson, check_inside, parse_json, write_file
 from sweep import study
 from sweep.option_checks import BadOption, check_int
 from tools import launch
@@ -107,15 +107,32 @@ class Logged:
     interrupted: bool = False  # Ctrl-C stopped it
 
 
+def open_log(log: Path, given=None):
+    """log opened for writing (binary), made or emptied: never through a link below given (the
+    folder the user named; default: log's folder, so that log itself must not be a link, O_NOFOLLOW
+    for one made in between). LinkRefused (an OSError), one line, when one is."""
+    check_inside(log.parent if given is None else given, log)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    return os.fdopen(os.open(log, flags, 0o666), "wb")
+
+
 def run_logged(cmd, cwd: Path, env: dict, log: Path, timeout=None, on_output=None) -> Logged:
     """Runs cmd (stderr into stdout), its output written to log as it arrives and passed to
     on_output(bytes, seconds since the start) when given; killed at the timeout or on Ctrl-C
-    (interrupted: the caller decides what Ctrl-C means). OSError when it cannot be started."""
+    (interrupted: the caller decides what Ctrl-C means). OSError when it cannot be started, or
+    when log is a link (open_log: nothing run, nothing written)."""
+    written = open_log(log)
     started = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        proc = subprocess.Popen(
+            cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
+    except BaseException:
+        written.close()
+        raise
 
     def read() -> None:  # the log is the reader's: an output that outlives the wait still lands
-        with proc.stdout, open(log, "wb") as written:
+        with proc.stdout, written:
             while data := os.read(proc.stdout.fileno(), 1 << 16):
                 written.write(data)
                 if on_output is not None:
@@ -181,7 +198,12 @@ def interpreter_versions(python, packages, error: type[Exception] = RuntimeError
     proc = subprocess.run([str(python), "-c", VERSIONS], capture_output=True, text=True)
     if proc.returncode != 0:
         raise error(f"{python} cannot report its versions: {proc.stderr.strip()[-300:]}")
-    found = json.loads(proc.stdout)
+    try:
+        found = parse_json(proc.stdout, f"{python}'s versions")
+    except BadJson as e:
+        raise error(str(e)) from None
+    if not isinstance(found, dict):
+        raise error(f"{python}'s versions are not a JSON object")
     return {name: found[name] for name in ("python", *packages) if name in found}
 
 
@@ -279,13 +301,13 @@ def run_recorded(tool: str, out, record: dict, markdown: Callable[[dict], str], 
     when interrupted."""
     from atomic import write_outputs
 
-    write_outputs(tool, out, record, markdown(record))
+    write_outputs(tool, out, record, markdown(record), given=out)
     try:
         run()
         record["status"] = "finished"
     except KeyboardInterrupt:
         record["status"] = "interrupted"
-    write_outputs(tool, out, record, markdown(record))
+    write_outputs(tool, out, record, markdown(record), given=out)
     print("\n" + markdown(record), flush=True)
     if record["status"] == "interrupted":
         print(f"interrupted: what was measured is kept in {out}", file=sys.stderr)
@@ -310,5 +332,5 @@ def stamped_venv(venv: Path, stamp_text: str, install: Callable, error, what: st
         if proc.returncode != 0:
             tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
             raise error(f"{' '.join(command[:6])} ... failed: {tail}")
-    stamp.write_text(stamp_text)
+    write_file(stamp, stamp_text)
     return venv / VENV_PYTHON

@@ -240,7 +240,7 @@ def main(argv=None):
     table = markdown(rows, header)
     print(table)
     if args.out:
-        write_outputs(TOOL, args.out, {"header": header, "rows": rows}, table)
+        write_outputs(TOOL, args.out, {"header": header, "rows": rows}, table, args.out)
 
 
 if __name__ == "__main__":

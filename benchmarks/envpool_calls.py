@@ -46,7 +46,7 @@ from jax.experimental import io_callback
 
 import env_adapters
 import ppo_torch
-from atomic import check_outputs, write_outputs
+from atomic import BadJson, check_outputs, parse_json, write_outputs
 from benchmarks.common import check_counts, check_envs, check_or_exit
 from sweep.option_checks import check_int
 
@@ -204,7 +204,12 @@ def measure(env_id: str, num_envs: int, threads: int, rounds: int, steps: int) -
                     "crashed" if out.returncode < 0 else f"failed: {out.stderr.strip()[-300:]}"
                 )
                 continue
-            for name, value in json.loads(out.stdout.splitlines()[-1]).items():
+            try:
+                said = parse_json((out.stdout.splitlines() or [""])[-1], f"{family}'s child")
+            except BadJson as e:
+                failed[family] = f"failed: {e}"
+                continue
+            for name, value in said.items() if isinstance(said, dict) else ():
                 times.setdefault(name, []).append(value)
     medians = {name: statistics.median(t) for name, t in times.items()}
     for family, how in failed.items():
@@ -276,7 +281,7 @@ def main():
     print(f"\n{title}\n\n{table(rows)}")
     if args.out:
         text = f"# benchmarks.envpool_calls\n\n{title}\n\n{table(rows)}"
-        write_outputs(TOOL, args.out, {"title": title, "rows": rows}, text)
+        write_outputs(TOOL, args.out, {"title": title, "rows": rows}, text, args.out)
 
 
 def check_options(args) -> None:

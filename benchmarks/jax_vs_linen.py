@@ -159,7 +159,7 @@ def main():
                 + " ".join(f"{c} {res[c]:.4f}" for c in COLUMNS),
                 flush=True,
             )
-            write_record(TOOL, opts.out, results)
+            write_record(TOOL, opts.out, results, opts.out)
     none = (
         f", `none` modes {opts.none_iterations}"
         if any(CONFIGS[n][1] == "none" for n in opts.configs)

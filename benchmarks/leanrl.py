@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Optional
 
 from analysis.common import BadInput
-from atomic import OutputRefused, check_outputs, write_outputs
+from atomic import OutputRefused, check_inside, check_outputs, write_outputs
 from benchmarks import leanrl_runs as runs
 from benchmarks.busy_machine import core_set, rotated
 from benchmarks.common import (
@@ -176,7 +176,7 @@ def run_rounds(opts, plan: Plan, record: dict) -> None:
         durations[name].append(time.perf_counter() - started)
         record["results"][name].append(result)
         record["rounds_done"] = r + (done % len(opts.configs) == 0)
-        write_outputs(TOOL, opts.out, record, markdown(record))
+        write_outputs(TOOL, opts.out, record, markdown(record), opts.out)
         eta = eta_seconds(durations, [n for _, n in order[done:]])
         print(f"{outcome(result)} | ETA {human(eta)}", flush=True)
 
@@ -220,7 +220,7 @@ def measure(opts, argv: list[str]) -> int:
     commit, scripts = runs.fetch_scripts(work, opts.leanrl_commit, opts.leanrl_repo, leanrl_dir)
     python = opts.leanrl_python or str(runs.ensure_venv(work / "venv"))
     logs = work / "logs" / time.strftime("%Y%m%d-%H%M%S")
-    logs.mkdir(parents=True)
+    check_inside(work, logs, "--work-dir").mkdir(parents=True)  # no link below --work-dir
     plan = Plan(opts.num_iterations, len(opts.cores), opts.timeout, logs, python, scripts)
     record = new_record(opts, argv, commit, plan)
     print(leanrl_text(record), flush=True)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Optional
 
 from analysis import runlog
+from atomic import check_inside, write_file
 from benchmarks.common import (
     ROOT,
     STEADY_FROM,
@@ -121,10 +122,11 @@ def fetch_scripts(
         for path in SCRIPTS
     }
     folder = work / f"leanrl-{full[:12]}"
-    folder.mkdir(parents=True, exist_ok=True)
+    # --work-dir is the user's (followed); below it no link is written through
+    check_inside(work, folder, "--work-dir").mkdir(parents=True, exist_ok=True)
     paths = {path: folder / Path(path).name for path in SCRIPTS}
     for path, text in apply_shims(texts).items():
-        paths[path].write_text(text)
+        write_file(paths[path], text, given=work)
     return full, paths
 
 

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Optional
 
 from analysis.common import BadInput
-from atomic import OutputRefused, check_outputs, write_outputs
+from atomic import OutputRefused, check_inside, check_outputs, write_outputs
 from benchmarks import purejaxrl_runs as runs
 from benchmarks.busy_machine import rotated
 from benchmarks.common import (
@@ -162,7 +162,7 @@ def run_rounds(opts, plan: Plan, record: dict) -> None:
             {"round": r + 1, "config": config, "agents": n, "side": side, **result}
         )
         record["rounds_done"] = r + (done % (len(order) // opts.rounds) == 0)
-        write_outputs(TOOL, opts.out, record, markdown(record))
+        write_outputs(TOOL, opts.out, record, markdown(record), opts.out)
         eta = (time.perf_counter() - started) / done * (len(order) - done)
         print(f"{outcome(result)} | ETA {human(eta)}", flush=True)
 
@@ -209,7 +209,8 @@ def measure(opts, argv: list[str]) -> int:
     work.mkdir(parents=True, exist_ok=True)
     python = opts.purejaxrl_python or str(runs.ensure_venv(work / "venv"))
     logs = work / "logs" / time.strftime("%Y%m%d-%H%M%S")
-    logs.mkdir(parents=True)
+    # --work-dir is the user's (followed); no folder below it a link: the logs are written there
+    check_inside(work, logs, "--work-dir").mkdir(parents=True)
     checkout_dir = Path(opts.purejaxrl_dir).resolve()
     plan = Plan(opts.iterations, opts.timeout, logs, python, checkout_dir)
     record = new_record(opts, argv, plan, checkout)

@@ -3,7 +3,6 @@ command for a configuration and a number of agents, the run in a fresh process w
 memory (the child's own resource usage), and its result."""
 
 import hashlib
-import json
 import os
 import signal
 import subprocess
@@ -17,11 +16,13 @@ from pathlib import Path
 from typing import Optional
 
 from analysis import runlog
+from atomic import BadJson, parse_json
 from benchmarks.common import (
     ROOT,
     fresh_environment,
     git,
     gpus,
+    open_log,
     run_series,
     stamped_venv,
 )
@@ -175,7 +176,7 @@ def run_child(cmd: list[str], cwd: Path, env: dict, log: Path, timeout: float) -
     (raised again). Its peak memory is its own: Linux's VmHWM of its process, read while it runs
     (wait4's ru_maxrss also holds this process's peak, which a child inherits at its exec); wait4's
     where there is no /proc."""
-    with open(log, "wb") as out:
+    with open_log(log) as out:
         started = time.perf_counter()
         proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
         timer = threading.Timer(timeout, proc.send_signal, (signal.SIGKILL,))
@@ -220,9 +221,12 @@ def last_json(output: str) -> dict:
     """The driver's result: the last line of its output, JSON."""
     lines = output.strip().splitlines()
     try:
-        return json.loads(lines[-1])
-    except (IndexError, json.JSONDecodeError):
+        result = parse_json(lines[-1], "the driver's result")
+    except (IndexError, BadJson):
         raise RunFailed(f"no JSON result last: {output.strip()[-300:]!r}") from None
+    if not isinstance(result, dict):
+        raise RunFailed(f"the driver's result is not a JSON object: {lines[-1][:300]!r}")
+    return result
 
 
 def purejaxrl_result(child: Child, setting: Setting, agents: int, iterations: int, whole: bool):

@@ -7,7 +7,6 @@ commit and what each column means) and the README's sentence between its
 <!-- quickstart:start --> and <!-- quickstart:end --> markers (how long each quick-start line took,
 where and when)."""
 
-import json
 import os
 import re
 import shlex
@@ -22,7 +21,7 @@ from analysis import runlog
 from analysis.common import BadInput, md_code, md_text
 from analysis.markdown import markdown_table
 from analysis.output import readme_with
-from atomic import write_file, write_json
+from atomic import BadJson, parse_json, read_json, write_file, write_json
 from benchmarks.common import human, machine_text, run_series
 from sweep import study
 
@@ -170,9 +169,14 @@ def record_why_not(text: str) -> Optional[str]:
     """None when the text is a quickstart.json of this tool (its "command" is this tool's); else
     why not."""
     try:
-        record = json.loads(text)
-    except (ValueError, RecursionError):
+        record = parse_json(text, RESULTS)
+    except BadJson:
         return "is not JSON, so not a quickstart.json of this tool"
+    return record_reason(record)
+
+
+def record_reason(record) -> Optional[str]:
+    """record_why_not of a JSON value read already."""
     if not isinstance(record, dict) or not str(record.get("command", "")).startswith(COMMAND):
         return f'holds no "command" of {COMMAND}, so this tool did not write it'
     return None
@@ -189,9 +193,14 @@ def written_logs(out: Path) -> list[Path]:
     """The logs of OUT/logs/ that OUT/quickstart.json lists (this tool's, of an earlier call): only
     plain names in OUT/logs/, whatever the record says."""
     path = out / RESULTS
-    if not path.is_file() or record_why_not(path.read_text(errors="replace")):
+    try:
+        # atomic's reader: a record too large or too deep is no record of this tool
+        record = read_json(path) if path.is_file() and not path.is_symlink() else None
+    except (OSError, BadJson):
+        record = None
+    if record is None or record_reason(record):
         return []
-    steps = json.loads(path.read_text()).get("steps")
+    steps = record.get("steps")
     logs = [s.get("log") for s in steps if isinstance(s, dict)] if isinstance(steps, list) else []
     return [
         out / log
@@ -317,5 +326,6 @@ def render(out: Path, record: dict, readme: Optional[str]) -> None:
     if readme:
         link = os.path.relpath((out / "README.md").resolve(), Path(readme).resolve().parent)
         line = readme_line(record, Path(link).as_posix())
-        write_file(readme, readme_with(Path(readme), {MARKERS: line + "\n"}))
+        # --update-readme is the user's: followed wherever it leads
+        write_file(readme, readme_with(Path(readme), {MARKERS: line + "\n"}), given=readme)
         print(f"{readme}: {line}")

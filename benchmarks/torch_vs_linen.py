@@ -216,7 +216,7 @@ def run_all(opts, all_results: dict, tables: list):
             if {"linen jit", "torch compile"} <= set(results):
                 tables[-1] += "\n\n" + per_step_line(env, size, results)
             print("\n" + tables[-1] + "\n", flush=True)
-            write_record(TOOL, opts.out, all_results)
+            write_record(TOOL, opts.out, all_results, opts.out)
 
 
 def check_options(opts) -> None:

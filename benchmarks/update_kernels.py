@@ -24,7 +24,7 @@ from functools import partial
 
 import numpy as np
 
-from atomic import check_outputs, write_outputs
+from atomic import check_outputs, parse_json, write_outputs
 from benchmarks.common import ROOT, check_counts, check_or_exit
 from sweep import study
 
@@ -130,7 +130,7 @@ def in_fresh_process(config: str, size: str, repeats: int) -> dict:
         done = subprocess.run(
             command, cwd=ROOT, env=env, capture_output=True, text=True, check=True
         )
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return parse_json(done.stdout.strip().splitlines()[-1], "the child's timings")
 
 
 def measure(sizes: list[str], configs: list[str], rounds: int, repeats: int) -> list[dict]:
@@ -205,7 +205,7 @@ def main():
     table = markdown(rows)
     print(table)
     if opts.out:
-        write_outputs(TOOL, opts.out, rows, table)
+        write_outputs(TOOL, opts.out, rows, table, opts.out)
 
 
 def check_options(opts) -> None:

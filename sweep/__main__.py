@@ -24,6 +24,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from atomic import LinkRefused
 from sweep import bench, study
 from sweep.cli import SWEEP_ACTIONS, add_options, matrix_options, usage
 from sweep.env_timing_check import env_timing_reason
@@ -268,9 +269,13 @@ def main(argv=None) -> int:
         return bench.lock_main(args.fd, args.lock, args.holder)
     if args.action == "claim":
         # which runs of the cell are done, once it is this sweep's
-        done = claim_cell(
-            args.fd, args.lock, args.holder, args.description, args.log_dir, args.runs
-        )
+        try:
+            done = claim_cell(
+                args.fd, args.lock, args.holder, args.description, args.log_dir, args.runs
+            )
+        except LinkRefused as e:  # a planted link: its file never truncated
+            print(f"{PROG}: {e}", file=sys.stderr)
+            return 2
         print(" ".join("done" if is_done else "todo" for is_done in done))
         return 0
     the_study = study.load()

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Optional
 
+from atomic import LinkRefused
 from sweep import cli
 from sweep.option_checks import PROG, BadOption, cpus, seconds, shown
 from sweep.resume import take_lock
@@ -248,8 +249,12 @@ def args_main(argv: list[str], help_text) -> int:
 
 def lock_main(fd: int, path: str, holder: str) -> int:
     """`lock`: the sweep's lock, {log-dir}/.bench-K-of-N.lock: a second sweep is refused, not
-    queued."""
-    other = take_lock(fd, path, holder)
+    queued; a lock that is a link is refused (exit 2): its file is never truncated."""
+    try:
+        other = take_lock(fd, path, holder)
+    except LinkRefused as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return 2
     if other is None:
         return 0
     print(

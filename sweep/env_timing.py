@@ -56,7 +56,7 @@ import tyro
 from scipy import stats
 
 import env_adapters
-from atomic import check_replaceable, write_json
+from atomic import MAX_JSON_BYTES, check_inside, check_replaceable, write_json
 from sweep import env_timing_file, study
 from sweep.option_checks import check_int
 
@@ -118,6 +118,13 @@ def check_timing_args(args: Args, envs: list[str]) -> None:
     check_int("--seed", args.seed, 0, 2**31 - 1)
 
 
+def read_head(path) -> bytes:
+    """The file's first bytes, one more than the JSON reader takes: a larger file is refused, never
+    read whole."""
+    with open(path, "rb") as f:
+        return f.read(MAX_JSON_BYTES + 1)
+
+
 def check_out_file(out: str, envs: list[str]) -> None:
     """Refuses (ValueError), before any timing, an --out that cannot be written, or that holds a
     file this call must not replace: one that is not a usable env-timing file, or one with envs this
@@ -140,7 +147,7 @@ def check_out_file(out: str, envs: list[str]) -> None:
             )
         return None
 
-    check_replaceable("--out", out, why_not)
+    check_replaceable("--out", out, why_not, read=read_head)
 
 
 def expensive_num_envs(args: Args) -> int:
@@ -347,9 +354,10 @@ def main():
         print(f"  {env_id}: {results[env_id]['ms_per_step']:.4f} ms/step", flush=True)
     add_ratios(results)
     print_table(results)
-    # renamed into place: an interrupted write leaves the old file whole; its folder made only now
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    write_json(args.out, {**metadata(args, envs), "envs": results})
+    # renamed into place: an interrupted write leaves the old file whole; its folder made only now.
+    # --out is the user's: followed wherever it leads (given), as check_out_file checked it
+    check_inside(args.out, args.out).parent.mkdir(parents=True, exist_ok=True)
+    write_json(args.out, {**metadata(args, envs), "envs": results}, given=args.out)
     print(f"wrote {args.out}")
 
 

@@ -21,6 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
+from atomic import LinkRefused, check_inside
 from sweep.matrix import PlannedRun
 from sweep.option_checks import PROG
 
@@ -172,12 +173,25 @@ def done_commands(runs: list[tuple[str, tuple[str, ...]]], log_dir: str) -> list
 CELL_LOCKS = ".bench-cells"
 
 
-def take_lock(fd: int, path: str, holder: str, wait: Optional[str] = None) -> Optional[str]:
+def check_lock(fd: int, path: str, given) -> None:
+    """LinkRefused (one line) unless `path`, below `given` (the log dir the user named, followed),
+    is no link and lies in no folder that is one, and `fd` is that very file: the holder's note
+    truncates the file, which must never be one that a planted link leads to."""
+    check_inside(given, path, "--log-dir")
+    if not os.path.samestat(os.fstat(fd), os.stat(path)):
+        raise LinkRefused(f"{path} is not the file bench.sh opened as its lock: nothing written")
+
+
+def take_lock(
+    fd: int, path: str, holder: str, wait: Optional[str] = None, given=None
+) -> Optional[str]:
     """flock(2) on bench.sh's open file descriptor `fd` of `path`: held until bench.sh closes it or
     is gone with the runs it started (they inherit it), however they end; `holder` is noted in it.
     When another sweep holds it: with `wait` (a message), says so on stderr and waits; without,
     returns what the holder wrote. Without locks on this filesystem (NFS without its lock daemon,
-    ...): a warning on stderr, and no lock."""
+    ...): a warning on stderr, and no lock. LinkRefused, before anything, when `path` is a link or
+    lies in a linked folder below `given` (the log dir; default: its folder), check_lock."""
+    check_lock(fd, path, Path(path).parent if given is None else given)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -206,8 +220,10 @@ def claim_cell(
     """Takes the cell's lock on `fd` (an open `path`), waiting while another sweep holds it (said on
     stderr), and notes `holder` in it; then says which runs of the cell are done. `words`: each run
     as its number of words and its command (the experiment from its --exp-name). Without locks on
-    this filesystem: a warning, and no wait."""
-    take_lock(fd, path, holder, wait=f"another sweep is running the cell of {description}")
+    this filesystem: a warning, and no wait. LinkRefused when the lock is (or lies in) a link below
+    log_dir."""
+    wait = f"another sweep is running the cell of {description}"
+    take_lock(fd, path, holder, wait=wait, given=log_dir)
     runs, i = [], 0
     while i < len(words):
         command = tuple(words[i + 1 : i + 1 + int(words[i])])
