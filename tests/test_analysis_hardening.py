@@ -287,6 +287,19 @@ def test_the_learning_curves_through_a_link_land_in_the_file(tmp_path, capsys):
     assert stat.S_IMODE(real.stat().st_mode) == 0o640 and temporaries(tmp_path, real.parent) == []
 
 
+def test_the_learning_curves_table_that_is_a_link_is_refused_before_anything(tmp_path, capsys):
+    """--out named by the user is followed; the .md beside it is the tool's: a link there is refused
+    in one line (exit 2), the file it leads to untouched (the code of before wrote through it)."""
+    curve_run(tmp_path / "runs")
+    kept = readme(tmp_path / "kept.md")
+    (tmp_path / "curves.md").symlink_to(kept)
+    with pytest.raises(SystemExit) as refusal:
+        learning_curves.main([str(tmp_path / "runs"), "--out", str(tmp_path / "curves.png")])
+    errors = [line for line in capsys.readouterr().err.splitlines() if line]
+    assert refusal.value.code == 2 and len(errors) == 1 and "curves.md" in errors[0]
+    assert kept.read_text().startswith("# mine") and not (tmp_path / "curves.png").exists()
+
+
 def test_learning_curves_into_a_device_are_refused(tmp_path, capsys):
     curve_run(tmp_path / "runs")
     link = tmp_path / "curves.png"
