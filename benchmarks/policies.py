@@ -8,8 +8,8 @@ For each run folder under RUNS_DIR that holds a model.safetensors (one per frame
 it, all of one env): evaluate.py's prepare and evaluate in each of the four frameworks (EPISODES
 episodes, seed SEED, deterministic actions), each result in the run's eval.json as evaluate.py keeps
 it; then `evaluate.py RUN --video DIR/videos/FRAMEWORK.mp4` in its own framework, in a fresh
-process, and for one policy (Linen's) `--hub-folder DIR/hub-FRAMEWORK` too: a fresh process, so the
-Hub folder gathers only the files evaluate.py itself loads. DIR/README.md gets the table of mean ±
+process, and for one policy (Linen's) `--hub-folder DIR/hub-FRAMEWORK` too (evaluation/hub.py: a
+fixed list of files, what a reader needs of the run). DIR/README.md gets the table of mean ±
 std returns (rows: trained by; columns: evaluated in), each checkpoint's size, the machine and the
 commands; DIR/policies.json the same as data.
 
