@@ -277,12 +277,17 @@ def check_writable_folder(flag: str, path, real: Path) -> None:
 
 
 def check_replaceable(
-    flag: str, path, why_not: Callable[[str], Optional[str]], read: Callable = Path.read_text
+    flag: str,
+    path,
+    why_not: Callable[[str], Optional[str]],
+    read: Callable = Path.read_text,
+    given=None,
 ) -> None:
     """OutputRefused unless a write to path (through its links) makes a new file in a folder that is
     or can be made writable, or replaces a regular file of whose text (or bytes:
-    read=Path.read_bytes) why_not says nothing (None: this tool's own; else why not)."""
-    real = check_inside(path, path, flag)
+    read=Path.read_bytes) why_not says nothing (None: this tool's own; else why not). given: the
+    part the user named (path itself by default); LinkRefused for a link below it."""
+    real = check_inside(path if given is None else given, path, flag)
     check_writable_folder(flag, path, real)
     if not os.path.lexists(real):
         return
@@ -344,17 +349,23 @@ def check_outputs(tool: str, out, flag: str = "--out") -> None:
     if Path(out).suffix != ".json":
         raise OutputRefused(f"{flag} {out}: give a .json file (the table goes beside it as .md)")
     check_record(tool, out, flag)
-    check_replaceable(flag, table_path(out), md_by(tool))
+    # the table is the tool's, beside the record: never written through a link (write_outputs)
+    check_replaceable(flag, table_path(out), md_by(tool), given=Path(out).parent)
 
 
-def write_record(tool: str, out, record) -> None:
-    """A benchmark's record as JSON at out, marked as tool's (a list of rows goes under "rows")."""
+def write_record(tool: str, out, record, given=None) -> None:
+    """A benchmark's record as JSON at out, marked as tool's (a list of rows goes under "rows").
+    given: as write_file's (out itself when the user named it: --out, followed as check_record
+    checked it)."""
     record = record if isinstance(record, dict) else {"rows": record}
-    target(out).parent.mkdir(parents=True, exist_ok=True)
-    write_json(out, {WRITTEN_BY: tool, **record})
+    check_inside(Path(out).parent if given is None else given, out).parent.mkdir(
+        parents=True, exist_ok=True
+    )
+    write_json(out, {WRITTEN_BY: tool, **record}, given)
 
 
-def write_outputs(tool: str, out, record, table: str) -> None:
-    """A benchmark's record at out (JSON) and its table beside it (.md), each marked as tool's."""
-    write_record(tool, out, record)
+def write_outputs(tool: str, out, record, table: str, given=None) -> None:
+    """A benchmark's record at out (JSON) and its table beside it (.md), each marked as tool's.
+    given: the record's, as write_record's; the table's folder is followed, the table never."""
+    write_record(tool, out, record, given)
     write_file(table_path(out), f"{md_mark(tool)}\n{table.rstrip()}\n")

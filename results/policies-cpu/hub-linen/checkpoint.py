@@ -423,14 +423,13 @@ def resume_of(header: dict, where: str) -> Resume:
 
 # ------------------------------------------------------------------------ a run folder to resume
 CONFIG_FILE, SUMMARY_FILE = "config.json", "summary.json"
-WANDB_FOLDER = "wandb"  # W&B's own files, links among them: the folder itself is checked, not in it
 
 
 def check_run_folder(run_dir) -> None:
     """LinkRefused (one line) when an entry of the run folder (config.json, summary.json, the
     checkpoints, the events files, an agent_k folder) or of an agent_k folder is a symbolic link:
     the resumed run would write through it, or TensorBoard read through it. The folder itself, which
-    the user named, may be one."""
+    the user named, may be one; W&B's folder (wandb/, its own links inside) is not looked into."""
     run_dir = os.fspath(run_dir)
     for entry in os.scandir(run_dir):
         check_inside(run_dir, entry.path, "--resume")
@@ -489,7 +488,8 @@ def check_resumable(run_dir, flags: dict) -> Resume:
     framework), read and checked before anything is written; else, one line, LinkRefused (a link
     in the folder, check_run_folder) or BadCheckpoint: no readable resume file, a config.json or
     resume file of other flags (check_flags), or a run that completed (its summary.json says so, or
-    its resume file holds its last iteration): resuming it would only replace its summary."""
+    its resume file holds its last iteration): resuming it would only replace its summary. Without
+    a config.json (a starter's copy writes none), the resume file's flags are the run's."""
     folder = os.fspath(run_dir)
     if not os.path.isdir(folder):
         raise BadCheckpoint(f"--resume {folder}: not a run folder")
@@ -497,9 +497,8 @@ def check_resumable(run_dir, flags: dict) -> Resume:
     resume = read_resume(folder)
     config = read_run_json(folder, CONFIG_FILE)
     if config is None:
-        raise BadCheckpoint(
-            f"--resume {folder}: no {CONFIG_FILE}: not a run folder of these scripts"
-        )
+        # a starter's copy (tools/starter.py) writes no config.json: its resume file holds its flags
+        config = resume.flags
     check_flags(folder, flags, config, resume)
     summary = read_run_json(folder, SUMMARY_FILE) or {}
     status = field(summary, "status", str, f"{folder}/{SUMMARY_FILE}", default=None)
