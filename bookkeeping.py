@@ -41,6 +41,7 @@ import jax
 import numpy as np
 
 from atomic import write_json
+from tools.command_line import translated
 from tools.run_checks import check_args, check_environment, machine
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -347,6 +348,8 @@ class Bookkeeping:
         # those held since the script's first line
         signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)
         try:
+            # CleanRL's flags read as ours (--total-timesteps, --env-id): main() parses the result
+            sys.argv[1:] = translated(args_type, sys.argv[1:])
             check_args(args_type, sys.argv[1:])
             main()
         except (ValueError, OSError, ImportError) as e:

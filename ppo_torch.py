@@ -2,34 +2,16 @@
 torch_glue.py. Read it top to bottom: Args, network, env glue, rollout, GAE, loss, update, main().
 The ppo_*.py files are parallel: `diff ppo_linen.py ppo_torch.py` shows only the framework."""
 
-import signal
-import time
-
-START = time.perf_counter()  # import_s, setup_s and total_s count from this first line
-if __name__ == "__main__":
-    # SIGINT and SIGTERM wait until main() unblocks them: none is lost in the imports
-    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT, signal.SIGTERM])
-    print("ppo_torch.py: importing PyTorch, JAX and gymnax...", flush=True)
-    __import__("bookkeeping").exit_on_bad_environment("torch")  # a book. line: before JAX starts
-
 import math
 import os
+import signal
+import time
 from contextlib import ExitStack, nullcontext
 from dataclasses import asdict, dataclass
 from functools import partial
 from typing import Literal, NamedTuple, Optional
 
-import gymnax
-import jax
-import jax.numpy as jnp
-import numpy as np
-import torch
-import torch.nn as nn
-import tyro
-from tensorboardX import SummaryWriter
-
-import torch_glue
-from torch_glue import TrainState
+START = time.perf_counter()  # import_s, setup_s and total_s count from here
 
 FRAMEWORK = "torch"
 MODEL_SIZES = {"small": (64, 64), "medium": (256, 256, 256), "large": (1024,) * 6}
@@ -149,6 +131,27 @@ class Args:
             if not ok:
                 value = getattr(self, name)
                 raise ValueError(f"--{name.replace('_', '-')} must be {rule}, got {value!r}")
+
+
+if __name__ == "__main__":
+    # SIGINT and SIGTERM wait until main() unblocks them: none is lost in the imports
+    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT, signal.SIGTERM])
+    # --help and a bad flag answered before the heavy imports: a book. line
+    __import__("tools.command_line").command_line.check_early(Args, "torch")
+    print("ppo_torch.py: importing PyTorch, JAX and gymnax...", flush=True)
+    __import__("bookkeeping").exit_on_bad_environment("torch")  # a book. line: before JAX starts
+
+import gymnax
+import jax
+import jax.numpy as jnp
+import numpy as np
+import torch
+import torch.nn as nn
+import tyro
+from tensorboardX import SummaryWriter
+
+import torch_glue
+from torch_glue import TrainState
 
 
 # ---------------------------------------------------------------------------------------- network

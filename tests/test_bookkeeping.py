@@ -197,15 +197,29 @@ def test_cpu_bf16_flags_name_the_native_bfloat16_instructions(tmp_path):
 def test_only_the_torch_script_imports_torch(framework):
     """tensorboardX imports torch whenever it is installed (about 1 s): the JAX scripts import it
     with torch hidden, and never load torch (python -X importtime lists every module a run imports,
-    --help included)."""
-    script = STUDY.frameworks[framework].script
-    cmd = [sys.executable, "-X", "importtime", str(ROOT / script), "--help"]
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if "|" in line}
+    here up to the env's refusal in main())."""
+    imported = modules_imported(STUDY.frameworks[framework].script, "--env", "NoSuchEnv-v0")
     # (a hidden torch is listed too, as a failed import of no submodule)
     assert "tensorboardX" in imported
     assert ("torch._C" in imported) == (framework == "torch")
+
+
+def modules_imported(script: str, *argv: str) -> set[str]:
+    """Every module the script imports before it exits (python -X importtime)."""
+    cmd = [sys.executable, "-X", "importtime", str(ROOT / script), *argv]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode in (0, 2), proc.stderr[-3000:]
+    return {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if "|" in line}
+
+
+@pytest.mark.parametrize("framework", list(STUDY.frameworks))
+@pytest.mark.parametrize("argv", [["--help"], ["--lr", "0.1"], ["--total-timesteps", "1000"]])
+def test_help_and_a_bad_flag_are_answered_before_the_heavy_imports(framework, argv):
+    """--help and a bad command line take a fraction of a second: no JAX, Flax, Equinox, gymnax or
+    torch is imported before the answer."""
+    imported = modules_imported(STUDY.frameworks[framework].script, *argv)
+    heavy = {"jax", "flax", "equinox", "gymnax", "torch", "tensorboardX", "numpy"}
+    assert "tools.command_line" in imported and not heavy & imported
 
 
 def test_the_peak_memory_is_the_process_own_not_its_parents():

@@ -1,10 +1,17 @@
-"""A ppo_*.py command line as a CleanRL user types it (part of benchback-rl): CleanRL's flags that
-mean what ours mean are taken (--env-id, --total-timesteps), those with no counterpart are refused
-with what to use instead, and an unknown flag is answered with the nearest one. The standard library
-only, and tyro for the batch size; tools/run_checks.py's parse_args runs it before tyro sees argv.
+"""A ppo_*.py command line read as its user means it (part of benchback-rl): tyro's parse with its
+error box on one line (parse_args, evaluate.py's too); CleanRL's flags that mean what ours mean
+taken (--env-id, --total-timesteps), those with no counterpart refused with what to use instead,
+and an unknown flag answered with the nearest one. The standard library only at import (tyro is
+imported when a command line is parsed), so that a script's first lines can answer --help, a bad
+flag or a missing package before JAX starts (check_early).
 """
 
 import difflib
+import importlib.util
+import io
+import os
+import sys
+from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import fields
 
 # CleanRL's flags that have no counterpart here, and what to use instead
@@ -95,6 +102,10 @@ def translate(args_type, argv: list[str], batch_size=None) -> list[str]:
     --total-timesteps that is not a positive multiple of the batch or comes with
     --num-iterations."""
     known = known_flags(args_type)
+    if "--num-iterations" not in known:
+        # no run length to set: CleanRL's flag is then an unknown one
+        known = [*known, "--num-iterations"]
+        batch_size = None
     out, total, i = [], None, 0
     while i < len(argv):
         token = argv[i]
@@ -137,3 +148,75 @@ def with_iterations(argv: list[str], total: str, batch: int | None) -> list[str]
             f"{multiples}: each iteration takes one batch"
         )
     return [*argv, "--num-iterations", str(steps // batch)]
+
+
+# ------------------------------------------------------------------------------------ tyro's parse
+def tyro_message(box: str) -> str:
+    """The message of tyro's error box (a title, a rule, the message wrapped over lines, a rule,
+    help), on one line."""
+    lines = [line.strip() for line in box.splitlines()]
+    rules = [i for i, line in enumerate(lines) if line.startswith("---")]
+    if len(rules) < 2:
+        return "bad arguments (see --help)"
+    return " ".join(" ".join(lines[rules[0] + 1 : rules[1]]).split())
+
+
+def tyro_parse(args_type, argv: list[str]):
+    """args_type parsed from argv by tyro; bad input raises ValueError with tyro's message on one
+    line; --help prints the help and raises SystemExit(0)."""
+    import tyro
+
+    messages = io.StringIO()
+    try:
+        with redirect_stderr(messages), redirect_stdout(messages):
+            args = tyro.cli(args_type, args=argv)
+    except SystemExit as e:
+        if e.code == 0:  # --help
+            print(messages.getvalue(), end="")
+            raise
+        message = tyro_message(messages.getvalue())
+        # an Args check (__post_init__) names its flag itself
+        raise ValueError(message.removeprefix(f"Error parsing {args_type.__name__}: ")) from None
+    return args
+
+
+def translated(args_type, argv: list[str]) -> list[str]:
+    """argv as tyro takes it: CleanRL's flags translated (translate), the batch from argv."""
+
+    def batch_size(argv: list[str]) -> int:
+        return tyro_parse(args_type, argv).batch_size
+
+    return translate(args_type, argv, batch_size)
+
+
+def parse_args(args_type, argv: list[str]):
+    """args_type from argv (CleanRL's flags translated), parsed by tyro; ValueError, one line, for
+    bad input."""
+    return tyro_parse(args_type, translated(args_type, argv))
+
+
+# ----------------------------------------------------------------------- a script's first lines
+# the packages a script needs before anything else, by framework (the torch script's JAX runs its
+# envs)
+NEEDED = {"linen": ("jax", "flax", "tyro"), "nnx": ("jax", "flax", "tyro")}
+NEEDED |= {"equinox": ("jax", "equinox", "tyro"), "torch": ("jax", "torch", "tyro")}
+
+
+def check_early(args_type, framework: str) -> None:
+    """A ppo_*.py script's check before its heavy imports: a missing package (the environment not
+    active) or a bad command line ends the process with one line and exit code 2, --help with the
+    help and exit code 0, all before JAX is imported; then nothing happens."""
+    script = os.path.basename(sys.argv[0])
+    missing = [name for name in NEEDED[framework] if importlib.util.find_spec(name) is None]
+    if missing:
+        print(
+            f"error: {script} needs the project's packages (no {', '.join(missing)} here): run "
+            f"`./setup.sh run python {script} ...`, or `source .venv/bin/activate` first",
+            file=sys.stderr,
+        )
+        sys.exit(2)
+    try:
+        parse_args(args_type, sys.argv[1:])
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)

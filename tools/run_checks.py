@@ -1,24 +1,23 @@
 """A ppo_*.py script's input checked before its run starts, each bad input one line (part of
-benchback-rl): tyro's parse with its error box on one line (parse_args, evaluate.py's too), the JAX
+benchback-rl): parsed by tools/command_line.py (parse_args: tyro, CleanRL's flags), the JAX
 settings of the environment that config.json would misreport, a batch that cannot fit (every
 agent's), agents whose writers (a thread and an open file each) the process cannot start, and W&B
 names that W&B would refuse once the run has started. bookkeeping.py runs check_args before main();
 the sweep runs it on every run's flags before the first run.
 """
 
-import io
 import os
 import platform
 import resource
 import socket
 import threading
-from contextlib import redirect_stderr, redirect_stdout
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional
 
 import jax
-import tyro
+
+from tools.command_line import parse_args
 
 # A lower bound of the rollout's float32 numbers per sample: observations twice (before and after
 # any reset), actions, log-probabilities, values, rewards, returns of ended episodes, advantages and
@@ -32,33 +31,6 @@ REFUSED_JAX_SETTINGS = {
     "jax_enable_x64": "runs in float64 where config.json says --dtype",
     "jax_disable_jit": "runs op by op whatever config.json says of --compile (use --compile none)",
 }
-
-
-def tyro_message(box: str) -> str:
-    """The message of tyro's error box (a title, a rule, the message wrapped over lines, a rule,
-    help), on one line."""
-    lines = [line.strip() for line in box.splitlines()]
-    rules = [i for i, line in enumerate(lines) if line.startswith("---")]
-    if len(rules) < 2:
-        return "bad arguments (see --help)"
-    return " ".join(" ".join(lines[rules[0] + 1 : rules[1]]).split())
-
-
-def parse_args(args_type, argv: list[str]):
-    """args_type parsed from argv by tyro; bad input raises ValueError with tyro's message on one
-    line."""
-    messages = io.StringIO()
-    try:
-        with redirect_stderr(messages), redirect_stdout(messages):
-            args = tyro.cli(args_type, args=argv)
-    except SystemExit as e:
-        if e.code == 0:  # --help
-            print(messages.getvalue(), end="")
-            raise
-        message = tyro_message(messages.getvalue())
-        # an Args check (__post_init__) names its flag itself
-        raise ValueError(message.removeprefix(f"Error parsing {args_type.__name__}: ")) from None
-    return args
 
 
 def check_args(args_type, argv: list[str]):
