@@ -69,6 +69,7 @@ CODE = (
     "sweep/option_checks.py",
     "sweep/shell_quoting.py",
     "tools/__init__.py",
+    "tools/command_line.py",
     "tools/run_checks.py",
     "requirements.txt",
     "requirements.lock",
