@@ -374,9 +374,17 @@ class ThreadGovernor:
             threads = max([count for count in self.compiled if count <= threads], default=1)
         if threads == torch.get_num_threads():
             return
-        print(f"torch threads -> {threads}: others take {others:.1f} of its cores", flush=True)
+        print(threads_line(torch.get_num_threads(), threads, others, self.all), flush=True)
         torch.set_num_threads(threads)
         self.compiled.add(threads)
+
+
+def threads_line(before: int, after: int, others: float, cores: int) -> str:
+    """The governor's line for a newcomer: what changed, and why."""
+    return (
+        f"torch threads {before} -> {after}: other programs keep {others:.1f} of the {cores} "
+        "cores this run may use busy, and an op split over threads waits for the slowest"
+    )
 
 
 def cores_busy_ticks(proc_stat: str, cores: set) -> int:

@@ -44,8 +44,10 @@ def test_threads_are_the_cores_others_leave_free(threads, capsys, monkeypatch):
     assert chosen(governor, [0.0, 0.3, 0.8, 1.0, 1.4, 2.0, 0.2, 0.0]) == [2, 2, 1, 1, 1, 1, 2, 2]
     printed = capsys.readouterr().out.splitlines()
     assert printed == [
-        "torch threads -> 1: others take 0.8 of its cores",
-        "torch threads -> 2: others take 0.2 of its cores",
+        "torch threads 2 -> 1: other programs keep 0.8 of the 2 cores this run may use busy, and "
+        "an op split over threads waits for the slowest",
+        "torch threads 1 -> 2: other programs keep 0.2 of the 2 cores this run may use busy, and "
+        "an op split over threads waits for the slowest",
     ]
 
 
@@ -87,7 +89,10 @@ def test_short_iterations_are_judged_over_a_longer_window(threads, capsys, monke
     busy = [(0.035, 0.035)] * 15
     counts = fed_readings(monkeypatch, [(1.0, 0.0), *quick, *busy])
     assert counts == [2] * 30 + [1]
-    assert capsys.readouterr().out == "torch threads -> 1: others take 1.0 of its cores\n"
+    assert capsys.readouterr().out == (
+        "torch threads 2 -> 1: other programs keep 1.0 of the 2 cores this run may use busy, and "
+        "an op split over threads waits for the slowest\n"
+    )
 
 
 def test_one_thread_from_the_start_is_left_alone(threads):
