@@ -14,7 +14,8 @@ or, with --stochastic, samples (seeded by --seed), and the env gets the action c
 as in training. It prints the mean ± std (population std) of the episode returns and records them
 in eval.json beside the checkpoint (evaluation/eval_file.py): each entry names its checkpoint (file
 name and sha256), framework, mode, episodes and seed; an evaluation replaces only its own, nothing
-else is dropped.
+else is dropped. Each file written is announced by a "wrote PATH" line (evaluation/progress.py);
+the episodes ended, and a video's frames, by a progress line every few seconds.
 
 Bad input (a missing or bad checkpoint, its env id not one the project knows, a framework not in the
 list, an eval.json this tool did not write or cannot add to, an output the options cannot write, a
@@ -58,7 +59,7 @@ import tyro
 
 import atomic
 import checkpoint
-from evaluation import eval_file, model_file, policy
+from evaluation import eval_file, model_file, policy, progress
 from sweep import option_checks
 from tools.run_checks import parse_args
 
@@ -139,6 +140,7 @@ def run_episodes(module, env, env_params, runner, policy, keep: bool = False):
     lengths = np.zeros(episodes, np.int64)
     ended = np.zeros(episodes, bool)
     states, actions = [], []
+    counter = progress.Progress("evaluation", episodes, "episodes ended")
     while not ended.all():
         action = policy(np.asarray(runner.obs))
         if keep and not ended[0]:
@@ -149,6 +151,7 @@ def run_episodes(module, env, env_params, runner, policy, keep: bool = False):
         returns[first_end] = np.asarray(ended_return)[first_end]
         lengths[first_end] = np.asarray(ended_length)[first_end]
         ended |= first_end
+        counter.step(int(first_end.sum()))
     return returns, lengths, states, actions
 
 
@@ -280,14 +283,16 @@ def write_extras(args: Args, ckpt_path: Path, setup: Setup, evaluation: Evaluati
 
         try:
             made = video.record(evaluation.replay, args.video)
-            size = f"{made.width} x {made.height}"
-            print(f"video: {made.path} ({made.frames} frames, {size}, drawn by {made.renderer})")
+            size, seconds = f"{made.width} x {made.height}", f"{made.seconds:.1f} s"
+            drawn = f"drawn by {made.renderer} in {seconds}"
+            progress.wrote(made.path, f"{made.frames} frames, {size}, {drawn}")
         except video.CannotRecord as e:
             print(f"{TOOL}: no video: {e}", file=sys.stderr)
     if args.export_onnx is not None:
         from evaluation import share
 
         share.export_onnx(ckpt, args.export_onnx, setup.env.action_bounds)
+        progress.wrote(args.export_onnx, "the actor as ONNX")
     if args.hub_folder is not None:
         from evaluation import hub
 
@@ -315,6 +320,7 @@ def main(argv: Optional[list[str]] = None) -> dict:
         eval_path, merged_record(eval_path, evaluation.result), given=eval_path.parent
     )
     print(summary(evaluation.result), flush=True)
+    progress.wrote(eval_path, "this evaluation's entry among the checkpoint's evaluations")
     write_extras(args, ckpt_path, setup, evaluation)
     return evaluation.result
 

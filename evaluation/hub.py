@@ -24,7 +24,9 @@ What the folder publishes, and nothing else:
 Every file is checked before the first is written: no path below the folder may be a symbolic link
 (the folder itself is followed, as named), nor a folder where a file goes; an eval.json there must
 be this tool's. Each file is written atomically (atomic.write_file); config.json, the folder's mark,
-first: a folder left half-written is still recognised as this tool's, and rewritten.
+first: a folder left half-written is still recognised as this tool's, and rewritten. Each file
+written is announced by a "wrote PATH" line, the replay's frames by a progress line every few
+seconds.
 """
 
 import json
@@ -34,7 +36,7 @@ from pathlib import Path
 from typing import Optional
 
 import atomic
-from evaluation import eval_file
+from evaluation import eval_file, progress
 from evaluation.share import FRAMEWORK_NAMES, TOOL, refused
 
 HUB_TOOL = "evaluate.py --hub-folder"  # the mark of a Hub folder, in its config.json
@@ -63,6 +65,7 @@ CODE = (
     "evaluation/hub.py",
     "evaluation/model_file.py",
     "evaluation/policy.py",
+    "evaluation/progress.py",
     "evaluation/share.py",
     "evaluation/video.py",
     "sweep/__init__.py",
@@ -311,6 +314,7 @@ def write(folder: Path, name: str, data: str | bytes) -> None:
     """A file of the folder, never through a link below it (checked before, checked again)."""
     (folder / name).parent.mkdir(parents=True, exist_ok=True)
     atomic.write_file(folder / name, data, given=folder)
+    progress.wrote(folder / name)
 
 
 def json_text(data) -> str:
@@ -328,10 +332,12 @@ def record_replay(replay, folder: Path, meta: dict) -> bool:
 
     try:
         video.check(str(folder / VIDEO), meta)
-        video.record(replay, str(folder / VIDEO))
+        made = video.record(replay, str(folder / VIDEO))
     except ValueError as e:  # video.CannotRecord among them
         print(f"{TOOL}: {FLAG}: no {VIDEO}: {e}", file=sys.stderr)
         return False
+    drawn = f"drawn by {made.renderer} in {made.seconds:.1f} s"
+    progress.wrote(made.path, f"{made.frames} frames, {drawn}")
     return True
 
 

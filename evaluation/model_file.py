@@ -18,6 +18,7 @@ Anything wrong is checkpoint.BadCheckpoint, one line that names the file and wha
 import hashlib
 import math
 import os
+import re
 from typing import NamedTuple, Optional
 
 import numpy as np
@@ -25,6 +26,7 @@ import safetensors
 
 import atomic
 from checkpoint import (
+    FILENAME,
     FORMAT,
     OBS_NORM,
     STRING_KEYS,
@@ -351,6 +353,32 @@ def check_space(path, meta, obs_dim: Optional[int], action_space) -> None:
         )
 
 
+def agent_folders(path) -> list[str]:
+    """The agent_k folders that hold a model.safetensors in a run folder of --num-agents N (the run
+    folder holds none), in k's order; [] for anything else."""
+    if not os.path.isdir(path) or os.path.lexists(os.path.join(path, FILENAME)):
+        return []
+    names = [
+        name
+        for name in os.listdir(path)
+        if re.fullmatch(r"agent_[0-9]+", name)
+        and os.path.lexists(os.path.join(path, name, FILENAME))
+    ]
+    return sorted(names, key=lambda name: int(name.removeprefix("agent_")))
+
+
+def check_not_agents_run(path) -> None:
+    """BadCheckpoint for a run folder of N agents: it names the agent_k folders to give instead."""
+    agents = agent_folders(path)
+    if not agents:
+        return
+    names = agents[0] if len(agents) == 1 else f"{agents[0]} to {agents[-1]}"
+    raise BadCheckpoint(
+        f"{path}: a run of {len(agents)} agents, each kept in its own folder ({names}) with its "
+        f"{FILENAME}: give one of them, e.g. {os.path.join(path, agents[0])}"
+    )
+
+
 def load(
     path, obs_dim: Optional[int] = None, action_space: Optional[tuple[str, int]] = None
 ) -> Checkpoint:
@@ -359,7 +387,9 @@ def load(
     its tensors exactly those the metadata implies, float32, of their shapes (check_entries); then
     only those are read, and must be finite. With obs_dim or action_space (("discrete" |
     "continuous", num_actions)), it must be a checkpoint of such an env. Anything else:
-    BadCheckpoint, one line naming what is wrong."""
+    BadCheckpoint, one line naming what is wrong; for a run folder of N agents, the agent_k
+    folders to give instead."""
+    check_not_agents_run(path)
     path = checkpoint_file(path)
     header = read_header(path)
     meta = check_meta(path, header.metadata)

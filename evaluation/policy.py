@@ -26,6 +26,9 @@ def actor_function(framework: str, agent) -> Callable[[np.ndarray], np.ndarray]:
         import torch
 
         def torch_actor(obs):
+            # a view of a JAX array (the env's observations) is read-only, which torch.from_numpy
+            # warns of at every call: such an array is copied, any other shared
+            obs = np.require(obs, requirements="W")
             with torch.no_grad():
                 return agent(torch.from_numpy(obs))[0].numpy()
 

@@ -9,11 +9,17 @@ renderer (part of benchback-rl).
 What renders, and how (one frame per step: the state the policy acted in, so a video has as many
 frames as its episode has steps):
 
-- gymnax's envs that gymnax draws (RENDERED_BY_GYMNAX: classic control, Catch, MinAtar, Pong,
-  PointRobot, MetaMaze, FourRooms): gymnax.visualize's Visualizer (matplotlib; the
-  classic-control envs drawn by gymnasium's pygame drawings of the same state), 600 x 500 frames
-  titled with the step, 20 frames a second for classic control and 10 for the others (gymnax's own
-  rates). The evaluated episode itself: the Replay's states.
+- gymnax's classic-control envs (GYMNAX_CLASSIC): gymnasium's own pygame drawing of each state
+  (one gymnasium env given the gymnax env's parameters, then each state in turn), at gymnasium's
+  sizes (CartPole 600 x 400), captioned with the step, 20 frames a second (gymnax's rate): 500
+  frames in about a second and a half. The evaluated episode itself: the Replay's states.
+- gymnax's MinAtar envs (MINATAR): the Visualizer's colours (a colour per channel) drawn with
+  NumPy from the observations of the whole episode, made in one jitted batch; 400 x 400 frames (a
+  cell 40 pixels) captioned with the step, 10 frames a second (gymnax's rate). The evaluated
+  episode itself.
+- gymnax's other envs that gymnax draws (RENDERED_BY_GYMNAX: Catch, Pong, PointRobot, MetaMaze,
+  FourRooms): gymnax.visualize's Visualizer (matplotlib, one figure redrawn per frame), 600 x 500
+  frames titled with the step, 10 frames a second (gymnax's rate). The evaluated episode itself.
 - Craftax: Craftax's pixel renderer (16-pixel blocks), 10 frames a second. The evaluated episode
   itself.
 - Brax: brax.io.image (MuJoCo's renderer through MUJOCO_GL=egl), 320 x 240, at the env's own rate
@@ -27,18 +33,19 @@ frames as its episode has steps):
   episode 0's: the video shows the policy, not that exact episode.
 
 Any other env has no renderer here: check refuses it in one line (evaluate.py: exit 2 before
-evaluating), and so does a MuJoCo renderer that cannot start (no EGL). A GIF is written by Pillow,
-which merges identical consecutive frames into one longer frame (it then holds fewer frames, and
-plays as long); an MP4 by imageio's ffmpeg plugin (H.264, the ffmpeg of the pinned imageio-ffmpeg),
-every frame kept. The file is written whole or not at all (atomic.write_file) and carries MARK, by
-which a later
---video recognises a file it may replace.
+evaluating), and so does a MuJoCo renderer that cannot start (no EGL). A line every few seconds
+tells the frames drawn (progress.Progress). A GIF is written by Pillow, each frame with its own
+palette (Pillow's fast octree), which merges identical consecutive frames into one longer frame (it
+then holds fewer frames, and plays as long); an MP4 by imageio's ffmpeg plugin (H.264, the ffmpeg
+of the pinned imageio-ffmpeg), every frame kept. The file is written whole or not at all
+(atomic.write_file) and carries MARK, by which a later --video recognises a file it may replace.
 """
 
 import contextlib
 import io
 import os
 import tempfile
+import time
 import warnings
 from pathlib import Path
 from typing import Iterable, Iterator, NamedTuple, Optional
@@ -46,6 +53,7 @@ from typing import Iterable, Iterator, NamedTuple, Optional
 import numpy as np
 
 import atomic
+from evaluation import progress
 
 # MuJoCo chooses its OpenGL platform when it is first imported (Brax's renderer), gymnasium when it
 # renders: EGL renders headless on these machines, osmesa and glfw do not. pygame (gymnasium's
@@ -78,6 +86,10 @@ RENDERED_BY_GYMNAX = GYMNAX_CLASSIC + (
     "MetaMaze-misc",
     "FourRooms-misc",
 )
+CLASSIC_FPS = 20  # gymnax's Visualizer's rate for classic control
+MINATAR = tuple(env_id for env_id in RENDERED_BY_GYMNAX if env_id.endswith("-MinAtar"))
+MINATAR_FPS = 10  # gymnax's Visualizer's rate
+MINATAR_CELL = 40  # the pixels of a cell's side: 400 x 400 frames of the 10 x 10 grid
 CRAFTAX_FPS = 10
 BRAX_SIZE = (240, 320)  # height, width: brax.io.image's default
 BRAX_CAMERA = "track"
@@ -95,7 +107,8 @@ class Recording(NamedTuple):
     height: int
     width: int
     fps: float
-    renderer: str  # "gymnax", "craftax", "brax" or "gymnasium"
+    renderer: str  # "classic", "minatar", "gymnax", "craftax", "brax" or "gymnasium"
+    seconds: float  # to draw and encode it
 
 
 # ------------------------------------------------------------------------------------- what renders
@@ -107,6 +120,10 @@ def renderer(env_id: str, backend: str) -> Optional[str]:
 
     if backend == "envpool":
         return "gymnasium" if env_id in env_adapters.ENVPOOL_ENVS else None
+    if env_id in GYMNAX_CLASSIC:
+        return "classic"
+    if env_id in MINATAR:
+        return "minatar"
     if env_id in RENDERED_BY_GYMNAX:
         return "gymnax"
     if env_id in env_adapters.CRAFTAX_ENVS:
@@ -225,6 +242,70 @@ def gymnax_frames(replay) -> tuple[Iterator[np.ndarray], float]:
     return frames(), 1000 / vis.interval
 
 
+def classic_frames(replay) -> tuple[Iterator[np.ndarray], float]:
+    """The replay's classic-control states drawn by gymnasium's own drawing of the env (pygame, no
+    display): one gymnasium env, given the gymnax env's parameters and then each state in turn (as
+    gymnax's Visualizer does, without its matplotlib figure and without a new env per frame), each
+    frame captioned with its step."""
+    from gymnax.visualize import vis_gym
+
+    env = quiet_make(replay.env_id)
+    raw = env.unwrapped
+    vis_gym.set_gym_params(raw, replay.env_id, replay.env_params)
+
+    def frames():
+        try:
+            env.reset(seed=0)
+            for step, state in enumerate(replay.states, start=1):
+                raw.state = vis_gym.get_gym_state(state, replay.env_id)
+                if replay.env_id == "Pendulum-v1":
+                    # the torque's arrow
+                    raw.last_u = np.asarray(state.last_u, np.float64)
+                yield captioned(env.render(), f"{replay.env_id}  step {step}")
+        finally:
+            env.close()
+
+    return frames(), CLASSIC_FPS
+
+
+def captioned(frame: np.ndarray, text: str, colour=(0, 0, 0)) -> np.ndarray:
+    """frame with text in its top left corner (Pillow's own font): the step it shows, which also
+    keeps a GIF from merging two frames of the same picture."""
+    from PIL import Image, ImageDraw
+
+    image = Image.fromarray(np.ascontiguousarray(frame))
+    ImageDraw.Draw(image).text((6, 4), text, fill=colour)
+    return np.asarray(image)
+
+
+def minatar_frames(replay) -> tuple[Iterator[np.ndarray], float]:
+    """The replay's MinAtar states coloured as gymnax's Visualizer colours them (black, then
+    seaborn's cubehelix palette, a colour per channel; in a cell, the last channel set), drawn with
+    NumPy: the observations of the whole episode made in one jitted batch, each cell a block of
+    MINATAR_CELL pixels, each frame captioned with its step."""
+    import gymnax
+    import jax
+    import seaborn
+
+    env = gymnax.make(replay.env_id)[0]
+    states = jax.tree.map(lambda *leaves: np.stack(leaves), *replay.states)
+    key = jax.random.key(0)
+    observe = jax.vmap(lambda state: env.observe(key, state, None, replay.env_params))
+    obs = np.asarray(jax.jit(observe)(states))
+    channels = obs.shape[-1]
+    palette = np.array([(0, 0, 0), *seaborn.color_palette("cubehelix", channels)])
+    palette = np.round(palette * 255).astype(np.uint8)
+    # a cell's colour: 0 (black) where no channel is set, else the last set channel's, from 1
+    cells = np.amax((obs > 0) * np.arange(1, channels + 1), axis=-1)
+
+    def frames():
+        for step, grid in enumerate(cells, start=1):
+            image = palette[grid].repeat(MINATAR_CELL, 0).repeat(MINATAR_CELL, 1)
+            yield captioned(image, f"{replay.env_id}  step {step}", (255, 255, 255))
+
+    return frames(), MINATAR_FPS
+
+
 def craftax_frames(replay) -> tuple[Iterator[np.ndarray], float]:
     """The replay's states drawn by Craftax's pixel renderer (jitted once; its textures load
     quietly)."""
@@ -270,17 +351,23 @@ def gymnasium_env(env_id: str):
     would import the module named before a ':' of it."""
     if renderer(env_id, "envpool") != "gymnasium":
         raise CannotRecord(f"--video: {env_id!r} is not an envpool env here: not drawn")
-    import gymnasium
     import mujoco
 
     previous = mujoco.get_mju_user_warning()
     mujoco.set_mju_user_warning(lambda message: warnings.warn(f"MuJoCo: {message}", stacklevel=2))
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return gymnasium.make(env_id, render_mode="rgb_array")
+        return quiet_make(env_id)
     finally:
         mujoco.set_mju_user_warning(previous)
+
+
+def quiet_make(env_id: str):
+    """gymnasium's env_id (one of the project's ids), drawing rgb arrays, its warnings silenced."""
+    import gymnasium
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return gymnasium.make(env_id, render_mode="rgb_array")
 
 
 def gymnasium_frames(replay) -> tuple[Iterator[np.ndarray], float]:
@@ -304,6 +391,8 @@ def gymnasium_frames(replay) -> tuple[Iterator[np.ndarray], float]:
 
 
 DRAW = {
+    "classic": classic_frames,
+    "minatar": minatar_frames,
     "gymnax": gymnax_frames,
     "craftax": craftax_frames,
     "brax": brax_frames,
@@ -313,12 +402,19 @@ DRAW = {
 
 # ----------------------------------------------------------------------------------------- the file
 def gif_bytes(frames: Iterator[np.ndarray], fps: float) -> bytes:
-    """The frames as a looping GIF (Pillow), MARK as its comment. Pillow takes them one by one and
-    keeps them paletted (a byte a pixel) until it writes."""
+    """The frames as a looping GIF (Pillow), MARK as its comment. Each frame gets its own palette
+    of 256 colours by Pillow's fast octree, undithered (Pillow's default, a median cut, took 20 ms a
+    frame); Pillow takes them one by one and keeps them paletted (a byte a pixel) until it
+    writes."""
     from PIL import Image
 
     out = io.BytesIO()
-    images = (Image.fromarray(frame) for frame in frames)
+    images = (
+        Image.fromarray(frame).quantize(
+            colors=256, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE
+        )
+        for frame in frames
+    )
     first, rest = next(images), images
     first.save(
         out,
@@ -364,12 +460,17 @@ def record(replay, path: str) -> Recording:
     if kind is None:
         check_env(replay.env_id, replay.backend)  # raises, with the reason
     shapes = []
+    # envpool's episode is gymnasium's, its length unknown until it ends
+    total = None if kind == "gymnasium" else len(replay.states)
+    counter = progress.Progress(str(path), total, "frames")
 
     def counted(frames):
         for frame in frames:
             shapes.append(frame.shape)
             yield frame
+            counter.step()
 
+    start = time.monotonic()
     try:
         frames, fps = DRAW[kind](replay)
         if Path(path).suffix.lower() == ".gif":
@@ -386,4 +487,4 @@ def record(replay, path: str) -> Recording:
     atomic.check_inside(path, path, "--video").parent.mkdir(parents=True, exist_ok=True)
     atomic.write_file(path, data, given=path)
     height, width = shapes[0][:2]
-    return Recording(str(path), len(shapes), height, width, fps, kind)
+    return Recording(str(path), len(shapes), height, width, fps, kind, time.monotonic() - start)

@@ -338,7 +338,7 @@ def test_evaluate_exports_onnx_and_a_hub_folder_that_loads_on_its_own(tmp_path):
     expected = policy.make_policy(policy.load_actor(ckpt, "nnx"), ckpt, PENDULUM_BOUNDS, None)(obs)
     np.testing.assert_allclose(onnx_actions(onnx_path, obs), expected, rtol=RTOL, atol=ATOL)
 
-    # Pendulum renders (gymnax's renderer): the replay is there, and the module that recorded it
+    # Pendulum renders (gymnasium's drawing): the replay is there, and the module that recorded it
     assert (hub / "replay.mp4").stat().st_size > 0 and (hub / "evaluation" / "video.py").is_file()
     assert "`replay.mp4`" in (hub / "README.md").read_text()
 

@@ -39,22 +39,61 @@ def save_untrained(folder, env_id, backend, obs_dim, num_actions, continuous):
     return folder
 
 
+def evaluated_replay(folder, steps: int):
+    """The Replay of an evaluation of folder's checkpoint (one episode, in nnx), cut to its first
+    steps."""
+    from evaluation import model_file
+
+    setup = evaluate.prepare(model_file.load(folder), "nnx", 1, 0, False)
+    replay = evaluate.evaluate(setup, 0, keep=True).replay
+    assert len(replay.states) >= steps
+    return replay._replace(states=replay.states[:steps])
+
+
 def read_frames(path) -> list[np.ndarray]:
     return imageio.mimread(path, memtest=False)
 
 
 @pytest.mark.parametrize("suffix", FORMATS)
 def test_gymnax_video_has_a_frame_per_step(tmp_path, suffix):
-    """CartPole-v1 (gymnax) drawn by gymnax's Visualizer: the evaluated episode 0 itself, as many
-    frames as eval.json says it has steps (each frame is titled with its step, so the GIF merges
-    none), 600 x 500."""
+    """CartPole-v1 (gymnax) drawn by gymnasium's drawing of each state: the evaluated episode 0
+    itself, as many frames as eval.json says it has steps (each frame is captioned with its step, so
+    the GIF merges none), 600 x 400."""
     folder = save_untrained(tmp_path / "run", "CartPole-v1", "gymnax", 4, 2, False)
     path = tmp_path / f"replay{suffix}"
     result = evaluate.main([str(folder), "--episodes", "2", "--video", str(path)])
     frames = read_frames(path)
     assert len(frames) == result["lengths"][0] > 1
-    assert {frame.shape for frame in frames} == {(500, 600, 3)}
+    assert {frame.shape for frame in frames} == {(400, 600, 3)}
     assert len({frame.tobytes() for frame in frames}) > 1  # a film, not one picture
+
+
+def test_minatar_frames_have_the_visualizers_colours(tmp_path):
+    """Breakout-MinAtar drawn with NumPy from the episode's observations: a frame per state, 400 x
+    400, each 40-pixel cell of the colour gymnax's Visualizer gives it (its colour map applied to
+    its image of the same state)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import gymnax
+    import matplotlib.pyplot as plt
+    from gymnax.visualize import Visualizer
+
+    folder = save_untrained(tmp_path / "run", "Breakout-MinAtar", "gymnax", 400, 3, False)
+    replay = evaluated_replay(folder, 4)
+    recording = video.record(replay, str(tmp_path / "replay.mp4"))
+    assert (recording.frames, recording.renderer) == (4, "minatar")
+    frames = list(video.minatar_frames(replay)[0])
+    assert {frame.shape for frame in frames} == {(400, 400, 3)}
+    vis = Visualizer(gymnax.make("Breakout-MinAtar")[0], replay.env_params, replay.states)
+    try:
+        for step, frame in enumerate(frames):
+            vis.init() if step == 0 else vis.update(step)
+            expected = vis.im.cmap(vis.im.norm(vis.im.get_array()))[..., :3]
+            centres = frame[20::40, 20::40] / 255
+            np.testing.assert_allclose(centres, expected, atol=1 / 255)
+    finally:
+        plt.close(vis.fig)
 
 
 def full_push(acted):
