@@ -61,7 +61,7 @@ import atomic
 import checkpoint
 from evaluation import eval_file, model_file, policy, progress
 from sweep import option_checks
-from tools.run_checks import parse_args
+from tools.command_line import parse_args
 
 TOOL = eval_file.TOOL
 EVAL_FILE = eval_file.NAME

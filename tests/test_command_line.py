@@ -115,3 +115,11 @@ def test_a_mistyped_env_id_names_the_nearest():
     for typed, nearest in [("CartPol-v1", "CartPole-v1"), ("Breakout-Minatar", "Breakout-MinAtar")]:
         with pytest.raises(ValueError, match=rf"is unknown \(did you mean '{nearest}'\?\)"):
             env_adapters.make(typed)
+
+
+def test_evaluate_answers_help_before_the_heavy_imports():
+    cmd = [sys.executable, "-X", "importtime", str(ROOT / "evaluate.py"), "--help"]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "evaluate.py [-h]" in done.stdout
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line}
+    assert "tyro" in imported and not {"jax", "torch", "flax", "gymnax"} & imported
