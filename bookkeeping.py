@@ -38,11 +38,12 @@ from importlib.metadata import version
 from typing import Callable, Optional
 
 import jax
+import jax.monitoring
 import numpy as np
 
 from atomic import write_json
 from tools.command_line import translated
-from tools.run_checks import check_args, check_environment, machine
+from tools.run_checks import accelerator, check_args, check_environment, machine
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -154,6 +155,74 @@ def peak_device_bytes() -> Optional[int]:
     return sum(peaks) if peaks else None
 
 
+# JAX's compile events (jax.monitoring), each with the name of the function compiled
+COMPILE_EVENTS = (
+    "/jax/core/compile/jaxpr_trace_duration",
+    "/jax/core/compile/jaxpr_to_mlir_module_duration",
+    "/jax/core/compile/backend_compile_duration",
+)
+# the scripts' jitted functions, in the order the first iteration calls them; any other compile
+# (the init, small eager ops outside them) is counted as "other"
+COMPILED_FUNCTIONS = ("rollout", "update")
+
+
+def compiled_name(fun_name: str, phase: Optional[str] = None) -> str:
+    """A compile event's function as summary.json names it: "jit(rollout)" -> "rollout"; a name
+    outside COMPILED_FUNCTIONS is the phase's it came in (NNX's nnx.vmap names both functions
+    "vmap_wrapper"), else "other"."""
+    while fun_name.startswith("jit(") and fun_name.endswith(")"):
+        fun_name = fun_name[len("jit(") : -1]
+    if fun_name in COMPILED_FUNCTIONS:
+        return fun_name
+    return phase or "other"
+
+
+class CompileTimes:
+    """JAX's compile time per function, listened to from jax.monitoring: summed until freeze() (the
+    end of the process's first iteration) as compile_s, and after it as recompile_s (which
+    should stay empty: a recompilation is a bug worth seeing)."""
+
+    def __init__(self):
+        self.compile_s: dict[str, float] = {}
+        self.recompile_s: dict[str, float] = {}
+        self.frozen = False
+        # the function of COMPILED_FUNCTIONS the first iteration is in (None: outside them)
+        self.phase = None
+        self.phases = iter(COMPILED_FUNCTIONS)
+        jax.monitoring.register_event_duration_secs_listener(self.on_event)
+
+    def on_event(self, event: str, duration_s: float, **metadata) -> None:
+        if event not in COMPILE_EVENTS:
+            return
+        times = self.recompile_s if self.frozen else self.compile_s
+        name = compiled_name(str(metadata.get("fun_name", "")), self.phase)
+        times[name] = times.get(name, 0.0) + duration_s
+
+    def next_phase(self) -> None:
+        """The first iteration reached its next function (a script checks its signals before
+        each)."""
+        if not self.frozen:
+            self.phase = next(self.phases, None)
+
+    def freeze(self) -> None:
+        self.frozen = True
+        self.phase = None
+
+    def close(self) -> None:
+        jax.monitoring.unregister_event_duration_listener(self.on_event)
+
+
+def set_matmul_precision(precision: str, torch=None) -> Optional[str]:
+    """Sets the float32 matmul precision of JAX (and of torch, given its module) from
+    --matmul-precision: default (JAX's: one bfloat16 pass on a TPU), high or highest; returns the
+    one in force, as config.json records it (None: the backend's default)."""
+    jax.config.update("jax_default_matmul_precision", None if precision == "default" else precision)
+    if torch is not None and precision != "default":
+        # torch's "high" (TF32 passes) and "highest" (full float32) mean what JAX's do
+        torch.set_float32_matmul_precision(precision)
+    return jax.config.jax_default_matmul_precision
+
+
 class Bookkeeping:
     def __init__(self, start: float, packages: tuple[str, ...]):
         """start: time.perf_counter() at the script's first line; packages: the versions config.json
@@ -170,6 +239,8 @@ class Bookkeeping:
         self.thread_errors = []
         self.returns = []  # per iteration, each agent's mean episodic return (NaN: none ended)
         self.iteration_times = []  # this process's: the progress line's ETA
+        # torch's own compile modes are not timed: its compile_s stays null
+        self.compile_times = None if "torch" in packages else CompileTimes()
         self.summary = {
             "status": "failed",
             "iterations_completed": 0,
@@ -179,6 +250,8 @@ class Bookkeeping:
             "final_return": None,
             "final_returns": None,
             "signals": [],
+            "compile_s": None,
+            "recompile_s": None,
         }
 
     # ----------------------------------------------------------------------------------- signals
@@ -200,6 +273,9 @@ class Bookkeeping:
     def check_signals(self):
         if self.summary["signals"]:
             raise KeyboardInterrupt
+        if self.compile_times is not None and self.summary["setup_s"] is not None:
+            # the loop checks before the rollout and before the update: its compiles are theirs
+            self.compile_times.next_phase()
 
     # -------------------------------------------------------------------------------- the run
     def make_run_dir(self, run_dir: str, resume: Optional[str] = None) -> str:
@@ -244,6 +320,12 @@ class Bookkeeping:
             **{p: version(p) for p in packages},
         }
         config.update(machine())
+        # the device kind, the jaxlib and libtpu/CUDA versions, and the matmul precision in force
+        # (torch's script names its own device_name: torch's device, kept)
+        config.update({k: v for k, v in accelerator().items() if k not in config})
+        torch = sys.modules.get("torch") if "torch" in packages else None
+        precision = config.get("matmul_precision", "default")
+        config["matmul_precision_in_force"] = set_matmul_precision(precision, torch)
         if "torch" in packages:
             # the intra-op threads torch's ops run on (the scripts leave torch's default)
             config["torch_threads"] = sys.modules["torch"].get_num_threads()
@@ -267,6 +349,9 @@ class Bookkeeping:
         for writer in writers:
             check_writer(writer, self.thread_errors)
         self.iteration_times.append(scalars["time/iteration"])
+        if self.compile_times is not None and len(self.iteration_times) == 1:
+            # the process's first iteration compiled; what compiles later is a recompilation
+            self.compile_times.freeze()
         line = progress(self.num_iterations, iteration, scalars, self.iteration_times)
         print(line, flush=True)
 
@@ -294,6 +379,9 @@ class Bookkeeping:
         self.summary["final_return"] = float(np.mean(known)) if known else None
         self.summary["peak_rss_bytes"] = peak_rss_bytes()
         self.summary["peak_device_bytes"] = peak_device_bytes()
+        if self.compile_times is not None:
+            self.summary["compile_s"] = self.compile_times.compile_s
+            self.summary["recompile_s"] = self.compile_times.recompile_s
         if error:
             self.summary["error"] = error
         try:

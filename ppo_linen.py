@@ -33,6 +33,8 @@ class Args:
     """hidden layers of actor and critic: small (64, 64), medium (256,) * 3, large (1024,) * 6"""
     dtype: Literal["float32", "bfloat16"] = "float32"
     """the networks' compute type; bfloat16: mixed precision (parameters, loss, GAE: float32)"""
+    matmul_precision: Literal["default", "high", "highest"] = "default"
+    """float32 matmuls: default (JAX's: one bfloat16 pass on a TPU), high (3 passes), highest"""
     seed: int = 1
     """seed of the experiment (JAX keys for the environment, the init and the sampling)"""
     num_agents: int = 1
@@ -448,7 +450,6 @@ def main():
     run_dir = book.make_run_dir(run_dir, args.resume)  # new, even for two runs in one second
     config = {**asdict(args), "framework": FRAMEWORK, "batch_size": args.batch_size}
     config["minibatch_size"] = args.batch_size // args.num_minibatches
-    config["device_name"] = jax.devices()[0].device_kind
     saver = nullcontext()
     if args.save_model or args.save_every or args.resume:
         import checkpoint

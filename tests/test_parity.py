@@ -32,6 +32,14 @@ import torch_glue
 from helpers import ENV_FIELDS, STUDY, numpy_gae, only_run_dir, read_json, run_script
 
 
+@pytest.fixture(autouse=True, scope="module")
+def highest_matmul_precision():
+    """float32 matmuls in full float32, as --matmul-precision highest runs them: at JAX's default a
+    TPU's is one bfloat16 pass, which these float32 tolerances do not allow."""
+    with jax.default_matmul_precision("highest"):
+        yield
+
+
 class Spec(NamedTuple):
     obs_dim: int
     # discrete: the choices (3, whatever the env has); continuous: the action vector's length
@@ -821,7 +829,9 @@ def test_learning_parity_on_acrobot(tmp_path):
     finals = {}
     for script in (fw.script for fw in STUDY.frameworks.values()):
         log_dir = tmp_path / script
-        proc = run_script(script, "--env", "Acrobot-v1", log_dir=log_dir)
+        proc = run_script(
+            script, "--env", "Acrobot-v1", "--matmul-precision", "highest", log_dir=log_dir
+        )
         assert proc.returncode == 0, proc.stderr[-2000:]
         finals[script] = read_json(only_run_dir(log_dir) / "summary.json")["final_return"]
     print("Acrobot-v1 final returns:", finals)

@@ -35,6 +35,7 @@ from test_parity import (
     UPDATE_OVERRIDES,
     TorchSide,
     build_all,
+    highest_matmul_precision,  # noqa: F401 (autouse: the float32 references in full float32)
     make_batch,
     numpy_forward,
     update_inputs,

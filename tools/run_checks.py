@@ -12,6 +12,8 @@ import resource
 import socket
 import threading
 from datetime import datetime, timezone
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as metadata_version
 from pathlib import Path
 from typing import Optional
 
@@ -55,12 +57,28 @@ def check_environment() -> None:
     try:
         jax.devices()
     except Exception as e:  # a RuntimeError, or an AssertionError for cuda without a GPU
+        if chip_held_elsewhere(str(e)):
+            # libtpu's long traceback said in one line: a TPU serves one process at a time
+            raise ValueError(
+                "the TPU is in use by another process (one program holds the chip at a time): "
+                "wait for it to end, or run on the CPU with JAX_PLATFORMS=cpu"
+            ) from None
         platforms = os.environ.get("JAX_PLATFORMS")
         why = str(e).splitlines()[0] if str(e) else "no such device"
         raise ValueError(
             f"JAX_PLATFORMS={platforms!r}: JAX cannot start on it here ({why}); unset it to let "
             "JAX choose"
         ) from None
+
+
+# what libtpu (and the TPU driver) say when another process holds the chip
+CHIP_HELD_MARKS = ("already in use", "in use by another process", "device or resource busy")
+
+
+def chip_held_elsewhere(message: str) -> bool:
+    """Whether JAX's error on starting says that another process holds the accelerator."""
+    text = message.lower()
+    return any(mark in text for mark in CHIP_HELD_MARKS)
 
 
 def memory_bytes() -> int:
@@ -250,6 +268,33 @@ def machine() -> dict:
         "cpu_bf16": cpu_bf16_flags(),
         "environment_variables": computation_variables(),
         "start_time": datetime.now(timezone.utc).isoformat(),
+    }
+
+
+# the packages that carry a backend's own version: the TPU runtime, JAX's CUDA plugins
+BACKEND_PACKAGES = ("libtpu", "libtpu-nightly", "jax-cuda12-plugin", "jax-cuda13-plugin")
+
+
+def installed_version(package: str) -> Optional[str]:
+    try:
+        return metadata_version(package)
+    except PackageNotFoundError:
+        return None
+
+
+def accelerator() -> dict:
+    """What JAX computes on: the device's kind (e.g. "TPU v5 lite", "cpu"), its platform, the
+    backend's own version line (the CUDA or TPU runtime it was built on), jaxlib's version and
+    those of the backend packages installed (libtpu, JAX's CUDA plugins)."""
+    device = jax.devices()[0]
+    backends = {p: installed_version(p) for p in BACKEND_PACKAGES}
+    return {
+        "device_name": device.device_kind,
+        "device_platform": device.platform,
+        "device_count": jax.device_count(),
+        "backend_version": device.client.platform_version,
+        "jaxlib": installed_version("jaxlib"),
+        "backend_packages": {p: v for p, v in backends.items() if v is not None},
     }
 
 

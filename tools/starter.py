@@ -55,7 +55,13 @@ BOOK_SECTION = (
 # progress line, and history for its done line; a replacement may be several lines)
 BOOK_CALLS = {
     "make_run_dir": (1, "make_run_dir"),
-    "start": (1, None),
+    "start": (
+        1,
+        'config.setdefault("device_name", jax.devices()[0].device_kind)  # torch names its own\n'
+        'config["matmul_precision_in_force"] = set_matmul_precision(\n'
+        '    args.matmul_precision, sys.modules.get("torch")\n'
+        ")",
+    ),
     "setup_done": (1, "history, iteration_times = [], []  # each iteration's returns and time"),
     "check_signals": (2, None),
     "iteration_done": (
@@ -68,7 +74,16 @@ BOOK_CALLS = {
 IMPORTING = re.compile(r'^    print\("ppo_\w+\.py: (importing [^"]*)", flush=True\)$')
 ADDED_IMPORTS = ("import io", "import sys")
 # FOOTER's, and the progress line's (bookkeeping.py's progress, copied)
-ADDED_FUNCTIONS = ("parse_args", "make_run_dir", "not_gymnax", "done_line", "progress")
+ADDED_FUNCTIONS = (
+    "parse_args",
+    "make_run_dir",
+    "not_gymnax",
+    "done_line",
+    "progress",
+    "set_matmul_precision",
+)
+# bookkeeping.py's functions a copy keeps: its progress line, and --matmul-precision set
+COPIED_FUNCTIONS = ("progress", "set_matmul_precision")
 
 MAIN_GUARD = '\n\nif __name__ == "__main__":'
 FOOTER = '''
@@ -284,8 +299,10 @@ def replace_book_section(lines: list[str], template: str) -> list[str]:
     expect(not taken, template, f"the names the starter adds free (it has {sorted(taken)})")
     done = "    print(done_line(history, run_dir), flush=True)"
     functions, main_guard = FOOTER.split(MAIN_GUARD)
-    progress = bookkeeping_function("progress")
-    footer = functions.splitlines() + ["", ""] + progress + (MAIN_GUARD + main_guard).splitlines()
+    copied = []
+    for name in COPIED_FUNCTIONS:
+        copied += ["", ""] + bookkeeping_function(name)
+    footer = functions.splitlines() + copied + (MAIN_GUARD + main_guard).splitlines()
     return body + [done] + footer
 
 
