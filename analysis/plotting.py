@@ -21,6 +21,8 @@ from sweep.study import Study  # noqa: E402
 MARKERS = ("o", "s", "^", "D", "v", "P")
 SPEEDUP_LABEL = "speedup A → B = time A / time B\n(above 1×: B is faster)"
 INTERVAL = f"{BOOTSTRAP_LEVEL:.0%} cluster-bootstrap interval"
+# the words under the title of a figure drawn from single runs (say_single_runs)
+SINGLE_RUNS = "Single runs"
 # the gids of the tables' intervals and estimates, found by tests
 INTERVAL_GID, CENTRE_GID = ("interval", "centre")
 # the gids of the lines through medians (draw_against_env_cost) and of the log-log fits: a legend or
@@ -35,6 +37,8 @@ EMPTY_PANEL_WIDTH = 28  # characters per line of an empty panel's words: narrow 
 # major ticks of a log axis per decade, finest first: 1-2-5 or finer on short ranges, decades on
 # long ones
 LOG_SUBS = ((1.0, 1.2, 1.5, 2.0, 3.0, 5.0, 7.0), (1.0, 2.0, 5.0), (1.0,))
+# of a log axis' range (log space), beyond its outermost ticks: their labels are drawn in full
+TICK_ROOM = 0.02
 MAX_X_TICKS = 5  # labels such as "0.5×" side by side: more on a panel's width run into each other
 DATA_MARGIN = (
     0.05  # of a symlog panel's height, above and below its data: no point sits on the edge
@@ -79,23 +83,35 @@ def mode_palette(study: Study) -> dict[str, tuple]:
 
 
 # --------------------------------------------------------------------------------------------- axes
-def log_ticks(low: float, high: float, subs) -> int:
-    """How many major ticks a LogLocator of subs puts between low and high."""
-    decades = np.arange(np.floor(np.log10(low)), np.ceil(np.log10(high)) + 1)
-    ticks = np.outer(10.0**decades, subs).ravel()
-    return int(((ticks >= low) & (ticks <= high)).sum())
+def log_ticks(low: float, high: float, subs) -> np.ndarray:
+    """The major ticks a LogLocator of subs puts from a decade below low to a decade above high."""
+    decades = np.arange(np.floor(np.log10(low)) - 1, np.ceil(np.log10(high)) + 2)
+    return np.sort(np.outer(10.0**decades, subs).ravel())
+
+
+def covering_limits(low: float, high: float, subs) -> tuple[float, float]:
+    """The limits low..high widened to the nearest ticks of subs at or beyond them, with a little
+    room (TICK_ROOM of the range in log space) so the outermost tick labels are drawn in full."""
+    ticks = log_ticks(low, high, subs)
+    bottom, top = ticks[ticks <= low * (1 + 1e-9)].max(), ticks[ticks >= high * (1 - 1e-9)].min()
+    room = TICK_ROOM * np.log10(top / bottom)
+    return bottom / 10**room, top * 10**room
 
 
 def log_axis(ax, label: str, suffix: str = "", axis: str = "y") -> None:
     """Log scale with plain-number ticks: 1-2-5 per decade on short ranges, finer on very short
-    ones; on an x axis no more than MAX_X_TICKS of them (its labels stand side by side)."""
+    ones; on an x axis no more than MAX_X_TICKS of them (its labels stand side by side). The limits
+    reach a tick at or beyond each end of the data: the labels cover every point drawn."""
     getattr(ax, f"set_{axis}scale")("log")
     low, high = getattr(ax, f"get_{axis}lim")()
     decades = np.log10(high / low)
     choice = 0 if decades < 0.6 else 1 if decades < 3 else 2
-    while axis == "x" and choice < 2 and log_ticks(low, high, LOG_SUBS[choice]) > MAX_X_TICKS:
+    limits = covering_limits(low, high, LOG_SUBS[choice])
+    while axis == "x" and choice < 2 and tick_count(limits, LOG_SUBS[choice]) > MAX_X_TICKS:
         choice += 1
+        limits = covering_limits(low, high, LOG_SUBS[choice])
     subs = LOG_SUBS[choice]
+    getattr(ax, f"set_{axis}lim")(*limits)
     target = ax.yaxis if axis == "y" else ax.xaxis
     target.set_major_locator(LogLocator(base=10, subs=subs))
     target.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}{suffix}"))
@@ -103,10 +119,27 @@ def log_axis(ax, label: str, suffix: str = "", axis: str = "y") -> None:
     getattr(ax, f"set_{axis}label")(label)
 
 
+def tick_count(limits: tuple[float, float], subs) -> int:
+    """How many major ticks a LogLocator of subs puts within limits."""
+    ticks = log_ticks(*limits, subs)
+    return int(((ticks >= limits[0]) & (ticks <= limits[1])).sum())
+
+
 def ratio_axis(ax) -> None:
     """Speedups: log scale in '×' with a dashed line at 1× (no difference)."""
     ax.axhline(1.0, color="0.3", lw=1, ls="--", zorder=0)
     log_axis(ax, SPEEDUP_LABEL, suffix="×")
+
+
+def ratio_axes(axes_row) -> None:
+    """ratio_axis on panels read side by side, one y range over them all (each panel's range from
+    its data on the log scale, widened to cover them all, then to ticks: alike on every panel)."""
+    for ax in axes_row:
+        ax.axhline(1.0, color="0.3", lw=1, ls="--", zorder=0)
+        ax.set_yscale("log")
+    same_y_range(axes_row)
+    for ax in axes_row:
+        log_axis(ax, SPEEDUP_LABEL, suffix="×")
 
 
 def symlog_axis(ax, values: pd.Series, label: str) -> None:
@@ -176,6 +209,34 @@ def row_legend(axes_row, title: str, rename: Callable[[str], str] = str, handles
     )
 
 
+def has_interval(cells: pd.DataFrame) -> bool:
+    """Whether intervals() draws a bar for any of these speedup cells (speedups.csv rows)."""
+    return bool(len(cells)) and bool(cells["ci_low"].notna().any())
+
+
+def interval_words(cells: pd.DataFrame, before: str = ", ") -> str:
+    """INTERVAL after `before` where some cell has one drawn, else nothing: words say only what is
+    drawn."""
+    return f"{before}{INTERVAL}" if has_interval(cells) else ""
+
+
+def single_pairs(cells: pd.DataFrame) -> bool:
+    """Whether each of these speedup cells comes from one pair of runs (one env, one seed)."""
+    return bool(len(cells)) and bool((cells["n_pairs"] == 1).all())
+
+
+def single_runs(runs: pd.DataFrame, keys: list[str]) -> bool:
+    """Whether the runs hold one run (one seed) per value of keys, e.g. framework, size and env."""
+    return bool(len(runs)) and bool((runs.groupby(keys).size() == 1).all())
+
+
+def say_single_runs(fig, what: str) -> None:
+    """A line under the figure's title: it is drawn from single runs (what: of what each is one),
+    a measurement each, not an estimate (as REPORT.md says of such cells)."""
+    title = fig._suptitle  # noqa: SLF001 (matplotlib has no getter for it)
+    title.set_text(f"{title.get_text()}\n{SINGLE_RUNS} ({what}): measurements, not estimates")
+
+
 def new_figure(
     ncols: int, nrows: int = 1, width: float = 6.0, height: float = 4.8, title: str = ""
 ):
@@ -198,8 +259,10 @@ def fit_layout(fig) -> None:
     if title is not None and title.get_text():
         ratio = title.get_window_extent(renderer).width / (0.95 * fig.bbox.width)
         if ratio > 1:
-            text = title.get_text()
-            title.set_text(textwrap.fill(text, int(len(text) / ratio)))
+            # each line (a title, then say_single_runs' words) wrapped on its own
+            lines = title.get_text().splitlines()
+            width = int(max(map(len, lines)) / ratio)
+            title.set_text("\n".join(textwrap.fill(line, width) for line in lines))
     fig.tight_layout()
 
 

@@ -15,20 +15,23 @@ from analysis.common import (
 )
 from analysis.plotting import (
     FIT_GID,
-    INTERVAL,
     MEDIAN_GID,
     box_with_points,
     empty_panel,
     framework_colors,
+    interval_words,
     intervals,
     log_axis,
     new_figure,
     pair_palette,
+    ratio_axes,
     ratio_axis,
     rotate_xticks,
     row_legend,
-    same_y_range,
+    say_single_runs,
     shade,
+    single_pairs,
+    single_runs,
     size_markers,
     size_palette,
     size_shades,
@@ -52,18 +55,23 @@ def speedup_figure(results: Results, name: str, metric: str, title: str):
     fig, axes = new_figure(len(backends), width=10, title=title)
     sizes, pairs = in_order(study.sizes, cells["size"]), in_order(study.pair_names, cells["pair"])
     for ax, backend in zip(axes[0], backends):
-        mine = ratios[ratios["backend"] == backend]
-        speedup_cells(
-            ax, mine, cells[cells["backend"] == backend], "size", sizes, size_palette(study), pairs
-        )
-        ratio_axis(ax)
+        mine, drawn = ratios[ratios["backend"] == backend], cells[cells["backend"] == backend]
+        speedup_cells(ax, mine, drawn, "size", sizes, size_palette(study), pairs)
         where = f"envs on {backend}: " if len(study.experiments[name].backends) > 1 else ""
-        ax.set_title(
-            f"{where}as in the tables: geometric mean, {INTERVAL}; dots: pairs of runs", fontsize=12
-        )
-    same_y_range(axes[0])
+        ax.set_title(f"{where}{cells_subtitle(drawn)}", fontsize=12)
+    ratio_axes(axes[0])
+    if single_runs(ratios, ["pair", "size", "env"]):
+        say_single_runs(fig, "one pair of runs per framework pair, size and env")
     row_legend(axes[0], "model size")
     return fig
+
+
+def cells_subtitle(cells: pd.DataFrame) -> str:
+    """What a panel of speedup_cells draws: the tables' geometric means, their interval where one is
+    drawn, and the pairs of runs, or that each point is one pair."""
+    if single_pairs(cells):
+        return "a point per pair of runs (as in the tables)"
+    return f"as in the tables: geometric mean{interval_words(cells)}; dots: pairs of runs"
 
 
 def fig_speedups(results: Results, name: str):
@@ -124,7 +132,10 @@ def fig_tags(results: Results, name: str):
         ratio_axis(bottom)
         bottom.set_title(f"{size} model: total-time speedups per tag")
     row_legend(axes[0], "tag")
-    row_legend(axes[1], f"tag\n(geometric mean,\n{INTERVAL})")
+    interval = interval_words(cells, ",\n")
+    row_legend(axes[1], f"tag\n(geometric mean{interval})")
+    if single_runs(runs, ["framework", "model_size", "env", "tag"]):
+        say_single_runs(fig, "a run per framework, size, env and tag")
     return fig
 
 
@@ -171,6 +182,12 @@ def fig_speedup_vs_env_cost(results: Results, name: str = ""):
             mark_expensive_envs(ax, env_costs(results.timing), study.expensive_envs, cell["env"])
         lines = ";\nlines: log-log fit" if fitted else ""
         row_legend(axes[row], f"pair A → B\n(a point per env{lines})", rename=pretty_pair)
+    compared = results.compared("total")
+    if all(
+        single_runs(ratios[ratios["experiment"].isin(compared)], ["pair", "env", "model_size"])
+        for ratios in (results.pairs[metric] for metric in ENV_COST_METRICS)
+    ):
+        say_single_runs(fig, "one pair of runs per framework pair, size and env")
     return fig
 
 

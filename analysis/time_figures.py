@@ -13,10 +13,10 @@ from analysis.loading import window_column, window_columns
 from analysis.plotting import (
     BACKEND_HATCHES,
     DTYPE_HATCHES,
-    INTERVAL,
     empty_panel,
     framework_boxes,
     framework_colors,
+    interval_words,
     intervals,
     log_axis,
     mode_palette,
@@ -27,6 +27,8 @@ from analysis.plotting import (
     ratio_axis,
     rotate_xticks,
     row_legend,
+    say_single_runs,
+    single_runs,
     symlog_axis,
     variant_bars,
     variant_legend,
@@ -64,6 +66,8 @@ def fig_total(results: Results, name: str):
     lines = "; lines: medians" if joined else ""
     axes[0, 1].set_title(f"against env complexity ({' + '.join(results.compared('total'))}{lines})")
     row_legend(axes[0], "framework / size", handles=handles)
+    if single_runs(runs, ["framework", "model_size", "env"]):
+        say_single_runs(fig, "a run per framework, size and env")
     return fig
 
 
@@ -167,6 +171,7 @@ def fig_rollout_update(results: Results, name: str):
     fig, axes = new_figure(
         2, 2, width=max(6.0, 0.6 * (len(envs) + 1) + 2.5), height=5.2, title=title
     )
+    drawn = []  # the speedup cells drawn in the bottom row
     for col, (part, y) in enumerate(steady_parts(study).items()):
         top, ax = axes[0, col], axes[1, col]
         heading = f"{part}, every compile mode"
@@ -185,6 +190,7 @@ def fig_rollout_update(results: Results, name: str):
         columns = [*in_order(envs, ratios["env"]), "all envs"]
         pairs = in_order(study.pair_names, ratios["pair"])
         cells = results.cells(part, name)
+        drawn.append(cells)
         width = 0.8 / len(pairs)
         for i, pair in enumerate(pairs):
             offset = (i - (len(pairs) - 1) / 2) * width
@@ -206,7 +212,9 @@ def fig_rollout_update(results: Results, name: str):
         rotate_xticks(ax)
         ax.set_xlabel("")
     row_legend(axes[0], "framework/compile\n(median, min-max)")
-    row_legend(axes[1], f"pair A → B\n(geomean per env;\nall envs: {INTERVAL})", rename=pretty_pair)
+    drawn = pd.concat(drawn) if drawn else pd.DataFrame()
+    every = "all envs: geomean" + interval_words(drawn, ",\n")
+    row_legend(axes[1], f"pair A → B\n(geomean per env;\n{every})", rename=pretty_pair)
     return fig
 
 
