@@ -34,6 +34,7 @@ import signal
 import sys
 import threading
 import time
+from dataclasses import fields
 from importlib.metadata import version
 from typing import Callable, Optional
 
@@ -223,6 +224,16 @@ def set_matmul_precision(precision: str, torch=None) -> Optional[str]:
     return jax.config.jax_default_matmul_precision
 
 
+def with_run_flags(args_type, argv: list[str]) -> list[str]:
+    """argv with, after --resume RUN_DIR, the stopped run's flags for those argv leaves out
+    (checkpoint.resumed_argv, imported only then)."""
+    if not any(token.partition("=")[0] == "--resume" for token in argv):
+        return argv
+    import checkpoint
+
+    return checkpoint.resumed_argv([field.name for field in fields(args_type)], argv)
+
+
 class Bookkeeping:
     def __init__(self, start: float, packages: tuple[str, ...]):
         """start: time.perf_counter() at the script's first line; packages: the versions config.json
@@ -278,6 +289,18 @@ class Bookkeeping:
             self.compile_times.next_phase()
 
     # -------------------------------------------------------------------------------- the run
+    def run_name(self, args, framework: str) -> str:
+        """The run's name: its folder's under --log-dir, {env}__{framework}__{model_size}__{compile}
+        __{seed}__{unix time}, with --exp-name after the env as CleanRL puts it when it is not the
+        default (the script's name), so that the default names stay as they were; with --resume,
+        the name of the folder that the run continues in."""
+        if args.resume:
+            return os.path.basename(os.path.normpath(args.resume))
+        default = {field.name: field.default for field in fields(type(args))}.get("exp_name")
+        exp_name = f"__{args.exp_name}" if args.exp_name != default else ""
+        parts = (args.model_size, args.compile, args.seed, int(time.time()))
+        return f"{args.env}{exp_name}__{framework}__" + "__".join(map(str, parts))
+
     def make_run_dir(self, run_dir: str, resume: Optional[str] = None) -> str:
         """Creates run_dir, or run_dir-2, run_dir-3, ... when it exists (two runs started in the
         same second); returns the folder made. OSError when the log folder is a file or cannot be
@@ -438,6 +461,8 @@ class Bookkeeping:
         try:
             # CleanRL's flags read as ours (--total-timesteps, --env-id): main() parses the result
             sys.argv[1:] = translated(args_type, sys.argv[1:])
+            # --resume RUN_DIR alone: the flags not given are the run's own (config.json's)
+            sys.argv[1:] = with_run_flags(args_type, sys.argv[1:])
             check_args(args_type, sys.argv[1:])
             main()
         except (ValueError, OSError, ImportError) as e:

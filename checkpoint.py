@@ -25,6 +25,7 @@ import json
 import math
 import os
 import stat
+import struct
 import subprocess
 import sys
 from typing import NamedTuple, Optional
@@ -153,10 +154,15 @@ class Saver:
         # one attribute, replaced whole: a signal cannot stop the run between a policy and its count
         self.last = Snapshot([], [], ())
         self.resumed_at = ()
+        self.saved = 0  # the iteration that the run folder's resume file holds
         if config.get("resume"):
             resume = check_resumable(run_dir, self.config)
             self.last = Snapshot([], [], resume.returns)
             self.resumed_at = (*resume.resumed_at, resume.iteration)
+            self.saved = resume.iteration
+            # what the stopped run logged after its save is logged again: TensorBoard and tbparse
+            # then read each step once
+            trim_events(run_dir, resume.iteration * config["batch_size"])
 
     @property
     def iteration(self) -> int:
@@ -204,6 +210,8 @@ class Saver:
             flags = {k: v for k, v in self.config.items() if k not in FREE_FLAGS}
             resume = Resume(self.iteration, self.last.returns, self.resumed_at, flags)
             save_resume(self.run_dir, tree_arrays((training, runner)), resume)
+            self.saved = self.iteration
+            print(f"{RESUME_FILE}: iteration {self.saved} saved in {self.run_dir}", flush=True)
 
     def path(self, k: int) -> str:
         """Agent k's model file: in the run folder, or its agent_k folder when there are more."""
@@ -230,7 +238,14 @@ class Saver:
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc_info):
+    def __exit__(self, exc_type, *exc_info):
+        if exc_type is KeyboardInterrupt and self.saved:
+            script = os.path.basename(self.command[0]) if self.command else "ppo_*.py"
+            print(
+                f"{RESUME_FILE} holds iteration {self.saved}: continue with `python {script} "
+                f"--resume {self.run_dir}`",
+                flush=True,
+            )
         # no iteration finished (since the resume), or no --save-model
         if not self.last.params or not self.config.get("save_model", True):
             return
@@ -509,3 +524,92 @@ def check_resumable(run_dir, flags: dict) -> Resume:
             "resume, and it is left as it is"
         )
     return resume
+
+
+# ------------------------------------------------------------------- --resume RUN_DIR alone
+def given_flags(argv: list[str]) -> set[str]:
+    """The fields that argv names: num_envs and anneal_lr for --num-envs=4 --no-anneal-lr."""
+    names = set()
+    for token in argv:
+        if token.startswith("--"):
+            name = token[2:].partition("=")[0].replace("-", "_")
+            names |= {name, name.removeprefix("no_")}
+    return names
+
+
+def flag_tokens(name: str, value) -> list[str]:
+    """The command line tokens that set field name to value, as tyro reads them."""
+    flag = f"--{name.replace('_', '-')}"
+    if isinstance(value, bool):
+        return [flag if value else f"--no-{name.replace('_', '-')}"]
+    return [flag, "None" if value is None else str(value)]
+
+
+def resumed_argv(field_names, argv: list[str]) -> list[str]:
+    """argv (a script's arguments) with, after --resume RUN_DIR, the run's own flags put first for
+    every field of field_names that argv leaves out, so that `--resume RUN_DIR` alone continues the
+    run as it was started (saving as it did); a flag given that differs is refused later
+    (check_resumable) unless it is free (FREE_FLAGS: --save-every, --track, ...). The run's
+    flags are its config.json's, else (a starter's copy) its resume file's. argv as it is without
+    --resume; BadCheckpoint or LinkRefused, one line, for a folder that cannot be read so."""
+    resume = None
+    for i, token in enumerate(argv):
+        if token.startswith("--resume="):
+            resume = token.partition("=")[2]
+        elif token == "--resume" and i + 1 < len(argv):
+            resume = argv[i + 1]
+    if not resume or resume == "None":
+        return argv
+    if not os.path.isdir(resume):
+        raise BadCheckpoint(f"--resume {resume}: not a run folder")
+    check_run_folder(resume)
+    config = read_run_json(resume, CONFIG_FILE) or read_resume(resume).flags
+    given = given_flags(argv)
+    own = []
+    for name in field_names:
+        # the free flags too (--save-every, --save-model: the run keeps saving), but where it
+        # runs: --resume names it, and its --log-dir is no longer read
+        if name not in ("resume", "log_dir") and name not in given and name in config:
+            own += flag_tokens(name, config[name])
+    return own + argv
+
+
+# ------------------------------------------------------------------ a resumed run's events files
+EVENTS_PREFIX = "events.out.tfevents."
+
+
+def event_records(data: bytes) -> list[bytes]:
+    """The records of an events file (TFRecord: a length, its CRC, the data, its CRC), each as its
+    bytes; a record cut short (the run stopped while writing it) is left out."""
+    records, at = [], 0
+    while at + 12 <= len(data):
+        (length,) = struct.unpack("<Q", data[at : at + 8])
+        end = at + 12 + length + 4
+        if end > len(data):
+            break
+        records.append(data[at:end])
+        at = end
+    return records
+
+
+def trim_events(run_dir, last_step: int) -> None:
+    """Rewrites each events file of the run folder (and its agent_k folders) without the events
+    logged after last_step (the resume file's): the resumed run logs them again, and each step is
+    then read once (tbparse, TensorBoard). Never through a link (write_file)."""
+    from tensorboardX.proto.event_pb2 import Event
+
+    run_dir = os.fspath(run_dir)
+    folders = [run_dir] + [
+        entry.path
+        for entry in os.scandir(run_dir)
+        if entry.name.startswith("agent_") and entry.is_dir(follow_symlinks=False)
+    ]
+    for folder in folders:
+        for entry in os.scandir(folder):
+            if not entry.name.startswith(EVENTS_PREFIX) or not entry.is_file():
+                continue
+            with open(entry.path, "rb") as f:
+                records = event_records(f.read())
+            kept = [r for r in records if Event.FromString(r[12:-4]).step <= last_step]
+            if len(kept) < len(records):
+                write_file(entry.path, b"".join(kept), given=run_dir)

@@ -451,10 +451,9 @@ def main():
         import env_normalize
 
         env = env_normalize.normalize(env, args.norm_obs, args.norm_reward, args.gamma)
-    run_name = f"{args.env}__{FRAMEWORK}__{args.model_size}__{args.compile}__{args.seed}"
-    run_name += f"__{int(time.time())}"
-    run_dir = args.resume or os.path.join(args.log_dir, run_name)
-    run_dir = book.make_run_dir(run_dir, args.resume)  # new, even for two runs in one second
+    run_name = book.run_name(args, FRAMEWORK)  # env__[exp_name__]framework__...; --resume's own
+    # a new folder, even for two runs in one second; with --resume, the stopped run's
+    run_dir = book.make_run_dir(os.path.join(args.log_dir, run_name), args.resume)
     config = {**asdict(args), "framework": FRAMEWORK, "batch_size": args.batch_size}
     config["minibatch_size"] = args.batch_size // args.num_minibatches
     saver = nullcontext()
