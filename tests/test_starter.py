@@ -287,3 +287,18 @@ def test_a_starter_copy_resumes_its_stopped_run_without_a_config_json(tmp_path):
     assert again.returncode == 2
     (line,) = again.stderr.strip().splitlines()
     assert line.startswith("error: --resume") and "that run completed" in line
+
+
+@pytest.mark.slow
+def test_a_starter_copy_names_its_run_by_exp_name_and_points_envpool_ids_to_their_backend(
+    tmp_path,
+):
+    folder = tmp_path / "project"
+    assert build("linen", folder, via_setup=False).returncode == 0
+    copy = run_copy(folder, "ppo_linen.py", *TINY, "--exp-name", "tuned")
+    assert copy.returncode == 0, copy.stderr[-3000:]
+    (run_dir,) = (folder / "runs").iterdir()
+    # CleanRL's place: after the env
+    assert run_dir.name.startswith("CartPole-v1__tuned__linen__"), run_dir.name
+    refused = run_copy(folder, "ppo_linen.py", *TINY, "--env", "HalfCheetah-v4")
+    assert refused.returncode == 2 and "HalfCheetah-v4 with --env-backend envpool" in refused.stderr

@@ -55,6 +55,7 @@ BOOK_SECTION = (
 # progress line, and history for its done line; a replacement may be several lines)
 BOOK_CALLS = {
     "make_run_dir": (1, "make_run_dir"),
+    "run_name": (1, "name_of_run"),
     "start": (
         1,
         'config.setdefault("device_name", jax.devices()[0].device_kind)  # torch names its own\n'
@@ -77,6 +78,7 @@ ADDED_IMPORTS = ("import io", "import sys")
 ADDED_FUNCTIONS = (
     "parse_args",
     "make_run_dir",
+    "name_of_run",
     "not_gymnax",
     "done_line",
     "progress",
@@ -108,6 +110,18 @@ def parse_args() -> Args:
         raise ValueError(message or "bad arguments (see --help)") from None
 
 
+def name_of_run(args: Args, framework: str) -> str:
+    """The run folder's name: {env}__{framework}__{model_size}__{compile}__{seed}__{unix time},
+    --exp-name after the env (as CleanRL puts it) when it is not this file's name; with --resume,
+    the name of the folder the run continues in."""
+    if args.resume:
+        return os.path.basename(os.path.normpath(args.resume))
+    default = os.path.basename(__file__)[: -len(".py")]
+    exp_name = f"__{args.exp_name}" if args.exp_name != default else ""
+    parts = (args.model_size, args.compile, args.seed, int(time.time()))
+    return f"{args.env}{exp_name}__{framework}__" + "__".join(map(str, parts))
+
+
 def make_run_dir(run_dir: str, resume: Optional[str]) -> str:
     """--resume's folder, or run_dir made new (run_dir-2, -3, ... when another run has it);
     ValueError (bad input, one line) when it cannot be made: a --log-dir that is a file, say."""
@@ -133,7 +147,11 @@ def not_gymnax(env_id: str, backend: str) -> str:
     if env_id in gymnax.registered_envs:
         return f"{env_id}: this script trains gymnax envs of discrete or 1-d Box actions only"
     valid = ", ".join(gymnax.registered_envs)
-    return f"unknown env id {env_id!r}; gymnax has {valid} (Craftax and Brax need {left_out})"
+    # envpool's ids (HalfCheetah-v4) are not unknown to the template: named, as it names them
+    return (
+        f"unknown env id {env_id!r} to gymnax, which has {valid} (Craftax, Brax and envpool's "
+        f"envs, e.g. HalfCheetah-v4 with --env-backend envpool, need {left_out})"
+    )
 
 
 def done_line(history: list, run_dir: str) -> str:
@@ -234,8 +252,9 @@ def strip_book_lines(lines: list[str], template: str) -> list[str]:
         name = calls[0]
         seen[name] += 1
         replacement = BOOK_CALLS[name][1]
-        if replacement == "make_run_dir":
-            out.append(line.replace("book.make_run_dir(", "make_run_dir("))
+        if replacement in ("make_run_dir", "name_of_run"):
+            # the copy's own function (name_of_run: the template's variable is run_name)
+            out.append(line.replace(f"book.{name}(", f"{replacement}("))
         elif replacement is not None:
             indent = line[: len(line) - len(line.lstrip())]
             out += [indent + new for new in replacement.split("\n")]
