@@ -38,6 +38,7 @@ from typing import Optional
 import atomic
 from evaluation import eval_file, progress
 from evaluation.share import FRAMEWORK_NAMES, TOOL, refused
+from sweep.run_args import HYPERPARAMETERS
 
 HUB_TOOL = "evaluate.py --hub-folder"  # the mark of a Hub folder, in its config.json
 FLAG = "--hub-folder"
@@ -70,6 +71,7 @@ CODE = (
     "evaluation/video.py",
     "sweep/__init__.py",
     "sweep/option_checks.py",
+    "sweep/run_args.py",
     "sweep/shell_quoting.py",
     "tools/__init__.py",
     "tools/command_line.py",
@@ -89,35 +91,9 @@ FRAMEWORK_TAGS = {
 # which package versions. Not published: where and by whom it ran (hostname, platform, paths, the
 # environment variables, W&B's names).
 CONFIG_FIELDS = (
-    "framework",
-    "env",
-    "env_backend",
-    "env_threads",
-    "model_size",
-    "dtype",
-    "seed",
-    "num_agents",
-    "num_envs",
-    "num_steps",
-    "num_iterations",
-    "update_epochs",
-    "num_minibatches",
-    "learning_rate",
-    "anneal_lr",
-    "gamma",
-    "gae_lambda",
-    "clip_coef",
-    "clip_vloss",
-    "ent_coef",
-    "vf_coef",
-    "max_grad_norm",
-    "norm_adv",
-    "norm_obs",
-    "norm_reward",
-    "compile",
-    "save_every",
-    "batch_size",
-    "minibatch_size",
+    ("framework", "env", "env_backend", "env_threads", "model_size", "dtype", "seed", "num_agents")
+    + tuple(sorted(HYPERPARAMETERS))
+    + ("compile", "save_every", "batch_size", "minibatch_size")
 )
 # the fields by which a config.json is the checkpoint's run's: the same values in its metadata
 MATCH_FIELDS = ("framework", "env", "env_backend", "seed", "model_size", "dtype", "norm_obs")
