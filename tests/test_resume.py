@@ -52,16 +52,22 @@ def events_files(run_dir: Path) -> list[Path]:
     return sorted(run_dir.glob("events.out.tfevents.*"))
 
 
-def stopped_after_first_save(framework: str, args: list, log_dir: Path) -> Path:
-    """The run, stopped by SIGINT once it has printed iteration 2's line (saved just before it)."""
+def interrupted(framework: str, args: list, log_dir: Path, line: str):
+    """The run's process, stopped by SIGINT once it has printed line, and ended."""
     proc = start(framework, *args, log_dir=log_dir)
     try:
-        wait_for(proc, "iter 2/")
+        wait_for(proc, line)
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=300)
     finally:
         proc.kill()
         proc.wait()
+    return proc
+
+
+def stopped_after_first_save(framework: str, args: list, log_dir: Path) -> Path:
+    """The run, stopped by SIGINT once it has printed iteration 2's line (saved just before it)."""
+    proc = interrupted(framework, args, log_dir, "iter 2/")
     assert proc.returncode == 130, "".join(proc.output)[-3000:]
     return only_run_dir(log_dir)
 

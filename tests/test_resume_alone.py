@@ -3,7 +3,6 @@
 in, and its events read as one clean series: each step once, as an uninterrupted run's."""
 
 import json
-import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -11,7 +10,7 @@ from typing import Optional
 
 import pytest
 from tbparse import SummaryReader
-from test_scripts import start, wait_for
+from test_resume import interrupted
 
 import checkpoint
 from bookkeeping import Bookkeeping
@@ -46,14 +45,7 @@ def test_resume_alone_continues_the_run_as_an_uninterrupted_one(tmp_path):
     assert whole.returncode == 0, whole.stderr[-3000:]
     whole_dir = only_run_dir(tmp_path / "whole")
 
-    proc = start("linen", *RUN, log_dir=tmp_path / "stopped")
-    try:
-        wait_for(proc, "iter 4/")
-        proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=300)
-    finally:
-        proc.kill()
-        proc.wait()
+    proc = interrupted("linen", RUN, tmp_path / "stopped", "iter 4/")
     output = "".join(proc.output)
     assert proc.returncode == 130, output[-3000:]
     run_dir = only_run_dir(tmp_path / "stopped")
