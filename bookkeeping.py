@@ -415,9 +415,10 @@ class Bookkeeping:
         total, final = self.summary["total_s"], self.summary["final_return"]
         # as the progress lines
         final = "none (no episode ended)" if final is None else f"{final:.1f}"
+        # the final return is said with what it is: not the last iteration's return
         print(
-            f"{status}: {done} iterations, total {total:.1f}s, final return {final}, logs in "
-            f"{self.run_dir}"
+            f"{status}: {done} iterations, total {total:.1f}s, final return {final} (mean of the "
+            f"last 10 iterations), logs in {self.run_dir}"
         )
 
     def remove_run_dir(self) -> bool:

@@ -20,7 +20,6 @@ import argparse
 import os
 import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,6 +28,7 @@ from pathlib import Path
 from atomic import check_outputs, write_outputs, write_record
 from benchmarks.common import (
     ROOT,
+    busy_loops,
     check_choices,
     check_envs,
     check_or_exit,
@@ -49,8 +49,6 @@ CONFIGS = {
 CONDITIONS = ("alone", "busy")
 COLUMNS = ("wall_s", "cpu_s", "steady_s")
 BASELINE = "linen jit"
-# one CPU-bound thread that never sleeps: the competing process
-BUSY_LOOP = "while True: pass"
 
 
 def core_set(text: str) -> set[int]:
@@ -74,25 +72,15 @@ def run_once(name: str, busy: bool, opts) -> dict:
     env = {"OMP_NUM_THREADS": str(len(opts.cores)), **extra_env}
     args = ["--env", opts.env, "--model-size", opts.model_size, "--compile", mode]
     args += ["--num-iterations", str(opts.num_iterations), "--seed", "1"]
-    competitor = None
-    if busy:
-        # started first, so that the run meets a busy machine from its first line
-        competitor = subprocess.Popen([sys.executable, "-c", BUSY_LOOP])
-    try:
-        with tempfile.TemporaryDirectory() as log_dir:
-            # counted before the competitor is reaped: RUSAGE_CHILDREN holds only waited-for
-            # children
-            cpu_before = children_cpu_seconds()
-            proc = launch.run_script(script, *args, log_dir=log_dir, env=env, timeout=opts.timeout)
-            cpu_s = children_cpu_seconds() - cpu_before
-            if proc.returncode != 0:
-                raise RuntimeError(f"{name} ({script}) failed:\n{proc.stderr[-2000:]}")
-            (run_dir,) = Path(log_dir).iterdir()
-            run = run_series(run_dir)
-    finally:
-        if competitor is not None:
-            competitor.kill()
-            competitor.wait()
+    with busy_loops(1 if busy else 0), tempfile.TemporaryDirectory() as log_dir:
+        # counted before the competitor is reaped: RUSAGE_CHILDREN holds only waited-for children
+        cpu_before = children_cpu_seconds()
+        proc = launch.run_script(script, *args, log_dir=log_dir, env=env, timeout=opts.timeout)
+        cpu_s = children_cpu_seconds() - cpu_before
+        if proc.returncode != 0:
+            raise RuntimeError(f"{name} ({script}) failed:\n{proc.stderr[-2000:]}")
+        (run_dir,) = Path(log_dir).iterdir()
+        run = run_series(run_dir)
     return {
         "wall_s": run["summary"]["total_s"],
         "cpu_s": cpu_s,

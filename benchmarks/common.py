@@ -15,6 +15,7 @@ import sys
 import tempfile
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, NoReturn, Optional
@@ -158,6 +159,23 @@ def run_logged(cmd, cwd: Path, env: dict, log: Path, timeout=None, on_output=Non
 
 
 # ------------------------------------------------------------------------- the machine, in words
+# one CPU-bound thread that never sleeps: a competing process
+BUSY_LOOP = "while True: pass"
+
+
+@contextmanager
+def busy_loops(count: int):
+    """count competing processes (a Python busy loop each) for the length of the block, started
+    before it, so that what it runs meets a busy machine from its first line; killed after it."""
+    competitors = [subprocess.Popen([sys.executable, "-c", BUSY_LOOP]) for _ in range(count)]
+    try:
+        yield
+    finally:
+        for competitor in competitors:
+            competitor.kill()
+            competitor.wait()
+
+
 def cpu_info() -> dict:
     """The CPU's model and whether it is a virtual machine's, from /proc/cpuinfo (Linux); else
     platform's."""

@@ -4,6 +4,9 @@ to state.
     python -m benchmarks.quickstart --update-readme README.md     # -> results/quickstart/, README
     python -m benchmarks.quickstart --steps templates --dry-run   # print the commands, run nothing
     python -m benchmarks.quickstart --render-only --update-readme README.md  # from quickstart.json
+    python -m benchmarks.quickstart --busy 1 --out results/quickstart-loaded  # a loaded machine
+    python -m benchmarks.quickstart --render-only --with-record results/quickstart-loaded \
+        --update-readme README.md                     # the README's line: quiet to loaded
 
 It clones the repository (--repo; default: the one this file is in) into a temporary folder
 (--work-dir), so that nothing made before is reused: no .venv, an empty pip cache (--pip-cache: the
@@ -23,6 +26,11 @@ the whole command:
              ./setup.sh run CMD;
   tests      ./setup.sh test, the whole test suite and the longest step: only with --with-tests or
              when named.
+
+--busy N runs N busy loops (CPU-bound Python processes) beside every step, started before it and
+killed after it: a loaded machine, as a user's often is; the record says how many. With
+--with-record DIR (repeatable), the README's line gives each duration as the range over this record
+and DIR's quickstart.json, each record's load named and linked.
 
 Without demo, a plain ./setup.sh runs first, so that no other step pays for the set-up. Each
 command's output goes to OUT/logs/STEP.log, and a line per step (with the time it took and the time
@@ -57,7 +65,16 @@ from analysis.common import BadInput
 from analysis.output import readme_with
 from analysis.owned import check_out, check_target
 from atomic import OutputRefused, check_inside, check_replaceable
-from benchmarks.common import ROOT, fresh_environment, git, git_out, human, machine, run_logged
+from benchmarks.common import (
+    ROOT,
+    busy_loops,
+    fresh_environment,
+    git,
+    git_out,
+    human,
+    machine,
+    run_logged,
+)
 from benchmarks.quickstart_steps import (
     MARKERS,
     RESULTS,
@@ -67,6 +84,7 @@ from benchmarks.quickstart_steps import (
     outcome,
     plan_steps,
     readme_why_not,
+    record_reason,
     record_why_not,
     render,
     run_folders,
@@ -100,6 +118,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--update-readme", metavar="FILE", help=readme)
     pip = "let pip use the user's cache (default: an empty one)"
     parser.add_argument("--pip-cache", action="store_true", help=pip)
+    busy = "N busy loops (CPU-bound processes) beside every step: a loaded machine (default: 0)"
+    parser.add_argument("--busy", default="0", metavar="N", help=busy)
+    also = (
+        "with --update-readme: the README states the range over this record and DIR's "
+        "quickstart.json (another machine state, e.g. --busy 2); repeatable"
+    )
+    parser.add_argument("--with-record", action="append", default=[], metavar="DIR", help=also)
     parser.add_argument("--work-dir", help="where the temporary clone goes (default: the system's)")
     parser.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
     again = (
@@ -108,7 +133,15 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--render-only", action="store_true", help=again)
     args = parser.parse_args(argv)
     args.groups = step_groups(args.steps, args.with_tests)
+    args.busy = busy_count(args.busy)
     return args
+
+
+def busy_count(text: str) -> int:
+    """--busy's count; BadInput unless it is a whole number from 0 to 64."""
+    if not text.isdigit() or int(text) > 64:
+        raise BadInput(f"--busy {text!r}: give a whole number of busy loops, 0 to 64")
+    return int(text)
 
 
 def check_paths(args) -> None:
@@ -129,6 +162,9 @@ def check_paths(args) -> None:
     if args.update_readme:
         check_target("--update-readme", args.update_readme, new=False)
         readme_with(Path(args.update_readme), {MARKERS: ""})  # BadInput without the markers
+    if args.with_record and not args.update_readme:
+        raise BadInput("--with-record: only with --update-readme (it adds to the README's line)")
+    other_records(args)  # BadInput for a DIR without a readable quickstart.json
     if args.work_dir and not Path(args.work_dir).is_dir():
         raise BadInput(f"--work-dir {args.work_dir}: no such folder")
 
@@ -207,13 +243,14 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def new_record(argv: list[str], commit: str, pip_cache: bool) -> dict:
+def new_record(argv: list[str], commit: str, pip_cache: bool, busy: int) -> dict:
     return {
         "command": shlex.join(["python", "-m", "benchmarks.quickstart", *argv]),
         "status": "running",
         "started": now(),
         "commit": commit,
         "machine": machine(),
+        "busy_loops": busy,
         "caches": {
             "pip": "the user's" if pip_cache else "empty",
             "torchinductor": "empty",
@@ -231,15 +268,16 @@ def progress(index: int, count: int, result: dict, started: float) -> str:
 
 
 def run_all(steps: list[Step], clone: Path, out: Path, record: dict, env: dict) -> None:
-    """Each step in turn, quickstart.json rewritten after each; StepInterrupted (recorded) on
-    Ctrl-C."""
+    """Each step in turn (beside the record's busy loops, started anew for each), quickstart.json
+    rewritten after each; StepInterrupted (recorded) on Ctrl-C."""
     started = time.perf_counter()
     for index, step in enumerate(steps, 1):
         log = out / "logs" / f"{step.name}.log"
         command = shlex.join(step.command)
         print(f"[{index}/{len(steps)}] {step.name}: {command} (output: {log})", flush=True)
         try:
-            result = run_step(step, clone, log, env)
+            with busy_loops(record["busy_loops"]):
+                result = run_step(step, clone, log, env)
         except StepInterrupted as e:
             record["steps"].append({**e.result, "log": str(log.relative_to(out))})
             raise
@@ -272,7 +310,7 @@ def measure(
         clone, commit = clone_repo(args.repo, Path(scratch))
         steps = plan(args.groups, (clone / "README.md").read_text())
         fresh_logs(out)
-        record = new_record(argv, commit, args.pip_cache)
+        record = new_record(argv, commit, args.pip_cache, args.busy)
         write_results(out, record)
         print(f"fresh clone of {commit[:12]} in {clone}; results: {out / RESULTS}", flush=True)
         if uncommitted(args.repo):
@@ -292,7 +330,7 @@ def measure(
             file=sys.stderr,
         )
         return 130
-    render(out, record, args.update_readme)
+    render(out, record, args.update_readme, other_records(args))
     return 0 if all(outcome(step) == "done" for step in record["steps"]) else 1
 
 
@@ -305,13 +343,28 @@ def dry_run(args) -> int:
     return 0
 
 
-def render_only(args) -> int:
-    path = Path(args.out) / RESULTS
+def read_record(out: str, option: str) -> dict:
+    """OUT/quickstart.json; BadInput naming the option when it cannot be read or is not this
+    tool's."""
+    path = Path(out) / RESULTS
     try:
         record = runlog.read_json(path)
     except runlog.RunError as e:
-        raise BadInput(f"--render-only: {path}: {e}") from None
-    render(Path(args.out), record, args.update_readme)
+        raise BadInput(f"{option} {out}: {path}: {e}") from None
+    why = record_reason(record)
+    if why:
+        raise BadInput(f"{option} {out}: {path} {why}")
+    return record
+
+
+def other_records(args) -> list[tuple[Path, dict]]:
+    """The --with-record folders and their records."""
+    return [(Path(out), read_record(out, "--with-record")) for out in args.with_record]
+
+
+def render_only(args) -> int:
+    record = read_record(args.out, "--render-only: --out")
+    render(Path(args.out), record, args.update_readme, other_records(args))
     return 0
 
 

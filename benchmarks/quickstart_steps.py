@@ -221,55 +221,93 @@ def write_results(out: Path, record: dict) -> None:
     write_json(out / RESULTS, record)
 
 
-def step_text(result: dict) -> str:
-    """A step's duration, or how it ended when it did not succeed."""
-    said = outcome(result)
-    return human(result["wall_s"]) if said == "done" else said
+def span(values, say=human) -> Optional[str]:
+    """Values measured in several records, as one or a range (low–high); None when there are
+    none."""
+    if not values:
+        return None
+    low, high = say(min(values)), say(max(values))
+    return low if low == high else f"{low}–{high}"
 
 
-def demo_text(result: dict) -> str:
-    text = f"`./setup.sh demo` {step_text(result)}"
-    if outcome(result) == "done":
-        outside, run = human(result.get("outside_script_s")), human(result.get("total_s"))
-        text += f" (set-up {outside}, the run {run})"
+def step_text(results: list[dict], key: str = "wall_s") -> str:
+    """A step's duration over the records (one, or a range), or how it ended when it did not
+    succeed in any."""
+    done = [r[key] for r in results if outcome(r) == "done" and r.get(key) is not None]
+    return span(done) or outcome(results[0])
+
+
+def demo_text(results: list[dict]) -> str:
+    text = f"`./setup.sh demo` {step_text(results)}"
+    done = [r for r in results if outcome(r) == "done"]
+    if done:
+        returns = [r["final_return"] for r in done if r.get("final_return") is not None]
+        final = span(returns, lambda value: f"{value:.1f}".replace("-", "−"))
+        text += (
+            f" (set-up {step_text(done, 'outside_script_s')}, the run {step_text(done, 'total_s')}"
+        )
+        text += f"; final return {final})" if final else ")"
     return text
 
 
-def templates_text(results: list[dict]) -> str:
+def templates_text(by_step: dict[str, list[dict]], names: list[str]) -> str:
     said = []
-    for result in results:
-        text = f"{result['step']} {step_text(result)}"
-        if result["step"] == STATED_COMPILE and result.get("compile_s") is not None:
-            text += f" (of which compile {human(result['compile_s'])})"
+    for name in names:
+        results = by_step[name]
+        text = f"{name} {step_text(results)}"
+        compiled = [r["compile_s"] for r in results if r.get("compile_s") is not None]
+        if name == STATED_COMPILE and compiled:
+            text += f" (of which compile {span(compiled)})"
         said.append(text)
     command = "`./setup.sh run python ppo_<framework>.py`"
     return f"{DEMO_ENV} {DEMO_SIZE}, {command}: " + ", ".join(said)
 
 
-def readme_line(record: dict, link: str) -> str:
-    """The README's sentence: how long each quick-start line took, where, when, and where the
-    results are."""
-    steps = record["steps"]
-    by_group = {
-        group: [s for s in steps if s["group"] == group] for group in ("setup", *STEP_GROUPS)
-    }
-    if not steps:
+def load_text(record: dict) -> str:
+    busy = record.get("busy_loops", 0)
+    if not busy:
+        return "quiet"
+    return f"beside {busy} busy loop{'s' if busy > 1 else ''}"
+
+
+def where_text(records: list[tuple[str, dict]]) -> str:
+    """The machine, the dates and each record's load, linked to its results."""
+    machines = list(dict.fromkeys(machine_text(record["machine"]) for _, record in records))
+    dates = list(dict.fromkeys(record["started"][:10] for _, record in records))
+    loads = []
+    for link, record in records:
+        interrupted = ", interrupted" if record["status"] == "interrupted" else ""
+        loads.append(f"[{load_text(record)}{interrupted}]({link})")
+    return f"{' and '.join(machines)}, {', '.join(dates)}, {' and '.join(loads)}"
+
+
+def readme_line(records: list[tuple[str, dict]]) -> str:
+    """The README's sentence: how long each quick-start line took, where, when, under what load
+    (a range over the records), and where the results are; records: (link, record) pairs."""
+    by_step: dict[str, list[dict]] = {}
+    for _, record in records:
+        for step in record["steps"]:
+            by_step.setdefault(step["step"], []).append(step)
+    if not by_step:
         return PLACEHOLDER
-    parts = [f"`./setup.sh` (set-up only) {step_text(s)}" for s in by_group["setup"]]
-    parts += [demo_text(s) for s in by_group["demo"]]
-    if by_group["templates"]:
-        parts.append(templates_text(by_group["templates"]))
-    parts += [f"the Pendulum line {step_text(s)}" for s in by_group["pendulum"]]
-    tests = by_group["tests"]
+    groups: dict[str, list[str]] = {}
+    for name, results in by_step.items():
+        groups.setdefault(results[0]["group"], []).append(name)
+    parts = [f"`./setup.sh` (set-up only) {step_text(by_step[n])}" for n in groups.get("setup", [])]
+    parts += [demo_text(by_step[name]) for name in groups.get("demo", [])]
+    if groups.get("templates"):
+        parts.append(templates_text(by_step, groups["templates"]))
+    parts += [f"the Pendulum line {step_text(by_step[n])}" for n in groups.get("pendulum", [])]
+    tests = groups.get("tests")
     parts.append(
-        f"`./setup.sh test` {step_text(tests[0])}" if tests else "`./setup.sh test` not timed"
+        f"`./setup.sh test` {step_text(by_step[tests[0]])}"
+        if tests
+        else "`./setup.sh test` not timed"
     )
-    machine = machine_text(record["machine"])
-    where = f"{machine}, {record['started'][:10]}, [{Path(link).parent}]({link})"
-    interrupted = " (interrupted before the end)" if record["status"] == "interrupted" else ""
-    cache = f"pip's cache: {record['caches']['pip']}"
+    pip = sorted({record["caches"]["pip"] for _, record in records})
+    cache = f"pip's cache: {' or '.join(pip)}"
     return (
-        f"Measured from a fresh clone ({cache}) on {where}{interrupted}: " + "; ".join(parts) + "."
+        f"Measured from a fresh clone ({cache}) on {where_text(records)}: " + "; ".join(parts) + "."
     )
 
 
@@ -303,6 +341,14 @@ COLUMNS_MEANING = (
 )
 
 
+def busy_text(record: dict) -> str:
+    busy = record.get("busy_loops", 0)
+    if not busy:
+        return "nothing else running"
+    loops = "busy loop (a CPU-bound process" if busy == 1 else "busy loops (CPU-bound processes"
+    return f"beside {busy} {loops} started before each step, `--busy`)"
+
+
 def results_markdown(record: dict) -> str:
     """OUT/README.md: the steps' table, the machine, the commit and what each column means."""
     machine, caches = record["machine"], record["caches"]
@@ -314,18 +360,23 @@ def results_markdown(record: dict) -> str:
         "JAX's compilation cache:\n"
         f"{caches['jax_compilation']}), on {machine_text(machine)}, {md_text(machine['os'])}, "
         "the venv's Python\n"
-        f"{md_text(venv_python)}; started {record['started']} (UTC), status {record['status']}. "
+        f"{md_text(venv_python)}; {busy_text(record)}; started {record['started']} (UTC), "
+        f"status {record['status']}. "
         f"Made by {md_code(record['command'])}.\n"
     )
     return f"{TITLE}\n\n{about}\n{steps_table(record['steps'])}\n\n{COLUMNS_MEANING}"
 
 
-def render(out: Path, record: dict, readme: Optional[str]) -> None:
-    """OUT/README.md, and the README's block (readme) when given."""
+def render(out: Path, record: dict, readme: Optional[str], others=()) -> None:
+    """OUT/README.md, and the README's block (readme) when given, over the record and the others
+    ((folder, record) pairs)."""
     write_file(out / "README.md", results_markdown(record))
     if readme:
-        link = os.path.relpath((out / "README.md").resolve(), Path(readme).resolve().parent)
-        line = readme_line(record, Path(link).as_posix())
+        records = []
+        for folder, each in [(out, record), *others]:
+            link = os.path.relpath((folder / "README.md").resolve(), Path(readme).resolve().parent)
+            records.append((Path(link).as_posix(), each))
+        line = readme_line(records)
         # --update-readme is the user's: followed wherever it leads
         write_file(readme, readme_with(Path(readme), {MARKERS: line + "\n"}), given=readme)
         print(f"{readme}: {line}")

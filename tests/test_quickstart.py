@@ -5,6 +5,7 @@ on what is recorded, not on how long it took."""
 
 import json
 import os
+import re
 import shlex
 import shutil
 import stat
@@ -251,8 +252,8 @@ def test_the_readme_block_is_rewritten_between_its_markers_only(tmp_path):
         "Measured from a fresh clone (pip's cache: empty) on 2 cores (Test CPU, a VM; 8 GiB), "
         "2026-12-03"
     )
-    assert "[results/quickstart](results/quickstart/README.md)" in line
-    assert "`./setup.sh demo` 3m05s (set-up 2m10s, the run 55 s)" in line
+    assert ", [quiet](results/quickstart/README.md):" in line
+    assert "`./setup.sh demo` 3m05s (set-up 2m10s, the run 55 s; final return −85.0)" in line
     assert "linen 50 s, torch 1m40s (of which compile 45 s)" in line
     assert "the Pendulum line failed (exit 1)" in line and "`./setup.sh test` not timed" in line
     quickstart_steps.render(out, record(MEASURED), str(readme))
@@ -269,18 +270,60 @@ def test_the_readme_holds_the_tools_block():
     assert line == PLACEHOLDER or line.startswith("Measured from a fresh clone (")
 
 
-def test_the_committed_record_renders_to_the_committed_readmes(tmp_path):
-    """results/quickstart/quickstart.json, rendered again, gives its README.md and the README's
-    block as committed."""
-    committed = ROOT / "results" / "quickstart"
-    record = json.loads((committed / "quickstart.json").read_text())
+def test_a_quiet_and_a_loaded_record_give_ranges(tmp_path):
+    """With a second record (--with-record), each duration is the range over both, and each
+    record's load is named and linked."""
+    readme = tmp_path / "README.md"
+    readme.write_text(f"top\n{MARKERS[0]}\n{PLACEHOLDER}\n{MARKERS[1]}\n")
+    quiet, loaded = tmp_path / "results" / "quiet", tmp_path / "results" / "loaded"
+    quiet.mkdir(parents=True)
+    loaded.mkdir(parents=True)
+    slower = [
+        step("demo", "demo", 250.0, total_s=70.0, outside_script_s=180.0, final_return=-85.0),
+        step("linen", "templates", 50.0, compile_s=4.0),
+        step("torch", "templates", 160.0, compile_s=75.0),
+        step("pendulum", "pendulum", 80.0),
+    ]
+    other = {**record(slower), "busy_loops": 2}
+    quickstart_steps.render(quiet, record(MEASURED), str(readme), [(loaded, other)])
+    line = block(readme.read_text()).strip()
+    assert (
+        "[quiet](results/quiet/README.md) and [beside 2 busy loops](results/loaded/README.md)"
+        in line
+    )
+    assert "`./setup.sh demo` 3m05s–4m10s (set-up 2m10s–3m00s, the run 55 s–1m10s" in line
+    assert "final return −85.0)" in line
+    assert "linen 50 s, torch 1m40s–2m40s (of which compile 45 s–1m15s)" in line
+    # a step that failed in one record: the other's time
+    assert "the Pendulum line 1m20s" in line
+    assert "nothing else running" in (quiet / "README.md").read_text()
+
+
+def committed_records(readme_text: str) -> list[Path]:
+    """The results folders the README's quick-start line links, in its order."""
+    links = re.findall(r"\]\(([^)]+)/README\.md\)", block(readme_text))
+    return [ROOT / link for link in links]
+
+
+def test_the_committed_records_render_to_the_committed_readmes(tmp_path):
+    """Each results folder the README's line links, rendered again from its quickstart.json, gives
+    its README.md, and all of them together the README's block, as committed."""
+    text = (ROOT / "README.md").read_text()
+    folders = committed_records(text)
+    assert folders and folders[0] == ROOT / "results" / "quickstart"
     readme = tmp_path / "README.md"
     shutil.copy(ROOT / "README.md", readme)
-    out = tmp_path / "results" / "quickstart"
-    out.mkdir(parents=True)
-    quickstart_steps.render(out, record, str(readme))
-    assert (out / "README.md").read_text() == (committed / "README.md").read_text()
-    assert readme.read_text() == (ROOT / "README.md").read_text()
+    others = []
+    for folder in folders:
+        rendered = tmp_path / folder.relative_to(ROOT)
+        rendered.mkdir(parents=True)
+        record = json.loads((folder / "quickstart.json").read_text())
+        quickstart_steps.render(rendered, record, None)
+        assert (rendered / "README.md").read_text() == (folder / "README.md").read_text()
+        others.append((rendered, record))
+    (first, record), others = others[0], others[1:]
+    quickstart_steps.render(first, record, str(readme), others)
+    assert readme.read_text() == text
 
 
 def test_render_only_rewrites_the_readmes_from_quickstart_json(tmp_path, capsys):
@@ -315,6 +358,8 @@ writer.close()
 
 FAKE_SETUP = """#!/usr/bin/env bash
 cp "{out}/quickstart.json" "{seen}/before-$1.json"
+# the busy loops beside this step: the tool's children, as this script is
+pgrep -c -P $PPID -f "while True: pass" > "{seen}/busy-$1"
 echo "setup.sh $*"
 case $1 in
   demo) exec {python} fake_run.py ;;
@@ -350,9 +395,9 @@ def fake_repo(tmp_path: Path, out: Path, seen: Path) -> tuple[Path, str]:
     return repo, commit.stdout.strip()
 
 
-def measure_fake(tmp_path: Path) -> tuple[int, Path, Path, str]:
+def measure_fake(tmp_path: Path, *more: str) -> tuple[int, Path, Path, str]:
     """The fake repo's steps measured, with --update-readme on tmp_path/README.md (the
-    placeholder)."""
+    placeholder) and the options more."""
     out, seen = tmp_path / "out", tmp_path / "seen"
     seen.mkdir()
     repo, commit = fake_repo(tmp_path, out, seen)
@@ -361,7 +406,7 @@ def measure_fake(tmp_path: Path) -> tuple[int, Path, Path, str]:
     readme = tmp_path / "README.md"
     readme.write_text(f"top\n{MARKERS[0]}\n{PLACEHOLDER}\n{MARKERS[1]}\nbottom\n")
     argv = ["--repo", repo, "--out", out, "--work-dir", work, "--update-readme", readme]
-    argv = [str(arg) for arg in argv]
+    argv = [str(arg) for arg in [*argv, *more]]
     code = quickstart.measure(
         quickstart.parse_args(argv), argv, plan=lambda groups, readme: FAKE_STEPS
     )
@@ -392,8 +437,40 @@ def test_quickstart_json_is_written_after_each_step_and_a_failed_step_does_not_s
     assert "failed (exit 3)" in (out / "README.md").read_text()
     readme = (tmp_path / "README.md").read_text()
     assert readme.startswith(f"top\n{MARKERS[0]}\nMeasured from a fresh clone (")
-    assert "linen failed (exit 3)" in readme and "[out](out/README.md)" in readme
+    assert "linen failed (exit 3)" in readme and "[quiet](out/README.md)" in readme
     assert readme.endswith(f"\n{MARKERS[1]}\nbottom\n")
+    assert (seen / "busy-demo").read_text().strip() == "0"  # quiet: nothing beside the steps
+
+
+def test_busy_loops_run_beside_every_step_and_are_recorded(tmp_path):
+    code, out, seen, _ = measure_fake(tmp_path, "--busy", "2")
+    assert code == 1  # the fake `fail` step
+    for name in ("demo", "fail", "test"):
+        assert (seen / f"busy-{name}").read_text().strip() == "2"
+    results = json.loads((out / "quickstart.json").read_text())
+    assert results["busy_loops"] == 2
+    assert "beside 2 busy loops" in (out / "README.md").read_text()
+    assert "[beside 2 busy loops](out/README.md)" in (tmp_path / "README.md").read_text()
+    gone = subprocess.run(["pgrep", "-P", str(os.getpid()), "-f", "while True: pass"])
+    assert gone.returncode == 1  # none left running
+
+
+@pytest.mark.parametrize("busy", ["-1", "two", "65", ""])
+def test_a_bad_busy_count_is_one_line_and_exit_2(tmp_path, capsys, busy):
+    code, err, _ = run_main(capsys, "--busy", busy, "--out", tmp_path / "out")
+    assert code == 2 and len(err) == 1 and f"--busy {busy!r}" in err[0] and "0 to 64" in err[0]
+    assert not (tmp_path / "out").exists()
+
+
+def test_with_record_needs_the_readme_and_a_record_of_this_tool(tmp_path, capsys):
+    code, err, _ = run_main(capsys, "--with-record", tmp_path, "--out", tmp_path / "out")
+    assert code == 2 and "only with --update-readme" in err[0]
+    readme = tmp_path / "README.md"
+    readme.write_text(f"{MARKERS[0]}\n{MARKERS[1]}\n")
+    argv = ["--with-record", tmp_path, "--update-readme", readme, "--out", tmp_path / "out"]
+    code, err, _ = run_main(capsys, *argv)
+    assert code == 2 and len(err) == 1 and f"--with-record {tmp_path}" in err[0]
+    assert not (tmp_path / "out").exists()
 
 
 def test_ctrl_c_keeps_what_was_measured(tmp_path, monkeypatch):
