@@ -24,6 +24,7 @@ the whole command:
              TensorBoard events);
   pendulum   the command of README.md's "Continuous control" block (read in the clone), as
              ./setup.sh run CMD;
+  smoke      ./setup.sh run ./bench.sh --smoke: the README's smoke sweep (every framework once);
   tests      ./setup.sh test, the whole test suite and the longest step: only with --with-tests or
              when named.
 
@@ -94,7 +95,7 @@ from benchmarks.quickstart_steps import (
     written_logs,
 )
 
-DEFAULT_STEPS = "demo,templates,pendulum"
+DEFAULT_STEPS = "demo,templates,pendulum,smoke"
 CLONE = "benchback-rl"  # the clone's folder, in the temporary folder
 PIP_VARIABLES = ("PIP_CACHE_DIR", "PIP_NO_CACHE_DIR")  # kept with --pip-cache
 

@@ -25,7 +25,13 @@ from atomic import BadJson, parse_json, read_json, write_file, write_json
 from benchmarks.common import human, machine_text, run_series
 from sweep import study
 
-STEP_GROUPS = ("demo", "templates", "pendulum", "tests")  # --steps names, in the order they run
+STEP_GROUPS = (
+    "demo",
+    "templates",
+    "pendulum",
+    "smoke",
+    "tests",
+)  # --steps names, in the order they run
 # what ./setup.sh demo trains (setup.sh); the templates too
 DEMO_ENV, DEMO_SIZE = "Acrobot-v1", "small"
 PENDULUM_HEADING = "**Continuous control.**"  # README.md's paragraph before the Pendulum code block
@@ -96,6 +102,9 @@ def plan_steps(groups: list[str], readme: str) -> list[Step]:
             steps.append(
                 Step("pendulum", "pendulum", ("./setup.sh", "run", *pendulum_command(readme)))
             )
+        elif group == "smoke":
+            smoke = ("./setup.sh", "run", "./bench.sh", "--smoke")
+            steps.append(Step("smoke", "smoke", smoke, trains=False))
         else:
             steps.append(Step("tests", "tests", ("./setup.sh", "test"), trains=False))
     return steps
@@ -298,6 +307,7 @@ def readme_line(records: list[tuple[str, dict]]) -> str:
     if groups.get("templates"):
         parts.append(templates_text(by_step, groups["templates"]))
     parts += [f"the Pendulum line {step_text(by_step[n])}" for n in groups.get("pendulum", [])]
+    parts += [f"`./bench.sh --smoke` {step_text(by_step[n])}" for n in groups.get("smoke", [])]
     tests = groups.get("tests")
     parts.append(
         f"`./setup.sh test` {step_text(by_step[tests[0]])}"

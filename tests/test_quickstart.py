@@ -50,7 +50,7 @@ def test_an_unknown_step_is_one_line_and_exit_2_before_any_clone(tmp_path, capsy
     out = tmp_path / "out"
     code, err, _ = run_main(capsys, "--steps", steps, "--out", out, "--repo", tmp_path / "no-repo")
     assert code == 2 and len(err) == 1, err
-    assert err[0].startswith("error: --steps") and "demo, templates, pendulum, tests" in err[0]
+    assert err[0].startswith("error: --steps") and "demo, templates, pendulum, smoke, tests" in err[0]
     bad = {"demo,nope": "'nope'", "": "''", "templates,Demo": "'Demo'"}[steps]
     assert bad in err[0]
     assert not out.exists() and list(tmp_path.iterdir()) == []
@@ -69,6 +69,14 @@ def test_a_readme_without_the_markers_is_refused_before_any_clone(tmp_path, caps
 def test_the_steps_run_in_their_order_and_tests_only_when_asked():
     assert quickstart_steps.step_groups("pendulum,demo") == ["demo", "pendulum"]
     assert quickstart_steps.step_groups("templates", with_tests=True) == ["templates", "tests"]
+    assert quickstart_steps.step_groups("tests,smoke,demo") == ["demo", "smoke", "tests"]
+
+
+def test_the_smoke_step_is_the_readmes_smoke_sweep():
+    (smoke,) = quickstart_steps.plan_steps(["demo", "smoke"], "")[1:]
+    assert smoke.command == ("./setup.sh", "run", "./bench.sh", "--smoke") and not smoke.trains
+    readme = (ROOT / "README.md").read_text()
+    assert "\n./bench.sh --smoke " in readme  # the line it times
 
 
 # ------------------------------------------------------------------------------------- the commands
@@ -230,6 +238,7 @@ MEASURED = [
     step("linen", "templates", 50.0, compile_s=4.0, versions={"python": "3.11.9"}),
     step("torch", "templates", 100.0, compile_s=45.0),
     step("pendulum", "pendulum", 52.0, code=1),
+    step("smoke", "smoke", 64.0),
 ]
 
 
@@ -256,6 +265,7 @@ def test_the_readme_block_is_rewritten_between_its_markers_only(tmp_path):
     assert "`./setup.sh demo` 3m05s (set-up 2m10s, the run 55 s; final return −85.0)" in line
     assert "linen 50 s, torch 1m40s (of which compile 45 s)" in line
     assert "the Pendulum line failed (exit 1)" in line and "`./setup.sh test` not timed" in line
+    assert "`./bench.sh --smoke` 1m04s" in line
     quickstart_steps.render(out, record(MEASURED), str(readme))
     assert readme.read_text() == after  # idempotent
     table = (out / "README.md").read_text()
