@@ -344,8 +344,8 @@ def memory_markdown(results: Results) -> list[str]:
     grid = grid.reindex(columns=in_order(modes, grid.columns)).reset_index()
     intro = (
         "Peak memory of each process, the median over its cell's runs: the host's resident set "
-        "(summary.json peak_rss_bytes) and, on an accelerator (GPU, TPU), its peak device bytes; for a "
-        "run of N agents also per agent (peak / N)."
+        "(summary.json peak_rss_bytes) and, on an accelerator (GPU, TPU), its peak device bytes; "
+        "for a run of N agents also per agent (peak / N)."
     )
     grid = grid.rename(columns={"model_size": "size", "num_agents": "agents"})
     return ["## Peak memory", intro, markdown_table(grid), *missing]

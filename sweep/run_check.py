@@ -4,7 +4,7 @@ checks its input. A misspelt one (-- --dtyp bfloat16) is then one line and exit 
 made, not a failure of every run after its imports.
 
 The arguments the sweep builds itself, and those of the study (a preset's args, a learning
-experiment's configuration; tests/test_audit4_sweep.py checks them), are right by construction: a
+experiment's configuration; tests/test_sweep_inputs.py checks them), are right by construction: a
 sweep is checked when it is given arguments after --, on one command per framework and configuration
 (each with the preset's args, the configuration's and those after --). The scripts are imported in
 one child of the runs' Python, which takes seconds (JAX, the frameworks, gymnax: about 9 s of CPU

@@ -27,8 +27,8 @@ from test_bench import (
     planned,
     timing_file,
 )
-from test_bench_hardening import FAKE_SCRIPT, one_line_refusal
 from test_plot_results import write_run
+from test_sweep_hostile_input import FAKE_SCRIPT, one_line_refusal
 
 import plot_results
 from helpers import ENV_TIMING_MODULE, ROOT, STUDY, SWEEP_MODULE, read_json

@@ -50,7 +50,8 @@ def test_an_unknown_step_is_one_line_and_exit_2_before_any_clone(tmp_path, capsy
     out = tmp_path / "out"
     code, err, _ = run_main(capsys, "--steps", steps, "--out", out, "--repo", tmp_path / "no-repo")
     assert code == 2 and len(err) == 1, err
-    assert err[0].startswith("error: --steps") and "demo, templates, pendulum, smoke, tests" in err[0]
+    assert err[0].startswith("error: --steps")
+    assert "demo, templates, pendulum, smoke, tests" in err[0]
     bad = {"demo,nope": "'nope'", "": "''", "templates,Demo": "'Demo'"}[steps]
     assert bad in err[0]
     assert not out.exists() and list(tmp_path.iterdir()) == []

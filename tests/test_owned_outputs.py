@@ -1,4 +1,4 @@
-"""The fourth audit's output paths and env-timing files (issue 54 items 1, 19 and 22): a tool
+"""Output paths and env-timing files (issue 54 items 1, 19 and 22): a tool
 replaces only files it wrote, refused in one line (exit 2) before anything is measured; an
 env-timing file with a nonsense step cost is refused wherever it is read; a benchmark's bad options
 are refused before measuring. Nothing here measures: the measuring functions are replaced by ones

@@ -1,9 +1,9 @@
-"""Tests of bench.sh and python -m sweep against the findings of the second audit (issue 39):
+"""bench.sh and python -m sweep, signals and shards (issue 39):
 --slurm-args resolved as sbatch resolves it, a signal that reaches any child of bench.sh, no run
 twice at once whatever the shards, bounded sizes, and values that start with "-".
 
-The sweeps run the stand-in framework of test_bench_hardening (FAKE_SCRIPT, through a study file of
-their own)."""
+The sweeps run the stand-in framework of test_sweep_hostile_input (FAKE_SCRIPT, through a study
+file of their own)."""
 
 import json
 import os
@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_bench_hardening import (
+from test_sweep_hostile_input import (
     FAKE_SWEEP,
     fake_env,
     marks,

@@ -1,4 +1,4 @@
-"""The fourth audit's findings in the training scripts' bookkeeping (issue 54 items 8, 13, 16 and
+"""The training scripts' bookkeeping (issue 54 items 8, 13, 16 and
 20): the JAX settings of the environment, a run stopped before its first iteration, and a full disk
 at the writer's close. (Items 10 and 11: tests/test_thread_governor.py, tests/test_script_inputs.py
 and tests/test_envpool.py.)"""

@@ -1,4 +1,4 @@
-"""The fourth audit's sweep items (issue 54): study.toml's names and keys (2), the run arguments
+"""The sweep's inputs (issue 54): study.toml's names and keys (2), the run arguments
 after -- checked before the first run (12), a selection of no runs (15), setup.sh run (17) and a
 preset's run arguments against the steady window (21). Each bad input: one line, exit 2, nothing
 made."""
