@@ -90,6 +90,7 @@ from benchmarks.quickstart_steps import (
     render,
     run_folders,
     step_groups,
+    with_pytest_counts,
     with_training,
     write_results,
     written_logs,
@@ -237,7 +238,7 @@ def run_step(step: Step, clone: Path, log: Path, env: dict) -> dict:
         result.update(wall_s=logged.wall_s, exit_code=None, interrupted=True)
         raise StepInterrupted(result)
     result.update(wall_s=logged.wall_s, exit_code=logged.returncode)
-    return with_training(result, step, clone, before)
+    return with_pytest_counts(with_training(result, step, clone, before), log)
 
 
 def now() -> str:
@@ -365,6 +366,14 @@ def other_records(args) -> list[tuple[Path, dict]]:
 
 def render_only(args) -> int:
     record = read_record(args.out, "--render-only: --out")
+    # a tests step of an earlier version of this tool: its pytest counts read from its log
+    logs = {log.name: log for log in written_logs(Path(args.out))}
+    record["steps"] = [
+        with_pytest_counts(step, logs.get(Path(str(step.get("log", ""))).name, Path("-")))
+        for step in record["steps"]
+    ]
+    if any("pytest" in step for step in record["steps"]):
+        write_results(Path(args.out), record)
     render(Path(args.out), record, args.update_readme, other_records(args))
     return 0
 

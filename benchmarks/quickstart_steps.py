@@ -161,6 +161,30 @@ def with_training(result: dict, step: Step, clone: Path, before: set[Path]) -> d
     return result
 
 
+# pytest's last line: "1 failed, 1586 passed, 8 skipped, 90 warnings in 3685.49s (1:01:25)"
+PYTEST_LAST_LINE = re.compile(r"^=*\s*(\d+ [a-z]+(?:, \d+ [a-z]+)*) in [\d.]+s\b", re.MULTILINE)
+
+
+def pytest_counts(log: Path) -> Optional[str]:
+    """The counts of pytest's last line in a test step's log (failed, passed, skipped; warnings
+    left out), or None when the log holds none."""
+    if not log.is_file() or log.is_symlink():
+        return None
+    found = PYTEST_LAST_LINE.findall(log.read_text(errors="replace")[-20_000:])
+    if not found:
+        return None
+    counts = [part for part in found[-1].split(", ") if not part.endswith("warnings")]
+    return ", ".join(counts)
+
+
+def with_pytest_counts(result: dict, log: Path) -> dict:
+    """A tests step's result with its pytest counts (read from its log) when it has none yet."""
+    if result.get("group") != "tests" or result.get("pytest"):
+        return result
+    counts = pytest_counts(log)
+    return {**result, "pytest": counts} if counts else result
+
+
 def outcome(result: dict) -> str:
     """How a step ended, in words: done, failed (exit N), interrupted, or why it did not run or
     cannot be read."""
@@ -272,6 +296,17 @@ def templates_text(by_step: dict[str, list[dict]], names: list[str]) -> str:
     return f"{DEMO_ENV} {DEMO_SIZE}, {command}: " + ", ".join(said)
 
 
+def tests_text(results: list[dict]) -> Optional[str]:
+    """The test steps' wall times with pytest's counts, whatever their exit code; None when no
+    record has the counts."""
+    said = [
+        f"{human(r['wall_s'])} ({r['pytest']})"
+        for r in results
+        if r.get("pytest") and r.get("wall_s") is not None
+    ]
+    return "; ".join(said) or None
+
+
 def load_text(record: dict) -> str:
     busy = record.get("busy_loops", 0)
     if not busy:
@@ -294,23 +329,33 @@ def readme_line(records: list[tuple[str, dict]]) -> str:
     """The README's sentence: how long each quick-start line took, where, when, under what load
     (a range over the records), and where the results are; records: (link, record) pairs."""
     by_step: dict[str, list[dict]] = {}
+    loads: dict[str, list[str]] = {}  # the loads of the records that timed each step
     for _, record in records:
         for step in record["steps"]:
             by_step.setdefault(step["step"], []).append(step)
+            loads.setdefault(step["step"], []).append(load_text(record))
     if not by_step:
         return PLACEHOLDER
     groups: dict[str, list[str]] = {}
     for name, results in by_step.items():
         groups.setdefault(results[0]["group"], []).append(name)
-    parts = [f"`./setup.sh` (set-up only) {step_text(by_step[n])}" for n in groups.get("setup", [])]
+
+    def timed(name: str) -> str:
+        """The step's time, and which records timed it when not all of them did."""
+        text = step_text(by_step[name])
+        if len(by_step[name]) < len(records):
+            text += f" ({' and '.join(loads[name])} only)"
+        return text
+
+    parts = [f"`./setup.sh` (set-up only) {timed(n)}" for n in groups.get("setup", [])]
     parts += [demo_text(by_step[name]) for name in groups.get("demo", [])]
     if groups.get("templates"):
         parts.append(templates_text(by_step, groups["templates"]))
-    parts += [f"the Pendulum line {step_text(by_step[n])}" for n in groups.get("pendulum", [])]
-    parts += [f"`./bench.sh --smoke` {step_text(by_step[n])}" for n in groups.get("smoke", [])]
+    parts += [f"the Pendulum line {timed(n)}" for n in groups.get("pendulum", [])]
+    parts += [f"`./bench.sh --smoke` {timed(n)}" for n in groups.get("smoke", [])]
     tests = groups.get("tests")
     parts.append(
-        f"`./setup.sh test` {step_text(by_step[tests[0]])}"
+        f"`./setup.sh test` {tests_text(by_step[tests[0]]) or timed(tests[0])}"
         if tests
         else "`./setup.sh test` not timed"
     )
@@ -332,6 +377,7 @@ def steps_table(steps: list[dict]) -> str:
             "the run (total_s)": human(s.get("total_s")),
             "final return": s.get("final_return"),
             "compile": human(s.get("compile_s")),
+            "pytest": s.get("pytest", ""),
         }
         for s in steps
     ]

@@ -307,6 +307,8 @@ def test_a_quiet_and_a_loaded_record_give_ranges(tmp_path):
     assert "linen 50 s, torch 1m40s–2m40s (of which compile 45 s–1m15s)" in line
     # a step that failed in one record: the other's time
     assert "the Pendulum line 1m20s" in line
+    # a step that one record did not time: said so
+    assert "`./bench.sh --smoke` 1m04s (quiet only)" in line
     assert "nothing else running" in (quiet / "README.md").read_text()
 
 
@@ -506,3 +508,18 @@ def test_ctrl_c_keeps_what_was_measured(tmp_path, monkeypatch):
     assert not (seen / "before-test.json").exists()  # nothing ran after Ctrl-C
     assert PLACEHOLDER in (tmp_path / "README.md").read_text()  # left as it was
     assert "status interrupted" in (out / "README.md").read_text()
+
+
+def test_a_test_steps_pytest_counts_are_read_from_its_log_and_stated(tmp_path):
+    log = tmp_path / "tests.log"
+    log.write_text(
+        "....F..\n= short test summary info =\nFAILED tests/test_x.py::test_y\n"
+        "1 failed, 1586 passed, 8 skipped, 90 warnings in 3685.49s (1:01:25)\n"
+    )
+    assert quickstart_steps.pytest_counts(log) == "1 failed, 1586 passed, 8 skipped"
+    (tmp_path / "empty.log").write_text("no summary here\n")
+    assert quickstart_steps.pytest_counts(tmp_path / "empty.log") is None
+    result = step("tests", "tests", 3690.0, code=1)
+    result = quickstart_steps.with_pytest_counts(result, log)
+    line = quickstart_steps.readme_line([("out/README.md", record([result]))])
+    assert "`./setup.sh test` 1h01m (1 failed, 1586 passed, 8 skipped)" in line
