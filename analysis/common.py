@@ -20,6 +20,7 @@ cells (numbers, intervals in [ ], ** for bold) are ours: md_cell keeps their mar
 only what could break the table or be HTML.
 """
 
+import math
 import os
 import re
 import shlex
@@ -111,6 +112,25 @@ def from_csv(table: pd.DataFrame) -> pd.DataFrame:
         if table[column].map(lambda v: isinstance(v, str) and v.startswith(QUOTE)).any():
             table[column] = table[column].map(from_csv_text)
     return table
+
+
+def without_empty_optional(table: pd.DataFrame) -> pd.DataFrame:
+    """table without the optional columns (COMPILE_COLUMNS) that no row fills."""
+    empty = [c for c in COMPILE_COLUMNS if c in table and table[c].isna().all()]
+    return table.drop(columns=empty)
+
+
+def compile_seconds(summary: dict) -> dict:
+    """summary.json's compile_s as COMPILE_COLUMNS: a part's seconds, None where it is missing or
+    not a number (an older run, a torch run)."""
+    compiled = summary.get("compile_s")
+    compiled = compiled if isinstance(compiled, dict) else {}
+    columns = {}
+    for part, column in zip(COMPILE_PARTS, COMPILE_COLUMNS):
+        value = compiled.get(part)
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        columns[column] = float(value) if number and math.isfinite(value) else None
+    return columns
 
 
 def write_csv(table: pd.DataFrame, path) -> None:
@@ -210,8 +230,14 @@ SUMMARY_JSON_COLUMNS = ["status", "iterations_completed", "setup_s", "import_s",
 SUMMARY_JSON_COLUMNS += ["final_return", "resumed_at"]  # resumed_at as words: resumed_words
 # each agent's final return (a JSON list in a runs.csv); the process's peak memory (bytes, or none)
 SUMMARY_JSON_COLUMNS += ["final_returns", "peak_rss_bytes", "peak_device_bytes"]
+# summary.json's compile_s (JAX's compile time up to the end of iteration 0, per jitted function)
+# as columns of seconds; a table keeps them only where a run recorded them (optional_columns), so
+# the tables of the editions before compile_s stay as they were
+COMPILE_PARTS = ("rollout", "update", "other")
+COMPILE_COLUMNS = [f"compile_{part}_s" for part in COMPILE_PARTS]
 # experiment_folder: the experiment whose folder (bench.sh's) holds the run, "" for a run elsewhere
 RUN_COLUMNS = ["run", "run_dir", "experiment_folder", *CONFIG_COLUMNS, *SUMMARY_JSON_COLUMNS]
+RUN_COLUMNS += COMPILE_COLUMNS
 # columns of a runs.csv of an older plot_results.py -> their names now
 RENAMED_COLUMNS = {"device": "device_name", "sweep": "experiment_folder"}
 # the identity's axes that tables of earlier versions lack, and the value their runs had: before

@@ -54,11 +54,13 @@ from analysis.common import (
     SUMMARY_JSON_COLUMNS,
     BadInput,
     SkippedRun,
+    compile_seconds,
     config_cell,
     numeric_columns,
     read_csv,
     run_keys,
     text_column,
+    without_empty_optional,
 )
 from analysis.output import as_bool, read_runs_csv
 from sweep import env_timing_file
@@ -109,6 +111,7 @@ def run_rows(run: runlog.Run, study: Study) -> pd.DataFrame:
         **{key: summary.get(key) for key in SUMMARY_JSON_COLUMNS},
         "resumed_at": resumed_words(summary),
         "final_returns": json.dumps(finals),
+        **compile_seconds(summary),
     }
     iteration = scalars["step"] // config["batch_size"] - 1
     return pd.concat([pd.DataFrame({**info, "iteration": iteration}), scalars], axis=1)
@@ -163,7 +166,7 @@ def load_runs(
     )
     # by folder name, then (folder names shared by runs of other tags or machines) by identity
     runs = runs.sort_values(["run", "run_key", "iteration"], kind="stable")
-    return runs[columns].reset_index(drop=True), skipped
+    return without_empty_optional(runs[columns].reset_index(drop=True)), skipped
 
 
 def first_copies(runs: pd.DataFrame) -> tuple[pd.DataFrame, list[SkippedRun]]:
@@ -325,6 +328,7 @@ def summarize(
     ]
     groups = runs.assign(run_key=run_keys(runs)).groupby(["run", "run_key"], sort=True)
     summary = pd.DataFrame([summarize_run(rows, study) for _, rows in groups], columns=columns)
+    summary = without_empty_optional(summary)
     summary["env_cost"] = summary["env"].map(timing["ratio"]) if "ratio" in timing else float("nan")
     masks = experiment_masks(summary, study)
     summary["experiments"] = [

@@ -43,6 +43,7 @@ import pandas as pd
 from analysis import runlog
 from analysis.common import (
     ADDED_KEYS,
+    COMPILE_COLUMNS,
     CONFIG_COLUMNS,
     CSV_READ_ERRORS,
     RENAMED_COLUMNS,
@@ -301,6 +302,9 @@ def read_runs_csv(path: str, study: Study) -> tuple[pd.DataFrame, list[SkippedRu
     runs["dtype"] = runs["dtype"].fillna(DTYPES[0]) if "dtype" in runs else DTYPES[0]
     runs["num_agents"] = runs["num_agents"] if "num_agents" in runs else 1  # of before it: 1
     runs = numeric_columns(runs, RUNS_CSV_NUMBERS, "--csv", path, "runs.csv")
+    for column in COMPILE_COLUMNS:  # optional seconds: a word there is no number
+        if column in runs:
+            runs[column] = pd.to_numeric(runs[column], errors="coerce")
     # copies of one run under two folder names are checked apart (and counted once by load_runs)
     keys = run_keys(runs) + "\x1f" + text_column(runs, "run")
     bad, skipped = pd.Series(False, index=runs.index), []

@@ -36,6 +36,7 @@ from analysis.markdown import (
 )
 from analysis.results import (
     Results,
+    compile_table,
     env_table,
     machines_table,
     missing_time,
@@ -198,6 +199,21 @@ def resumed_note(summary: pd.DataFrame) -> list[str]:
     ]
 
 
+def compile_markdown(results: Results) -> list[str]:
+    """REPORT.md's compile time, when runs recorded it (summary.json compile_s); else nothing."""
+    table = compile_table(results)
+    if table.empty:
+        return []
+    intro = (
+        "JAX's compile time up to the end of iteration 0 (summary.json compile_s: tracing, "
+        "lowering and XLA's compile, per jitted function; `other`: the init and eager ops), the "
+        "median over the runs that recorded it, beside the set-up (first line to iteration 0) and "
+        "iteration 0's time, which hold it. A run on a CPU and one on an accelerator are rows of "
+        "their own (device)."
+    )
+    return ["## Compile time", intro, markdown_table(table)]
+
+
 def report_text(
     results: Results,
     skipped: list[SkippedRun],
@@ -252,6 +268,7 @@ def report_text(
             markdown_table(windows_table(results)),
             *windows_gaps(results),
         ]
+    parts += compile_markdown(results)
     timing_note = (
         "Measured by sweep/env_timing.py on "
         f"{md_text(timing_info.get('device') or 'an unnamed device')} "

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.common import (
+    COMPILE_COLUMNS,
     DTYPE_COLUMNS,
     METRICS,
     in_order,
@@ -378,6 +379,33 @@ def windows_table(results: Results) -> pd.DataFrame:
     return table.sort_values(["model_size", "framework"], key=lambda s: s.map(key)).rename(
         columns={"model_size": "size"}
     )
+
+
+def compile_table(results: Results) -> pd.DataFrame:
+    """Per tag, device, framework and model size: the runs that recorded compile_s, and the medians
+    of their set-up, iteration 0 and compile seconds per jitted function; empty when none did."""
+    summary = results.summary
+    columns = [c for c in COMPILE_COLUMNS if c in summary]
+    if not columns:
+        return pd.DataFrame()
+    runs = summary[summary[columns].notna().any(axis=1)]
+    keys = ["tag", "device_name", "framework", "model_size"]
+    # the study's first window: iteration 0, where the compilation is
+    first, window = next(iter(window_columns(results.study).items()))
+    named = {
+        "setup_s": "setup (s)",
+        first: f"{window.label} (s)",
+        **{c: f"compile: {c.removeprefix('compile_').removesuffix('_s')} (s)" for c in columns},
+    }
+    grouped = runs.groupby(keys)
+    table = grouped[list(named)].median().rename(columns=named)
+    table.insert(0, "runs", grouped.size())
+    order = {v: i for i, v in enumerate([*results.study.frameworks, *results.study.sizes])}
+    table = table.reset_index().sort_values(
+        ["tag", "device_name", "model_size", "framework"],
+        key=lambda s: s.map(order) if s.name in ("model_size", "framework") else s,
+    )
+    return table.rename(columns={"model_size": "size", "device_name": "device"})
 
 
 def env_table(results: Results) -> pd.DataFrame:
