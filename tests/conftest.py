@@ -26,3 +26,12 @@ os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.g
 @pytest.fixture
 def log_dir(tmp_path: Path) -> Path:
     return tmp_path / "runs"
+
+
+@pytest.fixture
+def fake(tmp_path: Path) -> dict:
+    """The environment of a bench.sh whose study has the stand-in framework "fake"
+    (test_sweep_hostile_input.fake_env): the sweep's tests run it."""
+    from test_sweep_hostile_input import fake_env
+
+    return fake_env(tmp_path)

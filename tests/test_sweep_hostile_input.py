@@ -108,11 +108,6 @@ FAKE_SWEEP = [
 ]
 
 
-@pytest.fixture
-def fake(tmp_path) -> dict:
-    return fake_env(tmp_path)
-
-
 def fake_env(tmp_path) -> dict:
     """The environment of a bench.sh whose study has the stand-in framework "fake"; its marks in
     tmp_path/marks."""

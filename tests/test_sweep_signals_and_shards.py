@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 from test_sweep_hostile_input import (
     FAKE_SWEEP,
-    fake_env,
     marks,
     one_line_refusal,
     run_bench,
@@ -25,11 +24,6 @@ from test_sweep_hostile_input import (
 
 from helpers import ROOT, SWEEP_MODULE, wait_until
 from sweep import option_checks, sbatch
-
-
-@pytest.fixture
-def fake(tmp_path) -> dict:
-    return fake_env(tmp_path)
 
 
 # ----------------------------------------------------- 11: a value that starts with "-" is a value
