@@ -231,8 +231,8 @@ SUMMARY_JSON_COLUMNS += ["final_return", "resumed_at"]  # resumed_at as words: r
 # each agent's final return (a JSON list in a runs.csv); the process's peak memory (bytes, or none)
 SUMMARY_JSON_COLUMNS += ["final_returns", "peak_rss_bytes", "peak_device_bytes"]
 # summary.json's compile_s (JAX's compile time up to the end of iteration 0, per jitted function)
-# as columns of seconds; a table keeps them only where a run recorded them (optional_columns), so
-# the tables of the editions before compile_s stay as they were
+# as columns of seconds; a table keeps them only where a run recorded them
+# (without_empty_optional), so the tables of the editions before compile_s stay as they were
 COMPILE_PARTS = ("rollout", "update", "other")
 COMPILE_COLUMNS = [f"compile_{part}_s" for part in COMPILE_PARTS]
 # experiment_folder: the experiment whose folder (bench.sh's) holds the run, "" for a run elsewhere

@@ -28,6 +28,7 @@ import pandas as pd
 
 from analysis.common import (
     COMPILE_COLUMNS,
+    COMPILE_PARTS,
     DTYPE_COLUMNS,
     METRICS,
     in_order,
@@ -392,11 +393,10 @@ def compile_table(results: Results) -> pd.DataFrame:
     keys = ["tag", "device_name", "framework", "model_size"]
     # the study's first window: iteration 0, where the compilation is
     first, window = next(iter(window_columns(results.study).items()))
-    named = {
-        "setup_s": "setup (s)",
-        first: f"{window.label} (s)",
-        **{c: f"compile: {c.removeprefix('compile_').removesuffix('_s')} (s)" for c in columns},
-    }
+    named = {"setup_s": "setup (s)", first: f"{window.label} (s)"}
+    for part, column in zip(COMPILE_PARTS, COMPILE_COLUMNS):
+        if column in columns:
+            named[column] = f"compile: {part} (s)"
     grouped = runs.groupby(keys)
     table = grouped[list(named)].median().rename(columns=named)
     table.insert(0, "runs", grouped.size())

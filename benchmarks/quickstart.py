@@ -95,6 +95,7 @@ from benchmarks.quickstart_steps import (
     write_results,
     written_logs,
 )
+from sweep.option_checks import BadOption, bounded_int
 
 DEFAULT_STEPS = "demo,templates,pendulum,smoke"
 CLONE = "benchback-rl"  # the clone's folder, in the temporary folder
@@ -140,10 +141,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def busy_count(text: str) -> int:
-    """--busy's count; BadInput unless it is a whole number from 0 to 64."""
-    if not text.isdigit() or int(text) > 64:
-        raise BadInput(f"--busy {text!r}: give a whole number of busy loops, 0 to 64")
-    return int(text)
+    """--busy's count, of ASCII digits, 0 to 64; BadInput naming the value otherwise."""
+    try:
+        return bounded_int("--busy", text, 0, 64)
+    except BadOption as e:
+        raise BadInput(str(e)) from None
 
 
 def check_paths(args) -> None:
