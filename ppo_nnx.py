@@ -389,8 +389,10 @@ def update(args: Args, agent: Agent, optimizer, batch: Batch, key, permutations=
     """update_epochs epochs of num_minibatches minibatches, in the given orders (or random). In
     place: jax.lax.scan carries the split state of agent and optimizer."""
     if permutations is None:
-        key, *epoch_keys = jax.random.split(key, args.update_epochs + 1)
-        permutations = jnp.stack([jax.random.permutation(k, args.batch_size) for k in epoch_keys])
+        keys = jax.random.split(key, args.update_epochs + 1)
+        # vmapped, not a call per epoch: XLA compiles one sort, not update_epochs of them
+        permutations = jax.vmap(partial(jax.random.permutation, x=args.batch_size))(keys[1:])
+        key = keys[0]
     graphdef, state = nnx.split((agent, optimizer))
 
     def minibatch_step(state: nnx.State, mb: Batch):
@@ -444,7 +446,6 @@ def main():
 
         env = env_normalize.normalize(env, args.norm_obs, args.norm_reward, args.gamma)
     run_name = book.run_name(args, FRAMEWORK)  # env__[exp_name__]framework__...; --resume's own
-    # a new folder, even for two runs in one second; with --resume, the stopped run's
     run_dir = book.make_run_dir(os.path.join(args.log_dir, run_name), args.resume)
     config = {**asdict(args), "framework": FRAMEWORK, "batch_size": args.batch_size}
     config["minibatch_size"] = args.batch_size // args.num_minibatches
@@ -473,7 +474,7 @@ def main():
             writers += [logs.enter_context(SummaryWriter(folder)) for folder in folders]
         # every agent's keys from its own seed: agent k is the single-agent run of seed + k
         seeds = args.seed + jnp.arange(args.num_agents)
-        split = jax.vmap(lambda seed: tuple(jax.random.split(jax.random.key(seed), 3)))
+        split = jax.jit(jax.vmap(lambda seed: tuple(jax.random.split(jax.random.key(seed), 3))))
         env_key, init_key, update_key = split(seeds)
         runner = jax.vmap(partial(reset_envs, env, env_params, num_envs=args.num_envs))(env_key)
         sizes, obs_dim = MODEL_SIZES[args.model_size], runner.obs.shape[-1]

@@ -455,7 +455,6 @@ def main():
         env = env_normalize.normalize(env, args.norm_obs, args.norm_reward, args.gamma)
     device = torch_glue.shared_device(args.device, args.compile)
     run_name = book.run_name(args, FRAMEWORK)  # env__[exp_name__]framework__...; --resume's own
-    # a new folder, even for two runs in one second; with --resume, the stopped run's
     run_dir = book.make_run_dir(os.path.join(args.log_dir, run_name), args.resume)
     config = {**asdict(args), "framework": FRAMEWORK, "batch_size": args.batch_size}
     config["minibatch_size"] = args.batch_size // args.num_minibatches

@@ -1,7 +1,7 @@
 """Do ppo_linen.py, ppo_nnx.py and ppo_equinox.py hand XLA the same program? Lowers and compiles the
 rollout and the update of each script for one configuration, the way its compiled modes do (linen
-jax.jit; nnx nnx.jit; equinox both: its default `partition`, through ppo_equinox.jit_partitioned,
-and `filter_jit`); then compares, per function:
+jax.jit; nnx nnx.jit; equinox both: its default `partition`, a plain jax.jit, and `filter_jit`);
+then compares, per function:
 
 - XLA's cost_analysis() of the compiled executable: flops and bytes accessed;
 - a histogram of the op kinds of the optimized HLO (fusions counted as one op, their insides
@@ -82,12 +82,10 @@ def lowered_equinox(args, env, env_params, runner, batch, init_key, update_key, 
             "rollout": eqx.filter_jit(rollout_fn).lower(agent, runner),
             "update": eqx.filter_jit(update_fn).lower(agent, opt_state, batch, update_key),
         }
-    params, static = eqx.partition(agent, eqx.is_array)  # as ppo_equinox.py's partition mode
+    # partition: ppo_equinox.py's plain jax.jit (every leaf of its agent is an array)
     return {
-        "rollout": ppo_equinox.jit_partitioned(rollout_fn, static).lower(params, runner),
-        "update": ppo_equinox.jit_partitioned(update_fn, static).lower(
-            params, opt_state, batch, update_key
-        ),
+        "rollout": jax.jit(rollout_fn).lower(agent, runner),
+        "update": jax.jit(update_fn).lower(agent, opt_state, batch, update_key),
     }
 
 

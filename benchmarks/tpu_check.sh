@@ -5,7 +5,9 @@
 #   chip     study.toml's preset "accelerator" on the chip (exp1: CartPole-v1 and SpaceInvaders-MinAtar, every size,
 #            Linen, NNX and Equinox, 3 seeds, 20 iterations), tag tpu-v5e;
 #   host     the same cells on the host's CPU (JAX_PLATFORMS=cpu), torch included, tag tpu-v5e-host: the reference
-#            column, never paired with the chip's runs (a speedup never compares two devices).
+#            column, never paired with the chip's runs (a speedup never compares two devices);
+#   parts    (only when asked for) where iteration 0's compilation goes on the chip, piece by piece
+#            (benchmarks/compile_parts.py), CartPole-v1 small and large: $OUT/parts/*.json and .md.
 # A lent chip comes in windows of minutes, one command at most 10: every step stops at DEADLINE seconds from the
 # start (default 540), and bench.sh resumes a sweep where it stopped, so the same command run again goes on. Runs
 # land in $RUNS (default $OUT/runs); runs kept from an earlier call (RESUME_FROM, default results/tpu-v5e/runs)
@@ -57,6 +59,14 @@ chip() {
     --no-env-timing --timeout 300
 }
 
+parts() {
+  local size
+  for size in small large; do
+    step "parts_$size" "$PY" -m benchmarks.compile_parts --env CartPole-v1 --model-size "$size" \
+      --out "$OUT/parts/CartPole-v1-$size.json" || return 1
+  done
+}
+
 host() {
   JAX_PLATFORMS=cpu step host ./bench.sh --python "$PY" --experiments exp1 \
     --envs CartPole-v1,SpaceInvaders-MinAtar --compile-modes default --seeds 3 --iterations 20 \
@@ -65,8 +75,8 @@ host() {
 
 for name in "${STEPS[@]}"; do
   case $name in
-    machine | smoke | chip | host) ;;
-    *) echo "tpu_check.sh: unknown step '$name'; steps: machine smoke chip host" >&2 && exit 2 ;;
+    machine | smoke | chip | host | parts) ;;
+    *) echo "tpu_check.sh: unknown step '$name'; steps: machine smoke chip host parts" >&2 && exit 2 ;;
   esac
 done
 if [[ -z ${DRY_RUN:-} ]]; then

@@ -222,6 +222,7 @@ BENCHMARKS = [
     ("envpool_calls", ["--envs", "CartPole-v1"], True),
     ("jax_vs_linen", [], False),
     ("torch_vs_linen", ["--envs", "CartPole-v1", "--model-sizes", "small"], False),
+    ("compile_parts", [], True),
 ]
 
 

@@ -69,5 +69,15 @@ def test_an_unknown_step_is_refused_before_anything(tmp_path):
         ["bash", str(RUNNER), "chip", "bogus"], cwd=ROOT, capture_output=True, text=True, env=env
     )
     assert done.returncode == 2
-    assert done.stderr == "tpu_check.sh: unknown step 'bogus'; steps: machine smoke chip host\n"
+    steps = "machine smoke chip host parts"
+    assert done.stderr == f"tpu_check.sh: unknown step 'bogus'; steps: {steps}\n"
     assert not out.exists()
+
+
+def test_the_parts_step_compiles_the_pieces_small_and_large_when_asked(tmp_path):
+    commands = plan(tmp_path, "parts")
+    assert list(commands) == ["parts_small", "parts_large"]
+    for size, command in zip(("small", "large"), commands.values()):
+        assert command[1:3] == ["-m", "benchmarks.compile_parts"]
+        assert command[command.index("--model-size") + 1] == size
+        assert command[command.index("--out") + 1].endswith(f"parts/CartPole-v1-{size}.json")
