@@ -13,13 +13,17 @@ the same iterations): wall time and peak memory.
 PureJaxRL runs from --purejaxrl-dir (a checkout; nothing of it is copied or changed) in a venv of
 its own from benchmarks/purejaxrl-requirements.txt (made once in --work-dir, unless
 --purejaxrl-python is given): its distrax needs tensorflow-probability, which fails with our jax,
-so it runs on the jax that file pins; the record lists each side's versions.
+so it runs on the jax that file pins; the record lists each side's versions. With --shims it runs
+on this interpreter, on our JAX, with benchmarks/purejaxrl_shims.py's stand-ins for what that venv
+holds and ours lacks (distrax's Categorical, gymnax 0.0.x's five-value step, chex's type names):
+both sides on one JAX, and on an accelerator machine whose image carries one JAX.
 
     python -m benchmarks.purejaxrl --purejaxrl-dir ~/purejaxrl            # scaling, 3 rounds
     python -m benchmarks.purejaxrl --purejaxrl-dir ~/purejaxrl --mode whole
     python -m benchmarks.purejaxrl --purejaxrl-dir ~/purejaxrl --agents 1 2 --iterations 10 \\
         --rounds 1 --configs cleanrl
     python -m benchmarks.purejaxrl --purejaxrl-dir ~/purejaxrl --agents 1 --cpus 1  # one core
+    python -m benchmarks.purejaxrl --purejaxrl-dir ~/purejaxrl --mode whole --shims --out X.json
 
 Output: --out (default results/benchmarks/purejaxrl_MODE_cpu.json, _gpu with a GPU) and the .md
 beside it, rewritten after every run (files there this tool did not write are refused); each run's
@@ -77,6 +81,8 @@ def parser() -> Parser:
     p.add_argument("--iterations", type=int, help=iterations)
     p.add_argument("--timeout", type=float, default=1800, help="seconds per run at most")
     p.add_argument("--purejaxrl-python", help="an interpreter with PureJaxRL's packages (no venv)")
+    shims = "PureJaxRL on this interpreter, our JAX, with benchmarks/purejaxrl_shims.py (no venv)"
+    p.add_argument("--shims", action="store_true", help=shims)
     cpus = "pin the tool and every run to the first N cores it may use (taskset); default: all"
     p.add_argument("--cpus", type=int, metavar="N", help=cpus)
     p.add_argument(
@@ -111,6 +117,8 @@ def checked(opts: argparse.Namespace, gpu: bool) -> argparse.Namespace:
     if not Path(opts.purejaxrl_dir, runs.PPO).is_file():
         raise BadInput(f"--purejaxrl-dir {opts.purejaxrl_dir}: no {runs.PPO} in it")
     python = opts.purejaxrl_python
+    if python and opts.shims:
+        raise BadInput(f"--purejaxrl-python {python}: not with --shims (which runs on this one)")
     if python and not (Path(python).is_file() and os.access(python, os.X_OK)):
         raise BadInput(f"--purejaxrl-python {python}: no such executable")
     available = len(os.sched_getaffinity(0))
@@ -207,12 +215,15 @@ def measure(opts, argv: list[str]) -> int:
     checkout = runs.checkout_commit(Path(opts.purejaxrl_dir))
     work = Path(opts.work_dir)
     work.mkdir(parents=True, exist_ok=True)
-    python = opts.purejaxrl_python or str(runs.ensure_venv(work / "venv"))
+    if opts.shims:
+        python = sys.executable
+    else:
+        python = opts.purejaxrl_python or str(runs.ensure_venv(work / "venv"))
     logs = work / "logs" / time.strftime("%Y%m%d-%H%M%S")
     # --work-dir is the user's (followed); no folder below it a link: the logs are written there
     check_inside(work, logs, "--work-dir").mkdir(parents=True)
     checkout_dir = Path(opts.purejaxrl_dir).resolve()
-    plan = Plan(opts.iterations, opts.timeout, logs, python, checkout_dir)
+    plan = Plan(opts.iterations, opts.timeout, logs, python, checkout_dir, opts.shims)
     record = new_record(opts, argv, plan, checkout)
     print(sources_text(record), flush=True)
     print(f"results: {opts.out}; each run's output: {logs}", flush=True)
@@ -407,8 +418,11 @@ def sources_text(record: dict) -> str:
     """PureJaxRL's checkout and each side's versions: in the .md and before the first run."""
     source, versions = record["purejaxrl"], record["versions"]
     modified = " (its purejaxrl/ differs from that commit)" if source["modified"] else ""
+    where = "PureJaxRL's venv"
+    if record["options"].get("shims"):
+        where = "PureJaxRL on our interpreter, with benchmarks/purejaxrl_shims.py's stand-ins"
     return f"""PureJaxRL: its purejaxrl/ppo.py at `{source["commit"]}`{modified}, run as it is by
-benchmarks/purejaxrl_train.py. Versions. PureJaxRL's venv: {versions_text(versions[PUREJAXRL])}.
+benchmarks/purejaxrl_train.py. Versions. {where}: {versions_text(versions[PUREJAXRL])}.
 Ours: {versions_text(versions["ours"])}."""
 
 

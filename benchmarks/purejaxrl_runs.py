@@ -130,12 +130,14 @@ class Plan:  # what every run shares
     logs: Path
     purejaxrl_python: str
     purejaxrl_dir: Path
+    shims: bool = False  # PureJaxRL on our JAX (benchmarks/purejaxrl_shims.py)
 
 
 def purejaxrl_command(plan: Plan, setting: Setting, agents: int, whole: bool) -> list[str]:
     cmd = [plan.purejaxrl_python, str(DRIVER), "--purejaxrl-dir", str(plan.purejaxrl_dir)]
     cmd += ["--env", ENV, "--seed", str(SEED), *setting.flags()]
     cmd += ["--iterations", str(plan.iterations), "--agents", str(agents)]
+    cmd += ["--shims"] if plan.shims else []
     return cmd + (["--whole"] if whole else [])
 
 

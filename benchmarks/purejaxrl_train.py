@@ -1,7 +1,8 @@
 """PureJaxRL's own PPO trained in this process, for benchmarks/purejaxrl.py: its checkout's
 purejaxrl/ppo.py imported as it is (make_train, with its own wrappers.py), nothing of it copied or
 changed. Run with PureJaxRL's interpreter (its own venv, benchmarks/purejaxrl-requirements.txt),
-so it imports nothing of this project: the standard library, jax and PureJaxRL only.
+so it imports nothing of this project: the standard library, jax and PureJaxRL only. With --shims
+it runs on this project's interpreter instead, with benchmarks/purejaxrl_shims.py's stand-ins.
 
     python benchmarks/purejaxrl_train.py --purejaxrl-dir CHECKOUT --agents 4 --iterations 12
     python benchmarks/purejaxrl_train.py --purejaxrl-dir CHECKOUT --whole --iterations 100
@@ -36,6 +37,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--agents", type=int, default=1)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--whole", action="store_true", help="one agent, compile included")
+    p.add_argument(
+        "--shims",
+        action="store_true",
+        help="on this project's JAX: stand-ins for distrax, gymnax 0.0.x's step and the missing "
+        "brax and navix (benchmarks/purejaxrl_shims.py)",
+    )
     return p
 
 
@@ -70,10 +77,16 @@ def main() -> None:
     opts = parser().parse_args()
     # ppo.py imports its wrappers as a top-level module: its folder goes first on the path
     sys.path.insert(0, str(Path(opts.purejaxrl_dir, "purejaxrl").resolve()))
+    shims = []
+    if opts.shims:
+        # a sibling of this file, which runs as a script
+        import purejaxrl_shims
+
+        shims = purejaxrl_shims.install()
     import jax
     from ppo import make_train
 
-    result = {"import_s": since_start(), "device": str(jax.devices()[0])}
+    result = {"import_s": since_start(), "device": str(jax.devices()[0]), "shims": shims}
     if opts.whole:
         key = jax.random.PRNGKey(opts.seed)
         # the work of jax.jit(train)(key), in two steps so that the record can tell them apart

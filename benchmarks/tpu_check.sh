@@ -7,7 +7,10 @@
 #   host     the same cells on the host's CPU (JAX_PLATFORMS=cpu), torch included, tag tpu-v5e-host: the reference
 #            column, never paired with the chip's runs (a speedup never compares two devices);
 #   parts    (only when asked for) where iteration 0's compilation goes on the chip, piece by piece
-#            (benchmarks/compile_parts.py), CartPole-v1 small and large: $OUT/parts/*.json and .md.
+#            (benchmarks/compile_parts.py), CartPole-v1 small and large: $OUT/parts/*.json and .md;
+#   purejaxrl (only when asked for) PureJaxRL side by side on the chip (benchmarks/purejaxrl.py --shims: its
+#            ppo.py on our JAX), the whole process and CleanRL's batch at 1 and 256 agents, 2 rounds each:
+#            $OUT/purejaxrl/*.json and .md. PUREJAXRL_DIR: a PureJaxRL git checkout carried to the machine.
 # A lent chip comes in windows of minutes, one command at most 10: every step stops at DEADLINE seconds from the
 # start (default 540), and bench.sh resumes a sweep where it stopped, so the same command run again goes on. Runs
 # land in $RUNS (default $OUT/runs); runs kept from an earlier call (RESUME_FROM, default results/tpu-v5e/runs)
@@ -24,6 +27,7 @@ RESUME_FROM=${RESUME_FROM:-results/tpu-v5e/runs}
 TAG=${TAG:-tpu-v5e}
 TINY=(--env CartPole-v1 --num-envs 4 --num-steps 16 --num-iterations 3 --update-epochs 2 --num-minibatches 2)
 STEPS=("$@")
+ALL_STEPS="machine smoke chip host parts purejaxrl"
 if ((${#STEPS[@]} == 0)); then STEPS=(machine smoke chip host); fi
 START=$SECONDS
 
@@ -67,6 +71,15 @@ parts() {
   done
 }
 
+purejaxrl() {
+  local common=(--purejaxrl-dir "$PUREJAXRL_DIR" --shims --rounds 2
+    --work-dir "$OUT/purejaxrl-work")
+  step purejaxrl_whole "$PY" -m benchmarks.purejaxrl "${common[@]}" --mode whole \
+    --out "$OUT/purejaxrl/whole.json" || return 1
+  step purejaxrl_scaling "$PY" -m benchmarks.purejaxrl "${common[@]}" --configs cleanrl \
+    --agents 1 256 --out "$OUT/purejaxrl/scaling.json"
+}
+
 host() {
   JAX_PLATFORMS=cpu step host ./bench.sh --python "$PY" --experiments exp1 \
     --envs CartPole-v1,SpaceInvaders-MinAtar --compile-modes default --seeds 3 --iterations 20 \
@@ -75,9 +88,13 @@ host() {
 
 for name in "${STEPS[@]}"; do
   case $name in
-    machine | smoke | chip | host | parts) ;;
-    *) echo "tpu_check.sh: unknown step '$name'; steps: machine smoke chip host parts" >&2 && exit 2 ;;
+    machine | smoke | chip | host | parts | purejaxrl) ;;
+    *) echo "tpu_check.sh: unknown step '$name'; steps: $ALL_STEPS" >&2 && exit 2 ;;
   esac
+  if [[ $name == purejaxrl && ! -f ${PUREJAXRL_DIR:-}/purejaxrl/ppo.py ]]; then
+    echo "tpu_check.sh: the purejaxrl step needs PUREJAXRL_DIR, a PureJaxRL checkout (got '${PUREJAXRL_DIR:-}')" >&2
+    exit 2
+  fi
 done
 if [[ -z ${DRY_RUN:-} ]]; then
   mkdir -p "$OUT" "$RUNS"

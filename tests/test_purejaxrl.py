@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from benchmarks import purejaxrl, purejaxrl_runs
@@ -273,20 +274,24 @@ def test_a_run_is_told_in_one_line():
 
 
 # ----------------------------------------------------------------- PureJaxRL's side, for real
-def purejaxrl_setup(tmp_path) -> Plan:
+def purejaxrl_setup(tmp_path, shims: bool) -> Plan:
     checkout = os.environ.get("BENCHBACK_PUREJAXRL_DIR", "")
     if not Path(checkout, purejaxrl_runs.PPO).is_file():
         pytest.skip("no PureJaxRL checkout: set BENCHBACK_PUREJAXRL_DIR to one (CI has none)")
-    python = os.environ.get("BENCHBACK_PUREJAXRL_PYTHON") or str(
-        purejaxrl_runs.ensure_venv(ROOT / "runs" / "purejaxrl" / "venv")
-    )
-    return Plan(3, 300, tmp_path, python, Path(checkout).resolve())
+    if shims:
+        python = sys.executable
+    else:
+        python = os.environ.get("BENCHBACK_PUREJAXRL_PYTHON") or str(
+            purejaxrl_runs.ensure_venv(ROOT / "runs" / "purejaxrl" / "venv")
+        )
+    return Plan(3, 300, tmp_path, python, Path(checkout).resolve(), shims)
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("shims", [False, True])
 @pytest.mark.parametrize("whole", [False, True])
-def test_purejaxrls_side_trains_a_tiny_configuration(tmp_path, whole):
-    plan = purejaxrl_setup(tmp_path)
+def test_purejaxrls_side_trains_a_tiny_configuration(tmp_path, whole, shims):
+    plan = purejaxrl_setup(tmp_path, shims)
     tiny = Setting(4, 16, 2, 2)
     result = purejaxrl_runs.run_one(plan, PUREJAXRL, tiny, 1 if whole else 2, "pjx.log", whole)
     assert "error" not in result, result
@@ -311,3 +316,121 @@ def test_a_peers_venv_is_made_once_and_a_failed_step_is_one_line(tmp_path):
     assert made.is_file()
     # done: nothing runs again, not even a failing command
     assert stamped_venv(tmp_path / "venv", "v1\n", failing, ValueError, "a venv") == made
+
+
+# ----------------------------------------------------- PureJaxRL on our JAX (--shims), no venv
+# a stand-in checkout whose ppo.py and wrappers.py import and use what PureJaxRL's do, which our
+# environment lacks or has at another version: distrax, chex, brax, navix, gymnax 0.0.x's step
+STAND_IN_WRAPPERS = """
+import chex
+from brax import envs
+from brax.envs.wrappers.training import EpisodeWrapper, AutoResetWrapper
+import navix as nx
+
+
+def annotated(key: chex.PRNGKey) -> chex.Array:
+    return key
+"""
+STAND_IN_PPO = """
+import distrax
+import gymnax
+import jax
+import jax.numpy as jnp
+from wrappers import annotated
+
+
+def make_train(config):
+    env, env_params = gymnax.make(config["ENV_NAME"])
+
+    def train(key):
+        obs, state = env.reset(annotated(key), env_params)
+        pi = distrax.Categorical(logits=jnp.zeros(env.num_actions))
+        action = pi.sample(seed=key)
+        obs, state, reward, done, info = env.step(key, state, action, env_params)
+        returns = reward + pi.log_prob(action) + pi.entropy() + done
+        return {"metrics": {"returned_episode_returns": jnp.full(10, returns)}}
+
+    return train
+"""
+
+
+def test_the_shims_stand_in_for_what_our_environment_lacks():
+    code = """
+import sys
+sys.path.insert(0, "benchmarks")
+import purejaxrl_shims
+done = purejaxrl_shims.install()
+import chex, distrax, gymnax, jax, navix
+import jax.numpy as jnp
+from brax.envs.wrappers.training import AutoResetWrapper
+env, params = gymnax.make("CartPole-v1")
+obs, state = env.reset(jax.random.key(0), params)
+step = env.step(jax.random.key(1), state, 0, params)
+pi = distrax.Categorical(logits=jnp.zeros(4))
+print(len(step), env.num_actions, float(pi.log_prob(jnp.asarray(2))), float(pi.entropy()))
+print(chex.Array is jax.Array, "distrax.Categorical (sample, log_prob, entropy)" in done)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    sizes, checks = done.stdout.splitlines()[-2:]
+    length, actions, log_prob, entropy = sizes.split()
+    assert (length, actions) == ("5", "2")
+    # a uniform policy over 4 actions
+    assert abs(float(log_prob) + np.log(4)) < 1e-6 and abs(float(entropy) - np.log(4)) < 1e-6
+    assert checks == "True True"
+
+
+def test_the_five_value_step_is_done_when_terminated_or_truncated():
+    from benchmarks import purejaxrl_shims
+
+    class SixValues:
+        num_actions = 3
+
+        def step(self, key, state, action, params=None):
+            return (
+                "obs",
+                state,
+                1.0,
+                np.array([True, False, False]),
+                np.array([False, True, False]),
+                {},
+            )
+
+    env = purejaxrl_shims.FiveValueStep(SixValues())
+    obs, state, reward, done, info = env.step(None, "s", 0)
+    assert done.tolist() == [True, True, False] and env.num_actions == 3
+
+
+def test_the_sample_follows_the_logits():
+    import jax
+    import jax.numpy as jnp
+
+    from benchmarks import purejaxrl_shims
+
+    pi = purejaxrl_shims.Categorical(logits=jnp.log(jnp.asarray([0.05, 0.9, 0.05])))
+    keys = jax.random.split(jax.random.key(0), 2000)
+    samples = np.asarray(jax.vmap(lambda key: pi.sample(seed=key))(keys))
+    assert 0.85 < (samples == 1).mean() < 0.95
+
+
+@pytest.mark.parametrize("whole", [False, True])
+def test_the_driver_runs_a_purejaxrl_shaped_checkout_on_our_jax_with_shims(tmp_path, whole):
+    (tmp_path / "pjx" / "purejaxrl").mkdir(parents=True)
+    (tmp_path / "pjx" / "purejaxrl" / "ppo.py").write_text(STAND_IN_PPO)
+    (tmp_path / "pjx" / "purejaxrl" / "wrappers.py").write_text(STAND_IN_WRAPPERS)
+    plan = Plan(3, 300, tmp_path, sys.executable, tmp_path / "pjx", shims=True)
+    tiny = Setting(4, 16, 2, 2)
+    cmd = purejaxrl_runs.command(plan, PUREJAXRL, tiny, 1, tmp_path, whole)
+    assert cmd[0] == sys.executable and "--shims" in cmd
+    result = purejaxrl_runs.run_one(plan, PUREJAXRL, tiny, 1 if whole else 2, "pjx.log", whole)
+    assert "error" not in result, result
+    assert result["compile_s"] > 0 and result["import_s"] < result["total_s"]
+
+
+def test_shims_run_on_this_interpreter_not_another(checkout, tmp_path, capsys):
+    argv = ["--purejaxrl-dir", str(checkout), "--shims", "--purejaxrl-python", sys.executable]
+    assert purejaxrl.main([*argv, "--out", str(tmp_path / "o.json")]) == 2
+    err = capsys.readouterr().err
+    assert "not with --shims" in err and len(err.strip().splitlines()) == 1

@@ -69,7 +69,7 @@ def test_an_unknown_step_is_refused_before_anything(tmp_path):
         ["bash", str(RUNNER), "chip", "bogus"], cwd=ROOT, capture_output=True, text=True, env=env
     )
     assert done.returncode == 2
-    steps = "machine smoke chip host parts"
+    steps = "machine smoke chip host parts purejaxrl"
     assert done.stderr == f"tpu_check.sh: unknown step 'bogus'; steps: {steps}\n"
     assert not out.exists()
 
@@ -81,3 +81,31 @@ def test_the_parts_step_compiles_the_pieces_small_and_large_when_asked(tmp_path)
         assert command[1:3] == ["-m", "benchmarks.compile_parts"]
         assert command[command.index("--model-size") + 1] == size
         assert command[command.index("--out") + 1].endswith(f"parts/CartPole-v1-{size}.json")
+
+
+def test_the_purejaxrl_step_runs_purejaxrl_on_our_jax_beside_the_templates(tmp_path, monkeypatch):
+    (tmp_path / "pjx" / "purejaxrl").mkdir(parents=True)
+    (tmp_path / "pjx" / "purejaxrl" / "ppo.py").write_text("# stand-in\n")
+    monkeypatch.setenv("PUREJAXRL_DIR", str(tmp_path / "pjx"))
+    commands = plan(tmp_path, "purejaxrl")
+    assert list(commands) == ["purejaxrl_whole", "purejaxrl_scaling"]
+    for command in commands.values():
+        assert command[1:3] == ["-m", "benchmarks.purejaxrl"] and "--shims" in command
+        assert command[command.index("--purejaxrl-dir") + 1] == str(tmp_path / "pjx")
+    whole, scaling = commands["purejaxrl_whole"], commands["purejaxrl_scaling"]
+    assert whole[whole.index("--mode") + 1] == "whole"
+    agents = scaling.index("--agents")
+    assert scaling[agents + 1 : agents + 3] == ["1", "256"]
+
+
+def test_the_purejaxrl_step_needs_a_checkout(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "PUREJAXRL_DIR"}
+    env |= {"DRY_RUN": "1", "OUT": str(tmp_path / "out")}
+    done = subprocess.run(
+        ["bash", str(RUNNER), "purejaxrl"], cwd=ROOT, capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 2
+    assert done.stderr == (
+        "tpu_check.sh: the purejaxrl step needs PUREJAXRL_DIR, a PureJaxRL checkout (got '')\n"
+    )
+    assert not (tmp_path / "out").exists()
