@@ -491,8 +491,8 @@ def main():
         # vmapped, this init never ends on a CPU from 3 agents on, with jax 0.10)
         agent = eqx.filter_jit(jax.lax.map)(partial(Agent, *shape, dtype=args.dtype), init_key)
         tx, lr_schedule = make_optimizer(args)
-        # vmapped: an Adam state per agent
-        opt_state = eqx.filter_vmap(tx.init)(eqx.filter(agent, eqx.is_array))
+        # vmapped: an Adam state per agent; jitted, as the init
+        opt_state = eqx.filter_jit(eqx.filter_vmap(tx.init))(eqx.filter(agent, eqx.is_array))
         start = 0
         if args.resume:
             training = (agent, opt_state, update_key)

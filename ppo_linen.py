@@ -488,7 +488,8 @@ def main():
         # vmapped, this init never ends on a CPU for some shapes, with jax 0.10: HalfCheetah-v4)
         params = jax.jit(partial(jax.lax.map, init_agent))(init_key)
         create = partial(TrainState.create, apply_fn=agent.apply, tx=tx)
-        state = jax.vmap(lambda params: create(params=params))(params)
+        # vmapped: an Adam state per agent; jitted, as the init
+        state = jax.jit(jax.vmap(lambda params: create(params=params)))(params)
         start = 0
         if args.resume:
             (state, update_key), runner, start = saver.resume((state, update_key), runner, writer)

@@ -489,8 +489,8 @@ def main():
         graphdef = nnx.graphdef(nnx.eval_shape(lambda: Agent(*shape, nnx.Rngs(0), args.dtype)))
         agent = nnx.merge(graphdef, params)
         tx, lr_schedule = make_optimizer(args)
-        # vmapped: an Adam state per agent
-        optimizer = nnx.vmap(lambda agent: nnx.Optimizer(agent, tx, wrt=nnx.Param))(agent)
+        # vmapped: an Adam state per agent; jitted, as the init
+        optimizer = nnx.jit(nnx.vmap(lambda agent: nnx.Optimizer(agent, tx, wrt=nnx.Param)))(agent)
         start = 0
         if args.resume:
             training = (nnx.state((agent, optimizer)), update_key)
