@@ -418,6 +418,8 @@ def sources_text(record: dict) -> str:
     """PureJaxRL's checkout and each side's versions: in the .md and before the first run."""
     source, versions = record["purejaxrl"], record["versions"]
     modified = " (its purejaxrl/ differs from that commit)" if source["modified"] else ""
+    if source["modified"] is None:
+        modified = " (whether its purejaxrl/ differs from that commit is unknown: no git there)"
     where = "PureJaxRL's venv"
     if record["options"].get("shims"):
         where = "PureJaxRL on our interpreter, with benchmarks/purejaxrl_shims.py's stand-ins"

@@ -4,6 +4,7 @@ memory (the child's own resource usage), and its result."""
 
 import hashlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -56,14 +57,36 @@ PACKAGES = (
 
 def checkout_commit(checkout: Path) -> dict:
     """The checkout's commit and whether ppo.py or wrappers.py differ from it (the record says
-    which code ran); SetupError when it is no PureJaxRL checkout."""
+    which code ran; null where git is not installed, as on the TPU machine, and the commit is read
+    from .git); SetupError when it is no PureJaxRL checkout."""
     if not Path(checkout, PPO).is_file():
         raise SetupError(f"{checkout}: no {PPO} (not a PureJaxRL checkout)")
+    if shutil.which("git") is None:
+        return {"commit": head_without_git(Path(checkout)), "modified": None}
     head = git("-C", str(checkout), "rev-parse", "HEAD")
     if head.returncode != 0:
         raise SetupError(f"{checkout}: not a git checkout")
     changed = git("-C", str(checkout), "status", "--porcelain", "--", "purejaxrl")
     return {"commit": head.stdout.strip(), "modified": bool(changed.stdout.strip())}
+
+
+def head_without_git(checkout: Path) -> str:
+    """The commit .git/HEAD names (a branch's ref file or packed-refs line, or the commit itself);
+    SetupError when there is none."""
+    git_dir = checkout / ".git"
+    try:
+        head = (git_dir / "HEAD").read_text().strip()
+        if not head.startswith("ref: "):
+            return head
+        ref = head.removeprefix("ref: ")
+        if (git_dir / ref).is_file():
+            return (git_dir / ref).read_text().strip()
+        for line in (git_dir / "packed-refs").read_text().splitlines():
+            if line.endswith(f" {ref}"):
+                return line.split()[0]
+    except OSError:
+        pass
+    raise SetupError(f"{checkout}: not a git checkout (no commit in {git_dir})")
 
 
 def jax_pin() -> str:

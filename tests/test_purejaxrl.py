@@ -434,3 +434,40 @@ def test_shims_run_on_this_interpreter_not_another(checkout, tmp_path, capsys):
     assert purejaxrl.main([*argv, "--out", str(tmp_path / "o.json")]) == 2
     err = capsys.readouterr().err
     assert "not with --shims" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("layout", ["branch file", "packed refs", "detached"])
+def test_the_commit_is_read_from_dot_git_where_git_is_not_installed(checkout, monkeypatch, layout):
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    git_dir = checkout / ".git"
+    (git_dir / "refs" / "heads").mkdir(parents=True)
+    if layout == "detached":
+        (git_dir / "HEAD").write_text(commit + "\n")
+    else:
+        (git_dir / "HEAD").write_text("ref: refs/heads/main\n")
+    if layout == "branch file":
+        (git_dir / "refs" / "heads" / "main").write_text(commit + "\n")
+    if layout == "packed refs":
+        (git_dir / "packed-refs").write_text(f"# pack-refs\n{'f' * 40} refs/heads/old\n")
+        with open(git_dir / "packed-refs", "a") as file:
+            file.write(f"{commit} refs/heads/main\n")
+    monkeypatch.setattr(purejaxrl_runs.shutil, "which", lambda name: None)
+    found = purejaxrl_runs.checkout_commit(checkout)
+    assert found == {"commit": commit, "modified": None}
+
+
+def test_a_checkout_without_dot_git_is_refused_where_git_is_not_installed(checkout, monkeypatch):
+    monkeypatch.setattr(purejaxrl_runs.shutil, "which", lambda name: None)
+    with pytest.raises(purejaxrl_runs.SetupError, match="not a git checkout"):
+        purejaxrl_runs.checkout_commit(checkout)
+
+
+def test_the_sources_say_where_purejaxrl_ran_and_what_is_unknown():
+    venv = purejaxrl.sources_text(record("whole", []))
+    assert "PureJaxRL's venv: jax 0.4.35" in venv and "differs" not in venv
+    shimmed = record("whole", [])
+    shimmed["options"]["shims"] = True
+    shimmed["purejaxrl"]["modified"] = None
+    text = purejaxrl.sources_text(shimmed)
+    assert "PureJaxRL on our interpreter, with benchmarks/purejaxrl_shims.py's stand-ins" in text
+    assert "is unknown: no git there" in text
