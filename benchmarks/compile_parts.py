@@ -20,10 +20,12 @@ import gymnax
 import jax
 import jax.numpy as jnp
 
+import ppo_equinox
 import ppo_linen
+import ppo_nnx
 from atomic import check_outputs
 from benchmarks.common import check_choices, check_envs, check_or_exit, machine, run_recorded
-from benchmarks.hlo_compare import _shared, lowered_equinox, lowered_nnx
+from benchmarks.hlo_compare import _shared, lowerers_equinox, lowerers_nnx
 
 TOOL = "benchmarks.compile_parts"
 # the pieces lowered are the gymnax backend's
@@ -101,17 +103,13 @@ def other_pieces(args, env, env_params):
     runner = ppo_linen.reset_envs(env, env_params, env_key, args.num_envs)
     batch = batch_of(args, runner.obs.shape[-1])
     inputs = (env, env_params, runner, batch, init_key, update_key)
-    import ppo_equinox
-    import ppo_nnx
-
+    nnx_lowerers = lowerers_nnx(ppo_nnx.Args(**_shared(args)), *inputs)
+    equinox_args = ppo_equinox.Args(**_shared(args))
+    equinox_lowerers = lowerers_equinox(equinox_args, *inputs, "partition")
     pieces = {}
-    lowered = {
-        "nnx": lambda: lowered_nnx(ppo_nnx.Args(**_shared(args)), *inputs),
-        "equinox": lambda: lowered_equinox(ppo_equinox.Args(**_shared(args)), *inputs, "partition"),
-    }
-    for framework, lower in lowered.items():
-        for fn in ("rollout", "update"):
-            pieces[f"{framework} {fn}"] = partial(lambda lower, fn: lower()[fn], lower, fn)
+    for framework, lowerers in (("nnx", nnx_lowerers), ("equinox", equinox_lowerers)):
+        for fn, lower in lowerers.items():
+            pieces[f"{framework} {fn}"] = lower
     return pieces
 
 

@@ -33,19 +33,22 @@ import ppo_nnx
 OP = re.compile(r"^\s*(?:ROOT )?%?[\w.\-]+ = [^=]*?\s([a-z][\w\-]*)\(", re.M)
 
 
-def lowered_linen(args, env, env_params, runner, batch, init_key, update_key):
+def lowerers_linen(args, env, env_params, runner, batch, init_key, update_key):
+    """{function: a callable that lowers it}, each lowered only when called."""
     agent = ppo_linen.Agent(ppo_linen.MODEL_SIZES[args.model_size], env.num_actions, env.continuous)
     tx, _ = ppo_linen.make_optimizer(args)
     state = ppo_linen.TrainState.create(
         apply_fn=agent.apply, params=agent.init(init_key, runner.obs), tx=tx
     )
     return {
-        "rollout": jax.jit(partial(ppo_linen.rollout, env, env_params, args)).lower(state, runner),
-        "update": jax.jit(partial(ppo_linen.update, args)).lower(state, batch, update_key),
+        "rollout": partial(
+            jax.jit(partial(ppo_linen.rollout, env, env_params, args)).lower, state, runner
+        ),
+        "update": partial(jax.jit(partial(ppo_linen.update, args)).lower, state, batch, update_key),
     }
 
 
-def lowered_nnx(args, env, env_params, runner, batch, init_key, update_key):
+def lowerers_nnx(args, env, env_params, runner, batch, init_key, update_key):
     # each script's own NamedTuple types
     runner, batch = (ppo_nnx.Runner(*runner), ppo_nnx.Batch(*batch))
     agent = ppo_nnx.Agent(
@@ -57,12 +60,16 @@ def lowered_nnx(args, env, env_params, runner, batch, init_key, update_key):
     )
     optimizer = nnx.Optimizer(agent, ppo_nnx.make_optimizer(args)[0], wrt=nnx.Param)
     return {
-        "rollout": nnx.jit(partial(ppo_nnx.rollout, env, env_params, args)).lower(agent, runner),
-        "update": nnx.jit(partial(ppo_nnx.update, args)).lower(agent, optimizer, batch, update_key),
+        "rollout": partial(
+            nnx.jit(partial(ppo_nnx.rollout, env, env_params, args)).lower, agent, runner
+        ),
+        "update": partial(
+            nnx.jit(partial(ppo_nnx.update, args)).lower, agent, optimizer, batch, update_key
+        ),
     }
 
 
-def lowered_equinox(args, env, env_params, runner, batch, init_key, update_key, mode):
+def lowerers_equinox(args, env, env_params, runner, batch, init_key, update_key, mode):
     runner, batch = ppo_equinox.Runner(*runner), ppo_equinox.Batch(*batch)
     agent = ppo_equinox.Agent(
         runner.obs.shape[-1],
@@ -77,15 +84,11 @@ def lowered_equinox(args, env, env_params, runner, batch, init_key, update_key, 
         partial(ppo_equinox.rollout, env, env_params, args),
         partial(ppo_equinox.update, args, tx),
     )
-    if mode == "filter_jit":
-        return {
-            "rollout": eqx.filter_jit(rollout_fn).lower(agent, runner),
-            "update": eqx.filter_jit(update_fn).lower(agent, opt_state, batch, update_key),
-        }
     # partition: ppo_equinox.py's plain jax.jit (every leaf of its agent is an array)
+    jit = eqx.filter_jit if mode == "filter_jit" else jax.jit
     return {
-        "rollout": jax.jit(rollout_fn).lower(agent, runner),
-        "update": jax.jit(update_fn).lower(agent, opt_state, batch, update_key),
+        "rollout": partial(jit(rollout_fn).lower, agent, runner),
+        "update": partial(jit(update_fn).lower, agent, opt_state, batch, update_key),
     }
 
 
@@ -134,11 +137,11 @@ def main():
         *(jnp.zeros(args.batch_size) for _ in range(4)),
     )
     inputs = (env, env_params, runner, batch, init_key, update_key)
-    lowered = {
-        "linen jit": lowered_linen(args, *inputs),
-        "nnx jit": lowered_nnx(ppo_nnx.Args(**_shared(args)), *inputs),
+    lowerers = {
+        "linen jit": lowerers_linen(args, *inputs),
+        "nnx jit": lowerers_nnx(ppo_nnx.Args(**_shared(args)), *inputs),
         **{
-            f"equinox {mode}": lowered_equinox(ppo_equinox.Args(**_shared(args)), *inputs, mode)
+            f"equinox {mode}": lowerers_equinox(ppo_equinox.Args(**_shared(args)), *inputs, mode)
             for mode in ("filter_jit", "partition")
         },
     }
@@ -149,7 +152,7 @@ def main():
         f"jax {jax.__version__}, backend {jax.default_backend()}\n"
     )
     for fn in ("rollout", "update"):
-        info = {name: describe(low[fn]) for name, low in lowered.items()}
+        info = {name: describe(lower[fn]()) for name, lower in lowerers.items()}
         ref = info["linen jit"]
         print(f"{fn}\n")
         print(

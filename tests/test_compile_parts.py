@@ -13,7 +13,7 @@ import pytest
 
 import ppo_linen
 from benchmarks import compile_parts
-from benchmarks.hlo_compare import _shared, lowered_equinox, lowered_nnx
+from benchmarks.hlo_compare import _shared, lowerers_equinox, lowerers_nnx
 from helpers import ROOT
 
 FRAMEWORKS = ("linen", "nnx", "equinox")
@@ -34,10 +34,10 @@ def lowered_update(framework: str, update_epochs: int):
     if framework == "nnx":
         import ppo_nnx
 
-        return lowered_nnx(ppo_nnx.Args(**_shared(args)), *inputs)["update"]
+        return lowerers_nnx(ppo_nnx.Args(**_shared(args)), *inputs)["update"]()
     import ppo_equinox
 
-    return lowered_equinox(ppo_equinox.Args(**_shared(args)), *inputs, "partition")["update"]
+    return lowerers_equinox(ppo_equinox.Args(**_shared(args)), *inputs, "partition")["update"]()
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
