@@ -214,7 +214,7 @@ def window_columns(study: Study) -> dict[str, Window]:
 
 def time_columns(study: Study) -> list[str]:
     """The summary columns of a run's times: those a resumed run leaves empty."""
-    parts = [window_column(study.steady, part) for part in ("rollout", "update")]
+    parts = [window_column(study.steady, part) for part in ("rollout", "update", "elapsed")]
     return ["setup_s", "import_s", "total_s", *window_columns(study), *parts]
 
 
@@ -244,18 +244,29 @@ def summarize_run(rows: pd.DataFrame, study: Study) -> dict:
         exact = row["sync_timing"] and f"time/{part}" in rows
         mean = window_mean(rows[f"time/{part}"], study.steady) if exact else float("nan")
         row[window_column(study.steady, part)] = mean
+    # whole iterations: the steps of time/elapsed, which also hold the host's work between the
+    # timed calls (each agent's scalars, the progress line) that time/iteration leaves out
+    elapsed = rows["time/elapsed"].diff() if "time/elapsed" in rows else pd.Series(dtype=float)
+    row[window_column(study.steady, "elapsed")] = window_mean(elapsed, study.steady)
     if not is_timed(rows.iloc[:1]).iloc[0]:  # a resumed run: no times
         row.update(dict.fromkeys(time_columns(study), float("nan")))
     # its agents' env steps per second (charts/SPS's), and each agent's share of its peak memory
     agents = row.get("num_agents", 1)
     row["agent_steps_s"] = agents * row["batch_size"] / row[window_column(study.steady)]
+    whole = row[window_column(study.steady, "elapsed")]
+    row["agent_steps_whole_s"] = agents * row["batch_size"] / whole
     for memory in ("peak_rss_bytes", "peak_device_bytes"):
         row[memory.replace("bytes", "per_agent")] = pd.to_numeric(row.get(memory)) / agents
     return row
 
 
 # summarize's columns of a run's agents (agents_scaling)
-AGENT_COLUMNS = ["agent_steps_s", "peak_rss_per_agent", "peak_device_per_agent"]
+AGENT_COLUMNS = [
+    "agent_steps_s",
+    "agent_steps_whole_s",
+    "peak_rss_per_agent",
+    "peak_device_per_agent",
+]
 
 
 def agents_scaling(runs: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
@@ -324,6 +335,7 @@ def summarize(
         *window_columns(study),
         window_column(steady, "rollout"),
         window_column(steady, "update"),
+        window_column(steady, "elapsed"),
         *AGENT_COLUMNS,
     ]
     groups = runs.assign(run_key=run_keys(runs)).groupby(["run", "run_key"], sort=True)

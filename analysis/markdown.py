@@ -357,7 +357,8 @@ def agents_markdown(results: Results, name: str) -> str:
     agent."""
     cells = results.agents_cells(name)
     cells["cell"] = [
-        f"{row.agent_steps_s:,.0f}/s; {mib(row.peak_rss_per_agent)}/agent"
+        f"{row.agent_steps_s:,.0f}/s ({row.agent_steps_whole_s:,.0f}/s whole); "
+        f"{mib(row.peak_rss_per_agent)}/agent"
         for row in cells.itertuples()
     ]
     grid = cells.pivot(index=["framework", "model_size"], columns="num_agents", values="cell")
@@ -368,8 +369,10 @@ def agents_markdown(results: Results, name: str) -> str:
     grid = grid.rename_axis(["framework", "size"]).reset_index()
     intro = (
         "Agent-steps per second (N x batch / mean time per iteration over "
-        f"{results.study.steady.label}, the median over runs) and peak host memory per agent "
-        "(peak RSS / N), each framework in its default compile mode."
+        f"{results.study.steady.label}, the median over runs; whole: over whole iterations, the "
+        "steps of time/elapsed, which also hold the host's work between the timed calls, each "
+        "agent's logging among it) and peak host memory per agent (peak RSS / N), each framework "
+        "in its default compile mode."
     )
     return intro + "\n\n" + markdown_table(grid)
 

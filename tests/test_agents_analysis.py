@@ -97,9 +97,11 @@ def write_run(
     memory: bool = True,
     legacy: bool = False,
     size: str = "small",
+    host_s: float = 0.0,
 ) -> Path:
     """A run folder of `agents` agents as ppo_{framework}.py writes it (its agent k's returns:
-    agent_returns(k)), seconds per iteration, started `hour` hours after START. memory: with
+    agent_returns(k)), seconds per iteration (time/iteration) and host_s more between iterations
+    (time/elapsed's steps: seconds + host_s), started `hour` hours after START. memory: with
     summary.json's peak_rss_bytes (100 MiB + 50 MiB an agent) and peak_device_bytes (null); legacy:
     a run of before --num-agents (no num_agents, no final_returns); size: its model size."""
     mode = study.load().frameworks[framework].default_compile
@@ -141,7 +143,7 @@ def write_run(
         seconds,
         {
             "time/iteration": [seconds] * ITERATIONS,
-            "time/elapsed": [1.0 + seconds * (i + 1) for i in range(ITERATIONS)],
+            "time/elapsed": [1.0 + (seconds + host_s) * (i + 1) for i in range(ITERATIONS)],
             "time/rollout": [seconds / 2] * ITERATIONS,
             "time/update": [seconds / 2] * ITERATIONS,
             "charts/SPS": [agents * BATCH / seconds] * ITERATIONS,
@@ -365,12 +367,17 @@ def test_runs_without_memory_have_none_and_say_so(tmp_path, agents_study):
 
 def scaling_runs(root: Path) -> dict:
     """linen at 0.1 s and torch at 0.4 s an iteration, 1, 4 and 16 agents per process (torch 16:
-    1.6 s): their agent-steps per second, N x BATCH / seconds."""
+    1.6 s), each with 0.01 s of host work per agent between iterations: their agent-steps per
+    second in the timed iterations and over whole iterations, N x BATCH / seconds and
+    N x BATCH / (seconds + host)."""
     seconds = {("linen", n): 0.1 for n in (1, 4, 16)}
     seconds.update({("torch", 1): 0.4, ("torch", 4): 0.4, ("torch", 16): 1.6})
     for hour, ((framework, n), s) in enumerate(seconds.items()):
-        write_run(root / "scale", framework, 1, n, hour, seconds=s, sync=True)
-    return {key: key[1] * BATCH / s for key, s in seconds.items()}
+        write_run(root / "scale", framework, 1, n, hour, seconds=s, sync=True, host_s=0.01 * n)
+    return {
+        key: (key[1] * BATCH / s, key[1] * BATCH / (s + 0.01 * key[1]))
+        for key, s in seconds.items()
+    }
 
 
 def test_the_scaling_table_gives_agent_steps_and_memory_per_agent_against_n(tmp_path, agents_study):
@@ -382,9 +389,10 @@ def test_the_scaling_table_gives_agent_steps_and_memory_per_agent_against_n(tmp_
     text = "\n\n".join(report_sections(analysed([tmp_path], agents_study)))
     table = text.split("## Agents per process (scale)")[1].split("##")[0]
     assert "| framework | size | 1 agent | 4 agents | 16 agents |" in " ".join(table.split())
-    for (framework, n), rate in expected.items():
+    for (framework, n), (rate, whole) in expected.items():
         memory = (100 + 50 * n) / n
-        assert f"{rate:,.0f}/s; {memory:,.0f} MiB/agent" in table, (framework, n)
+        cell = f"{rate:,.0f}/s ({whole:,.0f}/s whole); {memory:,.0f} MiB/agent"
+        assert cell in table, (framework, n)
     linen = [line for line in table.splitlines() if line.startswith("| linen")]
     assert len(linen) == 1 and linen[0].index("1,280/s") < linen[0].index("5,120/s")
 
@@ -416,7 +424,7 @@ def test_the_agents_figure_draws_each_framework_against_n(tmp_path, agents_study
     fig = figures.agents_figure(analysed([tmp_path / "runs"], agents_study), "scale")
     steps, memory = fig.axes[:2]
     assert steps.get_xscale() == steps.get_yscale() == memory.get_yscale() == "log"
-    for ax, value in ((steps, lambda f, n: expected[f, n]), (memory, lambda f, n: 50 + 100 / n)):
+    for ax, value in ((steps, lambda f, n: expected[f, n][0]), (memory, lambda f, n: 50 + 100 / n)):
         lines = {line.get_label(): line for line in ax.get_lines()}
         assert set(lines) == {"linen", "torch"}
         for framework, line in lines.items():
