@@ -376,10 +376,10 @@ def ppo_loss(agent: Agent, args: Args, mb: Batch):
 
 
 def make_optimizer(args: Args):
-    """Adam after global-norm clipping; the learning rate decays linearly to 0 over all steps."""
+    """Adam after global-norm clipping; the rate decays linearly to 0 (jitted: main() reads it)."""
     num_updates = args.num_iterations * args.update_epochs * args.num_minibatches
     end_value = 0.0 if args.anneal_lr else args.learning_rate
-    lr_schedule = optax.linear_schedule(args.learning_rate, end_value, num_updates)
+    lr_schedule = jax.jit(optax.linear_schedule(args.learning_rate, end_value, num_updates))
     adam = optax.adam(lr_schedule, eps=1e-5)
     tx = optax.chain(optax.clip_by_global_norm(args.max_grad_norm), adam)
     return tx, lr_schedule
