@@ -368,7 +368,7 @@ obs, state = env.reset(jax.random.key(0), params)
 step = env.step(jax.random.key(1), state, 0, params)
 pi = distrax.Categorical(logits=jnp.zeros(4))
 print(len(step), env.num_actions, float(pi.log_prob(jnp.asarray(2))), float(pi.entropy()))
-print(chex.Array is jax.Array, "distrax.Categorical (sample, log_prob, entropy)" in done)
+print(hasattr(chex, "PRNGKey"), "distrax.Categorical (sample, log_prob, entropy)" in done)
 """
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300
