@@ -25,18 +25,11 @@ import ppo_linen
 import ppo_nnx
 from atomic import check_outputs
 from benchmarks.common import check_choices, check_envs, check_or_exit, machine, run_recorded
-from benchmarks.hlo_compare import _shared, lowerers_equinox, lowerers_nnx
+from benchmarks.hlo_compare import _shared, inputs_of, lowerers_equinox, lowerers_nnx, zero_batch
 
 TOOL = "benchmarks.compile_parts"
 # the pieces lowered are the gymnax backend's
 GYMNAX_ENVS = tuple(gymnax.registered_envs)
-
-
-def batch_of(args, obs_dim: int) -> ppo_linen.Batch:
-    """The update's input: zeros of the default shape."""
-    zeros = jnp.zeros(args.batch_size)
-    actions = jnp.zeros(args.batch_size, jnp.int32)
-    return ppo_linen.Batch(jnp.zeros((args.batch_size, obs_dim)), actions, *(zeros,) * 4)
 
 
 def draws(args):
@@ -77,12 +70,11 @@ def linen_pieces(args, env, env_params):
     # shapes only: lowering needs no values, and running the init would compile it before its turn
     params = jax.eval_shape(init, keys[None, 1])
     state = jax.eval_shape(jax.vmap(lambda params: create(params=params)), params)
-    batch = jax.tree.map(lambda x: x[None], batch_of(args, runner.obs.shape[-1]))
+    batch = jax.tree.map(lambda x: x[None], zero_batch(args, runner.obs.shape[-1]))
     update_key = keys[None, 2]
     orders = jnp.zeros((1, args.update_epochs, args.batch_size), jnp.int32)
     rollout = jax.jit(jax.vmap(partial(ppo_linen.rollout, env, env_params, args)))
     update = jax.jit(jax.vmap(partial(ppo_linen.update, args)))
-    given = jax.jit(jax.vmap(partial(ppo_linen.update, args)))
     per_epoch, vmapped, argsort = draws(args)
     host_key = jax.device_put(keys[None, 1], jax.devices("cpu")[0])
     return {
@@ -90,7 +82,7 @@ def linen_pieces(args, env, env_params):
         "linen init, on the host's CPU": lambda: init.lower(host_key),
         "linen rollout": lambda: rollout.lower(state, runner),
         "linen update": lambda: update.lower(state, batch, update_key),
-        "linen update, the orders given": lambda: given.lower(state, batch, update_key, orders),
+        "linen update, the orders given": lambda: update.lower(state, batch, update_key, orders),
         "shuffles, a call per epoch": lambda: jax.jit(per_epoch).lower(keys[2]),
         "shuffles, vmapped": lambda: jax.jit(vmapped).lower(keys[2]),
         "shuffles, an argsort of random bits": lambda: jax.jit(argsort).lower(keys[2]),
@@ -99,10 +91,7 @@ def linen_pieces(args, env, env_params):
 
 def other_pieces(args, env, env_params):
     """ppo_nnx.py's and ppo_equinox.py's rollout and update (hlo_compare's lowering: one agent)."""
-    env_key, init_key, update_key = jax.random.split(jax.random.key(args.seed), 3)
-    runner = ppo_linen.reset_envs(env, env_params, env_key, args.num_envs)
-    batch = batch_of(args, runner.obs.shape[-1])
-    inputs = (env, env_params, runner, batch, init_key, update_key)
+    inputs = inputs_of(args, env, env_params)
     nnx_lowerers = lowerers_nnx(ppo_nnx.Args(**_shared(args)), *inputs)
     equinox_args = ppo_equinox.Args(**_shared(args))
     equinox_lowerers = lowerers_equinox(equinox_args, *inputs, "partition")

@@ -33,6 +33,24 @@ import ppo_nnx
 OP = re.compile(r"^\s*(?:ROOT )?%?[\w.\-]+ = [^=]*?\s([a-z][\w\-]*)\(", re.M)
 
 
+def zero_batch(args, obs_dim: int) -> ppo_linen.Batch:
+    """The update's input, of the configuration's shape: zeros."""
+    return ppo_linen.Batch(
+        jnp.zeros((args.batch_size, obs_dim)),
+        jnp.zeros(args.batch_size, jnp.int32),
+        *(jnp.zeros(args.batch_size) for _ in range(4)),
+    )
+
+
+def inputs_of(args, env, env_params) -> tuple:
+    """What the lowerers take after args, made as the scripts' main() makes it (one agent): env,
+    env_params, a reset runner, a batch of zeros, the init key and the update key."""
+    env_key, init_key, update_key = jax.random.split(jax.random.key(args.seed), 3)
+    runner = ppo_linen.reset_envs(env, env_params, env_key, args.num_envs)
+    batch = zero_batch(args, runner.obs.shape[-1])
+    return env, env_params, runner, batch, init_key, update_key
+
+
 def lowerers_linen(args, env, env_params, runner, batch, init_key, update_key):
     """{function: a callable that lowers it}, each lowered only when called."""
     agent = ppo_linen.Agent(ppo_linen.MODEL_SIZES[args.model_size], env.num_actions, env.continuous)
@@ -127,16 +145,7 @@ def main():
 
     args = ppo_linen.Args(env=opts.env, model_size=opts.model_size)
     env, env_params = ppo_linen.make_env(args.env)
-    # as the scripts' main()
-    env_key, init_key, update_key = jax.random.split(jax.random.key(args.seed), 3)
-    runner = ppo_linen.reset_envs(env, env_params, env_key, args.num_envs)
-    obs_dim = runner.obs.shape[-1]
-    batch = ppo_linen.Batch(
-        jnp.zeros((args.batch_size, obs_dim)),
-        jnp.zeros(args.batch_size, jnp.int32),
-        *(jnp.zeros(args.batch_size) for _ in range(4)),
-    )
-    inputs = (env, env_params, runner, batch, init_key, update_key)
+    inputs = inputs_of(args, env, env_params)
     lowerers = {
         "linen jit": lowerers_linen(args, *inputs),
         "nnx jit": lowerers_nnx(ppo_nnx.Args(**_shared(args)), *inputs),

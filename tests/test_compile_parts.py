@@ -13,7 +13,7 @@ import pytest
 
 import ppo_linen
 from benchmarks import compile_parts
-from benchmarks.hlo_compare import _shared, lowerers_equinox, lowerers_nnx
+from benchmarks.hlo_compare import _shared, inputs_of, lowerers_equinox, lowerers_nnx
 from helpers import ROOT
 
 FRAMEWORKS = ("linen", "nnx", "equinox")
@@ -25,10 +25,7 @@ def lowered_update(framework: str, update_epochs: int):
     """The framework's update for a small CartPole-v1 batch, lowered (not compiled)."""
     args = ppo_linen.Args(num_envs=4, num_steps=16, num_minibatches=2, update_epochs=update_epochs)
     env, env_params = ppo_linen.make_env(args.env)
-    env_key, init_key, update_key = jax.random.split(jax.random.key(args.seed), 3)
-    runner = ppo_linen.reset_envs(env, env_params, env_key, args.num_envs)
-    batch = compile_parts.batch_of(args, runner.obs.shape[-1])
-    inputs = (env, env_params, runner, batch, init_key, update_key)
+    inputs = inputs_of(args, env, env_params)
     if framework == "linen":
         return compile_parts.linen_pieces(args, env, env_params)["linen update"]()
     if framework == "nnx":
