@@ -86,7 +86,7 @@ def write_events(folder: Path, start: float, seconds: float, scalars: dict) -> N
     writer.close()
 
 
-def write_run(
+def write_agents_run(
     root: Path,
     framework: str,
     seed: int,
@@ -181,7 +181,7 @@ def analysed(roots: list, the_study) -> results.Results:
 
 
 def test_a_run_of_four_agents_is_read_with_each_agents_return(tmp_path, agents_study):
-    run_dir = write_run(tmp_path, "linen", 1, 4, 0)
+    run_dir = write_agents_run(tmp_path, "linen", 1, 4, 0)
     run = runlog.read_completed_run(run_dir, agents_study)
     for k in range(4):
         logged = run.scalars[f"agent_{k}/{RETURN}"].tolist()
@@ -202,7 +202,7 @@ def other_agent_2(finals: list) -> list:
     ],
 )
 def test_final_returns_that_are_not_the_agents_are_refused(tmp_path, agents_study, change, reason):
-    run_dir = write_run(tmp_path, "linen", 1, 4, 0)
+    run_dir = write_agents_run(tmp_path, "linen", 1, 4, 0)
     summary = json.loads((run_dir / "summary.json").read_text())
     change(summary)
     if reason == "final_returns.2":  # agent 2's return changed: final_return their mean again
@@ -213,7 +213,7 @@ def test_final_returns_that_are_not_the_agents_are_refused(tmp_path, agents_stud
 
 
 def test_a_run_of_four_agents_without_an_agents_events_is_refused(tmp_path, agents_study):
-    run_dir = write_run(tmp_path, "linen", 1, 4, 0)
+    run_dir = write_agents_run(tmp_path, "linen", 1, 4, 0)
     for path in (run_dir / "agent_3").iterdir():
         path.unlink()
     with pytest.raises(runlog.RunError, match="agent_3/"):
@@ -222,7 +222,7 @@ def test_a_run_of_four_agents_without_an_agents_events_is_refused(tmp_path, agen
 
 def test_a_run_of_before_num_agents_is_one_agent(tmp_path, agents_study):
     """No num_agents, no final_returns, no peak memory: one agent, [final_return], no memory."""
-    write_run(tmp_path / "scale", "linen", 1, 1, 0, legacy=True, memory=False)
+    write_agents_run(tmp_path / "scale", "linen", 1, 1, 0, legacy=True, memory=False)
     summary = analysed([tmp_path], agents_study).summary
     assert summary["num_agents"].tolist() == [1]
     assert json.loads(summary["final_returns"].iloc[0]) == [final_of(agent_returns(0))]
@@ -237,7 +237,7 @@ def test_learning_counts_each_agent_as_a_seed_and_timing_each_process_once(tmp_p
     the learning table counts 4 seeds each, their final returns final_returns[k], their curves
     agent k's; the summary (the timing) holds one row per process."""
     for hour, framework in enumerate(["linen", "torch"]):
-        write_run(tmp_path / "agents9", framework, 1, 4, hour)
+        write_agents_run(tmp_path / "agents9", framework, 1, 4, hour)
     analysis = analysed([tmp_path], agents_study)
     assert len(analysis.summary) == 2  # one row per process
     learned = analysis.learning_runs
@@ -256,24 +256,24 @@ def test_learning_counts_each_agent_as_a_seed_and_timing_each_process_once(tmp_p
 
 def test_runs_of_one_and_of_four_agents_are_other_cells(tmp_path, agents_study):
     """A 1-agent run and a 4-agent run of one framework: two rows of the learning table."""
-    write_run(tmp_path / "agents9", "linen", 1, 1, 0)
-    write_run(tmp_path / "agents9", "linen", 1, 4, 1)
+    write_agents_run(tmp_path / "agents9", "linen", 1, 1, 0)
+    write_agents_run(tmp_path / "agents9", "linen", 1, 4, 1)
     table = analysed([tmp_path], agents_study).learning
     assert sorted(zip(table["num_agents"], table["n_runs"])) == [(1, 1), (4, 4)]
 
 
 def test_the_timing_pairs_only_runs_of_as_many_agents(tmp_path, agents_study):
     """Speedups pair a 4-agent linen run with the 4-agent torch run, never with a 1-agent one."""
-    write_run(tmp_path / "scale", "linen", 1, 4, 0, seconds=0.1, sync=True)
-    write_run(tmp_path / "scale", "torch", 1, 4, 1, seconds=0.3, sync=True)
-    write_run(tmp_path / "scale", "torch", 1, 1, 2, seconds=0.05, sync=True)
+    write_agents_run(tmp_path / "scale", "linen", 1, 4, 0, seconds=0.1, sync=True)
+    write_agents_run(tmp_path / "scale", "torch", 1, 4, 1, seconds=0.3, sync=True)
+    write_agents_run(tmp_path / "scale", "torch", 1, 1, 2, seconds=0.05, sync=True)
     pairs = analysed([tmp_path], agents_study).pairs["rollout"]
     pair = pairs[pairs["pair"] == "torch->linen"]
     assert len(pair) == 1 and pair["value"].iloc[0] == pytest.approx(3.0)
 
 
 def test_the_learning_curves_tool_draws_each_agent(tmp_path, agents_study):
-    run_dir = write_run(tmp_path, "linen", 7, 4, 0)
+    run_dir = write_agents_run(tmp_path, "linen", 7, 4, 0)
     runs = [runlog.read_completed_run(run_dir, agents_study)]
     assert sorted(seed for _, seed, _, _ in learning_curves.curves(runs)[ENV]) == [7, 8, 9, 10]
     table = learning_curves.final_returns(runs)
@@ -283,7 +283,7 @@ def test_the_learning_curves_tool_draws_each_agent(tmp_path, agents_study):
 
 def test_the_runs_csv_keeps_the_agents(tmp_path, agents_study):
     """A runs.csv written from a 4-agent run gives the same learning table read back with --csv."""
-    write_run(tmp_path / "runs" / "agents9", "linen", 1, 4, 0)
+    write_agents_run(tmp_path / "runs" / "agents9", "linen", 1, 4, 0)
     runs, _ = loading.load_runs([str(tmp_path / "runs")], [], agents_study)
     from analysis.common import write_csv
 
@@ -322,7 +322,7 @@ def test_the_learning_table_gives_the_iqm_and_its_interval_beside_the_mean(tmp_p
     reference's 100 ± 10)."""
     from analysis.markdown import learning_markdown
 
-    write_run(tmp_path / "agents9", "linen", 1, 4, 0)
+    write_agents_run(tmp_path / "agents9", "linen", 1, 4, 0)
     analysis = analysed([tmp_path], agents_study)
     finals = sorted(final_of(agent_returns(k)) for k in range(4))
     row = analysis.learning.iloc[0]
@@ -342,8 +342,8 @@ def test_memory_is_reported_per_cell_and_per_agent(tmp_path, agents_study):
     REPORT.md's peak memory table; a 1-agent run's 150 MiB is its own."""
     from analysis.markdown import report_sections
 
-    write_run(tmp_path / "scale", "linen", 1, 4, 0, sync=True)
-    write_run(tmp_path / "scale", "linen", 1, 1, 1, sync=True)
+    write_agents_run(tmp_path / "scale", "linen", 1, 4, 0, sync=True)
+    write_agents_run(tmp_path / "scale", "linen", 1, 1, 1, sync=True)
     analysis = analysed([tmp_path], agents_study)
     per_agent = analysis.summary.set_index("num_agents")["peak_rss_per_agent"]
     assert per_agent[4] == 300 * MIB / 4 and per_agent[1] == 150 * MIB
@@ -357,8 +357,8 @@ def test_runs_without_memory_have_none_and_say_so(tmp_path, agents_study):
     """Runs of earlier editions (no peak_rss_bytes): no memory figure, one line, no failure."""
     from analysis.markdown import report_sections
 
-    write_run(tmp_path / "scale", "linen", 1, 1, 0, sync=True, memory=False)
-    write_run(tmp_path / "scale", "torch", 1, 1, 1, sync=True, memory=False, legacy=True)
+    write_agents_run(tmp_path / "scale", "linen", 1, 1, 0, sync=True, memory=False)
+    write_agents_run(tmp_path / "scale", "torch", 1, 1, 1, sync=True, memory=False, legacy=True)
     text = "\n\n".join(report_sections(analysed([tmp_path], agents_study)))
     memory = text.split("## Peak memory")[1]
     assert "_2 runs (of earlier editions) record no peak memory._" in memory
@@ -373,7 +373,9 @@ def scaling_runs(root: Path) -> dict:
     seconds = {("linen", n): 0.1 for n in (1, 4, 16)}
     seconds.update({("torch", 1): 0.4, ("torch", 4): 0.4, ("torch", 16): 1.6})
     for hour, ((framework, n), s) in enumerate(seconds.items()):
-        write_run(root / "scale", framework, 1, n, hour, seconds=s, sync=True, host_s=0.01 * n)
+        write_agents_run(
+            root / "scale", framework, 1, n, hour, seconds=s, sync=True, host_s=0.01 * n
+        )
     return {
         key: (key[1] * BATCH / s, key[1] * BATCH / (s + 0.01 * key[1]))
         for key, s in seconds.items()
@@ -404,7 +406,9 @@ def test_the_scaling_table_never_pools_model_sizes(tmp_path, agents_study):
 
     seconds = {"small": 0.1, "medium": 0.4}
     for hour, (size, n) in enumerate([(size, n) for size in seconds for n in (1, 4)]):
-        write_run(tmp_path / "scale", "linen", 1, n, hour, seconds[size], sync=True, size=size)
+        write_agents_run(
+            tmp_path / "scale", "linen", 1, n, hour, seconds[size], sync=True, size=size
+        )
     text = "\n\n".join(report_sections(analysed([tmp_path], agents_study)))
     table = text.split("## Agents per process (scale)")[1].split("##")[0]
     linen = [line.split("|") for line in table.splitlines() if line.startswith("| linen")]

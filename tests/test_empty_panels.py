@@ -24,7 +24,9 @@ SHORT = WINDOW.first - 2  # iterations: the warm-up window has data, the steady 
 LONG = WINDOW.first + 3  # every window has data
 
 
-def csv_run(env: str, framework: str, iterations: int, sync: bool, experiment: str) -> list[dict]:
+def experiment_csv_run(
+    env: str, framework: str, iterations: int, sync: bool, experiment: str
+) -> list[dict]:
     """The rows of one run of bench.sh's folder of `experiment` in a runs.csv: every iteration takes
     0.1 s (0.04 s rollout and 0.05 s update when sync), each framework its own total."""
     total = iterations * (0.2 + 0.1 * list(STUDY.frameworks).index(framework))
@@ -61,8 +63,12 @@ def csv_run(env: str, framework: str, iterations: int, sync: bool, experiment: s
 def write_runs(path: Path, iterations: int) -> Path:
     """exp1's runs (sync off, every framework, three envs) and exp7's sync-on runs of one env, as a
     runs.csv."""
-    runs = [csv_run(env, fw, iterations, False, "exp1") for env in ENVS for fw in STUDY.frameworks]
-    runs += [csv_run(ENVS[0], fw, iterations, True, "exp7") for fw in STUDY.frameworks]
+    runs = [
+        experiment_csv_run(env, fw, iterations, False, "exp1")
+        for env in ENVS
+        for fw in STUDY.frameworks
+    ]
+    runs += [experiment_csv_run(ENVS[0], fw, iterations, True, "exp7") for fw in STUDY.frameworks]
     pd.DataFrame([row for run in runs for row in run]).to_csv(path, index=False)
     return path
 
@@ -89,7 +95,7 @@ def blank_panels(fig) -> list[str]:
     return [ax.get_title() for ax in fig.axes if not has_data(ax) and not ax.texts]
 
 
-def analyse(tmp_path: Path, iterations: int) -> tuple[dict, str]:
+def figures_and_report(tmp_path: Path, iterations: int) -> tuple[dict, str]:
     """plot_results.main of the runs: the figures it saved (file name -> figure) and REPORT.md."""
     saved, save = {}, figures.save_figure
 
@@ -108,13 +114,13 @@ def analyse(tmp_path: Path, iterations: int) -> tuple[dict, str]:
 @pytest.fixture(scope="module")
 def short(tmp_path_factory) -> tuple[dict, str]:
     """The analysis of runs that end before the steady window."""
-    return analyse(tmp_path_factory.mktemp("short"), SHORT)
+    return figures_and_report(tmp_path_factory.mktemp("short"), SHORT)
 
 
 @pytest.fixture(scope="module")
 def long(tmp_path_factory) -> tuple[dict, str]:
     """The analysis of runs long enough for every window."""
-    return analyse(tmp_path_factory.mktemp("long"), LONG)
+    return figures_and_report(tmp_path_factory.mktemp("long"), LONG)
 
 
 def too_short() -> str:

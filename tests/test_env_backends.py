@@ -389,7 +389,7 @@ def test_env_timing_refuses_an_env_envpool_lacks():
 
 
 # ---------------------------------------------------------------------------------------- analysis
-def analysed(tmp_path: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+def summary_and_speedups(tmp_path: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     out = tmp_path / "out"
     plot_results.main([str(tmp_path / "runs"), "--out", str(out), "--no-figures"])
     return pd.read_csv(out / "summary.csv"), pd.read_csv(out / "speedups.csv")
@@ -411,7 +411,7 @@ def test_the_backends_of_one_env_are_never_merged(tmp_path):
             sync=False,
             backend=backend,
         )
-    summary, speedups = analysed(tmp_path)
+    summary, speedups = summary_and_speedups(tmp_path)
     assert sorted(summary["env"]) == ["CartPole-v1"] * 4 + ["CartPole-v1@envpool"] * 2
     # not exp1
     assert set(summary.loc[summary["env"] == "CartPole-v1@envpool", "experiments"]) == {"exp7"}
@@ -448,7 +448,7 @@ def test_no_pair_crosses_backends(tmp_path):
         sync=False,
         backend="envpool",
     )
-    summary, speedups = analysed(tmp_path)
+    summary, speedups = summary_and_speedups(tmp_path)
     assert speedups.empty and len(summary) == 2
     left_out = (
         (tmp_path / "out" / "REPORT.md").read_text().split("### Left out of the speedup tables")[1]

@@ -25,7 +25,7 @@ from helpers import ROOT
 EVIL = "open({marker!r}, 'w').write('ran')\n"
 
 
-def run_evaluate(*args: str, cwd: Path = ROOT, env: dict | None = None):
+def run_evaluate_offline(*args: str, cwd: Path = ROOT, env: dict | None = None):
     """`python evaluate.py args` in a fresh process (one torch thread)."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", **(env or {})}
     cmd = [sys.executable, str(ROOT / "evaluate.py"), *args]
@@ -55,7 +55,7 @@ def rewrite_meta(path: Path, **changes) -> Path:
     return path
 
 
-def listing(folder: Path) -> list[str]:
+def paths_below(folder: Path) -> list[str]:
     return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*"))
 
 
@@ -95,13 +95,13 @@ def test_evaluate_never_imports_the_module_an_env_id_names(tmp_path, options):
     (tmp_path / "evilmod.py").write_text(EVIL.format(marker=str(marker)))
     path = random_checkpoint(tmp_path / "run", "CartPole-v1")
     rewrite_meta(path, env="evilmod:CartPole-v1", env_backend="envpool")
-    before = listing(tmp_path)
-    proc = run_evaluate(
+    before = paths_below(tmp_path)
+    proc = run_evaluate_offline(
         str(path), "--episodes", "1", *options, cwd=tmp_path, env={"PYTHONPATH": ":/opt/x"}
     )
     assert_refused(proc, "evilmod:CartPole-v1")
     assert not marker.exists()
-    assert listing(tmp_path) == before
+    assert paths_below(tmp_path) == before
 
 
 # ------------------------------------------------------------------------------ item 2: no links
@@ -124,10 +124,10 @@ def test_a_hub_folder_with_links_is_refused_before_anything_is_written(tmp_path)
     (folder / "README.md").symlink_to(victim / "notes.md")
     (folder / "evaluation").symlink_to(victim / "evaluation")
     path = random_checkpoint(tmp_path / "run", "CartPole-v1")
-    proc = run_evaluate(str(path), "--episodes", "1", "--hub-folder", str(folder))
+    proc = run_evaluate_offline(str(path), "--episodes", "1", "--hub-folder", str(folder))
     assert_refused(proc, "symbolic link", "--hub-folder")
     assert (victim / "notes.md").read_text() == "my notes"
-    assert listing(victim) == ["evaluation", "evaluation/share.py", "notes.md"]
+    assert paths_below(victim) == ["evaluation", "evaluation/share.py", "notes.md"]
     assert (victim / "evaluation" / "share.py").read_text() == "mine"
     assert not (path.parent / "eval.json").exists()
     # each of them alone is refused too
@@ -149,7 +149,7 @@ def test_a_hugging_face_cache_snapshot_is_not_written_through(tmp_path):
     (blobs / "2222").write_text(json.dumps(record))
     (snapshot / "model.safetensors").symlink_to(blobs / "1111")
     (snapshot / "eval.json").symlink_to(blobs / "2222")
-    proc = run_evaluate(str(snapshot), "--episodes", "1")
+    proc = run_evaluate_offline(str(snapshot), "--episodes", "1")
     assert_refused(proc, "eval.json", "symbolic link")
     assert json.loads((blobs / "2222").read_text()) == record
     assert (snapshot / "eval.json").is_symlink()
@@ -234,7 +234,7 @@ def test_an_eval_json_of_bad_entries_is_refused_before_the_evaluation(tmp_path):
     (tmp_path / "eval.json").write_text(bad)
     with pytest.raises(ValueError, match="evaluation 0 is an integer, not an object"):
         eval_file.check(tmp_path / "eval.json")
-    proc = run_evaluate(str(path), "--episodes", "1")
+    proc = run_evaluate_offline(str(path), "--episodes", "1")
     assert_refused(proc, "eval.json", "evaluation 0")
     assert (tmp_path / "eval.json").read_text() == bad
     deep = json.dumps({atomic.WRITTEN_BY: "evaluate.py", "evaluations": [[[[]]] * 1]})
@@ -297,7 +297,7 @@ def test_the_hub_folder_publishes_a_fixed_list_and_no_secrets(tmp_path, capsys):
     result = evaluate.evaluate(evaluate.prepare(ckpt, "linen", 1, 1, False), 1).result
     folder = tmp_path / "hub"
     hub.write_hub_folder(folder, path, ckpt, result, None)
-    files = [p for p in listing(folder) if (folder / p).is_file()]
+    files = [p for p in paths_below(folder) if (folder / p).is_file()]
     assert files == sorted(
         ["README.md", "config.json", "eval.json", "model.safetensors", *hub.CODE]
     )
@@ -351,14 +351,14 @@ def test_a_hub_folder_whose_readme_is_a_folder_is_refused_first(tmp_path):
     folder = tmp_path / "hub"
     hub_mark(folder)
     (folder / "README.md").mkdir()
-    before = listing(folder)
+    before = paths_below(folder)
     with pytest.raises(atomic.OutputRefused, match="README.md that is not a regular file"):
         hub.check_hub_folder(folder)
     path = random_checkpoint(tmp_path / "run", "CartPole-v1")
     ckpt = model_file.load(path)
     with pytest.raises(atomic.OutputRefused):
         hub.write_hub_folder(folder, path, ckpt, {}, None)
-    assert listing(folder) == before
+    assert paths_below(folder) == before
 
 
 def test_a_deep_config_beside_the_checkpoint_is_not_published(tmp_path, capsys):

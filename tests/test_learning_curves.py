@@ -10,7 +10,9 @@ from analysis import learning_curves
 from helpers import STUDY
 
 
-def fake_run(root, env: str, framework: str, returns: list[float], status: str = "completed"):
+def write_returns_run(
+    root, env: str, framework: str, returns: list[float], status: str = "completed"
+):
     """A run folder as the scripts write it: config.json, summary.json and one events file."""
     run_dir = root / f"{env}__{framework}__small__jit__1__0"
     run_dir.mkdir(parents=True)
@@ -39,10 +41,12 @@ def fake_run(root, env: str, framework: str, returns: list[float], status: str =
 
 
 def test_each_completed_run_is_a_curve_of_its_env(tmp_path):
-    fake_run(tmp_path / "runs", "Pendulum-v1", "linen", [-1200.0, -800.0, -300.0])
-    fake_run(tmp_path / "runs", "Pendulum-v1", "torch", [-1100.0, -700.0])
-    fake_run(tmp_path / "runs", "Swimmer-misc", "linen", [50.0, 300.0])
-    fake_run(tmp_path / "runs", "Reacher-misc", "nnx", [10.0], status="interrupted")  # left out
+    write_returns_run(tmp_path / "runs", "Pendulum-v1", "linen", [-1200.0, -800.0, -300.0])
+    write_returns_run(tmp_path / "runs", "Pendulum-v1", "torch", [-1100.0, -700.0])
+    write_returns_run(tmp_path / "runs", "Swimmer-misc", "linen", [50.0, 300.0])
+    write_returns_run(
+        tmp_path / "runs", "Reacher-misc", "nnx", [10.0], status="interrupted"
+    )  # left out
     by_env = learning_curves.curves(learning_curves.completed_runs([str(tmp_path / "runs")]))
     assert sorted(by_env) == ["Pendulum-v1", "Swimmer-misc"]
     frameworks = sorted(curve[0] for curve in by_env["Pendulum-v1"])
@@ -52,7 +56,7 @@ def test_each_completed_run_is_a_curve_of_its_env(tmp_path):
 
 
 def test_the_figure_is_written_and_never_replaced_without_force(tmp_path, capsys):
-    fake_run(tmp_path / "runs", "Pendulum-v1", "linen", [-1200.0, -300.0])
+    write_returns_run(tmp_path / "runs", "Pendulum-v1", "linen", [-1200.0, -300.0])
     out = tmp_path / "fig.png"
     learning_curves.main([str(tmp_path / "runs"), "--out", str(out)])
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -66,7 +70,7 @@ def test_the_figure_is_written_and_never_replaced_without_force(tmp_path, capsys
 
 
 def test_no_completed_run_writes_nothing(tmp_path):
-    fake_run(tmp_path / "runs", "Pendulum-v1", "linen", [-1200.0], status="failed")
+    write_returns_run(tmp_path / "runs", "Pendulum-v1", "linen", [-1200.0], status="failed")
     with pytest.raises(SystemExit) as refusal:
         learning_curves.main([str(tmp_path / "runs"), "--out", str(tmp_path / "fig.png")])
     assert refusal.value.code == 2 and not (tmp_path / "fig.png").exists()

@@ -26,7 +26,7 @@ BATCH = 64
 ITERATION_TIMES = [5.0, 1.0, 1.5, 0.5, 1.0]
 
 
-def write_run(run_dir: Path, times=ITERATION_TIMES) -> None:
+def write_quickstart_run(run_dir: Path, times=ITERATION_TIMES) -> None:
     """A run folder as ppo_*.py writes it: config.json, summary.json and TensorBoard events."""
     run_dir.mkdir(parents=True)
     (run_dir / "config.json").write_text(json.dumps({"versions": {"python": "3.11.9"}}))
@@ -164,7 +164,7 @@ def test_a_readme_without_the_pendulum_block_is_bad_input():
 def test_the_compile_time_from_a_synthetic_events_file(tmp_path):
     clone = tmp_path / "clone"
     run_dir = clone / "runs" / "Acrobot-v1__torch__small__compile__1__1700000000"
-    write_run(run_dir)
+    write_quickstart_run(run_dir)
     found = quickstart_steps.training([run_dir], clone)
     assert found["compile_s"] == pytest.approx(4.0)
     assert found["iterations"] == 5 and found["total_s"] == 12.5 and found["final_return"] == -84.25

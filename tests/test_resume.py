@@ -33,12 +33,12 @@ ENVS = {
 TOLERANCE = {"torch": 1e-5}  # the JAX scripts: 0, bit for bit
 
 
-def script(framework: str) -> str:
+def script_path(framework: str) -> str:
     return str(ROOT / STUDY.frameworks[framework].script)
 
 
 def run(framework: str, *args: str, log_dir=None) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, script(framework), *args]
+    cmd = [sys.executable, script_path(framework), *args]
     if log_dir is not None:
         cmd += ["--log-dir", str(log_dir)]
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
@@ -127,18 +127,18 @@ def saved_run(tmp_path_factory):
     return only_run_dir(log_dir), args
 
 
-def listing(folder: Path) -> dict:
+def entries_of(folder: Path) -> dict:
     return {path.name: path.is_file() and path.read_bytes() for path in sorted(folder.iterdir())}
 
 
 def refused(framework: str, args: list, folder: Path, wanted: str) -> None:
     """One line naming wanted, exit code 2, and the folder as it was."""
-    before = listing(folder)
+    before = entries_of(folder)
     proc = run(framework, *args)
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert len(lines) == 1 and lines[0].startswith("error: ") and wanted in lines[0], proc.stderr
-    assert listing(folder) == before
+    assert entries_of(folder) == before
 
 
 @pytest.mark.slow

@@ -98,7 +98,7 @@ def sweep(tmp_path_factory) -> Sweep:
     return Sweep(env, log_dir, run_dir, stopped, dry, proc.stdout)
 
 
-def copy_of(run_dir: Path, tmp_path: Path) -> Path:
+def copy_into_short_folder(run_dir: Path, tmp_path: Path) -> Path:
     return Path(shutil.copytree(run_dir, tmp_path / SHORT / run_dir.name))
 
 
@@ -162,7 +162,7 @@ def test_a_resume_stopped_before_its_first_iteration_leaves_a_file_the_run_is_re
     more than resumed_at counts, which the run is read with."""
     from tensorboardX import SummaryWriter
 
-    run_dir = copy_of(sweep.run_dir, tmp_path)
+    run_dir = copy_into_short_folder(sweep.run_dir, tmp_path)
     last = runlog.read_completed_run(run_dir).events
     with SummaryWriter(str(tmp_path / "attempt")) as writer:
         writer.flush()
@@ -184,7 +184,7 @@ def test_a_forged_resumed_at_is_refused(sweep, tmp_path, forged):
     """Not a list of increasing positive ints below the iterations, or not the iteration the last
     process went on from: a RunError naming resumed_at, and the analysis and the sweep's resume skip
     the run."""
-    run_dir = copy_of(sweep.run_dir, tmp_path)
+    run_dir = copy_into_short_folder(sweep.run_dir, tmp_path)
     if forged == "wrong":  # well formed, but not where its last process went on from
         (after,) = read_json(run_dir / "summary.json")["resumed_at"]
         forged = [after - 1]

@@ -297,7 +297,7 @@ def run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
 
 
-def snapshot(folder: Path) -> dict:
+def tree_snapshot(folder: Path) -> dict:
     """Every entry below folder: a file's bytes and mode, a link's target, a folder's name."""
     entries = {}
     for path in sorted(folder.rglob("*")):
@@ -326,12 +326,12 @@ def copy_of(run_dir: Path, tmp_path: Path) -> Path:
 
 def refused_by_the_script(args: list, folder: Path, wanted: str) -> None:
     """One line naming wanted, exit code 2, and the folder byte for byte as it was."""
-    before = snapshot(folder)
+    before = tree_snapshot(folder)
     proc = run(*args)
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-3000:]
     assert len(lines) == 1 and lines[0].startswith("error: ") and wanted in lines[0], proc.stderr
-    assert snapshot(folder) == before
+    assert tree_snapshot(folder) == before
 
 
 @pytest.mark.slow
