@@ -6,8 +6,8 @@ import itertools
 
 import numpy as np
 import pytest
+from analysis_runs import analysis_of, write_runs_csv, write_timing
 from matplotlib.collections import PathCollection
-from test_plot_results import analysis_of, write_runs_csv, write_timing
 
 from analysis import figures, plotting, speedup_figures, time_figures
 

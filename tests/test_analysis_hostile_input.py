@@ -20,9 +20,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from analysis_runs import ENVS, analyse, linen_nnx, snapshot, tie_events, write_csv, write_run
 from tensorboardX import SummaryWriter
-from test_plot_results import tie_events, write_run
-from test_plot_results_inputs import ENVS, analyse, linen_nnx, snapshot, write_csv
 
 import plot_results
 from analysis import learning_curves, output, runlog

@@ -7,7 +7,7 @@ import json
 import re
 
 import pandas as pd
-from test_plot_results import write_run
+from analysis_runs import write_run
 
 import plot_results
 

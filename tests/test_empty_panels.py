@@ -8,10 +8,9 @@ where a table would be.
 
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
-from test_plot_results import BATCH, write_timing
+from analysis_runs import BATCH, has_data, write_timing
 
 import plot_results
 from analysis import figures
@@ -71,18 +70,6 @@ def write_runs(path: Path, iterations: int) -> Path:
     runs += [experiment_csv_run(ENVS[0], fw, iterations, True, "exp7") for fw in STUDY.frameworks]
     pd.DataFrame([row for run in runs for row in run]).to_csv(path, index=False)
     return path
-
-
-def has_data(ax) -> bool:
-    """Whether a panel draws data: points, boxes or bars, or a line through data (not a reference
-    line)."""
-    points = any(len(collection.get_offsets()) for collection in ax.collections)
-    lines = any(
-        line.get_transform() is ax.transData
-        and np.isfinite(np.asarray(line.get_ydata(), float)).any()
-        for line in ax.lines
-    )
-    return bool(ax.patches) or points or lines
 
 
 def words(ax) -> str:

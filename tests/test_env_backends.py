@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from analysis_runs import write_run
 from test_bench import (
     bench,
     done_lines,
@@ -27,7 +28,6 @@ from test_bench import (
     planned,
     timing_file,
 )
-from test_plot_results import write_run
 from test_sweep_hostile_input import FAKE_SCRIPT, one_line_refusal
 
 import plot_results

@@ -8,7 +8,7 @@ import json
 import sys
 
 import pytest
-from test_plot_results_inputs import ENVS, analyse, linen_nnx, write_csv
+from analysis_runs import ENVS, analyse, linen_nnx, write_csv
 
 import atomic
 from analysis import runlog

@@ -3,8 +3,8 @@
 import json
 
 import pytest
+from analysis_runs import tie_events
 from tensorboardX import SummaryWriter
-from test_plot_results import tie_events
 
 from analysis import learning_curves
 from helpers import STUDY

@@ -10,102 +10,24 @@ import itertools
 import os
 import re
 from pathlib import Path
-from typing import NamedTuple
 
 import pandas as pd
 import pytest
+from analysis_runs import (
+    BATCH,
+    ENVS,
+    analyse,
+    csv_run,
+    linen_nnx,
+    own_figure,
+    snapshot,
+    write_csv,
+    write_run,
+)
 from tensorboardX import SummaryWriter
-from test_plot_results import BATCH, own_figure, write_run
 
 import plot_results
 from helpers import STUDY
-
-ENVS = ["CartPole-v1", "Acrobot-v1", "MountainCar-v0", "DiscountingChain-bsuite"]
-NNX_RATIO = {
-    "CartPole-v1": 1.0,
-    "Acrobot-v1": 1.5,
-    "MountainCar-v0": 2.0,
-    "DiscountingChain-bsuite": 3.0,
-}
-
-
-def csv_run(
-    env, framework, seed, iterations=10, batch=BATCH, tag="t", host="h", completed=None
-) -> list[dict]:
-    """The rows of one exp1 run in a runs.csv: every iteration takes 0.1 s; nnx is NNX_RATIO[env]
-    times slower."""
-    total = 10.0 * (NNX_RATIO[env] if framework == "nnx" else 1.0) * (1.0 + 0.1 * seed)
-    # a start time of its own
-    start = f"2025-01-01T00:00:00 {env} {framework} {seed} {iterations} {batch}"
-    return [
-        {
-            "run": f"{env}__{framework}__small__{STUDY.default_compile(framework)}__{seed}"
-            "__1700000000",
-            "iteration": i,
-            "step": (i + 1) * batch,
-            "time/iteration": 0.1,  # within total_s, even for 20 iterations
-            "sweep": "exp1",  # bench.sh's exp1 folder: in exp1 alone (by the matrix, exp7 too)
-            "env": env,
-            "framework": framework,
-            "model_size": "small",
-            "compile": STUDY.default_compile(framework),
-            "seed": seed,
-            "tag": tag,
-            "sync_timing": False,
-            "num_iterations": iterations,
-            "batch_size": batch,
-            "hostname": host,
-            "command": f"ppo_{framework}.py --env {env} --seed {seed} --tag {tag}",
-            "start_time": start,
-            "status": "completed",
-            "iterations_completed": iterations if completed is None else completed,
-            "total_s": total,
-        }
-        for i in range(iterations)
-    ]
-
-
-def write_csv(path: Path, runs: list[list[dict]]) -> Path:
-    pd.DataFrame([row for run in runs for row in run]).to_csv(path, index=False)
-    return path
-
-
-def linen_nnx(envs, seeds=(1, 2), **options) -> list[list[dict]]:
-    return [
-        csv_run(env, fw, seed, **options)
-        for env in envs
-        for fw in ("linen", "nnx")
-        for seed in seeds
-    ]
-
-
-class Outcome(NamedTuple):
-    code: int  # exit status
-    errors: list[str]  # the error lines on stderr
-    stdout: str
-
-
-def analyse(capsys, *args) -> Outcome:
-    """plot_results.main(args), as from the command line."""
-    capsys.readouterr()
-    try:
-        plot_results.main([str(a) for a in args])
-        code = 0
-    except SystemExit as e:
-        code = e.code
-    captured = capsys.readouterr()
-    assert "Traceback" not in captured.err
-    return Outcome(
-        code,
-        [line for line in captured.err.splitlines() if line.startswith("error:")],
-        captured.out,
-    )
-
-
-def snapshot(folder: Path) -> dict[str, bytes]:
-    return {
-        str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
-    }
 
 
 def leftovers(folder: Path) -> list[str]:

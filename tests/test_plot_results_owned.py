@@ -10,7 +10,7 @@ import io
 
 import matplotlib
 import pytest
-from test_plot_results_inputs import ENVS, analyse, linen_nnx, snapshot, write_csv
+from analysis_runs import ENVS, analyse, linen_nnx, snapshot, write_csv
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402

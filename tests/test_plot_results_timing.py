@@ -4,7 +4,7 @@ told another."""
 import itertools
 
 import pandas as pd
-from test_plot_results import DEFAULT_MODES, ENV_FACTOR, write_run, write_timing
+from analysis_runs import DEFAULT_MODES, ENV_FACTOR, write_run, write_timing
 
 import plot_results
 

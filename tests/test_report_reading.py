@@ -13,9 +13,9 @@ from pathlib import Path
 import matplotlib.colors
 import pandas as pd
 import pytest
+from analysis_runs import write_timing
 from matplotlib.collections import PathCollection
 from matplotlib.transforms import Bbox
-from test_plot_results import write_timing
 
 import plot_results
 from analysis import figures, results

@@ -15,9 +15,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from test_learning import CONFIG_ARGS, EXP, made_up_runs, run_rows, summary_row
-from test_plot_results import write_run
-from test_plot_results_inputs import ENVS, analyse, csv_run, write_csv
+from analysis_runs import ENVS, analyse, csv_run, write_csv, write_run
+from learning_runs import CONFIG_ARGS, EXP, made_up_runs, run_rows, summary_row
 
 from analysis import events, learning, markdown, output, runlog
 from helpers import ROOT, STUDY

@@ -7,8 +7,8 @@ import shlex
 from pathlib import Path
 
 import pytest
+from analysis_runs import has_data
 from test_bench import bench, cell_of, dry_run, framework_of, last_line, option
-from test_empty_panels import has_data
 
 import plot_results
 from analysis import figures
