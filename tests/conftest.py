@@ -31,7 +31,7 @@ def log_dir(tmp_path: Path) -> Path:
 @pytest.fixture
 def fake(tmp_path: Path) -> dict:
     """The environment of a bench.sh whose study has the stand-in framework "fake"
-    (test_sweep_hostile_input.fake_env): the sweep's tests run it."""
-    from test_sweep_hostile_input import fake_env
+    (sweep_runs.fake_env): the sweep's tests run it."""
+    from sweep_runs import fake_env
 
     return fake_env(tmp_path)

@@ -85,6 +85,14 @@ def numpy_gae(rewards, values, final_values, terminated, truncated, gamma, lam):
     return advantages, advantages + values
 
 
+def alive(pid: int) -> bool:
+    """Whether process pid is running: it exists and is no zombie."""
+    try:
+        return "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
+    except FileNotFoundError:
+        return False
+
+
 def wait_until(condition, timeout: float = 60, what: str = "") -> None:
     """A safety net for a stuck process, not a timing assertion."""
     deadline = time.monotonic() + timeout

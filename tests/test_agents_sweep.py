@@ -8,7 +8,7 @@ import shlex
 from pathlib import Path
 
 import pytest
-from test_bench import bench, done_lines, dry_run, fake_run, linen_small_plan, option, planned
+from sweep_runs import bench, done_lines, dry_run, fake_run, linen_small_plan, option, planned
 
 from helpers import STUDY, one_cell
 

@@ -4,21 +4,34 @@ cell, resume, Ctrl-C, failures, env timing) and sweep/env_timing.py.
 Expected counts come from the study (study.toml through sweep/study.py), never from hard-coded
 numbers. The mini sweeps use the frameworks whose script exists."""
 
-import json
 import os
 import re
-import shlex
 import signal
 import socket
 import subprocess
 import sys
-from datetime import datetime, timezone
 from itertools import product
 from pathlib import Path
 
 import pytest
+from sweep_runs import (
+    NOTING_PYTHON,
+    bench,
+    cell_of,
+    done_lines,
+    dry_run,
+    env_of,
+    fake_run,
+    framework_of,
+    last_line,
+    linen_small_plan,
+    option,
+    other_study,
+    planned,
+    timing_file,
+)
 
-from helpers import ENV_TIMING_MODULE, ROOT, STUDY, SWEEP_MODULE, one_cell, read_json, wait_until
+from helpers import ENV_TIMING_MODULE, ROOT, STUDY, one_cell, read_json, wait_until
 from sweep import bench as sweep_bench
 from sweep import cli as sweep_cli
 from sweep import env_timing_check as sweep_env_timing
@@ -28,55 +41,6 @@ from sweep import study
 FRAMEWORKS = [name for name, fw in STUDY.frameworks.items() if (ROOT / fw.script).exists()]
 TINY = ["--", "--num-envs", "4", "--num-steps", "16"]
 MINI_ENVS = "CartPole-v1,MemoryChain-bsuite"
-
-
-def bench(*args: str, timeout: float = 60, env: dict | None = None, python: str = sys.executable):
-    cmd = ["bash", str(ROOT / "bench.sh"), "--python", python, *args]
-    full_env = {**os.environ, "WANDB_MODE": "disabled", **(env or {})}
-    return subprocess.run(
-        cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=full_env
-    )
-
-
-def dry_run(tmp_path: Path, *args: str, env: dict | None = None) -> list[str]:
-    """The command lines of a dry run (into an empty log dir); checks the count line."""
-    proc = bench("--dry-run", "--log-dir", str(tmp_path / "runs"), *args, env=env)
-    assert proc.returncode == 0, proc.stderr
-    *lines, count_line = proc.stdout.splitlines()
-    assert re.match(rf"dry run: {len(lines)} runs \(0 already completed\)", count_line), count_line
-    return lines
-
-
-def option(line: str, name: str) -> str:
-    return line.split(f" {name} ")[1].split()[0]
-
-
-def framework_of(line: str, study=STUDY) -> str:
-    script = Path(shlex.split(line)[1]).name
-    return next(name for name, fw in study.frameworks.items() if Path(fw.script).name == script)
-
-
-def env_of(line: str) -> str:
-    """The env label of a command line: its --env, with "@envpool" when it runs on envpool
-    (--env-backend)."""
-    backend = option(line, "--env-backend") if " --env-backend " in line else "gymnax"
-    return study.env_label(option(line, "--env"), backend)
-
-
-def cell_of(line: str) -> tuple:
-    """(experiment, seed, env label, model size, agents per process) of a command line; the
-    experiment is its log dir's name."""
-    return (
-        Path(option(line, "--log-dir")).name,
-        option(line, "--seed"),
-        env_of(line),
-        option(line, "--model-size"),
-        option(line, "--num-agents") if " --num-agents " in line else "1",
-    )
-
-
-def last_line(proc) -> str:
-    return proc.stdout.strip().splitlines()[-1]
 
 
 def selected_envs(exp, envs, study=STUDY) -> list[str]:
@@ -108,13 +72,6 @@ def expected_count(
             runs_per_cell = modes * len(exp.syncs) * len(exp.dtypes)
             total += seeds * len(cells) * len(exp.agents) * runs_per_cell
     return total
-
-
-def other_study(tmp_path: Path, extra_toml: str) -> dict:
-    """The env of a process that reads study.toml plus `extra_toml` (through $BENCHBACK_STUDY)."""
-    path = tmp_path / "study.toml"
-    path.write_text((ROOT / "study.toml").read_text() + "\n" + extra_toml)
-    return {"BENCHBACK_STUDY": str(path)}
 
 
 # ------------------------------------------------------------------------------------------ matrix
@@ -410,39 +367,6 @@ def test_the_expensive_and_continuous_envs_stay_out_of_the_other_experiments(tmp
     assert len(asked) == expected_count(envs=["CartPole-v1", STUDY.expensive_envs[0]])
 
 
-def plan_rows(plan: str) -> list[list[str]]:
-    """python -m sweep plan's runs: [state, description, log stem, *command] each (NUL-separated
-    fields after a 5-field header; a run's command is preceded by its cell's id and its length)."""
-    fields = plan.split("\0")
-    assert fields[-1] == "" and len(fields) >= 6, plan[:200]
-    fields, rows, i = fields[:-1], [], 5
-    while i < len(fields):
-        n = int(fields[i + 4])
-        rows.append([*fields[i : i + 3], *fields[i + 5 : i + 5 + n]])
-        i += 5 + n
-    assert i == len(fields)
-    return rows
-
-
-def linen_small_plan(tmp_path: Path, experiments: str) -> list[list[str]]:
-    """plan_rows of python -m sweep plan for linen, small, seed 1 of some experiments."""
-    proc = subprocess.run(
-        [
-            sys.executable,
-            *SWEEP_MODULE,
-            "plan",
-            *("--experiments", experiments, "--frameworks", "linen", "--sizes", "small"),
-            *("--seeds", "1", "--log-dir", str(tmp_path)),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert proc.returncode == 0, proc.stderr
-    return plan_rows(proc.stdout)
-
-
 def test_the_plan_names_the_sync_setting_of_exp5_runs(tmp_path):
     rows = linen_small_plan(tmp_path, "exp1,exp5")
     descriptions, stems = [row[1] for row in rows], [row[2] for row in rows]
@@ -608,8 +532,8 @@ def test_help_lists_every_declared_option_with_its_help():
     declared = [option for option in sweep_cli.OPTIONS if option.section]
     assert [name for _, name in heads] == [option.name for option in declared]
     text = " ".join(proc.stdout.split())
-    for option in declared:
-        assert " ".join(option.help.split()) in text, option.name
+    for declared_option in declared:
+        assert " ".join(declared_option.help.split()) in text, declared_option.name
 
 
 BENCH_OPTIONS = [option for option in sweep_cli.OPTIONS if option.section]
@@ -651,91 +575,6 @@ def test_bench_sh_takes_the_declared_defaults(tmp_path, monkeypatch):
 
 
 # ------------------------------------------------------------------------------------------ resume
-def planned(
-    log_dir: Path, exp: str = "exp2", env: str = "CartPole-v1", *args: str
-) -> list[list[str]]:
-    """The commands (python dropped) of a linen dry run of one env, small, seed 1."""
-    proc = bench(
-        "--dry-run",
-        "--log-dir",
-        str(log_dir),
-        *one_cell(exp, env),
-        *args,
-    )
-    assert proc.returncode == 0, proc.stderr
-    return [
-        shlex.split(line.removeprefix("# done: "))[1:] for line in proc.stdout.splitlines()[:-1]
-    ]
-
-
-# the config.json fields a fake run takes from its command, as the scripts write them (runlog checks
-# that they agree)
-COMMAND_FIELDS = {"env": str, "env_backend": str, "model_size": str, "compile": str, "seed": int}
-COMMAND_FIELDS |= {"dtype": str, "sync_timing": bool, "num_iterations": int, "tag": str}
-
-
-def fake_run(
-    log_dir: Path,
-    exp: str,
-    status: str,
-    command: list[str] | None,
-    name: str,
-    iterations: int | None = None,
-) -> Path:
-    """A run folder like the scripts write it, without running it: config.json (its "command" =
-    sys.argv, and the fields the command sets; the framework of its script), summary.json and one
-    TensorBoard events file with a time/iteration per iteration (a usable run when completed).
-    iterations: the command's --num-iterations, else 2."""
-    from tensorboardX import SummaryWriter
-
-    from sweep import run_args
-
-    run_dir = log_dir / exp / name
-    run_dir.mkdir(parents=True)
-    # a config.json the study knows, with the host and start time that tie the events file to it
-    # (runlog)
-    config = dict(
-        env="CartPole-v1",
-        framework="linen",
-        model_size="small",
-        compile="jit",
-        seed=1,
-        sync_timing=False,
-    )
-    config.update(batch_size=1, num_iterations=2, hostname=socket.gethostname())
-    # before the events are written
-    config.update(start_time=datetime.now(timezone.utc).isoformat())
-    if command is not None:
-        config["command"] = command
-        scripts = {Path(fw.script).name: name for name, fw in STUDY.frameworks.items()}
-        config["framework"] = scripts.get(Path(command[0]).name, "linen")
-        given = run_args.flags(command)
-        config |= {key: kind(given[key]) for key, kind in COMMAND_FIELDS.items() if key in given}
-    config["num_iterations"] = iterations = iterations or config["num_iterations"]
-    (run_dir / "config.json").write_text(json.dumps(config))
-    # the events within it
-    summary = {
-        "status": status,
-        "iterations_completed": iterations,
-        "total_s": 0.5 + 0.1 * iterations,
-    }
-    (run_dir / "summary.json").write_text(json.dumps(summary))
-    with SummaryWriter(str(run_dir)) as writer:
-        for iteration in range(iterations):
-            writer.add_scalar("time/iteration", 0.1, iteration + 1)
-    return run_dir
-
-
-def done_lines(log_dir: Path, *args: str, exp: str = "exp2", env: str = "CartPole-v1") -> list[str]:
-    proc = bench(
-        "--dry-run",
-        "--log-dir",
-        str(log_dir),
-        *one_cell(exp, env),
-        *args,
-    )
-    assert proc.returncode == 0, proc.stderr
-    return [line for line in proc.stdout.splitlines() if line.startswith("# done: ")]
 
 
 def test_resume_needs_a_completed_run_of_the_same_command(tmp_path):
@@ -1044,18 +883,6 @@ def test_mini_sweep_completes_then_skips_every_run(tmp_path):
 
 
 # -------------------------------------------------------------------------------------- env timing
-def timing_file(path: Path, hostname: str, device: str, envs=("CartPole-v1",)) -> Path:
-    path.write_text(
-        json.dumps(
-            {
-                "hostname": hostname,
-                "device": device,
-                "num_envs": 4096,
-                "envs": {env: {"ms_per_step": 1.0, "ratio": 1.0} for env in envs},
-            }
-        )
-    )
-    return path
 
 
 def test_env_timing_check_wants_this_machine(tmp_path):
@@ -1102,18 +929,6 @@ def test_bench_re_times_envs_from_another_host_into_its_log_dir(tmp_path):
     assert data["hostname"] == socket.gethostname() and list(data["envs"]) == ["CartPole-v1"]
     assert (ROOT / "results" / "env_timing.json").read_bytes() == committed
     assert last_line(proc) == "0 completed, 0 failed, 1 skipped"
-
-
-# A stand-in interpreter: notes the env timing's and each run's arguments in $MARKS, runs nothing of
-# them.
-NOTING_PYTHON = """#!/usr/bin/env bash
-case ${1:-} in
-  */ppo_*.py) echo "$*" >> "$MARKS" ;;
-  -m) if [[ $2 == sweep.env_timing ]]; then echo "$*" >> "$MARKS"
-      else exec "$REAL_PYTHON" "$@"; fi ;;
-  *) exec "$REAL_PYTHON" "$@" ;;
-esac
-"""
 
 
 @pytest.mark.parametrize("timing_file", [None, "elsewhere/timing.json"])

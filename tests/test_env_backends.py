@@ -16,19 +16,20 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from analysis_runs import write_run
-from test_bench import (
+from sweep_runs import (
+    FAKE_SCRIPT,
     bench,
     done_lines,
     dry_run,
     env_of,
     fake_run,
     framework_of,
+    one_line_refusal,
     option,
     plan_rows,
     planned,
     timing_file,
 )
-from test_sweep_hostile_input import FAKE_SCRIPT, one_line_refusal
 
 import plot_results
 from helpers import ENV_TIMING_MODULE, ROOT, STUDY, SWEEP_MODULE, read_json

@@ -161,7 +161,7 @@ def test_a_learning_sweep_is_analysed_into_its_tables_report_and_readme_block(
     while its speedup block (no exp1, exp6 or exp7 runs here) is left as it was. The experiment is
     exp9 with a short configuration (a study of its own): exp9's own would take 976 iterations, and
     its runs count only with it."""
-    from test_bench import bench, other_study
+    from sweep_runs import bench, other_study
 
     import plot_results
     from analysis.markdown import LEARNING_MARKERS

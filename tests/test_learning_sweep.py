@@ -2,7 +2,7 @@
 (study.toml), and bench.sh refuses --iterations and the flags after -- that would change them."""
 
 import pytest
-from test_bench import bench, planned
+from sweep_runs import bench, planned
 
 from helpers import STUDY, one_cell
 

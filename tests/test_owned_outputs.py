@@ -101,7 +101,7 @@ def bench_with_timing_file(tmp_path, text: str):
     """bench.sh, one cell (CartPole-v1), its env timing into --env-timing-file holding text; a
     stand-in Python notes the env timing's arguments and runs nothing of it. (the process, the
     timing file, the noted lines)"""
-    from test_bench import NOTING_PYTHON, bench
+    from sweep_runs import NOTING_PYTHON, bench
 
     from helpers import one_cell
 

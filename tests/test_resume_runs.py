@@ -21,7 +21,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 import pytest
-from test_bench import bench, fake_run, other_study, planned
+from sweep_runs import bench, fake_run, other_study, planned
 
 from analysis import events, runlog
 from helpers import ROOT, STUDY, one_cell, only_run_dir, read_json

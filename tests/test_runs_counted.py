@@ -1,7 +1,7 @@
 """What counts as a run, and how runs pair (issue 54, items 3-7, 9 and 14): the checks that keep
 wrong or forged results out of the README's tables, for bench.sh's resume (sweep/resume.py) and the
 analysis (plot_results.py) alike. The run folders are built as the scripts write them
-(tests/test_plot_results.py's write_run)."""
+(tests/analysis_runs.py's write_run)."""
 
 import json
 import math

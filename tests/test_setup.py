@@ -5,25 +5,14 @@ what it is asked to do."""
 
 import os
 import re
-import shutil
-import stat
 import subprocess
 from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
+from setup_copy import make_copy, pip_calls
 
 ROOT = Path(__file__).resolve().parent.parent
-
-# A venv stand-in: pip appends its arguments to a log; python fails the index probe (no network
-# here)
-STUB_PIP = """#!/usr/bin/env bash
-echo "pip $*" >> "$(dirname "$0")/../calls.log"
-"""
-STUB_PYTHON = """#!/usr/bin/env bash
-echo "python $*" >> "$(dirname "$0")/../calls.log"
-exit 1
-"""
 
 
 def locked_versions() -> dict[str, str]:
@@ -55,18 +44,6 @@ def test_the_lock_pins_every_requirement_within_its_range():
         assert requirement.specifier.contains(pins[name]), (name, pins[name])
 
 
-def make_copy(tmp_path: Path) -> Path:
-    for name in ("setup.sh", "requirements.txt", "requirements.lock"):
-        shutil.copy2(ROOT / name, tmp_path / name)
-    bin_dir = tmp_path / ".venv" / "bin"
-    bin_dir.mkdir(parents=True)
-    for name, text in (("pip", STUB_PIP), ("python", STUB_PYTHON)):
-        path = bin_dir / name
-        path.write_text(text)
-        path.chmod(path.stat().st_mode | stat.S_IEXEC)
-    return tmp_path
-
-
 def run_setup(repo: Path, *args, torch="cpu"):
     env = dict(os.environ, BENCHBACK_TORCH=torch)
     return subprocess.run(
@@ -76,12 +53,6 @@ def run_setup(repo: Path, *args, torch="cpu"):
         env=env,
         timeout=60,
     )
-
-
-def pip_calls(repo: Path) -> list[str]:
-    log = repo / ".venv" / "calls.log"
-    calls = log.read_text().splitlines() if log.exists() else []
-    return [call for call in calls if call.startswith("pip ")]
 
 
 def test_setup_installs_torch_then_the_lock_once(tmp_path):

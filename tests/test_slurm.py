@@ -17,8 +17,9 @@ import time
 from pathlib import Path
 
 import pytest
+from sweep_runs import bench
 
-from helpers import ROOT, STUDY, SWEEP_MODULE, read_json, wait_until
+from helpers import ROOT, STUDY, SWEEP_MODULE, alive, read_json, wait_until
 from sweep import cli as sweep_cli
 from sweep import option_checks, sbatch
 
@@ -77,14 +78,6 @@ def missing_slurm() -> str:
 needs_slurm = pytest.mark.skipif(bool(missing_slurm()), reason=missing_slurm() or "-")
 
 
-def bench(*args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    cmd = ["bash", str(ROOT / "bench.sh"), "--python", sys.executable, *args]
-    full_env = {**os.environ, "WANDB_MODE": "disabled", **(env or {})}
-    return subprocess.run(
-        cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=full_env
-    )
-
-
 def local_cluster(action: str, folder: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         ["bash", str(LOCAL_CLUSTER), action, str(folder)],
@@ -104,17 +97,6 @@ def daemon_pids(folder: Path) -> dict[str, int]:
         if (folder / path).exists():
             pids[name] = int((folder / path).read_text().split()[0])
     return pids
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return (
-        Path(f"/proc/{pid}").exists()
-        and "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
-    )
 
 
 def slurm(env: dict, *cmd: str) -> str:
@@ -175,7 +157,7 @@ def cells_run(output: str) -> set[tuple]:
 
 # --------------------------------------------------------------------------------- no Slurm needed
 def dry_run_script(tmp_path: Path, *args: str) -> tuple[str, str]:
-    proc = bench("--dry-run", "--slurm", "--log-dir", str(tmp_path / "runs"), *args)
+    proc = bench("--dry-run", "--slurm", "--log-dir", str(tmp_path / "runs"), *args, timeout=120)
     assert proc.returncode == 0, proc.stderr
     script, _, count_line = proc.stdout.rstrip("\n").rpartition("\n")
     assert not (tmp_path / "runs").exists()  # a dry run creates nothing
@@ -253,7 +235,7 @@ def test_the_array_tasks_run_disjoint_shards_that_cover_the_sweep(tmp_path):
     sel = ["--experiments", "exp3", "--frameworks", "linen", "--seeds", "2", "--iterations", "3"]
     script, _ = dry_run_script(tmp_path, *sel, "--slurm-tasks", "3", *TINY)
     whole = bench(
-        "--dry-run", "--log-dir", str(tmp_path / "runs"), *sel, *TINY
+        "--dry-run", "--log-dir", str(tmp_path / "runs"), *sel, *TINY, timeout=120
     ).stdout.splitlines()[:-1]
     probe = tmp_path / "task.sh"
     probe.write_text(
@@ -287,7 +269,7 @@ def test_the_array_tasks_run_disjoint_shards_that_cover_the_sweep(tmp_path):
     ],
 )
 def test_bad_slurm_options_exit_2_with_one_line(tmp_path, args, bad):
-    proc = bench("--dry-run", "--log-dir", str(tmp_path / "runs"), *args)
+    proc = bench("--dry-run", "--log-dir", str(tmp_path / "runs"), *args, timeout=120)
     assert proc.returncode == 2, proc.stdout
     assert len(proc.stderr.strip().splitlines()) == 1 and bad in proc.stderr, proc.stderr
     assert not (tmp_path / "runs").exists()
@@ -300,7 +282,9 @@ def test_slurm_without_sbatch_exits_2_with_one_line(tmp_path):
         for tool in Path(folder).glob("*") if Path(folder).is_dir() else ():
             if tool.name != "sbatch" and not (bin_dir / tool.name).exists():
                 (bin_dir / tool.name).symlink_to(tool)
-    proc = bench("--slurm", "--log-dir", str(tmp_path / "runs"), env={"PATH": str(bin_dir)})
+    proc = bench(
+        "--slurm", "--log-dir", str(tmp_path / "runs"), env={"PATH": str(bin_dir)}, timeout=120
+    )
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert (
         proc.stderr.strip()
@@ -379,6 +363,7 @@ def test_sbatch_refusing_the_job_exits_1_and_leaves_nothing(cluster, tmp_path):
         "--slurm-args",
         "--partition=nope",
         env=cluster,
+        timeout=120,
     )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     # sbatch's own message, then ours
@@ -403,11 +388,13 @@ def test_a_sweep_on_slurm_runs_each_cell_once_and_resubmitting_skips_completed_r
         '--comment "benchback test"',
         *TINY,
     )
-    planned = bench("--dry-run", "--log-dir", str(log_dir), *SWEEP, *TINY).stdout.splitlines()[:-1]
+    planned = bench(
+        "--dry-run", "--log-dir", str(log_dir), *SWEEP, *TINY, timeout=120
+    ).stdout.splitlines()[:-1]
     num_runs = len(planned)
     assert num_runs == 2 * len(TWO_FRAMEWORKS)
 
-    first = bench(*args, env=cluster)
+    first = bench(*args, env=cluster, timeout=120)
     job = submitted_job(first)
     assert f"script: {log_dir}/logs/slurm/benchback_" in first.stdout
     assert f"logs:   {log_dir}/logs/slurm/{job}_{{0..1}}.out" in first.stdout
@@ -437,7 +424,7 @@ def test_a_sweep_on_slurm_runs_each_cell_once_and_resubmitting_skips_completed_r
     assert not (log_dir / "env_timing.json").exists()
     assert sum("measuring the env step costs first" in output for output in outputs.values()) == 1
 
-    again = bench(*args, env=cluster)  # every run completed: nothing to submit
+    again = bench(*args, env=cluster, timeout=120)  # every run completed: nothing to submit
     assert again.returncode == 0, again.stderr
     assert (
         again.stdout.strip()
@@ -448,7 +435,7 @@ def test_a_sweep_on_slurm_runs_each_cell_once_and_resubmitting_skips_completed_r
     # one run lost: the resubmitted array runs it alone and skips the others
     lost = summaries[0].parent
     shutil.rmtree(lost)
-    third = bench(*args, env=cluster)
+    third = bench(*args, env=cluster, timeout=120)
     job3 = submitted_job(third)
     assert (
         f"submitted job array {job3}: 2 tasks; runs to do: 1 of {num_runs}, in 2 cells"

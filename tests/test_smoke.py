@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from analysis_runs import has_data
-from test_bench import bench, cell_of, dry_run, framework_of, last_line, option
+from sweep_runs import bench, cell_of, dry_run, framework_of, last_line, option
 
 import plot_results
 from analysis import figures

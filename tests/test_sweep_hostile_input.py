@@ -18,136 +18,19 @@ import time
 from pathlib import Path
 
 import pytest
-from test_bench import fake_run, other_study, planned
+from sweep_runs import (
+    FAKE_SWEEP,
+    bench_cmd,
+    fake_run,
+    marks,
+    one_line_refusal,
+    planned,
+    run_bench,
+)
 
 from helpers import ROOT, STUDY, TINY, one_cell, read_json, wait_until
 from sweep import option_checks, sbatch
 from sweep import options as sweep_options
-
-# A stand-in ppo script: notes {"pid", "argv"} in $FAKE_MARKS, writes config.json (its "command" =
-# sys.argv) and, when it completes, a usable run (runlog.is_completed). $FAKE_HOLD: run while that
-# file exists. SIGINT or SIGTERM: an "interrupted" summary and exit 130, like the real scripts,
-# unless $FAKE_LINGER: then it ignores the SIGTERM and outlives any grace.
-FAKE_SCRIPT = """
-import datetime, json, os, signal, socket, sys, time
-from pathlib import Path
-
-# a run, not a module: bench.sh's check of the run arguments (which imports each script) finds no
-# Args
-if __name__ != "__main__":
-    raise ImportError("a stand-in script: run it")
-
-# held until the handlers are set, as the real scripts do from their first line: a signal that lands
-# just after the mark still ends in an "interrupted" summary
-signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT, signal.SIGTERM])
-sys.path.insert(0, {root!r})
-from analysis import runlog
-
-def arg(name):  # --name VALUE or --name=VALUE
-    for word, after in zip(sys.argv, sys.argv[1:] + [None]):
-        if word == name or word.startswith(name + "="):
-            return after if word == name else word[len(name) + 1 :]
-
-with open(os.environ["FAKE_MARKS"], "a") as f:
-    f.write(json.dumps({{"pid": os.getpid(), "argv": sys.argv}}) + "\\n")
-run_dir = Path(arg("--log-dir")) / f"fake__{{arg('--seed')}}__{{os.getpid()}}"
-run_dir.mkdir(parents=True)
-config = {{key: None for key in runlog.REQUIRED_CONFIG}}
-start = time.time()
-config.update(
-    command=sys.argv,
-    framework="fake",
-    seed=int(arg("--seed")),
-    num_iterations=1,
-    env=arg("--env"),
-    model_size=arg("--model-size"),
-    compile=arg("--compile"),
-    sync_timing="--no-sync-timing" not in sys.argv,
-    batch_size=1,
-    hostname=socket.gethostname(),
-    start_time=datetime.datetime.fromtimestamp(start).astimezone().isoformat(),
-)
-(run_dir / "config.json").write_text(json.dumps(config))
-
-def summary(status):
-    # the iteration's 0.1 s, and the events written within the run
-    total = max(time.time() - start, 0.2)
-    summary = {{"status": status, "iterations_completed": 1, "total_s": total}}
-    (run_dir / "summary.json").write_text(json.dumps(summary))
-
-def stop(signum, frame):
-    summary("interrupted")
-    if os.environ.get("FAKE_LINGER"):
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        time.sleep(120)
-    sys.exit(130)
-
-signal.signal(signal.SIGINT, stop)
-signal.signal(signal.SIGTERM, stop)
-signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT, signal.SIGTERM])
-hold = os.environ.get("FAKE_HOLD")
-while hold and os.path.exists(hold):
-    time.sleep(0.02)
-from tensorboardX import SummaryWriter
-
-with SummaryWriter(str(run_dir)) as writer:
-    writer.add_scalar("time/iteration", 0.1, 1)
-summary("completed")
-"""
-# One run per seed: the fake framework has one compile mode
-FAKE_SWEEP = [
-    "--experiments",
-    "exp1",
-    "--frameworks",
-    "fake",
-    "--envs",
-    "CartPole-v1",
-    "--sizes",
-    "small",
-    "--no-env-timing",
-]
-
-
-def fake_env(tmp_path) -> dict:
-    """The environment of a bench.sh whose study has the stand-in framework "fake"; its marks in
-    tmp_path/marks."""
-    script = tmp_path / "ppo_fake.py"
-    script.write_text(FAKE_SCRIPT.format(root=str(ROOT)))
-    study_env = other_study(
-        tmp_path,
-        f'[frameworks.fake]\nscript = "{script.name}"\ncompile = ["fast"]\ncolor = "#000"\n',
-    )
-    return {
-        **os.environ,
-        "WANDB_MODE": "disabled",
-        **study_env,
-        "FAKE_MARKS": str(tmp_path / "marks"),
-    }
-
-
-def marks(tmp_path: Path) -> list[dict]:
-    path = tmp_path / "marks"
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-
-
-def bench_cmd(*args: str) -> list[str]:
-    return ["bash", str(ROOT / "bench.sh"), "--python", sys.executable, *args]
-
-
-def run_bench(
-    *args: str, env: dict, cwd: Path = ROOT, timeout: float = 120
-) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        bench_cmd(*args), cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env
-    )
-
-
-def one_line_refusal(proc, *words: str) -> None:
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
-    assert all(word in proc.stderr for word in words), proc.stderr
-    assert "Traceback" not in proc.stderr
-
 
 # ------------------------------------------------------------- 1: nothing in an sbatch script runs
 TINY_EXTRA = ["--", "--num-envs", "4", "--num-steps", "16"]

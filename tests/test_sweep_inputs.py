@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_bench import bench
-from test_setup import make_copy, pip_calls
+from setup_copy import make_copy, pip_calls
+from sweep_runs import bench
 
 from helpers import ROOT, RUN_CHECK_MODULE, STUDY, one_cell
 from sweep import study
@@ -183,7 +183,7 @@ def test_a_presets_args_may_not_set_the_iterations_past_the_steady_window_check(
 
 # -------------------------------------------------------------------------------- 17: setup.sh run
 def setup_sh(repo, *args, cwd, python=None):
-    """setup.sh of a copy (test_setup.make_copy: a stub .venv, nothing installed for real), run from
+    """setup.sh of a copy (setup_copy.make_copy: a stub .venv, nothing installed for real), run from
     cwd."""
     env = {**os.environ, "BENCHBACK_TORCH": "cpu"}
     env.pop("PYTHON", None)

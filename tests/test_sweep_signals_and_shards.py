@@ -2,8 +2,8 @@
 --slurm-args resolved as sbatch resolves it, a signal that reaches any child of bench.sh, no run
 twice at once whatever the shards, bounded sizes, and values that start with "-".
 
-The sweeps run the stand-in framework of test_sweep_hostile_input (FAKE_SCRIPT, through a study
-file of their own)."""
+The sweeps run the stand-in framework of tests/sweep_runs.py (FAKE_SCRIPT, through a study file
+of their own)."""
 
 import json
 import os
@@ -15,14 +15,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_sweep_hostile_input import (
-    FAKE_SWEEP,
-    marks,
-    one_line_refusal,
-    run_bench,
-)
+from sweep_runs import FAKE_SWEEP, marks, one_line_refusal, run_bench
 
-from helpers import ROOT, SWEEP_MODULE, wait_until
+from helpers import ROOT, SWEEP_MODULE, alive, wait_until
 from sweep import option_checks, sbatch
 
 
@@ -285,13 +280,6 @@ PHASES = {  # the words of the phase's command, and the options that reach it
     "dry run": ("-m sweep dry-run ", ["--dry-run"]),
     "sbatch script": ("-m sweep sbatch ", ["--dry-run", "--slurm"]),
 }
-
-
-def alive(pid: int) -> bool:
-    try:
-        return "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
-    except FileNotFoundError:
-        return False
 
 
 @pytest.mark.parametrize("phase", PHASES)
