@@ -142,8 +142,8 @@ def test_a_stopped_and_resumed_torch_run_of_agents_ends_as_an_uninterrupted_one(
     """torch's resume file holds every agent's parameters, Adam moments and generator (each agent's
     own: torch_glue.arrays): a 3-agent run stopped after a save and resumed ends bit for bit as the
     uninterrupted run, each agent's model file included."""
-    from test_resume import RUN as RESUME_RUN
-    from test_resume import arrays, run, stopped_after_first_save
+    from script_runs import RUN as RESUME_RUN
+    from script_runs import arrays, run, stopped_after_first_save
 
     import checkpoint
 

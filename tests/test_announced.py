@@ -10,8 +10,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from test_scripts import assert_one_line_refusal
-from test_video import evaluated_replay, save_untrained
+from script_runs import assert_one_line_refusal, evaluated_replay, save_untrained
 
 import evaluate
 from evaluation import model_file, policy, progress, video

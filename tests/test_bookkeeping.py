@@ -10,29 +10,16 @@ import time
 from pathlib import Path
 
 import pytest
+from script_runs import script
 
 import bookkeeping
 from helpers import ROOT, STUDY, TINY, only_run_dir, read_json, run_script
 from tools import run_checks
-from tools.starter import write_starter
 
 FRAMEWORKS = list(STUDY.frameworks)
-# One process per script: the first script stays in the quick check, the others are marked slow.
-FIRST_FAST = [
-    pytest.param(f, marks=() if i == 0 else pytest.mark.slow) for i, f in enumerate(FRAMEWORKS)
-]
-
-
-def script(framework: str) -> str:
-    return STUDY.frameworks[framework].script
 
 
 # --------------------------------------------------------------------------------- the starter copy
-def stripped_copy(framework: str, folder: Path) -> Path:
-    """The framework's starter as `./setup.sh starter` writes it (tools/starter.py): the script
-    without its bookkeeping, alone in folder with the pieces it needs. Returns the copy's path."""
-    write_starter(framework, folder)
-    return folder / STUDY.frameworks[framework].script
 
 
 # -------------------------------------------------------------------------------------- run folders

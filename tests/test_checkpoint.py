@@ -15,8 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import safetensors.numpy
-from test_bookkeeping import stripped_copy
-from test_scripts import start, wait_for
+from script_runs import script_module, start, stripped_copy, wait_for
 
 import checkpoint
 from checkpoint import BadCheckpoint
@@ -323,12 +322,6 @@ FRAMEWORKS = list(STUDY.frameworks)
 # (obs_dim, model size, num_actions, continuous): a classic-control and a flattened MinAtar batch,
 # and a Gaussian
 ARCHITECTURES = [(4, "small", 2, False), (400, "medium", 6, False), (3, "small", 2, True)]
-
-
-def script_module(framework: str):
-    import importlib
-
-    return importlib.import_module(STUDY.frameworks[framework].script[: -len(".py")])
 
 
 def params_of(framework: str, agent):

@@ -19,10 +19,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-import test_scripts
+import script_runs
 import torch
 from gymnax.environments.classic_control.cartpole import EnvState
-from test_scripts import (
+from script_runs import (
     FIRST_FAST,
     FRAMEWORKS,
     assert_one_line_refusal,
@@ -302,8 +302,8 @@ def test_tiny_run_halfcheetah_on_envpool(framework, log_dir, monkeypatch):
     """A continuous MuJoCo env (6 action dimensions, float64 in envpool): the whole run-output
     contract, with a Gaussian policy of log std 0 at the start. No episode ends in 3 x 16 steps (the
     limit is 1000)."""
-    no_episode = (*test_scripts.NO_EPISODE_IN_TINY_RUN, "HalfCheetah-v4")
-    monkeypatch.setattr(test_scripts, "NO_EPISODE_IN_TINY_RUN", no_episode)
+    no_episode = (*script_runs.NO_EPISODE_IN_TINY_RUN, "HalfCheetah-v4")
+    monkeypatch.setattr(script_runs, "NO_EPISODE_IN_TINY_RUN", no_episode)
     args = [*TINY, "--env", "HalfCheetah-v4", "--env-backend", "envpool"]
     proc = run_script(script(framework), *args, log_dir=log_dir)
     assert proc.returncode == 0, proc.stderr[-3000:]

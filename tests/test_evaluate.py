@@ -6,18 +6,15 @@ same observations, and the same episode returns under evaluate.py with the same 
 line, eval.json, and bad input."""
 
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
-from test_scripts import FRAMEWORKS, assert_one_line_refusal, script
+from script_runs import FRAMEWORKS, assert_one_line_refusal, run_evaluate, script
 
 import checkpoint
 import evaluate
 from evaluation import model_file, policy
-from helpers import ROOT, TINY, only_run_dir, run_script
+from helpers import TINY, only_run_dir, run_script
 
 ENVS = ("CartPole-v1", "Pendulum-v1")
 # each script's fastest --compile for a tiny run (torch.compile would take a minute to compile)
@@ -154,14 +151,6 @@ def test_stochastic_is_seeded(checkpoints):
     first, again = (evaluated(ckpt, "nnx", stochastic=True) for _ in range(2))
     assert first["mode"] == "stochastic" and first["returns"] == again["returns"]
     assert first["returns"] != evaluated(ckpt, "nnx")["returns"]
-
-
-def run_evaluate(*args: str):
-    """`python evaluate.py args` in a fresh process, as a user runs it (one torch thread, as
-    run_script's)."""
-    env = {"OMP_NUM_THREADS": "1", **os.environ}
-    cmd = [sys.executable, str(ROOT / "evaluate.py"), *args]
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
 
 
 @pytest.mark.slow

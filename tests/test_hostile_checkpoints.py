@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import safetensors.numpy
-from test_share import PRIVATE, PUBLISHED_CONFIG, RUN_CONFIG, random_checkpoint
+from checkpoints import PRIVATE, PUBLISHED_CONFIG, RUN_CONFIG, random_checkpoint
 
 import atomic
 import evaluate

@@ -1,12 +1,12 @@
 """benchmarks/policies.py (issue 55 item 9): the table of a policy per framework evaluated in each
 framework, built from given evaluation results (no training, no evaluation), and its refusals,
-before anything is evaluated or written. The checkpoints are test_share's random ones
+before anything is evaluated or written. The checkpoints are checkpoints.py's random ones
 (checkpoint.save, no training)."""
 
 from pathlib import Path
 
 import pytest
-from test_share import random_checkpoint
+from checkpoints import random_checkpoint
 
 import atomic
 from benchmarks import policies

@@ -7,25 +7,18 @@ the two processes), so its tolerance is float32 rounding over a few optimizer st
 --resume is refused in one line, exit code 2, with nothing written."""
 
 import shutil
-import signal
-import subprocess
-import sys
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 import pytest
-import safetensors.numpy
-from test_scripts import start, wait_for
+from checkpoints import Runner
+from script_runs import RUN, arrays, run, stopped_after_first_save
 
 import atomic
 import checkpoint
-from helpers import ROOT, STUDY, only_run_dir, read_json
+from helpers import STUDY, only_run_dir, read_json
 
 FRAMEWORKS = list(STUDY.frameworks)
-# 6 iterations, saved every 2: a stop after the first save is resumed from iteration 2 (or 4)
-RUN = ["--num-envs", "4", "--num-steps", "32", "--num-iterations", "6", "--update-epochs", "2"]
-RUN += ["--num-minibatches", "2", "--save-every", "2", "--save-model"]
 ENVS = {
     "discrete": ["--env", "CartPole-v1"],
     "continuous, normalised": ["--env", "Pendulum-v1", "--norm-obs", "--norm-reward"],
@@ -33,43 +26,8 @@ ENVS = {
 TOLERANCE = {"torch": 1e-5}  # the JAX scripts: 0, bit for bit
 
 
-def script_path(framework: str) -> str:
-    return str(ROOT / STUDY.frameworks[framework].script)
-
-
-def run(framework: str, *args: str, log_dir=None) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, script_path(framework), *args]
-    if log_dir is not None:
-        cmd += ["--log-dir", str(log_dir)]
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
-
-
-def arrays(run_dir: Path, name: str) -> dict:
-    return safetensors.numpy.load_file(str(run_dir / name))
-
-
 def events_files(run_dir: Path) -> list[Path]:
     return sorted(run_dir.glob("events.out.tfevents.*"))
-
-
-def interrupted(framework: str, args: list, log_dir: Path, line: str):
-    """The run's process, stopped by SIGINT once it has printed line, and ended."""
-    proc = start(framework, *args, log_dir=log_dir)
-    try:
-        wait_for(proc, line)
-        proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=300)
-    finally:
-        proc.kill()
-        proc.wait()
-    return proc
-
-
-def stopped_after_first_save(framework: str, args: list, log_dir: Path) -> Path:
-    """The run, stopped by SIGINT once it has printed iteration 2's line (saved just before it)."""
-    proc = interrupted(framework, args, log_dir, "iter 2/")
-    assert proc.returncode == 130, "".join(proc.output)[-3000:]
-    return only_run_dir(log_dir)
 
 
 @pytest.mark.slow
@@ -187,14 +145,6 @@ def test_a_bad_save_every_is_refused(framework, args, wanted, tmp_path):
     proc = run(framework, *args, log_dir=tmp_path / "runs")
     assert proc.returncode == 2 and wanted in proc.stderr, proc.stderr[-3000:]
     assert not (tmp_path / "runs").exists()
-
-
-class Runner(NamedTuple):
-    """A runner as the scripts' (iteration_done reads env_state): here, no env state and some
-    observations."""
-
-    env_state: object
-    obs: np.ndarray
 
 
 def saved_state(tmp_path: Path, training, obs) -> checkpoint.Saver:

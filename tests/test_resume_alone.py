@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from typing import Optional
 
 import pytest
+from script_runs import interrupted
 from tbparse import SummaryReader
-from test_resume import interrupted
 
 import checkpoint
 from bookkeeping import Bookkeeping

@@ -12,13 +12,13 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 import pytest
 import safetensors
 import safetensors.numpy
-from test_scripts import start, wait_for
+from checkpoints import Runner
+from script_runs import start, wait_for
 
 import atomic
 import bookkeeping
@@ -30,13 +30,6 @@ from helpers import ROOT, only_run_dir, read_json
 FLAGS = {"framework": "linen", "learning_rate": 0.00025, "seed": 1, "num_iterations": 12}
 FLAGS |= {"batch_size": 64, "save_every": 1, "env": "CartPole-v1", "env_backend": "gymnax"}
 FLAGS |= {"model_size": "small", "dtype": "float32", "norm_obs": False}
-
-
-class Runner(NamedTuple):
-    """A runner as the scripts' (iteration_done reads env_state)."""
-
-    env_state: object
-    obs: np.ndarray
 
 
 def stopped_folder(tmp_path: Path, agents: int = 1, flags: dict = FLAGS) -> Path:

@@ -11,7 +11,7 @@ import textwrap
 
 import jax
 import pytest
-from test_script_inputs import module
+from script_runs import script_module
 
 import bookkeeping
 from helpers import ROOT, TINY, only_run_dir, read_json, run_script
@@ -40,7 +40,7 @@ def test_a_jax_setting_config_json_would_misreport_is_refused(setting, variable)
     jax.config.update(setting, True)
     try:
         with pytest.raises(ValueError, match=variable):
-            bookkeeping.check_args(module("linen").Args, [])
+            bookkeeping.check_args(script_module("linen").Args, [])
     finally:
         jax.config.update(setting, False)
 

@@ -2,7 +2,6 @@
 findings 1, 6 and 7), by the script's own Args so that a copy stripped of its bookkeeping still
 refuses them; and no JSON file the project writes holds NaN or Infinity."""
 
-import importlib
 import json
 import math
 import os
@@ -11,7 +10,7 @@ import sys
 
 import numpy as np
 import pytest
-from test_bookkeeping import stripped_copy
+from script_runs import FIRST_FAST, script_module, stripped_copy
 
 import bookkeeping
 from helpers import STUDY, TINY, run_script
@@ -19,10 +18,6 @@ from sweep import env_timing
 
 FRAMEWORKS = list(STUDY.frameworks)
 CORES = len(os.sched_getaffinity(0))
-# One process per script: the first script stays in the quick check, the others are marked slow.
-FIRST_FAST = [
-    pytest.param(f, marks=() if i == 0 else pytest.mark.slow) for i, f in enumerate(FRAMEWORKS)
-]
 
 # flags -> words the one-line refusal must hold (the flag and its bad value)
 NONSENSE = {
@@ -82,15 +77,11 @@ BOOKKEEPING_REFUSALS = {
 }
 
 
-def module(framework: str):
-    return importlib.import_module(STUDY.frameworks[framework].script[: -len(".py")])
-
-
 def refusal(framework: str, argv: list[str]) -> str:
     """The one-line message the script's bookkeeping refuses argv with (parsed in-process, as the
     script does)."""
     with pytest.raises(ValueError) as refused:
-        bookkeeping.check_args(module(framework).Args, argv)
+        bookkeeping.check_args(script_module(framework).Args, argv)
     return str(refused.value)
 
 
@@ -120,7 +111,7 @@ def test_sensible_edges_are_accepted(framework):
         "0",
     ]
     args = bookkeeping.check_args(
-        module(framework).Args, [*edges, "--seed", str(2**31 - 1), "--env-threads", "0"]
+        script_module(framework).Args, [*edges, "--seed", str(2**31 - 1), "--env-threads", "0"]
     )
     assert args.gamma == 1.0 and args.seed == 2**31 - 1
 
@@ -129,7 +120,7 @@ def test_sensible_edges_are_accepted(framework):
 def test_every_float_flag_is_checked_for_nan_and_infinity(framework):
     """Not only the flags named above: any float field of Args that a future edit adds is checked
     too."""
-    args_type = module(framework).Args
+    args_type = script_module(framework).Args
     floats = [name for name, value in vars(args_type()).items() if isinstance(value, float)]
     assert {"learning_rate", "gamma", "max_grad_norm"} <= set(floats)
     for name in floats:
@@ -239,7 +230,7 @@ def test_the_batch_memory_check_counts_every_agent():
     per_agent = 64 * 64 * run_checks.BYTES_PER_SAMPLE
     agents = run_checks.memory_bytes() // per_agent + 1
     argv = ["--num-envs", "64", "--num-steps", "64", "--num-minibatches", "4"]
-    assert bookkeeping.check_args(module("linen").Args, argv).num_agents == 1
+    assert bookkeeping.check_args(script_module("linen").Args, argv).num_agents == 1
     message = refusal("linen", [*argv, "--num-agents", str(agents)])
     assert f"x --num-agents {agents} = {agents * 64 * 64:,} samples: too many" in message
 
@@ -264,7 +255,7 @@ def test_agents_whose_writers_cannot_start_are_refused(monkeypatch, room, wanted
     message = refusal("linen", [*argv, "--num-agents", "100"])
     assert message.startswith("--num-agents 100: too many") and wanted in message
     assert "room for 86" in message and "101 TensorBoard writers" in message
-    assert bookkeeping.check_args(module("linen").Args, [*argv, "--num-agents", "85"])
+    assert bookkeeping.check_args(script_module("linen").Args, [*argv, "--num-agents", "85"])
 
 
 def test_the_thread_limits_are_read_from_the_cgroup_and_proc(tmp_path, monkeypatch):

@@ -8,16 +8,23 @@ from there.
 import importlib
 import json
 import os
-import queue
 import signal
 import struct
-import subprocess
-import sys
-import threading
 from typing import get_args, get_type_hints
 
 import numpy as np
 import pytest
+from script_runs import (
+    EPISODIC_TAGS,
+    FIRST_FAST,
+    FRAMEWORKS,
+    assert_one_line_refusal,
+    check_tiny_run,
+    default_mode,
+    script,
+    start,
+    wait_for,
+)
 from tbparse import SummaryReader
 
 from helpers import (
@@ -32,130 +39,7 @@ from helpers import (
     scalar_series,
 )
 
-FRAMEWORKS = list(STUDY.frameworks)
 MODES = [(name, mode) for name, fw in STUDY.frameworks.items() for mode in fw.compile]
-
-TAGS = [
-    "time/rollout",
-    "time/update",
-    "time/iteration",
-    "time/elapsed",
-    "charts/SPS",
-    "charts/episodic_return",
-    "charts/episodic_length",
-    "charts/learning_rate",
-    "losses/value_loss",
-    "losses/policy_loss",
-    "losses/entropy",
-    "losses/approx_kl",
-    "losses/old_approx_kl",
-    "losses/clipfrac",
-    "losses/explained_variance",
-]
-EPISODIC_TAGS = ["charts/episodic_return", "charts/episodic_length"]
-ARGS_FIELDS = [
-    "exp_name",
-    "env",
-    "model_size",
-    "seed",
-    "num_envs",
-    "num_steps",
-    "num_iterations",
-    "update_epochs",
-    "num_minibatches",
-    "learning_rate",
-    "anneal_lr",
-    "gamma",
-    "gae_lambda",
-    "clip_coef",
-    "clip_vloss",
-    "ent_coef",
-    "vf_coef",
-    "max_grad_norm",
-    "norm_adv",
-    "compile",
-    "sync_timing",
-    "log_dir",
-    "track",
-    "wandb_project_name",
-    "wandb_entity",
-    "tag",
-]
-CONFIG_EXTRAS = [
-    "command",
-    "framework",
-    "batch_size",
-    "minibatch_size",
-    "versions",
-    "device_name",
-    "platform",
-    "hostname",
-    "start_time",
-]
-NO_EPISODE_IN_TINY_RUN = (
-    "MountainCar-v0",
-    "Craftax-Classic-Symbolic-v1",
-    "Pendulum-v1",
-    "Reacher-misc",
-    "brax-halfcheetah",
-)
-SUMMARY_KEYS = [
-    "status",
-    "iterations_completed",
-    "import_s",
-    "setup_s",
-    "total_s",
-    "final_return",
-    "signals",
-]
-
-
-def script(framework: str) -> str:
-    return STUDY.frameworks[framework].script
-
-
-def default_mode(framework: str) -> str:
-    return STUDY.frameworks[framework].default_compile
-
-
-def check_tiny_run(log_dir, framework, compile_mode, env_id, args):
-    run_dir = only_run_dir(log_dir)
-    assert run_dir.name.startswith(f"{env_id}__{framework}__small__{compile_mode}__1__")
-
-    config = read_json(run_dir / "config.json")
-    for key in ARGS_FIELDS + CONFIG_EXTRAS:
-        assert key in config, f"config.json lacks {key}"
-    assert config["framework"] == framework and config["compile"] == compile_mode
-    assert config["batch_size"] == 64 and config["minibatch_size"] == 32
-    assert {"python", "jax", "gymnax"} <= set(config["versions"])
-    assert config["command"] == [str(ROOT / script(framework)), *args, "--log-dir", str(log_dir)]
-    assert config["device_name"] == "cpu" or config["device_name"].startswith("NVIDIA")
-    module = importlib.import_module(script(framework)[:-3])
-    if "device" in module.Args.__dataclass_fields__:
-        assert config["device"] == module.Args.device, (
-            "config.json must keep the --device flag as given"
-        )
-    else:
-        assert "device" not in config
-
-    summary = read_json(run_dir / "summary.json")
-    assert summary["status"] == "completed" and summary["iterations_completed"] == 3
-    assert 0 < summary["import_s"] < summary["setup_s"] < summary["total_s"]
-    assert set(SUMMARY_KEYS) <= set(summary) and summary["signals"] == []
-    # the peak resident set: at least the interpreter with JAX (and torch) loaded; no device on a
-    # CPU
-    assert 200 * 2**20 < summary["peak_rss_bytes"] < 64 * 2**30
-    assert summary["peak_device_bytes"] is None
-
-    for tag in TAGS:
-        if tag in EPISODIC_TAGS and env_id in NO_EPISODE_IN_TINY_RUN:
-            continue  # no episode ends in 3 x 16 steps
-        assert [step for step, _ in scalar_series(run_dir, tag)] == [64, 128, 192], tag
-    assert all(value > 0 for _, value in scalar_series(run_dir, "time/iteration"))
-    elapsed = [value for _, value in scalar_series(run_dir, "time/elapsed")]
-    assert elapsed == sorted(elapsed) and elapsed[-1] <= summary["total_s"]
-    assert all(value > 0 for _, value in scalar_series(run_dir, "charts/learning_rate"))
-    return run_dir, summary
 
 
 @pytest.mark.slow
@@ -312,21 +196,6 @@ BAD_INPUTS = {
 }
 
 
-def assert_one_line_refusal(proc, words):
-    assert proc.returncode == 2, proc.stderr[-3000:]
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr[-3000:]
-    for word in words:
-        assert word in lines[0], f"{word!r} not in: {lines[0]}"
-
-
-# One process per case and script: the first script's cases stay in the quick check, the others are
-# marked slow.
-FIRST_FAST = [
-    pytest.param(f, marks=() if i == 0 else pytest.mark.slow) for i, f in enumerate(FRAMEWORKS)
-]
-
-
 @pytest.mark.parametrize("case", BAD_INPUTS)
 @pytest.mark.parametrize("framework", FIRST_FAST)
 def test_bad_input_is_refused_in_one_line_before_any_work(framework, case, log_dir):
@@ -388,41 +257,6 @@ def test_compile_choices_match_the_study(framework):
 
 
 # ---------------------------------------------------------------------------------------- signals
-def start(framework: str, *args: str, log_dir, ignore_sigint: bool = False):
-    """The script in the background, as a shell would start it; a thread reads its output (stderr
-    merged)."""
-    cmd = [sys.executable, str(ROOT / script(framework)), *args, "--log-dir", str(log_dir)]
-    # as `cmd &` in a script: the shell starts it with SIGINT ignored, which exec keeps
-    if ignore_sigint:
-        cmd = ["bash", "-c", 'trap "" INT; exec "$@"', "bash", *cmd]
-    proc = subprocess.Popen(
-        cmd,
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**os.environ, "WANDB_MODE": "disabled"},
-    )
-    proc.lines, proc.output = queue.Queue(), []
-
-    def read():
-        for line in proc.stdout:
-            proc.output.append(line)
-            proc.lines.put(line)
-        proc.lines.put(None)
-
-    threading.Thread(target=read, daemon=True).start()
-    return proc
-
-
-def wait_for(proc, text: str, timeout: float = 300):
-    """Blocks until a line of output contains text; fails (with the output) if the process ends
-    first."""
-    while True:
-        line = proc.lines.get(timeout=timeout)
-        assert line is not None, "".join(proc.output)[-3000:]
-        if text in line:
-            return
 
 
 # when (a line of output), which signals, SIGINT ignored from the start (a background job)

@@ -17,69 +17,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from checkpoints import CHECKPOINT_ENVS, PRIVATE, PUBLISHED_CONFIG, RUN_CONFIG, random_checkpoint
 
 import atomic
-import checkpoint
 import evaluate
 from evaluation import hub, model_file, policy, share
 from helpers import ROOT
 
-# env -> (trained by, action kind, obs_dim, num_actions): a discrete and a continuous env, each
-# trained (so the checkpoint says) by a JAX framework, so the ONNX graph (PyTorch's network) is
-# checked against another framework
-ENVS = {
-    "CartPole-v1": ("linen", "discrete", 4, 2),
-    "Pendulum-v1": ("nnx", "continuous", 3, 1),
-}
 PENDULUM_BOUNDS = (-2.0, 2.0)  # gymnax's Pendulum-v1 action space
 # float32 tolerance of a continuous action (the Gaussian's mean): the same float32 function, summed
 # in another order by XLA and by onnxruntime (about sqrt(64) ulps of activations at most 1 after
 # tanh: ~1e-6), ten times that
 RTOL, ATOL = 1e-5, 1e-6
-
-
-def random_checkpoint(path: Path, env_id: str, seed: int = 0) -> Path:
-    """A --norm-obs checkpoint of env_id with random parameters of the small model's shapes, written
-    by checkpoint.save. The actor's head is scaled up (3 / sqrt(fan_in)) so that the logits stand
-    apart (no near-tie that float32 rounding could flip) and the Gaussian's mean often leaves
-    Pendulum's bounds (the clip is used)."""
-    framework, kind, obs_dim, num_actions = ENVS[env_id]
-    rng = np.random.default_rng(seed)
-    sizes = (obs_dim, *model_file.MODEL_SIZES["small"])
-    params = {}
-    for mlp, out_dim in (("actor", num_actions), ("critic", 1)):
-        layers = list(zip((*sizes,), (*sizes[1:], out_dim)))
-        for i, (size_in, size_out) in enumerate(layers):
-            gain = 3.0 if (mlp, i) == ("actor", len(layers) - 1) else 1.0
-            kernel = rng.normal(0, gain / np.sqrt(size_in), (size_in, size_out))
-            params[f"{mlp}.{i}.kernel"] = kernel.astype(np.float32)
-            params[f"{mlp}.{i}.bias"] = rng.normal(0, 0.1, size_out).astype(np.float32)
-    if kind == "continuous":
-        params["log_std"] = np.full(num_actions, -0.5, np.float32)
-    obs_norm = {
-        "mean": rng.normal(0, 1, obs_dim).astype(np.float32),
-        "var": rng.uniform(0.5, 4.0, obs_dim).astype(np.float32),
-        "count": np.array(1000.0, np.float32),
-    }
-    meta = {
-        "framework": framework,
-        "env": env_id,
-        "env_backend": "gymnax",
-        "model_size": "small",
-        "obs_shape": [obs_dim],
-        "action_kind": kind,
-        "num_actions": num_actions,
-        "dtype": "float32",
-        "norm_obs": True,
-        "iteration": 3,
-        "final_return": 12.5,
-        "commit": "unknown",
-        "command": [f"ppo_{framework}.py", "--env", env_id, "--norm-obs", "--save-model"],
-        "seed": 1,
-    }
-    path.mkdir(parents=True, exist_ok=True)
-    checkpoint.save(path / checkpoint.FILENAME, params, obs_norm, meta)
-    return path / checkpoint.FILENAME
 
 
 def raw_observations(ckpt, n: int = 1000) -> np.ndarray:
@@ -100,7 +49,7 @@ def onnx_actions(path: Path, obs: np.ndarray) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------------------------- ONNX
-@pytest.mark.parametrize("env_id", ENVS)
+@pytest.mark.parametrize("env_id", CHECKPOINT_ENVS)
 def test_onnx_actions_equal_the_frameworks_own_on_1000_observations(tmp_path, env_id):
     """The exported graph, from raw observations (normalisation and clip inside), gives under
     onnxruntime the deterministic actions of evaluate.py's policy in the framework that trained the
@@ -162,41 +111,6 @@ def test_an_onnx_path_is_refused_unless_this_tool_wrote_it(tmp_path):
 
 
 # --------------------------------------------------------------------------------------- Hub folder
-# a run's config.json (a part of one), beside the checkpoint: the scripts' fields of the run that
-# wrote the checkpoint (random_checkpoint's CartPole one), and what the card must not publish
-RUN_CONFIG = {
-    "framework": "linen",
-    "env": "CartPole-v1",
-    "env_backend": "gymnax",
-    "seed": 1,
-    "model_size": "small",
-    "dtype": "float32",
-    "norm_obs": True,
-    "learning_rate": 0.00025,
-    "versions": {"python": "3.11.7", "jax": "0.10.2"},
-    "command": [
-        "/home/someone/benchback-rl/ppo_linen.py",
-        "--env",
-        "CartPole-v1",
-        "--log-dir",
-        "/home/someone/runs",
-        "--norm-obs",
-    ],
-}
-PRIVATE = {
-    "hostname": "someones-laptop",
-    "platform": "Linux-6.1-x86_64",
-    "log_dir": "/home/someone/runs",
-    "environment_variables": {"HOME": "/home/someone"},
-    "hf_token": "hf_secret",
-    "wandb_api_key": "secret",
-}
-# what the Hub folder publishes of RUN_CONFIG: its fields, the command's script by its name and no
-# path
-PUBLISHED_CONFIG = {
-    **RUN_CONFIG,
-    "command": ["ppo_linen.py", "--env", "CartPole-v1", "--norm-obs"],
-}
 
 
 @pytest.fixture

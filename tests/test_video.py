@@ -7,47 +7,12 @@ import imageio.v2 as imageio
 import jax
 import numpy as np
 import pytest
-from test_evaluate import run_evaluate
-from test_scripts import assert_one_line_refusal
+from script_runs import assert_one_line_refusal, evaluated_replay, run_evaluate, save_untrained
 
-import checkpoint
 import evaluate
 from evaluation import video
 
 FORMATS = [".gif", ".mp4"]
-
-
-def save_untrained(folder, env_id, backend, obs_dim, num_actions, continuous):
-    """folder/model.safetensors: an untrained nnx agent's checkpoint for env_id, as --save-model
-    writes one."""
-    from flax import nnx
-
-    import ppo_nnx
-
-    agent = ppo_nnx.Agent(obs_dim, (64, 64), num_actions, continuous, nnx.Rngs(0))
-    meta = dict(framework="nnx", env=env_id, env_backend=backend, model_size="small")
-    meta |= dict(obs_shape=[obs_dim], num_actions=num_actions, dtype="float32", norm_obs=False)
-    meta |= dict(action_kind="continuous" if continuous else "discrete", iteration=1)
-    meta |= dict(final_return=None, commit="unknown", command=["ppo_nnx.py"], seed=1)
-    folder.mkdir(exist_ok=True)
-    checkpoint.save(
-        folder / "model.safetensors",
-        checkpoint.shared(*checkpoint.to_shared("nnx", agent)),
-        None,
-        meta,
-    )
-    return folder
-
-
-def evaluated_replay(folder, steps: int):
-    """The Replay of an evaluation of folder's checkpoint (one episode, in nnx), cut to its first
-    steps."""
-    from evaluation import model_file
-
-    setup = evaluate.prepare(model_file.load(folder), "nnx", 1, 0, False)
-    replay = evaluate.evaluate(setup, 0, keep=True).replay
-    assert len(replay.states) >= steps
-    return replay._replace(states=replay.states[:steps])
 
 
 def read_frames(path) -> list[np.ndarray]:

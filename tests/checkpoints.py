@@ -1,0 +1,108 @@
+"""Checkpoints made without training (random_checkpoint: random parameters of the small model's
+shapes, written by checkpoint.save), the run config beside one and what its Hub folder may and may
+not publish, and Runner, a stand-in for the scripts' runner that checkpoint.Saver saves."""
+
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+import checkpoint
+from evaluation import model_file
+
+# env -> (trained by, action kind, obs_dim, num_actions): a discrete and a continuous env, each
+# trained (so the checkpoint says) by a JAX framework, so the ONNX graph (PyTorch's network) is
+# checked against another framework
+CHECKPOINT_ENVS = {
+    "CartPole-v1": ("linen", "discrete", 4, 2),
+    "Pendulum-v1": ("nnx", "continuous", 3, 1),
+}
+
+
+def random_checkpoint(path: Path, env_id: str, seed: int = 0) -> Path:
+    """A --norm-obs checkpoint of env_id with random parameters of the small model's shapes, written
+    by checkpoint.save. The actor's head is scaled up (3 / sqrt(fan_in)) so that the logits stand
+    apart (no near-tie that float32 rounding could flip) and the Gaussian's mean often leaves
+    Pendulum's bounds (the clip is used)."""
+    framework, kind, obs_dim, num_actions = CHECKPOINT_ENVS[env_id]
+    rng = np.random.default_rng(seed)
+    sizes = (obs_dim, *model_file.MODEL_SIZES["small"])
+    params = {}
+    for mlp, out_dim in (("actor", num_actions), ("critic", 1)):
+        layers = list(zip((*sizes,), (*sizes[1:], out_dim)))
+        for i, (size_in, size_out) in enumerate(layers):
+            gain = 3.0 if (mlp, i) == ("actor", len(layers) - 1) else 1.0
+            kernel = rng.normal(0, gain / np.sqrt(size_in), (size_in, size_out))
+            params[f"{mlp}.{i}.kernel"] = kernel.astype(np.float32)
+            params[f"{mlp}.{i}.bias"] = rng.normal(0, 0.1, size_out).astype(np.float32)
+    if kind == "continuous":
+        params["log_std"] = np.full(num_actions, -0.5, np.float32)
+    obs_norm = {
+        "mean": rng.normal(0, 1, obs_dim).astype(np.float32),
+        "var": rng.uniform(0.5, 4.0, obs_dim).astype(np.float32),
+        "count": np.array(1000.0, np.float32),
+    }
+    meta = {
+        "framework": framework,
+        "env": env_id,
+        "env_backend": "gymnax",
+        "model_size": "small",
+        "obs_shape": [obs_dim],
+        "action_kind": kind,
+        "num_actions": num_actions,
+        "dtype": "float32",
+        "norm_obs": True,
+        "iteration": 3,
+        "final_return": 12.5,
+        "commit": "unknown",
+        "command": [f"ppo_{framework}.py", "--env", env_id, "--norm-obs", "--save-model"],
+        "seed": 1,
+    }
+    path.mkdir(parents=True, exist_ok=True)
+    checkpoint.save(path / checkpoint.FILENAME, params, obs_norm, meta)
+    return path / checkpoint.FILENAME
+
+
+# a run's config.json (a part of one), beside the checkpoint: the scripts' fields of the run that
+# wrote the checkpoint (random_checkpoint's CartPole one), and what the card must not publish
+RUN_CONFIG = {
+    "framework": "linen",
+    "env": "CartPole-v1",
+    "env_backend": "gymnax",
+    "seed": 1,
+    "model_size": "small",
+    "dtype": "float32",
+    "norm_obs": True,
+    "learning_rate": 0.00025,
+    "versions": {"python": "3.11.7", "jax": "0.10.2"},
+    "command": [
+        "/home/someone/benchback-rl/ppo_linen.py",
+        "--env",
+        "CartPole-v1",
+        "--log-dir",
+        "/home/someone/runs",
+        "--norm-obs",
+    ],
+}
+PRIVATE = {
+    "hostname": "someones-laptop",
+    "platform": "Linux-6.1-x86_64",
+    "log_dir": "/home/someone/runs",
+    "environment_variables": {"HOME": "/home/someone"},
+    "hf_token": "hf_secret",
+    "wandb_api_key": "secret",
+}
+# what the Hub folder publishes of RUN_CONFIG: its fields, the command's script by its name and no
+# path
+PUBLISHED_CONFIG = {
+    **RUN_CONFIG,
+    "command": ["ppo_linen.py", "--env", "CartPole-v1", "--norm-obs"],
+}
+
+
+class Runner(NamedTuple):
+    """A runner as the scripts' (iteration_done reads env_state): here, no env state and some
+    observations."""
+
+    env_state: object
+    obs: np.ndarray
