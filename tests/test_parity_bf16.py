@@ -22,11 +22,11 @@ import jax
 import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
+import parity_sides
 import pytest
-import test_parity
 import torch
 from flax import nnx
-from test_parity import (
+from parity_sides import (
     CONTINUOUS,
     DISCRETE,
     MLPS,
@@ -188,7 +188,7 @@ def test_bfloat16_traced_rollout_agrees_with_eager(env_id):
     sizes = dict(num_envs=4, num_steps=8)
     _, _, sides = build_all(env_id, "small", **sizes, **BF16)
     _, _, full_sides = build_all(env_id, "small", **sizes)
-    env, env_params = test_parity.make_env(ppo_torch, env_id)
+    env, env_params = parity_sides.make_env(ppo_torch, env_id)
     runner = ppo_torch.reset_envs(env, env_params, jax.random.key(7), 4)
     eager, traced = (sides["torch"].run_rollout(env, env_params, runner, traced=t) for t in (0, 1))
     full = full_sides["torch"].run_rollout(env, env_params, runner)
@@ -205,7 +205,7 @@ def test_bfloat16_is_a_choice_of_every_script():
     """The same option, default and choices in the four scripts (tyro reads the Literal)."""
     fields = {
         name: side.module.Args.__dataclass_fields__["dtype"]
-        for name, side in test_parity.SIDES.items()
+        for name, side in parity_sides.SIDES.items()
     }
     for name, field in fields.items():
         assert field.default == "float32", name
@@ -231,7 +231,7 @@ def own_parameters(name: str, spec, hidden) -> list:
 
 
 @pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])
-@pytest.mark.parametrize("name", test_parity.SIDES)
+@pytest.mark.parametrize("name", parity_sides.SIDES)
 def test_bfloat16_agents_keep_float32_parameters(name, env_id):
     """Each script's own Agent with --dtype bfloat16 (its own init, which the parity sides bypass)
     holds float32 parameters, all of them."""
