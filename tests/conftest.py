@@ -1,5 +1,9 @@
-"""Fixtures, and the test session's JAX compilation cache; the shared helpers live in
-tests/helpers.py."""
+"""Fixtures, and the test session's JAX compilation cache. The builders the test files share live
+beside them, each defined once: tests/helpers.py (processes, run folders, events, GAE),
+analysis_runs.py and learning_runs.py (the analysis' made-up inputs), sweep_runs.py (bench.sh and
+the sweep), setup_copy.py (setup.sh), script_runs.py (the ppo_*.py scripts), checkpoints.py
+(checkpoints without training) and parity_sides.py (the parity tests' adapters); a test file
+imports from them, never from another test file."""
 
 import os
 import tempfile
