@@ -457,7 +457,7 @@ class Bookkeeping:
         for signum in SIGNALS:
             signal.signal(signum, self.on_signal)
         threading.excepthook = self.on_thread_error
-        # those held since the script's first line
+        # those held since the script's first lines (tools/command_line.py's before_imports)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)
         try:
             # CleanRL's flags read as ours (--total-timesteps, --env-id): main() parses the result

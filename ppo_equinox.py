@@ -4,7 +4,6 @@ The ppo_*.py files are parallel: `diff ppo_linen.py ppo_equinox.py` shows only t
 
 import math
 import os
-import signal
 import time
 from contextlib import ExitStack, nullcontext
 from dataclasses import asdict, dataclass
@@ -133,10 +132,8 @@ class Args:
 
 
 if __name__ == "__main__":
-    # SIGINT and SIGTERM wait until main() unblocks them: none is lost in the imports
-    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT, signal.SIGTERM])
-    # --help and a bad flag answered before the heavy imports: a book. line
-    __import__("tools.command_line").command_line.check_early(Args, "equinox")
+    # a book. line: --help and a bad flag answered before the heavy imports; SIGTERM held
+    __import__("tools.command_line").command_line.before_imports(Args, "equinox")
     print("ppo_equinox.py: importing JAX, Equinox and gymnax...", flush=True)
     __import__("bookkeeping").exit_on_bad_environment("equinox")  # a book. line: before JAX starts
 
@@ -489,7 +486,10 @@ def main():
         shape = (obs_dim, sizes, env.num_actions, env.continuous)
         # jitted: one program to compile, not one per op; an agent per key, in turn (jax.lax.map:
         # vmapped, this init never ends on a CPU from 3 agents on, with jax 0.10)
-        agent = eqx.filter_jit(jax.lax.map)(partial(Agent, *shape, dtype=args.dtype), init_key)
+        # on the host's CPU: an accelerator compiles its QRs for seconds (a TPU, large: 28 s);
+        # uncommitted, the parameters move to the device at their first jitted call
+        with jax.default_device(jax.devices("cpu")[0]):
+            agent = eqx.filter_jit(jax.lax.map)(partial(Agent, *shape, dtype=args.dtype), init_key)
         tx, lr_schedule = make_optimizer(args)
         # vmapped: an Adam state per agent; jitted, as the init
         opt_state = eqx.filter_jit(eqx.filter_vmap(tx.init))(eqx.filter(agent, eqx.is_array))

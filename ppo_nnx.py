@@ -4,7 +4,6 @@ The ppo_*.py files are parallel: `diff ppo_linen.py ppo_nnx.py` shows only the f
 
 import math
 import os
-import signal
 import time
 from contextlib import ExitStack, nullcontext
 from dataclasses import asdict, dataclass
@@ -134,10 +133,8 @@ class Args:
 
 
 if __name__ == "__main__":
-    # SIGINT and SIGTERM wait until main() unblocks them: none is lost in the imports
-    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT, signal.SIGTERM])
-    # --help and a bad flag answered before the heavy imports: a book. line
-    __import__("tools.command_line").command_line.check_early(Args, "nnx")
+    # a book. line: --help and a bad flag answered before the heavy imports; SIGTERM held
+    __import__("tools.command_line").command_line.before_imports(Args, "nnx")
     print("ppo_nnx.py: importing JAX, Flax NNX and gymnax...", flush=True)
     __import__("bookkeeping").exit_on_bad_environment("nnx")  # a book. line: before JAX starts
 
@@ -485,7 +482,10 @@ def main():
 
         # jitted: one program to compile, not one per op; an agent per key, in turn (jax.lax.map:
         # vmapped, this init never ends on a CPU for some shapes, with jax 0.10: HalfCheetah-v4)
-        params = jax.jit(partial(jax.lax.map, init_agent))(init_key)
+        # on the host's CPU: an accelerator compiles its QRs for seconds (a TPU, large: 28 s);
+        # uncommitted, the parameters move to the device at their first jitted call
+        with jax.default_device(jax.devices("cpu")[0]):
+            params = jax.jit(partial(jax.lax.map, init_agent))(init_key)
         graphdef = nnx.graphdef(nnx.eval_shape(lambda: Agent(*shape, nnx.Rngs(0), args.dtype)))
         agent = nnx.merge(graphdef, params)
         tx, lr_schedule = make_optimizer(args)

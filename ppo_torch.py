@@ -4,7 +4,6 @@ The ppo_*.py files are parallel: `diff ppo_linen.py ppo_torch.py` shows only the
 
 import math
 import os
-import signal
 import time
 from contextlib import ExitStack, nullcontext
 from dataclasses import asdict, dataclass
@@ -136,10 +135,8 @@ class Args:
 
 
 if __name__ == "__main__":
-    # SIGINT and SIGTERM wait until main() unblocks them: none is lost in the imports
-    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT, signal.SIGTERM])
-    # --help and a bad flag answered before the heavy imports: a book. line
-    __import__("tools.command_line").command_line.check_early(Args, "torch")
+    # a book. line: --help and a bad flag answered before the heavy imports; SIGTERM held
+    __import__("tools.command_line").command_line.before_imports(Args, "torch")
     print("ppo_torch.py: importing PyTorch, JAX and gymnax...", flush=True)
     __import__("bookkeeping").exit_on_bad_environment("torch")  # a book. line: before JAX starts
 

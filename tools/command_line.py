@@ -3,13 +3,14 @@ error box on one line (parse_args, evaluate.py's too); CleanRL's flags that mean
 taken (--env-id, --total-timesteps), those with no counterpart refused with what to use instead,
 and an unknown flag answered with the nearest one. The standard library only at import (tyro is
 imported when a command line is parsed), so that a script's first lines can answer --help, a bad
-flag or a missing package before JAX starts (check_early).
+flag or a missing package before JAX starts, SIGINT and SIGTERM held meanwhile (before_imports).
 """
 
 import difflib
 import importlib.util
 import io
 import os
+import signal
 import sys
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import fields
@@ -202,10 +203,13 @@ NEEDED = {"linen": ("jax", "flax", "tyro"), "nnx": ("jax", "flax", "tyro")}
 NEEDED |= {"equinox": ("jax", "equinox", "tyro"), "torch": ("jax", "torch", "tyro")}
 
 
-def check_early(args_type, framework: str) -> None:
-    """A ppo_*.py script's check before its heavy imports: a missing package (the environment not
-    active) or a bad command line ends the process with one line and exit code 2, --help with the
-    help and exit code 0, all before JAX is imported; then nothing happens."""
+def before_imports(args_type, framework: str) -> None:
+    """A ppo_*.py script's first lines, before its heavy imports. SIGINT and SIGTERM are held until
+    the bookkeeping's main() lifts the mask, so that none is lost while JAX loads (bench.sh stops
+    runs with SIGTERM). A missing package (the environment not active) or a bad command line ends
+    the process with one line and exit code 2, --help with the help and exit code 0, all before
+    JAX is imported; then nothing happens."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT, signal.SIGTERM])
     script = os.path.basename(sys.argv[0])
     missing = [name for name in NEEDED[framework] if importlib.util.find_spec(name) is None]
     if missing:

@@ -14,8 +14,8 @@ or that cannot be written is refused in one line, exit code 2.
 The copy is the template, changed by its structure, which is checked first: a template that no
 longer has it stops the tool with one line (exit 1) and nothing written, never a broken copy.
   - the top block under `if __name__ == "__main__":` keeps only its "importing ..." line, now
-    naming the copy's own file; the signal mask (which only the bookkeeping lifts), the early check
-    of the command line (tools/command_line.py: the copy's --help waits for its imports) and the
+    naming the copy's own file; the early check of the command line and its signal mask, which only
+    the bookkeeping lifts (tools/command_line.py: the copy's --help waits for its imports), and the
     environment check go;
   - each `book.` line is dropped or becomes the copy's own (BOOK_CALLS); main() ends with a
     "done: return X, logs in Y" line;
@@ -201,8 +201,8 @@ def index_of(lines: list[str], text: str, template: str, start: int = 0) -> int:
 
 def strip_top_block(lines: list[str], template: str) -> list[str]:
     """The `if __name__ == "__main__":` block above the heavy imports keeps only its "importing"
-    line, naming the copy's file; the signal mask (and `import signal`), the early check of the
-    command line and the environment check go."""
+    line, naming the copy's file; the early check of the command line (and its signal mask) and
+    the environment check go."""
     start = next((i for i, line in enumerate(lines) if line == 'if __name__ == "__main__":'), None)
     expect(start is not None, template, 'a top block under `if __name__ == "__main__":`')
     end = lines.index("", start) if "" in lines[start:] else start
@@ -211,20 +211,17 @@ def strip_top_block(lines: list[str], template: str) -> list[str]:
     expect(len(kept) == 1, template, 'one print("ppo_X.py: importing ...") line in its top block')
     removed = [line.strip() for line in block if line not in kept]
     expect(
-        len(removed) == 5
+        len(removed) == 3
         and removed[0].startswith("#")
-        and "pthread_sigmask" in removed[1]
-        and removed[2].startswith("#")
-        and removed[3].startswith('__import__("tools.command_line")')
-        and removed[4].startswith('__import__("bookkeeping")'),
+        and removed[1].startswith('__import__("tools.command_line")')
+        and removed[2].startswith('__import__("bookkeeping")'),
         template,
-        "a top block of a comment, the signal mask, a comment, the early check of the command "
-        "line, the print and the bookkeeping's environment check",
+        "a top block of a comment, the early check of the command line, the print and the "
+        "bookkeeping's environment check",
     )
     printed = IMPORTING.match(kept[0]).group(1)
     line = f'    print(f"{{os.path.basename(__file__)}}: {printed}", flush=True)'
     lines = lines[: start + 1] + [line] + lines[end:]
-    del lines[index_of(lines[:start], "import signal", template)]
     # io and sys for the footer, redirect_stderr for parse_args
     first = end = index_of(lines, "import math", template)
     while lines[end].startswith("import "):
