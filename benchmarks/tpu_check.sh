@@ -10,7 +10,13 @@
 #            (benchmarks/compile_parts.py), CartPole-v1 small and large: $OUT/parts/*.json and .md;
 #   purejaxrl (only when asked for) PureJaxRL side by side on the chip (benchmarks/purejaxrl.py --shims: its
 #            ppo.py on our JAX), the whole process and CleanRL's batch at 1 and 256 agents, 2 rounds each:
-#            $OUT/purejaxrl/*.json and .md. PUREJAXRL_DIR: a PureJaxRL git checkout carried to the machine.
+#            $OUT/purejaxrl/*.json and .md. PUREJAXRL_DIR: a PureJaxRL git checkout carried to the machine;
+#   batch    (only when asked for) where the chip starts to pay: ppo_linen.py, CartPole-v1 small, --num-envs 4 ..
+#            16,384 on the chip, then 4 .. 4,096 on the host's CPU (benchmarks/batch_sweep.py, a fresh process
+#            each, the whole process counted): $RUNS/batch/{chip,host}.json and .md, taken up again by a later call;
+#   learning (only when asked for) time to CleanRL's return on the chip (exp9's ppo.py configuration, CartPole-v1
+#            and Acrobot-v1, the JAX frameworks, 3 seeds) at JAX's default matmul precision (tag tpu-v5e) and at
+#            `highest` (tag tpu-v5e-highest): $RUNS/learning/{default,highest}.
 # A lent chip comes in windows of minutes, one command at most 10: every step stops at DEADLINE seconds from the
 # start (default 540), and bench.sh resumes a sweep where it stopped, so the same command run again goes on. Runs
 # land in $RUNS (default $OUT/runs); runs kept from an earlier call (RESUME_FROM, default results/tpu-v5e/runs)
@@ -27,7 +33,7 @@ RESUME_FROM=${RESUME_FROM:-results/tpu-v5e/runs}
 TAG=${TAG:-tpu-v5e}
 TINY=(--env CartPole-v1 --num-envs 4 --num-steps 16 --num-iterations 3 --update-epochs 2 --num-minibatches 2)
 STEPS=("$@")
-ALL_STEPS="machine smoke chip host parts purejaxrl"
+ALL_STEPS="machine smoke chip host parts purejaxrl batch learning"
 if ((${#STEPS[@]} == 0)); then STEPS=(machine smoke chip host); fi
 START=$SECONDS
 
@@ -80,6 +86,25 @@ purejaxrl() {
     --agents 1 256 --out "$OUT/purejaxrl/scaling.json"
 }
 
+batch() {
+  # the sweep stops itself 30 s before the step's deadline, keeping what it measured
+  local left=$((DEADLINE - (SECONDS - START) - 30))
+  step batch_chip "$PY" -m benchmarks.batch_sweep --deadline "$left" --out "$RUNS/batch/chip.json" ||
+    return 1
+  left=$((DEADLINE - (SECONDS - START) - 30))
+  JAX_PLATFORMS=cpu step batch_host "$PY" -m benchmarks.batch_sweep --deadline "$left" \
+    --num-envs 4 16 64 256 1024 4096 --out "$RUNS/batch/host.json"
+}
+
+learning() {
+  local common=(--python "$PY" --experiments exp9 --envs CartPole-v1,Acrobot-v1
+    --frameworks linen,nnx,equinox --seeds 3 --no-env-timing --timeout 300)
+  step learning_default ./bench.sh "${common[@]}" --log-dir "$RUNS/learning/default" --tag "$TAG" ||
+    return 1
+  step learning_highest ./bench.sh "${common[@]}" --log-dir "$RUNS/learning/highest" \
+    --tag "$TAG-highest" -- --matmul-precision highest
+}
+
 host() {
   JAX_PLATFORMS=cpu step host ./bench.sh --python "$PY" --experiments exp1 \
     --envs CartPole-v1,SpaceInvaders-MinAtar --compile-modes default --seeds 3 --iterations 20 \
@@ -88,7 +113,7 @@ host() {
 
 for name in "${STEPS[@]}"; do
   case $name in
-    machine | smoke | chip | host | parts | purejaxrl) ;;
+    machine | smoke | chip | host | parts | purejaxrl | batch | learning) ;;
     *) echo "tpu_check.sh: unknown step '$name'; steps: $ALL_STEPS" >&2 && exit 2 ;;
   esac
   if [[ $name == purejaxrl && ! -f ${PUREJAXRL_DIR:-}/purejaxrl/ppo.py ]]; then

@@ -27,8 +27,10 @@ def plan(tmp_path, *steps: str) -> dict[str, list[str]]:
 def planned_runs(command: list[str], env: dict | None = None) -> int:
     """How many runs bench.sh plans for command (its dry run)."""
     assert command[0] == "./bench.sh"
+    # bench.sh's own options end at "--": what follows goes to every run
+    end = command.index("--") if "--" in command else len(command)
     done = subprocess.run(
-        ["bash", str(ROOT / "bench.sh"), *command[1:], "--dry-run"],
+        ["bash", str(ROOT / "bench.sh"), *command[1:end], "--dry-run", *command[end:]],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -69,7 +71,7 @@ def test_an_unknown_step_is_refused_before_anything(tmp_path):
         ["bash", str(RUNNER), "chip", "bogus"], cwd=ROOT, capture_output=True, text=True, env=env
     )
     assert done.returncode == 2
-    steps = "machine smoke chip host parts purejaxrl"
+    steps = "machine smoke chip host parts purejaxrl batch learning"
     assert done.stderr == f"tpu_check.sh: unknown step 'bogus'; steps: {steps}\n"
     assert not out.exists()
 
@@ -109,3 +111,34 @@ def test_the_purejaxrl_step_needs_a_checkout(tmp_path):
         "tpu_check.sh: the purejaxrl step needs PUREJAXRL_DIR, a PureJaxRL checkout (got '')\n"
     )
     assert not (tmp_path / "out").exists()
+
+
+def test_the_batch_step_sweeps_the_chip_then_the_host_cpu(tmp_path):
+    commands = plan(tmp_path, "batch")
+    assert list(commands) == ["batch_chip", "batch_host"]
+    for command in commands.values():
+        assert command[1:3] == ["-m", "benchmarks.batch_sweep"]
+        # the sweep stops itself before the step's timeout, keeping what it measured
+        assert 0 < int(command[command.index("--deadline") + 1]) < 540
+    chip, host = commands["batch_chip"], commands["batch_host"]
+    # kept in the runs folder: the archive carries them, and a later call takes them up again
+    assert chip[chip.index("--out") + 1] == str(tmp_path / "out" / "runs" / "batch" / "chip.json")
+    assert host[host.index("--out") + 1] == str(tmp_path / "out" / "runs" / "batch" / "host.json")
+    source = RUNNER.read_text()
+    batch = source[source.index("batch() {") :].split("\n}")[0]
+    assert "JAX_PLATFORMS=cpu step batch_host" in batch
+    assert "JAX_PLATFORMS=cpu step batch_chip" not in batch
+
+
+def test_the_learning_step_runs_cleanrls_config_at_both_precisions(tmp_path):
+    commands = plan(tmp_path, "learning")
+    assert list(commands) == ["learning_default", "learning_highest"]
+    default, highest = commands["learning_default"], commands["learning_highest"]
+    # CleanRL ppo.py's configuration on CartPole-v1 and Acrobot-v1 x the JAX frameworks x 3 seeds
+    assert planned_runs(default) == 2 * 3 * 3
+    assert planned_runs(highest) == 2 * 3 * 3
+    assert default[default.index("--tag") + 1] == "tpu-v5e"
+    assert highest[highest.index("--tag") + 1] == "tpu-v5e-highest"
+    assert "--matmul-precision" not in default
+    assert highest[highest.index("--") + 1 :] == ["--matmul-precision", "highest"]
+    assert default[default.index("--log-dir") + 1] != highest[highest.index("--log-dir") + 1]
