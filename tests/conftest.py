@@ -39,3 +39,12 @@ def fake(tmp_path: Path) -> dict:
     from sweep_runs import fake_env
 
     return fake_env(tmp_path)
+
+
+@pytest.fixture
+def runs_csv(tmp_path: Path) -> Path:
+    """A runs.csv of 4 envs, linen and nnx, 2 seeds (analysis_runs): pairs to compare, so README
+    tables to write."""
+    from analysis_runs import ENVS, linen_nnx, write_csv
+
+    return write_csv(tmp_path / "runs.csv", linen_nnx(ENVS))

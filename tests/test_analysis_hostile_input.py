@@ -77,12 +77,6 @@ def curve_run(
     return run_dir
 
 
-@pytest.fixture
-def runs_csv(tmp_path) -> Path:
-    """A runs.csv of 4 envs, linen and nnx, 2 seeds: pairs to compare, so README tables to write."""
-    return write_csv(tmp_path / "runs.csv", linen_nnx(ENVS))
-
-
 def readme(path: Path, mode: int = 0o640) -> Path:
     path.write_text(f"# mine\n{START}\nold numbers\n{END}\ntail\n")
     path.chmod(mode)

@@ -10,7 +10,7 @@ import io
 
 import matplotlib
 import pytest
-from analysis_runs import ENVS, analyse, linen_nnx, snapshot, write_csv
+from analysis_runs import analyse, snapshot
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -37,11 +37,6 @@ def png(marked: bool) -> bytes:
         fig.savefig(data, format="png")
         plt.close(fig)
     return data.getvalue()
-
-
-@pytest.fixture
-def runs_csv(tmp_path):
-    return write_csv(tmp_path / "runs.csv", linen_nnx(ENVS))
 
 
 @pytest.mark.parametrize("force", [False, True])
