@@ -179,10 +179,12 @@ def command(plan: Plan, side: str, setting: Setting, agents: int, log_dir: Path,
     return our_command(plan, side, setting, agents, log_dir, whole)
 
 
-def run_environment(scratch: Path) -> dict:
+def run_environment(scratch: Path, own_interpreter: bool) -> dict:
     """This environment without what would reuse a cache or another venv (no JAX cache: a first
-    run's compile), wandb off."""
-    env = fresh_environment(scratch)
+    run's compile), wandb off. A run on this interpreter (ours; PureJaxRL's with --shims) keeps
+    PYTHONPATH, where a machine may put the packages it lacks (the TPU runner's carried wheels);
+    one in PureJaxRL's own venv does not, so that none of ours leaks into it."""
+    env = fresh_environment(scratch, keep=("PYTHONPATH",) if own_interpreter else ())
     env.update(WANDB_MODE="disabled", PYTHONUNBUFFERED="1", JAX_COMPILATION_CACHE_DIR="")
     return env
 
@@ -294,7 +296,9 @@ def run_one(plan: Plan, side: str, setting: Setting, agents: int, log_name: str,
         log_dir = Path(scratch, "runs")
         cmd = command(plan, side, setting, agents, log_dir, whole)
         log = plan.logs / log_name
-        child = run_child(cmd, ROOT, run_environment(Path(scratch)), log, plan.timeout)
+        own_interpreter = side != PUREJAXRL or plan.shims
+        env = run_environment(Path(scratch), own_interpreter)
+        child = run_child(cmd, ROOT, env, log, plan.timeout)
         if child.returncode != 0:
             return {"error": failure(child, plan.timeout), "log": log.name}
         try:

@@ -471,3 +471,16 @@ def test_the_sources_say_where_purejaxrl_ran_and_what_is_unknown():
     text = purejaxrl.sources_text(shimmed)
     assert "PureJaxRL on our interpreter, with benchmarks/purejaxrl_shims.py's stand-ins" in text
     assert "is unknown: no git there" in text
+
+
+def test_a_run_on_this_interpreter_keeps_pythonpath_and_one_in_purejaxrls_venv_does_not(
+    tmp_path, monkeypatch
+):
+    # the TPU runner puts the packages its machine lacks on PYTHONPATH: our side (and PureJaxRL's
+    # with --shims, on our interpreter) needs them; PureJaxRL's own venv must not see ours
+    monkeypatch.setenv("PYTHONPATH", "/carried/wheels")
+    ours = purejaxrl_runs.run_environment(tmp_path, own_interpreter=True)
+    theirs = purejaxrl_runs.run_environment(tmp_path, own_interpreter=False)
+    assert ours["PYTHONPATH"] == "/carried/wheels"
+    assert "PYTHONPATH" not in theirs
+    assert ours["JAX_COMPILATION_CACHE_DIR"] == theirs["JAX_COMPILATION_CACHE_DIR"] == ""
