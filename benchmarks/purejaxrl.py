@@ -253,7 +253,8 @@ def cell_text(value: Optional[tuple], base: Optional[tuple], scale=1.0, digits=0
         return "-"
     median, count = value
     text = f"{median * scale:,.{digits}f}"
-    if base is not None and base is not value:
+    # no ratio to a base of 0: a peak memory that the machine does not report (gVisor's /proc)
+    if base is not None and base is not value and base[0]:
         text += f" ({median / base[0]:.2f}x)"
     return text
 
