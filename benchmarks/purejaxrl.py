@@ -151,7 +151,8 @@ def outcome(result: dict) -> str:
     """A run's result in one line: its numbers, or why it failed and where its output is."""
     if "error" in result:
         return f"failed ({result['error'].splitlines()[0][:200]}; log {result['log']})"
-    memory = f"peak {result['peak_rss_bytes'] / 2**20:.0f} MiB"
+    peak = result["peak_rss_bytes"]
+    memory = "peak memory unknown" if peak is None else f"peak {peak / 2**20:.0f} MiB"
     if "steady_sps" in result:
         return f"steady {result['steady_sps']:.0f} agent-steps/s, {memory}"
     return f"whole process {human(result['wall_s'])}, {memory}"

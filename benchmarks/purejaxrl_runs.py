@@ -194,7 +194,8 @@ def run_environment(scratch: Path, own_interpreter: bool) -> dict:
 class Child:
     returncode: Optional[int]  # None: killed at the timeout
     wall_s: float  # from its start to its exit
-    peak_rss_bytes: int  # its own peak resident set (its VmHWM, or wait4's where /proc is not)
+    # its own peak resident set (its VmHWM, or wait4's where /proc is not); None: unknown
+    peak_rss_bytes: Optional[int]
     output: str
 
 
@@ -226,7 +227,8 @@ def run_child(cmd: list[str], cwd: Path, env: dict, log: Path, timeout: float) -
     output = log.read_text(errors="replace")
     # ru_maxrss: KiB on Linux
     peak = peaks[0] if os.path.exists("/proc/self/status") else usage.ru_maxrss * 1024
-    return Child(None if killed else proc.returncode, wall_s, peak, output)
+    # 0: a machine that reports no peak (gVisor's /proc has no VmHWM): unknown, not none
+    return Child(None if killed else proc.returncode, wall_s, peak or None, output)
 
 
 def watch_peak(pid: int, peaks: list, every_s: float = 0.02) -> None:

@@ -484,3 +484,11 @@ def test_a_run_on_this_interpreter_keeps_pythonpath_and_one_in_purejaxrls_venv_d
     assert ours["PYTHONPATH"] == "/carried/wheels"
     assert "PYTHONPATH" not in theirs
     assert ours["JAX_COMPILATION_CACHE_DIR"] == theirs["JAX_COMPILATION_CACHE_DIR"] == ""
+
+
+def test_a_machine_that_reports_no_peak_memory_gets_no_ratio_and_no_crash():
+    # gVisor (the TPU machine) reports no VmHWM: a base of 0 once stopped the run at its table
+    assert purejaxrl.cell_text((5.0, 2), (0.0, 2)) == "5"
+    assert purejaxrl.cell_text((5.0, 2), (2.5, 2)) == "5 (2.00x)"
+    result = {"wall_s": 33.8, "peak_rss_bytes": None}
+    assert purejaxrl.outcome(result) == "whole process 34 s, peak memory unknown"
