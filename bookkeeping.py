@@ -17,7 +17,7 @@ a copy of a script without it, which then needs no other file. A script uses it 
 Signals: SIGINT and SIGTERM set a flag that the script checks between phases, so that none is lost
 inside a compiler and a run started with SIGINT ignored (nohup, a background job) still stops; a
 second signal stops the run at once. The run then ends with status "interrupted" and exit code 130.
-Bad input (a ValueError, OSError or ImportError before the run folder is made: tools/run_checks.py
+Bad input (a ValueError, OSError or ImportError before the run folder is made: core/run_checks.py
 checks the arguments first) is one line and exit code 2, and leaves no run folder. Any other failure
 ends with status "failed": an OSError (a full disk, a removed log folder) with one line and exit
 code 1, anything else with its traceback. config.json and summary.json are written by atomic.py's
@@ -43,8 +43,8 @@ import jax.monitoring
 import numpy as np
 
 from atomic import write_json
-from tools.command_line import translated
-from tools.run_checks import accelerator, check_args, check_environment, machine
+from core.command_line import translated
+from core.run_checks import accelerator, check_args, check_environment, machine
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -457,7 +457,7 @@ class Bookkeeping:
         for signum in SIGNALS:
             signal.signal(signum, self.on_signal)
         threading.excepthook = self.on_thread_error
-        # those held since the script's first lines (tools/command_line.py's before_imports)
+        # those held since the script's first lines (core/command_line.py's before_imports)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)
         try:
             # CleanRL's flags read as ours (--total-timesteps, --env-id): main() parses the result

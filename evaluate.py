@@ -59,9 +59,9 @@ import tyro
 
 import atomic
 import checkpoint
+from core import option_checks
+from core.command_line import parse_args
 from evaluation import eval_file, model_file, policy, progress
-from sweep import option_checks
-from tools.command_line import parse_args
 
 TOOL = eval_file.TOOL
 EVAL_FILE = eval_file.NAME

@@ -6,9 +6,9 @@
 
 The study (frameworks, compile modes, envs, sizes, experiments and what the analysis makes of each:
 the headline, the README's tables, the figures, the platform comparisons) is read from study.toml
-through sweep/study.py. Every folder holding a config.json (at any depth under the given folders) is
+through core/study.py. Every folder holding a config.json (at any depth under the given folders) is
 a run. Completed runs are read (config.json, summary.json, TensorBoard scalars, through
-analysis/runlog.py); the others are skipped and listed in the report. A run on envpool (config.json
+core/runlog.py); the others are skipped and listed in the report. A run on envpool (config.json
 env_backend) is an env of its own, "CartPole-v1@envpool" in every table, never paired or pooled with
 the gymnax runs of that env id (a run without env_backend ran on gymnax). A run resumed after a stop
 (the scripts' --resume) is one run: in the learning results, and out of every timed one
@@ -57,8 +57,8 @@ from analysis.loading import load_runs, read_env_timing, read_previous
 from analysis.results import analyse
 from analysis.speedups import few_runs_cells, headline
 from atomic import md_mark, write_file
-from sweep.study import Study
-from sweep.study import load as load_study
+from core.study import Study
+from core.study import load as load_study
 
 TIMING_FILE = "env_timing.json"  # bench.sh's, in its --log-dir
 TABLES = (

@@ -133,7 +133,7 @@ class Args:
 
 if __name__ == "__main__":
     # a book. line: --help and a bad flag answered before the heavy imports; SIGTERM held
-    __import__("tools.command_line").command_line.before_imports(Args, "equinox")
+    __import__("core.command_line").command_line.before_imports(Args, "equinox")
     print("ppo_equinox.py: importing JAX, Equinox and gymnax...", flush=True)
     __import__("bookkeeping").exit_on_bad_environment("equinox")  # a book. line: before JAX starts
 

@@ -133,7 +133,7 @@ class Args:
 
 if __name__ == "__main__":
     # a book. line: --help and a bad flag answered before the heavy imports; SIGTERM held
-    __import__("tools.command_line").command_line.before_imports(Args, "linen")
+    __import__("core.command_line").command_line.before_imports(Args, "linen")
     print("ppo_linen.py: importing JAX, Flax Linen and gymnax...", flush=True)
     __import__("bookkeeping").exit_on_bad_environment("linen")  # a book. line: before JAX starts
 

@@ -134,7 +134,7 @@ class Args:
 
 if __name__ == "__main__":
     # a book. line: --help and a bad flag answered before the heavy imports; SIGTERM held
-    __import__("tools.command_line").command_line.before_imports(Args, "nnx")
+    __import__("core.command_line").command_line.before_imports(Args, "nnx")
     print("ppo_nnx.py: importing JAX, Flax NNX and gymnax...", flush=True)
     __import__("bookkeeping").exit_on_bad_environment("nnx")  # a book. line: before JAX starts
 

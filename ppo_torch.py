@@ -136,7 +136,7 @@ class Args:
 
 if __name__ == "__main__":
     # a book. line: --help and a bad flag answered before the heavy imports; SIGTERM held
-    __import__("tools.command_line").command_line.before_imports(Args, "torch")
+    __import__("core.command_line").command_line.before_imports(Args, "torch")
     print("ppo_torch.py: importing PyTorch, JAX and gymnax...", flush=True)
     __import__("bookkeeping").exit_on_bad_environment("torch")  # a book. line: before JAX starts
 

@@ -3,8 +3,6 @@ layers: each module imports only from those above it.
 
     common           BadInput; a run's identity and every key list derived from it; names; safe text
     stats            pure functions over arrays: geometric mean, cluster bootstrap, rank correlation
-    events           a run folder's TensorBoard events: read, merged when resumed, tied to its times
-    runlog           a run folder (config.json, summary.json, scalars) read and checked
     output           its own files: a runs.csv read back, --out written without losing a row
     owned            output paths checked: links, devices, and whose files are in --out (marks)
     loading          run folders, runs.csv -> a table of completed runs, a row per run; env timing
@@ -19,7 +17,8 @@ layers: each module imports only from those above it.
     figures          figure kinds study.toml may list; the learning and agents figures; drawing them
     learning_curves  on its own (python -m analysis.learning_curves): each run's return per env
 
-The study (study.toml, through sweep/study.py) is loaded once by plot_results.py and passed down. No
+A run folder is read by the shared floor's core/runlog.py (its events by core/events.py). The
+study (study.toml, through core/study.py) is loaded once by plot_results.py and passed down. No
 module names an experiment: which one is the headline, which ones the README's tables hold, which
 figures each gets and which one a platform comparison repeats are declared in study.toml.
 """

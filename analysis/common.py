@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 import pandas as pd
 
-from sweep.study import BACKENDS, DTYPES, Study
+from core.study import BACKENDS, DTYPES, Study
 
 
 class BadInput(Exception):

@@ -30,7 +30,7 @@ from analysis.learning import SMOOTHING
 from analysis.owned import FIGURE_METADATA
 from analysis.plotting import fit_layout, framework_colors, new_figure, plt, row_legend
 from analysis.results import Results
-from sweep.study import Study
+from core.study import Study
 
 
 class Kind(NamedTuple):

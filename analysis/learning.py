@@ -22,7 +22,7 @@ The runs of two tags are never pooled: the table has a row per tag.
 
 Agents as seeds: a run of N agents (--num-agents) counts each agent as a seed of its cell (a row
 per number of agents per process): agent k is seed seed + k, its final return final_returns[k], its
-curve its own return (analysis/events.agent_column); its time to a target is its process's. The
+curve its own return (core/events.agent_column); its time to a target is its process's. The
 final return's table gives the mean ± std over seeds and the interquartile mean (IQM) with its
 stratified-bootstrap 95 % interval (analysis/stats.py: scipy's trim_mean, as rliable computes it;
 rliable itself cannot be installed beside pandas 3: its arch fails to import).
@@ -34,13 +34,13 @@ import numpy as np
 import pandas as pd
 
 from analysis.common import CELL_STATISTICS
-from analysis.events import RETURN, agent_column
 from analysis.loading import is_timed
 from analysis.speedups import PAIR_KEYS, cell_statistics, pairwise
 from analysis.stats import iqm, iqm_interval
 from atomic import parse_json
-from sweep import run_args
-from sweep.study import Study
+from core import run_args
+from core.events import RETURN, agent_column
+from core.study import Study
 
 ELAPSED = "time/elapsed"
 SMOOTHING = 10  # iterations, as summary.json's final_return

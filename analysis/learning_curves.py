@@ -25,19 +25,19 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import EngFormatter  # noqa: E402
 
-from analysis import (
-    owned,  # noqa: E402
-    runlog,  # noqa: E402
-)
+from analysis import owned  # noqa: E402
 from analysis.common import (
     BadInput,  # noqa: E402
     md_text,  # noqa: E402
 )
-from analysis.events import RETURN, agent_column  # noqa: E402
 from analysis.loading import run_env  # noqa: E402
 from analysis.plotting import framework_colors  # noqa: E402
 from atomic import check_inside, write_file  # noqa: E402
-from sweep import study  # noqa: E402
+from core import (
+    runlog,  # noqa: E402
+    study,  # noqa: E402
+)
+from core.events import RETURN, agent_column  # noqa: E402
 
 
 def completed_runs(roots: list[str]) -> list:

@@ -47,7 +47,6 @@ from typing import Optional
 
 import pandas as pd
 
-from analysis import runlog
 from analysis.common import (
     CONFIG_COLUMNS,
     RUN_COLUMNS,
@@ -63,8 +62,8 @@ from analysis.common import (
     without_empty_optional,
 )
 from analysis.output import as_bool, read_runs_csv
-from sweep import env_timing_file
-from sweep.study import BACKENDS, DTYPES, Experiment, Study, Window, env_label
+from core import env_timing_file, runlog
+from core.study import BACKENDS, DTYPES, Experiment, Study, Window, env_label
 
 
 # -------------------------------------------------------------------------------------- run folders
@@ -354,7 +353,7 @@ TIMING_COLUMNS = ["obs_dim", "num_actions", "ms_per_step", "ratio"]
 
 def read_env_timing(path: Optional[str]) -> tuple[pd.DataFrame, dict]:
     """Per env obs_dim, num_actions, ms_per_step, ratio (from sweep/env_timing.py), and the file's
-    device and versions. A file that is not a usable env-timing file (sweep/env_timing_file.py: a
+    device and versions. A file that is not a usable env-timing file (core/env_timing_file.py: a
     step cost of -1, 0, NaN or "x" among others) is refused, not used: BadInput, one line naming the
     file, the env and the value."""
     if path is None:

@@ -38,7 +38,7 @@ from analysis.stats import (
     MIN_CLUSTERS,
     MIN_CORRELATION_ENVS,
 )
-from sweep.study import Study
+from core.study import Study
 
 NO_INTERVAL = "–"
 

@@ -40,7 +40,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis import runlog
 from analysis.common import (
     ADDED_KEYS,
     COMPILE_COLUMNS,
@@ -66,7 +65,8 @@ from atomic import (
     old_stat,
     parse_json,
 )
-from sweep.study import DTYPES, Study
+from core import runlog
+from core.study import DTYPES, Study
 
 REPORT = "REPORT.md"
 

@@ -16,7 +16,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: 
 
 from analysis.common import in_order, mode_name  # noqa: E402
 from analysis.stats import BOOTSTRAP_LEVEL  # noqa: E402
-from sweep.study import Study  # noqa: E402
+from core.study import Study  # noqa: E402
 
 MARKERS = ("o", "s", "^", "D", "v", "P")
 SPEEDUP_LABEL = "speedup A → B = time A / time B\n(above 1×: B is faster)"

@@ -53,7 +53,7 @@ from analysis.speedups import (
     several_machines,
 )
 from analysis.stats import BOOTSTRAP_LEVEL, MIN_CLUSTERS
-from sweep.study import Study
+from core.study import Study
 
 
 def left_out_markdown(results: Results) -> str:

@@ -53,7 +53,7 @@ from analysis.speedups import (
     speedup_table,
     table_rows,
 )
-from sweep.study import DTYPES, Study, Window, split_label
+from core.study import DTYPES, Study, Window, split_label
 
 
 @dataclass

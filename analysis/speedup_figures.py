@@ -39,7 +39,7 @@ from analysis.plotting import (
 from analysis.results import Results, env_cost_gap, speedup_gap
 from analysis.speedups import ENV_COST_METRICS, backends_of, env_costs, env_speedups
 from analysis.stats import MIN_CORRELATION_ENVS
-from sweep.study import Study  # noqa: E402
+from core.study import Study  # noqa: E402
 
 
 def speedup_figure(results: Results, name: str, metric: str, title: str):

@@ -34,7 +34,7 @@ from analysis.stats import (
     cost_correlation,
     geometric_mean,
 )
-from sweep.study import Study, split_label
+from core.study import Study, split_label
 
 # sync off: every env of the study, the expensive ones included
 ENV_COST_METRICS = ("total", "steady")

@@ -37,7 +37,7 @@ from analysis.plotting import box_with_points as boxes
 from analysis.results import Results, missing_pairs, missing_time, short_note, speedup_gap
 from analysis.speedup_figures import draw_against_env_cost
 from analysis.speedups import env_costs, pairwise
-from sweep.study import BACKENDS, DTYPES, Study, Window, split_label
+from core.study import BACKENDS, DTYPES, Study, Window, split_label
 
 
 def fig_total(results: Results, name: str):

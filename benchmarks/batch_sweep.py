@@ -20,7 +20,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from analysis import runlog
 from atomic import check_outputs, write_outputs
 from benchmarks.common import (
     STEADY_FROM,
@@ -32,6 +31,7 @@ from benchmarks.common import (
     run_series,
     steady_mean,
 )
+from core import runlog
 from tools import launch
 
 TOOL = "benchmarks.batch_sweep"

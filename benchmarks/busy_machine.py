@@ -35,7 +35,7 @@ from benchmarks.common import (
     run_series,
     steady_mean,
 )
-from sweep import study
+from core import study
 from tools import launch
 
 TOOL = "benchmarks.busy_machine"

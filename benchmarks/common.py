@@ -22,11 +22,10 @@ from typing import Callable, NoReturn, Optional
 
 import numpy as np
 
-from analysis import runlog
 from analysis.common import BadInput, md_text
 from atomic import BadJson, check_inside, parse_json, write_file
-from sweep import study
-from sweep.option_checks import BadOption, check_int
+from core import runlog, study
+from core.option_checks import BadOption, check_int
 from tools import launch
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -48,7 +48,7 @@ import env_adapters
 import ppo_torch
 from atomic import BadJson, check_outputs, parse_json, write_outputs
 from benchmarks.common import check_counts, check_envs, check_or_exit
-from sweep.option_checks import check_int
+from core.option_checks import check_int
 
 TOOL = "benchmarks.envpool_calls"
 SCAN_STEPS = 256

@@ -29,7 +29,7 @@ from benchmarks.common import (
     check_or_exit,
     run_and_read,
 )
-from sweep import study
+from core import study
 
 STUDY = study.load()
 TOOL = "benchmarks.jax_vs_linen"

@@ -48,7 +48,7 @@ from benchmarks.common import (
     run_recorded,
 )
 from benchmarks.leanrl_runs import COMPILED, PLAIN, Config, Plan
-from sweep import study
+from core import study
 
 TOOL = "benchmarks.leanrl"
 HEX = re.compile(r"[0-9a-f]{7,40}")

@@ -12,7 +12,6 @@ from functools import partial
 from pathlib import Path
 from typing import Optional
 
-from analysis import runlog
 from atomic import check_inside, write_file
 from benchmarks.common import (
     ROOT,
@@ -26,7 +25,7 @@ from benchmarks.common import (
     stamped_venv,
     steady_mean,
 )
-from sweep import study
+from core import runlog, study
 
 
 class SetupError(Exception):

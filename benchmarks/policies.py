@@ -34,9 +34,9 @@ import evaluate
 from analysis.common import md_code, md_text
 from analysis.markdown import markdown_table
 from benchmarks.common import ROOT, machine, machine_text, refuse
+from core.shell_quoting import shell_word
 from evaluation import model_file
 from evaluation.share import FRAMEWORK_NAMES
-from sweep.shell_quoting import shell_word
 
 TOOL = "benchmarks.policies"
 EPISODES, SEED = 10, 1

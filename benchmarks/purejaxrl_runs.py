@@ -16,7 +16,6 @@ from functools import partial
 from pathlib import Path
 from typing import Optional
 
-from analysis import runlog
 from atomic import BadJson, parse_json
 from benchmarks.common import (
     ROOT,
@@ -28,6 +27,7 @@ from benchmarks.common import (
     stamped_venv,
 )
 from benchmarks.leanrl_runs import RunFailed, our_result
+from core import runlog
 
 
 class SetupError(Exception):

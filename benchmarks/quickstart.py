@@ -61,7 +61,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Optional
 
-from analysis import runlog
 from analysis.common import BadInput
 from analysis.output import readme_with
 from analysis.owned import check_out, check_target
@@ -95,7 +94,8 @@ from benchmarks.quickstart_steps import (
     write_results,
     written_logs,
 )
-from sweep.option_checks import BadOption, bounded_int
+from core import runlog
+from core.option_checks import BadOption, bounded_int
 
 DEFAULT_STEPS = "demo,templates,pendulum,smoke"
 CLONE = "benchback-rl"  # the clone's folder, in the temporary folder

@@ -17,13 +17,12 @@ from typing import Optional
 
 import pandas as pd
 
-from analysis import runlog
 from analysis.common import BadInput, md_code, md_text
 from analysis.markdown import markdown_table
 from analysis.output import readme_with
 from atomic import BadJson, parse_json, read_json, write_file, write_json
 from benchmarks.common import human, machine_text, run_series
-from sweep import study
+from core import runlog, study
 
 STEP_GROUPS = (
     "demo",

@@ -37,7 +37,7 @@ from benchmarks.common import (
     check_or_exit,
     run_and_read,
 )
-from sweep import study
+from core import study
 
 TOOL = "benchmarks.torch_vs_linen"
 CONFIGS = {  # name: (script, compile mode)

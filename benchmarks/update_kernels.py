@@ -26,7 +26,7 @@ import numpy as np
 
 from atomic import check_outputs, parse_json, write_outputs
 from benchmarks.common import ROOT, check_counts, check_or_exit
-from sweep import study
+from core import study
 
 TOOL = "benchmarks.update_kernels"
 CONFIGS = {  # name: (framework, torch.compile options; None: eager, as --compile env-jit)

@@ -36,9 +36,9 @@ from pathlib import Path
 from typing import Optional
 
 import atomic
+from core.run_args import HYPERPARAMETERS
 from evaluation import eval_file, progress
 from evaluation.share import FRAMEWORK_NAMES, TOOL, refused
-from sweep.run_args import HYPERPARAMETERS
 
 HUB_TOOL = "evaluate.py --hub-folder"  # the mark of a Hub folder, in its config.json
 FLAG = "--hub-folder"
@@ -69,13 +69,12 @@ CODE = (
     "evaluation/progress.py",
     "evaluation/share.py",
     "evaluation/video.py",
-    "sweep/__init__.py",
-    "sweep/option_checks.py",
-    "sweep/run_args.py",
-    "sweep/shell_quoting.py",
-    "tools/__init__.py",
-    "tools/command_line.py",
-    "tools/run_checks.py",
+    "core/__init__.py",
+    "core/command_line.py",
+    "core/option_checks.py",
+    "core/run_args.py",
+    "core/run_checks.py",
+    "core/shell_quoting.py",
     "requirements.txt",
     "requirements.lock",
     "setup.sh",
@@ -236,7 +235,7 @@ def card_metadata(meta: dict, result: dict) -> str:
 def card_text(meta: dict, result: dict, files: list[str]) -> str:
     """README.md: the metadata, then what the policy is, how it did, how to run it and how it was
     trained."""
-    from sweep import shell_quoting
+    from core import shell_quoting
 
     trained, evaluated = meta["framework"], result["framework"]
     command = " ".join(shell_quoting.shell_word(word) for word in public_command(meta["command"]))

@@ -3,7 +3,7 @@ each, which are done, and the Slurm job array's script.
 
 bench.sh calls this module once per sweep and keeps the process work (one fresh process per run,
 timeouts, logs, progress). Everything here comes from the study (study.toml, through
-sweep/study.py):
+core/study.py):
 
     python -m sweep dry-run --experiments exp1 --seeds 1 --log-dir runs  # a command a run
     python -m sweep plan --log-dir runs --shard 0/2 -- --num-envs 64  # the same, NUL-separated
@@ -25,18 +25,19 @@ import sys
 from pathlib import Path
 
 from atomic import LinkRefused
-from sweep import bench, study
+from core import study
+from core.env_timing_file import BadTiming
+from core.option_checks import PROG, BadOption
+from core.shell_quoting import shell_word
+from sweep import bench
 from sweep.cli import SWEEP_ACTIONS, add_options, matrix_options, usage
 from sweep.env_timing_check import env_timing_reason
-from sweep.env_timing_file import BadTiming
 from sweep.matrix import PlannedRun, bounded_matrix, cell_id, cells, shard_runs
-from sweep.option_checks import PROG, BadOption
 from sweep.options import Selection, select
 from sweep.preset import apply_preset, preset_words
 from sweep.resume import claim_cell, done_flags, with_resumes
 from sweep.run_check import check_run_args
 from sweep.sbatch import job_array, sbatch_script
-from sweep.shell_quoting import shell_word
 
 
 class Parser(argparse.ArgumentParser):

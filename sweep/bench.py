@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Optional
 
 from atomic import LinkRefused
+from core.option_checks import PROG, BadOption, cpus, seconds, shown
+from core.shell_quoting import control_characters, shell_word
 from sweep import cli
-from sweep.option_checks import PROG, BadOption, cpus, seconds, shown
 from sweep.resume import take_lock
-from sweep.shell_quoting import control_characters, shell_word
 
 # what `args` prints first, in this order (bash reads them so), then the words of its python -m
 # sweep calls

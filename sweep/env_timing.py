@@ -21,7 +21,7 @@ gets --num-envs. Each env's num_envs is recorded with its times. num_actions: a 
 number of choices, a continuous env's action length.
 
 An env on envpool (CPU simulators, whatever JAX's device) is named by its env label, "{id}@envpool"
-(sweep/study.py), the key of its times in the file, beside the gymnax env of the same id: the
+(core/study.py), the key of its times in the file, beside the gymnax env of the same id: the
 adapter's batched step through its host callback, inside the same jitted call and timing loop,
 --envpool-num-envs at once (1024) with --env-threads threads (0, the scripts' default: envpool's
 own, one a core; bench.sh --cpus N gives N). Its cost per env step is that of a C++ loop over the
@@ -35,7 +35,7 @@ envs: flat from about a thousand envs (CartPole-v1, 1 thread: 23, 5.1, 3.4, 3.8 
     # both backends
     python -m sweep.env_timing --envs CartPole-v1,CartPole-v1@envpool --out /tmp/timing.json
 
---out replaces only an env-timing file (sweep/env_timing_file.py) whose envs this call all times
+--out replaces only an env-timing file (core/env_timing_file.py) whose envs this call all times
 again: another file there (notes, a file with a nonsense cost) or one with more envs is refused in
 one line, exit status 2, before any timing."""
 
@@ -57,8 +57,8 @@ from scipy import stats
 
 import env_adapters
 from atomic import MAX_JSON_BYTES, check_inside, check_replaceable, write_json
-from sweep import env_timing_file, study
-from sweep.option_checks import check_int
+from core import env_timing_file, study
+from core.option_checks import check_int
 
 TRIM = 0.1  # cut 10 % at each end for the trimmed mean
 CPU_EXPENSIVE_NUM_ENVS = 256  # the default --expensive-num-envs on a CPU (see the docstring)

@@ -4,7 +4,7 @@ which envs.
 bench.sh asks before a sweep (python -m sweep env-timing): a file measured on another host or
 device, or lacking an env of the sweep, or with envpool's threads other than the sweep's, is
 measured again, with every env it holds (a file never ends up with fewer envs: one machine's times
-of the envs of both). A file that is not a usable env-timing file (sweep/env_timing_file.py: a step
+of the envs of both). A file that is not a usable env-timing file (core/env_timing_file.py: a step
 cost of -1, 0, NaN or "x") is refused (BadTiming, one line naming the file, the env and the value):
 bench.sh then says so and goes on without env timing, the file left as it is."""
 
@@ -12,7 +12,7 @@ import socket
 from pathlib import Path
 from typing import Optional
 
-from sweep import env_timing_file, study
+from core import env_timing_file, study
 
 # the scripts' --env-threads default (and sweep/env_timing.py's): 0, envpool's own (one thread per
 # core)

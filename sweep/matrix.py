@@ -17,8 +17,8 @@ import hashlib
 from dataclasses import dataclass, replace
 from itertools import product
 
-from sweep import study
-from sweep.option_checks import MAX_RUNS, BadOption
+from core import study
+from core.option_checks import MAX_RUNS, BadOption
 from sweep.options import DEFAULT_MODE, Selection
 
 

@@ -8,8 +8,8 @@ import argparse
 from dataclasses import dataclass
 from typing import Optional
 
-from sweep import run_args, study
-from sweep.option_checks import (
+from core import run_args, study
+from core.option_checks import (
     MAX_COUNT,
     MAX_RUNS,
     BadOption,

@@ -8,8 +8,8 @@ would override one of its run arguments: BadOption names the value and the prese
 import argparse
 import shlex
 
-from sweep import study
-from sweep.option_checks import BadOption
+from core import study
+from core.option_checks import BadOption
 
 
 def attribute(option: str) -> str:

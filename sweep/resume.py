@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Optional
 
 from atomic import LinkRefused, check_inside
+from core.option_checks import PROG
 from sweep.matrix import PlannedRun
-from sweep.option_checks import PROG
 
 # the options that do not tell two runs apart: where the run writes (a run folder is found under the
 # log dir anyway), and the folder it continues (the command of config.json, the first start's, has
@@ -61,7 +61,7 @@ def completed_keys(exp_dir: Path, wanted: Optional[set] = None) -> set:
     if not any(exp_dir.glob("*/config.json")):
         return done
     # here: runlog imports pandas, which a sweep with no runs yet need not pay for
-    from analysis import runlog
+    from core import runlog
 
     for run_dir in runlog.find_runs([exp_dir])[0]:
         if run_dir.parent != exp_dir:  # bench.sh's run folders are directly in it
@@ -104,7 +104,7 @@ def stopped_runs(exp_dir: Path, wanted: set) -> dict:
     found = {}
     if not any(exp_dir.glob("*/resume.safetensors")):
         return found
-    from analysis import runlog
+    from core import runlog
 
     for run_dir in runlog.find_runs([exp_dir])[0]:
         if run_dir.parent != exp_dir:

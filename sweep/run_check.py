@@ -1,5 +1,5 @@
 """The run arguments given after bench.sh's --, checked before the first run by the scripts' own
-parser: bookkeeping.check_args on each script's Args (tyro, then Args' own checks), as every run
+parser: core.run_checks.check_args on each script's Args (tyro, then Args' own checks), as every run
 checks its input. A misspelt one (-- --dtyp bfloat16) is then one line and exit 2 before anything is
 made, not a failure of every run after its imports.
 
@@ -25,9 +25,9 @@ import sys
 from pathlib import Path
 
 from atomic import BadJson, parse_json
-from sweep import study
+from core import study
+from core.option_checks import PROG, BadOption
 from sweep.matrix import PlannedRun
-from sweep.option_checks import PROG, BadOption
 
 
 def argvs_to_check(runs: list[PlannedRun], the_study: study.Study) -> dict[str, list[list[str]]]:
@@ -93,7 +93,7 @@ def first_line(error: Exception) -> str:
 def verdict(argvs: dict[str, list[list[str]]]) -> dict:
     """{"refused": [script name, message] of the first argv refused, or None; "unchecked": [script
     name, why] of each script that could not be imported}."""
-    from bookkeeping import check_args
+    from core.run_checks import check_args
 
     unchecked = []
     for script, script_argvs in argvs.items():

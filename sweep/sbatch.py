@@ -31,11 +31,11 @@ import shutil
 from dataclasses import dataclass
 from typing import Optional
 
-from sweep import study
+from core import study
+from core.option_checks import MAX_RUNS, BadOption, cpus, positive_int, seconds
+from core.shell_quoting import control_characters
 from sweep.matrix import PlannedRun, cells, shard_of_cells
-from sweep.option_checks import MAX_RUNS, BadOption, cpus, positive_int, seconds
 from sweep.options import Selection
-from sweep.shell_quoting import control_characters
 
 # bench.sh gets SIGTERM this long before the time limit: the run in progress saves its summary
 SIGNAL_BEFORE_S = 120

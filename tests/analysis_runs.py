@@ -18,8 +18,8 @@ from tensorboardX import SummaryWriter
 import plot_results
 from analysis import figures, plotting, results
 from analysis.loading import load_runs, read_env_timing
+from core import study
 from helpers import STUDY
-from sweep import study
 
 NUM_ENVS, NUM_STEPS, ITERATIONS = 4, 8, 11  # iterations 0, 1-7 and 8-10: every window is populated
 BATCH = NUM_ENVS * NUM_STEPS

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.events import read_scalars  # noqa: F401  (re-exported for the tests)
-from analysis.runlog import read_json  # noqa: F401  (re-exported for the tests)
-from sweep import study
+from core import study
+from core.events import read_scalars  # noqa: F401  (re-exported for the tests)
+from core.runlog import read_json  # noqa: F401  (re-exported for the tests)
 from tools.launch import run_script  # noqa: F401  (re-exported for the tests)
 
 ROOT = Path(__file__).resolve().parents[1]

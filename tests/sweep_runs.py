@@ -14,8 +14,8 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
+from core import study
 from helpers import ROOT, STUDY, SWEEP_MODULE, one_cell
-from sweep import study
 
 
 def bench(*args: str, timeout: float = 60, env: dict | None = None, python: str = sys.executable):
@@ -144,7 +144,7 @@ def fake_run(
     iterations: the command's --num-iterations, else 2."""
     from tensorboardX import SummaryWriter
 
-    from sweep import run_args
+    from core import run_args
 
     run_dir = log_dir / exp / name
     run_dir.mkdir(parents=True)
@@ -237,7 +237,7 @@ if __name__ != "__main__":
 # just after the mark still ends in an "interrupted" summary
 signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT, signal.SIGTERM])
 sys.path.insert(0, {root!r})
-from analysis import runlog
+from core import runlog
 
 def arg(name):  # --name VALUE or --name=VALUE
     for word, after in zip(sys.argv, sys.argv[1:] + [None]):

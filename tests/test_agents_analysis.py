@@ -14,9 +14,9 @@ import pandas as pd
 import pytest
 from tensorboardX import SummaryWriter
 
-from analysis import learning_curves, loading, results, runlog, stats
-from analysis.events import RETURN
-from sweep import study
+from analysis import learning_curves, loading, results, stats
+from core import runlog, study
+from core.events import RETURN
 
 ENV = "CartPole-v1"
 NUM_ENVS, NUM_STEPS, ITERATIONS = 4, 8, 12

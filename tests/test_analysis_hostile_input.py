@@ -1,4 +1,4 @@
-"""plot_results.py, analysis.learning_curves and analysis/runlog.py given what issue 39 found them
+"""plot_results.py, analysis.learning_curves and core/runlog.py given what issue 39 found them
 taking: links and devices as write targets, empty paths, forged run folders, and text that a
 spreadsheet or a markdown reader would run.
 
@@ -24,9 +24,10 @@ from analysis_runs import ENVS, analyse, linen_nnx, snapshot, tie_events, write_
 from tensorboardX import SummaryWriter
 
 import plot_results
-from analysis import learning_curves, output, runlog
+from analysis import learning_curves, output
 from analysis.loading import load_runs
 from analysis.report import README_MARKERS
+from core import runlog
 from helpers import STUDY, TINY, only_run_dir, run_script
 from sweep import resume as sweep_resume
 

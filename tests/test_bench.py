@@ -1,7 +1,7 @@
 """Tests of bench.sh and python -m sweep (the experiment matrix from the study, options, shards by
 cell, resume, Ctrl-C, failures, env timing) and sweep/env_timing.py.
 
-Expected counts come from the study (study.toml through sweep/study.py), never from hard-coded
+Expected counts come from the study (study.toml through core/study.py), never from hard-coded
 numbers. The mini sweeps use the frameworks whose script exists."""
 
 import os
@@ -31,12 +31,12 @@ from sweep_runs import (
     timing_file,
 )
 
+from core import study
 from helpers import ENV_TIMING_MODULE, ROOT, STUDY, one_cell, read_json, wait_until
 from sweep import bench as sweep_bench
 from sweep import cli as sweep_cli
 from sweep import env_timing_check as sweep_env_timing
 from sweep import matrix as sweep_matrix
-from sweep import study
 
 FRAMEWORKS = [name for name, fw in STUDY.frameworks.items() if (ROOT / fw.script).exists()]
 TINY = ["--", "--num-envs", "4", "--num-steps", "16"]

@@ -13,8 +13,8 @@ import pytest
 from script_runs import script
 
 import bookkeeping
+from core import run_checks
 from helpers import ROOT, STUDY, TINY, only_run_dir, read_json, run_script
-from tools import run_checks
 
 FRAMEWORKS = list(STUDY.frameworks)
 
@@ -206,7 +206,7 @@ def test_help_and_a_bad_flag_are_answered_before_the_heavy_imports(framework, ar
     torch is imported before the answer."""
     imported = modules_imported(STUDY.frameworks[framework].script, *argv)
     heavy = {"jax", "flax", "equinox", "gymnax", "torch", "tensorboardX", "numpy"}
-    assert "tools.command_line" in imported and not heavy & imported
+    assert "core.command_line" in imported and not heavy & imported
 
 
 def test_the_peak_memory_is_the_process_own_not_its_parents():

@@ -1,4 +1,4 @@
-"""A CleanRL user's command line (tools/command_line.py): CleanRL's --env-id and --total-timesteps
+"""A CleanRL user's command line (core/command_line.py): CleanRL's --env-id and --total-timesteps
 taken as CleanRL means them, its flags with no counterpart refused with what to use, an unknown flag
 or env id answered with the nearest one; one line and exit code 2 each, before any run folder."""
 
@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
+from core import command_line
 from helpers import ROOT, only_run_dir, read_json
-from tools import command_line
 
 
 @pytest.fixture(scope="module")
@@ -19,7 +19,7 @@ def linen_args():
 
 
 def batch_of(args_type):
-    from tools.run_checks import parse_args
+    from core.run_checks import parse_args
 
     return lambda argv: parse_args(args_type, argv).batch_size
 

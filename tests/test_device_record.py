@@ -11,8 +11,8 @@ import jax.numpy as jnp
 import pytest
 
 import bookkeeping
+from core import run_checks
 from helpers import STUDY, TINY, only_run_dir, read_json, run_script
-from tools import run_checks
 from tools.starter import write_starter
 
 # libtpu's words when a second process starts on a chip that another holds

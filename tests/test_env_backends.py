@@ -32,10 +32,10 @@ from sweep_runs import (
 )
 
 import plot_results
+from core import study
 from helpers import ENV_TIMING_MODULE, ROOT, STUDY, SWEEP_MODULE, read_json
 from sweep import env_timing_check as sweep_env_timing
 from sweep import options as sweep_options
-from sweep import study
 
 EXP7, EXP8 = STUDY.experiments["exp7"], STUDY.experiments["exp8"]
 

@@ -11,10 +11,9 @@ import pytest
 from analysis_runs import ENVS, analyse, linen_nnx, write_csv
 
 import atomic
-from analysis import runlog
 from benchmarks import purejaxrl_runs
 from benchmarks.common import interpreter_versions
-from sweep import env_timing_file
+from core import env_timing_file, runlog
 
 DEEP = "[" * 100_000 + "]" * 100_000
 # deeper than atomic's 32 levels, shallow enough for Python's parser (which the code of before used)

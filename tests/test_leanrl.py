@@ -13,8 +13,8 @@ from benchmarks import common, leanrl, leanrl_runs
 from benchmarks.common import STEADY_FROM
 from benchmarks.leanrl import CONFIGS
 from benchmarks.leanrl_runs import COMPILED, PLAIN, SCRIPTS, SHIMS, ShimMismatch
+from core import study
 from helpers import ROOT
-from sweep import study
 
 
 # ---------------------------------------------------------------------------------------- the shims

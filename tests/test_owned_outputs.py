@@ -196,7 +196,7 @@ def test_sweep_py_says_why_in_one_line_and_exits_2(tmp_path, capsys):
 
 
 def test_the_committed_env_timings_are_usable():
-    from sweep import env_timing_file
+    from core import env_timing_file
 
     for path in sorted(ROOT.glob("results/**/env_timing.json")):
         assert env_timing_file.read(path)["envs"]

@@ -43,8 +43,8 @@ from analysis.common import DTYPE_COLUMNS, ENV_COST_COLUMNS, SPEEDUP_COLUMNS
 from analysis.loading import read_previous
 from analysis.markdown import speedup_markdown
 from analysis.report import README_MARKERS, readme_markdown
+from core import study
 from helpers import ROOT, STUDY
-from sweep import study
 
 MODES = [(name, mode) for name, framework in STUDY.frameworks.items() for mode in framework.compile]
 # The synthetic study has no learning runs (exp9 holds only the runs of its bench.sh folder):
@@ -1089,13 +1089,13 @@ def test_windows_come_from_the_study(tmp_path, monkeypatch):
 
 
 def test_one_reader_of_run_folders(tmp_path, monkeypatch, capsys):
-    """plot_results.py and benchmarks/common.py read runs through analysis/runlog.py and no other
+    """plot_results.py and benchmarks/common.py read runs through core/runlog.py and no other
     way: the analysis through runlog.read_completed_run (the one definition of a usable completed
     run: a run it refuses is skipped with its reason), benchmarks/common.py through runlog.read_run
     (which read_completed_run reads with). Each sees only what runlog hands it: times doubled by
     runlog.read_run are the times in summary.csv and in the series."""
     import benchmarks.common
-    from analysis import runlog
+    from core import runlog
 
     root = tmp_path / "runs"
     kept = write_run(root, "CartPole-v1", "linen", "small", "jit", 1, sync=True)

@@ -1,6 +1,8 @@
 """Rules of the repository as a whole, checked over its tracked files."""
 
+import ast
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -46,3 +48,68 @@ def test_the_tracked_tree_stays_under_its_bound():
         pytest.skip("not a git checkout")
     size = tracked_bytes()
     assert 0 < size < TRACKED_BYTES_BOUND, f"tracked files: {size:,} bytes"
+
+
+# The house's floors. The shared floor (core/, and the pieces that the scripts and the tools share)
+# imports nothing above it; the wings stand on it side by side and never import one another; the
+# commands (the scripts, plot_results.py, evaluate.py, tools/, benchmarks/) stand on top.
+FLOOR = ("core", "atomic", "checkpoint", "env_adapters", "env_normalize", "torch_glue")
+WINGS = ("sweep", "analysis", "evaluation", "bookkeeping")
+ABOVE = (
+    "tools",
+    "benchmarks",
+    "plot_results",
+    "evaluate",
+    "ppo_linen",
+    "ppo_nnx",
+    "ppo_equinox",
+    "ppo_torch",
+)
+
+
+def unit_of(path: Path) -> str:
+    """The package a module belongs to, or the module itself at the top level."""
+    parts = path.relative_to(ROOT).parts
+    return parts[0] if len(parts) > 1 else path.stem
+
+
+def imported_units(path: Path) -> set[str]:
+    """The top-level names a module imports, lazily or not (__import__("x.y") too)."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module)
+        elif (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "id", None) == "__import__"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+        ):
+            names.add(node.args[0].value)
+    return {name.split(".")[0] for name in names}
+
+
+def modules_of(unit: str) -> list[Path]:
+    folder = ROOT / unit
+    return sorted(folder.glob("*.py")) if folder.is_dir() else [ROOT / f"{unit}.py"]
+
+
+def test_the_floor_imports_nothing_above_it_and_no_wing_imports_another():
+    wrong = []
+    for unit in FLOOR + WINGS:
+        # the floor may import the floor; a wing the floor and itself
+        allowed = set(FLOOR) | {unit}
+        for path in modules_of(unit):
+            banned = imported_units(path) & (set(WINGS) | set(ABOVE)) - allowed
+            wrong += [f"{path.relative_to(ROOT)} imports {name}" for name in sorted(banned)]
+    assert not wrong, wrong
+
+
+def test_the_import_check_sees_a_lazy_import_of_another_wing(tmp_path):
+    module = tmp_path / "resume.py"
+    module.write_text("def done():\n    from analysis import loading\n    return loading\n")
+    assert "analysis" in imported_units(module)
+    module.write_text('__import__("sweep.matrix")\n')
+    assert imported_units(module) == {"sweep"}

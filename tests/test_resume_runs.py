@@ -23,7 +23,7 @@ import pandas as pd
 import pytest
 from sweep_runs import bench, fake_run, other_study, planned
 
-from analysis import events, runlog
+from core import events, runlog
 from helpers import ROOT, STUDY, one_cell, only_run_dir, read_json
 from sweep import resume as sweep_resume
 

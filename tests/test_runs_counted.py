@@ -18,7 +18,8 @@ import pytest
 from analysis_runs import ENVS, analyse, csv_run, write_csv, write_run
 from learning_runs import CONFIG_ARGS, EXP, made_up_runs, run_rows, summary_row
 
-from analysis import events, learning, markdown, output, runlog
+from analysis import learning, markdown, output
+from core import events, runlog
 from helpers import ROOT, STUDY
 from sweep import resume as sweep_resume
 
@@ -384,7 +385,7 @@ def test_read_json_refuses_a_file_larger_than_a_run_writes(tmp_path):
 
 
 def test_the_commands_flags_are_read_as_the_scripts_parser_reads_them():
-    from sweep import run_args
+    from core import run_args
 
     words = ["p.py", "--env", "A", "--num_envs=4", "--no-sync-timing", "--track", "--seed", "1"]
     assert run_args.flags(words) == {

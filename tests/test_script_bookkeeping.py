@@ -14,8 +14,8 @@ import pytest
 from script_runs import script_module
 
 import bookkeeping
+from core import run_checks
 from helpers import ROOT, TINY, only_run_dir, read_json, run_script
-from tools import run_checks
 
 SMALL = [*TINY[:4], "--num-iterations", "2", "--update-epochs", "1", "--num-minibatches", "1"]
 

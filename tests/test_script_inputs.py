@@ -225,7 +225,7 @@ def test_env_timing_refuses_an_empty_out_and_a_seed_out_of_range(tmp_path, monke
 def test_the_batch_memory_check_counts_every_agent():
     """64 x 64 samples fit one agent; as many agents as make them more than the machine holds are
     refused, naming --num-agents (issue 66 item 7: they were accepted)."""
-    from tools import run_checks
+    from core import run_checks
 
     per_agent = 64 * 64 * run_checks.BYTES_PER_SAMPLE
     agents = run_checks.memory_bytes() // per_agent + 1
@@ -246,7 +246,7 @@ def test_the_batch_memory_check_counts_every_agent():
 def test_agents_whose_writers_cannot_start_are_refused(monkeypatch, room, wanted):
     """Each agent's TensorBoard writer is a thread and an open file: more agents than the limits
     leave room for are refused in one line; as many as fit are taken."""
-    from tools import run_checks
+    from core import run_checks
 
     monkeypatch.setattr(run_checks, "soft_limit", lambda name: room.get(name))
     monkeypatch.setattr(run_checks, "thread_room", lambda: room.get("threads", []))
@@ -260,7 +260,7 @@ def test_agents_whose_writers_cannot_start_are_refused(monkeypatch, room, wanted
 
 def test_the_thread_limits_are_read_from_the_cgroup_and_proc(tmp_path, monkeypatch):
     """pids.max of cgroup v2 and v1's pids controller, less pids.current; "max" is no limit."""
-    from tools import run_checks
+    from core import run_checks
 
     find = run_checks.cgroup_pids_files
     for version, line, folder in (("v2", "0::/jobs/a", "jobs/a"), ("v1", "3:pids:/b", "pids/b")):

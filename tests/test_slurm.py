@@ -19,9 +19,10 @@ from pathlib import Path
 import pytest
 from sweep_runs import bench
 
+from core import option_checks
 from helpers import ROOT, STUDY, SWEEP_MODULE, alive, read_json, wait_until
 from sweep import cli as sweep_cli
-from sweep import option_checks, sbatch
+from sweep import sbatch
 
 # under pytest-xdist, one worker runs them: one cluster at a time
 pytestmark = pytest.mark.xdist_group("slurm")

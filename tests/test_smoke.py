@@ -12,8 +12,8 @@ from sweep_runs import bench, cell_of, dry_run, framework_of, last_line, option
 
 import plot_results
 from analysis import figures
+from core import study
 from helpers import ROOT, STUDY
-from sweep import study
 
 SMOKE = STUDY.presets["smoke"]
 

@@ -161,7 +161,7 @@ def test_the_starter_refuses_a_bad_framework_and_names_the_valid_ones(tmp_path):
         ("        book.setup_done()\n", "        book.setup_done()\n        book.new_call()\n"),
         ("# Benchmark bookkeeping", "# Bookkeeping"),
         ("    import env_adapters\n", "    import env_adapters as adapters\n"),
-        ('    __import__("tools.command_line").command_line.before_imports(Args, "nnx")\n', ""),
+        ('    __import__("core.command_line").command_line.before_imports(Args, "nnx")\n', ""),
         ("main = book.wrap(main, Args)", "main = book.wrap(main, Args)\nEXTRA = 1"),
     ],
 )

@@ -1,4 +1,4 @@
-"""sweep/study.py: what it reads from a study file (a small study written here), what it refuses,
+"""core/study.py: what it reads from a study file (a small study written here), what it refuses,
 and that the committed study.toml holds together. No test restates study.toml: adding a framework,
 an env or an experiment edits no test."""
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from core import study
 from helpers import ROOT
-from sweep import study
 
 # A small study of every kind of entry: env lists, frameworks (one without a color), experiments of
 # each envs keyword, a list, both backends, envpool alone, a learning experiment with two

@@ -28,9 +28,10 @@ from sweep_runs import (
     run_bench,
 )
 
+from core import option_checks
 from helpers import ROOT, STUDY, TINY, one_cell, read_json, wait_until
-from sweep import option_checks, sbatch
 from sweep import options as sweep_options
+from sweep import sbatch
 
 # ------------------------------------------------------------- 1: nothing in an sbatch script runs
 TINY_EXTRA = ["--", "--num-envs", "4", "--num-steps", "16"]

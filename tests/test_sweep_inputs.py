@@ -13,8 +13,8 @@ import pytest
 from setup_copy import make_copy, pip_calls
 from sweep_runs import bench
 
+from core import study
 from helpers import ROOT, RUN_CHECK_MODULE, STUDY, one_cell
-from sweep import study
 
 
 def changed_study(tmp_path, old: str, new: str):

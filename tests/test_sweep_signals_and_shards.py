@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 from sweep_runs import FAKE_SWEEP, marks, one_line_refusal, run_bench
 
+from core import option_checks
 from helpers import ROOT, SWEEP_MODULE, alive, wait_until
-from sweep import option_checks, sbatch
+from sweep import sbatch
 
 
 # ----------------------------------------------------- 11: a value that starts with "-" is a value

@@ -1,4 +1,4 @@
-"""Runs a ppo_*.py script in a fresh process, as the tests and benchmarks/ do; analysis/runlog.py
+"""Runs a ppo_*.py script in a fresh process, as the tests and benchmarks/ do; core/runlog.py
 reads what it wrote.
 
 from tools.launch import run_script

@@ -15,7 +15,7 @@ The copy is the template, changed by its structure, which is checked first: a te
 longer has it stops the tool with one line (exit 1) and nothing written, never a broken copy.
   - the top block under `if __name__ == "__main__":` keeps only its "importing ..." line, now
     naming the copy's own file; the early check of the command line and its signal mask, which only
-    the bookkeeping lifts (tools/command_line.py: the copy's --help waits for its imports), and the
+    the bookkeeping lifts (core/command_line.py: the copy's --help waits for its imports), and the
     environment check go;
   - each `book.` line is dropped or becomes the copy's own (BOOK_CALLS); main() ends with a
     "done: return X, logs in Y" line;
@@ -213,7 +213,7 @@ def strip_top_block(lines: list[str], template: str) -> list[str]:
     expect(
         len(removed) == 3
         and removed[0].startswith("#")
-        and removed[1].startswith('__import__("tools.command_line")')
+        and removed[1].startswith('__import__("core.command_line")')
         and removed[2].startswith('__import__("bookkeeping")'),
         template,
         "a top block of a comment, the early check of the command line, the print and the "

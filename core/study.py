@@ -2,10 +2,10 @@
 windows, presets.
 
 Every tool reads the study through this module (no heavy imports, so bench.sh can call it quickly);
-the types it reads into (Study, Experiment, ..., env_label) are sweep/study_types.py's, imported
+the types it reads into (Study, Experiment, ..., env_label) are core/study_types.py's, imported
 from here:
 
-    from sweep import study
+    from core import study
     S = study.load()               # study.toml, or the file named by $BENCHBACK_STUDY
     S.frameworks["nnx"].compile    # ('cached_partial', 'jit', 'none'): the default first
     S.pairs                        # (('nnx', 'linen'), ('equinox', 'linen'), ...)
@@ -33,8 +33,8 @@ import tomllib
 from functools import cache
 from pathlib import Path
 
-from sweep import study_tables
-from sweep.study_types import (  # noqa: F401 (the types, read through this module)
+from core import study_tables
+from core.study_types import (  # noqa: F401 (the types, read through this module)
     BACKENDS,
     DTYPES,
     Config,

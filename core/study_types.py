@@ -1,7 +1,7 @@
 """What a study is: its frameworks, iteration windows, experiments (their data types and agents per
 process; a learning experiment with its reference configurations and their published returns),
 platform comparisons, presets (a sweep by name), and the env labels that name an env on a backend.
-sweep/study.py reads a study of these from study.toml; import them from there."""
+core/study.py reads a study of these from study.toml; import them from there."""
 
 from dataclasses import dataclass, field
 from itertools import combinations

@@ -1,4 +1,4 @@
-"""A run folder's TensorBoard events (analysis/runlog.py's lower floor): the files, read and merged,
+"""A run folder's TensorBoard events (core/runlog.py's lower floor): the files, read and merged,
 and the ties of a run's times to them; a run (Run) and why one cannot be used (RunError).
 
 A run folder's events file (check_events): named by tensorboardX for the host of config.json

@@ -1,5 +1,5 @@
 """The flags of a run's command, read as the scripts' parser (tyro) reads them: one reading for
-analysis/runlog.py (a run's config.json must agree with its own command), the learning analysis (a
+core/runlog.py (a run's config.json must agree with its own command), the learning analysis (a
 run counts only with its configuration's hyperparameters) and bench.sh's option checks (a learning
 experiment takes no run argument that changes them).
 

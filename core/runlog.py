@@ -5,7 +5,7 @@ The one reader of run folders, used by plot_results.py, sweep/resume.py (bench.s
 benchmarks/ and the tests. One definition of a usable run serves them all: `check_completed` says
 why a run is not one.
 
-    from analysis.runlog import read_run, is_completed
+    from core.runlog import read_run, is_completed
     run = read_run("runs/CartPole-v1__linen__small__jit__1__1700000000")
     run.config["framework"], run.summary["status"], run.scalars["time/iteration"]
 
@@ -59,7 +59,9 @@ import stat
 from pathlib import Path
 from typing import Optional
 
-from analysis.events import (
+from atomic import MAX_JSON_BYTES, BadJson, parse_json  # a run's JSON files are a few kB
+from core import run_args, study
+from core.events import (
     Run,
     RunError,
     agent_column,
@@ -72,8 +74,6 @@ from analysis.events import (
     resumed_at,
     with_agent,
 )
-from atomic import MAX_JSON_BYTES, BadJson, parse_json  # a run's JSON files are a few kB
-from sweep import run_args, study
 
 # config.json keys that the analysis and the resume need: a run without them cannot be placed in the
 # study

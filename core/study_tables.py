@@ -1,4 +1,4 @@
-"""study.toml's tables read and checked, one reader each (read_*; sweep/study.py's parse puts them
+"""study.toml's tables read and checked, one reader each (read_*; core/study.py's parse puts them
 together): a reader refuses what it does not know in one line (ValueError) that names the file, the
 table and the valid choices."""
 
@@ -6,7 +6,7 @@ import math
 import re
 from pathlib import Path
 
-from sweep.study_types import (
+from core.study_types import (
     BACKENDS,
     DTYPES,
     Config,

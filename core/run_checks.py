@@ -1,5 +1,5 @@
 """A ppo_*.py script's input checked before its run starts, each bad input one line (part of
-benchback-rl): parsed by tools/command_line.py (parse_args: tyro, CleanRL's flags), the JAX
+benchback-rl): parsed by core/command_line.py (parse_args: tyro, CleanRL's flags), the JAX
 settings of the environment that config.json would misreport, a batch that cannot fit (every
 agent's), agents whose writers (a thread and an open file each) the process cannot start, and W&B
 names that W&B would refuse once the run has started. bookkeeping.py runs check_args before main();
@@ -19,7 +19,7 @@ from typing import Optional
 
 import jax
 
-from tools.command_line import parse_args
+from core.command_line import parse_args
 
 # A lower bound of the rollout's float32 numbers per sample: observations twice (before and after
 # any reset), actions, log-probabilities, values, rewards, returns of ended episodes, advantages and
