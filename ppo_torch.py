@@ -444,8 +444,7 @@ def log_scalars(writers: list, scalars: dict, metrics: dict, step: int) -> dict:
 def main():
     args = tyro.cli(Args)
     env_args = (args.env, args.env_backend, args.num_envs, args.seed, args.env_threads)
-    env_args += (args.num_agents,)
-    env, env_params = make_env(*env_args)
+    env, env_params = make_env(*env_args, args.num_agents)
     if args.norm_obs or args.norm_reward:
         import env_normalize
 
