@@ -131,7 +131,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def check(opts) -> None:
+def check(opts) -> list[dict]:
+    """BadOption for bad input; the rows of the record that --out holds of this command."""
     check_counts(opts, "num_steps", "iterations")
     for num_envs in opts.num_envs:
         if num_envs <= 0:
@@ -148,15 +149,16 @@ def check(opts) -> None:
             f"--script {opts.script}: give one of ppo_linen.py, ppo_nnx.py, ppo_equinox.py"
         )
     check_outputs(TOOL, opts.out)
-    taken_up(opts.out, command_of(opts))
+    return taken_up(opts.out, command_of(opts))
 
 
 def main(argv=None) -> None:
     start = time.monotonic()
     opts = parse(sys.argv[1:] if argv is None else argv)
-    check_or_exit(lambda: check(opts))
+    # read once, with the checks: the record is taken up before anything runs
+    rows = []
+    check_or_exit(lambda: rows.extend(check(opts)))
     command = command_of(opts)
-    rows = taken_up(opts.out, command)
     record = {"command": command, "machine": machine(), "rows": rows, "status": "running"}
     done = {row["num_envs"] for row in rows}
     todo = [n for n in opts.num_envs if n not in done]
