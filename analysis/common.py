@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 import pandas as pd
 
-from core.study import BACKENDS, DTYPES, Study
+from core.study import BACKENDS, RUN_AXES, Study
 
 
 class BadInput(Exception):
@@ -208,11 +208,13 @@ CSV_READ_ERRORS = (
 
 # ------------------------------------------------------------------------------- a run's identity
 # What a run measured (its env, on its backend: "CartPole-v1@envpool"), with what (framework, model
-# size, compile mode, sync setting, data type) and which repetition (seed, tag), in config.json's
-# keys. Declared once: the key lists below derive from it, so a new run axis is one word here. A
-# run of 4 agents (--num-agents) is another cell than a run of 1 (runs of before it: 1, ADDED_KEYS).
-IDENTITY = ["env", "framework", "model_size", "compile", "seed", "tag", "sync_timing", "dtype"]
-IDENTITY += ["num_agents"]
+# size, compile mode, sync setting, the study's run axes: data type, agents per process) and which
+# repetition (seed, tag), in config.json's keys. The key lists below derive from it, and a new run
+# axis is one entry of core/study_types.py's RUN_AXES: another value is another cell.
+IDENTITY = ["env", "framework", "model_size", "compile", "seed", "tag", "sync_timing"]
+IDENTITY += [axis.key for axis in RUN_AXES]
+# the run axes whose every value has speedup tables of its own, after the env backend's
+VARIANTS = ["backend", *[axis.key for axis in RUN_AXES if axis.title]]
 # what a speedup compares (framework A against B, each in its compile mode, over their seeds) or
 # what its experiment fixes (the sync setting): the rest of the identity is a pair's
 COMPARED = ["framework", "compile", "seed", "sync_timing"]
@@ -241,9 +243,10 @@ RUN_COLUMNS += COMPILE_COLUMNS
 # columns of a runs.csv of an older plot_results.py -> their names now
 RENAMED_COLUMNS = {"device": "device_name", "sweep": "experiment_folder"}
 # the identity's axes that tables of earlier versions lack, and the value their runs had: before
-# the env backends every env on gymnax; before --dtype every run in float32; before a learning row
-# per tag the scripts' default tag; before --num-agents one agent per process
-ADDED_KEYS = {"backend": BACKENDS[0], "dtype": DTYPES[0], "tag": "default", "num_agents": 1}
+# the env backends every env on gymnax; before a learning row per tag the scripts' default tag;
+# before a run axis (--dtype, --num-agents) its default
+ADDED_KEYS = {"backend": BACKENDS[0], "tag": "default"}
+ADDED_KEYS |= {axis.key: axis.default for axis in RUN_AXES}
 # what tells two runs apart (run_keys); the folder name too for a run without a start time
 SAME_RUN_COLUMNS = ["command", "hostname", "start_time"]
 
@@ -316,32 +319,28 @@ def metric_name(metric: str, study: Study) -> str:
     }[metric]
 
 
-def metric_title(
-    metric: str, experiment: str, study: Study, backend: str = "", dtype: str = ""
-) -> str:
-    """A table's title: the metric, the experiment and, for an experiment of several env backends or
-    data types, the backend of the table's envs and the data type of its runs."""
+def metric_title(metric: str, experiment: str, study: Study, variant: tuple = ()) -> str:
+    """A table's title: the metric, the experiment and, where the experiment has several, the
+    table's variant (VARIANTS' values: the backend of its envs, its runs' data type)."""
     exp = study.experiments[experiment]
     modes = "; speedups between default compile modes" if exp.all_compile_modes else ""
     sync = "on" if metric_sync(metric) else "off"
-    where = on_backend(experiment, backend, study, "; ") + in_dtype(experiment, dtype, study, "; ")
+    where = variant_words(experiment, variant, study, "; ")
     return f"{metric_name(metric, study)} ({experiment}: {exp.title}{where}; sync {sync}{modes})"
 
 
-def on_backend(experiment: str, backend: str, study: Study, separator: str) -> str:
-    """ ", its envs on envpool" for an experiment of several env backends (its tables are per
-    backend), else ""."""
-    return (
-        f"{separator}its envs on {backend}"
-        if len(study.experiments[experiment].backends) > 1
-        else ""
-    )
-
-
-def in_dtype(experiment: str, dtype: str, study: Study, separator: str) -> str:
-    """ "; in bfloat16" for an experiment of several data types (its tables are per data type), else
-    ""."""
-    return f"{separator}in {dtype}" if len(study.experiments[experiment].dtypes) > 1 else ""
+def variant_words(experiment: str, variant: tuple, study: Study, separator: str) -> str:
+    """A table's variant (a value of each of VARIANTS, or ()) in words, each after separator, for
+    the variants the experiment has several of: "; its envs on envpool; in bfloat16"."""
+    exp = study.experiments[experiment]
+    words = []
+    if variant and len(exp.backends) > 1:
+        words.append(f"its envs on {variant[0]}")
+    axes = [axis for axis in RUN_AXES if axis.title]
+    for axis, value in zip(axes, variant[1:]):
+        if len(getattr(exp, axis.field)) > 1:
+            words.append(axis.title.format(value))
+    return "".join(separator + word for word in words)
 
 
 METRICS = ("total", "steady", "rollout", "update")
@@ -362,7 +361,7 @@ def split_cell(times) -> str:
 
 # cell_statistics' columns, after each table's keys
 CELL_STATISTICS = ["geomean", "median", "ci_low", "ci_high", "n_pairs", "n_clusters"]
-SPEEDUP_COLUMNS = ["metric", "experiment", "backend", "dtype", "size", "pair", *CELL_STATISTICS]
+SPEEDUP_COLUMNS = ["metric", "experiment", *VARIANTS, "size", "pair", *CELL_STATISTICS]
 ENV_COST_STATISTICS = [
     "n_envs",
     "geomean",

@@ -63,7 +63,7 @@ from analysis.common import (
 )
 from analysis.output import as_bool, read_runs_csv
 from core import env_timing_file, runlog
-from core.study import BACKENDS, DTYPES, Experiment, Study, Window, env_label
+from core.study import BACKENDS, DTYPES, RUN_AXES, Experiment, Study, Window, env_label
 
 
 # -------------------------------------------------------------------------------------- run folders
@@ -98,9 +98,9 @@ def run_rows(run: runlog.Run, study: Study) -> pd.DataFrame:
     # "device" in older runs
     config = {**config, "device_name": config.get("device_name", config.get("device"))}
     config["env"] = run_env(config)
-    config["dtype"] = config.get("dtype") or DTYPES[0]
+    for axis in RUN_AXES:  # a run of before the option: the scripts' default then
+        config[axis.key] = config.get(axis.key) or axis.default
     config["cpu_bf16"] = bf16_words(config.get("cpu_bf16"))
-    config["num_agents"] = config.get("num_agents", 1)  # one agent per process before --num-agents
     finals = runlog.final_returns(summary, config["num_agents"])  # checked: a list, one per agent
     info = {
         "run": run.path.name,
@@ -300,8 +300,9 @@ def in_experiment(run, experiment: Experiment, study: Study) -> bool:
     return (
         framework is not None
         and bool(run["sync_timing"]) in experiment.syncs
-        and run["dtype"] in experiment.dtypes
-        and run.get("num_agents", 1) in getattr(experiment, "agents", (1,))
+        and all(
+            run.get(axis.key, axis.default) in getattr(experiment, axis.field) for axis in RUN_AXES
+        )
         and in_matrix
         and run["compile"] in experiment.compile_modes(framework)
     )

@@ -14,6 +14,7 @@ import pandas as pd
 
 from analysis.common import (
     METRICS,
+    VARIANTS,
     in_order,
     markdown_table,
     metric_name,
@@ -96,10 +97,10 @@ def speedup_markdown(speedups: pd.DataFrame, study: Study, intro: bool = True) -
     if speedups.empty:
         return "_No pairs of runs to compare._\n"
     blocks = [speedup_intro(study)] if intro else []
-    for (metric, experiment, backend, dtype), table in speedups.groupby(
-        ["metric", "experiment", "backend", "dtype"], sort=False
+    for (metric, experiment, *variant), table in speedups.groupby(
+        ["metric", "experiment", *VARIANTS], sort=False
     ):
-        title = metric_title(metric, experiment, study, backend, dtype)
+        title = metric_title(metric, experiment, study, tuple(variant))
         blocks.append(f"**{title}**\n\n" + pair_by_size_table(table, speedup_cell, study))
     return "\n\n".join(blocks) + "\n"
 

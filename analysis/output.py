@@ -66,7 +66,7 @@ from atomic import (
     parse_json,
 )
 from core import runlog
-from core.study import DTYPES, Study
+from core.study import RUN_AXES, Study
 
 REPORT = "REPORT.md"
 
@@ -201,7 +201,7 @@ RUNS_CSV_CHECKED_NUMBERS = [
     "setup_s",
     "import_s",
 ]
-RUNS_CSV_CHECKED_NUMBERS += ["final_return", "num_agents", "peak_rss_bytes", "peak_device_bytes"]
+RUNS_CSV_CHECKED_NUMBERS += ["final_return", "peak_rss_bytes", "peak_device_bytes"]
 # the text columns of a runs.csv: read as written (never as numbers, never "NA" as missing)
 RUNS_CSV_TEXT = [
     "run",
@@ -212,7 +212,6 @@ RUNS_CSV_TEXT = [
     "framework",
     "model_size",
     "compile",
-    "dtype",
     "tag",
     "exp_name",
 ]
@@ -229,6 +228,9 @@ RUNS_CSV_TEXT += [
     "resumed_at",
     "final_returns",  # JSON: a list of numbers and nulls
 ]
+# the run axes: a word (--dtype) is text, a count (--num-agents) a number checked as the others
+RUNS_CSV_TEXT += [axis.key for axis in RUN_AXES if isinstance(axis.default, str)]
+RUNS_CSV_CHECKED_NUMBERS += [axis.key for axis in RUN_AXES if isinstance(axis.default, int)]
 
 
 def json_value(value):
@@ -298,9 +300,8 @@ def read_runs_csv(path: str, study: Study) -> tuple[pd.DataFrame, list[SkippedRu
         raise BadInput(
             f"--csv {path} is not a runs.csv of plot_results.py (no column {', '.join(missing)})"
         )
-    # a runs.csv of before --dtype: every run in float32
-    runs["dtype"] = runs["dtype"].fillna(DTYPES[0]) if "dtype" in runs else DTYPES[0]
-    runs["num_agents"] = runs["num_agents"] if "num_agents" in runs else 1  # of before it: 1
+    for axis in RUN_AXES:  # a runs.csv of before a run axis: the scripts' default
+        runs[axis.key] = runs[axis.key].fillna(axis.default) if axis.key in runs else axis.default
     runs = numeric_columns(runs, RUNS_CSV_NUMBERS, "--csv", path, "runs.csv")
     for column in COMPILE_COLUMNS:  # optional seconds: a word there is no number
         if column in runs:

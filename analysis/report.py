@@ -15,16 +15,16 @@ import pandas as pd
 from analysis.common import (
     METRICS,
     SPEEDUP_COLUMNS,
+    VARIANTS,
     SkippedRun,
     config_cell,
     generated_at,
-    in_dtype,
     in_order,
     md_code,
     md_text,
-    on_backend,
     pretty_pair,
     split_cell,
+    variant_words,
 )
 from analysis.loading import is_timed, window_column, window_columns
 from analysis.markdown import (
@@ -346,8 +346,8 @@ def edition_table(table: pd.DataFrame, study: Study) -> str:
     return markdown_table(wide.rename_axis("pair").reset_index())
 
 
-def edition_name(experiment: str, backend: str, dtype: str, study: Study) -> str:
-    where = on_backend(experiment, backend, study, ", ") + in_dtype(experiment, dtype, study, ", ")
+def edition_name(experiment: str, variant: tuple, study: Study) -> str:
+    where = variant_words(experiment, variant, study, ", ")
     return f"{experiment}: {study.experiments[experiment].title}{where}"
 
 
@@ -360,18 +360,18 @@ def edition_markdown(
     table = headline(previous, study)[SPEEDUP_COLUMNS].merge(
         headline(speedups, study)[SPEEDUP_COLUMNS],
         suffixes=("_previous", ""),
-        on=["metric", "experiment", "backend", "dtype", "size", "pair"],
+        on=["metric", "experiment", *VARIANTS, "size", "pair"],
     )
     if table.empty:
         return (
             "_No pair of the headline tables was measured in the previous edition "
             f"({md_text(previous_name)})._\n"
         )
-    experiments = table.groupby(["experiment", "backend", "dtype"], sort=False)
+    experiments = table.groupby(["experiment", *VARIANTS], sort=False)
     blocks = [
-        (f"*{edition_name(name, backend, dtype, study)}*\n\n" if experiments.ngroups > 1 else "")
+        (f"*{edition_name(name, tuple(variant), study)}*\n\n" if experiments.ngroups > 1 else "")
         + edition_table(rows, study)
-        for (name, backend, dtype), rows in experiments
+        for (name, *variant), rows in experiments
     ]
     return (
         f"**Since the previous edition** ({md_text(previous_name)}): geometric mean [interval], "

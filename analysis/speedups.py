@@ -25,6 +25,7 @@ from analysis.common import (
     ENV_COST_COLUMNS,
     PAIR_KEYS,
     SPEEDUP_COLUMNS,
+    VARIANTS,
     metric_sync,
 )
 from analysis.loading import window_column
@@ -34,7 +35,7 @@ from analysis.stats import (
     cost_correlation,
     geometric_mean,
 )
-from core.study import Study, split_label
+from core.study import RUN_AXES, Experiment, Study, split_label
 
 # sync off: every env of the study, the expensive ones included
 ENV_COST_METRICS = ("total", "steady")
@@ -164,9 +165,9 @@ def several_machines(pairs: dict[str, pd.DataFrame]) -> pd.DataFrame:
     rows = []
     for metric, ratios in pairs.items():
         cells = ratios.assign(backend=backends_of(ratios)).groupby(
-            ["experiment", "backend", "dtype", "model_size"], sort=False
+            ["experiment", *VARIANTS, "model_size"], sort=False
         )
-        for (experiment, backend, dtype, size), cell in cells:
+        for (experiment, *variant, size), cell in cells:
             machines = sorted(
                 set(
                     f"{host} ({device})"
@@ -174,10 +175,8 @@ def several_machines(pairs: dict[str, pd.DataFrame]) -> pd.DataFrame:
                 )
             )
             if len(machines) > 1:
-                rows.append([metric, experiment, backend, dtype, size, ", ".join(machines)])
-    return pd.DataFrame(
-        rows, columns=["metric", "experiment", "backend", "dtype", "size", "machines"]
-    )
+                rows.append([metric, experiment, *variant, size, ", ".join(machines)])
+    return pd.DataFrame(rows, columns=["metric", "experiment", *VARIANTS, "size", "machines"])
 
 
 # ----------------------------------------------------------------------------------------- speedups
@@ -216,6 +215,14 @@ def table_rows(metric: str, ratios: pd.DataFrame, keys) -> list[dict]:
     return rows
 
 
+def experiment_variants(exp: Experiment) -> list[tuple]:
+    """Each variant of an experiment's tables (VARIANTS' values), in the study's order: its env
+    backends, each with each of its data types."""
+    axes = [axis for axis in RUN_AXES if axis.title]
+    values = [exp.backends, *[getattr(exp, axis.field) for axis in axes]]
+    return list(itertools.product(*values))
+
+
 def speedup_table(pairs: dict[str, pd.DataFrame], study: Study) -> pd.DataFrame:
     """A row per metric, experiment, backend, dtype, size and pair (combinations without pairs are
     left out), in the study's orders, with cell_statistics' columns. pairs: metric -> its pooled
@@ -224,17 +231,16 @@ def speedup_table(pairs: dict[str, pd.DataFrame], study: Study) -> pd.DataFrame:
     for metric, ratios in pairs.items():
         ratios = ratios.assign(backend=backends_of(ratios))
         for experiment in metric_experiments(study, metric):
-            exp = study.experiments[experiment]
-            cells = itertools.product(exp.backends, exp.dtypes, study.sizes, study.pair_names)
+            variants = experiment_variants(study.experiments[experiment])
+            cells = itertools.product(variants, study.sizes, study.pair_names)
             keys = (
                 {
                     "experiment": experiment,
-                    "backend": backend,
-                    "dtype": dtype,
+                    **dict(zip(VARIANTS, variant)),
                     "size": size,
                     "pair": pair,
                 }
-                for backend, dtype, size, pair in cells
+                for variant, size, pair in cells
             )
             rows += table_rows(metric, ratios, keys)
     return pd.DataFrame(rows, columns=SPEEDUP_COLUMNS)
@@ -350,7 +356,7 @@ def env_cost_table(
 # runs of each framework a speedup cell needs before it reads as a result, not a single measurement
 # (a smoke sweep)
 MIN_RUNS = 3
-CELL_KEYS = ["metric", "experiment", "backend", "dtype", "size", "pair"]
+CELL_KEYS = ["metric", "experiment", *VARIANTS, "size", "pair"]
 
 
 def few_runs_cells(pairs: dict[str, pd.DataFrame], speedups: pd.DataFrame) -> pd.DataFrame:

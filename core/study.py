@@ -37,12 +37,14 @@ from core import study_tables
 from core.study_types import (  # noqa: F401 (the types, read through this module)
     BACKENDS,
     DTYPES,
+    RUN_AXES,
     Config,
     Experiment,
     Framework,
     Platform,
     Preset,
     Reference,
+    RunAxis,
     Study,
     Window,
     env_label,
@@ -130,9 +132,8 @@ def parse(path: Path) -> Study:
             backends,
             configs,
             exp.get("reference", ""),
-            study_tables.read_dtypes(exp.get("dtypes", list(DTYPES[:1])), path, name),
-            study_tables.read_agents(exp.get("agents", [1]), path, name),
-            study_tables.read_experiment_args(exp, name, path),
+            args=study_tables.read_experiment_args(exp, name, path),
+            **{axis.field: study_tables.read_axis(axis, exp, name, path) for axis in RUN_AXES},
         )
     platforms = study_tables.read_platforms(data, experiments, path)
     headline = read_headline(data, experiments, path)

@@ -8,12 +8,13 @@ from pathlib import Path
 
 from core.study_types import (
     BACKENDS,
-    DTYPES,
+    RUN_AXES,
     Config,
     Framework,
     Platform,
     Preset,
     Reference,
+    RunAxis,
     Window,
     env_label,
     split_label,
@@ -46,8 +47,8 @@ TOP_KEYS = (
 TOP_KEYS += ("envpool_envs", "platforms", "presets", "analysis")
 WINDOW_KEYS = ("first", "label", "last")
 FRAMEWORK_KEYS = ("script", "compile", "color", "pieces")
-EXPERIMENT_KEYS = ("title", "sizes", "compile", "sync", "envs", "backends", "dtypes", "figures")
-EXPERIMENT_KEYS += ("configs", "reference", "agents", "args")
+EXPERIMENT_KEYS = ("title", "sizes", "compile", "sync", "envs", "backends", "figures", "configs")
+EXPERIMENT_KEYS += ("reference", "args", *(axis.field for axis in RUN_AXES))
 CONFIG_KEYS = ("title", "args", "returns")
 PLATFORM_KEYS = ("repeats", "title", "figures")
 ANALYSIS_KEYS = ("headline", "tables")
@@ -175,21 +176,19 @@ def read_backends(value, path: Path, name: str) -> tuple[str, ...]:
     return read_some_of(value, BACKENDS, f"experiment {name}'s backends", path)
 
 
-def read_dtypes(value, path: Path, name: str) -> tuple[str, ...]:
-    """An experiment's dtypes: a list of DTYPES, each once (default: float32 alone)."""
-    return read_some_of(value, DTYPES, f"experiment {name}'s dtypes", path)
-
-
-def read_agents(value, path: Path, name: str) -> tuple[int, ...]:
-    """An experiment's agents (default [1]): its runs' --num-agents, positive integers, each
-    once."""
+def read_axis(axis: RunAxis, exp: dict, name: str, path: Path) -> tuple:
+    """An experiment's values of a run axis (default: the axis' default alone): a list of its
+    choices, or of positive integers, each once."""
+    value = exp.get(axis.field, [axis.default])
+    if axis.choices:
+        return read_some_of(value, axis.choices, f"experiment {name}'s {axis.field}", path)
     numbers = value if isinstance(value, list) and value else []
     bad = [n for n in numbers if isinstance(n, bool) or not isinstance(n, int) or n < 1]
     if bad or not numbers or len(set(numbers)) < len(numbers):
         said = f"lists {bad[0]!r}" if bad else f"= {value!r}"
         raise ValueError(
-            f"{path}: experiment {name}'s agents {said}; give a list of positive integers (its "
-            "runs' --num-agents), each once"
+            f"{path}: experiment {name}'s {axis.field} {said}; give a list of positive integers "
+            f"(its runs' {axis.flag}), each once"
         )
     return tuple(numbers)
 

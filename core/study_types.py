@@ -12,6 +12,33 @@ BACKENDS = ("gymnax", "envpool")  # the scripts' --env-backend choices, the defa
 DTYPES = ("float32", "bfloat16")  # the scripts' --dtype choices, the default first
 
 
+@dataclass(frozen=True)
+class RunAxis:
+    """A script option each of whose values makes a cell of its own: runs of two values are never
+    pooled. An experiment lists the values its runs take (study.toml's `field`). Declared once, in
+    RUN_AXES, which the study's reader and the analysis read: a run's identity, the value of runs
+    made before the option, the experiments a run belongs to, the columns a speedup table splits by.
+    """
+
+    key: str  # the scripts' Args field, config.json's key and the analysis' column: "dtype"
+    field: str  # an experiment's values, in study.toml and Experiment: "dtypes"
+    default: object  # the scripts' default, and the value of the runs made before the option
+    choices: tuple = ()  # the values it takes, the default first; () for positive integers
+    # a speedup table per value, whose title says which (the value in the braces); "": one table
+    # for all, and the experiment's own figure sets the values side by side (agents)
+    title: str = ""
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.key.replace("_", "-")
+
+
+RUN_AXES = (
+    RunAxis("dtype", "dtypes", DTYPES[0], DTYPES, title="in {}"),
+    RunAxis("num_agents", "agents", 1),
+)
+
+
 def env_label(env: str, backend: str = BACKENDS[0]) -> str:
     """An env on a backend, as the sweep (cells, log names), the env timing and the analysis (its
     env column) name it: the env id on gymnax (the default backend, which also runs the Craftax and

@@ -2,9 +2,10 @@
 its shard.
 
 Matrix: for each experiment, seed, env, model size and number of agents per process (a *cell*),
-every data type, sync setting, framework and compile mode of the experiment, in the study's order
-(sync "both": every framework sync off, then every one sync on; dtypes float32 and bfloat16: all of
-float32's runs, then bfloat16's, whose commands add --dtype bfloat16). A run of N agents (an
+every variant (a value of each run axis with tables of its own: the data type), sync setting,
+framework and compile mode of the experiment, in the study's order (sync "both": every framework
+sync off, then every one sync on; dtypes float32 and bfloat16: all of float32's runs, then
+bfloat16's, whose commands add --dtype bfloat16). A run of N agents (an
 experiment's agents) adds --num-agents N (N = 1 names none: the scripts' default) and trains seeds
 --seed .. --seed + N - 1: the r-th seed of --seeds S (r = 0 .. S-1) is --seed 1 + r*N, so the S runs
 of N agents of an env and size train disjoint agent seeds. An env is an env label
@@ -20,6 +21,10 @@ from itertools import product
 from core import study
 from core.option_checks import MAX_RUNS, BadOption
 from sweep.options import DEFAULT_MODE, Selection
+
+# the run axes each run of a cell takes every value of, one after another (--dtype: its runs are
+# compared on one machine); agents per process make cells of their own, as sizes do
+VARIANT_AXES = [axis for axis in study.RUN_AXES if axis.title]
 
 
 @dataclass(frozen=True)
@@ -37,8 +42,9 @@ class PlannedRun:
     command: tuple[str, ...]  # python, script, arguments
     # its experiment runs sync off and on: the description and the log name say which
     both_syncs: bool = False
-    # the script's --dtype; the description and the log name say it when it is not the default
-    dtype: str = study.DTYPES[0]
+    # its value of each of VARIANT_AXES (its --dtype), the defaults by default; the description
+    # and the log name say those that are not the default
+    variant: tuple = ()
     # the script's --num-agents (seeds seed .. seed + agents - 1); said when it is not 1
     agents: int = 1
 
@@ -47,8 +53,9 @@ class PlannedRun:
         return f" sync {'on' if self.sync else 'off'}" if self.both_syncs else ""
 
     @property
-    def dtype_name(self) -> str:
-        return "" if self.dtype == study.DTYPES[0] else f" {self.dtype}"
+    def variant_name(self) -> str:  # " bfloat16"
+        values = zip(VARIANT_AXES, self.variant)
+        return "".join(f" {value}" for axis, value in values if value != axis.default)
 
     @property
     def agents_name(self) -> str:  # in the log name, as the dtype's
@@ -74,14 +81,16 @@ class PlannedRun:
     def description(self) -> str:
         return (
             f"{self.experiment} {self.env} {self.framework} {self.size} "
-            f"{self.compile}{self.dtype_name}{self.sync_name} {self.seed_name}"
+            f"{self.compile}{self.variant_name}{self.sync_name} {self.seed_name}"
         )
 
     @property
     def log_stem(self) -> str:  # bench.sh adds __{unix time}.log
         sync = self.sync_name.replace(" sync on", "__sync").replace(" sync off", "__nosync")
-        dtype = (self.dtype_name + self.agents_name).replace(" ", "__")
-        run = f"{self.env}__{self.framework}__{self.size}__{self.compile}{dtype}{sync}__{self.seed}"
+        variant = (self.variant_name + self.agents_name).replace(" ", "__")
+        run = (
+            f"{self.env}__{self.framework}__{self.size}__{self.compile}{variant}{sync}__{self.seed}"
+        )
         return f"logs/{self.experiment}/{run}"
 
 
@@ -101,11 +110,12 @@ def command(
     mode: str,
     seed: int,
     sync: bool,
-    dtype: str = study.DTYPES[0],
+    variant: tuple = (),
     agents: int = 1,
 ) -> tuple[str, ...]:
     """A run's command. env: an env label; a gymnax run's command names no backend, a float32 one no
-    --dtype, a run of one agent no --num-agents (the scripts' defaults, as before there were more).
+    --dtype (a variant's default value, no flag), a run of one agent no --num-agents (the scripts'
+    defaults, as before there were more).
     """
     env_id, backend = study.split_label(env)
     cmd = [
@@ -137,8 +147,9 @@ def command(
         cmd += option("--tag", sel.tag)
     if not sync:
         cmd += ["--no-sync-timing"]
-    if dtype != study.DTYPES[0]:
-        cmd += ["--dtype", dtype]
+    for axis, value in zip(VARIANT_AXES, variant):
+        if value != axis.default:
+            cmd += [axis.flag, str(value)]
     # the scripts save a run's state on gymnax only
     if sel.save_every and backend == study.BACKENDS[0]:
         cmd += ["--save-every", str(sel.save_every)]
@@ -200,7 +211,8 @@ def matrix(sel: Selection, the_study: study.Study) -> list[PlannedRun]:
             range(sel.seeds), experiment_envs(sel, exp, the_study), sizes, exp.agents
         ):
             seed = first_seed(repeat, agents)
-            for dtype, sync, fw in product(exp.dtypes, exp.syncs, frameworks):
+            variants = product(*[getattr(exp, axis.field) for axis in VARIANT_AXES])
+            for variant, sync, fw in product(variants, exp.syncs, frameworks):
                 for mode in kept_modes(sel, exp, fw):
                     runs.append(
                         PlannedRun(
@@ -211,9 +223,9 @@ def matrix(sel: Selection, the_study: study.Study) -> list[PlannedRun]:
                             fw.name,
                             mode,
                             sync,
-                            command(sel, exp, fw, env, size, mode, seed, sync, dtype, agents),
+                            command(sel, exp, fw, env, size, mode, seed, sync, variant, agents),
                             both_syncs=len(exp.syncs) > 1,
-                            dtype=dtype,
+                            variant=variant,
                             agents=agents,
                         )
                     )

@@ -78,9 +78,8 @@ SWEEP_FLAGS = {
     "--sync-timing": "each experiment's sync setting",
     "--no-sync-timing": "each experiment's sync setting",
     "--env-backend": "each experiment's backends, or bench.sh --envs ID@envpool",
-    "--dtype": "each experiment's dtypes",
-    "--num-agents": "each experiment's agents",
 }
+SWEEP_FLAGS |= {axis.flag: f"each experiment's {axis.field}" for axis in study.RUN_AXES}
 
 
 def check_extra(
