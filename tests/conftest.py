@@ -48,3 +48,17 @@ def runs_csv(tmp_path: Path) -> Path:
     from analysis_runs import ENVS, linen_nnx, write_csv
 
     return write_csv(tmp_path / "runs.csv", linen_nnx(ENVS))
+
+
+# first: xdist's own hook reads the groups to name the tests it deals out
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list) -> None:
+    """Each test that uses a module-scoped fixture runs on the xdist worker of its module's others
+    (a group per module, for --dist loadgroup), so that the fixture (trained runs, an analysed
+    study) is made once per run of the suite, not once per worker. A test's own group is kept."""
+    for item in items:
+        if item.get_closest_marker("xdist_group"):
+            continue
+        definitions = item._fixtureinfo.name2fixturedefs.values()
+        if any(defs[-1].scope == "module" for defs in definitions):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
