@@ -2,7 +2,7 @@
 its shard.
 
 Matrix: for each experiment, seed, env, model size and number of agents per process (a *cell*),
-every variant (a value of each run axis with tables of its own: the data type), sync setting,
+every variant (a value of each run axis but agents per process: the data type), sync setting,
 framework and compile mode of the experiment, in the study's order (sync "both": every framework
 sync off, then every one sync on; dtypes float32 and bfloat16: all of float32's runs, then
 bfloat16's, whose commands add --dtype bfloat16). A run of N agents (an
@@ -23,8 +23,9 @@ from core.option_checks import MAX_RUNS, BadOption
 from sweep.options import DEFAULT_MODE, Selection
 
 # the run axes each run of a cell takes every value of, one after another (--dtype: its runs are
-# compared on one machine); agents per process make cells of their own, as sizes do
-VARIANT_AXES = [axis for axis in study.RUN_AXES if axis.title]
+# compared on one machine); agents per process make cells of their own, as sizes do, and space the
+# seeds (first_seed)
+VARIANT_AXES = [axis for axis in study.RUN_AXES if axis.key != "num_agents"]
 
 
 @dataclass(frozen=True)

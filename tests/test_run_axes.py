@@ -31,11 +31,11 @@ precisions = {json.dumps(list(VALUES))}
 # the study's two lines of a new axis, made before anything reads RUN_AXES; then the program
 # (the sweep's planner, or plot_results.py) runs with the arguments given
 WITH_THE_AXIS = f"""
-import dataclasses, runpy, sys
+import dataclasses, os, runpy, sys
 from core import study_types
 
 axis = study_types.RunAxis(
-    "{AXIS}", "precisions", "default", ("default", "high", "highest"), title="at {{}} precision"
+    "{AXIS}", "precisions", "default", ("default", "high", "highest"), title=os.environ["TITLE"]
 )
 study_types.RUN_AXES = (*study_types.RUN_AXES, axis)
 field = dataclasses.field(default=("default",))
@@ -58,17 +58,20 @@ def axis_study(tmp_path: Path) -> dict:
     return {**os.environ, study.PATH_VARIABLE: str(path)}
 
 
-def with_the_axis(env: dict, *args: str) -> subprocess.CompletedProcess:
+def with_the_axis(env: dict, *args: str, title="at {} precision") -> subprocess.CompletedProcess:
+    """The program of args, run with the axis; title: its tables' words ("": one table)."""
+    env = {**env, "TITLE": title}
     command = [sys.executable, "-c", WITH_THE_AXIS, *args]
     done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return done
 
 
-def test_the_sweep_plans_each_value_of_a_new_axis_with_its_flag(axis_study):
-    done = with_the_axis(
-        axis_study, "sweep", "dry-run", "--experiments", "precision", "--seeds", "1"
-    )
+# with tables of its own or not, each value is planned
+@pytest.mark.parametrize("title", ["at {} precision", ""])
+def test_the_sweep_plans_each_value_of_a_new_axis_with_its_flag(axis_study, title):
+    args = ["sweep", "dry-run", "--experiments", "precision", "--seeds", "1"]
+    done = with_the_axis(axis_study, *args, title=title)
     commands = [line for line in done.stdout.splitlines() if "ppo_" in line]
     frameworks = len(study.load().frameworks)
     assert len(commands) == 2 * frameworks
