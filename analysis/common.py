@@ -20,6 +20,7 @@ cells (numbers, intervals in [ ], ** for bold) are ours: md_cell keeps their mar
 only what could break the table or be HTML.
 """
 
+import itertools
 import math
 import os
 import re
@@ -29,7 +30,7 @@ from typing import NamedTuple
 
 import pandas as pd
 
-from core.study import BACKENDS, RUN_AXES, Study
+from core.study import BACKENDS, RUN_AXES, Experiment, Study
 
 
 class BadInput(Exception):
@@ -213,8 +214,10 @@ CSV_READ_ERRORS = (
 # axis is one entry of core/study_types.py's RUN_AXES: another value is another cell.
 IDENTITY = ["env", "framework", "model_size", "compile", "seed", "tag", "sync_timing"]
 IDENTITY += [axis.key for axis in RUN_AXES]
-# the run axes whose every value has speedup tables of its own, after the env backend's
-VARIANTS = ["backend", *[axis.key for axis in RUN_AXES if axis.title]]
+# the run axes whose every value has speedup tables of its own (a table's variant is its value of
+# each, after its env backend)
+TABLE_AXES = [axis for axis in RUN_AXES if axis.title]
+VARIANTS = ["backend", *[axis.key for axis in TABLE_AXES]]
 # what a speedup compares (framework A against B, each in its compile mode, over their seeds) or
 # what its experiment fixes (the sync setting): the rest of the identity is a pair's
 COMPARED = ["framework", "compile", "seed", "sync_timing"]
@@ -319,7 +322,7 @@ def metric_name(metric: str, study: Study) -> str:
     }[metric]
 
 
-def metric_title(metric: str, experiment: str, study: Study, variant: tuple = ()) -> str:
+def metric_title(metric: str, experiment: str, study: Study, variant: tuple) -> str:
     """A table's title: the metric, the experiment and, where the experiment has several, the
     table's variant (VARIANTS' values: the backend of its envs, its runs' data type)."""
     exp = study.experiments[experiment]
@@ -329,18 +332,26 @@ def metric_title(metric: str, experiment: str, study: Study, variant: tuple = ()
     return f"{metric_name(metric, study)} ({experiment}: {exp.title}{where}; sync {sync}{modes})"
 
 
+# each of VARIANTS: the experiment's list of its values, and a table title's words for one
+VARIANT_WORDS = [("backends", "its envs on {}"), *[(a.field, a.title) for a in TABLE_AXES]]
+
+
+def experiment_variants(exp: Experiment) -> list[tuple]:
+    """Each variant of an experiment's tables (VARIANTS' values), in the study's order: each of its
+    env backends with each of its data types."""
+    return list(itertools.product(*[getattr(exp, field) for field, _ in VARIANT_WORDS]))
+
+
 def variant_words(experiment: str, variant: tuple, study: Study, separator: str) -> str:
-    """A table's variant (a value of each of VARIANTS, or ()) in words, each after separator, for
-    the variants the experiment has several of: "; its envs on envpool; in bfloat16"."""
+    """A table's variant (a value of each of VARIANTS) in words, each after separator, for those
+    the experiment has several of: "; its envs on envpool; in bfloat16"."""
     exp = study.experiments[experiment]
-    words = []
-    if variant and len(exp.backends) > 1:
-        words.append(f"its envs on {variant[0]}")
-    axes = [axis for axis in RUN_AXES if axis.title]
-    for axis, value in zip(axes, variant[1:]):
-        if len(getattr(exp, axis.field)) > 1:
-            words.append(axis.title.format(value))
-    return "".join(separator + word for word in words)
+    words = [
+        separator + title.format(value)
+        for (field, title), value in zip(VARIANT_WORDS, variant)
+        if len(getattr(exp, field)) > 1
+    ]
+    return "".join(words)
 
 
 METRICS = ("total", "steady", "rollout", "update")

@@ -48,9 +48,11 @@ from typing import Optional
 import pandas as pd
 
 from analysis.common import (
+    ADDED_KEYS,
     CONFIG_COLUMNS,
     RUN_COLUMNS,
     SUMMARY_JSON_COLUMNS,
+    VARIANTS,
     BadInput,
     SkippedRun,
     compile_seconds,
@@ -63,7 +65,7 @@ from analysis.common import (
 )
 from analysis.output import as_bool, read_runs_csv
 from core import env_timing_file, runlog
-from core.study import BACKENDS, DTYPES, RUN_AXES, Experiment, Study, Window, env_label
+from core.study import BACKENDS, RUN_AXES, Experiment, Study, Window, env_label
 
 
 # -------------------------------------------------------------------------------------- run folders
@@ -377,12 +379,10 @@ def read_env_timing(path: Optional[str]) -> tuple[pd.DataFrame, dict]:
 def read_previous(path: str, columns: list[str]) -> pd.DataFrame:
     """The speedups.csv of a previous edition; BadInput when the file is not one."""
     previous = read_csv("--previous", path, "speedups.csv")
-    if "backend" not in previous.columns and "experiment" in previous.columns:
-        # an edition of before the env backends: every env on gymnax
-        previous.insert(list(previous.columns).index("experiment") + 1, "backend", BACKENDS[0])
-    if "dtype" not in previous.columns and "backend" in previous.columns:
-        # an edition of before --dtype: every run in float32
-        previous.insert(list(previous.columns).index("backend") + 1, "dtype", DTYPES[0])
+    for before, column in zip(["experiment", *VARIANTS], VARIANTS):
+        if column not in previous.columns and before in previous.columns:
+            # an edition of before the env backends (or a run axis): its runs had the default
+            previous.insert(list(previous.columns).index(before) + 1, column, ADDED_KEYS[column])
     missing = [c for c in columns if c not in previous.columns]
     if missing:
         raise BadInput(

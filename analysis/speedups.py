@@ -26,6 +26,7 @@ from analysis.common import (
     PAIR_KEYS,
     SPEEDUP_COLUMNS,
     VARIANTS,
+    experiment_variants,
     metric_sync,
 )
 from analysis.loading import window_column
@@ -35,7 +36,7 @@ from analysis.stats import (
     cost_correlation,
     geometric_mean,
 )
-from core.study import RUN_AXES, Experiment, Study, split_label
+from core.study import Study, split_label
 
 # sync off: every env of the study, the expensive ones included
 ENV_COST_METRICS = ("total", "steady")
@@ -213,14 +214,6 @@ def table_rows(metric: str, ratios: pd.DataFrame, keys) -> list[dict]:
         if not cell.empty:
             rows.append({"metric": metric, **key, **cell_statistics(cell)})
     return rows
-
-
-def experiment_variants(exp: Experiment) -> list[tuple]:
-    """Each variant of an experiment's tables (VARIANTS' values), in the study's order: its env
-    backends, each with each of its data types."""
-    axes = [axis for axis in RUN_AXES if axis.title]
-    values = [exp.backends, *[getattr(exp, axis.field) for axis in axes]]
-    return list(itertools.product(*values))
 
 
 def speedup_table(pairs: dict[str, pd.DataFrame], study: Study) -> pd.DataFrame:
