@@ -233,7 +233,8 @@ def run_child(cmd: list[str], cwd: Path, env: dict, log: Path, timeout: float) -
 
 def watch_peak(pid: int, peaks: list, every_s: float = 0.02) -> None:
     """peaks[0]: the largest VmHWM (the process's peak resident set, in bytes) read from Linux's
-    /proc/PID/status until the process is gone; left 0 where it cannot be read."""
+    /proc/PID/status until the process is gone; left 0 where it cannot be read. A peak reached
+    in the process's last `every_s` can be missed: nothing for runs of seconds or more."""
     while True:
         try:
             with open(f"/proc/{pid}/status") as status:

@@ -150,7 +150,16 @@ def test_purejaxrls_steady_rate_is_its_timed_runs_agent_steps(tmp_path):
 
 
 def test_a_childs_peak_memory_is_its_own(tmp_path):
-    grow = "b = bytearray(300 * 2**20); b[::4096] = b'x' * len(b[::4096])"
+    # held a moment: the peak is sampled every 20 ms while the child runs, and a child that exits
+    # as soon as its memory is touched can leave before the last sample sees all of it
+    grow = "\n".join(
+        [
+            "import time",
+            "b = bytearray(300 * 2**20)",
+            "b[::4096] = b'x' * len(b[::4096])",
+            "time.sleep(0.3)",
+        ]
+    )
     child = purejaxrl_runs.run_child(
         [sys.executable, "-c", grow], tmp_path, dict(os.environ), tmp_path / "a.log", 60
     )
