@@ -20,7 +20,9 @@
 # A lent chip comes in windows of minutes, one command at most 10: every step stops at DEADLINE seconds from the
 # start (default 540), and bench.sh resumes a sweep where it stopped, so the same command run again goes on. Runs
 # land in $RUNS (default $OUT/runs); runs kept from an earlier call (RESUME_FROM, default results/tpu-v5e/runs)
-# are copied in first, so that their cells are skipped. At the end $OUT/runs.tar.gz holds every run folder and log.
+# are copied in first, so that their cells are skipped. At the end $OUT/runs.tar.gz holds every run folder and log,
+# and $OUT/records.tar.gz every step's log and record (machine.log, purejaxrl/, parts/, ...). ARCHIVES_ONLY=1 then
+# leaves only check.txt and the two archives in $OUT: a machine that hands back a few files hands back everything.
 # Usage: OUT=tpu_check bash benchmarks/tpu_check.sh [STEP ...]   (default: machine smoke chip host)
 #        DRY_RUN=1 ...: prints each step's command and runs nothing.
 set -uo pipefail
@@ -128,4 +130,14 @@ fi
 for name in "${STEPS[@]}"; do
   "$name" || break
 done
-if [[ -z ${DRY_RUN:-} ]]; then tar czf "$OUT/runs.tar.gz" -C "$RUNS" . && echo "wrote $OUT/runs.tar.gz"; fi
+pack() {  # the two archives, then (ARCHIVES_ONLY=1) nothing else but check.txt
+  tar czf "$OUT/runs.tar.gz" -C "$RUNS" . || return 1
+  tar czf "$OUT/records.tar.gz" -C "$OUT" --exclude=./runs.tar.gz --exclude=./records.tar.gz \
+    --exclude=./runs . || return 1
+  echo "wrote $OUT/runs.tar.gz and $OUT/records.tar.gz"
+  if [[ -n ${ARCHIVES_ONLY:-} ]]; then
+    find "$OUT" -mindepth 1 -maxdepth 1 ! -name check.txt ! -name runs.tar.gz ! -name records.tar.gz \
+      -exec rm -rf {} +
+  fi
+}
+if [[ -z ${DRY_RUN:-} ]]; then pack; fi

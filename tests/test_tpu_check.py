@@ -5,6 +5,8 @@ import os
 import re
 import shlex
 import subprocess
+import sys
+import tarfile
 
 from helpers import ROOT
 
@@ -142,3 +144,25 @@ def test_the_learning_step_runs_cleanrls_config_at_both_precisions(tmp_path):
     assert "--matmul-precision" not in default
     assert highest[highest.index("--") + 1 :] == ["--matmul-precision", "highest"]
     assert default[default.index("--log-dir") + 1] != highest[highest.index("--log-dir") + 1]
+
+
+def test_archives_only_leaves_check_txt_and_two_archives_that_hold_every_record(tmp_path):
+    out = tmp_path / "out"
+    env = {
+        **os.environ,
+        "OUT": str(out),
+        "PYTHON": sys.executable,
+        "RESUME_FROM": str(tmp_path / "none"),
+        "ARCHIVES_ONLY": "1",
+        "JAX_PLATFORMS": "cpu",
+    }
+    done = subprocess.run(
+        ["bash", str(RUNNER), "machine"], cwd=ROOT, capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["check.txt", "records.tar.gz", "runs.tar.gz"]
+    with tarfile.open(out / "records.tar.gz") as records:
+        names = records.getnames()
+        machine = records.extractfile("./machine.log").read().decode()
+    assert "./check.txt" in names and not any(n.startswith("./runs") for n in names)
+    assert "CpuDevice" in machine
