@@ -12,7 +12,7 @@ a copy of a script without it, which then needs no other file. A script uses it 
     book.start(config, run_dir)      # config.json, before iteration 0
     book.setup_done()                # setup_s
     book.check_signals()             # between phases: a SIGINT or SIGTERM stops the run there
-    book.iteration_done(iteration, returns, writers, scalars)  # and the progress line
+    book.iteration_done(iteration, returns, writer, scalars)  # and the progress line
 
 Signals: SIGINT and SIGTERM set a flag that the script checks between phases, so that none is lost
 inside a compiler and a run started with SIGINT ignored (nohup, a background job) still stops; a
@@ -363,14 +363,12 @@ class Bookkeeping:
     def setup_done(self):
         self.summary["setup_s"] = time.perf_counter() - self.start_time
 
-    def iteration_done(self, iteration: int, returns, writers: list, scalars: dict):
+    def iteration_done(self, iteration: int, returns, writer, scalars: dict):
         """returns: each agent's mean episodic return of the iteration (NaN: no episode ended);
-        writers: each SummaryWriter of the run; scalars: what it logged. Prints the progress
-        line."""
+        writer: the run's SummaryWriter; scalars: what it logged. Prints the progress line."""
         self.summary["iterations_completed"] = iteration + 1
         self.returns.append([float(r) for r in returns])
-        for writer in writers:
-            check_writer(writer, self.thread_errors)
+        check_writer(writer, self.thread_errors)
         self.iteration_times.append(scalars["time/iteration"])
         if self.compile_times is not None and len(self.iteration_times) == 1:
             # the process's first iteration compiled; what compiles later is a recompilation

@@ -5,7 +5,7 @@ benchback-rl).
         --out results/continuous/learning_curves.png
 
 Every completed run under the folders is drawn (each agent of a run of --num-agents N, as seed
-seed + k: its agent_{k}/ events), coloured by framework (study.toml's colours), a
+seed + k: its agent_{k}/ tags), coloured by framework (study.toml's colours), a
 panel per env label (an env on envpool apart from its gymnax twin: "CartPole-v1@envpool"); beside
 the figure, {out}.md tables each run's final return (summary.json: the mean return of its last 10
 iterations) and env steps. An existing --out is replaced only with --force; nothing is written (exit

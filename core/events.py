@@ -41,9 +41,25 @@ RETURN = "charts/episodic_return"
 FINAL_ITERATIONS = 10
 
 
+# a tag of one agent's scalar: agent_{k}/TAG
+AGENT_TAG = re.compile(r"agent_(\d+)/")
+
+
 def agent_column(k: int) -> str:
-    """The column of agent k's return in a run's scalars (its agent_{k}/ events; W&B's key)."""
+    """The column of agent k's return in a run's scalars (its agent_{k}/ tag; W&B's key)."""
     return f"agent_{k}/{RETURN}"
+
+
+def agents_logged(scalars: pd.DataFrame) -> set[int]:
+    """The agents k that a run of several logged under agent_{k}/ tags in its own events (the
+    scripts do since one event holds an iteration's scalars; before, agent k's were in an events
+    file of its agent_{k}/ folder: with_agent)."""
+    found = set()
+    for tag in scalars.columns:
+        match = AGENT_TAG.match(tag)
+        if match:
+            found.add(int(match[1]))
+    return found
 
 
 class RunError(Exception):
@@ -145,8 +161,9 @@ def read_events(run_dir: Path, resumes: int = 0) -> tuple[pd.DataFrame, Events, 
 
 
 def with_agent(scalars: pd.DataFrame, agent_dir: Path, k: int, resumes: int) -> pd.DataFrame:
-    """A run's scalars with agent k's return (its agent_{k}/ events: agent_column(k), NaN where
-    none of its episodes ended) at the run's steps; RunError: none, or logged elsewhere."""
+    """A run's scalars with agent k's return from the events file of its agent_{k}/ folder (an
+    older run's: agent_column(k), NaN where none of its episodes ended) at the run's steps;
+    RunError: none, or logged elsewhere."""
     try:
         agent = read_events(agent_dir, resumes)[0]
     except RunError as e:

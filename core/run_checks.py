@@ -1,20 +1,16 @@
 """A ppo_*.py script's input checked before its run starts, each bad input one line (part of
 benchback-rl): parsed by core/command_line.py (parse_args: tyro, CleanRL's flags), the JAX
 settings of the environment that config.json would misreport, a batch that cannot fit (every
-agent's), agents whose writers (a thread and an open file each) the process cannot start, and W&B
-names that W&B would refuse once the run has started. bookkeeping.py runs check_args before main();
-the sweep runs it on every run's flags before the first run.
+agent's), and W&B names that W&B would refuse once the run has started. bookkeeping.py runs
+check_args before main(); the sweep runs it on every run's flags before the first run.
 """
 
 import os
 import platform
-import resource
 import socket
-import threading
 from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as metadata_version
-from pathlib import Path
 from typing import Optional
 
 import jax
@@ -41,7 +37,6 @@ def check_args(args_type, argv: list[str]):
     args = parse_args(args_type, argv)
     check_environment()
     check_batch_memory(args)
-    check_agent_writers(args)
     check_wandb_names(args)
     return args
 
@@ -107,121 +102,6 @@ def check_batch_memory(args) -> None:
             f"(at most {at_most:,} here; each needs at least "
             f"{BYTES_PER_SAMPLE} bytes and this machine has {memory / 2**30:.1f} GiB)"
         )
-
-
-# What the process needs besides its agents' writers: the threads and open files of Python, JAX's
-# thread pools (about a thread per core each), envpool's and tensorboardX's, and a margin
-RESERVED_THREADS = 64
-RESERVED_FILES = 64
-
-
-def writers_needed(num_agents: int) -> int:
-    """The run's TensorBoard writers, each a thread and an open file: the run's, and one per agent
-    when there are more than one (RUN_DIR/agent_k)."""
-    return 1 + (num_agents if num_agents > 1 else 0)
-
-
-def read_number(path) -> Optional[int]:
-    """The integer in a file of /proc or /sys (the first field of its first line); None when it
-    cannot be read or says "max" (no limit)."""
-    try:
-        text = Path(path).read_text().split()
-    except (OSError, UnicodeDecodeError):
-        return None
-    return int(text[0]) if text and text[0].isdigit() else None
-
-
-def soft_limit(name: str) -> Optional[int]:
-    """The process's soft resource limit name (resource.RLIMIT_...), None when unlimited or not
-    known here."""
-    if not hasattr(resource, name):
-        return None
-    soft = resource.getrlimit(getattr(resource, name))[0]
-    return None if soft == resource.RLIM_INFINITY else soft
-
-
-def cgroup_pids_files(cgroup: str = "/proc/self/cgroup", root: str = "/sys/fs/cgroup") -> list:
-    """The pids.max and pids.current of the process's cgroup (v2, or v1's pids controller), when it
-    names one."""
-    try:
-        lines = Path(cgroup).read_text().splitlines()
-    except OSError:
-        return []
-    for line in lines:
-        _, controllers, path = line.split(":", 2) if line.count(":") >= 2 else ("", "", "")
-        folder = None
-        if controllers == "":  # cgroup v2's one line
-            folder = Path(root) / path.lstrip("/")
-        elif "pids" in controllers.split(","):
-            folder = Path(root) / "pids" / path.lstrip("/")
-        if folder is not None and (folder / "pids.max").exists():
-            return [folder / "pids.max", folder / "pids.current"]
-    return []
-
-
-def running_threads() -> Optional[int]:
-    """Every thread on the machine now (/proc/loadavg's running/total), None where unknown."""
-    try:
-        return int(Path("/proc/loadavg").read_text().split()[3].split("/")[1])
-    except (OSError, IndexError, ValueError):
-        return None
-
-
-def open_files() -> int:
-    """The files this process has open now (0 where /proc is not there to say)."""
-    try:
-        return len(os.listdir("/proc/self/fd"))
-    except OSError:
-        return 0
-
-
-def thread_room() -> list[tuple[str, int]]:
-    """Each known limit on the threads the process may still start, and the room it leaves:
-    RLIMIT_NPROC (the user's processes and threads, of which this process's are counted),
-    /proc/sys/kernel/threads-max (less the machine's threads), the cgroup's pids.max (less its
-    pids.current)."""
-    room = []
-    if (nproc := soft_limit("RLIMIT_NPROC")) is not None:
-        room.append(("RLIMIT_NPROC (ulimit -u)", nproc - process_threads()))
-    threads_max, running = read_number("/proc/sys/kernel/threads-max"), running_threads()
-    if threads_max is not None:
-        room.append(("/proc/sys/kernel/threads-max", threads_max - (running or 0)))
-    files = cgroup_pids_files()
-    if files and (pids_max := read_number(files[0])) is not None:
-        room.append((f"the cgroup's {files[0]}", pids_max - (read_number(files[1]) or 0)))
-    return room
-
-
-def process_threads() -> int:
-    """This process's threads now, JAX's among them (/proc/self/status); Python's where there is no
-    /proc."""
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("Threads:"):
-                    return int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        pass
-    return threading.active_count()
-
-
-def check_agent_writers(args) -> None:
-    """ValueError (one line, naming --num-agents) when the agents' writers, a thread and an open
-    file each, would not fit in the threads or the open files the process may have, with what
-    Python, JAX and envpool need besides (RESERVED_THREADS, RESERVED_FILES): else the run would
-    make folders and fail part-way with tracebacks ("can't start new thread")."""
-    agents = getattr(args, "num_agents", 1)
-    writers = writers_needed(agents)
-    limits = [(name, room - RESERVED_THREADS, "threads") for name, room in thread_room()]
-    if (nofile := soft_limit("RLIMIT_NOFILE")) is not None:
-        room = nofile - open_files() - RESERVED_FILES
-        limits.append(("RLIMIT_NOFILE (ulimit -n)", room, "open files"))
-    for name, room, what in limits:
-        if writers > room:
-            raise ValueError(
-                f"--num-agents {agents}: too many for this process: its {writers:,} TensorBoard "
-                f"writers need as many {what}, and {name} leaves room for {max(room, 0):,}"
-            )
 
 
 def check_wandb_names(args) -> None:

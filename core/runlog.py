@@ -65,6 +65,7 @@ from core.events import (
     Run,
     RunError,
     agent_column,
+    agents_logged,
     check_events,
     check_final_return,
     check_scalars,
@@ -154,8 +155,15 @@ def read_run(run_dir) -> Run:
     summary = read_json(run_dir / "summary.json")
     scalars, *events = read_events(run_dir, len(resumed_at(summary)))
     n = config.get("num_agents", 1)
+    logged = agents_logged(scalars)
     for k in range(n if is_int(n) and n > 1 else 0):
-        scalars = with_agent(scalars, run_dir / f"agent_{k}", k, len(resumed_at(summary)))
+        if k in logged:
+            # agent k's scalars in the run's own events; no return column: no episode of it ended
+            if agent_column(k) not in scalars:
+                scalars[agent_column(k)] = float("nan")
+        else:
+            # a run of before the agents' tags: agent k's events in its agent_k folder
+            scalars = with_agent(scalars, run_dir / f"agent_{k}", k, len(resumed_at(summary)))
     return Run(run_dir, config, summary, scalars, *events)
 
 
@@ -356,7 +364,7 @@ def final_returns(summary: dict, agents: int) -> list:
 
 def check_agents(run: Run) -> None:
     """RunError unless summary.json's final_returns are the run's (final_returns) and, for N > 1
-    agents, each agent's final return is its agent_{k}/ events' (agent_column's)."""
+    agents, each agent's final return is its agent_{k}/ tags' (agent_column's)."""
     agents = run.config.get("num_agents", 1)
     finals = final_returns(run.summary, agents)
     logged = run.scalars[run.scalars["time/iteration"].notna()]

@@ -45,10 +45,12 @@ def script_of(framework: str) -> Path:
     return ROOT / STUDY.frameworks[framework].script
 
 
-def assert_same_agent(single: Path, agent: Path) -> None:
-    """The single-agent run's scalars and policy against one agent's of a many-agent run."""
+def assert_same_agent(single: Path, many: Path, k: int) -> None:
+    """The single-agent run's scalars and policy against agent k's of a many-agent run (its
+    agent_k/ tags in the run's events, its agent_k/ folder's model file)."""
+    agent = many / f"agent_{k}"
     for tag in TAGS:
-        ours, theirs = scalar_series(agent, tag), scalar_series(single, tag)
+        ours, theirs = scalar_series(many, f"agent_{k}/{tag}"), scalar_series(single, tag)
         assert [step for step, _ in ours] == [step for step, _ in theirs], tag
         values = np.array([value for _, value in ours])
         np.testing.assert_allclose(values, [v for _, v in theirs], RTOL, ATOL, err_msg=tag)
@@ -67,7 +69,7 @@ def test_agent_k_of_a_run_is_the_single_agent_run_of_seed_plus_k(framework, env,
     many = train(script, tmp_path / "many", *ENVS[env], "--num-agents", str(AGENTS))
     last = AGENTS - 1
     single = train(script, tmp_path / "single", *ENVS[env], "--seed", str(1 + last))
-    assert_same_agent(single, many / f"agent_{last}")
+    assert_same_agent(single, many, last)
     config, summary = read_json(many / "config.json"), read_json(many / "summary.json")
     assert config["num_agents"] == AGENTS
     assert len(summary["final_returns"]) == AGENTS
@@ -75,8 +77,8 @@ def test_agent_k_of_a_run_is_the_single_agent_run_of_seed_plus_k(framework, env,
         read_json(single / "summary.json")["final_return"], RTOL, ATOL
     )
     # the agents differ: each has its own seed
-    first = scalar_series(many / "agent_0", "losses/policy_loss")
-    assert first != scalar_series(many / f"agent_{last}", "losses/policy_loss")
+    first = scalar_series(many, "agent_0/losses/policy_loss")
+    assert first != scalar_series(many, f"agent_{last}/losses/policy_loss")
     # the run's own events: the agents' mean, and every agent's steps per second
     mean = np.mean([summary["final_returns"]])
     assert summary["final_return"] == pytest.approx(mean)
@@ -134,7 +136,7 @@ def test_torch_clipping_by_one_norm_across_agents_fails_the_parity_check(tmp_pat
         script_of("torch"), tmp_path / "single", *ENVS["discrete"], "--seed", str(1 + last)
     )
     with pytest.raises(AssertionError):
-        assert_same_agent(single, many / f"agent_{last}")
+        assert_same_agent(single, many, last)
 
 
 @pytest.mark.slow

@@ -98,12 +98,18 @@ def write_agents_run(
     legacy: bool = False,
     size: str = "small",
     host_s: float = 0.0,
+    folders: bool = False,
+    silent: tuple = (),
+    untagged: bool = False,
 ) -> Path:
     """A run folder of `agents` agents as ppo_{framework}.py writes it (its agent k's returns:
     agent_returns(k)), seconds per iteration (time/iteration) and host_s more between iterations
     (time/elapsed's steps: seconds + host_s), started `hour` hours after START. memory: with
     summary.json's peak_rss_bytes (100 MiB + 50 MiB an agent) and peak_device_bytes (null); legacy:
-    a run of before --num-agents (no num_agents, no final_returns); size: its model size."""
+    a run of before --num-agents (no num_agents, no final_returns); size: its model size; folders:
+    agent k's events in its agent_k/ folder, as the scripts wrote them before one event held every
+    agent's scalars (agent_k/ tags in the run's events); silent: agents none of whose episodes
+    ended (no return, ever); untagged: the silent agents log no tag at all, not even a loss."""
     mode = study.load().frameworks[framework].default_compile
     started = START + timedelta(hours=hour)
     name = f"{ENV}__{framework}__{size}__{mode}__{seed}__{1_700_000_000 + hour}"
@@ -133,26 +139,27 @@ def write_agents_run(
     if not legacy:
         config["num_agents"] = agents
     (run_dir / "config.json").write_text(json.dumps(config))
-    returns = [agent_returns(k) for k in range(agents)]
+    returns = [[None] * ITERATIONS if k in silent else agent_returns(k) for k in range(agents)]
     finals = [final_of(r) for r in returns]
     ended = [[r[i] for r in returns if r[i] is not None] for i in range(ITERATIONS)]
     start = started.timestamp()
-    write_events(
-        run_dir,
-        start,
-        seconds,
-        {
-            "time/iteration": [seconds] * ITERATIONS,
-            "time/elapsed": [1.0 + (seconds + host_s) * (i + 1) for i in range(ITERATIONS)],
-            "time/rollout": [seconds / 2] * ITERATIONS,
-            "time/update": [seconds / 2] * ITERATIONS,
-            "charts/SPS": [agents * BATCH / seconds] * ITERATIONS,
-            RETURN: [statistics.mean(e) if e else None for e in ended],
-        },
-    )
+    scalars = {
+        "time/iteration": [seconds] * ITERATIONS,
+        "time/elapsed": [1.0 + (seconds + host_s) * (i + 1) for i in range(ITERATIONS)],
+        "time/rollout": [seconds / 2] * ITERATIONS,
+        "time/update": [seconds / 2] * ITERATIONS,
+        "charts/SPS": [agents * BATCH / seconds] * ITERATIONS,
+        RETURN: [statistics.mean(e) if e else None for e in ended],
+    }
+    for k in range(agents if agents > 1 and not folders else 0):
+        if k in silent and untagged:
+            continue
+        scalars[f"agent_{k}/{RETURN}"] = returns[k]
+        scalars[f"agent_{k}/losses/value_loss"] = [1.0 / (k + 1)] * ITERATIONS
+    write_events(run_dir, start, seconds, scalars)
     (events,) = run_dir.glob("events.out.tfevents.*")
     events.rename(run_dir / f"events.out.tfevents.{int(start)}.host")
-    for k in range(agents if agents > 1 else 0):
+    for k in range(agents if agents > 1 and folders else 0):
         write_events(run_dir / f"agent_{k}", start, seconds, {RETURN: returns[k]})
     known = [f for f in finals if f is not None]
     summary = dict(
@@ -180,12 +187,28 @@ def analysed(roots: list, the_study) -> results.Results:
 # ---------------------------------------------------------------------------- reading and checking
 
 
-def test_a_run_of_four_agents_is_read_with_each_agents_return(tmp_path, agents_study):
-    run_dir = write_agents_run(tmp_path, "linen", 1, 4, 0)
+@pytest.mark.parametrize("folders", [False, True], ids=["agent tags", "agent folders"])
+def test_a_run_of_four_agents_is_read_with_each_agents_return(tmp_path, agents_study, folders):
+    run_dir = write_agents_run(tmp_path, "linen", 1, 4, 0, folders=folders)
     run = runlog.read_completed_run(run_dir, agents_study)
     for k in range(4):
         logged = run.scalars[f"agent_{k}/{RETURN}"].tolist()
         assert [None if np.isnan(v) else v for v in logged] == agent_returns(k)
+
+
+def test_an_agent_none_of_whose_episodes_ended_has_a_return_of_nan(tmp_path, agents_study):
+    """Agent 2 logged its losses under agent_2/ and never a return: its return's column is NaN
+    throughout, and summary.json's null for it is its final return."""
+    run_dir = write_agents_run(tmp_path, "linen", 1, 4, 0, silent=(2,))
+    run = runlog.read_completed_run(run_dir, agents_study)
+    assert run.scalars[f"agent_2/{RETURN}"].isna().all()
+    assert run.summary["final_returns"][2] is None
+
+
+def test_a_run_of_four_agents_without_an_agents_tags_is_refused(tmp_path, agents_study):
+    run_dir = write_agents_run(tmp_path, "linen", 1, 4, 0, silent=(3,), untagged=True)
+    with pytest.raises(runlog.RunError, match="agent_3/"):
+        runlog.read_completed_run(run_dir, agents_study)
 
 
 def other_agent_2(finals: list) -> list:
@@ -213,7 +236,7 @@ def test_final_returns_that_are_not_the_agents_are_refused(tmp_path, agents_stud
 
 
 def test_a_run_of_four_agents_without_an_agents_events_is_refused(tmp_path, agents_study):
-    run_dir = write_agents_run(tmp_path, "linen", 1, 4, 0)
+    run_dir = write_agents_run(tmp_path, "linen", 1, 4, 0, folders=True)
     for path in (run_dir / "agent_3").iterdir():
         path.unlink()
     with pytest.raises(runlog.RunError, match="agent_3/"):

@@ -371,7 +371,7 @@ def test_resume_flags_that_are_a_list_are_refused_in_one_line(completed_run, tmp
 
 @pytest.mark.slow
 def test_an_agent_folder_made_a_link_mid_run_fails_the_run_and_is_not_written_through(tmp_path):
-    """agent_1 moved away and a link to it put in its place while the run trains: at its end the
+    """A link put where agent_1's folder goes while the run trains: at its end the
     run fails (exit 1, one error line, summary.json "failed"), and agent_1's model.safetensors is
     not written where the link leads."""
     args = [*R[:6], "--num-iterations", "100000", *R[8:], "--num-agents", "2"]
@@ -380,7 +380,8 @@ def test_an_agent_folder_made_a_link_mid_run_fails_the_run_and_is_not_written_th
     try:
         wait_for(proc, "iter 2/")
         run_dir = only_run_dir(tmp_path / "runs")
-        shutil.move(run_dir / "agent_1", elsewhere)
+        # agent_1's folder is made at the end, for its model file: a link is put there first
+        elsewhere.mkdir()
         (run_dir / "agent_1").symlink_to(elsewhere)
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=300)

@@ -154,7 +154,7 @@ FULL_AT_CLOSE = """
             writer.add_scalar("x", 1.0, 1)
             times = {"time/iteration": 1.0, "time/rollout": 0.5, "time/update": 0.5}
             scalars = {**times, "time/elapsed": 2.0, "charts/SPS": 1.0}
-            book.iteration_done(0, [float("nan")], [writer], scalars)
+            book.iteration_done(0, [float("nan")], writer, scalars)
             # the disk is full when the writer flushes what it holds: on leaving `with`, and again
             # at exit
             writer._get_file_writer().event_writer._ev_writer.flush = full_disk

@@ -227,8 +227,8 @@ def strip_top_block(lines: list[str], template: str) -> list[str]:
     while lines[end].startswith("import "):
         end += 1
     lines[first:end] = sorted(lines[first:end] + list(ADDED_IMPORTS))
-    contextlib_line = index_of(lines, "from contextlib import ExitStack, nullcontext", template)
-    lines[contextlib_line] = "from contextlib import ExitStack, nullcontext, redirect_stderr"
+    contextlib_line = index_of(lines, "from contextlib import nullcontext", template)
+    lines[contextlib_line] = "from contextlib import nullcontext, redirect_stderr"
     return lines
 
 
