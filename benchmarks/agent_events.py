@@ -28,8 +28,15 @@ import numpy as np
 from tensorboardX import SummaryWriter
 from tensorboardX.proto.summary_pb2 import Summary
 
-from atomic import check_outputs, write_outputs
-from benchmarks.common import check_counts, check_or_exit, machine, machine_text
+from atomic import check_outputs
+from benchmarks.common import (
+    OUT_HELP,
+    check_counts,
+    check_or_exit,
+    machine,
+    machine_text,
+    show_table,
+)
 from core.option_checks import check_int
 
 TOOL = "benchmarks.agent_events"
@@ -142,10 +149,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--agents", type=int, nargs="+", default=[16, 64, 256])
     parser.add_argument("--iterations", type=int, default=30, help="timed iterations per way")
     parser.add_argument("--warmup", type=int, default=3, help="iterations left out first")
-    parser.add_argument(
-        "--out",
-        help="also write the rows as JSON here (a .json file), and the table beside it as .md",
-    )
+    parser.add_argument("--out", help=OUT_HELP)
     args = parser.parse_args(argv)
 
     def check():
@@ -173,9 +177,7 @@ def main(argv=None):
         f"rotating order; on {machine_text(machine())}"
     )
     table = markdown(rows, header)
-    print(table)
-    if args.out:
-        write_outputs(TOOL, args.out, {"header": header, "rows": rows}, table, args.out)
+    show_table(TOOL, args.out, {"header": header, "rows": rows}, table)
 
 
 if __name__ == "__main__":

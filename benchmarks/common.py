@@ -23,7 +23,7 @@ from typing import Callable, NoReturn, Optional
 import numpy as np
 
 from analysis.common import BadInput, md_text
-from atomic import BadJson, check_inside, parse_json, write_file
+from atomic import BadJson, check_inside, parse_json, write_file, write_outputs
 from core import runlog, study
 from core.option_checks import BadOption, check_int
 from tools import launch
@@ -312,12 +312,21 @@ def check_envs(option: str, envs, valid=None) -> None:
             raise BadOption(f"{option} {env!r} {said}; usable envs: {', '.join(usable)}")
 
 
+OUT_HELP = "also write the rows as JSON here (a .json file), and the table beside it as .md"
+
+
+def show_table(tool: str, out, record, table: str) -> None:
+    """A benchmark's table on stdout and, when --out is given, its record there (JSON) and the
+    table beside it (.md)."""
+    print(table)
+    if out:
+        write_outputs(tool, out, record, table, out)
+
+
 def run_recorded(tool: str, out, record: dict, markdown: Callable[[dict], str], run) -> bool:
     """A benchmark's rounds, run(), with its record (and its table) written before and after them,
     "finished" or, on Ctrl-C, "interrupted" (what was measured is kept); prints the table. False
     when interrupted."""
-    from atomic import write_outputs
-
     write_outputs(tool, out, record, markdown(record), given=out)
     try:
         run()

@@ -39,8 +39,15 @@ from jax.flatten_util import ravel_pytree
 
 import ppo_torch as ppo
 import torch_glue
-from atomic import check_outputs, write_outputs
-from benchmarks.common import check_choices, check_counts, check_envs, check_or_exit
+from atomic import check_outputs
+from benchmarks.common import (
+    OUT_HELP,
+    check_choices,
+    check_counts,
+    check_envs,
+    check_or_exit,
+    show_table,
+)
 
 TOOL = "benchmarks.dlpack_crossing"
 SCRIPT_STEP = (
@@ -206,10 +213,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--blocks", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument(
-        "--out",
-        help="also write the rows as JSON here (a .json file), and the table beside it as .md",
-    )
+    parser.add_argument("--out", help=OUT_HELP)
     args = parser.parse_args(argv)
 
     def check():
@@ -238,9 +242,7 @@ def main(argv=None):
         f"jax {jax.__version__} on {jax.devices()[0]}"
     )
     table = markdown(rows, header)
-    print(table)
-    if args.out:
-        write_outputs(TOOL, args.out, {"header": header, "rows": rows}, table, args.out)
+    show_table(TOOL, args.out, {"header": header, "rows": rows}, table)
 
 
 if __name__ == "__main__":

@@ -24,8 +24,8 @@ from functools import partial
 
 import numpy as np
 
-from atomic import check_outputs, parse_json, write_outputs
-from benchmarks.common import ROOT, check_counts, check_or_exit
+from atomic import check_outputs, parse_json
+from benchmarks.common import OUT_HELP, ROOT, check_counts, check_or_exit, show_table
 from core import study
 
 TOOL = "benchmarks.update_kernels"
@@ -189,9 +189,7 @@ def main():
     parser.add_argument(
         "--repeats", type=int, default=5, help="updates timed per process (the median is kept)"
     )
-    parser.add_argument(
-        "--out", help="also write the rows as JSON here, and the table beside it as .md"
-    )
+    parser.add_argument("--out", help=OUT_HELP)
     parser.add_argument(
         "--child", nargs=3, metavar=("CONFIG", "SIZE", "REPEATS"), help=argparse.SUPPRESS
     )
@@ -203,9 +201,7 @@ def main():
         return
     rows = measure(opts.model_sizes, opts.configs, opts.rounds, opts.repeats)
     table = markdown(rows)
-    print(table)
-    if opts.out:
-        write_outputs(TOOL, opts.out, rows, table, opts.out)
+    show_table(TOOL, opts.out, rows, table)
 
 
 def check_options(opts) -> None:

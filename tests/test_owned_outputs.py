@@ -223,6 +223,7 @@ BENCHMARKS = [
     ("jax_vs_linen", [], False),
     ("torch_vs_linen", ["--envs", "CartPole-v1", "--model-sizes", "small"], False),
     ("compile_parts", [], True),
+    ("agent_events", ["--agents", "2"], True),
 ]
 
 
@@ -293,6 +294,8 @@ def test_dlpack_crossing_refuses_bad_options_before_measuring(argv, said, monkey
         ("jax_vs_linen", ["--env", "NoSuchEnv"], "'NoSuchEnv'"),
         ("torch_vs_linen", ["--rounds", "0"], "--rounds"),
         ("busy_machine", ["--env", "NoSuchEnv", "--cpus", "0"], "'NoSuchEnv'"),
+        ("agent_events", ["--agents", "4", "0"], "--agents"),
+        ("agent_events", ["--warmup", "-1"], "--warmup"),
     ],
 )
 def test_the_other_benchmarks_refuse_bad_options_before_measuring(
