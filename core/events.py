@@ -160,6 +160,18 @@ def read_events(run_dir: Path, resumes: int = 0) -> tuple[pd.DataFrame, Events, 
     return scalars, last, tuple(events for _, events in read) if resumes else ()
 
 
+def agent_returns_kept(scalars: pd.DataFrame) -> pd.DataFrame:
+    """A run's scalars without its agents' own scalars other than their returns (agent_column):
+    the analysis reads an agent's return alone, and N agents' losses would be N x 8 more columns
+    of every runs.csv."""
+    others = []
+    for tag in scalars.columns:
+        match = AGENT_TAG.match(tag)
+        if match and tag != agent_column(int(match[1])):
+            others.append(tag)
+    return scalars.drop(columns=others)
+
+
 def with_agent(scalars: pd.DataFrame, agent_dir: Path, k: int, resumes: int) -> pd.DataFrame:
     """A run's scalars with agent k's return from the events file of its agent_{k}/ folder (an
     older run's: agent_column(k), NaN where none of its episodes ended) at the run's steps;

@@ -194,6 +194,10 @@ def test_a_run_of_four_agents_is_read_with_each_agents_return(tmp_path, agents_s
     for k in range(4):
         logged = run.scalars[f"agent_{k}/{RETURN}"].tolist()
         assert [None if np.isnan(v) else v for v in logged] == agent_returns(k)
+    # of an agent's own scalars, its return alone: its losses would be columns of every runs.csv
+    assert [tag for tag in run.scalars if tag.startswith("agent_")] == [
+        f"agent_{k}/{RETURN}" for k in range(4)
+    ]
 
 
 def test_an_agent_none_of_whose_episodes_ended_has_a_return_of_nan(tmp_path, agents_study):
