@@ -50,18 +50,6 @@ def agent_column(k: int) -> str:
     return f"agent_{k}/{RETURN}"
 
 
-def agents_logged(scalars: pd.DataFrame) -> set[int]:
-    """The agents k that a run of several logged under agent_{k}/ tags in its own events (the
-    scripts do since one event holds an iteration's scalars; before, agent k's were in an events
-    file of its agent_{k}/ folder: with_agent)."""
-    found = set()
-    for tag in scalars.columns:
-        match = AGENT_TAG.match(tag)
-        if match:
-            found.add(int(match[1]))
-    return found
-
-
 class RunError(Exception):
     """A run folder that cannot be used; the message says why."""
 
@@ -160,16 +148,20 @@ def read_events(run_dir: Path, resumes: int = 0) -> tuple[pd.DataFrame, Events, 
     return scalars, last, tuple(events for _, events in read) if resumes else ()
 
 
-def agent_returns_kept(scalars: pd.DataFrame) -> pd.DataFrame:
-    """A run's scalars without its agents' own scalars other than their returns (agent_column):
-    the analysis reads an agent's return alone, and N agents' losses would be N x 8 more columns
-    of every runs.csv."""
-    others = []
+def agent_returns_kept(scalars: pd.DataFrame) -> tuple[pd.DataFrame, set[int]]:
+    """A run's scalars less its agents' own other than their returns (agent_column), and the agents
+    k that logged any under agent_{k}/ tags in the run's events (the scripts do since one event
+    holds an iteration's scalars; before, agent k's were in its agent_{k}/ folder: with_agent).
+    The analysis reads an agent's return alone: N agents' losses would be N x 8 more columns of
+    every runs.csv."""
+    others, logged = [], set()
     for tag in scalars.columns:
         match = AGENT_TAG.match(tag)
-        if match and tag != agent_column(int(match[1])):
-            others.append(tag)
-    return scalars.drop(columns=others)
+        if match:
+            logged.add(int(match[1]))
+            if tag != agent_column(int(match[1])):
+                others.append(tag)
+    return scalars.drop(columns=others), logged
 
 
 def with_agent(scalars: pd.DataFrame, agent_dir: Path, k: int, resumes: int) -> pd.DataFrame:

@@ -66,7 +66,6 @@ from core.events import (
     RunError,
     agent_column,
     agent_returns_kept,
-    agents_logged,
     check_events,
     check_final_return,
     check_scalars,
@@ -156,8 +155,7 @@ def read_run(run_dir) -> Run:
     summary = read_json(run_dir / "summary.json")
     scalars, *events = read_events(run_dir, len(resumed_at(summary)))
     n = config.get("num_agents", 1)
-    logged = agents_logged(scalars)
-    scalars = agent_returns_kept(scalars)
+    scalars, logged = agent_returns_kept(scalars)
     for k in range(n if is_int(n) and n > 1 else 0):
         if k in logged:
             # agent k's scalars in the run's own events; no return column: no episode of it ended
