@@ -258,7 +258,9 @@ def test_a_starter_copy_resumes_its_stopped_run_without_a_config_json(tmp_path):
     from its save, and refuses the run once it has completed."""
     folder = tmp_path / "project"
     assert build("linen", folder, via_setup=False).returncode == 0
-    args = ["--env", "CartPole-v1", *TINY[:-1], "200", "--save-every", "2"]
+    # 1,000 iterations of a few ms: at 200, the copy once completed (exit code 0) on a loaded host
+    # while this reader lagged behind its output, before a Ctrl-C sent again could land
+    args = ["--env", "CartPole-v1", *TINY[:-1], "1000", "--save-every", "2"]
     proc = subprocess.Popen(
         [sys.executable, "ppo_linen.py", *args],
         cwd=folder,
@@ -288,7 +290,7 @@ def test_a_starter_copy_resumes_its_stopped_run_without_a_config_json(tmp_path):
     resumed = run_copy(folder, "ppo_linen.py", *args, "--resume", str(run_dir))
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "resume.safetensors: resumed after iteration " in resumed.stdout
-    assert "iter 200/200" in resumed.stdout
+    assert "iter 1000/1000" in resumed.stdout
     again = run_copy(folder, "ppo_linen.py", *args, "--resume", str(run_dir))
     assert again.returncode == 2
     (line,) = again.stderr.strip().splitlines()
