@@ -158,8 +158,9 @@ def agent_returns_kept(scalars: pd.DataFrame) -> tuple[pd.DataFrame, set[int]]:
     for tag in scalars.columns:
         match = AGENT_TAG.match(tag)
         if match:
-            logged.add(int(match[1]))
-            if tag != agent_column(int(match[1])):
+            k = int(match[1])
+            logged.add(k)
+            if tag != agent_column(k):
                 others.append(tag)
     return scalars.drop(columns=others), logged
 
