@@ -72,9 +72,10 @@ class Args:
     """normalise the observations by their running mean and variance (env_normalize.py)"""
     norm_reward: bool = False
     """scale the rewards by the running std of their discounted return (env_normalize.py)"""
-    compile: Literal["cached_partial", "jit", "none"] = "cached_partial"
+    compile: Literal["cached_partial", "jit", "tree", "none"] = "cached_partial"
     """cached_partial: nnx.jit the rollout and the update, modules bound once (nnx.cached_partial);
-    jit: the same nnx.jit functions, modules passed on every call; none: op by op (disable_jit)"""
+    jit: the same nnx.jit functions, modules passed on every call; tree: as jit, in Flax's tree
+    mode (graph=False: modules flattened as pytrees, no graph walk); none: op by op (disable_jit)"""
     sync_timing: bool = True
     """block on the device after the rollout and after the update, so that both timers are exact"""
     log_dir: str = "runs"
@@ -494,11 +495,13 @@ def main():
             (trained, update_key), runner, start = saver.resume(training, runner, writer)
             nnx.update((agent, optimizer), trained)
         # every agent in one call: the batch of each agent's envs, the update of each agent's state
-        rollout_fn = nnx.vmap(partial(rollout, env, env_params, args))
-        update_fn = nnx.vmap(partial(update, args))
+        # tree mode: the transforms see plain pytrees, which cost the host less per call
+        graph = args.compile != "tree"
+        rollout_fn = nnx.vmap(partial(rollout, env, env_params, args), graph=graph)
+        update_fn = nnx.vmap(partial(update, args), graph=graph)
         if args.compile != "none":
-            rollout_fn = nnx.jit(rollout_fn)
-            update_fn = nnx.jit(update_fn)
+            rollout_fn = nnx.jit(rollout_fn, graph=graph)
+            update_fn = nnx.jit(update_fn, graph=graph)
         # cached_partial walks the modules' graph once, not at every call
         bind = nnx.cached_partial if args.compile == "cached_partial" else partial
         rollout_fn = bind(rollout_fn, agent)

@@ -1,7 +1,7 @@
 """Do ppo_linen.py, ppo_nnx.py and ppo_equinox.py hand XLA the same program? Lowers and compiles the
 rollout and the update of each script for one configuration, the way its compiled modes do (linen
-jax.jit; nnx nnx.jit; equinox both: its default `partition`, a plain jax.jit, and `filter_jit`);
-then compares, per function:
+jax.jit; nnx nnx.jit, in graph mode and in tree mode; equinox both: its default `partition`, a
+plain jax.jit, and `filter_jit`); then compares, per function:
 
 - XLA's cost_analysis() of the compiled executable: flops and bytes accessed;
 - a histogram of the op kinds of the optimized HLO (fusions counted as one op, their insides
@@ -66,7 +66,8 @@ def lowerers_linen(args, env, env_params, runner, batch, init_key, update_key):
     }
 
 
-def lowerers_nnx(args, env, env_params, runner, batch, init_key, update_key):
+def lowerers_nnx(args, env, env_params, runner, batch, init_key, update_key, graph=True):
+    """graph=False: ppo_nnx.py's `tree` mode, Flax's tree mode (modules flattened as pytrees)."""
     # each script's own NamedTuple types
     runner, batch = (ppo_nnx.Runner(*runner), ppo_nnx.Batch(*batch))
     agent = ppo_nnx.Agent(
@@ -77,13 +78,11 @@ def lowerers_nnx(args, env, env_params, runner, batch, init_key, update_key):
         rngs=nnx.Rngs(init_key),
     )
     optimizer = nnx.Optimizer(agent, ppo_nnx.make_optimizer(args)[0], wrt=nnx.Param)
+    rollout_fn = nnx.jit(partial(ppo_nnx.rollout, env, env_params, args), graph=graph)
+    update_fn = nnx.jit(partial(ppo_nnx.update, args), graph=graph)
     return {
-        "rollout": partial(
-            nnx.jit(partial(ppo_nnx.rollout, env, env_params, args)).lower, agent, runner
-        ),
-        "update": partial(
-            nnx.jit(partial(ppo_nnx.update, args)).lower, agent, optimizer, batch, update_key
-        ),
+        "rollout": partial(rollout_fn.lower, agent, runner),
+        "update": partial(update_fn.lower, agent, optimizer, batch, update_key),
     }
 
 
@@ -149,6 +148,7 @@ def main():
     lowerers = {
         "linen jit": lowerers_linen(args, *inputs),
         "nnx jit": lowerers_nnx(ppo_nnx.Args(**_shared(args)), *inputs),
+        "nnx tree": lowerers_nnx(ppo_nnx.Args(**_shared(args)), *inputs, graph=False),
         **{
             f"equinox {mode}": lowerers_equinox(ppo_equinox.Args(**_shared(args)), *inputs, mode)
             for mode in ("filter_jit", "partition")

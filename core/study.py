@@ -7,7 +7,7 @@ from here:
 
     from core import study
     S = study.load()               # study.toml, or the file named by $BENCHBACK_STUDY
-    S.frameworks["nnx"].compile    # ('cached_partial', 'jit', 'none'): the default first
+    S.frameworks["nnx"].compile    # ('cached_partial', 'jit', 'tree', 'none'): the default first
     S.pairs                        # (('nnx', 'linen'), ('equinox', 'linen'), ...)
     S.experiments["exp3"].envs     # ('Acrobot-v1',)
     S.continuous_envs              # the cheap envs with 1-D Box actions: envs "continuous"
