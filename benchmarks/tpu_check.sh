@@ -17,6 +17,8 @@
 #   learning (only when asked for) time to CleanRL's return on the chip (exp9's ppo.py configuration, CartPole-v1
 #            and Acrobot-v1, the JAX frameworks, 3 seeds) at JAX's default matmul precision (tag tpu-v5e) and at
 #            `highest` (tag tpu-v5e-highest): $RUNS/learning/{default,highest}.
+#   nnx      (only when asked for) NNX's graph and tree modes beside Linen where calls are short: CleanRL's batch, one
+#            agent, sync timing off (benchmarks/jax_vs_linen.py, 2 rounds): $OUT/nnx/cleanrl.json.
 # A lent chip comes in windows of minutes, one command at most 10: every step stops at DEADLINE seconds from the
 # start (default 540), and bench.sh resumes a sweep where it stopped, so the same command run again goes on. Runs
 # land in $RUNS (default $OUT/runs); runs kept from an earlier call (RESUME_FROM, default results/tpu-v5e/runs)
@@ -35,7 +37,7 @@ RESUME_FROM=${RESUME_FROM:-results/tpu-v5e/runs}
 TAG=${TAG:-tpu-v5e}
 TINY=(--env CartPole-v1 --num-envs 4 --num-steps 16 --num-iterations 3 --update-epochs 2 --num-minibatches 2)
 STEPS=("$@")
-ALL_STEPS="machine smoke chip host parts purejaxrl batch learning"
+ALL_STEPS="machine smoke chip host parts purejaxrl batch learning nnx"
 if ((${#STEPS[@]} == 0)); then STEPS=(machine smoke chip host); fi
 START=$SECONDS
 
@@ -107,6 +109,13 @@ learning() {
     --tag "$TAG-highest" -- --matmul-precision highest
 }
 
+nnx() {
+  step nnx_modes "$PY" -m benchmarks.jax_vs_linen --framework nnx --env CartPole-v1 \
+    --configs "linen jit" "nnx cached_partial" "nnx tree" --rounds 2 --num-iterations 50 \
+    --out "$OUT/nnx/cleanrl.json" -- --num-envs 4 --num-steps 128 --num-minibatches 4 \
+    --update-epochs 4 --no-sync-timing
+}
+
 host() {
   JAX_PLATFORMS=cpu step host ./bench.sh --python "$PY" --experiments exp1 \
     --envs CartPole-v1,SpaceInvaders-MinAtar --compile-modes default --seeds 3 --iterations 20 \
@@ -115,7 +124,7 @@ host() {
 
 for name in "${STEPS[@]}"; do
   case $name in
-    machine | smoke | chip | host | parts | purejaxrl | batch | learning) ;;
+    machine | smoke | chip | host | parts | purejaxrl | batch | learning | nnx) ;;
     *) echo "tpu_check.sh: unknown step '$name'; steps: $ALL_STEPS" >&2 && exit 2 ;;
   esac
   if [[ $name == purejaxrl && ! -f ${PUREJAXRL_DIR:-}/purejaxrl/ppo.py ]]; then

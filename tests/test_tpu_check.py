@@ -73,7 +73,7 @@ def test_an_unknown_step_is_refused_before_anything(tmp_path):
         ["bash", str(RUNNER), "chip", "bogus"], cwd=ROOT, capture_output=True, text=True, env=env
     )
     assert done.returncode == 2
-    steps = "machine smoke chip host parts purejaxrl batch learning"
+    steps = "machine smoke chip host parts purejaxrl batch learning nnx"
     assert done.stderr == f"tpu_check.sh: unknown step 'bogus'; steps: {steps}\n"
     assert not out.exists()
 
@@ -166,3 +166,16 @@ def test_archives_only_leaves_check_txt_and_two_archives_that_hold_every_record(
         machine = records.extractfile("./machine.log").read().decode()
     assert "./check.txt" in names and not any(n.startswith("./runs") for n in names)
     assert "CpuDevice" in machine
+
+
+def test_the_nnx_step_sets_nnxs_modes_beside_linen_on_cleanrls_batch(tmp_path):
+    (command,) = plan(tmp_path, "nnx").values()
+    assert command[1:3] == ["-m", "benchmarks.jax_vs_linen"]
+    configs = command.index("--configs")
+    assert command[configs + 1 : configs + 4] == ["linen jit", "nnx cached_partial", "nnx tree"]
+    # CleanRL ppo.py's batch, where a call is short and the host's work around it shows
+    extra = command[command.index("--") + 1 :]
+    assert extra[extra.index("--num-envs") + 1] == "4"
+    assert extra[extra.index("--num-steps") + 1] == "128"
+    assert "--no-sync-timing" in extra
+    assert command[command.index("--out") + 1] == str(tmp_path / "out" / "nnx" / "cleanrl.json")
