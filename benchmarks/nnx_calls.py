@@ -55,9 +55,17 @@ def linen_calls(args, env, env_params, keys):
     tx, _ = ppo_linen.make_optimizer(args)
     params = jax.jit(jax.vmap(lambda key: agent.init(key, runner.obs[0])))(init_key)
     create = partial(ppo_linen.TrainState.create, apply_fn=agent.apply, tx=tx)
-    carry = {"state": jax.jit(jax.vmap(lambda p: create(params=p)))(params), "key": update_key}
+    state = jax.jit(jax.vmap(lambda p: create(params=p)))(params)
     rollout_fn = jax.jit(jax.vmap(partial(ppo_linen.rollout, env, env_params, args)))
     update_fn = jax.jit(jax.vmap(partial(ppo_linen.update, args)))
+    return (*state_calls(rollout_fn, update_fn, state, update_key), runner)
+
+
+def state_calls(rollout_fn, update_fn, state, key):
+    """rollout and update over functions of the state, which the update hands back:
+    rollout_fn(state, runner) -> (runner, batch, stats), update_fn(state, batch, key) -> (state,
+    key, losses)."""
+    carry = {"state": state, "key": key}
 
     def rollout(runner):
         runner, batch, _ = rollout_fn(carry["state"], runner)
@@ -67,7 +75,7 @@ def linen_calls(args, env, env_params, keys):
         carry["state"], carry["key"], losses = update_fn(carry["state"], batch, carry["key"])
         return carry["state"], losses
 
-    return rollout, update, runner
+    return rollout, update
 
 
 def nnx_calls(way: str, args, env, env_params, keys):
@@ -87,10 +95,10 @@ def nnx_calls(way: str, args, env, env_params, keys):
     graph = way != "nnx tree"
     rollout_fn = nnx.vmap(partial(ppo_nnx.rollout, env, env_params, args), graph=graph)
     update_fn = nnx.vmap(partial(ppo_nnx.update, args), graph=graph)
-    carry = {"key": update_key}
     if way == "nnx functional":
-        graphdef, carry["state"] = nnx.split((agent, optimizer))
-        return (*functional_calls(graphdef, rollout_fn, update_fn, carry), runner)
+        graphdef, state = nnx.split((agent, optimizer))
+        return (*functional_calls(graphdef, rollout_fn, update_fn, state, update_key), runner)
+    carry = {"key": update_key}
     bind = nnx.cached_partial if way == "nnx cached_partial" else partial
     rollout_fn = bind(nnx.jit(rollout_fn, graph=graph), agent)
     update_fn = bind(nnx.jit(update_fn, graph=graph), agent, optimizer)
@@ -106,7 +114,7 @@ def nnx_calls(way: str, args, env, env_params, keys):
     return rollout, update, runner
 
 
-def functional_calls(graphdef, rollout_fn, update_fn, carry):
+def functional_calls(graphdef, rollout_fn, update_fn, state, key):
     """The functional path: jax.jit over the state, the modules merged inside each call."""
 
     @jax.jit
@@ -120,15 +128,7 @@ def functional_calls(graphdef, rollout_fn, update_fn, carry):
         key, losses = update_fn(agent, optimizer, batch, key)
         return nnx.state((agent, optimizer)), key, losses
 
-    def rollout(runner):
-        runner, batch, _ = rollout_state(carry["state"], runner)
-        return runner, batch
-
-    def update(batch):
-        carry["state"], carry["key"], losses = update_state(carry["state"], batch, carry["key"])
-        return carry["state"], losses
-
-    return rollout, update
+    return state_calls(rollout_state, update_state, state, key)
 
 
 def timed_iterations(calls: list, iterations: int) -> dict:
