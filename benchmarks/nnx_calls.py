@@ -17,13 +17,16 @@ are done. The table gives the medians over rounds of each round's median.
 import argparse
 import statistics
 import time
+from dataclasses import asdict
 from functools import partial
 
 import jax
+import pandas as pd
 from flax import nnx
 
 import ppo_linen
 import ppo_nnx
+from analysis.common import markdown_table
 from atomic import check_outputs
 from benchmarks.common import (
     OUT_HELP,
@@ -34,11 +37,12 @@ from benchmarks.common import (
     machine,
     show_table,
 )
+from benchmarks.purejaxrl_runs import SETTINGS
 
 TOOL = "benchmarks.nnx_calls"
 WAYS = ("linen jit", "nnx jit", "nnx cached_partial", "nnx tree", "nnx functional")
 # CleanRL ppo.py's batch: 4 envs x 128 steps, 4 epochs of 4 minibatches
-CLEANRL = dict(num_envs=4, num_steps=128, update_epochs=4, num_minibatches=4)
+CLEANRL = SETTINGS["cleanrl"]
 
 
 def reset(module, env, env_params, args, key):
@@ -131,10 +135,9 @@ def functional_calls(graphdef, rollout_fn, update_fn, state, key):
     return state_calls(rollout_state, update_state, state, key)
 
 
-def timed_iterations(calls: list, iterations: int) -> dict:
-    """The medians of `iterations` iterations' dispatch and whole times, in seconds. calls:
-    [rollout, update, runner], its runner the last iteration's afterwards."""
-    rollout, update, runner = calls
+def timed_iterations(rollout, update, runner, iterations: int) -> tuple:
+    """The last runner, and the medians of `iterations` iterations' dispatch and whole times, in
+    seconds."""
     dispatch, whole = [], []
     for _ in range(iterations):
         start = time.perf_counter()
@@ -144,34 +147,35 @@ def timed_iterations(calls: list, iterations: int) -> dict:
         jax.block_until_ready(pending)
         dispatch.append(dispatched - start)
         whole.append(time.perf_counter() - start)
-    calls[2] = runner
-    return {"dispatch_s": statistics.median(dispatch), "iteration_s": statistics.median(whole)}
+    timing = {"dispatch_s": statistics.median(dispatch), "iteration_s": statistics.median(whole)}
+    return runner, timing
 
 
-def built(way: str, opts) -> list:
-    """[rollout, update, runner] of one way, for the options' env and size, seed 1."""
-    shared = dict(env=opts.env, model_size=opts.model_size, **CLEANRL)
+def built(way: str, opts) -> tuple:
+    """(rollout, update, the first runner) of one way, for the options' env and size, seed 1."""
+    shared = dict(env=opts.env, model_size=opts.model_size, **asdict(CLEANRL))
     env, env_params = ppo_nnx.make_env(opts.env)
     seeds = jax.numpy.arange(1, 2)
     keys = jax.vmap(lambda seed: tuple(jax.random.split(jax.random.key(seed), 3)))(seeds)
     if way == "linen jit":
-        return list(linen_calls(ppo_linen.Args(**shared), env, env_params, keys))
-    return list(nnx_calls(way, ppo_nnx.Args(**shared), env, env_params, keys))
+        return linen_calls(ppo_linen.Args(**shared), env, env_params, keys)
+    return nnx_calls(way, ppo_nnx.Args(**shared), env, env_params, keys)
 
 
 def measure(opts) -> list[dict]:
     """One row per way: the medians over rounds; the ways rotate their order each round."""
-    ways = {}
+    calls, runners = {}, {}
     for way in opts.ways:
-        ways[way] = built(way, opts)
+        *calls[way], runner = built(way, opts)
         # compiled and warmed before any timing
-        timed_iterations(ways[way], 3)
+        runners[way], _ = timed_iterations(*calls[way], runner, 3)
     results = {way: [] for way in opts.ways}
     for index in range(opts.rounds):
         shift = index % len(opts.ways)
         for way in opts.ways[shift:] + opts.ways[:shift]:
-            results[way].append(timed_iterations(ways[way], opts.iterations))
-            print(f"round {index + 1}/{opts.rounds} {way}: {results[way][-1]}", flush=True)
+            runners[way], timing = timed_iterations(*calls[way], runners[way], opts.iterations)
+            results[way].append(timing)
+            print(f"round {index + 1}/{opts.rounds} {way}: {timing}", flush=True)
     rows = []
     for way, timings in results.items():
         row = {"way": way, "rounds": opts.rounds, "iterations": opts.iterations}
@@ -183,24 +187,20 @@ def measure(opts) -> list[dict]:
 
 
 def markdown(rows: list[dict], opts) -> str:
-    linen = next((row for row in rows if row["way"] == "linen jit"), None)
-    lines = [
-        f"**{opts.env}, {opts.model_size}**, CleanRL's batch (4 envs x 128 steps, 4 epochs x 4 "
-        f"minibatches), one agent; medians of {opts.rounds} rounds of {opts.iterations} "
-        f"iterations; jax {jax.__version__}, backend {jax.default_backend()}",
-        "",
-        "| way | dispatch ms/it | iteration ms/it | dispatch vs linen | iteration vs linen |",
-        "| --- | ---: | ---: | ---: | ---: |",
-    ]
-    for row in rows:
-        ratios = ["", ""]
-        if linen:
-            ratios = [f"{row[c] / linen[c]:.2f}x" for c in ("dispatch_s", "iteration_s")]
-        lines.append(
-            f"| {row['way']} | {row['dispatch_s'] * 1e3:.3f} | {row['iteration_s'] * 1e3:.3f} | "
-            f"{ratios[0]} | {ratios[1]} |"
-        )
-    return "\n".join(lines) + "\n"
+    table = pd.DataFrame(rows).set_index("way")
+    columns = {"dispatch ms/it": "dispatch_s", "iteration ms/it": "iteration_s"}
+    shown = pd.DataFrame({name: table[column] * 1e3 for name, column in columns.items()})
+    if "linen jit" in table.index:
+        for name, column in columns.items():
+            shown[f"{name.split()[0]} vs linen"] = table[column] / table.loc["linen jit", column]
+    batch = f"{CLEANRL.num_envs} envs x {CLEANRL.num_steps} steps"
+    update = f"{CLEANRL.update_epochs} epochs x {CLEANRL.num_minibatches} minibatches"
+    title = (
+        f"**{opts.env}, {opts.model_size}**, CleanRL's batch ({batch}, {update}), one agent; "
+        f"medians of {opts.rounds} rounds of {opts.iterations} iterations; "
+        f"jax {jax.__version__}, backend {jax.default_backend()}"
+    )
+    return f"{title}\n\n{markdown_table(shown.reset_index())}\n"
 
 
 def main():
