@@ -495,7 +495,7 @@ def main():
             (trained, update_key), runner, start = saver.resume(training, runner, writer)
             nnx.update((agent, optimizer), trained)
         # every agent in one call: the batch of each agent's envs, the update of each agent's state
-        # tree mode: the transforms see plain pytrees, which cost the host less per call
+        # tree mode: the transforms see plain pytrees, not the graph that jit walks at every call
         graph = args.compile != "tree"
         rollout_fn = nnx.vmap(partial(rollout, env, env_params, args), graph=graph)
         update_fn = nnx.vmap(partial(update, args), graph=graph)
