@@ -1,6 +1,7 @@
 """Helpers shared by the tests: run a script in a fresh process, find its run folder, read its
 events."""
 
+import signal
 import time
 from pathlib import Path
 
@@ -99,3 +100,13 @@ def wait_until(condition, timeout: float = 60, what: str = "") -> None:
     while not condition():
         assert time.monotonic() < deadline, f"gave up waiting for {what}"
         time.sleep(0.05)
+
+
+def as_from_a_shell() -> None:
+    """A child's preexec_fn: SIGINT unblocked and at its default, as a shell starts a command in
+    the foreground. A suite started in the background of a script (`./setup.sh test &`, nohup) runs
+    with SIGINT ignored, which every child and exec keeps, and Python then installs no
+    KeyboardInterrupt: a plain script (a starter copy) would run through every Ctrl-C. The
+    repository's scripts set their own handler."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

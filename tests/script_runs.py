@@ -17,7 +17,7 @@ import safetensors.numpy
 
 import checkpoint
 import evaluate
-from helpers import ROOT, STUDY, only_run_dir, read_json, scalar_series
+from helpers import ROOT, STUDY, as_from_a_shell, only_run_dir, read_json, scalar_series
 from tools.starter import write_starter
 
 FRAMEWORKS = list(STUDY.frameworks)
@@ -174,6 +174,7 @@ def start(framework: str, *args: str, log_dir, ignore_sigint: bool = False):
         stderr=subprocess.STDOUT,
         text=True,
         env={**os.environ, "WANDB_MODE": "disabled"},
+        preexec_fn=as_from_a_shell,
     )
     proc.lines, proc.output = queue.Queue(), []
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import as_from_a_shell
 from tools import starter
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,16 +38,6 @@ def clean_env() -> dict:
     """The environment with no PYTHONPATH: run from the copy's folder, nothing of the repository
     imports."""
     return {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
-
-
-def as_from_a_shell() -> None:
-    """In the child, before exec: SIGINT unblocked and at its default, as a shell starts a command
-    in the foreground. A suite started in the background of a script (`./setup.sh test &`, nohup)
-    runs with SIGINT ignored, which every child and exec keeps, and Python then installs no
-    KeyboardInterrupt: the copy, a plain script, ran its 200 iterations through every Ctrl-C and
-    exited 0. The repository's scripts set their own handler; a copy has none."""
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def run_copy(folder: Path, script: str, *argv: str) -> subprocess.CompletedProcess:
