@@ -34,7 +34,9 @@ from analysis.stats import (
     MIN_CORRELATION_ENVS,
     cluster_bootstrap_ci,
     cost_correlation,
+    exp,
     geometric_mean,
+    log,
 )
 from core.study import Study, split_label
 
@@ -296,11 +298,9 @@ def env_speedups(ratios: pd.DataFrame, timing: pd.DataFrame) -> pd.DataFrame:
     speedup over the env's pairs of runs, and the env's step cost. Envs without a measured cost are
     left out."""
     cost = env_costs(timing)
-    ratios = ratios[ratios["env"].isin(cost.index)].assign(
-        log=lambda r: np.log(r["value"].astype(float))
-    )
+    ratios = ratios[ratios["env"].isin(cost.index)].assign(log=lambda r: log(r["value"]))
     points = ratios.groupby([*PAIR_KEYS, "pair"], dropna=False)["log"].mean().reset_index()
-    return points.assign(speedup=np.exp(points["log"]), cost=points["env"].map(cost)).drop(
+    return points.assign(speedup=exp(points["log"]), cost=points["env"].map(cost)).drop(
         columns="log"
     )
 

@@ -1,11 +1,16 @@
 """The statistics, numpy and scipy only: geometric mean, cluster bootstrap, rank correlation with
 its interval, interquartile mean with its stratified bootstrap.
 
-Every interval is a seeded percentile bootstrap, so the same inputs always give the same numbers.
+Every interval is a seeded percentile bootstrap, so the same inputs always give the same numbers,
+on any machine: the logs and exponentials are the C library's (log, exp, log10 below), not NumPy's,
+which takes a vector routine where the CPU has AVX-512 whose last bit can differ from it.
 """
 
+import math
+from functools import partial
+
 import numpy as np
-from scipy.stats import gmean, rankdata, trim_mean
+from scipy.stats import rankdata, trim_mean
 
 BOOTSTRAP_SEED = 0
 BOOTSTRAP_RESAMPLES = 10_000
@@ -16,8 +21,42 @@ MIN_SEEDS = 3  # fewer values than this: no IQM interval
 MIN_CORRELATION_ENVS = 5
 
 
+def elementwise(function, values) -> np.ndarray:
+    """function (of one float) applied to each of values, in values' shape."""
+    array = np.asarray(values, float)
+    results = [function(value) for value in array.ravel()]
+    return np.array(results, dtype=float).reshape(array.shape)
+
+
+def in_domain(function, value: float) -> float:
+    """A math logarithm with NumPy's answers outside its domain: -inf at 0, NaN below it."""
+    if value > 0:
+        return function(value)
+    return -math.inf if value == 0 else math.nan
+
+
+def exp_of(value: float) -> float:
+    """math.exp, inf where it overflows (as NumPy's)."""
+    try:
+        return math.exp(value)
+    except OverflowError:
+        return math.inf
+
+
+def log(values) -> np.ndarray:
+    return elementwise(partial(in_domain, math.log), values)
+
+
+def log10(values) -> np.ndarray:
+    return elementwise(partial(in_domain, math.log10), values)
+
+
+def exp(values) -> np.ndarray:
+    return elementwise(exp_of, values)
+
+
 def geometric_mean(values) -> float:
-    return float(gmean(np.asarray(values, float)))
+    return exp_of(float(np.mean(log(values))))
 
 
 def iqm(values) -> float:
@@ -64,7 +103,7 @@ def cluster_bootstrap_ci(
     if len(clusters) < MIN_CLUSTERS:
         return float("nan"), float("nan")
     rng = np.random.default_rng(seed)
-    logs = [(np.log(np.asarray(a, float)), np.log(np.asarray(b, float))) for a, b in clusters]
+    logs = [(log(a), log(b)) for a, b in clusters]
     weights = np.array([len(a) * len(b) for a, b in logs], dtype=float)
     chosen = rng.integers(0, len(logs), size=(resamples, len(logs)))
     # the mean log-ratio over a cluster's pairs (i, j) is mean(log a) - mean(log b)
@@ -78,7 +117,7 @@ def cluster_bootstrap_ci(
     w = weights[chosen]
     means = (w * cluster_means).sum(axis=1) / w.sum(axis=1)
     low, high = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
-    return float(np.exp(low)), float(np.exp(high))
+    return exp_of(low), exp_of(high)
 
 
 def row_correlations(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -106,9 +145,9 @@ def cost_correlation(
     with a percentile bootstrap interval (envs resampled with replacement; seeded). All NaN under
     MIN_CORRELATION_ENVS envs."""
     names = ["rho", "rho_low", "rho_high", "slope", "slope_low", "slope_high"]
-    x = np.log10(np.asarray(cost, float))
+    x = log10(cost)
     # speedups equal but for float rounding are ties
-    y = np.round(np.log10(np.asarray(speedup, float)), 9)
+    y = np.round(log10(speedup), 9)
     rho, slope = row_correlations(x[None], y[None])
     # too few envs; or every env has the same speedup or cost
     if len(x) < MIN_CORRELATION_ENVS or np.isnan(rho[0]):
