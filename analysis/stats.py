@@ -2,8 +2,8 @@
 its interval, interquartile mean with its stratified bootstrap.
 
 Every interval is a seeded percentile bootstrap, so the same inputs always give the same numbers,
-on any machine: the logs and exponentials are the C library's (log, exp, log10 below), not NumPy's,
-which takes a vector routine where the CPU has AVX-512 whose last bit can differ from it.
+on any machine: the logs and exponentials are the C library's (log, exp, log10 below), not NumPy's.
+Where the CPU has AVX-512, NumPy takes vector routines of its own, whose last bit can differ.
 """
 
 import math

@@ -37,6 +37,7 @@ from analysis.plotting import box_with_points as boxes
 from analysis.results import Results, missing_pairs, missing_time, short_note, speedup_gap
 from analysis.speedup_figures import draw_against_env_cost
 from analysis.speedups import env_costs, pairwise
+from analysis.stats import geometric_mean
 from core.study import BACKENDS, DTYPES, Study, Window, split_label
 
 
@@ -195,11 +196,7 @@ def fig_rollout_update(results: Results, name: str):
         for i, pair in enumerate(pairs):
             offset = (i - (len(pairs) - 1) / 2) * width
             color = pair_palette(study).get(pair, "0.5")
-            per_env = (
-                ratios[ratios["pair"] == pair]
-                .groupby("env")["value"]
-                .apply(lambda v: np.exp(np.log(v).mean()))
-            )
+            per_env = ratios[ratios["pair"] == pair].groupby("env")["value"].apply(geometric_mean)
             x = [columns.index(env) + offset for env in per_env.index]
             ax.scatter(x, per_env.to_numpy(), color=color, s=30, alpha=0.8, label=pair)
             for _, cell in cells[cells["pair"] == pair].iterrows():  # one per size
