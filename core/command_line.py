@@ -143,12 +143,21 @@ def with_iterations(argv: list[str], total: str, batch: int | None) -> list[str]
     except ValueError:
         raise ValueError(f"{TOTAL_TIMESTEPS} must be a positive integer, got {total!r}") from None
     if batch is None or steps <= 0 or steps % batch:
-        multiples = f"{batch:,} ({batch:,}, {2 * batch:,}, ...)" if batch else "the batch"
+        multiples = f"{batch:,} ({nearest_multiples(steps, batch)})" if batch else "the batch"
         raise ValueError(
             f"{TOTAL_TIMESTEPS} {total} is not a positive multiple of --num-envs x --num-steps = "
             f"{multiples}: each iteration takes one batch"
         )
     return [*argv, "--num-iterations", str(steps // batch)]
+
+
+def nearest_multiples(steps: int, batch: int) -> str:
+    """The positive multiples of batch nearest to steps, said for the refusal: the one below and
+    the one above ("98,304 or 106,496"), or the first when none is below."""
+    below = steps // batch * batch
+    if below <= 0:
+        return f"the nearest: {batch:,}"
+    return f"the nearest: {below:,} or {below + batch:,}"
 
 
 # ------------------------------------------------------------------------------------ tyro's parse

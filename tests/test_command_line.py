@@ -69,7 +69,9 @@ def test_env_id_and_total_timesteps_are_taken_as_cleanrl_means_them(linen_args):
             ["--total-timesteps", "50000"],
             "not a positive multiple of --num-envs x --num-steps = 8,192",
         ),
-        (["--total-timesteps", "0"], "not a positive multiple"),
+        # CleanRL's own default total: the multiples on either side, not the first ones
+        (["--total-timesteps", "100000"], r"8,192 \(the nearest: 98,304 or 106,496\)"),
+        (["--total-timesteps", "0"], r"not a positive multiple .* \(the nearest: 8,192\)"),
         (["--total-timesteps", "1e6"], "must be a positive integer, got '1e6'"),
         (["--total-timesteps", "8192", "--num-iterations", "3"], "give one"),
         (["--total-timesteps"], "needs a value"),
