@@ -240,6 +240,7 @@ class Bookkeeping:
         records."""
         self.start_time = start
         self.packages = packages
+        self.command = list(sys.argv)  # the command line as typed (run() reads it again)
         self.run_dir = None  # set by start(): from then on, the run must leave a summary.json
         self.made_dirs = []  # the folders make_run_dir made, the run folder first
         self.num_iterations = None
@@ -336,7 +337,7 @@ class Bookkeeping:
             self.summary["iterations_completed"] = resume.iteration
             # the analysis reads a resumed run's events files as one run, and does not time it
             self.summary["resumed_at"] = [*resume.resumed_at, resume.iteration]
-        config["command"] = sys.argv
+        config["command"] = self.command
         packages = self.packages + (("envpool",) if config.get("env_backend") == "envpool" else ())
         config["versions"] = {
             "python": platform.python_version(),
@@ -457,6 +458,8 @@ class Bookkeeping:
         threading.excepthook = self.on_thread_error
         # those held since the script's first lines (core/command_line.py's before_imports)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)
+        # config.json's command: as typed (CleanRL's flags, --resume alone), before the rewrites
+        self.command = list(sys.argv)
         try:
             # CleanRL's flags read as ours (--total-timesteps, --env-id): main() parses the result
             sys.argv[1:] = translated(args_type, sys.argv[1:])

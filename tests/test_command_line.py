@@ -109,6 +109,8 @@ def test_a_cleanrl_command_line_runs(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     config = read_json(only_run_dir(tmp_path / "runs") / "config.json")
     assert config["env"] == "CartPole-v1" and config["num_iterations"] == 2
+    # the command as typed, not the one translated for the parser
+    assert config["command"][1:-2] == [*argv, "--num-steps", "128", "--update-epochs", "1"]
 
 
 def test_a_mistyped_env_id_names_the_nearest():
