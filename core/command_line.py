@@ -1,9 +1,10 @@
 """A ppo_*.py command line read as its user means it (part of benchback-rl): tyro's parse with its
 error box on one line (parse_args, evaluate.py's too); CleanRL's flags that mean what ours mean
-taken (--env-id, --total-timesteps), those with no counterpart refused with what to use instead,
-and an unknown flag answered with the nearest one. The standard library only at import (tyro is
-imported when a command line is parsed), so that a script's first lines can answer --help, a bad
-flag or a missing package before JAX starts, SIGINT and SIGTERM held meanwhile (before_imports).
+taken (--env-id, --total-timesteps, a boolean's `--anneal-lr False`), those with no counterpart
+refused with what to use instead, and an unknown flag answered with the nearest one. The standard
+library only at import (tyro is imported when a command line is parsed), so that a script's first
+lines can answer --help, a bad flag or a missing package before JAX starts, SIGINT and SIGTERM held
+meanwhile (before_imports).
 """
 
 import difflib
@@ -39,14 +40,32 @@ def flag_name(field_name: str) -> str:
     return "--" + field_name.replace("_", "-")
 
 
+def bool_flags(args_type) -> list[str]:
+    """The flags of args_type's bool fields (tyro's --X, whose opposite is --no-X)."""
+    bools = [field for field in fields(args_type) if field.type is bool or field.type == "bool"]
+    return [flag_name(field.name) for field in bools]
+
+
 def known_flags(args_type) -> list[str]:
     """Every flag tyro takes for args_type: each field's, --no-X for a bool field, --help."""
-    known = ["--help"]
-    for field in fields(args_type):
-        known.append(flag_name(field.name))
-        if field.type is bool or field.type == "bool":
-            known.append(flag_name("no_" + field.name))
+    known = ["--help", *(flag_name(field.name) for field in fields(args_type))]
+    known += ["--no-" + flag.removeprefix("--") for flag in bool_flags(args_type)]
     return known
+
+
+# CleanRL's spelling of a boolean's value (`--anneal-lr False`), which tyro takes as a stray word
+BOOL_WORDS = {"true": True, "false": False}
+
+
+def bool_value(argv: list[str], position: int, inline: str | None) -> tuple[bool | None, int]:
+    """(the value, tokens taken) of a bool flag given CleanRL's way, `--X False` or `--X=False`;
+    (None, 1) for tyro's own `--X`."""
+    if inline is not None:
+        return BOOL_WORDS.get(inline.lower()), 1
+    following = argv[position + 1].lower() if position + 1 < len(argv) else ""
+    if following in BOOL_WORDS:
+        return BOOL_WORDS[following], 2
+    return None, 1
 
 
 def split_flag(token: str) -> tuple[str, str | None]:
@@ -103,6 +122,7 @@ def translate(args_type, argv: list[str], batch_size=None) -> list[str]:
     --total-timesteps that is not a positive multiple of the batch or comes with
     --num-iterations."""
     known = known_flags(args_type)
+    bools = bool_flags(args_type)
     if "--num-iterations" not in known:
         # no run length to set: CleanRL's flag is then an unknown one
         known = [*known, "--num-iterations"]
@@ -119,6 +139,13 @@ def translate(args_type, argv: list[str], batch_size=None) -> list[str]:
             total, taken = take_value(argv, i, inline, flag)
             i += taken
             continue
+        if flag in bools:
+            value, taken = bool_value(argv, i, inline)
+            if value is not None:
+                # tyro's form: --X for True, --no-X for False
+                out.append(flag if value else "--no-" + flag.removeprefix("--"))
+                i += taken
+                continue
         if flag in ALIASES:
             flag = ALIASES[flag]
             token = flag if inline is None else f"{flag}={inline}"

@@ -62,6 +62,14 @@ def test_env_id_and_total_timesteps_are_taken_as_cleanrl_means_them(linen_args):
     assert command_line.translate(linen_args, ["--total-timesteps=819200"], batch)[-1] == "100"
 
 
+def test_a_boolean_given_cleanrls_way_is_taken_as_tyros_flag(linen_args):
+    argv = ["--anneal-lr", "False", "--norm-adv=false", "--track", "True", "--seed", "3"]
+    translated = command_line.translate(linen_args, argv, batch_of(linen_args))
+    assert translated == ["--no-anneal-lr", "--no-norm-adv", "--track", "--seed", "3"]
+    # tyro's own form is left as it is
+    assert command_line.translate(linen_args, ["--no-anneal-lr"], None) == ["--no-anneal-lr"]
+
+
 @pytest.mark.parametrize(
     "argv,message",
     [
