@@ -117,6 +117,10 @@ def final_returns(returns: list, num_agents: int) -> list:
     return finals
 
 
+# what the final return of the run's last line is (none: no episode ended in those iterations)
+FINAL_RETURN_IS = "(the mean episodic return of the last 10 iterations)"
+
+
 def progress(num_iterations: int, iteration: int, scalars: dict, iteration_times: list) -> str:
     """The progress line; the ETA from this process's iterations after its first (compile)."""
     done = f"iter {iteration + 1}/{num_iterations} | SPS {scalars['charts/SPS']:,.0f}"
@@ -412,12 +416,11 @@ class Bookkeeping:
             self.summary_error = f"summary.json not written ({e})"
         done = f"{self.summary['iterations_completed']}/{self.num_iterations}"
         total, final = self.summary["total_s"], self.summary["final_return"]
-        # as the progress lines
-        final = "none (no episode ended)" if final is None else f"{final:.1f}"
         # the final return is said with what it is: not the last iteration's return
+        final = "none" if final is None else f"{final:.1f}"
         print(
-            f"{status}: {done} iterations, total {total:.1f}s, final return {final} (mean of the "
-            f"last 10 iterations), logs in {self.run_dir}"
+            f"{status}: {done} iterations, total {total:.1f}s, final return {final} "
+            f"{FINAL_RETURN_IS}, logs in {self.run_dir}"
         )
 
     def remove_run_dir(self) -> bool:

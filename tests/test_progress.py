@@ -56,14 +56,14 @@ def test_a_run_prints_a_first_line_then_its_progress(framework, log_dir):
         all("| no episode ended |" in line for line in progress)
         and "nan" not in proc.stdout.lower()
     )
-    assert "final return none (no episode ended)" in lines[-1]
+    assert "final return none (the mean episodic return of the last 10 iterations)" in lines[-1]
 
 
 def test_the_final_return_has_the_progress_lines_precision(log_dir):
     proc = run_script(STUDY.frameworks[FRAMEWORKS[0]].script, *TINY, log_dir=log_dir)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert re.search(
-        r"final return \d+\.\d \(mean of the last 10 iterations\), logs in ",
+        r"final return \d+\.\d \(the mean episodic return of the last 10 iterations\), logs in ",
         proc.stdout.splitlines()[-1],
     ), proc.stdout[-500:]
 
