@@ -121,6 +121,17 @@ def final_returns(returns: list, num_agents: int) -> list:
 FINAL_RETURN_IS = "(the mean episodic return of the last 10 iterations)"
 
 
+def said_return(finals: list) -> str:
+    """The final return on the run's last line: one agent's, or with N agents their mean ± the
+    standard deviation across agents ("none": no episode of any agent ended)."""
+    known = [r for r in finals if r is not None]
+    if not known:
+        return "none"
+    if len(finals) == 1:
+        return f"{known[0]:.1f}"
+    return f"{np.mean(known):.1f} ± {np.std(known):.1f} over {len(known)} of {len(finals)} agents"
+
+
 def progress(num_iterations: int, iteration: int, scalars: dict, iteration_times: list) -> str:
     """The progress line; the ETA from this process's iterations after its first (compile)."""
     done = f"iter {iteration + 1}/{num_iterations} | SPS {scalars['charts/SPS']:,.0f}"
@@ -415,9 +426,8 @@ class Bookkeeping:
         except OSError as e:  # a full disk, a link planted: said on the run's one error line
             self.summary_error = f"summary.json not written ({e})"
         done = f"{self.summary['iterations_completed']}/{self.num_iterations}"
-        total, final = self.summary["total_s"], self.summary["final_return"]
+        total, final = self.summary["total_s"], said_return(finals)
         # the final return is said with what it is: not the last iteration's return
-        final = "none" if final is None else f"{final:.1f}"
         print(
             f"{status}: {done} iterations, total {total:.1f}s, final return {final} "
             f"{FINAL_RETURN_IS}, logs in {self.run_dir}"

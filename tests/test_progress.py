@@ -83,3 +83,10 @@ def test_help_says_what_the_script_does_and_torch_what_each_compile_mode_does(fr
         for mode in STUDY.frameworks["torch"].compile + ("cudagraphs",):
             assert f"{mode}:" in text
         assert "needs a GPU" in text
+
+
+def test_the_last_line_gives_several_agents_mean_and_spread():
+    assert bookkeeping.said_return([None]) == "none"
+    assert bookkeeping.said_return([12.34]) == "12.3"
+    # two of three agents ended an episode: their mean, their std, and how many
+    assert bookkeeping.said_return([10.0, None, 20.0]) == "15.0 ± 5.0 over 2 of 3 agents"
