@@ -153,6 +153,9 @@ def assert_one_line_refusal(proc, words):
         assert word in lines[0], f"{word!r} not in: {lines[0]}"
 
 
+# each script's fastest --compile for a tiny run (torch.compile would take a minute to compile)
+FAST_COMPILE = {"linen": "jit", "nnx": "cached_partial", "equinox": "partition", "torch": "env-jit"}
+
 # One process per case and script: the first script's cases stay in the quick check, the others are
 # marked slow.
 FIRST_FAST = [

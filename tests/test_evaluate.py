@@ -9,7 +9,13 @@ import json
 
 import numpy as np
 import pytest
-from script_runs import FRAMEWORKS, assert_one_line_refusal, run_evaluate, script
+from script_runs import (
+    FAST_COMPILE,
+    FRAMEWORKS,
+    assert_one_line_refusal,
+    run_evaluate,
+    script,
+)
 
 import checkpoint
 import evaluate
@@ -17,8 +23,6 @@ from evaluation import model_file, policy
 from helpers import TINY, only_run_dir, run_script
 
 ENVS = ("CartPole-v1", "Pendulum-v1")
-# each script's fastest --compile for a tiny run (torch.compile would take a minute to compile)
-FAST_COMPILE = {"linen": "jit", "nnx": "cached_partial", "equinox": "partition", "torch": "env-jit"}
 # The float32 tolerance of the actor's outputs, one checkpoint in two frameworks. The networks
 # compute the same function with the same float32 parameters; only the order of the sums differs
 # (XLA's dot products and PyTorch's, each blocked its own way) and each library's tanh (an ulp or
