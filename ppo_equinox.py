@@ -150,7 +150,8 @@ from tensorboardX.proto.summary_pb2 import Summary
 
 # ---------------------------------------------------------------------------------------- network
 class MLP(eqx.Module):
-    """tanh MLP of one observation, orthogonal init (sqrt(2) hidden), zero biases; run in dtype."""
+    """tanh MLP of a batch of observations, orthogonal init (sqrt(2) hidden), zero biases; run in
+    dtype."""
 
     layers: list[eqx.nn.Linear]
     dtype: str = eqx.field(static=True)
@@ -171,9 +172,13 @@ class MLP(eqx.Module):
         # the input and the parameters cast to dtype at call time: the parameters stay float32
         layers = jax.tree.map(lambda param: param.astype(self.dtype), self.layers)
         x = x.astype(self.dtype)
-        for dense in layers[:-1]:
-            x = jnp.tanh(dense(x))
-        return layers[-1](x).astype(jnp.float32)
+        for k, dense in enumerate(layers):
+            # the whole batch in one matmul, as Linen's Dense: a vmapped eqx.nn.Linear (a matvec
+            # per sample) hands XLA transposed dots, which made the CPU's update 1.6x slower
+            x = x @ dense.weight.T + dense.bias
+            if k < len(layers) - 1:
+                x = jnp.tanh(x)
+        return x.astype(jnp.float32)
 
 
 class Agent(eqx.Module):
@@ -190,10 +195,10 @@ class Agent(eqx.Module):
         self.log_std = jnp.zeros(num_actions) if continuous else None
 
     def __call__(self, obs):
-        return jnp.vectorize(self.actor, signature="(n)->(a)")(obs), self.get_value(obs)
+        return self.actor(obs), self.get_value(obs)
 
     def get_value(self, obs):
-        return jnp.vectorize(self.critic, signature="(n)->(1)")(obs)[..., 0]
+        return self.critic(obs)[..., 0]
 
     def log_prob_and_entropy(self, actor_out, action):
         """The actions' log-probabilities and the policy's entropy, from one log-softmax."""
