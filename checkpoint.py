@@ -8,7 +8,9 @@ atomic.py beside it). evaluation/model_file.py loads a policy back and checks it
 
 A resume file holds the run's state as the script hands it over (parameters, Adam's state, the envs'
 state with the normalisation statistics, the random keys) in jax.tree.leaves' order, with the
-iterations completed, their returns and the run's flags; Saver.resume puts it back, bit for bit.
+iterations completed, their returns and the run's flags; Saver.resume puts it back, bit for bit,
+once the stopped run is read and checked whole (check_resumable, then its arrays against the fresh
+state): a refused resume writes nothing. A run folder has one writer at a time (atomic.hold_folder).
 
 The layout of model.safetensors (METHODOLOGY.md, "Checkpoints"; evaluation/model_file.py checks it):
 float32 tensors in JAX's layout, whatever framework trained them,
