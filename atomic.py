@@ -29,8 +29,15 @@ measured, a file already at an output path is read and recognised as this tool's
 wrote: "written_by" in a JSON object, a first line MARK in a Markdown file; or by its content), else
 refused in one line (OutputRefused) and left as it is. A benchmark's outputs are a JSON record and
 its table beside it as .md (check_outputs, write_outputs).
+
+A run folder has one writer at a time (hold_folder): a run, its resume or an evaluation holds an
+fcntl.flock on the folder's LOCK_FILE while it writes there, and a second one is refused in one line
+(FolderBusy); the kernel lifts the lock when its process ends, however it ends, so that a killed run
+leaves no stale lock.
 """
 
+import errno
+import fcntl
 import json
 import math
 import os
@@ -115,6 +122,58 @@ def check_inside(given, path, flag: str = "") -> Path:
                 f"it did not make; remove the link or give another {flag or 'path'}"
             )
     return Path(os.path.realpath(given)) / below
+
+
+LOCK_FILE = ".lock"  # in a run folder: its writer's lock (the analysis reads no such file)
+# the folders this process holds (hold_folder): each one's real path -> its lock file's descriptor
+HELD: dict[str, int] = {}
+
+
+class FolderBusy(ValueError):
+    """A folder that another process writes in (it holds the folder's lock): one line."""
+
+
+def hold_folder(folder, who: str) -> bool:
+    """Makes folder this process's to write in until it ends (or release_folder): an exclusive
+    fcntl.flock on its LOCK_FILE, made if missing, never through a link. The kernel lifts it when
+    the process ends, however it ends: a killed run leaves no stale lock. FolderBusy (one line, who
+    first: "--resume", "evaluate.py") when another process holds it; LinkRefused when the lock file
+    is a link. True when this call took the lock, False when this process held it already or the
+    file system keeps no locks (some network mounts: the folder is then used unlocked)."""
+    real = os.path.realpath(folder)
+    if real in HELD:
+        return False
+    path = os.path.join(real, LOCK_FILE)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    except OSError as e:
+        if e.errno != errno.ELOOP:
+            raise
+        raise LinkRefused(
+            f"{who} {path} is a symbolic link: benchback-rl writes no file through a link it did "
+            "not make; remove the link"
+        ) from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise FolderBusy(
+            f"{who} {folder}: another process writes there (a run, a resume or an evaluation holds "
+            f"its {LOCK_FILE}): wait for it to end"
+        ) from None
+    except OSError:  # no locks on this file system
+        os.close(fd)
+        return False
+    HELD[real] = fd
+    return True
+
+
+def release_folder(folder) -> None:
+    """The lock of hold_folder lifted before the process ends (a tool that called it in a process
+    that goes on: evaluate.main in the tests)."""
+    fd = HELD.pop(os.path.realpath(folder), None)
+    if fd is not None:
+        os.close(fd)
 
 
 def write_file(path, data: str | bytes, given=None) -> None:

@@ -42,7 +42,7 @@ import jax
 import jax.monitoring
 import numpy as np
 
-from atomic import write_json
+from atomic import hold_folder, write_json
 from core.command_line import translated
 from core.run_checks import accelerator, check_args, check_environment, machine
 
@@ -241,12 +241,14 @@ def set_matmul_precision(precision: str, torch=None) -> Optional[str]:
 
 def with_run_flags(args_type, argv: list[str]) -> list[str]:
     """argv with, after --resume RUN_DIR, the stopped run's flags for those argv leaves out
-    (checkpoint.resumed_argv, imported only then)."""
+    (checkpoint.resumed_argv, imported only then), once the run is known to be of the script's
+    framework (its FRAMEWORK)."""
     if not any(token.partition("=")[0] == "--resume" for token in argv):
         return argv
     import checkpoint
 
-    return checkpoint.resumed_argv([field.name for field in fields(args_type)], argv)
+    framework = getattr(sys.modules.get(args_type.__module__), "FRAMEWORK", None)
+    return checkpoint.resumed_argv([field.name for field in fields(args_type)], argv, framework)
 
 
 class Bookkeeping:
@@ -257,6 +259,9 @@ class Bookkeeping:
         self.packages = packages
         self.command = list(sys.argv)  # the command line as typed (run() reads it again)
         self.run_dir = None  # set by start(): from then on, the run must leave a summary.json
+        # --resume's folder, the run's from setup_done() on: a resume refused or stopped before
+        # leaves it as it was
+        self.resumed_dir = None
         self.made_dirs = []  # the folders make_run_dir made, the run folder first
         self.num_iterations = None
         self.num_agents = 1
@@ -319,10 +324,10 @@ class Bookkeeping:
 
     def make_run_dir(self, run_dir: str, resume: Optional[str] = None) -> str:
         """Creates run_dir, or run_dir-2, run_dir-3, ... when it exists (two runs started in the
-        same second); returns the folder made. OSError when the log folder is a file or cannot be
-        created; KeyboardInterrupt, and no folder, after a signal (one sent during the imports).
-        resume:
-        --resume's run folder, returned as it is (start() reads it)."""
+        same second), held by this process (atomic.hold_folder: one writer); returns the folder
+        made. OSError when the log folder is a file or cannot be created; KeyboardInterrupt, and no
+        folder, after a signal (one sent during the imports). resume: --resume's run folder,
+        returned as it is (the script's checkpoint.Saver holds and reads it)."""
         self.check_signals()
         if resume:
             return resume
@@ -333,6 +338,7 @@ class Bookkeeping:
             try:
                 os.makedirs(path)
                 self.made_dirs = missing
+                hold_folder(path, "--log-dir")
                 return path
             except FileExistsError:
                 suffix += 1
@@ -341,17 +347,9 @@ class Bookkeeping:
     def start(self, config: dict, run_dir: str):
         """Adds the command line, the versions and the machine to config (so W&B gets them too), and
         writes it to config.json. With --resume, config.json stays the first start's (the run's
-        identity) and the run goes on from its resume file's iteration: BadCheckpoint (bad input)
-        when it cannot."""
-        if config.get("resume"):
-            import checkpoint
-
-            # the script's Saver, made before, checked its flags against the stopped run's
-            resume = checkpoint.read_resume(run_dir)
-            self.returns = list(resume.returns)
-            self.summary["iterations_completed"] = resume.iteration
-            # the analysis reads a resumed run's events files as one run, and does not time it
-            self.summary["resumed_at"] = [*resume.resumed_at, resume.iteration]
+        identity), and the run goes on from its resume file's iteration in its folder from
+        setup_done() on (the script's Saver has put the state back): until then, bad input (a
+        refused resume) is exit code 2 and a stop says nothing ran, the folder left as it was."""
         config["command"] = self.command
         packages = self.packages + (("envpool",) if config.get("env_backend") == "envpool" else ())
         config["versions"] = {
@@ -368,7 +366,8 @@ class Bookkeeping:
         if "torch" in packages:
             # the intra-op threads torch's ops run on (the scripts leave torch's default)
             config["torch_threads"] = sys.modules["torch"].get_num_threads()
-        self.run_dir = run_dir
+        self.run_dir = None if config.get("resume") else run_dir
+        self.resumed_dir = run_dir if config.get("resume") else None
         self.num_iterations = config["num_iterations"]
         self.num_agents = config.get("num_agents", 1)
         self.running = True
@@ -378,6 +377,16 @@ class Bookkeeping:
 
     def setup_done(self):
         self.summary["setup_s"] = time.perf_counter() - self.start_time
+        if self.resumed_dir and self.run_dir is None:
+            import checkpoint
+
+            # the script's Saver, made before, checked the stopped run, and put its state back
+            resume = checkpoint.read_resume(self.resumed_dir)
+            self.returns = list(resume.returns)
+            self.summary["iterations_completed"] = resume.iteration
+            # the analysis reads a resumed run's events files as one run, and does not time it
+            self.summary["resumed_at"] = [*resume.resumed_at, resume.iteration]
+            self.run_dir = self.resumed_dir
 
     def iteration_done(self, iteration: int, returns, writer, scalars: dict):
         """returns: each agent's mean episodic return of the iteration (NaN: no episode ended);
@@ -397,7 +406,10 @@ class Bookkeeping:
         self.running = False  # a signal from here on must not stop the writing
         nothing_ran = status == "interrupted" and self.summary["iterations_completed"] == 0
         if nothing_ran and self.run_dir is None:
-            print("interrupted before the first iteration: nothing ran, no run folder made")
+            left = "no run folder made"
+            if self.resumed_dir:
+                left = f"{self.resumed_dir} left as it was"
+            print(f"interrupted before the first iteration: nothing ran, {left}")
         if self.run_dir is None:  # no run folder was made
             return
         # Stopped before its first iteration ended (in the imports, the setup or iteration 0's

@@ -8,7 +8,9 @@ atomic.py beside it). evaluation/model_file.py loads a policy back and checks it
 
 A resume file holds the run's state as the script hands it over (parameters, Adam's state, the envs'
 state with the normalisation statistics, the random keys) in jax.tree.leaves' order, with the
-iterations completed, their returns and the run's flags; Saver.resume puts it back, bit for bit.
+iterations completed, their returns and the run's flags; Saver.resume puts it back, bit for bit,
+once the stopped run is read and checked whole (check_resumable, then its arrays against the fresh
+state): a refused resume writes nothing. A run folder has one writer at a time (atomic.hold_folder).
 
 The layout of model.safetensors (METHODOLOGY.md, "Checkpoints"; evaluation/model_file.py checks it):
 float32 tensors in JAX's layout, whatever framework trained them,
@@ -28,13 +30,23 @@ import stat
 import struct
 import subprocess
 import sys
+from contextlib import suppress
 from typing import NamedTuple, Optional
 
 import numpy as np
 import safetensors
 import safetensors.numpy
 
-from atomic import MISSING, BadJson, check_inside, field, parse_json, read_json, write_file
+from atomic import (
+    MISSING,
+    BadJson,
+    check_inside,
+    field,
+    hold_folder,
+    parse_json,
+    read_json,
+    write_file,
+)
 
 FORMAT, FILENAME = "benchback-rl/1", "model.safetensors"
 OBS_NORM = ("mean", "var", "count")
@@ -145,8 +157,10 @@ class Saver:
 
     def __init__(self, run_dir: str, config: dict, script: str):
         """config: the script's Args as a dict, with "framework"; script: its __file__ (for the
-        commit). With --resume, the folder must be a stopped run of the same flags
-        (check_resumable)."""
+        commit). The run folder is held (atomic.hold_folder) for the process's life: one writer at a
+        time. With --resume, the folder must be a stopped run of the same flags, read whole and
+        checked here (check_resumable), before anything is written; Saver.resume checks its arrays
+        against the run's fresh state."""
         self.run_dir = run_dir
         self.config = dict(config)  # as it is now: the bookkeeping adds the machine's keys later
         self.commit = commit_of(os.path.dirname(os.path.abspath(script)))
@@ -155,14 +169,16 @@ class Saver:
         self.last = Snapshot([], [], ())
         self.resumed_at = ()
         self.saved = 0  # the iteration that the run folder's resume file holds
-        if config.get("resume"):
-            resume = check_resumable(run_dir, self.config)
-            self.last = Snapshot([], [], resume.returns)
-            self.resumed_at = (*resume.resumed_at, resume.iteration)
-            self.saved = resume.iteration
-            # what the stopped run logged after its save is logged again: TensorBoard and tbparse
-            # then read each step once
-            trim_events(run_dir, resume.iteration * config["batch_size"])
+        self.stopped = None  # with --resume: the stopped run, as check_resumable read it
+        if not config.get("resume"):
+            hold_folder(run_dir, "--log-dir")
+            return
+        hold_folder(run_folder(run_dir), "--resume")
+        self.stopped = check_resumable(run_dir, self.config)
+        resume = self.stopped.resume
+        self.last = Snapshot([], [], resume.returns)
+        self.resumed_at = (*resume.resumed_at, resume.iteration)
+        self.saved = resume.iteration
 
     @property
     def iteration(self) -> int:
@@ -171,12 +187,23 @@ class Saver:
 
     def resume(self, training, runner, writer=None):
         """(training, runner, iterations completed): the run's fresh state with the resume file's
-        arrays in it, bit for bit. writer: the run's SummaryWriter, whose TensorBoard then hides
-        what the stopped run logged after its save (a purge mark at the next iteration's step)."""
-        # its flags were checked when this Saver was made
-        _, arrays = read_resume(self.run_dir, tensors=True)
-        training, runner = tree_with(resume_file(self.run_dir), (training, runner), arrays)
-        iteration = self.resumed_at[-1]
+        arrays in it, bit for bit; BadCheckpoint, and the run folder as it was (the events file
+        that writer made removed), when they are not of its shapes and dtypes. writer: the run's
+        SummaryWriter, whose TensorBoard then hides what the stopped run logged after its save (a
+        purge mark at the next iteration's step)."""
+        # read and checked, its flags too, when this Saver was made
+        stopped, path = self.stopped, resume_file(self.run_dir)
+        try:
+            training, runner = tree_with(path, (training, runner), stopped.arrays)
+        except BadCheckpoint:
+            if writer is not None:
+                discard_events(writer)
+            raise
+        iteration = stopped.iteration
+        # the first write: what the stopped run logged after its save is logged again, and
+        # TensorBoard and tbparse then read each step once
+        trim_events(self.run_dir, stopped.events, iteration * self.config["batch_size"])
+        self.stopped = None  # its arrays and events are not needed again
         if writer is not None:
             from tensorboardX.proto.event_pb2 import Event, SessionLog
 
@@ -186,11 +213,13 @@ class Saver:
         print(f"{RESUME_FILE}: resumed after iteration {iteration}", flush=True)
         return training, runner, iteration
 
-    def iteration_done(self, model, runner, returns, training) -> None:
+    def iteration_done(self, model, runner, returns, training, writer=None) -> None:
         """After each iteration. model: the script's parameters (to_shared; copied here: training
         goes on); runner: the envs' state; returns: each agent's mean episodic return (NaN: none
         ended); training: the rest of the run's state (a pytree of JAX or NumPy arrays, or a
-        function that returns one), saved with the runner every save_every iterations."""
+        function that returns one), saved with the runner every save_every iterations; writer: the
+        run's SummaryWriter, whose events are all written out before each save, so that the events
+        hold every iteration that the resume file holds, however the run ends after it."""
         returns = tuple(float(r) for r in returns)
         import jax
 
@@ -207,7 +236,9 @@ class Saver:
         if every and self.iteration % every == 0:
             if callable(training):
                 training = training()
-            flags = {k: v for k, v in self.config.items() if k not in FREE_FLAGS}
+            if writer is not None:
+                flush_events(writer)
+            flags = {k: v for k, v in self.config.items() if k not in WHERE_FLAGS}
             resume = Resume(self.iteration, self.last.returns, self.resumed_at, flags)
             save_resume(self.run_dir, tree_arrays((training, runner)), resume)
             self.saved = self.iteration
@@ -286,6 +317,9 @@ FREE_FLAGS = (
     *("resume", "save_every", "save_model", "log_dir", "device_name"),
     *("track", "wandb_project_name", "wandb_entity"),
 )
+# where a run runs: --resume names its folder, and its --log-dir is no longer read; a resume file
+# keeps the run's other flags (a starter's copy, without config.json, continues with them)
+WHERE_FLAGS = ("resume", "log_dir")
 
 
 class Resume(NamedTuple):
@@ -294,7 +328,19 @@ class Resume(NamedTuple):
     iteration: int  # the iterations completed when it was saved
     returns: tuple  # each one's mean episodic return per agent, NaN where no episode ended
     resumed_at: tuple  # the iterations that the run was resumed after, one per resume, in order
-    flags: dict  # the run's Args
+    flags: dict  # the run's Args (but WHERE_FLAGS) and framework
+
+
+class Stopped(NamedTuple):
+    """A run folder that --resume may continue, as check_resumable read it, whole."""
+
+    resume: Resume
+    arrays: list  # the resume file's arrays, in order (Saver.resume checks them against the run's)
+    events: dict  # each events file's path: its records (EventRecord), in order
+
+    @property
+    def iteration(self) -> int:
+        return self.resume.iteration
 
 
 def is_key(leaf) -> bool:
@@ -370,9 +416,7 @@ def read_resume(run_dir, flags: Optional[dict] = None, tensors: bool = False):
     BadCheckpoint, one line, when there is none, it cannot be read, its metadata is not of the types
     save_resume writes, or flags (this run's Args) differ from the saved run's in a flag that
     changes the training (all but FREE_FLAGS)."""
-    path = resume_file(run_dir)
-    if not os.path.isdir(os.fspath(run_dir)):
-        raise BadCheckpoint(f"--resume {os.fspath(run_dir)}: not a run folder")
+    path = resume_file(run_folder(run_dir))
     if not os.path.lexists(path):
         raise BadCheckpoint(
             f"--resume {os.fspath(run_dir)}: no {RESUME_FILE} (a run saves one with --save-every)"
@@ -440,6 +484,14 @@ def resume_of(header: dict, where: str) -> Resume:
 CONFIG_FILE, SUMMARY_FILE = "config.json", "summary.json"
 
 
+def run_folder(run_dir) -> str:
+    """run_dir, --resume's folder; BadCheckpoint (one line) unless it is a folder."""
+    folder = os.fspath(run_dir)
+    if not os.path.isdir(folder):
+        raise BadCheckpoint(f"--resume {folder}: not a run folder")
+    return folder
+
+
 def check_run_folder(run_dir) -> None:
     """LinkRefused (one line) when an entry of the run folder (config.json, summary.json, the
     checkpoints, the events files, an agent_k folder) or of an agent_k folder is a symbolic link:
@@ -468,15 +520,22 @@ def canonical(value) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-def check_flags(run_dir, flags: dict, config: dict, resume: Resume) -> None:
-    """BadCheckpoint unless this run's flags (its Args and framework) are config.json's, which are
-    the run's, in every flag that changes the training, and the resume file says the same."""
-    folder = os.fspath(run_dir)
+def check_framework(folder: str, flags: dict, config: dict) -> None:
+    """BadCheckpoint unless the run of config (config.json's, or its resume file's flags) was
+    trained by flags' framework (this script's): checked before any other flag, whose values
+    another framework's script may not even take (--compile jit)."""
     ran = field(config, "framework", str, f"{folder}/{CONFIG_FILE}", default=None)
     if "framework" in flags and ran != flags["framework"]:
         raise BadCheckpoint(
             f"--resume {folder}: a {ran} run, not {flags['framework']}: resume it with its script"
         )
+
+
+def check_flags(run_dir, flags: dict, config: dict, resume: Resume) -> None:
+    """BadCheckpoint unless this run's flags (its Args and framework) are config.json's, which are
+    the run's, in every flag that changes the training, and the resume file says the same."""
+    folder = os.fspath(run_dir)
+    check_framework(folder, flags, config)
     for name, value in flags.items():
         if name in FREE_FLAGS:
             continue
@@ -498,19 +557,37 @@ def check_flags(run_dir, flags: dict, config: dict, resume: Resume) -> None:
             )
 
 
-def check_resumable(run_dir, flags: dict) -> Resume:
-    """The Resume of a run folder that --resume may continue with flags (this run's Args and
-    framework), read and checked before anything is written; else, one line, LinkRefused (a link
-    in the folder, check_run_folder) or BadCheckpoint: no readable resume file, a config.json or
-    resume file of other flags (check_flags), or a run that completed (its summary.json says so, or
-    its resume file holds its last iteration): resuming it would only replace its summary. Without
-    a config.json (a starter's copy writes none), the resume file's flags are the run's."""
-    folder = os.fspath(run_dir)
-    if not os.path.isdir(folder):
-        raise BadCheckpoint(f"--resume {folder}: not a run folder")
+def model_iteration(folder: str) -> int:
+    """The iteration whose policy the run folder's model file holds (its agent_0's with more
+    agents), from its metadata; 0 when there is none or it cannot be read (it is never read back
+    by a resume, which writes it anew)."""
+    for path in (os.path.join(folder, FILENAME), os.path.join(folder, "agent_0", FILENAME)):
+        try:
+            with safetensors.safe_open(checkpoint_file(path), "np") as f:
+                iteration = parse_json((f.metadata() or {}).get("iteration", "0"), path)
+        except (BadCheckpoint, BadJson, safetensors.SafetensorError, OSError, ValueError):
+            continue
+        if is_count(iteration):
+            return iteration
+    return 0
+
+
+def check_resumable(run_dir, flags: dict) -> Stopped:
+    """The Stopped run of a run folder that --resume may continue with flags (this run's Args and
+    framework), read whole and checked before anything is written: its resume file's metadata and
+    arrays (every one finite), its events files (read_run_events). Else, one line, LinkRefused (a
+    link in the folder, check_run_folder) or BadCheckpoint: no readable resume file or events, a
+    config.json or resume file of another framework or other flags (check_flags, the framework
+    first), an array not finite, or a run that completed: its summary.json says so, or its resume
+    file, its model file or its events hold its last iteration (resuming it would only log it
+    again and replace its summary). Without a config.json (a starter's copy writes none), the
+    resume file's flags are the run's."""
+    folder = run_folder(run_dir)
     check_run_folder(folder)
-    resume = read_resume(folder)
     config = read_run_json(folder, CONFIG_FILE)
+    if config is not None:
+        check_framework(folder, flags, config)
+    resume, arrays = read_resume(folder, tensors=True)
     if config is None:
         # a starter's copy (tools/starter.py) writes no config.json: its resume file holds its flags
         config = resume.flags
@@ -518,12 +595,17 @@ def check_resumable(run_dir, flags: dict) -> Resume:
     summary = read_run_json(folder, SUMMARY_FILE) or {}
     status = field(summary, "status", str, f"{folder}/{SUMMARY_FILE}", default=None)
     total = field(config, "num_iterations", int, f"{folder}/{CONFIG_FILE}")
-    if status == "completed" or resume.iteration >= total:
+    events = read_run_events(folder, config)
+    batch = field(config, "batch_size", int, f"{folder}/{CONFIG_FILE}")
+    logged = max((r.step for rs in events.values() for r in rs if r.iteration), default=0)
+    done = max(resume.iteration, model_iteration(folder), logged // max(batch, 1))
+    if status == "completed" or done >= total:
         raise BadCheckpoint(
             f"--resume {folder}: that run completed (its {total} iterations): there is nothing to "
             "resume, and it is left as it is"
         )
-    return resume
+    check_finite(resume_file(folder), {str(i): array for i, array in enumerate(arrays)})
+    return Stopped(resume, arrays, events)
 
 
 # ------------------------------------------------------------------- --resume RUN_DIR alone
@@ -538,20 +620,23 @@ def given_flags(argv: list[str]) -> set[str]:
 
 
 def flag_tokens(name: str, value) -> list[str]:
-    """The command line tokens that set field name to value, as tyro reads them."""
+    """The command line tokens that set field name to value, as tyro reads them: --flag=value, one
+    token, so that a value that starts with dashes (--tag=--fast) is not read as a flag."""
     flag = f"--{name.replace('_', '-')}"
     if isinstance(value, bool):
         return [flag if value else f"--no-{name.replace('_', '-')}"]
-    return [flag, "None" if value is None else str(value)]
+    return [f"{flag}={'None' if value is None else value}"]
 
 
-def resumed_argv(field_names, argv: list[str]) -> list[str]:
+def resumed_argv(field_names, argv: list[str], framework: Optional[str] = None) -> list[str]:
     """argv (a script's arguments) with, after --resume RUN_DIR, the run's own flags put first for
     every field of field_names that argv leaves out, so that `--resume RUN_DIR` alone continues the
     run as it was started (saving as it did); a flag given that differs is refused later
     (check_resumable) unless it is free (FREE_FLAGS: --save-every, --track, ...). The run's
     flags are its config.json's, else (a starter's copy) its resume file's. argv as it is without
-    --resume; BadCheckpoint or LinkRefused, one line, for a folder that cannot be read so."""
+    --resume; BadCheckpoint or LinkRefused, one line, for a folder that cannot be read so, or
+    (framework: the script's) a run of another framework, before its flags are read as this
+    script's."""
     resume = None
     for i, token in enumerate(argv):
         if token.startswith("--resume="):
@@ -560,22 +645,37 @@ def resumed_argv(field_names, argv: list[str]) -> list[str]:
             resume = argv[i + 1]
     if not resume or resume == "None":
         return argv
-    if not os.path.isdir(resume):
-        raise BadCheckpoint(f"--resume {resume}: not a run folder")
-    check_run_folder(resume)
+    check_run_folder(run_folder(resume))
     config = read_run_json(resume, CONFIG_FILE) or read_resume(resume).flags
+    if framework is not None:
+        check_framework(resume, {"framework": framework}, config)
     given = given_flags(argv)
     own = []
     for name in field_names:
         # the free flags too (--save-every, --save-model: the run keeps saving), but where it
         # runs: --resume names it, and its --log-dir is no longer read
-        if name not in ("resume", "log_dir") and name not in given and name in config:
+        if name not in WHERE_FLAGS and name not in given and name in config:
             own += flag_tokens(name, config[name])
     return own + argv
 
 
 # ------------------------------------------------------------------ a resumed run's events files
 EVENTS_PREFIX = "events.out.tfevents."
+
+
+# the most bytes an events file of a run may hold: its first events (the file's version, the
+# hyperparameters' table, a resume's purge mark), then per iteration and agent the scalars of one
+# event (~0.6 kB for a run, ~0.5 kB more per agent of several under agent_k/)
+EVENTS_HEAD_BYTES, EVENTS_ITERATION_BYTES = 2**16, 2**11
+
+
+class EventRecord(NamedTuple):
+    """A record of an events file: the step of its event, whether it logged an iteration (its
+    time/iteration), and its bytes."""
+
+    step: int
+    iteration: bool
+    data: bytes
 
 
 def event_records(data: bytes) -> list[bytes]:
@@ -592,24 +692,89 @@ def event_records(data: bytes) -> list[bytes]:
     return records
 
 
-def trim_events(run_dir, last_step: int) -> None:
-    """Rewrites each events file of the run folder (and its agent_k folders) without the events
-    logged after last_step (the resume file's): the resumed run logs them again, and each step is
-    then read once (tbparse, TensorBoard). Never through a link (write_file)."""
-    from tensorboardX.proto.event_pb2 import Event
-
-    run_dir = os.fspath(run_dir)
+def events_paths(run_dir: str) -> list[str]:
+    """The events files of a run folder and of its agent_k folders (an older run's)."""
     folders = [run_dir] + [
         entry.path
         for entry in os.scandir(run_dir)
         if entry.name.startswith("agent_") and entry.is_dir(follow_symlinks=False)
     ]
-    for folder in folders:
-        for entry in os.scandir(folder):
-            if not entry.name.startswith(EVENTS_PREFIX) or not entry.is_file():
-                continue
-            with open(entry.path, "rb") as f:
-                records = event_records(f.read())
-            kept = [r for r in records if Event.FromString(r[12:-4]).step <= last_step]
-            if len(kept) < len(records):
-                write_file(entry.path, b"".join(kept), given=run_dir)
+    return [
+        entry.path
+        for folder in folders
+        for entry in sorted(os.scandir(folder), key=lambda entry: entry.name)
+        if entry.name.startswith(EVENTS_PREFIX) and entry.is_file()
+    ]
+
+
+def read_run_events(run_dir: str, config: dict) -> dict[str, list[EventRecord]]:
+    """Each events file of a run folder (events_paths): its records, each read as the TensorBoard
+    event it must be. BadCheckpoint, one line, for a file larger than the run's config (its
+    num_iterations, num_agents) can have logged (read no further), or a record that is no event."""
+    from google.protobuf.message import DecodeError
+    from tensorboardX.proto.event_pb2 import Event
+
+    agents = config.get("num_agents", 1)
+    agents = agents if is_count(agents) else 1
+    bound = EVENTS_HEAD_BYTES + EVENTS_ITERATION_BYTES * config["num_iterations"] * (1 + agents)
+    events = {}
+    for path in events_paths(run_dir):
+        with open(path, "rb") as f:
+            data = f.read(bound + 1)
+        if len(data) > bound:
+            raise BadCheckpoint(
+                f"{path}: more than the {bound:,} bytes that a run of {config['num_iterations']} "
+                "iterations logs: not this run's events"
+            )
+        records = []
+        for record in event_records(data):
+            try:
+                event = Event.FromString(record[12:-4])
+            except DecodeError:
+                raise BadCheckpoint(
+                    f"{path}: a record that is not a TensorBoard event: not this run's events"
+                ) from None
+            logged = any(value.tag == "time/iteration" for value in event.summary.value)
+            records.append(EventRecord(event.step, logged, record))
+        events[path] = records
+    return events
+
+
+def trim_events(run_dir, events: dict[str, list[EventRecord]], last_step: int) -> None:
+    """Rewrites each events file of events (read_run_events: those of the stopped run, not the
+    resumed one's) without the events logged after last_step (the resume file's): the resumed run
+    logs them again, and each step is then read once (tbparse, TensorBoard). Never through a link
+    (write_file)."""
+    for path, records in events.items():
+        kept = [record.data for record in records if record.step <= last_step]
+        if len(kept) < len(records):
+            write_file(path, b"".join(kept), given=os.fspath(run_dir))
+
+
+# ---------------------------------------------------------------- the run's SummaryWriter
+def flush_events(writer) -> None:
+    """Every event given to writer (a tensorboardX SummaryWriter) written to its file: its flush()
+    writes the file's buffer out, but not the events still queued for its thread (which writes
+    them out every flush_secs, 120 s). The thread is stopped once it has written them all (stop()
+    queues its mark after them), the file flushed, and a new thread started on the same queue.
+    OSError when the thread has died (a full disk): no save then, the events would lack it."""
+    events = writer._get_file_writer().event_writer
+    worker = events._worker
+    if not worker.is_alive():
+        raise OSError(
+            f"{RESUME_FILE} not saved: the TensorBoard writer stopped (is the disk full?)"
+        )
+    worker.stop()
+    events.flush()
+    again = type(worker)(events._event_queue, events._ev_writer, events._flush_secs)
+    again.start()
+    events._worker = again
+
+
+def discard_events(writer) -> None:
+    """writer (a tensorboardX SummaryWriter) closed, and the events file it made removed: a resume
+    refused leaves the run folder as it was."""
+    path = writer._get_file_writer().event_writer._ev_writer._file_name
+    writer.close()
+    with suppress(FileNotFoundError):
+        os.remove(path)

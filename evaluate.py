@@ -19,10 +19,10 @@ the episodes ended, and a video's frames, by a progress line every few seconds.
 
 Bad input (a missing or bad checkpoint, its env id not one the project knows, a framework not in the
 list, an eval.json this tool did not write or cannot add to, an output the options cannot write, a
-symbolic link among the files it would write): one line, exit code 2, before anything is
-evaluated or written. The checkpoint's env id is checked against fixed lists
-(model_file.unknown_env) before any library sees it; no file is written through a link the tool did
-not make (atomic.write_file).
+symbolic link among the files it would write, a checkpoint's folder that another run or evaluation
+writes in, atomic.hold_folder): one line, exit code 2, before anything is evaluated or written.
+The checkpoint's env id is checked against fixed lists (model_file.unknown_env) before any library
+sees it; no file is written through a link the tool did not make (atomic.write_file).
 
 Interfaces of the modules behind three options, imported only when the option is given:
 
@@ -311,17 +311,24 @@ def main(argv: Optional[list[str]] = None) -> dict:
         check_eval_file(eval_path)
         check_options(args, ckpt.meta)
         setup = prepare(ckpt, framework, args.episodes, args.seed, args.stochastic)
+        # one writer at a time in the checkpoint's folder: not while a run or another
+        # evaluation writes there
+        held = atomic.hold_folder(eval_path.parent, f"{TOOL}:")
     except (ValueError, OSError, ImportError) as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
-    keep = args.video is not None or args.hub_folder is not None
-    evaluation = evaluate(setup, args.seed, keep)
-    atomic.write_json(
-        eval_path, merged_record(eval_path, evaluation.result), given=eval_path.parent
-    )
-    print(summary(evaluation.result), flush=True)
-    progress.wrote(eval_path, "this evaluation's entry among the checkpoint's evaluations")
-    write_extras(args, ckpt_path, setup, evaluation)
+    try:
+        keep = args.video is not None or args.hub_folder is not None
+        evaluation = evaluate(setup, args.seed, keep)
+        atomic.write_json(
+            eval_path, merged_record(eval_path, evaluation.result), given=eval_path.parent
+        )
+        print(summary(evaluation.result), flush=True)
+        progress.wrote(eval_path, "this evaluation's entry among the checkpoint's evaluations")
+        write_extras(args, ckpt_path, setup, evaluation)
+    finally:
+        if held:
+            atomic.release_folder(eval_path.parent)
     return evaluation.result
 
 

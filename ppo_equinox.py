@@ -545,7 +545,8 @@ def main():
                 wandb.log(scalars, step=global_step)
             returns = metrics["episodic_return"]
             if args.save_model or args.save_every:
-                saver.iteration_done(agent, runner, returns, (agent, opt_state, update_key))
+                training = (agent, opt_state, update_key)
+                saver.iteration_done(agent, runner, returns, training, writer)
             book.iteration_done(iteration, returns, writer, scalars)  # and the progress line
     if args.track:
         wandb.finish()

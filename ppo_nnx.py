@@ -544,7 +544,7 @@ def main():
             returns = metrics["episodic_return"]
             if args.save_model or args.save_every:
                 training = (nnx.state((agent, optimizer)), update_key)
-                saver.iteration_done(agent, runner, returns, training)
+                saver.iteration_done(agent, runner, returns, training, writer)
             book.iteration_done(iteration, returns, writer, scalars)  # and the progress line
     if args.track:
         wandb.finish()

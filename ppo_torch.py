@@ -525,7 +525,8 @@ def main():
             returns = metrics["episodic_return"]
             if args.save_model or args.save_every:
                 training = partial(torch_glue.arrays, agent, optimizer, generators)
-                saver.iteration_done(torch_glue.host_layers(agent), runner, returns, training)
+                model = torch_glue.host_layers(agent)
+                saver.iteration_done(model, runner, returns, training, writer)
             book.iteration_done(iteration, returns, writer, scalars)  # and the progress line
             threads.iteration_done()
     if args.track:

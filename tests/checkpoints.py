@@ -1,12 +1,14 @@
 """Checkpoints made without training (random_checkpoint: random parameters of the small model's
 shapes, written by checkpoint.save), the run config beside one and what its Hub folder may and may
-not publish, and Runner, a stand-in for the scripts' runner that checkpoint.Saver saves."""
+not publish, Runner, a stand-in for the scripts' runner that checkpoint.Saver saves, and a stopped
+run folder made by a Saver without training (stopped_folder, events_file)."""
 
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
+import atomic
 import checkpoint
 from evaluation import model_file
 
@@ -106,3 +108,51 @@ class Runner(NamedTuple):
 
     env_state: object
     obs: np.ndarray
+
+
+# this run's flags (its Args and framework, as the scripts hand them to the Saver); the run's own
+# are config.json's
+FLAGS = {"framework": "linen", "learning_rate": 0.00025, "seed": 1, "num_iterations": 12}
+FLAGS |= {"batch_size": 64, "save_every": 1, "env": "CartPole-v1", "env_backend": "gymnax"}
+FLAGS |= {"model_size": "small", "dtype": "float32", "norm_obs": False}
+
+
+def stopped_folder(tmp_path: Path, agents: int = 1, flags: dict = FLAGS) -> Path:
+    """A run folder as a run of flags stopped after iteration 1 leaves it: config.json, a resume
+    file, an events file, an "interrupted" summary.json, and agent_k folders with more agents."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    saver = checkpoint.Saver(str(run_dir), flags, __file__)
+    dense = {"kernel": np.ones((agents, 2, 1), np.float32), "bias": np.zeros((agents, 1))}
+    params = {"params": {"actor": {"Dense_0": dense}, "critic": {"Dense_0": dense}}}
+    saver.iteration_done(params, Runner(None, np.zeros(2)), [5.0] * agents, {"w": np.ones(2)})
+    atomic.write_json(run_dir / "config.json", {**flags, "command": ["ppo_linen.py"]})
+    atomic.write_json(run_dir / "summary.json", {"status": "interrupted"})
+    (run_dir / "events.out.tfevents.1.host.1.0").write_bytes(b"events")
+    for k in range(agents if agents > 1 else 0):
+        (run_dir / f"agent_{k}").mkdir()
+        (run_dir / f"agent_{k}" / "events.out.tfevents.1.host.1.0").write_bytes(b"events")
+    # the run has ended: its folder's lock is lifted
+    atomic.release_folder(run_dir)
+    return run_dir
+
+
+def resume_flags(run_dir: Path, **changes) -> dict:
+    return {**FLAGS, "resume": str(run_dir), **changes}
+
+
+def events_file(path: Path, steps, data: bytes = b"") -> Path:
+    """An events file at path as a run writes it: a record per step, each an event with the
+    iteration's time/iteration scalar; data: a last record of these bytes (framed as TFRecord)."""
+    from tensorboardX.proto.event_pb2 import Event
+    from tensorboardX.proto.summary_pb2 import Summary
+    from tensorboardX.record_writer import RecordWriter
+
+    writer = RecordWriter(str(path))
+    for step in steps:
+        scalar = Summary(value=[Summary.Value(tag="time/iteration", simple_value=0.5)])
+        writer.write(Event(step=step, wall_time=1.0, summary=scalar).SerializeToString())
+    if data:
+        writer.write(data)
+    writer.close()
+    return path

@@ -207,6 +207,8 @@ def test_a_resume_file_keeps_its_returns_and_flags(tmp_path):
     resume = checkpoint.read_resume(tmp_path)
     # each iteration's returns, one per agent
     assert resume.iteration == 1 and resume.returns == ((5.0,),) and resume.resumed_at == ()
-    assert resume.flags["seed"] == 1 and "save_every" not in resume.flags
+    # every flag but where the run runs (a starter's copy continues with them)
+    assert resume.flags["seed"] == 1 and resume.flags["save_every"] == 1
+    assert "resume" not in resume.flags and "log_dir" not in resume.flags
     with pytest.raises(checkpoint.BadCheckpoint, match="that run has --seed 1, not 2"):
         checkpoint.read_resume(tmp_path, {"seed": 2})

@@ -100,11 +100,10 @@ def test_the_run_flags_fill_in_what_the_command_line_leaves_out(tmp_path):
     names.append("seed")
     argv = ["--resume", str(run_dir), "--num-envs=8"]
     got = checkpoint.resumed_argv(names, argv)
-    # the run's own flags first (its --save-every too), those given as they are (refused later
-    # when they differ); where it runs (--resume, --log-dir) is not the run's
+    # the run's own flags first (its --save-every too), each one token, those given as they are
+    # (refused later when they differ); where it runs (--resume, --log-dir) is not the run's
     assert got == [
-        *("--env", "Acrobot-v1", "--no-anneal-lr", "--learning-rate", "0.00025"),
-        *("--save-every", "3"),
+        *("--env=Acrobot-v1", "--no-anneal-lr", "--learning-rate=0.00025", "--save-every=3"),
         *argv,
     ]
     # without --resume, argv as it is

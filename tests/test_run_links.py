@@ -17,41 +17,13 @@ import numpy as np
 import pytest
 import safetensors
 import safetensors.numpy
-from checkpoints import Runner
+from checkpoints import FLAGS, Runner, resume_flags, stopped_folder
 from script_runs import start, wait_for
 
 import atomic
 import bookkeeping
 import checkpoint
 from helpers import ROOT, only_run_dir, read_json
-
-# this run's flags (its Args and framework, as the scripts hand them to the Saver); the run's own
-# are config.json's
-FLAGS = {"framework": "linen", "learning_rate": 0.00025, "seed": 1, "num_iterations": 12}
-FLAGS |= {"batch_size": 64, "save_every": 1, "env": "CartPole-v1", "env_backend": "gymnax"}
-FLAGS |= {"model_size": "small", "dtype": "float32", "norm_obs": False}
-
-
-def stopped_folder(tmp_path: Path, agents: int = 1, flags: dict = FLAGS) -> Path:
-    """A run folder as a run of flags stopped after iteration 1 leaves it: config.json, a resume
-    file, an events file, an "interrupted" summary.json, and agent_k folders with more agents."""
-    run_dir = tmp_path / "run"
-    run_dir.mkdir()
-    saver = checkpoint.Saver(str(run_dir), flags, __file__)
-    dense = {"kernel": np.ones((agents, 2, 1), np.float32), "bias": np.zeros((agents, 1))}
-    params = {"params": {"actor": {"Dense_0": dense}, "critic": {"Dense_0": dense}}}
-    saver.iteration_done(params, Runner(None, np.zeros(2)), [5.0] * agents, {"w": np.ones(2)})
-    atomic.write_json(run_dir / "config.json", {**flags, "command": ["ppo_linen.py"]})
-    atomic.write_json(run_dir / "summary.json", {"status": "interrupted"})
-    (run_dir / "events.out.tfevents.1.host.1.0").write_bytes(b"events")
-    for k in range(agents if agents > 1 else 0):
-        (run_dir / f"agent_{k}").mkdir()
-        (run_dir / f"agent_{k}" / "events.out.tfevents.1.host.1.0").write_bytes(b"events")
-    return run_dir
-
-
-def resume_flags(run_dir: Path, **changes) -> dict:
-    return {**FLAGS, "resume": str(run_dir), **changes}
 
 
 def one_line(error: pytest.ExceptionInfo) -> str:

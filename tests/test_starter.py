@@ -255,8 +255,8 @@ def test_a_starter_copy_refuses_a_log_dir_that_is_a_file_in_one_line(tmp_path, f
 
 @pytest.mark.slow
 def test_a_starter_copy_resumes_its_stopped_run_without_a_config_json(tmp_path):
-    """A copy writes no config.json: --resume takes its resume file's flags as the run's, goes on
-    from its save, and refuses the run once it has completed."""
+    """A copy writes no config.json: --resume RUN_DIR alone takes its resume file's flags as the
+    run's, goes on from its save, and refuses the run once it has completed."""
     folder = tmp_path / "project"
     assert build("linen", folder, via_setup=False).returncode == 0
     args = ["--env", "CartPole-v1", *TINY[:-1], "200", "--save-every", "2"]
@@ -287,7 +287,8 @@ def test_a_starter_copy_resumes_its_stopped_run_without_a_config_json(tmp_path):
     assert proc.returncode == 130
     (run_dir,) = (folder / "runs").iterdir()
     assert not (run_dir / "config.json").exists()
-    resumed = run_copy(folder, "ppo_linen.py", *args, "--resume", str(run_dir))
+    # alone: the run's flags are its resume file's
+    resumed = run_copy(folder, "ppo_linen.py", "--resume", str(run_dir))
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "resume.safetensors: resumed after iteration " in resumed.stdout
     assert "iter 200/200" in resumed.stdout

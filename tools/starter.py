@@ -92,11 +92,18 @@ FOOTER = '''
 
 # ------------------------------------------------------------------------------- command line
 def parse_args() -> Args:
-    """tyro.cli(Args); bad input (a bad flag, a broken Args rule): ValueError, on one line."""
+    """tyro.cli(Args), with `--resume RUN_DIR` alone continuing the run with its own flags (its
+    resume file's, checkpoint.resumed_argv, as the template's); bad input (a bad flag, a broken
+    Args rule, a --resume folder): ValueError, on one line."""
+    argv = sys.argv[1:]
+    if any(token.partition("=")[0] == "--resume" for token in argv):
+        import checkpoint
+
+        argv = checkpoint.resumed_argv(list(Args.__dataclass_fields__), argv, FRAMEWORK)
     box = io.StringIO()
     try:
         with redirect_stderr(box):
-            return tyro.cli(Args)
+            return tyro.cli(Args, args=argv)
     except SystemExit as e:
         if e.code == 0:  # --help
             raise
