@@ -558,7 +558,7 @@ def resumed_argv(field_names, argv: list[str]) -> list[str]:
             resume = token.partition("=")[2]
         elif token == "--resume" and i + 1 < len(argv):
             resume = argv[i + 1]
-    if not resume or resume == "None":
+    if resume is None:
         return argv
     if not os.path.isdir(resume):
         raise BadCheckpoint(f"--resume {resume}: not a run folder")
