@@ -77,8 +77,9 @@ class Args:
 
     checkpoint: Annotated[str, tyro.conf.Positional]
     """a run folder (its model.safetensors) or a checkpoint file"""
-    framework: Optional[Literal["linen", "nnx", "equinox", "torch"]] = None
-    """the framework whose network runs the policy (default: the one that trained it)"""
+    # "trained", not None: tyro would list None among the choices of a bad --framework
+    framework: Literal["trained", "linen", "nnx", "equinox", "torch"] = "trained"
+    """the framework whose network runs the policy (trained: the one that trained it)"""
     episodes: int = 10
     """the number of episodes, each run to its end (termination or truncation)"""
     seed: int = 1
@@ -306,7 +307,7 @@ def main(argv: Optional[list[str]] = None) -> dict:
         args = parse_args(Args, sys.argv[1:] if argv is None else argv)
         ckpt = model_file.load(args.checkpoint)
         ckpt_path = Path(checkpoint.checkpoint_file(args.checkpoint))
-        framework = args.framework or ckpt.meta["framework"]
+        framework = ckpt.meta["framework"] if args.framework == "trained" else args.framework
         eval_path = ckpt_path.parent / EVAL_FILE
         check_eval_file(eval_path)
         check_options(args, ckpt.meta)
