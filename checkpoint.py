@@ -89,13 +89,19 @@ def save(path, params: dict, obs_norm: Optional[dict], meta: dict, given=None) -
     """Writes the checkpoint at path, whole or not at all (atomic.write_file, never through a link
     below given: by default path's folder); meta: the metadata but format. BadCheckpoint, and
     nothing written, for a tensor that is not finite."""
+    write_file(path, checkpoint_bytes(path, params, obs_norm, meta), given)
+
+
+def checkpoint_bytes(path, params: dict, obs_norm: Optional[dict], meta: dict) -> bytes:
+    """The bytes of the checkpoint file that save writes at path; BadCheckpoint (naming path) for a
+    tensor that is not finite."""
     # copies in C order (np.ascontiguousarray would make the () count a (1,))
     tensors = {name: np.array(x, np.float32, order="C") for name, x in params.items()}
     if obs_norm is not None:
         tensors |= {f"obs_norm.{k}": np.array(obs_norm[k], np.float32, order="C") for k in OBS_NORM}
     header = encode({"format": FORMAT, **meta})
     check_finite(path, tensors)
-    write_file(path, safetensors.numpy.save(tensors, metadata=header), given)
+    return safetensors.numpy.save(tensors, metadata=header)
 
 
 def commit_of(folder: str) -> str:
