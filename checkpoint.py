@@ -101,13 +101,19 @@ def save(path, params: dict, obs_norm: Optional[dict], meta: dict, given=None) -
     """Writes the checkpoint at path, whole or not at all (atomic.write_file, never through a link
     below given: by default path's folder); meta: the metadata but format. BadCheckpoint, and
     nothing written, for a tensor that is not finite."""
+    write_file(path, checkpoint_bytes(path, params, obs_norm, meta), given)
+
+
+def checkpoint_bytes(path, params: dict, obs_norm: Optional[dict], meta: dict) -> bytes:
+    """The bytes of the checkpoint file that save writes at path; BadCheckpoint (naming path) for a
+    tensor that is not finite."""
     # copies in C order (np.ascontiguousarray would make the () count a (1,))
     tensors = {name: np.array(x, np.float32, order="C") for name, x in params.items()}
     if obs_norm is not None:
         tensors |= {f"obs_norm.{k}": np.array(obs_norm[k], np.float32, order="C") for k in OBS_NORM}
     header = encode({"format": FORMAT, **meta})
     check_finite(path, tensors)
-    write_file(path, safetensors.numpy.save(tensors, metadata=header), given)
+    return safetensors.numpy.save(tensors, metadata=header)
 
 
 def commit_of(folder: str) -> str:
@@ -643,7 +649,7 @@ def resumed_argv(field_names, argv: list[str], framework: Optional[str] = None) 
             resume = token.partition("=")[2]
         elif token == "--resume" and i + 1 < len(argv):
             resume = argv[i + 1]
-    if not resume or resume == "None":
+    if resume is None:
         return argv
     check_run_folder(run_folder(resume))
     config = read_run_json(resume, CONFIG_FILE) or read_resume(resume).flags

@@ -22,7 +22,9 @@ list, an eval.json this tool did not write or cannot add to, an output the optio
 symbolic link among the files it would write, a checkpoint's folder that another run or evaluation
 writes in, atomic.hold_folder): one line, exit code 2, before anything is evaluated or written.
 The checkpoint's env id is checked against fixed lists (model_file.unknown_env) before any library
-sees it; no file is written through a link the tool did not make (atomic.write_file).
+sees it; no file is written through a link the tool did not make (atomic.write_file). With
+--hub-folder, an evaluation whose mean or std return is not finite (the card would publish nan) is
+one line, exit code 1, and nothing is written.
 
 Interfaces of the modules behind three options, imported only when the option is given:
 
@@ -37,6 +39,8 @@ Interfaces of the modules behind three options, imported only when the option is
     evaluation.share.check_onnx(path: str) -> None
     evaluation.hub.check_hub_folder(folder: str) -> None
         ValueError (one line) for an output they cannot write: called before anything runs
+    evaluation.hub.check_result(result: dict) -> None
+        ValueError (one line) for an evaluation the card cannot publish (a return not finite)
     evaluation.share.export_onnx(ckpt: model_file.Checkpoint, path: str, bounds) -> None
         the actor as ONNX, through ppo_torch's network, whatever framework trained it; bounds: the
         env's action bounds (low, high), to which a continuous action is clipped
@@ -77,8 +81,9 @@ class Args:
 
     checkpoint: Annotated[str, tyro.conf.Positional]
     """a run folder (its model.safetensors) or a checkpoint file"""
-    framework: Optional[Literal["linen", "nnx", "equinox", "torch"]] = None
-    """the framework whose network runs the policy (default: the one that trained it)"""
+    # "trained", not None: tyro would list None among the choices of a bad --framework
+    framework: Literal["trained", "linen", "nnx", "equinox", "torch"] = "trained"
+    """the framework whose network runs the policy (trained: the one that trained it)"""
     episodes: int = 10
     """the number of episodes, each run to its end (termination or truncation)"""
     seed: int = 1
@@ -306,7 +311,7 @@ def main(argv: Optional[list[str]] = None) -> dict:
         args = parse_args(Args, sys.argv[1:] if argv is None else argv)
         ckpt = model_file.load(args.checkpoint)
         ckpt_path = Path(checkpoint.checkpoint_file(args.checkpoint))
-        framework = args.framework or ckpt.meta["framework"]
+        framework = ckpt.meta["framework"] if args.framework == "trained" else args.framework
         eval_path = ckpt_path.parent / EVAL_FILE
         check_eval_file(eval_path)
         check_options(args, ckpt.meta)
@@ -320,6 +325,14 @@ def main(argv: Optional[list[str]] = None) -> dict:
     try:
         keep = args.video is not None or args.hub_folder is not None
         evaluation = evaluate(setup, args.seed, keep)
+        if args.hub_folder is not None:
+            from evaluation import hub
+
+            try:
+                hub.check_result(evaluation.result)
+            except ValueError as e:  # a nan return: nothing is written, not even eval.json
+                print(f"error: {e}", file=sys.stderr)
+                sys.exit(1)
         atomic.write_json(
             eval_path, merged_record(eval_path, evaluation.result), given=eval_path.parent
         )

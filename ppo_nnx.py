@@ -109,6 +109,16 @@ class Args:
         nonnegative = ("clip_coef", "ent_coef", "vf_coef", "save_every")
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
         floats = [name for name, value in asdict(self).items() if isinstance(value, float)]
+
+        def is_name(text):
+            # one folder's name, never a path; exp_name is a part of the run folder's name, which
+            # must fit 255 bytes with the rest (env, framework, ...)
+            path_like = any(part in text for part in ("/", "\\", ".."))
+            return 0 < len(os.fsencode(text)) <= 128 and not path_like
+
+        a_name = "a name of 1 to 128 bytes, without / \\ or .."
+        local = "a local folder, not a URL (s3://, gs://): ./NAME for a NAME with a colon"
+        folders = [len(os.fsencode(folder)) <= 255 for folder in self.log_dir.split("/")]
         rules = [(name, math.isfinite(getattr(self, name)), "a finite number") for name in floats]
         rules += [(name, getattr(self, name) > 0, "a positive integer") for name in counts]
         rules += [(name, getattr(self, name) >= 0, "0 or more") for name in nonnegative]
@@ -122,6 +132,12 @@ class Args:
             # the range that JAX keys, torch generators and envpool all take
             ("seed", 0 <= self.seed <= 2**31 - self.num_agents, "in [0, 2**31 - num_agents]"),
             ("log_dir", self.log_dir != "", "a folder, not empty"),
+            # tensorboardX's writer sends a path with a scheme (s3:, gs:) to the cloud
+            ("log_dir", ":" not in self.log_dir.split("/")[0], local),
+            ("log_dir", all(folders), "a path of folder names of at most 255 bytes each"),
+            ("exp_name", is_name(self.exp_name), a_name),
+            ("tag", is_name(self.tag), a_name),
+            ("resume", self.resume is None or os.path.isdir(self.resume), "a run folder"),
             ("save_every", self.save_every == 0 or self.env_backend == "gymnax", "0 with envpool"),
             # the optimizer's step count, which the learning-rate schedule reads, is an int32
             ("num_iterations", num_updates < 2**31, steps),

@@ -33,6 +33,9 @@ CLEANRL_INSTEAD = {
 CLEANRL_INSTEAD["--no-capture-video"] = CLEANRL_INSTEAD["--capture-video"]
 CLEANRL_INSTEAD["--no-torch-deterministic"] = CLEANRL_INSTEAD["--torch-deterministic"]
 ALIASES = {"--env-id": "--env"}  # CleanRL's name of one of our flags
+# flags whose value "None" tyro reads as not given, which Args cannot tell from the default: an
+# unset variable (--resume "$RUN") would start a new run in place of the stopped one
+NOT_NONE = ("--resume",)
 TOTAL_TIMESTEPS = "--total-timesteps"
 
 
@@ -118,9 +121,9 @@ def take_value(argv: list[str], position: int, inline: str | None, flag: str) ->
 def translate(args_type, argv: list[str], batch_size=None) -> list[str]:
     """argv with CleanRL's --env-id read as --env and --total-timesteps N as --num-iterations
     N / batch (batch_size(argv without it): num_envs x num_steps); ValueError, one line, for a flag
-    CleanRL has and we do not (what to use instead), an unknown flag (the nearest one), or a
+    CleanRL has and we do not (what to use instead), an unknown flag (the nearest one), a
     --total-timesteps that is not a positive multiple of the batch or comes with
-    --num-iterations."""
+    --num-iterations, or a --resume None (NOT_NONE)."""
     known = known_flags(args_type)
     bools = bool_flags(args_type)
     if "--num-iterations" not in known:
@@ -151,6 +154,8 @@ def translate(args_type, argv: list[str], batch_size=None) -> list[str]:
             token = flag if inline is None else f"{flag}={inline}"
         elif flag not in known:
             raise ValueError(unknown_flag_message(flag, known))
+        if flag in NOT_NONE and take_value(argv, i, inline, flag)[0] == "None":
+            raise ValueError(f"{flag} must be a run folder, got 'None'")
         out.append(token)
         i += 1
     if total is None:

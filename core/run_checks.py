@@ -1,8 +1,9 @@
 """A ppo_*.py script's input checked before its run starts, each bad input one line (part of
 benchback-rl): parsed by core/command_line.py (parse_args: tyro, CleanRL's flags), the JAX
-settings of the environment that config.json would misreport, a batch that cannot fit (every
-agent's), and W&B names that W&B would refuse once the run has started. bookkeeping.py runs
-check_args before main(); the sweep runs it on every run's flags before the first run.
+settings of the environment that config.json would misreport, an XLA_FLAGS that XLA would end the
+process on, a batch that cannot fit (every agent's), and W&B names and a WANDB_MODE that W&B would
+refuse once the run has started. bookkeeping.py runs check_args before main(); the sweep runs it
+on every run's flags before the first run.
 """
 
 import os
@@ -24,6 +25,9 @@ BYTES_PER_SAMPLE = 16 * 4
 MAX_BATCH = 2**31 - 1  # the batch is indexed with int32 (the update's permutations)
 WANDB_FORBIDDEN = "/\\#?%:"  # characters W&B refuses in a project (and an entity) name
 WANDB_MAX_NAME = 128
+# the modes W&B's settings take (wandb.sdk.wandb_settings.Settings.mode; tests/test_script_inputs.py
+# checks them against the installed wandb): another WANDB_MODE fails wandb.init with a traceback
+WANDB_MODES = ("online", "offline", "disabled", "shared", "dryrun", "run")
 # JAX settings that config.json would misreport: its dtype (float32, bfloat16) and its compile mode
 REFUSED_JAX_SETTINGS = {
     "jax_enable_x64": "runs in float64 where config.json says --dtype",
@@ -38,13 +42,15 @@ def check_args(args_type, argv: list[str]):
     check_environment()
     check_batch_memory(args)
     check_wandb_names(args)
+    check_wandb_mode(args)
     return args
 
 
 def check_environment() -> None:
-    """ValueError (one line, naming the variable) for a JAX setting from the environment that
-    config.json would misreport (REFUSED_JAX_SETTINGS), or a JAX_PLATFORMS that JAX cannot start
-    on."""
+    """ValueError (one line, naming the variable) for an XLA_FLAGS that XLA would end the process
+    on, a JAX setting from the environment that config.json would misreport (REFUSED_JAX_SETTINGS),
+    or a JAX_PLATFORMS that JAX cannot start on."""
+    check_xla_flags(os.environ.get("XLA_FLAGS", ""))
     for setting, why in REFUSED_JAX_SETTINGS.items():
         if getattr(jax.config, setting):
             variable = setting.upper()
@@ -64,6 +70,21 @@ def check_environment() -> None:
             f"JAX_PLATFORMS={platforms!r}: JAX cannot start on it here ({why}); unset it to let "
             "JAX choose"
         ) from None
+
+
+def check_xla_flags(value: str) -> None:
+    """ValueError (one line) for an XLA_FLAGS that XLA ends the process on, when JAX starts, with
+    its own fatal line: a value that does not start with -- (XLA reads it as the name of a file of
+    flags) naming no file, or a word that starts with one - only (XLA takes no such flag). An
+    unknown --flag is XLA's to say: its flags are not listed anywhere cheaper to read."""
+    words = value.split()
+    if words and not words[0].startswith("--") and not os.path.isfile(value.strip()):
+        why = "it does not start with --, so XLA reads it as a file of flags, and there is none"
+    elif any(word.startswith("-") and not word.startswith("--") for word in words):
+        why = "XLA's flags are --name=value"
+    else:
+        return
+    raise ValueError(f"XLA_FLAGS={value!r}: XLA would end the process on it ({why}); unset it")
 
 
 # what libtpu (and the TPU driver) say when another process holds the chip
@@ -117,6 +138,17 @@ def check_wandb_names(args) -> None:
         if not name or len(name) > WANDB_MAX_NAME or bad:
             rule = f"1 to {WANDB_MAX_NAME} characters, none of {' '.join(WANDB_FORBIDDEN)}"
             raise ValueError(f"{flag} {name!r} is not a W&B name: {rule}")
+
+
+def check_wandb_mode(args) -> None:
+    """ValueError for a WANDB_MODE that W&B refuses (with --track), before the run folder is
+    made."""
+    mode = os.environ.get("WANDB_MODE")
+    if args.track and mode is not None and mode not in WANDB_MODES:
+        raise ValueError(
+            f"WANDB_MODE={mode!r} is not a W&B mode (one of {', '.join(WANDB_MODES)}): set one, "
+            "or unset it"
+        )
 
 
 # The environment variables that change the computation, recorded in config.json: JAX's and XLA's

@@ -9,7 +9,8 @@ folder, or evaluated in the same framework, mode, episodes and seed, each keep t
 evaluation replaces only an entry of the same checkpoint, framework, mode, episodes and seed (the
 same evaluation, run again). An eval.json is read by the one JSON reader (atomic.read_json), and
 one that is not this tool's, or whose evaluations are not a list of objects, is refused before
-anything runs.
+anything runs, and so is one whose entry names its checkpoint otherwise than as an object of a file
+name and a sha256 (strings): the merge compares them.
 """
 
 from pathlib import Path
@@ -34,7 +35,8 @@ def entry_key(entry: dict) -> tuple:
 
 def entries(path: Path, flag: str = NAME) -> list[dict]:
     """The evaluations of the eval.json at path ([] when there is none); ValueError (one line) when
-    it is not this tool's, or its evaluations are not a list of objects."""
+    it is not this tool's, its evaluations are not a list of objects, or one names its checkpoint
+    otherwise than checkpoint_entry does (strings, or none of them)."""
     if not path.exists():
         return []
     where = f"{flag} {path}"
@@ -46,6 +48,15 @@ def entries(path: Path, flag: str = NAME) -> list[dict]:
         if not isinstance(entry, dict):
             raise atomic.BadJson(
                 f"{where}: evaluation {i} is {atomic.json_type(entry)}, not an object: move it away"
+            )
+        named = entry.get("checkpoint")
+        if named is not None and not (
+            isinstance(named, dict)
+            and all(isinstance(named.get(k), (str, type(None))) for k in ("file", "sha256"))
+        ):
+            raise atomic.BadJson(
+                f"{where}: evaluation {i}'s checkpoint is not an object of a file name and a "
+                "sha256 (strings): move it away"
             )
     return evaluations
 

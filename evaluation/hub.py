@@ -7,11 +7,13 @@
 
 What the folder publishes, and nothing else:
 
-- model.safetensors, the checkpoint;
+- model.safetensors, the checkpoint: its tensors, and its metadata with the command reduced
+  (public_command);
 - README.md, the model card (its metadata the Hub reads: mean_reward, tags, library);
 - eval.json, this evaluation and the folder's earlier ones (each names its checkpoint);
-- config.json, the folder's mark: the training command reduced to the script's name and its flags
-  (no --log-dir or --resume path), the checkpoint's metadata (its command reduced likewise), and
+- config.json, the folder's mark: the training command reduced to the script's name and the flags
+  that define the policy (PUBLIC_FLAGS: no path, run name, tag or W&B name), the checkpoint's
+  metadata (its command reduced likewise), and
   the run's configuration, only when the config.json beside the checkpoint is one the scripts
   wrote for that run (its framework, env, backend, seed, model size, dtype and normalisation are
   the checkpoint's), and only its known fields (CONFIG_FIELDS: the hyperparameters and the package
@@ -21,21 +23,26 @@ What the folder publishes, and nothing else:
   packages;
 - replay.mp4, episode 0 of the evaluation, where the env can be rendered.
 
-Every file is checked before the first is written: no path below the folder may be a symbolic link
-(the folder itself is followed, as named), nor a folder where a file goes; an eval.json there must
-be this tool's. Each file is written atomically (atomic.write_file); config.json, the folder's mark,
-first: a folder left half-written is still recognised as this tool's, and rewritten. Each file
-written is announced by a "wrote PATH" line, the replay's frames by a progress line every few
-seconds.
+An evaluation whose mean or std return is not finite is refused (check_result): the card would
+publish nan. Every file is checked before the first is written: no path below the folder may be a
+symbolic link (the folder itself is followed, as named), nor a folder where a file goes; an
+eval.json there must be this tool's. Each file is written atomically (atomic.write_file);
+config.json, the folder's mark, first: a folder left half-written is still recognised as this
+tool's, and rewritten. Each file written is announced by a "wrote PATH" line, the replay's frames
+by a progress line every few seconds.
 """
 
+import hashlib
 import json
+import math
 import os
 import sys
 from pathlib import Path
 from typing import Optional
 
 import atomic
+import checkpoint
+from core import run_args
 from core.run_args import HYPERPARAMETERS
 from evaluation import eval_file, progress
 from evaluation.share import FRAMEWORK_NAMES, TOOL, refused
@@ -96,8 +103,10 @@ CONFIG_FIELDS = (
 )
 # the fields by which a config.json is the checkpoint's run's: the same values in its metadata
 MATCH_FIELDS = ("framework", "env", "env_backend", "seed", "model_size", "dtype", "norm_obs")
-# the flags of a script whose value is a path on the machine that ran it
-PATH_FLAGS = ("--log-dir", "--log_dir", "--resume")
+# The flags of a run's command that the folder publishes, with their values: those of CONFIG_FIELDS
+# (what was trained, and how) and --save-model (which wrote the checkpoint). Not the others: paths
+# (--log-dir, --resume), the run's name and label (--exp-name, --tag), W&B's names, the device.
+PUBLIC_FLAGS = frozenset(CONFIG_FIELDS) | {"save_model"}
 
 
 # --------------------------------------------------------------------------------------- the checks
@@ -137,20 +146,30 @@ def check_target(folder: Path, name: str) -> None:
 
 # ---------------------------------------------------------------------------- what gets published
 def public_command(command: list) -> list[str]:
-    """A run's command (its sys.argv) as the card shows it: the script's base name and its flags,
-    less the flags whose value is a path on the machine that ran it."""
+    """A run's command (its sys.argv) as the card shows it: the script's base name and the flags of
+    PUBLIC_FLAGS (--flag, --no-flag, --flag=value, or --flag and the words of its value); every
+    other flag is left out with its value."""
     if not command:
         return []
-    words = [Path(command[0]).name]
-    skip = False
+    words, public = [Path(command[0]).name], False
     for word in command[1:]:
-        if skip:
-            skip = False
-        elif word in PATH_FLAGS:
-            skip = True
-        elif not word.startswith(tuple(f"{flag}=" for flag in PATH_FLAGS)):
+        if word.startswith("--"):
+            name = run_args.key(word.partition("=")[0])
+            public = name in PUBLIC_FLAGS or name.removeprefix("no_") in PUBLIC_FLAGS
+        if public:
             words.append(word)
     return words
+
+
+def check_result(result: dict) -> None:
+    """ValueError (one line) for an evaluation the card cannot publish: a mean or std return that is
+    not a finite number (the card would say nan)."""
+    for name in ("mean_return", "std_return"):
+        if not math.isfinite(result[name]):
+            raise ValueError(
+                f"{FLAG}: the evaluation's {name} is {result[name]}, not a finite number: the "
+                "folder is not written"
+            )
 
 
 def is_scalar(value) -> bool:
@@ -318,10 +337,11 @@ def record_replay(replay, folder: Path, meta: dict) -> bool:
 
 def write_hub_folder(folder, ckpt_path: Path, ckpt, result: dict, replay) -> None:
     """The Hub folder (the module's docstring says what it holds): everything it writes is read,
-    made and checked first (check_hub_folder), then written, config.json first. result: this
-    evaluation's entry of eval.json."""
+    made and checked first (check_hub_folder, check_result), then written, config.json first.
+    result: this evaluation's entry of eval.json."""
     folder = Path(folder)
     check_hub_folder(folder)
+    check_result(result)
     meta = ckpt.meta
     config = {
         atomic.WRITTEN_BY: HUB_TOOL,
@@ -329,8 +349,11 @@ def write_hub_folder(folder, ckpt_path: Path, ckpt, result: dict, replay) -> Non
         "training_config": training_config(Path(ckpt_path), meta),
         "checkpoint": public_meta(meta),
     }
+    model = checkpoint.checkpoint_bytes(ckpt_path, ckpt.params, ckpt.obs_norm, public_meta(meta))
+    # this evaluation names the checkpoint the folder publishes: the same tensors, another command
+    published = ckpt._replace(file=MODEL, sha256=hashlib.sha256(model).hexdigest())
+    result = {**result, "checkpoint": eval_file.checkpoint_entry(published)}
     record = eval_file.merged(folder / EVAL, result)
-    model = Path(ckpt_path).read_bytes()
     code = {name: (ROOT / name).read_bytes() for name in CODE}
     files = sorted([CARD, MARK_FILE, MODEL, EVAL, *CODE])
     # the card with and without the replay: made before anything is written, the video decides

@@ -21,11 +21,11 @@ CHECKPOINT_ENVS = {
 }
 
 
-def random_checkpoint(path: Path, env_id: str, seed: int = 0) -> Path:
+def random_checkpoint(path: Path, env_id: str, seed: int = 0, command=None) -> Path:
     """A --norm-obs checkpoint of env_id with random parameters of the small model's shapes, written
     by checkpoint.save. The actor's head is scaled up (3 / sqrt(fan_in)) so that the logits stand
     apart (no near-tie that float32 rounding could flip) and the Gaussian's mean often leaves
-    Pendulum's bounds (the clip is used)."""
+    Pendulum's bounds (the clip is used). command: its metadata's (default: a plain one)."""
     framework, kind, obs_dim, num_actions = CHECKPOINT_ENVS[env_id]
     rng = np.random.default_rng(seed)
     sizes = (obs_dim, *model_file.MODEL_SIZES["small"])
@@ -57,7 +57,8 @@ def random_checkpoint(path: Path, env_id: str, seed: int = 0) -> Path:
         "iteration": 3,
         "final_return": 12.5,
         "commit": "unknown",
-        "command": [f"ppo_{framework}.py", "--env", env_id, "--norm-obs", "--save-model"],
+        "command": command
+        or [f"ppo_{framework}.py", "--env", env_id, "--norm-obs", "--save-model"],
         "seed": 1,
     }
     path.mkdir(parents=True, exist_ok=True)

@@ -90,6 +90,20 @@ def test_a_total_that_cannot_be_run_is_refused(linen_args, argv, message):
         command_line.translate(linen_args, argv, batch_of(linen_args))
 
 
+@pytest.mark.parametrize("argv", [["--resume", "None"], ["--resume=None"], ["--resume", ""]])
+def test_a_resume_of_none_is_refused_not_a_new_run(linen_args, argv):
+    """tyro reads --resume None as not given, and Args cannot tell it from the default: an unset
+    variable (--resume "$RUN", or None written for it) trained a new run (issue 79 item 4). None is
+    refused with the command line, "" by Args; and where the run's flags are read, neither is taken
+    for no --resume."""
+    import checkpoint
+
+    with pytest.raises(ValueError, match=r"^--resume must be a run folder, got '(None)?'$"):
+        command_line.parse_args(linen_args, argv)
+    with pytest.raises(checkpoint.BadCheckpoint, match="not a run folder"):
+        checkpoint.resumed_argv(["seed"], argv)
+
+
 def run_script(tmp_path, *argv):
     cmd = [sys.executable, str(ROOT / "ppo_linen.py"), *argv, "--log-dir", str(tmp_path / "runs")]
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)

@@ -234,6 +234,8 @@ def test_missing_path_is_refused(tmp_path):
 def test_framework_not_in_the_list_is_refused(tmp_path):
     proc = run_evaluate(str(tmp_path), "--framework", "jax")
     assert_refused(proc, ["'jax'", "--framework", *FRAMEWORKS], tmp_path, [])
+    # the choices a user can give: None was one of them (issue 79 item 4)
+    assert "None" not in proc.stderr and "'trained'" in proc.stderr
 
 
 def test_bad_episodes_is_refused(tmp_path):

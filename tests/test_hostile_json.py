@@ -9,8 +9,10 @@ import sys
 
 import pytest
 from analysis_runs import ENVS, analyse, linen_nnx, write_csv
+from checkpoints import random_checkpoint
 
 import atomic
+import evaluate
 from benchmarks import purejaxrl_runs
 from benchmarks.common import interpreter_versions
 from core import env_timing_file, runlog
@@ -92,6 +94,32 @@ def test_an_interpreter_that_answers_deep_json_is_one_line(tmp_path):
     with pytest.raises(RuntimeError) as refusal:
         interpreter_versions(python, ["jax"])
     assert "\n" not in str(refusal.value) and "versions: nested deeper" in str(refusal.value)
+
+
+def no_episodes(*args):
+    raise AssertionError("the episodes ran")
+
+
+@pytest.mark.parametrize(
+    "named", [{"file": ["x"]}, {"file": "model.safetensors", "sha256": {"a": 1}}, ["x"], 7]
+)
+def test_an_eval_json_entry_that_names_its_checkpoint_otherwise_is_refused_first(
+    tmp_path, capsys, monkeypatch, named
+):
+    """{"checkpoint": {"file": ["x"]}} in eval.json was TypeError: unhashable type: 'list' after
+    the episodes, the evaluation lost (issue 79 item 7): refused in one line before them (exit 2),
+    eval.json left as it is."""
+    random_checkpoint(tmp_path, "CartPole-v1")
+    evaluations = [{"framework": "linen", "checkpoint": named}]
+    text = json.dumps({atomic.WRITTEN_BY: "evaluate.py", "evaluations": evaluations})
+    (tmp_path / "eval.json").write_text(text)
+    monkeypatch.setattr(evaluate, "prepare", no_episodes)
+    with pytest.raises(SystemExit) as done:
+        evaluate.main([str(tmp_path)])
+    errors = capsys.readouterr().err.strip().splitlines()
+    assert done.value.code == 2 and len(errors) == 1
+    assert "eval.json" in errors[0] and "evaluation 0's checkpoint" in errors[0]
+    assert (tmp_path / "eval.json").read_text() == text
 
 
 def test_atomic_is_the_reader_of_runlog():

@@ -14,7 +14,7 @@ from script_runs import FIRST_FAST, script_module, stripped_copy
 
 import bookkeeping
 from core.events import read_scalars
-from helpers import STUDY, TINY, run_script
+from helpers import ROOT, STUDY, TINY, run_script
 from sweep import env_timing
 
 FRAMEWORKS = list(STUDY.frameworks)
@@ -55,6 +55,25 @@ NONSENSE = {
     "seed past envpool's int32": (["--seed", str(2**31)], ["--seed", str(2**31)]),
     "negative seed": (["--seed", "-1"], ["--seed", "-1"]),
     "empty log dir": (["--log-dir", ""], ["--log-dir", "''"]),
+    # names that become paths (issue 79 item 4): each one folder's name, within NAME_MAX
+    "exp name out of the log dir": (
+        ["--exp-name", "/../../../../elsewhere/escaped"],
+        ["--exp-name", "'/../../../../elsewhere/escaped'", "without /"],
+    ),
+    "exp name of 300 characters": (["--exp-name", "x" * 300], ["--exp-name", "128 bytes"]),
+    "exp name of 2-byte characters past 128 bytes": (["--exp-name", "é" * 65], ["--exp-name"]),
+    "exp name ..": (["--exp-name", ".."], ["--exp-name", "'..'"]),
+    "tag a path": (["--tag", "linux/h200"], ["--tag", "'linux/h200'"]),
+    "tag with a backslash": (["--tag", "a\\b"], ["--tag", "without /"]),
+    "empty tag": (["--tag", ""], ["--tag", "''"]),
+    "log dir s3:": (["--log-dir", "s3:"], ["--log-dir", "'s3:'", "not a URL"]),
+    "log dir gs://": (["--log-dir", "gs://bucket/runs"], ["--log-dir", "'gs://bucket/runs'"]),
+    "log dir hdfs://": (["--log-dir", "hdfs://host/runs"], ["--log-dir", "not a URL"]),
+    "log dir name past NAME_MAX": (["--log-dir", "runs/" + "x" * 256], ["--log-dir", "255 bytes"]),
+    "resume empty": (["--resume", ""], ["--resume", "a run folder", "''"]),
+    "resume None": (["--resume", "None"], ["--resume", "a run folder", "'None'"]),
+    "resume=None": (["--resume=None"], ["--resume", "'None'"]),
+    "resume nowhere": (["--resume", "/no/such/run"], ["--resume", "'/no/such/run'"]),
 }
 # Refused by the bookkeeping (it knows the machine and W&B), not by Args
 BOOKKEEPING_REFUSALS = {
@@ -97,7 +116,7 @@ def test_nonsense_is_refused_naming_the_flag_and_its_value(framework, case):
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
-def test_sensible_edges_are_accepted(framework):
+def test_sensible_edges_are_accepted(framework, tmp_path):
     """The checks refuse nonsense only: the edges of each range are valid PPO settings."""
     edges = [
         "--gamma",
@@ -115,6 +134,12 @@ def test_sensible_edges_are_accepted(framework):
         script_module(framework).Args, [*edges, "--seed", str(2**31 - 1), "--env-threads", "0"]
     )
     assert args.gamma == 1.0 and args.seed == 2**31 - 1
+    # names: 128 bytes, dots, a colon after the first /, a log dir above this one, a run folder
+    names = ["--exp-name", "x" * 128, "--tag", "linux-h200.v2", "--log-dir", "../runs/./s3:x"]
+    args = bookkeeping.check_args(
+        script_module(framework).Args, [*names, "--resume", str(tmp_path)]
+    )
+    assert args.exp_name == "x" * 128 and args.log_dir == "../runs/./s3:x"
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
@@ -248,7 +273,7 @@ def test_a_run_of_many_agents_opens_no_more_files_than_a_run_of_one(tmp_path):
     log_dir = tmp_path / "runs"
     argv = ["--num-envs", "1", "--num-steps", "8", "--num-minibatches", "1", "--num-agents", "400"]
     argv += ["--num-iterations", "1", "--update-epochs", "1"]
-    script = STUDY.frameworks[FRAMEWORKS[0]].script
+    script = str(ROOT / STUDY.frameworks[FRAMEWORKS[0]].script)
     proc = subprocess.run(
         [sys.executable, script, *argv, "--log-dir", str(log_dir)],
         capture_output=True,
@@ -262,3 +287,105 @@ def test_a_run_of_many_agents_opens_no_more_files_than_a_run_of_one(tmp_path):
     assert not list(run_dir.glob("agent_*"))
     scalars = read_scalars(run_dir)
     assert {f"agent_{k}/losses/value_loss" for k in range(400)} <= set(scalars.columns)
+
+
+# ------------------------------------------------------ names that become paths (issue 79 item 4)
+def test_the_longest_run_name_fits_a_folder_name():
+    """--exp-name's 128 bytes leave room for the rest of the run folder's name within NAME_MAX (255
+    bytes): the longest env id the scripts know, framework, model size, compile mode, seed, unix
+    time and a suffix for a name taken (a 300-character name failed after --log-dir was made)."""
+    from dataclasses import fields
+    from typing import get_args
+
+    import gymnax
+
+    import env_adapters
+
+    envs = [*env_adapters.ENVPOOL_ENVS, *env_adapters.adapted_envs(), *gymnax.registered_envs]
+    book = bookkeeping.Bookkeeping.__new__(bookkeeping.Bookkeeping)
+    for framework in FRAMEWORKS:
+        args_type = script_module(framework).Args
+        types = {field.name: field.type for field in fields(args_type)}
+        longest = {name: max(get_args(types[name]), key=len) for name in ("compile", "model_size")}
+        args = args_type(env=max(envs, key=len), exp_name="é" * 64, seed=2**31 - 1, **longest)
+        assert len(os.fsencode(book.run_name(args, framework) + "-999")) <= 255
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--exp-name", "/../../escaped"],
+        ["--exp-name", "x" * 300],
+        ["--log-dir", "s3:"],
+        ["--resume", ""],
+        ["--resume", "None"],
+    ],
+    ids=["exp name a path", "exp name of 300", "log dir s3:", "resume ''", "resume None"],
+)
+def test_a_name_that_would_be_a_path_is_refused_before_the_imports(tmp_path, argv):
+    """Before any folder, and before JAX (core/command_line.py's before_imports): --exp-name
+    "/../../escaped" wrote the run outside --log-dir (exit 0), "x" * 300 failed after making
+    --log-dir, s3: went to tensorboardX's S3 writer, and --resume "" or None trained anew."""
+    log_dir = tmp_path / "deep" / "runs"
+    script = str(ROOT / STUDY.frameworks[FRAMEWORKS[0]].script)
+    cmd = [sys.executable, "-X", "importtime", script, "--log-dir", str(log_dir), *argv]
+    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    errors = [line for line in proc.stderr.splitlines() if not line.startswith("import time:")]
+    assert len(errors) == 1 and errors[0].startswith(f"error: {argv[0]} must be "), errors
+    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines()}
+    assert not {"jax", "flax", "torch"} & imported
+    assert list(tmp_path.iterdir()) == []
+
+
+# ------------------------------------------------- the environment's variables (issue 79 item 7)
+def test_a_wandb_mode_that_wandb_refuses_is_one_line_with_track(monkeypatch):
+    """WANDB_MODE=bogus --track was a 34-line pydantic traceback after the run folder was made."""
+    monkeypatch.setenv("WANDB_MODE", "bogus")
+    message = refusal("linen", ["--track"])
+    assert "WANDB_MODE='bogus'" in message and "offline" in message and "\n" not in message
+    # without --track W&B never reads it; a mode W&B takes is taken
+    bookkeeping.check_args(script_module("linen").Args, [])
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    bookkeeping.check_args(script_module("linen").Args, ["--track"])
+
+
+def test_the_wandb_modes_are_wandbs_own():
+    from typing import get_args
+
+    from wandb.sdk.wandb_settings import Settings
+
+    from core import run_checks
+
+    assert set(run_checks.WANDB_MODES) == set(get_args(Settings.model_fields["mode"].annotation))
+
+
+@pytest.mark.parametrize(
+    "value, why",
+    [
+        ("garbage", "does not start with --"),
+        ("  xla_dump_to=/tmp/x", "does not start with --"),
+        ("--xla_cpu_enable_fast_math=false -xla_dump_to=/tmp/x", "--name=value"),
+    ],
+)
+def test_an_xla_flags_that_xla_would_die_on_is_one_line(monkeypatch, value, why):
+    """XLA_FLAGS=garbage ended the process with XLA's own fatal line when JAX started (XLA reads a
+    value without a leading -- as a file of flags); refused by check_environment, which the scripts
+    call before JAX starts (bookkeeping.exit_on_bad_environment)."""
+    from core import run_checks
+
+    monkeypatch.setenv("XLA_FLAGS", value)
+    with pytest.raises(ValueError) as refused:
+        run_checks.check_environment()
+    message = str(refused.value)
+    assert message.startswith(f"XLA_FLAGS={value!r}: ") and why in message and "\n" not in message
+
+
+def test_an_xla_flags_that_xla_takes_is_taken(tmp_path):
+    """Flags, nothing, or the name of a file of flags (which XLA reads)."""
+    from core import run_checks
+
+    flags = tmp_path / "xla_flags.txt"
+    flags.write_text("--xla_cpu_enable_fast_math=false\n")
+    for value in ("", "  --xla_dump_to=/tmp/x --xla_cpu_enable_fast_math=false", str(flags)):
+        run_checks.check_xla_flags(value)

@@ -158,8 +158,16 @@ def test_the_hub_folder_is_built_offline_and_its_card_read_by_huggingface_hub(
     assert eval_result.metric_type == "mean_reward"
     assert eval_result.metric_value == f"{result['mean_return']:.2f} +/- {result['std_return']:.2f}"
 
-    assert (folder / "model.safetensors").read_bytes() == path.read_bytes()
-    assert json.loads((folder / "eval.json").read_text())["evaluations"] == [result]
+    # the checkpoint's tensors and metadata (its command public already), written anew
+    published = model_file.load(folder / "model.safetensors")
+    assert published.meta == ckpt.meta and published.obs_norm.keys() == ckpt.obs_norm.keys()
+    for name in ckpt.params:
+        np.testing.assert_array_equal(published.params[name], ckpt.params[name])
+    # the evaluation names the checkpoint the folder publishes
+    named = {"file": "model.safetensors", "sha256": published.sha256}
+    assert json.loads((folder / "eval.json").read_text())["evaluations"] == [
+        {**result, "checkpoint": named}
+    ]
     config = json.loads((folder / "config.json").read_text())
     assert config["command"] == ckpt.meta["command"] and config["checkpoint"] == ckpt.meta
     assert config["training_config"] == PUBLISHED_CONFIG
@@ -225,6 +233,82 @@ def test_evaluate_refuses_a_foreign_hub_folder_before_anything_is_written(tmp_pa
     assert len(proc.stderr.strip().splitlines()) == 1 and "--hub-folder" in proc.stderr
     assert not (path.parent / "eval.json").exists()
     assert [p.name for p in theirs.iterdir()] == ["README.md"]
+
+
+# a training command as typed (issue 79 item 5): what defines the policy, and what names the run,
+# its owner and its machine
+PRIVATE_FLAGS = [
+    *("--exp-name", "secret-exp", "--tag", "someones-laptop", "--wandb-entity", "someone"),
+    *("--wandb-project-name=private-project", "--track", "--log-dir", "/home/someone/runs"),
+    "--resume=/home/someone/runs/x",
+]
+PRIVATE_WORDS = ("secret-exp", "someones-laptop", "someone", "private-project", "--track", "--tag")
+POLICY_FLAGS = ["--env", "CartPole-v1", "--learning-rate", "0.001", "--no-anneal-lr"]
+POLICY_FLAGS += ["--num-envs=8", "--norm-obs", "--save-model"]
+
+
+def test_the_published_command_holds_the_flags_that_define_the_policy_only():
+    command = ["/home/someone/ppo_linen.py", *PRIVATE_FLAGS[:6], *POLICY_FLAGS, *PRIVATE_FLAGS[6:]]
+    assert hub.public_command(command) == ["ppo_linen.py", *POLICY_FLAGS]
+
+
+def hand_result(ckpt, mean: float = 20.0) -> dict:
+    """An evaluation's entry of eval.json, made by hand (no episodes)."""
+    return {
+        **dict(framework="linen", trained_by="linen", env="CartPole-v1", env_backend="gymnax"),
+        **dict(mode="deterministic", episodes=2, seed=3, mean_return=mean, std_return=1.0),
+        **dict(returns=[19.0, 21.0], lengths=[19, 21], iteration=3),
+        "checkpoint": evaluate.eval_file.checkpoint_entry(ckpt),
+    }
+
+
+def test_the_hub_folder_publishes_no_name_tag_or_wandb_name_of_the_command(tmp_path):
+    """The checkpoint's command and its run's config.json's, as typed with --wandb-entity,
+    --wandb-project-name, --tag, --exp-name and paths: none of them in the card, config.json (three
+    copies of the command there) or the model file's metadata, nor when shared again from the
+    folder; the policy's flags are."""
+    command = ["/home/someone/ppo_linen.py", *PRIVATE_FLAGS, *POLICY_FLAGS]
+    path = random_checkpoint(tmp_path / "run", "CartPole-v1", command=command)
+    atomic.write_json(path.parent / "config.json", {**RUN_CONFIG, "command": command})
+    ckpt = model_file.load(path)
+    hub.write_hub_folder(tmp_path / "hub", path, ckpt, hand_result(ckpt), None)
+    hub.write_hub_folder(
+        tmp_path / "again", tmp_path / "hub" / "model.safetensors", ckpt, hand_result(ckpt), None
+    )
+    for folder in ("hub", "again"):
+        config = json.loads((tmp_path / folder / "config.json").read_text())
+        published = ["ppo_linen.py", *POLICY_FLAGS]
+        assert config["command"] == config["checkpoint"]["command"] == published
+        assert config["training_config"]["command"] == published
+        assert model_file.load(tmp_path / folder / "model.safetensors").meta["command"] == published
+        for name in ("config.json", "README.md", "eval.json", "model.safetensors"):
+            text = (tmp_path / folder / name).read_bytes().decode("latin-1")
+            assert not [word for word in PRIVATE_WORDS if word in text], (folder, name)
+    assert (
+        "python ppo_linen.py --env CartPole-v1 --learning-rate 0.001"
+        in (tmp_path / "hub" / "README.md").read_text()
+    )
+
+
+def test_a_nan_evaluation_is_not_published(tmp_path, monkeypatch):
+    """A mean return of nan was published (mean_reward "nan +/- nan"): refused in one line, nothing
+    written; by evaluate.py --hub-folder with exit code 1, not even eval.json beside the
+    checkpoint."""
+    path = random_checkpoint(tmp_path / "run", "CartPole-v1")
+    ckpt = model_file.load(path)
+    with pytest.raises(ValueError) as refusal:
+        hub.write_hub_folder(tmp_path / "hub", path, ckpt, hand_result(ckpt, float("nan")), None)
+    assert "mean_return is nan" in str(refusal.value) and "\n" not in str(refusal.value)
+    assert not (tmp_path / "hub").exists()
+
+    nan = evaluate.Evaluation(hand_result(ckpt, float("nan")), None)
+    monkeypatch.setattr(evaluate, "prepare", lambda *args: None)
+    monkeypatch.setattr(evaluate, "evaluate", lambda *args: nan)
+    with pytest.raises(SystemExit) as done:
+        evaluate.main([str(path), "--hub-folder", str(tmp_path / "hub")])
+    assert done.value.code == 1
+    assert sorted(p.name for p in path.parent.iterdir()) == ["model.safetensors"]
+    assert not (tmp_path / "hub").exists()
 
 
 @pytest.mark.slow
