@@ -199,8 +199,8 @@ def dtype_pairs(summary: pd.DataFrame, masks: dict, study: Study, metric: str) -
     frames = []
     for experiment, mask in speedup_masks(summary, masks, study, metric).items():
         data = experiment_data(summary, mask, column, experiment)
-        for a, b in dtype_pair_names(study.experiments[experiment].dtypes):
-            frame = paired(data, column, "dtype", a, b, keys, np.divide)
+        pairs = dtype_pair_names(study.experiments[experiment].dtypes)
+        for frame in paired(data, column, "dtype", pairs, keys, np.divide):
             frames.append(frame.assign(dtype=frame["pair"]))
     frames = [frame for frame in frames if not frame.empty]
     if not frames:
@@ -214,21 +214,23 @@ def dtype_table(summary: pd.DataFrame, masks: dict, study: Study) -> pd.DataFram
     rows = []
     for metric in METRICS:
         ratios = dtype_pairs(summary, masks, study, metric)
-        ratios = ratios.assign(backend=backends_of(ratios))
-        for experiment, exp in study.experiments.items():
-            names = [f"{a}->{b}" for a, b in dtype_pair_names(exp.dtypes)]
-            cells = itertools.product(exp.backends, study.sizes, study.frameworks, names)
-            keys = (
-                {
-                    "experiment": experiment,
-                    "backend": backend,
-                    "size": size,
-                    "framework": fw,
-                    "pair": pair,
-                }
-                for backend, size, fw, pair in cells
+        keys = (
+            {
+                "experiment": experiment,
+                "backend": backend,
+                "size": size,
+                "framework": fw,
+                "pair": pair,
+            }
+            for experiment, exp in study.experiments.items()
+            for backend, size, fw, pair in itertools.product(
+                exp.backends,
+                study.sizes,
+                study.frameworks,
+                [f"{a}->{b}" for a, b in dtype_pair_names(exp.dtypes)],
             )
-            rows += table_rows(metric, ratios, keys)
+        )
+        rows += table_rows(metric, ratios.assign(backend=backends_of(ratios)), keys)
     return pd.DataFrame(rows, columns=DTYPE_COLUMNS)
 
 

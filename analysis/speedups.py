@@ -91,8 +91,7 @@ def pairwise(
     frames = []
     for experiment, mask in masks.items():
         data = experiment_data(summary, mask, column, experiment)
-        for a, b in study.pairs:
-            frames.append(paired(data, column, "framework", a, b, PAIR_KEYS, op))
+        frames += paired(data, column, "framework", study.pairs, PAIR_KEYS, op)
     frames = [frame for frame in frames if not frame.empty]
     return (
         pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
@@ -110,14 +109,26 @@ def experiment_data(summary: pd.DataFrame, mask, column: str, experiment: str) -
     return data
 
 
-def paired(data: pd.DataFrame, column: str, side: str, a: str, b: str, keys: list, op):
-    """op(A, B) over every pair of a run whose `side` (framework, dtype) is a with one whose `side`
-    is b and the same keys; the rows' keys, run_a, run_b, a, b, value and pair "a->b"."""
-    both = data[data[side] == a].merge(data[data[side] == b], on=keys, suffixes=("_a", "_b"))
-    values_a, values_b = both[f"{column}_a"].to_numpy(float), both[f"{column}_b"].to_numpy(float)
-    return both[[*keys, "run_a", "run_b"]].assign(
-        pair=f"{a}->{b}", a=values_a, b=values_b, value=op(values_a, values_b)
-    )
+def paired(data: pd.DataFrame, column: str, side: str, pairs, keys: list, op) -> list:
+    """Per pair (a, b) of pairs: op(A, B) over every pair of a run whose `side` (framework, dtype)
+    is a with one whose `side` is b and the same keys; the rows' keys, run_a, run_b, a, b, value and
+    pair "a->b"."""
+    # one merge of the runs with themselves for every pair: it keeps the left rows' order (then
+    # the right ones'), so each pair's rows come as from a merge of its own two sides
+    both = data.merge(data, on=keys, suffixes=("_a", "_b"))
+    frames = []
+    for a, b in pairs:
+        rows = both[(both[f"{side}_a"] == a) & (both[f"{side}_b"] == b)]
+        values_a, values_b = (
+            rows[f"{column}_a"].to_numpy(float),
+            rows[f"{column}_b"].to_numpy(float),
+        )
+        frames.append(
+            rows[[*keys, "run_a", "run_b"]].assign(
+                pair=f"{a}->{b}", a=values_a, b=values_b, value=op(values_a, values_b)
+            )
+        )
+    return frames
 
 
 def one_configuration(ratios: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -151,14 +162,25 @@ def metric_pairs(
 
 
 def clusters_of(ratios: pd.DataFrame) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The runs of A and of B of each cluster (same PAIR_KEYS: one env, tag, machine and experiment)
-    of some pair rows."""
-    clusters = []
-    for _, group in ratios.groupby(PAIR_KEYS, sort=True, dropna=False):
-        runs_a = group.drop_duplicates("run_a").sort_values("run_a")["a"].to_numpy(float)
-        runs_b = group.drop_duplicates("run_b").sort_values("run_b")["b"].to_numpy(float)
-        clusters.append((runs_a, runs_b))
-    return clusters
+    """The times of the runs of A and of B (each run once, in run order) of each cluster (same
+    PAIR_KEYS: one env, tag, machine and experiment) of some pair rows, in the clusters' order."""
+    if ratios.empty:
+        return []
+    # each row's cluster, numbered in the clusters' sorted order: one grouping for every cluster
+    cluster = ratios.groupby(PAIR_KEYS, sort=True, dropna=False).ngroup().to_numpy()
+    sides = []
+    for run, time in (("run_a", "a"), ("run_b", "b")):
+        runs = pd.DataFrame(
+            {
+                "cluster": cluster,
+                "run": ratios[run].to_numpy(),
+                "time": ratios[time].to_numpy(float),
+            }
+        )
+        runs = runs.drop_duplicates(["cluster", "run"]).sort_values(["cluster", "run"])
+        starts = np.flatnonzero(np.diff(runs["cluster"].to_numpy())) + 1
+        sides.append(np.split(runs["time"].to_numpy(float), starts))
+    return list(zip(*sides))
 
 
 def several_machines(pairs: dict[str, pd.DataFrame]) -> pd.DataFrame:
@@ -206,16 +228,20 @@ def cell_statistics(cell: pd.DataFrame) -> dict:
 
 def table_rows(metric: str, ratios: pd.DataFrame, keys) -> list[dict]:
     """A table's rows of one metric: per key (a table's column -> value; "size" is the pairs'
-    model_size) whose cell has pairs of runs, the metric, the key and cell_statistics' columns.
-    ratios: pairs with their backend."""
-    rows = []
-    for key in keys:
-        cell = ratios
-        for column, value in key.items():
-            cell = cell[cell["model_size" if column == "size" else column] == value]
-        if not cell.empty:
-            rows.append({"metric": metric, **key, **cell_statistics(cell)})
-    return rows
+    model_size; every key has the same columns) whose cell has pairs of runs, in the keys' order,
+    the metric, the key and cell_statistics' columns. ratios: pairs with their backend."""
+    keys = list(keys)
+    if not keys or ratios.empty:
+        return []
+    # grouped once: a cell is the group of its key's values (its rows in ratios' order), not
+    # ratios filtered again per key of the tables' product
+    by = ["model_size" if column == "size" else column for column in keys[0]]
+    cells = dict(iter(ratios.groupby(by, sort=False)))
+    return [
+        {"metric": metric, **key, **cell_statistics(cells[values])}
+        for key in keys
+        if (values := tuple(key.values())) in cells
+    ]
 
 
 def speedup_table(pairs: dict[str, pd.DataFrame], study: Study) -> pd.DataFrame:
@@ -224,20 +250,14 @@ def speedup_table(pairs: dict[str, pd.DataFrame], study: Study) -> pd.DataFrame:
     pairs of runs (metric_pairs)."""
     rows = []
     for metric, ratios in pairs.items():
-        ratios = ratios.assign(backend=backends_of(ratios))
-        for experiment in metric_experiments(study, metric):
-            variants = experiment_variants(study.experiments[experiment])
-            cells = itertools.product(variants, study.sizes, study.pair_names)
-            keys = (
-                {
-                    "experiment": experiment,
-                    **dict(zip(VARIANTS, variant)),
-                    "size": size,
-                    "pair": pair,
-                }
-                for variant, size, pair in cells
+        keys = (
+            {"experiment": experiment, **dict(zip(VARIANTS, variant)), "size": size, "pair": pair}
+            for experiment in metric_experiments(study, metric)
+            for variant, size, pair in itertools.product(
+                experiment_variants(study.experiments[experiment]), study.sizes, study.pair_names
             )
-            rows += table_rows(metric, ratios, keys)
+        )
+        rows += table_rows(metric, ratios.assign(backend=backends_of(ratios)), keys)
     return pd.DataFrame(rows, columns=SPEEDUP_COLUMNS)
 
 

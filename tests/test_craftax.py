@@ -18,6 +18,10 @@ from helpers import ENV_FIELDS, STUDY
 
 MODULES = {name: importlib.import_module(fw.script[:-3]) for name, fw in STUDY.frameworks.items()}
 CRAFTAX_ENVS = env_adapters.CRAFTAX_ENVS
+# Every test here compiles Craftax's jitted reset and step (setup), each env id's once per process:
+# whichever test of an env comes first pays that long compile. So every test is slow, and all run on
+# one xdist worker, where each compile is made once
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_craftax")]
 # one more than the fresh worlds of a step: two envs may share one
 NUM_ENVS = env_adapters.Craftax.NUM_RESETS + 1
 
@@ -51,19 +55,27 @@ def noop(n: int = NUM_ENVS):
     return jnp.zeros(n, jnp.int32)
 
 
-def without_reset(env, params, runner, action):
-    """The step every env takes before any reset, with the keys step_envs draws: obs and states."""
-    step_key = jax.random.split(runner.key)[1]
-    return jax.vmap(env.env.step, in_axes=(0, 0, 0, None))(
-        jax.random.split(step_key, action.shape[0]), runner.env_state, action, params
-    )[:2]
+@cache
+def without_reset(env_id: str):
+    """The step every env of setup("linen", env_id) takes before any reset, with the keys
+    step_envs draws: (runner, action) -> obs and states. Jitted, as the script's step it is compared
+    with: run op by op, Craftax's vmapped step is thousands of dispatches of small ops."""
+    env, params, _, _ = setup("linen", env_id)
+
+    def step(runner, action):
+        step_key = jax.random.split(runner.key)[1]
+        return jax.vmap(env.env.step, in_axes=(0, 0, 0, None))(
+            jax.random.split(step_key, action.shape[0]), runner.env_state, action, params
+        )[:2]
+
+    return jax.jit(step)
 
 
 @pytest.mark.parametrize("env_id", CRAFTAX_ENVS)
 def test_a_death_is_terminated_and_the_env_gets_a_fresh_world(env_id):
-    env, params, reset, step = setup("linen", env_id)
+    _, _, reset, step = setup("linen", env_id)
     runner = kill(reset(jax.random.key(0)), [0])
-    stepped_obs, _ = without_reset(env, params, runner, noop())
+    stepped_obs, _ = without_reset(env_id)(runner, noop())
     next_runner, fields = step(runner, noop())
     assert (
         fields["terminated"].tolist() == [True] + [False] * (NUM_ENVS - 1)
@@ -81,10 +93,19 @@ def test_a_death_is_terminated_and_the_env_gets_a_fresh_world(env_id):
     assert fields["episode_length"].tolist() == [1] + [0] * (NUM_ENVS - 1)
 
 
+def at_timestep(runner, timestep: int):
+    """The Runner with every env's clock set to timestep (its episode counters left as they are)."""
+    clock = runner.env_state.timestep
+    state = runner.env_state.replace(timestep=jnp.full_like(clock, timestep))
+    return runner._replace(env_state=state)
+
+
 @pytest.mark.parametrize("env_id", CRAFTAX_ENVS)
 def test_the_time_limit_truncates_unless_the_agent_dies_then(env_id):
-    env, params, reset, step = setup("linen", env_id, max_timesteps=5)
-    runner = reset(jax.random.key(2))
+    # the env's own limit, 5 steps ahead: the jitted step of the other tests, not one compiled again
+    # for a short limit (the slow test below steps one)
+    _, params, reset, step = setup("linen", env_id)
+    runner = at_timestep(reset(jax.random.key(2)), params.max_timesteps - 5)
     for t in range(1, 6):
         if t == 5:  # env 2 dies at the time limit: terminated, not truncated
             runner = kill(runner, [2])
@@ -121,7 +142,6 @@ def test_types_do_not_change_across_a_step(env_id):
     assert jax.tree.map(jax.typeof, runner) == jax.tree.map(jax.typeof, after)
 
 
-@pytest.mark.slow
 def test_every_framework_steps_craftax_identically():
     """The same keys and actions through each script's glue give the same transitions, bit for bit,
     deaths, time limits and optimistic resets included."""
