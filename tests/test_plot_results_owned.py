@@ -7,6 +7,7 @@ Every plot_results test goes through plot_results.main, as a user would.
 """
 
 import io
+from pathlib import Path
 
 import matplotlib
 import pytest
@@ -15,7 +16,10 @@ from analysis_runs import analyse, snapshot
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from analysis import figures, owned  # noqa: E402
+import plot_results  # noqa: E402
+from analysis import figures, output, owned  # noqa: E402
+from analysis.markdown import LEARNING_MARKERS  # noqa: E402
+from analysis.report import README_MARKERS  # noqa: E402
 from atomic import md_mark  # noqa: E402
 
 USER_TEXT = {
@@ -95,3 +99,59 @@ def test_an_unmarked_figure_that_no_report_of_the_tool_shows_is_not_its_own(tmp_
     assert owned.its_own("exp1_total.png", tmp_path / "exp1_total.png")
     (tmp_path / "exp1_total.png").write_bytes(png(marked=True))
     assert owned.its_own("exp1_total.png", tmp_path / "exp1_total.png") is None
+
+
+# ----------------------------------- issue 79, item 7: a README block file is ours by its markers
+START, END = README_MARKERS
+
+
+def test_a_readme_block_file_without_the_markers_is_refused_before_the_analysis(
+    tmp_path, runs_csv, capsys, monkeypatch
+):
+    """--readme-block mine.md of the user's, without a block between the markers (or with a marker
+    quoted in a sentence, not a line of its own): refused in one line before any run is read, and
+    left as it is (the code of before replaced it whole with the tables)."""
+    monkeypatch.setattr(plot_results, "load_runs", no_analysis)
+    for text in ["# my notes\nsome lines\n", f"# notes: the tables go in {START} ... {END}\n"]:
+        mine = tmp_path / "mine.md"
+        mine.write_text(text)
+        code, errors, _ = analyse(
+            capsys, "--csv", runs_csv, "--out", tmp_path / "out", "--readme-block", mine
+        )
+        assert code == 2 and len(errors) == 1, errors
+        assert f"--readme-block {mine} holds no {START} ... {END}" in errors[0]
+        assert "the only text plot_results.py replaces" in errors[0]
+        assert mine.read_text() == text and not (tmp_path / "out").exists()
+
+
+def no_analysis(*args, **kwargs):
+    raise AssertionError("the runs were read: the refusal came after the analysis")
+
+
+def test_a_readme_block_file_gets_its_blocks_between_their_markers_only(tmp_path):
+    """A new --readme-block file holds each block between its markers (output.readme_with, which
+    plot_results writes it with); a later call replaces the text between them and nothing else: the
+    user's lines around a block stay, and a block the file lacks is added at its end."""
+    block = tmp_path / "block.md"
+    blocks = {README_MARKERS: "the speedups\n", LEARNING_MARKERS: "the returns\n"}
+    new = output.readme_with(block, blocks, "--readme-block", add=True)
+    assert new == f"{START}\nthe speedups\n{END}\n\n{LEARNING_MARKERS[0]}\nthe returns\n" + (
+        f"{LEARNING_MARKERS[1]}\n"
+    )
+    block.write_text(f"# mine\n{START}\nold numbers\n{END}\nmy tail")
+    text = output.readme_with(block, blocks, "--readme-block", add=True)
+    assert text.startswith(f"# mine\n{START}\nthe speedups\n{END}\nmy tail\n\n")
+    assert text.endswith(f"{LEARNING_MARKERS[0]}\nthe returns\n{LEARNING_MARKERS[1]}\n")
+
+
+def test_an_out_that_cannot_be_made_is_refused_before_the_analysis(
+    tmp_path, runs_csv, capsys, monkeypatch
+):
+    """--out /proc/x: /proc takes no new folder, though os.access says root may write there; the
+    code of before read and analysed every run, then failed to make it."""
+    if not Path("/proc/self").is_dir():
+        pytest.skip("no /proc here")
+    monkeypatch.setattr(plot_results, "load_runs", no_analysis)
+    code, errors, _ = analyse(capsys, "--csv", runs_csv, "--out", "/proc/benchback-rl-x")
+    assert code == 2 and len(errors) == 1
+    assert errors[0].startswith("error: --out /proc/benchback-rl-x: cannot write into /proc")
