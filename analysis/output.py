@@ -340,7 +340,7 @@ def block_span(path, lines: list[str], markers: tuple[str, str]):
     """(the line of its opening marker, of its closing one) of a block in lines (a README's, with
     their ends), None when it has none: a marker is a line of its own, as this tool writes it (a
     marker quoted in a sentence is text). BadInput when a marker is such a line twice (which block
-    to replace is ambiguous) or the closing one comes first."""
+    to replace is ambiguous), one is there without the other, or the closing one comes first."""
     found = [[i for i, line in enumerate(lines) if line.rstrip("\r\n") == m] for m in markers]
     for marker, at in zip(markers, found):
         if len(at) > 1:
@@ -348,8 +348,11 @@ def block_span(path, lines: list[str], markers: tuple[str, str]):
                 f"{path} holds {marker} {len(at)} times: which block to replace is ambiguous; "
                 "nothing written (keep one block)"
             )
-    if not all(found):
+    if not any(found):
         return None
+    if not all(found):  # half a block: where the other half was meant to be is anyone's guess
+        held, lacked = markers if found[0] else markers[::-1]
+        raise BadInput(f"{path} holds {held} without {lacked}; nothing written")
     (start,), (end,) = found
     if end < start:
         raise BadInput(f"{path}: {markers[1]} comes before {markers[0]}; nothing written")

@@ -18,6 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 import plot_results  # noqa: E402
 from analysis import figures, output, owned  # noqa: E402
+from analysis.common import BadInput  # noqa: E402
 from analysis.markdown import LEARNING_MARKERS  # noqa: E402
 from analysis.report import README_MARKERS  # noqa: E402
 from atomic import md_mark  # noqa: E402
@@ -142,6 +143,10 @@ def test_a_readme_block_file_gets_its_blocks_between_their_markers_only(tmp_path
     text = output.readme_with(block, blocks, "--readme-block", add=True)
     assert text.startswith(f"# mine\n{START}\nthe speedups\n{END}\nmy tail\n\n")
     assert text.endswith(f"{LEARNING_MARKERS[0]}\nthe returns\n{LEARNING_MARKERS[1]}\n")
+    # half a block is refused, not doubled by a block added at the end
+    block.write_text(f"{START}\nold numbers\n")
+    with pytest.raises(BadInput, match=f"holds {START} without {END}"):
+        output.readme_with(block, blocks, "--readme-block", add=True)
 
 
 def test_an_out_that_cannot_be_made_is_refused_before_the_analysis(
