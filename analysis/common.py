@@ -381,9 +381,13 @@ def check_bounded(flag: str, path, max_bytes: int | None = None) -> None:
 
 def read_bounded_text(flag: str, path, max_bytes: int | None = None) -> str:
     """The text (UTF-8) of a file the analysis reads whole (a README), at most max_bytes; BadInput
-    when it holds more."""
+    when it holds more, or is not UTF-8 text."""
     with open_bounded(flag, path, max_bytes) as stream:
-        return stream.read().decode()
+        data = stream.read()
+    try:
+        return data.decode()
+    except UnicodeDecodeError as e:
+        raise BadInput(f"{flag} {path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
 
 
 def read_table(flag: str, path, **options) -> pd.DataFrame:

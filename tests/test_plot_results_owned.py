@@ -123,6 +123,12 @@ def test_a_readme_block_file_without_the_markers_is_refused_before_the_analysis(
         assert f"--readme-block {mine} holds no {START} ... {END}" in errors[0]
         assert "the only text plot_results.py replaces" in errors[0]
         assert mine.read_text() == text and not (tmp_path / "out").exists()
+    # nor one that is not text (analyse: no traceback)
+    mine.write_bytes(b"\xff\xfe binary")
+    code, errors, _ = analyse(
+        capsys, "--csv", runs_csv, "--out", tmp_path / "out", "--readme-block", mine
+    )
+    assert code == 2 and f"--readme-block {mine}: not UTF-8 text" in errors[0]
 
 
 def no_analysis(*args, **kwargs):
