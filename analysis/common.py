@@ -339,12 +339,12 @@ def too_large(flag: str, path, what: str, max_bytes: int) -> BadInput:
     )
 
 
-def open_bounded(flag: str, path, max_bytes: int | None = None) -> io.BufferedReader:
+def open_bounded(flag: str, path) -> io.BufferedReader:
     """The bytes of a table or text file at path, decompressed by its suffix (.gz, .bz2, .xz, .zip
-    as pandas would), through a stream that raises BadInput at its max_bytes + 1st byte (default
-    MAX_TABLE_BYTES); BadInput at once for a file larger than that on disk (a sparse file of
-    gigabytes), or compressed in a way not read here. OSError when it cannot be read."""
-    max_bytes = MAX_TABLE_BYTES if max_bytes is None else max_bytes
+    as pandas would), through a stream that raises BadInput at its MAX_TABLE_BYTES + 1st byte;
+    BadInput at once for a file larger than that on disk (a sparse file of gigabytes), or
+    compressed in a way not read here. OSError when it cannot be read."""
+    max_bytes = MAX_TABLE_BYTES
     name = str(path).lower()
     if name.endswith(UNREAD_COMPRESSIONS) or ".tar." in name:
         kinds = ", ".join(COMPRESSIONS)
@@ -362,27 +362,27 @@ def open_bounded(flag: str, path, max_bytes: int | None = None) -> io.BufferedRe
 
 def zip_member(flag: str, path):
     """The one file of a zip (pandas reads no other zip); BadInput for a zip of more or none."""
-    archive = zipfile.ZipFile(path)
-    names = archive.namelist()
-    if len(names) != 1:
-        archive.close()
-        raise BadInput(f"{flag} {path}: a zip of {len(names)} files; give one of a single CSV")
-    return archive.open(names[0])
+    with zipfile.ZipFile(path) as archive:
+        names = archive.namelist()
+        if len(names) != 1:
+            raise BadInput(f"{flag} {path}: a zip of {len(names)} files; give one of a single CSV")
+        # the member keeps the file open once the archive is closed
+        return archive.open(names[0])
 
 
-def check_bounded(flag: str, path, max_bytes: int | None = None) -> None:
-    """BadInput (one line) unless the file at path, decompressed, holds at most max_bytes (default
-    MAX_TABLE_BYTES): read through once in chunks and not kept, so that refusing a gzip bomb takes
-    no more memory than a chunk and no longer than decompressing the bound."""
-    with open_bounded(flag, path, max_bytes) as stream:
+def check_bounded(flag: str, path) -> None:
+    """BadInput (one line) unless the file at path, decompressed, holds at most MAX_TABLE_BYTES:
+    read through once in chunks and not kept, so that refusing a gzip bomb takes no more memory
+    than a chunk and no longer than decompressing the bound."""
+    with open_bounded(flag, path) as stream:
         while stream.read(1 << 20):
             pass
 
 
-def read_bounded_text(flag: str, path, max_bytes: int | None = None) -> str:
-    """The text (UTF-8) of a file the analysis reads whole (a README), at most max_bytes; BadInput
-    when it holds more, or is not UTF-8 text."""
-    with open_bounded(flag, path, max_bytes) as stream:
+def read_bounded_text(flag: str, path) -> str:
+    """The text (UTF-8) of a file the analysis reads whole (a README), at most MAX_TABLE_BYTES;
+    BadInput when it holds more, or is not UTF-8 text."""
+    with open_bounded(flag, path) as stream:
         data = stream.read()
     try:
         return data.decode()
