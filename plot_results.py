@@ -44,7 +44,11 @@ given; other files in --out are never touched, and the new files replace the old
 of them are written (analysis/output.py). A file of --out named like one of these that this tool did
 not write (REPORT.md without its mark, a figure without its PNG text chunk, a table without its
 columns: analysis/owned.py) or that is a symbolic link is refused, --force or not; --out itself may
-be a link. The work is done by the analysis package (analysis/__init__.py lists its modules).
+be a link. --readme-block and --update-readme replace only the text between a block's markers
+(each a line of its own): a file holding none is refused before anything is read. A table read
+(--csv, --previous, the tables in --out) or a README larger than analysis.common.MAX_TABLE_BYTES,
+on disk or decompressed, is refused in one line at the bound. The work is done by the analysis
+package (analysis/__init__.py lists its modules).
 """
 
 import argparse
@@ -123,8 +127,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument(
         "--readme-block",
         metavar="FILE",
-        help="also write just the README's tables (markdown: the speedups, then the learning ones) "
-        "to FILE",
+        help="also write just the README's tables (markdown: the speedups, then the learning ones, "
+        "each between its markers as in the README) to FILE: a new file, or one that holds such a "
+        "block, whose text between the markers alone is replaced (a block it lacks is added at its "
+        "end); a file without them is refused",
     )
     parser.add_argument(
         "--previous",
@@ -148,6 +154,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
+# the README's blocks, by their markers: the speedup tables, then the learning ones
+README_BLOCKS = (report.README_MARKERS, markdown.LEARNING_MARKERS)
 PATH_OPTIONS = ("--out", "--csv", "--env-timing", "--readme-block", "--previous", "--update-readme")
 
 
@@ -183,10 +191,12 @@ def check_paths(args: argparse.Namespace, study: Study) -> None:
     for flag, path in files:
         if not Path(path).is_file():
             raise BadInput(f"{flag} {path}: no such file")
-    if args.update_readme is not None:
-        owned.check_target("--update-readme", args.update_readme, new=False)
-    if args.readme_block is not None:
-        owned.check_target("--readme-block", args.readme_block)
+    readmes = {"--update-readme": args.update_readme, "--readme-block": args.readme_block}
+    for flag, path in readmes.items():
+        if path is not None:
+            # --update-readme's README is there already; --readme-block's file may be new
+            owned.check_target(flag, path, new=flag == "--readme-block")
+            owned.check_readme(flag, path, README_BLOCKS)
     names = [*TABLES, output.REPORT, *sorted(figures.figure_files(study))]
     owned.check_out(Path(args.out), names, owned.its_own)
 
@@ -241,6 +251,11 @@ def run(args: argparse.Namespace, study: Study) -> None:
             "(drop --update-readme/--readme-block to write the rest)"
         )
     readme = output.readme_with(Path(args.update_readme), blocks) if args.update_readme else None
+    block_file = (
+        output.readme_with(Path(args.readme_block), blocks, "--readme-block", add=True)
+        if args.readme_block
+        else None
+    )
     tables = [
         runs,
         results.summary,
@@ -288,8 +303,8 @@ def run(args: argparse.Namespace, study: Study) -> None:
         # the mark first (an HTML comment, not shown): the next call knows the file as its own
         (stage / output.REPORT).write_text(f"{md_mark(owned.TOOL)}\n{text}")
     # the files the user named are followed wherever they lead (given: the path itself)
-    if args.readme_block:
-        write_file(args.readme_block, "\n".join(blocks.values()), given=args.readme_block)
+    if block_file is not None:
+        write_file(args.readme_block, block_file, given=args.readme_block)
     if readme is not None:
         write_file(args.update_readme, readme, given=args.update_readme)
     print(

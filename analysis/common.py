@@ -20,11 +20,16 @@ cells (numbers, intervals in [ ], ** for bold) are ours: md_cell keeps their mar
 only what could break the table or be HTML.
 """
 
+import bz2
+import gzip
+import io
 import itertools
+import lzma
 import math
 import os
 import re
 import shlex
+import zipfile
 from datetime import datetime, timezone
 from typing import NamedTuple
 
@@ -198,8 +203,12 @@ def markdown_table(table: pd.DataFrame) -> str:
 
 
 # What reading a CSV file that is not one of this tool's (missing, binary, empty, malformed) raises
+# (or, compressed, whose compression is broken: a truncated gzip, a zip or xz that is not one)
 CSV_READ_ERRORS = (
     OSError,
+    EOFError,
+    zipfile.BadZipFile,
+    lzma.LZMAError,
     ValueError,
     UnicodeDecodeError,
     pd.errors.ParserError,
@@ -285,11 +294,116 @@ def run_keys(table: pd.DataFrame) -> pd.Series:
     return key.where(parts[-1] != "", key + "\x1f" + text_column(table, "run"))
 
 
+# ------------------------------------------------------------------------- files read, bounded
+# The most bytes a table (a runs.csv, a speedups.csv) or a README the analysis reads may hold, on
+# disk and once decompressed: 24 times the largest runs.csv of an edition (results/learning-cpu's,
+# 45 MB for 41,000 rows x iterations), and a table pandas reads in a few GB of memory
+MAX_TABLE_BYTES = 2**30
+# what a table is decompressed by, by the suffix of its name (as pandas infers); a zip holds one
+# file, as pandas wants
+DECOMPRESS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
+COMPRESSIONS = (*DECOMPRESS, ".zip")
+# suffixes pandas would decompress that are not read here: no bounded reader of the standard library
+UNREAD_COMPRESSIONS = (".zst", ".tar", ".tgz")
+
+
+class Bounded(io.RawIOBase):
+    """A binary stream read through, BadInput (one line naming the file and the bound) at its
+    max_bytes + 1st byte: a small gzip that expands to gigabytes is refused at the bound, not read
+    whole."""
+
+    def __init__(self, stream, flag: str, path, max_bytes: int):
+        super().__init__()
+        self.stream, self.flag, self.path, self.max_bytes = stream, flag, path, max_bytes
+        self.count = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        size = self.stream.readinto(buffer)
+        self.count += size
+        if self.count > self.max_bytes:
+            raise too_large(self.flag, self.path, "once decompressed", self.max_bytes)
+        return size
+
+    def close(self) -> None:
+        self.stream.close()
+        super().close()
+
+
+def too_large(flag: str, path, what: str, max_bytes: int) -> BadInput:
+    return BadInput(
+        f"{flag} {path}: more than {max_bytes:,} bytes {what}, the most a file the analysis reads "
+        "may hold; nothing written"
+    )
+
+
+def open_bounded(flag: str, path) -> io.BufferedReader:
+    """The bytes of a table or text file at path, decompressed by its suffix (.gz, .bz2, .xz, .zip
+    as pandas would), through a stream that raises BadInput at its MAX_TABLE_BYTES + 1st byte;
+    BadInput at once for a file larger than that on disk (a sparse file of gigabytes), or
+    compressed in a way not read here. OSError when it cannot be read."""
+    max_bytes = MAX_TABLE_BYTES
+    name = str(path).lower()
+    if name.endswith(UNREAD_COMPRESSIONS) or ".tar." in name:
+        kinds = ", ".join(COMPRESSIONS)
+        raise BadInput(f"{flag} {path}: give it plain or compressed as one of {kinds}")
+    size = os.stat(path).st_size
+    if size > max_bytes:
+        raise too_large(flag, path, "on disk", max_bytes)
+    suffix = os.path.splitext(name)[1]
+    if suffix == ".zip":
+        stream = zip_member(flag, path)
+    else:
+        stream = DECOMPRESS.get(suffix, lambda p: open(p, "rb"))(path)
+    return io.BufferedReader(Bounded(stream, flag, path, max_bytes), 1 << 20)
+
+
+def zip_member(flag: str, path):
+    """The one file of a zip (pandas reads no other zip); BadInput for a zip of more or none."""
+    with zipfile.ZipFile(path) as archive:
+        names = archive.namelist()
+        if len(names) != 1:
+            raise BadInput(f"{flag} {path}: a zip of {len(names)} files; give one of a single CSV")
+        # the member keeps the file open once the archive is closed
+        return archive.open(names[0])
+
+
+def check_bounded(flag: str, path) -> None:
+    """BadInput (one line) unless the file at path, decompressed, holds at most MAX_TABLE_BYTES:
+    read through once in chunks and not kept, so that refusing a gzip bomb takes no more memory
+    than a chunk and no longer than decompressing the bound."""
+    with open_bounded(flag, path) as stream:
+        while stream.read(1 << 20):
+            pass
+
+
+def read_bounded_text(flag: str, path) -> str:
+    """The text (UTF-8) of a file the analysis reads whole (a README), at most MAX_TABLE_BYTES;
+    BadInput when it holds more, or is not UTF-8 text."""
+    with open_bounded(flag, path) as stream:
+        data = stream.read()
+    try:
+        return data.decode()
+    except UnicodeDecodeError as e:
+        raise BadInput(f"{flag} {path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+
+
+def read_table(flag: str, path, **options) -> pd.DataFrame:
+    """pd.read_csv of the table at path (options: read_csv's) within MAX_TABLE_BYTES: checked
+    through first (check_bounded), then read through the same bound."""
+    check_bounded(flag, path)
+    with open_bounded(flag, path) as stream:
+        return pd.read_csv(stream, **options)
+
+
 def read_csv(flag: str, path: str, what: str, **options) -> pd.DataFrame:
     """A CSV file of this tool, its text as it was written from (analysis/common.py), or BadInput
-    naming it when it is empty, binary or not CSV."""
+    naming it when it is empty, binary, not CSV or larger than MAX_TABLE_BYTES (compressed or
+    not)."""
     try:
-        return from_csv(pd.read_csv(path, **options))
+        return from_csv(read_table(flag, path, **options))
     except CSV_READ_ERRORS as e:
         reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise BadInput(f"{flag} {path} is not a {what} of plot_results.py ({reason})") from None

@@ -8,10 +8,13 @@ Every completed run under the folders is drawn (each agent of a run of --num-age
 seed + k: its agent_{k}/ tags), coloured by framework (study.toml's colours), a
 panel per env label (an env on envpool apart from its gymnax twin: "CartPole-v1@envpool"); beside
 the figure, {out}.md tables each run's final return (summary.json: the mean return of its last 10
-iterations) and env steps. An existing --out is replaced only with --force; nothing is written (exit
-status 2, one line) when no completed run has an episodic return, or a path is empty or cannot be
-written (atomic.py and analysis/owned.py: --out, named by the user, is followed if it is a link; the
-.md beside it never is; never into a folder or a device).
+iterations) and env steps. An existing --out is replaced only with --force, and only when this tool
+wrote it (MARK in its PNG text chunk; one of before the mark by the .md beside it, which starts with
+the table's header), and so is the .md beside it (its first line md_mark, or that header); nothing
+is written (exit status 2, one line) when no completed run has an episodic return, or a path is
+empty or cannot be written, or holds a file of someone else (atomic.py and analysis/owned.py: --out,
+named by the user, is followed if it is a link; the .md beside it never is; never into a folder or
+a device).
 """
 
 import argparse
@@ -32,7 +35,7 @@ from analysis.common import (
 )
 from analysis.loading import run_env  # noqa: E402
 from analysis.plotting import framework_colors  # noqa: E402
-from atomic import check_inside, write_file  # noqa: E402
+from atomic import check_inside, md_mark, write_file  # noqa: E402
 from core import (
     runlog,  # noqa: E402
     study,  # noqa: E402
@@ -84,15 +87,38 @@ def final_returns(runs) -> str:
         for seed, _, final in agents(run):
             final = "–" if final is None else f"{final:.1f}"
             rows.append((run_env(run.config), run.config["framework"], seed, steps, final))
-    lines = [
-        "| env | framework | seed | env steps | final return |",
-        "| --- | --- | --- | --- | --- |",
-    ]
+    lines = [md_mark(TOOL), TABLE_HEADER, "| --- | --- | --- | --- | --- |"]
     lines += [
         f"| {md_text(env)} | {md_text(fw)} | {seed} | {steps:,} | {final} |"
         for env, fw, seed, steps, final in sorted(rows)
     ]
     return "\n".join(lines) + "\n"
+
+
+TOOL = "analysis.learning_curves"
+# the PNG text chunk that marks a figure as this tool's (savefig's metadata)
+MARK = {"Source": f"written by {TOOL}; its next run with the same --out and --force replaces it"}
+# the table's first line: the first line of its .md before md_mark, by which such a figure and .md
+# are known as this tool's
+TABLE_HEADER = "| env | framework | seed | env steps | final return |"
+
+
+def why_not_ours(out: Path, path: Path):
+    """None when the file at path (the figure out, or the .md beside it) is this tool's, else why
+    not: a figure by its text chunk, or (one of before the mark) by the .md beside it; the .md by
+    its first line."""
+    table = out.with_suffix(".md")
+    first = (
+        owned.read_head(table, len(md_mark(TOOL)) * 2).decode("utf-8", "replace").partition("\n")[0]
+        if table.is_file() and not table.is_symlink()
+        else None
+    )
+    chunks = owned.png_text(owned.read_head(out, owned.MAX_FIGURE_HEAD)) if path == out else {}
+    if chunks.get("Source") == MARK["Source"]:
+        return None
+    if first == TABLE_HEADER or (path == table and first == md_mark(TOOL)):
+        return None
+    return f"was not written by {TOOL} (no mark of it)"
 
 
 def draw(by_env: dict[str, list], colors: dict[str, str], out: Path) -> None:
@@ -116,7 +142,7 @@ def draw(by_env: dict[str, list], colors: dict[str, str], out: Path) -> None:
         ax.legend(title="framework")
     fig.tight_layout()
     png = io.BytesIO()
-    fig.savefig(png, format="png", dpi=120)
+    fig.savefig(png, format="png", dpi=120, metadata=MARK)
     plt.close(fig)
     write_file(out, png.getvalue(), given=out)
 
@@ -141,6 +167,10 @@ def check(args: argparse.Namespace) -> None:
             raise BadInput(f"--out {out}: {folder} is not a folder")
         if folder == real.parent:
             owned.check_target("--out", path, given=given)
+        # a file there (--force for the figure) is replaced only when this tool wrote it
+        reason = why_not_ours(out, path) if real.is_file() else None
+        if reason:
+            raise BadInput(f"--out: {path} {reason}: it is left as it is, --force or not")
 
 
 def main(argv=None) -> None:

@@ -52,7 +52,9 @@ from analysis.common import (
     SkippedRun,
     from_csv,
     numeric_columns,
+    read_bounded_text,
     read_csv,
+    read_table,
     run_keys,
     text_column,
 )
@@ -96,13 +98,20 @@ def old_table(path: Path, name: str) -> pd.DataFrame:
     if "run_key" in TABLE_KEYS[name]:
         wanted |= {"run", "command", "hostname", "start_time"}
     try:
-        old = pd.read_csv(
-            path, usecols=lambda c: c in wanted, dtype=str, keep_default_na=False, na_values=[""]
+        old = read_table(
+            "--out",
+            path,
+            usecols=lambda c: c in wanted,
+            dtype=str,
+            keep_default_na=False,
+            na_values=[""],
         )
         # its text as written from (analysis/common.py): the keys of the new table's rows
         old = from_csv(old)
     except CSV_READ_ERRORS as e:
         raise ValueError(f"{name} cannot be read ({type(e).__name__})") from None
+    except BadInput as e:  # larger than any table of this tool
+        raise ValueError(f"{name} cannot be read ({e})") from None
     for column, value in ADDED_KEYS.items():
         if column in wanted and column not in old:
             old[column] = value
@@ -327,23 +336,49 @@ def as_bool(values: pd.Series) -> pd.Series:
     return values.map(lambda v: str(v).strip().lower() in ("true", "1", "yes"))
 
 
-def readme_with(path: Path, blocks: dict[tuple[str, str], str]) -> str:
-    """The text of the file at path with each block between its markers (start, end; the markers
-    stay). A file that holds a block's markers more than once is refused: which block is the
-    README's is ambiguous."""
-    text = path.read_text()
-    for (opening, closing), block in blocks.items():
-        twice = [marker for marker in (opening, closing) if text.count(marker) > 1]
-        if twice:
+def block_span(path, lines: list[str], markers: tuple[str, str]):
+    """(the line of its opening marker, of its closing one) of a block in lines (a README's, with
+    their ends), None when it has none: a marker is a line of its own, as this tool writes it (a
+    marker quoted in a sentence is text). BadInput when a marker is such a line twice (which block
+    to replace is ambiguous), one is there without the other, or the closing one comes first."""
+    found = [[i for i, line in enumerate(lines) if line.rstrip("\r\n") == m] for m in markers]
+    for marker, at in zip(markers, found):
+        if len(at) > 1:
             raise BadInput(
-                f"{path} holds {twice[0]} {text.count(twice[0])} times: which block to replace is "
-                "ambiguous; "
+                f"{path} holds {marker} {len(at)} times: which block to replace is ambiguous; "
                 "nothing written (keep one block)"
             )
-        start, end = text.find(opening), text.find(closing)
-        if start < 0 or end < start:
-            raise BadInput(f"{path} has no {opening} ... {closing} block; nothing written")
-        text = text[: start + len(opening)] + "\n" + block + text[end:]
+    if not any(found):
+        return None
+    if not all(found):  # half a block: where the other half was meant to be is anyone's guess
+        held, lacked = markers if found[0] else markers[::-1]
+        raise BadInput(f"{path} holds {held} without {lacked}; nothing written")
+    (start,), (end,) = found
+    if end < start:
+        raise BadInput(f"{path}: {markers[1]} comes before {markers[0]}; nothing written")
+    return start, end
+
+
+def readme_with(
+    path: Path, blocks: dict[tuple[str, str], str], flag: str = "--update-readme", add=False
+) -> str:
+    """The text of the file at path with each block between its markers (start, end; the markers
+    stay, each a line of its own: block_span), the rest as it was. A block whose markers the file
+    lacks is refused, or with add put at its end between its markers (a file not there yet: the
+    blocks alone)."""
+    text = read_bounded_text(flag, path) if not add or Path(path).exists() else ""
+    for markers, block in blocks.items():
+        lines = text.splitlines(keepends=True)
+        block = block if block.endswith("\n") else f"{block}\n"
+        span = block_span(path, lines, markers)
+        if span is not None:
+            text = "".join([*lines[: span[0] + 1], block, *lines[span[1] :]])
+        elif add:
+            if text:  # after a blank line, as the README's blocks are
+                text += "\n\n" if not text.endswith("\n") else "\n"
+            text += f"{markers[0]}\n{block}{markers[1]}\n"
+        else:
+            raise BadInput(f"{path} has no {markers[0]} ... {markers[1]} block; nothing written")
     return text
 
 

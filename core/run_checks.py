@@ -8,20 +8,47 @@ on every run's flags before the first run.
 
 import os
 import platform
+import resource
 import socket
 from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as metadata_version
+from pathlib import Path
 from typing import Optional
 
 import jax
 
 from core.command_line import parse_args
 
-# A lower bound of the rollout's float32 numbers per sample: observations twice (before and after
-# any reset), actions, log-probabilities, values, rewards, returns of ended episodes, advantages and
-# value targets, and the update's shuffled copies of them
-BYTES_PER_SAMPLE = 16 * 4
+# The memory of a run, measured (not derived) on a CPU, 2026-12-07: JAX 0.10.2's CPU client,
+# ppo_linen.py, CartPole-v1, 2 iterations of 1 epoch; summary.json's peak_rss_bytes (and VmPeak of
+# /proc/self/status for the address space):
+#   a tiny run (4 x 16 samples): 580 MB resident, 1.99 GB of address space (torch: 909 MB, 2.58 GB)
+#   small model, 8 minibatches: 262,144 samples 820 MB; 1,048,576 samples 1,186 MB, 2.75 GB of
+#   address space (578 bytes a sample above the tiny run resident, 725 of address space); 1
+#   minibatch: 1,048,576 samples 2,087 MB. 16 agents x 65,536 samples: 1,185 MB, as one agent's
+#   1,048,576.
+#   nnx, equinox: as linen (815-833 MB at 262,144 samples); torch 1,177 bytes a sample (2,144 MB at
+#   1,048,576)
+#   medium model, 262,144 samples: 1,456 MB with 8 minibatches, 2,523 MB with 1, 1,434 MB with 32;
+#   1,048,576 samples, 8 minibatches: 3,883 MB (3,150 bytes a sample), 5.17 GB of address space
+#   large model, 65,536 samples, 8 minibatches: 1,626 MB
+#   Breakout-MinAtar (400 numbers an observation, CartPole's 4), small: 65,536 samples 952 MB
+# A run's estimate: a tiny run's memory (RUN_BYTES resident, RUN_ADDRESS_BYTES of address space),
+# plus every agent's samples times SAMPLE_BYTES and the samples of a minibatch (every agent's) times
+# MINIBATCH_BYTES, of its model size, fitted to the runs above (small: 1 and 8 minibatches at
+# 1,048,576 samples; medium: 8 at 1,048,576, 1 at 262,144), below each of them, resident and address
+# space alike (the address space's base aside). Rounded down, and CartPole's (the smallest
+# observations: an env of larger ones takes more) and linen's (torch takes twice as much), so that
+# the check refuses a run that cannot fit, never one that can. large is taken as medium (its one
+# run above, 16 kB a sample with its parameters in, is too small to fit). On an accelerator the
+# batch is in its memory: the same arrays, the tiny run's memory left out (not measured on one). The
+# audit's run of 64 agents x 1024 envs x 256 steps, small: 9.5 GB estimated; XLA asked for
+# 8,875,492,272 bytes at once when it failed under ulimit -v 4000000.
+RUN_BYTES = 500 * 2**20
+RUN_ADDRESS_BYTES = 1900 * 2**20
+SAMPLE_BYTES = {"small": 450, "medium": 2500, "large": 2500}
+MINIBATCH_BYTES = {"small": 950, "medium": 4300, "large": 4300}
 MAX_BATCH = 2**31 - 1  # the batch is indexed with int32 (the update's permutations)
 WANDB_FORBIDDEN = "/\\#?%:"  # characters W&B refuses in a project (and an entity) name
 WANDB_MAX_NAME = 128
@@ -97,32 +124,89 @@ def chip_held_elsewhere(message: str) -> bool:
     return any(mark in text for mark in CHIP_HELD_MARKS)
 
 
-def memory_bytes() -> int:
-    """The memory the rollout can use: the host's, or the accelerator's when JAX has one (then the
-    smaller)."""
-    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    stats = jax.devices()[0].memory_stats()  # None on a CPU
+def batch_bytes(model_size: str, samples: int, num_minibatches: int) -> int:
+    """The bytes a run of model_size takes at least for samples (every agent's) updated in
+    num_minibatches minibatches, above a tiny run's (SAMPLE_BYTES, MINIBATCH_BYTES; the smallest
+    model's for a size not measured)."""
+    size = model_size if model_size in SAMPLE_BYTES else "small"
+    return samples * SAMPLE_BYTES[size] + samples // num_minibatches * MINIBATCH_BYTES[size]
+
+
+CGROUP = Path("/sys/fs/cgroup")
+V1_LIMIT = "memory.limit_in_bytes"
+
+
+def cgroup_memory_max(own: str = "/proc/self/cgroup", root: Path = CGROUP) -> Optional[int]:
+    """The memory limit of this process's cgroup (own: which it is; v2's memory.max, v1's
+    memory.limit_in_bytes under root), None where none is set or none can be read (v1 says none
+    with a number near 2**63)."""
+    try:
+        lines = Path(own).read_text().splitlines()
+    except OSError:
+        return None
+    files = []
+    for line in lines:
+        _, controllers, folder = line.split(":", 2)
+        folder = folder.lstrip("/")
+        if controllers == "":
+            files += [root / folder / "memory.max", root / "memory.max"]
+        elif "memory" in controllers.split(","):
+            files += [root / "memory" / folder / V1_LIMIT, root / "memory" / V1_LIMIT]
+    for file in files:
+        try:
+            value = file.read_text().strip()
+        except OSError:
+            continue
+        return int(value) if value.isdigit() and int(value) < 2**62 else None
+    return None
+
+
+def memory_limits() -> list[tuple[str, int, int]]:
+    """Each limit a run's memory meets: (what, bytes, what a run takes of it besides its samples).
+    On an accelerator, its memory that JAX may use (the batch is there, the process is not); on a
+    CPU, the machine's memory, the cgroup's limit and the process's own (ulimit -d, and ulimit -v,
+    which bounds the address space: RUN_ADDRESS_BYTES of a tiny run), those that are set."""
+    device = jax.devices()[0]
+    stats = device.memory_stats()  # None on a CPU
     if stats and stats.get("bytes_limit"):
-        memory = min(memory, stats["bytes_limit"])
-    return memory
+        return [(f"the {device.platform.upper()}'s memory for JAX", stats["bytes_limit"], 0)]
+    machine = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    limits = [("this machine's memory", machine, RUN_BYTES)]
+    if (cgroup := cgroup_memory_max()) is not None:
+        limits.append(("the cgroup's memory limit", cgroup, RUN_BYTES))
+    for name, flag, base in (
+        ("RLIMIT_DATA", "-d", RUN_BYTES),
+        ("RLIMIT_AS", "-v", RUN_ADDRESS_BYTES),
+    ):
+        soft = resource.getrlimit(getattr(resource, name))[0]
+        if soft != resource.RLIM_INFINITY:
+            limits.append((f"this process's limit (ulimit {flag}, {name})", soft, base))
+    return limits
 
 
 def check_batch_memory(args) -> None:
-    """ValueError when an agent's batch cannot be indexed or every agent's cannot fit, before the
-    run starts to allocate them."""
+    """ValueError when an agent's batch cannot be indexed, or a run of every agent's samples needs
+    more memory than a limit allows (memory_limits; the estimate: batch_bytes), before the run
+    starts to allocate them."""
     agents = getattr(args, "num_agents", 1)
     samples = agents * args.batch_size
-    memory = memory_bytes()
-    if args.batch_size > MAX_BATCH or samples * BYTES_PER_SAMPLE > memory:
-        product = f"--num-envs {args.num_envs} x --num-steps {args.num_steps}"
-        if agents > 1:
-            product += f" x --num-agents {agents}"
-        at_most = min(MAX_BATCH * agents, memory // BYTES_PER_SAMPLE)
+    product = f"--num-envs {args.num_envs} x --num-steps {args.num_steps}"
+    if agents > 1:
+        product += f" x --num-agents {agents}"
+    if args.batch_size > MAX_BATCH:
         raise ValueError(
-            f"{product} = {samples:,} samples: too many "
-            f"(at most {at_most:,} here; each needs at least "
-            f"{BYTES_PER_SAMPLE} bytes and this machine has {memory / 2**30:.1f} GiB)"
+            f"{product} = {samples:,} samples: too many (at most {MAX_BATCH:,} an agent: the batch "
+            "is indexed with 32-bit integers)"
         )
+    batch = batch_bytes(args.model_size, samples, args.num_minibatches)
+    # the tightest first: the one named is the one to change
+    for what, limit, base in sorted(memory_limits(), key=lambda each: each[1] - each[2]):
+        if base + batch > limit:
+            raise ValueError(
+                f"{product} = {samples:,} samples: too many here (a run of them, {args.model_size} "
+                f"model, {args.num_minibatches} minibatches, needs at least "
+                f"{(base + batch) / 2**30:.1f} GiB, measured; {what} is {limit / 2**30:.1f} GiB)"
+            )
 
 
 def check_wandb_names(args) -> None:

@@ -38,7 +38,9 @@ tells the frames drawn (progress.Progress). A GIF is written by Pillow, each fra
 palette (Pillow's fast octree), which merges identical consecutive frames into one longer frame (it
 then holds fewer frames, and plays as long); an MP4 by imageio's ffmpeg plugin (H.264, the ffmpeg
 of the pinned imageio-ffmpeg), every frame kept. The file is written whole or not at all
-(atomic.write_file) and carries MARK, by which a later --video recognises a file it may replace.
+(atomic.write_file) and carries MARK in its format's comment field (a GIF's comment extension, an
+MP4's comment tag), by which a later --video recognises a file it may replace (not_ours: that field
+read back and equal to MARK; MARK's text elsewhere in a file is anyone's).
 """
 
 import contextlib
@@ -183,14 +185,98 @@ def check_path(path: str) -> None:
             f"--video {path}: a video is {' or '.join(FORMATS)}, not {suffix or 'no suffix'!r}"
         )
     try:
-        atomic.check_replaceable("--video", path, not_ours, read=Path.read_bytes)
+        # not_ours is given the file's path: it reads only the part that holds the mark
+        atomic.check_replaceable("--video", path, not_ours, read=Path)
     except atomic.OutputRefused as e:
         raise CannotRecord(str(e)) from None
 
 
-def not_ours(data: bytes) -> Optional[str]:
-    """Why a file at --video is not a video this tool wrote (None: it is)."""
-    return None if MARK in data else "is not a video evaluate.py wrote"
+def not_ours(path: Path) -> Optional[str]:
+    """Why the file at path is not a video this tool wrote (None: it is): the comment of its
+    format's own metadata is MARK, exactly (a GIF's comment extension, an MP4's comment tag: the
+    field that gif_bytes and mp4_bytes write), not MARK's text anywhere in it (a video of anyone,
+    a frame or a title, may hold it)."""
+    with open(path, "rb") as file:
+        comment = mp4_comment(file) if path.suffix.lower() == ".mp4" else gif_comment(file)
+    return None if comment == MARK else "is not a video evaluate.py wrote (no mark of it)"
+
+
+def gif_comment(file) -> Optional[bytes]:
+    """The comment of a GIF (Pillow reads it, before the first frame, where gif_bytes puts it);
+    None for a file that is not a GIF or has none."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(file, formats=["GIF"]) as image:
+            return image.info.get("comment")
+    except (UnidentifiedImageError, OSError, ValueError, EOFError):
+        return None
+
+
+# the most bytes of an MP4's movie box (its tables and metadata: a few kB a thousand frames) read to
+# find its comment; the media data is skipped, never read
+MAX_MOOV_BYTES = 1 << 26
+# the boxes from the movie box down to the comment's text (ffmpeg's -metadata comment=, in an MP4:
+# iTunes-style metadata), and the bytes before each one's children: meta is a full box (version
+# and flags), data holds its type (1: UTF-8) and locale before the text
+COMMENT_BOXES = ((b"udta", 0), (b"meta", 4), (b"ilst", 0), (b"\xa9cmt", 0), (b"data", 8))
+
+
+def mp4_comment(file) -> Optional[bytes]:
+    """The comment of an MP4 (moov/udta/meta/ilst/©cmt/data, as mp4_bytes writes it); None for a
+    file that has none or is no MP4. The top-level boxes are walked by their sizes."""
+    body = top_box(file, b"moov")
+    for kind, skip in COMMENT_BOXES:
+        body = child_box(body, kind) if body is not None else None
+        body = body[skip:] if body is not None and len(body) >= skip else None
+    return body
+
+
+def box_header(data: bytes) -> Optional[tuple[bytes, int, int]]:
+    """(kind, size in all, header's size) of the box data starts with (a size of 1: a 64-bit size
+    follows; 0: to the end); None when it is no box."""
+    if len(data) < 8:
+        return None
+    size, kind, head = int.from_bytes(data[:4], "big"), data[4:8], 8
+    if size == 1:
+        if len(data) < 16:
+            return None
+        size, head = int.from_bytes(data[8:16], "big"), 16
+    return kind, size, head
+
+
+def top_box(file, kind: bytes) -> Optional[bytes]:
+    """The content of the first top-level box of kind in an open file, at most MAX_MOOV_BYTES;
+    None when there is none, or it is larger."""
+    while True:
+        start = file.tell()
+        header = box_header(file.read(16))
+        if header is None:
+            return None
+        found, size, head = header
+        if size == 0:  # the last box, to the end of the file
+            size = file.seek(0, os.SEEK_END) - start
+        if size < head:
+            return None
+        if found == kind:
+            file.seek(start + head)
+            body = file.read(size - head) if size - head <= MAX_MOOV_BYTES else b""
+            return body if len(body) == size - head else None  # else larger, or cut short
+        file.seek(start + size)
+
+
+def child_box(data: bytes, kind: bytes) -> Optional[bytes]:
+    """The content of the first box of kind among the boxes data holds; None when none."""
+    at = 0
+    while (header := box_header(data[at : at + 16])) is not None:
+        found, size, head = header
+        size = size or len(data) - at
+        if size < head or at + size > len(data):
+            return None
+        if found == kind:
+            return data[at + head : at + size]
+        at += size
+    return None
 
 
 def ffmpeg() -> str:

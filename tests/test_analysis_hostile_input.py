@@ -125,7 +125,9 @@ def test_a_readme_block_through_a_link_or_a_chain_of_links_lands_in_the_file(
 ):
     real = tmp_path / "elsewhere" / "block.md"
     real.parent.mkdir()
-    real.write_text("old block\n")
+    # a block file of this tool: its block between the markers (issue 79: a file without them is
+    # the user's, refused)
+    real.write_text(f"{START}\nold block\n{END}\n")
     real.chmod(0o600)
     first = tmp_path / "first.md"
     first.symlink_to(real)
@@ -136,6 +138,7 @@ def test_a_readme_block_through_a_link_or_a_chain_of_links_lands_in_the_file(
     )
     assert code == 0 and errors == []
     assert link.is_symlink() and first.is_symlink() and "nnx → linen" in real.read_text()
+    assert "old block" not in real.read_text()
     assert stat.S_IMODE(real.stat().st_mode) == 0o600
     assert temporaries(tmp_path, real.parent) == []
 
@@ -272,7 +275,8 @@ def test_the_learning_curves_through_a_link_land_in_the_file(tmp_path, capsys):
     curve_run(tmp_path / "runs")
     real = tmp_path / "figures" / "curves.png"
     real.parent.mkdir()
-    real.write_bytes(b"an old figure")
+    # an old figure of the tool's (issue 79: one of someone else's is refused, --force or not)
+    learning_curves.main([str(tmp_path / "runs"), "--out", str(real)])
     real.chmod(0o640)
     link = tmp_path / "curves.png"
     link.symlink_to(real)

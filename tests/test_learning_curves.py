@@ -74,3 +74,30 @@ def test_no_completed_run_writes_nothing(tmp_path):
     with pytest.raises(SystemExit) as refusal:
         learning_curves.main([str(tmp_path / "runs"), "--out", str(tmp_path / "fig.png")])
     assert refusal.value.code == 2 and not (tmp_path / "fig.png").exists()
+
+
+def test_a_file_of_someone_else_at_out_or_beside_it_is_never_replaced(tmp_path, capsys):
+    """--out mine.png --force replaced any file there, and the .md beside it was replaced without a
+    word (issue 79 item 7). Now a figure is this tool's by its PNG text chunk (one of before the
+    mark by the table beside it), the .md by its first line: a user's file at either is refused in
+    one line, --force or not, and left as it is; the tool's own are replaced."""
+    write_returns_run(tmp_path / "runs", "Pendulum-v1", "linen", [-1200.0, -300.0])
+    out = tmp_path / "fig.png"
+    args = [str(tmp_path / "runs"), "--out", str(out), "--force"]
+    for mine, content in [(out, b"\x89PNG\r\n\x1a\nmy own figure"), (out.with_suffix(".md"), b"#")]:
+        mine.write_bytes(content)
+        with pytest.raises(SystemExit) as refusal:
+            learning_curves.main(args)
+        assert refusal.value.code == 2 and mine.read_bytes() == content
+        err = capsys.readouterr().err
+        assert f"{mine} was not written by analysis.learning_curves" in err and err.count("\n") == 1
+        mine.unlink()
+    learning_curves.main(args)
+    learning_curves.main(args)  # its own, replaced
+    table = out.with_suffix(".md").read_text()
+    assert table.splitlines()[1] == learning_curves.TABLE_HEADER
+    # a figure of before the mark, known by the table of before the mark beside it
+    out.write_bytes(b"\x89PNG\r\n\x1a\nunmarked")
+    out.with_suffix(".md").write_text(table.split("\n", 1)[1])
+    learning_curves.main(args)
+    assert out.read_bytes() != b"\x89PNG\r\n\x1a\nunmarked"

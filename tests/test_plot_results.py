@@ -386,8 +386,10 @@ def test_every_figure_and_the_report(study_out):
         assert f"]({name})" in report
     assert "linux-host" in report and "mac-host" in report and "jax 0.6.0" in report
     block = (out.parent / "block.md").read_text()
-    # the README block: a short intro, then the total and steady tables
-    headline = block.split("\n\n", 1)[1]
+    # the README block, between its markers (issue 79): a short intro, then the total and steady
+    # tables
+    inner = block.split(f"{README_MARKERS[0]}\n", 1)[1].split(README_MARKERS[1])[0]
+    headline = inner.split("\n\n", 1)[1]
     assert "nnx → linen" in block and all(part in report for part in headline.split("\n\n"))
     # REPORT.md has every experiment
     assert "**Rollout" not in block and "(exp5: " not in block and "(exp5: " in report
@@ -867,7 +869,8 @@ def test_previous_edition_side_by_side(study_out, tmp_path):
         )
     assert (new_out / "speedups.csv").read_text() == (out / "speedups.csv").read_text()
     block, report = (tmp_path / "block.md").read_text(), (new_out / "REPORT.md").read_text()
-    edition = block[block.index("**Since the previous edition**") :]
+    # the block file holds the block between its markers (issue 79)
+    edition = block[block.index("**Since the previous edition**") : block.index(README_MARKERS[1])]
     assert edition in report and str(tmp_path / "previous.csv") in edition
     row = now[
         (now["metric"] == "total")

@@ -6,9 +6,13 @@ Every test goes through plot_results.main, as a user would, so that it holds for
 analysis code.
 """
 
+import bz2
+import gzip
 import itertools
+import lzma
 import os
 import re
+import zipfile
 from pathlib import Path
 
 import pandas as pd
@@ -24,9 +28,11 @@ from analysis_runs import (
     write_csv,
     write_run,
 )
+from pandas.testing import assert_frame_equal
 from tensorboardX import SummaryWriter
 
 import plot_results
+from analysis import common
 from helpers import STUDY
 
 
@@ -352,6 +358,57 @@ def test_a_table_with_words_for_numbers_is_one_line_and_exit_2(tmp_path, capsys,
     code, errors, _ = analyse(capsys, *inputs, "--out", tmp_path / "out", "--no-figures")
     assert code == 2 and len(errors) == 1 and "'fast'" in errors[0] and column in errors[0]
     assert not (tmp_path / "out").exists()
+
+
+# ------------------------------------------------- issue 79, item 6: a table of a bounded size
+@pytest.mark.parametrize("kind", ["gzip that expands past it", "sparse file larger than it"])
+@pytest.mark.parametrize("flag", ["--csv", "--previous"])
+def test_a_table_larger_than_the_bound_is_refused_at_the_bound(
+    tmp_path, capsys, monkeypatch, flag, kind
+):
+    """A small gzip that expands past MAX_TABLE_BYTES (the audit's: 22 MB that expanded to 3.6 GB,
+    read whole in 134 s and 6.8 GB before "no completed run"), a sparse file larger than it on
+    disk (2 GB: 27 s, 4.3 GB): one line naming the file and the bound, exit 2, nothing written.
+    The bound is made 1 MiB here; the gzip expands to 16 MiB, refused once 1 MiB is read."""
+    monkeypatch.setattr(common, "MAX_TABLE_BYTES", 1 << 20)
+    if kind.startswith("gzip"):
+        big = tmp_path / "big.csv.gz"
+        big.write_bytes(gzip.compress(b"run,iteration\n" + b"r,1\n" * (1 << 22), 1))
+        assert big.stat().st_size < 1 << 20
+    else:
+        big = tmp_path / "big.csv"
+        with open(big, "wb") as f:
+            f.truncate((1 << 20) + 1)
+    good = write_csv(tmp_path / "good.csv", linen_nnx(ENVS[:1]))
+    inputs = ["--csv", big] if flag == "--csv" else ["--csv", good, "--previous", big]
+    code, errors, _ = analyse(capsys, *inputs, "--out", tmp_path / "out", "--no-figures")
+    assert code == 2 and len(errors) == 1, errors
+    where = "once decompressed" if kind.startswith("gzip") else "on disk"
+    assert f"{flag} {big}: more than 1,048,576 bytes {where}" in errors[0]
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_compressed_table_within_the_bound_is_read_as_pandas_reads_it(tmp_path, capsys):
+    """gzip, bz2, xz and a zip of one file are read through the bound (as pandas read them), and
+    a .zst or .tar, which no bounded reader here takes, is refused in one line naming the ones
+    read."""
+    runs = write_csv(tmp_path / "runs.csv", linen_nnx(ENVS[:1]))
+    data = runs.read_bytes()
+    for suffix, compress in [
+        (".gz", gzip.compress),
+        (".bz2", bz2.compress),
+        (".xz", lzma.compress),
+    ]:
+        path = tmp_path / f"runs.csv{suffix}"
+        path.write_bytes(compress(data))
+        assert_frame_equal(common.read_csv("--csv", path, "runs.csv"), pd.read_csv(runs))
+    with zipfile.ZipFile(tmp_path / "runs.zip", "w") as archive:
+        archive.write(runs, "runs.csv")
+    assert_frame_equal(common.read_csv("--csv", tmp_path / "runs.zip", "t"), pd.read_csv(runs))
+    for name in ("runs.csv.zst", "runs.tar.gz"):
+        (tmp_path / name).write_bytes(b"")
+        with pytest.raises(common.BadInput, match=r"give it plain or compressed as one of \.gz"):
+            common.read_csv("--csv", tmp_path / name, "runs.csv")
 
 
 def test_source_date_epoch_makes_a_replot_byte_for_byte(tmp_path, capsys, monkeypatch):

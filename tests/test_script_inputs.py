@@ -253,12 +253,64 @@ def test_the_batch_memory_check_counts_every_agent():
     refused, naming --num-agents (issue 66 item 7: they were accepted)."""
     from core import run_checks
 
-    per_agent = 64 * 64 * run_checks.BYTES_PER_SAMPLE
-    agents = run_checks.memory_bytes() // per_agent + 1
+    per_agent = run_checks.batch_bytes("small", 64 * 64, 4)
+    _, memory, base = run_checks.memory_limits()[0]
+    agents = (memory - base) // per_agent + 1
     argv = ["--num-envs", "64", "--num-steps", "64", "--num-minibatches", "4"]
     assert bookkeeping.check_args(script_module("linen").Args, argv).num_agents == 1
     message = refusal("linen", [*argv, "--num-agents", str(agents)])
     assert f"x --num-agents {agents} = {agents * 64 * 64:,} samples: too many" in message
+
+
+@pytest.mark.parametrize("limit", ["RLIMIT_AS", "RLIMIT_DATA"])
+def test_the_batch_memory_check_holds_the_process_to_its_own_limits(monkeypatch, limit):
+    """The audit's run (issue 79 item 6): 64 agents x 1024 envs x 256 steps passed the check under
+    `ulimit -v 4000000` (1.07 GB estimated, against the machine's memory), then failed with XLA's
+    RESOURCE_EXHAUSTED (8,875,492,272 bytes) and a failed run folder. With the process's own limit
+    below the run's measured need: refused in one line naming the limit (bookkeeping: exit 2, before
+    the run folder); without the limit, the machine's memory (here, more) decides."""
+    import resource
+
+    from core import run_checks
+
+    argv = ["--num-agents", "64", "--num-envs", "1024", "--num-steps", "256"]
+    real = resource.getrlimit
+    if run_checks.memory_limits()[0][0] != "this machine's memory":
+        pytest.skip("an accelerator: the batch is in its memory")
+    need = run_checks.RUN_BYTES + run_checks.batch_bytes("small", 64 * 1024 * 256, 8)
+    if need <= run_checks.memory_limits()[0][1]:  # the machine holds it
+        bookkeeping.check_args(script_module("linen").Args, argv)
+    soft = 4_000_000 * 1024  # ulimit's kB
+    kind = getattr(resource, limit)
+    monkeypatch.setattr(
+        resource,
+        "getrlimit",
+        lambda which: (soft, real(which)[1]) if which == kind else real(which),
+    )
+    message = refusal("linen", argv)
+    flag = {"RLIMIT_AS": "-v", "RLIMIT_DATA": "-d"}[limit]
+    assert message.startswith("--num-envs 1024 x --num-steps 256 x --num-agents 64 = 16,777,216")
+    assert f"(ulimit {flag}, {limit}) is 3.8 GiB" in message and "\n" not in message
+
+
+def test_the_cgroups_memory_limit_is_read_where_it_is(tmp_path):
+    """cgroup v2's memory.max and v1's memory.limit_in_bytes of this process's cgroup; "max" and
+    v1's near 2**63 are no limit."""
+    from core import run_checks
+
+    own = tmp_path / "cgroup"
+    own.write_text("0::/a/b\n")
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a" / "b" / "memory.max").write_text("4294967296\n")
+    assert run_checks.cgroup_memory_max(own, tmp_path) == 2**32
+    (tmp_path / "a" / "b" / "memory.max").write_text("max\n")
+    assert run_checks.cgroup_memory_max(own, tmp_path) is None
+    own.write_text("4:memory:/c\n0::/\n")
+    (tmp_path / "memory" / "c").mkdir(parents=True)
+    (tmp_path / "memory" / "c" / "memory.limit_in_bytes").write_text("1073741824\n")
+    assert run_checks.cgroup_memory_max(own, tmp_path) == 2**30
+    (tmp_path / "memory" / "c" / "memory.limit_in_bytes").write_text("9223372036854771712\n")
+    assert run_checks.cgroup_memory_max(own, tmp_path) is None
 
 
 def test_a_run_of_many_agents_opens_no_more_files_than_a_run_of_one(tmp_path):

@@ -209,3 +209,56 @@ def test_renderer_failing_midway_is_one_line_and_writes_nothing(tmp_path):
     with pytest.raises(video.CannotRecord, match="could not be drawn") as refused:
         video.record(replay, str(tmp_path / "replay.gif"))
     assert "\n" not in str(refused.value) and list(tmp_path.iterdir()) == []
+
+
+# ------------------------------------------ issue 79, item 7: a video is ours by its comment field
+def tiny_frames():
+    return (np.full((8, 8, 3), level, np.uint8) for level in (0, 120, 240))
+
+
+@pytest.mark.parametrize("suffix", FORMATS)
+def test_a_video_is_known_as_its_own_by_its_comment_field_alone(tmp_path, suffix):
+    """A video gif_bytes or mp4_bytes made is evaluate.py's (MARK in its format's comment field,
+    read back exactly: Pillow's GIF comment, the MP4's moov/udta/meta/ilst/©cmt). A user's file that
+    merely holds MARK's text (a caption, a title, a frame), or holds it in a comment of its own
+    words, is not: refused and left as it is (the code of before took any file holding the text)."""
+    make = video.gif_bytes if suffix == ".gif" else video.mp4_bytes
+    ours = tmp_path / f"ours{suffix}"
+    ours.write_bytes(make(tiny_frames(), 10))
+    assert video.not_ours(ours) is None
+    video.check_path(str(ours))
+    header = ours.read_bytes()[:64] if suffix == ".gif" else ours.read_bytes()[:32]
+    users = {
+        "the text in its data": header + b"my video of benchback-rl evaluate.py --video runs",
+        "the text in a comment of its own": ours.read_bytes().replace(
+            video.MARK, video.MARK[:-1] + b"!"
+        ),
+    }
+    for name, content in users.items():
+        path = tmp_path / f"{name.replace(' ', '_')}{suffix}"
+        path.write_bytes(content)
+        assert video.MARK[:-1] in content
+        with pytest.raises(video.CannotRecord, match="not a video evaluate.py wrote") as refused:
+            video.check_path(str(path))
+        assert "\n" not in str(refused.value) and path.read_bytes() == content, name
+
+
+def test_an_mp4_is_read_box_by_box_for_its_mark():
+    """mp4_comment walks the top-level boxes by their sizes (the media data skipped, never read)
+    and the comment's boxes down from the movie box; a box of a 64-bit size and one that runs to
+    the end of the file are read as MP4 says; a box that claims less than its own header ends the
+    walk (no endless loop)."""
+    import io
+
+    def box(kind: bytes, body: bytes) -> bytes:
+        return (8 + len(body)).to_bytes(4, "big") + kind + body
+
+    data = box(b"data", b"\0\0\0\1\0\0\0\0" + video.MARK)
+    meta = box(b"meta", b"\0" * 4 + box(b"ilst", box(b"\xa9cmt", data)))
+    moov = box(b"moov", box(b"udta", meta))
+    media = b"\0\0\0\1mdat" + (16 + 5).to_bytes(8, "big") + b"12345"
+    assert video.mp4_comment(io.BytesIO(box(b"ftyp", b"isom") + media + moov)) == video.MARK
+    last = b"\0\0\0\0" + moov[4:]  # size 0: to the end of the file
+    assert video.mp4_comment(io.BytesIO(box(b"ftyp", b"isom") + last)) == video.MARK
+    assert video.mp4_comment(io.BytesIO(b"\0\0\0\4ftyp" + moov)) is None
+    assert video.mp4_comment(io.BytesIO(moov[:-3])) is None  # cut short: no mark
