@@ -1,0 +1,109 @@
+"""The one signal policy of the entry points (interrupts.py, issue 79): SIGINT, SIGTERM and SIGHUP
+stop at the next safe point (check), a second signal at once, and a stop raised inside JAX's
+compile ends by os._exit, never by a segfault. In this process, but for the compile."""
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+import interrupts
+from helpers import ROOT
+
+
+@pytest.fixture
+def sighup_ignored():
+    """SIGHUP ignored, as nohup starts a command."""
+    before = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    yield
+    signal.signal(signal.SIGHUP, before)
+
+
+def test_a_signal_stops_at_the_next_check_a_second_at_once(sighup_ignored):
+    """The first signal is noted and stops the code at its next check(); a second stops it at once
+    (a KeyboardInterrupt where the main thread is); a third, during the cleanup, stops nothing. A
+    SIGHUP inherited ignored (nohup) stays ignored; the handlers are put back after the block."""
+    before = signal.getsignal(signal.SIGTERM)
+    stop = interrupts.Interrupts("the next step")
+    with stop.installed():
+        assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+        assert signal.getsignal(signal.SIGTERM) == stop.on_signal
+        interrupts.check()  # nothing came: nothing happens
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert stop.received == ["SIGTERM"]
+        with pytest.raises(KeyboardInterrupt):
+            interrupts.check()
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGINT)
+        assert stop.received == ["SIGTERM", "SIGINT", "SIGINT"] and stop.raised
+    assert signal.getsignal(signal.SIGTERM) == before and interrupts.current is None
+    interrupts.check()  # no policy: nothing
+
+
+def test_sighup_is_caught_unless_inherited_ignored():
+    with interrupts.Interrupts().installed() as stop:
+        assert signal.getsignal(signal.SIGHUP) == stop.on_signal
+        os.kill(os.getpid(), signal.SIGHUP)
+        with pytest.raises(KeyboardInterrupt):
+            interrupts.check()
+
+
+def test_code_safe_to_stop_anywhere_stops_at_the_first_signal_once():
+    """at_checks=False (the analysis): the first signal raises at once, as Python's Ctrl-C; a
+    second, during the cleanup that follows, does not."""
+    with interrupts.Interrupts(at_checks=False).installed() as stop:
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGTERM)
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert stop.received == ["SIGTERM", "SIGTERM"]
+
+
+# two SIGINTs 0.5 s apart once the function's lowering is done (jax.monitoring's event), so that the
+# second lands in XLA's backend compile: 300 unrolled ops compile for seconds (38 s on a busy
+# 2-core CPU)
+COMPILE_STOPPED = """
+import os, signal, threading
+import jax, jax.monitoring, jax.numpy as jnp
+import interrupts
+
+def lowered(event, duration_s, **metadata):
+    if event.endswith("jaxpr_to_mlir_module_duration") and "long" in str(metadata):
+        os.kill(os.getpid(), signal.SIGINT)
+        threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+
+def long(x):
+    for i in range(300):
+        x = jnp.sin(x) @ x + i
+    return x
+
+jax.monitoring.register_event_duration_secs_listener(lowered)
+stop = interrupts.Interrupts("the next check")
+stop.install()
+try:
+    jax.jit(long)(jnp.ones((64, 64))).block_until_ready()
+    print("compiled: the signals came too late")
+except KeyboardInterrupt:
+    stop.exit("interrupted")
+"""
+
+
+def test_a_stop_at_once_inside_the_compile_exits_130_not_by_a_segfault():
+    """The second SIGINT stops the process inside XLA's compile, which goes on on XLA's threads:
+    the interpreter's exit raced them (exit -11, issue 79); the policy's exit does not."""
+    proc = subprocess.run(
+        [sys.executable, "-c", COMPILE_STOPPED],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "JAX_ENABLE_COMPILATION_CACHE": "false"},
+    )
+    assert proc.returncode == 130, proc.stdout + proc.stderr[-3000:]
+    assert proc.stderr.splitlines() == [
+        "SIGINT: stopping at the next check (again: at once)",
+        "SIGINT: stopping at once",
+        "interrupted",
+    ], proc.stderr[-3000:]
