@@ -102,12 +102,17 @@ class Interrupts:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
 
     @contextmanager
-    def installed(self):
+    def installed(self, for_good: bool = False):
         """install() for a block, then the handlers and the mask as they were (a tool's main()
-        called in a process of its own: a test's). Outside the main thread, no policy: Python
-        lets only the main thread set a handler."""
+        called by other code: a test's); for_good: left installed (the process's own command line,
+        whose exit must stay caught). Outside the main thread, no policy: Python lets only the main
+        thread set a handler."""
         global current
         if threading.current_thread() is not threading.main_thread():
+            yield self
+            return
+        if for_good:
+            self.install()
             yield self
             return
         before = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
@@ -129,24 +134,26 @@ class Interrupts:
 
     def exit(self, line: Optional[str] = None) -> NoReturn:
         """The process's end after a stop, its cleanup done: line (on stderr), exit code 130; by
-        os._exit when the stop was raised at once with JAX loaded (a compile may still run). The
-        stop signals are ignored from here: the interpreter's exit puts back the default action of
-        a caught one, and one more signal would end the process by it, not with 130."""
+        os._exit when the stop was raised at once in code that checks, with JAX loaded (a compile
+        may still run). The stop signals are ignored from here: the interpreter's exit puts back the
+        default action of a caught one, and one more signal would end the process by it, not with
+        130."""
         for signum in caught():
             signal.signal(signum, signal.SIG_IGN)
         if line:
             print(line, file=sys.stderr)
-        if self.raised and "jax" in sys.modules:
+        # (at_checks=False: code that is safe to stop anywhere, and runs no JAX)
+        if self.raised and self.at_checks and "jax" in sys.modules:
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(EXIT_CODE)
         sys.exit(EXIT_CODE)
 
-    def run(self, main: Callable[[], object], tool: str, left: str):
+    def run(self, main: Callable[[], object], tool: str, left: str, for_good: bool = False):
         """main() under the policy, for a tool: its result, or after a stop (main's own cleanup
         done as the KeyboardInterrupt went up) one line, "tool: interrupted by SIGTERM; left", and
-        exit code 130."""
-        with self.installed():
+        exit code 130. for_good: as installed()'s."""
+        with self.installed(for_good):
             try:
                 return main()
             except KeyboardInterrupt:

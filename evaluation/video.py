@@ -39,6 +39,9 @@ palette (Pillow's fast octree), which merges identical consecutive frames into o
 then holds fewer frames, and plays as long); an MP4 by imageio's ffmpeg plugin (H.264, the ffmpeg
 of the pinned imageio-ffmpeg), every frame kept. The file is written whole or not at all
 (atomic.write_file) and carries MARK, by which a later --video recognises a file it may replace.
+A stop signal (interrupts.py: SIGINT, SIGTERM, SIGHUP) stops the drawing at its next frame, and no
+file is written; evaluate.py's handlers are in place before pygame starts, whose SDL would
+otherwise take SIGTERM (it takes a signal left at its default action) and drop it.
 """
 
 import contextlib
@@ -53,6 +56,7 @@ from typing import Iterable, Iterator, NamedTuple, Optional
 import numpy as np
 
 import atomic
+import interrupts
 from evaluation import progress
 
 # MuJoCo chooses its OpenGL platform when it is first imported (Brax's renderer), gymnasium when it
@@ -466,6 +470,7 @@ def record(replay, path: str) -> Recording:
 
     def counted(frames):
         for frame in frames:
+            interrupts.check()  # a stop signal stops the drawing here
             shapes.append(frame.shape)
             yield frame
             counter.step()
@@ -478,6 +483,9 @@ def record(replay, path: str) -> Recording:
         else:
             data = mp4_bytes(counted(frames), fps)
     except Exception as e:
+        # a stop signal that failed the renderer (ffmpeg, in the terminal's group, stopped by a
+        # Ctrl-C) is a stop, not the renderer's failure
+        interrupts.check()
         # a renderer's failure, whatever it raises: one line, never a traceback (evaluate.py prints
         # it)
         raise CannotRecord(

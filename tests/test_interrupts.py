@@ -1,6 +1,8 @@
 """The one signal policy of the entry points (interrupts.py, issue 79): SIGINT, SIGTERM and SIGHUP
 stop at the next safe point (check), a second signal at once, and a stop raised inside JAX's
-compile ends by os._exit, never by a segfault. In this process, but for the compile."""
+compile ends by os._exit, never by a segfault; evaluate.py's stops. In this process, but for the
+compile (plot_results.py's: tests/test_plot_results_inputs.py; the scripts':
+tests/test_bookkeeping.py, tests/test_scripts.py)."""
 
 import os
 import signal
@@ -8,9 +10,12 @@ import subprocess
 import sys
 
 import pytest
+from script_runs import save_untrained
 
+import evaluate
 import interrupts
-from helpers import ROOT
+from evaluation import policy, video
+from helpers import ROOT, read_json
 
 
 @pytest.fixture
@@ -107,3 +112,57 @@ def test_a_stop_at_once_inside_the_compile_exits_130_not_by_a_segfault():
         "SIGINT: stopping at once",
         "interrupted",
     ], proc.stderr[-3000:]
+
+
+# ------------------------------------------------------------------------------------- evaluate.py
+def test_sigterm_while_evaluate_draws_stops_it_at_the_next_frame_in_one_line(tmp_path, capfd):
+    """A SIGTERM while the video is drawn (issue 79: pygame's SDL took it and evaluate.py drew on
+    through three): the drawing stops at the next frame, no video written, eval.json (written
+    before) whole; the signal answered, then one line, exit code 130."""
+    folder = save_untrained(tmp_path / "run", "CartPole-v1", "gymnax", 4, 2, False)
+    path = tmp_path / "replay.gif"
+    drawn = []
+    real = video.captioned
+
+    def captioned(frame, text, colour=(0, 0, 0)):
+        drawn.append(text)
+        if len(drawn) == 3:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return real(frame, text, colour)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(video, "captioned", captioned)
+        with pytest.raises(SystemExit) as stopped:
+            evaluate.main([str(folder), "--episodes", "1", "--video", str(path)])
+    assert stopped.value.code == 130 and len(drawn) == 3
+    assert not path.exists() and not list(tmp_path.glob("*.partial"))
+    assert read_json(folder / "eval.json")["evaluations"]
+    assert capfd.readouterr().err.splitlines() == [
+        "SIGTERM: stopping at the next step (again: at once)",
+        "evaluate.py: interrupted by SIGTERM; no file is left half-written",
+    ]
+
+
+def test_ctrl_c_in_evaluates_episodes_stops_it_in_one_line(tmp_path, capfd, monkeypatch):
+    """A SIGINT while the episodes run (issue 79: a traceback of 30-40 lines): they stop at the next
+    step, eval.json is not written; the signal answered, then one line, exit code 130."""
+    folder = save_untrained(tmp_path / "run", "CartPole-v1", "gymnax", 4, 2, False)
+    make_policy = policy.make_policy
+
+    def interrupted_policy(*args):
+        act = make_policy(*args)
+
+        def acted(obs):
+            os.kill(os.getpid(), signal.SIGINT)
+            return act(obs)
+
+        return acted
+
+    monkeypatch.setattr(policy, "make_policy", interrupted_policy)
+    with pytest.raises(SystemExit) as stopped:
+        evaluate.main([str(folder), "--episodes", "1"])
+    assert stopped.value.code == 130 and not (folder / "eval.json").exists()
+    assert capfd.readouterr().err.splitlines() == [
+        "SIGINT: stopping at the next step (again: at once)",
+        "evaluate.py: interrupted by SIGINT; no file is left half-written",
+    ]
