@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from script_runs import script, start, wait_for
+from script_runs import interrupted, script, start, wait_for
 
 import bookkeeping
 from core import run_checks
@@ -202,6 +202,22 @@ def test_two_sigints_during_the_compile_stop_the_run_in_one_line_never_a_segfaul
         ], output[-3000:]
         (last,) = [line for line in after if not line.startswith(("SIGINT: ", "iter "))]
         assert last.startswith("interrupted"), output[-3000:]
+
+
+@pytest.mark.slow
+def test_a_sighup_stops_the_run_with_its_summary(log_dir):
+    """A SIGHUP (its terminal closed; issue 79: it killed the run, no summary.json) stops the run at
+    its next iteration boundary: status interrupted, the signal listed, exit code 130, one line."""
+    args = [*TINY[:4], "--num-iterations", "100000"]
+    proc = interrupted("linen", args, log_dir, "iter 2/", signal.SIGHUP)
+    output = "".join(proc.output)
+    assert proc.returncode == 130, output[-3000:]
+    summary = read_json(only_run_dir(log_dir) / "summary.json")
+    assert summary["status"] == "interrupted" and summary["signals"] == ["SIGHUP"], summary
+    assert summary["iterations_completed"] >= 2
+    after = output.split("SIGHUP: ", 1)[1].splitlines()[1:]
+    (last,) = [line for line in after if not line.startswith("iter ")]
+    assert last.startswith("interrupted: ") and "Traceback" not in output, output[-3000:]
 
 
 def test_cpu_bf16_flags_name_the_native_bfloat16_instructions(tmp_path):
