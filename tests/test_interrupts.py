@@ -48,7 +48,15 @@ def test_a_signal_stops_at_the_next_check_a_second_at_once(sighup_ignored):
     interrupts.check()  # no policy: nothing
 
 
-def test_sighup_is_caught_unless_inherited_ignored():
+@pytest.fixture
+def sighup_default():
+    """SIGHUP at its default action, as a shell starts a command in the foreground (not nohup)."""
+    before = signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    yield
+    signal.signal(signal.SIGHUP, before)
+
+
+def test_sighup_is_caught_unless_inherited_ignored(sighup_default):
     with interrupts.Interrupts().installed() as stop:
         assert signal.getsignal(signal.SIGHUP) == stop.on_signal
         os.kill(os.getpid(), signal.SIGHUP)
