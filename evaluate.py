@@ -50,6 +50,12 @@ Interfaces of the modules behind three options, imported only when the option is
 A Replay (below) is episode 0 of the evaluation: its env 0's states, and the policy that acted.
 """
 
+import interrupts
+
+if __name__ == "__main__":
+    # a signal during the imports: held, then taken by main()'s policy (no traceback)
+    interrupts.hold()
+
 import importlib
 import sys
 from dataclasses import dataclass
@@ -62,7 +68,6 @@ import tyro
 
 import atomic
 import checkpoint
-import interrupts
 from core import option_checks
 from core.command_line import parse_args
 from evaluation import eval_file, model_file, policy, progress

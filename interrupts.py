@@ -22,8 +22,11 @@ iteration 0's compile (issue 79). Such a process ends with os._exit once its own
 
 A SIGHUP inherited ignored (nohup) stays ignored: the user asked the process to outlive its
 terminal. SIGINT and SIGTERM are caught even when inherited ignored, so that a run started in the
-background of a script still stops. The stop signals are held (hold(), atomic.deferred_signals)
-where a stop would cut something in two: they are delivered when the block ends.
+background of a script still stops. The stop signals are held where a stop would cut something in
+two (atomic.deferred_signals: delivered when the block ends), and from an entry point's first
+lines (hold(): the ppo_*.py scripts, evaluate.py and plot_results.py, whose imports take seconds)
+until its policy is installed, which takes what came meanwhile as a first signal: the first check
+stops it.
 """
 
 import os
@@ -74,14 +77,21 @@ class Interrupts:
         self.armed = armed
         self.received = [] if received is None else received
         self.raised = False  # a stop raised by the handler, not at a check: at most one
+        # while install() delivers the signals held since the process's first lines: noted only
+        # (the code's first check, or run()'s, stops it)
+        self.installing = False
 
     def on_signal(self, signum, frame) -> None:
         name = signal.Signals(signum).name
         self.received.append(name)
         at_once = not self.at_checks or (len(self.received) > 1 and self.armed())
-        if self.raised or not at_once:
-            again = "already stopping" if self.raised else f"stopping at {self.at} (again: at once)"
-            os.write(2, f"{name}: {again}\n".encode())
+        at_once = at_once and not self.installing
+        if self.raised:
+            os.write(2, f"{name}: already stopping\n".encode())
+            return
+        if not at_once:
+            if self.at_checks:
+                os.write(2, f"{name}: stopping at {self.at} (again: at once)\n".encode())
             return
         self.raised = True
         if self.at_checks:
@@ -99,7 +109,11 @@ class Interrupts:
         for signum in caught():
             signal.signal(signum, self.on_signal)
         current = self
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+        self.installing = True
+        try:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+        finally:
+            self.installing = False
 
     @contextmanager
     def installed(self, for_good: bool = False):
@@ -155,6 +169,7 @@ class Interrupts:
         exit code 130. for_good: as installed()'s."""
         with self.installed(for_good):
             try:
+                self.check()  # a signal held since the process's first lines
                 return main()
             except KeyboardInterrupt:
                 self.exit(f"{tool}: interrupted{self.said()}; {left}")

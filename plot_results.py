@@ -47,11 +47,16 @@ columns: analysis/owned.py) or that is a symbolic link is refused, --force or no
 be a link. The work is done by the analysis package (analysis/__init__.py lists its modules).
 """
 
+import interrupts
+
+if __name__ == "__main__":
+    # a signal during the imports (pandas, matplotlib: seconds): held, then taken by main()'s policy
+    interrupts.hold()
+
 import argparse
 import sys
 from pathlib import Path
 
-import interrupts
 from analysis import common, figures, markdown, output, owned, report
 from analysis.common import SPEEDUP_COLUMNS, BadInput
 from analysis.loading import load_runs, read_env_timing, read_previous

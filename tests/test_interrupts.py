@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 
 import pytest
 from script_runs import save_untrained
@@ -173,4 +174,31 @@ def test_ctrl_c_in_evaluates_episodes_stops_it_in_one_line(tmp_path, capfd, monk
     assert capfd.readouterr().err.splitlines() == [
         "SIGINT: stopping at the next step (again: at once)",
         "evaluate.py: interrupted by SIGINT; no file is left half-written",
+    ]
+
+
+def test_a_signal_during_the_imports_stops_the_analysis_before_anything_in_one_line(
+    tmp_path, capsys
+):
+    """plot_results.py holds the stop signals from its first line (its imports take seconds): one
+    that came then is taken when main() starts, and stops it at once, before anything is read or
+    made: one line, exit code 130."""
+    import plot_results
+
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    # (were main() to take no signal, this one would, and the test fail)
+    before = signal.signal(signal.SIGTERM, lambda signum, frame: None)
+    interrupts.hold()  # as `python plot_results.py` does before its imports
+    try:
+        # to this thread: pending while held (other threads here, JAX's, would take a signal to
+        # the process: a process's first lines hold it for every thread it then starts)
+        signal.pthread_kill(threading.get_ident(), signal.SIGTERM)
+        with pytest.raises(SystemExit) as stopped:
+            plot_results.main(["--csv", str(tmp_path / "runs.csv"), "--out", str(tmp_path / "out")])
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        signal.signal(signal.SIGTERM, before)
+    assert stopped.value.code == 130 and not (tmp_path / "out").exists()
+    assert capsys.readouterr().err.splitlines() == [
+        "plot_results.py: interrupted by SIGTERM; no file is left half-written"
     ]
