@@ -4,13 +4,14 @@ only).
 Every file the project writes goes through write_file (or write_json): the scripts' config.json and
 summary.json (bookkeeping.py), env_timing.json, the benchmarks' JSON files, and the analysis'
 tables, figures, REPORT.md, README blocks and learning curves (analysis/output.py). It imports
-nothing of the project and no third-party package, so that the scripts, sweep/env_timing.py,
-benchmarks/ and the analysis can all import it.
+no third-party package and of the project only interrupts.py (the stop signals it holds back), so
+that the scripts, sweep/env_timing.py, benchmarks/ and the analysis can all import it.
 
 A write goes into a temporary file beside the file it replaces, is given that file's mode (and,
 where allowed, its owner; a new file gets the usual mode under the umask), and is renamed over it:
-the file is never half-written, and the temporary file is removed on any failure. SIGINT and SIGTERM
-are held back meanwhile, so that an interruption never leaves the temporary file behind.
+the file is never half-written, and the temporary file is removed on any failure. The stop signals
+(SIGINT, SIGTERM, SIGHUP: interrupts.py) are held back meanwhile, so that an interruption never
+leaves the temporary file behind.
 
 A write never goes through a symbolic link it did not make (check_inside, LinkRefused): the part of
 a path that the user named (an --out file or folder, a --log-dir, --resume's run folder, a Hub
@@ -48,6 +49,8 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Callable, Optional
 
+from interrupts import STOP_SIGNALS
+
 
 def target(path) -> Path:
     """The file a write to path lands in: path itself (absolute), or the file its symbolic links
@@ -57,12 +60,12 @@ def target(path) -> Path:
 
 @contextmanager
 def deferred_signals():
-    """SIGINT and SIGTERM held back (delivered after the block), so that a replacement is never cut
+    """The stop signals held back (delivered after the block), so that a replacement is never cut
     in two."""
     if not hasattr(signal, "pthread_sigmask"):
         yield
         return
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     try:
         yield
     finally:

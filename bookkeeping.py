@@ -11,12 +11,15 @@ a copy of a script without it, which then needs no other file. A script uses it 
     run_dir = book.make_run_dir(run_dir)  # a new folder, suffixed when the name is taken
     book.start(config, run_dir)      # config.json, before iteration 0
     book.setup_done()                # setup_s
-    book.check_signals()             # between phases: a SIGINT or SIGTERM stops the run there
+    book.check_signals()             # between phases: a SIGINT, SIGTERM or SIGHUP stops it there
     book.iteration_done(iteration, returns, writer, scalars)  # and the progress line
 
-Signals: SIGINT and SIGTERM set a flag that the script checks between phases, so that none is lost
-inside a compiler and a run started with SIGINT ignored (nohup, a background job) still stops; a
-second signal stops the run at once. The run then ends with status "interrupted" and exit code 130.
+Signals (interrupts.py, the policy of every entry point): SIGINT, SIGTERM and SIGHUP set a flag
+that the script checks between phases, so that none is lost inside a compiler and a run started with
+SIGINT ignored (a background job) still stops (a SIGHUP inherited ignored, nohup's, stays ignored);
+a second signal stops the run at once. The run then ends with status "interrupted", its
+summary.json, one line and exit code 130, never a traceback; stopped at once, by os._exit, as a
+compile may still run on XLA's threads (the interpreter's exit raced them: a segfault).
 Bad input (a ValueError, OSError or ImportError before the run folder is made: core/run_checks.py
 checks the arguments first) is one line and exit code 2, and leaves no run folder. Any other failure
 ends with status "failed": an OSError (a full disk, a removed log folder) with one line and exit
@@ -30,7 +33,6 @@ import os
 import platform
 import resource
 import shutil
-import signal
 import sys
 import threading
 import time
@@ -45,8 +47,7 @@ import numpy as np
 from atomic import hold_folder, write_json
 from core.command_line import translated
 from core.run_checks import accelerator, check_args, check_environment, machine
-
-SIGNALS = (signal.SIGINT, signal.SIGTERM)
+from interrupts import Interrupts
 
 
 def exit_on_bad_environment(framework: str) -> None:
@@ -86,6 +87,13 @@ def check_writer(writer, thread_errors: list) -> None:
     event_writer._closed = True
     why = f" ({thread_errors[-1]})" if thread_errors else ""
     raise OSError(f"the TensorBoard writer stopped{why}: is the disk full?")
+
+
+def finish_wandb() -> None:
+    """The W&B run of an interrupted run (--track) closed, with its exit code."""
+    wandb = sys.modules.get("wandb")
+    if wandb is not None and wandb.run is not None:
+        wandb.finish(exit_code=130)
 
 
 def missing_folders(path: str) -> list[str]:
@@ -285,15 +293,14 @@ class Bookkeeping:
             "compile_s": None,
             "recompile_s": None,
         }
+        # the stop signals, listed in summary.json; a second one stops the run at once while it runs
+        self.interrupts = Interrupts(
+            "the next iteration boundary",
+            armed=lambda: self.running,
+            received=self.summary["signals"],
+        )
 
     # ----------------------------------------------------------------------------------- signals
-    def on_signal(self, signum, frame):
-        name = signal.Signals(signum).name
-        self.summary["signals"].append(name)
-        os.write(2, f"{name}: stopping at the next iteration boundary (again: at once)\n".encode())
-        if len(self.summary["signals"]) > 1 and self.running:
-            raise KeyboardInterrupt
-
     def on_thread_error(self, hook_args):
         """An OSError ends a thread without a traceback; iteration_done() then fails the run with
         it, in one line."""
@@ -303,8 +310,7 @@ class Bookkeeping:
             threading.__excepthook__(hook_args)
 
     def check_signals(self):
-        if self.summary["signals"]:
-            raise KeyboardInterrupt
+        self.interrupts.check()
         if self.compile_times is not None and self.summary["setup_s"] is not None:
             # the loop checks before the rollout and before the update: its compiles are theirs
             self.compile_times.next_phase()
@@ -448,10 +454,7 @@ class Bookkeeping:
     def remove_run_dir(self) -> bool:
         """Removes the run folder, and the log folders make_run_dir made for it where they are empty
         (no other run writes there); False, with the folder left, when it cannot."""
-        wandb = sys.modules.get("wandb")
-        # a W&B run's files may be in the folder: closed first
-        if wandb is not None and wandb.run is not None:
-            wandb.finish(exit_code=130)
+        finish_wandb()  # a W&B run's files may be in the folder: closed first
         try:
             shutil.rmtree(self.run_dir)
         except OSError:
@@ -478,11 +481,10 @@ class Bookkeeping:
     def run(self, main: Callable[[], None], args_type):
         """main() with the signals caught and summary.json written whatever happens. Exit codes: 2
         for bad input (before the run folder is made), 130 when interrupted, 1 when failed."""
-        for signum in SIGNALS:
-            signal.signal(signum, self.on_signal)
         threading.excepthook = self.on_thread_error
-        # those held since the script's first lines (core/command_line.py's before_imports)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)
+        # the stop signals caught, and those held since the script's first lines delivered
+        # (core/command_line.py's before_imports)
+        self.interrupts.install()
         # config.json's command: as typed (CleanRL's flags, --resume alone), before the rewrites
         self.command = list(sys.argv)
         try:
@@ -503,7 +505,8 @@ class Bookkeeping:
             sys.exit(1)
         except KeyboardInterrupt:
             self.end("interrupted")
-            sys.exit(130)
+            finish_wandb()  # before an os._exit, which skips W&B's own closing
+            self.interrupts.exit()
         except Exception as e:
             self.end("failed", e)
             raise

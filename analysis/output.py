@@ -173,8 +173,13 @@ def staged(out: Path, remove: list[str]):
     # disk
     real = check_inside(out, out, "--out")
     real.parent.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(prefix=f".{real.name}.", suffix=".partial", dir=real.parent))
+    stage = None
     try:
+        # made and named with the stop signals held: a stop between the two would leave it
+        with deferred_signals():
+            stage = Path(
+                tempfile.mkdtemp(prefix=f".{real.name}.", suffix=".partial", dir=real.parent)
+            )
         yield stage
         with deferred_signals():
             if not real.exists():
@@ -188,7 +193,8 @@ def staged(out: Path, remove: list[str]):
             for name in remove:
                 check_inside(out, Path(out) / name, "--out").unlink(missing_ok=True)
     finally:
-        shutil.rmtree(stage, ignore_errors=True)
+        if stage is not None:
+            shutil.rmtree(stage, ignore_errors=True)
 
 
 RUNS_CSV_COLUMNS = [

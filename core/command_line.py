@@ -3,7 +3,7 @@ error box on one line (parse_args, evaluate.py's too); CleanRL's flags that mean
 taken (--env-id, --total-timesteps, a boolean's `--anneal-lr False`), those with no counterpart
 refused with what to use instead, and an unknown flag answered with the nearest one. The standard
 library only at import (tyro is imported when a command line is parsed), so that a script's first
-lines can answer --help, a bad flag or a missing package before JAX starts, SIGINT and SIGTERM held
+lines can answer --help, a bad flag or a missing package before JAX starts, the stop signals held
 meanwhile (before_imports).
 """
 
@@ -11,10 +11,11 @@ import difflib
 import importlib.util
 import io
 import os
-import signal
 import sys
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import fields
+
+import interrupts
 
 # CleanRL's flags that have no counterpart here, and what to use instead
 CLEANRL_INSTEAD = {
@@ -245,12 +246,12 @@ NEEDED |= {"equinox": ("jax", "equinox", "tyro"), "torch": ("jax", "torch", "tyr
 
 
 def before_imports(args_type, framework: str) -> None:
-    """A ppo_*.py script's first lines, before its heavy imports. SIGINT and SIGTERM are held until
-    the bookkeeping's main() lifts the mask, so that none is lost while JAX loads (bench.sh stops
-    runs with SIGTERM). A missing package (the environment not active) or a bad command line ends
-    the process with one line and exit code 2, --help with the help and exit code 0, all before
-    JAX is imported; then nothing happens."""
-    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT, signal.SIGTERM])
+    """A ppo_*.py script's first lines, before its heavy imports. The stop signals (SIGINT, SIGTERM,
+    SIGHUP: interrupts.py) are held until the bookkeeping's main() lifts the mask, so that none is
+    lost while JAX loads (bench.sh stops runs with SIGTERM). A missing package (the environment not
+    active) or a bad command line ends the process with one line and exit code 2, --help with the
+    help and exit code 0, all before JAX is imported; then nothing happens."""
+    interrupts.hold()
     script = os.path.basename(sys.argv[0])
     missing = [name for name in NEEDED[framework] if importlib.util.find_spec(name) is None]
     if missing:

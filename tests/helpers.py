@@ -103,10 +103,11 @@ def wait_until(condition, timeout: float = 60, what: str = "") -> None:
 
 
 def as_from_a_shell() -> None:
-    """A child's preexec_fn: SIGINT unblocked and at its default, as a shell starts a command in
-    the foreground. A suite started in the background of a script (`./setup.sh test &`, nohup) runs
-    with SIGINT ignored, which every child and exec keeps, and Python then installs no
-    KeyboardInterrupt: a plain script (a starter copy) would run through every Ctrl-C. The
-    repository's scripts set their own handler."""
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    """A child's preexec_fn: SIGINT and SIGHUP unblocked and at their defaults, as a shell starts a
+    command in the foreground. A suite started in the background of a script (`./setup.sh test &`,
+    nohup) runs with SIGINT (and under nohup SIGHUP) ignored, which every child and exec keeps, and
+    Python then installs no KeyboardInterrupt: a plain script would run through every Ctrl-C, and
+    the scripts leave a SIGHUP inherited ignored as it is (interrupts.py)."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGHUP})
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)

@@ -221,12 +221,12 @@ def arrays(run_dir: Path, name: str) -> dict:
     return safetensors.numpy.load_file(str(run_dir / name))
 
 
-def interrupted(framework: str, args: list, log_dir: Path, line: str):
-    """The run's process, stopped by SIGINT once it has printed line, and ended."""
+def interrupted(framework: str, args: list, log_dir: Path, line: str, signum=signal.SIGINT):
+    """The run's process, stopped by signum once it has printed line, and ended."""
     proc = start(framework, *args, log_dir=log_dir)
     try:
         wait_for(proc, line)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signum)
         proc.wait(timeout=300)
     finally:
         proc.kill()

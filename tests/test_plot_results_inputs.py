@@ -12,6 +12,7 @@ import itertools
 import lzma
 import os
 import re
+import signal
 import zipfile
 from pathlib import Path
 
@@ -147,7 +148,7 @@ def test_an_unreadable_table_in_out_is_not_replaced_silently(full_out, tmp_path,
 
 def test_an_interrupted_analysis_leaves_out_as_it_was(full_out, tmp_path, capsys, monkeypatch):
     """Ctrl-C while the report is written (after every table): --out is untouched, the temporary
-    folder removed."""
+    folder removed, one line, exit code 130."""
     from analysis import report
 
     def interrupted(*args, **kwargs):
@@ -156,9 +157,48 @@ def test_an_interrupted_analysis_leaves_out_as_it_was(full_out, tmp_path, capsys
     monkeypatch.setattr(report, "report_text", interrupted)
     before = snapshot(full_out)
     fewer = write_csv(tmp_path / "fewer.csv", linen_nnx(ENVS[:2]))
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(SystemExit) as stopped:
         plot_results.main(["--csv", str(fewer), "--out", str(full_out), "--no-figures", "--force"])
+    assert stopped.value.code == 130
     assert snapshot(full_out) == before and leftovers(full_out) == []
+    # one line, not Python's traceback (issue 79)
+    assert capsys.readouterr().err.splitlines() == [
+        "plot_results.py: interrupted; no file is left half-written"
+    ]
+
+
+def test_a_sigterm_while_staging_leaves_out_as_it_was_in_one_line(
+    full_out, tmp_path, capsys, monkeypatch
+):
+    """A SIGTERM while the report is staged (issue 79: it killed the process and left the
+    .partial folder beside --out): --out untouched, the temporary folder removed, one line, exit
+    code 130."""
+    from analysis import report
+
+    real = report.report_text
+
+    def terminated(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGTERM)
+        return real(*args, **kwargs)
+
+    def not_caught(signum, frame):
+        raise AssertionError("plot_results.py left SIGTERM to its default action")
+
+    monkeypatch.setattr(report, "report_text", terminated)
+    before_handler = signal.signal(signal.SIGTERM, not_caught)
+    try:
+        before = snapshot(full_out)
+        fewer = write_csv(tmp_path / "fewer.csv", linen_nnx(ENVS[:2]))
+        argv = ["--csv", str(fewer), "--out", str(full_out), "--no-figures", "--force"]
+        with pytest.raises(SystemExit) as stopped:
+            plot_results.main(argv)
+    finally:
+        signal.signal(signal.SIGTERM, before_handler)
+    assert stopped.value.code == 130
+    assert snapshot(full_out) == before and leftovers(full_out) == []
+    assert capsys.readouterr().err.splitlines() == [
+        "plot_results.py: interrupted by SIGTERM; no file is left half-written"
+    ]
 
 
 def test_out_that_is_a_file_is_refused(tmp_path, capsys):

@@ -52,7 +52,7 @@ def run_copy(folder: Path, script: str, *argv: str) -> subprocess.CompletedProce
 
 
 def expected_files(framework: str) -> set[str]:
-    pieces = {"env_normalize.py", "checkpoint.py", "atomic.py"}
+    pieces = {"env_normalize.py", "checkpoint.py", "atomic.py", "interrupts.py"}
     return {f"ppo_{framework}.py", *pieces} | ({"torch_glue.py"} if framework == "torch" else set())
 
 
@@ -270,21 +270,18 @@ def test_a_starter_copy_resumes_its_stopped_run_without_a_config_json(tmp_path):
         preexec_fn=as_from_a_shell,
     )
     try:
-        sent = None
         for line in proc.stdout:
-            if not line.startswith("iter "):
-                continue
-            iteration = int(line.split()[1].split("/")[0])
-            # a Ctrl-C at iteration 2, and again if the copy goes 3 iterations on: one that lands
-            # while Python runs a finalizer is printed and dropped, as in any script
-            if iteration >= 2 and (sent is None or iteration >= sent + 3):
-                proc.send_signal(signal.SIGINT)
-                sent = iteration
-        proc.communicate(timeout=300)
+            # a SIGTERM (issue 79: the copy had no handler, and died) stops it at its next
+            # iteration boundary
+            if line.startswith("iter 2/"):
+                proc.send_signal(signal.SIGTERM)
+                break
+        output, _ = proc.communicate(timeout=300)
     finally:
         proc.kill()
         proc.wait()
-    assert proc.returncode == 130
+    assert proc.returncode == 130, output[-3000:]
+    assert output.splitlines()[-1] == "interrupted" and "Traceback" not in output
     (run_dir,) = (folder / "runs").iterdir()
     assert not (run_dir / "config.json").exists()
     # alone: the run's flags are its resume file's
