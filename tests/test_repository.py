@@ -114,3 +114,14 @@ def test_the_import_check_sees_a_lazy_import_of_another_wing(tmp_path):
     assert "analysis" in imported_units(module)
     module.write_text('__import__("sweep.matrix")\n')
     assert imported_units(module) == {"sweep"}
+
+
+# a template reads in one sitting: its lines once ruff has formatted it (CI checks the format)
+TEMPLATE_LINES_BOUND = 620
+
+
+def test_each_template_fits_its_line_budget():
+    templates = sorted(ROOT.glob("ppo_*.py"))
+    assert len(templates) == 4
+    lengths = {path.name: len(path.read_text().splitlines()) for path in templates}
+    assert all(length <= TEMPLATE_LINES_BOUND for length in lengths.values()), lengths
