@@ -198,12 +198,13 @@ def check_batch_memory(args) -> None:
             f"{product} = {samples:,} samples: too many (at most {MAX_BATCH:,} an agent: the batch "
             "is indexed with 32-bit integers)"
         )
-    batch = batch_bytes(args.model_size, samples, args.num_minibatches)
+    model_size = args.model_size
+    batch = batch_bytes(model_size, samples, args.num_minibatches)
     # the tightest first: the one named is the one to change
     for what, limit, base in sorted(memory_limits(), key=lambda each: each[1] - each[2]):
         if base + batch > limit:
             raise ValueError(
-                f"{product} = {samples:,} samples: too many here (a run of them, {args.model_size} "
+                f"{product} = {samples:,} samples: too many here (a run of them, {model_size} "
                 f"model, {args.num_minibatches} minibatches, needs at least "
                 f"{(base + batch) / 2**30:.1f} GiB, measured; {what} is {limit / 2**30:.1f} GiB)"
             )

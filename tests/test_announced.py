@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from script_runs import assert_one_line_refusal, evaluated_replay, save_untrained
 
+import atomic
 import evaluate
 from evaluation import model_file, policy, progress, video
 
@@ -38,7 +39,9 @@ def test_every_file_written_is_announced(tmp_path, capsys, monkeypatch):
         [str(folder), "--episodes", "2", "--video", str(out / "replay.gif")]
         + ["--export-onnx", str(out / "actor.onnx"), "--hub-folder", str(out / "hub")]
     )
-    written = files_under(tmp_path) - before | {str(folder / "eval.json")}
+    # the folder's writer lock (atomic.hold_folder) is no output: never announced
+    lock = str(folder / atomic.LOCK_FILE)
+    written = files_under(tmp_path) - before - {lock} | {str(folder / "eval.json")}
     lines = announced(capsys.readouterr().out)
     assert lines == written
     assert {str(out / "replay.gif"), str(out / "actor.onnx"), str(out / "hub" / "replay.mp4")} <= (

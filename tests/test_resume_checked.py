@@ -131,6 +131,9 @@ class TinyArgs:
     log_dir: str = "runs"
     num_envs: int = 1
     num_steps: int = 1
+    num_minibatches: int = 1
+    model_size: str = "small"
+    track: bool = False
     wandb_project_name: str = "p"
     wandb_entity: str = "e"
 

@@ -134,6 +134,9 @@ FULL_AT_CLOSE = """
         log_dir: str
         num_envs: int = 1
         num_steps: int = 1
+        num_minibatches: int = 1
+        model_size: str = "small"
+        track: bool = False
         wandb_project_name: str = "p"
         wandb_entity: str = "e"
 

@@ -274,7 +274,8 @@ def test_the_dry_run_prints_one_line_per_run_that_bash_reads_back(tmp_path, fake
 @pytest.mark.slow
 def test_a_real_run_gets_hostile_arguments_as_given(tmp_path):
     """The linen script itself, tiny: config.json's "command" holds the hostile value as given."""
-    value = "x\ntodo\td\ts\t$(touch ./pwned) 'q' \"d\" \\"
+    # a name (no path separators, which --tag refuses), with every word a shell would act on
+    value = "x\ntodo\td\ts\t$(touch pwned) `touch pwned` 'q' \"d\" ;"
     log_dir = tmp_path / "runs"
     proc = run_bench(
         "--log-dir",
