@@ -14,7 +14,7 @@ a copy of a script without it, which then needs no other file. A script uses it 
     book.check_signals()             # between phases: a SIGINT, SIGTERM or SIGHUP stops it there
     book.iteration_done(iteration, returns, writer, scalars)  # and the progress line
 
-Signals (interrupts.py, the policy of every entry point): SIGINT, SIGTERM and SIGHUP set a flag
+Signals (atomic.py, the policy of every entry point): SIGINT, SIGTERM and SIGHUP set a flag
 that the script checks between phases, so that none is lost inside a compiler and a run started with
 SIGINT ignored (a background job) still stops (a SIGHUP inherited ignored, nohup's, stays ignored);
 a second signal stops the run at once. The run then ends with status "interrupted", its
@@ -44,10 +44,9 @@ import jax
 import jax.monitoring
 import numpy as np
 
-from atomic import hold_folder, write_json
+from atomic import Interrupts, hold_folder, write_json
 from core.command_line import translated
 from core.run_checks import accelerator, check_args, check_environment, machine
-from interrupts import Interrupts
 
 
 def exit_on_bad_environment(framework: str) -> None:

@@ -17,7 +17,7 @@ name and sha256), framework, mode, episodes and seed; an evaluation replaces onl
 else is dropped. Each file written is announced by a "wrote PATH" line (evaluation/progress.py);
 the episodes ended, and a video's frames, by a progress line every few seconds.
 
-SIGINT, SIGTERM and SIGHUP (interrupts.py) stop it at its next step or frame, a second one at once:
+SIGINT, SIGTERM and SIGHUP (atomic.py) stop it at its next step or frame, a second one at once:
 one line, exit code 130, no file left half-written (eval.json, written before the video, stays).
 
 Bad input (a missing or bad checkpoint, its env id not one the project knows, a framework not in the
@@ -54,11 +54,11 @@ Interfaces of the modules behind three options, imported only when the option is
 A Replay (below) is episode 0 of the evaluation: its env 0's states, and the policy that acted.
 """
 
-import interrupts
+import atomic
 
 if __name__ == "__main__":
     # a signal during the imports: held, then taken by main()'s policy (no traceback)
-    interrupts.hold()
+    atomic.hold_stop_signals()
 
 import importlib
 import sys
@@ -70,7 +70,6 @@ from typing import Annotated, Callable, Literal, NamedTuple, Optional
 import numpy as np
 import tyro
 
-import atomic
 import checkpoint
 from core import option_checks
 from core.command_line import parse_args
@@ -156,7 +155,7 @@ def run_episodes(module, env, env_params, runner, policy, keep: bool = False):
     states, actions = [], []
     counter = progress.Progress("evaluation", episodes, "episodes ended")
     while not ended.all():
-        interrupts.check()  # a stop signal stops the evaluation here
+        atomic.check_stop()  # a stop signal stops the evaluation here
         action = policy(np.asarray(runner.obs))
         if keep and not ended[0]:
             states.append(first_env(runner.env_state))
@@ -297,7 +296,7 @@ def write_extras(args: Args, ckpt_path: Path, setup: Setup, evaluation: Evaluati
     if args.video is not None:
         from evaluation import video
 
-        interrupts.check()
+        atomic.check_stop()
         try:
             made = video.record(evaluation.replay, args.video)
             size, seconds = f"{made.width} x {made.height}", f"{made.seconds:.1f} s"
@@ -308,20 +307,20 @@ def write_extras(args: Args, ckpt_path: Path, setup: Setup, evaluation: Evaluati
     if args.export_onnx is not None:
         from evaluation import share
 
-        interrupts.check()
+        atomic.check_stop()
         share.export_onnx(ckpt, args.export_onnx, setup.env.action_bounds)
         progress.wrote(args.export_onnx, "the actor as ONNX")
     if args.hub_folder is not None:
         from evaluation import hub
 
-        interrupts.check()
+        atomic.check_stop()
         hub.write_hub_folder(args.hub_folder, ckpt_path, ckpt, evaluation.result, evaluation.replay)
 
 
 def main(argv: Optional[list[str]] = None) -> dict:
     """evaluate.py's command line: this evaluation's entry of eval.json. Bad input: one line on
     stderr, exit code 2, nothing written. A stop signal: one line, exit code 130."""
-    stop = interrupts.Interrupts("the next step")
+    stop = atomic.Interrupts("the next step")
     # the handlers put back after a call of main(argv) (a test's), not after the command line's
     for_good = argv is None
     return stop.run(lambda: evaluate_command(argv), TOOL, "no file is left half-written", for_good)
@@ -361,7 +360,7 @@ def evaluate_command(argv: Optional[list[str]]) -> dict:
         print(summary(evaluation.result), flush=True)
         progress.wrote(eval_path, "this evaluation's entry among the checkpoint's evaluations")
         write_extras(args, ckpt_path, setup, evaluation)
-        interrupts.check()  # a signal during the last of them: still a stop
+        atomic.check_stop()  # a signal during the last of them: still a stop
     finally:
         if held:
             atomic.release_folder(eval_path.parent)

@@ -51,11 +51,11 @@ on disk or decompressed, is refused in one line at the bound. The work is done b
 package (analysis/__init__.py lists its modules).
 """
 
-import interrupts
+import atomic
 
 if __name__ == "__main__":
     # a signal during the imports (pandas, matplotlib: seconds): held, then taken by main()'s policy
-    interrupts.hold()
+    atomic.hold_stop_signals()
 
 import argparse
 import sys
@@ -320,10 +320,10 @@ def run(args: argparse.Namespace, study: Study) -> None:
 
 
 def main(argv=None) -> None:
-    """plot_results.py's command line. A stop signal (interrupts.py: SIGINT, SIGTERM, SIGHUP) stops
+    """plot_results.py's command line. A stop signal (atomic.py: SIGINT, SIGTERM, SIGHUP) stops
     it at once, anywhere (no JAX here): the staged files removed, --out left as it was unless it was
     already replaced, one line, exit code 130."""
-    stop = interrupts.Interrupts(at_checks=False)
+    stop = atomic.Interrupts(at_checks=False)
     # the handlers put back after a call of main(argv) (a test's), not after the command line's
     for_good = argv is None
     left = "no file is left half-written"

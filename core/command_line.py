@@ -15,7 +15,7 @@ import sys
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import fields
 
-import interrupts
+import atomic
 
 # CleanRL's flags that have no counterpart here, and what to use instead
 CLEANRL_INSTEAD = {
@@ -247,11 +247,11 @@ NEEDED |= {"equinox": ("jax", "equinox", "tyro"), "torch": ("jax", "torch", "tyr
 
 def before_imports(args_type, framework: str) -> None:
     """A ppo_*.py script's first lines, before its heavy imports. The stop signals (SIGINT, SIGTERM,
-    SIGHUP: interrupts.py) are held until the bookkeeping's main() lifts the mask, so that none is
+    SIGHUP: atomic.py) are held until the bookkeeping's main() lifts the mask, so that none is
     lost while JAX loads (bench.sh stops runs with SIGTERM). A missing package (the environment not
     active) or a bad command line ends the process with one line and exit code 2, --help with the
     help and exit code 0, all before JAX is imported; then nothing happens."""
-    interrupts.hold()
+    atomic.hold_stop_signals()
     script = os.path.basename(sys.argv[0])
     missing = [name for name in NEEDED[framework] if importlib.util.find_spec(name) is None]
     if missing:

@@ -59,7 +59,6 @@ MODEL, VIDEO = "model.safetensors", "replay.mp4"
 CODE = (
     "evaluate.py",
     "atomic.py",
-    "interrupts.py",
     "bookkeeping.py",
     "checkpoint.py",
     "env_adapters.py",

@@ -41,7 +41,7 @@ of the pinned imageio-ffmpeg), every frame kept. The file is written whole or no
 (atomic.write_file) and carries MARK in its format's comment field (a GIF's comment extension, an
 MP4's comment tag), by which a later --video recognises a file it may replace (not_ours: that field
 read back and equal to MARK; MARK's text elsewhere in a file is anyone's).
-A stop signal (interrupts.py: SIGINT, SIGTERM, SIGHUP) stops the drawing at its next frame, and no
+A stop signal (atomic.py: SIGINT, SIGTERM, SIGHUP) stops the drawing at its next frame, and no
 file is written; evaluate.py's handlers are in place before pygame starts, whose SDL would
 otherwise take SIGTERM (it takes a signal left at its default action) and drop it.
 """
@@ -58,7 +58,6 @@ from typing import Iterable, Iterator, NamedTuple, Optional
 import numpy as np
 
 import atomic
-import interrupts
 from evaluation import progress
 
 # MuJoCo chooses its OpenGL platform when it is first imported (Brax's renderer), gymnasium when it
@@ -556,7 +555,7 @@ def record(replay, path: str) -> Recording:
 
     def counted(frames):
         for frame in frames:
-            interrupts.check()  # a stop signal stops the drawing here
+            atomic.check_stop()  # a stop signal stops the drawing here
             shapes.append(frame.shape)
             yield frame
             counter.step()
@@ -571,7 +570,7 @@ def record(replay, path: str) -> Recording:
     except Exception as e:
         # a stop signal that failed the renderer (ffmpeg, in the terminal's group, stopped by a
         # Ctrl-C) is a stop, not the renderer's failure
-        interrupts.check()
+        atomic.check_stop()
         # a renderer's failure, whatever it raises: one line, never a traceback (evaluate.py prints
         # it)
         raise CannotRecord(

@@ -107,7 +107,7 @@ def as_from_a_shell() -> None:
     command in the foreground. A suite started in the background of a script (`./setup.sh test &`,
     nohup) runs with SIGINT (and under nohup SIGHUP) ignored, which every child and exec keeps, and
     Python then installs no KeyboardInterrupt: a plain script would run through every Ctrl-C, and
-    the scripts leave a SIGHUP inherited ignored as it is (interrupts.py)."""
+    the scripts leave a SIGHUP inherited ignored as it is (atomic.py)."""
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGHUP})
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.signal(signal.SIGHUP, signal.SIG_DFL)

@@ -171,7 +171,7 @@ def test_two_sigints_during_the_compile_stop_the_run_in_one_line_never_a_segfaul
 ):
     """Two SIGINTs 0.5 s apart while iteration 0 compiles: the second stops the run at once, inside
     JAX's compile, and ends it by os._exit once its cleanup is done (issue 79: the interpreter's
-    exit raced XLA's compile threads, a segfault in 4 of 6 trials; test_interrupts.py stops a
+    exit raced XLA's compile threads, a segfault in 4 of 6 trials; test_atomic.py stops a
     compile at a known moment). Twice: exit 130 each time, the two signals answered, then one
     line, no traceback."""
     # XLA compiles for seconds: the session's cache (conftest.py) would skip it

@@ -1,4 +1,4 @@
-"""The one signal policy of the entry points (interrupts.py, issue 79): SIGINT, SIGTERM and SIGHUP
+"""The one signal policy of the entry points (atomic.py, issue 79): SIGINT, SIGTERM and SIGHUP
 stop at the next safe point (check), a second signal at once, and a stop raised inside JAX's
 compile ends by os._exit, never by a segfault; evaluate.py's stops. In this process, but for the
 compile (plot_results.py's: tests/test_plot_results_inputs.py; the scripts':
@@ -13,8 +13,8 @@ import threading
 import pytest
 from script_runs import save_untrained
 
+import atomic
 import evaluate
-import interrupts
 from evaluation import policy, video
 from helpers import ROOT, read_json
 
@@ -32,21 +32,21 @@ def test_a_signal_stops_at_the_next_check_a_second_at_once(sighup_ignored):
     (a KeyboardInterrupt where the main thread is); a third, during the cleanup, stops nothing. A
     SIGHUP inherited ignored (nohup) stays ignored; the handlers are put back after the block."""
     before = signal.getsignal(signal.SIGTERM)
-    stop = interrupts.Interrupts("the next step")
+    stop = atomic.Interrupts("the next step")
     with stop.installed():
         assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
         assert signal.getsignal(signal.SIGTERM) == stop.on_signal
-        interrupts.check()  # nothing came: nothing happens
+        atomic.check_stop()  # nothing came: nothing happens
         os.kill(os.getpid(), signal.SIGTERM)
         assert stop.received == ["SIGTERM"]
         with pytest.raises(KeyboardInterrupt):
-            interrupts.check()
+            atomic.check_stop()
         with pytest.raises(KeyboardInterrupt):
             os.kill(os.getpid(), signal.SIGINT)
         os.kill(os.getpid(), signal.SIGINT)
         assert stop.received == ["SIGTERM", "SIGINT", "SIGINT"] and stop.raised
-    assert signal.getsignal(signal.SIGTERM) == before and interrupts.current is None
-    interrupts.check()  # no policy: nothing
+    assert signal.getsignal(signal.SIGTERM) == before and atomic.current is None
+    atomic.check_stop()  # no policy: nothing
 
 
 @pytest.fixture
@@ -58,17 +58,17 @@ def sighup_default():
 
 
 def test_sighup_is_caught_unless_inherited_ignored(sighup_default):
-    with interrupts.Interrupts().installed() as stop:
+    with atomic.Interrupts().installed() as stop:
         assert signal.getsignal(signal.SIGHUP) == stop.on_signal
         os.kill(os.getpid(), signal.SIGHUP)
         with pytest.raises(KeyboardInterrupt):
-            interrupts.check()
+            atomic.check_stop()
 
 
 def test_code_safe_to_stop_anywhere_stops_at_the_first_signal_once():
     """at_checks=False (the analysis): the first signal raises at once, as Python's Ctrl-C; a
     second, during the cleanup that follows, does not."""
-    with interrupts.Interrupts(at_checks=False).installed() as stop:
+    with atomic.Interrupts(at_checks=False).installed() as stop:
         with pytest.raises(KeyboardInterrupt):
             os.kill(os.getpid(), signal.SIGTERM)
         os.kill(os.getpid(), signal.SIGTERM)
@@ -81,7 +81,7 @@ def test_code_safe_to_stop_anywhere_stops_at_the_first_signal_once():
 COMPILE_STOPPED = """
 import os, signal, threading
 import jax, jax.monitoring, jax.numpy as jnp
-import interrupts
+import atomic
 
 def lowered(event, duration_s, **metadata):
     if event.endswith("jaxpr_to_mlir_module_duration") and "long" in str(metadata):
@@ -94,7 +94,7 @@ def long(x):
     return x
 
 jax.monitoring.register_event_duration_secs_listener(lowered)
-stop = interrupts.Interrupts("the next check")
+stop = atomic.Interrupts("the next check")
 stop.install()
 try:
     jax.jit(long)(jnp.ones((64, 64))).block_until_ready()
@@ -188,7 +188,7 @@ def test_a_signal_during_the_imports_stops_the_analysis_before_anything_in_one_l
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
     # (were main() to take no signal, this one would, and the test fail)
     before = signal.signal(signal.SIGTERM, lambda signum, frame: None)
-    interrupts.hold()  # as `python plot_results.py` does before its imports
+    atomic.hold_stop_signals()  # as `python plot_results.py` does before its imports
     try:
         # to this thread: pending while held (other threads here, JAX's, would take a signal to
         # the process: a process's first lines hold it for every thread it then starts)

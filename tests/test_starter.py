@@ -52,7 +52,7 @@ def run_copy(folder: Path, script: str, *argv: str) -> subprocess.CompletedProce
 
 
 def expected_files(framework: str) -> set[str]:
-    pieces = {"env_normalize.py", "checkpoint.py", "atomic.py", "interrupts.py"}
+    pieces = {"env_normalize.py", "checkpoint.py", "atomic.py"}
     return {f"ppo_{framework}.py", *pieces} | ({"torch_glue.py"} if framework == "torch" else set())
 
 

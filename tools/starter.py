@@ -4,9 +4,9 @@ files it needs.
     python -m tools.starter FRAMEWORK DIR   # or ./setup.sh starter FRAMEWORK DIR
                                             # FRAMEWORK: linen, nnx, equinox or torch
 
-DIR (new, or an empty folder) receives ppo_FRAMEWORK.py and the pieces it imports: interrupts.py
-(the project's signal policy), env_normalize.py (--norm-obs, --norm-reward), checkpoint.py and
-atomic.py (--save-model, --save-every, --resume), torch_glue.py (ppo_torch.py). env_adapters.py
+DIR (new, or an empty folder) receives ppo_FRAMEWORK.py and the pieces it imports: atomic.py
+(the project's signal policy and its safe writes), env_normalize.py (--norm-obs, --norm-reward),
+checkpoint.py (--save-model, --save-every, --resume), torch_glue.py (ppo_torch.py). env_adapters.py
 (Craftax, Brax, envpool) is left out: the copy then refuses those ids in one line that lists
 gymnax's envs and names the file to copy. DIR is checked before anything is made: a link to
 nothing, a file, a folder that is not empty or that cannot be written is refused in one line, exit
@@ -20,7 +20,7 @@ longer has it stops the tool with one line (exit 1) and nothing written, never a
     environment check go;
   - each `book.` line is dropped or becomes the copy's own (BOOK_CALLS); main() ends with a
     "done: return X, logs in Y" line; SIGINT, SIGTERM and SIGHUP stop the copy's run at its next
-    iteration boundary, as the template's (interrupts.py), its model file written, one line, exit
+    iteration boundary, as the template's (atomic.py), its model file written, one line, exit
     code 130;
   - `tyro.cli(Args)` becomes parse_args(), which says tyro's error box on one line;
   - make_env's `import env_adapters` becomes a one-line refusal (not_gymnax);
@@ -42,7 +42,7 @@ from atomic import write_file
 ROOT = Path(__file__).resolve().parent.parent
 # the pieces every copy gets, for the options it keeps; a framework's own (torch_glue.py) come from
 # study.toml
-PIECES = ("env_normalize.py", "checkpoint.py", "atomic.py", "interrupts.py")
+PIECES = ("env_normalize.py", "checkpoint.py", "atomic.py")
 LEFT_OUT = "env_adapters"  # its one import in make_env becomes not_gymnax's refusal
 BANNER = "# Benchmark bookkeeping"
 BOOK_SECTION = (
@@ -54,7 +54,7 @@ BOOK_SECTION = (
 )
 # each bookkeeping call in the template: how many times it must be there, and the copy's line (None:
 # dropped) (make_run_dir: the copy's own, a new folder even for two runs in one second; start:
-# config.json; check_signals: the copy's own policy's (interrupts.py, FOOTER); iteration_done: its
+# config.json; check_signals: the copy's own policy's (atomic.py, FOOTER); iteration_done: its
 # progress line, and history for its done line; a replacement may be several lines)
 BOOK_CALLS = {
     "make_run_dir": (1, "make_run_dir"),
@@ -176,11 +176,11 @@ def done_line(history: list, run_dir: str) -> str:
     return f"done: return {final}, logs in {run_dir}"
 
 
-import interrupts
+import atomic
 
 # SIGINT, SIGTERM, SIGHUP: main() stops at its next stop.check() (a second one: at once); the model
 # file is written on the way out, as after the last iteration
-stop = interrupts.Interrupts("the next iteration boundary")
+stop = atomic.Interrupts("the next iteration boundary")
 
 
 if __name__ == "__main__":
