@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -221,12 +222,24 @@ def arrays(run_dir: Path, name: str) -> dict:
     return safetensors.numpy.load_file(str(run_dir / name))
 
 
-def interrupted(framework: str, args: list, log_dir: Path, line: str, signum=signal.SIGINT):
-    """The run's process, stopped by signum once it has printed line, and ended."""
+def interrupted(
+    framework: str,
+    args: list,
+    log_dir: Path,
+    line: str,
+    signum=signal.SIGINT,
+    repeats: int = 1,
+    settle: float = 0.0,
+    apart: float = 0.0,
+):
+    """The run's process, sent signum once it has printed line (after settle seconds; `repeats`
+    times, apart seconds apart), and ended."""
     proc = start(framework, *args, log_dir=log_dir)
     try:
         wait_for(proc, line)
-        proc.send_signal(signum)
+        for k in range(repeats):
+            time.sleep(settle if k == 0 else apart)
+            proc.send_signal(signum)
         proc.wait(timeout=300)
     finally:
         proc.kill()

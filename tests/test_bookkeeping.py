@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from script_runs import interrupted, script, start, wait_for
+from script_runs import interrupted, script
 
 import bookkeeping
 from core import run_checks
@@ -171,7 +171,7 @@ def test_two_sigints_during_the_compile_stop_the_run_in_one_line_never_a_segfaul
 ):
     """Two SIGINTs 0.5 s apart while iteration 0 compiles: the second stops the run at once, inside
     JAX's compile, and ends it by os._exit once its cleanup is done (issue 79: the interpreter's
-    exit raced XLA's compile threads, a segfault in 4 of 6 trials; test_atomic.py stops a
+    exit raced XLA's compile threads, a segfault in 4 of 6 trials; test_interrupts.py stops a
     compile at a known moment). Twice: exit 130 each time, the two signals answered, then one
     line, no traceback."""
     # XLA compiles for seconds: the session's cache (conftest.py) would skip it
@@ -179,18 +179,9 @@ def test_two_sigints_during_the_compile_stop_the_run_in_one_line_never_a_segfaul
     monkeypatch.setenv("JAX_ENABLE_COMPILATION_CACHE", "false")
     for trial in range(2):
         log_dir = tmp_path / str(trial)
-        proc = start("linen", *TINY[:4], "--num-iterations", "100000", log_dir=log_dir)
-        try:
-            wait_for(proc, ": setup ")
-            # past the check that starts iteration 0, on a busy machine too
-            time.sleep(0.2)
-            proc.send_signal(signal.SIGINT)
-            time.sleep(0.5)
-            proc.send_signal(signal.SIGINT)
-            proc.wait(timeout=300)
-        finally:
-            proc.kill()
-            proc.wait()
+        args = [*TINY[:4], "--num-iterations", "100000"]
+        # 0.2 s after setup: past the check that starts iteration 0, on a busy machine too
+        proc = interrupted("linen", args, log_dir, ": setup ", repeats=2, settle=0.2, apart=0.5)
         output = "".join(proc.output)
         assert proc.returncode == 130, output[-3000:]
         after = output.split(": setup ", 1)[1].splitlines()[1:]
