@@ -17,6 +17,7 @@ continuous env gets float32 actions of shape (num_envs, num_actions), already cl
 action_bounds by the scripts.
 
     env, params = env_adapters.make("Craftax-Classic-Symbolic-v1")  # or ("Hopper-v4", "envpool")
+    env, params = env_adapters.make("playground-CartpoleBalance")  # MuJoCo Playground's DM Control
 """
 
 import contextlib
@@ -43,11 +44,22 @@ CRAFTAX_ENVS = ("Craftax-Classic-Symbolic-v1", "Craftax-Symbolic-v1")
 # ms); on ant, MJX steps 2.6x faster at 32 envs (46 + 62 s; 4.2 / 5.2 / 31 ms, against 22 + 18 s;
 # 4.0 / 14 / 50 ms), for about 40 s more compile.
 BRAX_ENVS = {"brax-halfcheetah": ("halfcheetah", "generalized"), "brax-ant": ("ant", "mjx")}
+# MuJoCo Playground's DM Control suite (pip package playground; its envs' own names, prefixed):
+# every state-based env, each trained by Playground's published Brax PPO config in 60M-100M steps
+PLAYGROUND_ENVS = tuple(
+    f"playground-{name}"
+    for name in (
+        "AcrobotSwingup AcrobotSwingupSparse BallInCup CartpoleBalance CartpoleBalanceSparse"
+        " CartpoleSwingup CartpoleSwingupSparse CheetahRun FingerSpin FingerTurnEasy FingerTurnHard"
+        " FishSwim HopperHop HopperStand HumanoidRun HumanoidStand HumanoidWalk PendulumSwingup"
+        " PointMass ReacherEasy ReacherHard SwimmerSwimmer6 WalkerRun WalkerStand WalkerWalk"
+    ).split()
+)
 
 
 def adapted_envs() -> tuple[str, ...]:
     """The env ids this module adapts."""
-    return CRAFTAX_ENVS + tuple(BRAX_ENVS)
+    return CRAFTAX_ENVS + tuple(BRAX_ENVS) + PLAYGROUND_ENVS
 
 
 def make(env_id: str, backend="gymnax", num_envs=32, seed=1, threads=0, num_agents=1):
@@ -61,6 +73,8 @@ def make(env_id: str, backend="gymnax", num_envs=32, seed=1, threads=0, num_agen
         return env, env.default_params
     if env_id in BRAX_ENVS:
         return Brax(env_id), None  # a Brax env has no params: reset and step ignore them
+    if env_id in PLAYGROUND_ENVS:
+        return Playground(env_id), None
     problem = gymnax_problem(env_id) or "has no adapter"
     if env_id in ENVPOOL_ENVS and problem == "is unknown":  # to gymnax
         raise ValueError(f"env {env_id!r} is an envpool env: add --env-backend envpool")
@@ -150,20 +164,30 @@ def cast_like(tree, like):
     return jax.tree.map(lambda x, y: jnp.asarray(x, y.dtype), tree, like)
 
 
-def load_brax(name: str, backend: str):
-    """The Brax env, loaded quietly: mujoco.mjx prints on stdout that it has no warp, and MuJoCo
-    writes its warnings (half_cheetah.xml's deprecated settotalmass) to MUJOCO_LOG.TXT in the
-    working folder; here they become Python warnings."""
+@contextlib.contextmanager
+def quiet_mujoco():
+    """MuJoCo kept out of the console and the working folder while its envs load: mujoco.mjx prints
+    on stdout that it has no warp (on import), and MuJoCo writes its warnings (half_cheetah.xml's
+    deprecated settotalmass) to MUJOCO_LOG.TXT in the working folder; here they become Python
+    warnings."""
     with contextlib.redirect_stdout(io.StringIO()):
-        import mujoco
-        from brax import envs
+        import mujoco.mjx  # noqa: F401
 
     previous = mujoco.get_mju_user_warning()
     mujoco.set_mju_user_warning(lambda message: warnings.warn(f"MuJoCo: {message}", stacklevel=2))
     try:
-        return envs.get_environment(name, backend=backend)
+        with contextlib.redirect_stdout(io.StringIO()):
+            yield
     finally:
         mujoco.set_mju_user_warning(previous)
+
+
+def load_brax(name: str, backend: str):
+    """The Brax env, loaded quietly (quiet_mujoco)."""
+    with quiet_mujoco():
+        from brax import envs
+
+        return envs.get_environment(name, backend=backend)
 
 
 class Brax:
@@ -174,12 +198,19 @@ class Brax:
     step count in state.info["steps"]."""
 
     def __init__(self, env_id: str, episode_length: int = 1000):
+        name, backend = BRAX_ENVS[env_id]
+        env = load_brax(name, backend)
+        self.wrap(env, env.sys.actuator.ctrl_range, episode_length)
+
+    def wrap(self, env, ctrl_range, episode_length: int):
+        """Adapts env (a Brax env, or one with Brax's reset, step and State), whose actions are
+        bounded by ctrl_range (one (low, high) row per action), with a time limit of
+        episode_length steps."""
         from brax.envs.wrappers.training import EpisodeWrapper
 
-        name, backend = BRAX_ENVS[env_id]
-        self.env = EpisodeWrapper(load_brax(name, backend), episode_length, action_repeat=1)
+        self.env = EpisodeWrapper(env, episode_length, action_repeat=1)
         self.num_actions, self.continuous = self.env.action_size, True
-        low, high = np.asarray(self.env.sys.actuator.ctrl_range, np.float32).T
+        low, high = np.asarray(ctrl_range, np.float32).T
         self.action_bounds = (low, high)
         self.default_params = None
         # jitted: an eager MJX reset takes about 60 s
@@ -208,6 +239,39 @@ class Brax:
         states = jax.lax.cond(done.any(), reset_done, lambda stepped: stepped, stepped)
         info = {"final_observation": stepped.obs}
         return states.obs, states, stepped.reward, done & ~truncated, truncated, info
+
+
+# ------------------------------------------------------------------------------- MuJoCo Playground
+PLAYGROUND_INSTALL = "pip install --no-deps playground==0.2.0 lxml"
+
+
+class Playground(Brax):
+    """A MuJoCo Playground DM Control env (pip package playground) with gymnax's contract, as Brax's
+    (Playground's envs have Brax's reset, step and State): pure-JAX MJX (impl "jax"; every config
+    defaults to "warp", which needs the warp-lang package), the config's time limit (1,000 steps).
+    An episode ends before the limit only on a NaN state (terminated). The reset draws from the
+    step's keys, where Playground's auto-reset replays a cached first state."""
+
+    def __init__(self, env_id: str, episode_length: Optional[int] = None):
+        env, config = load_playground(env_id.removeprefix("playground-"))
+        limit = episode_length or config.episode_length
+        self.wrap(env, env.mj_model.actuator_ctrlrange, limit)
+
+
+def load_playground(name: str):
+    """The DM Control env of Playground and its config, loaded quietly (quiet_mujoco); ValueError
+    (one line that says how to install it) when the package is missing."""
+    try:
+        with quiet_mujoco():
+            from mujoco_playground import dm_control_suite
+    except ImportError as e:
+        raise ValueError(
+            f"env 'playground-{name}' needs MuJoCo Playground, which is not installed ({e}): "
+            f"./setup.sh installs it, or `{PLAYGROUND_INSTALL}`"
+        ) from None
+    config = dm_control_suite.get_default_config(name)
+    with quiet_mujoco():
+        return dm_control_suite.load(name, config, config_overrides={"impl": "jax"}), config
 
 
 # ------------------------------------------------------------------------------------------ envpool
