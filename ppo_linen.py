@@ -23,7 +23,7 @@ class Args:
     exp_name: str = os.path.basename(__file__)[: -len(".py")]
     """the name of this experiment (with --track, the W&B group is this name and the env)"""
     env: str = "CartPole-v1"
-    """the env id: gymnax (discrete or Box actions), or Craftax and Brax (env_adapters.py)"""
+    """the env id: gymnax (discrete or Box actions), or Craftax, Brax, Playground (env_adapters)"""
     env_backend: Literal["gymnax", "envpool"] = "gymnax"
     """gymnax: JAX envs; envpool: CPU simulators (classic control, MuJoCo), via env_adapters.py"""
     env_threads: int = 0
