@@ -142,8 +142,9 @@ def normalize_obs(obs: np.ndarray, obs_norm: Optional[dict]) -> np.ndarray:
 def unknown_env(env: str, backend: str) -> Optional[str]:
     """Why env (an env id, as a checkpoint's metadata or an option names it) on backend is not an
     env the scripts know, in words; None when it is one. Checked against fixed lists only
-    (env_adapters' envpool, Craftax and Brax ids, gymnax's registered ids), never by handing the id
-    to a library: gymnasium imports whatever module is named before a ':' of an id."""
+    (env_adapters' envpool, Craftax, Brax and Playground ids, gymnax's registered ids), never by
+    handing the id to a library: gymnasium imports whatever module is named before a ':' of an
+    id."""
     # imported here: env_adapters imports JAX, which a checkpoint's other checks do not need
     import env_adapters
 
@@ -157,7 +158,7 @@ def unknown_env(env: str, backend: str) -> Optional[str]:
 
     if env in env_adapters.adapted_envs() or env in gymnax.registered_envs:
         return None
-    return "is not a gymnax env, nor a Craftax or Brax one of env_adapters.py"
+    return "is not a gymnax env, nor a Craftax, Brax or Playground one of env_adapters.py"
 
 
 # ------------------------------------------------------------------------------------------ reading
