@@ -11,7 +11,10 @@
 #
 # Setting up makes .venv with Python 3.11 ($PYTHON, which must be one; else python3.11, else python3 if it is 3.11) and installs
 # torch, then every other package at the version requirements.lock pins. It does nothing when .venv already
-# holds that lock for that torch. torch is not in the lock because its build depends on the machine:
+# holds that lock for that torch. Then MuJoCo Playground (env_adapters.py's playground-* envs) without its declared
+# dependencies ($NO_DEPS): the lock has the others; warp-lang (149 MB, its GPU physics) and mediapy (notebook videos)
+# are left out, since env_adapters.py runs Playground's pure-JAX physics. torch is not in the lock because its build
+# depends on the machine:
 #   - no NVIDIA GPU (nvidia-smi finds none): torch's CPU build, from https://download.pytorch.org/whl/cpu
 #     (where that index cannot be reached: from the default index, said in one line; on Linux that is the
 #     CUDA build, several GB);
@@ -28,6 +31,7 @@ LOCK=requirements.lock
 STAMP=$VENV/.benchback-setup
 CPU_INDEX=https://download.pytorch.org/whl/cpu
 PIP_TOOLS=pip-tools==7.5.2
+NO_DEPS=(playground==0.2.0)  # installed with --no-deps after the lock (the header says why)
 
 say() {
   echo "setup.sh: $*" >&2
@@ -133,8 +137,16 @@ install_torch() {
   fi
 }
 
+# pip install ARGS: pip's whole output appended to a log; a line per package shows progress (pipefail keeps
+# pip's exit status)
+pip_install() {
+  "$VENV/bin/pip" install --progress-bar off "$@" 2>&1 \
+    | tee -a "$VENV/pip-install.log" \
+    | awk '/^(Collecting|Successfully|ERROR)/ { print; fflush() }' >&2
+}
+
 stamp_text() {
-  echo "lock $(sha256sum "$LOCK" requirements.txt | cut -d' ' -f1 | tr '\n' ' ')torch $1 $(torch_pin)"
+  echo "lock $(sha256sum "$LOCK" requirements.txt | cut -d' ' -f1 | tr '\n' ' ')torch $1 $(torch_pin) ${NO_DEPS[*]}"
 }
 
 set_up() {
@@ -153,12 +165,11 @@ set_up() {
   fi
   say "installing the pinned packages into $VENV (torch: $build build; a few minutes the first time)"
   install_torch "$build"
-  # pip's whole output goes to a log; a line per package shows progress (pipefail keeps pip's exit status)
+  rm -f "$VENV/pip-install.log"
   # requirements.txt too: what it asks for is then installed even where the lock lacks it (the tests refuse
   # such a lock: ./setup.sh lock)
-  "$VENV/bin/pip" install --progress-bar off -r "$LOCK" -r requirements.txt 2>&1 \
-    | tee "$VENV/pip-install.log" \
-    | awk '/^(Collecting|Successfully|ERROR)/ { print; fflush() }' >&2
+  pip_install -r "$LOCK" -r requirements.txt
+  pip_install --no-deps "${NO_DEPS[@]}"
   stamp_text "$build" >"$STAMP"
   say "set up in $((SECONDS - started)) s"
 }
