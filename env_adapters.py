@@ -265,9 +265,10 @@ def load_playground(name: str):
         with quiet_mujoco():
             from mujoco_playground import dm_control_suite
     except ImportError as e:
+        # the package, or a dependency of it (lxml), is missing
         raise ValueError(
-            f"env 'playground-{name}' needs MuJoCo Playground, which is not installed ({e}): "
-            f"./setup.sh installs it, or `{PLAYGROUND_INSTALL}`"
+            f"env 'playground-{name}' needs MuJoCo Playground, which cannot be imported here "
+            f"({e}): ./setup.sh installs it, or `{PLAYGROUND_INSTALL}`"
         ) from None
     config = dm_control_suite.get_default_config(name)
     with quiet_mujoco():

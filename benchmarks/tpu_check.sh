@@ -25,6 +25,11 @@
 # are copied in first, so that their cells are skipped. At the end $OUT/runs.tar.gz holds every run folder and log,
 # and $OUT/records.tar.gz every step's log and record (machine.log, purejaxrl/, parts/, ...). ARCHIVES_ONLY=1 then
 # leaves only check.txt and the two archives in $OUT: a machine that hands back a few files hands back everything.
+# MuJoCo Playground's envs (env_adapters.py's playground-*) need wheels beyond the shared prepare.sh's list (its
+# arguments add them to .whl-tpu/; what loading, resetting and stepping one imports, less mujoco-studio and glfw, which
+# nothing imports): playground==0.2.0 lxml==6.2.1 brax==0.14.2 jaxopt==0.8.5 ml-collections==1.1.0 mujoco==4.0.0
+# mujoco-core==4.0.0 mujoco-mjx==3.17.0 trimesh==5.2.0 tqdm==4.70.1. They are 30 MiB: with the tree's 37 MiB, over the
+# 64 MiB a call carries, so take from the machine's own index (file:///opt/pypi/simple) the ones it has first.
 # Usage: OUT=tpu_check bash benchmarks/tpu_check.sh [STEP ...]   (default: machine smoke chip host)
 #        DRY_RUN=1 ...: prints each step's command and runs nothing.
 set -uo pipefail
