@@ -298,6 +298,7 @@ def metadata(args: Args, envs: list[str]) -> dict:
         "scipy",
         *(["craftax"] if set(envs) & set(env_adapters.CRAFTAX_ENVS) else []),
         *(["brax", "mujoco", "mujoco-mjx"] if set(envs) & set(env_adapters.BRAX_ENVS) else []),
+        *(["playground", "mujoco-mjx"] if set(envs) & set(env_adapters.PLAYGROUND_ENVS) else []),
         *(["envpool"] if any(map(on_envpool, envs)) else []),
     ]
     return {

@@ -7,6 +7,7 @@ MJX compiles slowly on a CPU: the contract's tests share one adapter of a few en
 step, and are marked slow.
 """
 
+import importlib.metadata
 import subprocess
 import sys
 
@@ -18,6 +19,7 @@ import pytest
 import env_adapters
 from evaluation import model_file
 from helpers import ROOT
+from sweep import env_timing
 from sweep import options as sweep_options
 
 
@@ -32,6 +34,12 @@ def test_playground_ids_are_the_suites_envs_and_usable():
     assert set(env_adapters.PLAYGROUND_ENVS) <= set(env_adapters.adapted_envs())
     assert sweep_options.why_untrainable("playground-CartpoleBalance") is None
     assert model_file.unknown_env("playground-CheetahRun", "gymnax") is None
+
+
+def test_env_timing_records_playgrounds_version():
+    meta = env_timing.metadata(env_timing.Args(), ["CartPole-v1", "playground-CheetahRun"])
+    assert meta["versions"]["playground"] == importlib.metadata.version("playground")
+    assert "mujoco-mjx" in meta["versions"] and "brax" not in meta["versions"]
 
 
 def test_a_missing_package_is_one_line_that_says_how_to_install_it(monkeypatch):
