@@ -12,7 +12,7 @@
 # Setting up makes .venv with Python 3.11 ($PYTHON, which must be one; else python3.11, else python3 if it is 3.11) and installs
 # torch, then every other package at the version requirements.lock pins. It does nothing when .venv already
 # holds that lock for that torch. Then MuJoCo Playground (env_adapters.py's playground-* envs) without its declared
-# dependencies ($NO_DEPS): the lock has the others; warp-lang (149 MB, its GPU physics) and mediapy (notebook videos)
+# dependencies (setup.sh's NO_DEPS): the lock has the others; warp-lang (149 MB: Warp's physics) and mediapy (notebook videos)
 # are left out, since env_adapters.py runs Playground's pure-JAX physics. torch is not in the lock because its build
 # depends on the machine:
 #   - no NVIDIA GPU (nvidia-smi finds none): torch's CPU build, from https://download.pytorch.org/whl/cpu
