@@ -78,6 +78,7 @@ CODE = (
     "evaluation/video.py",
     "core/__init__.py",
     "core/command_line.py",
+    "core/env_ids.py",
     "core/option_checks.py",
     "core/run_args.py",
     "core/run_checks.py",
