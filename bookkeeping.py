@@ -318,13 +318,15 @@ class Bookkeeping:
     def run_name(self, args, framework: str) -> str:
         """The run's name: its folder's under --log-dir, {env}__{framework}__{model_size}__{compile}
         __{seed}__{unix time}, with --exp-name after the env as CleanRL puts it when it is not the
-        default (the script's name), so that the default names stay as they were; with --resume,
-        the name of the folder that the run continues in."""
+        default (the script's name), so that the default names stay as they were, and {N}agents
+        after the seed for N > 1 agents; with --resume, the name of the folder that the run
+        continues in."""
         if args.resume:
             return os.path.basename(os.path.normpath(args.resume))
         default = {field.name: field.default for field in fields(type(args))}.get("exp_name")
         exp_name = f"__{args.exp_name}" if args.exp_name != default else ""
-        parts = (args.model_size, args.compile, args.seed, int(time.time()))
+        agents = [f"{args.num_agents}agents"] if args.num_agents > 1 else []
+        parts = (args.model_size, args.compile, args.seed, *agents, int(time.time()))
         return f"{args.env}{exp_name}__{framework}__" + "__".join(map(str, parts))
 
     def make_run_dir(self, run_dir: str, resume: Optional[str] = None) -> str:
