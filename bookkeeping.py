@@ -270,6 +270,8 @@ class Bookkeeping:
         # leaves it as it was
         self.resumed_dir = None
         self.made_dirs = []  # the folders make_run_dir made, the run folder first
+        # with --resume: the seconds the stopped run ran (checkpoint.time_before), in total_s
+        self.before_s = 0.0
         self.num_iterations = None
         self.num_agents = 1
         self.running = False  # while True, a second signal stops the run at once
@@ -393,6 +395,7 @@ class Bookkeeping:
             self.summary["iterations_completed"] = resume.iteration
             # the analysis reads a resumed run's events files as one run, and does not time it
             self.summary["resumed_at"] = [*resume.resumed_at, resume.iteration]
+            self.before_s = checkpoint.time_before(self.resumed_dir)
             self.run_dir = self.resumed_dir
 
     def iteration_done(self, iteration: int, returns, writer, scalars: dict):
@@ -427,7 +430,11 @@ class Bookkeeping:
             print(f"interrupted before the first iteration: nothing ran, {self.run_dir} removed")
             return
         self.summary["status"] = status
-        self.summary["total_s"] = time.perf_counter() - self.start_time
+        process_s = time.perf_counter() - self.start_time
+        # the whole run's, every process's; a resumed run's process_total_s is this process's alone
+        self.summary["total_s"] = self.before_s + process_s
+        if self.summary.get("resumed_at"):
+            self.summary["process_total_s"] = process_s
         finals = final_returns(self.returns, self.num_agents)
         self.summary["final_returns"] = finals
         known = [r for r in finals if r is not None]
