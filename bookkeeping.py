@@ -270,6 +270,8 @@ class Bookkeeping:
         # leaves it as it was
         self.resumed_dir = None
         self.made_dirs = []  # the folders make_run_dir made, the run folder first
+        # with --resume: the seconds the stopped run ran (checkpoint.time_before), in total_s
+        self.before_s = 0.0
         self.num_iterations = None
         self.num_agents = 1
         self.running = False  # while True, a second signal stops the run at once
@@ -318,13 +320,15 @@ class Bookkeeping:
     def run_name(self, args, framework: str) -> str:
         """The run's name: its folder's under --log-dir, {env}__{framework}__{model_size}__{compile}
         __{seed}__{unix time}, with --exp-name after the env as CleanRL puts it when it is not the
-        default (the script's name), so that the default names stay as they were; with --resume,
-        the name of the folder that the run continues in."""
+        default (the script's name), so that the default names stay as they were, and {N}agents
+        after the seed for N > 1 agents; with --resume, the name of the folder that the run
+        continues in."""
         if args.resume:
             return os.path.basename(os.path.normpath(args.resume))
         default = {field.name: field.default for field in fields(type(args))}.get("exp_name")
         exp_name = f"__{args.exp_name}" if args.exp_name != default else ""
-        parts = (args.model_size, args.compile, args.seed, int(time.time()))
+        agents = [f"{args.num_agents}agents"] if args.num_agents > 1 else []
+        parts = (args.model_size, args.compile, args.seed, *agents, int(time.time()))
         return f"{args.env}{exp_name}__{framework}__" + "__".join(map(str, parts))
 
     def make_run_dir(self, run_dir: str, resume: Optional[str] = None) -> str:
@@ -391,6 +395,7 @@ class Bookkeeping:
             self.summary["iterations_completed"] = resume.iteration
             # the analysis reads a resumed run's events files as one run, and does not time it
             self.summary["resumed_at"] = [*resume.resumed_at, resume.iteration]
+            self.before_s = checkpoint.time_before(self.resumed_dir)
             self.run_dir = self.resumed_dir
 
     def iteration_done(self, iteration: int, returns, writer, scalars: dict):
@@ -425,7 +430,11 @@ class Bookkeeping:
             print(f"interrupted before the first iteration: nothing ran, {self.run_dir} removed")
             return
         self.summary["status"] = status
-        self.summary["total_s"] = time.perf_counter() - self.start_time
+        process_s = time.perf_counter() - self.start_time
+        # the whole run's, every process's; a resumed run's process_total_s is this process's alone
+        self.summary["total_s"] = self.before_s + process_s
+        if self.summary.get("resumed_at"):
+            self.summary["process_total_s"] = process_s
         finals = final_returns(self.returns, self.num_agents)
         self.summary["final_returns"] = finals
         known = [r for r in finals if r is not None]

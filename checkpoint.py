@@ -176,6 +176,8 @@ class Saver:
         self.resumed_at = ()
         self.saved = 0  # the iteration that the run folder's resume file holds
         self.stopped = None  # with --resume: the stopped run, as check_resumable read it
+        # with --resume: the seconds the stopped run ran (time_before), time/elapsed's start
+        self.before_s = 0.0
         if not config.get("resume"):
             hold_folder(run_dir, "--log-dir")
             return
@@ -185,6 +187,7 @@ class Saver:
         self.last = Snapshot([], [], resume.returns)
         self.resumed_at = (*resume.resumed_at, resume.iteration)
         self.saved = resume.iteration
+        self.before_s = time_before(run_dir, self.stopped.events)
 
     @property
     def iteration(self) -> int:
@@ -612,6 +615,35 @@ def check_resumable(run_dir, flags: dict) -> Stopped:
         )
     check_finite(resume_file(folder), {str(i): array for i, array in enumerate(arrays)})
     return Stopped(resume, arrays, events)
+
+
+def time_before(run_dir, events: Optional[dict] = None) -> float:
+    """The seconds a stopped run ran before --resume continues it, from which the resumed process's
+    time/elapsed and summary.json's total_s count on: its summary.json's total_s (every process's
+    before, each resume adding its own), else (a process killed, no summary.json) the last
+    time/elapsed its events hold up to its save (events: read_run_events' records, read here when
+    None; the same before and after trim_events), else 0."""
+    folder = run_folder(run_dir)
+    total = (read_run_json(folder, SUMMARY_FILE) or {}).get("total_s")
+    if isinstance(total, (int, float)) and not isinstance(total, bool) and math.isfinite(total):
+        return max(float(total), 0.0)
+    from tensorboardX.proto.event_pb2 import Event
+
+    resume = read_resume(folder)
+    config = read_run_json(folder, CONFIG_FILE) or resume.flags
+    if events is None:
+        events = read_run_events(folder, config)
+    batch = config.get("batch_size") or config["num_envs"] * config["num_steps"]
+    saved = resume.iteration * batch
+    elapsed = [
+        value.simple_value
+        for records in events.values()
+        for record in records
+        if record.iteration and record.step <= saved
+        for value in Event.FromString(record.data[12:-4]).summary.value
+        if value.tag == "time/elapsed" and math.isfinite(value.simple_value)
+    ]
+    return max(elapsed, default=0.0)
 
 
 # ------------------------------------------------------------------- --resume RUN_DIR alone

@@ -35,26 +35,10 @@ from jax.custom_batching import custom_vmap
 from jax.experimental import io_callback
 from jax.experimental.buffer_callback import buffer_callback
 
+# the env ids: fixed lists, which the command line checks before JAX loads
+from core.env_ids import BRAX_ENVS, CRAFTAX_ENVS, ENVPOOL_ENVS, PLAYGROUND_ENVS
+
 ACTION_KINDS = "Discrete actions and 1-D Box actions (a diagonal Gaussian policy)"
-# expensive JAX envs (pip package craftax)
-CRAFTAX_ENVS = ("Craftax-Classic-Symbolic-v1", "Craftax-Symbolic-v1")
-# Brax envs (pip package brax) and each one's physics backend, by measurement on 2 busy CPU cores
-# (the compile of the jitted reset + step; a step's median at 4 / 32 / 256 envs): generalized
-# wins both on halfcheetah (21 + 22 s; 4.6 / 16 / 121 ms, against MJX's 36 + 40 s; 10.7 / 26 / 144
-# ms); on ant, MJX steps 2.6x faster at 32 envs (46 + 62 s; 4.2 / 5.2 / 31 ms, against 22 + 18 s;
-# 4.0 / 14 / 50 ms), for about 40 s more compile.
-BRAX_ENVS = {"brax-halfcheetah": ("halfcheetah", "generalized"), "brax-ant": ("ant", "mjx")}
-# MuJoCo Playground's DM Control suite (pip package playground; its envs' own names, prefixed):
-# every state-based env, each trained by Playground's published Brax PPO config in 60M-100M steps
-PLAYGROUND_ENVS = tuple(
-    f"playground-{name}"
-    for name in (
-        "AcrobotSwingup AcrobotSwingupSparse BallInCup CartpoleBalance CartpoleBalanceSparse"
-        " CartpoleSwingup CartpoleSwingupSparse CheetahRun FingerSpin FingerTurnEasy FingerTurnHard"
-        " FishSwim HopperHop HopperStand HumanoidRun HumanoidStand HumanoidWalk PendulumSwingup"
-        " PointMass ReacherEasy ReacherHard SwimmerSwimmer6 WalkerRun WalkerStand WalkerWalk"
-    ).split()
-)
 
 
 def adapted_envs() -> tuple[str, ...]:
@@ -277,13 +261,7 @@ def load_playground(name: str):
 
 # ------------------------------------------------------------------------------------------ envpool
 # envpool's CPU simulators (pip package envpool, imported lazily: about 6 s): the classic-control
-# twins of gymnax's envs, and MuJoCo (float64 in envpool, float32 here).
-ENVPOOL_ENVS = tuple(
-    "CartPole-v1 Acrobot-v1 MountainCar-v0 MountainCarContinuous-v0 Pendulum-v1 Ant-v4"
-    " HalfCheetah-v4 Hopper-v4 Humanoid-v4 HumanoidStandup-v4 InvertedDoublePendulum-v4"
-    " InvertedPendulum-v4 Pusher-v4 Reacher-v4 Swimmer-v4 Walker2d-v4".split()
-)
-
+# twins of gymnax's envs, and MuJoCo (float64 in envpool, float32 here): ENVPOOL_ENVS.
 # gymnasium warns that it casts envpool's float64 space bounds to float32 (Pendulum, MuJoCo)
 warnings.filterwarnings(
     "ignore",

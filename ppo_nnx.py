@@ -522,6 +522,8 @@ def main():
         bind = nnx.cached_partial if args.compile == "cached_partial" else partial
         rollout_fn = bind(rollout_fn, agent)
         update_fn = bind(update_fn, agent, optimizer)
+        # a resumed run's time/elapsed counts on from the stopped run's (checkpoint.time_before)
+        before_s = saver.before_s if args.resume else 0.0
         book.setup_done()
         setup_s = time.perf_counter() - START
         print(f"{run_name}: setup {setup_s:.1f}s on {config['device_name']}", flush=True)
@@ -548,7 +550,7 @@ def main():
                 "time/rollout": rollout_end - iteration_start,
                 "time/update": update_end - rollout_end,
                 "time/iteration": iteration_time,
-                "time/elapsed": time.perf_counter() - START,
+                "time/elapsed": before_s + time.perf_counter() - START,
                 # every agent's env steps: agent-steps per second
                 "charts/SPS": args.num_agents * args.batch_size / iteration_time,
                 "charts/learning_rate": metrics.pop("learning_rate"),

@@ -505,6 +505,8 @@ def main():
         state = TrainState(agent, generators, policy, partial(step, agent, optimizer, args))
         rollout_fn = partial(rollout, torch_glue.env_step(env, env_params, step_envs), args)
         threads = torch_glue.ThreadGovernor()
+        # a resumed run's time/elapsed counts on from the stopped run's (checkpoint.time_before)
+        before_s = saver.before_s if args.resume else 0.0
         book.setup_done()
         setup_s = time.perf_counter() - START
         print(f"{run_name}: setup {setup_s:.1f}s on {config['device_name']}", flush=True)
@@ -529,7 +531,7 @@ def main():
                 "time/rollout": rollout_end - iteration_start,
                 "time/update": update_end - rollout_end,
                 "time/iteration": iteration_time,
-                "time/elapsed": time.perf_counter() - START,
+                "time/elapsed": before_s + time.perf_counter() - START,
                 # every agent's env steps: agent-steps per second
                 "charts/SPS": args.num_agents * args.batch_size / iteration_time,
                 "charts/learning_rate": learning_rate,

@@ -35,8 +35,8 @@ the experiment's folder, to that experiment only. A platform comparison holds th
 experiment it repeats when they span two or more tags.
 
 A resumed run (summary.json resumed_at, the scripts' --resume) is not timed (is_timed): a second
-start (its imports, its compilation, its machine perhaps) is in its times, and its total_s is its
-last process's alone. It counts for learning (its returns are those of one run, bit for bit) but its
+start (its imports, its compilation, its machine perhaps) is in its times, and its total_s is
+every process's. It counts for learning (its returns are those of one run, bit for bit) but its
 summary row's times are left empty (TIMES), so that no timed result (speedups, pairs, dtype and
 platform tables, time figures, the report's time tables) takes it; the learning analysis leaves its
 time to a return out too (analysis/learning.py).

@@ -16,6 +16,7 @@ from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import fields
 
 import atomic
+from core import env_ids
 
 # CleanRL's flags that have no counterpart here, and what to use instead
 CLEANRL_INSTEAD = {
@@ -250,7 +251,8 @@ def before_imports(args_type, framework: str) -> None:
     SIGHUP: atomic.py) are held until the bookkeeping's main() lifts the mask, so that none is
     lost while JAX loads (bench.sh stops runs with SIGTERM). A missing package (the environment not
     active) or a bad command line ends the process with one line and exit code 2, --help with the
-    help and exit code 0, all before JAX is imported; then nothing happens."""
+    help and exit code 0, an env id not among core/env_ids.py's too, all before JAX is imported;
+    then nothing happens."""
     atomic.hold_stop_signals()
     script = os.path.basename(sys.argv[0])
     missing = [name for name in NEEDED[framework] if importlib.util.find_spec(name) is None]
@@ -262,7 +264,10 @@ def before_imports(args_type, framework: str) -> None:
         )
         sys.exit(2)
     try:
-        parse_args(args_type, sys.argv[1:])
+        args = parse_args(args_type, sys.argv[1:])
+        # a fixed list: a mistyped id is refused here, not after JAX's seconds of imports
+        if why := env_ids.unknown(args.env, args.env_backend):
+            raise ValueError(f"--env {args.env!r} {why}")
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)

@@ -12,10 +12,13 @@ time/elapsed; TRACKED_TAIL_S with --track).
 A resumed run (the scripts' --resume) is read as one run: its folder holds an events file per
 process (at least 1 + len(resumed_at)), merged so that a later file's value (by the file's first
 wall time) replaces an earlier one's at the same step and tag: the scalars hold each iteration once,
-as the resumed process logged it (check_resumed_events). The ties of total_s (the last process's
-own) to the events (the sum of time/iteration, the events within start_time + total_s, check_total)
-are made on the last process's events file alone (its iterations, after resumed_at's last, within
-its own start and total_s).
+as the resumed process logged it (check_resumed_events). The ties of total_s to the events (the sum
+of time/iteration, the events within start_time + total_s, check_total) are made on the last
+process's events file alone (its iterations, after resumed_at's last, within its own start and
+total_s): its time/elapsed and total_s count on from the time the run ran before it
+(checkpoint.time_before; a run resumed before that: from 0, total_s the last process's alone), so
+that its origin (a wall time less its time/elapsed) lies that much before its first line, after the
+first process's.
 """
 
 import math
@@ -254,8 +257,9 @@ def check_resumed_events(run: Run, started: datetime) -> None:
     before start_time; the last one's (the file of run.events) started after it, logged the
     iterations after resumed_at's last, each once, and ran within its total_s (the sum of its
     time/iteration, its events from its first line to total_s later, check_total on its
-    time/elapsed). total_s and setup_s are the last process's: they tell nothing of the processes
-    before it, whose times are checked against start_time alone."""
+    time/elapsed, both counting on from the run's time before it). Its origin lies after the first
+    process's; setup_s is the last process's: it tells nothing of the processes before it, whose
+    times are checked against start_time alone."""
     last, total = run.events, run.summary["total_s"]
     if last.origin is None:
         raise RunError(f"the events in {last.name} have no time/elapsed: not a resumed process's")
@@ -268,7 +272,10 @@ def check_resumed_events(run: Run, started: datetime) -> None:
             f"the events in {run.segments[0].name} are of a run that did not start at "
             f"{run.config['start_time']}"
         )
-    if not started.timestamp() - CLOCK_SLACK_S <= last.origin[0] <= last.first:
+    # the resumed process's first line less the run's time before it (its time/elapsed's offset):
+    # after the first process's first line, which start_time follows by up to its setup_s
+    low = first[0] if first else started.timestamp()
+    if not low - CLOCK_SLACK_S <= last.origin[0] <= last.first:
         raise RunError(
             f"the events in {last.name} are not of a process that resumed the run started at "
             f"{run.config['start_time']}"

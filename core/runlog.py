@@ -44,11 +44,11 @@ continued after, a non-empty increasing list of positive ints below iterations_c
 RunError) is read as one run: its folder holds an events file per process (at least 1 +
 len(resumed_at)), merged so that a later file's value (by the file's first wall time) replaces an
 earlier one's at the same step and tag: the scalars hold each iteration once, as the resumed process
-logged it (check_resumed_events). Its checks are a run's, bar those that tie total_s (the last
-process's own) to the events: the sum of time/iteration, the events within start_time + total_s and
-check_total are made on the last process's events file alone (its iterations, after resumed_at's
-last, within its own start and total_s); in a runs.csv, which does not say which process logged
-what, they are skipped.
+logged it (check_resumed_events). Its checks are a run's, bar those that tie total_s (every
+process's, as the last one's time/elapsed counts on from the time before it) to the events: the sum
+of time/iteration, the events within start_time + total_s and check_total are made on the last
+process's events file alone (its iterations, after resumed_at's last, within its own start and
+total_s); in a runs.csv, which does not say which process logged what, they are skipped.
 """
 
 import math

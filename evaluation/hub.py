@@ -19,8 +19,11 @@ What the folder publishes, and nothing else:
   the checkpoint's), and only its known fields (CONFIG_FIELDS: the hyperparameters and the package
   versions; not the host, the kernel, the paths or the environment);
 - CODE, a fixed list of the project's files: enough to evaluate the checkpoint in each of the four
-  frameworks and to export it as ONNX from a copy of the folder alone, and to install the pinned
-  packages;
+  frameworks and to export it as ONNX from a copy of the folder alone;
+- requirements.txt, what the policy needs and nothing else (requirements): the packages evaluate.py
+  imports to run it in the framework that trained it, its env's own package (envpool, Brax, Craftax)
+  where it has one, at the versions of the project's requirements.lock; the card says what to add
+  for another framework or ONNX (never the benchmark's envs, tools and tests);
 - replay.mp4, episode 0 of the evaluation, where the env can be rendered.
 
 An evaluation whose mean or std return is not finite is refused (check_result): the card would
@@ -42,7 +45,7 @@ from typing import Optional
 
 import atomic
 import checkpoint
-from core import run_args
+from core import env_ids, run_args
 from core.run_args import HYPERPARAMETERS
 from evaluation import eval_file, progress
 from evaluation.share import FRAMEWORK_NAMES, TOOL, refused
@@ -51,11 +54,11 @@ HUB_TOOL = "evaluate.py --hub-folder"  # the mark of a Hub folder, in its config
 FLAG = "--hub-folder"
 ROOT = Path(__file__).resolve().parents[1]  # the project's folder: evaluate.py and the templates
 MARK_FILE, CARD, EVAL = "config.json", "README.md", "eval.json"
-MODEL, VIDEO = "model.safetensors", "replay.mp4"
+MODEL, VIDEO, REQUIREMENTS = "model.safetensors", "replay.mp4", "requirements.txt"
 # The project's files a copy of the folder runs: evaluate.py and what it imports to evaluate in
 # each of the four frameworks (their templates, the torch glue, the env adapters) and to export
-# ONNX, then what installs the pinned packages. A fixed list: never whatever happens to be loaded (a
-# virtual environment inside the project would be copied whole).
+# ONNX. A fixed list: never whatever happens to be loaded (a virtual environment inside the project
+# would be copied whole).
 CODE = (
     "evaluate.py",
     "atomic.py",
@@ -78,15 +81,21 @@ CODE = (
     "evaluation/video.py",
     "core/__init__.py",
     "core/command_line.py",
+    "core/env_ids.py",
     "core/option_checks.py",
     "core/run_args.py",
     "core/run_checks.py",
     "core/shell_quoting.py",
-    "requirements.txt",
-    "requirements.lock",
-    "setup.sh",
 )
-FILES = (MARK_FILE, MODEL, EVAL, VIDEO, *CODE, CARD)
+FILES = (MARK_FILE, MODEL, EVAL, VIDEO, REQUIREMENTS, *CODE, CARD)
+# The packages evaluate.py imports to run a policy (tests/test_share.py checks them against what it
+# loads): through the template of the framework that trained it (JAX runs its envs, gymnax makes
+# them; optax, tyro and tensorboardX at the template's top) and the checkpoint's reader
+POLICY_PACKAGES = ("jax", "gymnax", "six", "optax", "tyro", "tensorboardX", "numpy", "safetensors")
+FRAMEWORK_PACKAGES = {"linen": "flax", "nnx": "flax", "equinox": "equinox", "torch": "torch"}
+ONNX_PACKAGES = ("onnx", "onnxscript")  # --export-onnx, with torch (evaluation/share.py)
+# torch's CPU build (PyPI's, on Linux, is the CUDA one: several GB), as setup.sh installs it
+TORCH_CPU = "--index-url https://download.pytorch.org/whl/cpu"
 FRAMEWORK_TAGS = {
     "linen": "flax-linen",
     "nnx": "flax-nnx",
@@ -225,6 +234,86 @@ def mean_reward(result: dict) -> str:
     return f"{result['mean_return']:.2f} +/- {result['std_return']:.2f}"
 
 
+def pinned() -> dict[str, str]:
+    """The project's pinned versions, by package name in lower case: requirements.lock's closure,
+    and torch's pin of requirements.txt (the lock leaves torch out: its build is the machine's)."""
+    pins = {}
+    for name in ("requirements.lock", "requirements.txt"):
+        for line in (ROOT / name).read_text().splitlines():
+            package, is_pin, version = line.split("#")[0].strip().partition("==")
+            if is_pin and version:
+                pins.setdefault(package.strip().lower(), version.strip())
+    return pins
+
+
+def env_packages(meta: dict) -> tuple[str, ...]:
+    """The package of the checkpoint's env beyond gymnax: envpool's, Brax's or Craftax's own."""
+    if meta["env_backend"] == "envpool":
+        return ("envpool",)
+    if meta["env"] in env_ids.BRAX_ENVS:
+        return ("brax",)
+    return ("craftax",) if meta["env"] in env_ids.CRAFTAX_ENVS else ()
+
+
+def requirement(package: str, pins: dict) -> str:
+    """package==version at the project's pin (the package alone where it has none)."""
+    version = pins.get(package.lower())
+    return f"{package}=={version}" if version else package
+
+
+def requirements(meta: dict) -> list[str]:
+    """What the policy of the checkpoint whose metadata is meta needs, pinned: the packages
+    evaluate.py imports to run it in the framework that trained it, and its env's own."""
+    pins = pinned()
+    packages = (*POLICY_PACKAGES, FRAMEWORK_PACKAGES[meta["framework"]], *env_packages(meta))
+    return [requirement(package, pins) for package in packages]
+
+
+def requirements_text(meta: dict) -> str:
+    lines = [
+        f"# What evaluate.py needs to run this policy in {FRAMEWORK_NAMES[meta['framework']]} "
+        f"on {meta['env']} (Python 3.11); README.md says what another framework or ONNX adds",
+        *requirements(meta),
+    ]
+    if meta["framework"] == "torch":
+        lines.insert(1, f"# torch's CPU build first (README.md): pip install torch {TORCH_CPU}")
+    return "\n".join(lines) + "\n"
+
+
+def use_it(meta: dict) -> list[str]:
+    """The card's commands: a virtual environment with requirements.txt, the evaluation in the
+    framework that trained the policy, then what each other framework and ONNX add."""
+    pins, trained = pinned(), meta["framework"]
+    pip, python = ".venv/bin/pip install", ".venv/bin/python evaluate.py"
+    torch = requirement("torch", pins)
+    adds = {
+        "flax": f"{pip} {requirement('flax', pins)}   # --framework linen or nnx",
+        "equinox": f"{pip} {requirement('equinox', pins)}   # --framework equinox",
+        "torch": f"{pip} {torch} {TORCH_CPU}   # --framework torch, and ONNX",
+    }
+    others = [line for package, line in adds.items() if package != FRAMEWORK_PACKAGES[trained]]
+    onnx = " ".join(requirement(package, pins) for package in ONNX_PACKAGES)
+    # torch's CPU build before requirements.txt, whose torch pip would take from PyPI
+    first = f"{pip} {torch} {TORCH_CPU} && " if trained == "torch" else ""
+    return [
+        f"Its `{REQUIREMENTS}` holds what the policy needs and nothing more (the framework, gymnax"
+        f"{''.join(', ' + p for p in env_packages(meta))}, safetensors...), pinned; on a fresh "
+        "machine, with Python 3.11:",
+        "",
+        f"    python3.11 -m venv .venv && {first}{pip} -r {REQUIREMENTS}",
+        f"    {python} {MODEL}   # in {FRAMEWORK_NAMES[trained]}'s network, which trained it",
+        "",
+        "Any of the four frameworks runs it from this folder alone (the same networks, the tensors "
+        "under one naming), once its package is installed; the actor exports as ONNX through "
+        "PyTorch:",
+        "",
+        *(f"    {line}" for line in others),
+        f"    {python} {MODEL} --framework torch   # or linen, nnx, equinox",
+        f"    {pip} {onnx}   # with torch: --export-onnx",
+        f"    {python} {MODEL} --export-onnx actor.onnx   # raw observations in, actions out",
+    ]
+
+
 def card_metadata(meta: dict, result: dict) -> str:
     """The model card's YAML metadata (model-index with mean_reward, tags, library_name), as the Hub
     reads it: written by huggingface_hub's own ModelCardData."""
@@ -277,13 +366,7 @@ def card_text(meta: dict, result: dict, files: list[str]) -> str:
         "",
         "## Use it",
         "",
-        "Any of the four frameworks runs it from this folder alone (the same networks, the tensors "
-        "under one naming):",
-        "",
-        "    pip install -r requirements.txt   # or: bash setup.sh, the pinned versions in .venv",
-        f"    python evaluate.py {MODEL} --framework torch   # or linen, nnx, equinox",
-        f"    python evaluate.py {MODEL} --export-onnx actor.onnx   # raw observations in, actions "
-        "out",
+        *use_it(meta),
         "",
         f"`{MODEL}` holds the actor's and the critic's parameters, the observation-normalisation "
         "statistics (with --norm-obs) and the metadata; safetensors: no pickle, nothing executed "
@@ -355,7 +438,8 @@ def write_hub_folder(folder, ckpt_path: Path, ckpt, result: dict, replay) -> Non
     result = {**result, "checkpoint": eval_file.checkpoint_entry(published)}
     record = eval_file.merged(folder / EVAL, result)
     code = {name: (ROOT / name).read_bytes() for name in CODE}
-    files = sorted([CARD, MARK_FILE, MODEL, EVAL, *CODE])
+    code[REQUIREMENTS] = requirements_text(meta).encode()
+    files = sorted([CARD, MARK_FILE, MODEL, EVAL, *code])
     # the card with and without the replay: made before anything is written, the video decides
     cards = {
         has: card_text(meta, result, sorted([*files, VIDEO]) if has else files)

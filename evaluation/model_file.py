@@ -36,6 +36,7 @@ from checkpoint import (
     checkpoint_file,
     is_count,
 )
+from core import env_ids
 
 FRAMEWORKS = ("linen", "nnx", "equinox", "torch")
 # the scripts' own MODEL_SIZES (a test checks that they agree): a checkpoint's hidden layers must be
@@ -142,23 +143,10 @@ def normalize_obs(obs: np.ndarray, obs_norm: Optional[dict]) -> np.ndarray:
 def unknown_env(env: str, backend: str) -> Optional[str]:
     """Why env (an env id, as a checkpoint's metadata or an option names it) on backend is not an
     env the scripts know, in words; None when it is one. Checked against fixed lists only
-    (env_adapters' envpool, Craftax, Brax and Playground ids, gymnax's registered ids), never by
-    handing the id to a library: gymnasium imports whatever module is named before a ':' of an
-    id."""
-    # imported here: env_adapters imports JAX, which a checkpoint's other checks do not need
-    import env_adapters
-
-    if backend == "envpool":
-        if env in env_adapters.ENVPOOL_ENVS:
-            return None
-        return f"is not an envpool env here (those are {', '.join(env_adapters.ENVPOOL_ENVS)})"
-    if backend != "gymnax":
-        return f"names backend {backend!r}, not gymnax or envpool"
-    import gymnax
-
-    if env in env_adapters.adapted_envs() or env in gymnax.registered_envs:
-        return None
-    return "is not a gymnax env, nor a Craftax, Brax or Playground one of env_adapters.py"
+    (core/env_ids.py: gymnax's registered ids, the Craftax, Brax, Playground and envpool ones),
+    never by handing the id to a library: gymnasium imports whatever module is named before a ':'
+    of an id."""
+    return env_ids.unknown(env, backend)
 
 
 # ------------------------------------------------------------------------------------------ reading

@@ -143,6 +143,44 @@ def test_a_mistyped_env_id_names_the_nearest():
             env_adapters.make(typed)
 
 
+def test_a_mistyped_env_id_is_refused_before_jax(tmp_path):
+    """--env CartPol-v1 was refused by make_env, after 8-12 s of JAX's imports (issue 84 item 6):
+    now by core/env_ids.py's fixed lists in the script's first lines, one line naming the nearest,
+    exit 2, JAX never imported, no folder."""
+    cmd = [sys.executable, "-X", "importtime", str(ROOT / "ppo_linen.py"), "--env", "CartPol-v1"]
+    done = subprocess.run(
+        [*cmd, "--log-dir", str(tmp_path / "runs")], cwd=ROOT, capture_output=True, text=True
+    )
+    errors = [line for line in done.stderr.splitlines() if not line.startswith("import time:")]
+    assert done.returncode == 2 and len(errors) == 1, done.stderr[-2000:]
+    assert errors[0] == (
+        "error: --env 'CartPol-v1' is not a gymnax, Craftax, Brax or Playground env (did you mean "
+        "'CartPole-v1'?)"
+    )
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
+    assert not {"jax", "gymnax", "flax"} & imported
+    assert not (tmp_path / "runs").exists()
+
+
+def test_the_fixed_env_lists_are_the_libraries_and_the_adapters():
+    """core/env_ids.py's lists, which the command line checks without importing gymnax, are
+    gymnax's registered ids (a gymnax update that adds one shows here) and env_adapters' ids; an
+    envpool id without its backend is told so."""
+    import gymnax
+
+    import env_adapters
+    from core import env_ids
+
+    assert list(env_ids.GYMNAX_ENVS) == list(gymnax.registered_envs)
+    assert env_ids.unknown("brax-ant", "gymnax") is None
+    assert all(env_ids.unknown(env, "gymnax") is None for env in env_adapters.adapted_envs())
+    assert "add --env-backend envpool" in env_ids.unknown("Hopper-v4", "gymnax")
+    assert (
+        env_ids.unknown("Hoper-v4", "envpool")
+        == "is not an envpool env (did you mean 'Hopper-v4'?)"
+    )
+
+
 def test_evaluate_answers_help_before_the_heavy_imports():
     cmd = [sys.executable, "-X", "importtime", str(ROOT / "evaluate.py"), "--help"]
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)

@@ -299,7 +299,14 @@ def test_the_hub_folder_publishes_a_fixed_list_and_no_secrets(tmp_path, capsys):
     hub.write_hub_folder(folder, path, ckpt, result, None)
     files = [p for p in paths_below(folder) if (folder / p).is_file()]
     assert files == sorted(
-        ["README.md", "config.json", "eval.json", "model.safetensors", *hub.CODE]
+        [
+            "README.md",
+            "config.json",
+            "eval.json",
+            "model.safetensors",
+            "requirements.txt",
+            *hub.CODE,
+        ]
     )
     text = (folder / "config.json").read_text()
     for secret in ("hf_secret", "someones-laptop", "/home/someone", "Linux-6.1"):

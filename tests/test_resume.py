@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from checkpoints import Runner
+from checkpoints import Runner, resume_flags, stopped_folder
 from script_runs import RUN, arrays, run, stopped_after_first_save
 
 import atomic
@@ -212,3 +212,26 @@ def test_a_resume_file_keeps_its_returns_and_flags(tmp_path):
     assert "resume" not in resume.flags and "log_dir" not in resume.flags
     with pytest.raises(checkpoint.BadCheckpoint, match="that run has --seed 1, not 2"):
         checkpoint.read_resume(tmp_path, {"seed": 2})
+
+
+def test_a_resumed_run_counts_its_time_on_from_the_stopped_runs(tmp_path):
+    """checkpoint.time_before, from which a resumed process's time/elapsed and total_s count on
+    (issue 84 item 7: they restarted from 0): the stopped run's summary.json total_s; without one (a
+    process killed), the last time/elapsed its events hold up to its save, not after it."""
+    from tensorboardX.proto.event_pb2 import Event
+    from tensorboardX.proto.summary_pb2 import Summary
+    from tensorboardX.record_writer import RecordWriter
+
+    run_dir = stopped_folder(tmp_path)
+    atomic.write_json(run_dir / "summary.json", {"status": "interrupted", "total_s": 42.0})
+    assert checkpoint.Saver(str(run_dir), resume_flags(run_dir), __file__).before_s == 42.0
+    atomic.release_folder(run_dir)
+    (run_dir / "summary.json").unlink()
+    writer = RecordWriter(str(next(run_dir.glob("events.out.tfevents.*"))))
+    # saved after iteration 1 (step 64); iteration 2 ran on before the process was killed
+    for step, elapsed in ((64, 30.5), (128, 31.0)):
+        tags = {"time/iteration": 0.5, "time/elapsed": elapsed}
+        values = [Summary.Value(tag=tag, simple_value=v) for tag, v in tags.items()]
+        writer.write(Event(step=step, summary=Summary(value=values)).SerializeToString())
+    writer.close()
+    assert checkpoint.time_before(run_dir) == 30.5

@@ -119,6 +119,7 @@ class Args:
     model_size: str = "small"
     compile: str = "jit"
     seed: int = 1
+    num_agents: int = 1
     resume: Optional[str] = None
 
 
@@ -128,5 +129,9 @@ def test_the_run_name_holds_a_given_exp_name_where_cleanrl_puts_it():
     assert default[:5] == ["CartPole-v1", "linen", "small", "jit", "1"] and len(default) == 6
     named = book.run_name(Args(exp_name="tuned"), "linen").split("__")
     assert named[:6] == ["CartPole-v1", "tuned", "linen", "small", "jit", "1"]
+    # N agents: said after the seeds' first (issue 84 item 7: the name did not say 8 agents)
+    agents = book.run_name(Args(num_agents=8), "linen").split("__")
+    assert agents[:6] == ["CartPole-v1", "linen", "small", "jit", "1", "8agents"]
+    assert len(agents) == 7
     # resumed: the folder it continues in
     assert book.run_name(Args(resume="runs/a__b__1796495836/"), "linen") == "a__b__1796495836"

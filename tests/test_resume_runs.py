@@ -152,6 +152,12 @@ def test_a_resumed_run_is_read_as_one_completed_run_with_every_iteration_once(sw
     # signal came after it): the resume trims them from its events file, so each step is read once
     first = events.read_events_file(sorted(sweep.run_dir.glob("events.out.tfevents.*"))[0])[1]
     assert max(first.steps) == after * BATCH <= sweep.stopped["iterations_completed"] * BATCH
+    # the resumed process's time/elapsed and total_s count on from the stopped run's total_s (they
+    # restarted from 0: 42.0 -> 34.2 s, issue 84 item 7); process_total_s is its own
+    elapsed = long[long["tag"] == "time/elapsed"]["value"]
+    assert elapsed.min() > sweep.stopped["total_s"] > 0
+    total, own = run.summary["total_s"], run.summary["process_total_s"]
+    assert total == pytest.approx(sweep.stopped["total_s"] + own) and elapsed.max() <= total
 
 
 @pytest.mark.slow

@@ -359,7 +359,9 @@ def test_the_longest_run_name_fits_a_folder_name():
         args_type = script_module(framework).Args
         types = {field.name: field.type for field in fields(args_type)}
         longest = {name: max(get_args(types[name]), key=len) for name in ("compile", "model_size")}
-        args = args_type(env=max(envs, key=len), exp_name="é" * 64, seed=2**31 - 1, **longest)
+        # the longest seed and number of agents (each 10 digits) that fit 2**31 together
+        agents = dict(seed=2**30 - 1, num_agents=2**30)
+        args = args_type(env=max(envs, key=len), exp_name="é" * 64, **agents, **longest)
         assert len(os.fsencode(book.run_name(args, framework) + "-999")) <= 255
 
 

@@ -178,10 +178,13 @@ def test_the_hub_folder_is_built_offline_and_its_card_read_by_huggingface_hub(
         "evaluation/share.py",
         "evaluation/model_file.py",
         "evaluation/policy.py",
-        "requirements.lock",
     ):
         assert (folder / name).read_bytes() == (ROOT / name).read_bytes(), name
         assert f"`{name}`" in card.text
+    # its own requirements.txt, what the policy needs (not the project's, nor its lock or setup.sh)
+    lines = (folder / "requirements.txt").read_text().splitlines()
+    assert [line for line in lines if not line.startswith("#")] == hub.requirements(ckpt.meta)
+    assert "`requirements.txt`" in card.text and not (folder / "setup.sh").exists()
     assert not (folder / "tests").exists() and not (folder / ".venv").exists()
     assert not (folder / "replay.mp4").exists()  # no replay given, none claimed
     assert "replay.mp4" not in card.text
@@ -368,3 +371,85 @@ def run_in(folder: Path, env: dict, *args: str) -> subprocess.CompletedProcess:
         timeout=600,
         env={**env, "PYTHONPATH": ""},
     )
+
+
+# ------------------------------------------------------- the Hub folder's requirements (issue 84)
+# A child that evaluates a checkpoint (argv 1) in one framework (argv 2) as on a machine with only
+# the distributions whose top-level names argv 3 lists: any other module of site-packages is hidden
+# (ModuleNotFoundError, as where it is not installed), the project's and the standard library not.
+AS_IF_ONLY = """
+import sys
+from importlib.machinery import PathFinder
+
+allowed = set(sys.argv[3].split(","))
+roots = tuple(path + "/" for path in sys.path if path.endswith("site-packages"))
+
+
+class Hide:
+    def find_spec(self, name, path=None, target=None):
+        if path is not None:  # a submodule: its package was allowed
+            return None
+        spec = PathFinder.find_spec(name)
+        where = spec and (spec.origin or next(iter(spec.submodule_search_locations or []), ""))
+        if where and where.startswith(roots) and name not in allowed:
+            raise ModuleNotFoundError(f"No module named {name!r} (not required)", name=name)
+        return None
+
+
+sys.meta_path.insert(0, Hide())
+import evaluate
+
+evaluate.main([sys.argv[1], "--episodes", "1", "--framework", sys.argv[2]])
+"""
+
+
+def installed_closure(requirements: list[str]) -> set[str]:
+    """The top-level module names of the distributions pip installs for requirements (name==version
+    lines): each, and what it requires under this Python (extras left out), as installed here."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    todo, seen, names = [Requirement(line).name for line in requirements], set(), set()
+    while todo:
+        name = canonicalize_name(todo.pop())
+        if name in seen:
+            continue
+        seen.add(name)
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:  # not installed here: nothing here can load it
+            continue
+        names |= {file.parts[0].split(".")[0] for file in dist.files or []}
+        for text in dist.requires or []:
+            requirement = Requirement(text)
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                todo.append(requirement.name)
+    return names
+
+
+@pytest.mark.parametrize("framework", ["linen", "torch"])
+def test_the_hub_folders_requirements_are_what_its_policy_loads(tmp_path, framework):
+    """requirements.txt holds what the policy needs, pinned, and not the benchmark's other packages
+    (issue 84 item 4: envpool, Brax, Craftax, pytest and ruff, 233 s and 3.2 GB for a 38 KB
+    policy): evaluate.py runs it in the framework that trained it with every other distribution
+    hidden, as on a machine that installed requirements.txt alone."""
+    from packaging.utils import canonicalize_name
+
+    path = random_checkpoint(tmp_path / "run", "CartPole-v1")
+    meta = {**model_file.load(path).meta, "framework": framework}
+    wanted = hub.requirements(meta)
+    assert all("==" in line for line in wanted), wanted
+    names = {canonicalize_name(line.partition("==")[0]) for line in wanted}
+    other = {"flax", "equinox"} if framework == "torch" else {"torch", "equinox"}
+    unwanted = {"envpool", "brax", "craftax", "pytest", "ruff", "wandb", "onnx", *other}
+    assert not names & unwanted and {"gymnax", "safetensors", "tyro"} <= names
+    allowed = ",".join(sorted(installed_closure(wanted)))
+    child = [sys.executable, "-c", AS_IF_ONLY, str(path), framework, allowed]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(child, cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "over 1 episodes" in proc.stdout, proc.stdout[-2000:]
+    # an envpool env's policy: its own package too
+    assert "envpool==1.2.5" in hub.requirements({**meta, "env_backend": "envpool"})

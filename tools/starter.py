@@ -122,13 +122,14 @@ def parse_args() -> Args:
 
 def name_of_run(args: Args, framework: str) -> str:
     """The run folder's name: {env}__{framework}__{model_size}__{compile}__{seed}__{unix time},
-    --exp-name after the env (as CleanRL puts it) when it is not this file's name; with --resume,
-    the name of the folder the run continues in."""
+    --exp-name after the env (as CleanRL puts it) when it is not this file's name, {N}agents after
+    the seed for N > 1 agents; with --resume, the name of the folder the run continues in."""
     if args.resume:
         return os.path.basename(os.path.normpath(args.resume))
     default = os.path.basename(__file__)[: -len(".py")]
     exp_name = f"__{args.exp_name}" if args.exp_name != default else ""
-    parts = (args.model_size, args.compile, args.seed, int(time.time()))
+    agents = [f"{args.num_agents}agents"] if args.num_agents > 1 else []
+    parts = (args.model_size, args.compile, args.seed, *agents, int(time.time()))
     return f"{args.env}{exp_name}__{framework}__" + "__".join(map(str, parts))
 
 
