@@ -241,9 +241,8 @@ class Agent(eqx.Module):
 
 def to_shared(agent) -> tuple:
     """(actor, critic, log_std) of agent in checkpoint.py's layout, [(kernel (in, out), bias)]."""
-    # Equinox's Linear keeps its weight as (out, in)
-    mlps = (agent.actor, agent.critic)
-    actor, critic = ([(d.weight.swapaxes(-1, -2), d.bias) for d in m.layers] for m in mlps)
+    # Equinox's Linear keeps its weight as (out, in): mT transposes the last two axes
+    actor, critic = ([(d.weight.mT, d.bias) for d in m.layers] for m in (agent.actor, agent.critic))
     return actor, critic, agent.log_std
 
 
