@@ -472,6 +472,8 @@ def log_scalars(writer, scalars: dict, metrics: dict, step: int) -> dict:
 # ------------------------------------------------------------------------------------------- main
 def main():
     args = tyro.cli(Args)
+    precision = None if args.matmul_precision == "default" else args.matmul_precision
+    jax.config.update("jax_default_matmul_precision", precision)  # float32 matmuls, as Args says
     env_args = (args.env, args.env_backend, args.num_envs, args.seed, args.env_threads)
     env, env_params = make_env(*env_args, args.num_agents)
     if args.norm_obs or args.norm_reward:

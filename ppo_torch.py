@@ -178,10 +178,8 @@ class Linear(nn.Module):
     def __init__(self, size_in: int, size_out: int, gain: float, generators=None):
         super().__init__()
         shape, draw = (size_in, size_out), partial(nn.init.orthogonal_, gain=gain)
-        if generators is None:
-            weight = draw(torch.empty(shape))
-        else:
-            weight = torch.stack([draw(torch.empty(shape), generator=g) for g in generators])
+        weights = [draw(torch.empty(shape), generator=g) for g in generators or [None]]
+        weight = weights[0] if generators is None else torch.stack(weights)
         self.weight = nn.Parameter(weight)
         self.bias = nn.Parameter(torch.zeros(*weight.shape[:-2], 1, size_out))
 
@@ -215,7 +213,6 @@ class Agent(nn.Module):
     def __init__(self, obs_dim, hidden_sizes, num_actions, continuous, dtype="float32", seeds=None):
         super().__init__()
         self.num_actions, self.continuous = num_actions, continuous
-        # a CPU generator per agent: its actor, then its critic, whatever the number of agents
         generators = None if seeds is None else [torch.Generator().manual_seed(s) for s in seeds]
         self.actor = MLP(obs_dim, hidden_sizes, num_actions, 0.01, dtype, generators)
         self.critic = MLP(obs_dim, hidden_sizes, 1, 1.0, dtype, generators)
@@ -520,6 +517,9 @@ def log_scalars(writer, scalars: dict, metrics: dict, step: int) -> dict:
 # ------------------------------------------------------------------------------------------- main
 def main():
     args = tyro.cli(Args)
+    precision = None if args.matmul_precision == "default" else args.matmul_precision
+    jax.config.update("jax_default_matmul_precision", precision)  # float32 matmuls, as Args says
+    torch.set_float32_matmul_precision(precision or "highest")  # torch's default: highest
     env_args = (args.env, args.env_backend, args.num_envs, args.seed, args.env_threads)
     env, env_params = make_env(*env_args, args.num_agents)
     if args.norm_obs or args.norm_reward:
