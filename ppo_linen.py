@@ -240,8 +240,8 @@ def from_shared(net, continuous: bool, dtype="float32"):
     params = {"log_std": net.log_std} if continuous else {}
     for mlp, layers in (("actor", net.actor), ("critic", net.critic)):
         params[mlp] = {f"Dense_{i}": {"kernel": k, "bias": b} for i, (k, b) in enumerate(layers)}
-    agent, params = Agent(net.hidden_sizes, net.num_actions, continuous, dtype), {"params": params}
-    params = jax.tree.map(jnp.asarray, params)
+    agent = Agent(net.hidden_sizes, net.num_actions, continuous, dtype)
+    params = jax.tree.map(jnp.asarray, {"params": params})
     return params, partial(jax.jit(lambda params, obs: agent.apply(params, obs)[0]), params)
 
 
