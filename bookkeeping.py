@@ -235,17 +235,6 @@ class CompileTimes:
         jax.monitoring.unregister_event_duration_listener(self.on_event)
 
 
-def set_matmul_precision(precision: str, torch=None) -> Optional[str]:
-    """Sets the float32 matmul precision of JAX (and of torch, given its module) from
-    --matmul-precision: default (JAX's: one bfloat16 pass on a TPU), high or highest; returns the
-    one in force, as config.json records it (None: the backend's default)."""
-    jax.config.update("jax_default_matmul_precision", None if precision == "default" else precision)
-    if torch is not None and precision != "default":
-        # torch's "high" (TF32 passes) and "highest" (full float32) mean what JAX's do
-        torch.set_float32_matmul_precision(precision)
-    return jax.config.jax_default_matmul_precision
-
-
 def with_run_flags(args_type, argv: list[str]) -> list[str]:
     """argv with, after --resume RUN_DIR, the stopped run's flags for those argv leaves out
     (checkpoint.resumed_argv, imported only then), once the run is known to be of the script's
@@ -369,9 +358,8 @@ class Bookkeeping:
         # the device kind, the jaxlib and libtpu/CUDA versions, and the matmul precision in force
         # (torch's script names its own device_name: torch's device, kept)
         config.update({k: v for k, v in accelerator().items() if k not in config})
-        torch = sys.modules.get("torch") if "torch" in packages else None
-        precision = config.get("matmul_precision", "default")
-        config["matmul_precision_in_force"] = set_matmul_precision(precision, torch)
+        # as the script set it (--matmul-precision): recorded, never changed here
+        config["matmul_precision_in_force"] = jax.config.jax_default_matmul_precision
         if "torch" in packages:
             # the intra-op threads torch's ops run on (the scripts leave torch's default)
             config["torch_threads"] = sys.modules["torch"].get_num_threads()

@@ -127,26 +127,6 @@ def commit_of(folder: str) -> str:
     return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else "unknown"
 
 
-def to_shared(framework: str, model) -> tuple:
-    """(actor, critic, log_std) of a script's model (Linen's params, NNX's or Equinox's agent,
-    torch's): each MLP's [(kernel (in, out), bias)]; log_std None for discrete actions."""
-    if framework == "torch":
-        # the script's torch_glue.host_layers(agent): in this layout already
-        return model
-    if framework == "linen":
-        p = model["params"]
-        mlps = [[mlp[f"Dense_{i}"] for i in range(len(mlp))] for mlp in (p["actor"], p["critic"])]
-        actor, critic = ([(d["kernel"], d["bias"]) for d in mlp] for mlp in mlps)
-        return actor, critic, p.get("log_std")
-    mlps = (model.actor, model.critic)
-    if framework == "nnx":
-        actor, critic = ([(d.kernel, d.bias) for d in mlp.layers] for mlp in mlps)
-        return actor, critic, model.log_std if model.continuous else None
-    # Equinox's: its Linear's weight is (out, in)
-    actor, critic = ([(d.weight.swapaxes(-1, -2), d.bias) for d in m.layers] for m in mlps)
-    return actor, critic, model.log_std
-
-
 class Snapshot(NamedTuple):
     """What a Saver keeps of the last finished iteration, a value per agent."""
 
@@ -222,18 +202,19 @@ class Saver:
         print(f"{RESUME_FILE}: resumed after iteration {iteration}", flush=True)
         return training, runner, iteration
 
-    def iteration_done(self, model, runner, returns, training, writer=None) -> None:
-        """After each iteration. model: the script's parameters (to_shared; copied here: training
-        goes on); runner: the envs' state; returns: each agent's mean episodic return (NaN: none
-        ended); training: the rest of the run's state (a pytree of JAX or NumPy arrays, or a
-        function that returns one), saved with the runner every save_every iterations; writer: the
-        run's SummaryWriter, whose events are all written out before each save, so that the events
-        hold every iteration that the resume file holds, however the run ends after it."""
+    def iteration_done(self, layers, runner, returns, training, writer=None) -> None:
+        """After each iteration. layers: the script's to_shared of its agents, (actor, critic,
+        log_std) with the agent axis first (copied here: training goes on); runner: the envs'
+        state; returns: each agent's mean episodic return (NaN: none ended); training: the rest of
+        the run's state (a pytree of JAX or NumPy arrays, or a function that returns one), saved
+        with the runner every save_every iterations; writer: the run's SummaryWriter, whose events
+        are all written out before each save, so that the events hold every iteration that the
+        resume file holds, however the run ends after it."""
         returns = tuple(float(r) for r in returns)
         import jax
 
         # to the host once, then each agent's slice
-        layers = jax.tree.map(np.asarray, to_shared(self.config["framework"], model))
+        layers = jax.tree.map(np.asarray, layers)
         params = [shared(*jax.tree.map(lambda x: x[k], layers)) for k in range(len(returns))]
         obs_norm = [None] * len(returns)
         if hasattr(runner.env_state, "obs_stats"):  # --norm-obs: its statistics go with the policy

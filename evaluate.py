@@ -5,7 +5,7 @@ of benchback-rl).
         [--seed 1] [--stochastic] [--video PATH] [--export-onnx PATH] [--hub-folder DIR]
 
 The checkpoint (model.safetensors, read and validated by evaluation/model_file.py) is loaded into
-the chosen framework's own network (evaluation/policy.py's build_agent; default: the framework that
+the chosen framework's own network (its template's from_shared; default: the framework that
 trained it). The env is made as the template makes it (its make_env, the checkpoint's env id and
 backend), one env per episode; each runs its first episode to its end (termination or truncation).
 The observations are normalised with the checkpoint's statistics (env_normalize.scale, as in

@@ -239,6 +239,24 @@ class Agent(eqx.Module):
         return action, log_prob, value
 
 
+def to_shared(agent) -> tuple:
+    """(actor, critic, log_std) of agent in checkpoint.py's layout, [(kernel (in, out), bias)]."""
+    # Equinox's Linear keeps its weight as (out, in): mT transposes the last two axes
+    actor, critic = ([(d.weight.mT, d.bias) for d in m.layers] for m in (agent.actor, agent.critic))
+    return actor, critic, agent.log_std
+
+
+def from_shared(net, continuous: bool, dtype="float32"):
+    """to_shared's inverse: an Agent holding net (its layers, sizes), and its jitted actor."""
+    shape = (net.obs_dim, net.hidden_sizes, net.num_actions, continuous)
+    agent = eqx.filter_eval_shape(Agent, *shape, jax.random.key(0), dtype)
+    # its leaves in order: each Linear's weight (out, in) and bias, actor then critic; log_std
+    leaves = [x for kernel, bias in net.actor + net.critic for x in (kernel.T, bias)]
+    leaves += [net.log_std] if continuous else []
+    agent = jax.tree.unflatten(jax.tree.structure(agent), [jnp.asarray(x) for x in leaves])
+    return agent, partial(eqx.filter_jit(lambda agent, obs: agent(obs)[0]), agent)
+
+
 # ------------------------------------------------------------------------------- environment glue
 class GymnaxBatch:
     """A gymnax env stepped as a batch, one key per env: the contract of env_adapters.py's."""
@@ -466,6 +484,8 @@ def log_scalars(writer, scalars: dict, metrics: dict, step: int) -> dict:
 # ------------------------------------------------------------------------------------------- main
 def main():
     args = tyro.cli(Args)
+    precision = None if args.matmul_precision == "default" else args.matmul_precision
+    jax.config.update("jax_default_matmul_precision", precision)  # float32 matmuls, as Args says
     env_args = (args.env, args.env_backend, args.num_envs, args.seed, args.env_threads)
     env, env_params = make_env(*env_args, args.num_agents)
     if args.norm_obs or args.norm_reward:
@@ -564,7 +584,7 @@ def main():
             returns = metrics["episodic_return"]
             if args.save_model or args.save_every:
                 training = (agent, opt_state, update_key)
-                saver.iteration_done(agent, runner, returns, training, writer)
+                saver.iteration_done(to_shared(agent), runner, returns, training, writer)
             book.iteration_done(iteration, returns, writer, scalars)  # and the progress line
     if args.track:
         wandb.finish()

@@ -227,6 +227,24 @@ class Agent(nn.Module):
         return action, log_prob, value
 
 
+def to_shared(params) -> tuple:
+    """(actor, critic, log_std) of params in checkpoint.py's layout, [(kernel (in, out), bias)]."""
+    p = params["params"]
+    mlps = [[mlp[f"Dense_{i}"] for i in range(len(mlp))] for mlp in (p["actor"], p["critic"])]
+    actor, critic = ([(d["kernel"], d["bias"]) for d in mlp] for mlp in mlps)
+    return actor, critic, p.get("log_std")
+
+
+def from_shared(net, continuous: bool, dtype="float32"):
+    """to_shared's inverse: the params holding net (its layers, sizes), and their jitted actor."""
+    params = {"log_std": net.log_std} if continuous else {}
+    for mlp, layers in (("actor", net.actor), ("critic", net.critic)):
+        params[mlp] = {f"Dense_{i}": {"kernel": k, "bias": b} for i, (k, b) in enumerate(layers)}
+    agent = Agent(net.hidden_sizes, net.num_actions, continuous, dtype)
+    params = jax.tree.map(jnp.asarray, {"params": params})
+    return params, partial(jax.jit(lambda params, obs: agent.apply(params, obs)[0]), params)
+
+
 # ------------------------------------------------------------------------------- environment glue
 class GymnaxBatch:
     """A gymnax env stepped as a batch, one key per env: the contract of env_adapters.py's."""
@@ -454,6 +472,8 @@ def log_scalars(writer, scalars: dict, metrics: dict, step: int) -> dict:
 # ------------------------------------------------------------------------------------------- main
 def main():
     args = tyro.cli(Args)
+    precision = None if args.matmul_precision == "default" else args.matmul_precision
+    jax.config.update("jax_default_matmul_precision", precision)  # float32 matmuls, as Args says
     env_args = (args.env, args.env_backend, args.num_envs, args.seed, args.env_threads)
     env, env_params = make_env(*env_args, args.num_agents)
     if args.norm_obs or args.norm_reward:
@@ -551,7 +571,7 @@ def main():
             returns = metrics["episodic_return"]
             if args.save_model or args.save_every:
                 training = (state, update_key)
-                saver.iteration_done(state.params, runner, returns, training, writer)
+                saver.iteration_done(to_shared(state.params), runner, returns, training, writer)
             book.iteration_done(iteration, returns, writer, scalars)  # and the progress line
     if args.track:
         wandb.finish()

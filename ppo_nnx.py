@@ -225,6 +225,25 @@ class Agent(nnx.Module):
         return action, log_prob, value
 
 
+def to_shared(agent) -> tuple:
+    """(actor, critic, log_std) of agent in checkpoint.py's layout, [(kernel (in, out), bias)]."""
+    actor, critic = ([(d.kernel, d.bias) for d in m.layers] for m in (agent.actor, agent.critic))
+    return actor, critic, agent.log_std if agent.continuous else None
+
+
+def from_shared(net, continuous: bool, dtype="float32"):
+    """to_shared's inverse: an Agent holding net (its layers, sizes), and its jitted actor."""
+    shape = (net.obs_dim, net.hidden_sizes, net.num_actions, continuous)
+    agent = nnx.eval_shape(lambda: Agent(*shape, nnx.Rngs(0), dtype))
+    for mlp, layers in ((agent.actor, net.actor), (agent.critic, net.critic)):
+        for dense, (kernel, bias) in zip(mlp.layers, layers, strict=True):
+            dense.kernel.value, dense.bias.value = jnp.asarray(kernel), jnp.asarray(bias)
+    if continuous:
+        agent.log_std.value = jnp.asarray(net.log_std)
+    graphdef, state = nnx.split(agent)
+    return agent, partial(jax.jit(lambda state, obs: nnx.merge(graphdef, state)(obs)[0]), state)
+
+
 # ------------------------------------------------------------------------------- environment glue
 class GymnaxBatch:
     """A gymnax env stepped as a batch, one key per env: the contract of env_adapters.py's."""
@@ -454,6 +473,8 @@ def log_scalars(writer, scalars: dict, metrics: dict, step: int) -> dict:
 # ------------------------------------------------------------------------------------------- main
 def main():
     args = tyro.cli(Args)
+    precision = None if args.matmul_precision == "default" else args.matmul_precision
+    jax.config.update("jax_default_matmul_precision", precision)  # float32 matmuls, as Args says
     env_args = (args.env, args.env_backend, args.num_envs, args.seed, args.env_threads)
     env, env_params = make_env(*env_args, args.num_agents)
     if args.norm_obs or args.norm_reward:
@@ -562,7 +583,7 @@ def main():
             returns = metrics["episodic_return"]
             if args.save_model or args.save_every:
                 training = (nnx.state((agent, optimizer)), update_key)
-                saver.iteration_done(agent, runner, returns, training, writer)
+                saver.iteration_done(to_shared(agent), runner, returns, training, writer)
             book.iteration_done(iteration, returns, writer, scalars)  # and the progress line
     if args.track:
         wandb.finish()

@@ -171,6 +171,41 @@ from torch_glue import TrainState
 
 
 # ---------------------------------------------------------------------------------------- network
+class Linear(nn.Module):
+    """Every agent's dense layer: weights (N, in, out), biases (N, 1, out), one batched matmul for
+    N agents; orthogonal weights, each agent's from its generator (None: one, without the axis)."""
+
+    def __init__(self, size_in: int, size_out: int, gain: float, generators=None):
+        super().__init__()
+        shape, draw = (size_in, size_out), partial(nn.init.orthogonal_, gain=gain)
+        weights = [draw(torch.empty(shape), generator=g) for g in generators or [None]]
+        weight = weights[0] if generators is None else torch.stack(weights)
+        self.weight = nn.Parameter(weight)
+        self.bias = nn.Parameter(torch.zeros(*weight.shape[:-2], 1, size_out))
+
+    def forward(self, x):
+        if x.dim() == 3:  # (N, batch, in): bias + x @ weight of every agent, one fused call
+            return torch.baddbmm(self.bias, x, self.weight)
+        return x @ self.weight + self.bias
+
+
+class MLP(nn.Sequential):
+    """tanh MLP, orthogonal init (sqrt(2) on hidden layers), zero biases; float32, run in dtype."""
+
+    def __init__(self, in_dim: int, hidden_sizes, out_dim: int, out_gain: float, dtype, generators):
+        sizes = (in_dim, *hidden_sizes, out_dim)
+        gains = [np.sqrt(2)] * len(hidden_sizes) + [out_gain]
+        layers = []
+        for size_in, size_out, gain in zip(sizes, sizes[1:], gains):
+            layers += [Linear(size_in, size_out, gain, generators), nn.Tanh()]
+        super().__init__(*layers[:-1])
+        self.dtype = getattr(torch, dtype)
+
+    def forward(self, x):
+        with torch.autocast(x.device.type, self.dtype, enabled=self.dtype != torch.float32):
+            return super().forward(x).float()
+
+
 class Agent(nn.Module):
     """Separate actor and critic MLPs; the actor gives logits, or a Gaussian's mean. seeds: an agent
     each, along a first axis, initialised as a single agent of that seed; None: one, without it."""
@@ -178,9 +213,9 @@ class Agent(nn.Module):
     def __init__(self, obs_dim, hidden_sizes, num_actions, continuous, dtype="float32", seeds=None):
         super().__init__()
         self.num_actions, self.continuous = num_actions, continuous
-        generators = torch_glue.init_generators(seeds)  # each agent's: its actor's, then critic's
-        self.actor = torch_glue.MLP(obs_dim, hidden_sizes, num_actions, 0.01, dtype, generators)
-        self.critic = torch_glue.MLP(obs_dim, hidden_sizes, 1, 1.0, dtype, generators)
+        generators = None if seeds is None else [torch.Generator().manual_seed(s) for s in seeds]
+        self.actor = MLP(obs_dim, hidden_sizes, num_actions, 0.01, dtype, generators)
+        self.critic = MLP(obs_dim, hidden_sizes, 1, 1.0, dtype, generators)
         if continuous:  # (N, 1, num_actions), the shape of the actor's last bias
             self.log_std = nn.Parameter(torch.zeros_like(self.actor[-1].bias))
 
@@ -212,6 +247,27 @@ class Agent(nn.Module):
             action = (actor_out - torch.log(-torch.log(noise))).argmax(-1).to(torch.int32)
         log_prob, _ = self.log_prob_and_entropy(actor_out, action)
         return action, log_prob, value
+
+
+def to_shared(agent) -> tuple:
+    """(actor, critic, log_std) of agent in checkpoint.py's layout, [(kernel (in, out), bias)], as
+    NumPy; a bias or log std without its axis of one (which broadcasts over the batch)."""
+    layers = [list(mlp)[::2] for mlp in (agent.actor, agent.critic)]  # Linear, Tanh, Linear, ...
+    mlps = [[(d.weight, d.bias[..., 0, :]) for d in mlp] for mlp in layers]
+    log_std = agent.log_std[..., 0, :] if agent.continuous else None
+    return jax.tree.map(lambda x: x.numpy(force=True), (*mlps, log_std))
+
+
+def from_shared(net, continuous: bool, dtype="float32"):
+    """to_shared's inverse: an Agent holding net (its layers, sizes) on the CPU, and its actor."""
+    with torch.device("meta"):  # no init: load_state_dict assigns every parameter
+        agent = Agent(net.obs_dim, net.hidden_sizes, net.num_actions, continuous, dtype)
+    state = {"log_std": net.log_std[None]} if continuous else {}
+    for mlp, layers in (("actor", net.actor), ("critic", net.critic)):
+        for i, (kernel, bias) in enumerate(layers):  # Linear, Tanh, Linear, ...: 0, 2, ...
+            state[f"{mlp}.{2 * i}.weight"], state[f"{mlp}.{2 * i}.bias"] = kernel, bias[None]
+    agent.load_state_dict({k: torch.tensor(x).contiguous() for k, x in state.items()}, assign=True)
+    return agent, torch_glue.on_numpy(lambda obs: agent(obs)[0])
 
 
 # ------------------------------------------------------------------------------- environment glue
@@ -461,6 +517,9 @@ def log_scalars(writer, scalars: dict, metrics: dict, step: int) -> dict:
 # ------------------------------------------------------------------------------------------- main
 def main():
     args = tyro.cli(Args)
+    precision = None if args.matmul_precision == "default" else args.matmul_precision
+    jax.config.update("jax_default_matmul_precision", precision)  # float32 matmuls, as Args says
+    torch.set_float32_matmul_precision(precision or "highest")  # torch's default: highest
     env_args = (args.env, args.env_backend, args.num_envs, args.seed, args.env_threads)
     env, env_params = make_env(*env_args, args.num_agents)
     if args.norm_obs or args.norm_reward:
@@ -543,8 +602,7 @@ def main():
             returns = metrics["episodic_return"]
             if args.save_model or args.save_every:
                 training = partial(torch_glue.arrays, agent, optimizer, generators)
-                model = torch_glue.host_layers(agent)
-                saver.iteration_done(model, runner, returns, training, writer)
+                saver.iteration_done(to_shared(agent), runner, returns, training, writer)
             book.iteration_done(iteration, returns, writer, scalars)  # and the progress line
             threads.iteration_done()
     if args.track:

@@ -1,7 +1,6 @@
-"""ppo_torch.py's systems side, a piece the script owns: the layers that hold every agent's
-parameters at once, the device torch shares with JAX, the DLPack crossings between them, what each
---compile mode compiles, traces or graphs, each agent's random state and gradient clipping, and the
-crossing of the agents' parameters to and from checkpoint.py's shared layout.
+"""ppo_torch.py's systems side, a piece the script owns: the device torch shares with JAX, the
+DLPack crossings between them, what each --compile mode compiles, traces or graphs, each agent's
+random numbers and gradient clipping, the state that --save-every keeps, and the thread governor.
 
 A copy of ppo_torch.py that trains on gymnax needs this file and no other.
 """
@@ -11,13 +10,12 @@ import os
 import time
 import warnings
 from functools import partial
-from typing import Callable, NamedTuple, Optional
+from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import torch
-import torch.nn as nn
 
 # JAX shares the GPU with torch: no 75 % grab (read when JAX first uses a device, not on import)
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
@@ -30,56 +28,6 @@ logging.getLogger("torch._dynamo.variables.ctx_manager").addFilter(
 
 # the --compile modes that torch.compile the minibatch step, and its options for each
 COMPILED = {"compile": {}, "cudagraphs": dict(mode="reduce-overhead")}
-
-
-# ------------------------------------------------------------------------- every agent's layers
-class Linear(nn.Module):
-    """Every agent's dense layer in one: weights (N, in, out) and biases (N, 1, out), applied to
-    inputs (N, batch, in) by one batched matmul (N agents, one call); orthogonal weights, each
-    agent's drawn by its own generator. generators None: one agent's layer, without the agent axis
-    (evaluate.py's network), drawn from torch's global random state."""
-
-    def __init__(self, size_in: int, size_out: int, gain: float, generators=None):
-        super().__init__()
-        shape = (size_in, size_out)
-        draw = partial(nn.init.orthogonal_, gain=gain)
-        if generators is None:
-            weight = draw(torch.empty(shape))
-        else:
-            weight = torch.stack([draw(torch.empty(shape), generator=g) for g in generators])
-        self.weight = nn.Parameter(weight)
-        self.bias = nn.Parameter(torch.zeros(*weight.shape[:-2], 1, size_out))
-
-    def forward(self, x):
-        if x.dim() == 3:  # (N, batch, in): bias + x @ weight of every agent, one fused call
-            return torch.baddbmm(self.bias, x, self.weight)
-        # one agent's (batch, in), without the agent axis (evaluate.py's network)
-        return x @ self.weight + self.bias
-
-
-class MLP(nn.Sequential):
-    """tanh MLP, orthogonal init (sqrt(2) on hidden layers), zero biases; float32, run in dtype;
-    every agent's (Linear), each initialised by its generator."""
-
-    def __init__(self, in_dim: int, hidden_sizes, out_dim: int, out_gain: float, dtype, generators):
-        sizes = (in_dim, *hidden_sizes, out_dim)
-        gains = [np.sqrt(2)] * len(hidden_sizes) + [out_gain]
-        layers = []
-        for size_in, size_out, gain in zip(sizes, sizes[1:], gains):
-            layers += [Linear(size_in, size_out, gain, generators), nn.Tanh()]
-        super().__init__(*layers[:-1])
-        self.dtype = getattr(torch, dtype)
-
-    def forward(self, x):
-        with torch.autocast(x.device.type, self.dtype, enabled=self.dtype != torch.float32):
-            return super().forward(x).float()
-
-
-def init_generators(seeds) -> Optional[list]:
-    """A CPU generator per agent's seed for its parameters (None for None: one agent, from torch's
-    global random state). One generator draws the agent's actor, then its critic, in the same
-    order whatever the number of agents: agent k's parameters are those of a single agent."""
-    return None if seeds is None else [torch.Generator().manual_seed(seed) for seed in seeds]
 
 
 def uniform_noise(shape: tuple, generators: list) -> torch.Tensor:
@@ -168,6 +116,17 @@ def to_torch(x, device: torch.device) -> torch.Tensor:
     return torch.from_dlpack(x).to(device)
 
 
+def on_numpy(fn: Callable) -> Callable:
+    """fn, a function of a tensor on the CPU, as one of a NumPy array, without gradients. A
+    read-only array (a view of a JAX one) is copied: torch.from_numpy warns of it at every call."""
+
+    @torch.no_grad()
+    def numpy_fn(x: np.ndarray) -> np.ndarray:
+        return fn(torch.from_numpy(np.require(x, requirements="W"))).numpy()
+
+    return numpy_fn
+
+
 def to_jax(x: torch.Tensor):
     """A tensor for a jitted JAX call: NumPy on a CPU (a faster argument), a JAX array on a GPU."""
     return np.from_dlpack(x) if x.is_cpu else jnp.from_dlpack(x)
@@ -202,21 +161,6 @@ class TrainState(NamedTuple):
     generators: list
     policy: Callable
     minibatch_step: Callable
-
-
-def host_layers(agent: torch.nn.Module) -> tuple[list, list, Optional[np.ndarray]]:
-    """The agents' actors and critics as NumPy, each [(kernel (N, in, out), bias (N, out)), ...],
-    and their log std (N, num_actions) (None: discrete actions), as checkpoint.shared names them;
-    for an Agent without seeds, one agent's arrays, without the agent axis."""
-
-    def host(x):  # a bias or log std without its axis of one, which broadcasts over the batch
-        return x.numpy(force=True)[..., 0, :]
-
-    actor, critic = (
-        [(d.weight.numpy(force=True), host(d.bias)) for d in list(mlp)[::2]]
-        for mlp in (agent.actor, agent.critic)  # Linear, Tanh, Linear, ...
-    )
-    return actor, critic, host(agent.log_std) if agent.continuous else None
 
 
 def arrays(agent: torch.nn.Module, optimizer, generators: list) -> dict[str, np.ndarray]:

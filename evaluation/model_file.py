@@ -9,7 +9,7 @@ the project's fixed lists (unknown_env) before any library sees it.
     from evaluation import model_file
     # a run folder, or its model.safetensors
     ckpt = model_file.load("runs/CartPole-v1__nnx__small__cached_partial__1__1700000000")
-    agent = policy.build_agent("nnx", model_file.layers_of(ckpt.params), continuous=False)
+    agent, actor = policy.from_shared("nnx", model_file.layers_of(ckpt.params), continuous=False)
     obs = model_file.normalize_obs(obs, ckpt.obs_norm)
 
 Anything wrong is checkpoint.BadCheckpoint, one line that names the file and what is wrong.
@@ -93,8 +93,8 @@ def hidden_sizes(params: dict) -> tuple[int, ...]:
 
 
 class Layers(NamedTuple):
-    """A network of shared tensors, as evaluation/policy.py's build_agent builds each framework's
-    from it."""
+    """A network of shared tensors, as each template's from_shared builds its Agent from it
+    (evaluation/policy.py)."""
 
     obs_dim: int
     hidden_sizes: tuple[int, ...]

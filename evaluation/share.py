@@ -7,7 +7,7 @@ evaluation/hub.py).
     share.export_onnx(ckpt, path, bounds)
 
 The ONNX file is the deployable policy: raw observations in, the deterministic action out, whatever
-framework trained it (ppo_torch.py's network, loaded by policy.build_agent, is what torch.onnx
+framework trained it (ppo_torch.py's network, loaded by policy.from_shared, is what torch.onnx
 exports). It refuses an output it did not write, before anything runs: an ONNX file is recognised by
 the "written_by" entry of its metadata. The path the user gave is followed if it is a link, as it
 is named; a link below it is never written through (atomic.write_file).
@@ -80,7 +80,7 @@ def check_onnx(path) -> None:
 
 
 def deployed_actor(ckpt, bounds):
-    """ppo_torch.py's actor, loaded with ckpt's parameters (policy.build_agent, in float32), as a
+    """ppo_torch.py's actor, loaded with ckpt's parameters (policy.from_shared, in float32), as a
     torch module from raw observations (batch, obs_dim) float32 to the deterministic action: ckpt's
     observation normalisation first (env_normalize.scale's arithmetic, its statistics frozen), then
     the actor; discrete: the argmax of the logits (int64); continuous: the Gaussian's mean clipped
@@ -90,7 +90,7 @@ def deployed_actor(ckpt, bounds):
     import env_normalize
 
     continuous = ckpt.meta["action_kind"] == "continuous"
-    agent = policy.build_agent("torch", model_file.layers_of(ckpt.params), continuous)
+    agent, _ = policy.from_shared("torch", model_file.layers_of(ckpt.params), continuous)
 
     class DeployedActor(torch.nn.Module):
         def __init__(self):

@@ -445,7 +445,7 @@ class TorchSide(Side):
 
     @staticmethod
     def linears(mlp):
-        return [m for m in mlp.modules() if isinstance(m, torch_glue.Linear)]
+        return [m for m in mlp.modules() if isinstance(m, ppo_torch.Linear)]
 
     def forward(self, obs):
         with torch.no_grad():

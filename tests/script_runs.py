@@ -277,7 +277,7 @@ def save_untrained(folder, env_id, backend, obs_dim, num_actions, continuous):
     folder.mkdir(exist_ok=True)
     checkpoint.save(
         folder / "model.safetensors",
-        checkpoint.shared(*checkpoint.to_shared("nnx", agent)),
+        checkpoint.shared(*ppo_nnx.to_shared(agent)),
         None,
         meta,
     )

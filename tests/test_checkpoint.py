@@ -317,44 +317,40 @@ def test_missing_or_foreign_metadata_is_refused(tmp_path):
     assert "metadata format must be 'benchback-rl/1', not 'benchback-rl/2'" in refused(path)
 
 
-# --------------------------------------- the scripts' mappings (to_shared) and policy.build_agent
+# ------------------------------ the templates' mappings (to_shared, from_shared) and evaluation's
 FRAMEWORKS = list(STUDY.frameworks)
 # (obs_dim, model size, num_actions, continuous): a classic-control and a flattened MinAtar batch,
 # and a Gaussian
 ARCHITECTURES = [(4, "small", 2, False), (400, "medium", 6, False), (3, "small", 2, True)]
 
 
-def params_of(framework: str, agent):
-    """What the script's to_shared takes: Linen's params tree (build_agent gives the module too),
-    torch's host layers (torch_glue.host_layers, as ppo_torch.py passes them), else the agent."""
-    if framework == "torch":
-        import torch_glue
-
-        return torch_glue.host_layers(agent)
-    return agent[1] if framework == "linen" else agent
-
-
 def from_shared(framework: str, tensors: dict, continuous: bool):
-    """framework's agent holding the shared tensors, as evaluate.py builds it."""
-    return policy.build_agent(framework, model_file.layers_of(tensors), continuous)
+    """(agent, actor) of framework's template holding the shared tensors, as evaluate.py builds
+    them (Linen's agent: its params)."""
+    return policy.from_shared(framework, model_file.layers_of(tensors), continuous)
 
 
 def to_shared(framework: str, agent) -> dict:
-    """The shared tensors of framework's agent, as --save-model names and copies them."""
-    return checkpoint.shared(*checkpoint.to_shared(framework, params_of(framework, agent)))
+    """The shared tensors of framework's agent (from_shared's), as --save-model names and copies
+    them: the template's own to_shared."""
+    return checkpoint.shared(*script_module(framework).to_shared(agent))
 
 
-def outputs(framework: str, agent, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(actor output: logits or the Gaussian's mean, values) of a build_agent agent, as NumPy."""
+def outputs(framework: str, tensors: dict, continuous: bool, obs: np.ndarray) -> tuple:
+    """(actor output: logits or the Gaussian's mean, values) of framework's agent holding tensors
+    (from_shared's), as NumPy: the actor output of the actor function that evaluate.py runs, the
+    values of the agent's own call."""
+    agent, actor = from_shared(framework, tensors, continuous)
     if framework == "linen":
-        module, params = agent
-        return tuple(np.asarray(x) for x in module.apply(params, obs))
+        net = model_file.layers_of(tensors)
+        module = script_module("linen").Agent(net.hidden_sizes, net.num_actions, continuous)
+        return np.asarray(actor(obs)), np.asarray(module.apply(agent, obs)[1])
     if framework == "torch":
         import torch
 
         with torch.no_grad():
-            return tuple(x.numpy() for x in agent(torch.as_tensor(obs)))
-    return tuple(np.asarray(x) for x in agent(obs))
+            return np.asarray(actor(obs)), agent(torch.as_tensor(obs))[1].numpy()
+    return np.asarray(actor(obs)), np.asarray(agent(obs)[1])
 
 
 def numpy_outputs(tensors: dict, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -378,7 +374,7 @@ def test_from_shared_then_to_shared_gives_the_tensors_back(
 ):
     module = script_module(framework)
     tensors = shared_tensors(obs_dim, module.MODEL_SIZES[size], num_actions, continuous)
-    back = to_shared(framework, from_shared(framework, tensors, continuous))
+    back = to_shared(framework, from_shared(framework, tensors, continuous)[0])
     assert sorted(back) == sorted(tensors)
     for name, tensor in tensors.items():
         assert back[name].dtype == np.float32, name
@@ -396,9 +392,8 @@ def test_the_same_tensors_give_the_same_outputs_in_every_framework(
     obs = np.random.default_rng(4).normal(size=(64, obs_dim)).astype(np.float32)
     expected = numpy_outputs(tensors, obs)
     for framework in FRAMEWORKS:
-        agent = from_shared(framework, tensors, continuous)
         for what, actual, reference in zip(
-            ("actor output", "values"), outputs(framework, agent, obs), expected
+            ("actor output", "values"), outputs(framework, tensors, continuous, obs), expected
         ):
             assert actual.dtype == np.float32 and actual.shape == reference.shape, (framework, what)
             np.testing.assert_allclose(
@@ -412,7 +407,7 @@ def test_to_shared_copies_what_training_then_changes(framework):
     they must not be views of the parameters that the next update changes in place (torch's are
     updated in place)."""
     tensors = shared_tensors()
-    agent = from_shared(framework, tensors, True)
+    agent, _ = from_shared(framework, tensors, True)
     first = to_shared(framework, agent)
     if framework == "torch":
         import torch

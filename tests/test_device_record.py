@@ -12,7 +12,7 @@ import pytest
 
 import bookkeeping
 from core import run_checks
-from helpers import STUDY, TINY, only_run_dir, read_json, run_script
+from helpers import ROOT, STUDY, TINY, only_run_dir, read_json, run_script
 from tools.starter import write_starter
 
 # libtpu's words when a second process starts on a chip that another holds
@@ -82,29 +82,33 @@ def test_peak_device_bytes_come_from_the_device_memory_statistics(monkeypatch):
 
 
 # ------------------------------------------------------------------------ the matmul precision
-@pytest.mark.parametrize("precision", ["high", "highest"])
-def test_the_matmul_precision_is_set_in_jax_and_torch(precision):
-    calls = []
-    torch = SimpleNamespace(set_float32_matmul_precision=calls.append)
-    try:
-        assert bookkeeping.set_matmul_precision(precision, torch) == precision
-        assert jax.config.jax_default_matmul_precision == precision
-        assert calls == [precision]
-        # default: JAX's own (one bfloat16 pass on a TPU), torch's left as it is
-        assert bookkeeping.set_matmul_precision("default", torch) is None
-        assert calls == [precision]
-    finally:
-        jax.config.update("jax_default_matmul_precision", None)
+def precision_calls(text: str) -> list[str]:
+    """The calls in a Python source that set a float32 matmul precision (JAX's or torch's)."""
+    calls = [node for node in ast.walk(ast.parse(text)) if isinstance(node, ast.Call)]
+    return [
+        ast.unparse(call)
+        for call in calls
+        if "set_float32_matmul_precision" in ast.unparse(call.func)
+        or (ast.unparse(call.func) == "jax.config.update" and "matmul" in ast.unparse(call))
+    ]
+
+
+@pytest.mark.parametrize("framework", list(STUDY.frameworks))
+def test_the_template_sets_the_matmul_precision_and_the_bookkeeping_only_records_it(framework):
+    """--matmul-precision shapes the run: the template sets it, where it sets its other options, so
+    that its copy trains as it does; bookkeeping.py changes nothing (it records it)."""
+    assert precision_calls((ROOT / "bookkeeping.py").read_text()) == []
+    calls = precision_calls((ROOT / STUDY.frameworks[framework].script).read_text())
+    assert calls[0] == "jax.config.update('jax_default_matmul_precision', precision)"
+    assert len(calls) == (2 if framework == "torch" else 1)
 
 
 def test_the_starter_copy_keeps_the_matmul_precision(tmp_path):
-    """A starter (a template without its bookkeeping) still honours --matmul-precision and names
-    its device."""
+    """A starter (a template without its bookkeeping) still honours --matmul-precision, by the
+    template's own line, and names its device."""
     write_starter("nnx", tmp_path / "copy")
     text = (tmp_path / "copy" / "ppo_nnx.py").read_text()
-    functions = {getattr(node, "name", None) for node in ast.parse(text).body}
-    assert "set_matmul_precision" in functions
-    assert "set_matmul_precision(\n        args.matmul_precision" in text
+    assert precision_calls(text) == precision_calls((ROOT / "ppo_nnx.py").read_text())
     assert 'config.setdefault("device_name"' in text
 
 

@@ -266,7 +266,7 @@ def untrained_checkpoint(tmp_path):
     meta |= dict(iteration=1, final_return=None, commit="unknown", command=["ppo_nnx.py"], seed=1)
     checkpoint.save(
         tmp_path / "model.safetensors",
-        checkpoint.shared(*checkpoint.to_shared("nnx", agent)),
+        checkpoint.shared(*ppo_nnx.to_shared(agent)),
         None,
         meta,
     )

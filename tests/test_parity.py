@@ -42,7 +42,6 @@ from parity_sides import (
 
 import ppo_linen
 import ppo_torch
-import torch_glue
 from helpers import ENV_FIELDS, STUDY, numpy_gae, only_run_dir, read_json, run_script
 
 GAINS = {"hidden": np.sqrt(2), "actor": 0.01, "critic": 1.0}
@@ -409,13 +408,13 @@ def test_torch_rollout_runs_every_layer_agent_major(monkeypatch):
     copies each agent's weights once a step (GiBs a rollout for the medium model)."""
     _, _, sides = build_all("Pendulum-v1", "small", num_envs=4, num_steps=8)
     dims = []
-    forward = torch_glue.Linear.forward
+    forward = ppo_torch.Linear.forward
 
     def recording_forward(layer, x):
         dims.append(x.dim())
         return forward(layer, x)
 
-    monkeypatch.setattr(torch_glue.Linear, "forward", recording_forward)
+    monkeypatch.setattr(ppo_torch.Linear, "forward", recording_forward)
     sides["torch"].rollout()
     # per layer: the policy's steps and the final values
     assert len(dims) > 8 * 3

@@ -125,3 +125,29 @@ def test_each_template_fits_its_line_budget():
     assert len(templates) == 4
     lengths = {path.name: len(path.read_text().splitlines()) for path in templates}
     assert all(length <= TEMPLATE_LINES_BOUND for length in lengths.values()), lengths
+
+
+def framework_branches(path: Path) -> list[str]:
+    """The comparisons in a Python file of anything with a framework's name ("torch" ==, in
+    ("linen", "nnx")): a branch on the framework."""
+    names = {"linen", "nnx", "equinox", "torch"}
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Compare):
+            constants = {n.value for n in ast.walk(node) if isinstance(n, ast.Constant)}
+            if constants & names:
+                found.append(f"{path.name}:{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_the_model_file_and_evaluation_know_no_framework():
+    """Each template's to_shared and from_shared (beside its Agent) hold its framework's knowledge
+    of the shared checkpoint layout: checkpoint.py and evaluation/ branch on no framework."""
+    files = [ROOT / "checkpoint.py", *sorted((ROOT / "evaluation").glob("*.py"))]
+    assert [branch for path in files for branch in framework_branches(path)] == []
+
+
+def test_the_framework_check_sees_a_branch(tmp_path):
+    branch = tmp_path / "branch.py"
+    branch.write_text('if framework == "torch":\n    pass\nok = name in ("linen", "nnx")\n')
+    assert len(framework_branches(branch)) == 2

@@ -61,10 +61,7 @@ BOOK_CALLS = {
     "run_name": (1, "name_of_run"),
     "start": (
         1,
-        'config.setdefault("device_name", jax.devices()[0].device_kind)  # torch names its own\n'
-        'config["matmul_precision_in_force"] = set_matmul_precision(\n'
-        '    args.matmul_precision, sys.modules.get("torch")\n'
-        ")",
+        'config.setdefault("device_name", jax.devices()[0].device_kind)  # torch names its own',
     ),
     "setup_done": (1, "history, iteration_times = [], []  # each iteration's returns and time"),
     "check_signals": (2, "stop.check()"),
@@ -85,10 +82,9 @@ ADDED_FUNCTIONS = (
     "not_gymnax",
     "done_line",
     "progress",
-    "set_matmul_precision",
 )
-# bookkeeping.py's functions a copy keeps: its progress line, and --matmul-precision set
-COPIED_FUNCTIONS = ("progress", "set_matmul_precision")
+# bookkeeping.py's functions a copy keeps: its progress line
+COPIED_FUNCTIONS = ("progress",)
 
 MAIN_GUARD = '\n\nif __name__ == "__main__":'
 FOOTER = '''
