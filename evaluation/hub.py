@@ -96,6 +96,8 @@ FRAMEWORK_PACKAGES = {"linen": "flax", "nnx": "flax", "equinox": "equinox", "tor
 ONNX_PACKAGES = ("onnx", "onnxscript")  # --export-onnx, with torch (evaluation/share.py)
 # torch's CPU build (PyPI's, on Linux, is the CUDA one: several GB), as setup.sh installs it
 TORCH_CPU = "--index-url https://download.pytorch.org/whl/cpu"
+# the framework packages installed first, from their own index (pip would take PyPI's otherwise)
+OWN_INDEX = {"torch": TORCH_CPU}
 FRAMEWORK_TAGS = {
     "linen": "flax-linen",
     "nnx": "flax-nnx",
@@ -275,8 +277,10 @@ def requirements_text(meta: dict) -> str:
         f"on {meta['env']} (Python 3.11); README.md says what another framework or ONNX adds",
         *requirements(meta),
     ]
-    if meta["framework"] == "torch":
-        lines.insert(1, f"# torch's CPU build first (README.md): pip install torch {TORCH_CPU}")
+    package = FRAMEWORK_PACKAGES[meta["framework"]]
+    if package in OWN_INDEX:
+        first = f"pip install {package} {OWN_INDEX[package]}"
+        lines.insert(1, f"# {package}'s CPU build first (README.md): {first}")
     return "\n".join(lines) + "\n"
 
 
@@ -294,7 +298,10 @@ def use_it(meta: dict) -> list[str]:
     others = [line for package, line in adds.items() if package != FRAMEWORK_PACKAGES[trained]]
     onnx = " ".join(requirement(package, pins) for package in ONNX_PACKAGES)
     # torch's CPU build before requirements.txt, whose torch pip would take from PyPI
-    first = f"{pip} {torch} {TORCH_CPU} && " if trained == "torch" else ""
+    package = FRAMEWORK_PACKAGES[trained]
+    first = ""
+    if package in OWN_INDEX:
+        first = f"{pip} {requirement(package, pins)} {OWN_INDEX[package]} && "
     return [
         f"Its `{REQUIREMENTS}` holds what the policy needs and nothing more (the framework, gymnax"
         f"{''.join(', ' + p for p in env_packages(meta))}, safetensors...), pinned; on a fresh "
