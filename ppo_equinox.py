@@ -453,12 +453,14 @@ def iterations(rollout_fn, update_fn, args, lr_schedule, agent, opt_state, runne
         lr = lr_schedule((first + i + 1) * args.update_epochs * args.num_minibatches - 1)
         return (agent, opt_state, runner, key), {**episode_stats, **losses, "learning_rate": lr}
 
+    carry = (agent, opt_state, runner, key)
+    skipped = jax.tree.map(jnp.zeros_like, jax.eval_shape(iteration, carry, 0)[1])
+
     def step(carry, i):
         # the steps from n on skipped; n is one for all agents: a branch, not a select of both
-        skipped = jax.tree.map(jnp.zeros_like, jax.eval_shape(iteration, carry, i)[1])
         return jax.lax.cond(i < n, iteration, lambda carry, i: (carry, skipped), carry, i)
 
-    return jax.lax.scan(step, (agent, opt_state, runner, key), jnp.arange(128))
+    return jax.lax.scan(step, carry, jnp.arange(128))
 
 
 def log_scalars(writer, scalars: dict, metrics: dict, step: int) -> dict:
