@@ -289,7 +289,10 @@ def fast_and_timed(name: str, *cuts: list) -> list:
     return results
 
 
-@pytest.mark.parametrize("name", JAX_SIDES)
+# linen's in the quick check, the others slow (about 10 s each: three compiles)
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=() if n == "linen" else pytest.mark.slow) for n in JAX_SIDES]
+)
 def test_the_fast_path_trains_as_the_timed_path(name):
     """--no-sync-timing's calls of iterations() train as the timed path's rollout and update calls:
     every iteration's returns and losses within float rounding, its learning rate the schedule's;
