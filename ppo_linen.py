@@ -441,14 +441,13 @@ def iterations(rollout_fn, update_fn, args, lr_schedule, state, runner, key, fir
         lr = lr_schedule((first + i + 1) * args.update_epochs * args.num_minibatches - 1)
         return (state, runner, key), {**episode_stats, **losses, "learning_rate": lr}
 
-    carry = (state, runner, key)
-    skipped = jax.tree.map(jnp.zeros_like, jax.eval_shape(iteration, carry, 0)[1])
+    skipped = jax.tree.map(jnp.zeros_like, jax.eval_shape(iteration, (state, runner, key), 0)[1])
 
     def step(carry, i):
         # the steps from n on skipped; n is one for all agents: a branch, not a select of both
         return jax.lax.cond(i < n, iteration, lambda carry, i: (carry, skipped), carry, i)
 
-    return jax.lax.scan(step, carry, jnp.arange(128))
+    return jax.lax.scan(step, (state, runner, key), jnp.arange(128))
 
 
 def log_scalars(writer, scalars: dict, metrics: dict, step: int) -> dict:

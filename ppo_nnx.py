@@ -444,14 +444,13 @@ def iterations(rollout_fn, update_fn, args, lr_schedule, agent, optimizer, runne
         metrics = {**episode_stats, **losses, "learning_rate": lr}
         return (nnx.state((agent, optimizer)), runner, key), metrics
 
-    carry = (state, runner, key)
-    skipped = jax.tree.map(jnp.zeros_like, jax.eval_shape(iteration, carry, 0)[1])
+    skipped = jax.tree.map(jnp.zeros_like, jax.eval_shape(iteration, (state, runner, key), 0)[1])
 
     def step(carry, i):
         # the steps from n on skipped; n is one for all agents: a branch, not a select of both
         return jax.lax.cond(i < n, iteration, lambda carry, i: (carry, skipped), carry, i)
 
-    carry, out = jax.lax.scan(step, carry, jnp.arange(128))
+    carry, out = jax.lax.scan(step, (state, runner, key), jnp.arange(128))
     nnx.update((agent, optimizer), carry[0])
     return carry[1:], out
 
