@@ -551,7 +551,7 @@ def main():
         book.setup_done()
         setup_s = time.perf_counter() - START
         print(f"{run_name}: setup {setup_s:.1f}s on {config['device_name']}", flush=True)
-        first, n, iteration_time = start, 0, math.inf  # the last call's iterations, first on
+        first, n, iteration_time = start, 0, math.inf
         for iteration in range(start, args.num_iterations):
             if iteration == first + n:
                 book.check_signals()  # a SIGINT or SIGTERM stops the run here...
