@@ -184,9 +184,10 @@ COMPILE_EVENTS = (
     "/jax/core/compile/jaxpr_to_mlir_module_duration",
     "/jax/core/compile/backend_compile_duration",
 )
-# the scripts' jitted functions, in the order the first iteration calls them; any other compile
-# (the init, small eager ops outside them) is counted as "other"
-COMPILED_FUNCTIONS = ("rollout", "update")
+# the scripts' jitted functions, in the order the first iteration calls them (with
+# --no-sync-timing: "iterations", rollout and update in one call); any other compile (the init,
+# small eager ops outside them) is counted as "other"
+COMPILED_FUNCTIONS = ("rollout", "update", "iterations")
 
 
 def compiled_name(fun_name: str, phase: Optional[str] = None) -> str:
@@ -367,6 +368,9 @@ class Bookkeeping:
         self.resumed_dir = run_dir if config.get("resume") else None
         self.num_iterations = config["num_iterations"]
         self.num_agents = config.get("num_agents", 1)
+        if self.compile_times is not None and config.get("sync_timing") is False:
+            # the fast path: its first call, iterations(), is the first iteration's only function
+            self.compile_times.phases = iter(COMPILED_FUNCTIONS[2:])
         self.running = True
         if not config.get("resume"):
             # never through a link in the run folder (atomic.check_inside)

@@ -449,6 +449,25 @@ def update(args: Args, state: TrainState, batch: Batch, key, permutations=None):
     return state, key, metrics
 
 
+def iterations(rollout_fn, update_fn, args, lr_schedule, state, runner, key, first, n):
+    """Iterations first .. first + n - 1 (traced: arrays) in one call, one program for any n."""
+
+    def iteration(carry, i):
+        state, runner, key = carry
+        runner, batch, episode_stats = rollout_fn(state, runner)
+        state, key, losses = update_fn(state, batch, key)
+        lr = lr_schedule((first + i + 1) * args.update_epochs * args.num_minibatches - 1)
+        return (state, runner, key), {**episode_stats, **losses, "learning_rate": lr}
+
+    skipped = jax.tree.map(jnp.zeros_like, jax.eval_shape(iteration, (state, runner, key), 0)[1])
+
+    def step(carry, i):
+        # the steps from n on skipped; n is one for all agents: a branch, not a select of both
+        return jax.lax.cond(i < n, iteration, lambda carry, i: (carry, skipped), carry, i)
+
+    return jax.lax.scan(step, (state, runner, key), jnp.arange(128))
+
+
 def log_scalars(writer, scalars: dict, metrics: dict, step: int) -> dict:
     """Logs the process's scalars, the agents' means and (N > 1) agent k's own under agent_k/, at
     step (one agent's env steps), in one event of the run's events file. Returns them, for W&B."""
@@ -529,35 +548,46 @@ def main():
         # every agent in one call: the batch of each agent's envs, the update of each agent's state
         rollout_fn = jax.vmap(partial(rollout, env, env_params, args))
         update_fn = jax.vmap(partial(update, args))
+        chunk_fn = partial(iterations, rollout_fn, update_fn, args, lr_schedule)
         if args.compile == "jit":
             rollout_fn = jax.jit(rollout_fn)
             update_fn = jax.jit(update_fn)
+            chunk_fn = jax.jit(chunk_fn)
         # a resumed run's time/elapsed counts on from the stopped run's (checkpoint.time_before)
         before_s = saver.before_s if args.resume else 0.0
         book.setup_done()
         setup_s = time.perf_counter() - START
         print(f"{run_name}: setup {setup_s:.1f}s on {config['device_name']}", flush=True)
+        first, n, iteration_time = start, 0, math.inf
         for iteration in range(start, args.num_iterations):
-            book.check_signals()  # a SIGINT or SIGTERM stops the run here...
-            # the rate of this iteration's last optimizer step, read before the timer starts
-            last_step = (iteration + 1) * args.update_epochs * args.num_minibatches - 1
-            learning_rate = lr_schedule(last_step)
-            iteration_start = time.perf_counter()
-            runner, batch, episode_stats = rollout_fn(state, runner)
-            if args.sync_timing:
-                jax.block_until_ready(batch)
-            rollout_end = time.perf_counter()
-            book.check_signals()  # ...or here
-            state, update_key, losses = update_fn(state, batch, update_key)
-            if args.sync_timing:
-                jax.block_until_ready(state)
-            update_end = time.perf_counter()
-            # the one transfer to the host, within the iteration's time
-            metrics = jax.device_get({**episode_stats, **losses, "learning_rate": learning_rate})
-            iteration_time = time.perf_counter() - iteration_start
+            if iteration == first + n:
+                book.check_signals()  # a SIGINT or SIGTERM stops the run here...
+                # the call: a second's iterations at the last one's pace, at most 128, to a save
+                to_save = args.save_every - iteration % args.save_every if args.save_every else 128
+                most = 1 if args.sync_timing else min(128, args.num_iterations - iteration, to_save)
+                first, n = np.int32([iteration, max(1, int(min(1 / iteration_time, most)))])
+                # the rate of this iteration's last optimizer step, read before the timer starts
+                last_step = (iteration + 1) * args.update_epochs * args.num_minibatches - 1
+                learning_rate = lr_schedule(last_step)
+                iteration_start = rollout_end = time.perf_counter()
+                if args.sync_timing:
+                    runner, batch, episode_stats = rollout_fn(state, runner)
+                    jax.block_until_ready(batch)
+                    rollout_end = time.perf_counter()
+                    book.check_signals()  # ...or here
+                    state, update_key, losses = update_fn(state, batch, update_key)
+                    jax.block_until_ready(state)
+                    out = {**episode_stats, **losses, "learning_rate": learning_rate}
+                else:
+                    (state, runner, update_key), out = chunk_fn(state, runner, update_key, first, n)
+                update_end = time.perf_counter()
+                # the one transfer to the host, within the call's time
+                out = jax.device_get(out)
+                iteration_time = (time.perf_counter() - iteration_start) / n
+            metrics = out if args.sync_timing else jax.tree.map(lambda x: x[iteration - first], out)
             scalars = {
-                "time/rollout": rollout_end - iteration_start,
-                "time/update": update_end - rollout_end,
+                "time/rollout": (rollout_end - iteration_start) / n,
+                "time/update": (update_end - rollout_end) / n,
                 "time/iteration": iteration_time,
                 "time/elapsed": before_s + time.perf_counter() - START,
                 # every agent's env steps: agent-steps per second

@@ -450,6 +450,30 @@ def update(args: Args, agent: Agent, optimizer, batch: Batch, key, permutations=
     return key, metrics
 
 
+def iterations(rollout_fn, update_fn, args, lr_schedule, agent, optimizer, runner, key, first, n):
+    """Iterations first .. first + n - 1 (traced: arrays) in one call, one program for any n."""
+    graphdef, state = nnx.split((agent, optimizer))
+
+    def iteration(carry, i):
+        state, runner, key = carry
+        agent, optimizer = nnx.merge(graphdef, state)
+        runner, batch, episode_stats = rollout_fn(agent, runner)
+        key, losses = update_fn(agent, optimizer, batch, key)
+        lr = lr_schedule((first + i + 1) * args.update_epochs * args.num_minibatches - 1)
+        metrics = {**episode_stats, **losses, "learning_rate": lr}
+        return (nnx.state((agent, optimizer)), runner, key), metrics
+
+    skipped = jax.tree.map(jnp.zeros_like, jax.eval_shape(iteration, (state, runner, key), 0)[1])
+
+    def step(carry, i):
+        # the steps from n on skipped; n is one for all agents: a branch, not a select of both
+        return jax.lax.cond(i < n, iteration, lambda carry, i: (carry, skipped), carry, i)
+
+    carry, out = jax.lax.scan(step, (state, runner, key), jnp.arange(128))
+    nnx.update((agent, optimizer), carry[0])
+    return carry[1:], out
+
+
 def log_scalars(writer, scalars: dict, metrics: dict, step: int) -> dict:
     """Logs the process's scalars, the agents' means and (N > 1) agent k's own under agent_k/, at
     step (one agent's env steps), in one event of the run's events file. Returns them, for W&B."""
@@ -536,40 +560,52 @@ def main():
         graph = args.compile != "tree"
         rollout_fn = nnx.vmap(partial(rollout, env, env_params, args), graph=graph)
         update_fn = nnx.vmap(partial(update, args), graph=graph)
+        chunk_fn = partial(iterations, rollout_fn, update_fn, args, lr_schedule)
         if args.compile != "none":
             rollout_fn = nnx.jit(rollout_fn, graph=graph)
             update_fn = nnx.jit(update_fn, graph=graph)
+            chunk_fn = nnx.jit(chunk_fn, graph=graph)
         # cached_partial walks the modules' graph once, not at every call
         bind = nnx.cached_partial if args.compile == "cached_partial" else partial
         rollout_fn = bind(rollout_fn, agent)
         update_fn = bind(update_fn, agent, optimizer)
+        chunk_fn = bind(chunk_fn, agent, optimizer)
         # a resumed run's time/elapsed counts on from the stopped run's (checkpoint.time_before)
         before_s = saver.before_s if args.resume else 0.0
         book.setup_done()
         setup_s = time.perf_counter() - START
         print(f"{run_name}: setup {setup_s:.1f}s on {config['device_name']}", flush=True)
+        first, n, iteration_time = start, 0, math.inf
         for iteration in range(start, args.num_iterations):
-            book.check_signals()  # a SIGINT or SIGTERM stops the run here...
-            # the rate of this iteration's last optimizer step, read before the timer starts
-            last_step = (iteration + 1) * args.update_epochs * args.num_minibatches - 1
-            learning_rate = lr_schedule(last_step)
-            iteration_start = time.perf_counter()
-            runner, batch, episode_stats = rollout_fn(runner)
-            if args.sync_timing:
-                jax.block_until_ready(batch)
-            rollout_end = time.perf_counter()
-            book.check_signals()  # ...or here
-            # updates agent and optimizer in place
-            update_key, losses = update_fn(batch, update_key)
-            if args.sync_timing:
-                jax.block_until_ready((agent, optimizer))
-            update_end = time.perf_counter()
-            # the one transfer to the host, within the iteration's time
-            metrics = jax.device_get({**episode_stats, **losses, "learning_rate": learning_rate})
-            iteration_time = time.perf_counter() - iteration_start
+            if iteration == first + n:
+                book.check_signals()  # a SIGINT or SIGTERM stops the run here...
+                # the call: a second's iterations at the last one's pace, at most 128, to a save
+                to_save = args.save_every - iteration % args.save_every if args.save_every else 128
+                most = 1 if args.sync_timing else min(128, args.num_iterations - iteration, to_save)
+                first, n = np.int32([iteration, max(1, int(min(1 / iteration_time, most)))])
+                # the rate of this iteration's last optimizer step, read before the timer starts
+                last_step = (iteration + 1) * args.update_epochs * args.num_minibatches - 1
+                learning_rate = lr_schedule(last_step)
+                iteration_start = rollout_end = time.perf_counter()
+                if args.sync_timing:
+                    runner, batch, episode_stats = rollout_fn(runner)
+                    jax.block_until_ready(batch)
+                    rollout_end = time.perf_counter()
+                    book.check_signals()  # ...or here
+                    # updates agent and optimizer in place
+                    update_key, losses = update_fn(batch, update_key)
+                    jax.block_until_ready((agent, optimizer))
+                    out = {**episode_stats, **losses, "learning_rate": learning_rate}
+                else:
+                    (runner, update_key), out = chunk_fn(runner, update_key, first, n)
+                update_end = time.perf_counter()
+                # the one transfer to the host, within the call's time
+                out = jax.device_get(out)
+                iteration_time = (time.perf_counter() - iteration_start) / n
+            metrics = out if args.sync_timing else jax.tree.map(lambda x: x[iteration - first], out)
             scalars = {
-                "time/rollout": rollout_end - iteration_start,
-                "time/update": update_end - rollout_end,
+                "time/rollout": (rollout_end - iteration_start) / n,
+                "time/update": (update_end - rollout_end) / n,
                 "time/iteration": iteration_time,
                 "time/elapsed": before_s + time.perf_counter() - START,
                 # every agent's env steps: agent-steps per second

@@ -247,7 +247,8 @@ SUMMARY_JSON_COLUMNS += ["final_returns", "peak_rss_bytes", "peak_device_bytes"]
 # summary.json's compile_s (JAX's compile time up to the end of iteration 0, per jitted function)
 # as columns of seconds; a table keeps them only where a run recorded them
 # (without_empty_optional), so the tables of the editions before compile_s stay as they were
-COMPILE_PARTS = ("rollout", "update", "other")
+# (iterations: the fast path's one call, rollout and update in it, with --no-sync-timing)
+COMPILE_PARTS = ("rollout", "update", "iterations", "other")
 COMPILE_COLUMNS = [f"compile_{part}_s" for part in COMPILE_PARTS]
 # experiment_folder: the experiment whose folder (bench.sh's) holds the run, "" for a run elsewhere
 RUN_COLUMNS = ["run", "run_dir", "experiment_folder", *CONFIG_COLUMNS, *SUMMARY_JSON_COLUMNS]

@@ -206,7 +206,8 @@ def compile_markdown(results: Results) -> list[str]:
         return []
     intro = (
         "JAX's compile time up to the end of iteration 0 (summary.json compile_s: tracing, "
-        "lowering and XLA's compile, per jitted function; `other`: the init and eager ops), the "
+        "lowering and XLA's compile, per jitted function; `iterations`: the fast path's one call "
+        "(--no-sync-timing), rollout and update in it; `other`: the init and eager ops), the "
         "median over the runs that recorded it, beside the set-up (first line to iteration 0) and "
         "iteration 0's time, which hold it. A run on a CPU and one on an accelerator are rows of "
         "their own (device)."

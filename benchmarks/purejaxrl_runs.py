@@ -164,19 +164,24 @@ def purejaxrl_command(plan: Plan, setting: Setting, agents: int, whole: bool) ->
     return cmd + (["--whole"] if whole else [])
 
 
-def our_command(plan: Plan, side: str, setting: Setting, agents: int, log_dir: Path, whole: bool):
+def our_command(
+    plan: Plan, side: str, setting: Setting, agents: int, log_dir: Path, whole: bool, fast=False
+):
     """A template's run: sync timing on for the steady state (its time/iteration is the
-    iteration's work), off for the whole process (as a user runs it)."""
+    iteration's work), off for the whole process and for fast (as a user trains: the fast path,
+    many iterations a device call)."""
     cmd = [sys.executable, str(ROOT / OURS[side]), "--env", ENV, "--seed", str(SEED)]
     cmd += [*setting.flags(), "--num-iterations", str(plan.iterations)]
     cmd += [] if whole else ["--num-agents", str(agents)]  # whole: as a user runs it
-    return cmd + ["--log-dir", str(log_dir)] + (["--no-sync-timing"] if whole else [])
+    return cmd + ["--log-dir", str(log_dir)] + (["--no-sync-timing"] if whole or fast else [])
 
 
-def command(plan: Plan, side: str, setting: Setting, agents: int, log_dir: Path, whole=False):
+def command(
+    plan: Plan, side: str, setting: Setting, agents: int, log_dir: Path, whole=False, fast=False
+):
     if side == PUREJAXRL:
         return purejaxrl_command(plan, setting, agents, whole)
-    return our_command(plan, side, setting, agents, log_dir, whole)
+    return our_command(plan, side, setting, agents, log_dir, whole, fast)
 
 
 def run_environment(scratch: Path, own_interpreter: bool) -> dict:
@@ -268,9 +273,25 @@ def purejaxrl_result(child: Child, setting: Setting, agents: int, iterations: in
     return result
 
 
-def ours_result(child: Child, log_dir: Path, setting: Setting, agents: int, whole: bool) -> dict:
+def fast_rate(run: dict, batch: int) -> float:
+    """Agent-steps per second over whole iterations of a --no-sync-timing run: iterations 1+ over
+    the time from the end of iteration 0 (a device call of its own, its compile) to the end of the
+    last (time/elapsed): every later call, its transfer and the writing included, as a user trains.
+    The study's steady window (iterations 8+) may start inside a call, whose iterations are logged
+    together at its end: its time/elapsed would not count that call's work."""
+    elapsed = run["series"]["time/elapsed"]
+    if len(elapsed) < 2 or not elapsed[-1] > elapsed[0]:
+        raise RunFailed(f"{len(elapsed)} iterations: none timed after iteration 0")
+    return (len(elapsed) - 1) * batch / float(elapsed[-1] - elapsed[0])
+
+
+def ours_result(
+    child: Child, log_dir: Path, setting: Setting, agents: int, whole: bool, fast=False
+) -> dict:
     (run_dir,) = log_dir.iterdir()
     run = run_series(run_dir)
+    if fast:
+        return {"fast_sps": fast_rate(run, agents * setting.batch)}
     summary = run["summary"]
     result = {"wall_s": child.wall_s, "peak_rss_bytes": child.peak_rss_bytes}
     result.update({key: summary.get(key) for key in ("import_s", "setup_s", "total_s")})
@@ -294,10 +315,25 @@ def failure(child: Child, timeout: float) -> str:
 
 def run_one(plan: Plan, side: str, setting: Setting, agents: int, log_name: str, whole: bool):
     """One run in a fresh process in its own scratch folder; its result, or {"error": why}. Its
-    whole output goes to plan.logs/log_name."""
+    whole output goes to plan.logs/log_name. A template's scaling run is followed by the same with
+    --no-sync-timing (its output in ...-fast.log), whose rate over whole iterations is fast_sps."""
+    result = run_process(plan, side, setting, agents, log_name, whole)
+    if side == PUREJAXRL or whole or "error" in result:
+        return result
+    fast_log = log_name.removesuffix(".log") + "-fast.log"
+    fast = run_process(plan, side, setting, agents, fast_log, whole, fast=True)
+    if "error" in fast:
+        return fast
+    return {**result, "fast_sps": fast["fast_sps"], "fast_log": fast["log"]}
+
+
+def run_process(
+    plan: Plan, side: str, setting: Setting, agents: int, log_name: str, whole: bool, fast=False
+) -> dict:
+    """run_one's process: with fast, a template's with --no-sync-timing, its result fast_sps."""
     with tempfile.TemporaryDirectory(prefix="purejaxrl-run-") as scratch:
         log_dir = Path(scratch, "runs")
-        cmd = command(plan, side, setting, agents, log_dir, whole)
+        cmd = command(plan, side, setting, agents, log_dir, whole, fast)
         log = plan.logs / log_name
         own_interpreter = side != PUREJAXRL or plan.shims
         env = run_environment(Path(scratch), own_interpreter)
@@ -308,7 +344,7 @@ def run_one(plan: Plan, side: str, setting: Setting, agents: int, log_name: str,
             if side == PUREJAXRL:
                 result = purejaxrl_result(child, setting, agents, plan.iterations, whole)
             else:
-                result = ours_result(child, log_dir, setting, agents, whole)
+                result = ours_result(child, log_dir, setting, agents, whole, fast)
         except (RunFailed, runlog.RunError, ValueError, KeyError) as e:
             return {"error": f"unreadable: {e}", "log": log.name}
     return {**result, "log": log.name}

@@ -92,7 +92,7 @@ purejaxrl() {
   step purejaxrl_whole "$PY" -m benchmarks.purejaxrl "${common[@]}" --mode whole \
     --out "$OUT/purejaxrl/whole.json" || return 1
   step purejaxrl_scaling "$PY" -m benchmarks.purejaxrl "${common[@]}" --configs cleanrl \
-    --agents 1 256 --out "$OUT/purejaxrl/scaling.json"
+    --agents 1 16 256 1024 4096 --out "$OUT/purejaxrl/scaling.json"
 }
 
 batch() {

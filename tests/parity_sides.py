@@ -181,6 +181,7 @@ def assert_all_set(tree):
 
 class LinenSide(Side):
     module = ppo_linen
+    jit = staticmethod(jax.jit)
 
     def __init__(self, weights, args):
         super().__init__(weights, args)
@@ -244,6 +245,17 @@ class LinenSide(Side):
             self.args, self.state, batch, None, jnp.asarray(permutations)
         )
         return self.weights_of(self.state.params), {k: float(v) for k, v in metrics.items()}
+
+    def training(self) -> tuple:
+        """What update() takes before the batch, as main() passes it; update_fn: the update."""
+        return (self.state,)
+
+    def update_fn(self):
+        return partial(ppo_linen.update, self.args)
+
+    @staticmethod
+    def trained_weights(training) -> dict:
+        return LinenSide.weights_of(training[0].params)
 
     @staticmethod
     def weights_of(params) -> dict:
@@ -331,6 +343,16 @@ class NnxSide(CallableAgentSide):
             k: float(v) for k, v in metrics.items()
         }
 
+    def training(self) -> tuple:
+        return (self.agent, self.optimizer)
+
+    def update_fn(self):
+        return partial(ppo_nnx.update, self.args)
+
+    @staticmethod
+    def trained_weights(training) -> dict:
+        return NnxSide.weights_of(nnx.state(training[0], nnx.Param))
+
     @staticmethod
     def weights_of(state) -> dict:
         out = {}
@@ -391,6 +413,16 @@ class EquinoxSide(CallableAgentSide):
             self.args, self.tx, self.agent, self.opt_state, batch, None, jnp.asarray(permutations)
         )
         return self.weights_of(self.agent), {k: float(v) for k, v in metrics.items()}
+
+    def training(self) -> tuple:
+        return (self.agent, self.opt_state)
+
+    def update_fn(self):
+        return partial(ppo_equinox.update, self.args, self.tx)
+
+    @staticmethod
+    def trained_weights(training) -> dict:
+        return EquinoxSide.weights_of(training[0])
 
     @staticmethod
     def weights_of(agent) -> dict:

@@ -71,3 +71,18 @@ def test_runs_without_compile_s_leave_no_column_and_no_section(tmp_path):
     for name in ("summary.csv", "runs.csv"):
         columns = pd.read_csv(tmp_path / "out" / name, nrows=0).columns
         assert not [c for c in columns if c.startswith("compile_")], name
+
+
+def test_the_fast_paths_one_call_is_a_column_of_its_own(tmp_path):
+    """A --no-sync-timing run compiles iterations() (rollout and update in one call): its seconds
+    are a column beside the timed path's rollout and update."""
+    runs = tmp_path / "runs"
+    timed = write_run(runs, "CartPole-v1", "linen", "small", "jit", 1, True)
+    with_compile_s(timed, {"rollout": 2.0, "update": 10.0, "other": 0.5})
+    fast = write_run(runs, "CartPole-v1", "linen", "small", "jit", 2, False)
+    with_compile_s(fast, {"iterations": 11.0, "other": 0.5})
+    report = plot([str(runs)], tmp_path / "out")
+    summary = pd.read_csv(tmp_path / "out" / "summary.csv")
+    assert sorted(summary["compile_iterations_s"].dropna().tolist()) == [11.0]
+    table = section(report, "Compile time")
+    assert "compile: iterations (s)" in table and "11" in row_of(table, "linen")

@@ -245,6 +245,76 @@ def test_compiled_update_agrees(env_id):
         assert metrics[key] == pytest.approx(value, rel=1e-3, abs=1e-5), key
 
 
+# the fast path's training: 3 iterations of CartPole-v1, 2 epochs of 2 minibatches each
+FAST = dict(env="CartPole-v1", num_envs=4, num_steps=16, num_iterations=3)
+FAST |= dict(update_epochs=2, num_minibatches=2)
+
+
+def fast_and_timed(name: str, *cuts: list) -> list:
+    """A JAX script's training from the shared weights, as (each iteration's metrics, the final
+    weights): first its timed path (a jitted rollout, then a jitted update, as --sync-timing runs
+    them), then its fast path (--no-sync-timing: iterations(), jitted once) cut into calls of n
+    iterations each, for each list of n in cuts."""
+    module = SIDES[name].module
+    args = module.Args(**FAST)
+    weights = make_weights(SPECS[args.env], module.MODEL_SIZES[args.model_size])
+    env, env_params = make_env(module, args.env)
+    side = SIDES[name](weights, args)
+    rollout_fn = partial(module.rollout, env, env_params, args)
+    rollout, update = side.jit(rollout_fn), side.jit(side.update_fn())
+    chunk = side.jit(
+        partial(module.iterations, rollout_fn, side.update_fn(), args, side.lr_schedule)
+    )
+    results = []
+    for cut in [None, *cuts]:
+        # a fresh side: NNX's modules are updated in place
+        training = SIDES[name](weights, args).training()
+        runner = module.reset_envs(env, env_params, jax.random.key(7), args.num_envs)
+        key, metrics, first = jax.random.key(8), [], 0
+        for n in cut or [1] * args.num_iterations:
+            if cut is None:
+                runner, batch, episode_stats = rollout(training[0], runner)
+                *updated, key, losses = update(*training, batch, key)
+                out = jax.tree.map(lambda x: x[None], {**episode_stats, **losses})
+            else:
+                # arrays: eqx.filter_jit would compile again for every other Python int
+                call = chunk(*training, runner, key, np.int32(first), np.int32(n))
+                (*updated, runner, key), out = call
+            # NNX's modules, updated in place, are not returned
+            training = tuple(updated) or training
+            metrics += [jax.tree.map(lambda x: np.asarray(x[k]), out) for k in range(n)]
+            first += n
+        results.append((metrics, side.trained_weights(training)))
+    return results
+
+
+# linen's in the quick check, the others slow (about 10 s each: three compiles)
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=() if n == "linen" else pytest.mark.slow) for n in JAX_SIDES]
+)
+def test_the_fast_path_trains_as_the_timed_path(name):
+    """--no-sync-timing's calls of iterations() train as the timed path's rollout and update calls:
+    every iteration's returns and losses within float rounding, its learning rate the schedule's;
+    and one program serves every n, so a run cut into other calls gets the same bits."""
+    args = SIDES[name].module.Args(**FAST)
+    (timed, timed_weights), (whole, weights), (cut, cut_weights) = fast_and_timed(name, [3], [2, 1])
+    assert len(timed) == len(whole) == len(cut) == args.num_iterations
+    steps = args.update_epochs * args.num_minibatches
+    schedule = SIDES[name].module.make_optimizer(args)[1]
+    for i, (expected, got, got_cut) in enumerate(zip(timed, whole, cut)):
+        assert set(got) == {*expected, "learning_rate"}, name
+        assert np.isfinite(expected["episodic_return"]), "an episode ends in every rollout"
+        for key, value in expected.items():
+            np.testing.assert_allclose(
+                got[key], value, rtol=1e-5, atol=1e-6, err_msg=f"{name} iteration {i} {key}"
+            )
+        assert got["learning_rate"] == pytest.approx(float(schedule((i + 1) * steps - 1)))
+        for key, value in got.items():
+            assert np.array_equal(got_cut[key], value, equal_nan=True), f"{name} {i} {key}"
+    assert_weights_close(weights, timed_weights, rtol=1e-4, atol=1e-6, what=f"{name} fast path")
+    assert_weights_close(cut_weights, weights, rtol=0, atol=0, what=f"{name} cut into calls")
+
+
 def test_learning_rate_schedules_agree():
     overrides = dict(num_iterations=3, update_epochs=2, num_minibatches=4)
     _, _, sides = build_all("CartPole-v1", "small", **overrides)

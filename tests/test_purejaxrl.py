@@ -137,6 +137,21 @@ def test_the_whole_process_is_run_as_a_user_runs_it(tmp_path):
     assert "--whole" in theirs and theirs[theirs.index("--num-envs") + 1] == "32"
 
 
+def test_each_template_is_also_run_as_a_user_trains_and_its_rate_is_over_whole_calls(tmp_path):
+    """A template's scaling run is followed by the same with --no-sync-timing (the fast path): its
+    rate counts iterations 1+ from the end of iteration 0 (a call of its own) to the last one's."""
+    cleanrl = purejaxrl_runs.SETTINGS["cleanrl"]
+    steady = purejaxrl_runs.command(plan(tmp_path), "linen", cleanrl, 16, tmp_path / "runs")
+    fast = purejaxrl_runs.command(plan(tmp_path), "linen", cleanrl, 16, tmp_path, fast=True)
+    assert fast[: fast.index("--log-dir")] == steady[: steady.index("--log-dir")]
+    assert fast[-1] == "--no-sync-timing" and "--no-sync-timing" not in steady
+    # 4 iterations, the first (the compile) ending at 10 s; calls of 1 then 2 after it
+    run = {"series": {"time/elapsed": np.array([10.0, 10.5, 11.0, 11.0])}}
+    assert purejaxrl_runs.fast_rate(run, 100) == pytest.approx(3 * 100 / 1.0)
+    with pytest.raises(purejaxrl_runs.RunFailed):
+        purejaxrl_runs.fast_rate({"series": {"time/elapsed": np.array([10.0])}}, 100)
+
+
 def test_purejaxrls_steady_rate_is_its_timed_runs_agent_steps(tmp_path):
     line = json.dumps({"import_s": 3.0, "compile_s": 4.0, "train_s": 2.0, "total_s": 12.0})
     child = Child(0, 13.0, 600 * 2**20, f"Failed to import warp\n{line}\n")
@@ -250,6 +265,24 @@ def test_the_scaling_report_gives_medians_ratios_and_memory_per_agent():
     pinned = record("scaling", SCALING)
     pinned["options"]["cpus"] = 1
     assert "every run pinned to 1 of them (--cpus)" in purejaxrl.markdown(pinned)
+
+
+def test_the_scaling_report_gives_ours_as_a_user_trains_beside_the_steady_rate():
+    """The fast path's rate (fast_sps) in a table of its own, over PureJaxRL's steady rate, and the
+    target read from it where it was measured."""
+    fast = [
+        {**r, "fast_sps": 2 * r["steady_sps"]} if r.get("side") == "linen" else r for r in SCALING
+    ]
+    text = purejaxrl.markdown(record("scaling", fast))
+    rows = table_rows(text, "As a user trains")
+    assert rows[("cleanrl", "1")] == ["110", "330 (3.00x)", "-"]
+    assert rows[("cleanrl", "4")] == ["400", "600 (1.50x)", "-"]
+    # the steady table stays the steady rate
+    assert table_rows(text, "Steady agent-steps per second")[("cleanrl", "4")][1] == "300 (0.75x)"
+    assert "- linen: met (2 cells measured)" in text and "- nnx: met (1 cells measured)" in text
+    assert purejaxrl.outcome(fast[3]) == (
+        "steady 160 agent-steps/s (with --no-sync-timing, over whole iterations: 320), peak 600 MiB"
+    )
 
 
 def test_the_whole_process_report_gives_the_ratio_and_the_target():

@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from checkpoints import Runner, resume_flags, stopped_folder
-from script_runs import RUN, arrays, run, stopped_after_first_save
+from script_runs import RUN, TAGS, arrays, run, stopped_after_first_save
 
 import atomic
 import checkpoint
-from helpers import STUDY, only_run_dir, read_json
+from helpers import STUDY, only_run_dir, read_json, read_scalars
 
 FRAMEWORKS = list(STUDY.frameworks)
 ENVS = {
@@ -73,6 +73,41 @@ def test_a_stopped_and_resumed_run_ends_as_an_uninterrupted_one(framework, env, 
         read_json(whole_dir / "summary.json")["final_return"]
     )
     assert len(events_files(run_dir)) == 2
+
+
+@pytest.mark.slow
+def test_the_fast_path_stops_at_a_call_and_resumes_bit_for_bit(tmp_path):
+    """--no-sync-timing: iterations 0 and 1 a call each (the compile, then the pace), then calls of
+    2 (a second's at this pace, never past a save of --save-every 2). A SIGINT after iteration 2's
+    line stops the run where a call starts, after iteration 2 or 4, never 3, with every scalar of
+    each finished iteration logged once; resumed, the run runs iteration 3 (or 5) in a call of its
+    own, and ends as the uninterrupted run, bit for bit."""
+    args = [*RUN, "--env", "CartPole-v1", "--no-sync-timing"]
+    whole = run("linen", *args, log_dir=tmp_path / "whole")
+    assert whole.returncode == 0, whole.stderr[-3000:]
+    whole_dir = only_run_dir(tmp_path / "whole")
+    # read_scalars refuses a scalar logged twice at a step
+    scalars = read_scalars(whole_dir)
+    steps = [128 * (i + 1) for i in range(6)]
+    for tag in TAGS:
+        assert scalars[["step", tag]].dropna()["step"].tolist() == steps, tag
+    # a call's iterations share its time: iterations 2 and 3 were one call, 4 and 5 another
+    times = scalars["time/iteration"].tolist()
+    assert times[2] == times[3] and times[4] == times[5] and times[1] != times[2], times
+
+    run_dir = stopped_after_first_save("linen", args, tmp_path / "stopped")
+    completed = read_json(run_dir / "summary.json")["iterations_completed"]
+    assert completed in (2, 4)
+    logged = read_scalars(run_dir)
+    for tag in TAGS:
+        assert logged[["step", tag]].dropna()["step"].tolist() == steps[:completed], tag
+    resumed = run("linen", *args, "--resume", str(run_dir))
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    for name in (checkpoint.RESUME_FILE, checkpoint.FILENAME):
+        want, got = arrays(whole_dir, name), arrays(run_dir, name)
+        assert want.keys() == got.keys()
+        for key in want:
+            np.testing.assert_array_equal(got[key], want[key], err_msg=f"{name} {key}")
 
 
 @pytest.fixture(scope="module")
