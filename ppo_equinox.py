@@ -104,13 +104,11 @@ class Args:
         divides = self.num_minibatches > 0 and self.batch_size % self.num_minibatches == 0
         counts = ("num_envs", "num_steps", "num_iterations", "update_epochs", "num_minibatches")
         counts += ("num_agents",)
-        nonnegative = ("clip_coef", "ent_coef", "vf_coef", "save_every")
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        nonnegative = ("clip_coef", "ent_coef", "vf_coef", "save_every", "env_threads")
         floats = [name for name, value in asdict(self).items() if isinstance(value, float)]
 
         def is_name(text):
-            # one folder's name, never a path; exp_name is a part of the run folder's name, which
-            # must fit 255 bytes with the rest (env, framework, ...)
+            # one folder's name, never a path, short: the run folder's name must fit 255 bytes
             path_like = any(part in text for part in ("/", "\\", ".."))
             return 0 < len(os.fsencode(text)) <= 128 and not path_like
 
@@ -125,8 +123,6 @@ class Args:
             ("gamma", 0 <= self.gamma <= 1, "in [0, 1]"),
             ("gae_lambda", 0 <= self.gae_lambda <= 1, "in [0, 1]"),
             ("max_grad_norm", self.max_grad_norm > 0, "positive (0 would stop every update)"),
-            # by the cores: envpool aborts the process when it cannot start its threads (100000)
-            ("env_threads", 0 <= self.env_threads <= cores, f"0 (envpool's default) to {cores}"),
             # the range that JAX keys, torch generators and envpool all take
             ("seed", 0 <= self.seed <= 2**31 - self.num_agents, "in [0, 2**31 - num_agents]"),
             ("log_dir", self.log_dir != "", "a folder, not empty"),
@@ -166,8 +162,7 @@ from tensorboardX.proto.summary_pb2 import Summary
 
 # ---------------------------------------------------------------------------------------- network
 class MLP(eqx.Module):
-    """tanh MLP of a batch of observations, orthogonal init (sqrt(2) hidden), zero biases; run in
-    dtype."""
+    """tanh MLP, orthogonal init (sqrt(2) on hidden layers), zero biases; float32, run in dtype."""
 
     layers: list[eqx.nn.Linear]
     dtype: str = eqx.field(static=True)
@@ -188,12 +183,10 @@ class MLP(eqx.Module):
         # the input and the parameters cast to dtype at call time: the parameters stay float32
         layers = jax.tree.map(lambda param: param.astype(self.dtype), self.layers)
         x = x.astype(self.dtype)
-        for k, dense in enumerate(layers):
-            # the whole batch in one matmul, as Linen's Dense: a vmapped eqx.nn.Linear (a matvec
-            # per sample) hands XLA transposed dots, which made the CPU's update 1.6x slower
-            x = x @ dense.weight.T + dense.bias
-            if k < len(layers) - 1:
-                x = jnp.tanh(x)
+        # the whole batch in one matmul, as Linen's Dense (a vmapped eqx.nn.Linear: 1.6x slower)
+        for dense in layers[:-1]:
+            x = jnp.tanh(x @ dense.weight.T + dense.bias)
+        x = x @ layers[-1].weight.T + layers[-1].bias
         return x.astype(jnp.float32)
 
 
@@ -494,8 +487,7 @@ def log_scalars(writer, scalars: dict, metrics: dict, step: int) -> dict:
         if len(values) > 1:
             for k in np.flatnonzero(ended):
                 logged[f"agent_{k}/{tag}"] = values[k]
-    # one event for them all: an add_scalar each costs the host ~0.1 ms, N x 9 a step for N agents;
-    # the values are the host's already (the iteration's one transfer), float() only unwraps them
+    # one event for them all: an add_scalar each costs the host ~0.1 ms, N x 9 a step for N agents
     every = [Summary.Value(tag=tag, simple_value=float(value)) for tag, value in logged.items()]
     writer.file_writer.add_summary(Summary(value=every), step)
     return logged
@@ -542,10 +534,8 @@ def main():
         runner = reset(env_key)
         sizes, obs_dim = MODEL_SIZES[args.model_size], runner.obs.shape[-1]
         shape = (obs_dim, sizes, env.num_actions, env.continuous)
-        # jitted: one program to compile, not one per op; an agent per key, in turn (jax.lax.map:
-        # vmapped, this init never ends on a CPU from 3 agents on, with jax 0.10)
-        # on the host's CPU: an accelerator compiles its QRs for seconds (a TPU, large: 28 s);
-        # uncommitted, the parameters move to the device at their first jitted call
+        # jitted, an agent per key in turn (jax.lax.map: vmapped, it can hang on a CPU, jax 0.10),
+        # on the host's CPU (a TPU compiles the QRs for up to 28 s); moved at the first jitted call
         with jax.default_device(jax.devices("cpu")[0]):
             agent = eqx.filter_jit(jax.lax.map)(partial(Agent, *shape, dtype=args.dtype), init_key)
         tx, lr_schedule = make_optimizer(args)
@@ -556,19 +546,15 @@ def main():
             training = (agent, opt_state, update_key)
             (agent, opt_state, update_key), runner, start = saver.resume(training, runner, writer)
         # every agent in one call: the batch of each agent's envs, the update of each agent's state
-        # (plain jax.vmap, and jax.jit below: every leaf of the agent is an array)
         rollout_fn = jax.vmap(partial(rollout, env, env_params, args))
         update_fn = jax.vmap(partial(update, args, tx))
         chunk_fn = partial(iterations, rollout_fn, update_fn, args, lr_schedule)
-        if args.compile == "partition":
-            rollout_fn = jax.jit(rollout_fn)
-            update_fn = jax.jit(update_fn)
-            chunk_fn = jax.jit(chunk_fn)
-        elif args.compile == "filter_jit":
-            rollout_fn = eqx.filter_jit(rollout_fn)
-            update_fn = eqx.filter_jit(update_fn)
-            chunk_fn = eqx.filter_jit(chunk_fn)
-        # a resumed run's time/elapsed counts on from the stopped run's (checkpoint.time_before)
+        if args.compile != "none":
+            # partition: plain jax.jit (and jax.vmap above), as every leaf of the agent is an array
+            jit = jax.jit if args.compile == "partition" else eqx.filter_jit
+            rollout_fn = jit(rollout_fn)
+            update_fn = jit(update_fn)
+            chunk_fn = jit(chunk_fn)
         before_s = saver.before_s if args.resume else 0.0
         book.setup_done()
         setup_s = time.perf_counter() - START
@@ -590,15 +576,13 @@ def main():
                     jax.block_until_ready(batch)
                     rollout_end = time.perf_counter()
                     book.check_signals()  # ...or here
-                    agent, opt_state, update_key, losses = update_fn(
-                        agent, opt_state, batch, update_key
-                    )
+                    updated = update_fn(agent, opt_state, batch, update_key)
+                    agent, opt_state, update_key, losses = updated
                     jax.block_until_ready((agent, opt_state))
                     out = {**episode_stats, **losses, "learning_rate": learning_rate}
                 else:
-                    (agent, opt_state, runner, update_key), out = chunk_fn(
-                        agent, opt_state, runner, update_key, first, n
-                    )
+                    called = chunk_fn(agent, opt_state, runner, update_key, first, n)
+                    (agent, opt_state, runner, update_key), out = called
                 update_end = time.perf_counter()
                 # the one transfer to the host, within the call's time
                 out = jax.device_get(out)

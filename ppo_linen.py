@@ -104,13 +104,11 @@ class Args:
         divides = self.num_minibatches > 0 and self.batch_size % self.num_minibatches == 0
         counts = ("num_envs", "num_steps", "num_iterations", "update_epochs", "num_minibatches")
         counts += ("num_agents",)
-        nonnegative = ("clip_coef", "ent_coef", "vf_coef", "save_every")
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        nonnegative = ("clip_coef", "ent_coef", "vf_coef", "save_every", "env_threads")
         floats = [name for name, value in asdict(self).items() if isinstance(value, float)]
 
         def is_name(text):
-            # one folder's name, never a path; exp_name is a part of the run folder's name, which
-            # must fit 255 bytes with the rest (env, framework, ...)
+            # one folder's name, never a path, short: the run folder's name must fit 255 bytes
             path_like = any(part in text for part in ("/", "\\", ".."))
             return 0 < len(os.fsencode(text)) <= 128 and not path_like
 
@@ -125,8 +123,6 @@ class Args:
             ("gamma", 0 <= self.gamma <= 1, "in [0, 1]"),
             ("gae_lambda", 0 <= self.gae_lambda <= 1, "in [0, 1]"),
             ("max_grad_norm", self.max_grad_norm > 0, "positive (0 would stop every update)"),
-            # by the cores: envpool aborts the process when it cannot start its threads (100000)
-            ("env_threads", 0 <= self.env_threads <= cores, f"0 (envpool's default) to {cores}"),
             # the range that JAX keys, torch generators and envpool all take
             ("seed", 0 <= self.seed <= 2**31 - self.num_agents, "in [0, 2**31 - num_agents]"),
             ("log_dir", self.log_dir != "", "a folder, not empty"),
@@ -481,8 +477,7 @@ def log_scalars(writer, scalars: dict, metrics: dict, step: int) -> dict:
         if len(values) > 1:
             for k in np.flatnonzero(ended):
                 logged[f"agent_{k}/{tag}"] = values[k]
-    # one event for them all: an add_scalar each costs the host ~0.1 ms, N x 9 a step for N agents;
-    # the values are the host's already (the iteration's one transfer), float() only unwraps them
+    # one event for them all: an add_scalar each costs the host ~0.1 ms, N x 9 a step for N agents
     every = [Summary.Value(tag=tag, simple_value=float(value)) for tag, value in logged.items()]
     writer.file_writer.add_summary(Summary(value=every), step)
     return logged
@@ -533,10 +528,8 @@ def main():
         def init_agent(key):
             return agent.init(key, runner.obs[0])
 
-        # jitted: one program to compile, not one per op; an agent per key, in turn (jax.lax.map:
-        # vmapped, this init never ends on a CPU for some shapes, with jax 0.10: HalfCheetah-v4)
-        # on the host's CPU: an accelerator compiles its QRs for seconds (a TPU, large: 28 s);
-        # uncommitted, the parameters move to the device at their first jitted call
+        # jitted, an agent per key in turn (jax.lax.map: vmapped, it can hang on a CPU, jax 0.10),
+        # on the host's CPU (a TPU compiles the QRs for up to 28 s); moved at the first jitted call
         with jax.default_device(jax.devices("cpu")[0]):
             params = jax.jit(partial(jax.lax.map, init_agent))(init_key)
         create = partial(TrainState.create, apply_fn=agent.apply, tx=tx)
@@ -553,7 +546,6 @@ def main():
             rollout_fn = jax.jit(rollout_fn)
             update_fn = jax.jit(update_fn)
             chunk_fn = jax.jit(chunk_fn)
-        # a resumed run's time/elapsed counts on from the stopped run's (checkpoint.time_before)
         before_s = saver.before_s if args.resume else 0.0
         book.setup_done()
         setup_s = time.perf_counter() - START

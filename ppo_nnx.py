@@ -73,9 +73,7 @@ class Args:
     norm_reward: bool = False
     """scale the rewards by the running std of their discounted return (env_normalize.py)"""
     compile: Literal["cached_partial", "jit", "tree", "none"] = "cached_partial"
-    """cached_partial: nnx.jit the rollout and the update, modules bound once (nnx.cached_partial);
-    jit: the same nnx.jit functions, modules passed on every call; tree: as jit, in Flax's tree
-    mode (graph=False: modules flattened as pytrees, no graph walk); none: op by op (disable_jit)"""
+    """cached_partial: nnx.jit, modules bound once; jit: passed at each call; tree: graph=False"""
     sync_timing: bool = True
     """block on the device after the rollout and after the update, so that both timers are exact"""
     log_dir: str = "runs"
@@ -106,13 +104,11 @@ class Args:
         divides = self.num_minibatches > 0 and self.batch_size % self.num_minibatches == 0
         counts = ("num_envs", "num_steps", "num_iterations", "update_epochs", "num_minibatches")
         counts += ("num_agents",)
-        nonnegative = ("clip_coef", "ent_coef", "vf_coef", "save_every")
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        nonnegative = ("clip_coef", "ent_coef", "vf_coef", "save_every", "env_threads")
         floats = [name for name, value in asdict(self).items() if isinstance(value, float)]
 
         def is_name(text):
-            # one folder's name, never a path; exp_name is a part of the run folder's name, which
-            # must fit 255 bytes with the rest (env, framework, ...)
+            # one folder's name, never a path, short: the run folder's name must fit 255 bytes
             path_like = any(part in text for part in ("/", "\\", ".."))
             return 0 < len(os.fsencode(text)) <= 128 and not path_like
 
@@ -127,8 +123,6 @@ class Args:
             ("gamma", 0 <= self.gamma <= 1, "in [0, 1]"),
             ("gae_lambda", 0 <= self.gae_lambda <= 1, "in [0, 1]"),
             ("max_grad_norm", self.max_grad_norm > 0, "positive (0 would stop every update)"),
-            # by the cores: envpool aborts the process when it cannot start its threads (100000)
-            ("env_threads", 0 <= self.env_threads <= cores, f"0 (envpool's default) to {cores}"),
             # the range that JAX keys, torch generators and envpool all take
             ("seed", 0 <= self.seed <= 2**31 - self.num_agents, "in [0, 2**31 - num_agents]"),
             ("log_dir", self.log_dir != "", "a folder, not empty"),
@@ -240,8 +234,7 @@ def from_shared(net, continuous: bool, dtype="float32"):
             dense.kernel.value, dense.bias.value = jnp.asarray(kernel), jnp.asarray(bias)
     if continuous:
         agent.log_std.value = jnp.asarray(net.log_std)
-    graphdef, state = nnx.split(agent)
-    return agent, partial(jax.jit(lambda state, obs: nnx.merge(graphdef, state)(obs)[0]), state)
+    return agent, nnx.cached_partial(nnx.jit(lambda agent, obs: agent(obs)[0]), agent)
 
 
 # ------------------------------------------------------------------------------- environment glue
@@ -420,8 +413,7 @@ def make_optimizer(args: Args):
 
 
 def update(args: Args, agent: Agent, optimizer, batch: Batch, key, permutations=None):
-    """update_epochs epochs of num_minibatches minibatches, in the given orders (or random). In
-    place: jax.lax.scan carries the split state of agent and optimizer."""
+    """update_epochs epochs of num_minibatches minibatches, in the given orders (or random)."""
     if permutations is None:
         key, shuffle_key = jax.random.split(key)
         # an argsort of random bits per epoch: one sort, half permutation's compile on a TPU
@@ -487,8 +479,7 @@ def log_scalars(writer, scalars: dict, metrics: dict, step: int) -> dict:
         if len(values) > 1:
             for k in np.flatnonzero(ended):
                 logged[f"agent_{k}/{tag}"] = values[k]
-    # one event for them all: an add_scalar each costs the host ~0.1 ms, N x 9 a step for N agents;
-    # the values are the host's already (the iteration's one transfer), float() only unwraps them
+    # one event for them all: an add_scalar each costs the host ~0.1 ms, N x 9 a step for N agents
     every = [Summary.Value(tag=tag, simple_value=float(value)) for tag, value in logged.items()]
     writer.file_writer.add_summary(Summary(value=every), step)
     return logged
@@ -539,10 +530,8 @@ def main():
         def init_agent(key):
             return nnx.split(Agent(*shape, nnx.Rngs(key), args.dtype))[1]
 
-        # jitted: one program to compile, not one per op; an agent per key, in turn (jax.lax.map:
-        # vmapped, this init never ends on a CPU for some shapes, with jax 0.10: HalfCheetah-v4)
-        # on the host's CPU: an accelerator compiles its QRs for seconds (a TPU, large: 28 s);
-        # uncommitted, the parameters move to the device at their first jitted call
+        # jitted, an agent per key in turn (jax.lax.map: vmapped, it can hang on a CPU, jax 0.10),
+        # on the host's CPU (a TPU compiles the QRs for up to 28 s); moved at the first jitted call
         with jax.default_device(jax.devices("cpu")[0]):
             params = jax.jit(partial(jax.lax.map, init_agent))(init_key)
         graphdef = nnx.graphdef(nnx.eval_shape(lambda: Agent(*shape, nnx.Rngs(0), args.dtype)))
@@ -556,7 +545,6 @@ def main():
             (trained, update_key), runner, start = saver.resume(training, runner, writer)
             nnx.update((agent, optimizer), trained)
         # every agent in one call: the batch of each agent's envs, the update of each agent's state
-        # tree mode: the transforms see plain pytrees, not the graph that jit walks at every call
         graph = args.compile != "tree"
         rollout_fn = nnx.vmap(partial(rollout, env, env_params, args), graph=graph)
         update_fn = nnx.vmap(partial(update, args), graph=graph)
@@ -565,12 +553,10 @@ def main():
             rollout_fn = nnx.jit(rollout_fn, graph=graph)
             update_fn = nnx.jit(update_fn, graph=graph)
             chunk_fn = nnx.jit(chunk_fn, graph=graph)
-        # cached_partial walks the modules' graph once, not at every call
         bind = nnx.cached_partial if args.compile == "cached_partial" else partial
         rollout_fn = bind(rollout_fn, agent)
         update_fn = bind(update_fn, agent, optimizer)
         chunk_fn = bind(chunk_fn, agent, optimizer)
-        # a resumed run's time/elapsed counts on from the stopped run's (checkpoint.time_before)
         before_s = saver.before_s if args.resume else 0.0
         book.setup_done()
         setup_s = time.perf_counter() - START
@@ -592,7 +578,6 @@ def main():
                     jax.block_until_ready(batch)
                     rollout_end = time.perf_counter()
                     book.check_signals()  # ...or here
-                    # updates agent and optimizer in place
                     update_key, losses = update_fn(batch, update_key)
                     jax.block_until_ready((agent, optimizer))
                     out = {**episode_stats, **losses, "learning_rate": learning_rate}
