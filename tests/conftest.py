@@ -12,6 +12,14 @@ from pathlib import Path
 
 import pytest
 
+# the guard on tests not marked slow: its hooks, run by pytest from here
+from suite_guard import (  # noqa: F401
+    pytest_runtest_logreport,
+    pytest_runtest_makereport,
+    pytest_sessionfinish,
+    pytest_terminal_summary,
+)
+
 # The tests run the scripts hundreds of times on the same tiny configurations: a persistent JAX
 # compilation cache, shared by the session's processes, skips XLA's compile after the first (a tiny
 # Linen run: ~23 s -> ~13 s here). Only the tests set it: a benchmark's or a sweep's run starts from

@@ -11,11 +11,20 @@ import fcntl
 import hashlib
 import json
 import shutil
+import time
 from pathlib import Path
 
 from script_runs import FAST_COMPILE, script
 
 from helpers import TINY, only_run_dir, run_script
+
+# the seconds this process has spent in trained_run, training or waiting for another worker's run:
+# the suite's guard on unmarked tests (conftest.py) does not count them against the test that asked
+spent = [0.0]
+
+
+def seconds_spent() -> float:
+    return spent[0]
 
 
 def saved(framework: str, env: str = "CartPole-v1", *extra: str) -> list[str]:
@@ -39,6 +48,7 @@ class TrainedRuns:
 
     def __call__(self, framework: str, *args: str, copy_to: Path | None = None) -> Path:
         folder = self.folder(framework, *args)
+        start = time.monotonic()
         # one lock per run: two workers asking for the same run train it once, other runs go on
         with open(folder.with_suffix(".lock"), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
@@ -49,6 +59,7 @@ class TrainedRuns:
                 assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
                 (folder / "stdout.txt").write_text(proc.stdout)
                 (folder / "done").write_text(json.dumps([framework, *args]))
+        spent[0] += time.monotonic() - start
         run_dir = only_run_dir(folder / "runs")
         if copy_to is None:
             return run_dir
