@@ -577,6 +577,8 @@ def test_bench_sh_takes_the_declared_defaults(tmp_path, monkeypatch):
 # ------------------------------------------------------------------------------------------ resume
 
 
+# six dry runs of bench.sh: ~30 s on a busy 2-core machine
+@pytest.mark.slow
 def test_resume_needs_a_completed_run_of_the_same_command(tmp_path):
     log_dir = tmp_path / "runs"
     same = ("--iterations", "5", "--", "--num-envs", "4")
