@@ -2,7 +2,8 @@
 beside them, each defined once: tests/helpers.py (processes, run folders, events, GAE),
 analysis_runs.py and learning_runs.py (the analysis' made-up inputs), sweep_runs.py (bench.sh and
 the sweep), setup_copy.py (setup.sh), script_runs.py (the ppo_*.py scripts), checkpoints.py
-(checkpoints without training) and parity_sides.py (the parity tests' adapters); a test file
+(checkpoints without training), trained_runs.py (tiny runs trained once per run of the suite,
+the `trained_run` fixture) and parity_sides.py (the parity tests' adapters); a test file
 imports from them, never from another test file."""
 
 import os
@@ -10,6 +11,14 @@ import tempfile
 from pathlib import Path
 
 import pytest
+
+# the guard on tests not marked slow: its hooks, run by pytest from here
+from suite_guard import (  # noqa: F401
+    pytest_runtest_logreport,
+    pytest_runtest_makereport,
+    pytest_sessionfinish,
+    pytest_terminal_summary,
+)
 
 # The tests run the scripts hundreds of times on the same tiny configurations: a persistent JAX
 # compilation cache, shared by the session's processes, skips XLA's compile after the first (a tiny
@@ -25,6 +34,19 @@ os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 # -m sweep
 ROOT = Path(__file__).resolve().parents[1]
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+
+
+@pytest.fixture(scope="session")
+def trained_run(tmp_path_factory):
+    """trained_run(framework, *args, copy_to=None): the folder of a tiny run trained once per run of
+    the suite, shared by the xdist workers (tests/trained_runs.py)."""
+    from trained_runs import TrainedRuns
+
+    root = tmp_path_factory.getbasetemp()
+    # a worker's base folder is one of the session's: their parent is the session's, shared
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+    return TrainedRuns(root / "trained-runs")
 
 
 @pytest.fixture

@@ -64,11 +64,10 @@ def assert_same_agent(single: Path, many: Path, k: int) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("env", ENVS, ids=list(ENVS))
 @pytest.mark.parametrize("framework", FRAMEWORKS)
-def test_agent_k_of_a_run_is_the_single_agent_run_of_seed_plus_k(framework, env, tmp_path):
-    script = script_of(framework)
-    many = train(script, tmp_path / "many", *ENVS[env], "--num-agents", str(AGENTS))
+def test_agent_k_of_a_run_is_the_single_agent_run_of_seed_plus_k(framework, env, trained_run):
+    many = trained_run(framework, *RUN, *ENVS[env], "--num-agents", str(AGENTS))
     last = AGENTS - 1
-    single = train(script, tmp_path / "single", *ENVS[env], "--seed", str(1 + last))
+    single = trained_run(framework, *RUN, *ENVS[env], "--seed", str(1 + last))
     assert_same_agent(single, many, last)
     config, summary = read_json(many / "config.json"), read_json(many / "summary.json")
     assert config["num_agents"] == AGENTS
@@ -118,7 +117,9 @@ def run_folder(script: Path, log_dir: Path, *args: str) -> Path:
 
 
 @pytest.mark.slow
-def test_torch_clipping_by_one_norm_across_agents_fails_the_parity_check(tmp_path, monkeypatch):
+def test_torch_clipping_by_one_norm_across_agents_fails_the_parity_check(
+    tmp_path, monkeypatch, trained_run
+):
     """The mutation that the parity check must catch in torch, whose agents share one set of stacked
     parameters: one global norm over every agent's gradients (torch_glue.clip_each_agent's norm
     taken over all agents) couples them, so agent k is no longer the single-agent run of seed + k.
@@ -132,9 +133,8 @@ def test_torch_clipping_by_one_norm_across_agents_fails_the_parity_check(tmp_pat
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
     many = train(script, tmp_path / "many", *ENVS["discrete"], "--num-agents", str(AGENTS))
     last = AGENTS - 1
-    single = train(
-        script_of("torch"), tmp_path / "single", *ENVS["discrete"], "--seed", str(1 + last)
-    )
+    # the single-agent run test_agent_k_of_a_run_is_the_single_agent_run_of_seed_plus_k reads too
+    single = trained_run("torch", *RUN, *ENVS["discrete"], "--seed", str(1 + last))
     with pytest.raises(AssertionError):
         assert_same_agent(single, many, last)
 

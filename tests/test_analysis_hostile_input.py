@@ -22,13 +22,14 @@ import pandas as pd
 import pytest
 from analysis_runs import ENVS, analyse, linen_nnx, snapshot, tie_events, write_csv, write_run
 from tensorboardX import SummaryWriter
+from trained_runs import saved
 
 import plot_results
 from analysis import learning_curves, output
 from analysis.loading import load_runs
 from analysis.report import README_MARKERS
 from core import runlog
-from helpers import STUDY, TINY, only_run_dir, run_script
+from helpers import STUDY
 from sweep import resume as sweep_resume
 
 START, END = README_MARKERS
@@ -365,18 +366,11 @@ def test_learning_curves_refuse_an_empty_path(tmp_path, capsys, monkeypatch, fla
 
 # ---------------------------------- issue 39, finding 8: forged or malformed runs are not completed
 @pytest.fixture(scope="module")
-def real_runs(tmp_path_factory) -> tuple[Path, Path]:
+def real_runs(trained_run) -> tuple[Path, Path]:
     """Two tiny real runs of ppo_linen.py on one host, seeds 1 then 2: (the first's folder, the
-    second's)."""
-    folders = []
-    for seed in ("1", "2"):
-        log_dir = tmp_path_factory.mktemp(f"real{seed}")
-        proc = run_script(
-            "ppo_linen.py", *TINY, "--env", "CartPole-v1", "--seed", seed, log_dir=log_dir
-        )
-        assert proc.returncode == 0, proc.stderr
-        folders.append(only_run_dir(log_dir))
-    return folders[0], folders[1]
+    second's): the suite's usual runs (trained_runs.saved), which the tests copy, never change."""
+    first = trained_run("linen", *saved("linen"))
+    return first, trained_run("linen", *saved("linen", "CartPole-v1", "--seed", "2"))
 
 
 def forged_copy(run_dir: Path, root: Path, config=None, summary=None, events=None) -> Path:

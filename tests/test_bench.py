@@ -40,7 +40,7 @@ from sweep import matrix as sweep_matrix
 
 FRAMEWORKS = [name for name, fw in STUDY.frameworks.items() if (ROOT / fw.script).exists()]
 TINY = ["--", "--num-envs", "4", "--num-steps", "16"]
-MINI_ENVS = "CartPole-v1,MemoryChain-bsuite"
+MEMORY_CHAIN_LINEN = ["--envs", "MemoryChain-bsuite", "--frameworks", "linen"]
 
 
 def selected_envs(exp, envs, study=STUDY) -> list[str]:
@@ -577,6 +577,8 @@ def test_bench_sh_takes_the_declared_defaults(tmp_path, monkeypatch):
 # ------------------------------------------------------------------------------------------ resume
 
 
+# six dry runs of bench.sh: ~30 s on a busy 2-core machine
+@pytest.mark.slow
 def test_resume_needs_a_completed_run_of_the_same_command(tmp_path):
     log_dir = tmp_path / "runs"
     same = ("--iterations", "5", "--", "--num-envs", "4")
@@ -851,17 +853,20 @@ def mini_sweep(log_dir: Path, *args: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.slow
 def test_mini_sweep_completes_then_skips_every_run(tmp_path):
+    """Every script on CartPole-v1, and linen on a second env (a bsuite one): 5 real runs, each
+    framework's once (the sweep's loops over envs and frameworks are the fake framework's tests)."""
     log_dir = tmp_path / "runs"
     frameworks = ",".join(FRAMEWORKS)
-    num_runs = 2 * len(FRAMEWORKS)
-    first = mini_sweep(log_dir, "--envs", MINI_ENVS, "--frameworks", frameworks, "--cpus", "1")
-    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
-    assert last_line(first) == f"{num_runs} completed, 0 failed, 0 skipped"
-    assert "every run on cores 0 with 1 threads" in first.stdout
-    assert (
-        len(re.findall(rf"^\[\d+/{num_runs}\] .* completed in .* \| ETA ", first.stdout, re.M))
-        == num_runs
-    )
+    selections = [["--envs", "CartPole-v1", "--frameworks", frameworks], MEMORY_CHAIN_LINEN]
+    num_runs = len(FRAMEWORKS) + 1
+    for selection in selections:
+        first = mini_sweep(log_dir, *selection, "--cpus", "1")
+        assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+        planned = len(FRAMEWORKS) if selection is selections[0] else 1
+        assert last_line(first) == f"{planned} completed, 0 failed, 0 skipped"
+        assert "every run on cores 0 with 1 threads" in first.stdout
+        lines = re.findall(rf"^\[\d+/{planned}\] .* completed in .* \| ETA ", first.stdout, re.M)
+        assert len(lines) == planned
     summaries = sorted((log_dir / "exp1").glob("*/summary.json"))
     assert len(summaries) == num_runs
     for path in summaries:
@@ -877,9 +882,13 @@ def test_mini_sweep_completes_then_skips_every_run(tmp_path):
     assert len(list((log_dir / "logs" / "exp1").glob("*.log"))) == num_runs
     assert not (log_dir / "env_timing.json").exists()  # --no-env-timing
 
-    again = mini_sweep(log_dir, "--envs", MINI_ENVS, "--frameworks", frameworks)
+    # the same selections again: every run is skipped
+    again = mini_sweep(log_dir, "--envs", "CartPole-v1", "--frameworks", frameworks)
     assert again.returncode == 0, again.stderr
-    assert last_line(again) == f"0 completed, 0 failed, {num_runs} skipped"
+    assert last_line(again) == f"0 completed, 0 failed, {len(FRAMEWORKS)} skipped"
+    again = mini_sweep(log_dir, *MEMORY_CHAIN_LINEN)
+    assert again.returncode == 0, again.stderr
+    assert last_line(again) == "0 completed, 0 failed, 1 skipped"
 
 
 # -------------------------------------------------------------------------------------- env timing

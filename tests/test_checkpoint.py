@@ -16,11 +16,12 @@ import numpy as np
 import pytest
 import safetensors.numpy
 from script_runs import script_module, start, stripped_copy, wait_for
+from trained_runs import saved
 
 import checkpoint
 from checkpoint import BadCheckpoint
 from evaluation import model_file, policy
-from helpers import ROOT, STUDY, TINY, only_run_dir, read_json, run_script
+from helpers import ROOT, STUDY, TINY, only_run_dir, read_json
 
 # A small continuous checkpoint: 3 observations, 2 actions, with --norm-obs
 OBS_DIM, NUM_ACTIONS, HIDDEN = 3, 2, model_file.MODEL_SIZES["small"]
@@ -424,15 +425,6 @@ def test_to_shared_copies_what_training_then_changes(framework):
 
 
 # ---------------------------------------------------------------------- --save-model in the scripts
-def tiny_run(framework: str, log_dir: Path, *args: str) -> Path:
-    """A tiny run of the framework's script with --save-model; its run folder."""
-    proc = run_script(
-        STUDY.frameworks[framework].script, *TINY, *args, "--save-model", log_dir=log_dir
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return only_run_dir(log_dir)
-
-
 def stats_count(iterations: int, num_envs: int = 4, num_steps: int = 16) -> float:
     """env_normalize's observation count after that many iterations: 1e-4, the reset batch, every
     step's batch."""
@@ -446,10 +438,12 @@ FIRST_FAST = [
 
 
 @pytest.mark.parametrize("framework", FIRST_FAST)
-def test_save_model_keeps_the_policy_of_the_run(framework, log_dir):
+def test_save_model_keeps_the_policy_of_the_run(framework, trained_run):
     """A completed --save-model run leaves model.safetensors that load accepts, with the run's
     metadata; the policy is the trained one (not the initial one: the final update changed it)."""
-    run_dir = tiny_run(framework, log_dir, "--env", "CartPole-v1", "--seed", "3")
+    # without --norm-obs: no statistics saved
+    args = [*TINY, "--env", "CartPole-v1", "--seed", "3", "--save-model"]
+    run_dir = trained_run(framework, *args)
     loaded = model_file.load(run_dir, obs_dim=4, action_space=("discrete", 2))
     summary, config = read_json(run_dir / "summary.json"), read_json(run_dir / "config.json")
     meta = loaded.meta
@@ -471,11 +465,11 @@ def test_save_model_keeps_the_policy_of_the_run(framework, log_dir):
 
 
 @pytest.mark.slow
-def test_save_model_keeps_the_observation_statistics(log_dir):
+def test_save_model_keeps_the_observation_statistics(trained_run):
     """With --norm-obs the checkpoint holds the running statistics of the observations the network
     saw: those of the last iteration (their count says which), flattened as the network sees
     them."""
-    run_dir = tiny_run("linen", log_dir, "--env", "Pendulum-v1", "--norm-obs")
+    run_dir = trained_run("linen", *saved("linen", "Pendulum-v1"))
     loaded = model_file.load(run_dir, obs_dim=3, action_space=("continuous", 1))
     assert loaded.meta["norm_obs"] is True and loaded.meta["iteration"] == 3
     assert float(loaded.obs_norm["count"]) == pytest.approx(stats_count(3))

@@ -6,9 +6,9 @@ bound a stale copy of them, would train another agent, or none."""
 
 import numpy as np
 import pytest
-from script_runs import arrays, run
+from script_runs import arrays
 
-from helpers import STUDY, TINY, only_run_dir, scalar_series
+from helpers import STUDY, TINY, scalar_series
 
 # torch's modes compute otherwise (fused kernels, TorchScript), so they round otherwise
 JAX = [name for name in STUDY.frameworks if name != "torch"]
@@ -22,22 +22,21 @@ OTHER_MODES = [
 TAGS = ("charts/episodic_return", "losses/policy_loss", "losses/value_loss", "losses/approx_kl")
 
 
-def trained(framework: str, mode: str, log_dir) -> tuple[dict, dict]:
-    """The run's saved policy and the per-iteration values of TAGS."""
+def trained(trained_run, framework: str, mode: str) -> tuple[dict, dict]:
+    """The run's saved policy and the per-iteration values of TAGS (a default mode's run is trained
+    once for the modes it is compared with)."""
     args = [*TINY, "--num-iterations", "4", "--compile", mode, "--save-model"]
-    done = run(framework, *args, log_dir=log_dir)
-    assert done.returncode == 0, done.stderr[-3000:]
-    run_dir = only_run_dir(log_dir)
+    run_dir = trained_run(framework, *args)
     series = {tag: scalar_series(run_dir, tag) for tag in TAGS}
     return arrays(run_dir, "model.safetensors"), series
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("framework,mode", OTHER_MODES)
-def test_each_compiled_mode_trains_the_agent_of_the_default_mode(framework, mode, tmp_path):
+def test_each_compiled_mode_trains_the_agent_of_the_default_mode(framework, mode, trained_run):
     default = STUDY.frameworks[framework].default_compile
-    reference, reference_series = trained(framework, default, tmp_path / default)
-    policy, series = trained(framework, mode, tmp_path / mode)
+    reference, reference_series = trained(trained_run, framework, default)
+    policy, series = trained(trained_run, framework, mode)
     assert policy.keys() == reference.keys()
     for name in policy:
         np.testing.assert_allclose(

@@ -9,18 +9,12 @@ import json
 
 import numpy as np
 import pytest
-from script_runs import (
-    FAST_COMPILE,
-    FRAMEWORKS,
-    assert_one_line_refusal,
-    run_evaluate,
-    script,
-)
+from script_runs import FRAMEWORKS, assert_one_line_refusal, run_evaluate
+from trained_runs import saved
 
 import checkpoint
 import evaluate
 from evaluation import model_file, policy
-from helpers import TINY, only_run_dir, run_script
 
 ENVS = ("CartPole-v1", "Pendulum-v1")
 # The float32 tolerance of the actor's outputs, one checkpoint in two frameworks. The networks
@@ -44,19 +38,14 @@ EPISODES = 4
 
 
 @pytest.fixture(scope="module")
-def checkpoints(tmp_path_factory) -> dict:
+def checkpoints(trained_run) -> dict:
     """{(framework, env): run folder} of tiny --norm-obs --save-model runs, trained once for the
-    module."""
-    found = {}
-    for env_id in ENVS:
-        for framework in FRAMEWORKS:
-            log_dir = tmp_path_factory.mktemp(f"{framework}-{env_id}")
-            args = [*TINY, "--env", env_id, "--norm-obs", "--save-model"]
-            args += ["--compile", FAST_COMPILE[framework]]
-            proc = run_script(script(framework), *args, log_dir=log_dir)
-            assert proc.returncode == 0, proc.stderr[-3000:]
-            found[framework, env_id] = only_run_dir(log_dir)
-    return found
+    suite (trained_runs.saved)."""
+    return {
+        (framework, env_id): trained_run(framework, *saved(framework, env_id))
+        for env_id in ENVS
+        for framework in FRAMEWORKS
+    }
 
 
 def observations(ckpt, n: int = 1000) -> np.ndarray:
@@ -158,11 +147,11 @@ def test_stochastic_is_seeded(checkpoints):
 
 
 @pytest.mark.slow
-def test_command_line_writes_eval_json(checkpoints, tmp_path):
+def test_command_line_writes_eval_json(trained_run, tmp_path):
     """`python evaluate.py RUN_DIR`: the framework that trained it by default, the mean ± std
     printed, eval.json beside the checkpoint; another framework's evaluation (the checkpoint file
     given) is added to it, the first kept."""
-    run_dir = checkpoints["linen", "CartPole-v1"]
+    run_dir = trained_run("linen", *saved("linen"), copy_to=tmp_path)
     proc = run_evaluate(str(run_dir), "--episodes", "3", "--seed", "5")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (

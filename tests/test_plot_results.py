@@ -187,6 +187,10 @@ def with_block_tables(text: str) -> str:
     return re.sub(r"^tables = .*$", f"tables = [{tables}]", text, count=1, flags=re.M)
 
 
+# the tests of study_out: its analysis draws every figure of the synthetic study (~60 s)
+STUDY_OUT = pytest.mark.slow
+
+
 @pytest.fixture(scope="module")
 def study_out(tmp_path_factory):
     """The synthetic study, analysed once: (its runs, the output folder)."""
@@ -212,6 +216,7 @@ def study_out(tmp_path_factory):
     return runs, out
 
 
+@STUDY_OUT
 def test_speedups_match_hand_computed_values(study_out):
     runs, out = study_out
     speedups = pd.read_csv(out / "speedups.csv")
@@ -318,6 +323,7 @@ def test_speedups_match_hand_computed_values(study_out):
     )
 
 
+@STUDY_OUT
 def test_summary_windows_and_experiments(study_out):
     runs, out = study_out
     summary = pd.read_csv(out / "summary.csv").set_index("run")
@@ -350,6 +356,7 @@ def test_summary_windows_and_experiments(study_out):
     assert (summary["experiments"] == "exp3 exp10").sum() == len(DEFAULT_MODES)
 
 
+@STUDY_OUT
 def test_device_name_command_and_import_time(study_out):
     """New runs record the resolved device as device_name (device is torch's flag); old runs only
     have device."""
@@ -369,6 +376,7 @@ def test_device_name_command_and_import_time(study_out):
     assert "Test GPU 9000" in machines and "| cpu " in machines and "auto" not in machines
 
 
+@STUDY_OUT
 def test_broken_runs_are_skipped_and_counted(study_out):
     runs, out = study_out
     report = (out / "REPORT.md").read_text()
@@ -378,6 +386,7 @@ def test_broken_runs_are_skipped_and_counted(study_out):
     assert pd.read_csv(out / "runs.csv")["run"].nunique() == len(runs)
 
 
+@STUDY_OUT
 def test_every_figure_and_the_report(study_out):
     runs, out = study_out
     assert ALL_FIGURES <= {p.name for p in out.glob("*.png")}
@@ -416,6 +425,7 @@ def readme_tables(block: str) -> list[tuple[str, str, str]]:
     return re.findall(pattern, block, re.M)
 
 
+@STUDY_OUT
 def test_the_backends_figure_stacks_rollout_and_update_per_framework_and_backend(study_out):
     """exp7_backends.png, a panel per env and size: per framework a bar on gymnax and one on envpool
     (sync on, default modes), rollout under update, and over the envpool bar its rollout over the
@@ -456,6 +466,7 @@ def test_the_backends_figure_stacks_rollout_and_update_per_framework_and_backend
     assert "exp7" in tables
 
 
+@STUDY_OUT
 def test_the_data_type_experiment_compares_each_framework_across_types(study_out):
     """exp10: dtype_speedups.csv has each framework's bfloat16 -> float32 speedup (its time in
     bfloat16 / in float32, DTYPE_FACTOR by construction) per sync-on metric and size; REPORT.md
@@ -503,6 +514,7 @@ def test_the_data_type_experiment_compares_each_framework_across_types(study_out
     figures.plt.close(fig)
 
 
+@STUDY_OUT
 def test_the_report_tables_each_frameworks_rollout_and_update_per_experiment_of_both_syncs(
     study_out,
 ):
@@ -545,6 +557,7 @@ def test_the_report_tables_each_frameworks_rollout_and_update_per_experiment_of_
                 assert shown == pytest.approx(expected, abs=6e-4), (exp, label, framework)
 
 
+@STUDY_OUT
 def test_the_continuous_experiment_gets_its_tables_and_figures(study_out):
     """exp6, by the study's roles alone: its total-time and steady-state tables in the README block
     (every pair, with intervals: 4 envs), its figures, and its total-time figure drawn from its
@@ -570,6 +583,7 @@ def test_the_continuous_experiment_gets_its_tables_and_figures(study_out):
     figures.plt.close(total)
 
 
+@STUDY_OUT
 def test_the_speedups_figure_has_a_panel_per_backend_of_its_experiment(study_out):
     """exp7_speedups.png: a panel per env backend (gymnax, envpool), each with that backend's cells
     of speedups.csv at their geometric means, on one y range; exp1's (gymnax alone) has one
@@ -593,6 +607,7 @@ def test_the_speedups_figure_has_a_panel_per_backend_of_its_experiment(study_out
     figures.plt.close(one)
 
 
+@STUDY_OUT
 def test_speedup_text_says_what_the_interval_is(study_out):
     runs, out = study_out
     report = (out / "REPORT.md").read_text()
@@ -604,6 +619,7 @@ def test_speedup_text_says_what_the_interval_is(study_out):
     assert "cluster-bootstrap interval over envs, then runs; – below 3 envs" in block
 
 
+@STUDY_OUT
 def test_csv_round_trip(study_out, tmp_path):
     runs, out = study_out
     again = tmp_path / "again"
@@ -626,6 +642,7 @@ def test_csv_round_trip(study_out, tmp_path):
     assert not list(again.glob("*.png"))
 
 
+@STUDY_OUT
 def test_a_runs_csv_of_the_older_tool_is_read(study_out, tmp_path):
     """An older runs.csv has a device column (the resolved device) instead of device_name."""
     runs, out = study_out
@@ -683,6 +700,7 @@ def test_figures_of_absent_experiments_are_skipped_and_stale_ones_removed(tmp_pa
     }
 
 
+@STUDY_OUT
 def test_no_figures_removes_the_figures_of_an_earlier_call(study_out, tmp_path):
     runs, out = study_out
     again = tmp_path / "again"
@@ -818,6 +836,7 @@ def test_rollout_and_update_pair_runs_within_one_experiment(tmp_path):
     assert block.count("**Rollout") == 2 and "(exp2: " in block and "(exp3: " in block
 
 
+@STUDY_OUT
 def test_update_readme_replaces_only_the_marked_block(study_out, tmp_path):
     runs, out = study_out
     readme = tmp_path / "README.md"
@@ -840,6 +859,7 @@ def test_update_readme_replaces_only_the_marked_block(study_out, tmp_path):
     assert "old numbers" not in text and "nnx → linen" in text
 
 
+@STUDY_OUT
 def test_previous_edition_side_by_side(study_out, tmp_path):
     """--previous: the headline pairs measured in both editions, previous -> now, in the README
     block and REPORT.md; a pair the previous edition lacks is left out, and speedups.csv is the same
@@ -893,6 +913,7 @@ def test_previous_edition_side_by_side(study_out, tmp_path):
     assert sum("its envs on envpool" in name for name in names) == 1
 
 
+@STUDY_OUT
 def test_previous_edition_of_before_the_backends(study_out, tmp_path):
     """A previous speedups.csv without the backend column (editions of before the env backends): its
     rows were on gymnax, so they meet this edition's gymnax cells, and none meets an envpool one."""
@@ -908,6 +929,7 @@ def test_previous_edition_of_before_the_backends(study_out, tmp_path):
     assert "its envs on gymnax" in edition and "its envs on envpool" not in edition
 
 
+@STUDY_OUT
 def test_previous_edition_of_before_the_data_types(study_out, tmp_path):
     """A previous speedups.csv without the dtype column (editions of before --dtype): its rows were
     float32 runs, so they meet this edition's float32 cells, as its full copy does."""
@@ -923,6 +945,7 @@ def test_previous_edition_of_before_the_data_types(study_out, tmp_path):
     assert "**Since the previous edition**" in block and block == same
 
 
+@STUDY_OUT
 def test_previous_that_is_not_a_speedups_csv_is_refused(study_out, tmp_path, capsys):
     runs, out = study_out
     (tmp_path / "previous.csv").write_text("pair,geomean\nnnx->linen,1.0\n")
@@ -1143,6 +1166,7 @@ def scatter_x(ax) -> set[float]:
     return {float(x) for collection in ax.collections for x in collection.get_offsets()[:, 0]}
 
 
+@STUDY_OUT
 def test_the_expensive_envs_are_on_the_env_cost_axis(study_out):
     runs, out = study_out
     summary = pd.read_csv(out / "summary.csv")
@@ -1315,6 +1339,7 @@ def table_values(cells: pd.DataFrame) -> tuple[list[float], list[float]]:
         ("rollout_update", "exp2", ["rollout", "update"]),
     ],
 )
+@STUDY_OUT
 def test_speedup_figures_draw_the_intervals_the_tables_print(study_out, kind, owner, metrics):
     """Every interval bar of a speedup figure is a (ci_low, ci_high) of speedups.csv for its
     experiment, and every estimate a geomean: the same numbers, no other (no boxes, no min-max
@@ -1334,6 +1359,7 @@ def test_speedup_figures_draw_the_intervals_the_tables_print(study_out, kind, ow
     figures.plt.close(fig)
 
 
+@STUDY_OUT
 def test_the_platform_figure_draws_each_tags_intervals(study_out):
     """The platform comparison's speedups per tag: the cells of REPORT.md's per-tag tables."""
     from analysis.plotting import CENTRE_GID, INTERVAL_GID

@@ -276,11 +276,9 @@ def tree_snapshot(folder: Path) -> dict:
 
 
 @pytest.fixture(scope="module")
-def completed_run(tmp_path_factory) -> Path:
-    log_dir = tmp_path_factory.mktemp("R")
-    done = run(*R, "--log-dir", str(log_dir))
-    assert done.returncode == 0, done.stderr[-3000:]
-    return only_run_dir(log_dir)
+def completed_run(trained_run) -> Path:
+    """Run R, trained once for the suite; the tests change copies of it only (copy_of)."""
+    return trained_run("linen", *R)
 
 
 def copy_of(run_dir: Path, tmp_path: Path) -> Path:

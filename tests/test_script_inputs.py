@@ -173,6 +173,8 @@ def test_the_bookkeeping_refuses_before_any_folder(case, tmp_path):
     assert not log_dir.exists()
 
 
+# four processes of the copy, each importing JAX before its Args refuses: 25 s on 2 busy cores
+@pytest.mark.slow
 @pytest.mark.parametrize("framework", FIRST_FAST)
 def test_the_stripped_copy_still_refuses_nonsense(framework, tmp_path):
     """The starter (./setup.sh starter) takes the bookkeeping away; Args keeps the checks: one line,

@@ -4,7 +4,8 @@ munge; .ci/run installs them).
 
 Where slurm-wlm and munge are not installed, or not as root (slurmd starts the jobs), the tests that
 need a cluster skip; the dry runs and the "no sbatch" refusal need no Slurm. Every cluster a test
-starts is stopped in a fixture's teardown or a finally, whatever happens."""
+starts is stopped in a fixture's teardown or a finally, whatever happens. They are marked slow: a
+cluster's stop alone takes ~20 s."""
 
 import os
 import re
@@ -230,6 +231,8 @@ def test_sweep_py_sbatch_takes_bench_sh_default_kill_after(tmp_path):
     assert limit.findall(sweep.stdout) == limit.findall(script) != []
 
 
+# the array's tasks run one after another (~20-30 s on 2 cores)
+@pytest.mark.slow
 def test_the_array_tasks_run_disjoint_shards_that_cover_the_sweep(tmp_path):
     """The printed script, run as each array task would be (with --dry-run slipped into its bench.sh
     call)."""
@@ -297,6 +300,7 @@ def test_slurm_without_sbatch_exits_2_with_one_line(tmp_path):
 
 # ------------------------------------------------------------------------------- the local cluster
 @needs_slurm
+@pytest.mark.slow
 def test_local_cluster_starts_runs_a_job_and_stops_everything(tmp_path):
     folder = tmp_path / "cluster"
     env = {"SLURM_CONF": str(folder / "slurm.conf")}
@@ -355,6 +359,7 @@ def cluster(tmp_path_factory):
 
 
 @needs_slurm
+@pytest.mark.slow
 def test_sbatch_refusing_the_job_exits_1_and_leaves_nothing(cluster, tmp_path):
     proc = bench(
         "--slurm",
@@ -544,6 +549,7 @@ def options_set(proc: subprocess.CompletedProcess) -> set[str]:
 
 
 @needs_slurm
+@pytest.mark.slow
 def test_the_sbatch_option_table_is_the_real_sbatchs(cluster, tmp_path):
     """python -m sweep's table of sbatch options, against the sbatch here: every long option it
     lists takes a value as the table says (getopt_long's errors tell), and `sbatch --help` names no
@@ -631,6 +637,7 @@ def slurm_args_forms() -> list[list[str]]:
 
 
 @needs_slurm
+@pytest.mark.slow
 def test_slurm_args_refuses_exactly_what_the_real_sbatch_reads_as_an_option_bench_sh_sets(
     cluster, tmp_path
 ):
