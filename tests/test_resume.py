@@ -7,6 +7,7 @@ the two processes), so its tolerance is float32 rounding over a few optimizer st
 --resume is refused in one line, exit code 2, with nothing written."""
 
 import shutil
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -110,12 +111,15 @@ def test_the_fast_path_stops_at_a_call_and_resumes_bit_for_bit(tmp_path):
             np.testing.assert_array_equal(got[key], want[key], err_msg=f"{name} {key}")
 
 
+SAVED_FLAGS = dict(num_envs=4, num_steps=16, num_iterations=2, save_every=2)
+SAVED_ARGS = [w for k, v in SAVED_FLAGS.items() for w in (f"--{k.replace('_', '-')}", str(v))]
+
+
 @pytest.fixture(scope="module")
 def saved_run(trained_run):
     """A finished linen run with a resume file (iteration 2 of 2), trained once for the suite: the
     tests refuse to resume it (so never change it) or resume copies of it."""
-    args = ["--num-envs", "4", "--num-steps", "16", "--num-iterations", "2", "--save-every", "2"]
-    return trained_run("linen", *args), args
+    return trained_run("linen", *SAVED_ARGS), SAVED_ARGS
 
 
 def entries_of(folder: Path) -> dict:
@@ -132,11 +136,29 @@ def refused(framework: str, args: list, folder: Path, wanted: str) -> None:
     assert entries_of(folder) == before
 
 
+def resume_check(run_dir: Path, **flags) -> str:
+    """checkpoint.check_resumable's refusal of resuming run_dir with saved_run's flags (and flags),
+    as ppo_linen.py's Saver checks them before anything is written: its one line; the folder as it
+    was. A refusal's exit code 2 with nothing written, in a process:
+    test_a_resume_in_another_framework_is_refused."""
+    import ppo_linen
+
+    args = ppo_linen.Args(**{**SAVED_FLAGS, **flags, "resume": str(run_dir)})
+    config = {**asdict(args), "framework": "linen", "batch_size": args.batch_size}
+    before = entries_of(run_dir)
+    with pytest.raises(checkpoint.BadCheckpoint) as error:
+        checkpoint.check_resumable(str(run_dir), config)
+    assert entries_of(run_dir) == before
+    message = str(error.value)
+    assert "\n" not in message
+    return message
+
+
+# the shared run: trained for the slow tests alone
 @pytest.mark.slow
 def test_a_resume_with_other_flags_is_refused(saved_run):
-    run_dir, args = saved_run
-    other = ["--num-envs", "8", *args[2:]]  # not 4
-    refused("linen", [*other, "--resume", str(run_dir)], run_dir, "--num-envs 4, not 8")
+    run_dir, _ = saved_run
+    assert "--num-envs 4, not 8" in resume_check(run_dir, num_envs=8)
 
 
 @pytest.mark.slow
@@ -145,24 +167,31 @@ def test_a_resume_in_another_framework_is_refused(saved_run):
     refused("nnx", [*args, "--resume", str(run_dir)], run_dir, "a linen run, not nnx")
 
 
+# the shared run: trained for the slow tests alone
 @pytest.mark.slow
 def test_a_resume_of_a_folder_without_a_resume_file_is_refused(saved_run, tmp_path):
-    run_dir, args = saved_run
+    import ppo_linen
+
+    run_dir, _ = saved_run
     copy = tmp_path / "copy"
     shutil.copytree(run_dir, copy)
     (copy / checkpoint.RESUME_FILE).unlink()
-    refused("linen", [*args, "--resume", str(copy)], copy, "a run saves one with --save-every")
-    refused("linen", [*args, "--resume", str(tmp_path / "nowhere")], tmp_path, "a run folder")
+    assert "a run saves one with --save-every" in resume_check(copy)
+    # no folder at all: the Args refuse it (an Args refusal in a process: exit code 2, nothing made,
+    # test_scripts.py's test_bad_input_is_refused_in_one_line_before_any_work)
+    with pytest.raises(ValueError, match="--resume must be a run folder"):
+        ppo_linen.Args(resume=str(tmp_path / "nowhere"))
 
 
+# the shared run: trained for the slow tests alone
 @pytest.mark.slow
 def test_a_truncated_resume_file_is_refused(saved_run, tmp_path):
-    run_dir, args = saved_run
+    run_dir, _ = saved_run
     copy = tmp_path / "copy"
     shutil.copytree(run_dir, copy)
     data = (copy / checkpoint.RESUME_FILE).read_bytes()
     (copy / checkpoint.RESUME_FILE).write_bytes(data[: len(data) // 2])
-    refused("linen", [*args, "--resume", str(copy)], copy, "not a resume file of --save-every")
+    assert "not a resume file of --save-every" in resume_check(copy)
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
