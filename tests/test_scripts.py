@@ -14,11 +14,13 @@ from typing import get_args, get_type_hints
 
 import numpy as np
 import pytest
+from env_contracts import one_iteration
 from script_runs import (
     EPISODIC_TAGS,
     FAST_COMPILE,
     FIRST_FAST,
     FRAMEWORKS,
+    NO_EPISODE_IN_TINY_RUN,
     assert_one_line_refusal,
     check_tiny_run,
     default_mode,
@@ -28,6 +30,7 @@ from script_runs import (
 )
 from tbparse import SummaryReader
 
+import env_normalize
 from helpers import (
     ROOT,
     STUDY,
@@ -48,13 +51,16 @@ MODES = [(name, mode) for name, fw in STUDY.frameworks.items() for mode in fw.co
 @pytest.mark.parametrize("env_id", ["Pendulum-v1"])
 @pytest.mark.parametrize("framework,compile_mode", MODES)
 def test_tiny_run_every_compile_mode(framework, compile_mode, env_id, log_dir):
-    """The whole run-output contract in every compile mode. Pendulum-v1's episodes last 200 steps:
+    """The whole run-output contract in every compile mode, with env_normalize.py's observation and
+    reward normalisation (config.json records both flags). Pendulum-v1's episodes last 200 steps:
     none ends in 3 x 16 steps, so no episodic point (and no NaN warning), and no final return."""
-    args = [*TINY, "--env", env_id, "--compile", compile_mode]
+    args = [*TINY, "--env", env_id, "--compile", compile_mode, "--norm-obs", "--norm-reward"]
     proc = run_script(script(framework), *args, log_dir=log_dir)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "iter 3/3" in proc.stdout and "completed" in proc.stdout
     run_dir, summary = check_tiny_run(log_dir, framework, compile_mode, env_id, args)
+    config = read_json(run_dir / "config.json")
+    assert config["norm_obs"] is True and config["norm_reward"] is True
     # a Gaussian policy: one action dimension, log std 0 at the start
     entropy = scalar_series(run_dir, "losses/entropy")[0][1]
     assert entropy == pytest.approx(0.5 + 0.5 * np.log(2 * np.pi), abs=0.02)
@@ -81,21 +87,6 @@ def test_tiny_bfloat16_run(framework, log_dir):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("framework", FRAMEWORKS)
-def test_tiny_run_reacher_normalised(framework, log_dir):
-    """Two action dimensions, with the observation and reward normalisation of env_adapters.py: the
-    whole run-output contract holds, and config.json records both flags."""
-    args = [*TINY, "--env", "Reacher-misc", "--norm-obs", "--norm-reward"]
-    proc = run_script(script(framework), *args, log_dir=log_dir)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    run_dir, _ = check_tiny_run(log_dir, framework, default_mode(framework), "Reacher-misc", args)
-    config = read_json(run_dir / "config.json")
-    assert config["norm_obs"] is True and config["norm_reward"] is True
-    entropy = scalar_series(run_dir, "losses/entropy")[0][1]
-    assert entropy == pytest.approx(2 * (0.5 + 0.5 * np.log(2 * np.pi)), abs=0.04)
-
-
-@pytest.mark.slow
 # a JAX scan and torch's loop: ~90 s of compile each
 @pytest.mark.parametrize("framework", ["linen", "torch"])
 def test_tiny_run_brax(framework, log_dir):
@@ -108,28 +99,70 @@ def test_tiny_run_brax(framework, log_dir):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("framework", FRAMEWORKS)
-def test_tiny_run_minatar(framework, log_dir):
-    proc = run_script(script(framework), *TINY, "--env", "Breakout-MinAtar", log_dir=log_dir)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    check_tiny_run(
-        log_dir,
-        framework,
-        default_mode(framework),
-        "Breakout-MinAtar",
-        [*TINY, "--env", "Breakout-MinAtar"],
-    )
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("framework", FRAMEWORKS)
-def test_tiny_run_craftax(framework, log_dir):
-    """An expensive env, through the Craftax adapter of the env glue: the whole run-output contract
-    holds."""
+def test_tiny_run_craftax(log_dir):
+    """An expensive env, through the Craftax adapter of the env glue, in a process: the whole
+    run-output contract holds. The other scripts' Craftax iteration: test_one_iteration_on_each_env
+    (the adapter's steps in each script's glue: test_craftax.py)."""
     args = [*TINY, "--env", "Craftax-Classic-Symbolic-v1"]
-    proc = run_script(script(framework), *args, log_dir=log_dir)
+    proc = run_script(script("linen"), *args, log_dir=log_dir)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    check_tiny_run(log_dir, framework, default_mode(framework), "Craftax-Classic-Symbolic-v1", args)
+    check_tiny_run(log_dir, "linen", default_mode("linen"), "Craftax-Classic-Symbolic-v1", args)
+
+
+# each env's kind: flattened (10, 10, 4) MinAtar images; two normalised action dimensions; Craftax's
+# 1345 symbolic features and 17 actions (its compile: ~45 s a script)
+ENV_CASES = {
+    "Breakout-MinAtar": (400, 3, False),
+    "Reacher-misc": (8, 2, True),
+    "Craftax-Classic-Symbolic-v1": (1345, 17, False),
+}
+
+
+@pytest.mark.parametrize(
+    "framework,env_id",
+    [
+        pytest.param(f, e, marks=pytest.mark.slow if e.startswith("Craftax") else ())
+        for e in ENV_CASES
+        for f in FRAMEWORKS
+        if (f, e) != ("linen", "Craftax-Classic-Symbolic-v1")
+    ],
+)
+def test_one_iteration_on_each_env(framework, env_id):
+    """What a tiny run of the script on the env proves, in-process (env_contracts.one_iteration:
+    the script's own make_env, rollout and update; a process's own contract is alike for every env,
+    held by test_tiny_run_every_compile_mode): the batch's shapes and dtypes, the env's action kind,
+    the episode statistics, finite losses, an agent that learned; Reacher-misc with --norm-obs and
+    --norm-reward's wrapper."""
+    obs_dim, num_actions, continuous = ENV_CASES[env_id]
+    it = one_iteration(framework, env_id, norm=env_id == "Reacher-misc")
+    assert it.spec == (obs_dim, num_actions, continuous)
+    batch, size = it.batch, 64
+    assert batch["obs"].shape == (size, obs_dim) and batch["obs"].dtype == np.float32
+    if continuous:
+        assert batch["actions"].shape == (size, num_actions)
+        assert batch["actions"].dtype == np.float32
+        # normalised observations, clipped
+        assert np.abs(batch["obs"]).max() <= env_normalize.CLIP
+    else:
+        assert batch["actions"].shape == (size,) and batch["actions"].dtype == np.int32
+        assert 0 <= batch["actions"].min() and batch["actions"].max() < num_actions
+    for key in ("obs", "actions", "logprobs", "values", "advantages", "returns"):
+        assert batch[key].shape[0] == size and np.isfinite(batch[key]).all(), key
+    # no episode ends in 16 steps but in MinAtar's: NaN statistics, which main() does not log
+    stats = it.episode_stats
+    if env_id in NO_EPISODE_IN_TINY_RUN:
+        assert np.isnan(stats["episodic_return"]) and np.isnan(stats["episodic_length"]), stats
+    else:
+        assert np.isfinite(stats["episodic_return"]) and 1 <= stats["episodic_length"] <= 16
+    losses = ("value_loss", "policy_loss", "entropy", "approx_kl", "old_approx_kl", "clipfrac")
+    assert all(np.isfinite(it.losses[key]) for key in losses), it.losses
+    # at the start: a uniform categorical; a Gaussian of log std 0 in each action dimension
+    per_dim = 0.5 + 0.5 * np.log(2 * np.pi)
+    expected = num_actions * per_dim if continuous else np.log(num_actions)
+    assert it.losses["entropy"] == pytest.approx(expected, abs=0.02 * num_actions)
+    # every actor layer's kernel moved in the update
+    for (kernel, _), (kernel_before, _) in zip(it.after["actor"], it.before["actor"], strict=True):
+        assert not np.array_equal(kernel, kernel_before)
 
 
 @pytest.mark.slow
