@@ -91,11 +91,13 @@ def test_tiny_bfloat16_run(framework, log_dir):
 @pytest.mark.parametrize("framework", ["linen", "torch"])
 def test_tiny_run_brax(framework, log_dir):
     """An expensive continuous env, through the Brax adapter of env_adapters.py: the whole
-    run-output contract."""
-    args = [*TINY, "--env", "brax-halfcheetah"]
+    run-output contract, in the script's fastest compile mode (torch.compile's own minute is
+    test_tiny_run_every_compile_mode's)."""
+    mode = FAST_COMPILE[framework]
+    args = [*TINY, "--env", "brax-halfcheetah", "--compile", mode]
     proc = run_script(script(framework), *args, log_dir=log_dir, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    check_tiny_run(log_dir, framework, default_mode(framework), "brax-halfcheetah", args)
+    check_tiny_run(log_dir, framework, mode, "brax-halfcheetah", args)
 
 
 @pytest.mark.slow
@@ -298,11 +300,16 @@ SIGNAL_CASES = {
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_signal_stops_the_run_with_a_summary(framework, case, log_dir):
     moment, signals, ignore_sigint = SIGNAL_CASES[case]
+    # a signal during compilation: in the default mode's (torch.compile's own workers); after
+    # iterations, the fastest mode's run is as good a run to stop
+    mode = default_mode(framework) if moment == ": setup " else FAST_COMPILE[framework]
     proc = start(
         framework,
         *TINY[:4],
         "--num-iterations",
         "100000",
+        "--compile",
+        mode,
         log_dir=log_dir,
         ignore_sigint=ignore_sigint,
     )
