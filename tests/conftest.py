@@ -3,8 +3,9 @@ beside them, each defined once: tests/helpers.py (processes, run folders, events
 analysis_runs.py and learning_runs.py (the analysis' made-up inputs), sweep_runs.py (bench.sh and
 the sweep), setup_copy.py (setup.sh), script_runs.py (the ppo_*.py scripts), checkpoints.py
 (checkpoints without training), trained_runs.py (tiny runs trained once per run of the suite,
-the `trained_run` fixture) and parity_sides.py (the parity tests' adapters); a test file
-imports from them, never from another test file."""
+the `trained_run` fixture), parity_sides.py (the parity tests' adapters) and env_contracts.py (one
+iteration of a script in-process, on any env); a test file imports from them, never from another
+test file."""
 
 import os
 import tempfile
