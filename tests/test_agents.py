@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import safetensors.numpy
+from script_runs import FAST_COMPILE
 
 from helpers import ROOT, STUDY, only_run_dir, read_json, scalar_series
 
@@ -65,9 +66,14 @@ def assert_same_agent(single: Path, many: Path, k: int) -> None:
 @pytest.mark.parametrize("env", ENVS, ids=list(ENVS))
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_agent_k_of_a_run_is_the_single_agent_run_of_seed_plus_k(framework, env, trained_run):
-    many = trained_run(framework, *RUN, *ENVS[env], "--num-agents", str(AGENTS))
+    # the discrete runs in the default compile mode (torch.compile's step of every agent, which the
+    # clipping mutation below is caught in); the others in the fastest (torch.compile: ~1 min)
+    flags = (
+        [*ENVS[env]] if env == "discrete" else [*ENVS[env], "--compile", FAST_COMPILE[framework]]
+    )
+    many = trained_run(framework, *RUN, *flags, "--num-agents", str(AGENTS))
     last = AGENTS - 1
-    single = trained_run(framework, *RUN, *ENVS[env], "--seed", str(1 + last))
+    single = trained_run(framework, *RUN, *flags, "--seed", str(1 + last))
     assert_same_agent(single, many, last)
     config, summary = read_json(many / "config.json"), read_json(many / "summary.json")
     assert config["num_agents"] == AGENTS
@@ -91,6 +97,8 @@ def test_agent_k_starts_bit_for_bit_as_the_single_agent_run_of_seed_plus_k(frame
     frozen = ["--env", "CartPole-v1", "--num-envs", "4", "--num-steps", "16"]
     frozen += ["--num-iterations", "1", "--update-epochs", "1", "--num-minibatches", "1"]
     frozen += ["--learning-rate", "1e-30", "--no-anneal-lr", "--save-model"]
+    # each agent's init is the point, not the compile: the fastest mode
+    frozen += ["--compile", FAST_COMPILE[framework]]
     script = script_of(framework)
     many = run_folder(script, tmp_path / "many", *frozen, "--num-agents", str(AGENTS))
     last = AGENTS - 1
@@ -150,7 +158,8 @@ def test_a_stopped_and_resumed_torch_run_of_agents_ends_as_an_uninterrupted_one(
     import checkpoint
 
     pendulum = ["--env", "Pendulum-v1", "--norm-obs", "--norm-reward"]
-    args = [*RESUME_RUN, *pendulum, "--num-agents", str(AGENTS)]
+    # eager (env-jit): torch.compile's step resumed is test_resume.py's (discrete runs)
+    args = [*RESUME_RUN, *pendulum, "--num-agents", str(AGENTS), "--compile", "env-jit"]
     whole = run("torch", *args, log_dir=tmp_path / "whole")
     assert whole.returncode == 0, whole.stderr[-3000:]
     run_dir = stopped_after_first_save("torch", args, tmp_path / "stopped")
