@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import safetensors.numpy
-from script_runs import script_module, start, stripped_copy, wait_for
+from script_runs import FAST_COMPILE, script_module, start, stripped_copy, wait_for
 from trained_runs import saved
 
 import checkpoint
@@ -443,6 +443,8 @@ def test_save_model_keeps_the_policy_of_the_run(framework, trained_run):
     metadata; the policy is the trained one (not the initial one: the final update changed it)."""
     # without --norm-obs: no statistics saved
     args = [*TINY, "--env", "CartPole-v1", "--seed", "3", "--save-model"]
+    # the model file is the point, not the compile: the fastest mode (torch.compile: ~1 min)
+    args += ["--compile", FAST_COMPILE[framework]]
     run_dir = trained_run(framework, *args)
     loaded = model_file.load(run_dir, obs_dim=4, action_space=("discrete", 2))
     summary, config = read_json(run_dir / "summary.json"), read_json(run_dir / "config.json")

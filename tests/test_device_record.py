@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import jax
 import jax.numpy as jnp
 import pytest
+from script_runs import FAST_COMPILE
 
 import bookkeeping
 from core import run_checks
@@ -153,7 +154,9 @@ FRAMEWORKS = [
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_a_run_records_its_device_precision_and_compile_times(framework, log_dir):
     script = STUDY.frameworks[framework].script
-    proc = run_script(script, *TINY, "--matmul-precision", "highest", log_dir=log_dir)
+    # the fastest compile mode (torch.compile: ~1 min, and none of torch's modes is timed)
+    args = [*TINY, "--matmul-precision", "highest", "--compile", FAST_COMPILE[framework]]
+    proc = run_script(script, *args, log_dir=log_dir)
     assert proc.returncode == 0, proc.stderr[-2000:]
     run_dir = only_run_dir(log_dir)
     config = read_json(run_dir / "config.json")

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from script_runs import FAST_COMPILE
 
 import bookkeeping
 from helpers import ROOT, STUDY, TINY, run_script
@@ -44,6 +45,8 @@ def test_a_run_prints_a_first_line_then_its_progress(framework, log_dir):
     """MountainCar-v0: no episode ends in 4 x 16 steps."""
     name = STUDY.frameworks[framework].script
     args = [*TINY[:4], "--num-iterations", "4", *TINY[6:], "--env", "MountainCar-v0"]
+    # the progress lines are the point, not the compile: the fastest mode (torch.compile: ~1 min)
+    args += ["--compile", FAST_COMPILE[framework]]
     proc = run_script(name, *args, log_dir=log_dir)
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.splitlines()
