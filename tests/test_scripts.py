@@ -120,10 +120,13 @@ ENV_CASES = {
 }
 
 
+# in the quick set: the first script's cheap envs (a few seconds each)
 @pytest.mark.parametrize(
     "framework,env_id",
     [
-        pytest.param(f, e, marks=pytest.mark.slow if e.startswith("Craftax") else ())
+        pytest.param(f, e, marks=() if f == FRAMEWORKS[0] else pytest.mark.slow)
+        if not e.startswith("Craftax")
+        else pytest.param(f, e, marks=pytest.mark.slow)
         for e in ENV_CASES
         for f in FRAMEWORKS
         if (f, e) != ("linen", "Craftax-Classic-Symbolic-v1")
