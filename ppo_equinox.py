@@ -144,10 +144,14 @@ class Args:
 
 
 if __name__ == "__main__":
-    # a book. line: --help and a bad flag answered before the heavy imports; SIGTERM held
-    __import__("core.command_line").command_line.before_imports(Args, "equinox")
+    # the benchmark's bookkeeping (config.json, summary.json) when bookkeeping.py is beside
+    # this file, else the plain one of a starter copy: --help and bad input answered now
+    try:
+        from bookkeeping import Bookkeeping as Book
+    except ModuleNotFoundError:
+        from plain_bookkeeping import PlainBook as Book
+    book = Book(START, Args, FRAMEWORK)  # the stop signals held until book.run
     print("ppo_equinox.py: importing JAX, Equinox and gymnax...", flush=True)
-    __import__("bookkeeping").exit_on_bad_environment("equinox")  # a book. line: before JAX starts
 
 import equinox as eqx
 import gymnax
@@ -610,11 +614,5 @@ def main():
         wandb.finish()
 
 
-# Benchmark bookkeeping: signals, config.json, summary.json for bench.sh and plot_results.py ======
-from bookkeeping import Bookkeeping
-
-book = Bookkeeping(START, packages=("jax", "jaxlib", "equinox", "optax", "gymnax"))
-main = book.wrap(main, Args)  # bad input refused in one line; summary.json whatever happens
-
 if __name__ == "__main__":
-    main()
+    book.run(main, Args)  # bad input in one line, exit code 2; the stops; the last line

@@ -9,14 +9,13 @@ meanwhile (before_imports).
 
 import difflib
 import importlib.util
-import io
 import os
 import sys
-from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import fields
 
 import atomic
 from core import env_ids
+from plain_bookkeeping import tyro_parse
 
 # CleanRL's flags that have no counterpart here, and what to use instead
 CLEANRL_INSTEAD = {
@@ -192,36 +191,6 @@ def nearest_multiples(steps: int, batch: int) -> str:
     if below <= 0:
         return f"the nearest: {batch:,}"
     return f"the nearest: {below:,} or {below + batch:,}"
-
-
-# ------------------------------------------------------------------------------------ tyro's parse
-def tyro_message(box: str) -> str:
-    """The message of tyro's error box (a title, a rule, the message wrapped over lines, a rule,
-    help), on one line."""
-    lines = [line.strip() for line in box.splitlines()]
-    rules = [i for i, line in enumerate(lines) if line.startswith("---")]
-    if len(rules) < 2:
-        return "bad arguments (see --help)"
-    return " ".join(" ".join(lines[rules[0] + 1 : rules[1]]).split())
-
-
-def tyro_parse(args_type, argv: list[str]):
-    """args_type parsed from argv by tyro; bad input raises ValueError with tyro's message on one
-    line; --help prints the help and raises SystemExit(0)."""
-    import tyro
-
-    messages = io.StringIO()
-    try:
-        with redirect_stderr(messages), redirect_stdout(messages):
-            args = tyro.cli(args_type, args=argv)
-    except SystemExit as e:
-        if e.code == 0:  # --help
-            print(messages.getvalue(), end="")
-            raise
-        message = tyro_message(messages.getvalue())
-        # an Args check (__post_init__) names its flag itself
-        raise ValueError(message.removeprefix(f"Error parsing {args_type.__name__}: ")) from None
-    return args
 
 
 def translated(args_type, argv: list[str]) -> list[str]:
