@@ -8,9 +8,10 @@ import time
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 from functools import partial
-from typing import Literal, NamedTuple, Optional
+from typing import Annotated, Literal, NamedTuple, Optional
 
 START = time.perf_counter()  # import_s, setup_s and total_s count from here
+import tyro  # before Args: its CleanRL names are tyro aliases
 
 FRAMEWORK = "torch"
 MODEL_SIZES = {"small": (64, 64), "medium": (256, 256, 256), "large": (1024,) * 6}
@@ -22,7 +23,7 @@ class Args:
 
     exp_name: str = os.path.basename(__file__)[: -len(".py")]
     """the name of this experiment (with --track, the W&B group is this name and the env)"""
-    env: str = "CartPole-v1"
+    env: Annotated[str, tyro.conf.arg(aliases=("--env-id",))] = "CartPole-v1"
     """the env id: gymnax (discrete or Box actions), or Craftax, Brax, Playground (env_adapters)"""
     env_backend: Literal["gymnax", "envpool"] = "gymnax"
     """gymnax: JAX envs; envpool: CPU simulators (classic control, MuJoCo), via env_adapters.py"""
@@ -162,7 +163,6 @@ import jax.numpy as jnp
 import numpy as np
 import torch
 import torch.nn as nn
-import tyro
 from tensorboardX import SummaryWriter
 from tensorboardX.proto.summary_pb2 import Summary
 

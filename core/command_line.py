@@ -1,10 +1,10 @@
 """A ppo_*.py command line read as its user means it (part of benchback-rl): tyro's parse with its
 error box on one line (parse_args, evaluate.py's too); CleanRL's flags that mean what ours mean
-taken (--env-id, --total-timesteps, a boolean's `--anneal-lr False`), those with no counterpart
-refused with what to use instead, and an unknown flag answered with the nearest one. The standard
-library only at import (tyro is imported when a command line is parsed), so that a script's first
-lines can answer --help, a bad flag or a missing package before JAX starts, the stop signals held
-meanwhile (before_imports).
+taken (--total-timesteps, a boolean's `--anneal-lr False`; --env-id is an alias in the scripts'
+Args, tyro's own), those with no counterpart refused with what to use instead, and an unknown flag
+answered with the nearest one. The standard library only at import (tyro is imported when a
+command line is parsed), so that a script's first lines can answer --help, a bad flag or a missing
+package before JAX starts, the stop signals held meanwhile (before_imports).
 """
 
 import difflib
@@ -33,7 +33,6 @@ CLEANRL_INSTEAD = {
 }
 CLEANRL_INSTEAD["--no-capture-video"] = CLEANRL_INSTEAD["--capture-video"]
 CLEANRL_INSTEAD["--no-torch-deterministic"] = CLEANRL_INSTEAD["--torch-deterministic"]
-ALIASES = {"--env-id": "--env"}  # CleanRL's name of one of our flags
 # flags whose value "None" tyro reads as not given, which Args cannot tell from the default: an
 # unset variable (--resume "$RUN") would start a new run in place of the stopped one
 NOT_NONE = ("--resume",)
@@ -50,9 +49,19 @@ def bool_flags(args_type) -> list[str]:
     return [flag_name(field.name) for field in bools]
 
 
+def aliases(args_type) -> list[str]:
+    """The other names args_type gives its flags (tyro.conf.arg(aliases=...): CleanRL's --env-id),
+    which tyro takes as they are."""
+    markers = [
+        marker for field in fields(args_type) for marker in getattr(field.type, "__metadata__", ())
+    ]
+    return [alias for marker in markers for alias in getattr(marker, "aliases", None) or ()]
+
+
 def known_flags(args_type) -> list[str]:
-    """Every flag tyro takes for args_type: each field's, --no-X for a bool field, --help."""
-    known = ["--help", *(flag_name(field.name) for field in fields(args_type))]
+    """Every flag tyro takes for args_type: each field's, its aliases, --no-X for a bool field,
+    --help."""
+    known = ["--help", *(flag_name(field.name) for field in fields(args_type)), *aliases(args_type)]
     known += ["--no-" + flag.removeprefix("--") for flag in bool_flags(args_type)]
     return known
 
@@ -120,8 +129,8 @@ def take_value(argv: list[str], position: int, inline: str | None, flag: str) ->
 
 
 def translate(args_type, argv: list[str], batch_size=None) -> list[str]:
-    """argv with CleanRL's --env-id read as --env and --total-timesteps N as --num-iterations
-    N / batch (batch_size(argv without it): num_envs x num_steps); ValueError, one line, for a flag
+    """argv with CleanRL's --total-timesteps N read as --num-iterations N / batch (batch_size(argv
+    without it): num_envs x num_steps); ValueError, one line, for a flag
     CleanRL has and we do not (what to use instead), an unknown flag (the nearest one), a
     --total-timesteps that is not a positive multiple of the batch or comes with
     --num-iterations, or a --resume None (NOT_NONE)."""
@@ -150,10 +159,7 @@ def translate(args_type, argv: list[str], batch_size=None) -> list[str]:
                 out.append(flag if value else "--no-" + flag.removeprefix("--"))
                 i += taken
                 continue
-        if flag in ALIASES:
-            flag = ALIASES[flag]
-            token = flag if inline is None else f"{flag}={inline}"
-        elif flag not in known:
+        if flag not in known:
             raise ValueError(unknown_flag_message(flag, known))
         if flag in NOT_NONE and take_value(argv, i, inline, flag)[0] == "None":
             raise ValueError(f"{flag} must be a run folder, got 'None'")

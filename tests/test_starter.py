@@ -273,7 +273,8 @@ def test_a_starter_copy_names_its_run_by_exp_name_and_points_envpool_ids_to_thei
 
 
 # the same command lines to a template and to its copy: --help, bad input refused by Args' own
-# checks or by tyro, and a good one (its first line, the import's; the process then killed)
+# checks or by tyro, good ones (their first line, the import's; the process then killed), CleanRL's
+# --env-id
 SAME_ANSWERS = [
     ["--help"],
     ["--num-minibatches", "7"],
@@ -285,6 +286,9 @@ SAME_ANSWERS = [
     ["--model-size", "huge"],
     ["--num-envs", "four"],
     ["--env", "CartPole-v1", *TINY],
+    # CleanRL's name, an alias of Args' own
+    ["--env-id", "Acrobot-v1", "--num-envs", "0"],
+    ["--env-id", "CartPole-v1", *TINY],
 ]
 
 
