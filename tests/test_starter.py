@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+import checkpoint
 from helpers import as_from_a_shell
 from tools import starter
 
@@ -244,6 +245,9 @@ def test_a_starter_copy_resumes_its_stopped_run_without_a_config_json(tmp_path):
     assert "Traceback" not in output
     (run_dir,) = (folder / "runs").iterdir()
     assert not (run_dir / "config.json").exists()
+    # its events flushed on the way out: the file's version, the hyperparameters, an iteration each
+    (events,) = run_dir.glob("events.out.tfevents.*")
+    assert len(checkpoint.event_records(events.read_bytes())) >= 4
     # alone: the run's flags are its resume file's
     resumed = run_copy(folder, "ppo_linen.py", "--resume", str(run_dir))
     assert resumed.returncode == 0, resumed.stderr[-3000:]
