@@ -38,7 +38,7 @@ from typing import Callable, Optional
 
 from atomic import Interrupts, hold_folder, write_json
 from core.command_line import before_imports, translated
-from plain_bookkeeping import PlainBook, progress, with_run_flags  # noqa: F401 (progress: tests')
+from plain_bookkeeping import PlainBook, progress, with_run_flags
 
 
 def __getattr__(name: str):
@@ -51,8 +51,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-# the packages config.json records the versions of, by framework (core/run_checks.py, imported with
-# JAX, is imported once the script's own imports are done)
+# the packages whose versions config.json records, by framework
 PACKAGES = {
     "linen": ("jax", "jaxlib", "flax", "optax", "gymnax"),
     "nnx": ("jax", "jaxlib", "flax", "optax", "gymnax"),
