@@ -242,21 +242,23 @@ def test_a_resume_in_another_framework_is_answered_before_its_flags_are_read(tmp
 
 def test_a_starter_copy_resumed_alone_takes_the_run_flags_of_its_resume_file(tmp_path, monkeypatch):
     """A copy writes no config.json: `--resume DIR` alone took the defaults, and was refused for
-    every flag not typed again. Its parse_args takes the resume file's flags, as the template's
-    bookkeeping takes config.json's."""
+    every flag not typed again. Its plain bookkeeping takes the resume file's flags
+    (with_run_flags), as the template's bookkeeping takes config.json's."""
     import importlib.util
+
+    from plain_bookkeeping import tyro_parse, with_run_flags
 
     write_starter("linen", tmp_path / "project")
     spec = importlib.util.spec_from_file_location("linen_copy", tmp_path / "project/ppo_linen.py")
     copy = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "linen_copy", copy)
     spec.loader.exec_module(copy)
     flags = {**vars(copy.Args()), "framework": "linen", "num_envs": 8, "save_every": 3}
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     resume = checkpoint.Resume(1, ((5.0,),), (), flags)
     checkpoint.save_resume(run_dir, [np.zeros(2, np.float32)], resume)
-    monkeypatch.setattr(sys, "argv", ["ppo_linen.py", "--resume", str(run_dir)])
-    args = copy.parse_args()
+    args = tyro_parse(copy.Args, with_run_flags(copy.Args, ["--resume", str(run_dir)]))
     # the training's flags and the saving's: it goes on saving as it did
     assert (args.num_envs, args.save_every, args.resume) == (8, 3, str(run_dir))
 
