@@ -341,13 +341,14 @@ def test_the_events_hold_every_iteration_the_resume_file_holds(tmp_path):
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     saver = checkpoint.Saver(str(run_dir), FLAGS, __file__)
-    dense = {"kernel": np.ones((1, 2, 1), np.float32), "bias": np.zeros((1, 1))}
-    params = {"params": {"actor": {"Dense_0": dense}, "critic": {"Dense_0": dense}}}
+    # a script's to_shared of its one agent: (actor, critic, log_std)
+    dense = [(np.ones((1, 2, 1), np.float32), np.zeros((1, 1), np.float32))]
+    layers = (dense, dense, None)
     with SummaryWriter(str(run_dir), max_queue=100) as writer:
         for step in (64, 128):
             value = Summary.Value(tag="time/iteration", simple_value=0.5)
             writer.file_writer.add_summary(Summary(value=[value]), step)
-            saver.iteration_done(params, Runner(None, np.zeros(2)), [5.0], {"w": 1.0}, writer)
+            saver.iteration_done(layers, Runner(None, np.zeros(2)), [5.0], {"w": 1.0}, writer)
             # on disk as the process left it, were it killed now
             events = checkpoint.read_run_events(str(run_dir), FLAGS)
             (records,) = events.values()
