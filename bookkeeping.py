@@ -1,18 +1,14 @@
 """The benchmark bookkeeping of the ppo_*.py scripts: signals, config.json and summary.json (part of
 benchback-rl).
 
-bench.sh and plot_results.py rely on what it writes; `./setup.sh starter` (tools/starter.py) writes
-a copy of a script without it, which then needs no other file. A script uses it like this:
+bench.sh and plot_results.py rely on what it writes. A script takes it in place of its plain
+bookkeeping (plain_bookkeeping.py, whose calls it answers, and which a `./setup.sh starter` copy
+keeps) when this file is beside it:
 
-    book = Bookkeeping(START, packages=("jax", "jaxlib", "flax", "optax", "gymnax"))
-    # bad input refused, signals caught, summary.json written, exit codes:
-    main = book.wrap(main, Args)
-    ... in main():
-    run_dir = book.make_run_dir(run_dir)  # a new folder, suffixed when the name is taken
-    book.start(config, run_dir)      # config.json, before iteration 0
-    book.setup_done()                # setup_s
-    book.check_signals()             # between phases: a SIGINT, SIGTERM or SIGHUP stops it there
-    book.iteration_done(iteration, returns, writer, scalars)  # and the progress line
+    book = Bookkeeping(START, Args, FRAMEWORK)  # the script's first lines, before JAX's imports
+    ... in main(): make_run_dir, start (config.json), setup_done (setup_s), check_signals,
+    iteration_done (as PlainBook's)
+    book.run(main, Args)  # bad input refused, signals caught, summary.json written, exit codes
 
 Signals (atomic.py, the policy of every entry point): SIGINT, SIGTERM and SIGHUP set a flag
 that the script checks between phases, so that none is lost inside a compiler and a run started with
@@ -29,6 +25,7 @@ through a symbolic link in the run folder: a link planted there mid-run (atomic.
 OSError) fails the run in one line, exit code 1, and what it leads to is left as it is.
 """
 
+import importlib
 import os
 import platform
 import resource
@@ -36,23 +33,39 @@ import shutil
 import sys
 import threading
 import time
-from dataclasses import fields
 from importlib.metadata import version
 from typing import Callable, Optional
 
-import jax
-import jax.monitoring
-import numpy as np
-
 from atomic import Interrupts, hold_folder, write_json
-from core.command_line import translated
-from core.run_checks import accelerator, check_args, check_environment, machine
+from core.command_line import before_imports, translated
+from plain_bookkeeping import PlainBook, progress, with_run_flags
+
+
+def __getattr__(name: str):
+    """jax, and core/run_checks.py's functions (which import it), loaded at their first use, not
+    when a script's first lines import this module (its --help answered before JAX's imports)."""
+    if name == "jax":
+        return importlib.import_module("jax")
+    if name in ("accelerator", "check_args", "check_environment", "machine"):
+        return getattr(importlib.import_module("core.run_checks"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# the packages whose versions config.json records, by framework
+PACKAGES = {
+    "linen": ("jax", "jaxlib", "flax", "optax", "gymnax"),
+    "nnx": ("jax", "jaxlib", "flax", "optax", "gymnax"),
+    "equinox": ("jax", "jaxlib", "equinox", "optax", "gymnax"),
+    "torch": ("torch", "jax", "jaxlib", "gymnax"),
+}
 
 
 def exit_on_bad_environment(framework: str) -> None:
     """check_environment() for a script's first lines, before its imports start JAX (gymnax's does):
     its one line and exit code 2, not JAX's traceback. For the JAX scripts, also tensorboardX
     without torch."""
+    from core.run_checks import check_environment
+
     try:
         check_environment()
     except ValueError as e:
@@ -117,6 +130,8 @@ def quiet_os_errors(unraisable) -> None:
 def final_returns(returns: list, num_agents: int) -> list:
     """Each agent's final return, the mean of its last 10 iterations' returns (None: no episode of
     it ended in them), from the returns of each iteration, a list of one per agent."""
+    import numpy as np
+
     finals = []
     for k in range(num_agents):
         last = [iteration[k] for iteration in returns[-10:] if not np.isnan(iteration[k])]
@@ -131,25 +146,14 @@ FINAL_RETURN_IS = "(the mean episodic return of the last 10 iterations)"
 def said_return(finals: list) -> str:
     """The final return on the run's last line: one agent's, or with N agents their mean ± the
     standard deviation across agents ("none": no episode of any agent ended)."""
+    import numpy as np
+
     known = [r for r in finals if r is not None]
     if not known:
         return "none"
     if len(finals) == 1:
         return f"{known[0]:.1f}"
     return f"{np.mean(known):.1f} ± {np.std(known):.1f} over {len(known)} of {len(finals)} agents"
-
-
-def progress(num_iterations: int, iteration: int, scalars: dict, iteration_times: list) -> str:
-    """The progress line; the ETA from this process's iterations after its first (compile)."""
-    done = f"iter {iteration + 1}/{num_iterations} | SPS {scalars['charts/SPS']:,.0f}"
-    episodes = "no episode ended"
-    if "charts/episodic_return" in scalars:
-        episodes = f"return {scalars['charts/episodic_return']:.1f}"
-    timing = f"rollout {scalars['time/rollout']:.3f}s update {scalars['time/update']:.3f}s"
-    remaining = num_iterations - iteration - 1
-    after_compile = iteration_times[1:]
-    eta = f"ETA {np.mean(after_compile) * remaining:.0f}s" if len(after_compile) >= 2 else "ETA -"
-    return f"{done} | {episodes} | {timing} | elapsed {scalars['time/elapsed']:.1f}s {eta}"
 
 
 def peak_rss_bytes() -> int:
@@ -168,6 +172,8 @@ def peak_rss_bytes() -> int:
 def peak_device_bytes() -> Optional[int]:
     """The accelerator memory the run's frameworks held at their peak (JAX's allocator, and torch's
     when it used CUDA), summed; None on a CPU, where peak_rss_bytes holds it all."""
+    import jax
+
     peaks = []
     stats = jax.devices()[0].memory_stats()  # None on a CPU
     if stats and "peak_bytes_in_use" in stats:
@@ -213,6 +219,8 @@ class CompileTimes:
         # the function of COMPILED_FUNCTIONS the first iteration is in (None: outside them)
         self.phase = None
         self.phases = iter(COMPILED_FUNCTIONS)
+        import jax.monitoring
+
         jax.monitoring.register_event_duration_secs_listener(self.on_event)
 
     def on_event(self, event: str, duration_s: float, **metadata) -> None:
@@ -233,27 +241,23 @@ class CompileTimes:
         self.phase = None
 
     def close(self) -> None:
+        import jax.monitoring
+
         jax.monitoring.unregister_event_duration_listener(self.on_event)
 
 
-def with_run_flags(args_type, argv: list[str]) -> list[str]:
-    """argv with, after --resume RUN_DIR, the stopped run's flags for those argv leaves out
-    (checkpoint.resumed_argv, imported only then), once the run is known to be of the script's
-    framework (its FRAMEWORK)."""
-    if not any(token.partition("=")[0] == "--resume" for token in argv):
-        return argv
-    import checkpoint
-
-    framework = getattr(sys.modules.get(args_type.__module__), "FRAMEWORK", None)
-    return checkpoint.resumed_argv([field.name for field in fields(args_type)], argv, framework)
-
-
-class Bookkeeping:
-    def __init__(self, start: float, packages: tuple[str, ...]):
-        """start: time.perf_counter() at the script's first line; packages: the versions config.json
-        records."""
+class Bookkeeping(PlainBook):
+    def __init__(self, start: float, args_type=None, framework=None, packages: tuple = ()):
+        """start: time.perf_counter() at the script's first line; args_type and framework: the
+        script's Args and FRAMEWORK, whose command line and environment are checked now, before the
+        script's heavy imports (--help, a bad flag, a missing package: core/command_line.py), the
+        stop signals held until run(); packages: the versions config.json records (by default the
+        framework's)."""
+        if args_type is not None:
+            before_imports(args_type, framework)
+            exit_on_bad_environment(framework)
         self.start_time = start
-        self.packages = packages
+        self.packages = PACKAGES.get(framework, packages)
         self.command = list(sys.argv)  # the command line as typed (run() reads it again)
         self.run_dir = None  # set by start(): from then on, the run must leave a summary.json
         # --resume's folder, the run's from setup_done() on: a resume refused or stopped before
@@ -270,12 +274,11 @@ class Bookkeeping:
         self.thread_errors = []
         self.returns = []  # per iteration, each agent's mean episodic return (NaN: none ended)
         self.iteration_times = []  # this process's: the progress line's ETA
-        # torch's own compile modes are not timed: its compile_s stays null
-        self.compile_times = None if "torch" in packages else CompileTimes()
+        self.compile_times = None  # made by run(), once the script's imports are done
         self.summary = {
             "status": "failed",
             "iterations_completed": 0,
-            "import_s": time.perf_counter() - start,  # made at the end of the script's imports
+            "import_s": None,  # run()'s: the end of the script's imports
             "setup_s": None,
             "total_s": None,
             "final_return": None,
@@ -307,41 +310,17 @@ class Bookkeeping:
             self.compile_times.next_phase()
 
     # -------------------------------------------------------------------------------- the run
-    def run_name(self, args, framework: str) -> str:
-        """The run's name: its folder's under --log-dir, {env}__{framework}__{model_size}__{compile}
-        __{seed}__{unix time}, with --exp-name after the env as CleanRL puts it when it is not the
-        default (the script's name), so that the default names stay as they were, and {N}agents
-        after the seed for N > 1 agents; with --resume, the name of the folder that the run
-        continues in."""
-        if args.resume:
-            return os.path.basename(os.path.normpath(args.resume))
-        default = {field.name: field.default for field in fields(type(args))}.get("exp_name")
-        exp_name = f"__{args.exp_name}" if args.exp_name != default else ""
-        agents = [f"{args.num_agents}agents"] if args.num_agents > 1 else []
-        parts = (args.model_size, args.compile, args.seed, *agents, int(time.time()))
-        return f"{args.env}{exp_name}__{framework}__" + "__".join(map(str, parts))
-
     def make_run_dir(self, run_dir: str, resume: Optional[str] = None) -> str:
-        """Creates run_dir, or run_dir-2, run_dir-3, ... when it exists (two runs started in the
-        same second), held by this process (atomic.hold_folder: one writer); returns the folder
-        made. OSError when the log folder is a file or cannot be created; KeyboardInterrupt, and no
-        folder, after a signal (one sent during the imports). resume: --resume's run folder,
-        returned as it is (the script's checkpoint.Saver holds and reads it)."""
-        self.check_signals()
-        if resume:
-            return resume
-        path = run_dir
-        suffix = 1
-        while True:
-            missing = missing_folders(path)
-            try:
-                os.makedirs(path)
-                self.made_dirs = missing
-                hold_folder(path, "--log-dir")
-                return path
-            except FileExistsError:
-                suffix += 1
-                path = f"{run_dir}-{suffix}"
+        """PlainBook's, the folder held by this process (atomic.hold_folder: one writer), and the
+        folders made for it noted (remove_run_dir's)."""
+        missing = missing_folders(os.path.dirname(run_dir))
+        path = super().make_run_dir(run_dir, resume)
+        if not resume:
+            self.made_dirs = [path, *missing]
+        return path
+
+    def made(self, path: str) -> None:
+        hold_folder(path, "--log-dir")
 
     def start(self, config: dict, run_dir: str):
         """Adds the command line, the versions and the machine to config (so W&B gets them too), and
@@ -349,6 +328,10 @@ class Bookkeeping:
         identity), and the run goes on from its resume file's iteration in its folder from
         setup_done() on (the script's Saver has put the state back): until then, bad input (a
         refused resume) is exit code 2 and a stop says nothing ran, the folder left as it was."""
+        import jax
+
+        from core.run_checks import accelerator, machine
+
         config["command"] = self.command
         packages = self.packages + (("envpool",) if config.get("env_backend") == "envpool" else ())
         config["versions"] = {
@@ -427,6 +410,8 @@ class Bookkeeping:
         self.summary["total_s"] = self.before_s + process_s
         if self.summary.get("resumed_at"):
             self.summary["process_total_s"] = process_s
+        import numpy as np
+
         finals = final_returns(self.returns, self.num_agents)
         self.summary["final_returns"] = finals
         known = [r for r in finals if r is not None]
@@ -481,9 +466,15 @@ class Bookkeeping:
     def run(self, main: Callable[[], None], args_type):
         """main() with the signals caught and summary.json written whatever happens. Exit codes: 2
         for bad input (before the run folder is made), 130 when interrupted, 1 when failed."""
+        from core.run_checks import check_args
+
+        self.summary["import_s"] = time.perf_counter() - self.start_time
+        # torch's own compile modes are not timed: its compile_s stays null
+        if "torch" not in self.packages and self.compile_times is None:
+            self.compile_times = CompileTimes()
         threading.excepthook = self.on_thread_error
         # the stop signals caught, and those held since the script's first lines delivered
-        # (core/command_line.py's before_imports)
+        # (core/command_line.py's before_imports, in __init__)
         self.interrupts.install()
         # config.json's command: as typed (CleanRL's flags, --resume alone), before the rewrites
         self.command = list(sys.argv)

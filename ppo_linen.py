@@ -8,9 +8,10 @@ import time
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 from functools import partial
-from typing import Literal, NamedTuple, Optional, Sequence
+from typing import Annotated, Literal, NamedTuple, Optional, Sequence
 
 START = time.perf_counter()  # import_s, setup_s and total_s count from here
+import tyro  # before Args: its CleanRL names are tyro aliases
 
 FRAMEWORK = "linen"
 MODEL_SIZES = {"small": (64, 64), "medium": (256, 256, 256), "large": (1024,) * 6}
@@ -22,7 +23,7 @@ class Args:
 
     exp_name: str = os.path.basename(__file__)[: -len(".py")]
     """the name of this experiment (with --track, the W&B group is this name and the env)"""
-    env: str = "CartPole-v1"
+    env: Annotated[str, tyro.conf.arg(aliases=("--env-id",))] = "CartPole-v1"
     """the env id: gymnax (discrete or Box actions), or Craftax, Brax, Playground (env_adapters)"""
     env_backend: Literal["gymnax", "envpool"] = "gymnax"
     """gymnax: JAX envs; envpool: CPU simulators (classic control, MuJoCo), via env_adapters.py"""
@@ -144,10 +145,14 @@ class Args:
 
 
 if __name__ == "__main__":
-    # a book. line: --help and a bad flag answered before the heavy imports; SIGTERM held
-    __import__("core.command_line").command_line.before_imports(Args, "linen")
+    # the benchmark's bookkeeping (config.json, summary.json) when bookkeeping.py is beside
+    # this file, else the plain one of a starter copy: --help and bad input answered now
+    try:
+        from bookkeeping import Bookkeeping as Book
+    except ModuleNotFoundError:
+        from plain_bookkeeping import PlainBook as Book
+    book = Book(START, Args, FRAMEWORK)  # the stop signals held until book.run
     print("ppo_linen.py: importing JAX, Flax Linen and gymnax...", flush=True)
-    __import__("bookkeeping").exit_on_bad_environment("linen")  # a book. line: before JAX starts
 
 import flax.linen as nn
 import gymnax
@@ -155,7 +160,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-import tyro
 from flax.training.train_state import TrainState
 from tensorboardX import SummaryWriter
 from tensorboardX.proto.summary_pb2 import Summary
@@ -599,11 +603,5 @@ def main():
         wandb.finish()
 
 
-# Benchmark bookkeeping: signals, config.json, summary.json for bench.sh and plot_results.py ======
-from bookkeeping import Bookkeeping
-
-book = Bookkeeping(START, packages=("jax", "jaxlib", "flax", "optax", "gymnax"))
-main = book.wrap(main, Args)  # bad input refused in one line; summary.json whatever happens
-
 if __name__ == "__main__":
-    main()
+    book.run(main, Args)  # bad input in one line, exit code 2; the stops; the last line

@@ -1,22 +1,21 @@
 """A ppo_*.py command line read as its user means it (part of benchback-rl): tyro's parse with its
 error box on one line (parse_args, evaluate.py's too); CleanRL's flags that mean what ours mean
-taken (--env-id, --total-timesteps, a boolean's `--anneal-lr False`), those with no counterpart
-refused with what to use instead, and an unknown flag answered with the nearest one. The standard
-library only at import (tyro is imported when a command line is parsed), so that a script's first
-lines can answer --help, a bad flag or a missing package before JAX starts, the stop signals held
-meanwhile (before_imports).
+taken (--total-timesteps, a boolean's `--anneal-lr False`; --env-id is an alias in the scripts'
+Args, tyro's own), those with no counterpart refused with what to use instead, and an unknown flag
+answered with the nearest one. The standard library only at import (tyro is imported when a
+command line is parsed), so that a script's first lines can answer --help, a bad flag or a missing
+package before JAX starts, the stop signals held meanwhile (before_imports).
 """
 
 import difflib
 import importlib.util
-import io
 import os
 import sys
-from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import fields
 
 import atomic
 from core import env_ids
+from plain_bookkeeping import tyro_parse
 
 # CleanRL's flags that have no counterpart here, and what to use instead
 CLEANRL_INSTEAD = {
@@ -34,7 +33,6 @@ CLEANRL_INSTEAD = {
 }
 CLEANRL_INSTEAD["--no-capture-video"] = CLEANRL_INSTEAD["--capture-video"]
 CLEANRL_INSTEAD["--no-torch-deterministic"] = CLEANRL_INSTEAD["--torch-deterministic"]
-ALIASES = {"--env-id": "--env"}  # CleanRL's name of one of our flags
 # flags whose value "None" tyro reads as not given, which Args cannot tell from the default: an
 # unset variable (--resume "$RUN") would start a new run in place of the stopped one
 NOT_NONE = ("--resume",)
@@ -51,9 +49,19 @@ def bool_flags(args_type) -> list[str]:
     return [flag_name(field.name) for field in bools]
 
 
+def aliases(args_type) -> list[str]:
+    """The other names args_type gives its flags (tyro.conf.arg(aliases=...): CleanRL's --env-id),
+    which tyro takes as they are."""
+    markers = [
+        marker for field in fields(args_type) for marker in getattr(field.type, "__metadata__", ())
+    ]
+    return [alias for marker in markers for alias in getattr(marker, "aliases", None) or ()]
+
+
 def known_flags(args_type) -> list[str]:
-    """Every flag tyro takes for args_type: each field's, --no-X for a bool field, --help."""
-    known = ["--help", *(flag_name(field.name) for field in fields(args_type))]
+    """Every flag tyro takes for args_type: each field's, its aliases, --no-X for a bool field,
+    --help."""
+    known = ["--help", *(flag_name(field.name) for field in fields(args_type)), *aliases(args_type)]
     known += ["--no-" + flag.removeprefix("--") for flag in bool_flags(args_type)]
     return known
 
@@ -121,8 +129,8 @@ def take_value(argv: list[str], position: int, inline: str | None, flag: str) ->
 
 
 def translate(args_type, argv: list[str], batch_size=None) -> list[str]:
-    """argv with CleanRL's --env-id read as --env and --total-timesteps N as --num-iterations
-    N / batch (batch_size(argv without it): num_envs x num_steps); ValueError, one line, for a flag
+    """argv with CleanRL's --total-timesteps N read as --num-iterations N / batch (batch_size(argv
+    without it): num_envs x num_steps); ValueError, one line, for a flag
     CleanRL has and we do not (what to use instead), an unknown flag (the nearest one), a
     --total-timesteps that is not a positive multiple of the batch or comes with
     --num-iterations, or a --resume None (NOT_NONE)."""
@@ -151,10 +159,7 @@ def translate(args_type, argv: list[str], batch_size=None) -> list[str]:
                 out.append(flag if value else "--no-" + flag.removeprefix("--"))
                 i += taken
                 continue
-        if flag in ALIASES:
-            flag = ALIASES[flag]
-            token = flag if inline is None else f"{flag}={inline}"
-        elif flag not in known:
+        if flag not in known:
             raise ValueError(unknown_flag_message(flag, known))
         if flag in NOT_NONE and take_value(argv, i, inline, flag)[0] == "None":
             raise ValueError(f"{flag} must be a run folder, got 'None'")
@@ -192,36 +197,6 @@ def nearest_multiples(steps: int, batch: int) -> str:
     if below <= 0:
         return f"the nearest: {batch:,}"
     return f"the nearest: {below:,} or {below + batch:,}"
-
-
-# ------------------------------------------------------------------------------------ tyro's parse
-def tyro_message(box: str) -> str:
-    """The message of tyro's error box (a title, a rule, the message wrapped over lines, a rule,
-    help), on one line."""
-    lines = [line.strip() for line in box.splitlines()]
-    rules = [i for i, line in enumerate(lines) if line.startswith("---")]
-    if len(rules) < 2:
-        return "bad arguments (see --help)"
-    return " ".join(" ".join(lines[rules[0] + 1 : rules[1]]).split())
-
-
-def tyro_parse(args_type, argv: list[str]):
-    """args_type parsed from argv by tyro; bad input raises ValueError with tyro's message on one
-    line; --help prints the help and raises SystemExit(0)."""
-    import tyro
-
-    messages = io.StringIO()
-    try:
-        with redirect_stderr(messages), redirect_stdout(messages):
-            args = tyro.cli(args_type, args=argv)
-    except SystemExit as e:
-        if e.code == 0:  # --help
-            print(messages.getvalue(), end="")
-            raise
-        message = tyro_message(messages.getvalue())
-        # an Args check (__post_init__) names its flag itself
-        raise ValueError(message.removeprefix(f"Error parsing {args_type.__name__}: ")) from None
-    return args
 
 
 def translated(args_type, argv: list[str]) -> list[str]:

@@ -124,9 +124,10 @@ def stopped_folder(tmp_path: Path, agents: int = 1, flags: dict = FLAGS) -> Path
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     saver = checkpoint.Saver(str(run_dir), flags, __file__)
-    dense = {"kernel": np.ones((agents, 2, 1), np.float32), "bias": np.zeros((agents, 1))}
-    params = {"params": {"actor": {"Dense_0": dense}, "critic": {"Dense_0": dense}}}
-    saver.iteration_done(params, Runner(None, np.zeros(2)), [5.0] * agents, {"w": np.ones(2)})
+    # a script's to_shared of its agents: (actor, critic, log_std), [(kernel, bias)] per MLP
+    dense = [(np.ones((agents, 2, 1), np.float32), np.zeros((agents, 1), np.float32))]
+    layers = (dense, dense, None)
+    saver.iteration_done(layers, Runner(None, np.zeros(2)), [5.0] * agents, {"w": np.ones(2)})
     atomic.write_json(run_dir / "config.json", {**flags, "command": ["ppo_linen.py"]})
     atomic.write_json(run_dir / "summary.json", {"status": "interrupted"})
     (run_dir / "events.out.tfevents.1.host.1.0").write_bytes(b"events")

@@ -296,8 +296,9 @@ def evaluated_replay(folder, steps: int):
 
 
 def stripped_copy(framework: str, folder: Path) -> Path:
-    """The framework's starter as `./setup.sh starter` writes it (tools/starter.py): the script
-    without its bookkeeping, alone in folder with the pieces it needs. Returns the copy's path."""
+    """The framework's starter as `./setup.sh starter` writes it (tools/starter.py): the script as
+    it is, alone in folder with the pieces it imports (its plain bookkeeping among them). Returns
+    the copy's path."""
     write_starter(framework, folder)
     return folder / STUDY.frameworks[framework].script
 

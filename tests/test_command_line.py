@@ -57,7 +57,9 @@ def test_env_id_and_total_timesteps_are_taken_as_cleanrl_means_them(linen_args):
     batch = batch_of(linen_args)
     argv = ["--env-id", "Acrobot-v1", "--num-envs", "4", "--num-steps", "128"]
     translated = command_line.translate(linen_args, [*argv, "--total-timesteps", "5120"], batch)
-    assert translated == ["--env", "Acrobot-v1", *argv[2:], "--num-iterations", "10"]
+    # --env-id: Args' own alias (tyro's), left as it is
+    assert translated == [*argv, "--num-iterations", "10"]
+    assert command_line.parse_args(linen_args, argv).env == "Acrobot-v1"
     # the default batch, 32 x 256
     assert command_line.translate(linen_args, ["--total-timesteps=819200"], batch)[-1] == "100"
 

@@ -14,6 +14,7 @@ from script_runs import FAST_COMPILE
 import bookkeeping
 from core import run_checks
 from helpers import ROOT, STUDY, TINY, only_run_dir, read_json, run_script
+from plain_bookkeeping import PlainBook
 from tools.starter import write_starter
 
 # libtpu's words when a second process starts on a chip that another holds
@@ -105,12 +106,17 @@ def test_the_template_sets_the_matmul_precision_and_the_bookkeeping_only_records
 
 
 def test_the_starter_copy_keeps_the_matmul_precision(tmp_path):
-    """A starter (a template without its bookkeeping) still honours --matmul-precision, by the
-    template's own line, and names its device."""
+    """A starter (a template with its plain bookkeeping) still honours --matmul-precision, by the
+    template's own line, and names its device (PlainBook.start, where the script has not)."""
     write_starter("nnx", tmp_path / "copy")
     text = (tmp_path / "copy" / "ppo_nnx.py").read_text()
     assert precision_calls(text) == precision_calls((ROOT / "ppo_nnx.py").read_text())
-    assert 'config.setdefault("device_name"' in text
+    config = {"num_iterations": 1}
+    PlainBook(0.0).start(config, str(tmp_path))
+    assert config["device_name"] == jax.devices()[0].device_kind
+    torch_config = {"num_iterations": 1, "device_name": "cuda:0"}
+    PlainBook(0.0).start(torch_config, str(tmp_path))
+    assert torch_config["device_name"] == "cuda:0"
 
 
 # ------------------------------------------------------------------------------ compile times

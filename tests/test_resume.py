@@ -226,10 +226,9 @@ def saved_state(tmp_path: Path, training, obs) -> checkpoint.Saver:
     saver = checkpoint.Saver(str(tmp_path), config, __file__)
     # the run's flags, as the bookkeeping writes them: --resume checks them
     atomic.write_json(tmp_path / "config.json", config)
-    # Linen's parameters of one agent (the leading axis: the agents)
-    dense = {"Dense_0": {"kernel": np.ones((1, 2, 1), np.float32), "bias": np.zeros((1, 1))}}
-    params = {"params": {"actor": dense, "critic": dense}}
-    saver.iteration_done(params, Runner(None, obs), [5.0], training)
+    # a script's to_shared of one agent (the leading axis: the agents): (actor, critic, log_std)
+    dense = [(np.ones((1, 2, 1), np.float32), np.zeros((1, 1), np.float32))]
+    saver.iteration_done((dense, dense, None), Runner(None, obs), [5.0], training)
     return saver
 
 

@@ -242,21 +242,23 @@ def test_a_resume_in_another_framework_is_answered_before_its_flags_are_read(tmp
 
 def test_a_starter_copy_resumed_alone_takes_the_run_flags_of_its_resume_file(tmp_path, monkeypatch):
     """A copy writes no config.json: `--resume DIR` alone took the defaults, and was refused for
-    every flag not typed again. Its parse_args takes the resume file's flags, as the template's
-    bookkeeping takes config.json's."""
+    every flag not typed again. Its plain bookkeeping takes the resume file's flags
+    (with_run_flags), as the template's bookkeeping takes config.json's."""
     import importlib.util
+
+    from plain_bookkeeping import tyro_parse, with_run_flags
 
     write_starter("linen", tmp_path / "project")
     spec = importlib.util.spec_from_file_location("linen_copy", tmp_path / "project/ppo_linen.py")
     copy = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "linen_copy", copy)
     spec.loader.exec_module(copy)
     flags = {**vars(copy.Args()), "framework": "linen", "num_envs": 8, "save_every": 3}
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     resume = checkpoint.Resume(1, ((5.0,),), (), flags)
     checkpoint.save_resume(run_dir, [np.zeros(2, np.float32)], resume)
-    monkeypatch.setattr(sys, "argv", ["ppo_linen.py", "--resume", str(run_dir)])
-    args = copy.parse_args()
+    args = tyro_parse(copy.Args, with_run_flags(copy.Args, ["--resume", str(run_dir)]))
     # the training's flags and the saving's: it goes on saving as it did
     assert (args.num_envs, args.save_every, args.resume) == (8, 3, str(run_dir))
 
@@ -339,13 +341,14 @@ def test_the_events_hold_every_iteration_the_resume_file_holds(tmp_path):
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     saver = checkpoint.Saver(str(run_dir), FLAGS, __file__)
-    dense = {"kernel": np.ones((1, 2, 1), np.float32), "bias": np.zeros((1, 1))}
-    params = {"params": {"actor": {"Dense_0": dense}, "critic": {"Dense_0": dense}}}
+    # a script's to_shared of its one agent: (actor, critic, log_std)
+    dense = [(np.ones((1, 2, 1), np.float32), np.zeros((1, 1), np.float32))]
+    layers = (dense, dense, None)
     with SummaryWriter(str(run_dir), max_queue=100) as writer:
         for step in (64, 128):
             value = Summary.Value(tag="time/iteration", simple_value=0.5)
             writer.file_writer.add_summary(Summary(value=[value]), step)
-            saver.iteration_done(params, Runner(None, np.zeros(2)), [5.0], {"w": 1.0}, writer)
+            saver.iteration_done(layers, Runner(None, np.zeros(2)), [5.0], {"w": 1.0}, writer)
             # on disk as the process left it, were it killed now
             events = checkpoint.read_run_events(str(run_dir), FLAGS)
             (records,) = events.values()

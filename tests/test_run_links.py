@@ -84,9 +84,10 @@ def test_a_checkpoint_never_goes_through_a_link_in_the_run_folder(tmp_path):
     shutil.move(run_dir / "agent_1", elsewhere)
     (run_dir / "agent_1").symlink_to(elsewhere)
     saver = checkpoint.Saver(str(run_dir), {**FLAGS, "save_model": True}, __file__)
-    dense = {"kernel": np.ones((2, 2, 1), np.float32), "bias": np.zeros((2, 1))}
-    params = {"params": {"actor": {"Dense_0": dense}, "critic": {"Dense_0": dense}}}
-    saver.iteration_done(params, Runner(None, np.zeros(2)), [5.0, 6.0], {"w": np.ones(2)})
+    # a script's to_shared of two agents: (actor, critic, log_std)
+    dense = [(np.ones((2, 2, 1), np.float32), np.zeros((2, 1), np.float32))]
+    layers = (dense, dense, None)
+    saver.iteration_done(layers, Runner(None, np.zeros(2)), [5.0, 6.0], {"w": np.ones(2)})
     with pytest.raises(atomic.LinkRefused, match="agent_1 is a symbolic link"):
         with saver:
             pass
@@ -97,7 +98,7 @@ def test_a_checkpoint_never_goes_through_a_link_in_the_run_folder(tmp_path):
     (run_dir / checkpoint.RESUME_FILE).unlink()
     (run_dir / checkpoint.RESUME_FILE).symlink_to(victim)
     with pytest.raises(atomic.LinkRefused, match="resume.safetensors is a symbolic link"):
-        saver.iteration_done(params, Runner(None, np.zeros(2)), [5.0, 6.0], {"w": np.ones(2)})
+        saver.iteration_done(layers, Runner(None, np.zeros(2)), [5.0, 6.0], {"w": np.ones(2)})
     assert victim.read_text() == "mine"
 
 
