@@ -2,8 +2,8 @@
 benchback-rl).
 
 bench.sh and plot_results.py rely on what it writes. A script takes it in place of its plain
-bookkeeping (plain_bookkeeping.py, whose calls it answers, and which a `./setup.sh starter` copy
-keeps) when this file is beside it:
+bookkeeping (core/plain_bookkeeping.py, whose calls it answers, and which a `./setup.sh starter`
+copy keeps) when this file is beside it:
 
     book = Bookkeeping(START, Args, FRAMEWORK)  # the script's first lines, before JAX's imports
     ... in main(): make_run_dir, start (config.json), setup_done (setup_s), check_signals,
@@ -38,7 +38,7 @@ from typing import Callable, Optional
 
 from atomic import Interrupts, hold_folder, write_json
 from core.command_line import before_imports, translated
-from plain_bookkeeping import PlainBook, progress, with_run_flags
+from core.plain_bookkeeping import PlainBook, progress, with_run_flags
 
 
 def __getattr__(name: str):

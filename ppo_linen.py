@@ -150,7 +150,7 @@ if __name__ == "__main__":
     try:
         from bookkeeping import Bookkeeping as Book
     except ModuleNotFoundError:
-        from plain_bookkeeping import PlainBook as Book
+        from core.plain_bookkeeping import PlainBook as Book
     book = Book(START, Args, FRAMEWORK)  # the stop signals held until book.run
     print("ppo_linen.py: importing JAX, Flax Linen and gymnax...", flush=True)
 

@@ -14,4 +14,5 @@ them (tests/test_repository.py checks the import graph). One job per module:
     env_ids        the env ids the scripts know: fixed lists, checked before JAX loads
     command_line   a script's command line read as its user means it; its first lines' checks
     run_checks     a script's input checked before its run (bookkeeping.py, evaluate.py, the sweep)
+    plain_bookkeeping  a script's own bookkeeping (a starter copy's): run folder, progress, stops
 """

@@ -15,7 +15,7 @@ from dataclasses import fields
 
 import atomic
 from core import env_ids
-from plain_bookkeeping import tyro_parse
+from core.plain_bookkeeping import tyro_parse
 
 # CleanRL's flags that have no counterpart here, and what to use instead
 CLEANRL_INSTEAD = {

@@ -63,7 +63,7 @@ CODE = (
     "evaluate.py",
     "atomic.py",
     "bookkeeping.py",
-    "plain_bookkeeping.py",
+    "core/plain_bookkeeping.py",
     "checkpoint.py",
     "env_adapters.py",
     "env_normalize.py",

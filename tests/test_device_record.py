@@ -13,8 +13,8 @@ from script_runs import FAST_COMPILE
 
 import bookkeeping
 from core import run_checks
+from core.plain_bookkeeping import PlainBook
 from helpers import ROOT, STUDY, TINY, only_run_dir, read_json, run_script
-from plain_bookkeeping import PlainBook
 from tools.starter import write_starter
 
 # libtpu's words when a second process starts on a chip that another holds

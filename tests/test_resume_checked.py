@@ -246,7 +246,7 @@ def test_a_starter_copy_resumed_alone_takes_the_run_flags_of_its_resume_file(tmp
     (with_run_flags), as the template's bookkeeping takes config.json's."""
     import importlib.util
 
-    from plain_bookkeeping import tyro_parse, with_run_flags
+    from core.plain_bookkeeping import tyro_parse, with_run_flags
 
     write_starter("linen", tmp_path / "project")
     spec = importlib.util.spec_from_file_location("linen_copy", tmp_path / "project/ppo_linen.py")

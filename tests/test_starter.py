@@ -1,7 +1,7 @@
 """./setup.sh starter FRAMEWORK DIR (tools/starter.py): each framework's starter is the template as
 it is (cmp) and the files it imports; built into an empty folder, it trains from that folder where
-no module of the repository can be imported (its plain bookkeeping, plain_bookkeeping.py), names
-itself, ends with a line that says where its logs went, never shares a run folder, gives the
+no module of the repository can be imported (its plain bookkeeping, core/plain_bookkeeping.py),
+names itself, ends with a line that says where its logs went, never shares a run folder, gives the
 template's answers to the same command lines, and refuses bad input in one line; the tool refuses a
 bad framework or a folder that is not empty, and a copy whose files import one it lacks."""
 
@@ -54,7 +54,7 @@ def run_copy(folder: Path, script: str, *argv: str) -> subprocess.CompletedProce
 
 
 def expected_files(framework: str) -> set[str]:
-    pieces = {"plain_bookkeeping.py", "env_normalize.py", "checkpoint.py", "atomic.py"}
+    pieces = {"env_normalize.py", "checkpoint.py", "atomic.py"}
     pieces |= {"env_adapters.py", "core"}
     return {f"ppo_{framework}.py", *pieces} | ({"torch_glue.py"} if framework == "torch" else set())
 
@@ -65,8 +65,9 @@ def test_each_starter_is_the_template_and_the_files_it_imports_as_they_are(tmp_p
     done = build(framework, folder, via_setup=False)
     assert done.returncode == 0, done.stderr
     assert {path.name for path in folder.iterdir()} == expected_files(framework)
-    # core/ without its __init__.py (whose docstring names the whole floor): env_ids.py alone
-    assert [path.name for path in (folder / "core").iterdir()] == ["env_ids.py"]
+    # core/ without its __init__.py (whose docstring names the whole floor): what the copy imports
+    core = sorted(path.name for path in (folder / "core").iterdir())
+    assert core == ["env_ids.py", "plain_bookkeeping.py"]
     for path in folder.rglob("*.py"):
         name = path.relative_to(folder)
         assert path.read_bytes() == (ROOT / name).read_bytes(), name

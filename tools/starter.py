@@ -4,7 +4,7 @@
                                             # FRAMEWORK: linen, nnx, equinox or torch
 
 DIR (new, or an empty folder) receives ppo_FRAMEWORK.py, byte for byte, and the pieces it imports:
-plain_bookkeeping.py (the run folder, the progress line, the stops, bad input in one line: the
+core/plain_bookkeeping.py (the run folder, the progress line, the stops, bad input in one line: the
 bookkeeping a script takes when bookkeeping.py, the benchmark's, is not beside it), atomic.py (the
 project's signal policy and its safe writes), env_normalize.py (--norm-obs, --norm-reward),
 checkpoint.py (--save-model, --save-every, --resume), env_adapters.py and core/env_ids.py (Craftax,
@@ -27,7 +27,7 @@ from atomic import write_file
 ROOT = Path(__file__).resolve().parent.parent
 # the pieces every copy gets, for the options it keeps; a framework's own (torch_glue.py) come from
 # study.toml (core/ without its __init__.py: a namespace package, which env_adapters.py imports)
-PIECES = ("plain_bookkeeping.py", "atomic.py", "env_normalize.py", "checkpoint.py")
+PIECES = ("core/plain_bookkeeping.py", "atomic.py", "env_normalize.py", "checkpoint.py")
 PIECES += ("env_adapters.py", "core/env_ids.py")
 # the benchmark's bookkeeping, which a script takes when it is beside it, and is left out of a copy
 OPTIONAL = {"bookkeeping"}
