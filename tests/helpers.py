@@ -111,3 +111,35 @@ def as_from_a_shell() -> None:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGHUP})
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
+def assert_stepped_contract(
+    env, step, end_envs, step_keys, limit: int, num_actions: int, obs_dim: int
+):
+    """A batched JAX env adapter (Brax's, Playground's) and its jitted step: its action kind and
+    bounds, float32 observations, states with no weak types, a step over two time limits and an
+    env ended by end_envs(states, envs) at step 2 that changes no type (weak types included), the
+    outputs' dtypes, and one compile over every call."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    assert (env.num_actions, env.continuous) == (num_actions, True)
+    low, high = env.action_bounds
+    assert low.dtype == high.dtype == np.float32 and low.shape == high.shape == (num_actions,)
+    np.testing.assert_array_equal(low, -1.0)
+    np.testing.assert_array_equal(high, 1.0)
+    num_envs = len(step_keys(0))
+    obs, states = env.reset(jax.random.split(jax.random.key(0), num_envs), None)
+    assert obs.dtype == jnp.float32 and obs.shape == (num_envs, obs_dim)
+    assert not any(getattr(x, "weak_type", False) for x in jax.tree.leaves(states))
+    actions = jnp.zeros((num_envs, num_actions), jnp.float32)
+    for t in range(2 * limit + 1):  # two time limits and a termination: both branches of the reset
+        states = end_envs(states, [1]) if t == 2 else states
+        obs, after, reward, terminated, truncated, _ = step(step_keys(t), states, actions, None)
+        # weak types included
+        assert jax.tree.map(jax.typeof, after) == jax.tree.map(jax.typeof, states)
+        states = after
+    dtypes = (obs.dtype, reward.dtype, terminated.dtype, truncated.dtype)
+    assert dtypes == (jnp.float32, jnp.float32, bool, bool)
+    assert step._cache_size() == 1  # one compile over every call

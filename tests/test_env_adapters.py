@@ -18,7 +18,7 @@ import pytest
 
 import env_adapters
 import env_normalize
-from helpers import ROOT
+from helpers import ROOT, assert_stepped_contract
 from sweep import env_timing
 from sweep import options as sweep_options
 
@@ -280,28 +280,7 @@ def step_keys(t: int):
 @pytest.mark.slow
 def test_brax_contract_attributes_and_types(ant):
     env, step = ant
-    assert (env.num_actions, env.continuous) == (8, True)
-    low, high = env.action_bounds
-    assert low.dtype == high.dtype == np.float32 and low.shape == high.shape == (8,)
-    np.testing.assert_array_equal(low, -1.0)
-    np.testing.assert_array_equal(high, 1.0)
-    obs, states = env.reset(jax.random.split(jax.random.key(0), NUM_ENVS), None)
-    assert obs.dtype == jnp.float32 and obs.shape == (NUM_ENVS, 27)
-    assert not any(x.weak_type for x in jax.tree.leaves(states))
-    actions = jnp.zeros((NUM_ENVS, 8), jnp.float32)
-    for t in range(2 * LIMIT + 1):  # two time limits and a termination: both branches of the reset
-        states = flip(states, [1]) if t == 2 else states
-        obs, after, reward, terminated, truncated, _ = step(step_keys(t), states, actions, None)
-        # weak types included
-        assert jax.tree.map(jax.typeof, after) == jax.tree.map(jax.typeof, states)
-        states = after
-    assert (obs.dtype, reward.dtype, terminated.dtype, truncated.dtype) == (
-        jnp.float32,
-        jnp.float32,
-        bool,
-        bool,
-    )
-    assert step._cache_size() == 1  # one compile over every call
+    assert_stepped_contract(env, step, flip, step_keys, LIMIT, num_actions=8, obs_dim=27)
 
 
 @pytest.mark.slow
