@@ -507,7 +507,8 @@ def log_scalars(writer, scalars: dict, metrics: dict, step: int) -> dict:
         if len(values) > 1:
             for k in np.flatnonzero(ended):
                 logged[f"agent_{k}/{tag}"] = values[k]
-    # one event for them all: an add_scalar each costs the host ~0.1 ms, N x 9 a step for N agents
+    # one event for them all: an add_scalar each costs the host ~0.1 ms, N x 9 a step for N agents;
+    # the values are NumPy already (the one transfer): float() unwraps what protobuf refuses
     every = [Summary.Value(tag=tag, simple_value=float(value)) for tag, value in logged.items()]
     writer.file_writer.add_summary(Summary(value=every), step)
     return logged
