@@ -90,6 +90,8 @@ def parser() -> Parser:
     p.add_argument(
         "--work-dir", default=str(ROOT / "runs" / "purejaxrl"), help="default: %(default)s"
     )
+    fast_only = "scaling: ours only as a user trains (--no-sync-timing), no sync-timed run"
+    p.add_argument("--fast-only", action="store_true", help=fast_only)
     p.add_argument("--out", help="JSON, the .md beside it (default: see above)")
     return p
 
@@ -98,9 +100,10 @@ def checked(opts: argparse.Namespace, gpu: bool) -> argparse.Namespace:
     """opts with the defaults of its mode settled; BadInput naming the bad value and what would
     do."""
     scaling = opts.mode == "scaling"
-    for flag in ("agents", "configs"):
-        if not scaling and getattr(opts, flag) is not None:
-            raise BadInput(f"--{flag}: only with --mode scaling (--mode whole is one agent, ours)")
+    for flag in ("agents", "configs", "fast_only"):
+        if not scaling and getattr(opts, flag) not in (None, False):
+            option = "--" + flag.replace("_", "-")
+            raise BadInput(f"{option}: only with --mode scaling (--mode whole is one agent, ours)")
     iterations, rounds = MODES[opts.mode]
     opts.iterations = iterations if opts.iterations is None else opts.iterations
     opts.rounds = rounds if opts.rounds is None else opts.rounds
@@ -160,6 +163,9 @@ def outcome(result: dict) -> str:
         if "fast_sps" in result:
             fast = f" (with --no-sync-timing, over whole iterations: {result['fast_sps']:.0f})"
         return f"steady {result['steady_sps']:.0f} agent-steps/s{fast}, {memory}"
+    if "fast_sps" in result:
+        fast = f"{result['fast_sps']:.0f} agent-steps/s over whole iterations"
+        return f"with --no-sync-timing, {fast}, {memory}"
     return f"whole process {human(result['wall_s'])}, {memory}"
 
 
@@ -184,12 +190,13 @@ def run_rounds(opts, plan: Plan, record: dict) -> None:
 def new_record(opts, argv, plan: Plan, checkout: dict) -> dict:
     whole = opts.mode == "whole"
     n = opts.agents[0]
+    timed = [] if plan.fast_only else opts.scripts
     commands = {
         f"{side} ({config}, N={n})": runs.command(
             plan, side, SETTINGS[config], n, Path("SCRATCH", "runs"), whole
         )
         for config in opts.configs
-        for side in [PUREJAXRL, *opts.scripts]
+        for side in [PUREJAXRL, *timed]
     }
     if not whole:  # each template's scaling run is followed by its fast path's
         for config in opts.configs:
@@ -235,7 +242,9 @@ def measure(opts, argv: list[str]) -> int:
     # --work-dir is the user's (followed); no folder below it a link: the logs are written there
     check_inside(work, logs, "--work-dir").mkdir(parents=True)
     checkout_dir = Path(opts.purejaxrl_dir).resolve()
-    plan = Plan(opts.iterations, opts.timeout, logs, python, checkout_dir, opts.shims)
+    plan = Plan(
+        opts.iterations, opts.timeout, logs, python, checkout_dir, opts.shims, opts.fast_only
+    )
     record = new_record(opts, argv, plan, checkout)
     print(sources_text(record), flush=True)
     print(f"results: {opts.out}; each run's output: {logs}", flush=True)

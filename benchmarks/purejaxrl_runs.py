@@ -154,6 +154,8 @@ class Plan:  # what every run shares
     purejaxrl_python: str
     purejaxrl_dir: Path
     shims: bool = False  # PureJaxRL on our JAX (benchmarks/purejaxrl_shims.py)
+    # ours only as a user trains (--no-sync-timing): no sync-timed run, half the processes
+    fast_only: bool = False
 
 
 def purejaxrl_command(plan: Plan, setting: Setting, agents: int, whole: bool) -> list[str]:
@@ -290,10 +292,10 @@ def ours_result(
 ) -> dict:
     (run_dir,) = log_dir.iterdir()
     run = run_series(run_dir)
-    if fast:
-        return {"fast_sps": fast_rate(run, agents * setting.batch)}
-    summary = run["summary"]
     result = {"wall_s": child.wall_s, "peak_rss_bytes": child.peak_rss_bytes}
+    if fast:
+        return {**result, "fast_sps": fast_rate(run, agents * setting.batch)}
+    summary = run["summary"]
     result.update({key: summary.get(key) for key in ("import_s", "setup_s", "total_s")})
     result["final_return"] = summary.get("final_return")
     if whole:
@@ -316,7 +318,11 @@ def failure(child: Child, timeout: float) -> str:
 def run_one(plan: Plan, side: str, setting: Setting, agents: int, log_name: str, whole: bool):
     """One run in a fresh process in its own scratch folder; its result, or {"error": why}. Its
     whole output goes to plan.logs/log_name. A template's scaling run is followed by the same with
-    --no-sync-timing (its output in ...-fast.log), whose rate over whole iterations is fast_sps."""
+    --no-sync-timing (its output in ...-fast.log), whose rate over whole iterations is fast_sps;
+    with plan.fast_only, a template's scaling run is that run alone."""
+    if plan.fast_only and side != PUREJAXRL and not whole:
+        fast = run_process(plan, side, setting, agents, log_name, whole, fast=True)
+        return {**fast, "fast_log": fast["log"]} if "error" not in fast else fast
     result = run_process(plan, side, setting, agents, log_name, whole)
     if side == PUREJAXRL or whole or "error" in result:
         return result

@@ -9,8 +9,11 @@
 #   parts    (only when asked for) where iteration 0's compilation goes on the chip, piece by piece
 #            (benchmarks/compile_parts.py), CartPole-v1 small and large: $OUT/parts/*.json and .md;
 #   purejaxrl (only when asked for) PureJaxRL side by side on the chip (benchmarks/purejaxrl.py --shims: its
-#            ppo.py on our JAX), the whole process and CleanRL's batch at 1 and 256 agents, 2 rounds each:
-#            $OUT/purejaxrl/*.json and .md. PUREJAXRL_DIR: a PureJaxRL git checkout carried to the machine;
+#            ppo.py on our JAX): the whole process, then CleanRL's batch at one agent (500 iterations, ours as a
+#            user trains: --fast-only), 2 rounds each: $OUT/purejaxrl/{whole,one_agent}.json and .md.
+#            PUREJAXRL_DIR: a PureJaxRL git checkout carried to the machine;
+#   purejaxrl_many (only when asked for) the same at 256, 1,024 and 4,096 agents (40 iterations, one round: a
+#            window holds about 12 processes of ~40 s): $OUT/purejaxrl/scaling.json and .md;
 #   batch    (only when asked for) where the chip starts to pay: ppo_linen.py, CartPole-v1 small, --num-envs 4 ..
 #            16,384 on the chip, then 4 .. 4,096 on the host's CPU (benchmarks/batch_sweep.py, a fresh process
 #            each, the whole process counted): $RUNS/batch/{chip,host}.json and .md, taken up again by a later call;
@@ -42,7 +45,7 @@ RESUME_FROM=${RESUME_FROM:-results/tpu-v5e/runs}
 TAG=${TAG:-tpu-v5e}
 TINY=(--env CartPole-v1 --num-envs 4 --num-steps 16 --num-iterations 3 --update-epochs 2 --num-minibatches 2)
 STEPS=("$@")
-ALL_STEPS="machine smoke chip host parts purejaxrl batch learning nnx"
+ALL_STEPS="machine smoke chip host parts purejaxrl purejaxrl_many batch learning nnx"
 if ((${#STEPS[@]} == 0)); then STEPS=(machine smoke chip host); fi
 START=$SECONDS
 
@@ -91,8 +94,14 @@ purejaxrl() {
     --work-dir "$OUT/purejaxrl-work")
   step purejaxrl_whole "$PY" -m benchmarks.purejaxrl "${common[@]}" --mode whole \
     --out "$OUT/purejaxrl/whole.json" || return 1
-  step purejaxrl_scaling "$PY" -m benchmarks.purejaxrl "${common[@]}" --configs cleanrl \
-    --agents 1 16 256 1024 4096 --out "$OUT/purejaxrl/scaling.json"
+  step purejaxrl_one_agent "$PY" -m benchmarks.purejaxrl "${common[@]}" --configs cleanrl \
+    --agents 1 --iterations 500 --fast-only --out "$OUT/purejaxrl/one_agent.json"
+}
+
+purejaxrl_many() {
+  step purejaxrl_many "$PY" -m benchmarks.purejaxrl --purejaxrl-dir "$PUREJAXRL_DIR" --shims \
+    --rounds 1 --work-dir "$OUT/purejaxrl-work" --configs cleanrl --agents 256 1024 4096 \
+    --iterations 40 --fast-only --out "$OUT/purejaxrl/scaling.json"
 }
 
 batch() {
@@ -129,11 +138,11 @@ host() {
 
 for name in "${STEPS[@]}"; do
   case $name in
-    machine | smoke | chip | host | parts | purejaxrl | batch | learning | nnx) ;;
+    machine | smoke | chip | host | parts | purejaxrl | purejaxrl_many | batch | learning | nnx) ;;
     *) echo "tpu_check.sh: unknown step '$name'; steps: $ALL_STEPS" >&2 && exit 2 ;;
   esac
-  if [[ $name == purejaxrl && ! -f ${PUREJAXRL_DIR:-}/purejaxrl/ppo.py ]]; then
-    echo "tpu_check.sh: the purejaxrl step needs PUREJAXRL_DIR, a PureJaxRL checkout (got '${PUREJAXRL_DIR:-}')" >&2
+  if [[ $name == purejaxrl* && ! -f ${PUREJAXRL_DIR:-}/purejaxrl/ppo.py ]]; then
+    echo "tpu_check.sh: the $name step needs PUREJAXRL_DIR, a PureJaxRL checkout (got '${PUREJAXRL_DIR:-}')" >&2
     exit 2
   fi
 done

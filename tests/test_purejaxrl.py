@@ -35,6 +35,7 @@ def checkout(tmp_path) -> Path:
         (["--iterations", "0"], "--iterations 0: give 10 or more"),
         (["--timeout", "-1"], "--timeout -1.0: give a positive number"),
         (["--mode", "whole", "--agents", "4"], "--agents: only with --mode scaling"),
+        (["--mode", "whole", "--fast-only"], "--fast-only: only with --mode scaling"),
         (["--configs", "large"], "invalid choice: 'large'"),
         (["--scripts", "torch"], "invalid choice: 'torch'"),
         (["--purejaxrl-python", "/no/python"], "--purejaxrl-python /no/python: no such"),
@@ -150,6 +151,30 @@ def test_each_template_is_also_run_as_a_user_trains_and_its_rate_is_over_whole_c
     assert purejaxrl_runs.fast_rate(run, 100) == pytest.approx(3 * 100 / 1.0)
     with pytest.raises(purejaxrl_runs.RunFailed):
         purejaxrl_runs.fast_rate({"series": {"time/elapsed": np.array([10.0])}}, 100)
+
+
+def test_fast_only_runs_each_template_once_as_a_user_trains(tmp_path, monkeypatch):
+    """--fast-only (a chip lent by the minute): a template's scaling run is its --no-sync-timing
+    run alone, PureJaxRL's is unchanged, and the run's line gives the rate it measured."""
+    started = []
+
+    def process(plan, side, setting, agents, log_name, whole, fast=False):
+        started.append((side, fast))
+        result = {"wall_s": 9.0, "peak_rss_bytes": 600 * 2**20, "log": log_name}
+        return {**result, "fast_sps": 320.0} if fast else {**result, "steady_sps": 100.0}
+
+    monkeypatch.setattr(purejaxrl_runs, "run_process", process)
+    cleanrl = purejaxrl_runs.SETTINGS["cleanrl"]
+    fast_plan = Plan(12, 60, tmp_path, "/venv/bin/python", tmp_path / "pjx", fast_only=True)
+    ours = purejaxrl_runs.run_one(fast_plan, "linen", cleanrl, 4, "l.log", whole=False)
+    theirs = purejaxrl_runs.run_one(fast_plan, PUREJAXRL, cleanrl, 4, "p.log", whole=False)
+    assert started == [("linen", True), (PUREJAXRL, False)]
+    assert "steady_sps" not in ours and theirs["steady_sps"] == 100.0
+    line = "with --no-sync-timing, 320 agent-steps/s over whole iterations, peak 600 MiB"
+    assert purejaxrl.outcome(ours) == line
+    started.clear()
+    purejaxrl_runs.run_one(plan(tmp_path), "linen", cleanrl, 4, "l.log", whole=False)
+    assert started == [("linen", False), ("linen", True)]
 
 
 def test_purejaxrls_steady_rate_is_its_timed_runs_agent_steps(tmp_path):

@@ -73,7 +73,7 @@ def test_an_unknown_step_is_refused_before_anything(tmp_path):
         ["bash", str(RUNNER), "chip", "bogus"], cwd=ROOT, capture_output=True, text=True, env=env
     )
     assert done.returncode == 2
-    steps = "machine smoke chip host parts purejaxrl batch learning nnx"
+    steps = "machine smoke chip host parts purejaxrl purejaxrl_many batch learning nnx"
     assert done.stderr == f"tpu_check.sh: unknown step 'bogus'; steps: {steps}\n"
     assert not out.exists()
 
@@ -91,16 +91,20 @@ def test_the_purejaxrl_step_runs_purejaxrl_on_our_jax_beside_the_templates(tmp_p
     (tmp_path / "pjx" / "purejaxrl").mkdir(parents=True)
     (tmp_path / "pjx" / "purejaxrl" / "ppo.py").write_text("# stand-in\n")
     monkeypatch.setenv("PUREJAXRL_DIR", str(tmp_path / "pjx"))
-    commands = plan(tmp_path, "purejaxrl")
-    assert list(commands) == ["purejaxrl_whole", "purejaxrl_scaling"]
+    commands = plan(tmp_path, "purejaxrl", "purejaxrl_many")
+    assert list(commands) == ["purejaxrl_whole", "purejaxrl_one_agent", "purejaxrl_many"]
     for command in commands.values():
         assert command[1:3] == ["-m", "benchmarks.purejaxrl"] and "--shims" in command
         assert command[command.index("--purejaxrl-dir") + 1] == str(tmp_path / "pjx")
-    whole, scaling = commands["purejaxrl_whole"], commands["purejaxrl_scaling"]
+    whole = commands["purejaxrl_whole"]
     assert whole[whole.index("--mode") + 1] == "whole"
-    agents = scaling.index("--agents")
-    # the scaling table to 4,096 agents (a run that does not fit the chip's memory fails alone)
-    assert scaling[agents + 1 : agents + 6] == ["1", "16", "256", "1024", "4096"]
+    one, many = commands["purejaxrl_one_agent"], commands["purejaxrl_many"]
+    # ours as a user trains only: a window holds about a dozen processes
+    assert "--fast-only" in one and "--fast-only" in many
+    assert one[one.index("--agents") + 1 : one.index("--agents") + 3] == ["1", "--iterations"]
+    agents = many.index("--agents")
+    # to 4,096 agents (a run that does not fit the chip's memory fails alone)
+    assert many[agents + 1 : agents + 4] == ["256", "1024", "4096"]
 
 
 def test_the_purejaxrl_step_needs_a_checkout(tmp_path):
