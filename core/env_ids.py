@@ -46,6 +46,20 @@ ENVPOOL_ENVS = tuple(
 )
 TRAINED_GYMNAX_ENVS = tuple(env for env in GYMNAX_ENVS if env not in REFUSED)
 GYMNAX_BACKEND_ENVS = (*TRAINED_GYMNAX_ENVS, *CRAFTAX_ENVS, *BRAX_ENVS, *PLAYGROUND_ENVS)
+# Brax's physics, which Playground's envs run too (its envs are Brax's)
+MUJOCO = ("brax", "mujoco", "mujoco-mjx")
+
+
+def packages(env: str, backend: str) -> tuple[str, ...]:
+    """The pip packages of env's own simulator beyond gymnax, by their distribution names: what a
+    run records the versions of (config.json) and a Hub folder pins (evaluation/hub.py)."""
+    if backend == "envpool":
+        return ("envpool",)
+    if env in CRAFTAX_ENVS:
+        return ("craftax",)
+    if env in BRAX_ENVS:
+        return MUJOCO
+    return ("playground", *MUJOCO) if env in PLAYGROUND_ENVS else ()
 
 
 def unknown(env: str, backend: str) -> Optional[str]:
