@@ -3,6 +3,7 @@ before JAX loads (core/command_line.py's before_imports), and a checkpoint's env
 without handing it to a library (evaluation/model_file.py). The standard library only.
 
     why = env_ids.unknown("CartPol-v1", "gymnax")  # None when known, else why, in words
+    env_ids.packages("brax-ant", "gymnax")  # its simulator's pip packages: ("brax", "mujoco", ...)
 """
 
 import difflib
