@@ -37,6 +37,7 @@ from importlib.metadata import version
 from typing import Callable, Optional
 
 from atomic import Interrupts, hold_folder, write_json
+from core import env_ids
 from core.command_line import before_imports, translated
 from core.plain_bookkeeping import PlainBook, progress, with_run_flags
 
@@ -333,7 +334,10 @@ class Bookkeeping(PlainBook):
         from core.run_checks import accelerator, machine
 
         config["command"] = self.command
-        packages = self.packages + (("envpool",) if config.get("env_backend") == "envpool" else ())
+        # the env's own packages too (envpool, Craftax, Brax, Playground), by their metadata: none
+        # imported for it
+        env = env_ids.packages(config.get("env", ""), config.get("env_backend", "gymnax"))
+        packages = self.packages + env
         config["versions"] = {
             "python": platform.python_version(),
             **{p: version(p) for p in packages},

@@ -36,7 +36,7 @@ from jax.experimental import io_callback
 from jax.experimental.buffer_callback import buffer_callback
 
 # the env ids: fixed lists, which the command line checks before JAX loads
-from core.env_ids import BRAX_ENVS, CRAFTAX_ENVS, ENVPOOL_ENVS, PLAYGROUND_ENVS
+from core.env_ids import BRAX_ENVS, CRAFTAX_ENVS, ENVPOOL_ENVS, PLAYGROUND_ENVS, REFUSED
 
 ACTION_KINDS = "Discrete actions and 1-D Box actions (a diagonal Gaussian policy)"
 
@@ -76,9 +76,12 @@ def gymnax_problem(env_id: str) -> Optional[str]:
 
     if env_id not in gymnax.registered_envs:
         return "is unknown"
+    if env_id in REFUSED:
+        # never made: making it would download its data
+        return REFUSED[env_id]
     try:
         env, params = gymnax.make(env_id)
-    except Exception as e:  # an env that must download its data (MNISTBandit) without network
+    except Exception as e:  # a gymnax update's env that cannot be made here
         return f"cannot be made ({type(e).__name__}: {e})"
     space = env.action_space(params)
     if isinstance(space, gymnax.environments.spaces.Discrete):

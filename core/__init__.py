@@ -11,7 +11,7 @@ them (tests/test_repository.py checks the import graph). One job per module:
     env_timing_file  the env-timing file read and checked, one way for every reader
     option_checks  the check of one option's value each (a count, a range, seconds, a shard, a list)
     shell_quoting  words quoted for bash: the dry run's commands
-    env_ids        the env ids the scripts know: fixed lists, checked before JAX loads
+    env_ids        env ids the scripts know (fixed lists, checked before JAX loads), their packages
     command_line   a script's command line read as its user means it; its first lines' checks
     run_checks     a script's input checked before its run (bookkeeping.py, evaluate.py, the sweep)
     plain_bookkeeping  a script's own bookkeeping (a starter copy's): run folder, progress, stops

@@ -3,6 +3,7 @@ before JAX loads (core/command_line.py's before_imports), and a checkpoint's env
 without handing it to a library (evaluation/model_file.py). The standard library only.
 
     why = env_ids.unknown("CartPol-v1", "gymnax")  # None when known, else why, in words
+    env_ids.packages("brax-ant", "gymnax")  # its simulator's pip packages: ("brax", "mujoco", ...)
 """
 
 import difflib
@@ -16,6 +17,9 @@ GYMNAX_ENVS = (
     " MNISTBandit-bsuite SimpleBandit-bsuite FourRooms-misc MetaMaze-misc PointRobot-misc"
     " BernoulliBandit-misc GaussianBandit-misc Reacher-misc Swimmer-misc Pong-misc FrozenLake-misc"
 ).split()
+# gymnax ids the scripts refuse, and why: gymnax makes MNISTBandit from MNIST, which it downloads
+# then (urlretrieve into /tmp/mnist: no timeout, no checksum, a cut download kept as done)
+REFUSED = {"MNISTBandit-bsuite": "cannot be made without downloading MNIST (gymnax's load_mnist)"}
 # expensive JAX envs (pip package craftax)
 CRAFTAX_ENVS = ("Craftax-Classic-Symbolic-v1", "Craftax-Symbolic-v1")
 # Brax envs (pip package brax) and each one's physics backend, by measurement on 2 busy CPU cores
@@ -41,14 +45,28 @@ ENVPOOL_ENVS = tuple(
     " HalfCheetah-v4 Hopper-v4 Humanoid-v4 HumanoidStandup-v4 InvertedDoublePendulum-v4"
     " InvertedPendulum-v4 Pusher-v4 Reacher-v4 Swimmer-v4 Walker2d-v4".split()
 )
-GYMNAX_BACKEND_ENVS = (*GYMNAX_ENVS, *CRAFTAX_ENVS, *BRAX_ENVS, *PLAYGROUND_ENVS)
+TRAINED_GYMNAX_ENVS = tuple(env for env in GYMNAX_ENVS if env not in REFUSED)
+GYMNAX_BACKEND_ENVS = (*TRAINED_GYMNAX_ENVS, *CRAFTAX_ENVS, *BRAX_ENVS, *PLAYGROUND_ENVS)
+# Brax's physics, which Playground's envs run too (its envs are Brax's)
+MUJOCO = ("brax", "mujoco", "mujoco-mjx")
+
+
+def packages(env: str, backend: str) -> tuple[str, ...]:
+    """The pip packages of env's own simulator beyond gymnax, by their distribution names: what a
+    run records the versions of (config.json) and a Hub folder pins (evaluation/hub.py)."""
+    if backend == "envpool":
+        return ("envpool",)
+    if env in CRAFTAX_ENVS:
+        return ("craftax",)
+    if env in BRAX_ENVS:
+        return MUJOCO
+    return ("playground", *MUJOCO) if env in PLAYGROUND_ENVS else ()
 
 
 def unknown(env: str, backend: str) -> Optional[str]:
     """Why env is not an id the scripts know on backend ("gymnax" or "envpool"), in words that name
-    the closest known ids (or every one, when none is close); None when it is one. The ids the
-    scripts know and still cannot train (an action space they do not take, a download) are refused
-    later, by make_env."""
+    the closest known ids (or every one, when none is close); None when it is one. A gymnax id the
+    scripts refuse (REFUSED) is told why, with every id they know."""
     if backend == "envpool":
         valid, kind = ENVPOOL_ENVS, "an envpool env"
     elif backend == "gymnax":
@@ -59,6 +77,8 @@ def unknown(env: str, backend: str) -> Optional[str]:
         return f"names backend {backend!r}, not gymnax or envpool"
     if env in valid:
         return None
+    if backend == "gymnax" and env in REFUSED:
+        return f"{REFUSED[env]}; the scripts train {', '.join(valid)}"
     close = difflib.get_close_matches(env, valid, n=3, cutoff=0.6)
     if close:
         return f"is not {kind} (did you mean {' or '.join(map(repr, close))}?)"

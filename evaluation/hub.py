@@ -21,9 +21,11 @@ What the folder publishes, and nothing else:
 - CODE, a fixed list of the project's files: enough to evaluate the checkpoint in each of the four
   frameworks and to export it as ONNX from a copy of the folder alone;
 - requirements.txt, what the policy needs and nothing else (requirements): the packages evaluate.py
-  imports to run it in the framework that trained it, its env's own package (envpool, Brax, Craftax)
-  where it has one, at the versions of the project's requirements.lock; the card says what to add
-  for another framework or ONNX (never the benchmark's envs, tools and tests);
+  imports to run it in the framework that trained it, its env's own packages where it has some
+  (envpool, Craftax, Brax with MuJoCo's; Playground's dependencies, and playground itself after them
+  with --no-deps, as setup.sh installs it: the file's last comment and the card's command), at the
+  versions of the project's requirements.lock; the card says what to add for another framework or
+  ONNX (never the benchmark's envs, tools and tests);
 - replay.mp4, episode 0 of the evaluation, where the env can be rendered.
 
 An evaluation whose mean or std return is not finite is refused (check_result): the card would
@@ -39,6 +41,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Optional
@@ -95,6 +98,15 @@ FILES = (MARK_FILE, MODEL, EVAL, VIDEO, REQUIREMENTS, *CODE, CARD)
 POLICY_PACKAGES = ("jax", "gymnax", "six", "optax", "tyro", "tensorboardX", "numpy", "safetensors")
 FRAMEWORK_PACKAGES = {"linen": "flax", "nnx": "flax", "equinox": "equinox", "torch": "torch"}
 ONNX_PACKAGES = ("onnx", "onnxscript")  # --export-onnx, with torch (evaluation/share.py)
+# What pip installs instead of the declared dependencies of a package that the policy's env needs
+# installed without them (setup.sh's NO_DEPS): Playground's but warp-lang (Warp's physics) and
+# mediapy (notebook videos), which its envs never import here, on pure-JAX MJX (tests/test_share.py
+# compares them with its declared ones)
+DEPENDENCIES = {
+    "playground": (
+        "absl-py brax etils flax lxml ml-collections mujoco mujoco-mjx orbax-checkpoint tqdm"
+    ).split()
+}
 # torch's CPU build (PyPI's, on Linux, is the CUDA one: several GB), as setup.sh installs it
 TORCH_CPU = "--index-url https://download.pytorch.org/whl/cpu"
 # the framework packages installed first, from their own index (pip would take PyPI's otherwise)
@@ -239,23 +251,37 @@ def mean_reward(result: dict) -> str:
 
 def pinned() -> dict[str, str]:
     """The project's pinned versions, by package name in lower case: requirements.lock's closure,
-    and torch's pin of requirements.txt (the lock leaves torch out: its build is the machine's)."""
+    torch's pin of requirements.txt (the lock leaves torch out: its build is the machine's) and
+    what setup.sh installs without its dependencies (no_deps_pins)."""
     pins = {}
     for name in ("requirements.lock", "requirements.txt"):
         for line in (ROOT / name).read_text().splitlines():
             package, is_pin, version = line.split("#")[0].strip().partition("==")
             if is_pin and version:
                 pins.setdefault(package.strip().lower(), version.strip())
-    return pins
+    return {**no_deps_pins(), **pins}
+
+
+def no_deps_pins() -> dict[str, str]:
+    """setup.sh's NO_DEPS, the packages it installs after the lock with --no-deps (playground), each
+    by name in lower case with its pinned version."""
+    found = re.search(r"^NO_DEPS=\(([^)]*)\)", (ROOT / "setup.sh").read_text(), re.MULTILINE)
+    pins = (word.partition("==") for word in (found.group(1).split() if found else ()))
+    return {package.lower(): version for package, _, version in pins}
 
 
 def env_packages(meta: dict) -> tuple[str, ...]:
-    """The package of the checkpoint's env beyond gymnax: envpool's, Brax's or Craftax's own."""
-    if meta["env_backend"] == "envpool":
-        return ("envpool",)
-    if meta["env"] in env_ids.BRAX_ENVS:
-        return ("brax",)
-    return ("craftax",) if meta["env"] in env_ids.CRAFTAX_ENVS else ()
+    """The packages of the checkpoint's env beyond gymnax (core/env_ids.py): envpool's, Craftax's,
+    Brax's and MuJoCo's, Playground's with them."""
+    return env_ids.packages(meta["env"], meta["env_backend"])
+
+
+def without_dependencies(meta: dict) -> list[str]:
+    """What the policy's env needs installed without its declared dependencies (pip's --no-deps,
+    which a requirements.txt cannot say of one package), pinned as setup.sh installs it:
+    playground, for a Playground env."""
+    pins = no_deps_pins()
+    return [f"{package}=={pins[package]}" for package in env_packages(meta) if package in pins]
 
 
 def requirement(package: str, pins: dict) -> str:
@@ -265,11 +291,14 @@ def requirement(package: str, pins: dict) -> str:
 
 
 def requirements(meta: dict) -> list[str]:
-    """What the policy of the checkpoint whose metadata is meta needs, pinned: the packages
-    evaluate.py imports to run it in the framework that trained it, and its env's own."""
-    pins = pinned()
-    packages = (*POLICY_PACKAGES, FRAMEWORK_PACKAGES[meta["framework"]], *env_packages(meta))
-    return [requirement(package, pins) for package in packages]
+    """What the policy of the checkpoint whose metadata is meta needs from pip, pinned: the packages
+    evaluate.py imports to run it in the framework that trained it, and its env's own, but those
+    installed without their dependencies (without_dependencies), whose DEPENDENCIES come here."""
+    own = env_packages(meta)
+    env = [package for package in own if package not in no_deps_pins()]
+    env += [name for package in own for name in DEPENDENCIES.get(package, ())]
+    packages = (*POLICY_PACKAGES, FRAMEWORK_PACKAGES[meta["framework"]], *env)
+    return [requirement(package, pinned()) for package in dict.fromkeys(packages)]
 
 
 def requirements_text(meta: dict) -> str:
@@ -282,6 +311,9 @@ def requirements_text(meta: dict) -> str:
     if package in OWN_INDEX:
         first = f"pip install {package} {OWN_INDEX[package]}"
         lines.insert(1, f"# {package}'s CPU build first (README.md): {first}")
+    if apart := without_dependencies(meta):
+        then = f"pip install --no-deps {' '.join(apart)}"
+        lines.append(f"# then, without its declared dependencies (README.md): {then}")
     return "\n".join(lines) + "\n"
 
 
@@ -303,12 +335,23 @@ def use_it(meta: dict) -> list[str]:
     first = ""
     if package in OWN_INDEX:
         first = f"{pip} {requirement(package, pins)} {OWN_INDEX[package]} && "
+    apart = without_dependencies(meta)
+    # pip's --no-deps for one package: a command of its own, after the requirements
+    then = f" && {pip} --no-deps {' '.join(apart)}" if apart else ""
+    names = ", ".join(package.partition("==")[0] for package in apart)
+    env = [package for package in env_packages(meta) if package not in no_deps_pins()]
     return [
         f"Its `{REQUIREMENTS}` holds what the policy needs and nothing more (the framework, gymnax"
-        f"{''.join(', ' + p for p in env_packages(meta))}, safetensors...), pinned; on a fresh "
-        "machine, with Python 3.11:",
+        f"{''.join(', ' + p for p in env)}, safetensors...), pinned"
+        + (
+            f"; then {names}, without its declared dependencies (pip's --no-deps), as the "
+            f"project's setup.sh installs it: `{REQUIREMENTS}` holds those of them its env uses"
+            if apart
+            else ""
+        )
+        + "; on a fresh machine, with Python 3.11:",
         "",
-        f"    python3.11 -m venv .venv && {first}{pip} -r {REQUIREMENTS}",
+        f"    python3.11 -m venv .venv && {first}{pip} -r {REQUIREMENTS}{then}",
         f"    {python} {MODEL}   # in {FRAMEWORK_NAMES[trained]}'s network, which trained it",
         "",
         "Any of the four frameworks runs it from this folder alone (the same networks, the tensors "

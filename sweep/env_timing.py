@@ -57,7 +57,7 @@ from scipy import stats
 
 import env_adapters
 from atomic import MAX_JSON_BYTES, check_inside, check_replaceable, write_json
-from core import env_timing_file, study
+from core import env_ids, env_timing_file, study
 from core.option_checks import check_int
 
 TRIM = 0.1  # cut 10 % at each end for the trimmed mean
@@ -291,16 +291,9 @@ def add_ratios(results: dict) -> None:
 
 
 def metadata(args: Args, envs: list[str]) -> dict:
-    packages = [
-        "jax",
-        "jaxlib",
-        "gymnax",
-        "scipy",
-        *(["craftax"] if set(envs) & set(env_adapters.CRAFTAX_ENVS) else []),
-        *(["brax", "mujoco", "mujoco-mjx"] if set(envs) & set(env_adapters.BRAX_ENVS) else []),
-        *(["playground", "mujoco-mjx"] if set(envs) & set(env_adapters.PLAYGROUND_ENVS) else []),
-        *(["envpool"] if any(map(on_envpool, envs)) else []),
-    ]
+    # each timed env's own packages (core/env_ids.py), once
+    own = (name for env in envs for name in env_ids.packages(*study.split_label(env)))
+    packages = ["jax", "jaxlib", "gymnax", "scipy", *dict.fromkeys(own)]
     return {
         "device": jax.devices()[0].device_kind,
         "backend": jax.default_backend(),

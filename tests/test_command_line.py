@@ -183,6 +183,26 @@ def test_the_fixed_env_lists_are_the_libraries_and_the_adapters():
     )
 
 
+def test_an_env_that_downloads_its_data_is_refused_by_the_fixed_lists(monkeypatch):
+    """MNISTBandit-bsuite (gymnax downloads MNIST when it makes it) passed the fixed lists and was
+    refused by make_env, after JAX's imports and a download tried: now the lists refuse it (the
+    scripts' first lines say so, tests/test_scripts.py), naming every id the scripts train, and
+    env_adapters never makes it to find out."""
+    import gymnax
+
+    import env_adapters
+    from core import env_ids
+
+    why = env_ids.unknown("MNISTBandit-bsuite", "gymnax")
+    assert why is not None and why.startswith("cannot be made without downloading MNIST")
+    trained = why.split("; the scripts train ")[1].split(", ")
+    assert "MNISTBandit-bsuite" not in trained
+    assert {"CartPole-v1", "SimpleBandit-bsuite", "brax-ant", "playground-CheetahRun"} <= {*trained}
+    assert env_ids.unknown("MNISTBandit-bsuite", "envpool").startswith("is not an envpool env")
+    monkeypatch.setattr(gymnax, "make", lambda *args, **kwargs: pytest.fail("gymnax.make called"))
+    assert env_adapters.gymnax_problem("MNISTBandit-bsuite") == why.split(";")[0]
+
+
 def test_evaluate_answers_help_before_the_heavy_imports():
     cmd = [sys.executable, "-X", "importtime", str(ROOT / "evaluate.py"), "--help"]
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)

@@ -74,6 +74,27 @@ def test_the_accelerator_is_recorded_with_its_kind_and_versions(monkeypatch):
     assert "TFRT TPU v5 lite" in record["backend_version"]
 
 
+def test_config_json_records_the_versions_of_the_envs_own_packages(tmp_path):
+    """A Playground run's config.json named no playground, brax, mujoco or mujoco-mjx version;
+    now the env's own packages are recorded, and a gymnax run's names none of them."""
+    from importlib.metadata import version
+
+    physics = ("playground", "brax", "mujoco", "mujoco-mjx")
+    recorded = {}
+    for env in ("playground-CartpoleBalance", "brax-ant", "CartPole-v1"):
+        run_dir = tmp_path / env
+        run_dir.mkdir()
+        config = {"num_iterations": 1, "env": env, "env_backend": "gymnax"}
+        bookkeeping.Bookkeeping(0.0, packages=("numpy",)).start(config, str(run_dir))
+        recorded[env] = read_json(run_dir / "config.json")["versions"]
+    assert {name: recorded["playground-CartpoleBalance"][name] for name in physics} == {
+        name: version(name) for name in physics
+    }
+    assert {"brax", "mujoco", "mujoco-mjx"} <= set(recorded["brax-ant"])
+    assert "playground" not in recorded["brax-ant"]
+    assert not set(physics) & set(recorded["CartPole-v1"]) and "numpy" in recorded["CartPole-v1"]
+
+
 def test_peak_device_bytes_come_from_the_device_memory_statistics(monkeypatch):
     stats = {"peak_bytes_in_use": 123_456_789, "bytes_limit": 16 * 2**30}
     monkeypatch.setattr(bookkeeping.jax, "devices", lambda: [fake_tpu(stats)])

@@ -39,7 +39,9 @@ def test_playground_ids_are_the_suites_envs_and_usable():
 def test_env_timing_records_playgrounds_version():
     meta = env_timing.metadata(env_timing.Args(), ["CartPole-v1", "playground-CheetahRun"])
     assert meta["versions"]["playground"] == importlib.metadata.version("playground")
-    assert "mujoco-mjx" in meta["versions"] and "brax" not in meta["versions"]
+    # Playground's envs are Brax's, on MuJoCo's MJX (core/env_ids.py's packages)
+    assert {"brax", "mujoco", "mujoco-mjx"} <= set(meta["versions"])
+    assert "craftax" not in meta["versions"] and "envpool" not in meta["versions"]
 
 
 def test_a_missing_package_is_one_line_that_says_how_to_install_it(monkeypatch):
