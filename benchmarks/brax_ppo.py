@@ -20,7 +20,8 @@ return reaches Brax's last evaluation, and its return at Brax's env steps.
 
 Output: --out (default results/benchmarks/brax_ppo_ENV_DEVICE.json) and the .md beside it,
 rewritten after every evaluation. Exit status: 0; 2 for bad input (one line, before anything is
-made); 130 when interrupted (what was measured is kept).
+made); 130 when stopped (SIGINT, SIGTERM or SIGHUP: at the next evaluation, a second signal at
+once; what was measured is kept).
 """
 
 import time
@@ -34,6 +35,7 @@ from importlib import metadata  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Optional  # noqa: E402
 
+import atomic  # noqa: E402
 from analysis.common import BadInput  # noqa: E402
 from atomic import OutputRefused, check_outputs, write_outputs  # noqa: E402
 from benchmarks.common import ROOT, Parser, human, machine, machine_text, run_recorded  # noqa: E402
@@ -135,6 +137,8 @@ def train(opts, record: dict, save) -> None:
         }
         record["evals"].append(evaluation)
         save()
+        # a safe point: a stop signal ends the run here, its evaluations kept
+        atomic.check_stop()
         print(
             f"{step:,} env steps: return {evaluation['return']:.1f} after "
             f"{human(evaluation['elapsed_s'])}",
@@ -281,7 +285,13 @@ def main(argv: Optional[list[str]] = None) -> int:
         record["ours"] = [our_row(run_dir, target, steps) for run_dir in opts.ours]
 
     print(f"results: {opts.out}", flush=True)
-    return 0 if run_recorded(TOOL, opts.out, record, markdown, run) else 130
+    # SIGINT, SIGTERM, SIGHUP: the run stops at the next evaluation (a second signal at once),
+    # with status "interrupted", what was measured kept, exit code 130
+    stop = atomic.Interrupts("the next evaluation")
+    with stop.installed(for_good=argv is None):
+        if not run_recorded(TOOL, opts.out, record, markdown, run):
+            stop.exit()
+    return 0
 
 
 if __name__ == "__main__":

@@ -14,6 +14,10 @@
 #            PUREJAXRL_DIR: a PureJaxRL git checkout carried to the machine;
 #   purejaxrl_many (only when asked for) the same at 256, 1,024 and 4,096 agents (40 iterations, one round: a
 #            window holds about 12 processes of ~40 s): $OUT/purejaxrl/scaling.json and .md;
+#   playground (only when asked for) study.toml's preset "playground" on the chip (exp5 on three of MuJoCo
+#            Playground's DM Control envs, the JAX frameworks, 3 seeds, 20 iterations, the small model), tag tpu-v5e;
+#   anchor   (only when asked for) Brax's own PPO with Playground's published config on CartpoleBalance, then
+#            CheetahRun (benchmarks/brax_ppo.py, each evaluation saved as it comes): $OUT/anchor/*.json and .md;
 #   batch    (only when asked for) where the chip starts to pay: ppo_linen.py, CartPole-v1 small, --num-envs 4 ..
 #            16,384 on the chip, then 4 .. 4,096 on the host's CPU (benchmarks/batch_sweep.py, a fresh process
 #            each, the whole process counted): $RUNS/batch/{chip,host}.json and .md, taken up again by a later call;
@@ -45,7 +49,7 @@ RESUME_FROM=${RESUME_FROM:-results/tpu-v5e/runs}
 TAG=${TAG:-tpu-v5e}
 TINY=(--env CartPole-v1 --num-envs 4 --num-steps 16 --num-iterations 3 --update-epochs 2 --num-minibatches 2)
 STEPS=("$@")
-ALL_STEPS="machine smoke chip host parts purejaxrl purejaxrl_many batch learning nnx"
+ALL_STEPS="machine smoke chip host parts purejaxrl purejaxrl_many playground anchor batch learning nnx"
 if ((${#STEPS[@]} == 0)); then STEPS=(machine smoke chip host); fi
 START=$SECONDS
 
@@ -104,6 +108,19 @@ purejaxrl_many() {
     --iterations 40 --fast-only --out "$OUT/purejaxrl/scaling.json"
 }
 
+playground() {
+  step playground ./bench.sh --python "$PY" --preset playground --log-dir "$RUNS/playground" \
+    --tag "$TAG" --no-env-timing --timeout 300
+}
+
+anchor() {
+  local env
+  for env in CartpoleBalance CheetahRun; do
+    step "anchor_$env" "$PY" -m benchmarks.brax_ppo --env "$env" \
+      --out "$OUT/anchor/brax_ppo_$env.json" || return 1
+  done
+}
+
 batch() {
   # the sweep stops itself 30 s before the step's deadline, keeping what it measured
   local left=$((DEADLINE - (SECONDS - START) - 30))
@@ -138,7 +155,8 @@ host() {
 
 for name in "${STEPS[@]}"; do
   case $name in
-    machine | smoke | chip | host | parts | purejaxrl | purejaxrl_many | batch | learning | nnx) ;;
+    machine | smoke | chip | host | parts | purejaxrl | purejaxrl_many | playground | anchor) ;;
+    batch | learning | nnx) ;;
     *) echo "tpu_check.sh: unknown step '$name'; steps: $ALL_STEPS" >&2 && exit 2 ;;
   esac
   if [[ $name == purejaxrl* && ! -f ${PUREJAXRL_DIR:-}/purejaxrl/ppo.py ]]; then

@@ -3,6 +3,8 @@ shim, the call it makes to Brax's train (a stand-in for it: the real one compile
 CPU), and ours read beside it from a run of the suite's."""
 
 import json
+import os
+import signal
 
 import jax
 import pytest
@@ -76,6 +78,24 @@ def test_brax_trains_with_playgrounds_config_and_each_evaluation_is_saved(monkey
     assert record["evals"][0]["elapsed_s"] <= record["evals"][1]["elapsed_s"]
     assert record["shim"] == brax_ppo.SHIM
     assert "| 640 | 30.0 ± 1.0 |" in out.with_suffix(".md").read_text()
+
+
+def test_a_stop_signal_ends_the_run_at_an_evaluation_with_what_it_measured(monkeypatch, tmp_path):
+    from brax.training.agents.ppo import train as ppo
+
+    def stand_in(environment, eval_env, wrap_env_fn, progress_fn, seed, **config):
+        progress_fn(0, {"eval/episode_reward": 10.0, "eval/episode_reward_std": 1.0})
+        os.kill(os.getpid(), signal.SIGTERM)
+        progress_fn(64, {"eval/episode_reward": 20.0, "eval/episode_reward_std": 1.0})
+        raise AssertionError("trained on after the stop's evaluation")
+
+    monkeypatch.setattr(ppo, "train", stand_in)
+    out = tmp_path / "brax.json"
+    with pytest.raises(SystemExit) as stopped:
+        brax_ppo.main(["--env", "CartpoleBalance", "--out", str(out)])
+    assert stopped.value.code == 130
+    record = json.loads(out.read_text())
+    assert record["status"] == "interrupted" and len(record["evals"]) == 2
 
 
 def test_ours_is_read_at_brax_s_last_return_and_env_steps(trained_run):

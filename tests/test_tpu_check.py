@@ -73,7 +73,7 @@ def test_an_unknown_step_is_refused_before_anything(tmp_path):
         ["bash", str(RUNNER), "chip", "bogus"], cwd=ROOT, capture_output=True, text=True, env=env
     )
     assert done.returncode == 2
-    steps = "machine smoke chip host parts purejaxrl purejaxrl_many batch learning nnx"
+    steps = "machine smoke chip host parts purejaxrl purejaxrl_many playground anchor batch learning nnx"
     assert done.stderr == f"tpu_check.sh: unknown step 'bogus'; steps: {steps}\n"
     assert not out.exists()
 
@@ -105,6 +105,19 @@ def test_the_purejaxrl_step_runs_purejaxrl_on_our_jax_beside_the_templates(tmp_p
     agents = many.index("--agents")
     # to 4,096 agents (a run that does not fit the chip's memory fails alone)
     assert many[agents + 1 : agents + 4] == ["256", "1024", "4096"]
+
+
+def test_the_playground_steps_sweep_its_envs_and_run_brax_s_ppo_beside(tmp_path):
+    commands = plan(tmp_path, "playground", "anchor")
+    assert list(commands) == ["playground", "anchor_CartpoleBalance", "anchor_CheetahRun"]
+    sweep = commands["playground"]
+    assert sweep[sweep.index("--preset") + 1] == "playground"
+    # exp5 on 3 Playground envs x the JAX frameworks x 3 seeds, sync off and on
+    assert planned_runs(sweep) == 3 * 3 * 3 * 2
+    for env in ("CartpoleBalance", "CheetahRun"):
+        anchor = commands[f"anchor_{env}"]
+        assert anchor[1:3] == ["-m", "benchmarks.brax_ppo"]
+        assert anchor[anchor.index("--env") + 1] == env
 
 
 def test_the_purejaxrl_step_needs_a_checkout(tmp_path):
