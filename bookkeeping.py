@@ -264,7 +264,7 @@ class Bookkeeping(PlainBook):
         # leaves it as it was
         self.resumed_dir = None
         self.made_dirs = []  # the folders make_run_dir made, the run folder first
-        # with --resume: the seconds the stopped run ran (checkpoint.time_before), in total_s
+        # with --resume: the seconds the stopped run ran (resuming.time_before), in total_s
         self.before_s = 0.0
         self.num_iterations = None
         self.num_agents = 1
@@ -362,15 +362,15 @@ class Bookkeeping(PlainBook):
     def setup_done(self):
         self.summary["setup_s"] = time.perf_counter() - self.start_time
         if self.resumed_dir and self.run_dir is None:
-            import checkpoint
+            import resuming
 
             # the script's Saver, made before, checked the stopped run, and put its state back
-            resume = checkpoint.read_resume(self.resumed_dir)
+            resume = resuming.read_resume(self.resumed_dir)
             self.returns = list(resume.returns)
             self.summary["iterations_completed"] = resume.iteration
             # the analysis reads a resumed run's events files as one run, and does not time it
             self.summary["resumed_at"] = [*resume.resumed_at, resume.iteration]
-            self.before_s = checkpoint.time_before(self.resumed_dir)
+            self.before_s = resuming.time_before(self.resumed_dir)
             self.run_dir = self.resumed_dir
 
     def iteration_done(self, iteration: int, returns, writer, scalars: dict):

@@ -1,6 +1,6 @@
 """PPO in Equinox on gymnax environments (or envpool's CPU ones): a single-file starter.
 Read it top to bottom: Args, network, env glue, rollout, GAE, loss, update, main().
-The ppo_*.py files are parallel: `diff ppo_linen.py ppo_equinox.py` shows only the framework."""
+The four ppo_*.py templates are parallel: a diff of two shows only the framework."""
 
 import math
 import os
@@ -145,8 +145,7 @@ class Args:
 
 
 if __name__ == "__main__":
-    # the benchmark's bookkeeping (config.json, summary.json) when bookkeeping.py is beside
-    # this file, else the plain one of a starter copy: --help and bad input answered now
+    # the benchmark's bookkeeping (config.json, summary.json) where it is, else a copy's plain one
     try:
         from bookkeeping import Bookkeeping as Book
     except ModuleNotFoundError:
@@ -515,9 +514,9 @@ def main():
     config["minibatch_size"] = args.batch_size // args.num_minibatches
     saver = nullcontext()
     if args.save_model or args.save_every or args.resume:
-        import checkpoint
+        import saving
 
-        saver = checkpoint.Saver(run_dir, config, __file__)
+        saver = saving.Saver(run_dir, config, __file__)
     book.start(config, run_dir)  # config.json: the config, the command line, versions, machine
     if args.track:
         import wandb
