@@ -37,7 +37,7 @@ from importlib.metadata import version
 from typing import Callable, Optional
 
 from atomic import Interrupts, hold_folder, write_json
-from core.command_line import before_imports, translated
+from core.command_line import before_imports, translate
 from core.plain_bookkeeping import PlainBook, progress, with_run_flags
 
 
@@ -479,8 +479,8 @@ class Bookkeeping(PlainBook):
         # config.json's command: as typed (CleanRL's flags, --resume alone), before the rewrites
         self.command = list(sys.argv)
         try:
-            # CleanRL's flags read as ours (--total-timesteps, --env-id): main() parses the result
-            sys.argv[1:] = translated(args_type, sys.argv[1:])
+            # CleanRL's booleans read as ours (--anneal-lr False): main() parses the result
+            sys.argv[1:] = translate(args_type, sys.argv[1:])
             # --resume RUN_DIR alone: the flags not given are the run's own (config.json's)
             sys.argv[1:] = with_run_flags(args_type, sys.argv[1:])
             check_args(args_type, sys.argv[1:])

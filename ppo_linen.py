@@ -45,6 +45,8 @@ class Args:
     """the number of steps per environment in each rollout"""
     num_iterations: int = 100
     """the number of iterations (rollout + update)"""
+    total_timesteps: Optional[int] = None
+    """CleanRL's run length, env steps per agent: sets num_iterations (if not given) to N / batch"""
     update_epochs: int = 10
     """the number of epochs over the batch in each update"""
     num_minibatches: int = 8
@@ -100,6 +102,9 @@ class Args:
 
     def __post_init__(self):
         """Refuses what no PPO run can use, in one line: tyro prints it and exits with code 2."""
+        if (self.total_timesteps or 0) > 0 and self.num_iterations == Args.num_iterations:
+            object.__setattr__(self, "num_iterations", self.total_timesteps // self.batch_size)
+        runs = self.total_timesteps in (None, self.num_iterations * self.batch_size)
         num_updates = self.num_iterations * self.update_epochs * self.num_minibatches
         steps = f"at most {2**31 - 1:,} optimizer steps, not {num_updates:,}"
         divides = self.num_minibatches > 0 and self.batch_size % self.num_minibatches == 0
@@ -116,7 +121,8 @@ class Args:
         a_name = "a name of 1 to 128 bytes, without / \\ or .."
         local = "a local folder, not a URL (s3://, gs://): ./NAME for a NAME with a colon"
         folders = [len(os.fsencode(folder)) <= 255 for folder in self.log_dir.split("/")]
-        rules = [(name, math.isfinite(getattr(self, name)), "a finite number") for name in floats]
+        rules = [("total_timesteps", runs, f"num_iterations x the batch, {self.batch_size}")]
+        rules += [(name, math.isfinite(getattr(self, name)), "a finite number") for name in floats]
         rules += [(name, getattr(self, name) > 0, "a positive integer") for name in counts]
         rules += [(name, getattr(self, name) >= 0, "0 or more") for name in nonnegative]
         rules += [
@@ -417,8 +423,7 @@ def make_optimizer(args: Args):
     end_value = 0.0 if args.anneal_lr else args.learning_rate
     lr_schedule = jax.jit(optax.linear_schedule(args.learning_rate, end_value, num_updates))
     adam = optax.adam(lr_schedule, eps=1e-5)
-    tx = optax.chain(optax.clip_by_global_norm(args.max_grad_norm), adam)
-    return tx, lr_schedule
+    return optax.chain(optax.clip_by_global_norm(args.max_grad_norm), adam), lr_schedule
 
 
 def update(args: Args, state: TrainState, batch: Batch, key, permutations=None):
@@ -521,9 +526,8 @@ def main():
         table = "\n".join(f"|{key}|{value}|" for key, value in asdict(args).items())
         writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
         # every agent's keys from its own seed: agent k is the single-agent run of seed + k
-        seeds = args.seed + np.arange(args.num_agents)
         split = jax.jit(jax.vmap(lambda seed: tuple(jax.random.split(jax.random.key(seed), 3))))
-        env_key, init_key, update_key = split(seeds)
+        env_key, init_key, update_key = split(args.seed + np.arange(args.num_agents))
         reset = jax.jit(jax.vmap(partial(reset_envs, env, env_params, num_envs=args.num_envs)))
         runner = reset(env_key)
         agent = Agent(MODEL_SIZES[args.model_size], env.num_actions, env.continuous, args.dtype)
@@ -547,9 +551,7 @@ def main():
         update_fn = jax.vmap(partial(update, args))
         chunk_fn = partial(iterations, rollout_fn, update_fn, args, lr_schedule)
         if args.compile == "jit":
-            rollout_fn = jax.jit(rollout_fn)
-            update_fn = jax.jit(update_fn)
-            chunk_fn = jax.jit(chunk_fn)
+            rollout_fn, update_fn, chunk_fn = map(jax.jit, (rollout_fn, update_fn, chunk_fn))
         before_s = saver.before_s if args.resume else 0.0
         book.setup_done()
         setup_s = time.perf_counter() - START

@@ -320,6 +320,8 @@ SAME_ANSWERS = [
     # CleanRL's name, an alias of Args' own
     ["--env-id", "Acrobot-v1", "--num-envs", "0"],
     ["--env-id", "CartPole-v1", *TINY],
+    # CleanRL's run length, Args' own field with its rule
+    ["--total-timesteps", "50000"],
 ]
 
 
