@@ -369,23 +369,23 @@ def rollout(env, env_params, args: Args, agent: Agent, runner: Runner):
 
 
 def compute_gae(rewards, values, final_values, terminated, truncated, gamma, gae_lambda):
-    """GAE over (num_steps, num_envs); final_values: V(pre-reset next obs), not for a terminated."""
+    """GAE over (num_steps, ...); final_values: V(pre-reset next obs), not for a terminated one."""
     deltas = rewards + gamma * final_values * (1.0 - terminated) - values
-    continues = 1.0 - (terminated | truncated)
+    discounts = gamma * gae_lambda * (1.0 - (terminated | truncated))
 
     def backward(gae, x):
-        delta, cont = x
-        gae = delta + gamma * gae_lambda * cont * gae
+        delta, discount = x
+        gae = delta + discount * gae
         return gae, gae
 
-    init = jnp.zeros_like(deltas[0])
-    _, advantages = jax.lax.scan(backward, init, (deltas, continues), reverse=True)
+    gae = jnp.zeros_like(deltas[0])
+    _, advantages = jax.lax.scan(backward, gae, (deltas, discounts), reverse=True)
     return advantages, advantages + values
 
 
 # -------------------------------------------------------------------------------- loss and update
 def ppo_loss(agent: Agent, args: Args, mb: Batch):
-    """Clipped PPO objective; returns the total loss and its parts."""
+    """Each agent's clipped PPO objective (means over the last axis): its loss and the parts."""
     actor_out, new_values = agent(mb.obs)
     new_logprobs, entropy = agent.log_prob_and_entropy(actor_out, mb.actions)
     entropy = entropy.mean()
@@ -396,18 +396,18 @@ def ppo_loss(agent: Agent, args: Args, mb: Batch):
         # population std (ddof=0) in every framework
         advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
     clipped_ratio = jnp.clip(ratio, 1 - args.clip_coef, 1 + args.clip_coef)
-    pg_loss = jnp.maximum(-advantages * ratio, -advantages * clipped_ratio).mean()
+    pg_loss = jnp.maximum(-advantages * ratio, -advantages * clipped_ratio).mean(-1)
     v_loss_unclipped = (new_values - mb.returns) ** 2
     if args.clip_vloss:
         v_clipped = mb.values + jnp.clip(new_values - mb.values, -args.clip_coef, args.clip_coef)
-        v_loss = 0.5 * jnp.maximum(v_loss_unclipped, (v_clipped - mb.returns) ** 2).mean()
+        v_loss = 0.5 * jnp.maximum(v_loss_unclipped, (v_clipped - mb.returns) ** 2).mean(-1)
     else:
-        v_loss = 0.5 * v_loss_unclipped.mean()
+        v_loss = 0.5 * v_loss_unclipped.mean(-1)
     loss = pg_loss - args.ent_coef * entropy + args.vf_coef * v_loss
     metrics = {"policy_loss": pg_loss, "value_loss": v_loss, "entropy": entropy}
-    metrics["old_approx_kl"] = (-logratio).mean()
-    metrics["approx_kl"] = ((ratio - 1) - logratio).mean()
-    metrics["clipfrac"] = (jnp.abs(ratio - 1) > args.clip_coef).mean()
+    metrics["old_approx_kl"] = (-logratio).mean(-1)
+    metrics["approx_kl"] = ((ratio - 1) - logratio).mean(-1)
+    metrics["clipfrac"] = (jnp.abs(ratio - 1) > args.clip_coef).mean(-1)
     return loss, metrics
 
 
