@@ -1,4 +1,4 @@
-"""--save-every and --resume (checkpoint.py's resume file, issue 55 item 7): a run stopped by a
+"""--save-every and --resume (resuming.py's resume file, issue 55 item 7): a run stopped by a
 signal and resumed in its folder ends with the same state as the same run uninterrupted: parameters,
 Adam's moments and step, the envs' state with the normalisation statistics, the random keys. The JAX
 scripts match bit for bit; so does ppo_torch.py on one machine here, but torch promises no
