@@ -28,14 +28,8 @@ from atomic import write_file
 ROOT = Path(__file__).resolve().parent.parent
 # the pieces every copy gets, for the options it keeps; a framework's own (torch_glue.py) come from
 # study.toml (core/ without its __init__.py: a namespace package, which env_adapters.py imports)
-PIECES = (
-    "core/plain_bookkeeping.py",
-    "atomic.py",
-    "env_normalize.py",
-    "checkpoint.py",
-    "saving.py",
-)
-PIECES += ("resuming.py", "event_files.py")
+PIECES = ("core/plain_bookkeeping.py", "atomic.py", "env_normalize.py")
+PIECES += ("saving.py", "checkpoint.py", "resuming.py", "event_files.py")
 PIECES += ("env_adapters.py", "core/env_ids.py")
 # the benchmark's bookkeeping, which a script takes when it is beside it, and is left out of a copy
 OPTIONAL = {"bookkeeping"}
