@@ -1,11 +1,10 @@
 """Files written whole or not at all: the one atomic write of benchback-rl (the standard library
 only).
 
-Every file the project writes goes through write_file (or write_json): the scripts' config.json and
-summary.json (bookkeeping.py), env_timing.json, the benchmarks' JSON files, and the analysis'
-tables, figures, REPORT.md, README blocks and learning curves (analysis/output.py). It imports
-the standard library only, so that the scripts, sweep/env_timing.py, benchmarks/ and the analysis
-can all import it.
+Every file the project writes goes through write_file (or write_json): the scripts' model and
+resume files, config.json and summary.json, the env timing, the benchmarks' JSON files, and the
+analysis' tables, figures, reports and learning curves. It imports the standard library only, so
+that the scripts, the sweep, the benchmarks and the analysis can all import it.
 
 A write goes into a temporary file beside the file it replaces, is given that file's mode (and,
 where allowed, its owner; a new file gets the usual mode under the umask), and is renamed over it:
@@ -24,8 +23,8 @@ Every JSON file and header the project reads goes through one reader (read_json,
 field): at most MAX_JSON_BYTES and MAX_JSON_DEPTH levels, and typed where a field is used, so that
 a hostile or broken file is refused in one line (BadJson) rather than a traceback or a memory blow.
 
-A tool replaces only files it wrote (check_replaceable, the one check of every output path:
-sweep/env_timing.py's --out, the benchmarks' outputs, the quick start's): before anything is
+A tool replaces only files it wrote (check_replaceable, the one check of every output path: the
+env timing's --out, the benchmarks' outputs, the quick start's): before anything is
 measured, a file already at an output path is read and recognised as this tool's (by the mark it
 wrote: "written_by" in a JSON object, a first line MARK in a Markdown file; or by its content), else
 refused in one line (OutputRefused) and left as it is. A benchmark's outputs are a JSON record and
@@ -36,9 +35,8 @@ fcntl.flock on the folder's LOCK_FILE while it writes there, and a second one is
 (FolderBusy); the kernel lifts the lock when its process ends, however it ends, so that a killed run
 leaves no stale lock.
 
-The stop signals: one policy for every entry point (the ppo_*.py scripts through bookkeeping.py,
-evaluate.py, plot_results.py and a starter copy), since a stop must come where nothing is cut in
-two.
+The stop signals: one policy for every entry point (the ppo_*.py scripts through their
+bookkeeping, the evaluation and the plots), since a stop must come where nothing is cut in two.
 
     stop = Interrupts("the next iteration boundary")
     with stop.installed():        # SIGINT, SIGTERM and SIGHUP caught from here on
@@ -62,7 +60,7 @@ A SIGHUP inherited ignored (nohup) stays ignored: the user asked the process to 
 terminal. SIGINT and SIGTERM are caught even when inherited ignored, so that a run started in the
 background of a script still stops. The stop signals are held where a stop would cut something in
 two (atomic.deferred_signals: delivered when the block ends), and from an entry point's first
-lines (hold_stop_signals(): the ppo_*.py scripts, evaluate.py and plot_results.py, whose imports
+lines (hold_stop_signals(): the ppo_*.py scripts, the evaluation and the plots, whose imports
 take seconds) until its policy is installed, which takes what came meanwhile as a first signal:
 the first check stops it.
 """
@@ -310,7 +308,7 @@ def hold_folder(folder, who: str) -> bool:
     """Makes folder this process's to write in until it ends (or release_folder): an exclusive
     fcntl.flock on its LOCK_FILE, made if missing, never through a link. The kernel lifts it when
     the process ends, however it ends: a killed run leaves no stale lock. FolderBusy (one line, who
-    first: "--resume", "evaluate.py") when another process holds it; LinkRefused when the lock file
+    first: "--resume", "--log-dir") when another process holds it; LinkRefused when the lock file
     is a link. True when this call took the lock, False when this process held it already or the
     file system keeps no locks (some network mounts: the folder is then used unlocked)."""
     real = os.path.realpath(folder)

@@ -38,7 +38,7 @@ from typing import Callable, Optional
 
 from atomic import Interrupts, hold_folder, write_json
 from core import env_ids
-from core.command_line import before_imports, translated
+from core.command_line import before_imports, translate
 from core.plain_bookkeeping import PlainBook, progress, with_run_flags
 
 
@@ -265,7 +265,7 @@ class Bookkeeping(PlainBook):
         # leaves it as it was
         self.resumed_dir = None
         self.made_dirs = []  # the folders make_run_dir made, the run folder first
-        # with --resume: the seconds the stopped run ran (checkpoint.time_before), in total_s
+        # with --resume: the seconds the stopped run ran (resuming.time_before), in total_s
         self.before_s = 0.0
         self.num_iterations = None
         self.num_agents = 1
@@ -366,15 +366,15 @@ class Bookkeeping(PlainBook):
     def setup_done(self):
         self.summary["setup_s"] = time.perf_counter() - self.start_time
         if self.resumed_dir and self.run_dir is None:
-            import checkpoint
+            import resuming
 
             # the script's Saver, made before, checked the stopped run, and put its state back
-            resume = checkpoint.read_resume(self.resumed_dir)
+            resume = resuming.read_resume(self.resumed_dir)
             self.returns = list(resume.returns)
             self.summary["iterations_completed"] = resume.iteration
             # the analysis reads a resumed run's events files as one run, and does not time it
             self.summary["resumed_at"] = [*resume.resumed_at, resume.iteration]
-            self.before_s = checkpoint.time_before(self.resumed_dir)
+            self.before_s = resuming.time_before(self.resumed_dir)
             self.run_dir = self.resumed_dir
 
     def iteration_done(self, iteration: int, returns, writer, scalars: dict):
@@ -483,8 +483,8 @@ class Bookkeeping(PlainBook):
         # config.json's command: as typed (CleanRL's flags, --resume alone), before the rewrites
         self.command = list(sys.argv)
         try:
-            # CleanRL's flags read as ours (--total-timesteps, --env-id): main() parses the result
-            sys.argv[1:] = translated(args_type, sys.argv[1:])
+            # CleanRL's booleans read as ours (--anneal-lr False): main() parses the result
+            sys.argv[1:] = translate(args_type, sys.argv[1:])
             # --resume RUN_DIR alone: the flags not given are the run's own (config.json's)
             sys.argv[1:] = with_run_flags(args_type, sys.argv[1:])
             check_args(args_type, sys.argv[1:])

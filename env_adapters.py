@@ -302,9 +302,9 @@ def make_envpool(env_id: str, num_envs: int, seed: int, num_threads: int = 0, nu
 
 class Envpool:
     """An envpool pool with gymnax's contract, stepped on the host (its NumPy API): by reset_host,
-    step_host and host_step (step's contract; ppo_torch.py's loop steps it by host_step_envs, as
-    CleanRL steps envpool), and by reset and step from JAX through a host call (host_call), so a
-    jitted lax.scan rollout steps it.
+    step_host and host_step (step's contract; the torch template's loop steps it by
+    host_step_envs, as CleanRL steps envpool), and by reset and step from JAX through a host call
+    (host_call), so a jitted lax.scan rollout steps it.
 
     One pool serves all agents: num_agents x num_envs envs. envpool seeds its env i with the pool's
     seed + i, so a pool seeded seed x num_envs gives agent k the envs of a one-agent pool of seed +
@@ -396,7 +396,7 @@ def host_call(fn, shapes, *args):
     with NumPy arrays in and out, also inside jit and lax.scan. Vmapped, fn gets the whole batch
     at once (every input with the batch's leading axis), as one pool steps every agent's envs. On a
     CPU by buffer_callback: io_callback took about 140 us a call more here
-    (benchmarks/envpool_calls.py); io_callback on other devices."""
+    (the project's envpool_calls benchmark); io_callback on other devices."""
 
     @custom_vmap
     def call(*args):
@@ -426,7 +426,7 @@ def write_outputs(fn, context, outputs, *inputs):
 
 
 def host_step_envs(env, runner, action):
-    """ppo_torch.py's step_envs in NumPy for an env with a host_step (an Envpool, raw or
+    """The torch template's step_envs in NumPy for an env with a host_step (an Envpool, raw or
     normalised), its runner and action along an agent axis: every agent's envs stepped at once, as
     one pool. The next runner (its key passed on unused: the pool holds the states) and the env
     fields."""

@@ -92,8 +92,8 @@ class Normalize:
             env.action_bounds,
         )
         if hasattr(env, "host_step"):
-            # an envpool pool's NumPy step, normalised in NumPy: ppo_torch.py steps it with no JAX
-            # call
+            # an envpool pool's NumPy step, normalised in NumPy: the torch template steps it with no
+            # JAX call
             self.host_step = self.normalized_host_step
 
     def reset(self, keys, params):

@@ -1,6 +1,6 @@
 """PPO in Equinox on gymnax environments (or envpool's CPU ones): a single-file starter.
 Read it top to bottom: Args, network, env glue, rollout, GAE, loss, update, main().
-The ppo_*.py files are parallel: `diff ppo_linen.py ppo_equinox.py` shows only the framework."""
+The four ppo_*.py templates are parallel: a diff of two shows only the framework."""
 
 import math
 import os
@@ -45,6 +45,8 @@ class Args:
     """the number of steps per environment in each rollout"""
     num_iterations: int = 100
     """the number of iterations (rollout + update)"""
+    total_timesteps: Optional[int] = None
+    """CleanRL's run length, env steps per agent: sets num_iterations (if not given) to N / batch"""
     update_epochs: int = 10
     """the number of epochs over the batch in each update"""
     num_minibatches: int = 8
@@ -100,6 +102,9 @@ class Args:
 
     def __post_init__(self):
         """Refuses what no PPO run can use, in one line: tyro prints it and exits with code 2."""
+        if (self.total_timesteps or 0) > 0 and self.num_iterations == Args.num_iterations:
+            object.__setattr__(self, "num_iterations", self.total_timesteps // self.batch_size)
+        runs = self.total_timesteps in (None, self.num_iterations * self.batch_size)
         num_updates = self.num_iterations * self.update_epochs * self.num_minibatches
         steps = f"at most {2**31 - 1:,} optimizer steps, not {num_updates:,}"
         divides = self.num_minibatches > 0 and self.batch_size % self.num_minibatches == 0
@@ -116,7 +121,8 @@ class Args:
         a_name = "a name of 1 to 128 bytes, without / \\ or .."
         local = "a local folder, not a URL (s3://, gs://): ./NAME for a NAME with a colon"
         folders = [len(os.fsencode(folder)) <= 255 for folder in self.log_dir.split("/")]
-        rules = [(name, math.isfinite(getattr(self, name)), "a finite number") for name in floats]
+        rules = [("total_timesteps", runs, f"num_iterations x the batch, {self.batch_size}")]
+        rules += [(name, math.isfinite(getattr(self, name)), "a finite number") for name in floats]
         rules += [(name, getattr(self, name) > 0, "a positive integer") for name in counts]
         rules += [(name, getattr(self, name) >= 0, "0 or more") for name in nonnegative]
         rules += [
@@ -145,8 +151,7 @@ class Args:
 
 
 if __name__ == "__main__":
-    # the benchmark's bookkeeping (config.json, summary.json) when bookkeeping.py is beside
-    # this file, else the plain one of a starter copy: --help and bad input answered now
+    # the benchmark's bookkeeping (config.json, summary.json) where it is, else a copy's plain one
     try:
         from bookkeeping import Bookkeeping as Book
     except ModuleNotFoundError:
@@ -377,23 +382,23 @@ def rollout(env, env_params, args: Args, agent: Agent, runner: Runner):
 
 
 def compute_gae(rewards, values, final_values, terminated, truncated, gamma, gae_lambda):
-    """GAE over (num_steps, num_envs); final_values: V(pre-reset next obs), not for a terminated."""
+    """GAE over (num_steps, ...); final_values: V(pre-reset next obs), not for a terminated one."""
     deltas = rewards + gamma * final_values * (1.0 - terminated) - values
-    continues = 1.0 - (terminated | truncated)
+    discounts = gamma * gae_lambda * (1.0 - (terminated | truncated))
 
     def backward(gae, x):
-        delta, cont = x
-        gae = delta + gamma * gae_lambda * cont * gae
+        delta, discount = x
+        gae = delta + discount * gae
         return gae, gae
 
-    init = jnp.zeros_like(deltas[0])
-    _, advantages = jax.lax.scan(backward, init, (deltas, continues), reverse=True)
+    gae = jnp.zeros_like(deltas[0])
+    _, advantages = jax.lax.scan(backward, gae, (deltas, discounts), reverse=True)
     return advantages, advantages + values
 
 
 # -------------------------------------------------------------------------------- loss and update
 def ppo_loss(agent: Agent, args: Args, mb: Batch):
-    """Clipped PPO objective; returns the total loss and its parts."""
+    """Each agent's clipped PPO objective (means over the last axis): its loss and the parts."""
     actor_out, new_values = agent(mb.obs)
     new_logprobs, entropy = agent.log_prob_and_entropy(actor_out, mb.actions)
     entropy = entropy.mean()
@@ -404,18 +409,18 @@ def ppo_loss(agent: Agent, args: Args, mb: Batch):
         # population std (ddof=0) in every framework
         advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
     clipped_ratio = jnp.clip(ratio, 1 - args.clip_coef, 1 + args.clip_coef)
-    pg_loss = jnp.maximum(-advantages * ratio, -advantages * clipped_ratio).mean()
+    pg_loss = jnp.maximum(-advantages * ratio, -advantages * clipped_ratio).mean(-1)
     v_loss_unclipped = (new_values - mb.returns) ** 2
     if args.clip_vloss:
         v_clipped = mb.values + jnp.clip(new_values - mb.values, -args.clip_coef, args.clip_coef)
-        v_loss = 0.5 * jnp.maximum(v_loss_unclipped, (v_clipped - mb.returns) ** 2).mean()
+        v_loss = 0.5 * jnp.maximum(v_loss_unclipped, (v_clipped - mb.returns) ** 2).mean(-1)
     else:
-        v_loss = 0.5 * v_loss_unclipped.mean()
+        v_loss = 0.5 * v_loss_unclipped.mean(-1)
     loss = pg_loss - args.ent_coef * entropy + args.vf_coef * v_loss
     metrics = {"policy_loss": pg_loss, "value_loss": v_loss, "entropy": entropy}
-    metrics["old_approx_kl"] = (-logratio).mean()
-    metrics["approx_kl"] = ((ratio - 1) - logratio).mean()
-    metrics["clipfrac"] = (jnp.abs(ratio - 1) > args.clip_coef).mean()
+    metrics["old_approx_kl"] = (-logratio).mean(-1)
+    metrics["approx_kl"] = ((ratio - 1) - logratio).mean(-1)
+    metrics["clipfrac"] = (jnp.abs(ratio - 1) > args.clip_coef).mean(-1)
     return loss, metrics
 
 
@@ -425,8 +430,7 @@ def make_optimizer(args: Args):
     end_value = 0.0 if args.anneal_lr else args.learning_rate
     lr_schedule = jax.jit(optax.linear_schedule(args.learning_rate, end_value, num_updates))
     adam = optax.adam(lr_schedule, eps=1e-5)
-    tx = optax.chain(optax.clip_by_global_norm(args.max_grad_norm), adam)
-    return tx, lr_schedule
+    return optax.chain(optax.clip_by_global_norm(args.max_grad_norm), adam), lr_schedule
 
 
 def update(args: Args, tx, agent: Agent, opt_state, batch: Batch, key, permutations=None):
@@ -515,9 +519,9 @@ def main():
     config["minibatch_size"] = args.batch_size // args.num_minibatches
     saver = nullcontext()
     if args.save_model or args.save_every or args.resume:
-        import checkpoint
+        import saving
 
-        saver = checkpoint.Saver(run_dir, config, __file__)
+        saver = saving.Saver(run_dir, config, __file__)
     book.start(config, run_dir)  # config.json: the config, the command line, versions, machine
     if args.track:
         import wandb
@@ -532,9 +536,8 @@ def main():
         table = "\n".join(f"|{key}|{value}|" for key, value in asdict(args).items())
         writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
         # every agent's keys from its own seed: agent k is the single-agent run of seed + k
-        seeds = args.seed + np.arange(args.num_agents)
         split = jax.jit(jax.vmap(lambda seed: tuple(jax.random.split(jax.random.key(seed), 3))))
-        env_key, init_key, update_key = split(seeds)
+        env_key, init_key, update_key = split(args.seed + np.arange(args.num_agents))
         reset = jax.jit(jax.vmap(partial(reset_envs, env, env_params, num_envs=args.num_envs)))
         runner = reset(env_key)
         sizes, obs_dim = MODEL_SIZES[args.model_size], runner.obs.shape[-1]
@@ -557,9 +560,7 @@ def main():
         if args.compile != "none":
             # partition: plain jax.jit (and jax.vmap above), as every leaf of the agent is an array
             jit = jax.jit if args.compile == "partition" else eqx.filter_jit
-            rollout_fn = jit(rollout_fn)
-            update_fn = jit(update_fn)
-            chunk_fn = jit(chunk_fn)
+            rollout_fn, update_fn, chunk_fn = map(jit, (rollout_fn, update_fn, chunk_fn))
         before_s = saver.before_s if args.resume else 0.0
         book.setup_done()
         setup_s = time.perf_counter() - START

@@ -1,6 +1,6 @@
 """PPO in PyTorch on gymnax environments (or envpool's CPU ones): a starter in two files, with
 torch_glue.py. Read it top to bottom: Args, network, env glue, rollout, GAE, loss, update, main().
-The ppo_*.py files are parallel: `diff ppo_linen.py ppo_torch.py` shows only the framework."""
+The four ppo_*.py templates are parallel: a diff of two shows only the framework."""
 
 import math
 import os
@@ -45,6 +45,8 @@ class Args:
     """the number of steps per environment in each rollout"""
     num_iterations: int = 100
     """the number of iterations (rollout + update)"""
+    total_timesteps: Optional[int] = None
+    """CleanRL's run length, env steps per agent: sets num_iterations (if not given) to N / batch"""
     update_epochs: int = 10
     """the number of epochs over the batch in each update"""
     num_minibatches: int = 8
@@ -103,6 +105,9 @@ class Args:
 
     def __post_init__(self):
         """Refuses what no PPO run can use, in one line: tyro prints it and exits with code 2."""
+        if (self.total_timesteps or 0) > 0 and self.num_iterations == Args.num_iterations:
+            object.__setattr__(self, "num_iterations", self.total_timesteps // self.batch_size)
+        runs = self.total_timesteps in (None, self.num_iterations * self.batch_size)
         num_updates = self.num_iterations * self.update_epochs * self.num_minibatches
         steps = f"at most {2**31 - 1:,} optimizer steps, not {num_updates:,}"
         divides = self.num_minibatches > 0 and self.batch_size % self.num_minibatches == 0
@@ -119,7 +124,8 @@ class Args:
         a_name = "a name of 1 to 128 bytes, without / \\ or .."
         local = "a local folder, not a URL (s3://, gs://): ./NAME for a NAME with a colon"
         folders = [len(os.fsencode(folder)) <= 255 for folder in self.log_dir.split("/")]
-        rules = [(name, math.isfinite(getattr(self, name)), "a finite number") for name in floats]
+        rules = [("total_timesteps", runs, f"num_iterations x the batch, {self.batch_size}")]
+        rules += [(name, math.isfinite(getattr(self, name)), "a finite number") for name in floats]
         rules += [(name, getattr(self, name) > 0, "a positive integer") for name in counts]
         rules += [(name, getattr(self, name) >= 0, "0 or more") for name in nonnegative]
         rules += [
@@ -148,8 +154,7 @@ class Args:
 
 
 if __name__ == "__main__":
-    # the benchmark's bookkeeping (config.json, summary.json) when bookkeeping.py is beside
-    # this file, else the plain one of a starter copy: --help and bad input answered now
+    # the benchmark's bookkeeping (config.json, summary.json) where it is, else a copy's plain one
     try:
         from bookkeeping import Bookkeeping as Book
     except ModuleNotFoundError:
@@ -534,9 +539,9 @@ def main():
     config["device_name"] = torch_glue.device_name(device)
     saver = nullcontext()
     if args.save_model or args.save_every or args.resume:
-        import checkpoint
+        import saving
 
-        saver = checkpoint.Saver(run_dir, config, __file__)
+        saver = saving.Saver(run_dir, config, __file__)
     book.start(config, run_dir)  # config.json: the config, the command line, versions, machine
     if args.track:
         import wandb

@@ -100,7 +100,8 @@ def reset_agents(env, env_params, reset_envs, seeds: list, num_envs: int):
 def env_step(env, env_params, step_envs):
     """What rollout calls each step: the script's step_envs, jitted and vmapped over the agents;
     for an envpool pool (an env with host_step), env_adapters.host_step_envs: NumPy only, with no
-    JAX call per step, as CleanRL steps envpool (benchmarks/envpool_calls.py times both)."""
+    JAX call per step, as CleanRL steps envpool (the project's envpool_calls benchmark times
+    both)."""
     if hasattr(env, "host_step"):
         import env_adapters  # here only: a gymnax run needs no env_adapters.py
 
@@ -196,7 +197,7 @@ def load_arrays(agent: torch.nn.Module, optimizer, generators: list, state: dict
 
 def resume(saver, writer, agent: torch.nn.Module, optimizer, generators: list, runner):
     """(runner, iterations completed) of --resume: the saved run's state put back into the agents,
-    Adam and the generators (checkpoint.Saver.resume), bit for bit."""
+    Adam and the generators (saving.Saver.resume), bit for bit."""
     training, runner, start = saver.resume(arrays(agent, optimizer, generators), runner, writer)
     load_arrays(agent, optimizer, generators, training)
     return runner, start
@@ -231,8 +232,8 @@ class ThreadGovernor:
     """torch's intra-op threads, iteration by iteration: the cores of this process that other
     processes leave free (all of them on a quiet machine: torch's default, or OMP_NUM_THREADS).
     OpenMP splits each op evenly between its threads and waits for the last one: when a competing
-    process deschedules one, every op waits for it (benchmarks/busy_machine.py: steady iterations
-    3x slower on 2 cores beside one busy loop). JAX's pool steals the work instead.
+    process deschedules one, every op waits for it (the project's busy_machine benchmark: steady
+    iterations 3x slower on 2 cores beside one busy loop). JAX's pool steals the work instead.
 
     It reads how much CPU other processes take on this process's cores (Linux's /proc/stat;
     elsewhere, or where the file cannot be read or parsed, it switches itself off and leaves

@@ -1,7 +1,7 @@
 """A ppo_*.py command line read as its user means it (part of benchback-rl): tyro's parse with its
 error box on one line (parse_args, evaluate.py's too); CleanRL's flags that mean what ours mean
-taken (--total-timesteps, a boolean's `--anneal-lr False`; --env-id is an alias in the scripts'
-Args, tyro's own), those with no counterpart refused with what to use instead, and an unknown flag
+taken (a boolean's `--anneal-lr False`; --env-id and --total-timesteps are the scripts' own Args,
+which tyro reads), those with no counterpart refused with what to use instead, and an unknown flag
 answered with the nearest one. The standard library only at import (tyro is imported when a
 command line is parsed), so that a script's first lines can answer --help, a bad flag or a missing
 package before JAX starts, the stop signals held meanwhile (before_imports).
@@ -36,7 +36,6 @@ CLEANRL_INSTEAD["--no-torch-deterministic"] = CLEANRL_INSTEAD["--torch-determini
 # flags whose value "None" tyro reads as not given, which Args cannot tell from the default: an
 # unset variable (--resume "$RUN") would start a new run in place of the stopped one
 NOT_NONE = ("--resume",)
-TOTAL_TIMESTEPS = "--total-timesteps"
 
 
 def flag_name(field_name: str) -> str:
@@ -114,11 +113,6 @@ def unknown_flag_message(flag: str, known: list[str]) -> str:
     return f"unknown flag {flag}: {hint}"
 
 
-def flags_given(argv: list[str]) -> list[tuple[int, str, str | None]]:
-    """(position, --name, inline value) of every flag in argv."""
-    return [(i, *split_flag(token)) for i, token in enumerate(argv) if token.startswith("--")]
-
-
 def take_value(argv: list[str], position: int, inline: str | None, flag: str) -> tuple[str, int]:
     """The value of the flag at position (inline, or the next token) and how many tokens it took."""
     if inline is not None:
@@ -128,19 +122,13 @@ def take_value(argv: list[str], position: int, inline: str | None, flag: str) ->
     return argv[position + 1], 2
 
 
-def translate(args_type, argv: list[str], batch_size=None) -> list[str]:
-    """argv with CleanRL's --total-timesteps N read as --num-iterations N / batch (batch_size(argv
-    without it): num_envs x num_steps); ValueError, one line, for a flag
-    CleanRL has and we do not (what to use instead), an unknown flag (the nearest one), a
-    --total-timesteps that is not a positive multiple of the batch or comes with
-    --num-iterations, or a --resume None (NOT_NONE)."""
+def translate(args_type, argv: list[str]) -> list[str]:
+    """argv with a boolean given CleanRL's way as tyro's flag; ValueError, one line, for a flag
+    CleanRL has and we do not (what to use instead), an unknown flag (the nearest one), or a
+    --resume None (NOT_NONE)."""
     known = known_flags(args_type)
     bools = bool_flags(args_type)
-    if "--num-iterations" not in known:
-        # no run length to set: CleanRL's flag is then an unknown one
-        known = [*known, "--num-iterations"]
-        batch_size = None
-    out, total, i = [], None, 0
+    out, i = [], 0
     while i < len(argv):
         token = argv[i]
         if not token.startswith("--") or token == "--":
@@ -148,10 +136,6 @@ def translate(args_type, argv: list[str], batch_size=None) -> list[str]:
             i += 1
             continue
         flag, inline = split_flag(token)
-        if flag == TOTAL_TIMESTEPS:
-            total, taken = take_value(argv, i, inline, flag)
-            i += taken
-            continue
         if flag in bools:
             value, taken = bool_value(argv, i, inline)
             if value is not None:
@@ -165,53 +149,13 @@ def translate(args_type, argv: list[str], batch_size=None) -> list[str]:
             raise ValueError(f"{flag} must be a run folder, got 'None'")
         out.append(token)
         i += 1
-    if total is None:
-        return out
-    return with_iterations(out, total, batch_size(out) if batch_size else None)
-
-
-def with_iterations(argv: list[str], total: str, batch: int | None) -> list[str]:
-    """argv with --num-iterations total / batch; ValueError unless total is a positive multiple of
-    the batch and argv has no --num-iterations of its own."""
-    if any(flag == "--num-iterations" for _, flag, _ in flags_given(argv)):
-        raise ValueError(
-            f"{TOTAL_TIMESTEPS} and --num-iterations both set the run's length: give one"
-        )
-    try:
-        steps = int(total)
-    except ValueError:
-        raise ValueError(f"{TOTAL_TIMESTEPS} must be a positive integer, got {total!r}") from None
-    if batch is None or steps <= 0 or steps % batch:
-        multiples = f"{batch:,} ({nearest_multiples(steps, batch)})" if batch else "the batch"
-        raise ValueError(
-            f"{TOTAL_TIMESTEPS} {total} is not a positive multiple of --num-envs x --num-steps = "
-            f"{multiples}: each iteration takes one batch"
-        )
-    return [*argv, "--num-iterations", str(steps // batch)]
-
-
-def nearest_multiples(steps: int, batch: int) -> str:
-    """The positive multiples of batch nearest to steps, said for the refusal: the one below and
-    the one above ("98,304 or 106,496"), or the first when none is below."""
-    below = steps // batch * batch
-    if below <= 0:
-        return f"the nearest: {batch:,}"
-    return f"the nearest: {below:,} or {below + batch:,}"
-
-
-def translated(args_type, argv: list[str]) -> list[str]:
-    """argv as tyro takes it: CleanRL's flags translated (translate), the batch from argv."""
-
-    def batch_size(argv: list[str]) -> int:
-        return tyro_parse(args_type, argv).batch_size
-
-    return translate(args_type, argv, batch_size)
+    return out
 
 
 def parse_args(args_type, argv: list[str]):
     """args_type from argv (CleanRL's flags translated), parsed by tyro; ValueError, one line, for
     bad input."""
-    return tyro_parse(args_type, translated(args_type, argv))
+    return tyro_parse(args_type, translate(args_type, argv))
 
 
 # ----------------------------------------------------------------------- a script's first lines

@@ -1,6 +1,6 @@
 """The env ids the scripts know, as fixed lists (part of benchback-rl): a mistyped --env is refused
-before JAX loads (core/command_line.py's before_imports), and a checkpoint's env id is checked
-without handing it to a library (evaluation/model_file.py). The standard library only.
+before JAX loads (the scripts' command line check), and a checkpoint's env id is checked without
+handing it to a library (the evaluation). The standard library only.
 
     why = env_ids.unknown("CartPol-v1", "gymnax")  # None when known, else why, in words
     env_ids.packages("brax-ant", "gymnax")  # its simulator's pip packages: ("brax", "mujoco", ...)
@@ -9,7 +9,7 @@ without handing it to a library (evaluation/model_file.py). The standard library
 import difflib
 from typing import Optional
 
-# gymnax 1.0.1's registered ids (gymnax.registered_envs; tests/test_command_line.py compares)
+# gymnax 1.0.1's registered ids (gymnax.registered_envs; a test of the suite compares)
 GYMNAX_ENVS = (
     "CartPole-v1 Pendulum-v1 Acrobot-v1 MountainCar-v0 MountainCarContinuous-v0 Asterix-MinAtar"
     " Breakout-MinAtar Freeway-MinAtar Seaquest-MinAtar SpaceInvaders-MinAtar Catch-bsuite"

@@ -16,7 +16,7 @@ as the resumed process logged it (check_resumed_events). The ties of total_s to 
 of time/iteration, the events within start_time + total_s, check_total) are made on the last
 process's events file alone (its iterations, after resumed_at's last, within its own start and
 total_s): its time/elapsed and total_s count on from the time the run ran before it
-(checkpoint.time_before; a run resumed before that: from 0, total_s the last process's alone), so
+(resuming.time_before; a run resumed before that: from 0, total_s the last process's alone), so
 that its origin (a wall time less its time/elapsed) lies that much before its first line, after the
 first process's.
 """

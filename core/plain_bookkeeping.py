@@ -1,10 +1,9 @@
-"""A ppo_*.py script's bookkeeping when bookkeeping.py is not beside it (a `./setup.sh starter`
-copy): the command line read before the script's heavy imports (--help; bad input in one line,
-exit code 2, before any folder is made), the run folder and its name, a progress line per
-iteration, the stop signals (SIGINT, SIGTERM, SIGHUP: atomic.py's policy) answered at the next
-iteration boundary with TensorBoard's events flushed on the way out (exit code 130), and a last
-line that says where the logs went. bookkeeping.py, the benchmark's, adds config.json and
-summary.json to it.
+"""A ppo_*.py script's bookkeeping when the benchmark's is not beside it (a starter's copy): the
+command line read before the script's heavy imports (--help; bad input in one line, exit code 2,
+before any folder is made), the run folder and its name, a progress line per iteration, the stop
+signals (SIGINT, SIGTERM, SIGHUP: atomic.py's policy) answered at the next iteration boundary with
+TensorBoard's events flushed on the way out (exit code 130), and a last line that says where the
+logs went. The benchmark's bookkeeping adds config.json and summary.json to it.
 
 A script makes one at its first lines and calls it at a few named points:
 
@@ -81,21 +80,21 @@ def progress(num_iterations: int, iteration: int, scalars: dict, iteration_times
 
 def with_run_flags(args_type, argv: list[str]) -> list[str]:
     """argv with, after --resume RUN_DIR, the stopped run's flags for those argv leaves out
-    (checkpoint.resumed_argv, imported only then), once the run is known to be of the script's
+    (resuming.resumed_argv, imported only then), once the run is known to be of the script's
     framework (its FRAMEWORK)."""
     if not any(token.partition("=")[0] == "--resume" for token in argv):
         return argv
-    import checkpoint
+    import resuming
 
     framework = getattr(sys.modules.get(args_type.__module__), "FRAMEWORK", None)
-    return checkpoint.resumed_argv([field.name for field in fields(args_type)], argv, framework)
+    return resuming.resumed_argv([field.name for field in fields(args_type)], argv, framework)
 
 
 class PlainBook:
     def __init__(self, start: float, args_type=None, framework: Optional[str] = None):
         """start: time.perf_counter() at the script's first line; args_type: the script's Args,
         whose command line is read now (the stop signals held until run() installs their policy);
-        framework: bookkeeping.py's (the packages it records), unused here."""
+        framework: the benchmark's bookkeeping's (the packages it records), unused here."""
         self.start_time = start
         self.run_dir = None  # made by make_run_dir: from then on, bad input is a failure
         self.num_iterations = None
@@ -145,7 +144,7 @@ class PlainBook:
                 path = f"{run_dir}-{suffix}"
 
     def made(self, path: str) -> None:
-        """The run folder just made (bookkeeping.py holds it)."""
+        """The run folder just made (the benchmark's bookkeeping holds it)."""
 
     def start(self, config: dict, run_dir: str):
         """The run starts in run_dir; config's device_name set when the script has not (JAX's)."""

@@ -7,7 +7,7 @@ same script file name and the same arguments, apart from the value of --log-dir 
 the first start's command never has).
 
 A run that is not done, but whose folder (the same command, not completed) holds the resume file of
-the scripts' --save-every (checkpoint.RESUME_FILE, readable), is continued there: its command gets
+the scripts' --save-every (resuming.RESUME_FILE, readable), is continued there: its command gets
 --resume FOLDER (with_resumes), so that a sweep stopped part-way (a Slurm requeue, a timeout) loses
 at most --save-every iterations of it. Of several such folders, the one saved furthest on. Any other
 run starts afresh."""
@@ -87,13 +87,14 @@ def completed_keys(exp_dir: Path, wanted: Optional[set] = None) -> set:
 def resumable(run_dir: Path) -> int:
     """The iterations that a run folder's resume file saved, 0 when it has none that the scripts
     would take."""
-    # checkpoint.RESUME_FILE (checkpoint is imported only for a folder that has one)
+    # resuming.RESUME_FILE (resuming is imported only for a folder that has one)
     if not (run_dir / "resume.safetensors").is_file():  # none, or a FIFO
         return 0
     import checkpoint
+    import resuming
 
     try:
-        return checkpoint.read_resume(run_dir).iteration
+        return resuming.read_resume(run_dir).iteration
     except checkpoint.BadCheckpoint:
         return 0
 

@@ -1,6 +1,6 @@
 """Checkpoints made without training (random_checkpoint: random parameters of the small model's
 shapes, written by checkpoint.save), the run config beside one and what its Hub folder may and may
-not publish, Runner, a stand-in for the scripts' runner that checkpoint.Saver saves, and a stopped
+not publish, Runner, a stand-in for the scripts' runner that saving.Saver saves, and a stopped
 run folder made by a Saver without training (stopped_folder, events_file)."""
 
 from pathlib import Path
@@ -10,6 +10,7 @@ import numpy as np
 
 import atomic
 import checkpoint
+import saving
 from evaluation import model_file
 
 # env -> (trained by, action kind, obs_dim, num_actions): a discrete and a continuous env, each
@@ -123,7 +124,7 @@ def stopped_folder(tmp_path: Path, agents: int = 1, flags: dict = FLAGS) -> Path
     file, an events file, an "interrupted" summary.json, and agent_k folders with more agents."""
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    saver = checkpoint.Saver(str(run_dir), flags, __file__)
+    saver = saving.Saver(str(run_dir), flags, __file__)
     # a script's to_shared of its agents: (actor, critic, log_std), [(kernel, bias)] per MLP
     dense = [(np.ones((agents, 2, 1), np.float32), np.zeros((agents, 1), np.float32))]
     layers = (dense, dense, None)

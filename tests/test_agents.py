@@ -156,6 +156,7 @@ def test_a_stopped_and_resumed_torch_run_of_agents_ends_as_an_uninterrupted_one(
     from script_runs import arrays, run, stopped_after_first_save
 
     import checkpoint
+    import resuming
 
     pendulum = ["--env", "Pendulum-v1", "--norm-obs", "--norm-reward"]
     # eager (env-jit): torch.compile's step resumed is test_resume.py's (discrete runs)
@@ -165,7 +166,7 @@ def test_a_stopped_and_resumed_torch_run_of_agents_ends_as_an_uninterrupted_one(
     run_dir = stopped_after_first_save("torch", args, tmp_path / "stopped")
     resumed = run("torch", *args, "--resume", str(run_dir))
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    names = [checkpoint.RESUME_FILE] + [f"agent_{k}/{checkpoint.FILENAME}" for k in range(AGENTS)]
+    names = [resuming.RESUME_FILE] + [f"agent_{k}/{checkpoint.FILENAME}" for k in range(AGENTS)]
     for name in names:
         want, got = arrays(only_run_dir(tmp_path / "whole"), name), arrays(run_dir, name)
         assert want.keys() == got.keys() and want.keys()

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+import tyro
 
 from core import command_line
 from helpers import ROOT, only_run_dir, read_json
@@ -16,12 +17,6 @@ def linen_args():
     import ppo_linen
 
     return ppo_linen.Args
-
-
-def batch_of(args_type):
-    from core.run_checks import parse_args
-
-    return lambda argv: parse_args(args_type, argv).batch_size
 
 
 @pytest.mark.parametrize(
@@ -54,42 +49,54 @@ def test_cleanrls_own_flags_say_what_to_use(linen_args):
 
 
 def test_env_id_and_total_timesteps_are_taken_as_cleanrl_means_them(linen_args):
-    batch = batch_of(linen_args)
+    """Args' own (tyro's alias, a field with its rule in __post_init__): a starter's copy, which
+    has no command line but tyro's, takes them as the template does."""
     argv = ["--env-id", "Acrobot-v1", "--num-envs", "4", "--num-steps", "128"]
-    translated = command_line.translate(linen_args, [*argv, "--total-timesteps", "5120"], batch)
-    # --env-id: Args' own alias (tyro's), left as it is
-    assert translated == [*argv, "--num-iterations", "10"]
-    assert command_line.parse_args(linen_args, argv).env == "Acrobot-v1"
-    # the default batch, 32 x 256
-    assert command_line.translate(linen_args, ["--total-timesteps=819200"], batch)[-1] == "100"
+    # the command line is left as it is
+    assert command_line.translate(linen_args, [*argv, "--total-timesteps", "5120"]) == [
+        *argv,
+        "--total-timesteps",
+        "5120",
+    ]
+    args = tyro.cli(linen_args, args=[*argv, "--total-timesteps", "5120"])
+    assert (args.env, args.num_iterations, args.total_timesteps) == ("Acrobot-v1", 10, 5120)
+    # the default batch, 32 x 256; with --num-iterations too, when they agree (a resume's flags)
+    assert tyro.cli(linen_args, args=["--total-timesteps=819200"]).num_iterations == 100
+    agree = ["--total-timesteps", "16384", "--num-iterations", "2"]
+    assert tyro.cli(linen_args, args=agree).num_iterations == 2
 
 
 def test_a_boolean_given_cleanrls_way_is_taken_as_tyros_flag(linen_args):
     argv = ["--anneal-lr", "False", "--norm-adv=false", "--track", "True", "--seed", "3"]
-    translated = command_line.translate(linen_args, argv, batch_of(linen_args))
+    translated = command_line.translate(linen_args, argv)
     assert translated == ["--no-anneal-lr", "--no-norm-adv", "--track", "--seed", "3"]
     # tyro's own form is left as it is
-    assert command_line.translate(linen_args, ["--no-anneal-lr"], None) == ["--no-anneal-lr"]
+    assert command_line.translate(linen_args, ["--no-anneal-lr"]) == ["--no-anneal-lr"]
+
+
+# Args' rule (the template's own, which its copy keeps): CleanRL rounds down, a run here is whole
+# iterations
+WHOLE = "^--total-timesteps must be num_iterations x the batch, 8192"
 
 
 @pytest.mark.parametrize(
     "argv,message",
     [
-        (
-            ["--total-timesteps", "50000"],
-            "not a positive multiple of --num-envs x --num-steps = 8,192",
-        ),
-        # CleanRL's own default total: the multiples on either side, not the first ones
-        (["--total-timesteps", "100000"], r"8,192 \(the nearest: 98,304 or 106,496\)"),
-        (["--total-timesteps", "0"], r"not a positive multiple .* \(the nearest: 8,192\)"),
-        (["--total-timesteps", "1e6"], "must be a positive integer, got '1e6'"),
-        (["--total-timesteps", "8192", "--num-iterations", "3"], "give one"),
-        (["--total-timesteps"], "needs a value"),
+        (["--total-timesteps", "50000"], f"{WHOLE}, got 50000$"),
+        (["--total-timesteps", "100"], f"{WHOLE}, got 100$"),
+        (["--total-timesteps", "0"], f"{WHOLE}, got 0$"),
+        (["--total-timesteps", "-8192"], f"{WHOLE}, got -8192$"),
+        # the two lengths disagree
+        (["--total-timesteps", "8192", "--num-iterations", "3"], f"{WHOLE}, got 8192$"),
+        # tyro's
+        (["--total-timesteps", "1e6"], "1e6"),
+        (["--total-timesteps"], "total-timesteps"),
     ],
 )
 def test_a_total_that_cannot_be_run_is_refused(linen_args, argv, message):
-    with pytest.raises(ValueError, match=message):
-        command_line.translate(linen_args, argv, batch_of(linen_args))
+    with pytest.raises(ValueError, match=message) as refused:
+        command_line.parse_args(linen_args, argv)
+    assert "\n" not in str(refused.value)
 
 
 @pytest.mark.parametrize("argv", [["--resume", "None"], ["--resume=None"], ["--resume", ""]])
@@ -99,11 +106,12 @@ def test_a_resume_of_none_is_refused_not_a_new_run(linen_args, argv):
     refused with the command line, "" by Args; and where the run's flags are read, neither is taken
     for no --resume."""
     import checkpoint
+    import resuming
 
     with pytest.raises(ValueError, match=r"^--resume must be a run folder, got '(None)?'$"):
         command_line.parse_args(linen_args, argv)
     with pytest.raises(checkpoint.BadCheckpoint, match="not a run folder"):
-        checkpoint.resumed_argv(["seed"], argv)
+        resuming.resumed_argv(["seed"], argv)
 
 
 def run_script(tmp_path, *argv):
@@ -118,7 +126,7 @@ def test_cleanrls_documented_command_is_answered_in_one_line(tmp_path):
         tmp_path, "--seed", "1", "--env-id", "CartPole-v0", "--total-timesteps", "50000"
     )
     assert done.returncode == 2
-    assert done.stderr.count("\n") == 1 and "not a positive multiple" in done.stderr
+    assert done.stderr.count("\n") == 1 and "num_iterations x the batch, 8192" in done.stderr
     done = run_script(
         tmp_path, "--seed", "1", "--env-id", "CartPole-v0", "--total-timesteps", "40960"
     )
@@ -133,7 +141,7 @@ def test_a_cleanrl_command_line_runs(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     config = read_json(only_run_dir(tmp_path / "runs") / "config.json")
     assert config["env"] == "CartPole-v1" and config["num_iterations"] == 2
-    # the command as typed, not the one translated for the parser
+    # the command as typed
     assert config["command"][1:-2] == [*argv, "--num-steps", "128", "--update-epochs", "1"]
 
 

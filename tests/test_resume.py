@@ -1,4 +1,4 @@
-"""--save-every and --resume (checkpoint.py's resume file, issue 55 item 7): a run stopped by a
+"""--save-every and --resume (resuming.py's resume file, issue 55 item 7): a run stopped by a
 signal and resumed in its folder ends with the same state as the same run uninterrupted: parameters,
 Adam's moments and step, the envs' state with the normalisation statistics, the random keys. The JAX
 scripts match bit for bit; so does ppo_torch.py on one machine here, but torch promises no
@@ -17,6 +17,8 @@ from script_runs import FAST_COMPILE, RUN, TAGS, arrays, run, stopped_after_firs
 
 import atomic
 import checkpoint
+import resuming
+import saving
 from helpers import STUDY, only_run_dir, read_json, read_scalars
 
 FRAMEWORKS = list(STUDY.frameworks)
@@ -47,7 +49,7 @@ def test_a_stopped_and_resumed_run_ends_as_an_uninterrupted_one(framework, env, 
     run_dir = stopped_after_first_save(framework, args, tmp_path / "stopped")
     stopped = read_json(run_dir / "summary.json")
     assert stopped["status"] == "interrupted" and stopped["iterations_completed"] < 6
-    saved_at = checkpoint.read_resume(run_dir).iteration
+    saved_at = resuming.read_resume(run_dir).iteration
     assert saved_at in (2, 4)
     config_before = (run_dir / "config.json").read_text()
 
@@ -60,7 +62,7 @@ def test_a_stopped_and_resumed_run_ends_as_an_uninterrupted_one(framework, env, 
     ] == [f"iter {i}/6" for i in range(saved_at + 1, 7)]
 
     tolerance = TOLERANCE.get(framework, 0.0)
-    for name in (checkpoint.RESUME_FILE, checkpoint.FILENAME):
+    for name in (resuming.RESUME_FILE, checkpoint.FILENAME):
         want, got = arrays(whole_dir, name), arrays(run_dir, name)
         assert want.keys() == got.keys()
         for key in want:
@@ -108,7 +110,7 @@ def test_the_fast_path_stops_at_a_call_and_resumes_bit_for_bit(tmp_path):
         assert logged[["step", tag]].dropna()["step"].tolist() == steps[:completed], tag
     resumed = run("linen", *args, "--resume", str(run_dir))
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    for name in (checkpoint.RESUME_FILE, checkpoint.FILENAME):
+    for name in (resuming.RESUME_FILE, checkpoint.FILENAME):
         want, got = arrays(whole_dir, name), arrays(run_dir, name)
         assert want.keys() == got.keys()
         for key in want:
@@ -141,7 +143,7 @@ def refused(framework: str, args: list, folder: Path, wanted: str) -> None:
 
 
 def resume_check(run_dir: Path, **flags) -> str:
-    """checkpoint.check_resumable's refusal of resuming run_dir with saved_run's flags (and flags),
+    """resuming.check_resumable's refusal of resuming run_dir with saved_run's flags (and flags),
     as ppo_linen.py's Saver checks them before anything is written: its one line; the folder as it
     was. A refusal's exit code 2 with nothing written, in a process:
     test_a_resume_in_another_framework_is_refused."""
@@ -151,7 +153,7 @@ def resume_check(run_dir: Path, **flags) -> str:
     config = {**asdict(args), "framework": "linen", "batch_size": args.batch_size}
     before = entries_of(run_dir)
     with pytest.raises(checkpoint.BadCheckpoint) as error:
-        checkpoint.check_resumable(str(run_dir), config)
+        resuming.check_resumable(str(run_dir), config)
     assert entries_of(run_dir) == before
     message = str(error.value)
     assert "\n" not in message
@@ -179,7 +181,7 @@ def test_a_resume_of_a_folder_without_a_resume_file_is_refused(saved_run, tmp_pa
     run_dir, _ = saved_run
     copy = tmp_path / "copy"
     shutil.copytree(run_dir, copy)
-    (copy / checkpoint.RESUME_FILE).unlink()
+    (copy / resuming.RESUME_FILE).unlink()
     assert "a run saves one with --save-every" in resume_check(copy)
     # no folder at all: the Args refuse it (an Args refusal in a process: exit code 2, nothing made,
     # test_scripts.py's test_bad_input_is_refused_in_one_line_before_any_work)
@@ -193,8 +195,8 @@ def test_a_truncated_resume_file_is_refused(saved_run, tmp_path):
     run_dir, _ = saved_run
     copy = tmp_path / "copy"
     shutil.copytree(run_dir, copy)
-    data = (copy / checkpoint.RESUME_FILE).read_bytes()
-    (copy / checkpoint.RESUME_FILE).write_bytes(data[: len(data) // 2])
+    data = (copy / resuming.RESUME_FILE).read_bytes()
+    (copy / resuming.RESUME_FILE).write_bytes(data[: len(data) // 2])
     assert "not a resume file of --save-every" in resume_check(copy)
 
 
@@ -213,7 +215,7 @@ def test_a_bad_save_every_is_refused(framework, args, wanted, tmp_path):
     assert not (tmp_path / "runs").exists()
 
 
-def saved_state(tmp_path: Path, training, obs) -> checkpoint.Saver:
+def saved_state(tmp_path: Path, training, obs) -> saving.Saver:
     """A Saver that saved (training, Runner(None, obs)) after iteration 1 in tmp_path, a return of
     5."""
     config = {
@@ -223,7 +225,7 @@ def saved_state(tmp_path: Path, training, obs) -> checkpoint.Saver:
         "seed": 1,
         "num_iterations": 3,
     }
-    saver = checkpoint.Saver(str(tmp_path), config, __file__)
+    saver = saving.Saver(str(tmp_path), config, __file__)
     # the run's flags, as the bookkeeping writes them: --resume checks them
     atomic.write_json(tmp_path / "config.json", config)
     # a script's to_shared of one agent (the leading axis: the agents): (actor, critic, log_std)
@@ -232,8 +234,8 @@ def saved_state(tmp_path: Path, training, obs) -> checkpoint.Saver:
     return saver
 
 
-def resumer(saver: checkpoint.Saver) -> checkpoint.Saver:
-    return checkpoint.Saver(saver.run_dir, {**saver.config, "resume": saver.run_dir}, __file__)
+def resumer(saver: saving.Saver) -> saving.Saver:
+    return saving.Saver(saver.run_dir, {**saver.config, "resume": saver.run_dir}, __file__)
 
 
 def test_the_state_comes_back_bit_for_bit_with_its_keys_and_dtypes(tmp_path):
@@ -269,18 +271,18 @@ def test_a_resume_file_keeps_its_returns_and_flags(tmp_path):
     import jax.numpy as jnp
 
     saved_state(tmp_path, {"w": jnp.zeros(2)}, np.zeros(1))
-    resume = checkpoint.read_resume(tmp_path)
+    resume = resuming.read_resume(tmp_path)
     # each iteration's returns, one per agent
     assert resume.iteration == 1 and resume.returns == ((5.0,),) and resume.resumed_at == ()
     # every flag but where the run runs (a starter's copy continues with them)
     assert resume.flags["seed"] == 1 and resume.flags["save_every"] == 1
     assert "resume" not in resume.flags and "log_dir" not in resume.flags
     with pytest.raises(checkpoint.BadCheckpoint, match="that run has --seed 1, not 2"):
-        checkpoint.read_resume(tmp_path, {"seed": 2})
+        resuming.read_resume(tmp_path, {"seed": 2})
 
 
 def test_a_resumed_run_counts_its_time_on_from_the_stopped_runs(tmp_path):
-    """checkpoint.time_before, from which a resumed process's time/elapsed and total_s count on
+    """resuming.time_before, from which a resumed process's time/elapsed and total_s count on
     (issue 84 item 7: they restarted from 0): the stopped run's summary.json total_s; without one (a
     process killed), the last time/elapsed its events hold up to its save, not after it."""
     from tensorboardX.proto.event_pb2 import Event
@@ -289,7 +291,7 @@ def test_a_resumed_run_counts_its_time_on_from_the_stopped_runs(tmp_path):
 
     run_dir = stopped_folder(tmp_path)
     atomic.write_json(run_dir / "summary.json", {"status": "interrupted", "total_s": 42.0})
-    assert checkpoint.Saver(str(run_dir), resume_flags(run_dir), __file__).before_s == 42.0
+    assert saving.Saver(str(run_dir), resume_flags(run_dir), __file__).before_s == 42.0
     atomic.release_folder(run_dir)
     (run_dir / "summary.json").unlink()
     writer = RecordWriter(str(next(run_dir.glob("events.out.tfevents.*"))))
@@ -299,4 +301,4 @@ def test_a_resumed_run_counts_its_time_on_from_the_stopped_runs(tmp_path):
         values = [Summary.Value(tag=tag, simple_value=v) for tag, v in tags.items()]
         writer.write(Event(step=step, summary=Summary(value=values)).SerializeToString())
     writer.close()
-    assert checkpoint.time_before(run_dir) == 30.5
+    assert resuming.time_before(run_dir) == 30.5

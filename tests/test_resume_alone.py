@@ -13,6 +13,7 @@ from script_runs import interrupted
 from tbparse import SummaryReader
 
 import checkpoint
+import resuming
 from bookkeeping import Bookkeeping
 from helpers import ROOT, only_run_dir
 
@@ -50,9 +51,9 @@ def test_resume_alone_continues_the_run_as_an_uninterrupted_one(tmp_path):
     assert proc.returncode == 130, output[-3000:]
     run_dir = only_run_dir(tmp_path / "stopped")
     # the save line, and the interrupt line with the iteration saved and the command to continue
-    assert f"{checkpoint.RESUME_FILE}: iteration 3 saved in {run_dir}" in output
+    assert f"{resuming.RESUME_FILE}: iteration 3 saved in {run_dir}" in output
     assert (
-        f"{checkpoint.RESUME_FILE} holds iteration 3: continue with `python ppo_linen.py "
+        f"{resuming.RESUME_FILE} holds iteration 3: continue with `python ppo_linen.py "
         f"--resume {run_dir}`" in output
     )
 
@@ -62,9 +63,9 @@ def test_resume_alone_continues_the_run_as_an_uninterrupted_one(tmp_path):
     # the header names the folder the run continues in
     assert f"{run_dir.name}: setup " in resumed.stdout
     # saving as it did: its last iteration saved, the state bit for bit the uninterrupted run's
-    assert f"{checkpoint.RESUME_FILE}: iteration 6 saved in {run_dir}" in resumed.stdout
-    got_arrays = checkpoint.read_resume(run_dir, tensors=True)[1]
-    want_arrays = checkpoint.read_resume(whole_dir, tensors=True)[1]
+    assert f"{resuming.RESUME_FILE}: iteration 6 saved in {run_dir}" in resumed.stdout
+    got_arrays = resuming.read_resume(run_dir, tensors=True)[1]
+    want_arrays = resuming.read_resume(whole_dir, tensors=True)[1]
     assert len(got_arrays) == len(want_arrays) > 0
     assert all((a == b).all() and a.dtype == b.dtype for a, b in zip(got_arrays, want_arrays))
     # each step once, the same series as the uninterrupted run's
@@ -99,7 +100,7 @@ def test_the_run_flags_fill_in_what_the_command_line_leaves_out(tmp_path):
     names = ["env", "num_envs", "anneal_lr", "learning_rate", "resume", "log_dir", "save_every"]
     names.append("seed")
     argv = ["--resume", str(run_dir), "--num-envs=8"]
-    got = checkpoint.resumed_argv(names, argv)
+    got = resuming.resumed_argv(names, argv)
     # the run's own flags first (its --save-every too), each one token, those given as they are
     # (refused later when they differ); where it runs (--resume, --log-dir) is not the run's
     assert got == [
@@ -107,9 +108,9 @@ def test_the_run_flags_fill_in_what_the_command_line_leaves_out(tmp_path):
         *argv,
     ]
     # without --resume, argv as it is
-    assert checkpoint.resumed_argv(names, ["--num-envs", "8"]) == ["--num-envs", "8"]
+    assert resuming.resumed_argv(names, ["--num-envs", "8"]) == ["--num-envs", "8"]
     with pytest.raises(checkpoint.BadCheckpoint, match="not a run folder"):
-        checkpoint.resumed_argv(names, ["--resume", str(tmp_path / "nowhere")])
+        resuming.resumed_argv(names, ["--resume", str(tmp_path / "nowhere")])
 
 
 @dataclass

@@ -30,6 +30,9 @@ import atomic
 import bookkeeping
 import checkpoint
 import evaluate
+import event_files
+import resuming
+import saving
 from tools.starter import write_starter
 
 # the script whose --resume the framework check is asked of (bookkeeping.with_run_flags reads the
@@ -68,7 +71,7 @@ def refused(run_dir, wanted: str) -> str:
     """check_resumable's refusal (one line naming wanted), and the folder as it was."""
     before = entries(run_dir)
     with pytest.raises(checkpoint.BadCheckpoint) as error:
-        checkpoint.check_resumable(run_dir, resume_flags(run_dir))
+        resuming.check_resumable(run_dir, resume_flags(run_dir))
     assert wanted in one_line(error)
     assert entries(run_dir) == before
     return one_line(error)
@@ -76,8 +79,8 @@ def refused(run_dir, wanted: str) -> str:
 
 def resaved(run_dir, change) -> None:
     """The resume file written again with change(its arrays) as its arrays."""
-    state, arrays = checkpoint.read_resume(run_dir, tensors=True)
-    checkpoint.save_resume(run_dir, change(arrays), state)
+    state, arrays = resuming.read_resume(run_dir, tensors=True)
+    resuming.save_resume(run_dir, change(arrays), state)
 
 
 # ----------------------------------------------------------------------- checked before any write
@@ -100,7 +103,7 @@ def test_a_resume_of_other_arrays_is_refused_and_leaves_the_folder_as_it_was(
     run_dir = stopped_run(tmp_path)
     resaved(run_dir, change)
     before = entries(run_dir)
-    saver = checkpoint.Saver(str(run_dir), resume_flags(run_dir), __file__)
+    saver = saving.Saver(str(run_dir), resume_flags(run_dir), __file__)
     assert entries(run_dir) == before
     with SummaryWriter(str(run_dir)) as writer:
         with pytest.raises(checkpoint.BadCheckpoint) as error:
@@ -115,11 +118,11 @@ def test_a_resume_that_goes_on_trims_the_events_of_the_stopped_run_alone(tmp_pat
     from tensorboardX import SummaryWriter
 
     run_dir = stopped_run(tmp_path)
-    saver = checkpoint.Saver(str(run_dir), resume_flags(run_dir), __file__)
+    saver = saving.Saver(str(run_dir), resume_flags(run_dir), __file__)
     with SummaryWriter(str(run_dir)) as writer:
         _, _, start = saver.resume({"w": np.zeros(2)}, Runner(None, np.zeros(2)), writer)
     assert start == 1
-    events = checkpoint.read_run_events(str(run_dir), FLAGS)
+    events = event_files.read_run_events(str(run_dir), FLAGS)
     assert [record.step for record in events[str(run_dir / EVENTS)]] == [64]
     assert len(events) == 2
 
@@ -212,7 +215,7 @@ def test_a_stopped_run_whose_model_holds_an_earlier_iteration_is_resumable(tmp_p
     (run_dir / "summary.json").unlink()
     params = {"actor.0.kernel": np.ones((2, 1), np.float32)}
     checkpoint.save(run_dir / checkpoint.FILENAME, params, None, {"iteration": 2})
-    assert checkpoint.check_resumable(run_dir, resume_flags(run_dir)).iteration == 1
+    assert resuming.check_resumable(run_dir, resume_flags(run_dir)).iteration == 1
 
 
 # ------------------------------------------------------------------------- the flags of the run
@@ -226,7 +229,7 @@ class TagArgs:
 def test_a_run_flag_whose_value_starts_with_dashes_is_read_as_its_value(tmp_path):
     """A tag --fast was rebuilt as `--tag --fast`, an unknown flag to tyro."""
     run_dir = stopped_folder(tmp_path, flags={**FLAGS, "tag": "--fast", "num_envs": 8})
-    argv = checkpoint.resumed_argv(["tag", "num_envs", "resume"], ["--resume", str(run_dir)])
+    argv = resuming.resumed_argv(["tag", "num_envs", "resume"], ["--resume", str(run_dir)])
     args = tyro.cli(TagArgs, args=argv)
     assert args.tag == "--fast" and args.num_envs == 8
 
@@ -256,8 +259,8 @@ def test_a_starter_copy_resumed_alone_takes_the_run_flags_of_its_resume_file(tmp
     flags = {**vars(copy.Args()), "framework": "linen", "num_envs": 8, "save_every": 3}
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    resume = checkpoint.Resume(1, ((5.0,),), (), flags)
-    checkpoint.save_resume(run_dir, [np.zeros(2, np.float32)], resume)
+    resume = resuming.Resume(1, ((5.0,),), (), flags)
+    resuming.save_resume(run_dir, [np.zeros(2, np.float32)], resume)
     args = tyro_parse(copy.Args, with_run_flags(copy.Args, ["--resume", str(run_dir)]))
     # the training's flags and the saving's: it goes on saving as it did
     assert (args.num_envs, args.save_every, args.resume) == (8, 3, str(run_dir))
@@ -279,7 +282,7 @@ def test_a_second_writer_of_a_run_folder_is_refused_in_one_line(tmp_path):
     fd = held_elsewhere(run_dir)
     try:
         with pytest.raises(atomic.FolderBusy) as error:
-            checkpoint.Saver(str(run_dir), resume_flags(run_dir), __file__)
+            saving.Saver(str(run_dir), resume_flags(run_dir), __file__)
         assert f"--resume {run_dir}: another process writes there" in one_line(error)
         assert entries(run_dir) == before
         folder = random_checkpoint(tmp_path / "model", "CartPole-v1").parent
@@ -291,7 +294,7 @@ def test_a_second_writer_of_a_run_folder_is_refused_in_one_line(tmp_path):
     finally:
         os.close(fd)
     # once the other writer is gone, the folder is this process's
-    checkpoint.Saver(str(run_dir), resume_flags(run_dir), __file__)
+    saving.Saver(str(run_dir), resume_flags(run_dir), __file__)
 
 
 def test_a_new_run_folder_is_held_from_its_making(tmp_path):
@@ -327,7 +330,7 @@ def test_the_lock_of_a_killed_process_is_no_stale_lock(tmp_path):
         holder.kill()
         holder.wait()
     assert (run_dir / atomic.LOCK_FILE).exists()
-    saver = checkpoint.Saver(str(run_dir), resume_flags(run_dir), __file__)
+    saver = saving.Saver(str(run_dir), resume_flags(run_dir), __file__)
     assert saver.iteration == 1
 
 
@@ -340,7 +343,7 @@ def test_the_events_hold_every_iteration_the_resume_file_holds(tmp_path):
 
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    saver = checkpoint.Saver(str(run_dir), FLAGS, __file__)
+    saver = saving.Saver(str(run_dir), FLAGS, __file__)
     # a script's to_shared of its one agent: (actor, critic, log_std)
     dense = [(np.ones((1, 2, 1), np.float32), np.zeros((1, 1), np.float32))]
     layers = (dense, dense, None)
@@ -350,10 +353,10 @@ def test_the_events_hold_every_iteration_the_resume_file_holds(tmp_path):
             writer.file_writer.add_summary(Summary(value=[value]), step)
             saver.iteration_done(layers, Runner(None, np.zeros(2)), [5.0], {"w": 1.0}, writer)
             # on disk as the process left it, were it killed now
-            events = checkpoint.read_run_events(str(run_dir), FLAGS)
+            events = event_files.read_run_events(str(run_dir), FLAGS)
             (records,) = events.values()
             assert [r.step for r in records if r.iteration] == list(range(64, step + 1, 64))
         # the writer goes on after a save
         writer.add_scalar("x", 1.0, 192)
-    (records,) = checkpoint.read_run_events(str(run_dir), FLAGS).values()
+    (records,) = event_files.read_run_events(str(run_dir), FLAGS).values()
     assert records[-1].step == 192

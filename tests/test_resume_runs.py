@@ -267,14 +267,14 @@ def test_a_resumed_run_is_kept_out_of_the_pairs_of_runs(tmp_path):
 # ---------------------------------------------------------------------------------------- the sweep
 def stopped_run(log_dir: Path, command: list[str], name: str, saved: int) -> Path:
     """A run folder stopped after `saved` iterations, with the resume file of a save
-    (checkpoint.py's own writer); saved 0: none."""
-    import checkpoint
+    (resuming.py's own writer); saved 0: none."""
+    import resuming
 
     run_dir = fake_run(log_dir, "exp2", "interrupted", command, name)
     if saved:
         returns = tuple((float(i),) for i in range(saved))  # one agent's
-        state = checkpoint.Resume(saved, returns, (), {"framework": "linen"})
-        checkpoint.save_resume(run_dir, [np.zeros(3, np.float32)], state)
+        state = resuming.Resume(saved, returns, (), {"framework": "linen"})
+        resuming.save_resume(run_dir, [np.zeros(3, np.float32)], state)
     return run_dir
 
 

@@ -23,6 +23,8 @@ from script_runs import start, wait_for
 import atomic
 import bookkeeping
 import checkpoint
+import resuming
+import saving
 from helpers import ROOT, only_run_dir, read_json
 
 
@@ -35,7 +37,7 @@ def one_line(error: pytest.ExceptionInfo) -> str:
 def test_a_stopped_run_folder_is_resumable(tmp_path):
     """The folder the tests below spoil, as it is: resumable."""
     run_dir = stopped_folder(tmp_path, agents=2)
-    assert checkpoint.check_resumable(run_dir, resume_flags(run_dir)).iteration == 1
+    assert resuming.check_resumable(run_dir, resume_flags(run_dir)).iteration == 1
 
 
 # ------------------------------------------------------------------------------------------ links
@@ -63,7 +65,7 @@ def test_resume_refuses_a_run_folder_that_holds_a_link(tmp_path, name):
         elsewhere.write_text("victim")
     path.symlink_to(elsewhere)
     with pytest.raises(atomic.LinkRefused) as refused:
-        checkpoint.check_resumable(run_dir, resume_flags(run_dir))
+        resuming.check_resumable(run_dir, resume_flags(run_dir))
     assert f"--resume {path} is a symbolic link" in one_line(refused)
 
 
@@ -72,7 +74,7 @@ def test_the_run_folder_itself_may_be_a_link(tmp_path):
     run_dir = stopped_folder(tmp_path)
     (tmp_path / "named").symlink_to(run_dir)
     named = tmp_path / "named"
-    assert checkpoint.check_resumable(named, resume_flags(named)).iteration == 1
+    assert resuming.check_resumable(named, resume_flags(named)).iteration == 1
 
 
 def test_a_checkpoint_never_goes_through_a_link_in_the_run_folder(tmp_path):
@@ -83,7 +85,7 @@ def test_a_checkpoint_never_goes_through_a_link_in_the_run_folder(tmp_path):
     elsewhere = tmp_path / "elsewhere"
     shutil.move(run_dir / "agent_1", elsewhere)
     (run_dir / "agent_1").symlink_to(elsewhere)
-    saver = checkpoint.Saver(str(run_dir), {**FLAGS, "save_model": True}, __file__)
+    saver = saving.Saver(str(run_dir), {**FLAGS, "save_model": True}, __file__)
     # a script's to_shared of two agents: (actor, critic, log_std)
     dense = [(np.ones((2, 2, 1), np.float32), np.zeros((2, 1), np.float32))]
     layers = (dense, dense, None)
@@ -95,8 +97,8 @@ def test_a_checkpoint_never_goes_through_a_link_in_the_run_folder(tmp_path):
 
     victim = tmp_path / "victim"
     victim.write_text("mine")
-    (run_dir / checkpoint.RESUME_FILE).unlink()
-    (run_dir / checkpoint.RESUME_FILE).symlink_to(victim)
+    (run_dir / resuming.RESUME_FILE).unlink()
+    (run_dir / resuming.RESUME_FILE).symlink_to(victim)
     with pytest.raises(atomic.LinkRefused, match="resume.safetensors is a symbolic link"):
         saver.iteration_done(layers, Runner(None, np.zeros(2)), [5.0, 6.0], {"w": np.ones(2)})
     assert victim.read_text() == "mine"
@@ -129,7 +131,7 @@ def test_a_completed_run_is_refused(tmp_path):
     run_dir = stopped_folder(tmp_path)
     atomic.write_json(run_dir / "summary.json", {"status": "completed"})
     with pytest.raises(checkpoint.BadCheckpoint, match="that run completed"):
-        checkpoint.check_resumable(run_dir, resume_flags(run_dir))
+        resuming.check_resumable(run_dir, resume_flags(run_dir))
 
 
 def test_a_run_saved_after_its_last_iteration_is_refused_without_a_summary(tmp_path):
@@ -138,13 +140,13 @@ def test_a_run_saved_after_its_last_iteration_is_refused_without_a_summary(tmp_p
     run_dir = stopped_folder(tmp_path, flags=flags)
     (run_dir / "summary.json").unlink()
     with pytest.raises(checkpoint.BadCheckpoint, match="that run completed"):
-        checkpoint.check_resumable(run_dir, {**flags, "resume": str(run_dir)})
+        resuming.check_resumable(run_dir, {**flags, "resume": str(run_dir)})
 
 
 # ---------------------------------------------------------------------------- the run's flags
 def with_header(run_dir: Path, **changes: str) -> None:
     """The resume file with metadata values replaced (the JSON text each holds)."""
-    path = str(run_dir / checkpoint.RESUME_FILE)
+    path = str(run_dir / resuming.RESUME_FILE)
     with safetensors.safe_open(path, "np") as f:
         header = f.metadata()
         tensors = {key: f.get_tensor(key) for key in f.keys()}
@@ -152,7 +154,7 @@ def with_header(run_dir: Path, **changes: str) -> None:
 
 
 def edited_flags(run_dir: Path, **changes) -> None:
-    with safetensors.safe_open(str(run_dir / checkpoint.RESUME_FILE), "np") as f:
+    with safetensors.safe_open(str(run_dir / resuming.RESUME_FILE), "np") as f:
         flags = json.loads(f.metadata()["flags"])
     with_header(run_dir, flags=json.dumps({**flags, **changes}))
 
@@ -163,10 +165,10 @@ def test_the_run_s_flags_are_config_json_s_not_the_resume_file_s(tmp_path):
     run_dir = stopped_folder(tmp_path)
     edited_flags(run_dir, learning_rate=0.1, seed=7)
     with pytest.raises(checkpoint.BadCheckpoint) as refused:
-        checkpoint.check_resumable(run_dir, resume_flags(run_dir, learning_rate=0.1, seed=7))
+        resuming.check_resumable(run_dir, resume_flags(run_dir, learning_rate=0.1, seed=7))
     assert "that run has --learning-rate 0.00025, not 0.1" in one_line(refused)
     with pytest.raises(checkpoint.BadCheckpoint) as refused:
-        checkpoint.check_resumable(run_dir, resume_flags(run_dir))
+        resuming.check_resumable(run_dir, resume_flags(run_dir))
     assert "--learning-rate 0.1, where config.json has 0.00025" in one_line(refused)
     assert "not this run's resume file" in str(refused.value)
 
@@ -175,9 +177,9 @@ def test_a_starter_copy_s_run_without_config_json_is_resumed_by_its_resume_file(
     """A starter's copy writes no config.json: its resume file's flags are then the run's."""
     run_dir = stopped_folder(tmp_path)
     (run_dir / "config.json").unlink()
-    assert checkpoint.check_resumable(run_dir, resume_flags(run_dir)).iteration == 1
+    assert resuming.check_resumable(run_dir, resume_flags(run_dir)).iteration == 1
     with pytest.raises(checkpoint.BadCheckpoint, match="that run has --seed 1, not 2"):
-        checkpoint.check_resumable(run_dir, resume_flags(run_dir, seed=2))
+        resuming.check_resumable(run_dir, resume_flags(run_dir, seed=2))
 
 
 @pytest.mark.parametrize(
@@ -193,7 +195,7 @@ def test_a_config_json_of_other_flags_is_refused(tmp_path, config, wanted):
     run_dir = stopped_folder(tmp_path)
     atomic.write_json(run_dir / "config.json", config)
     with pytest.raises(checkpoint.BadCheckpoint) as refused:
-        checkpoint.check_resumable(run_dir, resume_flags(run_dir))
+        resuming.check_resumable(run_dir, resume_flags(run_dir))
     assert wanted in one_line(refused)
 
 
@@ -218,8 +220,8 @@ def test_a_hostile_resume_header_is_refused_in_one_line(tmp_path, case):
     run_dir = stopped_folder(tmp_path)
     with_header(run_dir, **changes)
     with pytest.raises(checkpoint.BadCheckpoint) as refused:
-        checkpoint.check_resumable(run_dir, resume_flags(run_dir))
-    assert wanted in one_line(refused) and checkpoint.RESUME_FILE in str(refused.value)
+        resuming.check_resumable(run_dir, resume_flags(run_dir))
+    assert wanted in one_line(refused) and resuming.RESUME_FILE in str(refused.value)
 
 
 HOSTILE_FILES = {
@@ -239,7 +241,7 @@ def test_a_hostile_config_or_summary_is_refused_in_one_line(tmp_path, case):
     run_dir = stopped_folder(tmp_path)
     (run_dir / name).write_text(text)
     with pytest.raises(ValueError) as refused:
-        checkpoint.check_resumable(run_dir, resume_flags(run_dir))
+        resuming.check_resumable(run_dir, resume_flags(run_dir))
     assert wanted in one_line(refused) and name in str(refused.value)
 
 
@@ -248,7 +250,7 @@ def test_a_fifo_for_config_json_is_refused_not_read(tmp_path):
     (run_dir / "config.json").unlink()
     os.mkfifo(run_dir / "config.json")
     with pytest.raises(checkpoint.BadCheckpoint, match="config.json: not a regular file"):
-        checkpoint.check_resumable(run_dir, resume_flags(run_dir))
+        resuming.check_resumable(run_dir, resume_flags(run_dir))
 
 
 # ----------------------------------------------------------------------- the scripts, end to end

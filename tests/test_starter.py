@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-import checkpoint
+import event_files
 from helpers import as_from_a_shell
 from tools import starter
 
@@ -54,7 +54,8 @@ def run_copy(folder: Path, script: str, *argv: str) -> subprocess.CompletedProce
 
 
 def expected_files(framework: str) -> set[str]:
-    pieces = {"env_normalize.py", "checkpoint.py", "atomic.py"}
+    pieces = {"env_normalize.py", "checkpoint.py", "saving.py", "resuming.py", "event_files.py"}
+    pieces |= {"atomic.py"}
     pieces |= {"env_adapters.py", "core"}
     return {f"ppo_{framework}.py", *pieces} | ({"torch_glue.py"} if framework == "torch" else set())
 
@@ -169,6 +170,31 @@ def test_a_copy_whose_file_imports_a_module_it_lacks_stops_the_tool():
             starter.check_imports(files)
 
 
+def names_outside(files: dict[str, str]) -> list[str]:
+    """The repository's .py files and folders that the text of files names (core/env_ids.py,
+    evaluation/) but that are not among them: `file: name` for each."""
+    found = []
+    for name, text in files.items():
+        for token in re.findall(r"[\w./]*\w\.py\b|\b\w+/", text):
+            path = token.strip("./")
+            if (ROOT / path).exists() and not any(
+                f == path or f.startswith(path + "/") for f in files
+            ):
+                found.append(f"{name}: {token}")
+    return found
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_a_starter_copy_names_no_file_it_does_not_have(framework):
+    """No docstring, comment or message of a copy's files names a file or folder of the repository
+    that the copy lacks (a starter's reader would look for it in vain)."""
+    files = starter.starter_files(starter.frameworks()[framework])
+    assert names_outside(files) == []
+    assert names_outside({"a.py": "see evaluation/ and atomic.py", "atomic.py": ""}) == [
+        "a.py: evaluation/"
+    ]
+
+
 def unwritable_folders() -> list:
     """Folders of this machine where no file can be made (/proc; /sys, read-only here, or root's
     rights refused): those that really refuse one, for the test of the starter's refusal."""
@@ -248,7 +274,7 @@ def test_a_starter_copy_resumes_its_stopped_run_without_a_config_json(tmp_path):
     assert not (run_dir / "config.json").exists()
     # its events flushed on the way out: the file's version, the hyperparameters, an iteration each
     (events,) = run_dir.glob("events.out.tfevents.*")
-    assert len(checkpoint.event_records(events.read_bytes())) >= 4
+    assert len(event_files.event_records(events.read_bytes())) >= 4
     # alone: the run's flags are its resume file's
     resumed = run_copy(folder, "ppo_linen.py", "--resume", str(run_dir))
     assert resumed.returncode == 0, resumed.stderr[-3000:]
@@ -294,6 +320,8 @@ SAME_ANSWERS = [
     # CleanRL's name, an alias of Args' own
     ["--env-id", "Acrobot-v1", "--num-envs", "0"],
     ["--env-id", "CartPole-v1", *TINY],
+    # CleanRL's run length, Args' own field with its rule
+    ["--total-timesteps", "50000"],
 ]
 
 

@@ -73,7 +73,8 @@ def test_an_unknown_step_is_refused_before_anything(tmp_path):
         ["bash", str(RUNNER), "chip", "bogus"], cwd=ROOT, capture_output=True, text=True, env=env
     )
     assert done.returncode == 2
-    steps = "machine smoke chip host parts purejaxrl purejaxrl_many playground anchor batch learning nnx"
+    steps = "machine smoke chip host parts purejaxrl purejaxrl_many playground anchor batch"
+    steps += " learning nnx"
     assert done.stderr == f"tpu_check.sh: unknown step 'bogus'; steps: {steps}\n"
     assert not out.exists()
 
