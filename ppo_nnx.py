@@ -46,7 +46,7 @@ class Args:
     num_iterations: int = 100
     """the number of iterations (rollout + update)"""
     total_timesteps: Optional[int] = None
-    """CleanRL's run length, env steps per agent: sets num_iterations (if not given) to N / batch"""
+    """CleanRL's run length, env steps per agent: when given, num_iterations = N // the batch"""
     update_epochs: int = 10
     """the number of epochs over the batch in each update"""
     num_minibatches: int = 8
@@ -102,9 +102,9 @@ class Args:
 
     def __post_init__(self):
         """Refuses what no PPO run can use, in one line: tyro prints it and exits with code 2."""
-        if (self.total_timesteps or 0) > 0 and self.num_iterations == Args.num_iterations:
+        if self.total_timesteps is not None and self.batch_size > 0:
             object.__setattr__(self, "num_iterations", self.total_timesteps // self.batch_size)
-        runs = self.total_timesteps in (None, self.num_iterations * self.batch_size)
+        runs = self.total_timesteps is None or self.num_iterations > 0
         num_updates = self.num_iterations * self.update_epochs * self.num_minibatches
         steps = f"at most {2**31 - 1:,} optimizer steps, not {num_updates:,}"
         divides = self.num_minibatches > 0 and self.batch_size % self.num_minibatches == 0
@@ -121,7 +121,7 @@ class Args:
         a_name = "a name of 1 to 128 bytes, without / \\ or .."
         local = "a local folder, not a URL (s3://, gs://): ./NAME for a NAME with a colon"
         folders = [len(os.fsencode(folder)) <= 255 for folder in self.log_dir.split("/")]
-        rules = [("total_timesteps", runs, f"num_iterations x the batch, {self.batch_size}")]
+        rules = [("total_timesteps", runs, f"at least the batch, {self.batch_size}")]
         rules += [(name, math.isfinite(getattr(self, name)), "a finite number") for name in floats]
         rules += [(name, getattr(self, name) > 0, "a positive integer") for name in counts]
         rules += [(name, getattr(self, name) >= 0, "0 or more") for name in nonnegative]
@@ -562,7 +562,7 @@ def main():
             rollout_fn, update_fn, chunk_fn = map(jit, (rollout_fn, update_fn, chunk_fn))
         bind = nnx.cached_partial if args.compile == "cached_partial" else partial
         rollout_fn = bind(rollout_fn, agent)
-        update_fn, chunk_fn = (bind(fn, agent, optimizer) for fn in (update_fn, chunk_fn))
+        update_fn, chunk_fn = bind(update_fn, agent, optimizer), bind(chunk_fn, agent, optimizer)
         before_s = saver.before_s if args.resume else 0.0
         book.setup_done()
         setup_s = time.perf_counter() - START

@@ -254,6 +254,9 @@ def check_flags(run_dir, flags: dict, config: dict, resume: Resume) -> None:
             continue
         flag = f"--{name.replace('_', '-')}"
         first = config.get(name, MISSING)
+        if first is MISSING and value is None and name not in resume.flags:
+            # a flag the run predates (added to Args since), not given now: the same training
+            continue
         if first is MISSING:
             raise BadCheckpoint(f"{folder}/{CONFIG_FILE}: no {name!r}: not a run of this script")
         if canonical(first) != canonical(value):

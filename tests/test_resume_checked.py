@@ -83,6 +83,16 @@ def resaved(run_dir, change) -> None:
     resuming.save_resume(run_dir, change(arrays), state)
 
 
+def test_a_run_that_predates_an_optional_flag_resumes_without_it(tmp_path):
+    """A flag added to Args since the run was saved (--total-timesteps): not given now (None), the
+    run is the same and resumes; given, the run never had it and is refused."""
+    flags = {"framework": "linen", "seed": 1}
+    resume = resuming.Resume(1, (), (), dict(flags))
+    resuming.check_flags(tmp_path, {**flags, "total_timesteps": None}, dict(flags), resume)
+    with pytest.raises(checkpoint.BadCheckpoint, match="no 'total_timesteps': not a run of"):
+        resuming.check_flags(tmp_path, {**flags, "total_timesteps": 8192}, dict(flags), resume)
+
+
 # ----------------------------------------------------------------------- checked before any write
 @pytest.mark.parametrize(
     "change, wanted",

@@ -321,7 +321,7 @@ SAME_ANSWERS = [
     ["--env-id", "Acrobot-v1", "--num-envs", "0"],
     ["--env-id", "CartPole-v1", *TINY],
     # CleanRL's run length, Args' own field with its rule
-    ["--total-timesteps", "50000"],
+    ["--total-timesteps", "5000"],
 ]
 
 
