@@ -265,7 +265,7 @@ class Bookkeeping(PlainBook):
         # leaves it as it was
         self.resumed_dir = None
         self.made_dirs = []  # the folders make_run_dir made, the run folder first
-        # with --resume: the seconds the stopped run ran (resuming.time_before), in total_s
+        # with --resume: the seconds the stopped run ran (the Saver's, given to setup_done)
         self.before_s = 0.0
         self.num_iterations = None
         self.num_agents = 1
@@ -363,7 +363,9 @@ class Bookkeeping(PlainBook):
             # never through a link in the run folder (atomic.check_inside)
             write_json(os.path.join(run_dir, "config.json"), config, given=run_dir)
 
-    def setup_done(self):
+    def setup_done(self, before_s: float = 0.0):
+        """before_s: with --resume, the seconds the stopped run ran (the script's Saver read them),
+        from which total_s counts on."""
         self.summary["setup_s"] = time.perf_counter() - self.start_time
         if self.resumed_dir and self.run_dir is None:
             import resuming
@@ -374,7 +376,7 @@ class Bookkeeping(PlainBook):
             self.summary["iterations_completed"] = resume.iteration
             # the analysis reads a resumed run's events files as one run, and does not time it
             self.summary["resumed_at"] = [*resume.resumed_at, resume.iteration]
-            self.before_s = resuming.time_before(self.resumed_dir)
+            self.before_s = before_s
             self.run_dir = self.resumed_dir
 
     def iteration_done(self, iteration: int, returns, writer, scalars: dict):

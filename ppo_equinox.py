@@ -562,7 +562,7 @@ def main():
             jit = jax.jit if args.compile == "partition" else eqx.filter_jit
             rollout_fn, update_fn, chunk_fn = map(jit, (rollout_fn, update_fn, chunk_fn))
         before_s = saver.before_s if args.resume else 0.0
-        book.setup_done()
+        book.setup_done(before_s)
         setup_s = time.perf_counter() - START
         print(f"{run_name}: setup {setup_s:.1f}s on {config['device_name']}", flush=True)
         first, n, iteration_time = start, 0, math.inf

@@ -564,7 +564,7 @@ def main():
         rollout_fn = bind(rollout_fn, agent)
         update_fn, chunk_fn = bind(update_fn, agent, optimizer), bind(chunk_fn, agent, optimizer)
         before_s = saver.before_s if args.resume else 0.0
-        book.setup_done()
+        book.setup_done(before_s)
         setup_s = time.perf_counter() - START
         print(f"{run_name}: setup {setup_s:.1f}s on {config['device_name']}", flush=True)
         first, n, iteration_time = start, 0, math.inf

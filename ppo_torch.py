@@ -570,7 +570,7 @@ def main():
         rollout_fn = partial(rollout, torch_glue.env_step(env, env_params, step_envs), args)
         threads = torch_glue.ThreadGovernor()
         before_s = saver.before_s if args.resume else 0.0
-        book.setup_done()
+        book.setup_done(before_s)
         setup_s = time.perf_counter() - START
         print(f"{run_name}: setup {setup_s:.1f}s on {config['device_name']}", flush=True)
         for iteration in range(start, args.num_iterations):

@@ -324,12 +324,12 @@ def check_resumable(run_dir, flags: dict) -> Stopped:
     return Stopped(resume, arrays, events)
 
 
-def time_before(run_dir, events: Optional[dict] = None) -> float:
+def time_before(run_dir, events: dict) -> float:
     """The seconds a stopped run ran before --resume continues it, from which the resumed process's
     time/elapsed and summary.json's total_s count on: its summary.json's total_s (every process's
     before, each resume adding its own), else (a process killed, no summary.json) the last
-    time/elapsed its events hold up to its save (events: read_run_events' records, read here when
-    None; the same before and after trim_events), else 0."""
+    time/elapsed its events hold up to its save (events: read_run_events' records, the same before
+    and after trim_events), else 0."""
     folder = run_folder(run_dir)
     total = (read_run_json(folder, SUMMARY_FILE) or {}).get("total_s")
     if isinstance(total, (int, float)) and not isinstance(total, bool) and math.isfinite(total):
@@ -338,8 +338,6 @@ def time_before(run_dir, events: Optional[dict] = None) -> float:
 
     resume = read_resume(folder)
     config = read_run_json(folder, CONFIG_FILE) or resume.flags
-    if events is None:
-        events = read_run_events(folder, config)
     batch = config.get("batch_size") or config["num_envs"] * config["num_steps"]
     saved = resume.iteration * batch
     elapsed = [

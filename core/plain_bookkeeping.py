@@ -11,7 +11,7 @@ A script makes one at its first lines and calls it at a few named points:
     ... in main():
     run_dir = book.make_run_dir(os.path.join(args.log_dir, book.run_name(args, FRAMEWORK)))
     book.start(config, run_dir)
-    book.setup_done()
+    book.setup_done(before_s)
     book.check_signals()  # between phases: a stop signal stops the run there
     book.iteration_done(iteration, returns, writer, scalars)  # and the progress line
     ... at its end:
@@ -153,7 +153,7 @@ class PlainBook:
         self.run_dir = run_dir
         self.num_iterations = config["num_iterations"]
 
-    def setup_done(self):
+    def setup_done(self, before_s: float = 0.0):
         pass
 
     def iteration_done(self, iteration: int, returns, writer, scalars: dict):

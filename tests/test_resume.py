@@ -17,6 +17,7 @@ from script_runs import FAST_COMPILE, RUN, TAGS, arrays, run, stopped_after_firs
 
 import atomic
 import checkpoint
+import event_files
 import resuming
 import saving
 from helpers import STUDY, only_run_dir, read_json, read_scalars
@@ -301,4 +302,5 @@ def test_a_resumed_run_counts_its_time_on_from_the_stopped_runs(tmp_path):
         values = [Summary.Value(tag=tag, simple_value=v) for tag, v in tags.items()]
         writer.write(Event(step=step, summary=Summary(value=values)).SerializeToString())
     writer.close()
-    assert resuming.time_before(run_dir) == 30.5
+    events = event_files.read_run_events(str(run_dir), read_json(run_dir / "config.json"))
+    assert resuming.time_before(run_dir, events) == 30.5
