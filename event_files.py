@@ -43,6 +43,13 @@ def event_records(data: bytes) -> list[bytes]:
     return records
 
 
+def event_of(record: bytes):
+    """The TensorBoard event a record holds: its data, between the length's CRC and its own."""
+    from tensorboardX.proto.event_pb2 import Event
+
+    return Event.FromString(record[12:-4])
+
+
 def events_paths(run_dir: str) -> list[str]:
     """The events files of a run folder and of its agent_k folders (an older run's)."""
     folders = [run_dir] + [
@@ -63,7 +70,6 @@ def read_run_events(run_dir: str, config: dict) -> dict[str, list[EventRecord]]:
     event it must be. BadCheckpoint, one line, for a file larger than the run's config (its
     num_iterations, num_agents) can have logged (read no further), or a record that is no event."""
     from google.protobuf.message import DecodeError
-    from tensorboardX.proto.event_pb2 import Event
 
     agents = config.get("num_agents", 1)
     agents = agents if is_count(agents) else 1
@@ -80,7 +86,7 @@ def read_run_events(run_dir: str, config: dict) -> dict[str, list[EventRecord]]:
         records = []
         for record in event_records(data):
             try:
-                event = Event.FromString(record[12:-4])
+                event = event_of(record)
             except DecodeError:
                 raise BadCheckpoint(
                     f"{path}: a record that is not a TensorBoard event: not this run's events"

@@ -20,7 +20,7 @@ import safetensors.numpy
 
 from atomic import MISSING, BadJson, check_inside, field, parse_json, read_json, write_file
 from checkpoint import FILENAME, BadCheckpoint, check_finite, checkpoint_file, is_count
-from event_files import read_run_events
+from event_files import event_of, read_run_events
 
 RESUME_FILE = "resume.safetensors"
 RESUME_FORMAT = "benchback-rl-resume/2"
@@ -334,8 +334,6 @@ def time_before(run_dir, events: dict) -> float:
     total = (read_run_json(folder, SUMMARY_FILE) or {}).get("total_s")
     if isinstance(total, (int, float)) and not isinstance(total, bool) and math.isfinite(total):
         return max(float(total), 0.0)
-    from tensorboardX.proto.event_pb2 import Event
-
     resume = read_resume(folder)
     config = read_run_json(folder, CONFIG_FILE) or resume.flags
     batch = config.get("batch_size") or config["num_envs"] * config["num_steps"]
@@ -345,7 +343,7 @@ def time_before(run_dir, events: dict) -> float:
         for records in events.values()
         for record in records
         if record.iteration and record.step <= saved
-        for value in Event.FromString(record.data[12:-4]).summary.value
+        for value in event_of(record.data).summary.value
         if value.tag == "time/elapsed" and math.isfinite(value.simple_value)
     ]
     return max(elapsed, default=0.0)
