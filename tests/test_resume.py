@@ -27,7 +27,7 @@ from script_runs import (
 import atomic
 import checkpoint
 from evaluation import model_file
-from helpers import STUDY, only_run_dir, read_json, read_scalars
+from helpers import STUDY, only_run_dir, read_json, read_scalars, scalar_series
 
 FRAMEWORKS = list(STUDY.frameworks)
 ENVS = {
@@ -69,7 +69,13 @@ def test_a_stopped_and_resumed_run_ends_as_an_uninterrupted_one(framework, env, 
     assert proc.returncode == 130, "".join(proc.output)[-3000:]
     run_dir = only_run_dir(tmp_path / "stopped")
     stopped = read_json(run_dir / "summary.json")
-    assert stopped["status"] == "interrupted" and stopped["iterations_completed"] < 6
+    assert stopped["status"] == "interrupted" and 2 <= stopped["iterations_completed"] < 6
+    # the signal that stopped it, its times, an iteration's time logged for each one it finished
+    # (test_scripts.py's test_signal_stops_the_run_with_a_summary: its other moments and signals)
+    assert stopped["signals"] == [signal.Signals(signum).name]
+    assert stopped["total_s"] > stopped["setup_s"] > 0
+    steps = [step for step, _ in scalar_series(run_dir, "time/iteration")]
+    assert steps == [128 * (i + 1) for i in range(stopped["iterations_completed"])]
     saved_at = checkpoint.read_resume(run_dir).iteration
     assert saved_at in (2, 4)
     # --save-model: the stopped run's checkpoint holds its last finished iteration's policy and

@@ -279,7 +279,8 @@ def test_compile_choices_match_the_study(framework):
 SIGNAL_CASES = {
     "SIGINT during compilation": (": setup ", [signal.SIGINT], False),
     "SIGTERM during compilation": (": setup ", [signal.SIGTERM], False),
-    "SIGTERM after iterations": ("iter 3/", [signal.SIGTERM], False),
+    # SIGTERM after iterations, each script (its summary, its iterations' events):
+    # test_resume.py's test_a_stopped_and_resumed_run_ends_as_an_uninterrupted_one
     "SIGINT after iterations, SIGINT inherited ignored": ("iter 3/", [signal.SIGINT], True),
     # SIGHUP (a closed terminal) stops a run as the others do
     "a second signal": (": setup ", [signal.SIGHUP, signal.SIGINT], False),
