@@ -1,7 +1,8 @@
 """Checkpoints made without training (random_checkpoint: random parameters of the small model's
 shapes, written by checkpoint.save), the run config beside one and what its Hub folder may and may
 not publish, Runner, a stand-in for the scripts' runner that saving.Saver saves, and a stopped
-run folder made by a Saver without training (stopped_folder, events_file)."""
+run folder made by a Saver without training (stopped_folder, events_file), and the observation count
+of a run's normalisation statistics (stats_count)."""
 
 from pathlib import Path
 from typing import NamedTuple
@@ -159,3 +160,9 @@ def events_file(path: Path, steps, data: bytes = b"") -> Path:
         writer.write(data)
     writer.close()
     return path
+
+
+def stats_count(iterations: int, num_envs: int = 4, num_steps: int = 16) -> float:
+    """env_normalize's observation count after that many iterations: 1e-4, the reset batch, every
+    step's batch."""
+    return 1e-4 + num_envs * (1 + num_steps * iterations)

@@ -106,9 +106,11 @@ def default_mode(framework: str) -> str:
     return STUDY.frameworks[framework].default_compile
 
 
-def check_tiny_run(log_dir, framework, compile_mode, env_id, args):
-    run_dir = only_run_dir(log_dir)
-    assert run_dir.name.startswith(f"{env_id}__{framework}__small__{compile_mode}__1__")
+def check_tiny_run(log_dir, framework, compile_mode, env_id, args, exp_name=None):
+    """exp_name: the run's --exp-name, when given (its folder's name then holds it)."""
+    run_dir = only_run_dir(Path(log_dir))
+    named = f"__{exp_name}" if exp_name else ""
+    assert run_dir.name.startswith(f"{env_id}{named}__{framework}__small__{compile_mode}__1__")
 
     config = read_json(run_dir / "config.json")
     for key in ARGS_FIELDS + CONFIG_EXTRAS:

@@ -7,20 +7,30 @@ the two processes), so its tolerance is float32 rounding over a few optimizer st
 --resume is refused in one line, exit code 2, with nothing written."""
 
 import shutil
+import signal
 from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 import pytest
-from checkpoints import Runner, resume_flags, stopped_folder
-from script_runs import FAST_COMPILE, RUN, TAGS, arrays, run, stopped_after_first_save
+from checkpoints import Runner, resume_flags, stats_count, stopped_folder
+from script_runs import (
+    FAST_COMPILE,
+    RUN,
+    TAGS,
+    arrays,
+    interrupted,
+    run,
+    stopped_after_first_save,
+)
 
 import atomic
 import checkpoint
 import event_files
 import resuming
 import saving
-from helpers import STUDY, only_run_dir, read_json, read_scalars
+from evaluation import model_file
+from helpers import STUDY, only_run_dir, read_json, read_scalars, scalar_series
 
 FRAMEWORKS = list(STUDY.frameworks)
 ENVS = {
@@ -34,24 +44,51 @@ def events_files(run_dir: Path) -> list[Path]:
     return sorted(run_dir.glob("events.out.tfevents.*"))
 
 
+# Each framework's continuous, normalised run: its state a superset of a discrete run's (the
+# Gaussian's log std, the normalisation's statistics), in the same compile mode for the JAX scripts.
+# The discrete run stays for torch alone, whose default compile mode (torch.compile's step) is not
+# the fast one; linen's discrete run resumed bit for bit:
+# test_the_fast_path_stops_at_a_call_and_resumes_bit_for_bit.
+RESUMED = [(framework, "continuous, normalised") for framework in FRAMEWORKS]
+RESUMED += [("torch", "discrete")]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("env", ENVS)
-@pytest.mark.parametrize("framework", FRAMEWORKS)
+@pytest.mark.parametrize("framework, env", RESUMED, ids=[f"{f}-{e}" for f, e in RESUMED])
 def test_a_stopped_and_resumed_run_ends_as_an_uninterrupted_one(framework, env, tmp_path):
     args = [*RUN, *ENVS[env]]
     if env != "discrete":
-        # the discrete runs resume in the default compile mode (torch.compile's step); these, whose
+        # the discrete run resumes in the default compile mode (torch.compile's step); these, whose
         # point is the normalisation's state, in the fastest (torch.compile: ~1 min a process)
         args += ["--compile", FAST_COMPILE[framework]]
     whole = run(framework, *args, log_dir=tmp_path / "whole")
     assert whole.returncode == 0, whole.stderr[-3000:]
     whole_dir = only_run_dir(tmp_path / "whole")
 
-    run_dir = stopped_after_first_save(framework, args, tmp_path / "stopped")
+    # stopped once iteration 2's line is out (saved just before it): the continuous runs by a
+    # SIGTERM, at the next boundary, the discrete one by a SIGINT
+    signum = signal.SIGINT if env == "discrete" else signal.SIGTERM
+    proc = interrupted(framework, args, tmp_path / "stopped", "iter 2/", signum)
+    assert proc.returncode == 130, "".join(proc.output)[-3000:]
+    run_dir = only_run_dir(tmp_path / "stopped")
     stopped = read_json(run_dir / "summary.json")
-    assert stopped["status"] == "interrupted" and stopped["iterations_completed"] < 6
+    assert stopped["status"] == "interrupted" and 2 <= stopped["iterations_completed"] < 6
+    # the signal that stopped it, its times, an iteration's time logged for each one it finished
+    # (test_scripts.py's test_signal_stops_the_run_with_a_summary: its other moments and signals)
+    assert stopped["signals"] == [signal.Signals(signum).name]
+    assert stopped["total_s"] > stopped["setup_s"] > 0
+    steps = [step for step, _ in scalar_series(run_dir, "time/iteration")]
+    assert steps == [128 * (i + 1) for i in range(stopped["iterations_completed"])]
     saved_at = resuming.read_resume(run_dir).iteration
     assert saved_at in (2, 4)
+    # --save-model: the stopped run's checkpoint holds its last finished iteration's policy and
+    # normalisation statistics, as many iterations as summary.json counts
+    loaded = model_file.load(run_dir)
+    assert loaded.meta["iteration"] == stopped["iterations_completed"]
+    if env != "discrete":
+        count = stats_count(loaded.meta["iteration"], num_envs=4, num_steps=32)
+        assert float(loaded.obs_norm["count"]) == pytest.approx(count)
+    assert "model.safetensors: the policy of iteration" in "".join(proc.output)
     config_before = (run_dir / "config.json").read_text()
 
     resumed = run(framework, *args, "--resume", str(run_dir))

@@ -70,20 +70,8 @@ def test_tiny_run_every_compile_mode(framework, compile_mode, env_id, log_dir):
     assert "NaN or Inf" not in proc.stdout + proc.stderr
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("framework", FRAMEWORKS)
-def test_tiny_bfloat16_run(framework, log_dir):
-    """--dtype bfloat16 keeps the whole run contract, in the script's fastest compile mode;
-    config.json records it, and the CPU's bfloat16 instructions. The other modes' bfloat16 steps are
-    checked in-process (test_parity_bf16: torch's compiled update, its traced rollouts against the
-    eager one; a JAX mode only wraps the same functions)."""
-    compile_mode = FAST_COMPILE[framework]
-    args = [*TINY, "--env", "CartPole-v1", "--compile", compile_mode, "--dtype", "bfloat16"]
-    proc = run_script(script(framework), *args, log_dir=log_dir)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    run_dir, _ = check_tiny_run(log_dir, framework, compile_mode, "CartPole-v1", args)
-    config = read_json(run_dir / "config.json")
-    assert config["dtype"] == "bfloat16" and "cpu_bf16" in config
+# --dtype bfloat16 in a process, each script: test_track_writes_offline_wandb_run, whose runs are
+# bfloat16 ones
 
 
 @pytest.mark.slow
@@ -291,7 +279,8 @@ def test_compile_choices_match_the_study(framework):
 SIGNAL_CASES = {
     "SIGINT during compilation": (": setup ", [signal.SIGINT], False),
     "SIGTERM during compilation": (": setup ", [signal.SIGTERM], False),
-    "SIGTERM after iterations": ("iter 3/", [signal.SIGTERM], False),
+    # SIGTERM after iterations, each script (its summary, its iterations' events):
+    # test_resume.py's test_a_stopped_and_resumed_run_ends_as_an_uninterrupted_one
     "SIGINT after iterations, SIGINT inherited ignored": ("iter 3/", [signal.SIGINT], True),
     # SIGHUP (a closed terminal) stops a run as the others do
     "a second signal": (": setup ", [signal.SIGHUP, signal.SIGINT], False),
@@ -383,18 +372,26 @@ def wandb_history(records) -> list[dict]:
     "framework,exp_name",
     [(framework, (None, "exp9")[i % 2]) for i, framework in enumerate(FRAMEWORKS)],
 )
-def test_track_writes_offline_wandb_run(framework, exp_name, tmp_path):
-    # the quickest to start; tracking does not depend on it
-    mode = STUDY.frameworks[framework].compile[-1]
-    args = [*TINY, "--track", "--tag", "machine-a", "--compile", mode] + (
-        ["--exp-name", exp_name] if exp_name else []
-    )
+def test_track_writes_offline_wandb_run(framework, exp_name, tmp_path, monkeypatch):
+    """--track: W&B's offline run holds the run's config.json and every scalar of its events. The
+    run is a bfloat16 one: --dtype bfloat16 keeps the whole run contract, in the script's fastest
+    compile mode; config.json records it, and the CPU's bfloat16 instructions. The other modes'
+    bfloat16 steps are checked in-process (test_parity_bf16: torch's compiled update, its traced
+    rollouts against the eager one; a JAX mode only wraps the same functions)."""
+    mode = FAST_COMPILE[framework]
+    args = [*TINY, "--env", "CartPole-v1", "--compile", mode, "--dtype", "bfloat16"]
+    args += ["--track", "--tag", "machine-a"] + (["--exp-name", exp_name] if exp_name else [])
     env = {"WANDB_MODE": "offline", "WANDB_SILENT": "true"}
     # a relative --log-dir, from another working folder: W&B once synced its own copies of the
     # events found there, over and over
     proc = run_script(script(framework), *args, log_dir="runs", env=env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    # the command's relative --log-dir, from its working folder
+    monkeypatch.chdir(tmp_path)
+    check_tiny_run("runs", framework, mode, "CartPole-v1", args, exp_name)
     run_dir = only_run_dir(tmp_path / "runs")
+    config = read_json(run_dir / "config.json")
+    assert config["dtype"] == "bfloat16" and "cpu_bf16" in config
     assert len(list((tmp_path / "runs").iterdir())) == 1
     assert len(list(run_dir.rglob("events.out.tfevents.*"))) == 1, list(run_dir.rglob("*"))[:20]
     offline_runs = list((run_dir / "wandb").glob("offline-run-*"))

@@ -40,10 +40,10 @@ SLURM_BINARIES = (
     "sinfo",
 )
 TINY = ["--", "--num-envs", "4", "--num-steps", "16"]
-# A tiny sweep of two cells (seeds 1 and 2), two frameworks with a quick default compile mode where
-# they exist.
-FRAMEWORKS = [name for name, fw in STUDY.frameworks.items() if (ROOT / fw.script).exists()]
-TWO_FRAMEWORKS = [fw for fw in ("linen", "nnx") if fw in FRAMEWORKS] or FRAMEWORKS[:2]
+# A tiny sweep of two cells (seeds 1 and 2) of linen's default compile mode, one real run each: that
+# a shard runs every framework of its cells is the dry runs' (test_bench.py's
+# test_shards_split_the_matrix_by_cell, and here
+# test_the_array_tasks_run_disjoint_shards_that_cover_the_sweep)
 SWEEP = [
     "--experiments",
     "exp1",
@@ -56,7 +56,7 @@ SWEEP = [
     "--iterations",
     "2",
     "--frameworks",
-    ",".join(TWO_FRAMEWORKS),
+    "linen",
 ]
 JOB_WAIT_S = 900  # a safety net for a stuck job, not a timing assertion
 # bench.sh's grace between a timed-out run's SIGTERM and its SIGKILL, when --kill-after is not given
@@ -231,15 +231,17 @@ def test_sweep_py_sbatch_takes_bench_sh_default_kill_after(tmp_path):
     assert limit.findall(sweep.stdout) == limit.findall(script) != []
 
 
-# the array's tasks run one after another (~20-30 s on 2 cores)
+# the array's tasks run one after another
 @pytest.mark.slow
 def test_the_array_tasks_run_disjoint_shards_that_cover_the_sweep(tmp_path):
     """The printed script, run as each array task would be (with --dry-run slipped into its bench.sh
-    call)."""
+    call). No run arguments after --, which each bench.sh call would check by importing the script:
+    that they reach every task's runs is
+    test_a_sweep_on_slurm_runs_each_cell_once_and_resubmitting_skips_completed_runs's."""
     sel = ["--experiments", "exp3", "--frameworks", "linen", "--seeds", "2", "--iterations", "3"]
-    script, _ = dry_run_script(tmp_path, *sel, "--slurm-tasks", "3", *TINY)
+    script, _ = dry_run_script(tmp_path, *sel, "--slurm-tasks", "3")
     whole = bench(
-        "--dry-run", "--log-dir", str(tmp_path / "runs"), *sel, *TINY, timeout=120
+        "--dry-run", "--log-dir", str(tmp_path / "runs"), *sel, timeout=120
     ).stdout.splitlines()[:-1]
     probe = tmp_path / "task.sh"
     probe.write_text(
@@ -299,43 +301,6 @@ def test_slurm_without_sbatch_exits_2_with_one_line(tmp_path):
 
 
 # ------------------------------------------------------------------------------- the local cluster
-@needs_slurm
-@pytest.mark.slow
-def test_local_cluster_starts_runs_a_job_and_stops_everything(tmp_path):
-    folder = tmp_path / "cluster"
-    env = {"SLURM_CONF": str(folder / "slurm.conf")}
-    pids = {}
-    try:
-        start = local_cluster("start", folder)
-        assert start.returncode == 0, start.stderr
-        assert start.stdout.startswith(f"export SLURM_CONF={folder}/slurm.conf")
-        pids = daemon_pids(folder)
-        assert set(pids) == {"munged", "slurmctld", "slurmd"} and all(map(alive, pids.values()))
-        assert "idle" in slurm(env, "sinfo", "-h", "-o", "%T")
-        out = tmp_path / "job.out"
-        job = slurm(
-            env,
-            "sbatch",
-            "--parsable",
-            f"--output={out}",
-            "--wrap",
-            "echo $SLURM_JOB_ID; exec sleep 300",
-        )
-        job = job.strip().split(";")[0]
-        deadline = time.monotonic() + 120
-        # the job is running: a process that stop must end
-        while not (out.exists() and out.read_text().strip()):
-            assert time.monotonic() < deadline, slurm(env, "squeue")
-            time.sleep(0.5)
-        assert out.read_text().strip() == job
-    finally:
-        stop = local_cluster("stop", folder)
-    assert stop.returncode == 0, stop.stderr
-    assert not [name for name, pid in pids.items() if alive(pid)]
-    # the job is cancelled with the cluster; its step may take a moment to die on a loaded machine
-    wait_until(lambda: not job_sleepers(), timeout=10, what="the cancelled job's sleep to end")
-
-
 def job_sleepers() -> list[str]:
     return subprocess.run(
         ["pgrep", "-f", "^sleep 300$"], capture_output=True, text=True
@@ -343,9 +308,10 @@ def job_sleepers() -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    """A local Slurm cluster for this module's tests: the environment that points sbatch, squeue, …
-    at it."""
+def started(tmp_path_factory):
+    """The local Slurm cluster of this module's tests, started once: (its folder, what start said).
+    Stopped at the end whatever happens (the module's last test stops it itself, and checks that
+    everything ended: a second stop finds nothing left)."""
     reason = missing_slurm()
     if reason:
         pytest.skip(reason)
@@ -353,9 +319,16 @@ def cluster(tmp_path_factory):
     try:
         start = local_cluster("start", folder)
         assert start.returncode == 0, start.stderr
-        yield {"SLURM_CONF": str(folder / "slurm.conf")}
+        yield folder, start
     finally:
         local_cluster("stop", folder)
+
+
+@pytest.fixture(scope="module")
+def cluster(started):
+    """The environment that points sbatch, squeue, … at the module's local Slurm cluster."""
+    folder, _ = started
+    return {"SLURM_CONF": str(folder / "slurm.conf")}
 
 
 @needs_slurm
@@ -382,7 +355,11 @@ def test_sbatch_refusing_the_job_exits_1_and_leaves_nothing(cluster, tmp_path):
 def test_a_sweep_on_slurm_runs_each_cell_once_and_resubmitting_skips_completed_runs(
     cluster, tmp_path
 ):
-    log_dir = tmp_path / "runs"
+    """Also the #SBATCH lines as the real sbatch reads them: a --comment with quotes, # and $(…)
+    arrives whole, the tasks' output lands in a log dir with spaces, quotes and a %, and nothing of
+    either runs in a shell."""
+    log_dir = tmp_path / "my runs 'q' %x $(touch pwned)"
+    comment = "a b #c 'q' \"d\" \\e $(touch pwned)"
     args = (
         "--slurm",
         "--slurm-tasks",
@@ -391,28 +368,29 @@ def test_a_sweep_on_slurm_runs_each_cell_once_and_resubmitting_skips_completed_r
         str(log_dir),
         *SWEEP,
         "--slurm-args",
-        '--comment "benchback test"',
+        f"--comment {shlex.quote(comment)}",
         *TINY,
     )
     planned = bench(
         "--dry-run", "--log-dir", str(log_dir), *SWEEP, *TINY, timeout=120
     ).stdout.splitlines()[:-1]
     num_runs = len(planned)
-    assert num_runs == 2 * len(TWO_FRAMEWORKS)
+    assert num_runs == 2
 
     first = bench(*args, env=cluster, timeout=120)
     job = submitted_job(first)
     assert f"script: {log_dir}/logs/slurm/benchback_" in first.stdout
     assert f"logs:   {log_dir}/logs/slurm/{job}_{{0..1}}.out" in first.stdout
-    # --slurm-args reached sbatch
-    assert "benchback test" in slurm(cluster, "scontrol", "show", "job", job)
+    # --slurm-args reached sbatch as given (scontrol adds a space)
+    shown = slurm(cluster, "scontrol", "show", "job", job)
+    assert re.search(rf"^ *Comment={re.escape(comment)} *$", shown, re.M), shown
     wait_for_job(cluster, job, log_dir)
 
     outputs = task_outputs(log_dir, job)
     assert sorted(outputs) == [0, 1]
     for task, output in outputs.items():
         assert f"task {task}: shard {task}/2 on {socket.gethostname()}" in output
-        assert re.search(r"^2 completed, 0 failed, 0 skipped$", output, re.M), output[-2000:]
+        assert re.search(r"^1 completed, 0 failed, 0 skipped$", output, re.M), output[-2000:]
     cells = [cells_run(output) for output in outputs.values()]
     # the two tasks ran disjoint cells
     assert len(cells[0]) == len(cells[1]) == 1 and not cells[0] & cells[1]
@@ -424,6 +402,8 @@ def test_a_sweep_on_slurm_runs_each_cell_once_and_resubmitting_skips_completed_r
     for path in summaries:  # every run keeps its node's hostname and device
         config = read_json(path.parent / "config.json")
         assert config["hostname"] == socket.gethostname() and config["device_name"]
+        # the run arguments after -- reached every task's runs
+        assert (config["num_envs"], config["num_steps"]) == (4, 16)
     # env timing: once per node, into that node's own file (the second task found it there)
     timing = read_json(log_dir / "env_timing" / f"{socket.gethostname()}.json")
     assert timing["hostname"] == socket.gethostname() and "CartPole-v1" in timing["envs"]
@@ -451,61 +431,22 @@ def test_a_sweep_on_slurm_runs_each_cell_once_and_resubmitting_skips_completed_r
     ends = sorted(
         output.strip().splitlines()[-1] for output in task_outputs(log_dir, job3).values()
     )
-    assert ends == ["0 completed, 0 failed, 2 skipped", "1 completed, 0 failed, 1 skipped"]
+    assert ends == ["0 completed, 0 failed, 1 skipped", "1 completed, 0 failed, 0 skipped"]
     assert len(list((log_dir / "exp1").glob("*/summary.json"))) == num_runs
 
     # plot_results.py reads the runs of every node: one shared folder, or one folder per node
     merged = plot(tmp_path / "merged", log_dir)
     other_node = tmp_path / "node-b" / "exp1"
     other_node.mkdir(parents=True)
-    for run_dir in sorted((log_dir / "exp1").iterdir())[:2]:
+    for run_dir in sorted((log_dir / "exp1").iterdir())[:1]:
         shutil.move(run_dir, other_node / run_dir.name)
     split = plot(tmp_path / "split", log_dir, other_node.parent)
     assert merged == split and len(merged) == num_runs
-
-
-@needs_slurm
-@pytest.mark.slow
-def test_sbatch_reads_quoted_slurm_args_and_a_log_dir_with_spaces_as_given(cluster, tmp_path):
-    """The #SBATCH lines as the real sbatch reads them: a --comment with quotes, # and $(…) arrives
-    whole, the tasks' output lands in a log dir with spaces, quotes and a %, and nothing of either
-    runs in a shell."""
-    log_dir = tmp_path / "my runs 'q' %x $(touch pwned)"
-    comment = "a b #c 'q' \"d\" \\e $(touch pwned)"
-    one_cell = [
-        *SWEEP[: SWEEP.index("--seeds")],
-        "--seeds",
-        "1",
-        "--iterations",
-        "2",
-        "--frameworks",
-        "linen",
-    ]
-    args = ("--slurm", "--log-dir", str(log_dir), *one_cell, "--no-env-timing", "--slurm-args")
-    proc = subprocess.run(
-        [
-            "bash",
-            str(ROOT / "bench.sh"),
-            "--python",
-            sys.executable,
-            *args,
-            f"--comment {shlex.quote(comment)}",
-            *TINY,
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "WANDB_MODE": "disabled", **cluster},
-    )
-    job = submitted_job(proc)
-    shown = slurm(cluster, "scontrol", "show", "job", job)
-    # scontrol adds a space
-    assert re.search(rf"^ *Comment={re.escape(comment)} *$", shown, re.M), shown
-    wait_for_job(cluster, job, log_dir)
-    (output,) = task_outputs(log_dir, job).values()  # {log dir}/logs/slurm/{job}_0.out, the % kept
-    assert re.search(r"^1 completed, 0 failed, 0 skipped$", output, re.M), output[-2000:]
     assert not list(tmp_path.rglob("pwned")) and not (ROOT / "pwned").exists()
+
+
+# --slurm-args and a log dir as the real sbatch reads them (quotes, #, $(…), spaces, a %):
+# test_a_sweep_on_slurm_runs_each_cell_once_and_resubmitting_skips_completed_runs
 
 
 def plot(out: Path, *runs_dirs: Path) -> list[tuple]:
@@ -694,3 +635,39 @@ def test_slurm_args_refuses_exactly_what_the_real_sbatch_reads_as_an_option_benc
     assert (listed["nodes"], listed["ntasks"], listed["exclusive"]) == ("1", "1", "exclusive")
     # the last of each: values, not options
     assert listed["comment"] == "-o/tmp/x" and listed["job-name"] == "x"
+
+
+# the module's cluster (one start and stop fewer than a cluster of its own): last, as it stops it
+@needs_slurm
+@pytest.mark.slow
+def test_local_cluster_starts_runs_a_job_and_stops_everything(started, cluster, tmp_path):
+    folder, start = started
+    env = cluster
+    pids = {}
+    try:
+        assert start.stdout.startswith(f"export SLURM_CONF={folder}/slurm.conf")
+        pids = daemon_pids(folder)
+        assert set(pids) == {"munged", "slurmctld", "slurmd"} and all(map(alive, pids.values()))
+        assert "idle" in slurm(env, "sinfo", "-h", "-o", "%T")
+        out = tmp_path / "job.out"
+        job = slurm(
+            env,
+            "sbatch",
+            "--parsable",
+            f"--output={out}",
+            "--wrap",
+            "echo $SLURM_JOB_ID; exec sleep 300",
+        )
+        job = job.strip().split(";")[0]
+        deadline = time.monotonic() + 120
+        # the job is running: a process that stop must end
+        while not (out.exists() and out.read_text().strip()):
+            assert time.monotonic() < deadline, slurm(env, "squeue")
+            time.sleep(0.5)
+        assert out.read_text().strip() == job
+    finally:
+        stop = local_cluster("stop", folder)
+    assert stop.returncode == 0, stop.stderr
+    assert not [name for name, pid in pids.items() if alive(pid)]
+    # the job is cancelled with the cluster; its step may take a moment to die on a loaded machine
+    wait_until(lambda: not job_sleepers(), timeout=10, what="the cancelled job's sleep to end")

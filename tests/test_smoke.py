@@ -13,7 +13,7 @@ from sweep_runs import bench, cell_of, dry_run, framework_of, last_line, option
 import plot_results
 from analysis import figures
 from core import study
-from helpers import ROOT, STUDY
+from helpers import ROOT, STUDY, read_json
 
 SMOKE = STUDY.presets["smoke"]
 
@@ -104,11 +104,34 @@ def test_a_bad_preset_is_named(tmp_path, old, new, named):
 
 @pytest.mark.slow
 def test_the_smoke_sweep_and_its_analysis_show_data_in_every_panel(tmp_path, monkeypatch):
+    """Every script's real run through bench.sh (--cpus 1: on one core, one thread; each run's
+    progress line and log), skipped when asked again; then the analysis."""
     log_dir, out = tmp_path / "runs", tmp_path / "out"
-    proc = bench("--smoke", "--log-dir", str(log_dir), timeout=1800)
+    num_runs = len(STUDY.frameworks)
+    proc = bench("--smoke", "--cpus", "1", "--log-dir", str(log_dir), timeout=1800)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert last_line(proc) == f"{len(STUDY.frameworks)} completed, 0 failed, 0 skipped"
+    assert last_line(proc) == f"{num_runs} completed, 0 failed, 0 skipped"
+    assert "every run on cores 0 with 1 threads" in proc.stdout
+    progress = rf"^\[\d+/{num_runs}\] .* completed in .* \| ETA "
+    assert len(re.findall(progress, proc.stdout, re.M)) == num_runs
     assert (log_dir / "env_timing.json").exists()
+    summaries = sorted((log_dir / "exp1").glob("*/summary.json"))
+    frameworks = [read_json(path.parent / "config.json")["framework"] for path in summaries]
+    assert sorted(frameworks) == sorted(STUDY.frameworks)
+    for path in summaries:
+        summary, config = read_json(path), read_json(path.parent / "config.json")
+        assert summary["status"] == "completed"
+        assert summary["iterations_completed"] == int(SMOKE.options["iterations"])
+        assert config["sync_timing"] is False and config["exp_name"] == "exp1"
+        # --cpus 1: every framework on the same core, torch with one thread
+        assert config["cpu_affinity"] == [0], config["cpu_affinity"]
+        assert config.get("torch_threads", 1) == 1
+    assert len(list((log_dir / "logs" / "exp1").glob("*.log"))) == num_runs
+    # the same sweep again: every run is skipped
+    again = bench("--smoke", "--cpus", "1", "--log-dir", str(log_dir), timeout=600)
+    assert again.returncode == 0, again.stderr
+    assert last_line(again) == f"0 completed, 0 failed, {num_runs} skipped"
+
     saved, save = {}, figures.save_figure
 
     def keep(fig, path):

@@ -379,14 +379,22 @@ def test_the_study_file_can_be_swapped(tmp_path, monkeypatch):
 @pytest.mark.slow
 def test_a_new_framework_is_parametrised_in_the_script_tests(tmp_path):
     """The script tests take their frameworks and compile modes from the study: one more is
-    collected too."""
+    collected too, a twin of tests a framework of the study is a parameter of (the fake framework
+    has linen's script and modes), in one collection: the committed study has no "fake" to
+    collect."""
+    frameworks = study.parse(study.DEFAULT_PATH).frameworks
+    assert "fake" not in frameworks
     env = {**os.environ, study.PATH_VARIABLE: str(fake_study(tmp_path))}
     cmd = [sys.executable, "-m", "pytest", "--collect-only", "-q", "tests/test_scripts.py"]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "fake" in proc.stdout
-    plain = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert "fake" not in plain.stdout
+    ids = [line for line in proc.stdout.splitlines() if line.startswith("tests/")]
+    fakes = [line for line in ids if "fake" in line]
+    assert fakes and len(fakes) == len(set(fakes))
+    # each a parameter: in the id's brackets, where another framework stands in its twin
+    for line in fakes:
+        assert "fake" in line[line.index("[") :], line
+        assert any(line.replace("fake", name) in ids for name in frameworks), line
 
 
 # ----------------------------------------------------------------------------- the committed study
