@@ -53,7 +53,7 @@ MUJOCO = ("brax", "mujoco", "mujoco-mjx")
 
 def packages(env: str, backend: str) -> tuple[str, ...]:
     """The pip packages of env's own simulator beyond gymnax, by their distribution names: what a
-    run records the versions of (config.json) and a Hub folder pins (evaluation/hub.py)."""
+    run records the versions of (config.json) and a Hub folder pins."""
     if backend == "envpool":
         return ("envpool",)
     if env in CRAFTAX_ENVS:
