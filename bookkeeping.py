@@ -368,7 +368,7 @@ class Bookkeeping(PlainBook):
         from which total_s counts on."""
         self.summary["setup_s"] = time.perf_counter() - self.start_time
         if self.resumed_dir and self.run_dir is None:
-            import resuming
+            from core import resuming
 
             # the script's Saver, made before, checked the stopped run, and put its state back
             resume = resuming.read_resume(self.resumed_dir)

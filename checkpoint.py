@@ -1,6 +1,6 @@
 """model.safetensors, as the ppo_*.py scripts write it with --save-model: a trained policy kept in
 one format that the four frameworks share (part of benchback-rl). save writes it, whole or not at
-all; checkpoint_file checks a path to read one; saving.py's Saver calls save when a run ends.
+all; checkpoint_file checks a path to read one; core/saving.py's Saver calls save when a run ends.
 
 The layout (float32 tensors in JAX's layout, whatever framework trained them; each template's
 to_shared writes its parameters in it, its from_shared reads them back):

@@ -509,7 +509,7 @@ def main():
     config["minibatch_size"] = args.batch_size // args.num_minibatches
     saver = nullcontext()
     if args.save_model or args.save_every or args.resume:
-        import saving
+        from core import saving
 
         saver = saving.Saver(run_dir, config, __file__)
     book.start(config, run_dir)  # config.json: the config, the command line, versions, machine

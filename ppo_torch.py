@@ -539,7 +539,7 @@ def main():
     config["device_name"] = torch_glue.device_name(device)
     saver = nullcontext()
     if args.save_model or args.save_every or args.resume:
-        import saving
+        from core import saving
 
         saver = saving.Saver(run_dir, config, __file__)
     book.start(config, run_dir)  # config.json: the config, the command line, versions, machine

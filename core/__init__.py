@@ -15,4 +15,7 @@ them (tests/test_repository.py checks the import graph). One job per module:
     command_line   a script's command line read as its user means it; its first lines' checks
     run_checks     a script's input checked before its run (bookkeeping.py, evaluate.py, the sweep)
     plain_bookkeeping  a script's own bookkeeping (a starter copy's): run folder, progress, stops
+    saving         the Saver: a script's model file when it ends, its state every N iterations
+    resuming       --resume: the resume file, a stopped run read and checked, its time before
+    event_files    a run's events files as records: read, trimmed after a resume, flushed
 """

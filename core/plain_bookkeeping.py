@@ -84,7 +84,7 @@ def with_run_flags(args_type, argv: list[str]) -> list[str]:
     framework (its FRAMEWORK)."""
     if not any(token.partition("=")[0] == "--resume" for token in argv):
         return argv
-    import resuming
+    from core import resuming
 
     framework = getattr(sys.modules.get(args_type.__module__), "FRAMEWORK", None)
     return resuming.resumed_argv([field.name for field in fields(args_type)], argv, framework)

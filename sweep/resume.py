@@ -91,7 +91,7 @@ def resumable(run_dir: Path) -> int:
     if not (run_dir / "resume.safetensors").is_file():  # none, or a FIFO
         return 0
     import checkpoint
-    import resuming
+    from core import resuming
 
     try:
         return resuming.read_resume(run_dir).iteration

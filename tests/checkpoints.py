@@ -11,7 +11,7 @@ import numpy as np
 
 import atomic
 import checkpoint
-import saving
+from core import saving
 from evaluation import model_file
 
 # env -> (trained by, action kind, obs_dim, num_actions): a discrete and a continuous env, each

@@ -163,7 +163,7 @@ def test_a_stopped_and_resumed_torch_run_of_agents_ends_as_an_uninterrupted_one(
     from script_runs import arrays, run, stopped_after_first_save
 
     import checkpoint
-    import resuming
+    from core import resuming
 
     pendulum = ["--env", "Pendulum-v1", "--norm-obs", "--norm-reward"]
     # eager (env-jit): torch.compile's step resumed is test_resume.py's (discrete runs)

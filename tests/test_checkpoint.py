@@ -531,7 +531,7 @@ def test_a_run_stopped_before_its_first_iteration_saves_nothing(log_dir):
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_a_stripped_copy_saves_its_model_with_checkpoint_beside_it(framework, tmp_path):
     """The starter (./setup.sh starter, without the bookkeeping) keeps --save-model working: the
-    copy, with the saving.py and checkpoint.py that it comes with, saves a checkpoint that loads."""
+    copy, with the core/saving.py and checkpoint.py it comes with, saves a checkpoint that loads."""
     copy = stripped_copy(framework, tmp_path / "alone")
     cmd = [sys.executable, str(copy), *TINY, "--save-model", "--log-dir", str(tmp_path / "runs")]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_MODE": "disabled", "PYTHONPATH": ""}

@@ -106,7 +106,7 @@ def test_a_resume_of_none_is_refused_not_a_new_run(linen_args, argv):
     refused with the command line, "" by Args; and where the run's flags are read, neither is taken
     for no --resume."""
     import checkpoint
-    import resuming
+    from core import resuming
 
     with pytest.raises(ValueError, match=r"^--resume must be a run folder, got '(None)?'$"):
         command_line.parse_args(linen_args, argv)

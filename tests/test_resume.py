@@ -1,4 +1,4 @@
-"""--save-every and --resume (resuming.py's resume file, issue 55 item 7): a run stopped by a
+"""--save-every and --resume (core/resuming.py's resume file, issue 55 item 7): a run stopped by a
 signal and resumed in its folder ends with the same state as the same run uninterrupted: parameters,
 Adam's moments and step, the envs' state with the normalisation statistics, the random keys. The JAX
 scripts match bit for bit; so does ppo_torch.py on one machine here, but torch promises no
@@ -26,9 +26,7 @@ from script_runs import (
 
 import atomic
 import checkpoint
-import event_files
-import resuming
-import saving
+from core import event_files, resuming, saving
 from evaluation import model_file
 from helpers import STUDY, only_run_dir, read_json, read_scalars, scalar_series
 

@@ -13,8 +13,8 @@ from script_runs import interrupted
 from tbparse import SummaryReader
 
 import checkpoint
-import resuming
 from bookkeeping import Bookkeeping
+from core import resuming
 from helpers import ROOT, only_run_dir
 
 # 6 iterations saved every 3: stopped after iteration 4's line, the run has logged iteration 4 (or

@@ -30,9 +30,7 @@ import atomic
 import bookkeeping
 import checkpoint
 import evaluate
-import event_files
-import resuming
-import saving
+from core import event_files, resuming, saving
 from tools.starter import write_starter
 
 # the script whose --resume the framework check is asked of (bookkeeping.with_run_flags reads the

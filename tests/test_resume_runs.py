@@ -267,8 +267,8 @@ def test_a_resumed_run_is_kept_out_of_the_pairs_of_runs(tmp_path):
 # ---------------------------------------------------------------------------------------- the sweep
 def stopped_run(log_dir: Path, command: list[str], name: str, saved: int) -> Path:
     """A run folder stopped after `saved` iterations, with the resume file of a save
-    (resuming.py's own writer); saved 0: none."""
-    import resuming
+    (core/resuming.py's own writer); saved 0: none."""
+    from core import resuming
 
     run_dir = fake_run(log_dir, "exp2", "interrupted", command, name)
     if saved:

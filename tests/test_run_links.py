@@ -23,8 +23,7 @@ from script_runs import start, wait_for
 import atomic
 import bookkeeping
 import checkpoint
-import resuming
-import saving
+from core import resuming, saving
 from helpers import ROOT, only_run_dir, read_json
 
 

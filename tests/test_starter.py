@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-import event_files
+from core import event_files
 from helpers import STUDY, as_from_a_shell
 from tools import starter
 
@@ -54,8 +54,7 @@ def run_copy(folder: Path, script: str, *argv: str) -> subprocess.CompletedProce
 
 
 def expected_files(framework: str) -> set[str]:
-    pieces = {"env_normalize.py", "checkpoint.py", "saving.py", "resuming.py", "event_files.py"}
-    pieces |= {"atomic.py"}
+    pieces = {"env_normalize.py", "checkpoint.py", "atomic.py"}
     pieces |= {"env_adapters.py", "core"}
     return {f"ppo_{framework}.py", *pieces} | ({"torch_glue.py"} if framework == "torch" else set())
 
@@ -68,7 +67,8 @@ def test_each_starter_is_the_template_and_the_files_it_imports_as_they_are(tmp_p
     assert {path.name for path in folder.iterdir()} == expected_files(framework)
     # core/ without its __init__.py (whose docstring names the whole floor): what the copy imports
     core = sorted(path.name for path in (folder / "core").iterdir())
-    assert core == ["env_ids.py", "plain_bookkeeping.py"]
+    pieces = ["env_ids.py", "event_files.py", "plain_bookkeeping.py", "resuming.py", "saving.py"]
+    assert core == pieces
     for path in folder.rglob("*.py"):
         name = path.relative_to(folder)
         assert path.read_bytes() == (ROOT / name).read_bytes(), name

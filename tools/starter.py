@@ -7,12 +7,12 @@ DIR (new, or an empty folder) receives ppo_FRAMEWORK.py, byte for byte, and the 
 core/plain_bookkeeping.py (the run folder, the progress line, the stops, bad input in one line: the
 bookkeeping a script takes when bookkeeping.py, the benchmark's, is not beside it), atomic.py (the
 project's signal policy and its safe writes), env_normalize.py (--norm-obs, --norm-reward),
-saving.py (--save-model, --save-every, --resume: the model file of checkpoint.py, the run's state
-of resuming.py, the events files of event_files.py), env_adapters.py and core/env_ids.py (Craftax,
-Brax, envpool), torch_glue.py (ppo_torch.py). DIR is checked before anything is made: a link to
-nothing, a file, a folder that is not empty or that cannot be written is refused in one line, exit
-code 2. A file of the copy that imports a repository module the copy lacks stops the tool with one
-line (exit 1) and nothing written, never a broken copy.
+core/saving.py (--save-model, --save-every, --resume: the model file of checkpoint.py, the
+run's state of core/resuming.py, the events files of core/event_files.py), env_adapters.py and
+core/env_ids.py (Craftax, Brax, envpool), torch_glue.py (ppo_torch.py). DIR is checked before
+anything is made: a link to nothing, a file, a folder that is not empty or that cannot be written
+is refused in one line, exit code 2. A file of the copy that imports a repository module the copy
+lacks stops the tool with one line (exit 1) and nothing written, never a broken copy.
 """
 
 import ast
@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # the pieces every copy gets, for the options it keeps; a framework's own (torch_glue.py) come from
 # study.toml (core/ without its __init__.py: a namespace package, which env_adapters.py imports)
 PIECES = ("core/plain_bookkeeping.py", "atomic.py", "env_normalize.py")
-PIECES += ("saving.py", "checkpoint.py", "resuming.py", "event_files.py")
+PIECES += ("core/saving.py", "checkpoint.py", "core/resuming.py", "core/event_files.py")
 PIECES += ("env_adapters.py", "core/env_ids.py")
 # the benchmark's bookkeeping, which a script takes when it is beside it, and is left out of a copy
 OPTIONAL = {"bookkeeping"}

@@ -4,9 +4,9 @@ continues the run it saved (part of benchback-rl).
 A resume file holds the run's state as the script hands it over (parameters, Adam's state, the envs'
 state with the normalisation statistics, the random keys) in jax.tree.leaves' order, with the
 iterations completed, their returns and the run's flags. A stopped run is read and checked whole
-(check_resumable) before anything is written, and saving.py's Saver puts its arrays back, bit for
-bit, once they match the fresh state's: a refused resume writes nothing. `--resume RUN_DIR` alone
-takes the run's own flags (resumed_argv).
+(check_resumable) before anything is written, and core/saving.py's Saver puts its arrays back, bit
+for bit, once they match the fresh state's: a refused resume writes nothing. `--resume RUN_DIR`
+alone takes the run's own flags (resumed_argv).
 """
 
 import json
@@ -20,7 +20,7 @@ import safetensors.numpy
 
 from atomic import MISSING, BadJson, check_inside, field, parse_json, read_json, write_file
 from checkpoint import FILENAME, BadCheckpoint, check_finite, checkpoint_file, is_count
-from event_files import event_of, read_run_events
+from core.event_files import event_of, read_run_events
 
 RESUME_FILE = "resume.safetensors"
 RESUME_FORMAT = "benchback-rl-resume/2"

@@ -1,7 +1,7 @@
 """Saver: what a ppo_*.py script saves while it trains (part of benchback-rl). --save-model: each
 agent's model file (checkpoint.py) when the run ends, however it ends; --save-every: the run's
-whole state every N iterations, and --resume: that state put back (resuming.py). The scripts import
-it lazily, only with those flags; it needs no bookkeeping.
+whole state every N iterations, and --resume: that state put back (core/resuming.py). The scripts
+import it lazily, only with those flags; it needs no bookkeeping.
 """
 
 import math
@@ -14,8 +14,8 @@ import numpy as np
 
 from atomic import hold_folder
 from checkpoint import FILENAME, BadCheckpoint, architecture, save, shared
-from event_files import discard_events, flush_events, trim_events
-from resuming import (
+from core.event_files import discard_events, flush_events, trim_events
+from core.resuming import (
     RESUME_FILE,
     WHERE_FLAGS,
     Resume,
